@@ -1,0 +1,28 @@
+package store
+
+import "encoding/json"
+
+// Queue constants shared by both stores.
+const (
+	// MaxAttempts is how many times a scan job runs before its scan fails.
+	MaxAttempts = 3
+	// RescueReason is recorded on a job the rescuer returned to the queue.
+	RescueReason = "worker stopped sending heartbeats; job returned to the queue"
+	// RescueGiveUp fails a scan whose last attempt's worker disappeared.
+	RescueGiveUp = "worker stopped sending heartbeats on the last attempt"
+)
+
+// encodeResult is the stored (jsonb) form of a page result.
+func encodeResult(r PageResult) []byte {
+	b, err := json.Marshal(r)
+	if err != nil {
+		panic(err) // PageResult holds only JSON-safe values
+	}
+	return b
+}
+
+func decodeResult(b []byte) (PageResult, error) {
+	var r PageResult
+	err := json.Unmarshal(b, &r)
+	return r, err
+}

@@ -1,0 +1,219 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lib/pq"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// migrationLock is the advisory lock key held while migrating, so processes starting together
+// apply the schema once.
+const migrationLock = 0x5173_7075 // "Sipu"
+
+// Postgres is the Store on PostgreSQL.
+type Postgres struct {
+	db *sql.DB
+}
+
+var _ Store = (*Postgres)(nil)
+
+// OpenPostgres connects to dsn, applies pending migrations and returns the store.
+func OpenPostgres(ctx context.Context, dsn string) (*Postgres, error) {
+	db, err := sql.Open("postgres", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres: %w", err)
+	}
+	db.SetMaxOpenConns(32)
+	db.SetMaxIdleConns(16)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("connect to postgres: %w", err)
+	}
+	p := &Postgres{db: db}
+	if err := p.migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// DB exposes the pool for benchmarks that compare an endpoint with a bare query.
+func (p *Postgres) DB() *sql.DB { return p.db }
+
+func (p *Postgres) Ping(ctx context.Context) error { return p.db.PingContext(ctx) }
+func (p *Postgres) Close() error                   { return p.db.Close() }
+
+// migrate applies the embedded migrations in order, each in its own transaction, under a
+// session advisory lock held on one connection.
+func (p *Postgres) migrate(ctx context.Context) error {
+	conn, err := p.db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, migrationLock); err != nil {
+		return fmt.Errorf("migrate: lock: %w", err)
+	}
+	defer conn.ExecContext(context.Background(), `SELECT pg_advisory_unlock($1)`, migrationLock)
+
+	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		base := strings.TrimPrefix(name, "migrations/")
+		version, err := strconv.Atoi(strings.SplitN(base, "_", 2)[0])
+		if err != nil {
+			return fmt.Errorf("migrate: %s has no version number", base)
+		}
+		var applied bool
+		if err := conn.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = $1)`, version).Scan(&applied); err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		if applied {
+			continue
+		}
+		body, err := migrations.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		tx, err := conn.BeginTx(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("migrate %s: %w", base, err)
+		}
+		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migrate %s: %w", base, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version) VALUES ($1)`, version); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migrate %s: %w", base, err)
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("migrate %s: %w", base, err)
+		}
+	}
+	return nil
+}
+
+// MigrationsApplied lists the applied migration versions (tests check the schema went in once).
+func (p *Postgres) MigrationsApplied(ctx context.Context) ([]int, error) {
+	rows, err := p.db.QueryContext(ctx, `SELECT version FROM schema_migrations ORDER BY version`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// pgErr maps driver errors onto the store's sentinels.
+func pgErr(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%s: %w", what, ErrNotFound)
+	}
+	var pe *pq.Error
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "23505":
+			if pe.Constraint == "scans_in_flight" {
+				return fmt.Errorf("%s: %w", what, ErrScanActive)
+			}
+			return fmt.Errorf("%s: %w", what, ErrConflict)
+		case "23503": // foreign key: the parent row is gone
+			return fmt.Errorf("%s: %w", what, ErrNotFound)
+		case "22P02": // invalid text representation, e.g. a malformed uuid
+			return fmt.Errorf("%s: %w", what, ErrNotFound)
+		}
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// affected turns "no row changed" into err.
+func affected(res sql.Result, err error, none error) error {
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return none
+	}
+	return nil
+}
+
+// tx runs fn in a transaction.
+func (p *Postgres) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := p.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// uuidOK guards queries against ids that are not uuids: Postgres would reject them with a
+// type error, and the caller means "no such row".
+func uuidOK(ids ...string) bool {
+	for _, id := range ids {
+		if !ValidUUID(id) {
+			return false
+		}
+	}
+	return true
+}
+
+func nullTime(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return Now(*t)
+}
+
+func timePtr(nt sql.NullTime) *time.Time {
+	if !nt.Valid {
+		return nil
+	}
+	t := nt.Time.UTC()
+	return &t
+}
+
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}

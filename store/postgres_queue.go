@@ -1,0 +1,251 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"strings"
+	"time"
+)
+
+func (p *Postgres) EnqueueScan(ctx context.Context, s Scan, runAt time.Time) error {
+	return p.tx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO scans (id, site_id, status, strategy, trigger, created_at)
+			VALUES ($1, $2, 'queued', $3, $4, $5)`, s.ID, s.SiteID, s.Strategy, s.Trigger, Now(s.CreatedAt))
+		if err != nil {
+			return pgErr("enqueue scan", err)
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO jobs (queue, scan_id, state, max_attempts, run_at, created_at)
+			VALUES ($1, $2, 'available', $3, $4, $5)`, QueueScan, s.ID, MaxAttempts, Now(runAt), Now(s.CreatedAt))
+		if err != nil {
+			return pgErr("enqueue job", err)
+		}
+		_, err = tx.ExecContext(ctx, `SELECT pg_notify('sitepulse_jobs', $1)`, QueueScan)
+		return pgErr("notify", err)
+	})
+}
+
+// NotifyChannel is the LISTEN/NOTIFY channel EnqueueScan notifies, so dispatchers wake at once.
+const NotifyChannel = "sitepulse_jobs"
+
+const jobCols = `id, queue, scan_id, state, attempt, max_attempts, run_at, heartbeat_at, locked_by, last_error, created_at`
+
+// jobColsJ is jobCols qualified by the alias j, for the claim's UPDATE ... FROM.
+var jobColsJ = "j." + strings.ReplaceAll(jobCols, ", ", ", j.")
+
+func scanJob(row interface{ Scan(...any) error }) (Job, error) {
+	var j Job
+	var hb sql.NullTime
+	err := row.Scan(&j.ID, &j.Queue, &j.ScanID, &j.State, &j.Attempt, &j.MaxAttempts, &j.RunAt, &hb,
+		&j.LockedBy, &j.LastError, &j.CreatedAt)
+	j.RunAt, j.CreatedAt, j.HeartbeatAt = j.RunAt.UTC(), j.CreatedAt.UTC(), timePtr(hb)
+	return j, err
+}
+
+func (p *Postgres) ClaimJob(ctx context.Context, queue, workerID string, now time.Time) (Job, error) {
+	j, err := scanJob(p.db.QueryRowContext(ctx, `WITH next AS (
+			SELECT id FROM jobs WHERE queue = $1 AND state = 'available' AND run_at <= $3
+			ORDER BY run_at, id FOR UPDATE SKIP LOCKED LIMIT 1)
+		UPDATE jobs j SET state = 'running', attempt = j.attempt + 1, heartbeat_at = $3, locked_by = $2
+		FROM next WHERE j.id = next.id RETURNING `+jobColsJ, queue, workerID, Now(now)))
+	return j, pgErr("claim job", err)
+}
+
+// leaseCond matches a job still running under the lease's attempt.
+const leaseCond = `id = $1 AND attempt = $2 AND state = 'running'`
+
+func (p *Postgres) Heartbeat(ctx context.Context, l Lease, now time.Time) error {
+	res, err := p.db.ExecContext(ctx, `UPDATE jobs SET heartbeat_at = $3 WHERE `+leaseCond, l.JobID, l.Attempt, Now(now))
+	return pgErr("heartbeat", affected(res, err, ErrLeaseLost))
+}
+
+func (p *Postgres) ScanForJob(ctx context.Context, scanID string) (Scan, Site, error) {
+	if !uuidOK(scanID) {
+		return Scan{}, Site{}, notFound("scan")
+	}
+	sc, err := scanScan(p.db.QueryRowContext(ctx, `SELECT `+scanCols+` FROM scans c WHERE c.id = $1`, scanID))
+	if err != nil {
+		return Scan{}, Site{}, pgErr("scan", err)
+	}
+	site, err := scanSite(p.db.QueryRowContext(ctx, `SELECT `+siteCols+` FROM sites WHERE id = $1`, sc.SiteID))
+	return sc, site, pgErr("site", err)
+}
+
+// underLease runs fn in a transaction after locking the lease's job row; ErrLeaseLost when the
+// job is no longer running under that attempt.
+func (p *Postgres) underLease(ctx context.Context, l Lease, fn func(tx *sql.Tx) error) error {
+	return p.tx(ctx, func(tx *sql.Tx) error {
+		var one int
+		err := tx.QueryRowContext(ctx, `SELECT 1 FROM jobs WHERE `+leaseCond+` FOR UPDATE`, l.JobID, l.Attempt).Scan(&one)
+		if err == sql.ErrNoRows {
+			return ErrLeaseLost
+		}
+		if err != nil {
+			return pgErr("lease", err)
+		}
+		return fn(tx)
+	})
+}
+
+func (p *Postgres) StartScan(ctx context.Context, l Lease, pagesTotal int, now time.Time) error {
+	return p.underLease(ctx, l, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE scans SET status = 'running', pages_total = $2,
+			started_at = coalesce(started_at, $3) WHERE id = $1`, l.ScanID, pagesTotal, Now(now))
+		return pgErr("start scan", err)
+	})
+}
+
+func (p *Postgres) DonePages(ctx context.Context, scanID string) ([]PageKey, error) {
+	out := []PageKey{}
+	if !uuidOK(scanID) {
+		return out, nil
+	}
+	rows, err := p.db.QueryContext(ctx, `SELECT page_path, strategy FROM page_results WHERE scan_id = $1
+		ORDER BY page_path, strategy`, scanID)
+	if err != nil {
+		return nil, pgErr("done pages", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k PageKey
+		if err := rows.Scan(&k.PagePath, &k.Strategy); err != nil {
+			return nil, pgErr("done pages", err)
+		}
+		out = append(out, k)
+	}
+	return out, pgErr("done pages", rows.Err())
+}
+
+// The page writes check the lease inside their one statement, so a stale worker writes nothing,
+// and move pages_done in the same statement.
+func (p *Postgres) SavePageResult(ctx context.Context, l Lease, r PageResult) error {
+	res, err := p.db.ExecContext(ctx, `WITH lease AS (SELECT 1 FROM jobs WHERE `+leaseCond+`),
+		up AS (INSERT INTO page_results (scan_id, page_path, strategy, page_url, result, error)
+			SELECT $3, $4, $5, $6, $7, '' FROM lease
+			ON CONFLICT (scan_id, page_path, strategy) DO UPDATE
+				SET page_url = EXCLUDED.page_url, result = EXCLUDED.result, error = ''
+			RETURNING (xmax = 0) AS inserted)
+		UPDATE scans SET pages_done = pages_done + 1 FROM up WHERE id = $3 AND up.inserted`,
+		l.JobID, l.Attempt, l.ScanID, r.PagePath, r.Strategy, r.PageURL, encodeResult(r))
+	if err != nil {
+		return pgErr("save page result", err)
+	}
+	return p.leaseCheck(ctx, res, l)
+}
+
+func (p *Postgres) SavePageError(ctx context.Context, l Lease, e PageError) error {
+	res, err := p.db.ExecContext(ctx, `WITH lease AS (SELECT 1 FROM jobs WHERE `+leaseCond+`),
+		up AS (INSERT INTO page_results (scan_id, page_path, strategy, page_url, result, error)
+			SELECT $3, $4, $5, $6, NULL, $7 FROM lease
+			ON CONFLICT (scan_id, page_path, strategy) DO UPDATE
+				SET page_url = EXCLUDED.page_url, error = EXCLUDED.error WHERE page_results.result IS NULL
+			RETURNING (xmax = 0) AS inserted)
+		UPDATE scans SET pages_done = pages_done + 1 FROM up WHERE id = $3 AND up.inserted`,
+		l.JobID, l.Attempt, l.ScanID, e.PagePath, e.Strategy, e.PageURL, e.Error)
+	if err != nil {
+		return pgErr("save page error", err)
+	}
+	return p.leaseCheck(ctx, res, l)
+}
+
+// leaseCheck tells a write that changed no scan row apart: a replaced row (fine) or a lost lease.
+func (p *Postgres) leaseCheck(ctx context.Context, res sql.Result, l Lease) error {
+	if n, _ := res.RowsAffected(); n > 0 {
+		return nil
+	}
+	var one int
+	err := p.db.QueryRowContext(ctx, `SELECT 1 FROM jobs WHERE `+leaseCond, l.JobID, l.Attempt).Scan(&one)
+	if err == sql.ErrNoRows {
+		return ErrLeaseLost
+	}
+	return pgErr("lease", err)
+}
+
+func (p *Postgres) CompleteScan(ctx context.Context, l Lease, scores ScanScores, now time.Time) error {
+	raw, err := json.Marshal(scores)
+	if err != nil {
+		return err
+	}
+	return p.underLease(ctx, l, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE jobs SET state = 'completed' WHERE id = $1`, l.JobID); err != nil {
+			return pgErr("complete job", err)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE scans SET status = 'complete', scores = $2, completed_at = $3,
+			error = '' WHERE id = $1`, l.ScanID, raw, Now(now)); err != nil {
+			return pgErr("complete scan", err)
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE sites SET health_score = $2
+			WHERE id = (SELECT site_id FROM scans WHERE id = $1)`, l.ScanID, scores.Health)
+		return pgErr("site health", err)
+	})
+}
+
+func (p *Postgres) FailScan(ctx context.Context, l Lease, reason string, now time.Time) error {
+	return p.underLease(ctx, l, func(tx *sql.Tx) error {
+		return discardTx(ctx, tx, l.JobID, l.ScanID, reason, now)
+	})
+}
+
+func discardTx(ctx context.Context, tx *sql.Tx, jobID int64, scanID, reason string, now time.Time) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE jobs SET state = 'discarded', last_error = $2 WHERE id = $1`, jobID, reason); err != nil {
+		return pgErr("discard job", err)
+	}
+	_, err := tx.ExecContext(ctx, `UPDATE scans SET status = 'failed', error = $2, completed_at = $3 WHERE id = $1`,
+		scanID, reason, Now(now))
+	return pgErr("fail scan", err)
+}
+
+func (p *Postgres) RetryJob(ctx context.Context, l Lease, runAt time.Time, reason string) error {
+	res, err := p.db.ExecContext(ctx, `UPDATE jobs SET state = 'available', run_at = $3, last_error = $4,
+		locked_by = '' WHERE `+leaseCond, l.JobID, l.Attempt, Now(runAt), reason)
+	return pgErr("retry job", affected(res, err, ErrLeaseLost))
+}
+
+func (p *Postgres) RescueJobs(ctx context.Context, staleBefore, now time.Time) (int, error) {
+	n := 0
+	err := p.tx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT id, scan_id, attempt >= max_attempts FROM jobs
+			WHERE state = 'running' AND heartbeat_at < $1 FOR UPDATE SKIP LOCKED`, Now(staleBefore))
+		if err != nil {
+			return pgErr("rescue", err)
+		}
+		type stale struct {
+			id     int64
+			scanID string
+			spent  bool
+		}
+		var jobs []stale
+		for rows.Next() {
+			var s stale
+			if err := rows.Scan(&s.id, &s.scanID, &s.spent); err != nil {
+				rows.Close()
+				return pgErr("rescue", err)
+			}
+			jobs = append(jobs, s)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return pgErr("rescue", err)
+		}
+		for _, j := range jobs {
+			if j.spent {
+				if err := discardTx(ctx, tx, j.id, j.scanID, RescueGiveUp, now); err != nil {
+					return err
+				}
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE jobs SET state = 'available', run_at = $2, last_error = $3,
+				locked_by = '' WHERE id = $1`, j.id, Now(now), RescueReason); err != nil {
+				return pgErr("rescue", err)
+			}
+		}
+		n = len(jobs)
+		return nil
+	})
+	return n, err
+}
+
+func (p *Postgres) Job(ctx context.Context, id int64) (Job, error) {
+	j, err := scanJob(p.db.QueryRowContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = $1`, id))
+	return j, pgErr("job", err)
+}

@@ -1,0 +1,90 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"time"
+)
+
+func (p *Postgres) CreateReport(ctx context.Context, r Report) error {
+	if !uuidOK(r.UserID, r.ScanID) {
+		return notFound("scan")
+	}
+	res, err := p.db.ExecContext(ctx, `INSERT INTO reports (id, token_hash, scan_id, user_id, title, created_at, expires_at)
+		SELECT $1, $2, c.id, $4, $5, $6, $7 FROM scans c JOIN sites s ON s.id = c.site_id
+		WHERE c.id = $3 AND s.user_id = $4`,
+		r.ID, r.TokenHash, r.ScanID, r.UserID, r.Title, Now(r.CreatedAt), nullTime(r.ExpiresAt))
+	return pgErr("create report", affected(res, err, sql.ErrNoRows))
+}
+
+const reportCols = `id, token_hash, scan_id, user_id, title, created_at, expires_at, revoked_at`
+
+func scanReport(row interface{ Scan(...any) error }) (Report, error) {
+	var r Report
+	var exp, rev sql.NullTime
+	err := row.Scan(&r.ID, &r.TokenHash, &r.ScanID, &r.UserID, &r.Title, &r.CreatedAt, &exp, &rev)
+	r.CreatedAt, r.ExpiresAt, r.RevokedAt = r.CreatedAt.UTC(), timePtr(exp), timePtr(rev)
+	return r, err
+}
+
+func (p *Postgres) ReportByHash(ctx context.Context, tokenHash string) (Report, error) {
+	r, err := scanReport(p.db.QueryRowContext(ctx, `SELECT `+reportCols+` FROM reports WHERE token_hash = $1`, tokenHash))
+	return r, pgErr("report", err)
+}
+
+func (p *Postgres) ReportsOf(ctx context.Context, userID string) ([]Report, error) {
+	out := []Report{}
+	if !uuidOK(userID) {
+		return out, nil
+	}
+	rows, err := p.db.QueryContext(ctx, `SELECT `+reportCols+` FROM reports WHERE user_id = $1
+		ORDER BY created_at DESC, id DESC`, userID)
+	if err != nil {
+		return nil, pgErr("reports", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		r, err := scanReport(rows)
+		if err != nil {
+			return nil, pgErr("reports", err)
+		}
+		out = append(out, r)
+	}
+	return out, pgErr("reports", rows.Err())
+}
+
+func (p *Postgres) RevokeReport(ctx context.Context, userID, reportID string, now time.Time) error {
+	if !uuidOK(userID, reportID) {
+		return notFound("report")
+	}
+	res, err := p.db.ExecContext(ctx, `UPDATE reports SET revoked_at = coalesce(revoked_at, $3)
+		WHERE id = $1 AND user_id = $2`, reportID, userID, Now(now))
+	return pgErr("revoke report", affected(res, err, sql.ErrNoRows))
+}
+
+func (p *Postgres) ReportScan(ctx context.Context, r Report) (Scan, Site, []PageResult, error) {
+	if !uuidOK(r.UserID, r.ScanID) {
+		return Scan{}, Site{}, nil, notFound("scan")
+	}
+	sc, err := p.Scan(ctx, r.UserID, r.ScanID)
+	if err != nil {
+		return Scan{}, Site{}, nil, err
+	}
+	site, err := p.Site(ctx, r.UserID, sc.SiteID)
+	if err != nil {
+		return Scan{}, Site{}, nil, err
+	}
+	results, err := p.PageResults(ctx, r.UserID, r.ScanID)
+	return sc, site, results, err
+}
+
+func (p *Postgres) SeenDelivery(ctx context.Context, bodyHash string, since, now time.Time) (bool, error) {
+	var one int
+	err := p.db.QueryRowContext(ctx, `INSERT INTO webhook_deliveries (body_hash, seen_at) VALUES ($1, $3)
+		ON CONFLICT (body_hash) DO UPDATE SET seen_at = EXCLUDED.seen_at WHERE webhook_deliveries.seen_at <= $2
+		RETURNING 1`, bodyHash, Now(since), Now(now)).Scan(&one)
+	if err == sql.ErrNoRows {
+		return true, nil
+	}
+	return false, pgErr("webhook delivery", err)
+}

@@ -1,0 +1,181 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+)
+
+const scanCols = `c.id, c.site_id, c.status, c.strategy, c.trigger, c.pages_total, c.pages_done, c.scores,
+	c.error, c.created_at, c.started_at, c.completed_at`
+
+func scanScan(row interface{ Scan(...any) error }) (Scan, error) {
+	var s Scan
+	var scores []byte
+	var started, completed sql.NullTime
+	err := row.Scan(&s.ID, &s.SiteID, &s.Status, &s.Strategy, &s.Trigger, &s.PagesTotal, &s.PagesDone,
+		&scores, &s.Error, &s.CreatedAt, &started, &completed)
+	if err != nil {
+		return s, err
+	}
+	if err := json.Unmarshal(scores, &s.Scores); err != nil {
+		return s, fmt.Errorf("scan %s scores: %w", s.ID, err)
+	}
+	s.CreatedAt, s.StartedAt, s.CompletedAt = s.CreatedAt.UTC(), timePtr(started), timePtr(completed)
+	return s, nil
+}
+
+func (p *Postgres) Scan(ctx context.Context, userID, scanID string) (Scan, error) {
+	if !uuidOK(userID, scanID) {
+		return Scan{}, notFound("scan")
+	}
+	s, err := scanScan(p.db.QueryRowContext(ctx, `SELECT `+scanCols+` FROM scans c
+		JOIN sites s ON s.id = c.site_id WHERE c.id = $1 AND s.user_id = $2`, scanID, userID))
+	return s, pgErr("scan", err)
+}
+
+func (p *Postgres) ScansOf(ctx context.Context, userID, siteID string, limit int) ([]Scan, error) {
+	return p.scansOf(ctx, userID, siteID, limit, `TRUE ORDER BY c.created_at DESC, c.id DESC`)
+}
+
+func (p *Postgres) CompletedScans(ctx context.Context, userID, siteID string, limit int) ([]Scan, error) {
+	return p.scansOf(ctx, userID, siteID, limit, `c.status = 'complete' ORDER BY c.completed_at DESC, c.id DESC`)
+}
+
+func (p *Postgres) LatestCompletedScan(ctx context.Context, userID, siteID string) (Scan, error) {
+	scans, err := p.CompletedScans(ctx, userID, siteID, 1)
+	if err != nil {
+		return Scan{}, err
+	}
+	if len(scans) == 0 {
+		return Scan{}, notFound("completed scan")
+	}
+	return scans[0], nil
+}
+
+func (p *Postgres) scansOf(ctx context.Context, userID, siteID string, limit int, where string) ([]Scan, error) {
+	if err := p.owns(ctx, p.db, userID, siteID); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		limit = 1 << 30
+	}
+	rows, err := p.db.QueryContext(ctx, `SELECT `+scanCols+` FROM scans c WHERE c.site_id = $1 AND `+where+` LIMIT $2`, siteID, limit)
+	if err != nil {
+		return nil, pgErr("scans", err)
+	}
+	defer rows.Close()
+	out := []Scan{}
+	for rows.Next() {
+		s, err := scanScan(rows)
+		if err != nil {
+			return nil, pgErr("scans", err)
+		}
+		out = append(out, s)
+	}
+	return out, pgErr("scans", rows.Err())
+}
+
+// ownsScan answers whether userID owns the site of scanID.
+func (p *Postgres) ownsScan(ctx context.Context, userID, scanID string) error {
+	if !uuidOK(userID, scanID) {
+		return notFound("scan")
+	}
+	var one int
+	err := p.db.QueryRowContext(ctx, `SELECT 1 FROM scans c JOIN sites s ON s.id = c.site_id
+		WHERE c.id = $1 AND s.user_id = $2`, scanID, userID).Scan(&one)
+	return pgErr("scan", err)
+}
+
+func (p *Postgres) PageResults(ctx context.Context, userID, scanID string) ([]PageResult, error) {
+	out := []PageResult{}
+	err := p.EachPageResult(ctx, userID, scanID, func(r PageResult) error {
+		out = append(out, r)
+		return nil
+	})
+	return out, err
+}
+
+func (p *Postgres) EachPageResult(ctx context.Context, userID, scanID string, fn func(PageResult) error) error {
+	if !uuidOK(userID, scanID) {
+		return notFound("scan")
+	}
+	// One query: the owner check rides along, so a scan of someone else streams nothing and an
+	// empty result needs the second look below to tell "not yours" from "no results".
+	rows, err := p.db.QueryContext(ctx, `SELECT r.result FROM page_results r
+		JOIN scans c ON c.id = r.scan_id JOIN sites s ON s.id = c.site_id
+		WHERE r.scan_id = $1 AND s.user_id = $2 AND r.result IS NOT NULL
+		ORDER BY r.page_path, r.strategy`, scanID, userID)
+	if err != nil {
+		return pgErr("page results", err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var raw []byte
+		if err := rows.Scan(&raw); err != nil {
+			return pgErr("page results", err)
+		}
+		r, err := decodeResult(raw)
+		if err != nil {
+			return fmt.Errorf("page result of scan %s: %w", scanID, err)
+		}
+		r.ScanID = scanID
+		n++
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return pgErr("page results", err)
+	}
+	if n == 0 {
+		return p.ownsScan(ctx, userID, scanID)
+	}
+	return nil
+}
+
+func (p *Postgres) PageResult(ctx context.Context, userID, scanID, pagePath, strategy string) (PageResult, error) {
+	if !uuidOK(userID, scanID) {
+		return PageResult{}, notFound("scan")
+	}
+	var raw []byte
+	err := p.db.QueryRowContext(ctx, `SELECT r.result FROM page_results r
+		JOIN scans c ON c.id = r.scan_id JOIN sites s ON s.id = c.site_id
+		WHERE r.scan_id = $1 AND s.user_id = $2 AND r.page_path = $3 AND r.strategy = $4 AND r.result IS NOT NULL`,
+		scanID, userID, pagePath, strategy).Scan(&raw)
+	if err == sql.ErrNoRows {
+		if err := p.ownsScan(ctx, userID, scanID); err != nil {
+			return PageResult{}, err
+		}
+		return PageResult{}, notFound("page result")
+	}
+	if err != nil {
+		return PageResult{}, pgErr("page result", err)
+	}
+	r, err := decodeResult(raw)
+	r.ScanID = scanID
+	return r, err
+}
+
+func (p *Postgres) PageErrors(ctx context.Context, userID, scanID string) ([]PageError, error) {
+	if err := p.ownsScan(ctx, userID, scanID); err != nil {
+		return nil, err
+	}
+	rows, err := p.db.QueryContext(ctx, `SELECT page_path, page_url, strategy, error FROM page_results
+		WHERE scan_id = $1 AND result IS NULL ORDER BY page_path, strategy`, scanID)
+	if err != nil {
+		return nil, pgErr("page errors", err)
+	}
+	defer rows.Close()
+	out := []PageError{}
+	for rows.Next() {
+		e := PageError{ScanID: scanID}
+		if err := rows.Scan(&e.PagePath, &e.PageURL, &e.Strategy, &e.Error); err != nil {
+			return nil, pgErr("page errors", err)
+		}
+		out = append(out, e)
+	}
+	return out, pgErr("page errors", rows.Err())
+}

@@ -1,0 +1,196 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"github.com/lib/pq"
+)
+
+func (p *Postgres) CreateSite(ctx context.Context, s Site) error {
+	_, err := p.db.ExecContext(ctx, `INSERT INTO sites
+		(id, user_id, name, domain, platform_site_id, founding, health_score, last_published, pages, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		s.ID, s.UserID, s.Name, s.Domain, nullString(s.PlatformSiteID), s.Founding, s.HealthScore,
+		nullTime(s.LastPublished), pq.StringArray(nonNil(s.Pages)), Now(s.CreatedAt))
+	return pgErr("create site", err)
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func (p *Postgres) UpdateSite(ctx context.Context, s Site) error {
+	if !uuidOK(s.ID, s.UserID) {
+		return notFound("site")
+	}
+	res, err := p.db.ExecContext(ctx, `UPDATE sites SET name = $3, domain = $4, platform_site_id = $5,
+		founding = $6, pages = $7 WHERE id = $1 AND user_id = $2`,
+		s.ID, s.UserID, s.Name, s.Domain, nullString(s.PlatformSiteID), s.Founding, pq.StringArray(nonNil(s.Pages)))
+	return pgErr("update site", affected(res, err, sql.ErrNoRows))
+}
+
+func (p *Postgres) DeleteSite(ctx context.Context, userID, siteID string) error {
+	if !uuidOK(userID, siteID) {
+		return notFound("site")
+	}
+	res, err := p.db.ExecContext(ctx, `DELETE FROM sites WHERE id = $1 AND user_id = $2`, siteID, userID)
+	return pgErr("delete site", affected(res, err, sql.ErrNoRows))
+}
+
+const siteCols = `id, user_id, name, domain, coalesce(platform_site_id, ''), founding, health_score,
+	last_published, pages, created_at`
+
+func scanSite(row interface{ Scan(...any) error }) (Site, error) {
+	var s Site
+	var health sql.NullInt64
+	var published sql.NullTime
+	var pages pq.StringArray
+	err := row.Scan(&s.ID, &s.UserID, &s.Name, &s.Domain, &s.PlatformSiteID, &s.Founding, &health,
+		&published, &pages, &s.CreatedAt)
+	if health.Valid {
+		h := int(health.Int64)
+		s.HealthScore = &h
+	}
+	s.LastPublished, s.Pages, s.CreatedAt = timePtr(published), nonNil(pages), s.CreatedAt.UTC()
+	return s, err
+}
+
+func (p *Postgres) Site(ctx context.Context, userID, siteID string) (Site, error) {
+	if !uuidOK(userID, siteID) {
+		return Site{}, notFound("site")
+	}
+	s, err := scanSite(p.db.QueryRowContext(ctx, `SELECT `+siteCols+` FROM sites WHERE id = $1 AND user_id = $2`, siteID, userID))
+	return s, pgErr("site", err)
+}
+
+func (p *Postgres) SitesOf(ctx context.Context, userID string) ([]Site, error) {
+	out := []Site{}
+	if !uuidOK(userID) {
+		return out, nil
+	}
+	rows, err := p.db.QueryContext(ctx, `SELECT `+siteCols+` FROM sites WHERE user_id = $1 ORDER BY name, id`, userID)
+	if err != nil {
+		return nil, pgErr("sites", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		s, err := scanSite(rows)
+		if err != nil {
+			return nil, pgErr("sites", err)
+		}
+		out = append(out, s)
+	}
+	return out, pgErr("sites", rows.Err())
+}
+
+func (p *Postgres) SiteByPlatformID(ctx context.Context, platformSiteID string) (Site, error) {
+	if platformSiteID == "" {
+		return Site{}, notFound("site")
+	}
+	s, err := scanSite(p.db.QueryRowContext(ctx, `SELECT `+siteCols+` FROM sites WHERE platform_site_id = $1`, platformSiteID))
+	return s, pgErr("site", err)
+}
+
+func (p *Postgres) MarkPublished(ctx context.Context, siteID string, at time.Time) error {
+	if !uuidOK(siteID) {
+		return notFound("site")
+	}
+	res, err := p.db.ExecContext(ctx, `UPDATE sites SET last_published = $2 WHERE id = $1`, siteID, Now(at))
+	return pgErr("mark published", affected(res, err, sql.ErrNoRows))
+}
+
+// owns answers whether userID owns siteID.
+func (p *Postgres) owns(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, userID, siteID string) error {
+	if !uuidOK(userID, siteID) {
+		return notFound("site")
+	}
+	var one int
+	err := q.QueryRowContext(ctx, `SELECT 1 FROM sites WHERE id = $1 AND user_id = $2`, siteID, userID).Scan(&one)
+	return pgErr("site", err)
+}
+
+func (p *Postgres) Budgets(ctx context.Context, userID, siteID string) (map[string]float64, error) {
+	if err := p.owns(ctx, p.db, userID, siteID); err != nil {
+		return nil, err
+	}
+	rows, err := p.db.QueryContext(ctx, `SELECT metric, threshold FROM budgets WHERE site_id = $1`, siteID)
+	if err != nil {
+		return nil, pgErr("budgets", err)
+	}
+	defer rows.Close()
+	out := map[string]float64{}
+	for rows.Next() {
+		var m string
+		var t float64
+		if err := rows.Scan(&m, &t); err != nil {
+			return nil, pgErr("budgets", err)
+		}
+		out[m] = t
+	}
+	return out, pgErr("budgets", rows.Err())
+}
+
+func (p *Postgres) SetBudgets(ctx context.Context, userID, siteID string, budgets map[string]float64) error {
+	return p.tx(ctx, func(tx *sql.Tx) error {
+		if err := p.owns(ctx, tx, userID, siteID); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM budgets WHERE site_id = $1`, siteID); err != nil {
+			return pgErr("set budgets", err)
+		}
+		for m, t := range budgets {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO budgets (site_id, metric, threshold) VALUES ($1, $2, $3)`, siteID, m, t); err != nil {
+				return pgErr("set budgets", err)
+			}
+		}
+		return nil
+	})
+}
+
+func (p *Postgres) AlertRules(ctx context.Context, userID, siteID string) ([]AlertRule, error) {
+	if err := p.owns(ctx, p.db, userID, siteID); err != nil {
+		return nil, err
+	}
+	rows, err := p.db.QueryContext(ctx, `SELECT id, site_id, metric, operator, threshold, created_at
+		FROM alert_rules WHERE site_id = $1 ORDER BY created_at, id`, siteID)
+	if err != nil {
+		return nil, pgErr("alert rules", err)
+	}
+	defer rows.Close()
+	out := []AlertRule{}
+	for rows.Next() {
+		var r AlertRule
+		if err := rows.Scan(&r.ID, &r.SiteID, &r.Metric, &r.Operator, &r.Threshold, &r.CreatedAt); err != nil {
+			return nil, pgErr("alert rules", err)
+		}
+		r.CreatedAt = r.CreatedAt.UTC()
+		out = append(out, r)
+	}
+	return out, pgErr("alert rules", rows.Err())
+}
+
+func (p *Postgres) AddAlertRule(ctx context.Context, userID string, r AlertRule) error {
+	if !uuidOK(userID, r.SiteID) {
+		return notFound("site")
+	}
+	res, err := p.db.ExecContext(ctx, `INSERT INTO alert_rules (id, site_id, metric, operator, threshold, created_at)
+		SELECT $1, id, $3, $4, $5, $6 FROM sites WHERE id = $2 AND user_id = $7`,
+		r.ID, r.SiteID, r.Metric, r.Operator, r.Threshold, Now(r.CreatedAt), userID)
+	return pgErr("add alert rule", affected(res, err, sql.ErrNoRows))
+}
+
+func (p *Postgres) DeleteAlertRule(ctx context.Context, userID, siteID, ruleID string) error {
+	if !uuidOK(userID, siteID, ruleID) {
+		return notFound("alert rule")
+	}
+	res, err := p.db.ExecContext(ctx, `DELETE FROM alert_rules r USING sites s
+		WHERE r.id = $1 AND r.site_id = $2 AND s.id = r.site_id AND s.user_id = $3`, ruleID, siteID, userID)
+	return pgErr("delete alert rule", affected(res, err, sql.ErrNoRows))
+}

@@ -1,0 +1,40 @@
+package store_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"sitepulse/store"
+	"sitepulse/store/storetest"
+)
+
+// Two processes starting together against one empty database both come up, and the schema is
+// applied once: the advisory lock serialises the migrations.
+func TestPostgresConcurrentMigrations(t *testing.T) {
+	dsn := storetest.SchemaDSN(t)
+	var wg sync.WaitGroup
+	stores := make([]*store.Postgres, 4)
+	errs := make([]error, 4)
+	for i := range stores {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			stores[i], errs[i] = store.OpenPostgres(context.Background(), dsn)
+		}(i)
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("process %d: %v", i, err)
+		}
+		defer stores[i].Close()
+	}
+	versions, err := stores[0].MigrationsApplied(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(versions) != 1 || versions[0] != 1 {
+		t.Errorf("applied migrations = %v, want [1]", versions)
+	}
+}

@@ -1,0 +1,123 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"time"
+)
+
+func (p *Postgres) CreateUser(ctx context.Context, u User) error {
+	_, err := p.db.ExecContext(ctx, `INSERT INTO users (id, email, password_hash, notify_regressions, created_at)
+		VALUES ($1, $2, $3, $4, $5)`, u.ID, u.Email, u.PasswordHash, u.NotifyRegressions, Now(u.CreatedAt))
+	return pgErr("create user", err)
+}
+
+const userCols = `id, email, password_hash, notify_regressions, created_at`
+
+func scanUser(row interface{ Scan(...any) error }) (User, error) {
+	var u User
+	err := row.Scan(&u.ID, &u.Email, &u.PasswordHash, &u.NotifyRegressions, &u.CreatedAt)
+	u.CreatedAt = u.CreatedAt.UTC()
+	return u, err
+}
+
+func (p *Postgres) UserByEmail(ctx context.Context, email string) (User, error) {
+	u, err := scanUser(p.db.QueryRowContext(ctx, `SELECT `+userCols+` FROM users WHERE lower(email) = lower($1)`, email))
+	return u, pgErr("user", err)
+}
+
+func (p *Postgres) UserByID(ctx context.Context, id string) (User, error) {
+	if !uuidOK(id) {
+		return User{}, notFound("user")
+	}
+	u, err := scanUser(p.db.QueryRowContext(ctx, `SELECT `+userCols+` FROM users WHERE id = $1`, id))
+	return u, pgErr("user", err)
+}
+
+func (p *Postgres) SetPasswordHash(ctx context.Context, userID, hash string) error {
+	if !uuidOK(userID) {
+		return notFound("user")
+	}
+	res, err := p.db.ExecContext(ctx, `UPDATE users SET password_hash = $2 WHERE id = $1`, userID, hash)
+	return pgErr("set password", affected(res, err, sql.ErrNoRows))
+}
+
+func (p *Postgres) SetNotifyRegressions(ctx context.Context, userID string, on bool) error {
+	if !uuidOK(userID) {
+		return notFound("user")
+	}
+	res, err := p.db.ExecContext(ctx, `UPDATE users SET notify_regressions = $2 WHERE id = $1`, userID, on)
+	return pgErr("set notifications", affected(res, err, sql.ErrNoRows))
+}
+
+func (p *Postgres) CreateSession(ctx context.Context, s Session) error {
+	_, err := p.db.ExecContext(ctx, `INSERT INTO sessions (token_hash, user_id, csrf, created_at, expires_at)
+		VALUES ($1, $2, $3, $4, $5)`, s.TokenHash, s.UserID, s.CSRF, Now(s.CreatedAt), Now(s.ExpiresAt))
+	return pgErr("create session", err)
+}
+
+func (p *Postgres) SessionByHash(ctx context.Context, tokenHash string, now time.Time) (Session, error) {
+	var s Session
+	err := p.db.QueryRowContext(ctx, `SELECT token_hash, user_id, csrf, created_at, expires_at FROM sessions
+		WHERE token_hash = $1 AND expires_at > $2`, tokenHash, now).
+		Scan(&s.TokenHash, &s.UserID, &s.CSRF, &s.CreatedAt, &s.ExpiresAt)
+	s.CreatedAt, s.ExpiresAt = s.CreatedAt.UTC(), s.ExpiresAt.UTC()
+	return s, pgErr("session", err)
+}
+
+func (p *Postgres) DeleteSession(ctx context.Context, tokenHash string) error {
+	_, err := p.db.ExecContext(ctx, `DELETE FROM sessions WHERE token_hash = $1`, tokenHash)
+	return pgErr("delete session", err)
+}
+
+func (p *Postgres) CreateAPIKey(ctx context.Context, k APIKey) error {
+	_, err := p.db.ExecContext(ctx, `INSERT INTO api_keys (id, user_id, name, key_hash, prefix, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6)`, k.ID, k.UserID, k.Name, k.KeyHash, k.Prefix, Now(k.CreatedAt))
+	return pgErr("create api key", err)
+}
+
+const keyCols = `id, user_id, name, key_hash, prefix, created_at, last_used_at`
+
+func scanKey(row interface{ Scan(...any) error }) (APIKey, error) {
+	var k APIKey
+	var used sql.NullTime
+	err := row.Scan(&k.ID, &k.UserID, &k.Name, &k.KeyHash, &k.Prefix, &k.CreatedAt, &used)
+	k.CreatedAt, k.LastUsedAt = k.CreatedAt.UTC(), timePtr(used)
+	return k, err
+}
+
+func (p *Postgres) APIKeys(ctx context.Context, userID string) ([]APIKey, error) {
+	if !uuidOK(userID) {
+		return nil, nil
+	}
+	rows, err := p.db.QueryContext(ctx, `SELECT `+keyCols+` FROM api_keys
+		WHERE user_id = $1 AND revoked_at IS NULL ORDER BY created_at DESC, id DESC`, userID)
+	if err != nil {
+		return nil, pgErr("api keys", err)
+	}
+	defer rows.Close()
+	var out []APIKey
+	for rows.Next() {
+		k, err := scanKey(rows)
+		if err != nil {
+			return nil, pgErr("api keys", err)
+		}
+		out = append(out, k)
+	}
+	return out, pgErr("api keys", rows.Err())
+}
+
+func (p *Postgres) APIKeyByHash(ctx context.Context, keyHash string, now time.Time) (APIKey, error) {
+	k, err := scanKey(p.db.QueryRowContext(ctx, `UPDATE api_keys SET last_used_at = $2
+		WHERE key_hash = $1 AND revoked_at IS NULL RETURNING `+keyCols, keyHash, Now(now)))
+	return k, pgErr("api key", err)
+}
+
+func (p *Postgres) RevokeAPIKey(ctx context.Context, userID, keyID string, now time.Time) error {
+	if !uuidOK(userID, keyID) {
+		return notFound("api key")
+	}
+	res, err := p.db.ExecContext(ctx, `UPDATE api_keys SET revoked_at = $3
+		WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL`, keyID, userID, Now(now))
+	return pgErr("revoke api key", affected(res, err, sql.ErrNoRows))
+}

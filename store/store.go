@@ -1,0 +1,206 @@
+// Package store holds SitePulse's domain types, the Store interface and its two
+// implementations: Postgres, the real store, and an in-memory store that gives the same answers
+// so `go run .` works on a machine with no database. One contract suite runs against both.
+//
+// Every read a user can cause is scoped to its owner: methods that serve a user take the user's
+// id and answer ErrNotFound for rows of anyone else. Methods without a user id serve the system
+// (the scan pipeline, the webhook, bearer verification) and say so in their doc comment.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Sentinel errors. Implementations wrap them with %w; callers test with errors.Is.
+var (
+	ErrNotFound = errors.New("not found")
+	ErrConflict = errors.New("conflict")
+	// ErrScanActive is SCAN_ALREADY_ACTIVE: the site already has a queued or running scan.
+	ErrScanActive = errors.New("SCAN_ALREADY_ACTIVE")
+	// ErrLeaseLost means the job is no longer this worker's: it was rescued and claimed again,
+	// or finished. The write was not made.
+	ErrLeaseLost = errors.New("job lease lost")
+)
+
+// Store is everything SitePulse keeps.
+type Store interface {
+	Users
+	Sites
+	Scans
+	Queue
+	OAuth
+	Reports
+	Webhooks
+	// Ping answers whether the store can serve requests.
+	Ping(ctx context.Context) error
+	// Close releases the store's resources.
+	Close() error
+}
+
+// Users holds accounts, sessions and API keys.
+type Users interface {
+	// CreateUser stores a new user; ErrConflict when the e-mail is taken.
+	CreateUser(ctx context.Context, u User) error
+	// UserByEmail finds a user by e-mail, compared case-insensitively.
+	UserByEmail(ctx context.Context, email string) (User, error)
+	UserByID(ctx context.Context, id string) (User, error)
+	SetPasswordHash(ctx context.Context, userID, hash string) error
+	SetNotifyRegressions(ctx context.Context, userID string, on bool) error
+
+	CreateSession(ctx context.Context, s Session) error
+	// SessionByHash returns an unexpired session.
+	SessionByHash(ctx context.Context, tokenHash string, now time.Time) (Session, error)
+	DeleteSession(ctx context.Context, tokenHash string) error
+
+	CreateAPIKey(ctx context.Context, k APIKey) error
+	// APIKeys lists a user's keys that are not revoked, newest first.
+	APIKeys(ctx context.Context, userID string) ([]APIKey, error)
+	// APIKeyByHash finds an unrevoked key (system: bearer verification) and records its use.
+	APIKeyByHash(ctx context.Context, keyHash string, now time.Time) (APIKey, error)
+	RevokeAPIKey(ctx context.Context, userID, keyID string, now time.Time) error
+}
+
+// Sites holds sites, their budgets and alert rules.
+type Sites interface {
+	// CreateSite stores a site; ErrConflict when its platform site id is taken.
+	CreateSite(ctx context.Context, s Site) error
+	// UpdateSite changes name, domain, platform id, founding and pages of a site of s.UserID.
+	UpdateSite(ctx context.Context, s Site) error
+	DeleteSite(ctx context.Context, userID, siteID string) error
+	Site(ctx context.Context, userID, siteID string) (Site, error)
+	// SitesOf lists a user's sites by name.
+	SitesOf(ctx context.Context, userID string) ([]Site, error)
+	// SiteByPlatformID finds a site by the platform's id (system: the publish webhook).
+	SiteByPlatformID(ctx context.Context, platformSiteID string) (Site, error)
+	// MarkPublished sets a site's lastPublished (system: the publish webhook).
+	MarkPublished(ctx context.Context, siteID string, at time.Time) error
+
+	// Budgets returns a site's metric -> threshold map.
+	Budgets(ctx context.Context, userID, siteID string) (map[string]float64, error)
+	// SetBudgets replaces a site's budgets.
+	SetBudgets(ctx context.Context, userID, siteID string, budgets map[string]float64) error
+	AlertRules(ctx context.Context, userID, siteID string) ([]AlertRule, error)
+	AddAlertRule(ctx context.Context, userID string, r AlertRule) error
+	DeleteAlertRule(ctx context.Context, userID, siteID, ruleID string) error
+}
+
+// Scans reads scans and their page results for their owner.
+type Scans interface {
+	Scan(ctx context.Context, userID, scanID string) (Scan, error)
+	// ScansOf lists a site's scans of every status, newest first, at most limit.
+	ScansOf(ctx context.Context, userID, siteID string, limit int) ([]Scan, error)
+	// CompletedScans lists a site's complete scans, most recently completed first, at most limit.
+	CompletedScans(ctx context.Context, userID, siteID string, limit int) ([]Scan, error)
+	// LatestCompletedScan ignores queued, running and failed scans; ErrNotFound when none.
+	LatestCompletedScan(ctx context.Context, userID, siteID string) (Scan, error)
+	// PageResults returns a scan's successful results ordered by path then strategy.
+	PageResults(ctx context.Context, userID, scanID string) ([]PageResult, error)
+	// EachPageResult streams the results PageResults returns, one at a time, so exports of
+	// large scans do not sit in memory.
+	EachPageResult(ctx context.Context, userID, scanID string, fn func(PageResult) error) error
+	// PageResult returns one result; ErrNotFound when the pair was not audited or failed.
+	PageResult(ctx context.Context, userID, scanID, pagePath, strategy string) (PageResult, error)
+	PageErrors(ctx context.Context, userID, scanID string) ([]PageError, error)
+}
+
+// Queue is the job queue and the scan life cycle it drives (DESIGN §4). Its methods serve the
+// system. Every write made under a Lease answers ErrLeaseLost, and changes nothing, once the job
+// is no longer running under that attempt.
+type Queue interface {
+	// EnqueueScan creates a queued scan and its job in one transaction, the job runnable at
+	// runAt. ErrScanActive when the site has a queued or running scan.
+	EnqueueScan(ctx context.Context, s Scan, runAt time.Time) error
+	// ClaimJob takes the next runnable job of a queue, marks it running under a new attempt and
+	// returns it; ErrNotFound when none is runnable at now.
+	ClaimJob(ctx context.Context, queue, workerID string, now time.Time) (Job, error)
+	// Heartbeat extends the lease.
+	Heartbeat(ctx context.Context, l Lease, now time.Time) error
+	// ScanForJob reads the scan a job works on and its site.
+	ScanForJob(ctx context.Context, scanID string) (Scan, Site, error)
+	// StartScan marks the scan running with its number of page/strategy pairs.
+	StartScan(ctx context.Context, l Lease, pagesTotal int, now time.Time) error
+	// DonePages lists the pairs that already have a result or an error, so a re-run resumes.
+	DonePages(ctx context.Context, scanID string) ([]PageKey, error)
+	// SavePageResult upserts a result on (scan, path, strategy), replacing an earlier error.
+	SavePageResult(ctx context.Context, l Lease, r PageResult) error
+	// SavePageError upserts an error for a pair that has no result.
+	SavePageError(ctx context.Context, l Lease, e PageError) error
+	// CompleteScan marks scan and job done, stores the scores, and sets the site's health.
+	CompleteScan(ctx context.Context, l Lease, scores ScanScores, now time.Time) error
+	// FailScan discards the job and marks the scan failed with a reason.
+	FailScan(ctx context.Context, l Lease, reason string, now time.Time) error
+	// RetryJob makes the job runnable again at runAt, keeping the reason.
+	RetryJob(ctx context.Context, l Lease, runAt time.Time, reason string) error
+	// RescueJobs returns running jobs whose heartbeat is older than staleBefore to the queue,
+	// or, when they have no attempts left, discards them and fails their scans.
+	RescueJobs(ctx context.Context, staleBefore, now time.Time) (int, error)
+	// Job reads a job (system: tests and operations).
+	Job(ctx context.Context, id int64) (Job, error)
+}
+
+// OAuth holds the authorization server's clients, pending requests, codes, tokens and consents.
+// Its lookups by hash serve the system: the secret itself is the credential.
+type OAuth interface {
+	CreateClient(ctx context.Context, c OAuthClient) error
+	Client(ctx context.Context, clientID string) (OAuthClient, error)
+
+	CreateAuthRequest(ctx context.Context, r AuthRequest) error
+	// TakeAuthRequest deletes and returns an unexpired pending request of a user: a consent
+	// is answered once.
+	TakeAuthRequest(ctx context.Context, idHash, userID string, now time.Time) (AuthRequest, error)
+
+	CreateCode(ctx context.Context, c AuthCode) error
+	Code(ctx context.Context, codeHash string) (AuthCode, error)
+	// RedeemCode marks a code used, atomically: of two concurrent redemptions one gets nil and
+	// the other ErrConflict; so does any later one.
+	RedeemCode(ctx context.Context, codeHash string, now time.Time) error
+
+	CreateTokens(ctx context.Context, tokens ...OAuthToken) error
+	Token(ctx context.Context, tokenHash string) (OAuthToken, error)
+	// RotateRefresh marks an unused, unrevoked refresh token used and stores its successors in
+	// one transaction; ErrConflict when the token was already used or revoked.
+	RotateRefresh(ctx context.Context, oldHash string, now time.Time, successors ...OAuthToken) error
+	// RevokeToken revokes one token, and for a refresh token every token of its family.
+	RevokeToken(ctx context.Context, tokenHash string, now time.Time) error
+	RevokeFamily(ctx context.Context, familyID string, now time.Time) error
+
+	SaveConsent(ctx context.Context, c Consent) error
+	// Consents lists a user's connected apps, newest first.
+	Consents(ctx context.Context, userID string) ([]Consent, error)
+	// RevokeConsent forgets a user's approval of a client and revokes all their tokens.
+	RevokeConsent(ctx context.Context, userID, clientID string, now time.Time) error
+}
+
+// Reports holds shareable client reports.
+type Reports interface {
+	CreateReport(ctx context.Context, r Report) error
+	// ReportByHash finds a report by its token's hash (system: the token is the credential),
+	// expired or revoked ones included so the page can answer 410.
+	ReportByHash(ctx context.Context, tokenHash string) (Report, error)
+	ReportsOf(ctx context.Context, userID string) ([]Report, error)
+	RevokeReport(ctx context.Context, userID, reportID string, now time.Time) error
+	// ReportScan reads the scan of a report and its site (system: the public report page).
+	ReportScan(ctx context.Context, r Report) (Scan, Site, []PageResult, error)
+}
+
+// Webhooks keeps the replay guard of the publish webhook.
+type Webhooks interface {
+	// SeenDelivery records a delivery by its body hash and answers whether the same body was
+	// already seen after since.
+	SeenDelivery(ctx context.Context, bodyHash string, since, now time.Time) (bool, error)
+}
+
+type ctxKey struct{}
+
+// WithUserID returns a context carrying the authenticated user's id.
+func WithUserID(ctx context.Context, userID string) context.Context {
+	return context.WithValue(ctx, ctxKey{}, userID)
+}
+
+// UserIDFrom returns the authenticated user's id, or "" when the request has none.
+func UserIDFrom(ctx context.Context) string {
+	id, _ := ctx.Value(ctxKey{}).(string)
+	return id
+}

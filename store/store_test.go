@@ -1,0 +1,892 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"sitepulse/store"
+	"sitepulse/store/storetest"
+)
+
+// TestStore runs the contract suite against every backend: the memory store always, Postgres
+// when DATABASE_URL is set. Both must give the same answers.
+func TestStore(t *testing.T) {
+	for _, b := range storetest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) { testStore(t, b.Open) })
+	}
+}
+
+var t0 = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+
+func testStore(t *testing.T, open func(testing.TB) store.Store) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, s store.Store)
+	}{
+		{"users are unique by e-mail whatever its case", testUsers},
+		{"sessions are found by hash until they expire", testSessions},
+		{"api keys are found by hash, record their use and stop working when revoked", testAPIKeys},
+		{"every read of a site and its data is scoped to its owner", testOwnerScoping},
+		{"platform site ids are unique but may be empty on many sites", testPlatformIDs},
+		{"budgets and alert rules belong to a site", testBudgetsAndRules},
+		{"latest completed scan ignores queued, running and failed scans", testLatestCompleted},
+		{"a second scan for a site with one in flight is SCAN_ALREADY_ACTIVE", testInFlight},
+		{"50 concurrent enqueues for one site create exactly one scan", testConcurrentEnqueue},
+		{"2 concurrent claimers over 500 jobs claim each exactly once", testConcurrentClaims},
+		{"a job is not claimed before its run time", testRunAt},
+		{"a stale worker's writes are ignored after a rescue", testStaleWorker},
+		{"a rescue on the last attempt fails the scan", testRescueGivesUp},
+		{"retry puts the job back with its reason", testRetry},
+		{"page results are upserted and counted once", testPageUpsert},
+		{"completing a scan sets its scores and the site's health", testCompleteScan},
+		{"a code is redeemed once under concurrency", testRedeemCode},
+		{"refresh rotation is single-use and revocation follows the family", testTokens},
+		{"consents list connected apps and revoking one kills its tokens", testConsents},
+		{"pending authorization requests are taken once by their user", testAuthRequests},
+		{"reports are created on own scans and found by hash", testReports},
+		{"webhook deliveries are seen once per window", testDeliveries},
+		{"deleting a site deletes its scans and reports", testDeleteSite},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := open(t)
+			tt.fn(t, s)
+		})
+	}
+}
+
+var ctx = context.Background()
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func wantErr(t *testing.T, err, want error) {
+	t.Helper()
+	if !errors.Is(err, want) {
+		t.Fatalf("got error %v, want %v", err, want)
+	}
+}
+
+func newUser(t *testing.T, s store.Store, email string) store.User {
+	t.Helper()
+	u := store.User{ID: store.NewID(), Email: email, PasswordHash: "x", NotifyRegressions: true, CreatedAt: t0}
+	must(t, s.CreateUser(ctx, u))
+	return u
+}
+
+func newSite(t *testing.T, s store.Store, u store.User, name string) store.Site {
+	t.Helper()
+	site := store.Site{ID: store.NewID(), UserID: u.ID, Name: name, Domain: name + ".test", Pages: []string{"/"}, CreatedAt: t0}
+	must(t, s.CreateSite(ctx, site))
+	return site
+}
+
+func enqueue(t *testing.T, s store.Store, site store.Site, at time.Time) store.Scan {
+	t.Helper()
+	sc := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: at}
+	must(t, s.EnqueueScan(ctx, sc, at))
+	return sc
+}
+
+func ip(v int) *int { return &v }
+
+// completedScan runs a scan through the queue to completion with one mobile result.
+func completedScan(t *testing.T, s store.Store, site store.Site, at time.Time, perf int) store.Scan {
+	t.Helper()
+	sc := enqueue(t, s, site, at)
+	j, err := s.ClaimJob(ctx, store.QueueScan, "w", at)
+	must(t, err)
+	if j.ScanID != sc.ID {
+		t.Fatalf("claimed scan %s, want %s", j.ScanID, sc.ID)
+	}
+	must(t, s.StartScan(ctx, j.Lease(), 1, at))
+	must(t, s.SavePageResult(ctx, j.Lease(), store.PageResult{PagePath: "/", PageURL: "https://x.test/", Strategy: "mobile",
+		Scores: store.PageScores{Performance: ip(perf)}}))
+	must(t, s.CompleteScan(ctx, j.Lease(), store.ScanScores{Health: ip(perf), Performance: ip(perf)}, at.Add(time.Minute)))
+	got, err := s.Scan(ctx, site.UserID, sc.ID)
+	must(t, err)
+	return got
+}
+
+func testUsers(t *testing.T, s store.Store) {
+	u := newUser(t, s, "Ann@Example.com")
+	wantErr(t, s.CreateUser(ctx, store.User{ID: store.NewID(), Email: "ann@example.COM", PasswordHash: "y", CreatedAt: t0}), store.ErrConflict)
+	got, err := s.UserByEmail(ctx, "ANN@example.com")
+	must(t, err)
+	if got.ID != u.ID || got.Email != "Ann@Example.com" || !got.CreatedAt.Equal(t0) || !got.NotifyRegressions {
+		t.Errorf("got %+v, want %+v", got, u)
+	}
+	must(t, s.SetNotifyRegressions(ctx, u.ID, false))
+	must(t, s.SetPasswordHash(ctx, u.ID, "new"))
+	got, err = s.UserByID(ctx, u.ID)
+	must(t, err)
+	if got.NotifyRegressions || got.PasswordHash != "new" {
+		t.Errorf("update not kept: %+v", got)
+	}
+	_, err = s.UserByEmail(ctx, "nobody@example.com")
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.UserByID(ctx, "not-a-uuid")
+	wantErr(t, err, store.ErrNotFound)
+}
+
+func testSessions(t *testing.T, s store.Store) {
+	u := newUser(t, s, "s@example.com")
+	_, hash := store.NewSecret("")
+	must(t, s.CreateSession(ctx, store.Session{TokenHash: hash, UserID: u.ID, CSRF: "c", CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}))
+	got, err := s.SessionByHash(ctx, hash, t0.Add(time.Minute))
+	must(t, err)
+	if got.UserID != u.ID || got.CSRF != "c" || !got.ExpiresAt.Equal(t0.Add(time.Hour)) {
+		t.Errorf("got %+v", got)
+	}
+	_, err = s.SessionByHash(ctx, hash, t0.Add(time.Hour))
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.SessionByHash(ctx, store.HashSecret("other"), t0)
+	wantErr(t, err, store.ErrNotFound)
+	must(t, s.DeleteSession(ctx, hash))
+	_, err = s.SessionByHash(ctx, hash, t0)
+	wantErr(t, err, store.ErrNotFound)
+}
+
+func testAPIKeys(t *testing.T, s store.Store) {
+	a, b := newUser(t, s, "a@example.com"), newUser(t, s, "b@example.com")
+	secret, hash := store.NewSecret("svc_")
+	k := store.APIKey{ID: store.NewID(), UserID: a.ID, Name: "ci", KeyHash: hash, Prefix: secret[:12], CreatedAt: t0}
+	must(t, s.CreateAPIKey(ctx, k))
+	must(t, s.CreateAPIKey(ctx, store.APIKey{ID: store.NewID(), UserID: a.ID, Name: "later", KeyHash: store.HashSecret("x"), Prefix: "svc_x", CreatedAt: t0.Add(time.Second)}))
+	keys, err := s.APIKeys(ctx, a.ID)
+	must(t, err)
+	if len(keys) != 2 || keys[0].Name != "later" || keys[1].LastUsedAt != nil {
+		t.Fatalf("keys = %+v", keys)
+	}
+	got, err := s.APIKeyByHash(ctx, store.HashSecret(secret), t0.Add(time.Hour))
+	must(t, err)
+	if got.UserID != a.ID || got.LastUsedAt == nil || !got.LastUsedAt.Equal(t0.Add(time.Hour)) {
+		t.Errorf("got %+v", got)
+	}
+	keys, _ = s.APIKeys(ctx, a.ID)
+	if keys[1].LastUsedAt == nil {
+		t.Error("last use not recorded")
+	}
+	if keys, _ := s.APIKeys(ctx, b.ID); len(keys) != 0 {
+		t.Errorf("b sees a's keys: %+v", keys)
+	}
+	wantErr(t, s.RevokeAPIKey(ctx, b.ID, k.ID, t0), store.ErrNotFound)
+	must(t, s.RevokeAPIKey(ctx, a.ID, k.ID, t0))
+	_, err = s.APIKeyByHash(ctx, hash, t0)
+	wantErr(t, err, store.ErrNotFound)
+	wantErr(t, s.RevokeAPIKey(ctx, a.ID, k.ID, t0), store.ErrNotFound)
+	if keys, _ := s.APIKeys(ctx, a.ID); len(keys) != 1 {
+		t.Errorf("revoked key still listed: %+v", keys)
+	}
+}
+
+func testOwnerScoping(t *testing.T, s store.Store) {
+	a, b := newUser(t, s, "a@example.com"), newUser(t, s, "b@example.com")
+	site := newSite(t, s, a, "alpha")
+	sc := completedScan(t, s, site, t0, 80)
+	must(t, s.SetBudgets(ctx, a.ID, site.ID, map[string]float64{"performance": 90}))
+	_, rhash := store.NewSecret("")
+	rep := store.Report{ID: store.NewID(), TokenHash: rhash, ScanID: sc.ID, UserID: a.ID, Title: "r", CreatedAt: t0}
+	must(t, s.CreateReport(ctx, rep))
+
+	reads := map[string]func(userID string) error{
+		"Site":                func(u string) error { _, err := s.Site(ctx, u, site.ID); return err },
+		"Budgets":             func(u string) error { _, err := s.Budgets(ctx, u, site.ID); return err },
+		"SetBudgets":          func(u string) error { return s.SetBudgets(ctx, u, site.ID, nil) },
+		"AlertRules":          func(u string) error { _, err := s.AlertRules(ctx, u, site.ID); return err },
+		"AddAlertRule":        func(u string) error { return s.AddAlertRule(ctx, u, store.AlertRule{ID: store.NewID(), SiteID: site.ID, Metric: "lcp", Operator: "max", Threshold: 1}) },
+		"Scan":                func(u string) error { _, err := s.Scan(ctx, u, sc.ID); return err },
+		"ScansOf":             func(u string) error { _, err := s.ScansOf(ctx, u, site.ID, 10); return err },
+		"CompletedScans":      func(u string) error { _, err := s.CompletedScans(ctx, u, site.ID, 10); return err },
+		"LatestCompletedScan": func(u string) error { _, err := s.LatestCompletedScan(ctx, u, site.ID); return err },
+		"PageResults":         func(u string) error { _, err := s.PageResults(ctx, u, sc.ID); return err },
+		"EachPageResult": func(u string) error {
+			return s.EachPageResult(ctx, u, sc.ID, func(store.PageResult) error { return nil })
+		},
+		"PageResult":   func(u string) error { _, err := s.PageResult(ctx, u, sc.ID, "/", "mobile"); return err },
+		"PageErrors":   func(u string) error { _, err := s.PageErrors(ctx, u, sc.ID); return err },
+		"UpdateSite":   func(u string) error { return s.UpdateSite(ctx, store.Site{ID: site.ID, UserID: u, Name: "x", Domain: "x"}) },
+		"RevokeReport": func(u string) error { return s.RevokeReport(ctx, u, rep.ID, t0) },
+		"CreateReport": func(u string) error {
+			return s.CreateReport(ctx, store.Report{ID: store.NewID(), TokenHash: store.HashSecret(u), ScanID: sc.ID, UserID: u, Title: "t", CreatedAt: t0})
+		},
+		"DeleteSite": func(u string) error { return s.DeleteSite(ctx, u, site.ID) },
+	}
+	for name, read := range reads {
+		if err := read(b.ID); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s as another user: got %v, want ErrNotFound", name, err)
+		}
+	}
+	if sites, _ := s.SitesOf(ctx, b.ID); len(sites) != 0 {
+		t.Errorf("b lists a's sites: %+v", sites)
+	}
+	if reports, _ := s.ReportsOf(ctx, b.ID); len(reports) != 0 {
+		t.Errorf("b lists a's reports: %+v", reports)
+	}
+	// a's rows are unchanged by b's attempts.
+	got, err := s.Site(ctx, a.ID, site.ID)
+	must(t, err)
+	if got.Name != "alpha" {
+		t.Errorf("b renamed a's site to %q", got.Name)
+	}
+	budgets, _ := s.Budgets(ctx, a.ID, site.ID)
+	if budgets["performance"] != 90 {
+		t.Errorf("b changed a's budgets: %v", budgets)
+	}
+	for name, read := range reads {
+		if name == "DeleteSite" {
+			continue
+		}
+		if err := read(a.ID); err != nil {
+			t.Errorf("%s as the owner: %v", name, err)
+		}
+	}
+	// Ids that are not uuids are simply not found.
+	if _, err := s.Site(ctx, a.ID, "'; drop table sites; --"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("bad id: %v", err)
+	}
+}
+
+func testPlatformIDs(t *testing.T, s store.Store) {
+	a := newUser(t, s, "a@example.com")
+	one := store.Site{ID: store.NewID(), UserID: a.ID, Name: "one", Domain: "one.test", PlatformSiteID: "p1", CreatedAt: t0}
+	must(t, s.CreateSite(ctx, one))
+	dup := store.Site{ID: store.NewID(), UserID: a.ID, Name: "dup", Domain: "dup.test", PlatformSiteID: "p1", CreatedAt: t0}
+	wantErr(t, s.CreateSite(ctx, dup), store.ErrConflict)
+	newSite(t, s, a, "blank1")
+	newSite(t, s, a, "blank2")
+	got, err := s.SiteByPlatformID(ctx, "p1")
+	must(t, err)
+	if got.ID != one.ID || got.Pages == nil {
+		t.Errorf("got %+v", got)
+	}
+	_, err = s.SiteByPlatformID(ctx, "")
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.SiteByPlatformID(ctx, "p2")
+	wantErr(t, err, store.ErrNotFound)
+	two := newSite(t, s, a, "two")
+	two.PlatformSiteID = "p1"
+	wantErr(t, s.UpdateSite(ctx, two), store.ErrConflict)
+	must(t, s.MarkPublished(ctx, one.ID, t0.Add(time.Hour)))
+	got, _ = s.Site(ctx, a.ID, one.ID)
+	if got.LastPublished == nil || !got.LastPublished.Equal(t0.Add(time.Hour)) {
+		t.Errorf("lastPublished = %v", got.LastPublished)
+	}
+	sites, _ := s.SitesOf(ctx, a.ID)
+	if len(sites) != 4 || sites[0].Name != "blank1" {
+		t.Errorf("sites = %+v", sites)
+	}
+}
+
+func testBudgetsAndRules(t *testing.T, s store.Store) {
+	a := newUser(t, s, "a@example.com")
+	site := newSite(t, s, a, "site")
+	b, err := s.Budgets(ctx, a.ID, site.ID)
+	must(t, err)
+	if len(b) != 0 {
+		t.Errorf("new site has budgets %v", b)
+	}
+	must(t, s.SetBudgets(ctx, a.ID, site.ID, map[string]float64{"performance": 90, "lcp": 2500}))
+	must(t, s.SetBudgets(ctx, a.ID, site.ID, map[string]float64{"cls": 0.1, "lcp": 3000}))
+	b, _ = s.Budgets(ctx, a.ID, site.ID)
+	if len(b) != 2 || b["cls"] != 0.1 || b["lcp"] != 3000 {
+		t.Errorf("budgets = %v", b)
+	}
+	r1 := store.AlertRule{ID: store.NewID(), SiteID: site.ID, Metric: "seo", Operator: store.OpMin, Threshold: 80, CreatedAt: t0}
+	r2 := store.AlertRule{ID: store.NewID(), SiteID: site.ID, Metric: "tbt", Operator: store.OpMax, Threshold: 300, CreatedAt: t0.Add(time.Second)}
+	must(t, s.AddAlertRule(ctx, a.ID, r1))
+	must(t, s.AddAlertRule(ctx, a.ID, r2))
+	rules, _ := s.AlertRules(ctx, a.ID, site.ID)
+	if len(rules) != 2 || rules[0].ID != r1.ID || rules[1].Threshold != 300 {
+		t.Errorf("rules = %+v", rules)
+	}
+	must(t, s.DeleteAlertRule(ctx, a.ID, site.ID, r1.ID))
+	wantErr(t, s.DeleteAlertRule(ctx, a.ID, site.ID, r1.ID), store.ErrNotFound)
+	rules, _ = s.AlertRules(ctx, a.ID, site.ID)
+	if len(rules) != 1 {
+		t.Errorf("rules after delete = %+v", rules)
+	}
+}
+
+func testLatestCompleted(t *testing.T, s store.Store) {
+	a := newUser(t, s, "a@example.com")
+	site := newSite(t, s, a, "site")
+	_, err := s.LatestCompletedScan(ctx, a.ID, site.ID)
+	wantErr(t, err, store.ErrNotFound)
+	first := completedScan(t, s, site, t0, 70)
+	second := completedScan(t, s, site, t0.Add(time.Hour), 60)
+
+	// A failed scan, then one running and a queued one can't coexist: run one, leave it running.
+	failed := enqueue(t, s, site, t0.Add(2*time.Hour))
+	j, err := s.ClaimJob(ctx, store.QueueScan, "w", t0.Add(2*time.Hour))
+	must(t, err)
+	must(t, s.FailScan(ctx, j.Lease(), "PSI said no", t0.Add(2*time.Hour)))
+	running := enqueue(t, s, site, t0.Add(3*time.Hour))
+	j, err = s.ClaimJob(ctx, store.QueueScan, "w", t0.Add(3*time.Hour))
+	must(t, err)
+	must(t, s.StartScan(ctx, j.Lease(), 4, t0.Add(3*time.Hour)))
+
+	latest, err := s.LatestCompletedScan(ctx, a.ID, site.ID)
+	must(t, err)
+	if latest.ID != second.ID || *latest.Scores.Performance != 60 {
+		t.Errorf("latest = %+v, want %s", latest, second.ID)
+	}
+	done, _ := s.CompletedScans(ctx, a.ID, site.ID, 10)
+	if len(done) != 2 || done[0].ID != second.ID || done[1].ID != first.ID {
+		t.Errorf("completed = %v", ids(done))
+	}
+	all, _ := s.ScansOf(ctx, a.ID, site.ID, 10)
+	if len(all) != 4 || all[0].ID != running.ID || all[1].ID != failed.ID {
+		t.Errorf("all = %v", ids(all))
+	}
+	if all[0].Status != store.StatusRunning || all[0].PagesTotal != 4 || all[0].StartedAt == nil {
+		t.Errorf("running scan = %+v", all[0])
+	}
+	if all[1].Status != store.StatusFailed || all[1].Error != "PSI said no" {
+		t.Errorf("failed scan = %+v", all[1])
+	}
+	if two, _ := s.ScansOf(ctx, a.ID, site.ID, 2); len(two) != 2 {
+		t.Errorf("limit not applied: %d", len(two))
+	}
+}
+
+func ids(scans []store.Scan) []string {
+	var out []string
+	for _, s := range scans {
+		out = append(out, s.ID[:8]+":"+s.Status)
+	}
+	return out
+}
+
+func testInFlight(t *testing.T, s store.Store) {
+	a := newUser(t, s, "a@example.com")
+	site := newSite(t, s, a, "site")
+	first := enqueue(t, s, site, t0)
+	err := s.EnqueueScan(ctx, store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: "both", Trigger: "webhook", CreatedAt: t0}, t0)
+	wantErr(t, err, store.ErrScanActive)
+	if err.Error() == "" || !errors.Is(err, store.ErrScanActive) {
+		t.Fatal(err)
+	}
+	j, err := s.ClaimJob(ctx, store.QueueScan, "w", t0)
+	must(t, err)
+	must(t, s.StartScan(ctx, j.Lease(), 1, t0))
+	wantErr(t, s.EnqueueScan(ctx, store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: "both", Trigger: "manual", CreatedAt: t0}, t0), store.ErrScanActive)
+	must(t, s.CompleteScan(ctx, j.Lease(), store.ScanScores{}, t0))
+	enqueue(t, s, site, t0.Add(time.Minute)) // the site is free again
+	all, _ := s.ScansOf(ctx, a.ID, site.ID, 0)
+	if len(all) != 2 || all[1].ID != first.ID {
+		t.Errorf("scans = %v", ids(all))
+	}
+	wantErr(t, s.EnqueueScan(ctx, store.Scan{ID: store.NewID(), SiteID: store.NewID(), Strategy: "both", Trigger: "manual", CreatedAt: t0}, t0), store.ErrNotFound)
+}
+
+func testConcurrentEnqueue(t *testing.T, s store.Store) {
+	a := newUser(t, s, "a@example.com")
+	site := newSite(t, s, a, "site")
+	var ok, active atomic.Int32
+	var wg sync.WaitGroup
+	for i := 0; i < 50; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := s.EnqueueScan(ctx, store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: "both", Trigger: "webhook", CreatedAt: t0}, t0)
+			switch {
+			case err == nil:
+				ok.Add(1)
+			case errors.Is(err, store.ErrScanActive):
+				active.Add(1)
+			default:
+				t.Errorf("enqueue: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if ok.Load() != 1 || active.Load() != 49 {
+		t.Errorf("created %d, refused %d; want 1 and 49", ok.Load(), active.Load())
+	}
+	all, _ := s.ScansOf(ctx, a.ID, site.ID, 0)
+	if len(all) != 1 {
+		t.Errorf("%d scans exist, want 1", len(all))
+	}
+}
+
+func testConcurrentClaims(t *testing.T, s store.Store) {
+	const n = 500
+	a := newUser(t, s, "a@example.com")
+	want := map[string]bool{}
+	for i := 0; i < n; i++ {
+		site := newSite(t, s, a, fmt.Sprintf("site%03d", i))
+		want[enqueue(t, s, site, t0).ID] = true
+	}
+	var mu sync.Mutex
+	claimed := map[string]int{}
+	var wg sync.WaitGroup
+	for w := 0; w < 2; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for {
+				j, err := s.ClaimJob(ctx, store.QueueScan, fmt.Sprint("worker", w), t0)
+				if errors.Is(err, store.ErrNotFound) {
+					return
+				}
+				if err != nil {
+					t.Errorf("claim: %v", err)
+					return
+				}
+				if j.Attempt != 1 || j.State != store.JobRunning {
+					t.Errorf("claimed %+v", j)
+				}
+				mu.Lock()
+				claimed[j.ScanID]++
+				mu.Unlock()
+			}
+		}(w)
+	}
+	wg.Wait()
+	if len(claimed) != n {
+		t.Errorf("claimed %d distinct jobs, want %d", len(claimed), n)
+	}
+	for id, c := range claimed {
+		if c != 1 || !want[id] {
+			t.Errorf("scan %s claimed %d times", id, c)
+		}
+	}
+}
+
+func testRunAt(t *testing.T, s store.Store) {
+	a := newUser(t, s, "a@example.com")
+	site := newSite(t, s, a, "site")
+	sc := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: "both", Trigger: "webhook", CreatedAt: t0}
+	must(t, s.EnqueueScan(ctx, sc, t0.Add(3*time.Second)))
+	_, err := s.ClaimJob(ctx, store.QueueScan, "w", t0.Add(2*time.Second))
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.ClaimJob(ctx, "other", "w", t0.Add(time.Hour))
+	wantErr(t, err, store.ErrNotFound)
+	j, err := s.ClaimJob(ctx, store.QueueScan, "w", t0.Add(3*time.Second))
+	must(t, err)
+	if j.ScanID != sc.ID || j.LockedBy != "w" || j.MaxAttempts != store.MaxAttempts {
+		t.Errorf("job = %+v", j)
+	}
+}
+
+func testStaleWorker(t *testing.T, s store.Store) {
+	a := newUser(t, s, "a@example.com")
+	site := newSite(t, s, a, "site")
+	sc := enqueue(t, s, site, t0)
+	old, err := s.ClaimJob(ctx, store.QueueScan, "zombie", t0)
+	must(t, err)
+	must(t, s.StartScan(ctx, old.Lease(), 2, t0))
+	must(t, s.SavePageResult(ctx, old.Lease(), store.PageResult{PagePath: "/", Strategy: "mobile", PageURL: "u"}))
+	must(t, s.Heartbeat(ctx, old.Lease(), t0.Add(time.Minute)))
+
+	n, err := s.RescueJobs(ctx, t0.Add(time.Minute), t0.Add(3*time.Minute)) // heartbeat not older than the cutoff
+	must(t, err)
+	if n != 0 {
+		t.Fatalf("rescued %d fresh jobs", n)
+	}
+	n, err = s.RescueJobs(ctx, t0.Add(2*time.Minute), t0.Add(3*time.Minute))
+	must(t, err)
+	if n != 1 {
+		t.Fatalf("rescued %d, want 1", n)
+	}
+	j, _ := s.Job(ctx, old.ID)
+	if j.State != store.JobAvailable || j.LastError != store.RescueReason {
+		t.Errorf("rescued job = %+v", j)
+	}
+	fresh, err := s.ClaimJob(ctx, store.QueueScan, "rescuer", t0.Add(3*time.Minute))
+	must(t, err)
+	if fresh.ID != old.ID || fresh.Attempt != 2 {
+		t.Fatalf("reclaimed %+v", fresh)
+	}
+	// The zombie wakes up: nothing it writes lands.
+	wantErr(t, s.Heartbeat(ctx, old.Lease(), t0.Add(4*time.Minute)), store.ErrLeaseLost)
+	wantErr(t, s.SavePageResult(ctx, old.Lease(), store.PageResult{PagePath: "/x", Strategy: "mobile", PageURL: "u"}), store.ErrLeaseLost)
+	wantErr(t, s.SavePageError(ctx, old.Lease(), store.PageError{PagePath: "/y", Strategy: "mobile", Error: "e"}), store.ErrLeaseLost)
+	wantErr(t, s.CompleteScan(ctx, old.Lease(), store.ScanScores{Health: ip(1)}, t0.Add(4*time.Minute)), store.ErrLeaseLost)
+	wantErr(t, s.FailScan(ctx, old.Lease(), "zombie", t0), store.ErrLeaseLost)
+	wantErr(t, s.RetryJob(ctx, old.Lease(), t0, "zombie"), store.ErrLeaseLost)
+	wantErr(t, s.StartScan(ctx, old.Lease(), 9, t0), store.ErrLeaseLost)
+
+	done, _ := s.DonePages(ctx, sc.ID)
+	if len(done) != 1 || done[0] != (store.PageKey{PagePath: "/", Strategy: "mobile"}) {
+		t.Errorf("done pages = %+v, want the one saved before the rescue", done)
+	}
+	must(t, s.SavePageResult(ctx, fresh.Lease(), store.PageResult{PagePath: "/", Strategy: "desktop", PageURL: "u"}))
+	must(t, s.CompleteScan(ctx, fresh.Lease(), store.ScanScores{Health: ip(90)}, t0.Add(5*time.Minute)))
+	got, _ := s.Scan(ctx, a.ID, sc.ID)
+	if got.Status != store.StatusComplete || *got.Scores.Health != 90 || got.PagesDone != 2 || got.PagesTotal != 2 {
+		t.Errorf("scan = %+v", got)
+	}
+	j, _ = s.Job(ctx, old.ID)
+	if j.State != store.JobCompleted {
+		t.Errorf("job state %s", j.State)
+	}
+}
+
+func testRescueGivesUp(t *testing.T, s store.Store) {
+	a := newUser(t, s, "a@example.com")
+	site := newSite(t, s, a, "site")
+	sc := enqueue(t, s, site, t0)
+	now := t0
+	for i := 1; i <= store.MaxAttempts; i++ {
+		j, err := s.ClaimJob(ctx, store.QueueScan, "w", now)
+		must(t, err)
+		if j.Attempt != i {
+			t.Fatalf("attempt %d, want %d", j.Attempt, i)
+		}
+		now = now.Add(time.Hour)
+		n, err := s.RescueJobs(ctx, now, now)
+		must(t, err)
+		if n != 1 {
+			t.Fatalf("rescued %d", n)
+		}
+	}
+	_, err := s.ClaimJob(ctx, store.QueueScan, "w", now)
+	wantErr(t, err, store.ErrNotFound)
+	got, _ := s.Scan(ctx, a.ID, sc.ID)
+	if got.Status != store.StatusFailed || got.Error != store.RescueGiveUp {
+		t.Errorf("scan = %+v", got)
+	}
+	enqueue(t, s, site, now) // a failed scan is not in flight
+}
+
+func testRetry(t *testing.T, s store.Store) {
+	a := newUser(t, s, "a@example.com")
+	site := newSite(t, s, a, "site")
+	enqueue(t, s, site, t0)
+	j, err := s.ClaimJob(ctx, store.QueueScan, "w", t0)
+	must(t, err)
+	must(t, s.RetryJob(ctx, j.Lease(), t0.Add(16*time.Second), "PSI 503"))
+	_, err = s.ClaimJob(ctx, store.QueueScan, "w", t0.Add(15*time.Second))
+	wantErr(t, err, store.ErrNotFound)
+	again, err := s.ClaimJob(ctx, store.QueueScan, "w", t0.Add(16*time.Second))
+	must(t, err)
+	if again.Attempt != 2 || again.LastError != "PSI 503" {
+		t.Errorf("job = %+v", again)
+	}
+}
+
+func testPageUpsert(t *testing.T, s store.Store) {
+	a := newUser(t, s, "a@example.com")
+	site := newSite(t, s, a, "site")
+	sc := enqueue(t, s, site, t0)
+	j, err := s.ClaimJob(ctx, store.QueueScan, "w", t0)
+	must(t, err)
+	l := j.Lease()
+	must(t, s.StartScan(ctx, l, 4, t0))
+	lcp := 2500.5
+	r := store.PageResult{PagePath: "/", PageURL: "https://x.test/", Strategy: "mobile",
+		Scores: store.PageScores{Performance: ip(50)}, CoreWebVitals: store.Vitals{LCP: &lcp},
+		Opportunities: []store.Opportunity{{Title: "Reduce unused JavaScript", SavingsMs: 300}},
+		Diagnostics:   map[string]any{"numRequests": 12.0}}
+	must(t, s.SavePageResult(ctx, l, r))
+	r.Scores.Performance = ip(55)
+	must(t, s.SavePageResult(ctx, l, r))
+	must(t, s.SavePageError(ctx, l, store.PageError{PagePath: "/", Strategy: "mobile", PageURL: "u", Error: "late error"}))
+	must(t, s.SavePageError(ctx, l, store.PageError{PagePath: "/b", Strategy: "mobile", PageURL: "https://x.test/b", Error: "NO_FCP"}))
+	must(t, s.SavePageError(ctx, l, store.PageError{PagePath: "/b", Strategy: "mobile", PageURL: "https://x.test/b", Error: "NO_FCP again"}))
+	must(t, s.SavePageError(ctx, l, store.PageError{PagePath: "/c", Strategy: "desktop", PageURL: "https://x.test/c", Error: "timeout"}))
+	must(t, s.SavePageResult(ctx, l, store.PageResult{PagePath: "/c", PageURL: "https://x.test/c", Strategy: "desktop"}))
+
+	got, err := s.Scan(ctx, a.ID, sc.ID)
+	must(t, err)
+	if got.PagesDone != 3 {
+		t.Errorf("pagesDone = %d, want 3", got.PagesDone)
+	}
+	results, err := s.PageResults(ctx, a.ID, sc.ID)
+	must(t, err)
+	if len(results) != 2 || results[0].PagePath != "/" || results[1].PagePath != "/c" {
+		t.Fatalf("results = %+v", results)
+	}
+	first := results[0]
+	if *first.Scores.Performance != 55 || *first.CoreWebVitals.LCP != lcp || first.Opportunities[0].SavingsMs != 300 ||
+		first.Diagnostics["numRequests"] != 12.0 || first.ScanID != sc.ID {
+		t.Errorf("result did not round-trip: %+v", first)
+	}
+	errs, err := s.PageErrors(ctx, a.ID, sc.ID)
+	must(t, err)
+	if len(errs) != 1 || errs[0].PagePath != "/b" || errs[0].Error != "NO_FCP again" || errs[0].PageURL != "https://x.test/b" {
+		t.Errorf("errors = %+v", errs)
+	}
+	done, _ := s.DonePages(ctx, sc.ID)
+	if len(done) != 3 {
+		t.Errorf("done = %+v", done)
+	}
+	one, err := s.PageResult(ctx, a.ID, sc.ID, "/c", "desktop")
+	must(t, err)
+	if one.PageURL != "https://x.test/c" {
+		t.Errorf("one = %+v", one)
+	}
+	_, err = s.PageResult(ctx, a.ID, sc.ID, "/b", "mobile")
+	wantErr(t, err, store.ErrNotFound)
+	var streamed []string
+	must(t, s.EachPageResult(ctx, a.ID, sc.ID, func(r store.PageResult) error {
+		streamed = append(streamed, r.PagePath+" "+r.Strategy)
+		return nil
+	}))
+	if fmt.Sprint(streamed) != "[/ mobile /c desktop]" {
+		t.Errorf("streamed %v", streamed)
+	}
+	stop := errors.New("stop")
+	if err := s.EachPageResult(ctx, a.ID, sc.ID, func(store.PageResult) error { return stop }); err != stop {
+		t.Errorf("callback error not returned: %v", err)
+	}
+}
+
+func testCompleteScan(t *testing.T, s store.Store) {
+	a := newUser(t, s, "a@example.com")
+	site := newSite(t, s, a, "site")
+	sc := completedScan(t, s, site, t0, 77)
+	if sc.Status != store.StatusComplete || sc.CompletedAt == nil || !sc.CompletedAt.Equal(t0.Add(time.Minute)) {
+		t.Errorf("scan = %+v", sc)
+	}
+	if sc.Scores.SEO != nil || *sc.Scores.Performance != 77 {
+		t.Errorf("scores = %+v", sc.Scores)
+	}
+	got, _ := s.Site(ctx, a.ID, site.ID)
+	if got.HealthScore == nil || *got.HealthScore != 77 {
+		t.Errorf("health = %v", got.HealthScore)
+	}
+	job, jobSite, err := s.ScanForJob(ctx, sc.ID)
+	must(t, err)
+	if job.ID != sc.ID || jobSite.ID != site.ID {
+		t.Errorf("ScanForJob = %s, %s", job.ID, jobSite.ID)
+	}
+}
+
+func testRedeemCode(t *testing.T, s store.Store) {
+	a := newUser(t, s, "a@example.com")
+	must(t, s.CreateClient(ctx, store.OAuthClient{ID: "c_1", Name: "Claude", RedirectURIs: []string{"https://x/cb"}, GrantTypes: []string{"authorization_code"}, AuthMethod: "none", Scope: "mcp:read", CreatedAt: t0}))
+	wantErr(t, s.CreateClient(ctx, store.OAuthClient{ID: "c_1", Name: "again", CreatedAt: t0}), store.ErrConflict)
+	c, err := s.Client(ctx, "c_1")
+	must(t, err)
+	if c.Name != "Claude" || c.RedirectURIs[0] != "https://x/cb" {
+		t.Errorf("client = %+v", c)
+	}
+	_, err = s.Client(ctx, "c_none")
+	wantErr(t, err, store.ErrNotFound)
+	code := store.AuthCode{CodeHash: store.HashSecret("ac_1"), ClientID: "c_1", UserID: a.ID, RedirectURI: "https://x/cb",
+		CodeChallenge: "ch", Scope: "mcp:read", FamilyID: store.NewID(), CreatedAt: t0, ExpiresAt: t0.Add(10 * time.Minute)}
+	must(t, s.CreateCode(ctx, code))
+	got, err := s.Code(ctx, code.CodeHash)
+	must(t, err)
+	if got.UsedAt != nil || got.FamilyID != code.FamilyID || !got.ExpiresAt.Equal(code.ExpiresAt) {
+		t.Errorf("code = %+v", got)
+	}
+	var wins, conflicts atomic.Int32
+	var wg sync.WaitGroup
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			switch err := s.RedeemCode(ctx, code.CodeHash, t0); {
+			case err == nil:
+				wins.Add(1)
+			case errors.Is(err, store.ErrConflict):
+				conflicts.Add(1)
+			default:
+				t.Errorf("redeem: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if wins.Load() != 1 || conflicts.Load() != 19 {
+		t.Errorf("wins %d conflicts %d", wins.Load(), conflicts.Load())
+	}
+	wantErr(t, s.RedeemCode(ctx, store.HashSecret("ac_none"), t0), store.ErrNotFound)
+}
+
+func testTokens(t *testing.T, s store.Store) {
+	a := newUser(t, s, "a@example.com")
+	must(t, s.CreateClient(ctx, store.OAuthClient{ID: "c_1", Name: "c", AuthMethod: "none", CreatedAt: t0}))
+	fam := store.NewID()
+	tok := func(kind, secret string) store.OAuthToken {
+		return store.OAuthToken{TokenHash: store.HashSecret(secret), Kind: kind, ClientID: "c_1", UserID: a.ID, FamilyID: fam,
+			Scope: "mcp:read", CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}
+	}
+	must(t, s.CreateTokens(ctx, tok(store.TokenAccess, "at_1"), tok(store.TokenRefresh, "rt_1")))
+	got, err := s.Token(ctx, store.HashSecret("at_1"))
+	must(t, err)
+	if got.Kind != store.TokenAccess || got.UserID != a.ID || got.RevokedAt != nil {
+		t.Errorf("token = %+v", got)
+	}
+	must(t, s.RotateRefresh(ctx, store.HashSecret("rt_1"), t0, tok(store.TokenAccess, "at_2"), tok(store.TokenRefresh, "rt_2")))
+	wantErr(t, s.RotateRefresh(ctx, store.HashSecret("rt_1"), t0, tok(store.TokenAccess, "at_3"), tok(store.TokenRefresh, "rt_3")), store.ErrConflict)
+	wantErr(t, s.RotateRefresh(ctx, store.HashSecret("at_2"), t0), store.ErrNotFound)
+	wantErr(t, s.RotateRefresh(ctx, store.HashSecret("rt_none"), t0), store.ErrNotFound)
+	if _, err := s.Token(ctx, store.HashSecret("at_3")); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a failed rotation stored its successors: %v", err)
+	}
+	old, _ := s.Token(ctx, store.HashSecret("rt_1"))
+	if old.UsedAt == nil {
+		t.Error("rotated token not marked used")
+	}
+	// Revoking an access token revokes only it.
+	must(t, s.RevokeToken(ctx, store.HashSecret("at_1"), t0))
+	if t2, _ := s.Token(ctx, store.HashSecret("at_2")); t2.RevokedAt != nil {
+		t.Error("revoking an access token revoked its family")
+	}
+	// Revoking a refresh token revokes its family's access tokens.
+	must(t, s.RevokeToken(ctx, store.HashSecret("rt_2"), t0))
+	for _, sec := range []string{"at_1", "at_2", "rt_1", "rt_2"} {
+		if tk, _ := s.Token(ctx, store.HashSecret(sec)); tk.RevokedAt == nil {
+			t.Errorf("%s not revoked", sec)
+		}
+	}
+	wantErr(t, s.RotateRefresh(ctx, store.HashSecret("rt_2"), t0), store.ErrConflict)
+	must(t, s.RevokeToken(ctx, store.HashSecret("unknown"), t0))
+
+	fam2 := store.NewID()
+	must(t, s.CreateTokens(ctx, store.OAuthToken{TokenHash: store.HashSecret("at_9"), Kind: store.TokenAccess, ClientID: "c_1", UserID: a.ID, FamilyID: fam2, CreatedAt: t0, ExpiresAt: t0}))
+	must(t, s.RevokeFamily(ctx, fam2, t0))
+	if tk, _ := s.Token(ctx, store.HashSecret("at_9")); tk.RevokedAt == nil {
+		t.Error("family not revoked")
+	}
+	wantErr(t, s.CreateTokens(ctx, store.OAuthToken{TokenHash: store.HashSecret("at_x"), Kind: store.TokenAccess, ClientID: "c_gone", UserID: a.ID, FamilyID: fam2, CreatedAt: t0, ExpiresAt: t0}), store.ErrNotFound)
+}
+
+func testConsents(t *testing.T, s store.Store) {
+	a, b := newUser(t, s, "a@example.com"), newUser(t, s, "b@example.com")
+	must(t, s.CreateClient(ctx, store.OAuthClient{ID: "c_1", Name: "Cursor", AuthMethod: "none", CreatedAt: t0}))
+	must(t, s.CreateClient(ctx, store.OAuthClient{ID: "c_2", Name: "Claude", AuthMethod: "none", CreatedAt: t0}))
+	must(t, s.SaveConsent(ctx, store.Consent{UserID: a.ID, ClientID: "c_1", Scope: "mcp:read", CreatedAt: t0}))
+	must(t, s.SaveConsent(ctx, store.Consent{UserID: a.ID, ClientID: "c_2", Scope: "mcp:read", CreatedAt: t0.Add(time.Hour)}))
+	must(t, s.SaveConsent(ctx, store.Consent{UserID: a.ID, ClientID: "c_1", Scope: "mcp:read", CreatedAt: t0.Add(time.Minute)}))
+	must(t, s.CreateTokens(ctx,
+		store.OAuthToken{TokenHash: "h1", Kind: store.TokenAccess, ClientID: "c_1", UserID: a.ID, FamilyID: store.NewID(), CreatedAt: t0, ExpiresAt: t0},
+		store.OAuthToken{TokenHash: "h2", Kind: store.TokenAccess, ClientID: "c_2", UserID: a.ID, FamilyID: store.NewID(), CreatedAt: t0, ExpiresAt: t0}))
+	list, err := s.Consents(ctx, a.ID)
+	must(t, err)
+	if len(list) != 2 || list[0].ClientName != "Claude" || list[1].ClientName != "Cursor" || !list[1].CreatedAt.Equal(t0.Add(time.Minute)) {
+		t.Errorf("consents = %+v", list)
+	}
+	if l, _ := s.Consents(ctx, b.ID); len(l) != 0 {
+		t.Errorf("b sees %+v", l)
+	}
+	wantErr(t, s.RevokeConsent(ctx, b.ID, "c_1", t0), store.ErrNotFound)
+	must(t, s.RevokeConsent(ctx, a.ID, "c_1", t0))
+	if tk, _ := s.Token(ctx, "h1"); tk.RevokedAt == nil {
+		t.Error("token of revoked app still valid")
+	}
+	if tk, _ := s.Token(ctx, "h2"); tk.RevokedAt != nil {
+		t.Error("other app's token revoked")
+	}
+	if l, _ := s.Consents(ctx, a.ID); len(l) != 1 {
+		t.Errorf("consents after revoke = %+v", l)
+	}
+}
+
+func testAuthRequests(t *testing.T, s store.Store) {
+	a, b := newUser(t, s, "a@example.com"), newUser(t, s, "b@example.com")
+	must(t, s.CreateClient(ctx, store.OAuthClient{ID: "c_1", Name: "c", AuthMethod: "none", CreatedAt: t0}))
+	r := store.AuthRequest{IDHash: "r1", UserID: a.ID, ClientID: "c_1", RedirectURI: "https://x/cb", State: "s", CodeChallenge: "ch",
+		Scope: "mcp:read", CreatedAt: t0, ExpiresAt: t0.Add(10 * time.Minute)}
+	must(t, s.CreateAuthRequest(ctx, r))
+	_, err := s.TakeAuthRequest(ctx, "r1", b.ID, t0)
+	wantErr(t, err, store.ErrNotFound)
+	got, err := s.TakeAuthRequest(ctx, "r1", a.ID, t0)
+	must(t, err)
+	if got.State != "s" || got.RedirectURI != "https://x/cb" {
+		t.Errorf("request = %+v", got)
+	}
+	_, err = s.TakeAuthRequest(ctx, "r1", a.ID, t0)
+	wantErr(t, err, store.ErrNotFound)
+	r.IDHash = "r2"
+	must(t, s.CreateAuthRequest(ctx, r))
+	_, err = s.TakeAuthRequest(ctx, "r2", a.ID, t0.Add(10*time.Minute))
+	wantErr(t, err, store.ErrNotFound)
+}
+
+func testReports(t *testing.T, s store.Store) {
+	a := newUser(t, s, "a@example.com")
+	site := newSite(t, s, a, "site")
+	sc := completedScan(t, s, site, t0, 90)
+	secret, hash := store.NewSecret("")
+	exp := t0.Add(30 * 24 * time.Hour)
+	r := store.Report{ID: store.NewID(), TokenHash: hash, ScanID: sc.ID, UserID: a.ID, Title: "Q4", CreatedAt: t0, ExpiresAt: &exp}
+	must(t, s.CreateReport(ctx, r))
+	never := store.Report{ID: store.NewID(), TokenHash: store.HashSecret("n"), ScanID: sc.ID, UserID: a.ID, Title: "forever", CreatedAt: t0.Add(time.Second)}
+	must(t, s.CreateReport(ctx, never))
+	got, err := s.ReportByHash(ctx, store.HashSecret(secret))
+	must(t, err)
+	if got.ID != r.ID || got.ExpiresAt == nil || !got.ExpiresAt.Equal(exp) || got.RevokedAt != nil {
+		t.Errorf("report = %+v", got)
+	}
+	list, _ := s.ReportsOf(ctx, a.ID)
+	if len(list) != 2 || list[0].ID != never.ID || list[0].ExpiresAt != nil {
+		t.Errorf("reports = %+v", list)
+	}
+	scan, rsite, results, err := s.ReportScan(ctx, got)
+	must(t, err)
+	if scan.ID != sc.ID || rsite.ID != site.ID || len(results) != 1 {
+		t.Errorf("report scan = %v %v %d", scan.ID, rsite.ID, len(results))
+	}
+	must(t, s.RevokeReport(ctx, a.ID, r.ID, t0.Add(time.Hour)))
+	got, _ = s.ReportByHash(ctx, hash)
+	if got.RevokedAt == nil {
+		t.Error("not revoked")
+	}
+	_, err = s.ReportByHash(ctx, store.HashSecret("nope"))
+	wantErr(t, err, store.ErrNotFound)
+}
+
+func testDeliveries(t *testing.T, s store.Store) {
+	seen, err := s.SeenDelivery(ctx, "h", t0.Add(-10*time.Minute), t0)
+	must(t, err)
+	if seen {
+		t.Error("first delivery reported as seen")
+	}
+	seen, _ = s.SeenDelivery(ctx, "h", t0.Add(-5*time.Minute), t0.Add(5*time.Minute))
+	if !seen {
+		t.Error("replay within the window not seen")
+	}
+	seen, _ = s.SeenDelivery(ctx, "h", t0.Add(1*time.Minute), t0.Add(11*time.Minute))
+	if seen {
+		t.Error("delivery after the window reported as seen")
+	}
+	var fresh atomic.Int32
+	var wg sync.WaitGroup
+	for i := 0; i < 50; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			seen, err := s.SeenDelivery(ctx, "burst", t0.Add(-10*time.Minute), t0)
+			if err != nil {
+				t.Error(err)
+			}
+			if !seen {
+				fresh.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if fresh.Load() != 1 {
+		t.Errorf("%d of 50 identical deliveries were fresh, want 1", fresh.Load())
+	}
+}
+
+func testDeleteSite(t *testing.T, s store.Store) {
+	a := newUser(t, s, "a@example.com")
+	site := newSite(t, s, a, "site")
+	sc := completedScan(t, s, site, t0, 50)
+	must(t, s.CreateReport(ctx, store.Report{ID: store.NewID(), TokenHash: "rh", ScanID: sc.ID, UserID: a.ID, Title: "t", CreatedAt: t0}))
+	must(t, s.DeleteSite(ctx, a.ID, site.ID))
+	_, err := s.Scan(ctx, a.ID, sc.ID)
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.ReportByHash(ctx, "rh")
+	wantErr(t, err, store.ErrNotFound)
+	_, _, err = s.ScanForJob(ctx, sc.ID)
+	wantErr(t, err, store.ErrNotFound)
+	must(t, s.Ping(ctx))
+}

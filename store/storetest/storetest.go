@@ -1,0 +1,95 @@
+// Package storetest opens stores for tests: the in-memory store, and Postgres in a schema of
+// its own that is dropped when the test ends, so test runs never see each other's data.
+package storetest
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+
+	"sitepulse/store"
+
+	_ "github.com/lib/pq"
+)
+
+// Backend names a store implementation for t.Run.
+type Backend struct {
+	Name string
+	Open func(t testing.TB) store.Store
+}
+
+// Backends returns the memory store and, when DATABASE_URL is set, Postgres. Under CI=true a
+// missing DATABASE_URL fails the test instead of skipping Postgres.
+func Backends(t testing.TB) []Backend {
+	b := []Backend{{"memory", func(testing.TB) store.Store { return store.NewMemory() }}}
+	if os.Getenv("DATABASE_URL") != "" {
+		b = append(b, Backend{"postgres", func(t testing.TB) store.Store { return Postgres(t) }})
+	} else if os.Getenv("CI") == "true" {
+		t.Fatal("CI=true but DATABASE_URL is not set: the Postgres tests would not run")
+	}
+	return b
+}
+
+// Postgres returns a migrated Postgres store in a fresh schema; it skips the test when
+// DATABASE_URL is unset, and fails it under CI=true.
+func Postgres(t testing.TB) *store.Postgres {
+	t.Helper()
+	dsn := SchemaDSN(t)
+	p, err := store.OpenPostgres(context.Background(), dsn)
+	if err != nil {
+		t.Fatalf("open postgres: %v", err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// SchemaDSN creates an empty schema and returns DATABASE_URL with its search_path set to it.
+// The schema is dropped in t.Cleanup.
+func SchemaDSN(t testing.TB) string {
+	t.Helper()
+	base := os.Getenv("DATABASE_URL")
+	if base == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI=true but DATABASE_URL is not set: this Postgres test must not skip")
+		}
+		t.Skip("DATABASE_URL not set; skipping the Postgres test")
+	}
+	admin, err := sql.Open("postgres", base)
+	if err != nil {
+		t.Fatalf("open postgres: %v", err)
+	}
+	defer admin.Close()
+	schema := "t_" + strings.ReplaceAll(store.NewID(), "-", "")[:20]
+	if _, err := admin.Exec(`CREATE SCHEMA ` + schema); err != nil {
+		t.Fatalf("create schema: %v", err)
+	}
+	t.Cleanup(func() {
+		db, err := sql.Open("postgres", base)
+		if err != nil {
+			return
+		}
+		defer db.Close()
+		if _, err := db.Exec(`DROP SCHEMA ` + schema + ` CASCADE`); err != nil {
+			t.Logf("drop schema %s: %v", schema, err)
+		}
+	})
+	return withSearchPath(t, base, schema)
+}
+
+func withSearchPath(t testing.TB, dsn, schema string) string {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			t.Fatalf("DATABASE_URL: %v", err)
+		}
+		q := u.Query()
+		q.Set("search_path", schema)
+		u.RawQuery = q.Encode()
+		return u.String()
+	}
+	return fmt.Sprintf("%s search_path=%s", dsn, schema)
+}

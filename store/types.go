@@ -1,0 +1,350 @@
+package store
+
+import "time"
+
+// User is an account holder. Every site, key, token and report belongs to one.
+type User struct {
+	ID                string
+	Email             string
+	PasswordHash      string
+	NotifyRegressions bool
+	CreatedAt         time.Time
+}
+
+// Session is a signed-in browser. Only the SHA-256 of its cookie value is kept.
+type Session struct {
+	TokenHash string
+	UserID    string
+	CSRF      string // synchroniser token for every cookie-authenticated POST
+	CreatedAt time.Time
+	ExpiresAt time.Time
+}
+
+// APIKey is a long-lived `svc_` credential for CI and MCP clients.
+type APIKey struct {
+	ID         string
+	UserID     string
+	Name       string
+	KeyHash    string
+	Prefix     string // the first characters of the key, shown so a user can tell keys apart
+	CreatedAt  time.Time
+	LastUsedAt *time.Time
+}
+
+// Site is a site connected from the platform.
+type Site struct {
+	ID             string
+	UserID         string
+	Name           string
+	Domain         string // a host ("example.com", https assumed) or an origin ("http://staging:8080")
+	PlatformSiteID string // empty when the site is not connected to the platform
+	Founding       bool
+	HealthScore    *int
+	LastPublished  *time.Time
+	Pages          []string // saved page paths; empty means discover them from the sitemap
+	CreatedAt      time.Time
+}
+
+// Scan statuses. Failed extends the interface's three: a scan that could not finish.
+const (
+	StatusQueued   = "queued"
+	StatusRunning  = "running"
+	StatusComplete = "complete"
+	StatusFailed   = "failed"
+)
+
+// Strategies and triggers.
+const (
+	StrategyMobile  = "mobile"
+	StrategyDesktop = "desktop"
+	StrategyBoth    = "both"
+
+	TriggerWebhook = "webhook"
+	TriggerManual  = "manual"
+	TriggerDemo    = "demo"
+)
+
+// Scan is one audit of every page of a site.
+type Scan struct {
+	ID          string
+	SiteID      string
+	Status      string
+	Strategy    string
+	Trigger     string
+	PagesTotal  int // page/strategy pairs to audit; known once discovery ran
+	PagesDone   int // pairs with a result or an error
+	Scores      ScanScores
+	Error       string // why a failed scan failed
+	CreatedAt   time.Time
+	StartedAt   *time.Time
+	CompletedAt *time.Time
+}
+
+// ScanScores are the rounded means over a scan's page results (DESIGN §6.1).
+type ScanScores struct {
+	Health        *int `json:"health"`
+	Performance   *int `json:"performance"`
+	SEO           *int `json:"seo"`
+	Accessibility *int `json:"accessibility"`
+	BestPractices *int `json:"bestPractices"`
+}
+
+// PageKey names one audit of a scan.
+type PageKey struct {
+	PagePath string
+	Strategy string
+}
+
+// PageError records an audit that failed after its retries.
+type PageError struct {
+	ScanID   string `json:"-"`
+	PagePath string `json:"pagePath"`
+	PageURL  string `json:"pageUrl"`
+	Strategy string `json:"strategy"`
+	Error    string `json:"error"`
+}
+
+// PageResult is the extracted Lighthouse result of one page and strategy. Its JSON is the
+// get_page_details payload; the other surfaces show a subset of it.
+type PageResult struct {
+	ScanID              string         `json:"-"`
+	PageURL             string         `json:"pageUrl"`
+	PagePath            string         `json:"pagePath"`
+	Strategy            string         `json:"strategy"`
+	LighthouseVersion   string         `json:"lighthouseVersion,omitempty"`
+	Scores              PageScores     `json:"scores"`
+	CoreWebVitals       Vitals         `json:"coreWebVitals"`
+	Crux                Crux           `json:"crux"`
+	Opportunities       []Opportunity  `json:"opportunities"`
+	ThirdPartyScripts   []ThirdParty   `json:"thirdPartyScripts"`
+	A11yIssues          []A11yIssue    `json:"a11yIssues"`
+	AccessibilityIssues []AuditIssue   `json:"accessibilityIssues"`
+	BestPracticesIssues []AuditIssue   `json:"bestPracticesIssues"`
+	SEOIssues           []AuditIssue   `json:"seoIssues"`
+	LCPElement          *Element       `json:"lcpElement"`
+	CLSElements         []CLSElement   `json:"clsElements"`
+	Diagnostics         map[string]any `json:"diagnostics"`
+	StackPacks          []StackPack    `json:"stackPacks"`
+}
+
+// PageScores are Lighthouse category scores 0-100; nil when Lighthouse gave none.
+type PageScores struct {
+	Performance   *int `json:"performance"`
+	SEO           *int `json:"seo"`
+	Accessibility *int `json:"accessibility"`
+	BestPractices *int `json:"bestPractices"`
+}
+
+// Vitals are lab metrics in milliseconds (CLS unitless); INP is CrUX's p75 because lab runs have none.
+type Vitals struct {
+	LCP        *float64 `json:"lcp"`
+	CLS        *float64 `json:"cls"`
+	INP        *float64 `json:"inp"`
+	FCP        *float64 `json:"fcp"`
+	TTFB       *float64 `json:"ttfb"`
+	TBT        *float64 `json:"tbt"`
+	SpeedIndex *float64 `json:"speedIndex"`
+	TTI        *float64 `json:"tti"`
+}
+
+// Crux is the page's own field data (p75); HasCruxData is false when the page has none.
+type Crux struct {
+	LCP         *float64 `json:"lcp"`
+	CLS         *float64 `json:"cls"`
+	INP         *float64 `json:"inp"`
+	HasCruxData bool     `json:"hasCruxData"`
+}
+
+// Opportunity is an audit that would save load time.
+type Opportunity struct {
+	Title     string  `json:"title"`
+	SavingsMs float64 `json:"savingsMs"`
+}
+
+// ThirdParty is one third-party entity's cost on a page.
+type ThirdParty struct {
+	Domain       string  `json:"domain"`
+	TransferSize float64 `json:"transferSize"`
+	BlockingTime float64 `json:"blockingTime"`
+}
+
+// A11yIssue is a failing weighted accessibility audit.
+type A11yIssue struct {
+	ID    string   `json:"id"`
+	Title string   `json:"title"`
+	Score *float64 `json:"score"`
+}
+
+// AuditIssue is a failing audit of a category, with its explanation.
+type AuditIssue struct {
+	ID           string   `json:"id"`
+	Title        string   `json:"title"`
+	Description  string   `json:"description"`
+	Score        *float64 `json:"score"`
+	DisplayValue string   `json:"displayValue,omitempty"`
+}
+
+// Element is a DOM node Lighthouse pointed at.
+type Element struct {
+	Selector  string `json:"selector"`
+	Snippet   string `json:"snippet"`
+	NodeLabel string `json:"nodeLabel,omitempty"`
+}
+
+// CLSElement is a node that shifted, with its share of the layout shift.
+type CLSElement struct {
+	Selector        string  `json:"selector"`
+	Snippet         string  `json:"snippet,omitempty"`
+	ClsContribution float64 `json:"clsContribution"`
+}
+
+// StackPack is advice Lighthouse gives for a detected stack (WordPress, React, ...).
+type StackPack struct {
+	ID           string            `json:"id"`
+	Title        string            `json:"title"`
+	Descriptions map[string]string `json:"descriptions"`
+}
+
+// Budget metrics (DESIGN §6.2). Scores use operator min against the scan score; vitals use max
+// against the worst page value.
+var (
+	ScoreMetrics = []string{"health", "performance", "seo", "accessibility", "bestPractices"}
+	VitalMetrics = []string{"lcp", "cls", "inp", "fcp", "ttfb", "tbt"}
+)
+
+// Operators of budget violations and alert rules.
+const (
+	OpMin = "min"
+	OpMax = "max"
+)
+
+// AlertRule is an explicit threshold a site's latest scan is checked against, like a budget.
+type AlertRule struct {
+	ID        string
+	SiteID    string
+	Metric    string
+	Operator  string
+	Threshold float64
+	CreatedAt time.Time
+}
+
+// Job is a unit of queued work. A scan job's payload is its scan id.
+type Job struct {
+	ID          int64
+	Queue       string
+	ScanID      string
+	State       string
+	Attempt     int
+	MaxAttempts int
+	RunAt       time.Time
+	HeartbeatAt *time.Time
+	LockedBy    string
+	LastError   string
+	CreatedAt   time.Time
+}
+
+// Job states.
+const (
+	JobAvailable = "available"
+	JobRunning   = "running"
+	JobCompleted = "completed"
+	JobDiscarded = "discarded"
+)
+
+// QueueScan is the queue scan jobs are claimed from.
+const QueueScan = "scan"
+
+// Lease is a worker's claim on a job. Writes made under a lease are ignored once the lease is
+// lost (the job was rescued and claimed again, so the attempt moved on).
+type Lease struct {
+	JobID   int64
+	Attempt int
+	ScanID  string
+}
+
+// Lease returns the lease a claim gave the caller.
+func (j Job) Lease() Lease { return Lease{JobID: j.ID, Attempt: j.Attempt, ScanID: j.ScanID} }
+
+// OAuthClient is a dynamically registered client (RFC 7591).
+type OAuthClient struct {
+	ID           string // c_...
+	Name         string
+	RedirectURIs []string
+	GrantTypes   []string
+	AuthMethod   string // none or client_secret_post
+	SecretHash   string // empty for public clients
+	Scope        string
+	CreatedAt    time.Time
+}
+
+// AuthRequest is a validated authorize request waiting for the user's consent. The consent form
+// carries only its id; the server's copy wins over anything the browser sends.
+type AuthRequest struct {
+	IDHash        string
+	UserID        string
+	ClientID      string
+	RedirectURI   string
+	State         string
+	CodeChallenge string
+	Scope         string
+	Resource      string
+	CreatedAt     time.Time
+	ExpiresAt     time.Time
+}
+
+// AuthCode is an issued authorization code. FamilyID names the grant: every token issued from
+// the code, and every rotation after, shares it, so a reused code or refresh token revokes them all.
+type AuthCode struct {
+	CodeHash      string
+	ClientID      string
+	UserID        string
+	RedirectURI   string
+	CodeChallenge string
+	Scope         string
+	Resource      string
+	FamilyID      string
+	CreatedAt     time.Time
+	ExpiresAt     time.Time
+	UsedAt        *time.Time
+}
+
+// Token kinds.
+const (
+	TokenAccess  = "access"
+	TokenRefresh = "refresh"
+)
+
+// OAuthToken is an issued access or refresh token.
+type OAuthToken struct {
+	TokenHash string
+	Kind      string
+	ClientID  string
+	UserID    string
+	FamilyID  string
+	Scope     string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	UsedAt    *time.Time // a refresh token is used once, when it is rotated
+	RevokedAt *time.Time
+}
+
+// Consent is a user's approval of a client, listed under "Connected apps".
+type Consent struct {
+	UserID     string
+	ClientID   string
+	ClientName string
+	Scope      string
+	CreatedAt  time.Time
+}
+
+// Report is a shareable, login-free page of one scan.
+type Report struct {
+	ID        string
+	TokenHash string
+	ScanID    string
+	UserID    string
+	Title     string
+	CreatedAt time.Time
+	ExpiresAt *time.Time // nil: never expires
+	RevokedAt *time.Time
+}
