@@ -185,11 +185,12 @@ func (p *Postgres) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	return tx.Commit()
 }
 
-// uuidOK guards queries against ids that are not uuids: Postgres would reject them with a
-// type error, and the caller means "no such row".
+// uuidOK guards queries against ids that are not canonical (lower-case) uuids: Postgres would
+// reject them with a type error, or match an upper-case spelling the memory store would not, and
+// the caller means "no such row". API boundaries canonicalise ids with CanonicalID first.
 func uuidOK(ids ...string) bool {
 	for _, id := range ids {
-		if !ValidUUID(id) {
+		if !ValidUUID(id) || id != strings.ToLower(id) {
 			return false
 		}
 	}

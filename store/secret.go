@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -54,6 +55,9 @@ func ValidUUID(s string) bool {
 	}
 	return true
 }
+
+// CanonicalID returns a uuid as the stores keep it: lower case. Callers validate with ValidUUID.
+func CanonicalID(s string) string { return strings.ToLower(s) }
 
 // Now is the store's notion of a timestamp: UTC at microsecond precision, which is what
 // Postgres keeps, so both stores return equal times.
