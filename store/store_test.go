@@ -200,11 +200,13 @@ func testOwnerScoping(t *testing.T, s store.Store) {
 	must(t, s.CreateReport(ctx, rep))
 
 	reads := map[string]func(userID string) error{
-		"Site":                func(u string) error { _, err := s.Site(ctx, u, site.ID); return err },
-		"Budgets":             func(u string) error { _, err := s.Budgets(ctx, u, site.ID); return err },
-		"SetBudgets":          func(u string) error { return s.SetBudgets(ctx, u, site.ID, nil) },
-		"AlertRules":          func(u string) error { _, err := s.AlertRules(ctx, u, site.ID); return err },
-		"AddAlertRule":        func(u string) error { return s.AddAlertRule(ctx, u, store.AlertRule{ID: store.NewID(), SiteID: site.ID, Metric: "lcp", Operator: "max", Threshold: 1}) },
+		"Site":       func(u string) error { _, err := s.Site(ctx, u, site.ID); return err },
+		"Budgets":    func(u string) error { _, err := s.Budgets(ctx, u, site.ID); return err },
+		"SetBudgets": func(u string) error { return s.SetBudgets(ctx, u, site.ID, nil) },
+		"AlertRules": func(u string) error { _, err := s.AlertRules(ctx, u, site.ID); return err },
+		"AddAlertRule": func(u string) error {
+			return s.AddAlertRule(ctx, u, store.AlertRule{ID: store.NewID(), SiteID: site.ID, Metric: "lcp", Operator: "max", Threshold: 1})
+		},
 		"Scan":                func(u string) error { _, err := s.Scan(ctx, u, sc.ID); return err },
 		"ScansOf":             func(u string) error { _, err := s.ScansOf(ctx, u, site.ID, 10); return err },
 		"CompletedScans":      func(u string) error { _, err := s.CompletedScans(ctx, u, site.ID, 10); return err },
@@ -213,9 +215,11 @@ func testOwnerScoping(t *testing.T, s store.Store) {
 		"EachPageResult": func(u string) error {
 			return s.EachPageResult(ctx, u, sc.ID, func(store.PageResult) error { return nil })
 		},
-		"PageResult":   func(u string) error { _, err := s.PageResult(ctx, u, sc.ID, "/", "mobile"); return err },
-		"PageErrors":   func(u string) error { _, err := s.PageErrors(ctx, u, sc.ID); return err },
-		"UpdateSite":   func(u string) error { return s.UpdateSite(ctx, store.Site{ID: site.ID, UserID: u, Name: "x", Domain: "x"}) },
+		"PageResult": func(u string) error { _, err := s.PageResult(ctx, u, sc.ID, "/", "mobile"); return err },
+		"PageErrors": func(u string) error { _, err := s.PageErrors(ctx, u, sc.ID); return err },
+		"UpdateSite": func(u string) error {
+			return s.UpdateSite(ctx, store.Site{ID: site.ID, UserID: u, Name: "x", Domain: "x"})
+		},
 		"RevokeReport": func(u string) error { return s.RevokeReport(ctx, u, rep.ID, t0) },
 		"CreateReport": func(u string) error {
 			return s.CreateReport(ctx, store.Report{ID: store.NewID(), TokenHash: store.HashSecret(u), ScanID: sc.ID, UserID: u, Title: "t", CreatedAt: t0})
