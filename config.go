@@ -1,0 +1,115 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// config is DESIGN §2: environment variables, each mirrored by a flag that wins over it.
+type config struct {
+	Addr            string
+	BaseURL         string
+	DatabaseURL     string
+	PageSpeedURL    string
+	PageSpeedKey    string
+	AuditBackend    string
+	LighthouseCmd   string
+	ChromePath      string
+	PlatformSecret  string
+	SMTPAddr        string
+	SMTPFrom        string
+	SMTPUsername    string
+	SMTPPassword    string
+	ScanWorkers     int
+	MaxPagesPerScan int
+	Demo            bool
+}
+
+// setting is one configuration value: its variable, flag, default and meaning. The table is the
+// one place that lists them; the README's configuration table mirrors it.
+type setting struct {
+	env, def, help string
+	str            *string
+	num            *int
+	min            int
+}
+
+func (c *config) settings() []setting {
+	return []setting{
+		{env: "ADDR", def: ":8080", help: "listen address", str: &c.Addr},
+		{env: "BASE_URL", def: "http://localhost:8080", help: "public base URL: OAuth issuer, report links", str: &c.BaseURL},
+		{env: "DATABASE_URL", help: "Postgres DSN; empty runs on the in-memory store", str: &c.DatabaseURL},
+		{env: "PAGESPEED_API_URL", def: "https://www.googleapis.com/pagespeedonline/v5/runPagespeed", help: "PageSpeed Insights endpoint", str: &c.PageSpeedURL},
+		{env: "PAGESPEED_API_KEY", help: "PageSpeed Insights API key", str: &c.PageSpeedKey},
+		{env: "AUDIT_BACKEND", def: "psi", help: "psi or lighthouse", str: &c.AuditBackend},
+		{env: "LIGHTHOUSE_CMD", def: "lighthouse", help: "Lighthouse CLI for AUDIT_BACKEND=lighthouse", str: &c.LighthouseCmd},
+		{env: "CHROME_PATH", help: "Chrome or Chromium binary for Lighthouse", str: &c.ChromePath},
+		{env: "PLATFORM_CLIENT_SECRET", help: "HMAC key of the publish webhook's x-platform-signature", str: &c.PlatformSecret},
+		{env: "SMTP_ADDR", help: "host:port of the SMTP server; empty logs digests instead", str: &c.SMTPAddr},
+		{env: "SMTP_FROM", def: "SitePulse <sitepulse@localhost>", help: "From address of digest e-mails", str: &c.SMTPFrom},
+		{env: "SMTP_USERNAME", help: "SMTP user (PLAIN auth)", str: &c.SMTPUsername},
+		{env: "SMTP_PASSWORD", help: "SMTP password", str: &c.SMTPPassword},
+		{env: "SCAN_WORKERS", def: "3", help: "scans audited at once by this process", num: &c.ScanWorkers, min: 1},
+		{env: "MAX_PAGES_PER_SCAN", def: "50", help: "page discovery cap", num: &c.MaxPagesPerScan, min: 1},
+	}
+}
+
+// loadConfig reads the environment, then the flags. A malformed value is an error naming it.
+func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("sitepulse", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	raw := map[string]*string{}
+	for _, s := range c.settings() {
+		v := getenv(s.env)
+		if v == "" {
+			v = s.def
+		}
+		raw[s.env] = fs.String(strings.ToLower(strings.ReplaceAll(s.env, "_", "-")), v, s.help+" ("+s.env+")")
+	}
+	fs.BoolVar(&c.Demo, "demo", false, "seed the demo account and site (always on with the in-memory store)")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	for _, s := range c.settings() {
+		v := strings.TrimSpace(*raw[s.env])
+		if s.str != nil {
+			*s.str = v
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < s.min {
+			return c, fmt.Errorf("%s=%q: want a whole number of at least %d", s.env, v, s.min)
+		}
+		*s.num = n
+	}
+	return c, c.validate()
+}
+
+func (c *config) validate() error {
+	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
+	u, err := url.Parse(c.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return fmt.Errorf("BASE_URL=%q: want an absolute http(s) URL with no path, such as https://sitepulse.example.com", c.BaseURL)
+	}
+	if c.Addr == "" {
+		return fmt.Errorf("ADDR is empty: want a listen address such as :8080")
+	}
+	if u, err := url.Parse(c.PageSpeedURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("PAGESPEED_API_URL=%q: want an absolute http(s) URL", c.PageSpeedURL)
+	}
+	if c.AuditBackend != "psi" && c.AuditBackend != "lighthouse" {
+		return fmt.Errorf("AUDIT_BACKEND=%q: want psi or lighthouse", c.AuditBackend)
+	}
+	if c.DatabaseURL != "" && !strings.HasPrefix(c.DatabaseURL, "postgres://") && !strings.HasPrefix(c.DatabaseURL, "postgresql://") && !strings.Contains(c.DatabaseURL, "=") {
+		return fmt.Errorf("DATABASE_URL: want a Postgres URL (postgres://user@host/db) or key=value DSN")
+	}
+	if c.SMTPAddr != "" && !strings.Contains(c.SMTPAddr, ":") {
+		return fmt.Errorf("SMTP_ADDR=%q: want host:port", c.SMTPAddr)
+	}
+	return nil
+}

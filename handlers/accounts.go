@@ -1,0 +1,181 @@
+package handlers
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/mail"
+	"strings"
+	"sync"
+	"time"
+
+	"sitepulse/store"
+)
+
+// accountForm is the signup and login form, echoed back (without the password) on errors.
+type accountForm struct {
+	Email  string
+	Next   string
+	Errors map[string]string
+}
+
+func (s *server) handleSignupPage() http.Handler {
+	return s.withVisitor(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if visitorFrom(r.Context()) != nil {
+			http.Redirect(w, r, "/", http.StatusSeeOther)
+			return
+		}
+		s.render(w, r, http.StatusOK, "signup", page{Title: "Create your account", Data: accountForm{Next: safeNext(r.URL.Query().Get("next"))}})
+	}))
+}
+
+// validateSignup checks an e-mail and password; NIST SP 800-63B: at least 8 characters, no
+// composition rules, long passphrases welcome.
+func validateSignup(email, password string) map[string]string {
+	errs := map[string]string{}
+	if a, err := mail.ParseAddress(email); err != nil || a.Address != email || len(email) > 254 {
+		errs["email"] = "Enter an e-mail address like name@example.com."
+	}
+	switch n := len([]rune(password)); {
+	case n < 8:
+		errs["password"] = "Use at least 8 characters."
+	case len(password) > 1024:
+		errs["password"] = "Use at most 1024 characters."
+	}
+	return errs
+}
+
+func (s *server) handleSignup() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.parseForm(w, r) {
+			return
+		}
+		form := accountForm{Email: strings.TrimSpace(r.PostForm.Get("email")), Next: safeNext(r.PostForm.Get("next"))}
+		password := r.PostForm.Get("password")
+		if form.Errors = validateSignup(form.Email, password); len(form.Errors) > 0 {
+			s.render(w, r, http.StatusUnprocessableEntity, "signup", page{Title: "Create your account", Data: form})
+			return
+		}
+		if ok, wait := s.signupIP.allow(clientIP(r)); !ok {
+			s.tooMany(w, r, "signup", form, wait)
+			return
+		}
+		hash, err := store.HashPassword(password, s.PasswordIterations)
+		if err != nil {
+			s.serverError(w, r, "hash password", err)
+			return
+		}
+		u := store.User{ID: store.NewID(), Email: form.Email, PasswordHash: hash, NotifyRegressions: true, CreatedAt: s.Now()}
+		if err := s.Store.CreateUser(r.Context(), u); err != nil {
+			if errors.Is(err, store.ErrConflict) {
+				form.Errors = map[string]string{"email": "An account with this e-mail already exists. Log in instead."}
+				s.render(w, r, http.StatusConflict, "signup", page{Title: "Create your account", Data: form})
+				return
+			}
+			s.serverError(w, r, "create user", err)
+			return
+		}
+		s.Log.Info("user signed up", "user", u.ID)
+		if err := s.startSession(w, r, u.ID); err != nil {
+			s.serverError(w, r, "start session", err)
+			return
+		}
+		http.Redirect(w, r, form.Next, http.StatusSeeOther)
+	})
+}
+
+func (s *server) handleLoginPage() http.Handler {
+	return s.withVisitor(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next := safeNext(r.URL.Query().Get("next"))
+		if visitorFrom(r.Context()) != nil {
+			http.Redirect(w, r, next, http.StatusSeeOther)
+			return
+		}
+		s.render(w, r, http.StatusOK, "login", page{Title: "Log in", Data: accountForm{Next: next}})
+	}))
+}
+
+// dummyHash is compared against when the e-mail is unknown, so a login takes as long whether
+// or not the account exists.
+var dummyHash = sync.OnceValue(func() string {
+	h, _ := store.HashPassword("not a password", store.PasswordIterations)
+	return h
+})
+
+func (s *server) handleLogin() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.parseForm(w, r) {
+			return
+		}
+		form := accountForm{Email: strings.TrimSpace(r.PostForm.Get("email")), Next: safeNext(r.PostForm.Get("next"))}
+		password := r.PostForm.Get("password")
+		if form.Email == "" || password == "" || len(form.Email) > 254 || len(password) > 1024 {
+			form.Errors = map[string]string{"form": "Enter your e-mail and password."}
+			s.render(w, r, http.StatusUnprocessableEntity, "login", page{Title: "Log in", Data: form})
+			return
+		}
+		ip, account := clientIP(r), strings.ToLower(form.Email)
+		if ok, wait := s.loginIP.check(ip); !ok {
+			s.tooMany(w, r, "login", form, wait)
+			return
+		}
+		if ok, wait := s.loginAccount.check(account); !ok {
+			s.tooMany(w, r, "login", form, wait)
+			return
+		}
+		u, err := s.Store.UserByEmail(r.Context(), form.Email)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			s.serverError(w, r, "find user", err)
+			return
+		}
+		stored := u.PasswordHash
+		if err != nil {
+			stored = dummyHash()
+		}
+		ok, rehash := store.CheckPassword(stored, password, s.PasswordIterations)
+		if err != nil || !ok {
+			s.loginIP.allow(ip)
+			s.loginAccount.allow(account)
+			s.Log.Info("login failed", "remote", ip)
+			form.Errors = map[string]string{"form": "That e-mail and password do not match an account."}
+			s.render(w, r, http.StatusUnauthorized, "login", page{Title: "Log in", Data: form})
+			return
+		}
+		if rehash {
+			if h, err := store.HashPassword(password, s.PasswordIterations); err == nil {
+				if err := s.Store.SetPasswordHash(r.Context(), u.ID, h); err != nil {
+					s.Log.Warn("upgrade password hash", "user", u.ID, "err", err)
+				}
+			}
+		}
+		// A fresh session id at every login; an older session of this browser is ended.
+		if v, _ := s.loadVisitor(r); v != nil {
+			s.Store.DeleteSession(r.Context(), v.Session.TokenHash)
+		}
+		if err := s.startSession(w, r, u.ID); err != nil {
+			s.serverError(w, r, "start session", err)
+			return
+		}
+		s.Log.Info("user logged in", "user", u.ID)
+		http.Redirect(w, r, form.Next, http.StatusSeeOther)
+	})
+}
+
+// tooMany answers a throttled form with 429, Retry-After and a sentence that names no account.
+func (s *server) tooMany(w http.ResponseWriter, r *http.Request, name string, form accountForm, wait time.Duration) {
+	secs := int(wait.Seconds()) + 1
+	w.Header().Set("Retry-After", fmt.Sprint(secs))
+	form.Errors = map[string]string{"form": fmt.Sprintf("Too many attempts. Wait %d seconds and try again.", secs)}
+	title := map[string]string{"login": "Log in", "signup": "Create your account"}[name]
+	s.render(w, r, http.StatusTooManyRequests, name, page{Title: title, Data: form})
+}
+
+func (s *server) handleLogout() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := s.endSession(w, r, visitorFrom(r.Context())); err != nil {
+			s.serverError(w, r, "end session", err)
+			return
+		}
+		http.Redirect(w, r, "/login", http.StatusSeeOther)
+	})
+}

@@ -1,0 +1,290 @@
+package handlers
+
+import (
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"sitepulse/store"
+)
+
+func TestSignupLoginLogout(t *testing.T) {
+	ts := newTestServer(t, store.NewMemory())
+	b := ts.browser(t)
+
+	resp, _ := b.get("/settings")
+	wantStatus(t, resp, http.StatusSeeOther)
+	if got := resp.Header.Get("Location"); got != "/login?next=%2Fsettings" {
+		t.Errorf("signed-out redirect to %q", got)
+	}
+
+	b.signup("ann@example.com")
+	resp, body := b.get("/")
+	wantStatus(t, resp, http.StatusOK)
+	contains(t, body, "Log out")
+
+	var cookie *http.Cookie
+	u, _ := url.Parse(ts.URL)
+	for _, c := range b.c.Jar.Cookies(u) {
+		if c.Name == "session" {
+			cookie = c
+		}
+	}
+	if cookie == nil {
+		t.Fatal("no session cookie")
+	}
+	resp, _ = b.post("/signup", url.Values{"email": {"ANN@example.com"}, "password": {"another password"}})
+	wantStatus(t, resp, http.StatusConflict)
+
+	resp, _ = b.post("/logout", url.Values{"csrf_token": {b.csrf}})
+	wantStatus(t, resp, http.StatusSeeOther)
+	// The old session is dead server-side, even for a client that kept the cookie.
+	stale := &browser{t: t, base: ts.URL, c: &http.Client{CheckRedirect: b.c.CheckRedirect}}
+	req, _ := http.NewRequest("GET", ts.URL+"/settings", nil)
+	req.AddCookie(&http.Cookie{Name: "session", Value: cookie.Value})
+	r2, err := stale.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2.Body.Close()
+	wantStatus(t, r2, http.StatusSeeOther)
+
+	resp, body = b.post("/login", url.Values{"email": {"ann@example.com"}, "password": {"wrong password"}})
+	wantStatus(t, resp, http.StatusUnauthorized)
+	contains(t, body, "do not match an account")
+	resp, _ = b.post("/login", url.Values{"email": {"Ann@Example.com"}, "password": {"correct horse battery"}, "next": {"/settings"}})
+	wantStatus(t, resp, http.StatusSeeOther)
+	if got := resp.Header.Get("Location"); got != "/settings" {
+		t.Errorf("login went to %q", got)
+	}
+	for _, c := range b.c.Jar.Cookies(u) {
+		if c.Name == "session" && c.Value == cookie.Value {
+			t.Error("login reused the old session id")
+		}
+	}
+}
+
+func TestSessionCookieAttributes(t *testing.T) {
+	for _, tt := range []struct{ base, name string }{{"http://sitepulse.test", "session"}, {"https://sitepulse.test", "__Host-session"}} {
+		st := store.NewMemory()
+		h, err := NewHandler(Deps{Store: st, BaseURL: tt.base, PasswordIterations: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := newRecorder(h, "POST", "/signup", "email=a%40example.com&password=long+enough+pw")
+		set := rec.Header().Get("Set-Cookie")
+		for _, want := range []string{tt.name + "=", "Path=/", "HttpOnly", "SameSite=Lax", "Max-Age=2592000"} {
+			if !strings.Contains(set, want) {
+				t.Errorf("%s: Set-Cookie %q lacks %q", tt.base, set, want)
+			}
+		}
+		if secure := strings.Contains(set, "Secure"); secure != strings.HasPrefix(tt.base, "https") {
+			t.Errorf("%s: Secure = %v", tt.base, secure)
+		}
+	}
+}
+
+func TestLoginThrottle(t *testing.T) {
+	ts := newTestServer(t, store.NewMemory())
+	b := ts.browser(t)
+	b.signup("ann@example.com")
+	other := ts.browser(t)
+	var codes []int
+	for i := 0; i < 11; i++ {
+		resp, _ := other.post("/login", url.Values{"email": {"ann@example.com"}, "password": {"guess guess"}})
+		codes = append(codes, resp.StatusCode)
+	}
+	if codes[9] != http.StatusUnauthorized || codes[10] != http.StatusTooManyRequests {
+		t.Errorf("codes = %v, want ten 401 then 429", codes)
+	}
+	resp, body := other.post("/login", url.Values{"email": {"ann@example.com"}, "password": {"correct horse battery"}})
+	wantStatus(t, resp, http.StatusTooManyRequests)
+	if resp.Header.Get("Retry-After") == "" {
+		t.Error("no Retry-After")
+	}
+	contains(t, body, "Too many attempts")
+	if strings.Contains(body, "ann@example.com\" autofocus") && strings.Contains(body, "no account") {
+		t.Error("throttle message reveals the account")
+	}
+}
+
+func TestSafeNext(t *testing.T) {
+	for in, want := range map[string]string{
+		"": "/", "/settings": "/settings", "//evil.example": "/", "/\\evil.example": "/", "https://evil.example/": "/",
+		"settings": "/", "/oauth/authorize?client_id=c_1&state=x": "/oauth/authorize?client_id=c_1&state=x",
+	} {
+		if got := safeNext(in); got != want {
+			t.Errorf("safeNext(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+var keyRe = regexp.MustCompile(`svc_[A-Za-z0-9_-]{43}`)
+
+func TestAPIKeys(t *testing.T) {
+	ts := newTestServer(t, store.NewMemory())
+	b := ts.browser(t)
+	b.signup("ann@example.com")
+
+	resp, body := b.post("/settings/api-keys", url.Values{"csrf_token": {b.csrf}, "name": {"GitHub Actions"}})
+	wantStatus(t, resp, http.StatusCreated)
+	key := keyRe.FindString(body)
+	if key == "" {
+		t.Fatalf("new key not shown: %.500s", body)
+	}
+	contains(t, body, "shown only once")
+
+	_, body = b.get("/settings")
+	if strings.Contains(body, key) {
+		t.Error("the key is shown a second time")
+	}
+	contains(t, body, "GitHub Actions")
+	contains(t, body, key[:12]+"…")
+	k, err := ts.store.APIKeyByHash(t.Context(), store.HashSecret(key), ts.now)
+	if err != nil {
+		t.Fatalf("key not stored by hash: %v", err)
+	}
+
+	resp, body = b.post("/settings/api-keys", url.Values{"csrf_token": {b.csrf}, "name": {"  "}})
+	wantStatus(t, resp, http.StatusUnprocessableEntity)
+	contains(t, body, "Give the key a name")
+
+	// Another user cannot revoke it.
+	eve := ts.browser(t)
+	eve.signup("eve@example.com")
+	resp, _ = eve.post("/settings/api-keys/"+k.ID+"/revoke", url.Values{"csrf_token": {eve.csrf}})
+	wantStatus(t, resp, http.StatusNotFound)
+
+	resp, _ = b.post("/settings/api-keys/"+k.ID+"/revoke", url.Values{"csrf_token": {b.csrf}})
+	wantStatus(t, resp, http.StatusSeeOther)
+	if _, err := ts.store.APIKeyByHash(t.Context(), store.HashSecret(key), ts.now); err == nil {
+		t.Error("revoked key still works")
+	}
+	_, body = b.get("/settings?done=key-revoked")
+	contains(t, body, "API key revoked")
+	_, body = b.get("/settings?done=<script>")
+	if strings.Contains(body, "<script>") {
+		t.Error("flash reflects the query")
+	}
+}
+
+func TestNotificationsSetting(t *testing.T) {
+	ts := newTestServer(t, store.NewMemory())
+	b := ts.browser(t)
+	b.signup("ann@example.com")
+	resp, _ := b.post("/settings/notifications", url.Values{"csrf_token": {b.csrf}})
+	wantStatus(t, resp, http.StatusSeeOther)
+	u, _ := ts.store.UserByEmail(t.Context(), "ann@example.com")
+	if u.NotifyRegressions {
+		t.Error("notifications still on")
+	}
+	b.post("/settings/notifications", url.Values{"csrf_token": {b.csrf}, "notify_regressions": {"on"}})
+	u, _ = ts.store.UserByEmail(t.Context(), "ann@example.com")
+	if !u.NotifyRegressions {
+		t.Error("notifications still off")
+	}
+}
+
+// Bad input on every route of the foundation gets a clear 4xx, never a 500.
+func TestBadInput(t *testing.T) {
+	ts := newTestServer(t, store.NewMemory())
+	b := ts.browser(t)
+	b.signup("ann@example.com")
+	big := strings.Repeat("a", 10<<20)
+	routes := []string{"/signup", "/login", "/logout", "/settings/api-keys", "/settings/api-keys/x/revoke", "/settings/notifications"}
+	cases := []struct {
+		name string
+		body string
+		ct   string
+		auth bool
+	}{
+		{"an empty form", "", "application/x-www-form-urlencoded", true},
+		{"a 10 MB body", "email=" + big, "application/x-www-form-urlencoded", true},
+		{"a bad CSRF token", "csrf_token=nope&name=x&email=a&password=b", "application/x-www-form-urlencoded", true},
+		{"an unknown session", "csrf_token=x", "application/x-www-form-urlencoded", false},
+		{"a broken form encoding", "%zz=%%", "application/x-www-form-urlencoded", true},
+		{"JSON instead of a form", `{"email":"a"}`, "application/json", true},
+	}
+	for _, route := range routes {
+		for _, c := range cases {
+			t.Run(route+" with "+c.name, func(t *testing.T) {
+				req, _ := http.NewRequest("POST", ts.URL+route, strings.NewReader(c.body))
+				req.Header.Set("Content-Type", c.ct)
+				client := b.c
+				if !c.auth {
+					req.Header.Set("Cookie", "session=unknown")
+					client = &http.Client{CheckRedirect: b.c.CheckRedirect}
+				}
+				resp, err := client.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode >= 500 || resp.StatusCode < 300 && c.name != "JSON instead of a form" {
+					t.Errorf("status %d", resp.StatusCode)
+				}
+			})
+		}
+	}
+}
+
+func TestNotFoundShapes(t *testing.T) {
+	ts := newTestServer(t, store.NewMemory())
+	for _, tt := range []struct {
+		method, path string
+		status       int
+		ctype        string
+	}{
+		{"GET", "/api/nothing", 404, "application/json"},
+		{"DELETE", "/healthz", 405, "application/json"},
+		{"GET", "/no/such/page", 404, "text/html; charset=utf-8"},
+		{"PUT", "/login", 405, "text/html; charset=utf-8"},
+		{"GET", "/static/", 404, "text/html; charset=utf-8"},
+	} {
+		req, _ := http.NewRequest(tt.method, ts.URL+tt.path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tt.status || resp.Header.Get("Content-Type") != tt.ctype {
+			t.Errorf("%s %s: %d %q, want %d %q", tt.method, tt.path, resp.StatusCode, resp.Header.Get("Content-Type"), tt.status, tt.ctype)
+		}
+	}
+}
+
+func TestSecurityHeaders(t *testing.T) {
+	ts := newTestServer(t, store.NewMemory())
+	resp, err := http.Get(ts.URL + "/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	for h, want := range map[string]string{
+		"X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff", "Cache-Control": "no-store",
+	} {
+		if got := resp.Header.Get(h); got != want {
+			t.Errorf("%s = %q, want %q", h, got, want)
+		}
+	}
+	if !strings.Contains(resp.Header.Get("Content-Security-Policy"), "frame-ancestors 'none'") {
+		t.Errorf("CSP = %q", resp.Header.Get("Content-Security-Policy"))
+	}
+}
+
+func TestHealth(t *testing.T) {
+	ts := newTestServer(t, brokenStore{store.NewMemory()})
+	resp, err := http.Get(ts.URL + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := readBody(t, resp)
+	wantStatus(t, resp, http.StatusServiceUnavailable)
+	contains(t, body, `"unavailable"`)
+	ok := newTestServer(t, store.NewMemory())
+	resp, _ = http.Get(ok.URL + "/healthz")
+	resp.Body.Close()
+	wantStatus(t, resp, http.StatusOK)
+}

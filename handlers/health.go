@@ -1,0 +1,23 @@
+package handlers
+
+import (
+	"context"
+	"net/http"
+	"time"
+)
+
+// handleHealth answers 200 when the store answers within two seconds, 503 otherwise, so a load
+// balancer takes a replica whose database is gone out of rotation.
+func (s *server) handleHealth() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		w.Header().Set("Cache-Control", "no-store")
+		if err := s.Store.Ping(ctx); err != nil {
+			s.Log.Warn("health check: store not answering", "store", s.StoreName, "err", err)
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "store": s.StoreName})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "store": s.StoreName})
+	})
+}

@@ -1,0 +1,115 @@
+package handlers
+
+import (
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"sitepulse/store"
+)
+
+// testServer is a running SitePulse handler on a memory store, with a clock tests can move.
+type testServer struct {
+	*httptest.Server
+	store store.Store
+	now   time.Time
+}
+
+func newTestServer(t *testing.T, st store.Store) *testServer {
+	t.Helper()
+	ts := &testServer{store: st, now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
+	h, err := NewHandler(Deps{Store: st, StoreName: "memory", BaseURL: "http://sitepulse.test",
+		Now: func() time.Time { return ts.now }, PasswordIterations: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.Server = httptest.NewServer(h)
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+// browser is a client with a cookie jar that does not follow redirects, so tests see them.
+type browser struct {
+	t      *testing.T
+	c      *http.Client
+	base   string
+	csrf   string
+	userID string
+}
+
+func (ts *testServer) browser(t *testing.T) *browser {
+	jar, _ := cookiejar.New(nil)
+	return &browser{t: t, base: ts.URL, c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	}}}
+}
+
+func (b *browser) get(path string) (*http.Response, string) {
+	b.t.Helper()
+	resp, err := b.c.Get(b.base + path)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return resp, readBody(b.t, resp)
+}
+
+func (b *browser) post(path string, form url.Values) (*http.Response, string) {
+	b.t.Helper()
+	resp, err := b.c.PostForm(b.base+path, form)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return resp, readBody(b.t, resp)
+}
+
+func readBody(t *testing.T, resp *http.Response) string {
+	t.Helper()
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+var csrfRe = regexp.MustCompile(`name="csrf_token" value="([^"]+)"`)
+
+// signup creates an account, leaves the browser signed in and remembers its CSRF token.
+func (b *browser) signup(email string) {
+	b.t.Helper()
+	resp, _ := b.post("/signup", url.Values{"email": {email}, "password": {"correct horse battery"}})
+	if resp.StatusCode != http.StatusSeeOther {
+		b.t.Fatalf("signup: %d", resp.StatusCode)
+	}
+	b.refreshCSRF()
+}
+
+func (b *browser) refreshCSRF() {
+	b.t.Helper()
+	_, body := b.get("/settings")
+	m := csrfRe.FindStringSubmatch(body)
+	if m == nil {
+		b.t.Fatalf("no csrf token on /settings: %.300s", body)
+	}
+	b.csrf = m[1]
+}
+
+func wantStatus(t *testing.T, resp *http.Response, want int) {
+	t.Helper()
+	if resp.StatusCode != want {
+		t.Errorf("%s %s: status %d, want %d", resp.Request.Method, resp.Request.URL.Path, resp.StatusCode, want)
+	}
+}
+
+func contains(t *testing.T, body, want string) {
+	t.Helper()
+	if !strings.Contains(body, want) {
+		t.Errorf("body does not contain %q:\n%.600s", want, body)
+	}
+}

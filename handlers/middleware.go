@@ -1,0 +1,162 @@
+package handlers
+
+import (
+	"fmt"
+	"net/http"
+	"runtime/debug"
+	"time"
+)
+
+// middleware wraps the mux with what every request gets: panic recovery, an access log line,
+// security headers, a body cap, cross-origin protection for the cookie-authenticated pages, and
+// 404/405 answers in the shape of the surface (JSON under /api, a page elsewhere).
+func (s *server) middleware(mux *http.ServeMux) http.Handler {
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.renderError(w, r, http.StatusForbidden, "This form was sent from another site, so it was refused.")
+	}))
+	routed := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, pattern := mux.Handler(r)
+		if pattern == "" {
+			s.unrouted(w, r, h)
+			return
+		}
+		if isAPI(r.URL.Path) {
+			// JSON APIs are called cross-origin by design (MCP clients, CI) with bearer
+			// credentials, never cookies.
+			mux.ServeHTTP(w, r)
+			return
+		}
+		cop.Handler(mux).ServeHTTP(w, r)
+	})
+	return s.recoverer(s.accessLog(s.headers(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+		}
+		routed.ServeHTTP(w, r)
+	}))))
+}
+
+// unrouted answers a request no route matched, in the surface's shape, keeping the mux's status
+// (404, or 405 with its Allow header).
+func (s *server) unrouted(w http.ResponseWriter, r *http.Request, h http.Handler) {
+	rec := &statusRecorder{header: w.Header()}
+	h.ServeHTTP(rec, r)
+	status := rec.status
+	if status != http.StatusMethodNotAllowed {
+		status = http.StatusNotFound
+	}
+	w.Header().Del("Content-Type")
+	w.Header().Del("X-Content-Type-Options")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	msg := "not found"
+	if status == http.StatusMethodNotAllowed {
+		msg = "method not allowed"
+	}
+	if isAPI(r.URL.Path) {
+		writeError(w, status, msg)
+		return
+	}
+	s.renderError(w, r, status, map[int]string{404: "There is no page at this address.", 405: "This page does not accept that method."}[status])
+}
+
+// statusRecorder keeps the status a handler chose and drops its body.
+type statusRecorder struct {
+	header http.Header
+	status int
+}
+
+func (r *statusRecorder) Header() http.Header         { return r.header }
+func (r *statusRecorder) Write(b []byte) (int, error) { return len(b), nil }
+func (r *statusRecorder) WriteHeader(status int) {
+	if r.status == 0 {
+		r.status = status
+	}
+}
+
+// headers sets the security headers of every response.
+func (s *server) headers(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "strict-origin-when-cross-origin")
+		if !isAPI(r.URL.Path) {
+			// No form-action: the consent page's 303 to a client's redirect URI must not be blocked.
+			h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'")
+		}
+		if s.secure {
+			h.Set("Strict-Transport-Security", "max-age=31536000")
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// loggingWriter remembers the status and size of a response for the access log. It passes
+// Flush through so server-sent events stream.
+type loggingWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int
+}
+
+func (w *loggingWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *loggingWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += n
+	return n, err
+}
+
+func (w *loggingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *loggingWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// accessLog logs one line per request: method, path (never the query, which may carry codes
+// and tokens), status, size and duration.
+func (s *server) accessLog(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		lw := &loggingWriter{ResponseWriter: w}
+		next.ServeHTTP(lw, r)
+		level := s.Log.Debug
+		if lw.status >= 500 {
+			level = s.Log.Warn
+		}
+		level("http", "method", r.Method, "path", r.URL.Path, "status", lw.status, "bytes", lw.bytes,
+			"ms", time.Since(start).Milliseconds(), "remote", clientIP(r))
+	})
+}
+
+// recoverer turns a panic into a logged 500 so one bad request cannot take the process down.
+func (s *server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.Log.Error("panic serving request", "method", r.Method, "path", r.URL.Path,
+					"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+				if isAPI(r.URL.Path) {
+					writeError(w, http.StatusInternalServerError, "internal error")
+					return
+				}
+				http.Error(w, "Internal error", http.StatusInternalServerError)
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}

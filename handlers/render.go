@@ -1,0 +1,143 @@
+package handlers
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"path"
+	"strings"
+	"time"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// pages holds every page template, each parsed together with the layout.
+type pages struct {
+	byName map[string]*template.Template
+}
+
+// page is what every template receives.
+type page struct {
+	Title   string
+	Visitor *visitor
+	CSRF    string
+	Flash   string
+	Data    any
+}
+
+var templateFuncs = template.FuncMap{
+	"datetime": func(t any) string {
+		switch v := t.(type) {
+		case time.Time:
+			return v.UTC().Format("2 Jan 2006 15:04 UTC")
+		case *time.Time:
+			if v == nil {
+				return "never"
+			}
+			return v.UTC().Format("2 Jan 2006 15:04 UTC")
+		}
+		return ""
+	},
+	"isoTime": func(t any) string {
+		switch v := t.(type) {
+		case time.Time:
+			return v.UTC().Format(time.RFC3339)
+		case *time.Time:
+			if v != nil {
+				return v.UTC().Format(time.RFC3339)
+			}
+		}
+		return ""
+	},
+}
+
+func parsePages() (*pages, error) {
+	names, err := fs.Glob(templateFS, "templates/*.html")
+	if err != nil {
+		return nil, err
+	}
+	p := &pages{byName: map[string]*template.Template{}}
+	for _, name := range names {
+		base := path.Base(name)
+		if base == "layout.html" {
+			continue
+		}
+		t, err := template.New(base).Funcs(templateFuncs).ParseFS(templateFS, "templates/layout.html", name)
+		if err != nil {
+			return nil, fmt.Errorf("template %s: %w", base, err)
+		}
+		p.byName[strings.TrimSuffix(base, ".html")] = t
+	}
+	return p, nil
+}
+
+// render writes a page. The template runs into a buffer first so a template error is a clean
+// 500, never half a page.
+func (s *server) render(w http.ResponseWriter, r *http.Request, status int, name string, p page) {
+	t, ok := s.pages.byName[name]
+	if !ok {
+		s.serverError(w, r, "render", fmt.Errorf("no template %q", name))
+		return
+	}
+	if p.Visitor == nil {
+		p.Visitor = visitorFrom(r.Context())
+	}
+	if p.Visitor != nil && p.CSRF == "" {
+		p.CSRF = p.Visitor.Session.CSRF
+	}
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, "layout", p); err != nil {
+		s.serverError(w, r, "render "+name, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if w.Header().Get("Cache-Control") == "" {
+		w.Header().Set("Cache-Control", "no-store")
+	}
+	w.WriteHeader(status)
+	w.Write(buf.Bytes())
+}
+
+// renderError shows an error page with a status and a sentence for a person.
+func (s *server) renderError(w http.ResponseWriter, r *http.Request, status int, message string) {
+	s.render(w, r, status, "error", page{Title: http.StatusText(status), Data: message})
+}
+
+// serverError logs an internal failure with its context and answers 500 without details.
+func (s *server) serverError(w http.ResponseWriter, r *http.Request, what string, err error) {
+	s.Log.Error(what, "method", r.Method, "path", r.URL.Path, "err", err)
+	if isAPI(r.URL.Path) {
+		writeError(w, http.StatusInternalServerError, "internal error")
+		return
+	}
+	t := s.pages.byName["error"]
+	var buf bytes.Buffer
+	if t == nil || t.ExecuteTemplate(&buf, "layout", page{Title: "Internal error", Data: "Something went wrong on our side. It has been logged; please try again."}) != nil {
+		http.Error(w, "Internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(http.StatusInternalServerError)
+	w.Write(buf.Bytes())
+}
+
+// handleStatic serves the embedded stylesheet and scripts, cacheable for a day.
+func (s *server) handleStatic() http.Handler {
+	sub, _ := fs.Sub(staticFS, "static")
+	files := http.StripPrefix("/static/", http.FileServerFS(sub))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/") {
+			s.renderError(w, r, http.StatusNotFound, "There is no page at this address.")
+			return
+		}
+		w.Header().Set("Cache-Control", "public, max-age=86400")
+		files.ServeHTTP(w, r)
+	})
+}

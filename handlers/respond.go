@@ -1,0 +1,89 @@
+package handlers
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// maxBody caps every request body (DESIGN §8).
+const maxBody = 1 << 20
+
+// writeJSON writes v as the response. Values are encoded before the header is written, so an
+// encoding failure is a clean 500 rather than a partial body.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, `{"error":"internal error"}`, http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+// writeError writes the REST error shape {error: message}.
+func writeError(w http.ResponseWriter, status int, message string) {
+	writeJSON(w, status, map[string]string{"error": message})
+}
+
+// validationError is the REST 422 shape {error: {formErrors, fieldErrors}}.
+type validationError struct {
+	FormErrors  []string            `json:"formErrors"`
+	FieldErrors map[string][]string `json:"fieldErrors"`
+}
+
+// writeValidation writes a 422 with one message per field.
+func writeValidation(w http.ResponseWriter, fieldErrors map[string][]string, formErrors ...string) {
+	if formErrors == nil {
+		formErrors = []string{}
+	}
+	writeJSON(w, http.StatusUnprocessableEntity, map[string]validationError{
+		"error": {FormErrors: formErrors, FieldErrors: fieldErrors},
+	})
+}
+
+// errNotJSON and errTooLarge are decodeJSON's failures; writeDecodeError maps them to 400 and 413.
+var (
+	errNotJSON  = errors.New("request body must be a JSON object")
+	errTooLarge = errors.New("request body is larger than 1 MiB")
+)
+
+// decodeJSON reads a JSON object body into v.
+func decodeJSON(r *http.Request, v any) error {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return errTooLarge
+		}
+		return errNotJSON
+	}
+	if !strings.HasPrefix(strings.TrimSpace(string(body)), "{") {
+		return errNotJSON
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) {
+			return typeErr
+		}
+		return errNotJSON
+	}
+	return nil
+}
+
+// writeDecodeError answers a decodeJSON failure.
+func writeDecodeError(w http.ResponseWriter, err error) {
+	if errors.Is(err, errTooLarge) {
+		writeError(w, http.StatusRequestEntityTooLarge, errTooLarge.Error())
+		return
+	}
+	writeError(w, http.StatusBadRequest, errNotJSON.Error())
+}
+
+// isAPI answers whether a path speaks JSON rather than HTML.
+func isAPI(path string) bool {
+	return strings.HasPrefix(path, "/api/") || strings.HasPrefix(path, "/.well-known/") || path == "/healthz"
+}

@@ -1,0 +1,77 @@
+// Package handlers is SitePulse's HTTP surface: every route is registered in routes.go. It
+// composes the store, the scanner, the OAuth server and the MCP server; the pages it renders
+// are html/template files embedded from templates/, styled by one embedded stylesheet.
+package handlers
+
+import (
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"sitepulse/store"
+)
+
+// Deps is what the HTTP surface needs. Zero values get sensible defaults in NewHandler.
+type Deps struct {
+	Store     store.Store
+	StoreName string // "memory" or "postgres", reported by /healthz
+	Log       *slog.Logger
+	// BaseURL is the interface's {base_url}: scheme and host, no trailing slash.
+	BaseURL string
+	// Now is the clock; tests inject one.
+	Now func() time.Time
+	// PasswordIterations is the PBKDF2 work factor for new hashes (store.PasswordIterations).
+	PasswordIterations int
+}
+
+// server holds the dependencies every handler shares.
+type server struct {
+	Deps
+	base         *url.URL
+	secure       bool // BaseURL is https: Secure, __Host- cookies and HSTS
+	cookieName   string
+	pages        *pages
+	loginIP      *limiter
+	loginAccount *limiter
+	signupIP     *limiter
+}
+
+// NewHandler returns the whole service as one http.Handler.
+func NewHandler(d Deps) (http.Handler, error) {
+	if d.Log == nil {
+		d.Log = slog.New(slog.DiscardHandler)
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.PasswordIterations == 0 {
+		d.PasswordIterations = store.PasswordIterations
+	}
+	d.BaseURL = strings.TrimRight(d.BaseURL, "/")
+	base, err := url.Parse(d.BaseURL)
+	if err != nil {
+		return nil, err
+	}
+	pg, err := parsePages()
+	if err != nil {
+		return nil, err
+	}
+	s := &server{
+		Deps:         d,
+		base:         base,
+		secure:       base.Scheme == "https",
+		pages:        pg,
+		loginIP:      newLimiter(20, time.Minute/10, d.Now), // 20 failures, then one per 6 s
+		loginAccount: newLimiter(10, time.Minute, d.Now),    // 10 failures, then one a minute
+		signupIP:     newLimiter(10, 6*time.Minute, d.Now),  // 10 sign-ups, then one per 6 min
+	}
+	s.cookieName = "session"
+	if s.secure {
+		s.cookieName = "__Host-session"
+	}
+	mux := http.NewServeMux()
+	s.addRoutes(mux)
+	return s.middleware(mux), nil
+}

@@ -1,0 +1,158 @@
+package handlers
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"sitepulse/store"
+)
+
+// sessionTTL is the absolute lifetime of a session (DESIGN §6.10).
+const sessionTTL = 30 * 24 * time.Hour
+
+// visitor is the signed-in user of a request and their session.
+type visitor struct {
+	User    store.User
+	Session store.Session
+}
+
+type visitorKey struct{}
+
+// visitorFrom returns the request's signed-in visitor, or nil.
+func visitorFrom(ctx context.Context) *visitor {
+	v, _ := ctx.Value(visitorKey{}).(*visitor)
+	return v
+}
+
+// loadVisitor reads the session cookie; nil when there is none or it is unknown or expired.
+func (s *server) loadVisitor(r *http.Request) (*visitor, error) {
+	c, err := r.Cookie(s.cookieName)
+	if err != nil || c.Value == "" || len(c.Value) > 200 {
+		return nil, nil
+	}
+	sess, err := s.Store.SessionByHash(r.Context(), store.HashSecret(c.Value), s.Now())
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	u, err := s.Store.UserByID(r.Context(), sess.UserID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &visitor{User: u, Session: sess}, nil
+}
+
+// withVisitor puts the visitor, if any, in the request context for pages that work both ways.
+func (s *server) withVisitor(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v, err := s.loadVisitor(r)
+		if err != nil {
+			s.serverError(w, r, "load session", err)
+			return
+		}
+		if v != nil {
+			ctx := context.WithValue(r.Context(), visitorKey{}, v)
+			r = r.WithContext(store.WithUserID(ctx, v.User.ID))
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// requireUser lets signed-in users through. A signed-out GET is sent to the login page and
+// brought back afterwards; anything else gets 401. Every POST must carry the session's CSRF
+// token in the form field csrf_token.
+func (s *server) requireUser(next http.Handler) http.Handler {
+	return s.withVisitor(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v := visitorFrom(r.Context())
+		if v == nil {
+			if r.Method == http.MethodGet || r.Method == http.MethodHead {
+				http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+				return
+			}
+			s.renderError(w, r, http.StatusUnauthorized, "Your session has ended. Log in and try again.")
+			return
+		}
+		if r.Method == http.MethodPost && !s.validCSRF(w, r, v) {
+			return
+		}
+		next.ServeHTTP(w, r)
+	}))
+}
+
+// validCSRF checks the form's csrf_token against the session's in constant time and answers
+// the failure itself.
+func (s *server) validCSRF(w http.ResponseWriter, r *http.Request, v *visitor) bool {
+	if !s.parseForm(w, r) {
+		return false
+	}
+	got := r.PostForm.Get("csrf_token")
+	if got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(v.Session.CSRF)) != 1 {
+		s.renderError(w, r, http.StatusForbidden, "This form has expired. Go back, reload the page and try again.")
+		return false
+	}
+	return true
+}
+
+// parseForm parses a form body and answers the failure itself: 413 past the body cap, 400 for
+// a body that is not a form.
+func (s *server) parseForm(w http.ResponseWriter, r *http.Request) bool {
+	if err := r.ParseForm(); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			s.renderError(w, r, http.StatusRequestEntityTooLarge, "That form was too large.")
+			return false
+		}
+		s.renderError(w, r, http.StatusBadRequest, "That form could not be read.")
+		return false
+	}
+	return true
+}
+
+// startSession creates a fresh session for a user (a new id at every login) and sets its cookie.
+func (s *server) startSession(w http.ResponseWriter, r *http.Request, userID string) error {
+	token, hash := store.NewSecret("")
+	csrf, _ := store.NewSecret("")
+	now := s.Now()
+	err := s.Store.CreateSession(r.Context(), store.Session{
+		TokenHash: hash, UserID: userID, CSRF: csrf, CreatedAt: now, ExpiresAt: now.Add(sessionTTL),
+	})
+	if err != nil {
+		return err
+	}
+	http.SetCookie(w, &http.Cookie{
+		Name: s.cookieName, Value: token, Path: "/", MaxAge: int(sessionTTL.Seconds()),
+		HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode,
+	})
+	return nil
+}
+
+// endSession deletes the session server-side and clears the cookie.
+func (s *server) endSession(w http.ResponseWriter, r *http.Request, v *visitor) error {
+	http.SetCookie(w, &http.Cookie{
+		Name: s.cookieName, Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode,
+	})
+	return s.Store.DeleteSession(r.Context(), v.Session.TokenHash)
+}
+
+// safeNext returns a local path to go to after login, or "/" for anything that could leave
+// the site ("//evil", "/\evil", "https://evil").
+func safeNext(next string) string {
+	if next == "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+		return "/"
+	}
+	if u, err := url.Parse(next); err != nil || u.Host != "" || u.Scheme != "" {
+		return "/"
+	}
+	return next
+}

@@ -1,0 +1,102 @@
+package handlers
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"sitepulse/store"
+)
+
+// settingsData is the settings page: API keys (a new one shown once), notifications.
+type settingsData struct {
+	Keys     []store.APIKey
+	NewKey   string // the plaintext of a key just created; shown once, never stored
+	NewName  string
+	KeyError string
+	Notify   bool
+}
+
+func (s *server) settingsPage(w http.ResponseWriter, r *http.Request, status int, d settingsData, flash string) {
+	v := visitorFrom(r.Context())
+	keys, err := s.Store.APIKeys(r.Context(), v.User.ID)
+	if err != nil {
+		s.serverError(w, r, "list api keys", err)
+		return
+	}
+	d.Keys, d.Notify = keys, v.User.NotifyRegressions
+	s.render(w, r, status, "settings", page{Title: "Settings", Flash: flash, Data: d})
+}
+
+func (s *server) handleSettings() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.settingsPage(w, r, http.StatusOK, settingsData{}, flashes[r.URL.Query().Get("done")])
+	})
+}
+
+// flashes are the confirmations a redirect may ask a page to show; the query names one, so no
+// text of an attacker's choosing ever appears on a page.
+var flashes = map[string]string{
+	"key-revoked": "API key revoked. Requests using it now get 401.",
+	"notify-on":   "Regression e-mails turned on.",
+	"notify-off":  "Regression e-mails turned off.",
+}
+
+// keyPrefixLen is how much of a key the settings page shows: "svc_" and 8 characters.
+const keyPrefixLen = 12
+
+func (s *server) handleCreateAPIKey() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v := visitorFrom(r.Context())
+		name := strings.TrimSpace(r.PostForm.Get("name"))
+		if name == "" || utf8.RuneCountInString(name) > 100 {
+			s.settingsPage(w, r, http.StatusUnprocessableEntity, settingsData{NewName: name, KeyError: "Give the key a name of 1 to 100 characters, such as \"GitHub Actions\"."}, "")
+			return
+		}
+		secret, hash := store.NewSecret("svc_")
+		k := store.APIKey{ID: store.NewID(), UserID: v.User.ID, Name: name, KeyHash: hash, Prefix: secret[:keyPrefixLen], CreatedAt: s.Now()}
+		if err := s.Store.CreateAPIKey(r.Context(), k); err != nil {
+			s.serverError(w, r, "create api key", err)
+			return
+		}
+		s.Log.Info("api key created", "user", v.User.ID, "key", k.ID)
+		// The key is shown in this response only; a reload asks the browser to resend, which
+		// makes another key rather than revealing this one again.
+		s.settingsPage(w, r, http.StatusCreated, settingsData{NewKey: secret, NewName: name}, "")
+	})
+}
+
+func (s *server) handleRevokeAPIKey() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v := visitorFrom(r.Context())
+		id := store.CanonicalID(r.PathValue("keyID"))
+		err := s.Store.RevokeAPIKey(r.Context(), v.User.ID, id, s.Now())
+		if errors.Is(err, store.ErrNotFound) {
+			s.renderError(w, r, http.StatusNotFound, "That API key does not exist or was already revoked.")
+			return
+		}
+		if err != nil {
+			s.serverError(w, r, "revoke api key", err)
+			return
+		}
+		s.Log.Info("api key revoked", "user", v.User.ID, "key", id)
+		http.Redirect(w, r, "/settings?done=key-revoked", http.StatusSeeOther)
+	})
+}
+
+func (s *server) handleNotifications() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v := visitorFrom(r.Context())
+		on := r.PostForm.Get("notify_regressions") == "on"
+		if err := s.Store.SetNotifyRegressions(r.Context(), v.User.ID, on); err != nil {
+			s.serverError(w, r, "set notifications", err)
+			return
+		}
+		done := "notify-off"
+		if on {
+			done = "notify-on"
+		}
+		http.Redirect(w, r, "/settings?done="+done, http.StatusSeeOther)
+	})
+}

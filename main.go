@@ -1,0 +1,116 @@
+// Command sitepulse is the SitePulse service: Lighthouse audits of every publish, served to CI
+// (budget check), people (web UI, exports, reports) and AI clients (MCP behind OAuth 2.1).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"sitepulse/handlers"
+	"sitepulse/store"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "sitepulse:", err)
+		os.Exit(1)
+	}
+}
+
+// run wires the service and serves until ctx ends, then shuts down in order: HTTP server
+// (in-flight requests finish), scanner, store.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	cfg, err := loadConfig(args, getenv, stdout)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(stdout, &slog.HandlerOptions{Level: logLevel(getenv("LOG_LEVEL"))}))
+
+	st, storeName, err := openStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := st.Close(); err != nil {
+			log.Warn("close store", "err", err)
+		}
+		log.Info("store closed")
+	}()
+	log.Info("store ready", "store", storeName)
+
+	handler, err := handlers.NewHandler(handlers.Deps{
+		Store: st, StoreName: storeName, Log: log, BaseURL: cfg.BaseURL,
+	})
+	if err != nil {
+		return err
+	}
+
+	srv := &http.Server{
+		Addr:              cfg.Addr,
+		Handler:           handler,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second, // long responses (SSE, big exports) extend their own deadline
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	log.Info("listening", "addr", ln.Addr().String(), "base_url", cfg.BaseURL)
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	select {
+	case err := <-serveErr:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+
+	log.Info("shutting down: draining HTTP requests")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		log.Warn("HTTP shutdown", "err", err)
+	}
+	if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Warn("serve", "err", err)
+	}
+	log.Info("HTTP server stopped")
+	return nil
+}
+
+// openStore opens Postgres when DATABASE_URL is set, else the in-memory store.
+func openStore(ctx context.Context, cfg config) (store.Store, string, error) {
+	if cfg.DatabaseURL == "" {
+		return store.NewMemory(), "memory", nil
+	}
+	connectCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	p, err := store.OpenPostgres(connectCtx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, "", err
+	}
+	return p, "postgres", nil
+}
+
+func logLevel(s string) slog.Level {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return slog.LevelInfo
+	}
+	return l
+}

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"sitepulse/store/storetest"
+)
+
+// syncBuffer is a log sink safe for the server goroutines and the test to share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startRun runs the real program with env and waits for /healthz.
+func startRun(t *testing.T, env map[string]string) (base string, logs *syncBuffer, stop func() error) {
+	t.Helper()
+	addr := freeAddr(t)
+	env["ADDR"] = addr
+	if env["BASE_URL"] == "" {
+		env["BASE_URL"] = "http://" + addr
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	logs = &syncBuffer{}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, nil, func(k string) string { return env[k] }, logs) }()
+	base = "http://" + addr
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := http.Get(base + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		select {
+		case err := <-done:
+			cancel()
+			t.Fatalf("run returned early: %v\n%s", err, logs)
+		default:
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("server did not become healthy:\n%s", logs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var once sync.Once
+	var runErr error
+	stop = func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case runErr = <-done:
+			case <-time.After(30 * time.Second):
+				runErr = fmt.Errorf("run did not return after cancel")
+			}
+		})
+		return runErr
+	}
+	t.Cleanup(func() { stop() })
+	return base, logs, stop
+}
+
+func TestRunServesAndShutsDown(t *testing.T) {
+	base, logs, stop := startRun(t, map[string]string{})
+	resp, err := http.Get(base + "/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("GET /login: %d", resp.StatusCode)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	out := logs.String()
+	if !strings.Contains(out, "store=memory") {
+		t.Errorf("log does not say which store runs:\n%s", out)
+	}
+	order := []string{"shutting down", "HTTP server stopped", "store closed"}
+	last := -1
+	for _, step := range order {
+		i := strings.Index(out, step)
+		if i < last || i < 0 {
+			t.Errorf("shutdown step %q missing or out of order:\n%s", step, out)
+		}
+		last = i
+	}
+}
+
+func TestRunOnPostgres(t *testing.T) {
+	dsn := os.Getenv("DATABASE_URL")
+	if dsn == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI=true but DATABASE_URL is not set")
+		}
+		t.Skip("DATABASE_URL not set")
+	}
+	_, logs, stop := startRun(t, map[string]string{"DATABASE_URL": storetest.SchemaDSN(t)})
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "store=postgres") {
+		t.Errorf("log does not say postgres:\n%s", logs)
+	}
+}
+
+func TestConfigErrorsNameTheVariable(t *testing.T) {
+	for _, tt := range []struct {
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{map[string]string{"SCAN_WORKERS": "three"}, nil, "SCAN_WORKERS"},
+		{map[string]string{"SCAN_WORKERS": "0"}, nil, "SCAN_WORKERS"},
+		{map[string]string{"MAX_PAGES_PER_SCAN": "-1"}, nil, "MAX_PAGES_PER_SCAN"},
+		{map[string]string{"BASE_URL": "sitepulse.example.com"}, nil, "BASE_URL"},
+		{map[string]string{"BASE_URL": "https://x.example/app"}, nil, "BASE_URL"},
+		{map[string]string{"AUDIT_BACKEND": "webpagetest"}, nil, "AUDIT_BACKEND"},
+		{map[string]string{"PAGESPEED_API_URL": "not a url"}, nil, "PAGESPEED_API_URL"},
+		{map[string]string{"SMTP_ADDR": "mailhost"}, nil, "SMTP_ADDR"},
+		{map[string]string{"DATABASE_URL": "mysql://x"}, nil, "DATABASE_URL"},
+		{map[string]string{}, []string{"-scan-workers", "x"}, "SCAN_WORKERS"},
+	} {
+		var out bytes.Buffer
+		err := run(context.Background(), tt.args, func(k string) string { return tt.env[k] }, &out)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("env %v args %v: error %v, want one naming %s", tt.env, tt.args, err, tt.want)
+		}
+		if strings.Count(err.Error(), "\n") > 0 {
+			t.Errorf("error is not one line: %q", err)
+		}
+	}
+}
+
+func TestConfigFlagsWinOverEnvironment(t *testing.T) {
+	c, err := loadConfig([]string{"-scan-workers", "5", "-base-url", "https://a.example/"}, func(k string) string {
+		return map[string]string{"SCAN_WORKERS": "2"}[k]
+	}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ScanWorkers != 5 || c.BaseURL != "https://a.example" || c.MaxPagesPerScan != 50 || c.Addr != ":8080" {
+		t.Errorf("config = %+v", c)
+	}
+}
