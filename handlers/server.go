@@ -24,6 +24,8 @@ type Deps struct {
 	Now func() time.Time
 	// PasswordIterations is the PBKDF2 work factor for new hashes (store.PasswordIterations).
 	PasswordIterations int
+	// AccessTokens verifies OAuth access tokens for /api/mcp; nil refuses them.
+	AccessTokens AccessTokens
 }
 
 // server holds the dependencies every handler shares.

@@ -1,0 +1,104 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+
+	"sitepulse/store"
+)
+
+// AccessTokens verifies OAuth access tokens (at_...). The OAuth server implements it; a nil one
+// refuses every access token.
+type AccessTokens interface {
+	// VerifyAccessToken returns the user of a valid, unexpired, unrevoked access token, and
+	// store.ErrNotFound for any other token.
+	VerifyAccessToken(ctx context.Context, token string) (userID string, err error)
+}
+
+// Bearer credential prefixes (interface "Credentials").
+const (
+	prefixAPIKey      = "svc_"
+	prefixAccessToken = "at_"
+)
+
+// bearerPolicy says which credentials a route takes and how its 401 reads.
+type bearerPolicy struct {
+	accessTokens bool // OAuth access tokens are accepted besides API keys
+	// resourceMetadata makes 401s point at the protected-resource metadata (RFC 9728), as the
+	// MCP endpoint must so clients can discover the authorization server.
+	resourceMetadata bool
+}
+
+var (
+	apiKeyOnly = bearerPolicy{}
+	mcpBearer  = bearerPolicy{accessTokens: true, resourceMetadata: true}
+)
+
+// bearerToken returns the token of an "Authorization: Bearer" header, or "". Tokens in the query
+// string are never read.
+func bearerToken(r *http.Request) string {
+	h := r.Header.Get("Authorization")
+	const scheme = "bearer "
+	if len(h) <= len(scheme) || !strings.EqualFold(h[:len(scheme)], scheme) {
+		return ""
+	}
+	return strings.TrimSpace(h[len(scheme):])
+}
+
+// requireBearer authenticates a request by its bearer credential and puts the user's id in the
+// context (store.UserIDFrom). Without credentials the answer is 401 with a bare challenge; with a
+// bad, expired, revoked or unaccepted one, 401 with error="invalid_token".
+func (s *server) requireBearer(p bearerPolicy, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token := bearerToken(r)
+		if token == "" {
+			s.unauthorized(w, p, "", "missing bearer token: send Authorization: Bearer <key>")
+			return
+		}
+		userID, err := s.verifyBearer(r.Context(), p, token)
+		if errors.Is(err, store.ErrNotFound) {
+			msg := "invalid or revoked API key"
+			if p.accessTokens {
+				msg = "invalid, expired or revoked token"
+			}
+			s.unauthorized(w, p, "invalid_token", msg)
+			return
+		}
+		if err != nil {
+			s.serverError(w, r, "verify bearer", err)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(store.WithUserID(r.Context(), userID)))
+	})
+}
+
+// verifyBearer finds the user of a token by its prefix. Each kind is looked up by its hash only;
+// a token of the wrong kind for the route is simply not found.
+func (s *server) verifyBearer(ctx context.Context, p bearerPolicy, token string) (string, error) {
+	switch {
+	case strings.HasPrefix(token, prefixAPIKey) && len(token) <= 200:
+		k, err := s.Store.APIKeyByHash(ctx, store.HashSecret(token), s.Now())
+		if err != nil {
+			return "", err
+		}
+		return k.UserID, nil
+	case strings.HasPrefix(token, prefixAccessToken) && len(token) <= 200 && p.accessTokens && s.AccessTokens != nil:
+		return s.AccessTokens.VerifyAccessToken(ctx, token)
+	}
+	return "", store.ErrNotFound
+}
+
+// unauthorized writes a 401 with its WWW-Authenticate challenge (RFC 6750 §3, RFC 9728 §5.1).
+func (s *server) unauthorized(w http.ResponseWriter, p bearerPolicy, code, message string) {
+	challenge := `Bearer realm="sitepulse"`
+	if code != "" {
+		challenge += `, error="` + code + `"`
+	}
+	if p.resourceMetadata {
+		challenge += `, resource_metadata="` + s.BaseURL + `/.well-known/oauth-protected-resource"`
+	}
+	w.Header().Set("WWW-Authenticate", challenge)
+	writeError(w, http.StatusUnauthorized, message)
+}
