@@ -1,0 +1,481 @@
+package scanner
+
+import (
+	"math"
+	"sort"
+
+	"sitepulse/store"
+)
+
+// This file is the analysis every surface shares: pure functions of store types, so the MCP
+// tools, the budget check, the web UI and the pipeline give the same answers.
+
+// ScoreOf reads a category score of a page result by its interface name.
+func ScoreOf(s store.PageScores, metric string) *int {
+	switch metric {
+	case "performance":
+		return s.Performance
+	case "seo":
+		return s.SEO
+	case "accessibility":
+		return s.Accessibility
+	case "bestPractices":
+		return s.BestPractices
+	}
+	return nil
+}
+
+// ScanScoreOf reads a scan score by its interface name, health included.
+func ScanScoreOf(s store.ScanScores, metric string) *int {
+	switch metric {
+	case "health":
+		return s.Health
+	case "performance":
+		return s.Performance
+	case "seo":
+		return s.SEO
+	case "accessibility":
+		return s.Accessibility
+	case "bestPractices":
+		return s.BestPractices
+	}
+	return nil
+}
+
+// VitalOf reads a lab vital of a page result by its interface name.
+func VitalOf(v store.Vitals, metric string) *float64 {
+	switch metric {
+	case "lcp":
+		return v.LCP
+	case "cls":
+		return v.CLS
+	case "inp":
+		return v.INP
+	case "fcp":
+		return v.FCP
+	case "ttfb":
+		return v.TTFB
+	case "tbt":
+		return v.TBT
+	case "speedIndex":
+		return v.SpeedIndex
+	case "tti":
+		return v.TTI
+	}
+	return nil
+}
+
+// categories are the four Lighthouse categories in the interface's order.
+var categories = []string{"performance", "seo", "accessibility", "bestPractices"}
+
+// ScanScores are a scan's scores (DESIGN §6.1): each category the rounded mean over the scan's
+// page results of both strategies, ignoring null scores; health the rounded mean of the four.
+func ScanScores(results []store.PageResult) store.ScanScores {
+	mean := func(metric string) *int {
+		sum, n := 0, 0
+		for _, r := range results {
+			if v := ScoreOf(r.Scores, metric); v != nil {
+				sum, n = sum+*v, n+1
+			}
+		}
+		if n == 0 {
+			return nil
+		}
+		v := int(math.Round(float64(sum) / float64(n)))
+		return &v
+	}
+	s := store.ScanScores{Performance: mean("performance"), SEO: mean("seo"), Accessibility: mean("accessibility"), BestPractices: mean("bestPractices")}
+	sum, n := 0, 0
+	for _, v := range []*int{s.Performance, s.SEO, s.Accessibility, s.BestPractices} {
+		if v != nil {
+			sum, n = sum+*v, n+1
+		}
+	}
+	if n > 0 {
+		h := int(math.Round(float64(sum) / float64(n)))
+		s.Health = &h
+	}
+	return s
+}
+
+// band is a web.dev Core Web Vitals rating: the upper bounds of "good" and "needs improvement".
+type band struct{ good, poor float64 }
+
+// vitalBands are the web.dev thresholds (DESIGN §6.3). TBT uses Lighthouse's.
+var vitalBands = map[string]band{
+	"lcp":  {2500, 4000},
+	"cls":  {0.1, 0.25},
+	"inp":  {200, 500},
+	"fcp":  {1800, 3000},
+	"ttfb": {800, 1800},
+	"tbt":  {200, 600},
+}
+
+// Ratings of a vital.
+const (
+	RatingGood = "good"
+	RatingNI   = "needs-improvement"
+	RatingPoor = "poor"
+)
+
+// VitalRating rates a vital value: good, needs-improvement or poor; "" for an unknown metric.
+func VitalRating(metric string, v float64) string {
+	b, ok := vitalBands[metric]
+	switch {
+	case !ok:
+		return ""
+	case v <= b.good:
+		return RatingGood
+	case v <= b.poor:
+		return RatingNI
+	}
+	return RatingPoor
+}
+
+var ratingRank = map[string]int{RatingGood: 0, RatingNI: 1, RatingPoor: 2}
+
+// ScoreRating rates a 0-100 Lighthouse score the way Lighthouse colours it.
+func ScoreRating(score int) string {
+	switch {
+	case score >= 90:
+		return RatingGood
+	case score >= 50:
+		return RatingNI
+	}
+	return RatingPoor
+}
+
+// Regression is a metric of one page that got worse between two scans.
+type Regression struct {
+	Metric   string  `json:"metric"`
+	From     float64 `json:"from"`
+	To       float64 `json:"to"`
+	Delta    float64 `json:"delta"`
+	PagePath string  `json:"pagePath"`
+	Strategy string  `json:"strategy"`
+}
+
+// RegressionThreshold is the score drop that counts as a regression: more than 5 points.
+const RegressionThreshold = 5
+
+// regressionVitals are the vitals checked for band crossings, in report order.
+var regressionVitals = []string{"lcp", "cls", "inp", "fcp", "ttfb"}
+
+// Regressions compares two scans page by page, same path and strategy (DESIGN §6.3): a category
+// score that dropped by more than 5 points, or a vital that moved into a worse web.dev band.
+// They come ordered by page path, strategy, then metric (categories first, then vitals).
+func Regressions(previous, latest []store.PageResult) []Regression {
+	before := map[store.PageKey]store.PageResult{}
+	for _, r := range previous {
+		before[store.PageKey{PagePath: r.PagePath, Strategy: r.Strategy}] = r
+	}
+	sorted := append([]store.PageResult(nil), latest...)
+	sort.SliceStable(sorted, func(i, j int) bool {
+		if sorted[i].PagePath != sorted[j].PagePath {
+			return sorted[i].PagePath < sorted[j].PagePath
+		}
+		return sorted[i].Strategy < sorted[j].Strategy
+	})
+	out := []Regression{}
+	for _, now := range sorted {
+		was, ok := before[store.PageKey{PagePath: now.PagePath, Strategy: now.Strategy}]
+		if !ok {
+			continue
+		}
+		add := func(metric string, from, to float64) {
+			out = append(out, Regression{Metric: metric, From: from, To: to, Delta: round(to-from, 4), PagePath: now.PagePath, Strategy: now.Strategy})
+		}
+		for _, m := range categories {
+			from, to := ScoreOf(was.Scores, m), ScoreOf(now.Scores, m)
+			if from != nil && to != nil && *from-*to > RegressionThreshold {
+				add(m, float64(*from), float64(*to))
+			}
+		}
+		for _, m := range regressionVitals {
+			from, to := VitalOf(was.CoreWebVitals, m), VitalOf(now.CoreWebVitals, m)
+			if from != nil && to != nil && ratingRank[VitalRating(m, *to)] > ratingRank[VitalRating(m, *from)] {
+				add(m, *from, *to)
+			}
+		}
+	}
+	return out
+}
+
+// Violation is a budget or alert rule the scan broke. PagePath and Strategy name the worst page
+// for vitals.
+type Violation struct {
+	Metric    string  `json:"metric"`
+	Threshold float64 `json:"threshold"`
+	Actual    float64 `json:"actual"`
+	Operator  string  `json:"operator"`
+	PagePath  string  `json:"pagePath,omitempty"`
+	Strategy  string  `json:"strategy,omitempty"`
+}
+
+// BudgetMetric answers whether a metric can carry a budget or alert rule, and its default
+// operator: min for scores, max for vitals (DESIGN §6.2).
+func BudgetMetric(metric string) (operator string, ok bool) {
+	for _, m := range store.ScoreMetrics {
+		if m == metric {
+			return store.OpMin, true
+		}
+	}
+	for _, m := range store.VitalMetrics {
+		if m == metric {
+			return store.OpMax, true
+		}
+	}
+	return "", false
+}
+
+// actual is the value a budget of metric is checked against: the scan's score for scores; for
+// vitals the worst page value, on mobile results when the scan has any.
+func actual(scan store.ScanScores, results []store.PageResult, metric string) (v float64, path, strategy string, ok bool) {
+	if op, _ := BudgetMetric(metric); op == store.OpMin {
+		s := ScanScoreOf(scan, metric)
+		if s == nil {
+			return 0, "", "", false
+		}
+		return float64(*s), "", "", true
+	}
+	pool := results
+	var mobile []store.PageResult
+	for _, r := range results {
+		if r.Strategy == store.StrategyMobile {
+			mobile = append(mobile, r)
+		}
+	}
+	if len(mobile) > 0 {
+		pool = mobile
+	}
+	for _, r := range pool {
+		x := VitalOf(r.CoreWebVitals, metric)
+		if x != nil && (!ok || *x > v || *x == v && r.PagePath < path) {
+			v, path, strategy, ok = *x, r.PagePath, r.Strategy, true
+		}
+	}
+	return v, path, strategy, ok
+}
+
+// CheckBudgets evaluates a scan against a site's budgets (a metric -> threshold map, with each
+// metric's default operator) and its alert rules (explicit operators). A metric the scan has no
+// value for (INP without field data, say) cannot be checked and is not a violation. Budgets come
+// first in the order of store.ScoreMetrics and store.VitalMetrics, then rules in their order.
+func CheckBudgets(scan store.ScanScores, results []store.PageResult, budgets map[string]float64, rules []store.AlertRule) []Violation {
+	type check struct {
+		metric, op string
+		threshold  float64
+	}
+	var checks []check
+	for _, m := range append(append([]string{}, store.ScoreMetrics...), store.VitalMetrics...) {
+		if t, ok := budgets[m]; ok {
+			op, _ := BudgetMetric(m)
+			checks = append(checks, check{m, op, t})
+		}
+	}
+	for _, r := range rules {
+		checks = append(checks, check{r.Metric, r.Operator, r.Threshold})
+	}
+	out := []Violation{}
+	for _, c := range checks {
+		v, path, strategy, ok := actual(scan, results, c.metric)
+		if !ok {
+			continue
+		}
+		if c.op == store.OpMin && v < c.threshold || c.op == store.OpMax && v > c.threshold {
+			out = append(out, Violation{Metric: c.metric, Threshold: c.threshold, Actual: v, Operator: c.op, PagePath: path, Strategy: strategy})
+		}
+	}
+	return out
+}
+
+// Severity of an accessibility audit from its score (interface MCP rule 1).
+func Severity(score float64) string {
+	switch {
+	case score == 0:
+		return "critical"
+	case score < 0.5:
+		return "serious"
+	case score < 0.75:
+		return "moderate"
+	}
+	return "minor"
+}
+
+// Severities in descending order of urgency.
+var Severities = []string{"critical", "serious", "moderate", "minor"}
+
+// A11yGroup is one failing accessibility audit across a scan's pages.
+type A11yGroup struct {
+	ID            string   `json:"id"`
+	Title         string   `json:"title"`
+	Description   string   `json:"description"`
+	Severity      string   `json:"severity"`
+	PagesAffected int      `json:"pagesAffected"`
+	AffectedPaths []string `json:"affectedPaths"`
+	lowest        float64
+}
+
+// A11ySummary is get_accessibility_issues' analysis of a scan.
+type A11ySummary struct {
+	Issues                []A11yGroup `json:"issues"`
+	PagesAnalyzed         int         `json:"pagesAnalyzed"`
+	AvgAccessibilityScore *int        `json:"avgAccessibilityScore"`
+}
+
+// AccessibilityIssues groups a scan's failing accessibility audits by audit id (DESIGN §6.5);
+// a group's severity comes from its lowest score. severity "all" or "" keeps every group.
+// Groups are ordered by severity, then pages affected, then id.
+func AccessibilityIssues(results []store.PageResult, severity string) A11ySummary {
+	groups := map[string]*A11yGroup{}
+	paths := map[string]bool{}
+	sum, n := 0, 0
+	for _, r := range results {
+		paths[r.PagePath] = true
+		if r.Scores.Accessibility != nil {
+			sum, n = sum+*r.Scores.Accessibility, n+1
+		}
+		for _, is := range r.AccessibilityIssues {
+			if is.Score == nil {
+				continue
+			}
+			g, ok := groups[is.ID]
+			if !ok {
+				g = &A11yGroup{ID: is.ID, Title: is.Title, Description: is.Description, lowest: *is.Score, AffectedPaths: []string{}}
+				groups[is.ID] = g
+			}
+			g.lowest = min(g.lowest, *is.Score)
+			if !contains(g.AffectedPaths, r.PagePath) {
+				g.AffectedPaths = append(g.AffectedPaths, r.PagePath)
+			}
+		}
+	}
+	out := A11ySummary{Issues: []A11yGroup{}, PagesAnalyzed: len(paths)}
+	if n > 0 {
+		avg := int(math.Round(float64(sum) / float64(n)))
+		out.AvgAccessibilityScore = &avg
+	}
+	rank := map[string]int{}
+	for i, s := range Severities {
+		rank[s] = i
+	}
+	for _, g := range groups {
+		g.Severity = Severity(g.lowest)
+		g.PagesAffected = len(g.AffectedPaths)
+		sort.Strings(g.AffectedPaths)
+		if severity == "" || severity == "all" || severity == g.Severity {
+			out.Issues = append(out.Issues, *g)
+		}
+	}
+	sort.Slice(out.Issues, func(i, j int) bool {
+		a, b := out.Issues[i], out.Issues[j]
+		if rank[a.Severity] != rank[b.Severity] {
+			return rank[a.Severity] < rank[b.Severity]
+		}
+		if a.PagesAffected != b.PagesAffected {
+			return a.PagesAffected > b.PagesAffected
+		}
+		return a.ID < b.ID
+	})
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// ThirdPartyImpact is one third-party domain across a scan's pages.
+type ThirdPartyImpact struct {
+	Domain             string  `json:"domain"`
+	TotalTransferBytes float64 `json:"totalTransferBytes"`
+	AvgBlockingMs      float64 `json:"avgBlockingMs"`
+	PagesAffected      int     `json:"pagesAffected"`
+	ImpactScore        float64 `json:"impactScore"`
+}
+
+// ThirdParties aggregates third-party scripts over a scan (DESIGN §6.6): its mobile results, or
+// desktop when it has no mobile ones. Transfer is summed, blocking time averaged over the pages
+// where the domain appears, impact = average blocking x pages affected, highest impact first.
+// It also returns how many pages were analysed.
+func ThirdParties(results []store.PageResult) ([]ThirdPartyImpact, int) {
+	pool := filterStrategy(results, store.StrategyMobile)
+	if len(pool) == 0 {
+		pool = filterStrategy(results, store.StrategyDesktop)
+	}
+	type agg struct {
+		bytes, blocking float64
+		seen            int
+		paths           map[string]bool
+	}
+	byDomain := map[string]*agg{}
+	paths := map[string]bool{}
+	for _, r := range pool {
+		paths[r.PagePath] = true
+		for _, tp := range r.ThirdPartyScripts {
+			a, ok := byDomain[tp.Domain]
+			if !ok {
+				a = &agg{paths: map[string]bool{}}
+				byDomain[tp.Domain] = a
+			}
+			a.bytes += tp.TransferSize
+			a.blocking += tp.BlockingTime
+			a.seen++
+			a.paths[r.PagePath] = true
+		}
+	}
+	out := []ThirdPartyImpact{}
+	for d, a := range byDomain {
+		avg := round(a.blocking/float64(a.seen), 1)
+		out = append(out, ThirdPartyImpact{Domain: d, TotalTransferBytes: a.bytes, AvgBlockingMs: avg,
+			PagesAffected: len(a.paths), ImpactScore: round(avg*float64(len(a.paths)), 1)})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].ImpactScore != out[j].ImpactScore {
+			return out[i].ImpactScore > out[j].ImpactScore
+		}
+		return out[i].Domain < out[j].Domain
+	})
+	return out, len(paths)
+}
+
+func filterStrategy(results []store.PageResult, strategy string) []store.PageResult {
+	var out []store.PageResult
+	for _, r := range results {
+		if r.Strategy == strategy {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// WorstPage is the page with the lowest performance score for a strategy (DESIGN §6.4), ties
+// broken by path; pages without a performance score come last. ok is false when the scan has no
+// result for the strategy.
+func WorstPage(results []store.PageResult, strategy string) (store.PageResult, bool) {
+	var worst store.PageResult
+	found := false
+	for _, r := range filterStrategy(results, strategy) {
+		if !found || worse(r, worst) {
+			worst, found = r, true
+		}
+	}
+	return worst, found
+}
+
+func worse(a, b store.PageResult) bool {
+	pa, pb := a.Scores.Performance, b.Scores.Performance
+	switch {
+	case pa != nil && pb == nil:
+		return true
+	case pa == nil && pb != nil:
+		return false
+	case pa != nil && pb != nil && *pa != *pb:
+		return *pa < *pb
+	}
+	return a.PagePath < b.PagePath
+}
