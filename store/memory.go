@@ -633,7 +633,7 @@ func clonePageResult(r PageResult) PageResult {
 
 // ---- queue
 
-func (m *Memory) EnqueueScan(ctx context.Context, s Scan, runAt time.Time) error {
+func (m *Memory) EnqueueScan(ctx context.Context, s Scan, queue string, runAt time.Time) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.sites[s.SiteID]; !ok {
@@ -650,7 +650,7 @@ func (m *Memory) EnqueueScan(ctx context.Context, s Scan, runAt time.Time) error
 	m.scans[s.ID] = cloneScan(s)
 	m.nextJob++
 	m.jobs[m.nextJob] = Job{
-		ID: m.nextJob, Queue: QueueScan, ScanID: s.ID, State: JobAvailable,
+		ID: m.nextJob, Queue: queue, ScanID: s.ID, State: JobAvailable,
 		MaxAttempts: MaxAttempts, RunAt: Now(runAt), CreatedAt: s.CreatedAt,
 	}
 	return nil

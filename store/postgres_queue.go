@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-func (p *Postgres) EnqueueScan(ctx context.Context, s Scan, runAt time.Time) error {
+func (p *Postgres) EnqueueScan(ctx context.Context, s Scan, queue string, runAt time.Time) error {
 	return p.tx(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO scans (id, site_id, status, strategy, trigger, created_at)
 			VALUES ($1, $2, 'queued', $3, $4, $5)`, s.ID, s.SiteID, s.Strategy, s.Trigger, Now(s.CreatedAt))
@@ -16,11 +16,11 @@ func (p *Postgres) EnqueueScan(ctx context.Context, s Scan, runAt time.Time) err
 			return pgErr("enqueue scan", err)
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO jobs (queue, scan_id, state, max_attempts, run_at, created_at)
-			VALUES ($1, $2, 'available', $3, $4, $5)`, QueueScan, s.ID, MaxAttempts, Now(runAt), Now(s.CreatedAt))
+			VALUES ($1, $2, 'available', $3, $4, $5)`, queue, s.ID, MaxAttempts, Now(runAt), Now(s.CreatedAt))
 		if err != nil {
 			return pgErr("enqueue job", err)
 		}
-		_, err = tx.ExecContext(ctx, `SELECT pg_notify('sitepulse_jobs', $1)`, QueueScan)
+		_, err = tx.ExecContext(ctx, `SELECT pg_notify($1, $2)`, NotifyChannel, queue)
 		return pgErr("notify", err)
 	})
 }

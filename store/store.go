@@ -109,9 +109,9 @@ type Scans interface {
 // system. Every write made under a Lease answers ErrLeaseLost, and changes nothing, once the job
 // is no longer running under that attempt.
 type Queue interface {
-	// EnqueueScan creates a queued scan and its job in one transaction, the job runnable at
-	// runAt. ErrScanActive when the site has a queued or running scan.
-	EnqueueScan(ctx context.Context, s Scan, runAt time.Time) error
+	// EnqueueScan creates a queued scan and its job on a queue in one transaction, the job
+	// runnable at runAt. ErrScanActive when the site has a queued or running scan.
+	EnqueueScan(ctx context.Context, s Scan, queue string, runAt time.Time) error
 	// ClaimJob takes the next runnable job of a queue, marks it running under a new attempt and
 	// returns it; ErrNotFound when none is runnable at now.
 	ClaimJob(ctx context.Context, queue, workerID string, now time.Time) (Job, error)

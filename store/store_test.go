@@ -38,7 +38,7 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 		{"a second scan for a site with one in flight is SCAN_ALREADY_ACTIVE", testInFlight},
 		{"50 concurrent enqueues for one site create exactly one scan", testConcurrentEnqueue},
 		{"2 concurrent claimers over 500 jobs claim each exactly once", testConcurrentClaims},
-		{"a job is not claimed before its run time", testRunAt},
+		{"a job is claimed only from its queue and not before its run time", testRunAt},
 		{"a stale worker's writes are ignored after a rescue", testStaleWorker},
 		{"a rescue on the last attempt fails the scan", testRescueGivesUp},
 		{"retry puts the job back with its reason", testRetry},
@@ -94,7 +94,7 @@ func newSite(t *testing.T, s store.Store, u store.User, name string) store.Site 
 func enqueue(t *testing.T, s store.Store, site store.Site, at time.Time) store.Scan {
 	t.Helper()
 	sc := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: at}
-	must(t, s.EnqueueScan(ctx, sc, at))
+	must(t, s.EnqueueScan(ctx, sc, store.QueueScan, at))
 	return sc
 }
 
@@ -376,7 +376,7 @@ func testInFlight(t *testing.T, s store.Store) {
 	a := newUser(t, s, "a@example.com")
 	site := newSite(t, s, a, "site")
 	first := enqueue(t, s, site, t0)
-	err := s.EnqueueScan(ctx, store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: "both", Trigger: "webhook", CreatedAt: t0}, t0)
+	err := s.EnqueueScan(ctx, store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: "both", Trigger: "webhook", CreatedAt: t0}, store.QueueScan, t0)
 	wantErr(t, err, store.ErrScanActive)
 	if err.Error() == "" || !errors.Is(err, store.ErrScanActive) {
 		t.Fatal(err)
@@ -384,14 +384,14 @@ func testInFlight(t *testing.T, s store.Store) {
 	j, err := s.ClaimJob(ctx, store.QueueScan, "w", t0)
 	must(t, err)
 	must(t, s.StartScan(ctx, j.Lease(), 1, t0))
-	wantErr(t, s.EnqueueScan(ctx, store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: "both", Trigger: "manual", CreatedAt: t0}, t0), store.ErrScanActive)
+	wantErr(t, s.EnqueueScan(ctx, store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: "both", Trigger: "manual", CreatedAt: t0}, store.QueueScan, t0), store.ErrScanActive)
 	must(t, s.CompleteScan(ctx, j.Lease(), store.ScanScores{}, t0))
 	enqueue(t, s, site, t0.Add(time.Minute)) // the site is free again
 	all, _ := s.ScansOf(ctx, a.ID, site.ID, 0)
 	if len(all) != 2 || all[1].ID != first.ID {
 		t.Errorf("scans = %v", ids(all))
 	}
-	wantErr(t, s.EnqueueScan(ctx, store.Scan{ID: store.NewID(), SiteID: store.NewID(), Strategy: "both", Trigger: "manual", CreatedAt: t0}, t0), store.ErrNotFound)
+	wantErr(t, s.EnqueueScan(ctx, store.Scan{ID: store.NewID(), SiteID: store.NewID(), Strategy: "both", Trigger: "manual", CreatedAt: t0}, store.QueueScan, t0), store.ErrNotFound)
 }
 
 func testConcurrentEnqueue(t *testing.T, s store.Store) {
@@ -403,7 +403,7 @@ func testConcurrentEnqueue(t *testing.T, s store.Store) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := s.EnqueueScan(ctx, store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: "both", Trigger: "webhook", CreatedAt: t0}, t0)
+			err := s.EnqueueScan(ctx, store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: "both", Trigger: "webhook", CreatedAt: t0}, store.QueueScan, t0)
 			switch {
 			case err == nil:
 				ok.Add(1)
@@ -472,7 +472,7 @@ func testRunAt(t *testing.T, s store.Store) {
 	a := newUser(t, s, "a@example.com")
 	site := newSite(t, s, a, "site")
 	sc := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: "both", Trigger: "webhook", CreatedAt: t0}
-	must(t, s.EnqueueScan(ctx, sc, t0.Add(3*time.Second)))
+	must(t, s.EnqueueScan(ctx, sc, store.QueueScan, t0.Add(3*time.Second)))
 	_, err := s.ClaimJob(ctx, store.QueueScan, "w", t0.Add(2*time.Second))
 	wantErr(t, err, store.ErrNotFound)
 	_, err = s.ClaimJob(ctx, "other", "w", t0.Add(time.Hour))
@@ -481,6 +481,18 @@ func testRunAt(t *testing.T, s store.Store) {
 	must(t, err)
 	if j.ScanID != sc.ID || j.LockedBy != "w" || j.MaxAttempts != store.MaxAttempts {
 		t.Errorf("job = %+v", j)
+	}
+
+	// A job on another queue is never claimed from the scan queue.
+	other := newSite(t, s, a, "other")
+	demo := store.Scan{ID: store.NewID(), SiteID: other.ID, Strategy: "both", Trigger: store.TriggerDemo, CreatedAt: t0}
+	must(t, s.EnqueueScan(ctx, demo, store.QueueDemo, t0))
+	_, err = s.ClaimJob(ctx, store.QueueScan, "w", t0.Add(time.Hour))
+	wantErr(t, err, store.ErrNotFound)
+	j, err = s.ClaimJob(ctx, store.QueueDemo, "w", t0)
+	must(t, err)
+	if j.ScanID != demo.ID || j.Queue != store.QueueDemo {
+		t.Errorf("demo job = %+v", j)
 	}
 }
 

@@ -251,8 +251,12 @@ const (
 	JobDiscarded = "discarded"
 )
 
-// QueueScan is the queue scan jobs are claimed from.
-const QueueScan = "scan"
+// Queues. The worker pool claims from QueueScan; demo scans are recorded on QueueDemo so that
+// no worker ever audits them.
+const (
+	QueueScan = "scan"
+	QueueDemo = "demo"
+)
 
 // Lease is a worker's claim on a job. Writes made under a lease are ignored once the lease is
 // lost (the job was rescued and claimed again, so the attempt moved on).
