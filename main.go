@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"embed"
 	"errors"
 	"fmt"
 	"io"
@@ -16,8 +17,14 @@ import (
 	"time"
 
 	"sitepulse/handlers"
+	"sitepulse/scanner"
 	"sitepulse/store"
 )
+
+// fixtures are the real Lighthouse runs the demo's two scans are extracted from.
+//
+//go:embed testdata/psi/*.json testdata/psi-before/*.json
+var fixtures embed.FS
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -48,6 +55,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		log.Info("store closed")
 	}()
 	log.Info("store ready", "store", storeName)
+
+	if storeName == "memory" || cfg.Demo {
+		if err := seedDemo(ctx, st, &cfg, stdout, log); err != nil {
+			return err
+		}
+	}
 
 	handler, err := handlers.NewHandler(handlers.Deps{
 		Store: st, StoreName: storeName, Log: log, BaseURL: cfg.BaseURL,
@@ -90,6 +103,30 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		log.Warn("serve", "err", err)
 	}
 	log.Info("HTTP server stopped")
+	return nil
+}
+
+// seedDemo creates (or refreshes) the demo account and prints how to use it (DESIGN §7). Without
+// PLATFORM_CLIENT_SECRET it makes one up for this process, so the printed webhook works; a
+// configured secret is never printed.
+func seedDemo(ctx context.Context, st store.Store, cfg *config, stdout io.Writer, log *slog.Logger) error {
+	secretShown := "$PLATFORM_CLIENT_SECRET"
+	if cfg.PlatformSecret == "" {
+		s, _ := store.NewSecret("whsec_")
+		cfg.PlatformSecret, secretShown = s, s
+		log.Info("PLATFORM_CLIENT_SECRET not set: the demo uses a random one for this process")
+	}
+	d, err := scanner.SeedDemo(ctx, st, scanner.DemoFixtures{FS: fixtures, Before: "testdata/psi-before", Latest: "testdata/psi"},
+		time.Now(), store.PasswordIterations)
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	log.Info("demo ready", "site", d.SiteID, "new_account", d.Created)
+	fmt.Fprintf(stdout, "demo login: %s %s\n", d.Email, d.Password)
+	fmt.Fprintf(stdout, "demo api key: %s\n", d.APIKey)
+	for _, line := range scanner.DemoCurl(cfg.BaseURL, d, secretShown) {
+		fmt.Fprintln(stdout, line)
+	}
 	return nil
 }
 

@@ -103,6 +103,11 @@ func TestRunServesAndShutsDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := logs.String()
+	for _, want := range []string{"demo login: demo@example.com ", "demo api key: svc_", "/api/external/budget-check", "tools/list", "x-platform-signature"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("start-up output lacks %q", want)
+		}
+	}
 	if !strings.Contains(out, "store=memory") {
 		t.Errorf("log does not say which store runs:\n%s", out)
 	}

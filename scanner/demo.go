@@ -1,0 +1,191 @@
+package scanner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"sitepulse/store"
+)
+
+// Demo account and site (DESIGN §7).
+const (
+	DemoEmail      = "demo@example.com"
+	DemoSiteName   = "Demo Site"
+	DemoDomain     = "demo.sitepulse.test"
+	DemoPlatformID = "demo-site"
+)
+
+// Demo is what SeedDemo made: the credentials to print and the site to point curl at.
+type Demo struct {
+	Email, Password, APIKey string
+	SiteID                  string
+	LatestScanID            string
+	Created                 bool // false when the account existed and was reused
+}
+
+// DemoFixtures names the two fixture sets of the demo's scans inside the embedded testdata:
+// the site before a bad publish, and after it.
+type DemoFixtures struct {
+	FS             fs.FS
+	Before, Latest string // directories of PSI responses, e.g. "testdata/psi-before", "testdata/psi"
+}
+
+// SeedDemo creates the demo account, an API key and the demo site with two completed scans
+// extracted from real Lighthouse runs: the site before a publish that added a chat widget and a
+// slow hero image, then after it, so the latest scan has regressions. Run again on the same
+// store, it keeps the account and its data and hands out a fresh password and key.
+func SeedDemo(ctx context.Context, st store.Store, fx DemoFixtures, now time.Time, iterations int) (Demo, error) {
+	d := Demo{Email: DemoEmail}
+	secret, _ := store.NewSecret("")
+	d.Password = secret[:20]
+	hash, err := store.HashPassword(d.Password, iterations)
+	if err != nil {
+		return d, err
+	}
+	u, err := st.UserByEmail(ctx, DemoEmail)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		u = store.User{ID: store.NewID(), Email: DemoEmail, PasswordHash: hash, NotifyRegressions: true, CreatedAt: now}
+		if err := st.CreateUser(ctx, u); err != nil {
+			return d, fmt.Errorf("demo user: %w", err)
+		}
+		d.Created = true
+	case err != nil:
+		return d, fmt.Errorf("demo user: %w", err)
+	default:
+		if err := st.SetPasswordHash(ctx, u.ID, hash); err != nil {
+			return d, fmt.Errorf("demo password: %w", err)
+		}
+	}
+	key, keyHash := store.NewSecret("svc_")
+	if err := st.CreateAPIKey(ctx, store.APIKey{ID: store.NewID(), UserID: u.ID, Name: "demo", KeyHash: keyHash, Prefix: key[:12], CreatedAt: now}); err != nil {
+		return d, fmt.Errorf("demo api key: %w", err)
+	}
+	d.APIKey = key
+
+	if site, err := st.SiteByPlatformID(ctx, DemoPlatformID); err == nil && site.UserID == u.ID {
+		d.SiteID = site.ID
+		if latest, err := st.LatestCompletedScan(ctx, u.ID, site.ID); err == nil {
+			d.LatestScanID = latest.ID
+		}
+		return d, nil
+	}
+	before, err := demoResults(fx.FS, fx.Before)
+	if err != nil {
+		return d, err
+	}
+	latest, err := demoResults(fx.FS, fx.Latest)
+	if err != nil {
+		return d, err
+	}
+	site := store.Site{ID: store.NewID(), UserID: u.ID, Name: DemoSiteName, Domain: DemoDomain, PlatformSiteID: DemoPlatformID,
+		Founding: true, Pages: pathsOf(latest), CreatedAt: now.Add(-48 * time.Hour)}
+	if err := st.CreateSite(ctx, site); err != nil {
+		return d, fmt.Errorf("demo site: %w", err)
+	}
+	d.SiteID = site.ID
+	if err := st.SetBudgets(ctx, u.ID, site.ID, map[string]float64{"performance": 80, "accessibility": 90, "lcp": 2500, "cls": 0.1}); err != nil {
+		return d, fmt.Errorf("demo budgets: %w", err)
+	}
+	if err := st.AddAlertRule(ctx, u.ID, store.AlertRule{ID: store.NewID(), SiteID: site.ID, Metric: "tbt", Operator: store.OpMax, Threshold: 600, CreatedAt: now}); err != nil {
+		return d, fmt.Errorf("demo alert rule: %w", err)
+	}
+	if _, err := recordDemoScan(ctx, st, site, before, now.Add(-24*time.Hour)); err != nil {
+		return d, err
+	}
+	publishedAt := now.Add(-time.Hour)
+	if err := st.MarkPublished(ctx, site.ID, publishedAt); err != nil {
+		return d, err
+	}
+	if d.LatestScanID, err = recordDemoScan(ctx, st, site, latest, publishedAt.Add(2*time.Minute)); err != nil {
+		return d, err
+	}
+	return d, nil
+}
+
+// demoResults extracts every PSI response of a fixture directory, moving the page URLs from the
+// local host the runs were made on to the demo domain.
+func demoResults(fsys fs.FS, dir string) ([]store.PageResult, error) {
+	names, err := fs.Glob(fsys, path.Join(dir, "*.json"))
+	if err != nil || len(names) == 0 {
+		return nil, fmt.Errorf("demo fixtures %s: none found", dir)
+	}
+	var out []store.PageResult
+	for _, name := range names {
+		body, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			return nil, err
+		}
+		r, err := ExtractPSI(body)
+		if err != nil {
+			return nil, fmt.Errorf("demo fixture %s: %w", name, err)
+		}
+		if u, err := url.Parse(r.PageURL); err == nil {
+			u.Scheme, u.Host = "https", DemoDomain
+			r.PageURL = u.String()
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func pathsOf(results []store.PageResult) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, r := range results {
+		if !seen[r.PagePath] {
+			seen[r.PagePath] = true
+			out = append(out, r.PagePath)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// recordDemoScan takes a scan through the queue's life cycle on the demo queue, which no worker
+// claims: enqueue, claim, start, store each result, complete with the scan's scores.
+func recordDemoScan(ctx context.Context, st store.Store, site store.Site, results []store.PageResult, at time.Time) (string, error) {
+	scan := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerDemo, CreatedAt: at}
+	if err := st.EnqueueScan(ctx, scan, store.QueueDemo, at); err != nil {
+		return "", fmt.Errorf("demo scan: %w", err)
+	}
+	job, err := st.ClaimJob(ctx, store.QueueDemo, "demo-seed", at)
+	if err != nil {
+		return "", fmt.Errorf("demo scan: %w", err)
+	}
+	if job.ScanID != scan.ID {
+		return "", fmt.Errorf("demo scan: claimed %s, want %s", job.ScanID, scan.ID)
+	}
+	lease := job.Lease()
+	if err := st.StartScan(ctx, lease, len(results), at); err != nil {
+		return "", err
+	}
+	for _, r := range results {
+		if err := st.SavePageResult(ctx, lease, r); err != nil {
+			return "", err
+		}
+	}
+	if err := st.CompleteScan(ctx, lease, ScanScores(results), at.Add(90*time.Second)); err != nil {
+		return "", err
+	}
+	return scan.ID, nil
+}
+
+// DemoCurl returns ready-to-paste commands against a running service: the budget check, MCP
+// tools/list, and a signed publish webhook (the signature computed by openssl from the secret).
+func DemoCurl(baseURL string, d Demo, webhookSecret string) []string {
+	q := func(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+	return []string{
+		fmt.Sprintf(`curl -s -X POST %s/api/external/budget-check -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -d '{"siteId":"%s"}'`, baseURL, d.APIKey, d.SiteID),
+		fmt.Sprintf(`curl -s -X POST %s/api/mcp -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' -d '{"jsonrpc":"2.0","id":1,"method":"tools/list"}'`, baseURL, d.APIKey),
+		fmt.Sprintf(`body='{"siteId":"%s"}'; curl -s -X POST %s/api/webhooks/platform -H 'Content-Type: application/json' -H "x-platform-signature: $(printf %%s "$body" | openssl dgst -sha256 -hmac %s -hex | sed 's/^.* //')" -d "$body"`,
+			DemoPlatformID, baseURL, q(webhookSecret)),
+	}
+}

@@ -1,0 +1,99 @@
+package scanner
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"sitepulse/store"
+	"sitepulse/store/storetest"
+)
+
+var demoFixtures = DemoFixtures{FS: os.DirFS(".."), Before: "testdata/psi-before", Latest: "testdata/psi"}
+
+func TestSeedDemo(t *testing.T) {
+	for _, b := range storetest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			st := b.Open(t)
+			now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+			d, err := SeedDemo(ctx, st, demoFixtures, now, 1000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !d.Created || !strings.HasPrefix(d.APIKey, "svc_") || len(d.Password) < 16 {
+				t.Errorf("demo = %+v", d)
+			}
+			u, err := st.UserByEmail(ctx, DemoEmail)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok, _ := store.CheckPassword(u.PasswordHash, d.Password, 1000); !ok {
+				t.Error("printed password does not log in")
+			}
+			if _, err := st.APIKeyByHash(ctx, store.HashSecret(d.APIKey), now); err != nil {
+				t.Errorf("printed key does not work: %v", err)
+			}
+			site, err := st.Site(ctx, u.ID, d.SiteID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if site.Domain != DemoDomain || site.PlatformSiteID != DemoPlatformID || len(site.Pages) != 5 || site.LastPublished == nil || site.HealthScore == nil {
+				t.Errorf("site = %+v", site)
+			}
+			scans, _ := st.CompletedScans(ctx, u.ID, d.SiteID, 10)
+			if len(scans) != 2 || scans[0].ID != d.LatestScanID || scans[0].PagesDone != 10 || scans[0].PagesTotal != 10 {
+				t.Fatalf("scans = %+v", scans)
+			}
+			latest, _ := st.PageResults(ctx, u.ID, scans[0].ID)
+			previous, _ := st.PageResults(ctx, u.ID, scans[1].ID)
+			regs := Regressions(previous, latest)
+			if len(regs) == 0 {
+				t.Fatal("the demo's latest scan has no regressions")
+			}
+			seen := map[string]bool{}
+			for _, r := range regs {
+				seen[r.PagePath+" "+r.Strategy+" "+r.Metric] = true
+			}
+			for _, want := range []string{"/ mobile performance", "/ desktop performance", "/ mobile cls", "/pricing mobile performance", "/pricing mobile lcp", "/pricing mobile ttfb"} {
+				if !seen[want] {
+					t.Errorf("missing regression %s in %s", want, show(regs))
+				}
+			}
+			for _, r := range latest {
+				if !strings.HasPrefix(r.PageURL, "https://"+DemoDomain+"/") {
+					t.Errorf("page url %s", r.PageURL)
+				}
+			}
+			budgets, _ := st.Budgets(ctx, u.ID, d.SiteID)
+			if v := CheckBudgets(scans[0].Scores, latest, budgets, nil); len(v) == 0 {
+				t.Error("the demo budgets all pass; the budget check would show nothing")
+			}
+
+			again, err := SeedDemo(ctx, st, demoFixtures, now.Add(time.Hour), 1000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if again.Created || again.SiteID != d.SiteID || again.APIKey == d.APIKey || again.LatestScanID != d.LatestScanID {
+				t.Errorf("second seed = %+v", again)
+			}
+			if scans, _ := st.CompletedScans(ctx, u.ID, d.SiteID, 10); len(scans) != 2 {
+				t.Errorf("second seed added scans: %d", len(scans))
+			}
+			// The demo queue is never the scan queue.
+			if _, err := st.ClaimJob(ctx, store.QueueScan, "w", now.Add(48*time.Hour)); err == nil {
+				t.Error("a demo scan is claimable by the worker pool")
+			}
+		})
+	}
+}
+
+func TestDemoCurl(t *testing.T) {
+	lines := DemoCurl("http://localhost:8080", Demo{APIKey: "svc_x", SiteID: "s-1"}, "it's secret")
+	if len(lines) != 3 || !strings.Contains(lines[0], "/api/external/budget-check") || !strings.Contains(lines[1], "tools/list") ||
+		!strings.Contains(lines[2], `-hmac 'it'\''s secret'`) {
+		t.Errorf("lines = %q", lines)
+	}
+}
