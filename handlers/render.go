@@ -6,10 +6,14 @@ import (
 	"fmt"
 	"html/template"
 	"io/fs"
+	"math"
 	"net/http"
 	"path"
+	"strconv"
 	"strings"
 	"time"
+
+	"sitepulse/scanner"
 )
 
 //go:embed templates/*.html
@@ -32,7 +36,41 @@ type page struct {
 	Data    any
 }
 
+// ratingClass maps an analysis rating to the stylesheet's colour classes.
+var ratingClass = map[string]string{scanner.RatingGood: "good", scanner.RatingNI: "ni", scanner.RatingPoor: "poor"}
+
 var templateFuncs = template.FuncMap{
+	// score shows a 0-100 score, or a dash when Lighthouse gave none.
+	"score": func(p *int) string {
+		if p == nil {
+			return "–"
+		}
+		return strconv.Itoa(*p)
+	},
+	// scoreClass is the colour class of a score: good (90+), ni (50-89), poor, none.
+	"scoreClass": func(p *int) string {
+		if p == nil {
+			return "none"
+		}
+		return ratingClass[scanner.ScoreRating(*p)]
+	},
+	// vital shows a vital in its unit: seconds above one second, ms below, CLS unitless.
+	"vital": func(metric string, p *float64) string {
+		if p == nil {
+			return "–"
+		}
+		return formatVital(metric, *p)
+	},
+	// vitalClass is the colour class of a vital's web.dev rating, none when it has no rating.
+	"vitalClass": func(metric string, p *float64) string {
+		if p == nil {
+			return "none"
+		}
+		if c, ok := ratingClass[scanner.VitalRating(metric, *p)]; ok {
+			return c
+		}
+		return "none"
+	},
 	"datetime": func(t any) string {
 		switch v := t.(type) {
 		case time.Time:
@@ -56,6 +94,17 @@ var templateFuncs = template.FuncMap{
 		}
 		return ""
 	},
+}
+
+// formatVital writes a vital the way people read them: "2.5 s", "830 ms", CLS "0.39".
+func formatVital(metric string, v float64) string {
+	if metric == "cls" {
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+	if v >= 1000 {
+		return strconv.FormatFloat(v/1000, 'f', 1, 64) + " s"
+	}
+	return strconv.FormatFloat(math.Round(v), 'f', 0, 64) + " ms"
 }
 
 func parsePages() (*pages, error) {
