@@ -7,6 +7,7 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 	// Operations and assets.
 	mux.Handle("GET /healthz", s.handleHealth())
 	mux.Handle("GET /static/", s.handleStatic())
+	mux.Handle("GET /favicon.ico", http.RedirectHandler("/static/favicon.svg", http.StatusMovedPermanently))
 
 	// Accounts (DESIGN §6.10).
 	mux.Handle("GET /signup", s.handleSignupPage())
