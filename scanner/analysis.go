@@ -27,19 +27,10 @@ func ScoreOf(s store.PageScores, metric string) *int {
 
 // ScanScoreOf reads a scan score by its interface name, health included.
 func ScanScoreOf(s store.ScanScores, metric string) *int {
-	switch metric {
-	case "health":
+	if metric == "health" {
 		return s.Health
-	case "performance":
-		return s.Performance
-	case "seo":
-		return s.SEO
-	case "accessibility":
-		return s.Accessibility
-	case "bestPractices":
-		return s.BestPractices
 	}
-	return nil
+	return ScoreOf(store.PageScores{Performance: s.Performance, SEO: s.SEO, Accessibility: s.Accessibility, BestPractices: s.BestPractices}, metric)
 }
 
 // VitalOf reads a lab vital of a page result by its interface name.

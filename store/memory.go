@@ -182,7 +182,7 @@ func (m *Memory) CreateAPIKey(ctx context.Context, k APIKey) error {
 func (m *Memory) APIKeys(ctx context.Context, userID string) ([]APIKey, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []APIKey
+	out := []APIKey{}
 	for _, k := range m.apiKeys {
 		if k.UserID == userID && !m.revoked[k.ID] {
 			k.LastUsedAt = cloneTime(k.LastUsedAt)

@@ -116,20 +116,8 @@ func (p *Postgres) migrate(ctx context.Context) error {
 
 // MigrationsApplied lists the applied migration versions (tests check the schema went in once).
 func (p *Postgres) MigrationsApplied(ctx context.Context) ([]int, error) {
-	rows, err := p.db.QueryContext(ctx, `SELECT version FROM schema_migrations ORDER BY version`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []int
-	for rows.Next() {
-		var v int
-		if err := rows.Scan(&v); err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, p.db, "migrations", func(r rowScanner) (v int, err error) { return v, r.Scan(&v) },
+		`SELECT version FROM schema_migrations ORDER BY version`)
 }
 
 // pgErr maps driver errors onto the store's sentinels.
@@ -170,6 +158,33 @@ func affected(res sql.Result, err error, none error) error {
 		return none
 	}
 	return nil
+}
+
+// rowScanner is a *sql.Row or *sql.Rows.
+type rowScanner interface{ Scan(...any) error }
+
+// querier is a *sql.DB or *sql.Tx.
+type querier interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}
+
+// queryAll runs a query and scans every row with scan; an empty result is an empty, non-nil
+// slice, as the memory store returns.
+func queryAll[T any](ctx context.Context, q querier, what string, scan func(rowScanner) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, pgErr(what, err)
+	}
+	defer rows.Close()
+	out := []T{}
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, pgErr(what, err)
+		}
+		out = append(out, v)
+	}
+	return out, pgErr(what, rows.Err())
 }
 
 // tx runs fn in a transaction.

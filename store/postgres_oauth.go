@@ -155,26 +155,15 @@ func (p *Postgres) SaveConsent(ctx context.Context, c Consent) error {
 }
 
 func (p *Postgres) Consents(ctx context.Context, userID string) ([]Consent, error) {
-	out := []Consent{}
 	if !uuidOK(userID) {
-		return out, nil
+		return []Consent{}, nil
 	}
-	rows, err := p.db.QueryContext(ctx, `SELECT c.user_id, c.client_id, k.name, c.scope, c.created_at
-		FROM oauth_consents c JOIN oauth_clients k ON k.id = c.client_id WHERE c.user_id = $1
-		ORDER BY c.created_at DESC, c.client_id`, userID)
-	if err != nil {
-		return nil, pgErr("consents", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var c Consent
-		if err := rows.Scan(&c.UserID, &c.ClientID, &c.ClientName, &c.Scope, &c.CreatedAt); err != nil {
-			return nil, pgErr("consents", err)
-		}
+	return queryAll(ctx, p.db, "consents", func(r rowScanner) (c Consent, err error) {
+		err = r.Scan(&c.UserID, &c.ClientID, &c.ClientName, &c.Scope, &c.CreatedAt)
 		c.CreatedAt = c.CreatedAt.UTC()
-		out = append(out, c)
-	}
-	return out, pgErr("consents", rows.Err())
+		return c, err
+	}, `SELECT c.user_id, c.client_id, k.name, c.scope, c.created_at FROM oauth_consents c
+		JOIN oauth_clients k ON k.id = c.client_id WHERE c.user_id = $1 ORDER BY c.created_at DESC, c.client_id`, userID)
 }
 
 func (p *Postgres) RevokeConsent(ctx context.Context, userID, clientID string, now time.Time) error {

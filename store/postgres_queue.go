@@ -33,7 +33,7 @@ const jobCols = `id, queue, scan_id, state, attempt, max_attempts, run_at, heart
 // jobColsJ is jobCols qualified by the alias j, for the claim's UPDATE ... FROM.
 var jobColsJ = "j." + strings.ReplaceAll(jobCols, ", ", ", j.")
 
-func scanJob(row interface{ Scan(...any) error }) (Job, error) {
+func scanJob(row rowScanner) (Job, error) {
 	var j Job
 	var hb sql.NullTime
 	err := row.Scan(&j.ID, &j.Queue, &j.ScanID, &j.State, &j.Attempt, &j.MaxAttempts, &j.RunAt, &hb,
@@ -96,24 +96,11 @@ func (p *Postgres) StartScan(ctx context.Context, l Lease, pagesTotal int, now t
 }
 
 func (p *Postgres) DonePages(ctx context.Context, scanID string) ([]PageKey, error) {
-	out := []PageKey{}
 	if !uuidOK(scanID) {
-		return out, nil
+		return []PageKey{}, nil
 	}
-	rows, err := p.db.QueryContext(ctx, `SELECT page_path, strategy FROM page_results WHERE scan_id = $1
-		ORDER BY page_path, strategy`, scanID)
-	if err != nil {
-		return nil, pgErr("done pages", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var k PageKey
-		if err := rows.Scan(&k.PagePath, &k.Strategy); err != nil {
-			return nil, pgErr("done pages", err)
-		}
-		out = append(out, k)
-	}
-	return out, pgErr("done pages", rows.Err())
+	return queryAll(ctx, p.db, "done pages", func(r rowScanner) (k PageKey, err error) { return k, r.Scan(&k.PagePath, &k.Strategy) },
+		`SELECT page_path, strategy FROM page_results WHERE scan_id = $1 ORDER BY page_path, strategy`, scanID)
 }
 
 // The page writes check the lease inside their one statement, so a stale worker writes nothing,

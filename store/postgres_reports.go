@@ -19,7 +19,7 @@ func (p *Postgres) CreateReport(ctx context.Context, r Report) error {
 
 const reportCols = `id, token_hash, scan_id, user_id, title, created_at, expires_at, revoked_at`
 
-func scanReport(row interface{ Scan(...any) error }) (Report, error) {
+func scanReport(row rowScanner) (Report, error) {
 	var r Report
 	var exp, rev sql.NullTime
 	err := row.Scan(&r.ID, &r.TokenHash, &r.ScanID, &r.UserID, &r.Title, &r.CreatedAt, &exp, &rev)
@@ -33,24 +33,11 @@ func (p *Postgres) ReportByHash(ctx context.Context, tokenHash string) (Report, 
 }
 
 func (p *Postgres) ReportsOf(ctx context.Context, userID string) ([]Report, error) {
-	out := []Report{}
 	if !uuidOK(userID) {
-		return out, nil
+		return []Report{}, nil
 	}
-	rows, err := p.db.QueryContext(ctx, `SELECT `+reportCols+` FROM reports WHERE user_id = $1
+	return queryAll(ctx, p.db, "reports", scanReport, `SELECT `+reportCols+` FROM reports WHERE user_id = $1
 		ORDER BY created_at DESC, id DESC`, userID)
-	if err != nil {
-		return nil, pgErr("reports", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		r, err := scanReport(rows)
-		if err != nil {
-			return nil, pgErr("reports", err)
-		}
-		out = append(out, r)
-	}
-	return out, pgErr("reports", rows.Err())
 }
 
 func (p *Postgres) RevokeReport(ctx context.Context, userID, reportID string, now time.Time) error {

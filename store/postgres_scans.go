@@ -10,7 +10,7 @@ import (
 const scanCols = `c.id, c.site_id, c.status, c.strategy, c.trigger, c.pages_total, c.pages_done, c.scores,
 	c.error, c.created_at, c.started_at, c.completed_at`
 
-func scanScan(row interface{ Scan(...any) error }) (Scan, error) {
+func scanScan(row rowScanner) (Scan, error) {
 	var s Scan
 	var scores []byte
 	var started, completed sql.NullTime
@@ -61,20 +61,7 @@ func (p *Postgres) scansOf(ctx context.Context, userID, siteID string, limit int
 	if limit <= 0 {
 		limit = 1 << 30
 	}
-	rows, err := p.db.QueryContext(ctx, `SELECT `+scanCols+` FROM scans c WHERE c.site_id = $1 AND `+where+` LIMIT $2`, siteID, limit)
-	if err != nil {
-		return nil, pgErr("scans", err)
-	}
-	defer rows.Close()
-	out := []Scan{}
-	for rows.Next() {
-		s, err := scanScan(rows)
-		if err != nil {
-			return nil, pgErr("scans", err)
-		}
-		out = append(out, s)
-	}
-	return out, pgErr("scans", rows.Err())
+	return queryAll(ctx, p.db, "scans", scanScan, `SELECT `+scanCols+` FROM scans c WHERE c.site_id = $1 AND `+where+` LIMIT $2`, siteID, limit)
 }
 
 // ownsScan answers whether userID owns the site of scanID.
@@ -163,19 +150,9 @@ func (p *Postgres) PageErrors(ctx context.Context, userID, scanID string) ([]Pag
 	if err := p.ownsScan(ctx, userID, scanID); err != nil {
 		return nil, err
 	}
-	rows, err := p.db.QueryContext(ctx, `SELECT page_path, page_url, strategy, error FROM page_results
-		WHERE scan_id = $1 AND result IS NULL ORDER BY page_path, strategy`, scanID)
-	if err != nil {
-		return nil, pgErr("page errors", err)
-	}
-	defer rows.Close()
-	out := []PageError{}
-	for rows.Next() {
+	return queryAll(ctx, p.db, "page errors", func(r rowScanner) (PageError, error) {
 		e := PageError{ScanID: scanID}
-		if err := rows.Scan(&e.PagePath, &e.PageURL, &e.Strategy, &e.Error); err != nil {
-			return nil, pgErr("page errors", err)
-		}
-		out = append(out, e)
-	}
-	return out, pgErr("page errors", rows.Err())
+		return e, r.Scan(&e.PagePath, &e.PageURL, &e.Strategy, &e.Error)
+	}, `SELECT page_path, page_url, strategy, error FROM page_results WHERE scan_id = $1 AND result IS NULL
+		ORDER BY page_path, strategy`, scanID)
 }

@@ -45,7 +45,7 @@ func (p *Postgres) DeleteSite(ctx context.Context, userID, siteID string) error 
 const siteCols = `id, user_id, name, domain, coalesce(platform_site_id, ''), founding, health_score,
 	last_published, pages, created_at`
 
-func scanSite(row interface{ Scan(...any) error }) (Site, error) {
+func scanSite(row rowScanner) (Site, error) {
 	var s Site
 	var health sql.NullInt64
 	var published sql.NullTime
@@ -69,23 +69,10 @@ func (p *Postgres) Site(ctx context.Context, userID, siteID string) (Site, error
 }
 
 func (p *Postgres) SitesOf(ctx context.Context, userID string) ([]Site, error) {
-	out := []Site{}
 	if !uuidOK(userID) {
-		return out, nil
+		return []Site{}, nil
 	}
-	rows, err := p.db.QueryContext(ctx, `SELECT `+siteCols+` FROM sites WHERE user_id = $1 ORDER BY name, id`, userID)
-	if err != nil {
-		return nil, pgErr("sites", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		s, err := scanSite(rows)
-		if err != nil {
-			return nil, pgErr("sites", err)
-		}
-		out = append(out, s)
-	}
-	return out, pgErr("sites", rows.Err())
+	return queryAll(ctx, p.db, "sites", scanSite, `SELECT `+siteCols+` FROM sites WHERE user_id = $1 ORDER BY name, id`, userID)
 }
 
 func (p *Postgres) SiteByPlatformID(ctx context.Context, platformSiteID string) (Site, error) {
@@ -120,21 +107,20 @@ func (p *Postgres) Budgets(ctx context.Context, userID, siteID string) (map[stri
 	if err := p.owns(ctx, p.db, userID, siteID); err != nil {
 		return nil, err
 	}
-	rows, err := p.db.QueryContext(ctx, `SELECT metric, threshold FROM budgets WHERE site_id = $1`, siteID)
+	type budget struct {
+		metric    string
+		threshold float64
+	}
+	rows, err := queryAll(ctx, p.db, "budgets", func(r rowScanner) (b budget, err error) { return b, r.Scan(&b.metric, &b.threshold) },
+		`SELECT metric, threshold FROM budgets WHERE site_id = $1`, siteID)
 	if err != nil {
-		return nil, pgErr("budgets", err)
+		return nil, err
 	}
-	defer rows.Close()
 	out := map[string]float64{}
-	for rows.Next() {
-		var m string
-		var t float64
-		if err := rows.Scan(&m, &t); err != nil {
-			return nil, pgErr("budgets", err)
-		}
-		out[m] = t
+	for _, b := range rows {
+		out[b.metric] = b.threshold
 	}
-	return out, pgErr("budgets", rows.Err())
+	return out, nil
 }
 
 func (p *Postgres) SetBudgets(ctx context.Context, userID, siteID string, budgets map[string]float64) error {
@@ -158,22 +144,11 @@ func (p *Postgres) AlertRules(ctx context.Context, userID, siteID string) ([]Ale
 	if err := p.owns(ctx, p.db, userID, siteID); err != nil {
 		return nil, err
 	}
-	rows, err := p.db.QueryContext(ctx, `SELECT id, site_id, metric, operator, threshold, created_at
-		FROM alert_rules WHERE site_id = $1 ORDER BY created_at, id`, siteID)
-	if err != nil {
-		return nil, pgErr("alert rules", err)
-	}
-	defer rows.Close()
-	out := []AlertRule{}
-	for rows.Next() {
-		var r AlertRule
-		if err := rows.Scan(&r.ID, &r.SiteID, &r.Metric, &r.Operator, &r.Threshold, &r.CreatedAt); err != nil {
-			return nil, pgErr("alert rules", err)
-		}
+	return queryAll(ctx, p.db, "alert rules", func(row rowScanner) (r AlertRule, err error) {
+		err = row.Scan(&r.ID, &r.SiteID, &r.Metric, &r.Operator, &r.Threshold, &r.CreatedAt)
 		r.CreatedAt = r.CreatedAt.UTC()
-		out = append(out, r)
-	}
-	return out, pgErr("alert rules", rows.Err())
+		return r, err
+	}, `SELECT id, site_id, metric, operator, threshold, created_at FROM alert_rules WHERE site_id = $1 ORDER BY created_at, id`, siteID)
 }
 
 func (p *Postgres) AddAlertRule(ctx context.Context, userID string, r AlertRule) error {

@@ -14,7 +14,7 @@ func (p *Postgres) CreateUser(ctx context.Context, u User) error {
 
 const userCols = `id, email, password_hash, notify_regressions, created_at`
 
-func scanUser(row interface{ Scan(...any) error }) (User, error) {
+func scanUser(row rowScanner) (User, error) {
 	var u User
 	err := row.Scan(&u.ID, &u.Email, &u.PasswordHash, &u.NotifyRegressions, &u.CreatedAt)
 	u.CreatedAt = u.CreatedAt.UTC()
@@ -78,7 +78,7 @@ func (p *Postgres) CreateAPIKey(ctx context.Context, k APIKey) error {
 
 const keyCols = `id, user_id, name, key_hash, prefix, created_at, last_used_at`
 
-func scanKey(row interface{ Scan(...any) error }) (APIKey, error) {
+func scanKey(row rowScanner) (APIKey, error) {
 	var k APIKey
 	var used sql.NullTime
 	err := row.Scan(&k.ID, &k.UserID, &k.Name, &k.KeyHash, &k.Prefix, &k.CreatedAt, &used)
@@ -88,23 +88,10 @@ func scanKey(row interface{ Scan(...any) error }) (APIKey, error) {
 
 func (p *Postgres) APIKeys(ctx context.Context, userID string) ([]APIKey, error) {
 	if !uuidOK(userID) {
-		return nil, nil
+		return []APIKey{}, nil
 	}
-	rows, err := p.db.QueryContext(ctx, `SELECT `+keyCols+` FROM api_keys
+	return queryAll(ctx, p.db, "api keys", scanKey, `SELECT `+keyCols+` FROM api_keys
 		WHERE user_id = $1 AND revoked_at IS NULL ORDER BY created_at DESC, id DESC`, userID)
-	if err != nil {
-		return nil, pgErr("api keys", err)
-	}
-	defer rows.Close()
-	var out []APIKey
-	for rows.Next() {
-		k, err := scanKey(rows)
-		if err != nil {
-			return nil, pgErr("api keys", err)
-		}
-		out = append(out, k)
-	}
-	return out, pgErr("api keys", rows.Err())
 }
 
 func (p *Postgres) APIKeyByHash(ctx context.Context, keyHash string, now time.Time) (APIKey, error) {
