@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"sitepulse/handlers"
+	"sitepulse/oauth"
 	"sitepulse/store"
 )
 
@@ -49,8 +50,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}()
 	log.Info("store ready", "store", storeName)
 
+	// The authorization server issues the access tokens the MCP endpoint accepts.
+	authServer := oauth.New(oauth.Config{Store: st, BaseURL: cfg.BaseURL, Log: log})
 	handler, err := handlers.NewHandler(handlers.Deps{
 		Store: st, StoreName: storeName, Log: log, BaseURL: cfg.BaseURL,
+		OAuth: authServer, AccessTokens: authServer,
 	})
 	if err != nil {
 		return err
