@@ -13,7 +13,7 @@ import (
 func TestAuthorize(t *testing.T) {
 	eachBackend(t, func(t *testing.T, f *fixture) {
 		const cb = "https://app.example/cb?tenant=7"
-		c := f.register("none", cb, "http://127.0.0.1/callback")
+		c := f.register(t, "none", cb, "http://127.0.0.1/callback")
 		_, challenge := pkcePair()
 		valid := func() url.Values { return authorizeQuery(c, cb, challenge) }
 		with := func(edit func(q url.Values)) string {
@@ -120,7 +120,7 @@ func TestAuthorize(t *testing.T) {
 func TestDecide(t *testing.T) {
 	eachBackend(t, func(t *testing.T, f *fixture) {
 		const cb = "https://app.example/cb?tenant=7"
-		c := f.register("none", cb)
+		c := f.register(t, "none", cb)
 		_, challenge := pkcePair()
 		begin := func(t *testing.T, userID string, q url.Values) Pending {
 			req, err := f.srv.Authorize(ctx, q.Encode())
@@ -180,7 +180,7 @@ func TestDecide(t *testing.T) {
 			}
 		})
 		t.Run("another user cannot answer someone's request", func(t *testing.T) {
-			other := f.newUser("other@example.com")
+			other := f.newUser(t, "other@example.com")
 			p := begin(t, f.user.ID, authorizeQuery(c, cb, challenge))
 			if _, err := f.srv.Decide(ctx, other.ID, p.ID, true); !errors.Is(err, store.ErrNotFound) {
 				t.Errorf("err %v, want ErrNotFound", err)

@@ -27,7 +27,6 @@ var (
 
 // fixture is an authorization server on one store, with a clock tests move and a signed-up user.
 type fixture struct {
-	t    *testing.T
 	st   store.Store
 	srv  *Server
 	mu   sync.Mutex
@@ -42,11 +41,11 @@ func eachBackend(t *testing.T, fn func(t *testing.T, f *fixture)) {
 	}
 }
 
-func newFixture(t *testing.T, st store.Store) *fixture {
+func newFixture(t testing.TB, st store.Store) *fixture {
 	t.Helper()
-	f := &fixture{t: t, st: st, now: t0}
+	f := &fixture{st: st, now: t0}
 	f.srv = New(Config{Store: st, BaseURL: testBase, Now: f.clock})
-	f.user = f.newUser("owner@example.com")
+	f.user = f.newUser(t, "owner@example.com")
 	return f
 }
 
@@ -63,11 +62,11 @@ func (f *fixture) advance(d time.Duration) {
 	f.now = f.now.Add(d)
 }
 
-func (f *fixture) newUser(email string) store.User {
-	f.t.Helper()
+func (f *fixture) newUser(t testing.TB, email string) store.User {
+	t.Helper()
 	u := store.User{ID: store.NewID(), Email: email, PasswordHash: "x", CreatedAt: t0}
 	if err := f.st.CreateUser(ctx, u); err != nil {
-		f.t.Fatal(err)
+		t.Fatal(err)
 	}
 	return u
 }
@@ -90,16 +89,16 @@ func (f *fixture) registerRaw(body string) *httptest.ResponseRecorder {
 }
 
 // register registers a client and fails the test unless it gets 201.
-func (f *fixture) register(authMethod string, redirectURIs ...string) clientInfo {
-	f.t.Helper()
+func (f *fixture) register(t testing.TB, authMethod string, redirectURIs ...string) clientInfo {
+	t.Helper()
 	b, _ := json.Marshal(map[string]any{"client_name": "Test client", "redirect_uris": redirectURIs, "token_endpoint_auth_method": authMethod})
 	rec := f.registerRaw(string(b))
 	if rec.Code != http.StatusCreated {
-		f.t.Fatalf("register: %d %s", rec.Code, rec.Body)
+		t.Fatalf("register: %d %s", rec.Code, rec.Body)
 	}
 	var c clientInfo
 	if err := json.Unmarshal(rec.Body.Bytes(), &c); err != nil {
-		f.t.Fatal(err)
+		t.Fatal(err)
 	}
 	return c
 }
@@ -135,44 +134,44 @@ type grant struct {
 
 // approve runs the authorization request q as the fixture's user, approves it and returns the
 // code from the redirect.
-func (f *fixture) approve(c clientInfo, q url.Values, verifier string) grant {
-	f.t.Helper()
-	loc := f.decide(f.user.ID, q, true)
+func (f *fixture) approve(t testing.TB, c clientInfo, q url.Values, verifier string) grant {
+	t.Helper()
+	loc := f.decide(t, f.user.ID, q, true)
 	u, err := url.Parse(loc)
 	if err != nil {
-		f.t.Fatal(err)
+		t.Fatal(err)
 	}
 	code := u.Query().Get("code")
 	if !strings.HasPrefix(code, "ac_") {
-		f.t.Fatalf("no code in %s", loc)
+		t.Fatalf("no code in %s", loc)
 	}
 	return grant{code: code, verifier: verifier, redirectURI: q.Get("redirect_uri"), client: c}
 }
 
 // decide runs Authorize, Begin and Decide and returns the redirect location.
-func (f *fixture) decide(userID string, q url.Values, approve bool) string {
-	f.t.Helper()
+func (f *fixture) decide(t testing.TB, userID string, q url.Values, approve bool) string {
+	t.Helper()
 	req, err := f.srv.Authorize(ctx, q.Encode())
 	if err != nil {
-		f.t.Fatalf("authorize: %v", err)
+		t.Fatalf("authorize: %v", err)
 	}
 	p, err := f.srv.Begin(ctx, userID, req)
 	if err != nil {
-		f.t.Fatal(err)
+		t.Fatal(err)
 	}
 	loc, err := f.srv.Decide(ctx, userID, p.ID, approve)
 	if err != nil {
-		f.t.Fatalf("decide: %v", err)
+		t.Fatalf("decide: %v", err)
 	}
 	return loc
 }
 
 // newGrant registers a public client and approves one request of it.
-func (f *fixture) newGrant() grant {
-	f.t.Helper()
-	c := f.register("none", "http://127.0.0.1/callback")
+func (f *fixture) newGrant(t testing.TB) grant {
+	t.Helper()
+	c := f.register(t, "none", "http://127.0.0.1/callback")
 	verifier, challenge := pkcePair()
-	return f.approve(c, authorizeQuery(c, "http://127.0.0.1:49152/callback", challenge), verifier)
+	return f.approve(t, c, authorizeQuery(c, "http://127.0.0.1:49152/callback", challenge), verifier)
 }
 
 // exchangeForm is the token request that redeems g.
@@ -186,14 +185,14 @@ func refreshForm(clientID, rt string) url.Values {
 }
 
 // tokens decodes a 200 token response, failing the test on any other status.
-func (f *fixture) tokens(rec *httptest.ResponseRecorder) tokenResponse {
-	f.t.Helper()
+func (f *fixture) tokens(t testing.TB, rec *httptest.ResponseRecorder) tokenResponse {
+	t.Helper()
 	if rec.Code != http.StatusOK {
-		f.t.Fatalf("token: %d %s", rec.Code, rec.Body)
+		t.Fatalf("token: %d %s", rec.Code, rec.Body)
 	}
 	var r tokenResponse
 	if err := json.Unmarshal(rec.Body.Bytes(), &r); err != nil {
-		f.t.Fatal(err)
+		t.Fatal(err)
 	}
 	return r
 }
@@ -221,11 +220,11 @@ func wantOAuthError(t *testing.T, rec *httptest.ResponseRecorder, status int, co
 }
 
 // alive answers whether an access token is accepted.
-func (f *fixture) alive(at string) bool {
-	f.t.Helper()
+func (f *fixture) alive(t testing.TB, at string) bool {
+	t.Helper()
 	_, err := f.srv.VerifyAccessToken(ctx, at)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		f.t.Fatal(err)
+		t.Fatal(err)
 	}
 	return err == nil
 }

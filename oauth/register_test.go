@@ -43,7 +43,7 @@ func TestRegister(t *testing.T) {
 			}
 		})
 		t.Run("a registration with only a name and redirect URIs gets the defaults", func(t *testing.T) {
-			c := f.register("", "https://a.example/cb")
+			c := f.register(t, "", "https://a.example/cb")
 			if c.TokenEndpointAuthMethod != "none" || c.Scope != "mcp:read" || !reflect.DeepEqual(c.GrantTypes, []string{"authorization_code", "refresh_token"}) {
 				t.Errorf("defaults: %+v", c)
 			}

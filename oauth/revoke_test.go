@@ -12,8 +12,8 @@ import (
 func TestRevoke(t *testing.T) {
 	eachBackend(t, func(t *testing.T, f *fixture) {
 		fresh := func() (grant, tokenResponse) {
-			g := f.newGrant()
-			return g, f.tokens(f.token(g.exchangeForm()))
+			g := f.newGrant(t)
+			return g, f.tokens(t, f.token(g.exchangeForm()))
 		}
 		ok := func(t *testing.T, form url.Values) {
 			t.Helper()
@@ -25,16 +25,16 @@ func TestRevoke(t *testing.T) {
 		t.Run("revoking an access token ends it and leaves its refresh token", func(t *testing.T) {
 			g, r := fresh()
 			ok(t, url.Values{"token": {r.AccessToken}, "token_type_hint": {"access_token"}})
-			if f.alive(r.AccessToken) {
+			if f.alive(t, r.AccessToken) {
 				t.Error("access token still accepted")
 			}
-			f.tokens(f.token(refreshForm(g.client.ClientID, r.RefreshToken)))
+			f.tokens(t, f.token(refreshForm(g.client.ClientID, r.RefreshToken)))
 		})
 		t.Run("revoking a refresh token ends it and every access token of its family", func(t *testing.T) {
 			g, r := fresh()
-			r2 := f.tokens(f.token(refreshForm(g.client.ClientID, r.RefreshToken)))
+			r2 := f.tokens(t, f.token(refreshForm(g.client.ClientID, r.RefreshToken)))
 			ok(t, url.Values{"token": {r2.RefreshToken}, "token_type_hint": {"refresh_token"}})
-			if f.alive(r.AccessToken) || f.alive(r2.AccessToken) {
+			if f.alive(t, r.AccessToken) || f.alive(t, r2.AccessToken) {
 				t.Error("an access token of the family survived")
 			}
 			wantOAuthError(t, f.token(refreshForm(g.client.ClientID, r2.RefreshToken)), 400, "invalid_grant")
@@ -42,12 +42,12 @@ func TestRevoke(t *testing.T) {
 		t.Run("a wrong or unknown token_type_hint is ignored", func(t *testing.T) {
 			_, r := fresh()
 			ok(t, url.Values{"token": {r.AccessToken}, "token_type_hint": {"banana"}})
-			if f.alive(r.AccessToken) {
+			if f.alive(t, r.AccessToken) {
 				t.Error("not revoked")
 			}
 			_, r = fresh()
 			ok(t, url.Values{"token": {r.AccessToken}, "token_type_hint": {"refresh_token"}})
-			if f.alive(r.AccessToken) {
+			if f.alive(t, r.AccessToken) {
 				t.Error("not revoked under a wrong hint")
 			}
 		})
@@ -58,28 +58,28 @@ func TestRevoke(t *testing.T) {
 		})
 		t.Run("a token of another client named in the request is left alone, still with 200", func(t *testing.T) {
 			_, r := fresh()
-			other := f.register("none", "http://127.0.0.1/callback")
+			other := f.register(t, "none", "http://127.0.0.1/callback")
 			ok(t, url.Values{"token": {r.AccessToken}, "client_id": {other.ClientID}})
-			if !f.alive(r.AccessToken) {
+			if !f.alive(t, r.AccessToken) {
 				t.Error("another client revoked the token")
 			}
 		})
 		t.Run("the owning client may revoke its token", func(t *testing.T) {
 			g, r := fresh()
 			ok(t, url.Values{"token": {r.AccessToken}, "client_id": {g.client.ClientID}})
-			if f.alive(r.AccessToken) {
+			if f.alive(t, r.AccessToken) {
 				t.Error("not revoked")
 			}
 		})
 		t.Run("a confidential client with a wrong secret is 401 invalid_client and revokes nothing", func(t *testing.T) {
-			c := f.register("client_secret_post", "https://server.example/cb")
+			c := f.register(t, "client_secret_post", "https://server.example/cb")
 			verifier, challenge := pkcePair()
-			g := f.approve(c, authorizeQuery(c, "https://server.example/cb", challenge), verifier)
+			g := f.approve(t, c, authorizeQuery(c, "https://server.example/cb", challenge), verifier)
 			form := g.exchangeForm()
 			form.Set("client_secret", c.ClientSecret)
-			r := f.tokens(f.token(form))
+			r := f.tokens(t, f.token(form))
 			wantOAuthError(t, f.revoke(url.Values{"token": {r.AccessToken}, "client_id": {c.ClientID}, "client_secret": {"wrong"}}), 401, "invalid_client")
-			if !f.alive(r.AccessToken) {
+			if !f.alive(t, r.AccessToken) {
 				t.Error("revoked despite failed client authentication")
 			}
 			ok(t, url.Values{"token": {r.AccessToken}, "client_id": {c.ClientID}, "client_secret": {c.ClientSecret}})
@@ -94,8 +94,8 @@ func TestRevoke(t *testing.T) {
 
 func TestVerifyAccessToken(t *testing.T) {
 	eachBackend(t, func(t *testing.T, f *fixture) {
-		g := f.newGrant()
-		r := f.tokens(f.token(g.exchangeForm()))
+		g := f.newGrant(t)
+		r := f.tokens(t, f.token(g.exchangeForm()))
 		t.Run("a live access token gives its user", func(t *testing.T) {
 			u, err := f.srv.VerifyAccessToken(ctx, r.AccessToken)
 			if err != nil || u != f.user.ID {

@@ -17,9 +17,9 @@ import (
 func TestStatesAndTransitions(t *testing.T) {
 	eachBackend(t, func(t *testing.T, f *fixture) {
 		t.Run("an approved code is exchanged with matching redirect_uri and verifier for tokens", func(t *testing.T) {
-			g := f.newGrant()
+			g := f.newGrant(t)
 			rec := f.token(g.exchangeForm())
-			r := f.tokens(rec)
+			r := f.tokens(t, rec)
 			if !strings.HasPrefix(r.AccessToken, "at_") || !strings.HasPrefix(r.RefreshToken, "rt_") || r.TokenType != "Bearer" ||
 				r.ExpiresIn != 2592000 || r.Scope != "mcp:read" {
 				t.Errorf("response %+v", r)
@@ -28,57 +28,57 @@ func TestStatesAndTransitions(t *testing.T) {
 			if h.Get("Cache-Control") != "no-store" || h.Get("Pragma") != "no-cache" || h.Get("Content-Type") != "application/json" {
 				t.Errorf("headers %v", h)
 			}
-			if !f.alive(r.AccessToken) {
+			if !f.alive(t, r.AccessToken) {
 				t.Error("the new access token is not accepted")
 			}
 		})
 		t.Run("a code is still valid at exactly 10 minutes", func(t *testing.T) {
-			g := f.newGrant()
+			g := f.newGrant(t)
 			f.advance(10 * time.Minute)
-			f.tokens(f.token(g.exchangeForm()))
+			f.tokens(t, f.token(g.exchangeForm()))
 		})
 		t.Run("a code older than 10 minutes has expired", func(t *testing.T) {
-			g := f.newGrant()
+			g := f.newGrant(t)
 			f.advance(10*time.Minute + time.Second)
 			wantOAuthError(t, f.token(g.exchangeForm()), 400, "invalid_grant")
 		})
 		t.Run("a used code is unusable, and its reuse revokes every token issued from it", func(t *testing.T) {
-			g := f.newGrant()
-			r := f.tokens(f.token(g.exchangeForm()))
+			g := f.newGrant(t)
+			r := f.tokens(t, f.token(g.exchangeForm()))
 			wantOAuthError(t, f.token(g.exchangeForm()), 400, "invalid_grant")
-			if f.alive(r.AccessToken) {
+			if f.alive(t, r.AccessToken) {
 				t.Error("the access token issued from a reused code still works")
 			}
 			wantOAuthError(t, f.token(refreshForm(g.client.ClientID, r.RefreshToken)), 400, "invalid_grant")
 		})
 		t.Run("a replay with a wrong verifier is refused and revokes nothing", func(t *testing.T) {
-			g := f.newGrant()
-			r := f.tokens(f.token(g.exchangeForm()))
+			g := f.newGrant(t)
+			r := f.tokens(t, f.token(g.exchangeForm()))
 			replay := g.exchangeForm()
 			wrong, _ := pkcePair()
 			replay.Set("code_verifier", wrong)
 			wantOAuthError(t, f.token(replay), 400, "invalid_grant")
-			if !f.alive(r.AccessToken) {
+			if !f.alive(t, r.AccessToken) {
 				t.Error("a wrong-verifier replay revoked the access token")
 			}
-			f.tokens(f.token(refreshForm(g.client.ClientID, r.RefreshToken)))
+			f.tokens(t, f.token(refreshForm(g.client.ClientID, r.RefreshToken)))
 		})
 		t.Run("a replay by another client is refused and revokes nothing", func(t *testing.T) {
-			g := f.newGrant()
-			r := f.tokens(f.token(g.exchangeForm()))
-			other := f.register("none", "http://127.0.0.1/callback")
+			g := f.newGrant(t)
+			r := f.tokens(t, f.token(g.exchangeForm()))
+			other := f.register(t, "none", "http://127.0.0.1/callback")
 			replay := g.exchangeForm()
 			replay.Set("client_id", other.ClientID)
 			wantOAuthError(t, f.token(replay), 400, "invalid_grant")
-			if !f.alive(r.AccessToken) {
+			if !f.alive(t, r.AccessToken) {
 				t.Error("another client's replay revoked the access token")
 			}
 		})
 		t.Run("a refresh token rotates into a new 30-day access token and a new 90-day refresh token", func(t *testing.T) {
-			g := f.newGrant()
-			r1 := f.tokens(f.token(g.exchangeForm()))
+			g := f.newGrant(t)
+			r1 := f.tokens(t, f.token(g.exchangeForm()))
 			f.advance(time.Hour)
-			r2 := f.tokens(f.token(refreshForm(g.client.ClientID, r1.RefreshToken)))
+			r2 := f.tokens(t, f.token(refreshForm(g.client.ClientID, r1.RefreshToken)))
 			if r2.AccessToken == r1.AccessToken || r2.RefreshToken == r1.RefreshToken || !strings.HasPrefix(r2.RefreshToken, "rt_") ||
 				r2.ExpiresIn != 2592000 || r2.Scope != "mcp:read" || r2.TokenType != "Bearer" {
 				t.Errorf("refresh response %+v", r2)
@@ -88,68 +88,68 @@ func TestStatesAndTransitions(t *testing.T) {
 			if now := f.clock(); !at.ExpiresAt.Equal(now.Add(30*24*time.Hour)) || !rt.ExpiresAt.Equal(now.Add(90*24*time.Hour)) {
 				t.Errorf("expiries %v and %v, want 30 and 90 days from %v", at.ExpiresAt, rt.ExpiresAt, now)
 			}
-			if !f.alive(r1.AccessToken) || !f.alive(r2.AccessToken) {
+			if !f.alive(t, r1.AccessToken) || !f.alive(t, r2.AccessToken) {
 				t.Error("rotation ended an access token")
 			}
 		})
 		t.Run("a rotated-out refresh token is refused and revokes its whole family", func(t *testing.T) {
-			g := f.newGrant()
-			r1 := f.tokens(f.token(g.exchangeForm()))
-			r2 := f.tokens(f.token(refreshForm(g.client.ClientID, r1.RefreshToken)))
+			g := f.newGrant(t)
+			r1 := f.tokens(t, f.token(g.exchangeForm()))
+			r2 := f.tokens(t, f.token(refreshForm(g.client.ClientID, r1.RefreshToken)))
 			wantOAuthError(t, f.token(refreshForm(g.client.ClientID, r1.RefreshToken)), 400, "invalid_grant")
-			if f.alive(r1.AccessToken) || f.alive(r2.AccessToken) {
+			if f.alive(t, r1.AccessToken) || f.alive(t, r2.AccessToken) {
 				t.Error("the family's access tokens survived a refresh-token reuse")
 			}
 			wantOAuthError(t, f.token(refreshForm(g.client.ClientID, r2.RefreshToken)), 400, "invalid_grant")
 		})
 		t.Run("a refresh token is valid 90 days from issue", func(t *testing.T) {
-			g := f.newGrant()
-			r := f.tokens(f.token(g.exchangeForm()))
+			g := f.newGrant(t)
+			r := f.tokens(t, f.token(g.exchangeForm()))
 			f.advance(90 * 24 * time.Hour)
-			f.tokens(f.token(refreshForm(g.client.ClientID, r.RefreshToken)))
+			f.tokens(t, f.token(refreshForm(g.client.ClientID, r.RefreshToken)))
 		})
 		t.Run("a refresh token older than 90 days has expired", func(t *testing.T) {
-			g := f.newGrant()
-			r := f.tokens(f.token(g.exchangeForm()))
+			g := f.newGrant(t)
+			r := f.tokens(t, f.token(g.exchangeForm()))
 			f.advance(90*24*time.Hour + time.Second)
 			wantOAuthError(t, f.token(refreshForm(g.client.ClientID, r.RefreshToken)), 400, "invalid_grant")
 		})
 		t.Run("each rotated refresh token lives 90 days from its own issue", func(t *testing.T) {
-			g := f.newGrant()
-			r := f.tokens(f.token(g.exchangeForm()))
+			g := f.newGrant(t)
+			r := f.tokens(t, f.token(g.exchangeForm()))
 			f.advance(80 * 24 * time.Hour)
-			r = f.tokens(f.token(refreshForm(g.client.ClientID, r.RefreshToken)))
+			r = f.tokens(t, f.token(refreshForm(g.client.ClientID, r.RefreshToken)))
 			f.advance(80 * 24 * time.Hour)
-			f.tokens(f.token(refreshForm(g.client.ClientID, r.RefreshToken)))
+			f.tokens(t, f.token(refreshForm(g.client.ClientID, r.RefreshToken)))
 		})
 		t.Run("an access token is accepted for 30 days and not a second longer", func(t *testing.T) {
-			g := f.newGrant()
-			r := f.tokens(f.token(g.exchangeForm()))
+			g := f.newGrant(t)
+			r := f.tokens(t, f.token(g.exchangeForm()))
 			f.advance(30 * 24 * time.Hour)
-			if !f.alive(r.AccessToken) {
+			if !f.alive(t, r.AccessToken) {
 				t.Error("refused at exactly 30 days")
 			}
 			f.advance(time.Second)
-			if f.alive(r.AccessToken) {
+			if f.alive(t, r.AccessToken) {
 				t.Error("accepted after 30 days")
 			}
 		})
 		t.Run("a refresh token of another client is invalid_grant and stays usable by its own", func(t *testing.T) {
-			g := f.newGrant()
-			r := f.tokens(f.token(g.exchangeForm()))
-			other := f.register("none", "http://127.0.0.1/callback")
+			g := f.newGrant(t)
+			r := f.tokens(t, f.token(g.exchangeForm()))
+			other := f.register(t, "none", "http://127.0.0.1/callback")
 			wantOAuthError(t, f.token(refreshForm(other.ClientID, r.RefreshToken)), 400, "invalid_grant")
-			f.tokens(f.token(refreshForm(g.client.ClientID, r.RefreshToken)))
+			f.tokens(t, f.token(refreshForm(g.client.ClientID, r.RefreshToken)))
 		})
 		t.Run("revoking a token returns 200, also when it is already revoked", func(t *testing.T) {
-			g := f.newGrant()
-			r := f.tokens(f.token(g.exchangeForm()))
+			g := f.newGrant(t)
+			r := f.tokens(t, f.token(g.exchangeForm()))
 			for i := 0; i < 2; i++ {
 				if rec := f.revoke(url.Values{"token": {r.AccessToken}}); rec.Code != 200 {
 					t.Fatalf("revoke %d: %d %s", i, rec.Code, rec.Body)
 				}
 			}
-			if f.alive(r.AccessToken) {
+			if f.alive(t, r.AccessToken) {
 				t.Error("a revoked access token still works")
 			}
 		})
@@ -158,13 +158,10 @@ func TestStatesAndTransitions(t *testing.T) {
 
 func TestTokenErrors(t *testing.T) {
 	eachBackend(t, func(t *testing.T, f *fixture) {
-		g := f.newGrant()
-		other := f.register("none", "http://127.0.0.1/callback")
-		live := f.tokens(f.token(f.newGrant().exchangeForm()))
-		liveClient := ""
-		if tk, err := f.st.Token(ctx, store.HashSecret(live.RefreshToken)); err == nil {
-			liveClient = tk.ClientID
-		}
+		g := f.newGrant(t)
+		other := f.register(t, "none", "http://127.0.0.1/callback")
+		lg := f.newGrant(t)
+		live := f.tokens(t, f.token(lg.exchangeForm()))
 		code := func(edit func(url.Values)) url.Values {
 			v := g.exchangeForm()
 			edit(v)
@@ -173,7 +170,7 @@ func TestTokenErrors(t *testing.T) {
 		set := func(k string, v ...string) url.Values { return code(func(f url.Values) { f[k] = v }) }
 		del := func(k string) url.Values { return code(func(f url.Values) { f.Del(k) }) }
 		refresh := func(edit func(url.Values)) url.Values {
-			v := refreshForm(liveClient, live.RefreshToken)
+			v := refreshForm(lg.client.ClientID, live.RefreshToken)
 			edit(v)
 			return v
 		}
@@ -222,8 +219,8 @@ func TestTokenErrors(t *testing.T) {
 			})
 		}
 		t.Run("after all those refusals the code and the refresh token still work", func(t *testing.T) {
-			f.tokens(f.token(g.exchangeForm()))
-			f.tokens(f.token(refreshForm(liveClient, live.RefreshToken)))
+			f.tokens(t, f.token(g.exchangeForm()))
+			f.tokens(t, f.token(refreshForm(lg.client.ClientID, live.RefreshToken)))
 		})
 		t.Run("a body that is not a form is invalid_request", func(t *testing.T) {
 			rec := do(f.srv.HandleToken(), "POST", "/api/oauth/token", "application/json", `{"grant_type":"authorization_code"}`)
@@ -234,27 +231,26 @@ func TestTokenErrors(t *testing.T) {
 			wantOAuthError(t, rec, 400, "invalid_request")
 		})
 		t.Run("resource naming the MCP endpoint is accepted on exchange and refresh", func(t *testing.T) {
-			g := f.newGrant()
+			g := f.newGrant(t)
 			form := g.exchangeForm()
 			form.Set("resource", testBase+"/api/mcp")
-			r := f.tokens(f.token(form))
+			r := f.tokens(t, f.token(form))
 			rf := refreshForm(g.client.ClientID, r.RefreshToken)
 			rf.Set("resource", testBase+"/api/mcp")
 			rf.Set("scope", "mcp:read")
-			f.tokens(f.token(rf))
+			f.tokens(t, f.token(rf))
 		})
 	})
 }
 
 func TestConfidentialClient(t *testing.T) {
 	eachBackend(t, func(t *testing.T, f *fixture) {
-		c := f.register("client_secret_post", "https://server.example/cb")
+		c := f.register(t, "client_secret_post", "https://server.example/cb")
 		if c.ClientSecret == "" {
 			t.Fatal("no secret")
 		}
 		verifier, challenge := pkcePair()
-		grantOf := func() grant { return f.approve(c, authorizeQuery(c, "https://server.example/cb", challenge), verifier) }
-		g := grantOf()
+		g := f.approve(t, c, authorizeQuery(c, "https://server.example/cb", challenge), verifier)
 		withSecret := func(form url.Values, secret ...string) url.Values {
 			form["client_secret"] = secret
 			return form
@@ -270,11 +266,11 @@ func TestConfidentialClient(t *testing.T) {
 		})
 		var r tokenResponse
 		t.Run("an exchange with the right secret gets tokens", func(t *testing.T) {
-			r = f.tokens(f.token(withSecret(g.exchangeForm(), c.ClientSecret)))
+			r = f.tokens(t, f.token(withSecret(g.exchangeForm(), c.ClientSecret)))
 		})
 		t.Run("a refresh with a wrong secret is 401 invalid_client and leaves the token usable", func(t *testing.T) {
 			wantOAuthError(t, f.token(withSecret(refreshForm(c.ClientID, r.RefreshToken), "nope")), 401, "invalid_client")
-			f.tokens(f.token(withSecret(refreshForm(c.ClientID, r.RefreshToken), c.ClientSecret)))
+			f.tokens(t, f.token(withSecret(refreshForm(c.ClientID, r.RefreshToken), c.ClientSecret)))
 		})
 	})
 }
@@ -290,9 +286,9 @@ func TestClientWithoutRefreshGrant(t *testing.T) {
 			t.Fatal(err)
 		}
 		verifier, challenge := pkcePair()
-		g := f.approve(c, authorizeQuery(c, "https://a.example/cb", challenge), verifier)
+		g := f.approve(t, c, authorizeQuery(c, "https://a.example/cb", challenge), verifier)
 		t.Run("a client registered without refresh_token gets no refresh token", func(t *testing.T) {
-			if r := f.tokens(f.token(g.exchangeForm())); r.RefreshToken != "" {
+			if r := f.tokens(t, f.token(g.exchangeForm())); r.RefreshToken != "" {
 				t.Errorf("refresh token %q issued", r.RefreshToken)
 			}
 		})
@@ -331,22 +327,22 @@ func TestConcurrentUse(t *testing.T) {
 			return wins, refusals
 		}
 		t.Run("of 20 concurrent redemptions of one code exactly one gets tokens, which are then revoked", func(t *testing.T) {
-			wins, refusals := race(f.newGrant().exchangeForm())
+			wins, refusals := race(f.newGrant(t).exchangeForm())
 			if len(wins) != 1 || refusals != 19 {
 				t.Fatalf("%d wins, %d refusals", len(wins), refusals)
 			}
-			if f.alive(wins[0].AccessToken) {
+			if f.alive(t, wins[0].AccessToken) {
 				t.Error("the winner's access token survived a detected double redemption")
 			}
 		})
 		t.Run("of 20 concurrent refreshes with one token exactly one succeeds, and the family is revoked", func(t *testing.T) {
-			g := f.newGrant()
-			r := f.tokens(f.token(g.exchangeForm()))
+			g := f.newGrant(t)
+			r := f.tokens(t, f.token(g.exchangeForm()))
 			wins, refusals := race(refreshForm(g.client.ClientID, r.RefreshToken))
 			if len(wins) != 1 || refusals != 19 {
 				t.Fatalf("%d wins, %d refusals", len(wins), refusals)
 			}
-			if f.alive(wins[0].AccessToken) || f.alive(r.AccessToken) {
+			if f.alive(t, wins[0].AccessToken) || f.alive(t, r.AccessToken) {
 				t.Error("tokens survived a detected refresh-token reuse")
 			}
 		})
