@@ -30,14 +30,18 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 	mux.Handle("GET /.well-known/oauth-authorization-server/api/mcp", s.OAuth.HandleMetadata())
 	mux.Handle("GET /.well-known/oauth-protected-resource", s.OAuth.HandleResourceMetadata())
 	mux.Handle("GET /.well-known/oauth-protected-resource/api/mcp", s.OAuth.HandleResourceMetadata())
-	mux.Handle("OPTIONS /.well-known/", s.OAuth.HandlePreflight()) // CORS, for browser-based clients
 	mux.Handle("POST /api/oauth/register", s.throttleOAuth(s.registerIP, s.OAuth.HandleRegister()))
 	mux.Handle("POST /api/oauth/token", s.OAuth.HandleToken())
 	mux.Handle("POST /api/oauth/revoke", s.throttleOAuth(s.revokeIP, s.OAuth.HandleRevoke()))
-	mux.Handle("OPTIONS /api/oauth/", s.OAuth.HandlePreflight())
 	mux.Handle("GET /oauth/authorize", s.withVisitor(s.handleAuthorize()))
 	mux.Handle("POST /oauth/consent", s.requireUser(s.handleConsent()))
 	mux.Handle("GET /docs/mcp", s.withVisitor(s.handleMCPDocs()))
+	// CORS preflight, so browser-based MCP clients can read the documents and call the endpoints.
+	for _, path := range []string{"/.well-known/oauth-authorization-server", "/.well-known/oauth-authorization-server/api/mcp",
+		"/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/api/mcp",
+		"/api/oauth/register", "/api/oauth/token", "/api/oauth/revoke"} {
+		mux.Handle("OPTIONS "+path, s.OAuth.HandlePreflight())
+	}
 
 	// Web UI.
 	mux.Handle("GET /{$}", s.requireUser(s.handleHome()))
