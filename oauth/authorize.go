@@ -112,6 +112,14 @@ func (s *Server) Authorize(ctx context.Context, rawQuery string) (AuthorizeReque
 	refuse := func(code, description string) error {
 		return &AuthorizeError{Code: code, Description: description, redirectURI: req.RedirectURI, state: req.State}
 	}
+	// refuseWith sends back a parameter check's *Error.
+	refuseWith := func(err error) error {
+		var e *Error
+		if !errors.As(err, &e) {
+			return err
+		}
+		return refuse(e.Code, e.Description)
+	}
 	state, err := param(q, "state")
 	if err != nil {
 		return AuthorizeRequest{}, refuse(errInvalidRequest, "state is repeated")
@@ -122,8 +130,7 @@ func (s *Server) Authorize(ctx context.Context, rawQuery string) (AuthorizeReque
 	req.State = state
 	vals, err := params(q, "response_type", "code_challenge", "code_challenge_method", "scope")
 	if err != nil {
-		e := err.(*Error)
-		return AuthorizeRequest{}, refuse(e.Code, e.Description)
+		return AuthorizeRequest{}, refuseWith(err)
 	}
 	responseType, challenge, method, scope := vals[0], vals[1], vals[2], vals[3]
 	switch {
@@ -142,12 +149,10 @@ func (s *Server) Authorize(ctx context.Context, rawQuery string) (AuthorizeReque
 	}
 	req.CodeChallenge = challenge
 	if req.Scope, err = checkScope(scope); err != nil {
-		e := err.(*Error)
-		return AuthorizeRequest{}, refuse(e.Code, e.Description)
+		return AuthorizeRequest{}, refuseWith(err)
 	}
 	if err := s.checkResource(q["resource"]); err != nil {
-		e := err.(*Error)
-		return AuthorizeRequest{}, refuse(e.Code, e.Description)
+		return AuthorizeRequest{}, refuseWith(err)
 	}
 	for _, v := range q["resource"] {
 		if v != "" {

@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 )
@@ -48,7 +49,8 @@ func WriteError(w http.ResponseWriter, status int, code, description string) {
 
 // writeErr writes err when it is an *Error, and a logged 500 otherwise.
 func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
-	if e, ok := err.(*Error); ok {
+	var e *Error
+	if errors.As(err, &e) {
 		WriteError(w, e.Status, e.Code, e.Description)
 		return
 	}
