@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"sitepulse/handlers"
+	"sitepulse/oauth"
 	"sitepulse/scanner"
 	"sitepulse/store"
 )
@@ -62,8 +63,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		}
 	}
 
+	// The authorization server issues the access tokens the MCP endpoint accepts.
+	authServer := oauth.New(oauth.Config{Store: st, BaseURL: cfg.BaseURL, Log: log})
 	handler, err := handlers.NewHandler(handlers.Deps{
 		Store: st, StoreName: storeName, Log: log, BaseURL: cfg.BaseURL,
+		OAuth: authServer, AccessTokens: authServer,
 	})
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -119,6 +120,27 @@ func TestRunServesAndShutsDown(t *testing.T) {
 			t.Errorf("shutdown step %q missing or out of order:\n%s", step, out)
 		}
 		last = i
+	}
+}
+
+// TestRunServesTheAuthorizationServer checks the wiring: the metadata's issuer is BASE_URL
+// exactly, as oauth4webapi and the conformance suite compare it.
+func TestRunServesTheAuthorizationServer(t *testing.T) {
+	base, _, _ := startRun(t, map[string]string{})
+	resp, err := http.Get(base + "/.well-known/oauth-authorization-server")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var meta struct {
+		Issuer        string `json:"issuer"`
+		TokenEndpoint string `json:"token_endpoint"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&meta); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || meta.Issuer != base || meta.TokenEndpoint != base+"/api/oauth/token" {
+		t.Errorf("status %d, metadata %+v; want issuer %q", resp.StatusCode, meta, base)
 	}
 }
 

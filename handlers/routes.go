@@ -21,6 +21,28 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 	mux.Handle("POST /settings/api-keys", s.requireUser(s.handleCreateAPIKey()))
 	mux.Handle("POST /settings/api-keys/{keyID}/revoke", s.requireUser(s.handleRevokeAPIKey()))
 	mux.Handle("POST /settings/notifications", s.requireUser(s.handleNotifications()))
+	mux.Handle("POST /settings/connected-apps/{clientID}/revoke", s.requireUser(s.handleRevokeApp()))
+
+	// OAuth 2.1 authorization server for MCP clients (DESIGN §6.9, §6.15, §6.16; README "OAuth
+	// 2.1 for MCP clients"). The protocol lives in package oauth; the consent page is here.
+	// The metadata is also served at the path-suffixed addresses clients derive from the MCP
+	// endpoint's URL (RFC 8414 §3.1, RFC 9728 §3.1).
+	mux.Handle("GET /.well-known/oauth-authorization-server", s.OAuth.HandleMetadata())
+	mux.Handle("GET /.well-known/oauth-authorization-server/api/mcp", s.OAuth.HandleMetadata())
+	mux.Handle("GET /.well-known/oauth-protected-resource", s.OAuth.HandleResourceMetadata())
+	mux.Handle("GET /.well-known/oauth-protected-resource/api/mcp", s.OAuth.HandleResourceMetadata())
+	mux.Handle("POST /api/oauth/register", s.throttleOAuth(s.registerIP, s.OAuth.HandleRegister()))
+	mux.Handle("POST /api/oauth/token", s.OAuth.HandleToken())
+	mux.Handle("POST /api/oauth/revoke", s.throttleOAuth(s.revokeIP, s.OAuth.HandleRevoke()))
+	mux.Handle("GET /oauth/authorize", s.withVisitor(s.handleAuthorize()))
+	mux.Handle("POST /oauth/consent", s.requireUser(s.handleConsent()))
+	mux.Handle("GET /docs/mcp", s.withVisitor(s.handleMCPDocs()))
+	// CORS preflight, so browser-based MCP clients can read the documents and call the endpoints.
+	for _, path := range []string{"/.well-known/oauth-authorization-server", "/.well-known/oauth-authorization-server/api/mcp",
+		"/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/api/mcp",
+		"/api/oauth/register", "/api/oauth/token", "/api/oauth/revoke"} {
+		mux.Handle("OPTIONS "+path, s.OAuth.HandlePreflight())
+	}
 
 	// Web UI.
 	mux.Handle("GET /{$}", s.requireUser(s.handleHome()))

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"sitepulse/oauth"
 	"sitepulse/store"
 )
 
@@ -26,6 +27,10 @@ type Deps struct {
 	PasswordIterations int
 	// AccessTokens verifies OAuth access tokens for /api/mcp; nil refuses them.
 	AccessTokens AccessTokens
+	// OAuth is the authorization server behind the OAuth routes and the consent page; nil
+	// makes one on Store, BaseURL and Now. Pass the same server as AccessTokens so the MCP
+	// endpoint accepts the tokens it issues.
+	OAuth *oauth.Server
 }
 
 // server holds the dependencies every handler shares.
@@ -38,6 +43,8 @@ type server struct {
 	loginIP      *limiter
 	loginAccount *limiter
 	signupIP     *limiter
+	registerIP   *limiter // dynamic client registration (DESIGN §6.15)
+	revokeIP     *limiter // token revocation (RFC 7009 §5)
 }
 
 // NewHandler returns the whole service as one http.Handler.
@@ -56,6 +63,9 @@ func NewHandler(d Deps) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	if d.OAuth == nil {
+		d.OAuth = oauth.New(oauth.Config{Store: d.Store, BaseURL: d.BaseURL, Now: d.Now, Log: d.Log})
+	}
 	pg, err := parsePages()
 	if err != nil {
 		return nil, err
@@ -68,6 +78,8 @@ func NewHandler(d Deps) (http.Handler, error) {
 		loginIP:      newLimiter(20, time.Minute/10, d.Now), // 20 failures, then one per 6 s
 		loginAccount: newLimiter(10, time.Minute, d.Now),    // 10 failures, then one a minute
 		signupIP:     newLimiter(10, 6*time.Minute, d.Now),  // 10 sign-ups, then one per 6 min
+		registerIP:   newLimiter(30, 10*time.Second, d.Now), // 30 registrations, then one per 10 s
+		revokeIP:     newLimiter(60, time.Second, d.Now),    // 60 revocations, then one a second
 	}
 	s.cookieName = "session"
 	if s.secure {

@@ -6,16 +6,19 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"sitepulse/oauth"
 	"sitepulse/store"
 )
 
-// settingsData is the settings page: API keys (a new one shown once), notifications.
+// settingsData is the settings page: API keys (a new one shown once), notifications, and the
+// OAuth apps the user approved.
 type settingsData struct {
 	Keys     []store.APIKey
 	NewKey   string // the plaintext of a key just created; shown once, never stored
 	NewName  string
 	KeyError string
 	Notify   bool
+	Apps     []store.Consent
 }
 
 func (s *server) settingsPage(w http.ResponseWriter, r *http.Request, status int, d settingsData, flash string) {
@@ -25,7 +28,12 @@ func (s *server) settingsPage(w http.ResponseWriter, r *http.Request, status int
 		s.serverError(w, r, "list api keys", err)
 		return
 	}
-	d.Keys, d.Notify = keys, v.User.NotifyRegressions
+	apps, err := s.Store.Consents(r.Context(), v.User.ID)
+	if err != nil {
+		s.serverError(w, r, "list connected apps", err)
+		return
+	}
+	d.Keys, d.Notify, d.Apps = keys, v.User.NotifyRegressions, apps
 	s.render(w, r, status, "settings", page{Title: "Settings", Flash: flash, Data: d})
 }
 
@@ -41,6 +49,7 @@ var flashes = map[string]string{
 	"key-revoked": "API key revoked. Requests using it now get 401.",
 	"notify-on":   "Regression e-mails turned on.",
 	"notify-off":  "Regression e-mails turned off.",
+	"app-revoked": "App disconnected. Its tokens no longer work; it must ask you again to reconnect.",
 }
 
 // keyPrefixLen is how much of a key the settings page shows: "svc_" and 8 characters.
@@ -98,5 +107,28 @@ func (s *server) handleNotifications() http.Handler {
 			done = "notify-on"
 		}
 		http.Redirect(w, r, "/settings?done="+done, http.StatusSeeOther)
+	})
+}
+
+// handleRevokeApp disconnects an OAuth app: the user's approval is forgotten and every token the
+// app holds for the user is revoked.
+func (s *server) handleRevokeApp() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v := visitorFrom(r.Context())
+		id := r.PathValue("clientID")
+		err := store.ErrNotFound
+		if oauth.ValidClientID(id) {
+			err = s.Store.RevokeConsent(r.Context(), v.User.ID, id, s.Now())
+		}
+		if errors.Is(err, store.ErrNotFound) {
+			s.renderError(w, r, http.StatusNotFound, "That app is not connected to your account.")
+			return
+		}
+		if err != nil {
+			s.serverError(w, r, "revoke connected app", err)
+			return
+		}
+		s.Log.Info("connected app revoked", "user", v.User.ID, "client", id)
+		http.Redirect(w, r, "/settings?done=app-revoked", http.StatusSeeOther)
 	})
 }

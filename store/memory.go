@@ -937,7 +937,7 @@ func (m *Memory) Code(ctx context.Context, codeHash string) (AuthCode, error) {
 	return c, nil
 }
 
-func (m *Memory) RedeemCode(ctx context.Context, codeHash string, now time.Time) error {
+func (m *Memory) RedeemCode(ctx context.Context, codeHash string, now time.Time, tokens ...OAuthToken) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c, ok := m.codes[codeHash]
@@ -946,6 +946,9 @@ func (m *Memory) RedeemCode(ctx context.Context, codeHash string, now time.Time)
 	}
 	if c.UsedAt != nil {
 		return fmt.Errorf("code already used: %w", ErrConflict)
+	}
+	if err := m.createTokens(tokens); err != nil {
+		return err
 	}
 	c.UsedAt = tp(now)
 	m.codes[codeHash] = c

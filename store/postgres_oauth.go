@@ -73,16 +73,24 @@ func (p *Postgres) Code(ctx context.Context, codeHash string) (AuthCode, error) 
 	return c, pgErr("code", err)
 }
 
-func (p *Postgres) RedeemCode(ctx context.Context, codeHash string, now time.Time) error {
-	res, err := p.db.ExecContext(ctx, `UPDATE oauth_codes SET used_at = $2 WHERE code_hash = $1 AND used_at IS NULL`,
-		codeHash, Now(now))
-	if err := affected(res, err, ErrConflict); err != ErrConflict {
-		return pgErr("redeem code", err)
-	}
-	if _, err := p.Code(ctx, codeHash); err != nil {
-		return err
-	}
-	return fmt.Errorf("code already used: %w", ErrConflict)
+func (p *Postgres) RedeemCode(ctx context.Context, codeHash string, now time.Time, tokens ...OAuthToken) error {
+	return p.tx(ctx, func(tx *sql.Tx) error {
+		// The row lock makes a concurrent redemption wait for this one to commit, then find
+		// used_at set.
+		res, err := tx.ExecContext(ctx, `UPDATE oauth_codes SET used_at = $2 WHERE code_hash = $1 AND used_at IS NULL`,
+			codeHash, Now(now))
+		if err := affected(res, err, ErrConflict); err != nil {
+			if err != ErrConflict {
+				return pgErr("redeem code", err)
+			}
+			var one int
+			if err := tx.QueryRowContext(ctx, `SELECT 1 FROM oauth_codes WHERE code_hash = $1`, codeHash).Scan(&one); err != nil {
+				return pgErr("code", err)
+			}
+			return fmt.Errorf("code already used: %w", ErrConflict)
+		}
+		return insertTokens(ctx, tx, tokens)
+	})
 }
 
 func (p *Postgres) CreateTokens(ctx context.Context, tokens ...OAuthToken) error {

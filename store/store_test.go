@@ -44,7 +44,7 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 		{"retry puts the job back with its reason", testRetry},
 		{"page results are upserted and counted once", testPageUpsert},
 		{"completing a scan sets its scores and the site's health", testCompleteScan},
-		{"a code is redeemed once under concurrency", testRedeemCode},
+		{"a code is redeemed once under concurrency, storing only the winner's tokens", testRedeemCode},
 		{"refresh rotation is single-use and revocation follows the family", testTokens},
 		{"consents list connected apps and revoking one kills its tokens", testConsents},
 		{"pending authorization requests are taken once by their user", testAuthRequests},
@@ -700,13 +700,23 @@ func testRedeemCode(t *testing.T, s store.Store) {
 	if got.UsedAt != nil || got.FamilyID != code.FamilyID || !got.ExpiresAt.Equal(code.ExpiresAt) {
 		t.Errorf("code = %+v", got)
 	}
+	// A redemption whose tokens cannot be stored leaves the code unused.
+	ghost := store.OAuthToken{TokenHash: store.HashSecret("at_ghost"), Kind: store.TokenAccess, ClientID: "c_gone", UserID: a.ID,
+		FamilyID: code.FamilyID, CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}
+	wantErr(t, s.RedeemCode(ctx, code.CodeHash, t0, ghost), store.ErrNotFound)
+	if got, _ := s.Code(ctx, code.CodeHash); got.UsedAt != nil {
+		t.Fatal("a failed redemption marked the code used")
+	}
+	// Each redeemer brings its own tokens; only the winner's are stored.
 	var wins, conflicts atomic.Int32
 	var wg sync.WaitGroup
 	for i := 0; i < 20; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			switch err := s.RedeemCode(ctx, code.CodeHash, t0); {
+			tok := store.OAuthToken{TokenHash: store.HashSecret(fmt.Sprintf("at_%d", i)), Kind: store.TokenAccess, ClientID: "c_1",
+				UserID: a.ID, FamilyID: code.FamilyID, Scope: "mcp:read", CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}
+			switch err := s.RedeemCode(ctx, code.CodeHash, t0, tok); {
 			case err == nil:
 				wins.Add(1)
 			case errors.Is(err, store.ErrConflict):
@@ -719,6 +729,15 @@ func testRedeemCode(t *testing.T, s store.Store) {
 	wg.Wait()
 	if wins.Load() != 1 || conflicts.Load() != 19 {
 		t.Errorf("wins %d conflicts %d", wins.Load(), conflicts.Load())
+	}
+	stored := 0
+	for i := 0; i < 20; i++ {
+		if _, err := s.Token(ctx, store.HashSecret(fmt.Sprintf("at_%d", i))); err == nil {
+			stored++
+		}
+	}
+	if stored != 1 {
+		t.Errorf("%d redeemers' tokens stored, want 1", stored)
 	}
 	wantErr(t, s.RedeemCode(ctx, store.HashSecret("ac_none"), t0), store.ErrNotFound)
 }

@@ -1,0 +1,108 @@
+package handlers
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"sitepulse/oauth"
+	"sitepulse/store"
+)
+
+// handleAuthorize is GET /oauth/authorize. A request that names an unknown client or an
+// unregistered redirect URI gets an error page and is never redirected; any other refusal goes
+// back to the client's redirect URI. A signed-out user logs in first and comes back here. The
+// consent page is shown at every request, also for an app approved before: a dynamically
+// registered client is only as trustworthy as the person who starts the flow.
+func (s *server) handleAuthorize() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// No Referer from this page: its URL carries the request's state and challenge.
+		w.Header().Set("Referrer-Policy", "no-referrer")
+		req, err := s.OAuth.Authorize(r.Context(), r.URL.RawQuery)
+		var refused *oauth.AuthorizeError
+		if errors.As(err, &refused) {
+			if loc := refused.Location(); loc != "" {
+				redirect(w, loc)
+				return
+			}
+			s.renderError(w, r, http.StatusBadRequest, "This sign-in link from an app is not valid, so SitePulse will not send you back to it: "+refused.Description+".")
+			return
+		}
+		if err != nil {
+			s.serverError(w, r, "authorize", err)
+			return
+		}
+		v := visitorFrom(r.Context())
+		if v == nil {
+			http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			return
+		}
+		p, err := s.OAuth.Begin(r.Context(), v.User.ID, req)
+		if err != nil {
+			s.serverError(w, r, "begin authorization", err)
+			return
+		}
+		s.render(w, r, http.StatusOK, "consent", page{Title: "Connect an app", Data: p})
+	})
+}
+
+// handleConsent is POST /oauth/consent: the consent page's answer. The form carries only the
+// pending request's id and the decision; client, redirect URI, state and challenge are read
+// back from the server's copy, so a tampered form changes nothing. A cross-site post is refused
+// by the CSRF token and by cross-origin protection. The answer is a 303 (OAuth 2.1 §7.5.4).
+func (s *server) handleConsent() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Referrer-Policy", "no-referrer")
+		v := visitorFrom(r.Context())
+		decision, ids := r.PostForm["decision"], r.PostForm["request"]
+		if len(decision) != 1 || (decision[0] != "approve" && decision[0] != "deny") || len(ids) != 1 {
+			s.renderError(w, r, http.StatusBadRequest, "That answer could not be read. Go back to the app and connect again.")
+			return
+		}
+		loc, err := s.OAuth.Decide(r.Context(), v.User.ID, ids[0], decision[0] == "approve")
+		if errors.Is(err, store.ErrNotFound) {
+			s.renderError(w, r, http.StatusBadRequest, "This request has expired or was already answered. Go back to the app and connect again.")
+			return
+		}
+		if err != nil {
+			s.serverError(w, r, "decide authorization", err)
+			return
+		}
+		redirect(w, loc)
+	})
+}
+
+// redirect answers 303 See Other to loc, which may be an app's own scheme or a loopback
+// address. It writes no body: the location carries a code.
+func redirect(w http.ResponseWriter, loc string) {
+	w.Header().Set("Location", loc)
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusSeeOther)
+}
+
+// throttleOAuth limits an OAuth endpoint per client address: past the limit, 429 with
+// Retry-After in the OAuth error shape.
+func (s *server) throttleOAuth(l *limiter, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if ok, wait := l.allow(clientIP(r)); !ok {
+			secs := strconv.Itoa(int(wait.Seconds()) + 1)
+			w.Header().Set("Retry-After", secs)
+			w.Header().Set("Access-Control-Allow-Origin", "*")
+			oauth.WriteError(w, http.StatusTooManyRequests, "temporarily_unavailable", "too many requests from this address; retry in "+secs+" seconds")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// handleMCPDocs is the page the OAuth metadata names as service and resource documentation:
+// how to connect an MCP client.
+func (s *server) handleMCPDocs() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.render(w, r, http.StatusOK, "docs_mcp", page{Title: "Connect an AI assistant (MCP)", Data: struct {
+			BaseURL, MCPURL, ResourceMetadata string
+			Scope                             string
+		}{s.BaseURL, s.BaseURL + oauth.MCPPath, s.BaseURL + "/.well-known/oauth-protected-resource", oauth.Scope}})
+	})
+}

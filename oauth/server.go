@@ -1,0 +1,97 @@
+// Package oauth is SitePulse's OAuth 2.1 authorization server for MCP clients: its metadata
+// (RFC 8414, RFC 9728), dynamic client registration (RFC 7591), the authorization code grant
+// with PKCE S256, refresh-token rotation with reuse detection, revocation (RFC 7009), and the
+// verification of the access tokens it issues.
+//
+// It knows nothing of sessions or pages. The handlers package signs the user in, shows the
+// consent page and calls Authorize, Begin and Decide; every other endpoint is an http.Handler
+// made here. It imports only store.
+package oauth
+
+import (
+	"log/slog"
+	"strings"
+	"time"
+
+	"sitepulse/store"
+)
+
+// Scope is the only scope (interface, Authentication rule 4). It allows every MCP tool.
+const Scope = "mcp:read"
+
+// Lifetimes (interface, Limits).
+const (
+	CodeTTL         = 10 * time.Minute
+	AccessTokenTTL  = 30 * 24 * time.Hour
+	RefreshTokenTTL = 90 * 24 * time.Hour
+	// pendingTTL is how long a consent page can still be answered.
+	pendingTTL = 10 * time.Minute
+)
+
+// Credential prefixes (interface, Credentials). Client secrets have no prefix in the interface;
+// cs_ makes a leaked one recognisable to secret scanners.
+const (
+	prefixClient  = "c_"
+	prefixSecret  = "cs_"
+	prefixCode    = "ac_"
+	prefixAccess  = "at_"
+	prefixRefresh = "rt_"
+)
+
+// maxSecretLen bounds every credential read from a request before it is hashed: ours are 46
+// characters, so anything longer is not one of them.
+const maxSecretLen = 200
+
+// DocumentationPath is the page the metadata documents point people at (service_documentation,
+// resource_documentation). The handlers package serves it.
+const DocumentationPath = "/docs/mcp"
+
+// MCPPath is the protected resource: the MCP endpoint.
+const MCPPath = "/api/mcp"
+
+// Config is what a Server needs.
+type Config struct {
+	Store store.OAuth
+	// BaseURL is the interface's {base_url} and the issuer: scheme and host, no trailing slash.
+	BaseURL string
+	// Now is the clock; nil means time.Now. Tests move it to cross the 10-minute, 30-day and
+	// 90-day limits.
+	Now func() time.Time
+	Log *slog.Logger
+}
+
+// Server is the authorization server.
+type Server struct {
+	store    store.OAuth
+	issuer   string
+	resource string // the MCP endpoint's URL: RFC 8707 resource and RFC 9728 resource
+	now      func() time.Time
+	log      *slog.Logger
+	asMeta   []byte
+	prmMeta  []byte
+}
+
+// New returns a Server for cfg.
+func New(cfg Config) *Server {
+	s := &Server{
+		store:  cfg.Store,
+		issuer: strings.TrimRight(cfg.BaseURL, "/"),
+		now:    cfg.Now,
+		log:    cfg.Log,
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.resource = s.issuer + MCPPath
+	s.asMeta, s.prmMeta = s.metadata()
+	return s
+}
+
+// Issuer is the authorization server's issuer identifier: BASE_URL exactly.
+func (s *Server) Issuer() string { return s.issuer }
+
+// Resource is the URL of the protected resource, {base_url}/api/mcp.
+func (s *Server) Resource() string { return s.resource }
