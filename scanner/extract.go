@@ -214,7 +214,8 @@ func round(v float64, places int) float64 {
 
 func (l *lhr) categoryScore(id string) *int {
 	c, ok := l.Categories[id]
-	if !ok || c.Score == nil {
+	// Lighthouse scores are 0-1; anything else is not a score a page can be judged by.
+	if !ok || c.Score == nil || !(*c.Score >= 0 && *c.Score <= 1) {
 		return nil
 	}
 	v := int(math.Round(*c.Score * 100))
