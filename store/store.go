@@ -155,8 +155,7 @@ type OAuth interface {
 	Code(ctx context.Context, codeHash string) (AuthCode, error)
 	// RedeemCode marks a code used and stores the tokens issued from it in one transaction: of
 	// two concurrent redemptions one gets nil and the other ErrConflict; so does any later one,
-	// and a failed redemption stores no token. Storing them together means a loser that then
-	// revokes the code's family (reuse detection) always finds the winner's tokens to revoke.
+	// and a failed redemption stores no token, so a code never issues two grants.
 	RedeemCode(ctx context.Context, codeHash string, now time.Time, tokens ...OAuthToken) error
 
 	CreateTokens(ctx context.Context, tokens ...OAuthToken) error
