@@ -56,7 +56,7 @@ var uiFuncs = template.FuncMap{
 		}
 		return strconv.FormatFloat(n, 'f', 0, 64) + " B"
 	},
-	"ms": func(v float64) string { return formatVital("ms", v) },
+	"ms":       func(v float64) string { return formatVital("ms", v) },
 	"severity": scanner.Severity,
 	"derefF": func(p *float64) float64 {
 		if p == nil {
@@ -70,7 +70,7 @@ var uiFuncs = template.FuncMap{
 		}
 		return int(math.Round(100 * float64(done) / float64(total)))
 	},
-	"list": func(s ...string) []string { return s },
+	"list":      func(s ...string) []string { return s },
 	"trimFloat": func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) },
 }
 
