@@ -29,7 +29,7 @@ var trendSeries = []struct{ Metric, Label, Class string }{
 // Chart geometry in viewBox units; the SVG scales to its container.
 const (
 	chartW, chartH                               = 640, 220
-	chartLeft, chartRight, chartTop, chartBottom = 34, 12, 10, 28
+	chartLeft, chartRight, chartTop, chartBottom = 40, 12, 10, 28
 )
 
 // trendSVG draws scans' category scores (0-100) as an inline SVG line chart, oldest scan on the
@@ -56,7 +56,9 @@ func trendSVG(points []trendPoint) template.HTML {
 	// Grid at the rating bands: 50 and 90 separate poor, needs improvement and good.
 	for _, g := range []int{0, 50, 90, 100} {
 		fmt.Fprintf(&b, `<line class="grid" x1="%d" y1="%s" x2="%d" y2="%s"/>`, chartLeft, num(y(g)), chartW-chartRight, num(y(g)))
-		fmt.Fprintf(&b, `<text class="axis" x="%d" y="%s" text-anchor="end">%d</text>`, chartLeft-6, num(y(g)+4), g)
+		if g != 100 { // 100 is the top of the chart; its label would crowd 90's
+			fmt.Fprintf(&b, `<text class="axis" x="%d" y="%s" text-anchor="end">%d</text>`, chartLeft-6, num(y(g)+4), g)
+		}
 	}
 	// Dates under the first and last points (and the middle one when there are many).
 	labels := []int{0}

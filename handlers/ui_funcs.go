@@ -3,7 +3,9 @@ package handlers
 import (
 	"html/template"
 	"math"
+	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"sitepulse/scanner"
@@ -46,7 +48,6 @@ var uiFuncs = template.FuncMap{
 		}
 		return "none"
 	},
-	"ago": func(t time.Time, now time.Time) string { return ago(now.Sub(t)) },
 	"bytes": func(n float64) string {
 		switch {
 		case n >= 1<<20:
@@ -70,6 +71,13 @@ var uiFuncs = template.FuncMap{
 		}
 		return int(math.Round(100 * float64(done) / float64(total)))
 	},
+	// plain turns Lighthouse's markdown descriptions into text: "[Learn more](url)" keeps its
+	// words, backticks go.
+	"plain": func(s string) string {
+		s = mdLink.ReplaceAllString(s, "$1")
+		return strings.ReplaceAll(s, "`", "")
+	},
+	"shortdate": func(t time.Time) string { return t.UTC().Format("2 Jan 2006, 15:04") },
 	"list":      func(s ...string) []string { return s },
 	"trimFloat": func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) },
 }
@@ -81,14 +89,4 @@ func metricValue(metric string, v float64) string {
 	return formatVital(metric, v)
 }
 
-func ago(d time.Duration) string {
-	switch {
-	case d < time.Minute:
-		return "just now"
-	case d < time.Hour:
-		return strconv.Itoa(int(d.Minutes())) + " min ago"
-	case d < 48*time.Hour:
-		return strconv.Itoa(int(d.Hours())) + " h ago"
-	}
-	return strconv.Itoa(int(d.Hours()/24)) + " days ago"
-}
+var mdLink = regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`)
