@@ -77,7 +77,28 @@ var uiFuncs = template.FuncMap{
 		s = mdLink.ReplaceAllString(s, "$1")
 		return strings.ReplaceAll(s, "`", "")
 	},
-	"shortdate": func(t time.Time) string { return t.UTC().Format("2 Jan 2006, 15:04") },
+	"shortdate": func(t any) string {
+		switch v := t.(type) {
+		case time.Time:
+			return v.UTC().Format("2 Jan 2006, 15:04")
+		case *time.Time:
+			if v != nil {
+				return v.UTC().Format("2 Jan 2006, 15:04")
+			}
+		}
+		return ""
+	},
+	"triggerLabel": func(t string) string {
+		switch t {
+		case store.TriggerWebhook:
+			return "a publish"
+		case store.TriggerManual:
+			return "Scan now"
+		case store.TriggerDemo:
+			return "the demo"
+		}
+		return t
+	},
 	"list":      func(s ...string) []string { return s },
 	"trimFloat": func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) },
 }

@@ -21,7 +21,6 @@ var uiFlashes = map[string]string{
 	"site-added":     "Site added. Press “Scan now” to audit it, or wait for the next publish.",
 	"site-saved":     "Site saved.",
 	"site-deleted":   "Site deleted, with its scans, budgets and reports.",
-	"scan-active":    "A scan of this site is already queued or running; wait for it to finish before starting another.",
 	"budgets-saved":  "Budgets saved.",
 	"rule-added":     "Alert rule added.",
 	"rule-deleted":   "Alert rule deleted.",
@@ -380,6 +379,7 @@ type sitePageData struct {
 	Violations  []scanner.Violation
 	HasBudgets  bool
 	InFlight    *store.Scan
+	ScanActive  bool // "Scan now" was refused: SCAN_ALREADY_ACTIVE
 }
 
 // handleSite is a site's page: latest scores per strategy, vitals, trend, history, regressions.
@@ -390,7 +390,7 @@ func (s *server) handleSite() http.Handler {
 			return
 		}
 		ctx, uid := r.Context(), visitorFrom(r.Context()).User.ID
-		d := sitePageData{Site: site, Legend: trendSeries}
+		d := sitePageData{Site: site, Legend: trendSeries, ScanActive: r.URL.Query().Get("done") == "scan-active"}
 		completed, err := s.Store.CompletedScans(ctx, uid, site.ID, 20)
 		if err != nil {
 			s.serverError(w, r, "completed scans", err)

@@ -331,8 +331,8 @@ func TestScanNow(t *testing.T) {
 		t.Fatalf("Location %q", got)
 	}
 	_, body = f.a.get(resp.Header.Get("Location"))
-	contains(t, body, "already queued or running")
-	contains(t, body, "follow its progress")
+	contains(t, body, "already has a scan queued, so no new one was started")
+	contains(t, body, "Follow its progress")
 }
 
 func TestBudgetsEditor(t *testing.T) {
