@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"sitepulse/scanner"
 	"sitepulse/store"
@@ -165,7 +167,7 @@ func (s *server) handlePageDetail() http.Handler {
 		if strategy == "" {
 			strategy = store.StrategyMobile
 		}
-		if (strategy != store.StrategyMobile && strategy != store.StrategyDesktop) || path == "" || len(path) > maxPagePath {
+		if (strategy != store.StrategyMobile && strategy != store.StrategyDesktop) || !strings.HasPrefix(path, "/") || len(path) > maxPagePath || !utf8.ValidString(path) || hasControl(path) {
 			s.renderError(w, r, http.StatusNotFound, "This scan has no result for that page.")
 			return
 		}

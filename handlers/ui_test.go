@@ -176,6 +176,21 @@ func TestUIOwnerScoping(t *testing.T) {
 	}
 }
 
+func TestPageDetailBadInput(t *testing.T) {
+	f := newUIFixture(t, 0)
+	base := "/sites/" + f.site + "/scans/" + f.scan + "/page?"
+	for _, q := range []string{"path=%2Fnope&strategy=mobile", "path=%2F&strategy=tablet", "path=&strategy=mobile", "path=pricing",
+		"path=%2F%00&strategy=mobile", "path=%2F%ff%fe&strategy=mobile", "path=%2F" + strings.Repeat("a", 3000)} {
+		t.Run(q, func(t *testing.T) {
+			resp, _ := f.a.get(base + q)
+			wantStatus(t, resp, http.StatusNotFound)
+		})
+	}
+	resp, body := f.a.get(base + "path=%2F")
+	wantStatus(t, resp, http.StatusOK)
+	contains(t, body, "mobile")
+}
+
 func TestUICSRFRefused(t *testing.T) {
 	f := newUIFixture(t, 0)
 	for _, path := range []string{"/sites", "/sites/" + f.site, "/sites/" + f.site + "/delete", "/sites/" + f.site + "/scan",
