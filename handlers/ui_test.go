@@ -621,3 +621,37 @@ func TestTrendSVG(t *testing.T) {
 		})
 	}
 }
+
+func TestScanPageFailedWithPageErrors(t *testing.T) {
+	f := newUIFixture(t, 0)
+	ctx := context.Background()
+	st := f.ts.store
+	scan := store.Scan{ID: store.NewID(), SiteID: f.site, Strategy: store.StrategyBoth, Trigger: store.TriggerWebhook, CreatedAt: f.ts.now}
+	if err := st.EnqueueScan(ctx, scan, store.QueueScan, f.ts.now); err != nil {
+		t.Fatal(err)
+	}
+	job, err := st.ClaimJob(ctx, store.QueueScan, "w", f.ts.now.Add(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(st.StartScan(ctx, job.Lease(), 2, f.ts.now))
+	must(st.SavePageError(ctx, job.Lease(), store.PageError{ScanID: scan.ID, PagePath: "/", PageURL: "https://demo.sitepulse.test/", Strategy: "mobile", Error: "Lighthouse error NO_FCP <b>"}))
+	must(st.FailScan(ctx, job.Lease(), "no page could be audited", f.ts.now))
+
+	resp, body := f.a.get("/sites/" + f.site + "/scans/" + scan.ID)
+	wantStatus(t, resp, http.StatusOK)
+	for _, w := range []string{"This scan failed", "no page could be audited", "Pages that could not be audited", "NO_FCP &lt;b&gt;", "by a publish"} {
+		contains(t, body, w)
+	}
+	if strings.Contains(body, "scan.js") {
+		t.Error("a finished scan loads the live-progress script")
+	}
+	_, body = f.a.get("/sites/" + f.site)
+	contains(t, body, "failed")
+}
