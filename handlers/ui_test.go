@@ -14,6 +14,7 @@ import (
 
 	"sitepulse/scanner"
 	"sitepulse/store"
+	"sitepulse/store/storetest"
 )
 
 // uiFixture is a server whose user A is the demo account (a site with two real completed scans,
@@ -26,9 +27,16 @@ type uiFixture struct {
 	bSite          string // B's site
 }
 
-func newUIFixture(t *testing.T, poll time.Duration) *uiFixture {
+// eachBackend runs a web UI test on a fresh fixture over every store (memory, and Postgres when
+// DATABASE_URL is set), so bad input that only a database refuses is caught too.
+func eachBackend(t *testing.T, poll time.Duration, test func(*testing.T, *uiFixture)) {
+	for _, b := range storetest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) { test(t, newUIFixture(t, poll, b.Open(t))) })
+	}
+}
+
+func newUIFixture(t *testing.T, poll time.Duration, st store.Store) *uiFixture {
 	t.Helper()
-	st := store.NewMemory()
 	ts := &testServer{store: st, now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
 	h, err := NewHandler(Deps{Store: st, StoreName: "memory", BaseURL: "http://sitepulse.test",
 		Now: func() time.Time { return ts.now }, PasswordIterations: 1000, ScanPollInterval: poll})
@@ -79,8 +87,9 @@ func (b *browser) postCSRF(path string, form url.Values) (*http.Response, string
 	return b.post(path, form)
 }
 
-func TestUIPages(t *testing.T) {
-	f := newUIFixture(t, 0)
+func TestUIPages(t *testing.T) { eachBackend(t, 0, testUIPages) }
+
+func testUIPages(t *testing.T, f *uiFixture) {
 	pageOf := "/sites/" + f.site + "/scans/" + f.scan + "/page?path=%2Fpricing&strategy=mobile"
 	for _, tt := range []struct {
 		name, path string
@@ -114,8 +123,9 @@ func TestUIPages(t *testing.T) {
 
 // TestUIOwnerScoping walks every web UI route with user B's session on user A's ids: each
 // answers 404 and A's data is unchanged.
-func TestUIOwnerScoping(t *testing.T) {
-	f := newUIFixture(t, time.Millisecond)
+func TestUIOwnerScoping(t *testing.T) { eachBackend(t, time.Millisecond, testUIOwnerScoping) }
+
+func testUIOwnerScoping(t *testing.T, f *uiFixture) {
 	ctx := context.Background()
 	rep := store.Report{ID: store.NewID(), TokenHash: store.HashSecret(store.NewID()), ScanID: f.scan, UserID: f.a.userID, Title: "A's report", CreatedAt: f.ts.now}
 	if err := f.ts.store.CreateReport(ctx, rep); err != nil {
@@ -176,8 +186,9 @@ func TestUIOwnerScoping(t *testing.T) {
 	}
 }
 
-func TestPageDetailBadInput(t *testing.T) {
-	f := newUIFixture(t, 0)
+func TestPageDetailBadInput(t *testing.T) { eachBackend(t, 0, testPageDetailBadInput) }
+
+func testPageDetailBadInput(t *testing.T, f *uiFixture) {
 	base := "/sites/" + f.site + "/scans/" + f.scan + "/page?"
 	for _, q := range []string{"path=%2Fnope&strategy=mobile", "path=%2F&strategy=tablet", "path=&strategy=mobile", "path=pricing",
 		"path=%2F%00&strategy=mobile", "path=%2F%ff%fe&strategy=mobile", "path=%2F" + strings.Repeat("a", 3000)} {
@@ -191,8 +202,9 @@ func TestPageDetailBadInput(t *testing.T) {
 	contains(t, body, "mobile")
 }
 
-func TestUICSRFRefused(t *testing.T) {
-	f := newUIFixture(t, 0)
+func TestUICSRFRefused(t *testing.T) { eachBackend(t, 0, testUICSRFRefused) }
+
+func testUICSRFRefused(t *testing.T, f *uiFixture) {
 	for _, path := range []string{"/sites", "/sites/" + f.site, "/sites/" + f.site + "/delete", "/sites/" + f.site + "/scan",
 		"/sites/" + f.site + "/budgets", "/sites/" + f.site + "/alert-rules", "/reports/" + store.NewID() + "/revoke"} {
 		for name, token := range map[string]string{"missing": "", "wrong": "x" + f.a.csrf[1:]} {
@@ -214,8 +226,9 @@ func TestUICSRFRefused(t *testing.T) {
 	}
 }
 
-func TestSiteForm(t *testing.T) {
-	f := newUIFixture(t, 0)
+func TestSiteForm(t *testing.T) { eachBackend(t, 0, testSiteForm) }
+
+func testSiteForm(t *testing.T, f *uiFixture) {
 	valid := func() url.Values {
 		return url.Values{"name": {"Shop"}, "domain": {"shop.example.com"}, "platformSiteId": {"plat-1"}, "pages": {"/\r\n/pricing\n\n/pricing\n"}}
 	}
@@ -314,8 +327,9 @@ func TestNormalizeDomain(t *testing.T) {
 	}
 }
 
-func TestScanNow(t *testing.T) {
-	f := newUIFixture(t, 0)
+func TestScanNow(t *testing.T) { eachBackend(t, 0, testScanNow) }
+
+func testScanNow(t *testing.T, f *uiFixture) {
 	ctx := context.Background()
 	resp, _ := f.a.postCSRF("/sites/"+f.site+"/scan", nil)
 	wantStatus(t, resp, http.StatusSeeOther)
@@ -350,8 +364,9 @@ func TestScanNow(t *testing.T) {
 	contains(t, body, "Follow its progress")
 }
 
-func TestBudgetsEditor(t *testing.T) {
-	f := newUIFixture(t, 0)
+func TestBudgetsEditor(t *testing.T) { eachBackend(t, 0, testBudgetsEditor) }
+
+func testBudgetsEditor(t *testing.T, f *uiFixture) {
 	ctx := context.Background()
 	path := "/sites/" + f.site + "/budgets"
 	before, _ := f.ts.store.Budgets(ctx, f.a.userID, f.site)
@@ -429,8 +444,9 @@ func TestBudgetsEditor(t *testing.T) {
 	}
 }
 
-func TestReportsPage(t *testing.T) {
-	f := newUIFixture(t, 0)
+func TestReportsPage(t *testing.T) { eachBackend(t, 0, testReportsPage) }
+
+func testReportsPage(t *testing.T, f *uiFixture) {
 	ctx := context.Background()
 	exp := f.ts.now.Add(30 * 24 * time.Hour)
 	rep := store.Report{ID: store.NewID(), TokenHash: store.HashSecret("t1"), ScanID: f.scan, UserID: f.a.userID,
@@ -482,8 +498,9 @@ func readEvents(t *testing.T, resp *http.Response, each func(scanEvent) bool) {
 	}
 }
 
-func TestScanEvents(t *testing.T) {
-	f := newUIFixture(t, 5*time.Millisecond)
+func TestScanEvents(t *testing.T) { eachBackend(t, 5*time.Millisecond, testScanEvents) }
+
+func testScanEvents(t *testing.T, f *uiFixture) {
 	ctx := context.Background()
 	st := f.ts.store
 
@@ -623,7 +640,10 @@ func TestTrendSVG(t *testing.T) {
 }
 
 func TestScanPageFailedWithPageErrors(t *testing.T) {
-	f := newUIFixture(t, 0)
+	eachBackend(t, 0, testScanPageFailedWithPageErrors)
+}
+
+func testScanPageFailedWithPageErrors(t *testing.T, f *uiFixture) {
 	ctx := context.Background()
 	st := f.ts.store
 	scan := store.Scan{ID: store.NewID(), SiteID: f.site, Strategy: store.StrategyBoth, Trigger: store.TriggerWebhook, CreatedAt: f.ts.now}
