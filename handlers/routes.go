@@ -44,6 +44,23 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 		mux.Handle("OPTIONS "+path, s.OAuth.HandlePreflight())
 	}
 
-	// Web UI.
+	// Web UI (issue 6 item 3, issue 3 item 9): sites, scans with live progress (DESIGN §6.11),
+	// budgets and alert rules, client reports. Every page is owner-scoped; every POST checks CSRF.
 	mux.Handle("GET /{$}", s.requireUser(s.handleHome()))
+	mux.Handle("GET /sites/new", s.requireUser(s.handleNewSite()))
+	mux.Handle("POST /sites", s.requireUser(s.handleCreateSite()))
+	mux.Handle("GET /sites/{siteId}", s.requireUser(s.handleSite()))
+	mux.Handle("GET /sites/{siteId}/edit", s.requireUser(s.handleEditSite()))
+	mux.Handle("POST /sites/{siteId}", s.requireUser(s.handleUpdateSite()))
+	mux.Handle("POST /sites/{siteId}/delete", s.requireUser(s.handleDeleteSite()))
+	mux.Handle("POST /sites/{siteId}/scan", s.requireUser(s.handleScanNow()))
+	mux.Handle("GET /sites/{siteId}/scans/{scanId}", s.requireUser(s.handleScan()))
+	mux.Handle("GET /sites/{siteId}/scans/{scanId}/events", s.requireUser(s.handleScanEvents()))
+	mux.Handle("GET /sites/{siteId}/scans/{scanId}/page", s.requireUser(s.handlePageDetail()))
+	mux.Handle("GET /sites/{siteId}/budgets", s.requireUser(s.handleBudgets()))
+	mux.Handle("POST /sites/{siteId}/budgets", s.requireUser(s.handleSaveBudgets()))
+	mux.Handle("POST /sites/{siteId}/alert-rules", s.requireUser(s.handleAddRule()))
+	mux.Handle("POST /sites/{siteId}/alert-rules/{ruleId}/delete", s.requireUser(s.handleDeleteRule()))
+	mux.Handle("GET /reports", s.requireUser(s.handleReports()))
+	mux.Handle("POST /reports/{reportId}/revoke", s.requireUser(s.handleRevokeReport()))
 }

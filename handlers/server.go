@@ -31,6 +31,9 @@ type Deps struct {
 	// makes one on Store, BaseURL and Now. Pass the same server as AccessTokens so the MCP
 	// endpoint accepts the tokens it issues.
 	OAuth *oauth.Server
+	// ScanPollInterval is how often the scan progress stream reads the scan; 0 means the
+	// interface's 2 s. Tests shorten it.
+	ScanPollInterval time.Duration
 }
 
 // server holds the dependencies every handler shares.

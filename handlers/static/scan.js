@@ -1,0 +1,29 @@
+// Live progress of a scan over server-sent events (DESIGN §6.11). The page reloads itself when
+// the scan reaches a terminal status, so the server renders the results.
+(function () {
+  "use strict";
+  var box = document.getElementById("progress");
+  if (!box || !window.EventSource) return;
+  var bar = box.querySelector("progress");
+  var status = box.querySelector("[data-status]");
+  var count = box.querySelector("[data-count]");
+  var es = new EventSource(box.getAttribute("data-events"));
+  es.addEventListener("status", function (e) {
+    var d;
+    try { d = JSON.parse(e.data); } catch (err) { return; }
+    status.textContent = d.status;
+    status.className = "tag " + ({ complete: "good", failed: "poor", running: "ni" }[d.status] || "none");
+    if (d.pagesTotal > 0) {
+      bar.max = d.pagesTotal;
+      bar.value = d.pagesDone;
+      count.textContent = d.pagesDone + " of " + d.pagesTotal + " audits done";
+    } else {
+      bar.removeAttribute("value");
+      count.textContent = d.status === "queued" ? "Waiting for a worker to pick it up…" : "Finding pages…";
+    }
+    if (d.status === "complete" || d.status === "failed") {
+      es.close();
+      window.location.reload();
+    }
+  });
+})();

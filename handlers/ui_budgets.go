@@ -1,0 +1,211 @@
+package handlers
+
+import (
+	"errors"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"sitepulse/scanner"
+	"sitepulse/store"
+)
+
+// budgetRow is one metric of the budgets form.
+type budgetRow struct {
+	Metric, Label, Unit, Hint string
+	Value                     string // as typed, or the stored threshold
+	Error                     string
+}
+
+// ruleForm is the add-an-alert-rule form.
+type ruleForm struct {
+	Metric, Operator, Threshold string
+	Errors                      map[string]string
+}
+
+// budgetsData is the budgets and alert rules page.
+type budgetsData struct {
+	Site         store.Site
+	Budgets      []budgetRow
+	BudgetsError bool
+	Rules        []store.AlertRule
+	Rule         ruleForm
+	Metrics      []string
+}
+
+// budgetMetrics are the metrics a budget or rule may name, scores first (DESIGN §6.2).
+func budgetMetrics() []string {
+	return append(append([]string{}, store.ScoreMetrics...), store.VitalMetrics...)
+}
+
+func unitOf(metric string) string {
+	switch op, _ := scanner.BudgetMetric(metric); {
+	case op == store.OpMin:
+		return "score"
+	case metric == "cls":
+		return ""
+	}
+	return "ms"
+}
+
+// parseThreshold validates a threshold for a metric: scores 0-100, CLS 0-10, times 0-600000 ms.
+func parseThreshold(metric, in string) (float64, string) {
+	in = strings.TrimSpace(in)
+	v, err := strconv.ParseFloat(in, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, "Enter a number."
+	}
+	switch op, _ := scanner.BudgetMetric(metric); {
+	case op == store.OpMin && (v < 0 || v > 100):
+		return 0, "A score is between 0 and 100."
+	case metric == "cls" && (v < 0 || v > 10):
+		return 0, "CLS is between 0 and 10, such as 0.1."
+	case op == store.OpMax && metric != "cls" && (v < 0 || v > 600000):
+		return 0, "Enter milliseconds between 0 and 600000, such as 2500."
+	}
+	return v, ""
+}
+
+func (s *server) budgetsPage(w http.ResponseWriter, r *http.Request, status int, site store.Site, d budgetsData) {
+	uid := visitorFrom(r.Context()).User.ID
+	d.Site, d.Metrics = site, budgetMetrics()
+	if d.Budgets == nil {
+		budgets, err := s.Store.Budgets(r.Context(), uid, site.ID)
+		if err != nil {
+			s.serverError(w, r, "budgets", err)
+			return
+		}
+		for _, m := range d.Metrics {
+			row := budgetRow{Metric: m, Label: metricLabels[m], Unit: unitOf(m)}
+			if v, ok := budgets[m]; ok {
+				row.Value = strconv.FormatFloat(v, 'f', -1, 64)
+			}
+			d.Budgets = append(d.Budgets, row)
+		}
+	}
+	rules, err := s.Store.AlertRules(r.Context(), uid, site.ID)
+	if err != nil {
+		s.serverError(w, r, "alert rules", err)
+		return
+	}
+	d.Rules = rules
+	if d.Rule.Metric == "" {
+		d.Rule.Metric, d.Rule.Operator = "performance", store.OpMin
+	}
+	s.render(w, r, status, "budgets", page{Title: "Budgets · " + site.Name, Flash: uiFlash(r), Data: d})
+}
+
+func (s *server) handleBudgets() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		site, ok := s.ownSite(w, r)
+		if !ok {
+			return
+		}
+		s.budgetsPage(w, r, http.StatusOK, site, budgetsData{})
+	})
+}
+
+// handleSaveBudgets replaces the site's budgets with the form's: an empty field means no budget.
+func (s *server) handleSaveBudgets() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		site, ok := s.ownSite(w, r)
+		if !ok {
+			return
+		}
+		d := budgetsData{}
+		budgets := map[string]float64{}
+		for _, m := range budgetMetrics() {
+			row := budgetRow{Metric: m, Label: metricLabels[m], Unit: unitOf(m), Value: strings.TrimSpace(r.PostForm.Get("budget_" + m))}
+			if row.Value != "" {
+				v, msg := parseThreshold(m, row.Value)
+				if msg != "" {
+					row.Error, d.BudgetsError = msg, true
+				} else {
+					budgets[m] = v
+				}
+			}
+			d.Budgets = append(d.Budgets, row)
+		}
+		if d.BudgetsError {
+			s.budgetsPage(w, r, http.StatusUnprocessableEntity, site, d)
+			return
+		}
+		uid := visitorFrom(r.Context()).User.ID
+		if err := s.Store.SetBudgets(r.Context(), uid, site.ID, budgets); err != nil {
+			s.serverError(w, r, "set budgets", err)
+			return
+		}
+		http.Redirect(w, r, "/sites/"+site.ID+"/budgets?done=budgets-saved", http.StatusSeeOther)
+	})
+}
+
+func (s *server) handleAddRule() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		site, ok := s.ownSite(w, r)
+		if !ok {
+			return
+		}
+		f := ruleForm{Metric: r.PostForm.Get("metric"), Operator: r.PostForm.Get("operator"),
+			Threshold: strings.TrimSpace(r.PostForm.Get("threshold")), Errors: map[string]string{}}
+		if _, ok := scanner.BudgetMetric(f.Metric); !ok {
+			f.Errors["metric"] = "Choose a metric from the list."
+			f.Metric = ""
+		}
+		if f.Operator != store.OpMin && f.Operator != store.OpMax {
+			f.Errors["operator"] = "Choose “at least” or “at most”."
+			f.Operator = ""
+		}
+		var threshold float64
+		if f.Errors["metric"] == "" {
+			var msg string
+			if threshold, msg = parseThreshold(f.Metric, f.Threshold); msg != "" {
+				f.Errors["threshold"] = msg
+			}
+		} else if f.Threshold == "" {
+			f.Errors["threshold"] = "Enter a number."
+		}
+		if len(f.Errors) > 0 {
+			s.budgetsPage(w, r, http.StatusUnprocessableEntity, site, budgetsData{Rule: f})
+			return
+		}
+		uid := visitorFrom(r.Context()).User.ID
+		rule := store.AlertRule{ID: store.NewID(), SiteID: site.ID, Metric: f.Metric, Operator: f.Operator, Threshold: threshold, CreatedAt: s.Now()}
+		if err := s.Store.AddAlertRule(r.Context(), uid, rule); err != nil {
+			s.serverError(w, r, "add alert rule", err)
+			return
+		}
+		// Changing a rule is replacing it: the edit form posts the old rule's id along.
+		if old := store.CanonicalID(r.PostForm.Get("replaces")); store.ValidUUID(old) {
+			if err := s.Store.DeleteAlertRule(r.Context(), uid, site.ID, old); err != nil && !errors.Is(err, store.ErrNotFound) {
+				s.serverError(w, r, "replace alert rule", err)
+				return
+			}
+		}
+		http.Redirect(w, r, "/sites/"+site.ID+"/budgets?done=rule-added#rules", http.StatusSeeOther)
+	})
+}
+
+func (s *server) handleDeleteRule() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		site, ok := s.ownSite(w, r)
+		if !ok {
+			return
+		}
+		uid := visitorFrom(r.Context()).User.ID
+		id := store.CanonicalID(r.PathValue("ruleId"))
+		err := store.ErrNotFound
+		if store.ValidUUID(id) {
+			err = s.Store.DeleteAlertRule(r.Context(), uid, site.ID, id)
+		}
+		if errors.Is(err, store.ErrNotFound) {
+			s.renderError(w, r, http.StatusNotFound, "That alert rule does not exist or was already deleted.")
+			return
+		}
+		if err != nil {
+			s.serverError(w, r, "delete alert rule", err)
+			return
+		}
+		http.Redirect(w, r, "/sites/"+site.ID+"/budgets?done=rule-deleted#rules", http.StatusSeeOther)
+	})
+}

@@ -1,0 +1,113 @@
+package handlers
+
+import (
+	"html/template"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"sitepulse/scanner"
+	"sitepulse/store"
+)
+
+func init() {
+	for k, v := range uiFuncs {
+		templateFuncs[k] = v
+	}
+}
+
+// metricLabels are how the UI names metrics.
+var metricLabels = map[string]string{
+	"health": "Health", "performance": "Performance", "seo": "SEO", "accessibility": "Accessibility",
+	"bestPractices": "Best practices", "lcp": "LCP", "cls": "CLS", "inp": "INP", "fcp": "FCP", "ttfb": "TTFB",
+	"tbt": "TBT", "speedIndex": "Speed Index", "tti": "Time to Interactive",
+}
+
+// uiFuncs are the web UI's template functions, added to templateFuncs.
+var uiFuncs = template.FuncMap{
+	"metricLabel": func(m string) string {
+		if l, ok := metricLabels[m]; ok {
+			return l
+		}
+		return m
+	},
+	// metricValue shows a budget, rule or regression value in its metric's unit.
+	"metricValue": metricValue,
+	// scoreOf reads a scan score by metric name, for loops over metrics.
+	"scoreOf": scanner.ScanScoreOf,
+	"statusClass": func(status string) string {
+		switch status {
+		case store.StatusComplete:
+			return "good"
+		case store.StatusFailed:
+			return "poor"
+		case store.StatusRunning:
+			return "ni"
+		}
+		return "none"
+	},
+	"bytes": func(n float64) string {
+		switch {
+		case n >= 1<<20:
+			return strconv.FormatFloat(n/(1<<20), 'f', 1, 64) + " MB"
+		case n >= 1<<10:
+			return strconv.FormatFloat(n/(1<<10), 'f', 0, 64) + " KB"
+		}
+		return strconv.FormatFloat(n, 'f', 0, 64) + " B"
+	},
+	"ms":       func(v float64) string { return formatVital("ms", v) },
+	"severity": scanner.Severity,
+	"derefF": func(p *float64) float64 {
+		if p == nil {
+			return 0
+		}
+		return *p
+	},
+	"percent": func(done, total int) int {
+		if total <= 0 {
+			return 0
+		}
+		return int(math.Round(100 * float64(done) / float64(total)))
+	},
+	// plain turns Lighthouse's markdown descriptions into text: "[Learn more](url)" keeps its
+	// words, backticks go.
+	"plain": func(s string) string {
+		s = mdLink.ReplaceAllString(s, "$1")
+		return strings.ReplaceAll(s, "`", "")
+	},
+	"shortdate": func(t any) string {
+		switch v := t.(type) {
+		case time.Time:
+			return v.UTC().Format("2 Jan 2006, 15:04")
+		case *time.Time:
+			if v != nil {
+				return v.UTC().Format("2 Jan 2006, 15:04")
+			}
+		}
+		return ""
+	},
+	"triggerLabel": func(t string) string {
+		switch t {
+		case store.TriggerWebhook:
+			return "a publish"
+		case store.TriggerManual:
+			return "Scan now"
+		case store.TriggerDemo:
+			return "the demo"
+		}
+		return t
+	},
+	"list":      func(s ...string) []string { return s },
+	"trimFloat": func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) },
+}
+
+func metricValue(metric string, v float64) string {
+	if op, _ := scanner.BudgetMetric(metric); op == store.OpMin {
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	return formatVital(metric, v)
+}
+
+var mdLink = regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`)

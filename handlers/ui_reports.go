@@ -1,0 +1,74 @@
+package handlers
+
+import (
+	"errors"
+	"net/http"
+
+	"sitepulse/store"
+)
+
+// reportRow is a client report on the reports page, with the scan and site it shows.
+type reportRow struct {
+	store.Report
+	SiteID, SiteName string
+	State            string // active, expired or revoked
+}
+
+// handleReports lists the client reports the user made through MCP (generate_client_report).
+func (s *server) handleReports() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		uid := visitorFrom(r.Context()).User.ID
+		reports, err := s.Store.ReportsOf(r.Context(), uid)
+		if err != nil {
+			s.serverError(w, r, "list reports", err)
+			return
+		}
+		names := map[string]string{}
+		now := s.Now()
+		rows := make([]reportRow, 0, len(reports))
+		for _, rep := range reports {
+			row := reportRow{Report: rep, State: "active"}
+			switch {
+			case rep.RevokedAt != nil:
+				row.State = "revoked"
+			case rep.ExpiresAt != nil && !now.Before(*rep.ExpiresAt):
+				row.State = "expired"
+			}
+			if scan, err := s.Store.Scan(r.Context(), uid, rep.ScanID); err == nil {
+				row.SiteID = scan.SiteID
+				if _, ok := names[scan.SiteID]; !ok {
+					if site, err := s.Store.Site(r.Context(), uid, scan.SiteID); err == nil {
+						names[scan.SiteID] = site.Name
+					}
+				}
+				row.SiteName = names[scan.SiteID]
+			} else if !errors.Is(err, store.ErrNotFound) {
+				s.serverError(w, r, "report scan", err)
+				return
+			}
+			rows = append(rows, row)
+		}
+		s.render(w, r, http.StatusOK, "reports", page{Title: "Client reports", Flash: uiFlash(r), Data: rows})
+	})
+}
+
+func (s *server) handleRevokeReport() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		uid := visitorFrom(r.Context()).User.ID
+		id := store.CanonicalID(r.PathValue("reportId"))
+		err := store.ErrNotFound
+		if store.ValidUUID(id) {
+			err = s.Store.RevokeReport(r.Context(), uid, id, s.Now())
+		}
+		if errors.Is(err, store.ErrNotFound) {
+			s.renderError(w, r, http.StatusNotFound, "There is no such report in your account.")
+			return
+		}
+		if err != nil {
+			s.serverError(w, r, "revoke report", err)
+			return
+		}
+		s.Log.Info("report revoked", "user", uid, "report", id)
+		http.Redirect(w, r, "/reports?done=report-revoked", http.StatusSeeOther)
+	})
+}

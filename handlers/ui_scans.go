@@ -1,0 +1,199 @@
+package handlers
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"sitepulse/scanner"
+	"sitepulse/store"
+)
+
+// defaultScanPoll is how often the scan progress stream reads the scan (interface: every 2 s).
+const defaultScanPoll = 2 * time.Second
+
+// ownScan loads a site and one of its scans from the path for the signed-in user, answering 404
+// itself when either is missing, someone else's, or the scan belongs to another site.
+func (s *server) ownScan(w http.ResponseWriter, r *http.Request) (store.Site, store.Scan, bool) {
+	site, ok := s.ownSite(w, r)
+	if !ok {
+		return site, store.Scan{}, false
+	}
+	id := store.CanonicalID(r.PathValue("scanId"))
+	var scan store.Scan
+	err := store.ErrNotFound
+	if store.ValidUUID(id) {
+		scan, err = s.Store.Scan(r.Context(), visitorFrom(r.Context()).User.ID, id)
+	}
+	if err == nil && scan.SiteID != site.ID {
+		err = store.ErrNotFound
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		s.renderError(w, r, http.StatusNotFound, "There is no such scan for this site.")
+		return site, scan, false
+	}
+	if err != nil {
+		s.serverError(w, r, "load scan", err)
+		return site, scan, false
+	}
+	return site, scan, true
+}
+
+func terminal(status string) bool {
+	return status == store.StatusComplete || status == store.StatusFailed
+}
+
+// scanPageData is the scan page.
+type scanPageData struct {
+	Site     store.Site
+	Scan     store.Scan
+	Terminal bool
+	Results  []store.PageResult
+	Errors   []store.PageError
+	Scores   []strategyView
+}
+
+func (s *server) handleScan() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		site, scan, ok := s.ownScan(w, r)
+		if !ok {
+			return
+		}
+		uid := visitorFrom(r.Context()).User.ID
+		d := scanPageData{Site: site, Scan: scan, Terminal: terminal(scan.Status)}
+		var err error
+		if d.Results, err = s.Store.PageResults(r.Context(), uid, scan.ID); err != nil {
+			s.serverError(w, r, "page results", err)
+			return
+		}
+		if d.Errors, err = s.Store.PageErrors(r.Context(), uid, scan.ID); err != nil {
+			s.serverError(w, r, "page errors", err)
+			return
+		}
+		for _, st := range []string{store.StrategyMobile, store.StrategyDesktop} {
+			if sv := strategySummary(d.Results, st); sv.Pages > 0 {
+				d.Scores = append(d.Scores, sv)
+			}
+		}
+		s.render(w, r, http.StatusOK, "scan", page{Title: "Scan of " + site.Name, Data: d})
+	})
+}
+
+// scanEvent is the payload of a `status` event (DESIGN §6.11).
+type scanEvent struct {
+	ScanID     string `json:"scanId"`
+	Status     string `json:"status"`
+	PagesDone  int    `json:"pagesDone"`
+	PagesTotal int    `json:"pagesTotal"`
+}
+
+// handleScanEvents streams a scan's progress as server-sent events: an event `status` at once
+// and then every poll interval, ending after a terminal status (complete or failed). The server's
+// WriteTimeout would cut a long stream, so each write first pushes the deadline out.
+func (s *server) handleScanEvents() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, scan, ok := s.ownScan(w, r)
+		if !ok {
+			return
+		}
+		interval := s.ScanPollInterval
+		if interval <= 0 {
+			interval = defaultScanPoll
+		}
+		uid := visitorFrom(r.Context()).User.ID
+		rc := http.NewResponseController(w)
+		h := w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-store")
+		h.Set("X-Accel-Buffering", "no")
+		w.WriteHeader(http.StatusOK)
+		ticker := time.NewTicker(interval)
+		defer ticker.Stop()
+		for {
+			_ = rc.SetWriteDeadline(time.Now().Add(interval + 30*time.Second))
+			b, _ := json.Marshal(scanEvent{ScanID: scan.ID, Status: scan.Status, PagesDone: scan.PagesDone, PagesTotal: scan.PagesTotal})
+			if _, err := fmt.Fprintf(w, "event: status\ndata: %s\n\n", b); err != nil {
+				return
+			}
+			if err := rc.Flush(); err != nil {
+				return
+			}
+			if terminal(scan.Status) {
+				return
+			}
+			select {
+			case <-r.Context().Done():
+				return
+			case <-ticker.C:
+			}
+			next, err := s.Store.Scan(r.Context(), uid, scan.ID)
+			if err != nil {
+				// The scan was deleted with its site, or the store failed: end the stream; the
+				// page's script stops listening when the stream ends without a terminal status.
+				if !errors.Is(err, store.ErrNotFound) && r.Context().Err() == nil {
+					s.Log.Error("scan events", "scan", scan.ID, "err", err)
+				}
+				return
+			}
+			scan = next
+		}
+	})
+}
+
+// pageDetailData is the drill-down into one page and strategy of a scan.
+type pageDetailData struct {
+	Site        store.Site
+	Scan        store.Scan
+	Result      store.PageResult
+	A11y        []scanner.A11yGroup
+	ThirdParty  []store.ThirdParty
+	Opportunity []store.Opportunity
+	Other       string // the other strategy, when the scan has it
+}
+
+func (s *server) handlePageDetail() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		site, scan, ok := s.ownScan(w, r)
+		if !ok {
+			return
+		}
+		q := r.URL.Query()
+		path, strategy := q.Get("path"), q.Get("strategy")
+		if strategy == "" {
+			strategy = store.StrategyMobile
+		}
+		if (strategy != store.StrategyMobile && strategy != store.StrategyDesktop) || !strings.HasPrefix(path, "/") || len(path) > maxPagePath || !utf8.ValidString(path) || hasControl(path) {
+			s.renderError(w, r, http.StatusNotFound, "This scan has no result for that page.")
+			return
+		}
+		uid := visitorFrom(r.Context()).User.ID
+		res, err := s.Store.PageResult(r.Context(), uid, scan.ID, path, strategy)
+		if errors.Is(err, store.ErrNotFound) {
+			s.renderError(w, r, http.StatusNotFound, "This scan has no result for that page.")
+			return
+		}
+		if err != nil {
+			s.serverError(w, r, "page result", err)
+			return
+		}
+		d := pageDetailData{Site: site, Scan: scan, Result: res}
+		d.A11y = scanner.AccessibilityIssues([]store.PageResult{res}, "all").Issues
+		d.ThirdParty = append([]store.ThirdParty(nil), res.ThirdPartyScripts...)
+		sort.SliceStable(d.ThirdParty, func(i, j int) bool { return d.ThirdParty[i].BlockingTime > d.ThirdParty[j].BlockingTime })
+		d.Opportunity = append([]store.Opportunity(nil), res.Opportunities...)
+		sort.SliceStable(d.Opportunity, func(i, j int) bool { return d.Opportunity[i].SavingsMs > d.Opportunity[j].SavingsMs })
+		other := store.StrategyDesktop
+		if strategy == store.StrategyDesktop {
+			other = store.StrategyMobile
+		}
+		if _, err := s.Store.PageResult(r.Context(), uid, scan.ID, path, other); err == nil {
+			d.Other = other
+		}
+		s.render(w, r, http.StatusOK, "page_detail", page{Title: path + " · " + site.Name, Data: d})
+	})
+}

@@ -1,0 +1,455 @@
+package handlers
+
+import (
+	"errors"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"sitepulse/scanner"
+	"sitepulse/store"
+)
+
+// uiFlashes are the confirmations a redirect may ask a web UI page to show; the query names one,
+// so no text of an attacker's choosing ever appears on a page.
+var uiFlashes = map[string]string{
+	"site-added":     "Site added. Press “Scan now” to audit it, or wait for the next publish.",
+	"site-saved":     "Site saved.",
+	"site-deleted":   "Site deleted, with its scans, budgets and reports.",
+	"budgets-saved":  "Budgets saved.",
+	"rule-added":     "Alert rule added.",
+	"rule-deleted":   "Alert rule deleted.",
+	"report-revoked": "Report revoked. Its link now answers “gone”.",
+}
+
+func uiFlash(r *http.Request) string { return uiFlashes[r.URL.Query().Get("done")] }
+
+// siteRow is a site on the sites list with its most recent scan of any status.
+type siteRow struct {
+	store.Site
+	LastScan *store.Scan
+}
+
+// handleHome lists the signed-in user's sites.
+func (s *server) handleHome() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v := visitorFrom(r.Context())
+		sites, err := s.Store.SitesOf(r.Context(), v.User.ID)
+		if err != nil {
+			s.serverError(w, r, "list sites", err)
+			return
+		}
+		rows := make([]siteRow, 0, len(sites))
+		for _, site := range sites {
+			row := siteRow{Site: site}
+			scans, err := s.Store.ScansOf(r.Context(), v.User.ID, site.ID, 1)
+			if err != nil {
+				s.serverError(w, r, "last scan", err)
+				return
+			}
+			if len(scans) > 0 {
+				row.LastScan = &scans[0]
+			}
+			rows = append(rows, row)
+		}
+		s.render(w, r, http.StatusOK, "home", page{Title: "Sites", Flash: uiFlash(r), Data: rows})
+	})
+}
+
+// ownSite loads a site of the signed-in user from the path, answering 404 itself for a site that
+// does not exist or belongs to someone else.
+func (s *server) ownSite(w http.ResponseWriter, r *http.Request) (store.Site, bool) {
+	v := visitorFrom(r.Context())
+	id := store.CanonicalID(r.PathValue("siteId"))
+	var site store.Site
+	err := store.ErrNotFound
+	if store.ValidUUID(id) {
+		site, err = s.Store.Site(r.Context(), v.User.ID, id)
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		s.renderError(w, r, http.StatusNotFound, "There is no such site in your account.")
+		return site, false
+	}
+	if err != nil {
+		s.serverError(w, r, "load site", err)
+		return site, false
+	}
+	return site, true
+}
+
+// siteForm is the add/edit form: what the person typed, and a message per field.
+type siteForm struct {
+	ID             string // empty when adding
+	Name           string
+	Domain         string
+	PlatformSiteID string
+	Pages          string // one path a line
+	Errors         map[string]string
+}
+
+func formOf(site store.Site) siteForm {
+	return siteForm{ID: site.ID, Name: site.Name, Domain: site.Domain, PlatformSiteID: site.PlatformSiteID,
+		Pages: strings.Join(site.Pages, "\n")}
+}
+
+// Limits of the site form.
+const (
+	maxSiteName   = 100
+	maxPlatformID = 200
+	maxPagePaths  = 200
+	maxPagePath   = 2000
+)
+
+// parse validates the form into a site; Errors is empty when it is valid.
+func (f *siteForm) parse(r *http.Request) store.Site {
+	f.Name = strings.TrimSpace(r.PostForm.Get("name"))
+	f.Domain = strings.TrimSpace(r.PostForm.Get("domain"))
+	f.PlatformSiteID = strings.TrimSpace(r.PostForm.Get("platformSiteId"))
+	f.Pages = r.PostForm.Get("pages")
+	f.Errors = map[string]string{}
+	site := store.Site{Name: f.Name, PlatformSiteID: f.PlatformSiteID, Pages: []string{}}
+
+	if n := utf8.RuneCountInString(f.Name); n == 0 || n > maxSiteName || !utf8.ValidString(f.Name) || hasControl(f.Name) {
+		f.Errors["name"] = "Give the site a name of 1 to 100 characters."
+	}
+	if d, ok := normalizeDomain(f.Domain); ok {
+		site.Domain = d
+	} else {
+		f.Errors["domain"] = "Enter a host such as example.com, or an origin such as https://staging.example.com:8443 (no path)."
+	}
+	if len(f.PlatformSiteID) > maxPlatformID || !utf8.ValidString(f.PlatformSiteID) || hasControl(f.PlatformSiteID) || strings.ContainsAny(f.PlatformSiteID, " \t") {
+		f.Errors["platformSiteId"] = "The platform site id is at most 200 characters, without spaces."
+	}
+	for _, line := range strings.Split(f.Pages, "\n") {
+		p := strings.TrimSpace(line)
+		if p == "" {
+			continue
+		}
+		if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || len(p) > maxPagePath || !utf8.ValidString(p) || hasControl(p) || strings.ContainsAny(p, " \t#") {
+			f.Errors["pages"] = "Each page path starts with a single “/”, such as /pricing, and has no spaces or #fragment: “" + truncate(p, 60) + "” does not."
+			break
+		}
+		if !slices.Contains(site.Pages, p) {
+			site.Pages = append(site.Pages, p)
+		}
+	}
+	if f.Errors["pages"] == "" && len(site.Pages) > maxPagePaths {
+		f.Errors["pages"] = "At most " + strconv.Itoa(maxPagePaths) + " page paths."
+	}
+	return site
+}
+
+// normalizeDomain accepts a host ("example.com", "localhost:8080") or an http(s) origin
+// ("https://staging.example.com") and returns it lower-cased, without a trailing slash.
+func normalizeDomain(in string) (string, bool) {
+	in = strings.TrimSuffix(in, "/")
+	if in == "" || len(in) > 253+8+6 {
+		return "", false
+	}
+	host, origin := in, ""
+	if strings.Contains(in, "://") {
+		u, err := url.Parse(in)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.User != nil || u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
+			return "", false
+		}
+		host, origin = u.Host, strings.ToLower(u.Scheme)+"://"
+	}
+	host = strings.ToLower(host)
+	name, port := host, ""
+	if h, p, err := net.SplitHostPort(host); err == nil {
+		name, port = h, p
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return "", false
+		}
+	}
+	if !validHostname(name) {
+		return "", false
+	}
+	if port != "" {
+		return origin + name + ":" + port, true
+	}
+	return origin + name, true
+}
+
+// validHostname accepts DNS names of letters, digits and hyphens, and IPv4 addresses.
+func validHostname(h string) bool {
+	if h == "" || len(h) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(h, ".") {
+		if label == "" || len(label) > 63 || strings.HasPrefix(label, "-") || strings.HasSuffix(label, "-") {
+			return false
+		}
+		for _, c := range label {
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func hasControl(s string) bool {
+	return strings.IndexFunc(s, unicode.IsControl) >= 0
+}
+
+func truncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n]) + "…"
+}
+
+func (s *server) handleNewSite() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.render(w, r, http.StatusOK, "site_form", page{Title: "Add a site", Data: siteForm{}})
+	})
+}
+
+func (s *server) handleCreateSite() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v := visitorFrom(r.Context())
+		var f siteForm
+		site := f.parse(r)
+		if len(f.Errors) == 0 {
+			site.ID, site.UserID, site.CreatedAt = store.NewID(), v.User.ID, s.Now()
+			err := s.Store.CreateSite(r.Context(), site)
+			if errors.Is(err, store.ErrConflict) {
+				f.Errors["platformSiteId"] = "Another site already uses this platform site id. Each platform site can be connected once."
+			} else if err != nil {
+				s.serverError(w, r, "create site", err)
+				return
+			} else {
+				s.Log.Info("site created", "user", v.User.ID, "site", site.ID)
+				http.Redirect(w, r, "/sites/"+site.ID+"?done=site-added", http.StatusSeeOther)
+				return
+			}
+		}
+		s.render(w, r, http.StatusUnprocessableEntity, "site_form", page{Title: "Add a site", Data: f})
+	})
+}
+
+func (s *server) handleEditSite() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		site, ok := s.ownSite(w, r)
+		if !ok {
+			return
+		}
+		s.render(w, r, http.StatusOK, "site_form", page{Title: "Edit " + site.Name, Data: formOf(site)})
+	})
+}
+
+func (s *server) handleUpdateSite() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		old, ok := s.ownSite(w, r)
+		if !ok {
+			return
+		}
+		f := siteForm{ID: old.ID}
+		site := f.parse(r)
+		if len(f.Errors) == 0 {
+			site.ID, site.UserID, site.Founding = old.ID, old.UserID, old.Founding
+			err := s.Store.UpdateSite(r.Context(), site)
+			switch {
+			case errors.Is(err, store.ErrConflict):
+				f.Errors["platformSiteId"] = "Another site already uses this platform site id. Each platform site can be connected once."
+			case errors.Is(err, store.ErrNotFound):
+				s.renderError(w, r, http.StatusNotFound, "There is no such site in your account.")
+				return
+			case err != nil:
+				s.serverError(w, r, "update site", err)
+				return
+			default:
+				http.Redirect(w, r, "/sites/"+site.ID+"?done=site-saved", http.StatusSeeOther)
+				return
+			}
+		}
+		s.render(w, r, http.StatusUnprocessableEntity, "site_form", page{Title: "Edit " + old.Name, Data: f})
+	})
+}
+
+func (s *server) handleDeleteSite() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		site, ok := s.ownSite(w, r)
+		if !ok {
+			return
+		}
+		if r.PostForm.Get("confirm") != "yes" {
+			f := formOf(site)
+			f.Errors = map[string]string{"confirm": "Tick the box to confirm that the site and all its scans should be deleted."}
+			s.render(w, r, http.StatusUnprocessableEntity, "site_form", page{Title: "Edit " + site.Name, Data: f})
+			return
+		}
+		v := visitorFrom(r.Context())
+		if err := s.Store.DeleteSite(r.Context(), v.User.ID, site.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+			s.serverError(w, r, "delete site", err)
+			return
+		}
+		s.Log.Info("site deleted", "user", v.User.ID, "site", site.ID)
+		http.Redirect(w, r, "/?done=site-deleted", http.StatusSeeOther)
+	})
+}
+
+// handleScanNow enqueues a manual scan of both strategies on the worker pool's queue. A scan
+// already in flight is SCAN_ALREADY_ACTIVE, shown as a friendly message.
+func (s *server) handleScanNow() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		site, ok := s.ownSite(w, r)
+		if !ok {
+			return
+		}
+		now := s.Now()
+		scan := store.Scan{ID: store.NewID(), SiteID: site.ID, Status: store.StatusQueued, Strategy: store.StrategyBoth,
+			Trigger: store.TriggerManual, CreatedAt: now}
+		err := s.Store.EnqueueScan(r.Context(), scan, store.QueueScan, now)
+		if errors.Is(err, store.ErrScanActive) {
+			s.Log.Info("scan not enqueued", "site", site.ID, "err", store.ErrScanActive.Error())
+			http.Redirect(w, r, "/sites/"+site.ID+"?done=scan-active", http.StatusSeeOther)
+			return
+		}
+		if err != nil {
+			s.serverError(w, r, "enqueue scan", err)
+			return
+		}
+		s.Log.Info("scan enqueued", "site", site.ID, "scan", scan.ID, "trigger", store.TriggerManual)
+		http.Redirect(w, r, "/sites/"+site.ID+"/scans/"+scan.ID, http.StatusSeeOther)
+	})
+}
+
+// strategyView is one strategy's summary of a scan on the site page.
+type strategyView struct {
+	Strategy string
+	Scores   store.ScanScores
+	Vitals   []vitalView
+	Pages    int
+}
+
+// vitalView is a site-level vital: the worst page's value for the strategy.
+type vitalView struct {
+	Metric, Label string
+	Value         *float64
+	PagePath      string
+}
+
+// vitalLabels name the vitals the UI shows, in order.
+var vitalLabels = []struct{ Metric, Label string }{
+	{"lcp", "LCP"}, {"cls", "CLS"}, {"inp", "INP"}, {"fcp", "FCP"}, {"ttfb", "TTFB"}, {"tbt", "TBT"},
+}
+
+// strategySummary computes a strategy's scores (DESIGN §6.1 over that strategy's results) and
+// the worst page value of each vital.
+func strategySummary(results []store.PageResult, strategy string) strategyView {
+	var mine []store.PageResult
+	for _, r := range results {
+		if r.Strategy == strategy {
+			mine = append(mine, r)
+		}
+	}
+	sv := strategyView{Strategy: strategy, Scores: scanner.ScanScores(mine), Pages: len(mine)}
+	for _, vl := range vitalLabels {
+		vv := vitalView{Metric: vl.Metric, Label: vl.Label}
+		for _, r := range mine {
+			x := scanner.VitalOf(r.CoreWebVitals, vl.Metric)
+			if x != nil && (vv.Value == nil || *x > *vv.Value) {
+				val := *x
+				vv.Value, vv.PagePath = &val, r.PagePath
+			}
+		}
+		sv.Vitals = append(sv.Vitals, vv)
+	}
+	return sv
+}
+
+// sitePageData is the site page.
+type sitePageData struct {
+	Site        store.Site
+	Latest      *store.Scan
+	Strategies  []strategyView
+	Chart       any // template.HTML of the trend chart
+	ChartScans  int
+	Legend      any
+	History     []store.Scan
+	Regressions []scanner.Regression
+	Previous    *store.Scan
+	Violations  []scanner.Violation
+	HasBudgets  bool
+	InFlight    *store.Scan
+	ScanActive  bool // "Scan now" was refused: SCAN_ALREADY_ACTIVE
+}
+
+// handleSite is a site's page: latest scores per strategy, vitals, trend, history, regressions.
+func (s *server) handleSite() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		site, ok := s.ownSite(w, r)
+		if !ok {
+			return
+		}
+		ctx, uid := r.Context(), visitorFrom(r.Context()).User.ID
+		d := sitePageData{Site: site, Legend: trendSeries, ScanActive: r.URL.Query().Get("done") == "scan-active"}
+		completed, err := s.Store.CompletedScans(ctx, uid, site.ID, 20)
+		if err != nil {
+			s.serverError(w, r, "completed scans", err)
+			return
+		}
+		history, err := s.Store.ScansOf(ctx, uid, site.ID, 50)
+		if err != nil {
+			s.serverError(w, r, "scan history", err)
+			return
+		}
+		d.History = history
+		for i := range history {
+			if history[i].Status == store.StatusQueued || history[i].Status == store.StatusRunning {
+				d.InFlight = &history[i]
+				break
+			}
+		}
+		points := make([]trendPoint, 0, len(completed))
+		for i := len(completed) - 1; i >= 0; i-- {
+			c := completed[i]
+			if c.CompletedAt != nil {
+				points = append(points, trendPoint{At: *c.CompletedAt, Scores: c.Scores})
+			}
+		}
+		d.Chart, d.ChartScans = trendSVG(points), len(points)
+		if len(completed) > 0 {
+			d.Latest = &completed[0]
+			latest, err := s.Store.PageResults(ctx, uid, d.Latest.ID)
+			if err != nil {
+				s.serverError(w, r, "latest results", err)
+				return
+			}
+			for _, st := range []string{store.StrategyMobile, store.StrategyDesktop} {
+				if sv := strategySummary(latest, st); sv.Pages > 0 {
+					d.Strategies = append(d.Strategies, sv)
+				}
+			}
+			if len(completed) > 1 {
+				d.Previous = &completed[1]
+				prev, err := s.Store.PageResults(ctx, uid, d.Previous.ID)
+				if err != nil {
+					s.serverError(w, r, "previous results", err)
+					return
+				}
+				d.Regressions = scanner.Regressions(prev, latest)
+			}
+			budgets, err := s.Store.Budgets(ctx, uid, site.ID)
+			if err != nil {
+				s.serverError(w, r, "budgets", err)
+				return
+			}
+			rules, err := s.Store.AlertRules(ctx, uid, site.ID)
+			if err != nil {
+				s.serverError(w, r, "alert rules", err)
+				return
+			}
+			d.HasBudgets = len(budgets)+len(rules) > 0
+			d.Violations = scanner.CheckBudgets(d.Latest.Scores, latest, budgets, rules)
+		}
+		s.render(w, r, http.StatusOK, "site", page{Title: site.Name, Flash: uiFlash(r), Data: d})
+	})
+}

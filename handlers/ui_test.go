@@ -1,0 +1,677 @@
+package handlers
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"sitepulse/scanner"
+	"sitepulse/store"
+	"sitepulse/store/storetest"
+)
+
+// uiFixture is a server whose user A is the demo account (a site with two real completed scans,
+// the latest with regressions) and whose user B is a stranger with a site of their own.
+type uiFixture struct {
+	ts             *testServer
+	a, b           *browser
+	site           string // A's demo site
+	scan, prevScan string // A's latest and previous completed scans
+	bSite          string // B's site
+}
+
+// eachBackend runs a web UI test on a fresh fixture over every store (memory, and Postgres when
+// DATABASE_URL is set), so bad input that only a database refuses is caught too.
+func eachBackend(t *testing.T, poll time.Duration, test func(*testing.T, *uiFixture)) {
+	for _, b := range storetest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) { test(t, newUIFixture(t, poll, b.Open(t))) })
+	}
+}
+
+func newUIFixture(t *testing.T, poll time.Duration, st store.Store) *uiFixture {
+	t.Helper()
+	ts := &testServer{store: st, now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
+	h, err := NewHandler(Deps{Store: st, StoreName: "memory", BaseURL: "http://sitepulse.test",
+		Now: func() time.Time { return ts.now }, PasswordIterations: 1000, ScanPollInterval: poll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.Server = httptest.NewServer(h)
+	t.Cleanup(ts.Close)
+
+	ctx := context.Background()
+	demo, err := scanner.SeedDemo(ctx, st, scanner.DemoFixtures{FS: os.DirFS(".."), Before: "testdata/psi-before", Latest: "testdata/psi"},
+		ts.now.Add(-time.Hour), 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &uiFixture{ts: ts, site: demo.SiteID, scan: demo.LatestScanID}
+	f.a = ts.browser(t)
+	resp, _ := f.a.post("/login", url.Values{"email": {demo.Email}, "password": {demo.Password}})
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("demo login: %d", resp.StatusCode)
+	}
+	f.a.refreshCSRF()
+	u, _ := st.UserByEmail(ctx, demo.Email)
+	f.a.userID = u.ID
+	scans, err := st.CompletedScans(ctx, u.ID, demo.SiteID, 2)
+	if err != nil || len(scans) != 2 {
+		t.Fatalf("demo scans: %v %d", err, len(scans))
+	}
+	f.prevScan = scans[1].ID
+
+	f.b = ts.browser(t)
+	f.b.signup("b@example.com")
+	ub, _ := st.UserByEmail(ctx, "b@example.com")
+	f.b.userID = ub.ID
+	f.bSite = store.NewID()
+	if err := st.CreateSite(ctx, store.Site{ID: f.bSite, UserID: ub.ID, Name: "B's shop", Domain: "b.example"}); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func (b *browser) postCSRF(path string, form url.Values) (*http.Response, string) {
+	b.t.Helper()
+	if form == nil {
+		form = url.Values{}
+	}
+	form.Set("csrf_token", b.csrf)
+	return b.post(path, form)
+}
+
+func TestUIPages(t *testing.T) { eachBackend(t, 0, testUIPages) }
+
+func testUIPages(t *testing.T, f *uiFixture) {
+	pageOf := "/sites/" + f.site + "/scans/" + f.scan + "/page?path=%2Fpricing&strategy=mobile"
+	for _, tt := range []struct {
+		name, path string
+		want       []string
+	}{
+		{"the sites list shows each site with its health badge and an add link", "/",
+			[]string{"Demo Site", "demo.sitepulse.test", `class="badge big`, `href="/sites/new"`, "Last published", "Last scan"}},
+		{"the site page shows both strategies, vitals, trend, regressions, history and exports", "/sites/" + f.site,
+			[]string{"Mobile", "Desktop", "Core Web Vitals", `<svg class="trend"`, "Regressions", "Scan history",
+				"/api/sites/" + f.site + "/export?format=csv&amp;scanId=" + f.scan, "format=json", "Scan now",
+				"/sites/" + f.site + "/edit", "/sites/" + f.site + "/budgets", "/pricing", "budgets broken"}},
+		{"the scan page lists every page and strategy", "/sites/" + f.site + "/scans/" + f.scan,
+			[]string{"/pricing", "desktop", "mobile", "Export CSV", "page?path=%2fpricing&amp;strategy=mobile"}},
+		{"the drill-down shows opportunities, LCP element, shifts, third parties, accessibility", pageOf,
+			[]string{"Opportunities", "Largest Contentful Paint element", "Layout shifts", "Third-party scripts", "Accessibility issues", "See desktop"}},
+		{"the budgets page lists every metric and the demo's alert rule", "/sites/" + f.site + "/budgets",
+			[]string{`name="budget_performance"`, `name="budget_cls"`, "Alert rules", "TBT", "Add a rule"}},
+		{"the edit form is filled in", "/sites/" + f.site + "/edit", []string{`value="Demo Site"`, `value="demo-site"`, "Delete this site"}},
+		{"the add form is empty", "/sites/new", []string{"Add a site", `name="domain"`, `name="pages"`}},
+		{"the reports page explains how reports are made", "/reports", []string{"Client reports", "generate_client_report"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, body := f.a.get(tt.path)
+			wantStatus(t, resp, http.StatusOK)
+			for _, w := range tt.want {
+				contains(t, body, w)
+			}
+		})
+	}
+}
+
+// TestUIOwnerScoping walks every web UI route with user B's session on user A's ids: each
+// answers 404 and A's data is unchanged.
+func TestUIOwnerScoping(t *testing.T) { eachBackend(t, time.Millisecond, testUIOwnerScoping) }
+
+func testUIOwnerScoping(t *testing.T, f *uiFixture) {
+	ctx := context.Background()
+	rep := store.Report{ID: store.NewID(), TokenHash: store.HashSecret(store.NewID()), ScanID: f.scan, UserID: f.a.userID, Title: "A's report", CreatedAt: f.ts.now}
+	if err := f.ts.store.CreateReport(ctx, rep); err != nil {
+		t.Fatal(err)
+	}
+	rules, _ := f.ts.store.AlertRules(ctx, f.a.userID, f.site)
+	if len(rules) == 0 {
+		t.Fatal("demo has no alert rule")
+	}
+	rule := rules[0].ID
+	sitePath := "/sites/" + f.site
+	scanPath := sitePath + "/scans/" + f.scan
+	for _, tt := range []struct{ method, path string }{
+		{"GET", sitePath}, {"GET", sitePath + "/edit"}, {"POST", sitePath}, {"POST", sitePath + "/delete"},
+		{"POST", sitePath + "/scan"}, {"GET", scanPath}, {"GET", scanPath + "/events"},
+		{"GET", scanPath + "/page?path=/pricing&strategy=mobile"}, {"GET", sitePath + "/budgets"},
+		{"POST", sitePath + "/budgets"}, {"POST", sitePath + "/alert-rules"}, {"POST", sitePath + "/alert-rules/" + rule + "/delete"},
+		{"POST", "/reports/" + rep.ID + "/revoke"},
+		// A's scan under B's own site, and ids that are not ids at all.
+		{"GET", "/sites/" + f.bSite + "/scans/" + f.scan}, {"GET", "/sites/" + f.bSite + "/scans/" + f.scan + "/events"},
+		{"GET", "/sites/not-a-uuid"}, {"GET", "/sites/" + f.bSite + "/scans/x'--"}, {"POST", "/reports/nope/revoke"},
+		{"GET", "/sites/" + strings.ToUpper(f.site)},
+	} {
+		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
+			var resp *http.Response
+			if tt.method == "GET" {
+				resp, _ = f.b.get(tt.path)
+			} else {
+				resp, _ = f.b.postCSRF(tt.path, url.Values{"name": {"pwned"}, "domain": {"evil.example"}, "confirm": {"yes"},
+					"metric": {"lcp"}, "operator": {"max"}, "threshold": {"1"}, "budget_lcp": {"1"}})
+			}
+			wantStatus(t, resp, http.StatusNotFound)
+		})
+	}
+	site, err := f.ts.store.Site(ctx, f.a.userID, f.site)
+	if err != nil || site.Name != "Demo Site" {
+		t.Errorf("A's site changed: %+v %v", site, err)
+	}
+	if b, _ := f.ts.store.Budgets(ctx, f.a.userID, f.site); len(b) != 0 {
+		// The demo seeds budgets; B must not have replaced them with {lcp: 1}.
+		if b["lcp"] == 1 {
+			t.Errorf("A's budgets changed: %v", b)
+		}
+	}
+	if got, _ := f.ts.store.AlertRules(ctx, f.a.userID, f.site); len(got) != len(rules) {
+		t.Errorf("A's alert rules: %d, want %d", len(got), len(rules))
+	}
+	if reps, _ := f.ts.store.ReportsOf(ctx, f.a.userID); len(reps) != 1 || reps[0].RevokedAt != nil {
+		t.Errorf("A's report revoked by B: %+v", reps)
+	}
+	if scans, _ := f.ts.store.ScansOf(ctx, f.a.userID, f.site, 10); len(scans) != 2 {
+		t.Errorf("B enqueued a scan of A's site: %d scans", len(scans))
+	}
+	// And B's own list never shows A's site.
+	_, body := f.b.get("/")
+	if strings.Contains(body, "Demo Site") {
+		t.Error("B's sites list shows A's site")
+	}
+}
+
+func TestPageDetailBadInput(t *testing.T) { eachBackend(t, 0, testPageDetailBadInput) }
+
+func testPageDetailBadInput(t *testing.T, f *uiFixture) {
+	base := "/sites/" + f.site + "/scans/" + f.scan + "/page?"
+	for _, q := range []string{"path=%2Fnope&strategy=mobile", "path=%2F&strategy=tablet", "path=&strategy=mobile", "path=pricing",
+		"path=%2F%00&strategy=mobile", "path=%2F%ff%fe&strategy=mobile", "path=%2F" + strings.Repeat("a", 3000)} {
+		t.Run(q, func(t *testing.T) {
+			resp, _ := f.a.get(base + q)
+			wantStatus(t, resp, http.StatusNotFound)
+		})
+	}
+	resp, body := f.a.get(base + "path=%2F")
+	wantStatus(t, resp, http.StatusOK)
+	contains(t, body, "mobile")
+}
+
+func TestUICSRFRefused(t *testing.T) { eachBackend(t, 0, testUICSRFRefused) }
+
+func testUICSRFRefused(t *testing.T, f *uiFixture) {
+	for _, path := range []string{"/sites", "/sites/" + f.site, "/sites/" + f.site + "/delete", "/sites/" + f.site + "/scan",
+		"/sites/" + f.site + "/budgets", "/sites/" + f.site + "/alert-rules", "/reports/" + store.NewID() + "/revoke"} {
+		for name, token := range map[string]string{"missing": "", "wrong": "x" + f.a.csrf[1:]} {
+			t.Run(name+" token "+path, func(t *testing.T) {
+				form := url.Values{"name": {"x"}, "domain": {"x.example"}, "confirm": {"yes"}}
+				if token != "" {
+					form.Set("csrf_token", token)
+				}
+				resp, _ := f.a.post(path, form)
+				wantStatus(t, resp, http.StatusForbidden)
+			})
+		}
+	}
+	if _, err := f.ts.store.Site(context.Background(), f.a.userID, f.site); err != nil {
+		t.Errorf("site deleted without a CSRF token: %v", err)
+	}
+	if scans, _ := f.ts.store.ScansOf(context.Background(), f.a.userID, f.site, 10); len(scans) != 2 {
+		t.Errorf("scan enqueued without a CSRF token: %d scans", len(scans))
+	}
+}
+
+func TestSiteForm(t *testing.T) { eachBackend(t, 0, testSiteForm) }
+
+func testSiteForm(t *testing.T, f *uiFixture) {
+	valid := func() url.Values {
+		return url.Values{"name": {"Shop"}, "domain": {"shop.example.com"}, "platformSiteId": {"plat-1"}, "pages": {"/\r\n/pricing\n\n/pricing\n"}}
+	}
+	for _, tt := range []struct {
+		name  string
+		field string
+		value string
+		want  string
+	}{
+		{"an empty name", "name", " ", "name of 1 to 100"},
+		{"a name too long", "name", strings.Repeat("n", 101), "name of 1 to 100"},
+		{"an empty domain", "domain", "", "Enter a host"},
+		{"a domain with a path", "domain", "https://shop.example.com/blog", "Enter a host"},
+		{"a domain with another scheme", "domain", "ftp://shop.example.com", "Enter a host"},
+		{"a domain with spaces", "domain", "shop example.com", "Enter a host"},
+		{"a domain with credentials", "domain", "https://u:p@shop.example.com", "Enter a host"},
+		{"a domain with a bad port", "domain", "shop.example.com:99999", "Enter a host"},
+		{"a path without a slash", "pages", "/\npricing", "starts with a single"},
+		{"a protocol-relative path", "pages", "//evil.example/", "starts with a single"},
+		{"a platform id taken by another site", "platformSiteId", "demo-site", "Another site already uses"},
+		{"a platform id with spaces", "platformSiteId", "a b", "without spaces"},
+		{"markup in a path is escaped", "pages", "<script>alert(1)</script>", "&lt;script&gt;"},
+	} {
+		t.Run(tt.name+" is refused", func(t *testing.T) {
+			form := valid()
+			form.Set(tt.field, tt.value)
+			resp, body := f.a.postCSRF("/sites", form)
+			wantStatus(t, resp, http.StatusUnprocessableEntity)
+			contains(t, body, tt.want)
+			contains(t, body, `aria-invalid="true"`)
+			if strings.Contains(body, "<script>alert") {
+				t.Error("unescaped input on the page")
+			}
+		})
+	}
+
+	// A valid site is created, normalised, and shown.
+	form := valid()
+	form.Set("domain", "HTTPS://Shop.Example.com:8443/")
+	resp, _ := f.a.postCSRF("/sites", form)
+	wantStatus(t, resp, http.StatusSeeOther)
+	loc := resp.Header.Get("Location")
+	if !strings.HasPrefix(loc, "/sites/") || !strings.HasSuffix(loc, "?done=site-added") {
+		t.Fatalf("Location %q", loc)
+	}
+	id := strings.TrimSuffix(strings.TrimPrefix(loc, "/sites/"), "?done=site-added")
+	site, err := f.ts.store.Site(context.Background(), f.a.userID, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if site.Domain != "https://shop.example.com:8443" || site.PlatformSiteID != "plat-1" || strings.Join(site.Pages, ",") != "/,/pricing" {
+		t.Errorf("stored %+v", site)
+	}
+	_, body := f.a.get(loc)
+	contains(t, body, "Site added")
+	contains(t, body, "No completed scan yet")
+
+	// Editing keeps its own platform id and refuses another site's.
+	form = valid()
+	form.Set("name", "Shop 2")
+	resp, _ = f.a.postCSRF("/sites/"+id, form)
+	wantStatus(t, resp, http.StatusSeeOther)
+	form.Set("platformSiteId", "demo-site")
+	resp, body = f.a.postCSRF("/sites/"+id, form)
+	wantStatus(t, resp, http.StatusUnprocessableEntity)
+	contains(t, body, "Another site already uses")
+	if s, _ := f.ts.store.Site(context.Background(), f.a.userID, id); s.Name != "Shop 2" || s.PlatformSiteID != "plat-1" {
+		t.Errorf("after edits: %+v", s)
+	}
+
+	// Deleting needs the confirmation box.
+	resp, body = f.a.postCSRF("/sites/"+id+"/delete", nil)
+	wantStatus(t, resp, http.StatusUnprocessableEntity)
+	contains(t, body, "Tick the box")
+	resp, _ = f.a.postCSRF("/sites/"+id+"/delete", url.Values{"confirm": {"yes"}})
+	wantStatus(t, resp, http.StatusSeeOther)
+	resp, _ = f.a.get("/sites/" + id)
+	wantStatus(t, resp, http.StatusNotFound)
+}
+
+func TestNormalizeDomain(t *testing.T) {
+	for _, tt := range []struct {
+		in, want string
+		ok       bool
+	}{
+		{"example.com", "example.com", true}, {"Example.COM/", "example.com", true}, {"localhost:8080", "localhost:8080", true},
+		{"http://127.0.0.1:8080", "http://127.0.0.1:8080", true}, {"https://a-b.example", "https://a-b.example", true},
+		{"", "", false}, {"-a.example", "", false}, {"a..example", "", false}, {"https://", "", false},
+		{"https://example.com?q=1", "", false}, {"https://example.com#x", "", false}, {"javascript:alert(1)", "", false},
+		{"exa_mple.com", "", false}, {"example.com:0", "", false}, {"http://[::1]:80", "", false},
+	} {
+		got, ok := normalizeDomain(tt.in)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("normalizeDomain(%q) = %q, %v; want %q, %v", tt.in, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+func TestScanNow(t *testing.T) { eachBackend(t, 0, testScanNow) }
+
+func testScanNow(t *testing.T, f *uiFixture) {
+	ctx := context.Background()
+	resp, _ := f.a.postCSRF("/sites/"+f.site+"/scan", nil)
+	wantStatus(t, resp, http.StatusSeeOther)
+	loc := resp.Header.Get("Location")
+	prefix := "/sites/" + f.site + "/scans/"
+	if !strings.HasPrefix(loc, prefix) {
+		t.Fatalf("Location %q", loc)
+	}
+	scan, err := f.ts.store.Scan(ctx, f.a.userID, strings.TrimPrefix(loc, prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if scan.Status != store.StatusQueued || scan.Trigger != store.TriggerManual || scan.Strategy != store.StrategyBoth {
+		t.Errorf("scan %+v", scan)
+	}
+	job, err := f.ts.store.ClaimJob(ctx, store.QueueScan, "test", f.ts.now.Add(time.Second))
+	if err != nil || job.ScanID != scan.ID {
+		t.Errorf("job on queue scan: %+v %v", job, err)
+	}
+	_, body := f.a.get(loc)
+	contains(t, body, `id="progress"`)
+	contains(t, body, `/static/scan.js`)
+
+	// A second press while the first is in flight is SCAN_ALREADY_ACTIVE, shown kindly.
+	resp, _ = f.a.postCSRF("/sites/"+f.site+"/scan", nil)
+	wantStatus(t, resp, http.StatusSeeOther)
+	if got := resp.Header.Get("Location"); got != "/sites/"+f.site+"?done=scan-active" {
+		t.Fatalf("Location %q", got)
+	}
+	_, body = f.a.get(resp.Header.Get("Location"))
+	contains(t, body, "already has a scan queued, so no new one was started")
+	contains(t, body, "Follow its progress")
+}
+
+func TestBudgetsEditor(t *testing.T) { eachBackend(t, 0, testBudgetsEditor) }
+
+func testBudgetsEditor(t *testing.T, f *uiFixture) {
+	ctx := context.Background()
+	path := "/sites/" + f.site + "/budgets"
+	before, _ := f.ts.store.Budgets(ctx, f.a.userID, f.site)
+
+	for _, tt := range []struct {
+		name, field, value, want string
+	}{
+		{"not a number", "budget_lcp", "fast", "Enter a number"},
+		{"a score above 100", "budget_performance", "120", "between 0 and 100"},
+		{"a negative time", "budget_ttfb", "-1", "milliseconds between 0"},
+		{"a CLS above 10", "budget_cls", "25", "CLS is between 0 and 10"},
+		{"NaN", "budget_tbt", "NaN", "Enter a number"},
+	} {
+		t.Run("a budget that is "+tt.name+" is refused", func(t *testing.T) {
+			resp, body := f.a.postCSRF(path, url.Values{"budget_seo": {"80"}, tt.field: {tt.value}})
+			wantStatus(t, resp, http.StatusUnprocessableEntity)
+			contains(t, body, tt.want)
+			contains(t, body, "nothing was saved")
+			if got, _ := f.ts.store.Budgets(ctx, f.a.userID, f.site); len(got) != len(before) {
+				t.Errorf("budgets changed to %v", got)
+			}
+		})
+	}
+
+	resp, _ := f.a.postCSRF(path, url.Values{"budget_performance": {"90"}, "budget_lcp": {" 2500 "}, "budget_cls": {"0.1"}, "budget_seo": {""}})
+	wantStatus(t, resp, http.StatusSeeOther)
+	got, _ := f.ts.store.Budgets(ctx, f.a.userID, f.site)
+	if len(got) != 3 || got["performance"] != 90 || got["lcp"] != 2500 || got["cls"] != 0.1 {
+		t.Errorf("budgets %v", got)
+	}
+	_, body := f.a.get(path)
+	contains(t, body, `value="2500"`)
+
+	// Alert rules: refused with a message per field, added, changed, deleted.
+	for _, tt := range []struct {
+		name string
+		form url.Values
+		want string
+	}{
+		{"an unknown metric", url.Values{"metric": {"speed"}, "operator": {"max"}, "threshold": {"1"}}, "Choose a metric"},
+		{"an unknown operator", url.Values{"metric": {"lcp"}, "operator": {"eq"}, "threshold": {"1"}}, "at least"},
+		{"a missing threshold", url.Values{"metric": {"lcp"}, "operator": {"max"}, "threshold": {""}}, "Enter a number"},
+		{"a score threshold out of range", url.Values{"metric": {"seo"}, "operator": {"min"}, "threshold": {"101"}}, "between 0 and 100"},
+	} {
+		t.Run("a rule with "+tt.name+" is refused", func(t *testing.T) {
+			resp, body := f.a.postCSRF("/sites/"+f.site+"/alert-rules", tt.form)
+			wantStatus(t, resp, http.StatusUnprocessableEntity)
+			contains(t, body, tt.want)
+		})
+	}
+	rules0, _ := f.ts.store.AlertRules(ctx, f.a.userID, f.site)
+	resp, _ = f.a.postCSRF("/sites/"+f.site+"/alert-rules", url.Values{"metric": {"inp"}, "operator": {"max"}, "threshold": {"200"}})
+	wantStatus(t, resp, http.StatusSeeOther)
+	rules, _ := f.ts.store.AlertRules(ctx, f.a.userID, f.site)
+	if len(rules) != len(rules0)+1 {
+		t.Fatalf("rules %+v", rules)
+	}
+	added := rules[len(rules)-1]
+	if added.Metric != "inp" || added.Operator != "max" || added.Threshold != 200 {
+		t.Errorf("added %+v", added)
+	}
+	resp, _ = f.a.postCSRF("/sites/"+f.site+"/alert-rules", url.Values{"metric": {"inp"}, "operator": {"max"}, "threshold": {"300"}, "replaces": {added.ID}})
+	wantStatus(t, resp, http.StatusSeeOther)
+	rules, _ = f.ts.store.AlertRules(ctx, f.a.userID, f.site)
+	if len(rules) != len(rules0)+1 || rules[len(rules)-1].Threshold != 300 {
+		t.Errorf("after change: %+v", rules)
+	}
+	changed := rules[len(rules)-1].ID
+	resp, _ = f.a.postCSRF("/sites/"+f.site+"/alert-rules/"+changed+"/delete", nil)
+	wantStatus(t, resp, http.StatusSeeOther)
+	resp, _ = f.a.postCSRF("/sites/"+f.site+"/alert-rules/"+changed+"/delete", nil)
+	wantStatus(t, resp, http.StatusNotFound)
+	if rules, _ = f.ts.store.AlertRules(ctx, f.a.userID, f.site); len(rules) != len(rules0) {
+		t.Errorf("after delete: %+v", rules)
+	}
+}
+
+func TestReportsPage(t *testing.T) { eachBackend(t, 0, testReportsPage) }
+
+func testReportsPage(t *testing.T, f *uiFixture) {
+	ctx := context.Background()
+	exp := f.ts.now.Add(30 * 24 * time.Hour)
+	rep := store.Report{ID: store.NewID(), TokenHash: store.HashSecret("t1"), ScanID: f.scan, UserID: f.a.userID,
+		Title: "Q4 <b>report</b>", CreatedAt: f.ts.now, ExpiresAt: &exp}
+	if err := f.ts.store.CreateReport(ctx, rep); err != nil {
+		t.Fatal(err)
+	}
+	_, body := f.a.get("/reports")
+	contains(t, body, "Q4 &lt;b&gt;report&lt;/b&gt;")
+	contains(t, body, "1 Dec 2026")
+	contains(t, body, "/reports/"+rep.ID+"/revoke")
+	contains(t, body, "Demo Site")
+	_, body = f.b.get("/reports")
+	if strings.Contains(body, "&lt;b&gt;report") {
+		t.Error("B sees A's report")
+	}
+	resp, _ := f.a.postCSRF("/reports/"+rep.ID+"/revoke", nil)
+	wantStatus(t, resp, http.StatusSeeOther)
+	_, body = f.a.get("/reports?done=report-revoked")
+	contains(t, body, "revoked")
+	if reps, _ := f.ts.store.ReportsOf(ctx, f.a.userID); reps[0].RevokedAt == nil {
+		t.Error("report not revoked")
+	}
+}
+
+// readEvents reads server-sent `status` events until the stream ends, calling each after
+// every event; each returns false to stop reading.
+func readEvents(t *testing.T, resp *http.Response, each func(scanEvent) bool) {
+	t.Helper()
+	sc := bufio.NewScanner(resp.Body)
+	event := ""
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			event = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			if event != "status" {
+				t.Errorf("event %q", event)
+			}
+			var e scanEvent
+			if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &e); err != nil {
+				t.Fatalf("data %q: %v", line, err)
+			}
+			if !each(e) {
+				return
+			}
+		}
+	}
+}
+
+func TestScanEvents(t *testing.T) { eachBackend(t, 5*time.Millisecond, testScanEvents) }
+
+func testScanEvents(t *testing.T, f *uiFixture) {
+	ctx := context.Background()
+	st := f.ts.store
+
+	t.Run("a completed scan gets one event and the stream ends", func(t *testing.T) {
+		resp, err := f.a.c.Get(f.ts.URL + "/sites/" + f.site + "/scans/" + f.scan + "/events")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		wantStatus(t, resp, http.StatusOK)
+		if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+			t.Errorf("Content-Type %q", ct)
+		}
+		var got []scanEvent
+		readEvents(t, resp, func(e scanEvent) bool { got = append(got, e); return true })
+		if len(got) != 1 || got[0].Status != store.StatusComplete || got[0].ScanID != f.scan || got[0].PagesTotal != got[0].PagesDone || got[0].PagesTotal == 0 {
+			t.Errorf("events %+v", got)
+		}
+	})
+
+	t.Run("a live scan streams queued, running with progress, complete, then ends", func(t *testing.T) {
+		scan := store.Scan{ID: store.NewID(), SiteID: f.site, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: f.ts.now}
+		if err := st.EnqueueScan(ctx, scan, store.QueueScan, f.ts.now); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := f.a.c.Get(f.ts.URL + "/sites/" + f.site + "/scans/" + scan.ID + "/events")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var job store.Job
+		var seen []string
+		var last scanEvent
+		readEvents(t, resp, func(e scanEvent) bool {
+			last = e
+			if len(seen) == 0 || seen[len(seen)-1] != e.Status {
+				seen = append(seen, e.Status)
+			}
+			switch {
+			case e.Status == store.StatusQueued && job.ID == 0:
+				if job, err = st.ClaimJob(ctx, store.QueueScan, "w", f.ts.now.Add(time.Second)); err != nil {
+					t.Fatal(err)
+				}
+				if err := st.StartScan(ctx, job.Lease(), 4, f.ts.now); err != nil {
+					t.Fatal(err)
+				}
+			case e.Status == store.StatusRunning:
+				if e.PagesTotal != 4 {
+					t.Errorf("running event %+v", e)
+				}
+				if err := st.CompleteScan(ctx, job.Lease(), store.ScanScores{}, f.ts.now); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return true // the server ends the stream itself
+		})
+		if strings.Join(seen, ",") != "queued,running,complete" || last.Status != store.StatusComplete {
+			t.Errorf("statuses %v, last %+v", seen, last)
+		}
+	})
+
+	t.Run("signed out, the stream is not served", func(t *testing.T) {
+		resp, err := http.Get(f.ts.URL + "/sites/" + f.site + "/scans/" + f.scan + "/events")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.Request.URL.Path != "/login" {
+			t.Errorf("ended at %s, want the login page", resp.Request.URL.Path)
+		}
+	})
+}
+
+func TestTrendSVG(t *testing.T) {
+	day := func(d int) time.Time { return time.Date(2026, 11, d, 9, 0, 0, 0, time.UTC) }
+	p := func(v int) *int { return &v }
+	full := func(perf int) store.ScanScores {
+		return store.ScanScores{Performance: p(perf), SEO: p(90), Accessibility: p(80), BestPractices: p(70)}
+	}
+	for _, tt := range []struct {
+		name    string
+		points  []trendPoint
+		want    []string
+		notWant []string
+		circles int
+		paths   int
+	}{
+		{name: "no scans draw nothing", points: nil},
+		{name: "one scan is a dot per category in the middle", points: []trendPoint{{day(1), full(50)}},
+			want: []string{`cx="334"`, `d="M334 101"`, ">1 Nov<"}, circles: 4, paths: 4},
+		{name: "scores map 100 to the top and 0 to the bottom", points: []trendPoint{{day(1), full(100)}, {day(2), full(0)}},
+			want: []string{`d="M40 10 L628 192"`, ">1 Nov<", ">2 Nov<", "Performance 100 · 1 Nov 2026 09:00"}, circles: 8, paths: 4},
+		{name: "a missing score breaks its line", points: []trendPoint{{day(1), full(10)}, {day(2), store.ScanScores{SEO: p(90), Accessibility: p(80), BestPractices: p(70)}}, {day(3), full(30)}},
+			want: []string{`d="M40 173.8 M628 137.4"`}, circles: 11, paths: 4},
+		{name: "a category with no score at all has no line", points: []trendPoint{{day(1), store.ScanScores{SEO: p(1)}}, {day(2), store.ScanScores{SEO: p(2)}}},
+			notWant: []string{"s-perf", "s-a11y"}, circles: 2, paths: 1},
+		{name: "twenty scans label the first, middle and last", points: func() []trendPoint {
+			var ps []trendPoint
+			for i := 1; i <= 20; i++ {
+				ps = append(ps, trendPoint{day(i), full(i * 5)})
+			}
+			return ps
+		}(), want: []string{">1 Nov<", ">11 Nov<", ">20 Nov<", "last 20 completed scans"}, circles: 80, paths: 4},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := string(trendSVG(tt.points))
+			if len(tt.points) == 0 {
+				if got != "" {
+					t.Errorf("got %q, want nothing", got)
+				}
+				return
+			}
+			if !strings.HasPrefix(got, `<svg class="trend"`) || !strings.HasSuffix(got, "</svg>") {
+				t.Errorf("not one svg element: %.80s", got)
+			}
+			if strings.Contains(got, "style=") {
+				t.Error("inline style: the CSP forbids it")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("missing %q in\n%s", w, got)
+				}
+			}
+			for _, w := range tt.notWant {
+				if strings.Contains(got, w) {
+					t.Errorf("unexpected %q", w)
+				}
+			}
+			if n := strings.Count(got, "<circle"); n != tt.circles {
+				t.Errorf("%d circles, want %d", n, tt.circles)
+			}
+			if n := strings.Count(got, "<path"); n != tt.paths {
+				t.Errorf("%d paths, want %d", n, tt.paths)
+			}
+		})
+	}
+}
+
+func TestScanPageFailedWithPageErrors(t *testing.T) {
+	eachBackend(t, 0, testScanPageFailedWithPageErrors)
+}
+
+func testScanPageFailedWithPageErrors(t *testing.T, f *uiFixture) {
+	ctx := context.Background()
+	st := f.ts.store
+	scan := store.Scan{ID: store.NewID(), SiteID: f.site, Strategy: store.StrategyBoth, Trigger: store.TriggerWebhook, CreatedAt: f.ts.now}
+	if err := st.EnqueueScan(ctx, scan, store.QueueScan, f.ts.now); err != nil {
+		t.Fatal(err)
+	}
+	job, err := st.ClaimJob(ctx, store.QueueScan, "w", f.ts.now.Add(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(st.StartScan(ctx, job.Lease(), 2, f.ts.now))
+	must(st.SavePageError(ctx, job.Lease(), store.PageError{ScanID: scan.ID, PagePath: "/", PageURL: "https://demo.sitepulse.test/", Strategy: "mobile", Error: "Lighthouse error NO_FCP <b>"}))
+	must(st.FailScan(ctx, job.Lease(), "no page could be audited", f.ts.now))
+
+	resp, body := f.a.get("/sites/" + f.site + "/scans/" + scan.ID)
+	wantStatus(t, resp, http.StatusOK)
+	for _, w := range []string{"This scan failed", "no page could be audited", "Pages that could not be audited", "NO_FCP &lt;b&gt;", "by a publish"} {
+		contains(t, body, w)
+	}
+	if strings.Contains(body, "scan.js") {
+		t.Error("a finished scan loads the live-progress script")
+	}
+	_, body = f.a.get("/sites/" + f.site)
+	contains(t, body, "failed")
+}
