@@ -221,4 +221,3 @@ func mustUser(t *testing.T, st store.Store) store.User {
 	}
 	return u
 }
-
