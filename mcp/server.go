@@ -32,6 +32,7 @@ type Store interface {
 	LatestCompletedScan(ctx context.Context, userID, siteID string) (store.Scan, error)
 	PageResults(ctx context.Context, userID, scanID string) ([]store.PageResult, error)
 	PageResult(ctx context.Context, userID, scanID, pagePath, strategy string) (store.PageResult, error)
+	PageMetrics(ctx context.Context, userID, scanID string) ([]store.PageResult, error)
 	CreateReport(ctx context.Context, r store.Report) error
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"sitepulse/scanner"
+	"sitepulse/store"
 )
 
 // This file holds the site analyses over the latest scans: get_third_party_scripts,
@@ -62,13 +63,21 @@ func (s *Server) getRegressionReport(ctx context.Context, userID string, a args)
 	if len(scans) == 2 {
 		prevID := scans[1].ID
 		out.PreviousScanID = &prevID
-		latest, err := s.store.PageResults(ctx, userID, scans[0].ID)
+		// The two scans are read side by side: on Postgres each read is a round trip of its own.
+		var previous []store.PageResult
+		var prevErr error
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			previous, prevErr = s.store.PageMetrics(ctx, userID, prevID)
+		}()
+		latest, err := s.store.PageMetrics(ctx, userID, scans[0].ID)
+		<-done
 		if err != nil {
 			return nil, err
 		}
-		previous, err := s.store.PageResults(ctx, userID, prevID)
-		if err != nil {
-			return nil, err
+		if prevErr != nil {
+			return nil, prevErr
 		}
 		out.Regressions = scanner.Regressions(previous, latest)
 	}

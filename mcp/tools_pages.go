@@ -23,24 +23,25 @@ func (s *Server) getPageDetails(ctx context.Context, userID string, a args) (any
 		return nil, err
 	}
 	strategy := a.str("strategy", store.StrategyMobile)
-	var r store.PageResult
-	if path, ok := a["pagePath"].(string); ok {
-		r, err = s.store.PageResult(ctx, userID, sc.ID, path, strategy)
-		if errors.Is(err, store.ErrNotFound) {
-			return nil, toolError(fmt.Sprintf("No %s result for page %q in this scan. get_lcp_elements lists the scan's pages.", strategy, path))
-		}
+	path, ok := a["pagePath"].(string)
+	if !ok {
+		// The worst page is chosen on scores alone, then only its full result is read.
+		metrics, err := s.store.PageMetrics(ctx, userID, sc.ID)
 		if err != nil {
 			return nil, err
 		}
-	} else {
-		results, err := s.store.PageResults(ctx, userID, sc.ID)
-		if err != nil {
-			return nil, err
-		}
-		var found bool
-		if r, found = scanner.WorstPage(results, strategy); !found {
+		worst, found := scanner.WorstPage(metrics, strategy)
+		if !found {
 			return nil, toolError(fmt.Sprintf("This scan has no %s results (status %s).", strategy, sc.Status))
 		}
+		path = worst.PagePath
+	}
+	r, err := s.store.PageResult(ctx, userID, sc.ID, path, strategy)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, toolError(fmt.Sprintf("No %s result for page %q in this scan. get_lcp_elements lists the scan's pages.", strategy, path))
+	}
+	if err != nil {
+		return nil, err
 	}
 	d := pageDetails{PageResult: r}
 	if r.Crux.HasCruxData {
