@@ -133,7 +133,7 @@ func TestMCPEndpoint(t *testing.T) {
 			t.Errorf("body %s", body)
 		}
 		_, body = ms.do(t, "POST", "at_other", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_sites"}}`, nil)
-		if !strings.Contains(body, `{\"count\":0,\"sites\":[]}`) {
+		if !strings.Contains(body, `{\"sites\":[],\"count\":0}`) {
 			t.Errorf("body %s", body)
 		}
 	})

@@ -21,7 +21,10 @@ func (s *Server) getThirdPartyScripts(ctx context.Context, userID string, a args
 		return nil, err
 	}
 	scripts, pages := scanner.ThirdParties(results)
-	return map[string]any{"scripts": scripts, "pagesAnalyzed": pages}, nil
+	return struct {
+		Scripts       []scanner.ThirdPartyImpact `json:"scripts"`
+		PagesAnalyzed int                        `json:"pagesAnalyzed"`
+	}{scripts, pages}, nil
 }
 
 func (s *Server) getAccessibilityIssues(ctx context.Context, userID string, a args) (any, error) {
@@ -34,8 +37,12 @@ func (s *Server) getAccessibilityIssues(ctx context.Context, userID string, a ar
 		return nil, err
 	}
 	sum := scanner.AccessibilityIssues(results, a.str("severity", "all"))
-	return map[string]any{"issues": sum.Issues, "count": len(sum.Issues), "pagesAnalyzed": sum.PagesAnalyzed,
-		"avgAccessibilityScore": sum.AvgAccessibilityScore}, nil
+	return struct {
+		Issues                []scanner.A11yGroup `json:"issues"`
+		Count                 int                 `json:"count"`
+		PagesAnalyzed         int                 `json:"pagesAnalyzed"`
+		AvgAccessibilityScore *int                `json:"avgAccessibilityScore"`
+	}{sum.Issues, len(sum.Issues), sum.PagesAnalyzed, sum.AvgAccessibilityScore}, nil
 }
 
 type regressionReport struct {

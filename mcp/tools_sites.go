@@ -37,7 +37,10 @@ func (s *Server) listSites(ctx context.Context, userID string, _ args) (any, err
 		out = append(out, siteItem{ID: st.ID, Name: st.Name, Domain: st.Domain, HealthScore: st.HealthScore,
 			LastPublished: iso(st.LastPublished), Founding: st.Founding})
 	}
-	return map[string]any{"sites": out, "count": len(out)}, nil
+	return struct {
+		Sites []siteItem `json:"sites"`
+		Count int        `json:"count"`
+	}{out, len(out)}, nil
 }
 
 // site reads a site of the user, mapping "not found" to the tool error.
@@ -122,5 +125,8 @@ func (s *Server) getTrend(ctx context.Context, userID string, a args) (any, erro
 		out[len(scans)-1-i] = trendItem{ScanID: sc.ID, CompletedAt: iso(sc.CompletedAt), Performance: sc.Scores.Performance,
 			SEO: sc.Scores.SEO, Accessibility: sc.Scores.Accessibility, BestPractices: sc.Scores.BestPractices, PagesTotal: sc.PagesTotal}
 	}
-	return map[string]any{"scans": out, "count": len(out)}, nil
+	return struct {
+		Scans []trendItem `json:"scans"`
+		Count int         `json:"count"`
+	}{out, len(out)}, nil
 }
