@@ -122,7 +122,7 @@ func golden(t *testing.T, name, text string, replace map[string]string) {
 	for id, label := range replace {
 		text = strings.ReplaceAll(text, id, label)
 	}
-	var buf bytes.Buffer
+	var buf bytes.Buffer // Indent keeps the payload's key order and characters
 	if err := json.Indent(&buf, []byte(text), "", "  "); err != nil {
 		t.Fatal(err)
 	}

@@ -134,8 +134,20 @@ func (s *Server) Serve(ctx context.Context, userID string, body []byte) (int, []
 	return 200, encode(r)
 }
 
+// marshal is json.Marshal without HTML escaping: payloads hold HTML snippets and selectors
+// ("body > main") that a model should read as they are, not as \u003e.
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
 func encode(v any) []byte {
-	b, err := json.Marshal(v)
+	b, err := marshal(v)
 	if err != nil {
 		b, _ = json.Marshal(response{JSONRPC: "2.0", ID: nullID, Error: &rpcError{CodeInternal, "Internal error"}})
 	}

@@ -232,7 +232,7 @@ func (s *Server) callTool(ctx context.Context, userID string, params json.RawMes
 		s.log.Error("mcp tool", "tool", t.Name, "err", err)
 		return nil, &rpcError{CodeInternal, "Internal error"}
 	}
-	b, err := json.Marshal(payload)
+	b, err := marshal(payload)
 	if err != nil {
 		s.log.Error("mcp tool encode", "tool", t.Name, "err", err)
 		return nil, &rpcError{CodeInternal, "Internal error"}
