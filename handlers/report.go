@@ -99,7 +99,7 @@ func buildReport(rep store.Report, site store.Site, scan store.Scan, results []s
 		p := reportPage{Path: r.PagePath, URL: r.PageURL, Performance: r.Scores.Performance}
 		for _, v := range reportVitals {
 			x := scanner.VitalOf(r.CoreWebVitals, v.Metric)
-			rv := reportVital{Metric: v.Metric, Label: v.Label, Value: "–", Rating: "No data", Class: "none"}
+			rv := reportVital{Metric: v.Metric, Label: v.Label, Rating: "No data", Class: "none"}
 			if x != nil {
 				rating := scanner.VitalRating(v.Metric, *x)
 				rv.Value, rv.Rating, rv.Class = formatVital(v.Metric, *x), ratingWords[rating], ratingClass[rating]
