@@ -43,6 +43,7 @@ type Server struct {
 	now     func() time.Time
 	log     *slog.Logger
 	list    json.RawMessage // the tools/list result, encoded once
+	metrics *metricsCache
 }
 
 // Config is what a Server needs. Now and Log default to time.Now and a discarding logger.
@@ -61,7 +62,7 @@ func New(c Config) *Server {
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{store: c.Store, baseURL: c.BaseURL, now: c.Now, log: c.Log}
+	s := &Server{store: c.Store, baseURL: c.BaseURL, now: c.Now, log: c.Log, metrics: newMetricsCache(64)}
 	b, err := json.Marshal(map[string]any{"tools": toolList()})
 	if err != nil {
 		panic(err) // the tool table is a constant; it always encodes

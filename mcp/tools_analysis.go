@@ -70,15 +70,16 @@ func (s *Server) getRegressionReport(ctx context.Context, userID string, a args)
 	if len(scans) == 2 {
 		prevID := scans[1].ID
 		out.PreviousScanID = &prevID
+		// Completed scans never change: their metrics come from the cache after the first read.
 		// The two scans are read side by side: on Postgres each read is a round trip of its own.
 		var previous []store.PageResult
 		var prevErr error
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			previous, prevErr = s.store.PageMetrics(ctx, userID, prevID)
+			previous, prevErr = s.pageMetrics(ctx, userID, scans[1])
 		}()
-		latest, err := s.store.PageMetrics(ctx, userID, scans[0].ID)
+		latest, err := s.pageMetrics(ctx, userID, scans[0])
 		<-done
 		if err != nil {
 			return nil, err

@@ -26,7 +26,7 @@ func (s *Server) getPageDetails(ctx context.Context, userID string, a args) (any
 	path, ok := a["pagePath"].(string)
 	if !ok {
 		// The worst page is chosen on scores alone, then only its full result is read.
-		metrics, err := s.store.PageMetrics(ctx, userID, sc.ID)
+		metrics, err := s.pageMetrics(ctx, userID, sc)
 		if err != nil {
 			return nil, err
 		}
