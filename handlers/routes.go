@@ -1,6 +1,10 @@
 package handlers
 
-import "net/http"
+import (
+	"net/http"
+
+	"sitepulse/mcp"
+)
 
 // addRoutes is the map of the service: every route SitePulse answers is registered here.
 func (s *server) addRoutes(mux *http.ServeMux) {
@@ -43,6 +47,15 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 		"/api/oauth/register", "/api/oauth/token", "/api/oauth/revoke"} {
 		mux.Handle("OPTIONS "+path, s.OAuth.HandlePreflight())
 	}
+
+	// MCP server (DESIGN §6.12, §6.16; README "MCP server"): JSON-RPC over stateless Streamable
+	// HTTP for AI clients, and the public client reports its generate_client_report tool links to
+	// (DESIGN §6.8). The protocol and the tools live in package mcp.
+	mcpServer := mcp.New(mcp.Config{Store: s.Store, BaseURL: s.BaseURL, Now: s.Now, Log: s.Log})
+	mux.Handle("POST /api/mcp", s.sameOrigin(s.requireBearer(mcpBearer, s.handleMCP(mcpServer))))
+	mux.Handle("GET /api/mcp", s.sameOrigin(s.requireBearer(mcpBearer, s.handleMCPMethodNotAllowed())))
+	mux.Handle("DELETE /api/mcp", s.sameOrigin(s.requireBearer(mcpBearer, s.handleMCPMethodNotAllowed())))
+	mux.Handle("GET /report/{token}", s.handleReport())
 
 	// Web UI (issue 6 item 3, issue 3 item 9): sites, scans with live progress (DESIGN §6.11),
 	// budgets and alert rules, client reports. Every page is owner-scoped; every POST checks CSRF.

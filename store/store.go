@@ -103,6 +103,10 @@ type Scans interface {
 	// PageResult returns one result; ErrNotFound when the pair was not audited or failed.
 	PageResult(ctx context.Context, userID, scanID, pagePath, strategy string) (PageResult, error)
 	PageErrors(ctx context.Context, userID, scanID string) ([]PageError, error)
+	// PageMetrics returns the results PageResults returns with only PagePath, PageURL,
+	// Strategy, Scores and CoreWebVitals filled: what regressions and the worst page need,
+	// without reading every audit of a large scan.
+	PageMetrics(ctx context.Context, userID, scanID string) ([]PageResult, error)
 }
 
 // Queue is the job queue and the scan life cycle it drives (DESIGN §4). Its methods serve the

@@ -1,0 +1,77 @@
+package handlers
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"sitepulse/mcp"
+	"sitepulse/store"
+)
+
+// The MCP endpoint's HTTP side (DESIGN §6.12, §6.16; SECURITY §1 "MCP resource server"): origin
+// check, bearer authentication, body cap and the transport's statuses. The protocol and the tools
+// are package mcp's.
+
+// mcpProtocolVersions are the MCP-Protocol-Version header values accepted. The server speaks
+// 2025-03-26; clients that negotiated it may still send a later revision's header.
+var mcpProtocolVersions = map[string]bool{"2024-11-05": true, "2025-03-26": true, "2025-06-18": true, "2025-11-25": true}
+
+// handleMCP answers POST /api/mcp for an authenticated user.
+func (s *server) handleMCP(m *mcp.Server) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				writeRPCError(w, http.StatusRequestEntityTooLarge, mcp.CodeInvalidRequest, "Invalid Request: the body is larger than 1 MiB")
+				return
+			}
+			writeRPCError(w, http.StatusBadRequest, mcp.CodeParseError, "Parse error: the body could not be read")
+			return
+		}
+		if v := r.Header.Get("MCP-Protocol-Version"); v != "" && !mcpProtocolVersions[v] {
+			writeRPCError(w, http.StatusBadRequest, mcp.CodeInvalidRequest, "Invalid Request: unsupported MCP-Protocol-Version "+v+"; this server speaks "+mcp.ProtocolVersion)
+			return
+		}
+		status, out := m.Serve(r.Context(), store.UserIDFrom(r.Context()), body)
+		w.Header().Set("Cache-Control", "no-store")
+		if out == nil {
+			w.WriteHeader(status)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		w.Write(out)
+	})
+}
+
+// handleMCPMethodNotAllowed answers GET and DELETE: this stateless server offers no SSE stream
+// and no session to end.
+func (s *server) handleMCPMethodNotAllowed() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", "POST")
+		writeRPCError(w, http.StatusMethodNotAllowed, mcp.CodeInvalidRequest, "Method not allowed: this stateless server answers POST only")
+	})
+}
+
+func writeRPCError(w http.ResponseWriter, status, code int, message string) {
+	writeJSON(w, status, map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": message}})
+}
+
+// sameOrigin refuses a request whose Origin header is present and is not BASE_URL's origin
+// (MCP 2025-03-26 transport: servers must validate Origin, against DNS rebinding).
+func (s *server) sameOrigin(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if origin := r.Header.Get("Origin"); origin != "" {
+			u, err := url.Parse(origin)
+			if err != nil || !strings.EqualFold(u.Scheme, s.base.Scheme) || !strings.EqualFold(u.Host, s.base.Host) {
+				writeRPCError(w, http.StatusForbidden, mcp.CodeInvalidRequest, "Forbidden: Origin "+origin+" is not allowed")
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}

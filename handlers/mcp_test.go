@@ -1,0 +1,223 @@
+package handlers
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"sitepulse/scanner"
+	"sitepulse/store"
+)
+
+// mcpServer is the whole handler on a memory store with the demo seeded, an access token for the
+// demo user and one for a second user.
+type mcpServer struct {
+	*httptest.Server
+	st   store.Store
+	now  time.Time
+	demo scanner.Demo
+}
+
+func newMCPServer(t *testing.T) *mcpServer {
+	t.Helper()
+	ctx := context.Background()
+	ms := &mcpServer{st: store.NewMemory(), now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+	d, err := scanner.SeedDemo(ctx, ms.st, scanner.DemoFixtures{FS: os.DirFS(".."), Before: "testdata/psi-before", Latest: "testdata/psi"}, ms.now, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms.demo = d
+	u, _ := ms.st.UserByEmail(ctx, scanner.DemoEmail)
+	other := store.User{ID: store.NewID(), Email: "other@example.com", PasswordHash: "x"}
+	ms.st.CreateUser(ctx, other)
+	h, err := NewHandler(Deps{Store: ms.st, BaseURL: "http://sitepulse.test", Now: func() time.Time { return ms.now }, PasswordIterations: 1000,
+		AccessTokens: fakeTokens{"at_demo": u.ID, "at_other": other.ID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms.Server = httptest.NewServer(h)
+	t.Cleanup(ms.Close)
+	return ms
+}
+
+func (ms *mcpServer) do(t *testing.T, method, token, body string, headers map[string]string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, ms.URL+"/api/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(b)
+}
+
+// TestMCPEndpoint covers the HTTP rows of POST /api/mcp (interface "POST /api/mcp", "Errors";
+// DESIGN §6.12, §6.16).
+func TestMCPEndpoint(t *testing.T) {
+	ms := newMCPServer(t)
+	key := ms.demo.APIKey
+	ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	cases := []struct {
+		name, method, token, body string
+		headers                   map[string]string
+		status                    int
+		bodyHas                   string
+		challenge                 string
+	}{
+		{"API key", "POST", key, ping, nil, 200, `{"jsonrpc":"2.0","id":1,"result":{}}`, ""},
+		{"access token", "POST", "at_demo", ping, nil, 200, `"result":{}`, ""},
+		{"no token", "POST", "", ping, nil, 401, `"error"`, `Bearer realm="sitepulse", resource_metadata="http://sitepulse.test/.well-known/oauth-protected-resource"`},
+		{"unknown API key", "POST", "svc_nope", ping, nil, 401, "", `error="invalid_token", resource_metadata="http://sitepulse.test/.well-known/oauth-protected-resource"`},
+		{"unknown access token", "POST", "at_nope", ping, nil, 401, "", `error="invalid_token"`},
+		{"garbage token", "POST", "garbage", ping, nil, 401, "", `error="invalid_token"`},
+		{"body not JSON", "POST", key, `{"jsonrpc":`, nil, 400, `"code":-32700`, ""},
+		{"notification", "POST", key, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, nil, 202, "", ""},
+		{"unknown method", "POST", key, `{"jsonrpc":"2.0","id":2,"method":"nope"}`, nil, 200, `"message":"Unknown method: nope"`, ""},
+		{"invalid arguments", "POST", key, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get_trend","arguments":{"siteId":"s","limit":99}}}`, nil, 200, `"code":-32602,"message":"Invalid arguments: limit must be at most 50`, ""},
+		{"tool failure is 200", "POST", key, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"get_latest_scan","arguments":{"siteId":"x"}}}`, nil, 200, `"isError":true`, ""},
+		{"GET with a token", "GET", key, "", nil, 405, "", ""},
+		{"DELETE with a token", "DELETE", key, "", nil, 405, "", ""},
+		{"GET without a token", "GET", "", "", nil, 401, "", "resource_metadata="},
+		{"own origin", "POST", key, ping, map[string]string{"Origin": "http://sitepulse.test"}, 200, `"result":{}`, ""},
+		{"foreign origin", "POST", key, ping, map[string]string{"Origin": "http://evil.example"}, 403, "", ""},
+		{"null origin", "POST", key, ping, map[string]string{"Origin": "null"}, 403, "", ""},
+		{"other scheme", "POST", key, ping, map[string]string{"Origin": "https://sitepulse.test"}, 403, "", ""},
+		{"supported protocol header", "POST", key, ping, map[string]string{"MCP-Protocol-Version": "2025-03-26"}, 200, `"result":{}`, ""},
+		{"unsupported protocol header", "POST", key, ping, map[string]string{"MCP-Protocol-Version": "1999-01-01"}, 400, "MCP-Protocol-Version", ""},
+		{"body over 1 MiB", "POST", key, `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"` + strings.Repeat("a", 1<<20) + `"}}`, nil, 413, "", ""},
+		{"batch", "POST", key, `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping"}]`, nil, 200, `[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","id":2,"result":{}}]`, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			resp, body := ms.do(t, c.method, c.token, c.body, c.headers)
+			if resp.StatusCode != c.status {
+				t.Fatalf("status %d, want %d: %.300s", resp.StatusCode, c.status, body)
+			}
+			if !strings.Contains(body, c.bodyHas) {
+				t.Errorf("body %.300s lacks %s", body, c.bodyHas)
+			}
+			if got := resp.Header.Get("WWW-Authenticate"); !strings.Contains(got, c.challenge) || c.challenge == "" && got != "" {
+				t.Errorf("WWW-Authenticate %q, want %q", got, c.challenge)
+			}
+			if resp.Header.Get("Mcp-Session-Id") != "" {
+				t.Error("Mcp-Session-Id sent")
+			}
+			switch {
+			case c.status == 202 && body != "":
+				t.Errorf("202 with body %q", body)
+			case c.status == 405 && resp.Header.Get("Allow") != "POST":
+				t.Errorf("Allow %q", resp.Header.Get("Allow"))
+			case c.status != 202 && !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json"):
+				t.Errorf("Content-Type %q", resp.Header.Get("Content-Type"))
+			}
+		})
+	}
+	t.Run("a second user's token sees only its own data", func(t *testing.T) {
+		_, body := ms.do(t, "POST", "at_other", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_regression_report","arguments":{"siteId":"`+ms.demo.SiteID+`"}}}`, nil)
+		if !strings.Contains(body, `"text":"Site not found or not owned by you"}],"isError":true`) {
+			t.Errorf("body %s", body)
+		}
+		_, body = ms.do(t, "POST", "at_other", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_sites"}}`, nil)
+		if !strings.Contains(body, `{\"sites\":[],\"count\":0}`) {
+			t.Errorf("body %s", body)
+		}
+	})
+}
+
+var reportURLRe = regexp.MustCompile(`http://sitepulse\.test/report/([A-Za-z0-9_-]{43})`)
+
+// TestClientReportPage: the link generate_client_report returns opens without login, is kept
+// out of indexes, caches and referrers, and answers 410 once expired or revoked (DESIGN §6.8).
+func TestClientReportPage(t *testing.T) {
+	ms := newMCPServer(t)
+	create := func(args string) string {
+		t.Helper()
+		_, body := ms.do(t, "POST", ms.demo.APIKey, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"generate_client_report","arguments":{"scanId":"`+ms.demo.LatestScanID+`"`+args+`}}}`, nil)
+		m := reportURLRe.FindStringSubmatch(body)
+		if m == nil {
+			t.Fatalf("no report url in %s", body)
+		}
+		return m[1]
+	}
+	get := func(token string) (*http.Response, string) {
+		t.Helper()
+		resp, err := http.Get(ms.URL + "/report/" + token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp, readBody(t, resp)
+	}
+	week := create(`,"title":"Acme <speed> review","expiresInDays":7`)
+	forever := create(`,"expiresInDays":0`)
+
+	resp, body := get(week)
+	wantStatus(t, resp, 200)
+	for h, want := range map[string]string{"X-Robots-Tag": "noindex, nofollow", "Cache-Control": "no-store", "Referrer-Policy": "no-referrer"} {
+		if got := resp.Header.Get(h); got != want {
+			t.Errorf("%s = %q, want %q", h, got, want)
+		}
+	}
+	for _, want := range []string{
+		`<meta name="robots" content="noindex, nofollow">`,
+		"<h1>Acme &lt;speed&gt; review</h1>", // escaped
+		"Demo Site", "demo.sitepulse.test",
+		"Overall health", `<span class="badge ni">77</span>`,
+		"Largest Contentful Paint", "Needs improvement", "Poor", "Good",
+		"/pricing", "What would help most", "saves about",
+		"this link expires 29 Nov 2026 12:00 UTC",
+	} {
+		contains(t, body, want)
+	}
+	resp, body = get(forever)
+	wantStatus(t, resp, 200)
+	contains(t, body, "Demo Site Performance Report")
+	if strings.Contains(body, "this link expires") {
+		t.Error("a report with expiresInDays 0 says it expires")
+	}
+
+	resp, _ = get("not-a-token")
+	wantStatus(t, resp, 404)
+	if resp.Header.Get("X-Robots-Tag") == "" {
+		t.Error("404 report page without X-Robots-Tag")
+	}
+
+	ms.now = ms.now.Add(7 * 24 * time.Hour) // exactly expiresInDays later
+	resp, body = get(week)
+	wantStatus(t, resp, 410)
+	contains(t, body, "expired")
+	resp, _ = get(forever)
+	wantStatus(t, resp, 200)
+
+	reps, _ := ms.st.ReportsOf(context.Background(), mustUser(t, ms.st).ID)
+	for _, r := range reps {
+		if r.ExpiresAt == nil {
+			ms.st.RevokeReport(context.Background(), r.UserID, r.ID, ms.now)
+		}
+	}
+	resp, _ = get(forever)
+	wantStatus(t, resp, 410)
+}
+
+func mustUser(t *testing.T, st store.Store) store.User {
+	t.Helper()
+	u, err := st.UserByEmail(context.Background(), scanner.DemoEmail)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}

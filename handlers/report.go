@@ -1,0 +1,136 @@
+package handlers
+
+import (
+	"errors"
+	"net/http"
+	"sort"
+
+	"sitepulse/scanner"
+	"sitepulse/store"
+)
+
+// The public client report (DESIGN §6.8): GET /report/{token}, made by the MCP tool
+// generate_client_report. The token is the credential: no login, only its hash is stored; an
+// expired or revoked report answers 410. The page is kept out of search engines and caches, and
+// its address is never sent on as a referrer.
+
+// reportVitals are the Core Web Vitals the report shows per page, in reading order.
+var reportVitals = []struct{ Metric, Label string }{
+	{"lcp", "Largest Contentful Paint"}, {"cls", "Cumulative Layout Shift"}, {"inp", "Interaction to Next Paint"},
+	{"fcp", "First Contentful Paint"}, {"ttfb", "Time to First Byte"}, {"tbt", "Total Blocking Time"},
+}
+
+var ratingWords = map[string]string{scanner.RatingGood: "Good", scanner.RatingNI: "Needs improvement", scanner.RatingPoor: "Poor"}
+
+type reportVital struct {
+	Metric, Label, Value, Rating, Class string
+}
+
+type reportPage struct {
+	Path, URL   string
+	Performance *int
+	Vitals      []reportVital
+}
+
+type reportOpportunity struct {
+	Title     string
+	SavingsMs float64
+	Savings   string
+	Pages     int
+}
+
+type reportData struct {
+	Report   store.Report
+	Site     store.Site
+	Scan     store.Scan
+	Strategy string // the strategy of the per-page figures: mobile when the scan has it
+	Pages    []reportPage
+	Top      []reportOpportunity
+}
+
+func (s *server) handleReport() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Robots-Tag", "noindex, nofollow")
+		h.Set("Cache-Control", "no-store")
+		h.Set("Referrer-Policy", "no-referrer")
+		rep, err := s.Store.ReportByHash(r.Context(), store.HashSecret(r.PathValue("token")))
+		if errors.Is(err, store.ErrNotFound) {
+			s.renderError(w, r, http.StatusNotFound, "There is no report at this address. Check the link you were sent.")
+			return
+		}
+		if err != nil {
+			s.serverError(w, r, "report", err)
+			return
+		}
+		now := s.Now()
+		if rep.RevokedAt != nil || rep.ExpiresAt != nil && !now.Before(*rep.ExpiresAt) {
+			s.renderError(w, r, http.StatusGone, "This report has expired. Ask the person who sent it for a new link.")
+			return
+		}
+		scan, site, results, err := s.Store.ReportScan(r.Context(), rep)
+		if errors.Is(err, store.ErrNotFound) { // the site or scan was deleted since
+			s.renderError(w, r, http.StatusGone, "The scan behind this report no longer exists.")
+			return
+		}
+		if err != nil {
+			s.serverError(w, r, "report scan", err)
+			return
+		}
+		s.render(w, r, http.StatusOK, "report", page{Title: rep.Title, Data: buildReport(rep, site, scan, results)})
+	})
+}
+
+// buildReport shapes a scan for people: per page the vitals of one strategy with their web.dev
+// ratings, and the opportunities that would save the most time across pages.
+func buildReport(rep store.Report, site store.Site, scan store.Scan, results []store.PageResult) reportData {
+	d := reportData{Report: rep, Site: site, Scan: scan, Strategy: store.StrategyMobile}
+	var pool []store.PageResult
+	for _, r := range results {
+		if r.Strategy == store.StrategyMobile {
+			pool = append(pool, r)
+		}
+	}
+	if len(pool) == 0 {
+		pool, d.Strategy = results, store.StrategyDesktop
+	}
+	byTitle := map[string]*reportOpportunity{}
+	for _, r := range pool {
+		p := reportPage{Path: r.PagePath, URL: r.PageURL, Performance: r.Scores.Performance}
+		for _, v := range reportVitals {
+			x := scanner.VitalOf(r.CoreWebVitals, v.Metric)
+			rv := reportVital{Metric: v.Metric, Label: v.Label, Rating: "No data", Class: "none"}
+			if x != nil {
+				rating := scanner.VitalRating(v.Metric, *x)
+				rv.Value, rv.Rating, rv.Class = formatVital(v.Metric, *x), ratingWords[rating], ratingClass[rating]
+			}
+			p.Vitals = append(p.Vitals, rv)
+		}
+		d.Pages = append(d.Pages, p)
+		for _, o := range r.Opportunities {
+			agg, ok := byTitle[o.Title]
+			if !ok {
+				agg = &reportOpportunity{Title: o.Title}
+				byTitle[o.Title] = agg
+			}
+			agg.SavingsMs += o.SavingsMs
+			agg.Pages++
+		}
+	}
+	for _, o := range byTitle {
+		if o.SavingsMs > 0 {
+			o.Savings = formatVital("lcp", o.SavingsMs)
+			d.Top = append(d.Top, *o)
+		}
+	}
+	sort.Slice(d.Top, func(i, j int) bool {
+		if d.Top[i].SavingsMs != d.Top[j].SavingsMs {
+			return d.Top[i].SavingsMs > d.Top[j].SavingsMs
+		}
+		return d.Top[i].Title < d.Top[j].Title
+	})
+	if len(d.Top) > 8 {
+		d.Top = d.Top[:8]
+	}
+	return d
+}

@@ -1,0 +1,53 @@
+package mcp
+
+import (
+	"context"
+	"sync"
+
+	"sitepulse/store"
+)
+
+// metricsCache keeps the page metrics of completed scans. A completed scan's results never change,
+// so they can be kept for as long as memory allows; every read still goes through the owner-scoped
+// store calls first (the scan is found as the caller's before its metrics are looked up here).
+// It holds at most maxScans scans (about 80 KB each at 200 pages), dropping the oldest entry.
+type metricsCache struct {
+	mu       sync.Mutex
+	byScan   map[string][]store.PageResult
+	order    []string
+	maxScans int
+}
+
+func newMetricsCache(maxScans int) *metricsCache {
+	return &metricsCache{byScan: map[string][]store.PageResult{}, maxScans: maxScans}
+}
+
+// pageMetrics returns the metrics of a scan the caller owns. Only complete scans are cached;
+// callers must treat the slice as read-only.
+func (s *Server) pageMetrics(ctx context.Context, userID string, scan store.Scan) ([]store.PageResult, error) {
+	c := s.metrics
+	if scan.Status != store.StatusComplete {
+		return s.store.PageMetrics(ctx, userID, scan.ID)
+	}
+	c.mu.Lock()
+	m, ok := c.byScan[scan.ID]
+	c.mu.Unlock()
+	if ok {
+		return m, nil
+	}
+	m, err := s.store.PageMetrics(ctx, userID, scan.ID)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.byScan[scan.ID]; !ok {
+		if len(c.order) >= c.maxScans {
+			delete(c.byScan, c.order[0])
+			c.order = c.order[1:]
+		}
+		c.byScan[scan.ID] = m
+		c.order = append(c.order, scan.ID)
+	}
+	return m, nil
+}

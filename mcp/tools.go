@@ -1,0 +1,241 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// tool is one entry of the tool table.
+type tool struct {
+	Name        string
+	Title       string
+	Description string
+	Input       *Schema
+	ReadOnly    bool
+	run         func(s *Server, ctx context.Context, userID string, a args) (any, error)
+}
+
+// toolError is a tool failure the model should read: it travels as an isError result, not a
+// JSON-RPC error (interface "Errors").
+type toolError string
+
+func (e toolError) Error() string { return string(e) }
+
+// Tool failure messages.
+const (
+	errSiteNotFound = toolError("Site not found or not owned by you")
+	errScanNotFound = toolError("Scan not found or not owned by you")
+	errNoScanYet    = toolError("No completed scan yet for this site: its first scan has not finished. Try again after the next publish or scan completes.")
+)
+
+// Argument schemas shared by several tools.
+func siteIDArg() *Schema {
+	return &Schema{Type: "string", Format: "uuid", Description: "The site's id (a UUID), as returned by list_sites."}
+}
+
+func scanIDArg() *Schema {
+	return &Schema{Type: "string", Format: "uuid", Description: "The scan's id (a UUID), as returned by get_latest_scan, get_trend or get_regression_report."}
+}
+
+func strategyArg() *Schema {
+	return &Schema{Type: "string", Enum: []string{"mobile", "desktop"}, Default: "mobile",
+		Description: "Which Lighthouse run to read: the mobile (slow 4G, mid-range phone) or the desktop one. Default mobile."}
+}
+
+func object(required []string, props map[string]*Schema) *Schema {
+	if props == nil {
+		props = map[string]*Schema{}
+	}
+	return &Schema{Type: "object", Properties: props, Required: required, AdditionalProperties: &no}
+}
+
+// tools is the table of every tool the server offers, in the order tools/list shows them.
+var tools = []tool{
+	{
+		Name: "list_sites", Title: "List sites", ReadOnly: true, run: (*Server).listSites,
+		Description: "Lists the sites you own in SitePulse: for each its id, name, domain, current health score " +
+			"(0-100, the mean of the four Lighthouse category scores of its latest scan; null before the first scan), " +
+			"when it was last published, and whether it is a founding site. Call this first: every other tool " +
+			"takes a siteId from here, or a scanId reached through one.",
+		Input: object(nil, nil),
+	},
+	{
+		Name: "get_latest_scan", Title: "Latest scan of a site", ReadOnly: true, run: (*Server).getLatestScan,
+		Description: "Returns the latest completed scan of a site: its scanId, when it completed, how many page audits " +
+			"it holds, the strategy (mobile, desktop or both), the site-wide scores (health, performance, seo, " +
+			"accessibility, bestPractices; 0-100, the mean over every page) and the site's budget thresholds " +
+			"(e.g. performance 80 is a minimum score, lcp 2500 a maximum in ms). Use it for \"how is my site doing\" " +
+			"and to get the scanId for get_page_details, get_lcp_elements and generate_client_report.",
+		Input: object([]string{"siteId"}, map[string]*Schema{"siteId": siteIDArg()}),
+	},
+	{
+		Name: "get_page_details", Title: "Full audit of one page", ReadOnly: true, run: (*Server).getPageDetails,
+		Description: "Returns everything Lighthouse measured for one page of a scan and one strategy: category scores, " +
+			"lab Core Web Vitals (lcp, cls, fcp, ttfb, tbt, speedIndex, tti in ms, cls unitless; inp from field data), " +
+			"CrUX field data (null when the page has none), opportunities with their estimated savings in ms, " +
+			"third-party scripts, failing accessibility, best-practices and SEO audits, the LCP element, the " +
+			"elements that shifted, diagnostics and stack-specific advice. Omit pagePath to get the worst-performing " +
+			"page (lowest performance score) for the strategy. Use it to explain why a page is slow and what to fix.",
+		Input: object([]string{"scanId"}, map[string]*Schema{
+			"scanId":   scanIDArg(),
+			"pagePath": {Type: "string", MinLength: intp(1), MaxLength: intp(2048), Description: "The page's path, e.g. \"/\" or \"/pricing\". Omit it for the worst-performing page."},
+			"strategy": strategyArg(),
+		}),
+	},
+	{
+		Name: "get_lcp_elements", Title: "LCP and layout-shift elements", ReadOnly: true, run: (*Server).getLCPElements,
+		Description: "For every page of a scan (one strategy), returns the Largest Contentful Paint time in ms and the " +
+			"element that was painted last (CSS selector and HTML snippet), the cumulative layout shift and the " +
+			"elements that shifted with their share of it. Use it to find which image, heading or banner makes " +
+			"pages slow to show or jumpy.",
+		Input: object([]string{"scanId"}, map[string]*Schema{"scanId": scanIDArg(), "strategy": strategyArg()}),
+	},
+	{
+		Name: "get_third_party_scripts", Title: "Third-party script impact", ReadOnly: true, run: (*Server).getThirdPartyScripts,
+		Description: "Aggregates the third-party scripts (analytics, chat widgets, tag managers, fonts...) across the pages " +
+			"of the site's latest completed scan (mobile results): per domain the total bytes transferred, the mean " +
+			"main-thread blocking time in ms on the pages where it appears, how many pages it is on, and an impact " +
+			"score (blocking ms x pages) that orders the list, worst first. Use it to decide which script to remove or defer.",
+		Input: object([]string{"siteId"}, map[string]*Schema{"siteId": siteIDArg()}),
+	},
+	{
+		Name: "get_accessibility_issues", Title: "Accessibility issues", ReadOnly: true, run: (*Server).getAccessibilityIssues,
+		Description: "Lists the failing accessibility audits of the site's latest completed scan, grouped by audit id: " +
+			"title, what it means, severity (critical when the audit scored 0, serious below 0.5, moderate below 0.75, " +
+			"else minor; from the worst page), how many pages and which paths are affected, most severe first; plus " +
+			"the number of pages analysed and the mean accessibility score. Filter with severity.",
+		Input: object([]string{"siteId"}, map[string]*Schema{
+			"siteId":   siteIDArg(),
+			"severity": {Type: "string", Enum: []string{"critical", "serious", "moderate", "minor", "all"}, Default: "all", Description: "Only issues of this severity; default all."},
+		}),
+	},
+	{
+		Name: "get_regression_report", Title: "Regressions since the previous scan", ReadOnly: true, run: (*Server).getRegressionReport,
+		Description: "Compares the site's latest completed scan with the one before it, page by page and strategy by " +
+			"strategy, and lists what got worse: category scores that dropped by more than 5 points, and Core Web " +
+			"Vitals that crossed into a worse web.dev band (LCP 2500/4000 ms, CLS 0.1/0.25, INP 200/500 ms, FCP " +
+			"1800/3000 ms, TTFB 800/1800 ms), each with from, to, delta (to - from) and the page. Use it for " +
+			"\"why did my site get slower\" after a publish. previousScanId is null when the site has one scan only.",
+		Input: object([]string{"siteId"}, map[string]*Schema{"siteId": siteIDArg()}),
+	},
+	{
+		Name: "get_trend", Title: "Score trend", ReadOnly: true, run: (*Server).getTrend,
+		Description: "Returns the site's recent completed scans, oldest first, with their category scores and page " +
+			"counts, so you can tell whether performance is improving or degrading over time.",
+		Input: object([]string{"siteId"}, map[string]*Schema{
+			"siteId": siteIDArg(),
+			"limit":  {Type: "integer", Minimum: intp(1), Maximum: intp(50), Default: 20, Description: "How many of the most recent scans to return, 1-50; default 20."},
+		}),
+	},
+	{
+		Name: "generate_client_report", Title: "Create a shareable client report", ReadOnly: false, run: (*Server).generateClientReport,
+		Description: "Creates a shareable web page of one completed scan (scores, Core Web Vitals of every page with " +
+			"their ratings, top opportunities) that anyone with the link can open without logging in, and returns " +
+			"its url. Use it when the user wants to send results to a client or colleague. The link stops working " +
+			"after expiresInDays days (0: never).",
+		Input: object([]string{"scanId"}, map[string]*Schema{
+			"scanId":        scanIDArg(),
+			"title":         {Type: "string", MinLength: intp(1), MaxLength: intp(200), Description: "The report's heading; default \"<site name> Performance Report\"."},
+			"expiresInDays": {Type: "integer", Minimum: intp(0), Maximum: intp(365), Default: 30, Description: "Days until the link expires, 0-365; 0 means it never expires. Default 30."},
+		}),
+	},
+}
+
+// toolIndex finds a tool by name.
+var toolIndex = func() map[string]*tool {
+	m := map[string]*tool{}
+	for i := range tools {
+		m[tools[i].Name] = &tools[i]
+	}
+	return m
+}()
+
+// toolList is the tools/list view of the table.
+func toolList() []map[string]any {
+	out := make([]map[string]any, 0, len(tools))
+	for _, t := range tools {
+		out = append(out, map[string]any{
+			"name":        t.Name,
+			"description": t.Description,
+			"inputSchema": t.Input,
+			"annotations": map[string]any{
+				"title":           t.Title,
+				"readOnlyHint":    t.ReadOnly,
+				"destructiveHint": false,
+				"idempotentHint":  t.ReadOnly,
+				"openWorldHint":   false,
+			},
+		})
+	}
+	return out
+}
+
+// args are a tool call's validated arguments.
+type args map[string]any
+
+func (a args) str(name, def string) string {
+	if v, ok := a[name].(string); ok {
+		return v
+	}
+	return def
+}
+
+func (a args) integer(name string, def int) int {
+	if v, ok := a[name].(float64); ok {
+		return int(v)
+	}
+	return def
+}
+
+// content is one item of a tool result.
+type content struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// toolResult is the tools/call result envelope.
+type toolResult struct {
+	Content []content `json:"content"`
+	IsError bool      `json:"isError,omitempty"`
+}
+
+// callTool validates a tools/call request against the tool's schema and runs it.
+func (s *Server) callTool(ctx context.Context, userID string, params json.RawMessage) (any, *rpcError) {
+	var p struct {
+		Name      *string         `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if len(params) == 0 || json.Unmarshal(params, &p) != nil || p.Name == nil {
+		return nil, &rpcError{CodeInvalidParams, "Invalid arguments: params.name (the tool to call) is required"}
+	}
+	t, ok := toolIndex[*p.Name]
+	if !ok {
+		return nil, &rpcError{CodeInvalidParams, fmt.Sprintf("Invalid arguments: unknown tool %q; tools/list names the nine tools", *p.Name)}
+	}
+	a := args{}
+	if len(p.Arguments) > 0 && string(p.Arguments) != "null" {
+		if p.Arguments[0] != '{' || json.Unmarshal(p.Arguments, &a) != nil {
+			return nil, &rpcError{CodeInvalidParams, "Invalid arguments: arguments must be an object"}
+		}
+	}
+	if msg := validate(t.Input, a); msg != "" {
+		return nil, &rpcError{CodeInvalidParams, "Invalid arguments: " + msg}
+	}
+	payload, err := t.run(s, ctx, userID, a)
+	var te toolError
+	if errors.As(err, &te) {
+		return toolResult{Content: []content{{Type: "text", Text: te.Error()}}, IsError: true}, nil
+	}
+	if err != nil {
+		s.log.Error("mcp tool", "tool", t.Name, "err", err)
+		return nil, &rpcError{CodeInternal, "Internal error"}
+	}
+	b, err := marshal(payload)
+	if err != nil {
+		s.log.Error("mcp tool encode", "tool", t.Name, "err", err)
+		return nil, &rpcError{CodeInternal, "Internal error"}
+	}
+	return toolResult{Content: []content{{Type: "text", Text: string(b)}}}, nil
+}

@@ -1,0 +1,95 @@
+package mcp
+
+import (
+	"context"
+
+	"sitepulse/scanner"
+	"sitepulse/store"
+)
+
+// This file holds the site analyses over the latest scans: get_third_party_scripts,
+// get_accessibility_issues, get_regression_report. The analysis itself is package scanner's,
+// shared with the budget check and the pipeline.
+
+func (s *Server) getThirdPartyScripts(ctx context.Context, userID string, a args) (any, error) {
+	_, sc, err := s.latest(ctx, userID, a.str("siteId", ""))
+	if err != nil {
+		return nil, err
+	}
+	results, err := s.store.PageResults(ctx, userID, sc.ID)
+	if err != nil {
+		return nil, err
+	}
+	scripts, pages := scanner.ThirdParties(results)
+	return struct {
+		Scripts       []scanner.ThirdPartyImpact `json:"scripts"`
+		PagesAnalyzed int                        `json:"pagesAnalyzed"`
+	}{scripts, pages}, nil
+}
+
+func (s *Server) getAccessibilityIssues(ctx context.Context, userID string, a args) (any, error) {
+	_, sc, err := s.latest(ctx, userID, a.str("siteId", ""))
+	if err != nil {
+		return nil, err
+	}
+	results, err := s.store.PageResults(ctx, userID, sc.ID)
+	if err != nil {
+		return nil, err
+	}
+	sum := scanner.AccessibilityIssues(results, a.str("severity", "all"))
+	return struct {
+		Issues                []scanner.A11yGroup `json:"issues"`
+		Count                 int                 `json:"count"`
+		PagesAnalyzed         int                 `json:"pagesAnalyzed"`
+		AvgAccessibilityScore *int                `json:"avgAccessibilityScore"`
+	}{sum.Issues, len(sum.Issues), sum.PagesAnalyzed, sum.AvgAccessibilityScore}, nil
+}
+
+type regressionReport struct {
+	LatestScanID          string               `json:"latestScanId"`
+	LatestScanCompletedAt *string              `json:"latestScanCompletedAt"`
+	PreviousScanID        *string              `json:"previousScanId"`
+	HasRegression         bool                 `json:"hasRegression"`
+	RegressionCount       int                  `json:"regressionCount"`
+	Regressions           []scanner.Regression `json:"regressions"`
+}
+
+func (s *Server) getRegressionReport(ctx context.Context, userID string, a args) (any, error) {
+	siteID := a.str("siteId", "")
+	if _, err := s.site(ctx, userID, siteID); err != nil {
+		return nil, err
+	}
+	scans, err := s.store.CompletedScans(ctx, userID, siteID, 2)
+	if err != nil {
+		return nil, err
+	}
+	if len(scans) == 0 {
+		return nil, errNoScanYet
+	}
+	out := regressionReport{LatestScanID: scans[0].ID, LatestScanCompletedAt: iso(scans[0].CompletedAt), Regressions: []scanner.Regression{}}
+	if len(scans) == 2 {
+		prevID := scans[1].ID
+		out.PreviousScanID = &prevID
+		// Completed scans never change: their metrics come from the cache after the first read.
+		// The two scans are read side by side: on Postgres each read is a round trip of its own.
+		var previous []store.PageResult
+		var prevErr error
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			previous, prevErr = s.pageMetrics(ctx, userID, scans[1])
+		}()
+		latest, err := s.pageMetrics(ctx, userID, scans[0])
+		<-done
+		if err != nil {
+			return nil, err
+		}
+		if prevErr != nil {
+			return nil, prevErr
+		}
+		out.Regressions = scanner.Regressions(previous, latest)
+	}
+	out.RegressionCount = len(out.Regressions)
+	out.HasRegression = out.RegressionCount > 0
+	return out, nil
+}

@@ -1,0 +1,132 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"sitepulse/store"
+)
+
+// This file holds the site-level tools: list_sites, get_latest_scan, get_trend.
+
+func iso(t *time.Time) *string {
+	if t == nil {
+		return nil
+	}
+	s := t.UTC().Format(time.RFC3339)
+	return &s
+}
+
+type siteItem struct {
+	ID            string  `json:"id"`
+	Name          string  `json:"name"`
+	Domain        string  `json:"domain"`
+	HealthScore   *int    `json:"healthScore"`
+	LastPublished *string `json:"lastPublished"`
+	Founding      bool    `json:"founding"`
+}
+
+func (s *Server) listSites(ctx context.Context, userID string, _ args) (any, error) {
+	sites, err := s.store.SitesOf(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]siteItem, 0, len(sites))
+	for _, st := range sites {
+		out = append(out, siteItem{ID: st.ID, Name: st.Name, Domain: st.Domain, HealthScore: st.HealthScore,
+			LastPublished: iso(st.LastPublished), Founding: st.Founding})
+	}
+	return struct {
+		Sites []siteItem `json:"sites"`
+		Count int        `json:"count"`
+	}{out, len(out)}, nil
+}
+
+// site reads a site of the user, mapping "not found" to the tool error.
+func (s *Server) site(ctx context.Context, userID, siteID string) (store.Site, error) {
+	st, err := s.store.Site(ctx, userID, siteID)
+	if errors.Is(err, store.ErrNotFound) {
+		return st, errSiteNotFound
+	}
+	return st, err
+}
+
+// latest reads a site of the user and its latest completed scan.
+func (s *Server) latest(ctx context.Context, userID, siteID string) (store.Site, store.Scan, error) {
+	st, err := s.site(ctx, userID, siteID)
+	if err != nil {
+		return st, store.Scan{}, err
+	}
+	sc, err := s.store.LatestCompletedScan(ctx, userID, siteID)
+	if errors.Is(err, store.ErrNotFound) {
+		return st, sc, errNoScanYet
+	}
+	return st, sc, err
+}
+
+// scan reads a scan of the user, mapping "not found" to the tool error.
+func (s *Server) scan(ctx context.Context, userID, scanID string) (store.Scan, error) {
+	sc, err := s.store.Scan(ctx, userID, scanID)
+	if errors.Is(err, store.ErrNotFound) {
+		return sc, errScanNotFound
+	}
+	return sc, err
+}
+
+type latestScan struct {
+	ScanID      string             `json:"scanId"`
+	SiteName    string             `json:"siteName"`
+	Domain      string             `json:"domain"`
+	CompletedAt *string            `json:"completedAt"`
+	PagesTotal  int                `json:"pagesTotal"`
+	Strategy    string             `json:"strategy"`
+	Scores      store.ScanScores   `json:"scores"`
+	Budget      map[string]float64 `json:"budget"`
+}
+
+func (s *Server) getLatestScan(ctx context.Context, userID string, a args) (any, error) {
+	st, sc, err := s.latest(ctx, userID, a.str("siteId", ""))
+	if err != nil {
+		return nil, err
+	}
+	budget, err := s.store.Budgets(ctx, userID, st.ID)
+	if err != nil {
+		return nil, err
+	}
+	if budget == nil {
+		budget = map[string]float64{}
+	}
+	return latestScan{ScanID: sc.ID, SiteName: st.Name, Domain: st.Domain, CompletedAt: iso(sc.CompletedAt),
+		PagesTotal: sc.PagesTotal, Strategy: sc.Strategy, Scores: sc.Scores, Budget: budget}, nil
+}
+
+type trendItem struct {
+	ScanID        string  `json:"scanId"`
+	CompletedAt   *string `json:"completedAt"`
+	Performance   *int    `json:"performance"`
+	SEO           *int    `json:"seo"`
+	Accessibility *int    `json:"accessibility"`
+	BestPractices *int    `json:"bestPractices"`
+	PagesTotal    int     `json:"pagesTotal"`
+}
+
+func (s *Server) getTrend(ctx context.Context, userID string, a args) (any, error) {
+	siteID := a.str("siteId", "")
+	if _, err := s.site(ctx, userID, siteID); err != nil {
+		return nil, err
+	}
+	scans, err := s.store.CompletedScans(ctx, userID, siteID, a.integer("limit", 20))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]trendItem, len(scans))
+	for i, sc := range scans { // newest first from the store; the trend reads oldest first
+		out[len(scans)-1-i] = trendItem{ScanID: sc.ID, CompletedAt: iso(sc.CompletedAt), Performance: sc.Scores.Performance,
+			SEO: sc.Scores.SEO, Accessibility: sc.Scores.Accessibility, BestPractices: sc.Scores.BestPractices, PagesTotal: sc.PagesTotal}
+	}
+	return struct {
+		Scans []trendItem `json:"scans"`
+		Count int         `json:"count"`
+	}{out, len(out)}, nil
+}

@@ -1,0 +1,53 @@
+package store_test
+
+import (
+	"testing"
+
+	"sitepulse/store"
+)
+
+func testPageMetrics(t *testing.T, s store.Store) {
+	a := newUser(t, s, "a@example.com")
+	b := newUser(t, s, "b@example.com")
+	site := newSite(t, s, a, "site")
+	sc := enqueue(t, s, site, t0)
+	j, err := s.ClaimJob(ctx, store.QueueScan, "w", t0)
+	must(t, err)
+	l := j.Lease()
+	must(t, s.StartScan(ctx, l, 3, t0))
+	lcp, cls := 3100.0, 0.12
+	full := store.PageResult{PagePath: "/b", PageURL: "https://x.test/b", Strategy: "mobile",
+		Scores: store.PageScores{Performance: ip(61), SEO: ip(90)}, CoreWebVitals: store.Vitals{LCP: &lcp, CLS: &cls},
+		Opportunities: []store.Opportunity{{Title: "Reduce unused JavaScript", SavingsMs: 300}},
+		LCPElement:    &store.Element{Selector: "img"}, Diagnostics: map[string]any{"numRequests": 12.0}}
+	must(t, s.SavePageResult(ctx, l, full))
+	must(t, s.SavePageResult(ctx, l, store.PageResult{PagePath: "/a", PageURL: "https://x.test/a", Strategy: "desktop"}))
+	must(t, s.SavePageError(ctx, l, store.PageError{PagePath: "/c", Strategy: "mobile", PageURL: "https://x.test/c", Error: "timeout"}))
+
+	got, err := s.PageMetrics(ctx, a.ID, sc.ID)
+	must(t, err)
+	if len(got) != 2 || got[0].PagePath != "/a" || got[0].Strategy != "desktop" || got[0].Scores.Performance != nil {
+		t.Fatalf("metrics = %+v", got)
+	}
+	m := got[1]
+	if m.PagePath != "/b" || m.PageURL != "https://x.test/b" || m.Strategy != "mobile" || m.ScanID != sc.ID ||
+		*m.Scores.Performance != 61 || *m.Scores.SEO != 90 || m.Scores.Accessibility != nil ||
+		*m.CoreWebVitals.LCP != lcp || *m.CoreWebVitals.CLS != cls || m.CoreWebVitals.INP != nil {
+		t.Errorf("metrics = %+v", m)
+	}
+	if m.Opportunities != nil || m.LCPElement != nil || m.Diagnostics != nil {
+		t.Errorf("metrics carry more than scores and vitals: %+v", m)
+	}
+	_, err = s.PageMetrics(ctx, b.ID, sc.ID)
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.PageMetrics(ctx, a.ID, store.NewID())
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.PageMetrics(ctx, a.ID, "not-a-uuid")
+	wantErr(t, err, store.ErrNotFound)
+	empty := enqueue(t, s, newSite(t, s, a, "other"), t0)
+	none, err := s.PageMetrics(ctx, a.ID, empty.ID)
+	must(t, err)
+	if len(none) != 0 {
+		t.Errorf("metrics of a scan without results = %+v", none)
+	}
+}
