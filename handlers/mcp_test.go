@@ -183,6 +183,9 @@ func TestClientReportPage(t *testing.T) {
 	} {
 		contains(t, body, want)
 	}
+	if strings.Contains(body, `href="/login"`) {
+		t.Error("the public report shows the app's log-in navigation to a client")
+	}
 	resp, body = get(forever)
 	wantStatus(t, resp, 200)
 	contains(t, body, "Demo Site Performance Report")

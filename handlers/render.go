@@ -34,6 +34,8 @@ type page struct {
 	CSRF    string
 	Flash   string
 	Data    any
+	// Public pages (a client report) are read by people with no account: no site navigation.
+	Public bool
 }
 
 // ratingClass maps an analysis rating to the stylesheet's colour classes.

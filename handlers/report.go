@@ -77,7 +77,7 @@ func (s *server) handleReport() http.Handler {
 			s.serverError(w, r, "report scan", err)
 			return
 		}
-		s.render(w, r, http.StatusOK, "report", page{Title: rep.Title, Data: buildReport(rep, site, scan, results)})
+		s.render(w, r, http.StatusOK, "report", page{Title: rep.Title, Public: true, Data: buildReport(rep, site, scan, results)})
 	})
 }
 
