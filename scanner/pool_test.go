@@ -156,7 +156,7 @@ func testScanCompletes(t *testing.T, st store.Store) {
 	if got.Status != store.StatusQueued {
 		t.Errorf("status after enqueue = %s, want queued", got.Status)
 	}
-	r.pool(nil)
+	pool := r.pool(nil)
 	deadline := time.Now().Add(10 * time.Second)
 	for got.Status != store.StatusRunning && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
@@ -198,6 +198,7 @@ func testScanCompletes(t *testing.T, st store.Store) {
 	if home.Scores.Performance == nil || *home.Scores.Performance != 16 {
 		t.Errorf("home mobile performance = %v, want 16", home.Scores.Performance)
 	}
+	pool.Stop(context.Background()) // the log lines follow the writes they report
 	for _, line := range []string{"scan started", "page done", "scan complete"} {
 		if !strings.Contains(r.logs.String(), line) {
 			t.Errorf("logs lack %q", line)
