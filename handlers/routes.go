@@ -44,6 +44,9 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 		mux.Handle("OPTIONS "+path, s.OAuth.HandlePreflight())
 	}
 
+	// Scan pipeline: the platform's publish webhook (interface "Events", DESIGN §6.13).
+	mux.Handle("POST /api/webhooks/platform", s.handlePlatformWebhook())
+
 	// Web UI.
 	mux.Handle("GET /{$}", s.requireUser(s.handleHome()))
 }

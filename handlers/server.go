@@ -31,6 +31,11 @@ type Deps struct {
 	// makes one on Store, BaseURL and Now. Pass the same server as AccessTokens so the MCP
 	// endpoint accepts the tokens it issues.
 	OAuth *oauth.Server
+	// PlatformSecret is PLATFORM_CLIENT_SECRET, the HMAC key of the publish webhook; empty
+	// makes the webhook answer 503 rather than accept unsigned posts.
+	PlatformSecret string
+	// WebhookJitter delays each webhook scan (0-5 s); nil picks one at random. Tests inject one.
+	WebhookJitter func() time.Duration
 }
 
 // server holds the dependencies every handler shares.
@@ -54,6 +59,9 @@ func NewHandler(d Deps) (http.Handler, error) {
 	}
 	if d.Now == nil {
 		d.Now = time.Now
+	}
+	if d.WebhookJitter == nil {
+		d.WebhookJitter = randomJitter
 	}
 	if d.PasswordIterations == 0 {
 		d.PasswordIterations = store.PasswordIterations
