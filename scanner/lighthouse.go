@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -110,7 +111,7 @@ func (l *Lighthouse) Audit(ctx context.Context, pageURL, strategy string) (store
 		return store.PageResult{}, fmt.Errorf("Lighthouse run cancelled: %w", context.Cause(ctx))
 	case errors.Is(runCtx.Err(), context.DeadlineExceeded):
 		return store.PageResult{}, fmt.Errorf("Lighthouse did not finish within %s", l.cfg.Timeout)
-	case errors.Is(err, exec.ErrNotFound):
+	case errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist):
 		return store.PageResult{}, fmt.Errorf("LIGHTHOUSE_CMD %q not found: install Lighthouse (npm install -g lighthouse)", l.argv[0])
 	case err != nil:
 		return store.PageResult{}, fmt.Errorf("Lighthouse failed (%v): %s", err, stderr.String())
