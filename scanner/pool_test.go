@@ -499,3 +499,28 @@ func testDigest(t *testing.T, st store.Store) {
 		t.Errorf("the SMTP failure was not logged")
 	}
 }
+
+// On Postgres the dispatcher wakes on LISTEN/NOTIFY: with a poll of an hour, an enqueued scan
+// still starts at once.
+func TestPoolWakesOnNotify(t *testing.T) {
+	dsn := storetest.SchemaDSN(t)
+	st, err := store.OpenPostgres(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	wake, err := store.ListenJobs(ctx, dsn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t, st)
+	site := r.addSite("Notified", []string{"/fast"})
+	p := r.pool(func(c *PoolConfig) { c.Poll, c.Wake = time.Hour, wake })
+	time.Sleep(100 * time.Millisecond) // the dispatcher has found the queue empty and waits
+	if sc := r.wait(r.enqueue(site).ID); sc.Status != store.StatusComplete {
+		t.Errorf("scan = %s", sc.Status)
+	}
+	p.Stop(context.Background())
+}
