@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Fault is a canned failure for one page and strategy.
@@ -31,6 +32,7 @@ type PSI struct {
 	calls  map[string]int
 	faults map[string]Fault
 	gate   chan struct{}
+	delay  time.Duration
 	cache  map[string][]byte
 }
 
@@ -60,6 +62,13 @@ func (p *PSI) Hold() (release func()) {
 	p.gate = gate
 	var once sync.Once
 	return func() { once.Do(func() { close(gate) }) }
+}
+
+// Delay makes every answer take d, like a real PSI (10-60 s) in miniature.
+func (p *PSI) Delay(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.delay = d
 }
 
 // Calls is how many requests asked for path and strategy.
@@ -105,8 +114,15 @@ func (p *PSI) serve(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	p.calls[key]++
 	fault, faulty := p.faults[key]
-	gate := p.gate
+	gate, delay := p.gate, p.delay
 	p.mu.Unlock()
+	if delay > 0 {
+		select {
+		case <-time.After(delay):
+		case <-r.Context().Done():
+			return
+		}
+	}
 	if gate != nil {
 		select {
 		case <-gate:
