@@ -323,3 +323,33 @@ func TestPublishToCompleteScan(t *testing.T) {
 		})
 	}
 }
+
+// The webhook never panics or answers outside its statuses, whatever the body and signature.
+func FuzzPlatformWebhook(f *testing.F) {
+	st := store.NewMemory()
+	h, err := NewHandler(Deps{Store: st, BaseURL: "http://sitepulse.test", PlatformSecret: webhookSecret,
+		WebhookJitter: func() time.Duration { return 0 }})
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, body := range []string{`{"siteId":"x"}`, `[]`, `null`, `{"siteId":null}`, "\xff\xfe", `{"siteId":"` + strings.Repeat("a", 300) + `"}`, ``} {
+		f.Add(body, sign(webhookSecret, body))
+		f.Add(body, "sha256="+sign(webhookSecret, body))
+	}
+	f.Fuzz(func(t *testing.T, body, sig string) {
+		for _, s := range []string{sig, sign(webhookSecret, body)} {
+			req := httptest.NewRequest(http.MethodPost, "/api/webhooks/platform", strings.NewReader(body))
+			req.Header.Set("x-platform-signature", s)
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			switch rec.Code {
+			case 200, 400, 401, 413:
+			default:
+				t.Fatalf("status %d for body %q sig %q: %s", rec.Code, body, s, rec.Body)
+			}
+			if s != sign(webhookSecret, body) && rec.Code != 401 {
+				t.Fatalf("a wrong signature got %d", rec.Code)
+			}
+		}
+	})
+}
