@@ -2,8 +2,13 @@ package main
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,4 +111,43 @@ func TestKilledProcessScanIsFinishedByAnother(t *testing.T) {
 		t.Errorf("%d PSI calls in all, %d after the kill with %d pairs stored; want %d after", psi.Total(), psi.Total()-callsAtKill, len(before), 10-len(before))
 	}
 	t.Logf("killed after %d of 10 pairs were stored; the second process audited %d", len(before), psi.Total()-callsAtKill)
+}
+
+// The wiring: a signed publish of the demo site makes the running service scan it through the
+// pool against PAGESPEED_API_URL, and the configured secret is the one verified.
+func TestRunScansOnPublish(t *testing.T) {
+	psi := scantest.NewPSI(t, "testdata/psi")
+	base, logs, stop := startRun(t, map[string]string{"PAGESPEED_API_URL": psi.Endpoint(), "PLATFORM_CLIENT_SECRET": "whsec_wired"})
+	post := func(secret string) int {
+		body := `{"siteId":"demo-site"}`
+		m := hmac.New(sha256.New, []byte(secret))
+		m.Write([]byte(body))
+		req, _ := http.NewRequest(http.MethodPost, base+"/api/webhooks/platform", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("x-platform-signature", hex.EncodeToString(m.Sum(nil)))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := post("whsec_other"); got != http.StatusUnauthorized {
+		t.Errorf("wrong secret: %d, want 401", got)
+	}
+	if got := post("whsec_wired"); got != http.StatusOK {
+		t.Fatalf("publish: %d", got)
+	}
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(logs.String(), `msg="scan complete"`); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no scan completed:\n%s", logs)
+		}
+	}
+	stop()
+	if n := psi.Total(); n != 10 {
+		t.Errorf("%d PSI calls, want 10 (5 demo pages x 2 strategies)", n)
+	}
+	if !strings.Contains(logs.String(), "trigger=webhook") {
+		t.Errorf("the scan was not a webhook scan:\n%s", logs)
+	}
 }
