@@ -19,6 +19,7 @@ type config struct {
 	AuditBackend    string
 	LighthouseCmd   string
 	ChromePath      string
+	ChromeFlags     string
 	PlatformSecret  string
 	SMTPAddr        string
 	SMTPFrom        string
@@ -26,6 +27,7 @@ type config struct {
 	SMTPPassword    string
 	ScanWorkers     int
 	MaxPagesPerScan int
+	PSIRateLimit    int
 	Demo            bool
 }
 
@@ -48,6 +50,7 @@ func (c *config) settings() []setting {
 		{env: "AUDIT_BACKEND", def: "psi", help: "psi or lighthouse", str: &c.AuditBackend},
 		{env: "LIGHTHOUSE_CMD", def: "lighthouse", help: "Lighthouse CLI for AUDIT_BACKEND=lighthouse", str: &c.LighthouseCmd},
 		{env: "CHROME_PATH", help: "Chrome or Chromium binary for Lighthouse", str: &c.ChromePath},
+		{env: "LIGHTHOUSE_CHROME_FLAGS", def: "--headless=new --disable-gpu --no-first-run", help: "Chrome flags for Lighthouse runs (add --no-sandbox as root)", str: &c.ChromeFlags},
 		{env: "PLATFORM_CLIENT_SECRET", help: "HMAC key of the publish webhook's x-platform-signature", str: &c.PlatformSecret},
 		{env: "SMTP_ADDR", help: "host:port of the SMTP server; empty logs digests instead", str: &c.SMTPAddr},
 		{env: "SMTP_FROM", def: "SitePulse <sitepulse@localhost>", help: "From address of digest e-mails", str: &c.SMTPFrom},
@@ -55,6 +58,7 @@ func (c *config) settings() []setting {
 		{env: "SMTP_PASSWORD", help: "SMTP password", str: &c.SMTPPassword},
 		{env: "SCAN_WORKERS", def: "3", help: "scans audited at once by this process", num: &c.ScanWorkers, min: 1},
 		{env: "MAX_PAGES_PER_SCAN", def: "50", help: "page discovery cap", num: &c.MaxPagesPerScan, min: 1},
+		{env: "PSI_RATE_LIMIT", def: "400", help: "PSI calls per 100 seconds, shared by all workers of this process", num: &c.PSIRateLimit, min: 1},
 	}
 }
 

@@ -63,11 +63,25 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		}
 	}
 
+	pool, err := startScanner(ctx, cfg, st, storeName, log)
+	if err != nil {
+		return err
+	}
+	// Deferred after the store's Close, so it runs before it: HTTP server, scanner, store.
+	defer func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := pool.Stop(stopCtx); err != nil {
+			log.Warn("scanner stop", "err", err)
+		}
+		log.Info("scanner stopped")
+	}()
+
 	// The authorization server issues the access tokens the MCP endpoint accepts.
 	authServer := oauth.New(oauth.Config{Store: st, BaseURL: cfg.BaseURL, Log: log})
 	handler, err := handlers.NewHandler(handlers.Deps{
 		Store: st, StoreName: storeName, Log: log, BaseURL: cfg.BaseURL,
-		OAuth: authServer, AccessTokens: authServer,
+		OAuth: authServer, AccessTokens: authServer, PlatformSecret: cfg.PlatformSecret,
 	})
 	if err != nil {
 		return err
@@ -132,6 +146,37 @@ func seedDemo(ctx context.Context, st store.Store, cfg *config, stdout io.Writer
 		fmt.Fprintln(stdout, line)
 	}
 	return nil
+}
+
+// startScanner starts the worker pool on the configured audit backend. On Postgres the
+// dispatcher also wakes on LISTEN/NOTIFY; it polls either way.
+func startScanner(ctx context.Context, cfg config, st store.Store, storeName string, log *slog.Logger) (*scanner.Pool, error) {
+	var auditor scanner.Auditor
+	if cfg.AuditBackend == "lighthouse" {
+		auditor = scanner.NewLighthouse(scanner.LighthouseConfig{Command: cfg.LighthouseCmd, ChromePath: cfg.ChromePath,
+			ChromeFlags: cfg.ChromeFlags, Log: log})
+	} else {
+		auditor = scanner.NewPSI(scanner.PSIConfig{Endpoint: cfg.PageSpeedURL, Key: cfg.PageSpeedKey,
+			Limiter: scanner.NewRateLimiter(cfg.PSIRateLimit, 100*time.Second), Log: log})
+	}
+	var wake <-chan struct{}
+	if storeName == "postgres" {
+		w, err := store.ListenJobs(ctx, cfg.DatabaseURL, func(err error) { log.Warn("job notifications", "err", err) })
+		if err != nil {
+			log.Warn("LISTEN for jobs failed; the scanner polls instead", "err", err)
+		} else {
+			wake = w
+		}
+	}
+	pool := scanner.NewPool(scanner.PoolConfig{
+		Store: st, Auditor: auditor, Log: log, Workers: cfg.ScanWorkers, Wake: wake,
+		Discovery: scanner.Discovery{MaxPages: cfg.MaxPagesPerScan},
+		Digest: &scanner.Digest{Store: st, SMTPAddr: cfg.SMTPAddr, From: cfg.SMTPFrom, Username: cfg.SMTPUsername,
+			Password: cfg.SMTPPassword, BaseURL: cfg.BaseURL, Log: log},
+	})
+	pool.Start()
+	log.Info("audit backend", "backend", cfg.AuditBackend, "psi_rate_limit_per_100s", cfg.PSIRateLimit)
+	return pool, nil
 }
 
 // openStore opens Postgres when DATABASE_URL is set, else the in-memory store.

@@ -112,7 +112,7 @@ func TestRunServesAndShutsDown(t *testing.T) {
 	if !strings.Contains(out, "store=memory") {
 		t.Errorf("log does not say which store runs:\n%s", out)
 	}
-	order := []string{"shutting down", "HTTP server stopped", "store closed"}
+	order := []string{"shutting down", "HTTP server stopped", "scanner stopped", "store closed"}
 	last := -1
 	for _, step := range order {
 		i := strings.Index(out, step)

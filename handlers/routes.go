@@ -57,6 +57,9 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 	mux.Handle("DELETE /api/mcp", s.sameOrigin(s.requireBearer(mcpBearer, s.handleMCPMethodNotAllowed())))
 	mux.Handle("GET /report/{token}", s.handleReport())
 
+	// Scan pipeline: the platform's publish webhook (interface "Events", DESIGN §6.13).
+	mux.Handle("POST /api/webhooks/platform", s.handlePlatformWebhook())
+
 	// Web UI (issue 6 item 3, issue 3 item 9): sites, scans with live progress (DESIGN §6.11),
 	// budgets and alert rules, client reports. Every page is owner-scoped; every POST checks CSRF.
 	mux.Handle("GET /{$}", s.requireUser(s.handleHome()))

@@ -34,6 +34,11 @@ type Deps struct {
 	// ScanPollInterval is how often the scan progress stream reads the scan; 0 means the
 	// interface's 2 s. Tests shorten it.
 	ScanPollInterval time.Duration
+	// PlatformSecret is PLATFORM_CLIENT_SECRET, the HMAC key of the publish webhook; empty
+	// makes the webhook answer 503 rather than accept unsigned posts.
+	PlatformSecret string
+	// WebhookJitter delays each webhook scan (0-5 s); nil picks one at random. Tests inject one.
+	WebhookJitter func() time.Duration
 }
 
 // server holds the dependencies every handler shares.
@@ -57,6 +62,9 @@ func NewHandler(d Deps) (http.Handler, error) {
 	}
 	if d.Now == nil {
 		d.Now = time.Now
+	}
+	if d.WebhookJitter == nil {
+		d.WebhookJitter = randomJitter
 	}
 	if d.PasswordIterations == 0 {
 		d.PasswordIterations = store.PasswordIterations

@@ -1,0 +1,118 @@
+package handlers
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"time"
+
+	"sitepulse/store"
+)
+
+// webhookReplayWindow is how long an identical signed body is acknowledged and ignored
+// (DESIGN §6.13): the signature has no timestamp, so this is the replay guard.
+const webhookReplayWindow = 10 * time.Minute
+
+// maxWebhookJitter delays each webhook scan by up to this much (interface "Limits").
+const maxWebhookJitter = 5 * time.Second
+
+// randomJitter is the default Deps.WebhookJitter: uniform in [0, 5 s].
+func randomJitter() time.Duration {
+	return time.Duration(rand.Int64N(int64(maxWebhookJitter) + 1))
+}
+
+// handlePlatformWebhook is the inbound site_publish event (interface "Events", DESIGN §6.13):
+// the raw body, read once under the 1 MiB cap, is verified before it is parsed; then the site
+// is looked up by its platform id and a scan of both strategies is enqueued with trigger
+// webhook, delayed by a 0-5 s jitter. Once the signature is valid the answer is always 200
+// {ok: true}, also when the site is unknown, a scan is already in flight (SCAN_ALREADY_ACTIVE,
+// logged) or the same body was seen within the replay window.
+func (s *server) handlePlatformWebhook() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.PlatformSecret == "" {
+			// Refuse rather than accept unsigned posts.
+			writeError(w, http.StatusServiceUnavailable, "webhook not configured: PLATFORM_CLIENT_SECRET is not set")
+			return
+		}
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				writeError(w, http.StatusRequestEntityTooLarge, errTooLarge.Error())
+				return
+			}
+			writeError(w, http.StatusBadRequest, "could not read the request body")
+			return
+		}
+		if !validSignature(s.PlatformSecret, body, r.Header.Get("x-platform-signature")) {
+			writeError(w, http.StatusUnauthorized, "Invalid signature")
+			return
+		}
+		var event map[string]json.RawMessage
+		if err := json.Unmarshal(body, &event); err != nil || event == nil {
+			writeError(w, http.StatusBadRequest, "request body must be a JSON object")
+			return
+		}
+		var platformID string
+		json.Unmarshal(event["siteId"], &platformID) // absent or not a string: no site has it
+		ok := map[string]bool{"ok": true}
+		now := s.Now()
+		sum := sha256.Sum256(body)
+		seen, err := s.Store.SeenDelivery(r.Context(), hex.EncodeToString(sum[:]), now.Add(-webhookReplayWindow), now)
+		if err != nil {
+			s.serverError(w, r, "webhook replay guard", err)
+			return
+		}
+		if seen {
+			s.Log.Info("webhook: identical delivery within 10 minutes ignored", "platform_site_id", platformID)
+			writeJSON(w, http.StatusOK, ok)
+			return
+		}
+		if platformID == "" {
+			s.Log.Info("webhook: publish without a siteId ignored")
+			writeJSON(w, http.StatusOK, ok)
+			return
+		}
+		site, err := s.Store.SiteByPlatformID(r.Context(), platformID)
+		if errors.Is(err, store.ErrNotFound) {
+			s.Log.Info("webhook: publish for an unknown site ignored", "platform_site_id", platformID)
+			writeJSON(w, http.StatusOK, ok)
+			return
+		}
+		if err != nil {
+			s.serverError(w, r, "webhook site lookup", err)
+			return
+		}
+		if err := s.Store.MarkPublished(r.Context(), site.ID, now); err != nil {
+			s.serverError(w, r, "webhook mark published", err)
+			return
+		}
+		scan := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerWebhook, CreatedAt: now}
+		runAt := now.Add(s.WebhookJitter())
+		err = s.Store.EnqueueScan(r.Context(), scan, store.QueueScan, runAt)
+		switch {
+		case errors.Is(err, store.ErrScanActive):
+			s.Log.Warn("webhook: SCAN_ALREADY_ACTIVE: the site already has a queued or running scan", "site", site.ID)
+		case err != nil:
+			s.serverError(w, r, "webhook enqueue scan", err)
+			return
+		default:
+			s.Log.Info("webhook: publish; scan enqueued", "site", site.ID, "scan", scan.ID, "run_at", runAt.UTC().Format(time.RFC3339Nano))
+		}
+		writeJSON(w, http.StatusOK, ok)
+	})
+}
+
+// validSignature checks x-platform-signature: the lower-case hex HMAC-SHA256 of the raw body
+// under the platform client secret, compared in constant time.
+func validSignature(secret string, body []byte, header string) bool {
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write(body)
+	want := hex.EncodeToString(mac.Sum(nil))
+	return hmac.Equal([]byte(want), []byte(header))
+}

@@ -1,0 +1,355 @@
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"sitepulse/scanner"
+	"sitepulse/scanner/scantest"
+	"sitepulse/store"
+	"sitepulse/store/storetest"
+)
+
+const webhookSecret = "whsec_test-secret"
+
+func sign(secret, body string) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte(body))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// lockedBuf is a log sink shared by handler goroutines and the test.
+type lockedBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+func (l *lockedBuf) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
+
+// webhookRig is a SitePulse handler with a platform secret, a fixed clock and a fixed jitter,
+// and one user owning a site connected as platform site "plat-1".
+type webhookRig struct {
+	t      *testing.T
+	st     store.Store
+	srv    *httptest.Server
+	now    time.Time
+	jitter time.Duration
+	user   store.User
+	site   store.Site
+	logs   *lockedBuf
+}
+
+func newWebhookRig(t *testing.T, st store.Store, secret string) *webhookRig {
+	t.Helper()
+	w := &webhookRig{t: t, st: st, now: time.Now().UTC().Truncate(time.Millisecond), jitter: 3 * time.Second, logs: &lockedBuf{}}
+	h, err := NewHandler(Deps{Store: st, StoreName: "test", BaseURL: "http://sitepulse.test", PasswordIterations: 1000,
+		Now: func() time.Time { return w.now }, PlatformSecret: secret, WebhookJitter: func() time.Duration { return w.jitter },
+		Log: slog.New(slog.NewTextHandler(w.logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.srv = httptest.NewServer(h)
+	t.Cleanup(w.srv.Close)
+	ctx := context.Background()
+	w.user = store.User{ID: store.NewID(), Email: "hook-" + store.NewID()[:8] + "@example.com", PasswordHash: "x", NotifyRegressions: true, CreatedAt: w.now}
+	if err := st.CreateUser(ctx, w.user); err != nil {
+		t.Fatal(err)
+	}
+	w.site = store.Site{ID: store.NewID(), UserID: w.user.ID, Name: "Sample", Domain: "sample.test", PlatformSiteID: "plat-" + store.NewID()[:8],
+		Pages: []string{"/", "/about", "/blog/", "/fast", "/pricing"}, CreatedAt: w.now}
+	if err := st.CreateSite(ctx, w.site); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// post sends body with the given signature header (omitted when sig is "-").
+func (w *webhookRig) post(body, sig string) (int, string) {
+	w.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, w.srv.URL+"/api/webhooks/platform", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if sig != "-" {
+		req.Header.Set("x-platform-signature", sig)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return resp.StatusCode, readBody(w.t, resp)
+}
+
+func (w *webhookRig) publish(extra string) (int, string) {
+	body := fmt.Sprintf(`{"siteId":%q,"_id":"evt","publishedBy":{"name":"Ada"}%s}`, w.site.PlatformSiteID, extra)
+	return w.post(body, sign(webhookSecret, body))
+}
+
+func (w *webhookRig) scans() []store.Scan {
+	w.t.Helper()
+	scans, err := w.st.ScansOf(context.Background(), w.user.ID, w.site.ID, 100)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return scans
+}
+
+func TestPlatformWebhookBadInput(t *testing.T) {
+	valid := `{"siteId":"%s","publishedOn":"2026-11-01T12:00:00Z"}`
+	tests := []struct {
+		name       string
+		body       func(w *webhookRig) string
+		sig        func(w *webhookRig, body string) string
+		wantStatus int
+		wantBody   string
+		wantScans  int
+	}{
+		{"a missing header is 401 Invalid signature", nil, func(*webhookRig, string) string { return "-" }, 401, `{"error":"Invalid signature"}`, 0},
+		{"an empty header is 401", nil, func(*webhookRig, string) string { return "" }, 401, `{"error":"Invalid signature"}`, 0},
+		{"a signature under the wrong secret is 401", nil, func(_ *webhookRig, b string) string { return sign("other", b) }, 401, `{"error":"Invalid signature"}`, 0},
+		{"a tampered body is 401", nil, func(w *webhookRig, b string) string {
+			return sign(webhookSecret, strings.Replace(b, "12:00", "12:01", 1))
+		}, 401, `{"error":"Invalid signature"}`, 0},
+		{"a trailing newline changes the body and is 401", func(w *webhookRig) string { return fmt.Sprintf(valid, w.site.PlatformSiteID) + "\n" },
+			func(w *webhookRig, b string) string { return sign(webhookSecret, strings.TrimSuffix(b, "\n")) }, 401, `{"error":"Invalid signature"}`, 0},
+		{"upper-case hex is 401", nil, func(_ *webhookRig, b string) string { return strings.ToUpper(sign(webhookSecret, b)) }, 401, `{"error":"Invalid signature"}`, 0},
+		{"a sha256= prefix is 401", nil, func(_ *webhookRig, b string) string { return "sha256=" + sign(webhookSecret, b) }, 401, `{"error":"Invalid signature"}`, 0},
+		{"a truncated signature is 401", nil, func(_ *webhookRig, b string) string { return sign(webhookSecret, b)[:63] }, 401, `{"error":"Invalid signature"}`, 0},
+		{"a signed body that is not JSON is 400", func(*webhookRig) string { return "siteId=plat-1" }, nil, 400, `{"error":"request body must be a JSON object"}`, 0},
+		{"a signed JSON array is 400", func(*webhookRig) string { return `[{"siteId":"x"}]` }, nil, 400, `{"error":"request body must be a JSON object"}`, 0},
+		{"an unknown platform site id is 200 and does nothing", func(*webhookRig) string { return `{"siteId":"never-connected"}` }, nil, 200, `{"ok":true}`, 0},
+		{"a siteId that is not a string is 200 and does nothing", func(*webhookRig) string { return `{"siteId":42}` }, nil, 200, `{"ok":true}`, 0},
+		{"no siteId is 200 and does nothing", func(*webhookRig) string { return `{"site":"x"}` }, nil, 200, `{"ok":true}`, 0},
+		{"a body over 1 MiB is 413", func(*webhookRig) string { return `{"siteId":"` + strings.Repeat("x", 1<<20) + `"}` }, nil, 413, `{"error":"request body is larger than 1 MiB"}`, 0},
+		{"a valid publish enqueues one scan", nil, nil, 200, `{"ok":true}`, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWebhookRig(t, store.NewMemory(), webhookSecret)
+			body := fmt.Sprintf(valid, w.site.PlatformSiteID)
+			if tt.body != nil {
+				body = tt.body(w)
+			}
+			sig := sign(webhookSecret, body)
+			if tt.sig != nil {
+				sig = tt.sig(w, body)
+			}
+			status, got := w.post(body, sig)
+			if status != tt.wantStatus || strings.TrimSpace(got) != tt.wantBody {
+				t.Errorf("got %d %s, want %d %s", status, strings.TrimSpace(got), tt.wantStatus, tt.wantBody)
+			}
+			if n := len(w.scans()); n != tt.wantScans {
+				t.Errorf("%d scans, want %d", n, tt.wantScans)
+			}
+		})
+	}
+}
+
+func TestPlatformWebhookWithoutSecretIs503(t *testing.T) {
+	w := newWebhookRig(t, store.NewMemory(), "")
+	body := fmt.Sprintf(`{"siteId":%q}`, w.site.PlatformSiteID)
+	status, got := w.post(body, sign("", body))
+	if status != http.StatusServiceUnavailable || !strings.Contains(got, "PLATFORM_CLIENT_SECRET") {
+		t.Errorf("got %d %s, want 503 naming PLATFORM_CLIENT_SECRET", status, got)
+	}
+	if n := len(w.scans()); n != 0 {
+		t.Errorf("%d scans, want 0", n)
+	}
+}
+
+func TestPlatformWebhookEnqueues(t *testing.T) {
+	ctx := context.Background()
+	w := newWebhookRig(t, store.NewMemory(), webhookSecret)
+	if status, body := w.publish(""); status != 200 || strings.TrimSpace(body) != `{"ok":true}` {
+		t.Fatalf("publish: %d %s", status, body)
+	}
+	scans := w.scans()
+	if len(scans) != 1 {
+		t.Fatalf("%d scans, want 1", len(scans))
+	}
+	sc := scans[0]
+	if sc.Status != store.StatusQueued || sc.Strategy != store.StrategyBoth || sc.Trigger != store.TriggerWebhook {
+		t.Errorf("scan = %s %s %s, want queued both webhook", sc.Status, sc.Strategy, sc.Trigger)
+	}
+	site, _ := w.st.Site(ctx, w.user.ID, w.site.ID)
+	if site.LastPublished == nil || !site.LastPublished.Equal(w.now) {
+		t.Errorf("lastPublished = %v, want %v", site.LastPublished, w.now)
+	}
+	// The jitter delays the job: not runnable before now+3s, runnable at it.
+	if _, err := w.st.ClaimJob(ctx, store.QueueScan, "t", w.now.Add(w.jitter-time.Millisecond)); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("claim before the jitter: %v, want not found", err)
+	}
+	if j, err := w.st.ClaimJob(ctx, store.QueueScan, "t", w.now.Add(w.jitter)); err != nil || j.ScanID != sc.ID {
+		t.Errorf("claim at the jitter: %v %v", j.ScanID, err)
+	}
+
+	// The same signed body again: acknowledged, ignored.
+	body := fmt.Sprintf(`{"siteId":%q,"_id":"evt","publishedBy":{"name":"Ada"}}`, w.site.PlatformSiteID)
+	if status, _ := w.post(body, sign(webhookSecret, body)); status != 200 {
+		t.Errorf("replay: %d, want 200", status)
+	}
+	// A second, different publish while the scan is in flight: 200, logged, no new scan.
+	if status, _ := w.publish(`,"n":2`); status != 200 {
+		t.Errorf("second publish: %d, want 200", status)
+	}
+	if n := len(w.scans()); n != 1 {
+		t.Errorf("%d scans after a replay and a second publish, want 1", n)
+	}
+	if !strings.Contains(w.logs.String(), "SCAN_ALREADY_ACTIVE") {
+		t.Errorf("SCAN_ALREADY_ACTIVE not logged:\n%s", w.logs.String())
+	}
+}
+
+func TestPlatformWebhookJitterIsWithinFiveSeconds(t *testing.T) {
+	for range 1000 {
+		if j := randomJitter(); j < 0 || j > 5*time.Second {
+			t.Fatalf("jitter %s outside 0-5 s", j)
+		}
+	}
+}
+
+// 50 publishes at once, distinct or identical: all answered 200, exactly one scan in flight.
+func TestPlatformWebhookConcurrentPublishes(t *testing.T) {
+	for _, b := range storetest.Backends(t) {
+		for _, identical := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s identical=%v", b.Name, identical), func(t *testing.T) {
+				w := newWebhookRig(t, b.Open(t), webhookSecret)
+				var wg sync.WaitGroup
+				statuses := make([]int, 50)
+				for i := range 50 {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						extra := fmt.Sprintf(`,"n":%d`, i)
+						if identical {
+							extra = ""
+						}
+						statuses[i], _ = w.publish(extra)
+					}()
+				}
+				wg.Wait()
+				for i, s := range statuses {
+					if s != 200 {
+						t.Errorf("publish %d: %d, want 200", i, s)
+					}
+				}
+				if n := len(w.scans()); n != 1 {
+					t.Errorf("%d scans, want exactly 1", n)
+				}
+			})
+		}
+	}
+}
+
+// The end-to-end path: a signed publish, the pool auditing against a PSI serving the real
+// fixtures, the scan going queued -> running -> complete with one result per page and strategy.
+func TestPublishToCompleteScan(t *testing.T) {
+	for _, b := range storetest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			st := b.Open(t)
+			w := newWebhookRig(t, st, webhookSecret)
+			w.jitter = 0
+			psi := scantest.NewPSI(t, "../testdata/psi")
+			release := psi.Hold()
+			if status, _ := w.publish(""); status != 200 {
+				t.Fatalf("publish: %d", status)
+			}
+			scans := w.scans()
+			if len(scans) != 1 || scans[0].Status != store.StatusQueued {
+				t.Fatalf("after publish: %+v, want one queued scan", scans)
+			}
+			id := scans[0].ID
+			pool := scanner.NewPool(scanner.PoolConfig{Store: st, Auditor: scanner.NewPSI(scanner.PSIConfig{Endpoint: psi.Endpoint(), Key: "k"}),
+				Poll: 10 * time.Millisecond, Log: slog.New(slog.NewTextHandler(w.logs, nil))})
+			pool.Start()
+			defer pool.Stop(ctx)
+			seen := map[string]bool{scans[0].Status: true}
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				sc, err := st.Scan(ctx, w.user.ID, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				seen[sc.Status] = true
+				if sc.Status == store.StatusRunning {
+					release()
+				}
+				if sc.Status == store.StatusComplete || sc.Status == store.StatusFailed || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			if !seen[store.StatusQueued] || !seen[store.StatusRunning] || !seen[store.StatusComplete] {
+				t.Fatalf("statuses seen %v, want queued, running and complete; logs:\n%s", seen, w.logs.String())
+			}
+			results, err := st.PageResults(ctx, w.user.ID, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(results) != 10 {
+				t.Fatalf("%d results, want 10 (5 pages x 2 strategies)", len(results))
+			}
+			count := map[string]int{}
+			for _, r := range results {
+				count[r.PagePath+" "+r.Strategy]++
+			}
+			for _, p := range w.site.Pages {
+				for _, s := range []string{"mobile", "desktop"} {
+					if count[p+" "+s] != 1 {
+						t.Errorf("%s %s has %d results, want 1", p, s, count[p+" "+s])
+					}
+				}
+			}
+			sc, _ := st.Scan(ctx, w.user.ID, id)
+			if sc.Trigger != store.TriggerWebhook || sc.Scores.Health == nil {
+				t.Errorf("scan trigger %s, health %v", sc.Trigger, sc.Scores.Health)
+			}
+		})
+	}
+}
+
+// The webhook never panics or answers outside its statuses, whatever the body and signature.
+func FuzzPlatformWebhook(f *testing.F) {
+	st := store.NewMemory()
+	h, err := NewHandler(Deps{Store: st, BaseURL: "http://sitepulse.test", PlatformSecret: webhookSecret,
+		WebhookJitter: func() time.Duration { return 0 }})
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, body := range []string{`{"siteId":"x"}`, `[]`, `null`, `{"siteId":null}`, "\xff\xfe", `{"siteId":"` + strings.Repeat("a", 300) + `"}`, ``} {
+		f.Add(body, sign(webhookSecret, body))
+		f.Add(body, "sha256="+sign(webhookSecret, body))
+	}
+	f.Fuzz(func(t *testing.T, body, sig string) {
+		for _, s := range []string{sig, sign(webhookSecret, body)} {
+			req := httptest.NewRequest(http.MethodPost, "/api/webhooks/platform", strings.NewReader(body))
+			req.Header.Set("x-platform-signature", s)
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			switch rec.Code {
+			case 200, 400, 401, 413:
+			default:
+				t.Fatalf("status %d for body %q sig %q: %s", rec.Code, body, s, rec.Body)
+			}
+			if s != sign(webhookSecret, body) && rec.Code != 401 {
+				t.Fatalf("a wrong signature got %d", rec.Code)
+			}
+		}
+	})
+}

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"sitepulse/scanner/scantest"
+	"sitepulse/store"
+	"sitepulse/store/storetest"
+)
+
+// A process killed with SIGKILL in the middle of a scan: another process finishes the scan
+// once the dead one's lease is rescued, auditing only what was not stored, and no page result
+// is lost or stored twice.
+func TestKilledProcessScanIsFinishedByAnother(t *testing.T) {
+	if os.Getenv("SITEPULSE_KILL_CHILD") == "1" {
+		// The child: the real program, until the parent kills it.
+		run(context.Background(), nil, os.Getenv, os.Stdout)
+		return
+	}
+	ctx := context.Background()
+	dsn := storetest.SchemaDSN(t)
+	st, err := store.OpenPostgres(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	psi := scantest.NewPSI(t, "testdata/psi")
+	psi.Delay(150 * time.Millisecond)
+	user := store.User{ID: store.NewID(), Email: "kill@example.com", PasswordHash: "x", CreatedAt: time.Now()}
+	site := store.Site{ID: store.NewID(), UserID: user.ID, Name: "Sample", Domain: "sample.test",
+		Pages: []string{"/", "/about", "/blog/", "/fast", "/pricing"}, CreatedAt: time.Now()}
+	scan := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: time.Now()}
+	for _, err := range []error{st.CreateUser(ctx, user), st.CreateSite(ctx, site), st.EnqueueScan(ctx, scan, store.QueueScan, time.Now())} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := map[string]string{"DATABASE_URL": dsn, "PAGESPEED_API_URL": psi.Endpoint(), "SCAN_WORKERS": "1"}
+
+	child := exec.Command(os.Args[0], "-test.run=^TestKilledProcessScanIsFinishedByAnother$")
+	child.Env = append(os.Environ(), "SITEPULSE_KILL_CHILD=1", "ADDR="+freeAddr(t), "DATABASE_URL="+dsn,
+		"PAGESPEED_API_URL="+psi.Endpoint(), "SCAN_WORKERS=1")
+	childLog := &syncBuffer{}
+	child.Stdout, child.Stderr = childLog, childLog
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer child.Process.Kill()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		sc, err := st.Scan(ctx, user.ID, scan.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sc.PagesDone >= 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the child stored %d pages in 30 s:\n%s", sc.PagesDone, childLog)
+		}
+	}
+	if err := child.Process.Kill(); err != nil { // SIGKILL: no shutdown, no release
+		t.Fatal(err)
+	}
+	child.Wait()
+	before, err := st.DonePages(ctx, scan.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(before) >= 10 {
+		t.Fatalf("the child finished before it was killed")
+	}
+	callsAtKill := psi.Total()
+	// The dead process's lease lapses; the rescuer of any process returns the job.
+	if n, err := st.RescueJobs(ctx, time.Now().Add(time.Hour), time.Now()); err != nil || n != 1 {
+		t.Fatalf("rescued %d jobs: %v", n, err)
+	}
+
+	_, logs, stop := startRun(t, env)
+	var done store.Scan
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		done, _ = st.Scan(ctx, user.ID, scan.ID)
+		if done.Status == store.StatusComplete || done.Status == store.StatusFailed || time.Now().After(deadline) {
+			break
+		}
+	}
+	stop()
+	if done.Status != store.StatusComplete || done.PagesDone != 10 {
+		t.Fatalf("scan = %s %d/10 (%s):\n%s", done.Status, done.PagesDone, done.Error, logs)
+	}
+	results, _ := st.PageResults(ctx, user.ID, scan.ID)
+	if len(results) != 10 {
+		t.Errorf("%d results, want 10", len(results))
+	}
+	for _, k := range before {
+		if n := psi.Calls(k.PagePath, k.Strategy); n != 1 {
+			t.Errorf("%s %s was stored before the kill but audited %d times", k.PagePath, k.Strategy, n)
+		}
+	}
+	// The second process audited only the pairs not stored; at most the child's in-flight
+	// calls (SCAN_WORKERS=1, two pages at once) were asked twice.
+	if extra := psi.Total() - 10; extra < 0 || extra > 2 || psi.Total()-callsAtKill != 10-len(before) {
+		t.Errorf("%d PSI calls in all, %d after the kill with %d pairs stored; want %d after", psi.Total(), psi.Total()-callsAtKill, len(before), 10-len(before))
+	}
+	t.Logf("killed after %d of 10 pairs were stored; the second process audited %d", len(before), psi.Total()-callsAtKill)
+}
+
+// The wiring: a signed publish of the demo site makes the running service scan it through the
+// pool against PAGESPEED_API_URL, and the configured secret is the one verified.
+func TestRunScansOnPublish(t *testing.T) {
+	psi := scantest.NewPSI(t, "testdata/psi")
+	base, logs, stop := startRun(t, map[string]string{"PAGESPEED_API_URL": psi.Endpoint(), "PLATFORM_CLIENT_SECRET": "whsec_wired"})
+	post := func(secret string) int {
+		body := `{"siteId":"demo-site"}`
+		m := hmac.New(sha256.New, []byte(secret))
+		m.Write([]byte(body))
+		req, _ := http.NewRequest(http.MethodPost, base+"/api/webhooks/platform", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("x-platform-signature", hex.EncodeToString(m.Sum(nil)))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := post("whsec_other"); got != http.StatusUnauthorized {
+		t.Errorf("wrong secret: %d, want 401", got)
+	}
+	if got := post("whsec_wired"); got != http.StatusOK {
+		t.Fatalf("publish: %d", got)
+	}
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(logs.String(), `msg="scan complete"`); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no scan completed:\n%s", logs)
+		}
+	}
+	stop()
+	if n := psi.Total(); n != 10 {
+		t.Errorf("%d PSI calls, want 10 (5 demo pages x 2 strategies)", n)
+	}
+	if !strings.Contains(logs.String(), "trigger=webhook") {
+		t.Errorf("the scan was not a webhook scan:\n%s", logs)
+	}
+}

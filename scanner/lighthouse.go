@@ -1,0 +1,162 @@
+package scanner
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"sitepulse/store"
+)
+
+// LighthouseConfig configures the local Lighthouse backend (AUDIT_BACKEND=lighthouse), for
+// sites PSI cannot reach (staging, intranet). Zero values get the defaults noted.
+type LighthouseConfig struct {
+	// Command is LIGHTHOUSE_CMD, split on spaces into a program and its first arguments, e.g.
+	// "lighthouse" or "/opt/node22/bin/node /opt/lh/node_modules/lighthouse/cli/index.js".
+	// Default "lighthouse".
+	Command string
+	// ChromePath is CHROME_PATH, passed to Lighthouse in its environment; empty lets it search.
+	ChromePath string
+	// ChromeFlags is passed as --chrome-flags. Default "--headless=new --disable-gpu --no-first-run";
+	// add --no-sandbox when running as root in a container.
+	ChromeFlags string
+	// Timeout bounds one run. Default 3 min.
+	Timeout time.Duration
+	// Concurrency is how many runs this process makes at once, shared by every worker: each
+	// run is a Chrome with simulated throttling, and CPU contention skews its numbers. Default 1.
+	Concurrency int
+	Log         *slog.Logger
+}
+
+// Lighthouse runs the Lighthouse CLI and extracts its report like a PSI one (without field data).
+type Lighthouse struct {
+	cfg  LighthouseConfig
+	argv []string
+	sem  chan struct{}
+}
+
+var _ Auditor = (*Lighthouse)(nil)
+
+// DefaultChromeFlags are the Chrome flags used when none are configured.
+const DefaultChromeFlags = "--headless=new --disable-gpu --no-first-run"
+
+// NewLighthouse returns the CLI backend with cfg's defaults filled in.
+func NewLighthouse(cfg LighthouseConfig) *Lighthouse {
+	if strings.TrimSpace(cfg.Command) == "" {
+		cfg.Command = "lighthouse"
+	}
+	if cfg.ChromeFlags == "" {
+		cfg.ChromeFlags = DefaultChromeFlags
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 3 * time.Minute
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 1
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Lighthouse{cfg: cfg, argv: strings.Fields(cfg.Command), sem: make(chan struct{}, cfg.Concurrency)}
+}
+
+// Args are the arguments of one run after the configured command.
+func (l *Lighthouse) Args(pageURL, strategy string) []string {
+	args := []string{pageURL, "--output=json", "--output-path=stdout",
+		"--only-categories=performance,accessibility,best-practices,seo",
+		"--chrome-flags=" + l.cfg.ChromeFlags, "--quiet"}
+	if strategy == store.StrategyDesktop {
+		args = append(args, "--preset=desktop")
+	}
+	return args
+}
+
+// maxLHReport caps the report read from the CLI's stdout.
+const maxLHReport = 64 << 20
+
+// Audit runs Lighthouse once. A run is not retried: a page Chrome cannot load fails the same
+// way again, and the job's own retries cover a crashed run.
+func (l *Lighthouse) Audit(ctx context.Context, pageURL, strategy string) (store.PageResult, error) {
+	select {
+	case l.sem <- struct{}{}:
+	case <-ctx.Done():
+		return store.PageResult{}, fmt.Errorf("waiting for a Lighthouse slot: %w", context.Cause(ctx))
+	}
+	defer func() { <-l.sem }()
+	runCtx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
+	defer cancel()
+	cmd := exec.CommandContext(runCtx, l.argv[0], append(l.argv[1:], l.Args(pageURL, strategy)...)...)
+	cmd.Env = os.Environ()
+	if l.cfg.ChromePath != "" {
+		cmd.Env = append(cmd.Env, "CHROME_PATH="+l.cfg.ChromePath)
+	}
+	// Lighthouse closes its Chrome on SIGINT; a kill would orphan it. WaitDelay bounds the wait.
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 15 * time.Second
+	var stdout limitedBuffer
+	stdout.max = maxLHReport
+	var stderr tailBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	switch {
+	case ctx.Err() != nil:
+		return store.PageResult{}, fmt.Errorf("Lighthouse run cancelled: %w", context.Cause(ctx))
+	case errors.Is(runCtx.Err(), context.DeadlineExceeded):
+		return store.PageResult{}, fmt.Errorf("Lighthouse did not finish within %s", l.cfg.Timeout)
+	case errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist):
+		return store.PageResult{}, fmt.Errorf("LIGHTHOUSE_CMD %q not found: install Lighthouse (npm install -g lighthouse)", l.argv[0])
+	case err != nil:
+		return store.PageResult{}, fmt.Errorf("Lighthouse failed (%v): %s", err, stderr.String())
+	case stdout.over:
+		return store.PageResult{}, fmt.Errorf("Lighthouse report is larger than %d MiB", maxLHReport>>20)
+	}
+	r, err := ExtractLighthouse(stdout.Bytes())
+	if err != nil {
+		return store.PageResult{}, err
+	}
+	return r, nil
+}
+
+// limitedBuffer keeps at most max bytes and notes when more came.
+type limitedBuffer struct {
+	bytes.Buffer
+	max  int
+	over bool
+}
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	if b.Len()+len(p) > b.max {
+		b.over = true
+		return len(p), nil
+	}
+	return b.Buffer.Write(p)
+}
+
+// tailBuffer keeps the last 2 KiB written, for error messages.
+type tailBuffer struct{ b []byte }
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.b = append(t.b, p...)
+	if len(t.b) > 2048 {
+		t.b = t.b[len(t.b)-2048:]
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	s := strings.TrimSpace(string(t.b))
+	if s == "" {
+		return "no output"
+	}
+	return s
+}
+
+var _ io.Writer = (*tailBuffer)(nil)

@@ -1,0 +1,187 @@
+package scanner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"sitepulse/store"
+)
+
+// strategiesOf lists the audits a scan's strategy asks for, mobile first.
+func strategiesOf(strategy string) []string {
+	switch strategy {
+	case store.StrategyMobile, store.StrategyDesktop:
+		return []string{strategy}
+	default:
+		return []string{store.StrategyMobile, store.StrategyDesktop}
+	}
+}
+
+// scan runs one attempt of a scan job (DESIGN §4): discover the pages, mark the scan running,
+// audit every page/strategy pair not yet stored (so a re-run resumes), storing each result or
+// error as it arrives, then complete the scan with its scores, or fail it when no page could
+// be audited. An error means the attempt failed and the caller settles the job. A completed
+// scan is returned for the digest, which runs after the job's lease is let go.
+func (p *Pool) scan(ctx context.Context, log *slog.Logger, job store.Job) (*completed, error) {
+	lease := job.Lease()
+	began := p.cfg.Now()
+	scan, site, err := p.cfg.Store.ScanForJob(ctx, job.ScanID)
+	if errors.Is(err, store.ErrNotFound) { // the site and its scans were deleted meanwhile
+		return nil, p.cfg.Store.FailScan(ctx, lease, "the site was deleted", p.cfg.Now())
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read scan: %w", err)
+	}
+	log = log.With("site", site.Name)
+	pages, source, note := p.cfg.Discovery.Pages(ctx, site)
+	if note != nil {
+		log.Info("scanner: no usable sitemap; auditing the root", "reason", note)
+	}
+	type pair struct{ path, strategy string }
+	var pairs []pair
+	for _, path := range pages {
+		for _, s := range strategiesOf(scan.Strategy) {
+			pairs = append(pairs, pair{path, s})
+		}
+	}
+	if err := p.cfg.Store.StartScan(ctx, lease, len(pairs), p.cfg.Now()); err != nil {
+		return nil, fmt.Errorf("start scan: %w", err)
+	}
+	done, err := p.cfg.Store.DonePages(ctx, scan.ID)
+	if err != nil {
+		return nil, fmt.Errorf("read stored pages: %w", err)
+	}
+	stored := map[store.PageKey]bool{}
+	for _, k := range done {
+		stored[k] = true
+	}
+	var todo []pair
+	for _, pr := range pairs {
+		if !stored[store.PageKey{PagePath: pr.path, Strategy: pr.strategy}] {
+			todo = append(todo, pr)
+		}
+	}
+	log.Info("scan started", "pages", len(pages), "pages_from", source, "audits", len(pairs),
+		"already_stored", len(pairs)-len(todo), "strategy", scan.Strategy, "trigger", scan.Trigger)
+
+	// Audit with bounded concurrency; the first store failure stops the rest.
+	auditCtx, stopAudits := context.WithCancelCause(ctx)
+	defer stopAudits(nil)
+	sem := make(chan struct{}, p.cfg.PageConcurrency)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	fail := func(err error) {
+		mu.Lock()
+		if firstErr == nil {
+			firstErr = err
+		}
+		mu.Unlock()
+		stopAudits(err)
+	}
+	for _, pr := range todo {
+		select {
+		case sem <- struct{}{}:
+		case <-auditCtx.Done():
+		}
+		if auditCtx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := p.auditPage(auditCtx, log, lease, site, pr.path, pr.strategy); err != nil {
+				fail(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	if err := context.Cause(ctx); err != nil {
+		return nil, err
+	}
+
+	results, err := p.cfg.Store.PageResults(ctx, site.UserID, scan.ID)
+	if err != nil {
+		return nil, fmt.Errorf("read results: %w", err)
+	}
+	pageErrs, err := p.cfg.Store.PageErrors(ctx, site.UserID, scan.ID)
+	if err != nil {
+		return nil, fmt.Errorf("read page errors: %w", err)
+	}
+	if len(results) == 0 {
+		reason := "no page could be audited"
+		if len(pageErrs) > 0 {
+			e := pageErrs[0]
+			reason = fmt.Sprintf("no page could be audited (%d of %d failed); %s %s: %s", len(pageErrs), len(pairs), e.PagePath, e.Strategy, e.Error)
+		}
+		if err := p.cfg.Store.FailScan(ctx, lease, reason, p.cfg.Now()); err != nil {
+			return nil, fmt.Errorf("fail scan: %w", err)
+		}
+		log.Error("scan failed", "reason", reason)
+		return nil, nil
+	}
+	scores := ScanScores(results)
+	if err := p.cfg.Store.CompleteScan(ctx, lease, scores, p.cfg.Now()); err != nil {
+		return nil, fmt.Errorf("complete scan: %w", err)
+	}
+	log.Info("scan complete", "results", len(results), "page_errors", len(pageErrs),
+		"health", intOrNil(scores.Health), "performance", intOrNil(scores.Performance),
+		"accessibility", intOrNil(scores.Accessibility), "best_practices", intOrNil(scores.BestPractices),
+		"seo", intOrNil(scores.SEO), "took", p.cfg.Now().Sub(began).Round(time.Millisecond))
+	return &completed{site: site, scanID: scan.ID, results: results}, nil
+}
+
+// completed is a scan that just completed, for the digest.
+type completed struct {
+	site    store.Site
+	scanID  string
+	results []store.PageResult
+}
+
+// auditPage audits one pair and stores its result or its error. It returns an error only when
+// the attempt must stop: the store failed, the lease was lost, or the job was cancelled.
+func (p *Pool) auditPage(ctx context.Context, log *slog.Logger, lease store.Lease, site store.Site, path, strategy string) error {
+	pageURL := PageURL(site, path)
+	began := p.cfg.Now()
+	r, err := p.cfg.Auditor.Audit(ctx, pageURL, strategy)
+	if ctx.Err() != nil {
+		return context.Cause(ctx) // cancelled: not the page's fault, record nothing
+	}
+	if err != nil {
+		log.Warn("page failed", "page", path, "strategy", strategy, "err", err)
+		if err := p.cfg.Store.SavePageError(ctx, lease, store.PageError{PagePath: path, PageURL: pageURL, Strategy: strategy, Error: err.Error()}); err != nil {
+			return fmt.Errorf("save page error: %w", err)
+		}
+		return nil
+	}
+	// Results are keyed by what was asked for, whatever URL the audit reports after redirects.
+	r.PagePath, r.PageURL, r.Strategy = path, pageURL, strategy
+	if err := p.cfg.Store.SavePageResult(ctx, lease, r); err != nil {
+		return fmt.Errorf("save page result: %w", err)
+	}
+	log.Info("page done", "page", path, "strategy", strategy, "performance", intOrNil(r.Scores.Performance),
+		"lcp_ms", floatOrNil(r.CoreWebVitals.LCP), "took", p.cfg.Now().Sub(began).Round(time.Millisecond))
+	return nil
+}
+
+func intOrNil(v *int) any {
+	if v == nil {
+		return nil
+	}
+	return *v
+}
+
+func floatOrNil(v *float64) any {
+	if v == nil {
+		return nil
+	}
+	return *v
+}

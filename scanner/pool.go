@@ -1,0 +1,286 @@
+package scanner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"sync"
+	"time"
+
+	"sitepulse/store"
+)
+
+// PoolConfig configures the worker pool. Zero values get the defaults noted.
+type PoolConfig struct {
+	Store     store.Store
+	Auditor   Auditor
+	Discovery Discovery
+	Digest    *Digest // e-mails regressions after a scan completes; nil sends none
+	Log       *slog.Logger
+	// Workers is SCAN_WORKERS: scans audited at once by this process. Default 3.
+	Workers int
+	// PageConcurrency bounds the audits of one scan in flight at once. Default 2.
+	PageConcurrency int
+	// WorkerID names this process in jobs.locked_by. Default host:pid.
+	WorkerID string
+	// Wake signals that a job was enqueued (Postgres LISTEN, see store.ListenJobs); nil polls only.
+	Wake <-chan struct{}
+	// Poll is how often the dispatcher looks for runnable jobs without a wake-up. Default 2 s.
+	Poll time.Duration
+	// Lease is how long a running job may go without a heartbeat before the rescuer returns it
+	// to the queue. Default 2 min; heartbeats go on during long PSI calls, so only a dead or
+	// stuck process lets a lease lapse.
+	Lease time.Duration
+	// Heartbeat is how often a running job's lease is refreshed. Default Lease/4.
+	Heartbeat time.Duration
+	// RescueEvery is how often the rescuer looks for stale jobs. Default Lease/2.
+	RescueEvery time.Duration
+	// Backoff is the wait before a failed job's next attempt. Default attempt^4 s ±10%.
+	Backoff func(attempt int) time.Duration
+	// ReleaseGrace bounds how long Stop waits for cancelled jobs to release their leases. Default 5 s.
+	ReleaseGrace time.Duration
+	Now          func() time.Time
+}
+
+// Pool is one dispatcher claiming scan jobs and handing them to Workers goroutines, plus the
+// rescuer. Several processes may run pools on one Postgres: claims skip locked rows, and every
+// write is made under the job's lease.
+type Pool struct {
+	cfg      PoolConfig
+	stop     chan struct{} // closed by Stop: claim nothing more
+	jobsCtx  context.Context
+	cancel   context.CancelCauseFunc
+	wg       sync.WaitGroup
+	stopOnce sync.Once
+}
+
+// errShutdown cancels running jobs when Stop's deadline passes; they release their leases.
+var errShutdown = errors.New("the scanner is shutting down")
+
+// errLeaseLost cancels a job whose heartbeat found the lease gone.
+var errLeaseLost = fmt.Errorf("heartbeat: %w", store.ErrLeaseLost)
+
+// NewPool returns a pool with cfg's defaults filled in. Start runs it.
+func NewPool(cfg PoolConfig) *Pool {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 3
+	}
+	if cfg.PageConcurrency <= 0 {
+		cfg.PageConcurrency = 2
+	}
+	if cfg.WorkerID == "" {
+		host, _ := os.Hostname()
+		cfg.WorkerID = fmt.Sprintf("%s:%d", host, os.Getpid())
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = 2 * time.Second
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = 2 * time.Minute
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = cfg.Lease / 4
+	}
+	if cfg.RescueEvery <= 0 {
+		cfg.RescueEvery = cfg.Lease / 2
+	}
+	if cfg.Backoff == nil {
+		cfg.Backoff = JobBackoff
+	}
+	if cfg.ReleaseGrace <= 0 {
+		cfg.ReleaseGrace = 5 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	p := &Pool{cfg: cfg, stop: make(chan struct{})}
+	p.jobsCtx, p.cancel = context.WithCancelCause(context.Background())
+	return p
+}
+
+// JobBackoff is the wait before attempt+1 of a failed job: attempt^4 seconds ±10% (1 s, 16 s, 81 s).
+func JobBackoff(attempt int) time.Duration {
+	d := time.Duration(math.Pow(float64(max(attempt, 1)), 4)) * time.Second
+	return jitter(d, 0.1)
+}
+
+// Start runs the dispatcher, the workers and the rescuer until Stop.
+func (p *Pool) Start() {
+	jobs := make(chan store.Job)
+	ready := make(chan struct{}, p.cfg.Workers)
+	for i := range p.cfg.Workers {
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			p.worker(i+1, jobs, ready)
+		}()
+	}
+	p.wg.Add(2)
+	go func() {
+		defer p.wg.Done()
+		p.dispatch(jobs, ready)
+	}()
+	go func() {
+		defer p.wg.Done()
+		p.rescuer()
+	}()
+	p.cfg.Log.Info("scanner started", "workers", p.cfg.Workers, "worker_id", p.cfg.WorkerID,
+		"page_concurrency", p.cfg.PageConcurrency, "notify", p.cfg.Wake != nil, "poll", p.cfg.Poll)
+}
+
+// Stop claims nothing more and waits for running jobs to finish until ctx ends; then it
+// cancels them, and each returns its job to the queue (within ReleaseGrace) so another
+// worker resumes it. Results already stored are kept.
+func (p *Pool) Stop(ctx context.Context) error {
+	p.stopOnce.Do(func() { close(p.stop) })
+	done := make(chan struct{})
+	go func() { p.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		p.cancel(errShutdown)
+		return nil
+	case <-ctx.Done():
+	}
+	p.cfg.Log.Warn("scanner: jobs still running at the shutdown deadline; releasing them")
+	p.cancel(errShutdown)
+	select {
+	case <-done:
+		return nil
+	case <-time.After(p.cfg.ReleaseGrace):
+		return errors.New("scanner: workers did not stop; their jobs will be rescued after the lease")
+	}
+}
+
+// dispatch claims a job whenever a worker is idle, waking on notifications and on the poll.
+func (p *Pool) dispatch(jobs chan<- store.Job, ready <-chan struct{}) {
+	defer close(jobs)
+	poll := time.NewTicker(p.cfg.Poll)
+	defer poll.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-ready:
+		}
+		for {
+			job, err := p.cfg.Store.ClaimJob(p.jobsCtx, store.QueueScan, p.cfg.WorkerID, p.cfg.Now())
+			if err == nil {
+				jobs <- job
+				break
+			}
+			if !errors.Is(err, store.ErrNotFound) {
+				p.cfg.Log.Error("scanner: claim failed", "err", err)
+			}
+			select {
+			case <-p.stop:
+				return
+			case <-p.cfg.Wake:
+			case <-poll.C:
+			}
+		}
+	}
+}
+
+func (p *Pool) worker(n int, jobs <-chan store.Job, ready chan<- struct{}) {
+	for {
+		ready <- struct{}{}
+		job, ok := <-jobs
+		if !ok {
+			return
+		}
+		p.run(n, job)
+	}
+}
+
+// rescuer returns jobs of dead workers to the queue, or fails their scans on the last attempt.
+func (p *Pool) rescuer() {
+	t := time.NewTicker(p.cfg.RescueEvery)
+	defer t.Stop()
+	for {
+		now := p.cfg.Now()
+		n, err := p.cfg.Store.RescueJobs(p.jobsCtx, now.Add(-p.cfg.Lease), now)
+		if err != nil {
+			p.cfg.Log.Error("scanner: rescue failed", "err", err)
+		} else if n > 0 {
+			p.cfg.Log.Warn("scanner: rescued stale jobs", "jobs", n)
+		}
+		select {
+		case <-p.stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// run works one job under its lease, with heartbeats, and settles it: done, retried later,
+// failed, or released at shutdown.
+func (p *Pool) run(worker int, job store.Job) {
+	lease := job.Lease()
+	log := p.cfg.Log.With("worker", worker, "job", job.ID, "scan", job.ScanID, "attempt", job.Attempt)
+	ctx, cancel := context.WithCancelCause(p.jobsCtx)
+	defer cancel(nil)
+	hbDone := make(chan struct{})
+	go func() {
+		defer close(hbDone)
+		t := time.NewTicker(p.cfg.Heartbeat)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				err := p.cfg.Store.Heartbeat(ctx, lease, p.cfg.Now())
+				if errors.Is(err, store.ErrLeaseLost) {
+					cancel(errLeaseLost)
+					return
+				}
+				if err != nil && ctx.Err() == nil {
+					log.Warn("scanner: heartbeat failed", "err", err)
+				}
+			}
+		}
+	}()
+	done, err := p.scan(ctx, log, job)
+	cancel(nil)
+	<-hbDone
+	if err == nil {
+		if done != nil && p.cfg.Digest != nil {
+			dctx, stop := context.WithTimeout(p.jobsCtx, 2*time.Minute)
+			defer stop()
+			p.cfg.Digest.AfterScan(dctx, done.site, done.scanID, done.results)
+		}
+		return
+	}
+	// Settling uses a fresh context: the job's own may be the thing that was cancelled.
+	settle, stop := context.WithTimeout(context.Background(), 10*time.Second)
+	defer stop()
+	now := p.cfg.Now()
+	switch {
+	case errors.Is(err, store.ErrLeaseLost) || errors.Is(context.Cause(ctx), errLeaseLost):
+		log.Warn("scanner: lease lost; the job belongs to another worker now", "err", err)
+	case errors.Is(context.Cause(ctx), errShutdown):
+		if err := p.cfg.Store.RetryJob(settle, lease, now, "released at shutdown"); err != nil {
+			log.Warn("scanner: could not release the job; the rescuer will", "err", err)
+			return
+		}
+		log.Info("scanner: job released at shutdown; another worker resumes it")
+	case job.Attempt < job.MaxAttempts:
+		wait := p.cfg.Backoff(job.Attempt)
+		log.Warn("scanner: attempt failed; retrying", "err", err, "retry_in", wait.Round(time.Millisecond))
+		if err := p.cfg.Store.RetryJob(settle, lease, now.Add(wait), err.Error()); err != nil {
+			log.Warn("scanner: could not schedule the retry", "err", err)
+		}
+	default:
+		reason := fmt.Sprintf("gave up after %d attempts: %v", job.Attempt, err)
+		log.Error("scanner: scan failed", "reason", reason)
+		if err := p.cfg.Store.FailScan(settle, lease, reason, now); err != nil {
+			log.Warn("scanner: could not fail the scan", "err", err)
+		}
+	}
+}

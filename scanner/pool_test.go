@@ -1,0 +1,526 @@
+package scanner
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"sitepulse/scanner/scantest"
+	"sitepulse/store"
+	"sitepulse/store/storetest"
+)
+
+// samplePages are the five pages of the sample site the fixtures were made from.
+var samplePages = []string{"/", "/about", "/blog/", "/fast", "/pricing"}
+
+// syncBuf is a log sink the pool's goroutines and the test share.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// rig is a store with one user and site, a fake PSI over the real fixtures, and pools on them.
+type rig struct {
+	t    *testing.T
+	st   store.Store
+	psi  *scantest.PSI
+	user store.User
+	site store.Site
+	logs *syncBuf
+}
+
+func newRig(t *testing.T, st store.Store) *rig {
+	t.Helper()
+	r := &rig{t: t, st: st, psi: scantest.NewPSI(t, "../testdata/psi"), logs: &syncBuf{}}
+	r.user = store.User{ID: store.NewID(), Email: "owner-" + store.NewID()[:8] + "@example.com", PasswordHash: "x", NotifyRegressions: true, CreatedAt: time.Now()}
+	if err := st.CreateUser(context.Background(), r.user); err != nil {
+		t.Fatal(err)
+	}
+	r.site = r.addSite("Sample", samplePages)
+	return r
+}
+
+func (r *rig) addSite(name string, pages []string) store.Site {
+	r.t.Helper()
+	s := store.Site{ID: store.NewID(), UserID: r.user.ID, Name: name, Domain: "sample.test", Pages: pages, CreatedAt: time.Now()}
+	if err := r.st.CreateSite(context.Background(), s); err != nil {
+		r.t.Fatal(err)
+	}
+	return s
+}
+
+func (r *rig) enqueue(site store.Site) store.Scan {
+	r.t.Helper()
+	sc := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: time.Now()}
+	if err := r.st.EnqueueScan(context.Background(), sc, store.QueueScan, time.Now()); err != nil {
+		r.t.Fatal(err)
+	}
+	return sc
+}
+
+// pool starts a pool with fast test timings; it is stopped when the test ends.
+func (r *rig) pool(mod func(*PoolConfig)) *Pool {
+	r.t.Helper()
+	cfg := PoolConfig{
+		Store: r.st, Log: slog.New(slog.NewTextHandler(r.logs, nil)),
+		Auditor: NewPSI(PSIConfig{Endpoint: r.psi.Endpoint(), Key: "k", Timeout: 2 * time.Second, Backoff: time.Millisecond,
+			QuotaBackoff: time.Millisecond, Log: slog.New(slog.NewTextHandler(r.logs, nil))}),
+		Poll: 10 * time.Millisecond, Lease: 2 * time.Second, Heartbeat: 50 * time.Millisecond,
+		Backoff: func(int) time.Duration { return 10 * time.Millisecond },
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	p := NewPool(cfg)
+	p.Start()
+	r.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		p.Stop(ctx)
+	})
+	return p
+}
+
+// wait polls the scan until it is in a terminal state and returns it.
+func (r *rig) wait(scanID string) store.Scan {
+	r.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		sc, err := r.st.Scan(context.Background(), r.user.ID, scanID)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		if sc.Status == store.StatusComplete || sc.Status == store.StatusFailed {
+			return sc
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("scan still %s after 30 s (%d/%d done); logs:\n%s", sc.Status, sc.PagesDone, sc.PagesTotal, r.logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (r *rig) results(scanID string) ([]store.PageResult, []store.PageError) {
+	r.t.Helper()
+	res, err := r.st.PageResults(context.Background(), r.user.ID, scanID)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	errs, err := r.st.PageErrors(context.Background(), r.user.ID, scanID)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return res, errs
+}
+
+func TestPipeline(t *testing.T) {
+	for _, b := range storetest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			tests := []struct {
+				name string
+				fn   func(t *testing.T, st store.Store)
+			}{
+				{"a scan goes queued, running, complete with one result per page and strategy", testScanCompletes},
+				{"PSI faults end the scan with per-page reasons and no stuck worker", testPSIFaults},
+				{"a scan where no page could be audited fails with the reason", testNoPageSucceeded},
+				{"an abandoned lease is rescued and resumed without losing or repeating a page", testRescueResumes},
+				{"a failing attempt is retried, and fails the scan after three", testJobRetries},
+				{"shutdown releases running jobs and another pool resumes them", testShutdownReleases},
+				{"two pools on one store never audit a page of a scan twice", testTwoPools},
+				{"a scan with regressions e-mails one digest; a broken SMTP server fails nothing", testDigest},
+			}
+			for _, tt := range tests {
+				t.Run(tt.name, func(t *testing.T) {
+					t.Parallel()
+					tt.fn(t, b.Open(t))
+				})
+			}
+		})
+	}
+}
+
+func testScanCompletes(t *testing.T, st store.Store) {
+	r := newRig(t, st)
+	release := r.psi.Hold()
+	sc := r.enqueue(r.site)
+	got, _ := st.Scan(context.Background(), r.user.ID, sc.ID)
+	if got.Status != store.StatusQueued {
+		t.Errorf("status after enqueue = %s, want queued", got.Status)
+	}
+	pool := r.pool(nil)
+	deadline := time.Now().Add(10 * time.Second)
+	for got.Status != store.StatusRunning && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+		got, _ = st.Scan(context.Background(), r.user.ID, sc.ID)
+	}
+	if got.Status != store.StatusRunning || got.PagesTotal != 10 {
+		t.Fatalf("while PSI works: status %s, pagesTotal %d; want running, 10", got.Status, got.PagesTotal)
+	}
+	release()
+	done := r.wait(sc.ID)
+	if done.Status != store.StatusComplete || done.PagesDone != 10 || done.CompletedAt == nil {
+		t.Fatalf("scan = %s, %d/%d done; want complete, 10/10", done.Status, done.PagesDone, done.PagesTotal)
+	}
+	results, errs := r.results(sc.ID)
+	if len(results) != 10 || len(errs) != 0 {
+		t.Fatalf("%d results and %d errors, want 10 and 0: %v", len(results), len(errs), errs)
+	}
+	seen := map[store.PageKey]bool{}
+	for _, res := range results {
+		k := store.PageKey{PagePath: res.PagePath, Strategy: res.Strategy}
+		if seen[k] {
+			t.Errorf("duplicate result %v", k)
+		}
+		seen[k] = true
+		if res.PageURL != "https://sample.test"+res.PagePath {
+			t.Errorf("pageUrl = %s", res.PageURL)
+		}
+	}
+	want := ScanScores(results)
+	if *done.Scores.Health != *want.Health || *done.Scores.Performance != *want.Performance {
+		t.Errorf("scores = %+v, want %+v", done.Scores, want)
+	}
+	site, _ := st.Site(context.Background(), r.user.ID, r.site.ID)
+	if site.HealthScore == nil || *site.HealthScore != *want.Health {
+		t.Errorf("site health = %v, want %d", site.HealthScore, *want.Health)
+	}
+	// The fixtures' home page: performance 16 mobile, 43 desktop.
+	home, _ := st.PageResult(context.Background(), r.user.ID, sc.ID, "/", "mobile")
+	if home.Scores.Performance == nil || *home.Scores.Performance != 16 {
+		t.Errorf("home mobile performance = %v, want 16", home.Scores.Performance)
+	}
+	pool.Stop(context.Background()) // the log lines follow the writes they report
+	for _, line := range []string{"scan started", "page done", "scan complete"} {
+		if !strings.Contains(r.logs.String(), line) {
+			t.Errorf("logs lack %q", line)
+		}
+	}
+}
+
+func testPSIFaults(t *testing.T, st store.Store) {
+	r := newRig(t, st)
+	r.psi.Fail("/blog/", "mobile", scantest.Fault{Status: 429, Header: map[string]string{"Retry-After": "0"}, Body: scantest.QuotaBody})
+	r.psi.Fail("/pricing", "mobile", scantest.Fault{Status: 500, Body: scantest.ServerErrorBody})
+	r.psi.Fail("/about", "mobile", scantest.Fault{Status: 200, Body: `{"lighthouseResult": {"categories": [}`})
+	r.psi.Fail("/fast", "mobile", scantest.Fault{Status: 400, Body: scantest.FailedDocumentBody})
+	r.psi.Fail("/", "mobile", scantest.Fault{Hang: true})
+	r.pool(func(c *PoolConfig) {
+		c.Auditor = NewPSI(PSIConfig{Endpoint: r.psi.Endpoint(), Timeout: 200 * time.Millisecond, Attempts: 2,
+			Backoff: time.Millisecond, QuotaBackoff: time.Millisecond})
+	})
+	sc := r.wait(r.enqueue(r.site).ID)
+	if sc.Status != store.StatusComplete {
+		t.Fatalf("status = %s (%s), want complete: the desktop audits succeeded", sc.Status, sc.Error)
+	}
+	results, errs := r.results(sc.ID)
+	if len(results) != 5 || len(errs) != 5 || sc.PagesDone != 10 {
+		t.Fatalf("%d results, %d errors, %d done; want 5, 5, 10", len(results), len(errs), sc.PagesDone)
+	}
+	want := map[string]string{
+		"/blog/":   "PSI quota exceeded (HTTP 429)",
+		"/pricing": "PSI server error (HTTP 500): Lighthouse returned error: Something went wrong. (gave up after 2 attempts)",
+		"/about":   "response is not JSON",
+		"/fast":    "Lighthouse runtime error FAILED_DOCUMENT_REQUEST",
+		"/":        "PSI did not answer within 200ms (gave up after 2 attempts)",
+	}
+	for _, e := range errs {
+		if e.Strategy != "mobile" || !strings.Contains(e.Error, want[e.PagePath]) {
+			t.Errorf("error for %s %s = %q, want it to contain %q", e.PagePath, e.Strategy, e.Error, want[e.PagePath])
+		}
+	}
+	if n := r.psi.Calls("/fast", "mobile"); n != 1 {
+		t.Errorf("the runtime error was called %d times, want 1 (never retried)", n)
+	}
+	if n := r.psi.Calls("/pricing", "mobile"); n != 2 {
+		t.Errorf("the 500 was called %d times, want 2", n)
+	}
+	// No worker is stuck: the next scan of another site completes.
+	other := r.addSite("Other", []string{"/blog/"})
+	if next := r.wait(r.enqueue(other).ID); next.Status != store.StatusComplete {
+		t.Errorf("next scan = %s, want complete", next.Status)
+	}
+}
+
+func testNoPageSucceeded(t *testing.T, st store.Store) {
+	r := newRig(t, st)
+	site := r.addSite("Broken", []string{"/missing"})
+	r.pool(nil)
+	sc := r.wait(r.enqueue(site).ID)
+	if sc.Status != store.StatusFailed || !strings.Contains(sc.Error, "no page could be audited (2 of 2 failed)") ||
+		!strings.Contains(sc.Error, "ERRORED_DOCUMENT_REQUEST") {
+		t.Fatalf("scan = %s %q, want failed with the PSI reason", sc.Status, sc.Error)
+	}
+	if latest, err := st.LatestCompletedScan(context.Background(), r.user.ID, site.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a failed scan counts as latest completed: %v %v", latest.ID, err)
+	}
+}
+
+// A worker that dies after storing some pages leaves its lease to lapse; the rescuer returns
+// the job and a pool resumes it, auditing only the pages not yet stored.
+func testRescueResumes(t *testing.T, st store.Store) {
+	ctx := context.Background()
+	r := newRig(t, st)
+	sc := r.enqueue(r.site)
+	t0 := time.Now()
+	job, err := st.ClaimJob(ctx, store.QueueScan, "doomed", t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := job.Lease()
+	if err := st.StartScan(ctx, dead, 10, t0); err != nil {
+		t.Fatal(err)
+	}
+	psi := NewPSI(PSIConfig{Endpoint: r.psi.Endpoint()})
+	for _, k := range []store.PageKey{{PagePath: "/", Strategy: "mobile"}, {PagePath: "/", Strategy: "desktop"}, {PagePath: "/blog/", Strategy: "mobile"}} {
+		res, err := psi.Audit(ctx, "https://sample.test"+k.PagePath, k.Strategy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.PagePath, res.Strategy = k.PagePath, k.Strategy
+		if err := st.SavePageResult(ctx, dead, res); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := r.psi.Total()
+	// The process is gone: no more heartbeats. The pool's rescuer sees the lease lapse.
+	r.pool(func(c *PoolConfig) { c.Lease, c.RescueEvery = 300*time.Millisecond, 50*time.Millisecond })
+	done := r.wait(sc.ID)
+	if done.Status != store.StatusComplete || done.PagesDone != 10 {
+		t.Fatalf("scan = %s %d/%d (%s)", done.Status, done.PagesDone, done.PagesTotal, done.Error)
+	}
+	results, _ := r.results(sc.ID)
+	if len(results) != 10 {
+		t.Errorf("%d results, want 10", len(results))
+	}
+	if n := r.psi.Total() - before; n != 7 {
+		t.Errorf("the resumed scan made %d PSI calls, want 7 (3 pages were already stored)", n)
+	}
+	j, _ := st.Job(ctx, job.ID)
+	if j.Attempt != 2 || j.State != store.JobCompleted {
+		t.Errorf("job = %s attempt %d, want completed on attempt 2", j.State, j.Attempt)
+	}
+	// The dead worker's late write is refused.
+	if err := st.SavePageResult(ctx, dead, results[0]); !errors.Is(err, store.ErrLeaseLost) {
+		t.Errorf("stale write: %v, want ErrLeaseLost", err)
+	}
+}
+
+// flakyStore fails StartScan a set number of times, as a database blip would.
+type flakyStore struct {
+	store.Store
+	failures atomic.Int32
+}
+
+func (f *flakyStore) StartScan(ctx context.Context, l store.Lease, n int, now time.Time) error {
+	if f.failures.Add(-1) >= 0 {
+		return errors.New("connection reset by peer")
+	}
+	return f.Store.StartScan(ctx, l, n, now)
+}
+
+func testJobRetries(t *testing.T, st store.Store) {
+	tests := []struct {
+		name       string
+		failures   int32
+		wantStatus string
+		wantError  string
+	}{
+		{"two failures, then success", 2, store.StatusComplete, ""},
+		{"three failures", 3, store.StatusFailed, "gave up after 3 attempts: start scan: connection reset by peer"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			flaky := &flakyStore{Store: st}
+			flaky.failures.Store(tt.failures)
+			r := newRig(t, flaky)
+			site := r.addSite("Flaky "+tt.name, []string{"/fast"})
+			var attempts []int
+			var mu sync.Mutex
+			r.pool(func(c *PoolConfig) {
+				c.Backoff = func(a int) time.Duration {
+					mu.Lock()
+					attempts = append(attempts, a)
+					mu.Unlock()
+					return 10 * time.Millisecond
+				}
+			})
+			sc := r.wait(r.enqueue(site).ID)
+			if sc.Status != tt.wantStatus || sc.Error != tt.wantError {
+				t.Errorf("scan = %s %q, want %s %q", sc.Status, sc.Error, tt.wantStatus, tt.wantError)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(attempts) != 2 || attempts[0] != 1 || attempts[1] != 2 {
+				t.Errorf("backoff asked for attempts %v, want [1 2]", attempts)
+			}
+		})
+	}
+}
+
+func testShutdownReleases(t *testing.T, st store.Store) {
+	ctx := context.Background()
+	r := newRig(t, st)
+	release := r.psi.Hold()
+	defer release()
+	sc := r.enqueue(r.site)
+	first := NewPool(PoolConfig{Store: st, Auditor: NewPSI(PSIConfig{Endpoint: r.psi.Endpoint()}),
+		Poll: 10 * time.Millisecond, Lease: time.Minute, Log: slog.New(slog.NewTextHandler(r.logs, nil))})
+	first.Start()
+	for deadline := time.Now().Add(10 * time.Second); r.psi.Total() == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("no PSI call")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	stopCtx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if err := first.Stop(stopCtx); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	got, _ := st.Scan(ctx, r.user.ID, sc.ID)
+	if got.Status != store.StatusRunning || got.PagesDone != 0 {
+		t.Errorf("after shutdown the scan is %s with %d done; want running with 0 (cancelled audits record nothing)", got.Status, got.PagesDone)
+	}
+	if !strings.Contains(r.logs.String(), "job released at shutdown") {
+		t.Errorf("logs lack the release:\n%s", r.logs.String())
+	}
+	release()
+	r.pool(nil)
+	if done := r.wait(sc.ID); done.Status != store.StatusComplete || done.PagesDone != 10 {
+		t.Errorf("resumed scan = %s %d/10", done.Status, done.PagesDone)
+	}
+}
+
+func testTwoPools(t *testing.T, st store.Store) {
+	r := newRig(t, st)
+	sites := []store.Site{r.site, r.addSite("B", samplePages), r.addSite("C", samplePages), r.addSite("D", samplePages)}
+	var scans []store.Scan
+	for _, s := range sites {
+		scans = append(scans, r.enqueue(s))
+	}
+	r.pool(func(c *PoolConfig) { c.WorkerID = "process-a" })
+	r.pool(func(c *PoolConfig) { c.WorkerID = "process-b" })
+	for _, sc := range scans {
+		if done := r.wait(sc.ID); done.Status != store.StatusComplete || done.PagesDone != 10 {
+			t.Errorf("scan = %s %d/10", done.Status, done.PagesDone)
+		}
+	}
+	// 4 scans x 10 audits, each made exactly once.
+	if n := r.psi.Total(); n != 40 {
+		t.Errorf("%d PSI calls for 4 scans of 10 audits, want 40", n)
+	}
+	for _, p := range samplePages {
+		for _, s := range []string{"mobile", "desktop"} {
+			if n := r.psi.Calls(p, s); n != 4 {
+				t.Errorf("%s %s audited %d times over 4 scans, want 4", p, s, n)
+			}
+		}
+	}
+}
+
+// scanWith runs one scan of site on a pool of its own auditing from a fixture PSI, and stops it.
+func (r *rig) scanWith(site store.Site, psi *scantest.PSI, digest *Digest) store.Scan {
+	r.t.Helper()
+	p := r.pool(func(c *PoolConfig) { c.Auditor, c.Digest = NewPSI(PSIConfig{Endpoint: psi.Endpoint()}), digest })
+	sc := r.wait(r.enqueue(site).ID)
+	p.Stop(context.Background())
+	return sc
+}
+
+func testDigest(t *testing.T, st store.Store) {
+	r := newRig(t, st)
+	before := scantest.NewPSI(t, "../testdata/psi-before")
+	smtpSrv := newFakeSMTP(t, false)
+	digest := &Digest{Store: st, SMTPAddr: smtpSrv.addr, From: "SitePulse <sitepulse@example.com>", BaseURL: "http://sitepulse.test",
+		Log: slog.New(slog.NewTextHandler(r.logs, nil))}
+
+	r.scanWith(r.site, before, digest)
+	if n := len(smtpSrv.messages()); n != 0 {
+		t.Fatalf("the first scan sent %d digests, want 0 (nothing to compare with)", n)
+	}
+	latest := r.scanWith(r.site, r.psi, digest)
+	msgs := smtpSrv.messages()
+	if len(msgs) != 1 {
+		t.Fatalf("%d digests, want 1; logs:\n%s", len(msgs), r.logs.String())
+	}
+	prevScans, _ := st.CompletedScans(context.Background(), r.user.ID, r.site.ID, 2)
+	old, _ := st.PageResults(context.Background(), r.user.ID, prevScans[1].ID)
+	now, _ := st.PageResults(context.Background(), r.user.ID, latest.ID)
+	regs := Regressions(old, now)
+	if len(regs) == 0 {
+		t.Fatal("the fixtures should regress")
+	}
+	m := msgs[0]
+	if m.from != "sitepulse@example.com" || m.to != r.user.Email {
+		t.Errorf("envelope %s -> %s", m.from, m.to)
+	}
+	for _, want := range []string{"Subject: SitePulse: ", "regressions on Sample", "Page", "Metric", latest.ID} {
+		if !strings.Contains(m.data, want) {
+			t.Errorf("message lacks %q:\n%s", want, m.data)
+		}
+	}
+	for _, reg := range regs {
+		if !strings.Contains(m.data, reg.PagePath+" ") || !strings.Contains(m.data, fmtMetric(reg.Metric, reg.From)) || !strings.Contains(m.data, fmtMetric(reg.Metric, reg.To)) {
+			t.Errorf("message lacks %+v", reg)
+		}
+	}
+
+	// Notifications off: no message.
+	if err := st.SetNotifyRegressions(context.Background(), r.user.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	quiet := r.addSite("Quiet", samplePages)
+	r.scanWith(quiet, before, digest)
+	r.scanWith(quiet, r.psi, digest)
+	if n := len(smtpSrv.messages()); n != 1 {
+		t.Errorf("%d digests with notifications off, want still 1", n)
+	}
+
+	// A broken SMTP server: logged, and the scan still completes.
+	if err := st.SetNotifyRegressions(context.Background(), r.user.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	digest.SMTPAddr = newFakeSMTP(t, true).addr
+	loud := r.addSite("Loud", samplePages)
+	r.scanWith(loud, before, digest)
+	if sc := r.scanWith(loud, r.psi, digest); sc.Status != store.StatusComplete {
+		t.Errorf("scan with a broken SMTP server = %s", sc.Status)
+	}
+	if !strings.Contains(r.logs.String(), "digest: sending failed") {
+		t.Errorf("the SMTP failure was not logged")
+	}
+}
+
+// On Postgres the dispatcher wakes on LISTEN/NOTIFY: with a poll of an hour, an enqueued scan
+// still starts at once.
+func TestPoolWakesOnNotify(t *testing.T) {
+	dsn := storetest.SchemaDSN(t)
+	st, err := store.OpenPostgres(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	wake, err := store.ListenJobs(ctx, dsn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t, st)
+	site := r.addSite("Notified", []string{"/fast"})
+	p := r.pool(func(c *PoolConfig) { c.Poll, c.Wake = time.Hour, wake })
+	time.Sleep(100 * time.Millisecond) // the dispatcher has found the queue empty and waits
+	if sc := r.wait(r.enqueue(site).ID); sc.Status != store.StatusComplete {
+		t.Errorf("scan = %s", sc.Status)
+	}
+	p.Stop(context.Background())
+}

@@ -1,0 +1,322 @@
+package scanner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"sitepulse/store"
+)
+
+// Auditor audits one page for one strategy (mobile or desktop) and extracts its page result.
+// An error is final for this page: the auditor has already retried what was worth retrying,
+// and the error's text is what the scan records, so it never carries a credential.
+type Auditor interface {
+	Audit(ctx context.Context, pageURL, strategy string) (store.PageResult, error)
+}
+
+// PSIConfig configures a PageSpeed Insights client. Zero values get the defaults noted.
+type PSIConfig struct {
+	Endpoint string // PAGESPEED_API_URL
+	Key      string // PAGESPEED_API_KEY; sent as key=, never logged or stored
+	// Timeout bounds one call; PSI often takes 10-60 s. Default 120 s.
+	Timeout time.Duration
+	// Attempts is how many calls one audit may make, retries included. Default 3.
+	Attempts int
+	// Backoff is the first wait after a 5xx or a network failure, doubled on each retry, with
+	// ±20% jitter. Default 2 s.
+	Backoff time.Duration
+	// QuotaBackoff is the wait after a 429 without Retry-After. Default 30 s, as Google advises.
+	QuotaBackoff time.Duration
+	// MaxWait caps any single wait, Retry-After included. Default 2 min.
+	MaxWait time.Duration
+	// Limiter is the process-wide rate limit shared by every worker; nil means none.
+	Limiter *RateLimiter
+	Client  *http.Client
+	Log     *slog.Logger
+	// Sleep waits between retries; tests inject one that records the waits.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// PSI is the PageSpeed Insights v5 client.
+type PSI struct{ cfg PSIConfig }
+
+var _ Auditor = (*PSI)(nil)
+
+// NewPSI returns a client with cfg's defaults filled in.
+func NewPSI(cfg PSIConfig) *PSI {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 120 * time.Second
+	}
+	if cfg.Attempts <= 0 {
+		cfg.Attempts = 3
+	}
+	if cfg.Backoff <= 0 {
+		cfg.Backoff = 2 * time.Second
+	}
+	if cfg.QuotaBackoff <= 0 {
+		cfg.QuotaBackoff = 30 * time.Second
+	}
+	if cfg.MaxWait <= 0 {
+		cfg.MaxWait = 2 * time.Minute
+	}
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{}
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Sleep == nil {
+		cfg.Sleep = sleepCtx
+	}
+	return &PSI{cfg: cfg}
+}
+
+// maxPSIBody caps a PSI response: real ones are 0.3-3 MB, screenshots included.
+const maxPSIBody = 32 << 20
+
+// psiCategories are the four categories every call asks for.
+var psiCategories = []string{"performance", "accessibility", "best-practices", "seo"}
+
+// callOutcome classifies one PSI call.
+type callOutcome struct {
+	result store.PageResult
+	err    error         // nil on success
+	retry  bool          // worth another call
+	wait   time.Duration // minimum wait before it (Retry-After, quota backoff)
+}
+
+// Audit calls PSI for one page and strategy, retrying 429, 5xx and network failures with
+// backoff and jitter, honouring Retry-After. A Lighthouse runtime error (the page could not be
+// loaded, did not paint, ...) or any other 4xx is final at once.
+func (p *PSI) Audit(ctx context.Context, pageURL, strategy string) (store.PageResult, error) {
+	var last callOutcome
+	for attempt := 1; attempt <= p.cfg.Attempts; attempt++ {
+		if p.cfg.Limiter != nil {
+			if err := p.cfg.Limiter.Wait(ctx); err != nil {
+				return store.PageResult{}, fmt.Errorf("waiting for the PSI rate limit: %w", context.Cause(ctx))
+			}
+		}
+		last = p.call(ctx, pageURL, strategy)
+		if last.err == nil {
+			return last.result, nil
+		}
+		if !last.retry || attempt == p.cfg.Attempts || ctx.Err() != nil {
+			break
+		}
+		wait := max(last.wait, jitter(p.cfg.Backoff<<(attempt-1), 0.2))
+		wait = min(wait, p.cfg.MaxWait)
+		p.cfg.Log.Warn("PSI call failed; retrying", "page", pageURL, "strategy", strategy,
+			"attempt", attempt, "wait", wait.Round(time.Millisecond), "err", last.err)
+		if err := p.cfg.Sleep(ctx, wait); err != nil {
+			break
+		}
+	}
+	if last.retry && p.cfg.Attempts > 1 {
+		return store.PageResult{}, fmt.Errorf("%w (gave up after %d attempts)", last.err, p.cfg.Attempts)
+	}
+	return store.PageResult{}, last.err
+}
+
+// call makes one request. Its errors never contain the request URL: a *url.Error would carry
+// the key in it.
+func (p *PSI) call(ctx context.Context, pageURL, strategy string) callOutcome {
+	q := url.Values{"url": {pageURL}, "strategy": {strategy}, "category": psiCategories}
+	if p.cfg.Key != "" {
+		q.Set("key", p.cfg.Key)
+	}
+	u := p.cfg.Endpoint
+	if strings.Contains(u, "?") {
+		u += "&" + q.Encode()
+	} else {
+		u += "?" + q.Encode()
+	}
+	callCtx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(callCtx, http.MethodGet, u, nil)
+	if err != nil {
+		return callOutcome{err: errors.New("PSI request could not be built: check PAGESPEED_API_URL")}
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := p.cfg.Client.Do(req)
+	if err != nil {
+		return p.transportError(ctx, callCtx, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxPSIBody+1))
+	if err != nil {
+		return p.transportError(ctx, callCtx, err)
+	}
+	if len(body) > maxPSIBody {
+		return callOutcome{err: fmt.Errorf("PSI response is larger than %d MiB", maxPSIBody>>20)}
+	}
+	if resp.StatusCode == http.StatusOK {
+		r, err := ExtractPSI(body)
+		if err != nil {
+			return callOutcome{err: errors.New(p.redact(err.Error()))}
+		}
+		return callOutcome{result: r}
+	}
+	return p.classify(resp, body)
+}
+
+// transportError explains a failed request without its URL.
+func (p *PSI) transportError(ctx, callCtx context.Context, err error) callOutcome {
+	if ctx.Err() != nil { // the scan was stopped, not PSI's fault
+		return callOutcome{err: fmt.Errorf("PSI call cancelled: %w", context.Cause(ctx))}
+	}
+	if errors.Is(callCtx.Err(), context.DeadlineExceeded) {
+		return callOutcome{err: fmt.Errorf("PSI did not answer within %s", p.cfg.Timeout), retry: true}
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return callOutcome{err: fmt.Errorf("PSI request failed: %s", p.redact(err.Error())), retry: true}
+}
+
+// lighthouseCode matches PSI's "Lighthouse returned error: NO_FCP. ..." message.
+var lighthouseCode = regexp.MustCompile(`Lighthouse returned error: ([A-Z][A-Z0-9_]+)\b`)
+
+// classify turns a non-200 answer into an outcome: quota and server errors are retried,
+// Lighthouse runtime errors and client errors are final.
+func (p *PSI) classify(resp *http.Response, body []byte) callOutcome {
+	var e struct {
+		Error *psiError `json:"error"`
+	}
+	msg := ""
+	if json.Unmarshal(body, &e) == nil && e.Error != nil {
+		msg = strings.TrimSpace(p.redact(e.Error.Message))
+	}
+	if len(msg) > 500 {
+		msg = msg[:500] + "…"
+	}
+	status := resp.StatusCode
+	explain := func(prefix string) error {
+		if msg == "" {
+			return fmt.Errorf("%s (HTTP %d)", prefix, status)
+		}
+		return fmt.Errorf("%s (HTTP %d): %s", prefix, status, msg)
+	}
+	switch {
+	case lighthouseCode.MatchString(msg):
+		code := lighthouseCode.FindStringSubmatch(msg)[1]
+		detail := strings.TrimSpace(strings.SplitN(msg, code+".", 2)[1])
+		return callOutcome{err: fmt.Errorf("Lighthouse runtime error %s: %s", code, detail)}
+	case status == http.StatusTooManyRequests:
+		if strings.Contains(strings.ToLower(msg), "per day") {
+			return callOutcome{err: explain("PSI daily quota exhausted")}
+		}
+		wait, ok := retryAfter(resp.Header.Get("Retry-After"), time.Now())
+		if !ok {
+			wait = p.cfg.QuotaBackoff
+		}
+		return callOutcome{err: explain("PSI quota exceeded"), retry: true, wait: wait}
+	case status >= 500:
+		wait, _ := retryAfter(resp.Header.Get("Retry-After"), time.Now())
+		return callOutcome{err: explain("PSI server error"), retry: true, wait: wait}
+	default:
+		return callOutcome{err: explain("PSI refused the request")}
+	}
+}
+
+// redact removes the API key from text that may quote a URL.
+func (p *PSI) redact(s string) string {
+	if p.cfg.Key == "" {
+		return s
+	}
+	s = strings.ReplaceAll(s, p.cfg.Key, "REDACTED")
+	return strings.ReplaceAll(s, url.QueryEscape(p.cfg.Key), "REDACTED")
+}
+
+// retryAfter parses a Retry-After header: seconds or an HTTP date.
+func retryAfter(v string, now time.Time) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+		return time.Duration(n) * time.Second, true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0), true
+	}
+	return 0, false
+}
+
+// jitter spreads d by ±frac so retries from many workers do not arrive together.
+func jitter(d time.Duration, frac float64) time.Duration {
+	return time.Duration(float64(d) * (1 - frac + 2*frac*rand.Float64()))
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// RateLimiter is a token bucket: at most n calls per window, bursting up to n. One limiter is
+// shared by every worker of a process, so together they stay under the PSI quota.
+type RateLimiter struct {
+	mu     sync.Mutex
+	rate   float64 // tokens per second
+	burst  float64
+	tokens float64
+	last   time.Time
+	now    func() time.Time
+}
+
+// NewRateLimiter allows n calls per window.
+func NewRateLimiter(n int, window time.Duration) *RateLimiter {
+	n = max(n, 1)
+	return &RateLimiter{rate: float64(n) / window.Seconds(), burst: float64(n), tokens: float64(n), now: time.Now}
+}
+
+// reserve takes a token at now and answers how long the caller must wait for it.
+func (l *RateLimiter) reserve(now time.Time) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.last.IsZero() && now.After(l.last) {
+		l.tokens = min(l.burst, l.tokens+now.Sub(l.last).Seconds()*l.rate)
+	}
+	if now.After(l.last) {
+		l.last = now
+	}
+	l.tokens--
+	if l.tokens >= 0 {
+		return 0
+	}
+	return time.Duration(-l.tokens / l.rate * float64(time.Second))
+}
+
+// Wait blocks until a call may be made, or ctx ends. Each caller reserves its token at once,
+// so waiting callers are served in arrival order.
+func (l *RateLimiter) Wait(ctx context.Context) error {
+	wait := l.reserve(l.now())
+	if wait == 0 {
+		return nil
+	}
+	if err := sleepCtx(ctx, wait); err != nil {
+		l.mu.Lock()
+		l.tokens++ // give the reservation back
+		l.mu.Unlock()
+		return err
+	}
+	return nil
+}

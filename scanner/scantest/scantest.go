@@ -1,0 +1,177 @@
+// Package scantest serves the real PSI fixtures from an httptest server, so pipeline tests in
+// any package audit pages without the network, and can inject PSI's failure modes.
+package scantest
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Fault is a canned failure for one page and strategy.
+type Fault struct {
+	Status int
+	Header map[string]string
+	Body   string
+	Hang   bool // never answer until the client gives up
+}
+
+// PSI is a fake PageSpeed Insights endpoint answering from a directory of real responses named
+// <page>.<strategy>.json, where <page> is "home" for "/" and the path without slashes otherwise
+// ("/blog/" -> blog). A page without a file answers PSI's real ERRORED_DOCUMENT_REQUEST error.
+type PSI struct {
+	*httptest.Server
+	dir    string
+	mu     sync.Mutex
+	calls  map[string]int
+	faults map[string]Fault
+	gate   chan struct{}
+	delay  time.Duration
+	cache  map[string][]byte
+}
+
+// NewPSI starts the fake on 127.0.0.1; it stops when the test ends.
+func NewPSI(t testing.TB, dir string) *PSI {
+	p := &PSI{dir: dir, calls: map[string]int{}, faults: map[string]Fault{}, cache: map[string][]byte{}}
+	p.Server = httptest.NewServer(http.HandlerFunc(p.serve))
+	t.Cleanup(p.Close)
+	return p
+}
+
+// Endpoint is the PAGESPEED_API_URL of the fake.
+func (p *PSI) Endpoint() string { return p.URL + "/pagespeedonline/v5/runPagespeed" }
+
+// Fail makes every call for path and strategy answer f.
+func (p *PSI) Fail(path, strategy string, f Fault) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.faults[path+" "+strategy] = f
+}
+
+// Hold makes calls wait until the returned function is called.
+func (p *PSI) Hold() (release func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	gate := make(chan struct{})
+	p.gate = gate
+	var once sync.Once
+	return func() { once.Do(func() { close(gate) }) }
+}
+
+// Delay makes every answer take d, like a real PSI (10-60 s) in miniature.
+func (p *PSI) Delay(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.delay = d
+}
+
+// Calls is how many requests asked for path and strategy.
+func (p *PSI) Calls(path, strategy string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.calls[path+" "+strategy]
+}
+
+// Total is how many requests the fake answered.
+func (p *PSI) Total() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, c := range p.calls {
+		n += c
+	}
+	return n
+}
+
+// FixtureName maps a page path to its fixture's base name.
+func FixtureName(path string) string {
+	name := strings.Trim(path, "/")
+	if name == "" {
+		return "home"
+	}
+	return strings.ReplaceAll(name, "/", "_")
+}
+
+func (p *PSI) serve(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	u, err := url.Parse(q.Get("url"))
+	if err != nil || u.Host == "" {
+		http.Error(w, `{"error":{"code":400,"message":"Invalid value at 'url'"}}`, http.StatusBadRequest)
+		return
+	}
+	path := u.Path
+	if path == "" {
+		path = "/"
+	}
+	strategy := q.Get("strategy")
+	key := path + " " + strategy
+	p.mu.Lock()
+	p.calls[key]++
+	fault, faulty := p.faults[key]
+	gate, delay := p.gate, p.delay
+	p.mu.Unlock()
+	if delay > 0 {
+		select {
+		case <-time.After(delay):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-r.Context().Done():
+			return
+		}
+	}
+	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+	if faulty {
+		if fault.Hang {
+			<-r.Context().Done()
+			return
+		}
+		for k, v := range fault.Header {
+			w.Header().Set(k, v)
+		}
+		w.WriteHeader(fault.Status)
+		w.Write([]byte(fault.Body))
+		return
+	}
+	body, err := p.fixture(FixtureName(path) + "." + strategy + ".json")
+	if err != nil {
+		w.WriteHeader(http.StatusInternalServerError)
+		w.Write([]byte(`{"error":{"code":500,"message":"Lighthouse returned error: ERRORED_DOCUMENT_REQUEST. Lighthouse was unable to reliably load the page you requested. Make sure you are testing the correct URL and that the server is properly responding to all requests. (Status code: 404)","errors":[{"domain":"lighthouse","reason":"lighthouseError"}]}}`))
+		return
+	}
+	w.Write(body)
+}
+
+func (p *PSI) fixture(name string) ([]byte, error) {
+	p.mu.Lock()
+	b, ok := p.cache[name]
+	p.mu.Unlock()
+	if ok {
+		return b, nil
+	}
+	b, err := os.ReadFile(filepath.Join(p.dir, name))
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	p.cache[name] = b
+	p.mu.Unlock()
+	return b, nil
+}
+
+// Real PSI error bodies (testdata/psi/README.md), for Fault.Body.
+const (
+	FailedDocumentBody = `{"error":{"code":400,"message":"Lighthouse returned error: FAILED_DOCUMENT_REQUEST. Lighthouse was unable to reliably load the page you requested. Make sure you are testing the correct URL and that the server is properly responding to all requests. (Details: net::ERR_TIMED_OUT)","errors":[{"domain":"lighthouse","reason":"lighthouseUserError"}]}}`
+	QuotaBody          = `{"error":{"code":429,"message":"Quota exceeded for quota group 'default' and limit 'Queries per 100 seconds' of service 'pagespeedonline.googleapis.com'.","status":"RESOURCE_EXHAUSTED"}}`
+	ServerErrorBody    = `{"error":{"code":500,"message":"Lighthouse returned error: Something went wrong.","errors":[{"domain":"lighthouse","reason":"lighthouseError"}]}}`
+)

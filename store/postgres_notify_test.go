@@ -1,0 +1,40 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"sitepulse/store"
+	"sitepulse/store/storetest"
+)
+
+// An enqueue, by any process, wakes every listener at once: the dispatcher need not wait for
+// its next poll.
+func TestListenJobsWakesOnEnqueue(t *testing.T) {
+	dsn := storetest.SchemaDSN(t)
+	p, err := store.OpenPostgres(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	wake, err := store.ListenJobs(ctx, dsn, func(err error) { t.Logf("listener: %v", err) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := newUser(t, p, "listen@example.com")
+	site := newSite(t, p, u, "listen")
+	// Drain a wake-up another test's enqueue may have caused (notifications are database-wide).
+	select {
+	case <-wake:
+	default:
+	}
+	enqueue(t, p, site, t0)
+	select {
+	case <-wake:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no wake-up within 10 s of an enqueue")
+	}
+}
