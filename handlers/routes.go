@@ -44,6 +44,12 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 		mux.Handle("OPTIONS "+path, s.OAuth.HandlePreflight())
 	}
 
+	// Budget check for CI and scan export (issue 6; README "Budget check in CI", "Export").
+	// The check takes API keys only; the export takes the session cookie only and answers 401
+	// JSON rather than a login redirect.
+	mux.Handle("POST /api/external/budget-check", s.requireBearer(apiKeyOnly, s.handleBudgetCheck()))
+	mux.Handle("GET /api/sites/{siteId}/export", s.requireSession(s.handleExport()))
+
 	// Web UI.
 	mux.Handle("GET /{$}", s.requireUser(s.handleHome()))
 }

@@ -418,13 +418,18 @@ func (m *Memory) AlertRules(ctx context.Context, userID, siteID string) ([]Alert
 			out = append(out, r)
 		}
 	}
+	sortRules(out)
+	return out, nil
+}
+
+// sortRules orders alert rules as both stores list them: by creation, then id.
+func sortRules(out []AlertRule) {
 	sort.Slice(out, func(i, j int) bool {
 		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
 			return out[i].CreatedAt.Before(out[j].CreatedAt)
 		}
 		return out[i].ID < out[j].ID
 	})
-	return out, nil
 }
 
 func (m *Memory) AddAlertRule(ctx context.Context, userID string, r AlertRule) error {

@@ -84,6 +84,9 @@ type Sites interface {
 	AlertRules(ctx context.Context, userID, siteID string) ([]AlertRule, error)
 	AddAlertRule(ctx context.Context, userID string, r AlertRule) error
 	DeleteAlertRule(ctx context.Context, userID, siteID, ruleID string) error
+	// BudgetInputs loads what a budget check of a site reads, in one round trip; its Scan is
+	// nil when the site has no completed scan.
+	BudgetInputs(ctx context.Context, userID, siteID string) (BudgetInputs, error)
 }
 
 // Scans reads scans and their page results for their owner.

@@ -34,6 +34,7 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 		{"every read of a site and its data is scoped to its owner", testOwnerScoping},
 		{"platform site ids are unique but may be empty on many sites", testPlatformIDs},
 		{"budgets and alert rules belong to a site", testBudgetsAndRules},
+		{"a budget check's inputs load together, for the owner only", testBudgetInputs},
 		{"latest completed scan ignores queued, running and failed scans", testLatestCompleted},
 		{"a second scan for a site with one in flight is SCAN_ALREADY_ACTIVE", testInFlight},
 		{"50 concurrent enqueues for one site create exactly one scan", testConcurrentEnqueue},

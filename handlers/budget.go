@@ -1,0 +1,76 @@
+package handlers
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"sitepulse/scanner"
+	"sitepulse/store"
+)
+
+// budgetCheckResponse is the 200 body of POST /api/external/budget-check. Every key is always
+// present, so a CI script can read it without guarding: when the site has no completed scan,
+// pass is false, violations is [] and scores, scanId and scannedAt are null.
+type budgetCheckResponse struct {
+	Pass       bool                `json:"pass"`
+	Site       string              `json:"site"`
+	Scores     *store.ScanScores   `json:"scores"`
+	Violations []scanner.Violation `json:"violations"`
+	ScanID     *string             `json:"scanId"`
+	ScannedAt  *time.Time          `json:"scannedAt"`
+}
+
+// handleBudgetCheck checks the latest completed scan of a site against its budgets and alert
+// rules (interface "POST /api/external/budget-check", DESIGN §6.2). It keeps no state: one
+// store read after the key's, and the shared scanner.CheckBudgets. A failed check is still 200.
+func (s *server) handleBudgetCheck() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			SiteID json.RawMessage `json:"siteId"`
+		}
+		if err := decodeJSON(r, &req); err != nil {
+			writeDecodeError(w, err)
+			return
+		}
+		siteID, problem := uuidField(req.SiteID)
+		if problem != "" {
+			writeValidation(w, map[string][]string{"siteId": {problem}})
+			return
+		}
+		in, err := s.Store.BudgetInputs(r.Context(), store.UserIDFrom(r.Context()), siteID)
+		if errors.Is(err, store.ErrNotFound) {
+			writeError(w, http.StatusNotFound, "site not found")
+			return
+		}
+		if err != nil {
+			s.serverError(w, r, "budget check", err)
+			return
+		}
+		resp := budgetCheckResponse{Site: in.SiteName, Violations: []scanner.Violation{}}
+		if in.Scan != nil {
+			resp.Violations = scanner.CheckBudgets(in.Scan.Scores, in.Results, in.Budgets, in.Rules)
+			resp.Pass = len(resp.Violations) == 0
+			resp.Scores, resp.ScanID, resp.ScannedAt = &in.Scan.Scores, &in.Scan.ID, in.Scan.CompletedAt
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		writeJSON(w, http.StatusOK, resp)
+	})
+}
+
+// uuidField reads a required uuid from a JSON value: the id in the stores' canonical form, or
+// the 422 message for the field.
+func uuidField(raw json.RawMessage) (id, problem string) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", "Required"
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", "Expected string, a uuid"
+	}
+	if !store.ValidUUID(s) {
+		return "", "Invalid uuid"
+	}
+	return store.CanonicalID(s), ""
+}

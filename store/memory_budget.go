@@ -1,0 +1,44 @@
+package store
+
+import "context"
+
+func (m *Memory) BudgetInputs(ctx context.Context, userID, siteID string) (BudgetInputs, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	site, ok := m.ownedSite(userID, siteID)
+	if !ok {
+		return BudgetInputs{}, notFound("site")
+	}
+	in := BudgetInputs{SiteName: site.Name, Budgets: map[string]float64{}, Rules: []AlertRule{}, Results: []PageResult{}}
+	for k, v := range m.budgets[siteID] {
+		in.Budgets[k] = v
+	}
+	for _, r := range m.rules {
+		if r.SiteID == siteID {
+			in.Rules = append(in.Rules, r)
+		}
+	}
+	sortRules(in.Rules)
+	var latest *Scan
+	for _, s := range m.scans {
+		if s.SiteID != siteID || s.Status != StatusComplete {
+			continue
+		}
+		if latest == nil || s.CompletedAt.After(*latest.CompletedAt) || s.CompletedAt.Equal(*latest.CompletedAt) && s.ID > latest.ID {
+			c := cloneScan(s)
+			latest = &c
+		}
+	}
+	if latest == nil {
+		return in, nil
+	}
+	in.Scan = latest
+	for _, r := range m.sortedResults(latest.ID) {
+		if r.result != nil {
+			res := clonePageResult(*r.result)
+			in.Results = append(in.Results, PageResult{ScanID: latest.ID, PagePath: res.PagePath, Strategy: res.Strategy,
+				Scores: res.Scores, CoreWebVitals: res.CoreWebVitals})
+		}
+	}
+	return in, nil
+}
