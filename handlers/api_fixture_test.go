@@ -146,7 +146,7 @@ type cred struct {
 	cookie string
 }
 
-func bearer(token string) cred  { return cred{bearer: token} }
+func bearer(token string) cred   { return cred{bearer: token} }
 func cookie(session string) cred { return cred{cookie: session} }
 
 // do sends a request to the fixture and returns the response with its body read.

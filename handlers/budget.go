@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"sitepulse/scanner"
@@ -23,28 +24,51 @@ type budgetCheckResponse struct {
 }
 
 // handleBudgetCheck checks the latest completed scan of a site against its budgets and alert
-// rules (interface "POST /api/external/budget-check", DESIGN §6.2). It keeps no state: one
-// store read after the key's, and the shared scanner.CheckBudgets. A failed check is still 200.
+// rules (interface "POST /api/external/budget-check", DESIGN §6.2). It keeps no state. It takes
+// API keys only, like requireBearer(apiKeyOnly), but authenticates itself so that the key and
+// everything the check reads come back from one store round trip (store.BudgetInputsByKey);
+// the check is then the shared scanner.CheckBudgets. A failed check is still 200.
+//
+// The order of answers is requireBearer's: no or malformed credential 401 first, then the
+// body (400, 413, 422), then an unknown or revoked key 401, then the site (404).
 func (s *server) handleBudgetCheck() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token := bearerToken(r)
+		if token == "" {
+			s.unauthorized(w, apiKeyOnly, "", "missing bearer token: send Authorization: Bearer <key>")
+			return
+		}
+		if !strings.HasPrefix(token, prefixAPIKey) || len(token) > 200 {
+			s.unauthorized(w, apiKeyOnly, "invalid_token", "invalid or revoked API key")
+			return
+		}
 		var req struct {
 			SiteID json.RawMessage `json:"siteId"`
 		}
-		if err := decodeJSON(r, &req); err != nil {
-			writeDecodeError(w, err)
-			return
-		}
+		err := decodeJSON(r, &req)
 		siteID, problem := uuidField(req.SiteID)
-		if problem != "" {
+		if err != nil || problem != "" {
+			// A bad request from a bad key is a 401 all the same.
+			if _, kerr := s.verifyBearer(r.Context(), apiKeyOnly, token); kerr != nil {
+				s.bearerFailure(w, r, kerr)
+				return
+			}
+			if err != nil {
+				writeDecodeError(w, err)
+				return
+			}
 			writeValidation(w, map[string][]string{"siteId": {problem}})
 			return
 		}
-		in, err := s.Store.BudgetInputs(r.Context(), store.UserIDFrom(r.Context()), siteID)
-		if errors.Is(err, store.ErrNotFound) {
+		in, err := s.Store.BudgetInputsByKey(r.Context(), store.HashSecret(token), siteID, s.Now())
+		switch {
+		case errors.Is(err, store.ErrNotFound) && in.UserID == "":
+			s.bearerFailure(w, r, err)
+			return
+		case errors.Is(err, store.ErrNotFound):
 			writeError(w, http.StatusNotFound, "site not found")
 			return
-		}
-		if err != nil {
+		case err != nil:
 			s.serverError(w, r, "budget check", err)
 			return
 		}
@@ -57,6 +81,15 @@ func (s *server) handleBudgetCheck() http.Handler {
 		w.Header().Set("Cache-Control", "no-store")
 		writeJSON(w, http.StatusOK, resp)
 	})
+}
+
+// bearerFailure answers a failed API-key lookup as requireBearer does.
+func (s *server) bearerFailure(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, store.ErrNotFound) {
+		s.unauthorized(w, apiKeyOnly, "invalid_token", "invalid or revoked API key")
+		return
+	}
+	s.serverError(w, r, "verify bearer", err)
 }
 
 // uuidField reads a required uuid from a JSON value: the id in the stores' canonical form, or

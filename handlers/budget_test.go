@@ -127,6 +127,9 @@ func testBudgetCheck(t *testing.T, st store.Store) {
 		{"a revoked API key is 401", siteBody(a.siteID), bearer(revoked), 401, nil},
 		{"an OAuth access token, valid at /api/mcp, is 401", siteBody(a.siteID), bearer(a.accessToken), 401, nil},
 		{"a session cookie is 401", siteBody(a.siteID), cookie(a.session), 401, nil},
+		{"a body that is not JSON with an unknown key is 401", `nope`, bearer("svc_notakey"), 401, nil},
+		{"a bad siteId with a revoked key is 401", `{"siteId":"x"}`, bearer(revoked), 401, nil},
+		{"another user's site with an unknown key is 401", siteBody(f.b.siteID), bearer("svc_notakey"), 401, nil},
 
 		{"another user's site is 404", siteBody(a.siteID), bearer(f.b.apiKey), 404, nil},
 		{"an unknown site is 404", siteBody(store.NewID()), bearer(a.apiKey), 404, nil},

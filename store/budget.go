@@ -3,6 +3,7 @@ package store
 // BudgetInputs is everything a budget check reads about one site, loaded together so the
 // check (interface "POST /api/external/budget-check", DESIGN §6.2) costs one store round trip.
 type BudgetInputs struct {
+	UserID   string // the caller: for BudgetInputsByKey, empty when the key is unknown or revoked
 	SiteName string
 	// Scan is the latest completed scan; nil when the site has none.
 	Scan    *Scan

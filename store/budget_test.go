@@ -60,3 +60,46 @@ func testBudgetInputs(t *testing.T, s store.Store) {
 		t.Errorf("results = %+v, want %+v", in.Results, want)
 	}
 }
+
+// testBudgetInputsByKey: the key and the inputs in one call; an unknown or revoked key finds
+// nobody, another user's site finds the caller but no site, and the key's use is recorded.
+func testBudgetInputsByKey(t *testing.T, s store.Store) {
+	a, b := newUser(t, s, "a@example.com"), newUser(t, s, "b@example.com")
+	site := newSite(t, s, a, "shop")
+	other := newSite(t, s, b, "other")
+	latest := completedScan(t, s, site, t0, 70)
+	must(t, s.SetBudgets(ctx, a.ID, site.ID, map[string]float64{"performance": 90}))
+	secret, hash := store.NewSecret("svc_")
+	k := store.APIKey{ID: store.NewID(), UserID: a.ID, Name: "ci", KeyHash: hash, Prefix: secret[:12], CreatedAt: t0}
+	must(t, s.CreateAPIKey(ctx, k))
+
+	in, err := s.BudgetInputsByKey(ctx, hash, site.ID, t0.Add(time.Hour))
+	must(t, err)
+	byUser, _ := s.BudgetInputs(ctx, a.ID, site.ID)
+	if in.UserID != a.ID || !reflect.DeepEqual(in, byUser) || in.Scan == nil || in.Scan.ID != latest.ID {
+		t.Errorf("by key %+v\nby user %+v", in, byUser)
+	}
+	keys, _ := s.APIKeys(ctx, a.ID)
+	if keys[0].LastUsedAt == nil || !keys[0].LastUsedAt.Equal(t0.Add(time.Hour)) {
+		t.Errorf("key use not recorded: %+v", keys[0])
+	}
+
+	for name, siteID := range map[string]string{"another user's site": other.ID, "an unknown site": store.NewID(), "a malformed id": "x"} {
+		in, err := s.BudgetInputsByKey(ctx, hash, siteID, t0)
+		wantErr(t, err, store.ErrNotFound)
+		if in.UserID != a.ID || in.SiteName != "" {
+			t.Errorf("%s: %+v", name, in)
+		}
+	}
+	in, err = s.BudgetInputsByKey(ctx, store.HashSecret("svc_unknown"), site.ID, t0)
+	wantErr(t, err, store.ErrNotFound)
+	if in.UserID != "" {
+		t.Errorf("unknown key found user %s", in.UserID)
+	}
+	must(t, s.RevokeAPIKey(ctx, a.ID, k.ID, t0))
+	in, err = s.BudgetInputsByKey(ctx, hash, site.ID, t0)
+	wantErr(t, err, store.ErrNotFound)
+	if in.UserID != "" || in.SiteName != "" {
+		t.Errorf("revoked key: %+v", in)
+	}
+}

@@ -203,8 +203,10 @@ func (m *Memory) APIKeyByHash(ctx context.Context, keyHash string, now time.Time
 	defer m.mu.Unlock()
 	for id, k := range m.apiKeys {
 		if k.KeyHash == keyHash && !m.revoked[id] {
-			k.LastUsedAt = tp(now)
-			m.apiKeys[id] = k
+			if k.LastUsedAt == nil || !k.LastUsedAt.After(Now(now).Add(-KeyUseGranularity)) {
+				k.LastUsedAt = tp(now)
+				m.apiKeys[id] = k
+			}
 			k.LastUsedAt = cloneTime(k.LastUsedAt)
 			return k, nil
 		}

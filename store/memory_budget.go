@@ -1,6 +1,9 @@
 package store
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 func (m *Memory) BudgetInputs(ctx context.Context, userID, siteID string) (BudgetInputs, error) {
 	m.mu.Lock()
@@ -9,7 +12,7 @@ func (m *Memory) BudgetInputs(ctx context.Context, userID, siteID string) (Budge
 	if !ok {
 		return BudgetInputs{}, notFound("site")
 	}
-	in := BudgetInputs{SiteName: site.Name, Budgets: map[string]float64{}, Rules: []AlertRule{}, Results: []PageResult{}}
+	in := BudgetInputs{UserID: userID, SiteName: site.Name, Budgets: map[string]float64{}, Rules: []AlertRule{}, Results: []PageResult{}}
 	for k, v := range m.budgets[siteID] {
 		in.Budgets[k] = v
 	}
@@ -41,4 +44,14 @@ func (m *Memory) BudgetInputs(ctx context.Context, userID, siteID string) (Budge
 		}
 	}
 	return in, nil
+}
+
+func (m *Memory) BudgetInputsByKey(ctx context.Context, keyHash, siteID string, now time.Time) (BudgetInputs, error) {
+	k, err := m.APIKeyByHash(ctx, keyHash, now)
+	if err != nil {
+		return BudgetInputs{}, err
+	}
+	in, err := m.BudgetInputs(ctx, k.UserID, siteID)
+	in.UserID = k.UserID
+	return in, err
 }
