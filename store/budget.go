@@ -11,5 +11,6 @@ type BudgetInputs struct {
 	Rules   []AlertRule
 	// Results are the scan's successful page results ordered by path then strategy, with only
 	// PagePath, Strategy, Scores and CoreWebVitals filled: what a budget is checked against.
+	// The Postgres store shares them between calls (they are cached): read, never modify.
 	Results []PageResult
 }

@@ -144,7 +144,7 @@ func (c *vitalsCache) get(siteID string) (string, []PageResult) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e := c.entries[siteID]
-	return e.scanID, append([]PageResult(nil), e.results...)
+	return e.scanID, e.results
 }
 
 func (c *vitalsCache) put(siteID, scanID string, results []PageResult) {
