@@ -175,17 +175,24 @@ func (e *exportWriter) row(r store.PageResult) error {
 		}
 	}
 	e.rows++
+	var err error
 	if e.format == "csv" {
-		return writeCSVRow(e.buf, csvRow(r), len(csvHeader)-1)
+		err = writeCSVRow(e.buf, csvRow(r), len(csvHeader)-1)
+	} else {
+		if e.rows > 1 {
+			e.buf.WriteByte(',')
+		}
+		var b []byte
+		if b, err = json.Marshal(jsonRow(r)); err == nil {
+			_, err = e.buf.Write(b)
+		}
 	}
-	if e.rows > 1 {
-		e.buf.WriteByte(',')
+	if err == nil && e.rows == 1 {
+		// The headers and the first row go out at once, so the download starts right away.
+		if err = e.buf.Flush(); err == nil {
+			err = http.NewResponseController(e.w).Flush()
+		}
 	}
-	b, err := json.Marshal(jsonRow(r))
-	if err != nil {
-		return err
-	}
-	_, err = e.buf.Write(b)
 	return err
 }
 

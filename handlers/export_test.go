@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
 	"reflect"
 	"regexp"
 	"sort"
@@ -272,3 +275,52 @@ func wantKeys(t *testing.T, m map[string]json.RawMessage, want ...string) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// failingResults is a store whose page-result stream breaks after `after` rows.
+type failingResults struct {
+	store.Store
+	after int
+}
+
+func (f failingResults) EachPageResult(ctx context.Context, userID, scanID string, fn func(store.PageResult) error) error {
+	n := 0
+	err := f.Store.EachPageResult(ctx, userID, scanID, func(r store.PageResult) error {
+		if n == f.after {
+			return errors.New("connection reset by peer")
+		}
+		n++
+		return fn(r)
+	})
+	if err == nil && n == f.after {
+		return errors.New("connection reset by peer")
+	}
+	return err
+}
+
+// TestExportStreamErrors: a store failure before the first row is a clean 500 JSON error; one
+// after rows went out aborts the response, so the download fails instead of looking complete.
+func TestExportStreamErrors(t *testing.T) {
+	for _, format := range []string{"csv", "json"} {
+		t.Run(format+": failure before the first row is a 500", func(t *testing.T) {
+			f := newAPIFixture(t, failingResults{Store: store.NewMemory(), after: 0})
+			resp, body := f.do(t, "GET", "/api/sites/"+f.a.siteID+"/export?format="+format, "", "", cookie(f.a.session))
+			if resp.StatusCode != 500 || resp.Header.Get("Content-Disposition") != "" || !strings.Contains(body, `"error"`) {
+				t.Errorf("status %d, disposition %q, body %q", resp.StatusCode, resp.Header.Get("Content-Disposition"), body)
+			}
+		})
+		t.Run(format+": failure mid-stream aborts the download", func(t *testing.T) {
+			f := newAPIFixture(t, failingResults{Store: store.NewMemory(), after: 3})
+			req, _ := http.NewRequest("GET", f.URL+"/api/sites/"+f.a.siteID+"/export?format="+format, nil)
+			req.AddCookie(&http.Cookie{Name: "session", Value: f.a.session})
+			resp, err := http.DefaultTransport.RoundTrip(req)
+			must(t, err)
+			defer resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Fatalf("status %d", resp.StatusCode)
+			}
+			if _, err := io.ReadAll(resp.Body); err == nil {
+				t.Error("the truncated download read as complete")
+			}
+		})
+	}
+}
