@@ -3,6 +3,8 @@ package handlers
 import (
 	"context"
 	"net/url"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -17,7 +19,10 @@ import (
 // 200 for a list of B's own). Every response is searched for A's data, and the optional intact
 // check proves a refused write changed nothing.
 type ownershipCase struct {
-	name   string
+	name string
+	// route is the pattern as registered in routes.go; TestOwnershipCoversRoutes checks every
+	// route with an id in its path has a case.
+	route  string
 	method string
 	path   func(a, b apiAccount) string
 	// form is a url-encoded body; cookie-authenticated POSTs get B's CSRF token added.
@@ -34,29 +39,29 @@ func asCookie(b apiAccount) cred { return cookie(b.session) }
 
 var ownershipCases = []ownershipCase{
 	// Budget check (API key).
-	{name: "budget-check of A's site", method: "POST", path: fixed("/api/external/budget-check"),
+	{name: "budget-check of A's site", route: "POST /api/external/budget-check", method: "POST", path: fixed("/api/external/budget-check"),
 		json: func(a apiAccount) string { return `{"siteId":"` + a.siteID + `"}` }, cred: asBearer, status: 404},
-	{name: "budget-check of A's site with an upper-case id", method: "POST", path: fixed("/api/external/budget-check"),
+	{name: "budget-check of A's site with an upper-case id", route: "POST /api/external/budget-check", method: "POST", path: fixed("/api/external/budget-check"),
 		json: func(a apiAccount) string { return `{"siteId":"` + strings.ToUpper(a.siteID) + `"}` }, cred: asBearer, status: 404},
 
 	// Export (session cookie).
-	{name: "CSV export of A's site", method: "GET", path: func(a, _ apiAccount) string { return "/api/sites/" + a.siteID + "/export" }, cred: asCookie, status: 404},
-	{name: "JSON export of A's site", method: "GET", path: func(a, _ apiAccount) string { return "/api/sites/" + a.siteID + "/export?format=json" }, cred: asCookie, status: 404},
-	{name: "export of A's scan of A's site", method: "GET", path: func(a, _ apiAccount) string {
+	{name: "CSV export of A's site", route: exportRoute, method: "GET", path: func(a, _ apiAccount) string { return "/api/sites/" + a.siteID + "/export" }, cred: asCookie, status: 404},
+	{name: "JSON export of A's site", route: exportRoute, method: "GET", path: func(a, _ apiAccount) string { return "/api/sites/" + a.siteID + "/export?format=json" }, cred: asCookie, status: 404},
+	{name: "export of A's scan of A's site", route: exportRoute, method: "GET", path: func(a, _ apiAccount) string {
 		return "/api/sites/" + a.siteID + "/export?scanId=" + a.scanID
 	}, cred: asCookie, status: 404},
-	{name: "export of A's scan through B's own site", method: "GET", path: func(a, b apiAccount) string {
+	{name: "export of A's scan through B's own site", route: exportRoute, method: "GET", path: func(a, b apiAccount) string {
 		return "/api/sites/" + b.siteID + "/export?format=json&scanId=" + a.scanID
 	}, cred: asCookie, status: 404},
 
 	// Settings routes that take ids.
-	{name: "revoking A's API key", method: "POST", path: func(a, _ apiAccount) string { return "/settings/api-keys/" + a.apiKeyID + "/revoke" },
+	{name: "revoking A's API key", route: "POST /settings/api-keys/{keyID}/revoke", method: "POST", path: func(a, _ apiAccount) string { return "/settings/api-keys/" + a.apiKeyID + "/revoke" },
 		form: url.Values{}, cred: asCookie, status: 404, intact: func(t *testing.T, f *apiFixture) {
 			if _, err := f.st.APIKeyByHash(context.Background(), store.HashSecret(f.a.apiKey), f.now); err != nil {
 				t.Errorf("A's key stopped working: %v", err)
 			}
 		}},
-	{name: "disconnecting A's OAuth app", method: "POST", path: func(a, _ apiAccount) string { return "/settings/connected-apps/" + a.clientID + "/revoke" },
+	{name: "disconnecting A's OAuth app", route: "POST /settings/connected-apps/{clientID}/revoke", method: "POST", path: func(a, _ apiAccount) string { return "/settings/connected-apps/" + a.clientID + "/revoke" },
 		form: url.Values{}, cred: asCookie, status: 404, intact: func(t *testing.T, f *apiFixture) {
 			apps, _ := f.st.Consents(context.Background(), f.a.userID)
 			if len(apps) != 1 || apps[0].ClientID != f.a.clientID {
@@ -66,7 +71,30 @@ var ownershipCases = []ownershipCase{
 				t.Errorf("A's access token was revoked: %+v %v", tok, err)
 			}
 		}},
-	{name: "the settings page lists only B's keys and apps", method: "GET", path: fixed("/settings"), cred: asCookie, status: 200},
+	{name: "the settings page lists only B's keys and apps", route: "GET /settings", method: "GET", path: fixed("/settings"), cred: asCookie, status: 200},
+}
+
+const exportRoute = "GET /api/sites/{siteId}/export"
+
+// TestOwnershipCoversRoutes fails when routes.go registers a route with an id in its path that
+// no ownership case walks (SECURITY §4's route inventory).
+func TestOwnershipCoversRoutes(t *testing.T) {
+	src, err := os.ReadFile("routes.go")
+	must(t, err)
+	covered := map[string]bool{}
+	for _, c := range ownershipCases {
+		covered[c.route] = true
+	}
+	// A path wildcard such as {siteId}; {$} only anchors the path and takes no id.
+	routes := regexp.MustCompile(`mux\.Handle\("([A-Z]+ [^"]*\{[A-Za-z][^"]*)"`).FindAllStringSubmatch(string(src), -1)
+	if len(routes) == 0 {
+		t.Fatal("found no routes with ids in routes.go")
+	}
+	for _, m := range routes {
+		if !covered[m[1]] {
+			t.Errorf("route %q takes an id but has no case in ownershipCases", m[1])
+		}
+	}
 }
 
 func fixed(path string) func(a, b apiAccount) string {
