@@ -29,8 +29,8 @@ type budgetCheckResponse struct {
 // everything the check reads come back from one store round trip (store.BudgetInputsByKey);
 // the check is then the shared scanner.CheckBudgets. A failed check is still 200.
 //
-// The order of answers is requireBearer's: no or malformed credential 401 first, then the
-// body (400, 413, 422), then an unknown or revoked key 401, then the site (404).
+// As behind requireBearer, a missing, unknown or revoked key gets 401 whatever the body: only
+// when the body is bad is the key looked up on its own, before answering 400, 413 or 422.
 func (s *server) handleBudgetCheck() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token := bearerToken(r)
