@@ -28,7 +28,8 @@ const budgetInputsSQL = ` SELECT k.user_id, s.name, c.id, c.site_id, c.status, c
 		FROM page_results p WHERE p.scan_id = c.id AND p.result IS NOT NULL) END
 FROM caller k
 LEFT JOIN sites s ON s.id = $1 AND s.user_id = k.user_id
-LEFT JOIN LATERAL (SELECT * FROM scans WHERE site_id = s.id AND status = 'complete'
+LEFT JOIN LATERAL (SELECT id, site_id, status, strategy, trigger, pages_total, pages_done, scores, error,
+	created_at, started_at, completed_at FROM scans WHERE site_id = s.id AND status = 'complete'
 	ORDER BY completed_at DESC, id DESC LIMIT 1) c ON TRUE`
 
 // budgetCallerByUser makes $2 the caller.
