@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
@@ -101,5 +102,39 @@ func testBudgetInputsByKey(t *testing.T, s store.Store) {
 	wantErr(t, err, store.ErrNotFound)
 	if in.UserID != "" || in.SiteName != "" {
 		t.Errorf("revoked key: %+v", in)
+	}
+}
+
+// testConcurrentKeyUse: many requests of one key crossing the minute together all authenticate
+// (through both lookups), and the use is recorded.
+func testConcurrentKeyUse(t *testing.T, s store.Store) {
+	a := newUser(t, s, "a@example.com")
+	site := newSite(t, s, a, "shop")
+	secret, hash := store.NewSecret("svc_")
+	must(t, s.CreateAPIKey(ctx, store.APIKey{ID: store.NewID(), UserID: a.ID, Name: "ci", KeyHash: hash, Prefix: secret[:12], CreatedAt: t0}))
+	at := t0.Add(time.Hour)
+	var wg sync.WaitGroup
+	errs := make(chan error, 40)
+	for i := 0; i < 20; i++ {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			_, err := s.APIKeyByHash(ctx, hash, at)
+			errs <- err
+		}()
+		go func() {
+			defer wg.Done()
+			_, err := s.BudgetInputsByKey(ctx, hash, site.ID, at)
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		must(t, err)
+	}
+	keys, _ := s.APIKeys(ctx, a.ID)
+	if keys[0].LastUsedAt == nil || !keys[0].LastUsedAt.Equal(at) {
+		t.Errorf("last used = %v, want %v", keys[0].LastUsedAt, at)
 	}
 }

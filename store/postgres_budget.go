@@ -40,8 +40,9 @@ const budgetCallerByUser = `WITH caller AS (SELECT $2::uuid AS user_id)`
 // KeyUseGranularity.
 const budgetCallerByKey = `WITH caller AS (SELECT id, user_id, last_used_at FROM api_keys
 		WHERE key_hash = $2 AND revoked_at IS NULL),
-	used AS (UPDATE api_keys a SET last_used_at = $4 FROM caller k WHERE a.id = k.id
-		AND (k.last_used_at IS NULL OR k.last_used_at <= $5))`
+	used AS (UPDATE api_keys a SET last_used_at = $4 FROM (SELECT id FROM api_keys WHERE id = (SELECT id FROM caller)
+			AND (last_used_at IS NULL OR last_used_at <= $5) FOR UPDATE SKIP LOCKED) l
+		WHERE a.id = l.id)`
 
 // noSite is a well-formed id no site has, for a lookup whose site id is malformed.
 const noSite = "00000000-0000-0000-0000-000000000000"

@@ -36,6 +36,7 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 		{"budgets and alert rules belong to a site", testBudgetsAndRules},
 		{"a budget check's inputs load together, for the owner only", testBudgetInputs},
 		{"a budget check's key and inputs load together, for the key's user only", testBudgetInputsByKey},
+		{"concurrent uses of one key all authenticate and record the use", testConcurrentKeyUse},
 		{"latest completed scan ignores queued, running and failed scans", testLatestCompleted},
 		{"a second scan for a site with one in flight is SCAN_ALREADY_ACTIVE", testInFlight},
 		{"50 concurrent enqueues for one site create exactly one scan", testConcurrentEnqueue},
