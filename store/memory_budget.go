@@ -36,14 +36,26 @@ func (m *Memory) BudgetInputs(ctx context.Context, userID, siteID string) (Budge
 		return in, nil
 	}
 	in.Scan = latest
+	// Copy only what a budget is checked against: a whole-result clone costs more than the check.
 	for _, r := range m.sortedResults(latest.ID) {
-		if r.result != nil {
-			res := clonePageResult(*r.result)
+		if res := r.result; res != nil {
+			sc, v := res.Scores, res.CoreWebVitals
 			in.Results = append(in.Results, PageResult{ScanID: latest.ID, PagePath: res.PagePath, Strategy: res.Strategy,
-				Scores: res.Scores, CoreWebVitals: res.CoreWebVitals})
+				Scores: PageScores{Performance: copyPtr(sc.Performance), SEO: copyPtr(sc.SEO), Accessibility: copyPtr(sc.Accessibility),
+					BestPractices: copyPtr(sc.BestPractices)},
+				CoreWebVitals: Vitals{LCP: copyPtr(v.LCP), CLS: copyPtr(v.CLS), INP: copyPtr(v.INP), FCP: copyPtr(v.FCP),
+					TTFB: copyPtr(v.TTFB), TBT: copyPtr(v.TBT), SpeedIndex: copyPtr(v.SpeedIndex), TTI: copyPtr(v.TTI)}})
 		}
 	}
 	return in, nil
+}
+
+func copyPtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
 }
 
 func (m *Memory) BudgetInputsByKey(ctx context.Context, keyHash, siteID string, now time.Time) (BudgetInputs, error) {
