@@ -60,6 +60,13 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 	// Scan pipeline: the platform's publish webhook (interface "Events", DESIGN §6.13).
 	mux.Handle("POST /api/webhooks/platform", s.handlePlatformWebhook())
 
+	// Budget check for CI and scan export (issue 6; README "Budget check in CI", "Export").
+	// The check takes API keys only, as requireBearer(apiKeyOnly) would, but verifies the key
+	// itself in the same store round trip that reads the site (budget.go). The export takes the
+	// session cookie only and answers 401 JSON rather than a login redirect.
+	mux.Handle("POST /api/external/budget-check", s.handleBudgetCheck())
+	mux.Handle("GET /api/sites/{siteId}/export", s.requireSession(s.handleExport()))
+
 	// Web UI (issue 6 item 3, issue 3 item 9): sites, scans with live progress (DESIGN §6.11),
 	// budgets and alert rules, client reports. Every page is owner-scoped; every POST checks CSRF.
 	mux.Handle("GET /{$}", s.requireUser(s.handleHome()))

@@ -229,17 +229,20 @@ func actual(scan store.ScanScores, results []store.PageResult, metric string) (v
 		}
 		return float64(*s), "", "", true
 	}
-	pool := results
-	var mobile []store.PageResult
-	for _, r := range results {
-		if r.Strategy == store.StrategyMobile {
-			mobile = append(mobile, r)
+	// Filter in place rather than copying the results: the budget check runs this per metric
+	// on every request.
+	onlyMobile := false
+	for i := range results {
+		if results[i].Strategy == store.StrategyMobile {
+			onlyMobile = true
+			break
 		}
 	}
-	if len(mobile) > 0 {
-		pool = mobile
-	}
-	for _, r := range pool {
+	for i := range results {
+		r := &results[i]
+		if onlyMobile && r.Strategy != store.StrategyMobile {
+			continue
+		}
 		x := VitalOf(r.CoreWebVitals, metric)
 		if x != nil && (!ok || *x > v || *x == v && r.PagePath < path) {
 			v, path, strategy, ok = *x, r.PagePath, r.Strategy, true

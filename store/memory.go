@@ -203,8 +203,10 @@ func (m *Memory) APIKeyByHash(ctx context.Context, keyHash string, now time.Time
 	defer m.mu.Unlock()
 	for id, k := range m.apiKeys {
 		if k.KeyHash == keyHash && !m.revoked[id] {
-			k.LastUsedAt = tp(now)
-			m.apiKeys[id] = k
+			if k.LastUsedAt == nil || !k.LastUsedAt.After(Now(now).Add(-KeyUseGranularity)) {
+				k.LastUsedAt = tp(now)
+				m.apiKeys[id] = k
+			}
 			k.LastUsedAt = cloneTime(k.LastUsedAt)
 			return k, nil
 		}
@@ -418,13 +420,18 @@ func (m *Memory) AlertRules(ctx context.Context, userID, siteID string) ([]Alert
 			out = append(out, r)
 		}
 	}
+	sortRules(out)
+	return out, nil
+}
+
+// sortRules orders alert rules as both stores list them: by creation, then id.
+func sortRules(out []AlertRule) {
 	sort.Slice(out, func(i, j int) bool {
 		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
 			return out[i].CreatedAt.Before(out[j].CreatedAt)
 		}
 		return out[i].ID < out[j].ID
 	})
-	return out, nil
 }
 
 func (m *Memory) AddAlertRule(ctx context.Context, userID string, r AlertRule) error {

@@ -94,9 +94,25 @@ func (p *Postgres) APIKeys(ctx context.Context, userID string) ([]APIKey, error)
 		WHERE user_id = $1 AND revoked_at IS NULL ORDER BY created_at DESC, id DESC`, userID)
 }
 
+const apiKeyByHashSQL = `WITH k AS (SELECT ` + keyCols + ` FROM api_keys
+		WHERE key_hash = $1 AND revoked_at IS NULL),
+	used AS (UPDATE api_keys a SET last_used_at = $2 FROM (SELECT id FROM api_keys WHERE id = (SELECT id FROM k)
+			AND (last_used_at IS NULL OR last_used_at <= $3) FOR UPDATE SKIP LOCKED) l
+		WHERE a.id = l.id RETURNING a.last_used_at)
+	SELECT id, user_id, name, key_hash, prefix, created_at,
+		coalesce((SELECT last_used_at FROM used), last_used_at) FROM k`
+
 func (p *Postgres) APIKeyByHash(ctx context.Context, keyHash string, now time.Time) (APIKey, error) {
-	k, err := scanKey(p.db.QueryRowContext(ctx, `UPDATE api_keys SET last_used_at = $2
-		WHERE key_hash = $1 AND revoked_at IS NULL RETURNING `+keyCols, keyHash, Now(now)))
+	// One statement: the lookup, and the write only when the recorded use is older than
+	// KeyUseGranularity. A statement that updates no row commits nothing, so the hot path of
+	// every API-key request is a read, not a synchronous WAL flush. When many requests of one
+	// key cross the minute together, one records the use and the others skip the locked row
+	// rather than queue behind it.
+	stmt, err := p.prepared(ctx, apiKeyByHashSQL)
+	if err != nil {
+		return APIKey{}, pgErr("api key", err)
+	}
+	k, err := scanKey(stmt.QueryRowContext(ctx, keyHash, Now(now), Now(now).Add(-KeyUseGranularity)))
 	return k, pgErr("api key", err)
 }
 

@@ -57,7 +57,8 @@ type Users interface {
 	CreateAPIKey(ctx context.Context, k APIKey) error
 	// APIKeys lists a user's keys that are not revoked, newest first.
 	APIKeys(ctx context.Context, userID string) ([]APIKey, error)
-	// APIKeyByHash finds an unrevoked key (system: bearer verification) and records its use.
+	// APIKeyByHash finds an unrevoked key (system: bearer verification) and records its use,
+	// at most once per KeyUseGranularity so that a busy key costs reads, not writes.
 	APIKeyByHash(ctx context.Context, keyHash string, now time.Time) (APIKey, error)
 	RevokeAPIKey(ctx context.Context, userID, keyID string, now time.Time) error
 }
@@ -84,6 +85,14 @@ type Sites interface {
 	AlertRules(ctx context.Context, userID, siteID string) ([]AlertRule, error)
 	AddAlertRule(ctx context.Context, userID string, r AlertRule) error
 	DeleteAlertRule(ctx context.Context, userID, siteID, ruleID string) error
+	// BudgetInputs loads what a budget check of a site reads, in one round trip; its Scan is
+	// nil when the site has no completed scan.
+	BudgetInputs(ctx context.Context, userID, siteID string) (BudgetInputs, error)
+	// BudgetInputsByKey authenticates an API key as APIKeyByHash does, recording its use, and
+	// loads the budget inputs of the key user's site, together in one round trip (the budget
+	// check's whole store cost). ErrNotFound with an empty UserID: the key is unknown or
+	// revoked; with UserID set: the site is not that user's.
+	BudgetInputsByKey(ctx context.Context, keyHash, siteID string, now time.Time) (BudgetInputs, error)
 }
 
 // Scans reads scans and their page results for their owner.
@@ -196,6 +205,10 @@ type Webhooks interface {
 	// already seen after since.
 	SeenDelivery(ctx context.Context, bodyHash string, since, now time.Time) (bool, error)
 }
+
+// KeyUseGranularity is how stale an API key's recorded last use may be: a key used again within
+// it keeps the earlier time.
+const KeyUseGranularity = time.Minute
 
 type ctxKey struct{}
 

@@ -35,6 +35,9 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 		{"every read of a site and its data is scoped to its owner", testOwnerScoping},
 		{"platform site ids are unique but may be empty on many sites", testPlatformIDs},
 		{"budgets and alert rules belong to a site", testBudgetsAndRules},
+		{"a budget check's inputs load together, for the owner only", testBudgetInputs},
+		{"a budget check's key and inputs load together, for the key's user only", testBudgetInputsByKey},
+		{"concurrent uses of one key all authenticate and record the use", testConcurrentKeyUse},
 		{"latest completed scan ignores queued, running and failed scans", testLatestCompleted},
 		{"a second scan for a site with one in flight is SCAN_ALREADY_ACTIVE", testInFlight},
 		{"50 concurrent enqueues for one site create exactly one scan", testConcurrentEnqueue},
@@ -177,6 +180,15 @@ func testAPIKeys(t *testing.T, s store.Store) {
 	keys, _ = s.APIKeys(ctx, a.ID)
 	if keys[1].LastUsedAt == nil {
 		t.Error("last use not recorded")
+	}
+	// A use within a minute keeps the recorded time; a later one moves it.
+	got, _ = s.APIKeyByHash(ctx, store.HashSecret(secret), t0.Add(time.Hour+30*time.Second))
+	if !got.LastUsedAt.Equal(t0.Add(time.Hour)) {
+		t.Errorf("last use after 30 s = %v, want %v", got.LastUsedAt, t0.Add(time.Hour))
+	}
+	got, _ = s.APIKeyByHash(ctx, store.HashSecret(secret), t0.Add(time.Hour+time.Minute))
+	if !got.LastUsedAt.Equal(t0.Add(time.Hour + time.Minute)) {
+		t.Errorf("last use after a minute = %v, want %v", got.LastUsedAt, t0.Add(time.Hour+time.Minute))
 	}
 	if keys, _ := s.APIKeys(ctx, b.ID); len(keys) != 0 {
 		t.Errorf("b sees a's keys: %+v", keys)

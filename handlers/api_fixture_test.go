@@ -1,0 +1,172 @@
+package handlers
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"sitepulse/oauth"
+	"sitepulse/scanner"
+	"sitepulse/store"
+)
+
+// apiAccount is one user of an apiFixture with every credential the service knows and their ids.
+type apiAccount struct {
+	userID      string
+	apiKey      string // svc_
+	apiKeyID    string
+	session     string // the session cookie's value
+	csrf        string
+	accessToken string // at_, valid at /api/mcp
+	clientID    string // an OAuth client the user connected
+	siteID      string // a site with two completed scans (A) or none (B)
+	scanID      string // the site's latest completed scan (A only)
+	siteName    string
+}
+
+// apiFixture is a running service with two users. A is the demo account (real scans built from
+// the Lighthouse fixtures, budgets the latest scan breaks); B has a site of its own and nothing else.
+type apiFixture struct {
+	*httptest.Server
+	st   store.Store
+	now  time.Time
+	a, b apiAccount
+}
+
+var fixtureNow = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+
+func newAPIFixture(t testing.TB, st store.Store) *apiFixture {
+	t.Helper()
+	ctx := context.Background()
+	f := &apiFixture{st: st, now: fixtureNow}
+	clock := func() time.Time { return f.now }
+	auth := oauth.New(oauth.Config{Store: st, BaseURL: "http://sitepulse.test", Now: clock})
+	h, err := NewHandler(Deps{Store: st, StoreName: "test", BaseURL: "http://sitepulse.test", Now: clock,
+		PasswordIterations: 1000, OAuth: auth, AccessTokens: auth})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Server = httptest.NewServer(h)
+	t.Cleanup(f.Close)
+
+	d, err := scanner.SeedDemo(ctx, st, scanner.DemoFixtures{FS: os.DirFS(".."), Before: "testdata/psi-before", Latest: "testdata/psi"}, f.now, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := st.UserByEmail(ctx, scanner.DemoEmail)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, _ := st.APIKeys(ctx, u.ID)
+	f.a = apiAccount{userID: u.ID, apiKey: d.APIKey, apiKeyID: keys[0].ID, siteID: d.SiteID, scanID: d.LatestScanID, siteName: scanner.DemoSiteName}
+	f.credentials(t, &f.a)
+
+	b := store.User{ID: store.NewID(), Email: "b@example.com", PasswordHash: "x", CreatedAt: f.now}
+	must(t, st.CreateUser(ctx, b))
+	f.b = apiAccount{userID: b.ID, siteName: "Bee Site"}
+	key, hash := store.NewSecret("svc_")
+	f.b.apiKey, f.b.apiKeyID = key, store.NewID()
+	must(t, st.CreateAPIKey(ctx, store.APIKey{ID: f.b.apiKeyID, UserID: b.ID, Name: "ci", KeyHash: hash, Prefix: key[:12], CreatedAt: f.now}))
+	f.b.siteID = f.newSite(t, b.ID, f.b.siteName)
+	f.credentials(t, &f.b)
+	return f
+}
+
+// credentials gives an account a session and a connected OAuth client with a valid access token.
+func (f *apiFixture) credentials(t testing.TB, acc *apiAccount) {
+	t.Helper()
+	ctx := context.Background()
+	token, hash := store.NewSecret("")
+	acc.csrf, _ = store.NewSecret("")
+	acc.session = token
+	must(t, f.st.CreateSession(ctx, store.Session{TokenHash: hash, UserID: acc.userID, CSRF: acc.csrf, CreatedAt: f.now, ExpiresAt: f.now.Add(time.Hour)}))
+	acc.clientID = "c_" + strings.ReplaceAll(store.NewID(), "-", "")
+	must(t, f.st.CreateClient(ctx, store.OAuthClient{ID: acc.clientID, Name: "Test client", RedirectURIs: []string{"http://127.0.0.1/cb"},
+		GrantTypes: []string{"authorization_code", "refresh_token"}, AuthMethod: "none", Scope: "mcp:read", CreatedAt: f.now}))
+	must(t, f.st.SaveConsent(ctx, store.Consent{UserID: acc.userID, ClientID: acc.clientID, Scope: "mcp:read", CreatedAt: f.now}))
+	at, atHash := store.NewSecret("at_")
+	acc.accessToken = at
+	must(t, f.st.CreateTokens(ctx, store.OAuthToken{TokenHash: atHash, Kind: store.TokenAccess, ClientID: acc.clientID, UserID: acc.userID,
+		FamilyID: store.NewID(), Scope: "mcp:read", CreatedAt: f.now, ExpiresAt: f.now.Add(24 * time.Hour)}))
+}
+
+func (f *apiFixture) newSite(t testing.TB, userID, name string) string {
+	t.Helper()
+	s := store.Site{ID: store.NewID(), UserID: userID, Name: name, Domain: "example.test", CreatedAt: f.now}
+	must(t, f.st.CreateSite(context.Background(), s))
+	return s.ID
+}
+
+// recordScan takes a scan of a site through the queue's life cycle to completion with results,
+// as the pipeline does, and returns its id.
+func (f *apiFixture) recordScan(t testing.TB, siteID string, results []store.PageResult, at time.Time) string {
+	t.Helper()
+	ctx := context.Background()
+	sc := store.Scan{ID: store.NewID(), SiteID: siteID, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: at}
+	must(t, f.st.EnqueueScan(ctx, sc, store.QueueDemo, at))
+	job, err := f.st.ClaimJob(ctx, store.QueueDemo, "test", at)
+	must(t, err)
+	must(t, f.st.StartScan(ctx, job.Lease(), len(results), at))
+	for _, r := range results {
+		must(t, f.st.SavePageResult(ctx, job.Lease(), r))
+	}
+	must(t, f.st.CompleteScan(ctx, job.Lease(), scanner.ScanScores(results), at.Add(time.Minute)))
+	return sc.ID
+}
+
+// fixtureResults extracts real Lighthouse results from testdata/psi.
+func fixtureResults(t testing.TB, names ...string) []store.PageResult {
+	t.Helper()
+	var out []store.PageResult
+	for _, n := range names {
+		body, err := os.ReadFile("../testdata/psi/" + n + ".json")
+		must(t, err)
+		r, err := scanner.ExtractPSI(body)
+		must(t, err)
+		out = append(out, r)
+	}
+	return out
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// cred is how a request authenticates.
+type cred struct {
+	bearer string
+	cookie string
+}
+
+func bearer(token string) cred   { return cred{bearer: token} }
+func cookie(session string) cred { return cred{cookie: session} }
+
+// do sends a request to the fixture and returns the response with its body read.
+func (f *apiFixture) do(t testing.TB, method, path, contentType, body string, c cred) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, f.URL+path, strings.NewReader(body))
+	must(t, err)
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	if c.bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+c.bearer)
+	}
+	if c.cookie != "" {
+		req.AddCookie(&http.Cookie{Name: "session", Value: c.cookie})
+	}
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	must(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	must(t, err)
+	return resp, string(b)
+}

@@ -1,0 +1,109 @@
+package handlers
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"sitepulse/scanner"
+	"sitepulse/store"
+)
+
+// budgetCheckResponse is the 200 body of POST /api/external/budget-check. Every key is always
+// present, so a CI script can read it without guarding: when the site has no completed scan,
+// pass is false, violations is [] and scores, scanId and scannedAt are null.
+type budgetCheckResponse struct {
+	Pass       bool                `json:"pass"`
+	Site       string              `json:"site"`
+	Scores     *store.ScanScores   `json:"scores"`
+	Violations []scanner.Violation `json:"violations"`
+	ScanID     *string             `json:"scanId"`
+	ScannedAt  *time.Time          `json:"scannedAt"`
+}
+
+// handleBudgetCheck checks the latest completed scan of a site against its budgets and alert
+// rules (interface "POST /api/external/budget-check", DESIGN §6.2). It keeps no state. It takes
+// API keys only, like requireBearer(apiKeyOnly), but authenticates itself so that the key and
+// everything the check reads come back from one store round trip (store.BudgetInputsByKey);
+// the check is then the shared scanner.CheckBudgets. A failed check is still 200.
+//
+// As behind requireBearer, a missing, unknown or revoked key gets 401 whatever the body: only
+// when the body is bad is the key looked up on its own, before answering 400, 413 or 422.
+func (s *server) handleBudgetCheck() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token := bearerToken(r)
+		if token == "" {
+			s.unauthorized(w, apiKeyOnly, "", "missing bearer token: send Authorization: Bearer <key>")
+			return
+		}
+		if !strings.HasPrefix(token, prefixAPIKey) || len(token) > 200 {
+			s.unauthorized(w, apiKeyOnly, "invalid_token", "invalid or revoked API key")
+			return
+		}
+		var req struct {
+			SiteID json.RawMessage `json:"siteId"`
+		}
+		err := decodeJSON(r, &req)
+		siteID, problem := uuidField(req.SiteID)
+		if err != nil || problem != "" {
+			// A bad request from a bad key is a 401 all the same.
+			if _, kerr := s.verifyBearer(r.Context(), apiKeyOnly, token); kerr != nil {
+				s.bearerFailure(w, r, kerr)
+				return
+			}
+			if err != nil {
+				writeDecodeError(w, err)
+				return
+			}
+			writeValidation(w, map[string][]string{"siteId": {problem}})
+			return
+		}
+		in, err := s.Store.BudgetInputsByKey(r.Context(), store.HashSecret(token), siteID, s.Now())
+		switch {
+		case errors.Is(err, store.ErrNotFound) && in.UserID == "":
+			s.bearerFailure(w, r, err)
+			return
+		case errors.Is(err, store.ErrNotFound):
+			writeError(w, http.StatusNotFound, "site not found")
+			return
+		case err != nil:
+			s.serverError(w, r, "budget check", err)
+			return
+		}
+		resp := budgetCheckResponse{Site: in.SiteName, Violations: []scanner.Violation{}}
+		if in.Scan != nil {
+			resp.Violations = scanner.CheckBudgets(in.Scan.Scores, in.Results, in.Budgets, in.Rules)
+			resp.Pass = len(resp.Violations) == 0
+			resp.Scores, resp.ScanID, resp.ScannedAt = &in.Scan.Scores, &in.Scan.ID, in.Scan.CompletedAt
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		writeJSON(w, http.StatusOK, resp)
+	})
+}
+
+// bearerFailure answers a failed API-key lookup as requireBearer does.
+func (s *server) bearerFailure(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, store.ErrNotFound) {
+		s.unauthorized(w, apiKeyOnly, "invalid_token", "invalid or revoked API key")
+		return
+	}
+	s.serverError(w, r, "verify bearer", err)
+}
+
+// uuidField reads a required uuid from a JSON value: the id in the stores' canonical form, or
+// the 422 message for the field.
+func uuidField(raw json.RawMessage) (id, problem string) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", "Required"
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", "Expected string, a uuid"
+	}
+	if !store.ValidUUID(s) {
+		return "", "Invalid uuid"
+	}
+	return store.CanonicalID(s), ""
+}

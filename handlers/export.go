@@ -1,0 +1,304 @@
+package handlers
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"sitepulse/store"
+)
+
+// exportDeadline is how long one export may take to write; it replaces the server's
+// WriteTimeout for this response, since a large scan takes longer to stream (SECURITY §7).
+const exportDeadline = 10 * time.Minute
+
+// csvHeader is the export's header row, in the interface's order.
+var csvHeader = []string{"Page URL", "Page Path", "Strategy", "Performance", "SEO", "Accessibility", "Best Practices",
+	"LCP (ms)", "CLS", "INP (ms)", "FCP (ms)", "TTFB (ms)", "CrUX LCP", "CrUX CLS", "CrUX INP", "Has CrUX Data",
+	"Top Opportunities"}
+
+// requireSession lets only requests with a valid session cookie through, answering 401 JSON
+// otherwise: the export is an API route, so a signed-out client gets an error it can read
+// rather than requireUser's login redirect. Bearer credentials are never looked at.
+func (s *server) requireSession(next http.Handler) http.Handler {
+	return s.withVisitor(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if visitorFrom(r.Context()) == nil {
+			writeError(w, http.StatusUnauthorized, "sign in: the export takes a session cookie only")
+			return
+		}
+		next.ServeHTTP(w, r)
+	}))
+}
+
+// handleExport streams one scan of a site as CSV or JSON (interface "GET
+// /api/sites/{siteId}/export", DESIGN §6.7, §6.14). Rows go out as the store yields them, so a
+// scan of thousands of pages never sits in memory.
+//
+// The status and headers are sent with the first row. An error before that is a clean JSON
+// 500; an error after it aborts the response (the connection is closed without the final
+// chunk), so the client sees a failed download and never a truncated file that looks whole.
+func (s *server) handleExport() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, userID := r.Context(), store.UserIDFrom(r.Context())
+		q := r.URL.Query()
+		format := q.Get("format")
+		if format == "" {
+			format = "csv"
+		}
+		fieldErrors := map[string][]string{}
+		if format != "csv" && format != "json" {
+			fieldErrors["format"] = []string{"Expected csv or json"}
+		}
+		scanID := q.Get("scanId")
+		if scanID != "" && !store.ValidUUID(scanID) {
+			fieldErrors["scanId"] = []string{"Invalid uuid"}
+		}
+		if len(fieldErrors) > 0 {
+			writeValidation(w, fieldErrors)
+			return
+		}
+		siteID := r.PathValue("siteId")
+		if !store.ValidUUID(siteID) {
+			writeError(w, http.StatusNotFound, "site not found")
+			return
+		}
+		site, err := s.Store.Site(ctx, userID, store.CanonicalID(siteID))
+		if errors.Is(err, store.ErrNotFound) {
+			writeError(w, http.StatusNotFound, "site not found")
+			return
+		}
+		if err != nil {
+			s.serverError(w, r, "export: site", err)
+			return
+		}
+		var scan store.Scan
+		if scanID != "" {
+			scan, err = s.Store.Scan(ctx, userID, store.CanonicalID(scanID))
+			if err == nil && scan.SiteID != site.ID {
+				err = store.ErrNotFound
+			}
+		} else {
+			scan, err = s.Store.LatestCompletedScan(ctx, userID, site.ID)
+		}
+		if errors.Is(err, store.ErrNotFound) {
+			msg := "site has no completed scan"
+			if scanID != "" {
+				msg = "scan not found for this site"
+			}
+			writeError(w, http.StatusNotFound, msg)
+			return
+		}
+		if err != nil {
+			s.serverError(w, r, "export: scan", err)
+			return
+		}
+
+		http.NewResponseController(w).SetWriteDeadline(time.Now().Add(exportDeadline))
+		out := &exportWriter{w: w, format: format, filename: exportFilename(site.Name, scan.ID) + "." + format}
+		err = s.Store.EachPageResult(ctx, userID, scan.ID, out.row)
+		if err == nil {
+			err = out.finish()
+		}
+		if err != nil {
+			if !out.started {
+				s.serverError(w, r, "export: page results", err)
+				return
+			}
+			s.Log.Error("export aborted mid-stream", "path", r.URL.Path, "scan", scan.ID, "rows", out.rows, "err", err)
+			panic(http.ErrAbortHandler)
+		}
+	})
+}
+
+// exportFilename is DESIGN §6.7's name without extension: the site name lower-cased, every run
+// of other than a-z0-9 replaced by "-", trimmed, then "-scan-" and the scan id's first 8
+// characters. A name with nothing left becomes "site".
+func exportFilename(siteName, scanID string) string {
+	var b strings.Builder
+	dash := false
+	for _, c := range strings.ToLower(siteName) {
+		if 'a' <= c && c <= 'z' || '0' <= c && c <= '9' {
+			b.WriteRune(c)
+			dash = false
+		} else if !dash {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	name := strings.Trim(b.String(), "-")
+	if name == "" {
+		name = "site"
+	}
+	return name + "-scan-" + scanID[:8]
+}
+
+// exportWriter writes rows of one format, sending the headers with the first.
+type exportWriter struct {
+	w        http.ResponseWriter
+	buf      *bufio.Writer
+	format   string
+	filename string
+	started  bool
+	rows     int
+}
+
+func (e *exportWriter) start() error {
+	e.started = true
+	h := e.w.Header()
+	if e.format == "csv" {
+		h.Set("Content-Type", "text/csv; charset=utf-8")
+	} else {
+		h.Set("Content-Type", "application/json")
+	}
+	h.Set("Content-Disposition", "attachment; filename="+e.filename)
+	h.Set("Cache-Control", "no-store")
+	e.w.WriteHeader(http.StatusOK)
+	e.buf = bufio.NewWriterSize(e.w, 32<<10)
+	if e.format == "csv" {
+		writeCSVRow(e.buf, csvHeader, -1)
+		return nil
+	}
+	_, err := e.buf.WriteString("[")
+	return err
+}
+
+func (e *exportWriter) row(r store.PageResult) error {
+	if !e.started {
+		if err := e.start(); err != nil {
+			return err
+		}
+	}
+	e.rows++
+	var err error
+	if e.format == "csv" {
+		err = writeCSVRow(e.buf, csvRow(r), len(csvHeader)-1)
+	} else {
+		if e.rows > 1 {
+			e.buf.WriteByte(',')
+		}
+		var b []byte
+		if b, err = json.Marshal(jsonRow(r)); err == nil {
+			_, err = e.buf.Write(b)
+		}
+	}
+	if err == nil && e.rows == 1 {
+		// The headers and the first row go out at once, so the download starts right away.
+		if err = e.buf.Flush(); err == nil {
+			err = http.NewResponseController(e.w).Flush()
+		}
+	}
+	return err
+}
+
+func (e *exportWriter) finish() error {
+	if !e.started {
+		if err := e.start(); err != nil {
+			return err
+		}
+	}
+	if e.format == "json" {
+		e.buf.WriteString("]\n")
+	}
+	return e.buf.Flush()
+}
+
+// writeCSVRow writes one RFC 4180 row. Every cell passes the CSV injection guard (DESIGN
+// §6.14); the cell at index quoted is always quoted (the interface's "quoted text"), others
+// only when they must be.
+func writeCSVRow(w *bufio.Writer, cells []string, quoted int) error {
+	for i, c := range cells {
+		if i > 0 {
+			w.WriteByte(',')
+		}
+		c = guardCell(c)
+		if i == quoted || strings.ContainsAny(c, "\",\r\n") || strings.HasPrefix(c, " ") {
+			w.WriteByte('"')
+			w.WriteString(strings.ReplaceAll(c, `"`, `""`))
+			w.WriteByte('"')
+		} else {
+			w.WriteString(c)
+		}
+	}
+	_, err := w.WriteString("\r\n")
+	return err
+}
+
+// guardCell prefixes a cell a spreadsheet would run as a formula with "'" (OWASP CSV Injection).
+func guardCell(c string) string {
+	if c != "" && strings.ContainsRune("=+-@\t\r", rune(c[0])) {
+		return "'" + c
+	}
+	return c
+}
+
+func csvRow(r store.PageResult) []string {
+	score := func(v *int) string {
+		if v == nil {
+			return ""
+		}
+		return strconv.Itoa(*v)
+	}
+	ms := func(v *float64) string {
+		if v == nil {
+			return ""
+		}
+		return strconv.FormatFloat(math.Round(*v), 'f', -1, 64)
+	}
+	cls := func(v *float64) string {
+		if v == nil {
+			return ""
+		}
+		return strconv.FormatFloat(math.Round(*v*10000)/10000, 'f', -1, 64)
+	}
+	opps := make([]string, len(r.Opportunities))
+	for i, o := range r.Opportunities {
+		opps[i] = fmt.Sprintf("%s (%dms)", o.Title, int64(math.Round(o.SavingsMs)))
+	}
+	v, c := r.CoreWebVitals, r.Crux
+	return []string{r.PageURL, r.PagePath, r.Strategy,
+		score(r.Scores.Performance), score(r.Scores.SEO), score(r.Scores.Accessibility), score(r.Scores.BestPractices),
+		ms(v.LCP), cls(v.CLS), ms(v.INP), ms(v.FCP), ms(v.TTFB),
+		ms(c.LCP), cls(c.CLS), ms(c.INP), strconv.FormatBool(c.HasCruxData),
+		strings.Join(opps, "; ")}
+}
+
+// exportPage is one element of the JSON export: the interface's keys and nothing else.
+type exportPage struct {
+	PageURL           string              `json:"pageUrl"`
+	PagePath          string              `json:"pagePath"`
+	Strategy          string              `json:"strategy"`
+	Scores            store.PageScores    `json:"scores"`
+	CoreWebVitals     exportVitals        `json:"coreWebVitals"`
+	Crux              store.Crux          `json:"crux"`
+	Opportunities     []store.Opportunity `json:"opportunities"`
+	ThirdPartyScripts []store.ThirdParty  `json:"thirdPartyScripts"`
+	A11yIssues        []store.A11yIssue   `json:"a11yIssues"`
+}
+
+type exportVitals struct {
+	LCP  *float64 `json:"lcp"`
+	CLS  *float64 `json:"cls"`
+	INP  *float64 `json:"inp"`
+	FCP  *float64 `json:"fcp"`
+	TTFB *float64 `json:"ttfb"`
+}
+
+func jsonRow(r store.PageResult) exportPage {
+	v := r.CoreWebVitals
+	return exportPage{PageURL: r.PageURL, PagePath: r.PagePath, Strategy: r.Strategy, Scores: r.Scores,
+		CoreWebVitals: exportVitals{LCP: v.LCP, CLS: v.CLS, INP: v.INP, FCP: v.FCP, TTFB: v.TTFB}, Crux: r.Crux,
+		Opportunities: nonNilSlice(r.Opportunities), ThirdPartyScripts: nonNilSlice(r.ThirdPartyScripts), A11yIssues: nonNilSlice(r.A11yIssues)}
+}
+
+func nonNilSlice[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

@@ -1,0 +1,150 @@
+package handlers
+
+import (
+	"context"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"sitepulse/scanner"
+	"sitepulse/store"
+	"sitepulse/store/storetest"
+)
+
+// ownershipCase is one route walked by user B with B's own valid credential on user A's ids
+// (SECURITY §4). To cover a new route, add a line to ownershipCases: build the path and body
+// from A's ids, pick B's credential, and say the status B must get (404 for a thing of A's,
+// 200 for a list of B's own). Every response is searched for A's data, and the optional intact
+// check proves a refused write changed nothing.
+type ownershipCase struct {
+	name string
+	// route is the pattern as registered in routes.go; TestOwnershipCoversRoutes checks every
+	// route with an id in its path has a case.
+	route  string
+	method string
+	path   func(a, b apiAccount) string
+	// form is a url-encoded body; cookie-authenticated POSTs get B's CSRF token added.
+	form url.Values
+	// json is a JSON body, built from A's ids.
+	json   func(a apiAccount) string
+	cred   func(b apiAccount) cred
+	status int
+	intact func(t *testing.T, f *apiFixture)
+}
+
+func asBearer(b apiAccount) cred { return bearer(b.apiKey) }
+func asCookie(b apiAccount) cred { return cookie(b.session) }
+
+var ownershipCases = []ownershipCase{
+	// Budget check (API key).
+	{name: "budget-check of A's site", route: "POST /api/external/budget-check", method: "POST", path: fixed("/api/external/budget-check"),
+		json: func(a apiAccount) string { return `{"siteId":"` + a.siteID + `"}` }, cred: asBearer, status: 404},
+	{name: "budget-check of A's site with an upper-case id", route: "POST /api/external/budget-check", method: "POST", path: fixed("/api/external/budget-check"),
+		json: func(a apiAccount) string { return `{"siteId":"` + strings.ToUpper(a.siteID) + `"}` }, cred: asBearer, status: 404},
+
+	// Export (session cookie).
+	{name: "CSV export of A's site", route: exportRoute, method: "GET", path: func(a, _ apiAccount) string { return "/api/sites/" + a.siteID + "/export" }, cred: asCookie, status: 404},
+	{name: "JSON export of A's site", route: exportRoute, method: "GET", path: func(a, _ apiAccount) string { return "/api/sites/" + a.siteID + "/export?format=json" }, cred: asCookie, status: 404},
+	{name: "export of A's scan of A's site", route: exportRoute, method: "GET", path: func(a, _ apiAccount) string {
+		return "/api/sites/" + a.siteID + "/export?scanId=" + a.scanID
+	}, cred: asCookie, status: 404},
+	{name: "export of A's scan through B's own site", route: exportRoute, method: "GET", path: func(a, b apiAccount) string {
+		return "/api/sites/" + b.siteID + "/export?format=json&scanId=" + a.scanID
+	}, cred: asCookie, status: 404},
+
+	// Settings routes that take ids.
+	{name: "revoking A's API key", route: "POST /settings/api-keys/{keyID}/revoke", method: "POST", path: func(a, _ apiAccount) string { return "/settings/api-keys/" + a.apiKeyID + "/revoke" },
+		form: url.Values{}, cred: asCookie, status: 404, intact: func(t *testing.T, f *apiFixture) {
+			if _, err := f.st.APIKeyByHash(context.Background(), store.HashSecret(f.a.apiKey), f.now); err != nil {
+				t.Errorf("A's key stopped working: %v", err)
+			}
+		}},
+	{name: "disconnecting A's OAuth app", route: "POST /settings/connected-apps/{clientID}/revoke", method: "POST", path: func(a, _ apiAccount) string { return "/settings/connected-apps/" + a.clientID + "/revoke" },
+		form: url.Values{}, cred: asCookie, status: 404, intact: func(t *testing.T, f *apiFixture) {
+			apps, _ := f.st.Consents(context.Background(), f.a.userID)
+			if len(apps) != 1 || apps[0].ClientID != f.a.clientID {
+				t.Errorf("A's connected apps = %+v", apps)
+			}
+			if tok, err := f.st.Token(context.Background(), store.HashSecret(f.a.accessToken)); err != nil || tok.RevokedAt != nil {
+				t.Errorf("A's access token was revoked: %+v %v", tok, err)
+			}
+		}},
+	{name: "the settings page lists only B's keys and apps", route: "GET /settings", method: "GET", path: fixed("/settings"), cred: asCookie, status: 200},
+}
+
+const exportRoute = "GET /api/sites/{siteId}/export"
+
+// TestOwnershipCoversRoutes fails when routes.go registers a route with an id in its path that
+// no ownership case walks (SECURITY §4's route inventory).
+func TestOwnershipCoversRoutes(t *testing.T) {
+	src, err := os.ReadFile("routes.go")
+	must(t, err)
+	covered := map[string]bool{}
+	for _, c := range ownershipCases {
+		covered[c.route] = true
+	}
+	// A path wildcard such as {siteId}; {$} only anchors the path and takes no id.
+	routes := regexp.MustCompile(`mux\.Handle\("([A-Z]+ [^"]*\{[A-Za-z][^"]*)"`).FindAllStringSubmatch(string(src), -1)
+	if len(routes) == 0 {
+		t.Fatal("found no routes with ids in routes.go")
+	}
+	for _, m := range routes {
+		if !covered[m[1]] {
+			t.Errorf("route %q takes an id but has no case in ownershipCases", m[1])
+		}
+	}
+}
+
+func fixed(path string) func(a, b apiAccount) string {
+	return func(apiAccount, apiAccount) string { return path }
+}
+
+// TestOwnership: user B never reads, exports or changes user A's data through any route.
+func TestOwnership(t *testing.T) {
+	for _, backend := range storetest.Backends(t) {
+		t.Run(backend.Name, func(t *testing.T) {
+			f := newAPIFixture(t, backend.Open(t))
+			a, b := f.a, f.b
+			// What of A's must never appear in a response to B.
+			secrets := []string{a.siteName, scanner.DemoDomain, a.siteID, a.scanID, a.apiKey[:12], a.apiKeyID, a.clientID}
+			for _, tt := range ownershipCases {
+				t.Run(tt.name, func(t *testing.T) {
+					var ct, body string
+					switch {
+					case tt.json != nil:
+						ct, body = "application/json", tt.json(a)
+					case tt.form != nil:
+						form := url.Values{}
+						for k, v := range tt.form {
+							form[k] = v
+						}
+						form.Set("csrf_token", b.csrf)
+						ct, body = "application/x-www-form-urlencoded", form.Encode()
+					}
+					resp, got := f.do(t, tt.method, tt.path(a, b), ct, body, tt.cred(b))
+					if resp.StatusCode != tt.status {
+						t.Errorf("status %d, want %d: %.300s", resp.StatusCode, tt.status, got)
+					}
+					for _, s := range secrets {
+						if strings.Contains(got, s) {
+							t.Errorf("response to B contains A's %q", s)
+						}
+					}
+					if cd := resp.Header.Get("Content-Disposition"); cd != "" {
+						t.Errorf("B got a download: %s", cd)
+					}
+					if tt.intact != nil {
+						tt.intact(t, f)
+					}
+				})
+			}
+			// A's own credentials still reach A's data after B's walk.
+			resp, _ := f.do(t, "POST", "/api/external/budget-check", "application/json", `{"siteId":"`+a.siteID+`"}`, bearer(a.apiKey))
+			if resp.StatusCode != 200 {
+				t.Errorf("A's budget-check after B's walk: %d", resp.StatusCode)
+			}
+		})
+	}
+}

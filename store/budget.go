@@ -1,0 +1,16 @@
+package store
+
+// BudgetInputs is everything a budget check reads about one site, loaded together so the
+// check (interface "POST /api/external/budget-check", DESIGN §6.2) costs one store round trip.
+type BudgetInputs struct {
+	UserID   string // the caller: for BudgetInputsByKey, empty when the key is unknown or revoked
+	SiteName string
+	// Scan is the latest completed scan; nil when the site has none.
+	Scan    *Scan
+	Budgets map[string]float64
+	Rules   []AlertRule
+	// Results are the scan's successful page results ordered by path then strategy, with only
+	// PagePath, Strategy, Scores and CoreWebVitals filled: what a budget is checked against.
+	// The Postgres store shares them between calls (they are cached): read, never modify.
+	Results []PageResult
+}
