@@ -27,6 +27,8 @@ type apiAccount struct {
 	siteID      string // a site with two completed scans (A) or none (B)
 	scanID      string // the site's latest completed scan (A only)
 	siteName    string
+	ruleID      string // an alert rule of the site (A only)
+	reportID    string // a client report of the latest scan (A only)
 }
 
 // apiFixture is a running service with two users. A is the demo account (real scans built from
@@ -65,6 +67,11 @@ func newAPIFixture(t testing.TB, st store.Store) *apiFixture {
 	keys, _ := st.APIKeys(ctx, u.ID)
 	f.a = apiAccount{userID: u.ID, apiKey: d.APIKey, apiKeyID: keys[0].ID, siteID: d.SiteID, scanID: d.LatestScanID, siteName: scanner.DemoSiteName}
 	f.credentials(t, &f.a)
+	f.a.ruleID = store.NewID()
+	must(t, st.AddAlertRule(ctx, u.ID, store.AlertRule{ID: f.a.ruleID, SiteID: d.SiteID, Metric: "lcp", Operator: "max", Threshold: 4000, CreatedAt: f.now}))
+	f.a.reportID = store.NewID()
+	_, reportHash := store.NewSecret("")
+	must(t, st.CreateReport(ctx, store.Report{ID: f.a.reportID, TokenHash: reportHash, ScanID: d.LatestScanID, UserID: u.ID, Title: "A's report", CreatedAt: f.now}))
 
 	b := store.User{ID: store.NewID(), Email: "b@example.com", PasswordHash: "x", CreatedAt: f.now}
 	must(t, st.CreateUser(ctx, b))

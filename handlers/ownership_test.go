@@ -72,6 +72,99 @@ var ownershipCases = []ownershipCase{
 			}
 		}},
 	{name: "the settings page lists only B's keys and apps", route: "GET /settings", method: "GET", path: fixed("/settings"), cred: asCookie, status: 200},
+
+	// Web UI: pages and forms on A's site, scans, rules and reports.
+	{name: "the sites list shows only B's sites", route: "GET /{$}", method: "GET", path: fixed("/"), cred: asCookie, status: 200},
+	{name: "A's site page", route: "GET /sites/{siteId}", method: "GET", path: sitePath(""), cred: asCookie, status: 404},
+	{name: "the edit form of A's site", route: "GET /sites/{siteId}/edit", method: "GET", path: sitePath("/edit"), cred: asCookie, status: 404},
+	{name: "changing A's site", route: "POST /sites/{siteId}", method: "POST", path: sitePath(""),
+		form: url.Values{"name": {"Taken"}, "domain": {"evil.example"}}, cred: asCookie, status: 404, intact: siteIntact},
+	{name: "deleting A's site", route: "POST /sites/{siteId}/delete", method: "POST", path: sitePath("/delete"),
+		form: url.Values{"confirm": {"yes"}}, cred: asCookie, status: 404, intact: siteIntact},
+	{name: "Scan now on A's site", route: "POST /sites/{siteId}/scan", method: "POST", path: sitePath("/scan"),
+		form: url.Values{}, cred: asCookie, status: 404, intact: func(t *testing.T, f *apiFixture) {
+			scans, _ := f.st.ScansOf(context.Background(), f.a.userID, f.a.siteID, 10)
+			for _, sc := range scans {
+				if sc.Status == store.StatusQueued || sc.Status == store.StatusRunning {
+					t.Errorf("B queued a scan of A's site: %+v", sc)
+				}
+			}
+		}},
+	{name: "A's scan page", route: "GET /sites/{siteId}/scans/{scanId}", method: "GET", path: scanPath(""), cred: asCookie, status: 404},
+	{name: "A's scan page through B's own site", route: "GET /sites/{siteId}/scans/{scanId}", method: "GET", path: func(a, b apiAccount) string {
+		return "/sites/" + b.siteID + "/scans/" + a.scanID
+	}, cred: asCookie, status: 404},
+	{name: "the progress stream of A's scan", route: "GET /sites/{siteId}/scans/{scanId}/events", method: "GET", path: scanPath("/events"), cred: asCookie, status: 404},
+	{name: "a page of A's scan", route: "GET /sites/{siteId}/scans/{scanId}/page", method: "GET", path: scanPath("/page?path=%2F&strategy=mobile"), cred: asCookie, status: 404},
+	{name: "A's budgets", route: "GET /sites/{siteId}/budgets", method: "GET", path: sitePath("/budgets"), cred: asCookie, status: 404},
+	{name: "changing A's budgets", route: "POST /sites/{siteId}/budgets", method: "POST", path: sitePath("/budgets"),
+		form: url.Values{"budget_performance": {"1"}}, cred: asCookie, status: 404, intact: func(t *testing.T, f *apiFixture) {
+			if b, _ := f.st.Budgets(context.Background(), f.a.userID, f.a.siteID); b["performance"] == 1 {
+				t.Errorf("B changed A's budgets: %v", b)
+			}
+		}},
+	{name: "adding an alert rule to A's site", route: "POST /sites/{siteId}/alert-rules", method: "POST", path: sitePath("/alert-rules"),
+		form: url.Values{"metric": {"cls"}, "operator": {"max"}, "threshold": {"0.5"}}, cred: asCookie, status: 404, intact: rulesIntact},
+	{name: "deleting A's alert rule", route: "POST /sites/{siteId}/alert-rules/{ruleId}/delete", method: "POST", path: func(a, _ apiAccount) string {
+		return "/sites/" + a.siteID + "/alert-rules/" + a.ruleID + "/delete"
+	}, form: url.Values{}, cred: asCookie, status: 404, intact: rulesIntact},
+	{name: "deleting A's alert rule through B's own site", route: "POST /sites/{siteId}/alert-rules/{ruleId}/delete", method: "POST", path: func(a, b apiAccount) string {
+		return "/sites/" + b.siteID + "/alert-rules/" + a.ruleID + "/delete"
+	}, form: url.Values{}, cred: asCookie, status: 404, intact: rulesIntact},
+	{name: "the reports list shows only B's reports", route: "GET /reports", method: "GET", path: fixed("/reports"), cred: asCookie, status: 200},
+	{name: "revoking A's client report", route: "POST /reports/{reportId}/revoke", method: "POST", path: func(a, _ apiAccount) string {
+		return "/reports/" + a.reportID + "/revoke"
+	}, form: url.Values{}, cred: asCookie, status: 404, intact: func(t *testing.T, f *apiFixture) {
+		reports, _ := f.st.ReportsOf(context.Background(), f.a.userID)
+		if len(reports) != 1 || reports[0].RevokedAt != nil {
+			t.Errorf("A's reports = %+v", reports)
+		}
+	}},
+	// The public report is reached by its secret token, never by an id: a guessed one is unknown.
+	{name: "a report link that was never issued", route: "GET /report/{token}", method: "GET", path: func(a, _ apiAccount) string { return "/report/" + a.reportID }, cred: asCookie, status: 404},
+
+	// MCP (ids in the JSON-RPC body): B's key gets the tool error, never A's data.
+	{name: "MCP get_latest_scan of A's site", route: "POST /api/mcp", method: "POST", path: fixed("/api/mcp"),
+		json: mcpCall("get_latest_scan", "siteId", func(a apiAccount) string { return a.siteID }), cred: asBearer, status: 200},
+	{name: "MCP get_page_details of A's scan", route: "POST /api/mcp", method: "POST", path: fixed("/api/mcp"),
+		json: mcpCall("get_page_details", "scanId", func(a apiAccount) string { return a.scanID }), cred: asBearer, status: 200},
+	{name: "MCP generate_client_report of A's scan", route: "POST /api/mcp", method: "POST", path: fixed("/api/mcp"),
+		json: mcpCall("generate_client_report", "scanId", func(a apiAccount) string { return a.scanID }), cred: asBearer, status: 200},
+}
+
+func sitePath(suffix string) func(a, b apiAccount) string {
+	return func(a, _ apiAccount) string { return "/sites/" + a.siteID + suffix }
+}
+
+func scanPath(suffix string) func(a, b apiAccount) string {
+	return func(a, _ apiAccount) string { return "/sites/" + a.siteID + "/scans/" + a.scanID + suffix }
+}
+
+func mcpCall(tool, arg string, id func(a apiAccount) string) func(a apiAccount) string {
+	return func(a apiAccount) string {
+		return `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `","arguments":{"` + arg + `":"` + id(a) + `"}}}`
+	}
+}
+
+func siteIntact(t *testing.T, f *apiFixture) {
+	s, err := f.st.Site(context.Background(), f.a.userID, f.a.siteID)
+	if err != nil || s.Name != f.a.siteName {
+		t.Errorf("A's site after B's request: %+v %v", s, err)
+	}
+}
+
+func rulesIntact(t *testing.T, f *apiFixture) {
+	rules, _ := f.st.AlertRules(context.Background(), f.a.userID, f.a.siteID)
+	found := false
+	for _, r := range rules {
+		found = found || r.ID == f.a.ruleID
+		if r.Metric == "cls" {
+			t.Errorf("B added a rule to A's site: %+v", r)
+		}
+	}
+	if !found {
+		t.Errorf("A's alert rule is gone: %+v", rules)
+	}
 }
 
 const exportRoute = "GET /api/sites/{siteId}/export"
