@@ -96,4 +96,9 @@ func TestDemoCurl(t *testing.T) {
 		!strings.Contains(lines[2], `-hmac 'it'\''s secret'`) {
 		t.Errorf("lines = %q", lines)
 	}
+	// A configured secret is named, not printed, and the shell must expand it: double quotes.
+	lines = DemoCurl("http://localhost:8080", Demo{APIKey: "svc_x", SiteID: "s-1"}, "$PLATFORM_CLIENT_SECRET")
+	if !strings.Contains(lines[2], `-hmac "$PLATFORM_CLIENT_SECRET"`) {
+		t.Errorf("webhook line = %q", lines[2])
+	}
 }
