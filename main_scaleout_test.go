@@ -289,3 +289,115 @@ func TestScaleOutTwoProcessesShareThePublishes(t *testing.T) {
 	}
 	r.figures(t, all, logs)
 }
+
+// Two processes scanning SITEPULSE_SCALE_SITES (12) sites; one is killed with SIGKILL while
+// it is in the middle of scans. The other takes the dead one's jobs over once their lease
+// (SCAN_LEASE_SECONDS=3 here) lapses and finishes every scan: nothing lost, nothing stored
+// twice, and only the audits in flight at the kill are asked again.
+func TestScaleOutKilledProcessScansAreFinishedByTheOther(t *testing.T) {
+	if runAsChild() {
+		return
+	}
+	ctx := context.Background()
+	sites := envInt(t, "SITEPULSE_SCALE_SITES", 12)
+	r := newScaleRig(t, sites, 2, map[string]string{"SCAN_LEASE_SECONDS": "3"})
+	victim, survivor := r.procs[0], r.procs[1]
+	r.publishAll(t)
+
+	// Kill the victim once it has a scan part-way done and the survivor is scanning too.
+	var killedMid []string // the victim's scans that were running at the kill
+	for deadline := time.Now().Add(30 * time.Second); killedMid == nil; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the processes were never both mid-scan:\n%s\n%s", victim.log, survivor.log)
+		}
+		vl, sl := readScanLog(victim.log.String()), readScanLog(survivor.log.String())
+		if len(sl.started) == 0 {
+			continue
+		}
+		partWay := false
+		for id := range vl.started {
+			if vl.completed[id] > 0 {
+				continue
+			}
+			if sc, _, err := r.st.ScanForJob(ctx, id); err == nil && sc.PagesDone >= 2 && sc.PagesDone <= 8 {
+				partWay = true
+			}
+		}
+		if partWay {
+			victim.kill()
+			// The log may have moved on between reading it and the kill: read it again.
+			final := readScanLog(victim.log.String())
+			for id := range final.started {
+				if final.completed[id] == 0 {
+					killedMid = append(killedMid, id)
+				}
+			}
+		}
+	}
+	stored := map[string][]store.PageKey{} // scan id -> pairs stored when the victim died
+	for _, id := range killedMid {
+		keys, err := r.st.DonePages(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored[id] = keys
+	}
+	killedAt := time.Now()
+
+	all := r.waitEnded(t, 30*time.Second+time.Duration(sites)*time.Second)
+	survivor.stop(t)
+	logs := r.check(t, all)
+	for _, id := range killedMid {
+		if logs[1].completed[id] != 1 {
+			t.Errorf("scan %s, running on the killed process, was not completed by the survivor", id)
+		}
+		if len(stored[id]) >= 10 {
+			t.Errorf("scan %s had all its results before the kill; the test killed too late", id)
+		}
+	}
+	// Audits stored before the kill were never asked again; the others were asked of the
+	// survivor exactly once (the victim may have had them in flight when it died).
+	scanSite := map[string]store.Site{}
+	for i, scans := range all {
+		if len(scans) == 1 {
+			scanSite[scans[0].ID] = r.sites[i]
+		}
+	}
+	for _, id := range killedMid {
+		site := scanSite[id]
+		was := map[store.PageKey]bool{}
+		for _, k := range stored[id] {
+			was[k] = true
+			if n, per := r.calls(site, k.PagePath, k.Strategy); n != 1 {
+				t.Errorf("%s %s %s was stored before the kill but audited %d times %v", site.Name, k.PagePath, k.Strategy, n, per)
+			}
+		}
+		for _, path := range scalePages {
+			for _, s := range scaleStrategies {
+				if was[store.PageKey{PagePath: path, Strategy: s}] {
+					continue
+				}
+				if _, per := r.calls(site, path, s); per[1] != 1 || per[0] > 1 {
+					t.Errorf("%s %s %s, not stored at the kill: audited %v times (victim, survivor), want at most once, exactly once", site.Name, path, s, per)
+				}
+			}
+		}
+	}
+	var last time.Time
+	for _, scans := range all {
+		if len(scans) == 1 && scans[0].CompletedAt != nil && scans[0].CompletedAt.After(last) {
+			last = *scans[0].CompletedAt
+		}
+	}
+	t.Logf("killed %s with %d scans mid-way (%d of their %d audits stored); the survivor finished all %d scans %.2f s after the kill",
+		victim.name, len(killedMid), countKeys(stored), 10*len(killedMid), len(r.sites), last.Sub(killedAt).Seconds())
+	r.figures(t, all, logs)
+}
+
+func countKeys(m map[string][]store.PageKey) int {
+	n := 0
+	for _, k := range m {
+		n += len(k)
+	}
+	return n
+}
