@@ -134,7 +134,7 @@ func readScanLog(log string) scanLog {
 		case msg == "scan complete":
 			l.completed[id]++
 			delete(running, id)
-		case msg == "scan failed" || strings.Contains(msg, "retrying") || strings.Contains(msg, "lease lost") ||
+		case strings.HasSuffix(msg, "scan failed") || strings.Contains(msg, "retrying") || strings.Contains(msg, "lease lost") ||
 			strings.Contains(msg, "released") || strings.Contains(msg, "could not"):
 			delete(running, id)
 		}
@@ -159,4 +159,47 @@ func publish(base, secret, platformID string) (int, error) {
 	}
 	resp.Body.Close()
 	return resp.StatusCode, nil
+}
+
+// readScanLog's count follows the pool's own log lines, whatever ends an attempt.
+func TestReadScanLog(t *testing.T) {
+	tests := []struct {
+		name      string
+		log       string
+		maxAtOnce int
+		completed int
+	}{
+		{"sequential", `msg="scan started" worker=1 job=j scan=a site=S
+msg="page done" worker=1 job=j scan=a site=S page=/
+msg="scan complete" worker=1 job=j scan=a site=S results=10
+msg="scan started" worker=1 job=k scan=b site=S`, 1, 1},
+		{"overlapping", `msg="scan started" worker=1 job=j scan=a
+msg="scan started" worker=2 job=k scan=b
+msg="scan started" worker=3 job=l scan=c
+msg="scan complete" worker=2 job=k scan=b
+msg="scan started" worker=2 job=m scan=d`, 3, 1},
+		{"failed attempts end too", `msg="scan started" worker=1 job=j scan=a
+msg="scanner: attempt failed; retrying" worker=1 job=j scan=a attempt=1
+msg="scan started" worker=1 job=j scan=b
+msg="scanner: lease lost; the job belongs to another worker now" worker=1 scan=b
+msg="scan started" worker=1 job=j scan=c
+msg="scanner: scan failed" worker=1 scan=c reason="gave up"
+msg="scan started" worker=1 job=j scan=d
+msg="scan failed" worker=1 scan=d reason=x
+msg="scan started" worker=1 job=j scan=e`, 1, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for i := range 2 { // with and without slog's time= prefix
+				log := tt.log
+				if i == 1 {
+					log = "time=2026-11-23T10:00:00.000Z level=INFO " + strings.ReplaceAll(log, "\n", "\ntime=2026-11-23T10:00:00.000Z level=INFO ")
+				}
+				l := readScanLog(log)
+				if l.maxAtOnce != tt.maxAtOnce || len(l.completed) != tt.completed {
+					t.Errorf("max at once %d, completed %d; want %d, %d", l.maxAtOnce, len(l.completed), tt.maxAtOnce, tt.completed)
+				}
+			}
+		})
+	}
 }

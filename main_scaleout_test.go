@@ -241,16 +241,30 @@ func (r *scaleRig) calls(site store.Site, path, strategy string) (total int, per
 // figures logs the run's throughput and each process's share.
 func (r *scaleRig) figures(t *testing.T, all [][]store.Scan, logs []scanLog) {
 	t.Helper()
-	var last time.Time
+	var first, last time.Time
+	var took time.Duration
+	n := 0
 	for _, scans := range all {
-		if len(scans) > 0 && scans[0].CompletedAt != nil && scans[0].CompletedAt.After(last) {
-			last = *scans[0].CompletedAt
+		if len(scans) != 1 || scans[0].StartedAt == nil || scans[0].CompletedAt == nil {
+			continue
 		}
+		sc := scans[0]
+		if first.IsZero() || sc.StartedAt.Before(first) {
+			first = *sc.StartedAt
+		}
+		if sc.CompletedAt.After(last) {
+			last = *sc.CompletedAt
+		}
+		took += sc.CompletedAt.Sub(*sc.StartedAt)
+		n++
 	}
-	wall := last.Sub(r.began)
-	t.Logf("%d sites, %d processes x SCAN_WORKERS=%d: all scans complete %.2f s after the first publish (webhook jitter 0-5 s included)",
-		len(r.sites), len(r.procs), scaleWorkers, wall.Seconds())
-	t.Logf("%.2f scans/s, %.1f page results/s", float64(len(r.sites))/wall.Seconds(), float64(10*len(r.sites))/wall.Seconds())
+	if n == 0 {
+		return
+	}
+	wall, busy := last.Sub(r.began), last.Sub(first)
+	t.Logf("%d sites, %d processes x SCAN_WORKERS=%d: all scans complete %.2f s after the first publish (webhook jitter 0-5 s included), %.2f s after the first scan started; a scan took %.2f s on average",
+		len(r.sites), len(r.procs), scaleWorkers, wall.Seconds(), busy.Seconds(), (took / time.Duration(n)).Seconds())
+	t.Logf("%.2f scans/s, %.1f page results/s (from the first publish)", float64(n)/wall.Seconds(), float64(10*n)/wall.Seconds())
 	for i, p := range r.procs {
 		req, hosts := r.psis[i].MaxInFlight()
 		t.Logf("%s: %d scans completed, at most %d scans at once (log), %d PSI calls, at most %d in flight for %d sites",
