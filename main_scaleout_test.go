@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -348,6 +349,8 @@ func TestScaleOutKilledProcessScansAreFinishedByTheOther(t *testing.T) {
 			}
 		}
 	}
+	// A COMMIT the victim sent just before it died may still land: give Postgres a moment.
+	time.Sleep(300 * time.Millisecond)
 	stored := map[string][]store.PageKey{} // scan id -> pairs stored when the victim died
 	for _, id := range killedMid {
 		keys, err := r.st.DonePages(ctx, id)
@@ -370,7 +373,7 @@ func TestScaleOutKilledProcessScansAreFinishedByTheOther(t *testing.T) {
 		}
 	}
 	// Audits stored before the kill were never asked again; the others were asked of the
-	// survivor exactly once (the victim may have had them in flight when it died).
+	// survivor at most once (the victim may have had them in flight when it died).
 	scanSite := map[string]store.Site{}
 	for i, scans := range all {
 		if len(scans) == 1 {
@@ -391,8 +394,8 @@ func TestScaleOutKilledProcessScansAreFinishedByTheOther(t *testing.T) {
 				if was[store.PageKey{PagePath: path, Strategy: s}] {
 					continue
 				}
-				if _, per := r.calls(site, path, s); per[1] != 1 || per[0] > 1 {
-					t.Errorf("%s %s %s, not stored at the kill: audited %v times (victim, survivor), want at most once, exactly once", site.Name, path, s, per)
+				if _, per := r.calls(site, path, s); per[1] > 1 || per[0] > 1 || per[0]+per[1] == 0 {
+					t.Errorf("%s %s %s, not stored at the kill: audited %v times (victim, survivor), want at most once by each", site.Name, path, s, per)
 				}
 			}
 		}
@@ -403,6 +406,19 @@ func TestScaleOutKilledProcessScansAreFinishedByTheOther(t *testing.T) {
 			last = *scans[0].CompletedAt
 		}
 	}
+	// When the survivor resumed the first of them: the lease plus up to half of it (the
+	// rescuer's period), plus a poll if the survivor's workers were all busy.
+	resumed := time.Time{}
+	for _, line := range strings.Split(survivor.log.String(), "\n") {
+		for _, id := range killedMid {
+			if strings.Contains(line, `msg="scan started"`) && strings.Contains(line, " scan="+id+" ") {
+				if at, err := time.Parse(time.RFC3339Nano, strings.TrimPrefix(strings.Fields(line)[0], "time=")); err == nil && (resumed.IsZero() || at.Before(resumed)) {
+					resumed = at
+				}
+			}
+		}
+	}
+	t.Logf("the survivor resumed the first of them %.2f s after the kill (SCAN_LEASE_SECONDS=3)", resumed.Sub(killedAt).Seconds())
 	t.Logf("killed %s with %d scans mid-way (%d of their %d audits stored); the survivor finished all %d scans %.2f s after the kill",
 		victim.name, len(killedMid), countKeys(stored), 10*len(killedMid), len(r.sites), last.Sub(killedAt).Seconds())
 	r.figures(t, all, logs)
