@@ -26,6 +26,7 @@ type config struct {
 	SMTPUsername    string
 	SMTPPassword    string
 	ScanWorkers     int
+	ScanLease       int
 	MaxPagesPerScan int
 	PSIRateLimit    int
 	Demo            bool
@@ -57,6 +58,7 @@ func (c *config) settings() []setting {
 		{env: "SMTP_USERNAME", help: "SMTP user (PLAIN auth)", str: &c.SMTPUsername},
 		{env: "SMTP_PASSWORD", help: "SMTP password", str: &c.SMTPPassword},
 		{env: "SCAN_WORKERS", def: "3", help: "scans audited at once by this process", num: &c.ScanWorkers, min: 1},
+		{env: "SCAN_LEASE_SECONDS", def: "120", help: "seconds a running scan may go without a heartbeat before another process takes it over", num: &c.ScanLease, min: 2},
 		{env: "MAX_PAGES_PER_SCAN", def: "50", help: "page discovery cap", num: &c.MaxPagesPerScan, min: 1},
 		{env: "PSI_RATE_LIMIT", def: "400", help: "PSI calls per 100 seconds, shared by all workers of this process", num: &c.PSIRateLimit, min: 1},
 	}

@@ -2,12 +2,7 @@ package main
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"net/http"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -21,9 +16,7 @@ import (
 // once the dead one's lease is rescued, auditing only what was not stored, and no page result
 // is lost or stored twice.
 func TestKilledProcessScanIsFinishedByAnother(t *testing.T) {
-	if os.Getenv("SITEPULSE_KILL_CHILD") == "1" {
-		// The child: the real program, until the parent kills it.
-		run(context.Background(), nil, os.Getenv, os.Stdout)
+	if runAsChild() {
 		return
 	}
 	ctx := context.Background()
@@ -46,15 +39,7 @@ func TestKilledProcessScanIsFinishedByAnother(t *testing.T) {
 	}
 	env := map[string]string{"DATABASE_URL": dsn, "PAGESPEED_API_URL": psi.Endpoint(), "SCAN_WORKERS": "1"}
 
-	child := exec.Command(os.Args[0], "-test.run=^TestKilledProcessScanIsFinishedByAnother$")
-	child.Env = append(os.Environ(), "SITEPULSE_KILL_CHILD=1", "ADDR="+freeAddr(t), "DATABASE_URL="+dsn,
-		"PAGESPEED_API_URL="+psi.Endpoint(), "SCAN_WORKERS=1")
-	childLog := &syncBuffer{}
-	child.Stdout, child.Stderr = childLog, childLog
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer child.Process.Kill()
+	child := startChild(t, "child", env)
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		sc, err := st.Scan(ctx, user.ID, scan.ID)
 		if err != nil {
@@ -64,13 +49,10 @@ func TestKilledProcessScanIsFinishedByAnother(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the child stored %d pages in 30 s:\n%s", sc.PagesDone, childLog)
+			t.Fatalf("the child stored %d pages in 30 s:\n%s", sc.PagesDone, child.log)
 		}
 	}
-	if err := child.Process.Kill(); err != nil { // SIGKILL: no shutdown, no release
-		t.Fatal(err)
-	}
-	child.Wait()
+	child.kill() // SIGKILL: no shutdown, no release
 	before, err := st.DonePages(ctx, scan.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -119,18 +101,11 @@ func TestRunScansOnPublish(t *testing.T) {
 	psi := scantest.NewPSI(t, "testdata/psi")
 	base, logs, stop := startRun(t, map[string]string{"PAGESPEED_API_URL": psi.Endpoint(), "PLATFORM_CLIENT_SECRET": "whsec_wired"})
 	post := func(secret string) int {
-		body := `{"siteId":"demo-site"}`
-		m := hmac.New(sha256.New, []byte(secret))
-		m.Write([]byte(body))
-		req, _ := http.NewRequest(http.MethodPost, base+"/api/webhooks/platform", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("x-platform-signature", hex.EncodeToString(m.Sum(nil)))
-		resp, err := http.DefaultClient.Do(req)
+		code, err := publish(base, secret, "demo-site")
 		if err != nil {
 			t.Fatal(err)
 		}
-		resp.Body.Close()
-		return resp.StatusCode
+		return code
 	}
 	if got := post("whsec_other"); got != http.StatusUnauthorized {
 		t.Errorf("wrong secret: %d, want 401", got)

@@ -170,6 +170,8 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{map[string]string{"SCAN_WORKERS": "three"}, nil, "SCAN_WORKERS"},
 		{map[string]string{"SCAN_WORKERS": "0"}, nil, "SCAN_WORKERS"},
 		{map[string]string{"MAX_PAGES_PER_SCAN": "-1"}, nil, "MAX_PAGES_PER_SCAN"},
+		{map[string]string{"SCAN_LEASE_SECONDS": "1"}, nil, "SCAN_LEASE_SECONDS"},
+		{map[string]string{"SCAN_LEASE_SECONDS": "2m"}, nil, "SCAN_LEASE_SECONDS"},
 		{map[string]string{"BASE_URL": "sitepulse.example.com"}, nil, "BASE_URL"},
 		{map[string]string{"BASE_URL": "https://x.example/app"}, nil, "BASE_URL"},
 		{map[string]string{"AUDIT_BACKEND": "webpagetest"}, nil, "AUDIT_BACKEND"},

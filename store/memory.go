@@ -855,7 +855,8 @@ func (m *Memory) RescueJobs(ctx context.Context, staleBefore, now time.Time) (in
 			m.discard(j, RescueGiveUp, now)
 			continue
 		}
-		j.State, j.RunAt, j.LastError, j.LockedBy = JobAvailable, Now(now), RescueReason, ""
+		// run_at is kept: the job goes back to its place in the queue, ahead of later ones.
+		j.State, j.LastError, j.LockedBy = JobAvailable, RescueReason, ""
 		m.jobs[j.ID] = j
 	}
 	return n, nil

@@ -221,8 +221,9 @@ func (p *Postgres) RescueJobs(ctx context.Context, staleBefore, now time.Time) (
 				}
 				continue
 			}
-			if _, err := tx.ExecContext(ctx, `UPDATE jobs SET state = 'available', run_at = $2, last_error = $3,
-				locked_by = '' WHERE id = $1`, j.id, Now(now), RescueReason); err != nil {
+			// run_at is kept: the job goes back to its place in the queue, ahead of later ones.
+			if _, err := tx.ExecContext(ctx, `UPDATE jobs SET state = 'available', last_error = $2,
+				locked_by = '' WHERE id = $1`, j.id, RescueReason); err != nil {
 				return pgErr("rescue", err)
 			}
 		}

@@ -147,7 +147,8 @@ type Queue interface {
 	// RetryJob makes the job runnable again at runAt, keeping the reason.
 	RetryJob(ctx context.Context, l Lease, runAt time.Time, reason string) error
 	// RescueJobs returns running jobs whose heartbeat is older than staleBefore to the queue,
-	// or, when they have no attempts left, discards them and fails their scans.
+	// in their place (run_at kept, so ahead of jobs queued after them), or, when they have no
+	// attempts left, discards them and fails their scans.
 	RescueJobs(ctx context.Context, staleBefore, now time.Time) (int, error)
 	// Job reads a job (system: tests and operations).
 	Job(ctx context.Context, id int64) (Job, error)

@@ -45,6 +45,7 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 		{"a job is claimed only from its queue and not before its run time", testRunAt},
 		{"a stale worker's writes are ignored after a rescue", testStaleWorker},
 		{"a rescue on the last attempt fails the scan", testRescueGivesUp},
+		{"a rescued job resumes ahead of jobs queued after it", testRescueKeepsPlace},
 		{"retry puts the job back with its reason", testRetry},
 		{"page results are upserted and counted once", testPageUpsert},
 		{"completing a scan sets its scores and the site's health", testCompleteScan},

@@ -3,6 +3,7 @@
 package scantest
 
 import (
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -33,12 +34,19 @@ type PSI struct {
 	faults map[string]Fault
 	gate   chan struct{}
 	delay  time.Duration
+	jitter time.Duration // answers take delay plus a uniform random part of jitter
 	cache  map[string][]byte
+
+	hostCalls   map[string]int // host path strategy -> calls
+	inFlight    map[string]int // host -> calls being answered
+	maxInFlight int            // most calls answered at once
+	maxHosts    int            // most distinct hosts (sites) being answered at once
 }
 
 // NewPSI starts the fake on 127.0.0.1; it stops when the test ends.
 func NewPSI(t testing.TB, dir string) *PSI {
-	p := &PSI{dir: dir, calls: map[string]int{}, faults: map[string]Fault{}, cache: map[string][]byte{}}
+	p := &PSI{dir: dir, calls: map[string]int{}, faults: map[string]Fault{}, cache: map[string][]byte{},
+		hostCalls: map[string]int{}, inFlight: map[string]int{}}
 	p.Server = httptest.NewServer(http.HandlerFunc(p.serve))
 	t.Cleanup(p.Close)
 	return p
@@ -69,6 +77,30 @@ func (p *PSI) Delay(d time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.delay = d
+}
+
+// DelayBetween makes every answer take a random time in [lo, hi], so concurrent callers
+// finish out of order as they do against the real PSI.
+func (p *PSI) DelayBetween(lo, hi time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.delay, p.jitter = lo, max(0, hi-lo)
+}
+
+// HostCalls is how many requests asked for path and strategy of the page on host: with one
+// site per host, the calls of one site's scan.
+func (p *PSI) HostCalls(host, path, strategy string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.hostCalls[host+" "+path+" "+strategy]
+}
+
+// MaxInFlight is the most requests the fake was answering at once, and the most distinct page
+// hosts among them: with one site per host, a lower bound of the scans a caller ran at once.
+func (p *PSI) MaxInFlight() (requests, hosts int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.maxInFlight, p.maxHosts
 }
 
 // Calls is how many requests asked for path and strategy.
@@ -113,9 +145,27 @@ func (p *PSI) serve(w http.ResponseWriter, r *http.Request) {
 	key := path + " " + strategy
 	p.mu.Lock()
 	p.calls[key]++
+	p.hostCalls[u.Host+" "+key]++
 	fault, faulty := p.faults[key]
 	gate, delay := p.gate, p.delay
+	if p.jitter > 0 {
+		delay += rand.N(p.jitter + 1)
+	}
+	p.inFlight[u.Host]++
+	n := 0
+	for _, c := range p.inFlight {
+		n += c
+	}
+	p.maxInFlight = max(p.maxInFlight, n)
+	p.maxHosts = max(p.maxHosts, len(p.inFlight))
 	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		if p.inFlight[u.Host]--; p.inFlight[u.Host] == 0 {
+			delete(p.inFlight, u.Host)
+		}
+		p.mu.Unlock()
+	}()
 	if delay > 0 {
 		select {
 		case <-time.After(delay):

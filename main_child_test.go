@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// childEnv marks a re-executed test binary that is to be the real program, not a test.
+const childEnv = "SITEPULSE_CHILD"
+
+// runAsChild is the first line of a test that starts real SitePulse processes with startChild:
+// in such a process it runs the program until SIGTERM (or SIGKILL) and reports true, and the
+// test returns at once.
+func runAsChild() bool {
+	if os.Getenv(childEnv) != "1" {
+		return false
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := run(ctx, nil, os.Getenv, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "sitepulse:", err)
+		os.Exit(1)
+	}
+	return true
+}
+
+// child is a real SitePulse process: the test binary re-executed into run() by runAsChild.
+type child struct {
+	name string
+	cmd  *exec.Cmd
+	base string
+	log  *syncBuffer
+	done chan error
+}
+
+// startChild re-executes the test binary running only t's test, which must begin with
+// runAsChild, with env added to the environment, and waits for /healthz. The process is
+// killed when the test ends if it is still running.
+func startChild(t *testing.T, name string, env map[string]string) *child {
+	t.Helper()
+	addr := freeAddr(t)
+	c := &child{name: name, base: "http://" + addr, log: &syncBuffer{}, done: make(chan error, 1)}
+	c.cmd = exec.Command(os.Args[0], "-test.run=^"+regexp.QuoteMeta(t.Name())+"$")
+	c.cmd.Env = append(os.Environ(), childEnv+"=1", "ADDR="+addr, "BASE_URL="+c.base)
+	for k, v := range env {
+		c.cmd.Env = append(c.cmd.Env, k+"="+v)
+	}
+	c.cmd.Stdout, c.cmd.Stderr = c.log, c.log
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { c.done <- c.cmd.Wait() }()
+	t.Cleanup(func() { c.kill() })
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if resp, err := http.Get(c.base + "/healthz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return c
+			}
+		}
+		select {
+		case err := <-c.done:
+			c.done <- err
+			t.Fatalf("%s exited before it was healthy: %v\n%s", name, err, c.log)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s was not healthy in 30 s:\n%s", name, c.log)
+		}
+	}
+}
+
+// kill sends SIGKILL, no shutdown and no lease released, and waits for the process to go.
+func (c *child) kill() {
+	c.cmd.Process.Kill()
+	err := <-c.done
+	c.done <- err
+}
+
+// stop sends SIGTERM and waits for the graceful shutdown.
+func (c *child) stop(t *testing.T) {
+	t.Helper()
+	c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-c.done:
+		c.done <- err
+		if err != nil {
+			t.Errorf("%s: exit after SIGTERM: %v\n%s", c.name, err, c.log)
+		}
+	case <-time.After(40 * time.Second):
+		t.Errorf("%s did not exit 40 s after SIGTERM", c.name)
+		c.kill()
+	}
+}
+
+// scanLogLine matches the log lines that begin and end one attempt of a scan on a worker.
+var scanLogLine = regexp.MustCompile(`msg="(scan started|scan complete|scan failed|scanner: [^"]*)".* scan=(\S+)`)
+
+// scanLog is what a process's log says about its scans.
+type scanLog struct {
+	started, completed map[string]int // scan id -> lines
+	maxAtOnce          int            // most scans between "scan started" and their end at once
+}
+
+// readScanLog reads a process's log in order. Lines are written whole and in the order the
+// events happened, and "scan started" is logged after a worker claimed the job and its end
+// before the worker takes another, so the running count is a lower bound of the worker
+// slots busy at that moment: it can never exceed SCAN_WORKERS if the pool is right.
+func readScanLog(log string) scanLog {
+	l := scanLog{started: map[string]int{}, completed: map[string]int{}}
+	running := map[string]bool{}
+	for _, line := range strings.Split(log, "\n") {
+		m := scanLogLine.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		switch msg, id := m[1], m[2]; {
+		case msg == "scan started":
+			l.started[id]++
+			running[id] = true
+			l.maxAtOnce = max(l.maxAtOnce, len(running))
+		case msg == "scan complete":
+			l.completed[id]++
+			delete(running, id)
+		case strings.HasSuffix(msg, "scan failed") || strings.Contains(msg, "retrying") || strings.Contains(msg, "lease lost") ||
+			strings.Contains(msg, "released") || strings.Contains(msg, "could not"):
+			delete(running, id)
+		}
+	}
+	return l
+}
+
+// publish posts a signed site_publish event for platformID to base.
+func publish(base, secret, platformID string) (int, error) {
+	body := `{"siteId":"` + platformID + `"}`
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte(body))
+	req, err := http.NewRequest(http.MethodPost, base+"/api/webhooks/platform", strings.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("x-platform-signature", hex.EncodeToString(m.Sum(nil)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// readScanLog's count follows the pool's own log lines, whatever ends an attempt.
+func TestReadScanLog(t *testing.T) {
+	tests := []struct {
+		name      string
+		log       string
+		maxAtOnce int
+		completed int
+	}{
+		{"sequential", `msg="scan started" worker=1 job=j scan=a site=S
+msg="page done" worker=1 job=j scan=a site=S page=/
+msg="scan complete" worker=1 job=j scan=a site=S results=10
+msg="scan started" worker=1 job=k scan=b site=S`, 1, 1},
+		{"overlapping", `msg="scan started" worker=1 job=j scan=a
+msg="scan started" worker=2 job=k scan=b
+msg="scan started" worker=3 job=l scan=c
+msg="scan complete" worker=2 job=k scan=b
+msg="scan started" worker=2 job=m scan=d`, 3, 1},
+		{"failed attempts end too", `msg="scan started" worker=1 job=j scan=a
+msg="scanner: attempt failed; retrying" worker=1 job=j scan=a attempt=1
+msg="scan started" worker=1 job=j scan=b
+msg="scanner: lease lost; the job belongs to another worker now" worker=1 scan=b
+msg="scan started" worker=1 job=j scan=c
+msg="scanner: scan failed" worker=1 scan=c reason="gave up"
+msg="scan started" worker=1 job=j scan=d
+msg="scan failed" worker=1 scan=d reason=x
+msg="scan started" worker=1 job=j scan=e`, 1, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for i := range 2 { // with and without slog's time= prefix
+				log := tt.log
+				if i == 1 {
+					log = "time=2026-11-23T10:00:00.000Z level=INFO " + strings.ReplaceAll(log, "\n", "\ntime=2026-11-23T10:00:00.000Z level=INFO ")
+				}
+				l := readScanLog(log)
+				if l.maxAtOnce != tt.maxAtOnce || len(l.completed) != tt.completed {
+					t.Errorf("max at once %d, completed %d; want %d, %d", l.maxAtOnce, len(l.completed), tt.maxAtOnce, tt.completed)
+				}
+			}
+		})
+	}
+}
