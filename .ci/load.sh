@@ -3,6 +3,7 @@
 # p50/p99 latency and the process's peak RSS per scenario, plus its idle RSS.
 #   .ci/load.sh                      # every scenario, 10 s each
 #   LOAD_DURATION=5s .ci/load.sh     # shorter runs
+#   LOAD_ONLY=MCP .ci/load.sh        # only the scenarios whose name matches (grep -E)
 # Scenarios (wrk with .ci/wrk.lua, one wrk thread so the service keeps the cores):
 #   budget-check at 16 and 64 connections; MCP tools/call (get_latest_scan at 16 and 64,
 #   get_regression_report at 16); the web UI's site page with a session cookie at 16; and last the
@@ -65,6 +66,7 @@ rows=()
 scenario() {
   local name=$1 conns=$2
   shift 2
+  if ! grep -Eq -- "${LOAD_ONLY:-.}" <<<"$name"; then return 0; fi
   echo 5 >"/proc/$svc/clear_refs" 2>/dev/null || true
   local load
   load=$(awk '{print $1" "$2" "$3}' /proc/loadavg)
@@ -73,7 +75,7 @@ scenario() {
   r=$(grep '^RESULT ' "$work/wrk.out")
   # RESULT requests=N rps=N p50_ms=N p99_ms=N non200=N socket_errors=N
   eval "${r#RESULT }"
-  rows+=("$(printf '| %-34s | %3s | %7s | %8s | %7s | %7s | %6s | %6s | %s |' "$name" "$conns" "$requests" "$rps" "$p50_ms" "$p99_ms" \
+  rows+=("$(printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s |' "$name" "$conns" "$requests" "$rps" "$p50_ms" "$p99_ms" \
     "$non200" "$(mib "$(kib VmHWM)")" "$load")")
   if [ "$non200" != 0 ] || [ "$socket_errors" != 0 ]; then
     echo "load: $name: $non200 answers were not 200, $socket_errors socket errors" >&2
@@ -99,6 +101,7 @@ export WRK_METHOD=GET WRK_PATH="/sites/$LOAD_SITE" WRK_COOKIE="$LOAD_COOKIE"
 scenario "web UI site page (GET /sites/{id})" 16 -d"$DURATION"
 unset WRK_COOKIE
 
+if grep -Eq -- "${LOAD_ONLY:-.}" <<<webhook; then
 "$work/loadkit" bodies -sites 100 -n 1000 -secret "$PLATFORM_CLIENT_SECRET" -out "$work/bodies.txt"
 export WRK_PATH=/api/webhooks/platform WRK_BODIES="$work/bodies.txt" WRK_STOP_AFTER=1000
 scenario "webhook (1,000 publishes, 100 sites)" 32 -d20s
@@ -106,17 +109,18 @@ unset WRK_BODIES WRK_STOP_AFTER
 if [ "$requests" != 1000 ]; then echo "load: webhook: $requests publishes counted, want 1000" >&2; failed=1; fi
 count=$("$work/loadkit" count -want 100 -timeout 5m) || { echo "$count"; failed=1; }
 echo "webhook scans: $count"
+fi
 sleep 2
 after_rss=$(kib VmRSS)
 hwm_scans=$(kib VmHWM)
 
 echo
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -m), $(go version | awk '{print $3}'), $(psql "$PGURL/$DB" -Atc 'show server_version' | awk '{print "Postgres "$1}')"
-echo "idle RSS after start-up: $(mib "$idle_rss") MiB; after the load: $(mib "$after_rss") MiB; peak while the 100 webhook scans ran: $(mib "$hwm_scans") MiB"
-echo "webhook scans: $count"
+echo "idle RSS after start-up: $(mib "$idle_rss") MiB; after the load: $(mib "$after_rss") MiB; peak since the last scenario began (with the webhook run: its 100 scans too): $(mib "$hwm_scans") MiB"
+echo "webhook scans: ${count:-not run}"
 echo
-echo '| scenario                           |   c |    reqs |    req/s | p50 ms  | p99 ms  | non200 | peak RSS MiB | load avg 1/5/15 |'
-echo '|------------------------------------|-----|---------|----------|---------|---------|--------|--------|-----------------|'
+echo '| scenario | connections | requests | req/s | p50 ms | p99 ms | non-200 | peak RSS MiB | load avg 1/5/15 |'
+echo '|---|---|---|---|---|---|---|---|---|'
 printf '%s\n' "${rows[@]}"
 if [ "$failed" != 0 ]; then
   echo "load: FAILED (see above); service log:" >&2
