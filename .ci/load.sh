@@ -45,7 +45,8 @@ go build -o "$work/loadkit" ./.ci/loadkit
 
 "$work/loadkit" psi -addr "127.0.0.1:$PSI_PORT" -delay "${LOAD_PSI_DELAY:-1s}" 2>"$work/psi.log" &
 pids+=($!)
-eval "$("$work/loadkit" seed -sites 100)"   # LOAD_KEY, LOAD_SITE, LOAD_SCAN, LOAD_COOKIE
+seeded=$("$work/loadkit" seed -sites 100)
+eval "$seeded"   # LOAD_KEY, LOAD_SITE, LOAD_SCAN, LOAD_COOKIE
 
 export PLATFORM_CLIENT_SECRET
 PLATFORM_CLIENT_SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
