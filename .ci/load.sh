@@ -4,6 +4,7 @@
 #   .ci/load.sh                      # every scenario, 10 s each
 #   LOAD_DURATION=5s .ci/load.sh     # shorter runs
 #   LOAD_ONLY=MCP .ci/load.sh        # only the scenarios whose name matches (grep -E)
+#   LOAD_LOG=/tmp/sp.log .ci/load.sh # keep the service's log (LOAD_LOG_LEVEL, default warn)
 # Scenarios (wrk with .ci/wrk.lua, one wrk thread so the service keeps the cores):
 #   budget-check at 16 and 64 connections; MCP tools/call (get_latest_scan at 16 and 64,
 #   get_regression_report at 16); the web UI's site page with a session cookie at 16; and last the
@@ -33,6 +34,7 @@ cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
   dropdb --if-exists --maintenance-db="$PGURL/postgres" "$DB" || true
+  if [ -n "${LOAD_LOG:-}" ]; then cp "$work/sitepulse.log" "$LOAD_LOG"; fi
   rm -rf "$work"
 }
 trap cleanup EXIT
