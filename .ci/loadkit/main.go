@@ -1,0 +1,206 @@
+// Command loadkit is the Go half of .ci/load.sh: it seeds a load-test database through package
+// store, writes the signed webhook bodies wrk replays (wrk's Lua has no HMAC), serves a PageSpeed
+// Insights double so queued scans never reach the network, and counts the scans afterwards.
+//
+//	go run ./.ci/loadkit seed   -sites 100            # demo account + 100 connected sites; prints shell exports
+//	go run ./.ci/loadkit bodies -sites 100 -n 1000 -secret S -out FILE
+//	go run ./.ci/loadkit psi    -addr 127.0.0.1:8791 -delay 200ms
+//	go run ./.ci/loadkit count  -want 100 -timeout 5m # waits for the load sites' scans to end
+//
+// seed and count read DATABASE_URL. It lives under .ci/ (not part of ./...) because it is an
+// operations tool, not part of the service.
+package main
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"sitepulse/scanner"
+	"sitepulse/store"
+)
+
+// platformID names load site i; the webhook bodies use the same names.
+func platformID(i int) string { return fmt.Sprintf("load-site-%03d", i) }
+
+func main() {
+	if len(os.Args) < 2 {
+		log.Fatal("usage: loadkit seed|bodies|psi|count [flags]")
+	}
+	ctx := context.Background()
+	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
+	sites := fs.Int("sites", 100, "number of load sites")
+	n := fs.Int("n", 1000, "bodies: number of signed publishes")
+	secret := fs.String("secret", os.Getenv("PLATFORM_CLIENT_SECRET"), "bodies: webhook secret")
+	out := fs.String("out", "", "bodies: output file")
+	addr := fs.String("addr", "127.0.0.1:8791", "psi: listen address")
+	delay := fs.Duration("delay", time.Second, "psi: time each audit takes")
+	fixtures := fs.String("fixtures", "testdata/psi", "psi: directory of PSI responses")
+	want := fs.Int("want", 100, "count: expected number of scans")
+	timeout := fs.Duration("timeout", 5*time.Minute, "count: how long to wait for scans to end")
+	fs.Parse(os.Args[2:])
+
+	var err error
+	switch os.Args[1] {
+	case "seed":
+		err = seed(ctx, *sites)
+	case "bodies":
+		err = bodies(*sites, *n, *secret, *out)
+	case "psi":
+		err = psiDouble(*addr, *fixtures, *delay)
+	case "count":
+		err = count(ctx, *want, *timeout)
+	default:
+		err = fmt.Errorf("unknown command %q", os.Args[1])
+	}
+	if err != nil {
+		log.Fatal(err)
+	}
+}
+
+func open(ctx context.Context) (*store.Postgres, error) {
+	dsn := os.Getenv("DATABASE_URL")
+	if dsn == "" {
+		return nil, errors.New("DATABASE_URL is not set")
+	}
+	return store.OpenPostgres(ctx, dsn)
+}
+
+// seed creates the demo account (its site has two completed scans from the real fixtures, for
+// budget-check, MCP and the UI), a session for the UI, and the load sites, each connected to the
+// platform with one saved page so a scan audits two pairs and fetches no sitemap.
+func seed(ctx context.Context, sites int) error {
+	st, err := open(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	now := time.Now()
+	d, err := scanner.SeedDemo(ctx, st, scanner.DemoFixtures{FS: os.DirFS("."), Before: "testdata/psi-before", Latest: "testdata/psi"},
+		now, store.PasswordIterations)
+	if err != nil {
+		return err
+	}
+	u, err := st.UserByEmail(ctx, d.Email)
+	if err != nil {
+		return err
+	}
+	token, hash := store.NewSecret("")
+	csrf, _ := store.NewSecret("")
+	if err := st.CreateSession(ctx, store.Session{TokenHash: hash, UserID: u.ID, CSRF: csrf, CreatedAt: now, ExpiresAt: now.Add(24 * time.Hour)}); err != nil {
+		return err
+	}
+	for i := 0; i < sites; i++ {
+		s := store.Site{ID: store.NewID(), UserID: u.ID, Name: fmt.Sprintf("Load %03d", i), Domain: fmt.Sprintf("load-%03d.sitepulse.test", i),
+			PlatformSiteID: platformID(i), Pages: []string{"/"}, CreatedAt: now}
+		if err := st.CreateSite(ctx, s); err != nil && !errors.Is(err, store.ErrConflict) {
+			return fmt.Errorf("site %d: %w", i, err)
+		}
+	}
+	fmt.Printf("LOAD_KEY=%s\nLOAD_SITE=%s\nLOAD_SCAN=%s\nLOAD_COOKIE='session=%s'\n", d.APIKey, d.SiteID, d.LatestScanID, token)
+	return nil
+}
+
+// bodies writes n lines "<hex HMAC-SHA256> <body>": n/sites publishes of each load site, one site
+// after another, so a site's publishes arrive together and race for its one scan; each body is
+// distinct (publishedOn and _id vary) so the webhook's replay guard lets every one through.
+func bodies(sites, n int, secret, out string) error {
+	if secret == "" || out == "" {
+		return errors.New("bodies needs -secret (or PLATFORM_CLIENT_SECRET) and -out")
+	}
+	var b strings.Builder
+	base := time.Now().UTC().Truncate(time.Second)
+	for i := 0; i < n; i++ {
+		body := fmt.Sprintf(`{"_id":"pub-%05d","siteId":"%s","publishedBy":"load","publishedOn":"%s","domains":["load.sitepulse.test"]}`,
+			i, platformID(i*sites/n), base.Add(time.Duration(i)*time.Millisecond).Format(time.RFC3339Nano))
+		mac := hmac.New(sha256.New, []byte(secret))
+		mac.Write([]byte(body))
+		fmt.Fprintf(&b, "%s %s\n", hex.EncodeToString(mac.Sum(nil)), body)
+	}
+	return os.WriteFile(out, []byte(b.String()), 0o600)
+}
+
+// psiDouble answers runPagespeed with the real fixture of the home page for the asked strategy,
+// after delay, so scans take a realistic-ish time without any network.
+func psiDouble(addr, dir string, delay time.Duration) error {
+	resp := map[string][]byte{}
+	for _, strategy := range []string{"mobile", "desktop"} {
+		b, err := os.ReadFile(filepath.Join(dir, "home."+strategy+".json"))
+		if err != nil {
+			return err
+		}
+		resp[strategy] = b
+	}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, ok := resp[r.URL.Query().Get("strategy")]
+		if !ok {
+			http.Error(w, `{"error":{"code":400,"message":"strategy"}}`, http.StatusBadRequest)
+			return
+		}
+		select {
+		case <-time.After(delay):
+		case <-r.Context().Done():
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(b)
+	})
+	log.Printf("psi double on %s (delay %s)", addr, delay)
+	return http.ListenAndServe(addr, h)
+}
+
+// count waits until no load site has a queued or running scan, then prints the scans by status
+// and fails unless there are exactly want, all complete.
+func count(ctx context.Context, want int, timeout time.Duration) error {
+	st, err := open(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	u, err := st.UserByEmail(ctx, scanner.DemoEmail)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		all, err := st.SitesOf(ctx, u.ID)
+		if err != nil {
+			return err
+		}
+		by := map[string]int{}
+		total, loadSites := 0, 0
+		for _, s := range all {
+			if !strings.HasPrefix(s.PlatformSiteID, "load-site-") {
+				continue
+			}
+			loadSites++
+			scans, err := st.ScansOf(ctx, u.ID, s.ID, 1000)
+			if err != nil {
+				return err
+			}
+			for _, sc := range scans {
+				by[sc.Status]++
+				total++
+			}
+		}
+		if by[store.StatusQueued]+by[store.StatusRunning] == 0 || time.Now().After(deadline) {
+			fmt.Printf("scans=%d complete=%d failed=%d queued=%d running=%d sites=%d\n", total, by[store.StatusComplete], by[store.StatusFailed],
+				by[store.StatusQueued], by[store.StatusRunning], loadSites)
+			if total != want || by[store.StatusComplete] != want {
+				return fmt.Errorf("want exactly %d complete scans, got %d scans (%d complete)", want, total, by[store.StatusComplete])
+			}
+			return nil
+		}
+		time.Sleep(time.Second)
+	}
+}
