@@ -150,7 +150,6 @@ func TestDatabaseRestartWhileScanning(t *testing.T) {
 	const outage = 3 * time.Second
 	setPhase("outage")
 	proxy.Cut()
-	cutAt := time.Now()
 	callsAtCut := psi.Total()
 	time.Sleep(outage)
 	setPhase("after")
@@ -187,7 +186,6 @@ func TestDatabaseRestartWhileScanning(t *testing.T) {
 	t.Logf("outage %s at %d of %d PSI calls; /healthz 200 again %s after the restore; all %d scans ended %s after the restore",
 		outage, callsAtCut, nSites*10, recoveredAt.Sub(restoredAt).Round(time.Millisecond), len(scans), allEnded.Sub(restoredAt).Round(time.Millisecond))
 	t.Logf("answers by phase, route and status:\n%s", counts)
-	_ = cutAt
 	if len(done) != len(scans) {
 		t.Fatalf("%d of %d scans ended within 45 s of the restore:\n%s", len(done), len(scans), logs)
 	}
