@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -15,6 +16,7 @@ func (s *server) handleHealth() http.Handler {
 		w.Header().Set("Cache-Control", "no-store")
 		if err := s.Store.Ping(ctx); err != nil {
 			s.Log.Warn("health check: store not answering", "store", s.StoreName, "err", err)
+			w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
 			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "store": s.StoreName})
 			return
 		}

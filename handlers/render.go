@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"sitepulse/scanner"
+	"sitepulse/store"
 )
 
 //go:embed templates/*.html
@@ -161,8 +162,14 @@ func (s *server) renderError(w http.ResponseWriter, r *http.Request, status int,
 	s.render(w, r, status, "error", page{Title: http.StatusText(status), Data: message})
 }
 
-// serverError logs an internal failure with its context and answers 500 without details.
+// serverError logs an internal failure with its context and answers 500 without details. A
+// database that cannot be reached (a restart, a failover) is not a bug of ours and passes: that
+// is a 503 with Retry-After, so clients and load balancers retry instead of reporting an error.
 func (s *server) serverError(w http.ResponseWriter, r *http.Request, what string, err error) {
+	if store.Unavailable(err) {
+		s.unavailable(w, r, what, err)
+		return
+	}
 	s.Log.Error(what, "method", r.Method, "path", r.URL.Path, "err", err)
 	if isAPI(r.URL.Path) {
 		writeError(w, http.StatusInternalServerError, "internal error")

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+
+	"sitepulse/store"
 )
 
 // OAuth error codes (RFC 6749 §4.1.2.1 and §5.2, RFC 7591 §3.2.2, RFC 8707 §2).
@@ -52,6 +54,13 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	var e *Error
 	if errors.As(err, &e) {
 		WriteError(w, e.Status, e.Code, e.Description)
+		return
+	}
+	if store.Unavailable(err) {
+		// A database restart passes: RFC 6749 §4.1.2.1's temporarily_unavailable, as a 503.
+		s.log.Warn("oauth: database unavailable", "path", r.URL.Path, "err", err)
+		w.Header().Set("Retry-After", "5")
+		WriteError(w, http.StatusServiceUnavailable, "temporarily_unavailable", "the service is temporarily unavailable; retry shortly")
 		return
 	}
 	s.log.Error("oauth", "path", r.URL.Path, "err", err)

@@ -122,14 +122,18 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, job store.Job) (*comp
 			e := pageErrs[0]
 			reason = fmt.Sprintf("no page could be audited (%d of %d failed); %s %s: %s", len(pageErrs), len(pairs), e.PagePath, e.Strategy, e.Error)
 		}
-		if err := p.cfg.Store.FailScan(ctx, lease, reason, p.cfg.Now()); err != nil {
+		if err := p.whileUnavailable(ctx, log, "fail scan", func(ctx context.Context) error {
+			return p.cfg.Store.FailScan(ctx, lease, reason, p.cfg.Now())
+		}); err != nil {
 			return nil, fmt.Errorf("fail scan: %w", err)
 		}
 		log.Error("scan failed", "reason", reason)
 		return nil, nil
 	}
 	scores := ScanScores(results)
-	if err := p.cfg.Store.CompleteScan(ctx, lease, scores, p.cfg.Now()); err != nil {
+	if err := p.whileUnavailable(ctx, log, "complete scan", func(ctx context.Context) error {
+		return p.cfg.Store.CompleteScan(ctx, lease, scores, p.cfg.Now())
+	}); err != nil {
 		return nil, fmt.Errorf("complete scan: %w", err)
 	}
 	log.Info("scan complete", "results", len(results), "page_errors", len(pageErrs),
@@ -157,14 +161,19 @@ func (p *Pool) auditPage(ctx context.Context, log *slog.Logger, lease store.Leas
 	}
 	if err != nil {
 		log.Warn("page failed", "page", path, "strategy", strategy, "err", err)
-		if err := p.cfg.Store.SavePageError(ctx, lease, store.PageError{PagePath: path, PageURL: pageURL, Strategy: strategy, Error: err.Error()}); err != nil {
+		pe := store.PageError{PagePath: path, PageURL: pageURL, Strategy: strategy, Error: err.Error()}
+		if err := p.whileUnavailable(ctx, log, "save page error", func(ctx context.Context) error {
+			return p.cfg.Store.SavePageError(ctx, lease, pe)
+		}); err != nil {
 			return fmt.Errorf("save page error: %w", err)
 		}
 		return nil
 	}
 	// Results are keyed by what was asked for, whatever URL the audit reports after redirects.
 	r.PagePath, r.PageURL, r.Strategy = path, pageURL, strategy
-	if err := p.cfg.Store.SavePageResult(ctx, lease, r); err != nil {
+	if err := p.whileUnavailable(ctx, log, "save page result", func(ctx context.Context) error {
+		return p.cfg.Store.SavePageResult(ctx, lease, r)
+	}); err != nil {
 		return fmt.Errorf("save page result: %w", err)
 	}
 	log.Info("page done", "page", path, "strategy", strategy, "performance", intOrNil(r.Scores.Performance),

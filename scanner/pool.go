@@ -174,7 +174,11 @@ func (p *Pool) dispatch(jobs chan<- store.Job, ready <-chan struct{}) {
 				jobs <- job
 				break
 			}
-			if !errors.Is(err, store.ErrNotFound) {
+			switch {
+			case errors.Is(err, store.ErrNotFound):
+			case store.Unavailable(err): // a restart: the next poll tries again
+				p.cfg.Log.Warn("scanner: claim failed: database unavailable", "err", err)
+			default:
 				p.cfg.Log.Error("scanner: claim failed", "err", err)
 			}
 			select {
@@ -257,8 +261,10 @@ func (p *Pool) run(worker int, job store.Job) {
 		}
 		return
 	}
-	// Settling uses a fresh context: the job's own may be the thing that was cancelled.
-	settle, stop := context.WithTimeout(context.Background(), 10*time.Second)
+	// Settling uses a fresh context: the job's own may be the thing that was cancelled. It
+	// outlasts a database restart (whileUnavailable), so the job is not left running until
+	// the rescuer's lease lapses.
+	settle, stop := context.WithTimeout(context.Background(), p.cfg.Lease/2+10*time.Second)
 	defer stop()
 	now := p.cfg.Now()
 	switch {
@@ -273,13 +279,18 @@ func (p *Pool) run(worker int, job store.Job) {
 	case job.Attempt < job.MaxAttempts:
 		wait := p.cfg.Backoff(job.Attempt)
 		log.Warn("scanner: attempt failed; retrying", "err", err, "retry_in", wait.Round(time.Millisecond))
-		if err := p.cfg.Store.RetryJob(settle, lease, now.Add(wait), err.Error()); err != nil {
+		msg := err.Error()
+		if err := p.whileUnavailable(settle, log, "retry job", func(ctx context.Context) error {
+			return p.cfg.Store.RetryJob(ctx, lease, now.Add(wait), msg)
+		}); err != nil {
 			log.Warn("scanner: could not schedule the retry", "err", err)
 		}
 	default:
 		reason := fmt.Sprintf("gave up after %d attempts: %v", job.Attempt, err)
 		log.Error("scanner: scan failed", "reason", reason)
-		if err := p.cfg.Store.FailScan(settle, lease, reason, now); err != nil {
+		if err := p.whileUnavailable(settle, log, "fail scan", func(ctx context.Context) error {
+			return p.cfg.Store.FailScan(ctx, lease, reason, now)
+		}); err != nil {
 			log.Warn("scanner: could not fail the scan", "err", err)
 		}
 	}

@@ -228,7 +228,7 @@ func testPSIFaults(t *testing.T, st store.Store) {
 	want := map[string]string{
 		"/blog/":   "PSI quota exceeded (HTTP 429)",
 		"/pricing": "PSI server error (HTTP 500): Lighthouse returned error: Something went wrong. (gave up after 2 attempts)",
-		"/about":   "response is not JSON",
+		"/about":   "PSI answered 200 but the body is not JSON",
 		"/fast":    "Lighthouse runtime error FAILED_DOCUMENT_REQUEST",
 		"/":        "PSI did not answer within 200ms (gave up after 2 attempts)",
 	}

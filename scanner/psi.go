@@ -164,11 +164,31 @@ func (p *PSI) call(ctx context.Context, pageURL, strategy string) callOutcome {
 	if resp.StatusCode == http.StatusOK {
 		r, err := ExtractPSI(body)
 		if err != nil {
-			return callOutcome{err: errors.New(p.redact(err.Error()))}
+			return p.badResult(body, err)
 		}
 		return callOutcome{result: r}
 	}
 	return p.classify(resp, body)
+}
+
+// badResult explains a 200 that carries no page result. Lighthouse's own verdict on the page
+// (a runtime error such as NO_FCP) is final. Anything else is PSI's or a front end's fault,
+// seen in the wild as an HTML error page or a body cut off mid-answer: it is retried, and
+// said in words that do not quote decoder internals.
+func (p *PSI) badResult(body []byte, err error) callOutcome {
+	msg := p.redact(err.Error())
+	if strings.Contains(msg, "Lighthouse runtime error") || strings.Contains(msg, "Lighthouse returned error") {
+		return callOutcome{err: errors.New(msg)}
+	}
+	if !json.Valid(body) {
+		return callOutcome{err: fmt.Errorf("PSI answered 200 but the body is not JSON (%d bytes; cut off, or an error page)", len(body)), retry: true}
+	}
+	if strings.Contains(msg, "cannot unmarshal") {
+		msg = "the Lighthouse result has fields of the wrong type"
+	} else {
+		msg = strings.TrimPrefix(msg, ErrNoResult.Error()+": ")
+	}
+	return callOutcome{err: fmt.Errorf("PSI answered 200 but the body is not a Lighthouse result: %s", msg), retry: true}
 }
 
 // transportError explains a failed request without its URL.
@@ -271,52 +291,61 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// RateLimiter is a token bucket: at most n calls per window, bursting up to n. One limiter is
-// shared by every worker of a process, so together they stay under the PSI quota.
+// RateLimiter allows at most n calls in any window of its length: a sliding window over the
+// times of the last n calls, shared by every worker of a process so that together they stay
+// under the PSI quota ("400 queries per 100 seconds"). A token bucket of n per window would
+// not: a full bucket spent at once and refilled during the same 100 s lets 2n calls through.
 type RateLimiter struct {
 	mu     sync.Mutex
-	rate   float64 // tokens per second
-	burst  float64
-	tokens float64
-	last   time.Time
+	window time.Duration
+	grants []time.Time // ring of the times granted to the last n calls, oldest at next
+	next   int
 	now    func() time.Time
 }
 
 // NewRateLimiter allows n calls per window.
 func NewRateLimiter(n int, window time.Duration) *RateLimiter {
-	n = max(n, 1)
-	return &RateLimiter{rate: float64(n) / window.Seconds(), burst: float64(n), tokens: float64(n), now: time.Now}
+	return &RateLimiter{window: window, grants: make([]time.Time, max(n, 1)), now: time.Now}
 }
 
-// reserve takes a token at now and answers how long the caller must wait for it.
+// reserve grants the next call a time, at least a window after the call n calls before it,
+// and answers how long the caller must wait for it and which slot of the ring holds it.
+// Granted times never decrease, so waiting callers are served in arrival order.
 func (l *RateLimiter) reserve(now time.Time) time.Duration {
+	wait, _ := l.reserveSlot(now)
+	return wait
+}
+
+func (l *RateLimiter) reserveSlot(now time.Time) (time.Duration, int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.last.IsZero() && now.After(l.last) {
-		l.tokens = min(l.burst, l.tokens+now.Sub(l.last).Seconds()*l.rate)
+	at := now
+	if oldest := l.grants[l.next]; !oldest.IsZero() && oldest.Add(l.window).After(at) {
+		at = oldest.Add(l.window)
 	}
-	if now.After(l.last) {
-		l.last = now
-	}
-	l.tokens--
-	if l.tokens >= 0 {
-		return 0
-	}
-	return time.Duration(-l.tokens / l.rate * float64(time.Second))
+	slot := l.next
+	l.grants[slot] = at
+	l.next = (l.next + 1) % len(l.grants)
+	return at.Sub(now), slot
 }
 
-// Wait blocks until a call may be made, or ctx ends. Each caller reserves its token at once,
-// so waiting callers are served in arrival order.
+// Wait blocks until a call may be made, or ctx ends. A caller woken late (a loaded machine)
+// records when it really went, so the call n calls later is spaced from that. A caller that
+// gives up keeps its granted time: the slot goes unused, which only ever errs on the side of
+// fewer calls.
 func (l *RateLimiter) Wait(ctx context.Context) error {
-	wait := l.reserve(l.now())
+	wait, slot := l.reserveSlot(l.now())
 	if wait == 0 {
 		return nil
 	}
 	if err := sleepCtx(ctx, wait); err != nil {
-		l.mu.Lock()
-		l.tokens++ // give the reservation back
-		l.mu.Unlock()
 		return err
 	}
+	now := l.now()
+	l.mu.Lock()
+	if now.After(l.grants[slot]) {
+		l.grants[slot] = now
+	}
+	l.mu.Unlock()
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"sitepulse/scanner/scantest"
 )
 
 const testKey = "AIzaSECRET-key_123"
@@ -94,8 +97,10 @@ func TestPSIAudit(t *testing.T) {
 			wantErr: "Lighthouse runtime error NO_FCP: The page did not paint any content"},
 		{name: "a runtime error sent as 500 is final", replies: []psiReply{{status: 500, body: erroredDocumentBody}},
 			wantCalls: 1, wantErr: "Lighthouse runtime error ERRORED_DOCUMENT_REQUEST"},
-		{name: "garbage JSON in a 200 is a clear error", replies: []psiReply{{status: 200, body: `{"lighthouseResult": [`}},
-			wantCalls: 1, wantErr: "response is not JSON"},
+		{name: "garbage JSON in a 200 (an answer cut off) is retried, then a clear error", replies: []psiReply{{status: 200, body: `{"lighthouseResult": [`}},
+			wantCalls: 3, wantErr: "PSI answered 200 but the body is not JSON (22 bytes; cut off, or an error page) (gave up after 3 attempts)"},
+		{name: "garbage then a result: the retry gets it", replies: []psiReply{{status: 200, body: `<html>`}, ok},
+			wantCalls: 2},
 		{name: "a bad key is final", replies: []psiReply{{status: 400, body: badKeyBody}}, wantCalls: 1,
 			wantErr: "PSI refused the request (HTTP 400): API key not valid"},
 		{name: "a hang past the timeout is retried, then reported",
@@ -214,25 +219,43 @@ func TestPSIRuntimeErrorIn200(t *testing.T) {
 
 func TestRateLimiter(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	l := NewRateLimiter(400, 100*time.Second) // 4 a second, bursting to 400
-	for i := range 400 {
-		if w := l.reserve(t0); w != 0 {
-			t.Fatalf("call %d of the burst waits %s", i, w)
-		}
-	}
+	l := NewRateLimiter(4, 10*time.Second)
 	tests := []struct {
 		at   time.Duration
 		want time.Duration
 	}{
-		{0, 250 * time.Millisecond},           // the 401st waits for one token
-		{0, 500 * time.Millisecond},           // the next for two
-		{time.Second, 0},                      // a second later four tokens came back, two were owed
-		{time.Second, 0},                      // and one more was left
-		{time.Second, 250 * time.Millisecond}, // then it is empty again
+		{0, 0}, {0, 0}, {0, 0}, {0, 0}, // the first four go at once
+		{0, 10 * time.Second},                // the fifth waits a whole window after the first
+		{time.Second, 9 * time.Second},       // the sixth a window after the second
+		{25 * time.Second, 0},                // the window has long passed for the third
+		{25 * time.Second, 0},                // and the fourth
+		{25 * time.Second, 0},                // the fifth went at +10 s
+		{25 * time.Second, 0},                // the sixth at +10 s too
+		{25 * time.Second, 10 * time.Second}, // then four went at +25 s: the next waits for +35 s
 	}
 	for i, tt := range tests {
 		if got := l.reserve(t0.Add(tt.at)); got != tt.want {
 			t.Errorf("reserve %d at +%s waits %s, want %s", i, tt.at, got, tt.want)
+		}
+	}
+}
+
+// Whatever the arrivals, no window of the limiter's length holds more than n granted calls:
+// the PSI quota is "n per window", not n per window plus a burst.
+func TestRateLimiterNeverExceedsNPerWindow(t *testing.T) {
+	for _, n := range []int{1, 3, 10, 400} {
+		const window = 100 * time.Second
+		l := NewRateLimiter(n, window)
+		t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		now := t0
+		var granted []time.Time
+		rng := rand.New(rand.NewPCG(uint64(n), 7))
+		for range 20 * n {
+			now = now.Add(time.Duration(rng.Int64N(int64(window / time.Duration(n)))))
+			granted = append(granted, now.Add(l.reserve(now)))
+		}
+		if got := scantest.MaxInWindow(granted, window); got > n {
+			t.Errorf("n=%d: %d calls granted within one window of %s", n, got, window)
 		}
 	}
 }

@@ -1,0 +1,35 @@
+package handlers
+
+import (
+	"bytes"
+	"net/http"
+	"strconv"
+)
+
+// retryAfterSeconds is the Retry-After of a 503 while the database is away: a restart takes a
+// few seconds, and database/sql reconnects on the next request.
+const retryAfterSeconds = 5
+
+// unavailable answers 503 with Retry-After when the database cannot be reached: the REST shape
+// {error} on JSON routes, the error page elsewhere. It is logged as a warning, without the
+// stack of an internal error, since nothing is wrong with the request or with us.
+func (s *server) unavailable(w http.ResponseWriter, r *http.Request, what string, err error) {
+	s.Log.Warn(what+": database unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
+	w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
+	w.Header().Set("Cache-Control", "no-store")
+	const msg = "the database is unavailable; retry shortly"
+	if isAPI(r.URL.Path) {
+		writeError(w, http.StatusServiceUnavailable, msg)
+		return
+	}
+	t := s.pages.byName["error"]
+	var buf bytes.Buffer
+	if t == nil || t.ExecuteTemplate(&buf, "layout", page{Title: "Service unavailable",
+		Data: "SitePulse cannot reach its database just now. Please try again in a few seconds."}) != nil {
+		http.Error(w, "Service unavailable: "+msg, http.StatusServiceUnavailable)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(http.StatusServiceUnavailable)
+	w.Write(buf.Bytes())
+}

@@ -1,0 +1,52 @@
+package store
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"io"
+	"net"
+	"syscall"
+
+	"github.com/lib/pq"
+)
+
+// Unavailable answers whether err means the database could not be reached or dropped the
+// connection (a restart, a failover, a network cut), rather than a bad query or bad data. Such
+// a failure is the database's and passes: handlers answer 503 with Retry-After instead of 500,
+// and the scanner retries the write instead of failing the scan. database/sql reconnects by
+// itself on the next call.
+func Unavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var pe *pq.Error
+	if errors.As(err, &pe) {
+		switch pe.Code.Class() {
+		case "08", // connection exception
+			"57", // operator intervention: admin_shutdown, crash_shutdown, cannot_connect_now
+			"53": // insufficient resources: too_many_connections, out of memory, disk full
+			return true
+		}
+		return false
+	}
+	var ne net.Error
+	var oe *net.OpError
+	switch {
+	case errors.Is(err, driver.ErrBadConn),
+		errors.Is(err, io.EOF),
+		errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, syscall.ECONNREFUSED),
+		errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, syscall.EPIPE),
+		errors.As(err, &oe):
+		return true
+	case errors.As(err, &ne) && ne.Timeout():
+		return true
+	case errors.Is(err, context.DeadlineExceeded):
+		// A query that ran out of time while the database did not answer; a request whose
+		// client went away ends with context.Canceled instead, which is not counted.
+		return true
+	}
+	return false
+}
