@@ -291,8 +291,10 @@ func testRescueResumes(t *testing.T, st store.Store) {
 		}
 	}
 	before := r.psi.Total()
-	// The process is gone: no more heartbeats. The pool's rescuer sees the lease lapse.
-	r.pool(func(c *PoolConfig) { c.Lease, c.RescueEvery = 300*time.Millisecond, 50*time.Millisecond })
+	// The process is gone: no more heartbeats. The pool's rescuer sees the lease lapse. The lease
+	// is long enough (heartbeats every 500 ms) that the live pool's own lease never lapses on a
+	// loaded machine, which made a 300 ms lease flaky under -race.
+	r.pool(func(c *PoolConfig) { c.Lease, c.RescueEvery = 2*time.Second, 100*time.Millisecond })
 	done := r.wait(sc.ID)
 	if done.Status != store.StatusComplete || done.PagesDone != 10 {
 		t.Fatalf("scan = %s %d/%d (%s)", done.Status, done.PagesDone, done.PagesTotal, done.Error)
