@@ -2,7 +2,9 @@ package handlers
 
 import (
 	"bytes"
+	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -168,6 +170,13 @@ func (s *server) renderError(w http.ResponseWriter, r *http.Request, status int,
 func (s *server) serverError(w http.ResponseWriter, r *http.Request, what string, err error) {
 	if store.Unavailable(err) {
 		s.unavailable(w, r, what, err)
+		return
+	}
+	if r.Context().Err() != nil && errors.Is(err, context.Canceled) {
+		// The client went away (a load tool closing its connections, a closed tab): nobody reads
+		// this answer, and it is no server error. 499 is nginx's "client closed request".
+		s.Log.Info(what+": client went away", "method", r.Method, "path", r.URL.Path)
+		w.WriteHeader(499)
 		return
 	}
 	s.Log.Error(what, "method", r.Method, "path", r.URL.Path, "err", err)

@@ -3,8 +3,10 @@ package handlers
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -103,4 +105,22 @@ func (b *browser) userIDOf(t *testing.T, st store.Store, email string) string {
 		t.Fatal(err)
 	}
 	return u.ID
+}
+
+// A request whose client went away is no server error: it is logged as such at info level and
+// recorded as 499, never as an ERROR line with a 500 (wrk closing its connections did that).
+func TestClientGoneIsNotAServerError(t *testing.T) {
+	var logs strings.Builder
+	s := &server{Deps: Deps{Log: slog.New(slog.NewTextHandler(&logs, nil))}}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r := httptest.NewRequest("GET", "/api/sites/x/export", nil).WithContext(ctx)
+	w := httptest.NewRecorder()
+	s.serverError(w, r, "export", fmt.Errorf("read rows: %w", context.Canceled))
+	if w.Code != 499 {
+		t.Errorf("status %d, want 499", w.Code)
+	}
+	if strings.Contains(logs.String(), "level=ERROR") || !strings.Contains(logs.String(), "client went away") {
+		t.Errorf("log = %q", logs.String())
+	}
 }
