@@ -332,7 +332,9 @@ func FuzzPlatformWebhook(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	for _, body := range []string{`{"siteId":"x"}`, `[]`, `null`, `{"siteId":null}`, "\xff\xfe", `{"siteId":"` + strings.Repeat("a", 300) + `"}`, ``} {
+	for _, body := range []string{`{"siteId":"x"}`, `[]`, `null`, `{"siteId":null}`, "\xff\xfe", `{"siteId":"` + strings.Repeat("a", 300) + `"}`, ``,
+		`{"siteId":"a","siteId":"b"}`, `{"siteId":"\u0000"}`, `{"siteId":7}`, `{"siteId":"x"}` + strings.Repeat(" ", 2<<20),
+		`{"siteId":"x","pages":[` + strings.Repeat(`"/",`, 1000) + `"/"]}`} {
 		f.Add(body, sign(webhookSecret, body))
 		f.Add(body, "sha256="+sign(webhookSecret, body))
 	}
