@@ -72,3 +72,46 @@ func testPageMetricsEveryValue(t *testing.T, s store.Store) {
 		t.Errorf("metrics = %+v\nwant %+v", got, want)
 	}
 }
+
+// testPageMetricsOf: several scans' metrics in one read are each scan's PageMetrics, in the order
+// asked; any scan not the user's makes the whole read ErrNotFound.
+func testPageMetricsOf(t *testing.T, s store.Store) {
+	a := newUser(t, s, "a@example.com")
+	b := newUser(t, s, "b@example.com")
+	site := newSite(t, s, a, "site")
+	var ids []string
+	for i, paths := range [][]string{{"/x", "/a"}, {"/b"}, nil} {
+		sc := enqueue(t, s, site, t0)
+		j, err := s.ClaimJob(ctx, store.QueueScan, "w", t0)
+		must(t, err)
+		must(t, s.StartScan(ctx, j.Lease(), len(paths), t0))
+		for _, p := range paths {
+			must(t, s.SavePageResult(ctx, j.Lease(), store.PageResult{PagePath: p, PageURL: "https://x.test" + p, Strategy: "mobile",
+				Scores: store.PageScores{Performance: ip(10 + i)}}))
+		}
+		must(t, s.CompleteScan(ctx, j.Lease(), store.ScanScores{}, t0))
+		ids = append(ids, sc.ID)
+	}
+	order := []string{ids[1], ids[2], ids[0]}
+	got, err := s.PageMetricsOf(ctx, a.ID, order)
+	must(t, err)
+	if len(got) != 3 {
+		t.Fatalf("got %d scans", len(got))
+	}
+	for i, id := range order {
+		want, err := s.PageMetrics(ctx, a.ID, id)
+		must(t, err)
+		if !reflect.DeepEqual(got[i], want) {
+			t.Errorf("scan %d: %+v, want %+v", i, got[i], want)
+		}
+	}
+	if len(got[0]) != 1 || len(got[1]) != 0 || got[1] == nil || len(got[2]) != 2 || got[2][0].PagePath != "/a" || got[2][0].ScanID != ids[0] {
+		t.Errorf("metrics = %+v", got)
+	}
+	_, err = s.PageMetricsOf(ctx, b.ID, order)
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.PageMetricsOf(ctx, a.ID, []string{ids[0], store.NewID()})
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.PageMetricsOf(ctx, a.ID, []string{ids[0], "not-a-uuid"})
+	wantErr(t, err, store.ErrNotFound)
+}
