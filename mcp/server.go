@@ -33,7 +33,6 @@ type Store interface {
 	PageResults(ctx context.Context, userID, scanID string) ([]store.PageResult, error)
 	PageResult(ctx context.Context, userID, scanID, pagePath, strategy string) (store.PageResult, error)
 	PageMetrics(ctx context.Context, userID, scanID string) ([]store.PageResult, error)
-	PageMetricsOf(ctx context.Context, userID string, scanIDs []string) ([][]store.PageResult, error)
 	CreateReport(ctx context.Context, r store.Report) error
 }
 

@@ -71,13 +71,23 @@ func (s *Server) getRegressionReport(ctx context.Context, userID string, a args)
 	if len(scans) == 2 {
 		prevID := scans[1].ID
 		out.PreviousScanID = &prevID
-		// Completed scans never change: their metrics come from the cache after the first read,
-		// and both scans' are read in one store call when neither is cached.
-		m, err := s.pageMetricsOf(ctx, userID, scans[1], scans[0])
+		// Completed scans never change: their metrics come from the cache after the first read.
+		// The two scans are read side by side: on Postgres each read is a round trip of its own.
+		var previous []store.PageResult
+		var prevErr error
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			previous, prevErr = s.pageMetrics(ctx, userID, scans[1])
+		}()
+		latest, err := s.pageMetrics(ctx, userID, scans[0])
+		<-done
 		if err != nil {
 			return nil, err
 		}
-		previous, latest := m[0], m[1]
+		if prevErr != nil {
+			return nil, prevErr
+		}
 		out.Regressions = scanner.Regressions(previous, latest)
 	}
 	out.RegressionCount = len(out.Regressions)

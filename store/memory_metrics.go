@@ -14,15 +14,3 @@ func (m *Memory) PageMetrics(ctx context.Context, userID, scanID string) ([]Page
 	}
 	return out, nil
 }
-
-func (m *Memory) PageMetricsOf(ctx context.Context, userID string, scanIDs []string) ([][]PageResult, error) {
-	out := make([][]PageResult, len(scanIDs))
-	for i, id := range scanIDs {
-		r, err := m.PageMetrics(ctx, userID, id)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = r
-	}
-	return out, nil
-}

@@ -5,10 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"slices"
 	"strconv"
-
-	"github.com/lib/pq"
 )
 
 // pageMetricsSQL reads scores and vitals from the float8 columns of migration 008, computed when
@@ -25,68 +22,30 @@ const pageMetricsSQL = `SELECT r.page_path, r.page_url, r.strategy,
 	WHERE r.scan_id = $1 AND s.user_id = $2 AND r.result IS NOT NULL
 	ORDER BY r.page_path, r.strategy`
 
-// pageMetricsOfSQL is pageMetricsSQL for several scans, each row naming its scan.
-const pageMetricsOfSQL = `SELECT r.page_path, r.page_url, r.strategy,
-	ARRAY[r.m_performance, r.m_seo, r.m_accessibility, r.m_best_practices,
-	r.m_lcp, r.m_cls, r.m_inp, r.m_fcp, r.m_ttfb, r.m_tbt, r.m_speed_index, r.m_tti], r.scan_id
-	FROM page_results r JOIN scans c ON c.id = r.scan_id JOIN sites s ON s.id = c.site_id
-	WHERE r.scan_id = ANY($1::uuid[]) AND s.user_id = $2 AND r.result IS NOT NULL
-	ORDER BY r.scan_id, r.page_path, r.strategy`
-
 func (p *Postgres) PageMetrics(ctx context.Context, userID, scanID string) ([]PageResult, error) {
-	out, err := p.PageMetricsOf(ctx, userID, []string{scanID})
-	if err != nil {
-		return nil, err
-	}
-	return out[0], nil
-}
-
-func (p *Postgres) PageMetricsOf(ctx context.Context, userID string, scanIDs []string) ([][]PageResult, error) {
-	if !uuidOK(append([]string{userID}, scanIDs...)...) {
+	if !uuidOK(userID, scanID) {
 		return nil, notFound("scan")
 	}
-	out := make([][]PageResult, len(scanIDs))
-	for i := range out {
-		out[i] = []PageResult{}
-	}
-	query, args := pageMetricsSQL, []any{"", userID}
-	if len(scanIDs) == 1 {
-		args[0] = scanIDs[0]
-	} else {
-		query, args[0] = pageMetricsOfSQL, pq.StringArray(scanIDs)
-	}
-	stmt, err := p.prepared(ctx, query)
+	stmt, err := p.prepared(ctx, pageMetricsSQL)
 	if err != nil {
 		return nil, pgErr("page metrics", err)
 	}
-	rows, err := stmt.QueryContext(ctx, args...)
+	rows, err := stmt.QueryContext(ctx, scanID, userID)
 	if err != nil {
 		return nil, pgErr("page metrics", err)
 	}
 	defer rows.Close()
-	var raw, rawScan sql.RawBytes
-	dest := []any{nil, nil, nil, &raw}
-	if len(scanIDs) > 1 {
-		dest = append(dest, &rawScan)
-	}
+	out := []PageResult{}
+	var raw sql.RawBytes
 	var nums [12]struct {
 		Float64 float64
 		Valid   bool
 	}
-	at := 0 // the index of the row's scan in scanIDs
 	for rows.Next() {
-		r := PageResult{}
-		dest[0], dest[1], dest[2] = &r.PagePath, &r.PageURL, &r.Strategy
-		if err := rows.Scan(dest...); err != nil {
+		r := PageResult{ScanID: scanID}
+		if err := rows.Scan(&r.PagePath, &r.PageURL, &r.Strategy, &raw); err != nil {
 			return nil, pgErr("page metrics", err)
 		}
-		if len(scanIDs) > 1 && string(rawScan) != scanIDs[at] {
-			at = slices.Index(scanIDs, string(rawScan))
-			if at < 0 {
-				return nil, fmt.Errorf("page metrics: a row of scan %s, not asked for", rawScan)
-			}
-		}
-		r.ScanID = scanIDs[at]
 		if err := parseMetrics(raw, &nums); err != nil {
 			return nil, pgErr("page metrics", err)
 		}
@@ -111,17 +70,14 @@ func (p *Postgres) PageMetricsOf(ctx context.Context, userID string, scanIDs []s
 		}
 		r.Scores = PageScores{Performance: ip(0), SEO: ip(1), Accessibility: ip(2), BestPractices: ip(3)}
 		r.CoreWebVitals = Vitals{LCP: fp(0), CLS: fp(1), INP: fp(2), FCP: fp(3), TTFB: fp(4), TBT: fp(5), SpeedIndex: fp(6), TTI: fp(7)}
-		out[at] = append(out[at], r)
+		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, pgErr("page metrics", err)
 	}
-	// A scan without rows is either empty or not the user's: only then a second look.
-	for i, m := range out {
-		if len(m) == 0 {
-			if err := p.ownsScan(ctx, userID, scanIDs[i]); err != nil {
-				return nil, err
-			}
+	if len(out) == 0 {
+		if err := p.ownsScan(ctx, userID, scanID); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil

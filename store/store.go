@@ -117,9 +117,6 @@ type Scans interface {
 	// Strategy, Scores and CoreWebVitals filled: what regressions and the worst page need,
 	// without reading every audit of a large scan.
 	PageMetrics(ctx context.Context, userID, scanID string) ([]PageResult, error)
-	// PageMetricsOf is PageMetrics of several scans in one read, in the order of scanIDs;
-	// ErrNotFound when any of them is not the user's.
-	PageMetricsOf(ctx context.Context, userID string, scanIDs []string) ([][]PageResult, error)
 }
 
 // Queue is the job queue and the scan life cycle it drives (DESIGN §4). Its methods serve the
