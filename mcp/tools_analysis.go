@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"errors"
 
 	"sitepulse/scanner"
 	"sitepulse/store"
@@ -55,11 +56,11 @@ type regressionReport struct {
 }
 
 func (s *Server) getRegressionReport(ctx context.Context, userID string, a args) (any, error) {
-	siteID := a.str("siteId", "")
-	if _, err := s.site(ctx, userID, siteID); err != nil {
-		return nil, err
+	// CompletedScans checks the site is the user's itself: no separate read of the site.
+	scans, err := s.store.CompletedScans(ctx, userID, a.str("siteId", ""), 2)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, errSiteNotFound
 	}
-	scans, err := s.store.CompletedScans(ctx, userID, siteID, 2)
 	if err != nil {
 		return nil, err
 	}

@@ -118,6 +118,14 @@ func FuzzMatchRedirectURI(f *testing.F) {
 		{"http://localhost/cb", "http://localhost:1@evil/cb"},
 		{"https://good.example/cb", `https://good.example\@evil/cb`},
 		{"com.example.app:/cb", "com.example.app:/cb#x"},
+		{"https://good.example/cb", "https://good.example/%63b"},
+		{"https://good.example/cb", "https://GOOD.example/cb"},
+		{"https://xn--bcher-kva.example/cb", "https://bücher.example/cb"},
+		{"http://127.0.0.1/cb", "http://127.0.0.1:80@evil.test/cb"},
+		{"http://127.0.0.1/cb", "http://127.0.0.1:99999999999999999999/cb"},
+		{"http://[::1]/cb", "http://[::1%25eth0]:1/cb"},
+		{"http://127.0.0.1/cb", "http://127.0.0.1:1/cb\x00"},
+		{"https://good.example/cb", "https://good.example/cb/../cb"},
 	} {
 		f.Add(s[0], s[1])
 	}

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"reflect"
 	"testing"
 
 	"sitepulse/store"
@@ -49,5 +50,25 @@ func testPageMetrics(t *testing.T, s store.Store) {
 	must(t, err)
 	if len(none) != 0 {
 		t.Errorf("metrics of a scan without results = %+v", none)
+	}
+}
+
+// testPageMetricsEveryValue: each of the four scores and eight vitals comes back as saved, in
+// its own field (every value differs, so a crossed column shows).
+func testPageMetricsEveryValue(t *testing.T, s store.Store) {
+	a := newUser(t, s, "a@example.com")
+	sc := enqueue(t, s, newSite(t, s, a, "site"), t0)
+	j, err := s.ClaimJob(ctx, store.QueueScan, "w", t0)
+	must(t, err)
+	must(t, s.StartScan(ctx, j.Lease(), 1, t0))
+	f := func(v float64) *float64 { return &v }
+	want := store.PageResult{ScanID: sc.ID, PagePath: "/", PageURL: "https://x.test/", Strategy: "desktop",
+		Scores:        store.PageScores{Performance: ip(1), SEO: ip(2), Accessibility: ip(3), BestPractices: ip(100)},
+		CoreWebVitals: store.Vitals{LCP: f(2500.5), CLS: f(0.1234), INP: f(200), FCP: f(1800.25), TTFB: f(800), TBT: f(0), SpeedIndex: f(3400), TTI: f(7300.75)}}
+	must(t, s.SavePageResult(ctx, j.Lease(), want))
+	got, err := s.PageMetrics(ctx, a.ID, sc.ID)
+	must(t, err)
+	if len(got) != 1 || !reflect.DeepEqual(got[0], want) {
+		t.Errorf("metrics = %+v\nwant %+v", got, want)
 	}
 }

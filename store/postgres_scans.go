@@ -54,14 +54,24 @@ func (p *Postgres) LatestCompletedScan(ctx context.Context, userID, siteID strin
 	return scans[0], nil
 }
 
+// scansOf checks the owner in the same query; only an empty answer needs a second look to tell
+// "not yours" from "no scans".
 func (p *Postgres) scansOf(ctx context.Context, userID, siteID string, limit int, where string) ([]Scan, error) {
-	if err := p.owns(ctx, p.db, userID, siteID); err != nil {
-		return nil, err
+	if !uuidOK(userID, siteID) {
+		return nil, notFound("site")
 	}
 	if limit <= 0 {
 		limit = 1 << 30
 	}
-	return queryAll(ctx, p.db, "scans", scanScan, `SELECT `+scanCols+` FROM scans c WHERE c.site_id = $1 AND `+where+` LIMIT $2`, siteID, limit)
+	scans, err := queryAll(ctx, p.db, "scans", scanScan, `SELECT `+scanCols+` FROM scans c JOIN sites s ON s.id = c.site_id
+		WHERE c.site_id = $1 AND s.user_id = $3 AND `+where+` LIMIT $2`, siteID, limit, userID)
+	if err != nil || len(scans) > 0 {
+		return scans, err
+	}
+	if err := p.owns(ctx, p.db, userID, siteID); err != nil {
+		return nil, err
+	}
+	return scans, nil
 }
 
 // ownsScan answers whether userID owns the site of scanID.

@@ -100,7 +100,8 @@ type Scans interface {
 	Scan(ctx context.Context, userID, scanID string) (Scan, error)
 	// ScansOf lists a site's scans of every status, newest first, at most limit.
 	ScansOf(ctx context.Context, userID, siteID string, limit int) ([]Scan, error)
-	// CompletedScans lists a site's complete scans, most recently completed first, at most limit.
+	// CompletedScans lists a site's complete scans, most recently completed first, at most limit;
+	// ErrNotFound when the site is not the user's.
 	CompletedScans(ctx context.Context, userID, siteID string, limit int) ([]Scan, error)
 	// LatestCompletedScan ignores queued, running and failed scans; ErrNotFound when none.
 	LatestCompletedScan(ctx context.Context, userID, siteID string) (Scan, error)

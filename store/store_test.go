@@ -30,6 +30,7 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 	}{
 		{"users are unique by e-mail whatever its case", testUsers},
 		{"page metrics are the page results' scores and vitals, owner-scoped", testPageMetrics},
+		{"page metrics carry every score and vital in its own field", testPageMetricsEveryValue},
 		{"sessions are found by hash until they expire", testSessions},
 		{"api keys are found by hash, record their use and stop working when revoked", testAPIKeys},
 		{"every read of a site and its data is scoped to its owner", testOwnerScoping},
