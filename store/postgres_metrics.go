@@ -8,7 +8,7 @@ import (
 	"strconv"
 )
 
-// pageMetricsSQL reads scores and vitals from the float8 columns of migration 008, computed when
+// pageMetricsSQL reads scores and vitals from the float8 columns of migration 002, computed when
 // a result is saved, so a 200-page scan neither detoasts its results nor does any jsonb work. It
 // is prepared once per pool: planning the join took about as long as running it.
 //

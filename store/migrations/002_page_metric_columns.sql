@@ -1,8 +1,7 @@
 -- The twelve numbers of store.PageMetrics as plain float8 columns computed at insert, so reading
--- a scan's metrics (regressions, the worst page) does no jsonb work at all: with 005's jsonb
--- columns, extracting and casting 12 values per row was most of the query's execution time.
--- A value that is missing or not a JSON number is NULL, so a malformed result never fails its
--- insert. Numbered 008 to leave room for migrations of parallel branches.
+-- a scan's metrics (regressions, the worst page) does no jsonb work at all: extracting and
+-- casting 12 jsonb values per row was most of that query's execution time. A value that is
+-- missing or not a JSON number is NULL, so a malformed result never fails its insert.
 ALTER TABLE page_results
     ADD COLUMN m_performance    float8 GENERATED ALWAYS AS (CASE WHEN jsonb_typeof(result->'scores'->'performance') = 'number' THEN (result->'scores'->'performance')::float8 END) STORED,
     ADD COLUMN m_seo            float8 GENERATED ALWAYS AS (CASE WHEN jsonb_typeof(result->'scores'->'seo') = 'number' THEN (result->'scores'->'seo')::float8 END) STORED,
