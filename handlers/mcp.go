@@ -43,6 +43,9 @@ func (s *server) handleMCP(m *mcp.Server) http.Handler {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
+		if status == http.StatusServiceUnavailable {
+			w.Header().Set("Retry-After", "5")
+		}
 		w.WriteHeader(status)
 		w.Write(out)
 	})

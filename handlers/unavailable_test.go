@@ -75,6 +75,17 @@ func TestDatabaseDownIs503(t *testing.T) {
 				}
 				return resp, readBody(t, resp)
 			}},
+		{name: "MCP tools/call", contentType: "application/json", body: `"code":-32603,"message":"Internal error: the database is unavailable; retry shortly"`,
+			do: func() (*http.Response, string) {
+				req, _ := http.NewRequest(http.MethodPost, ts.URL+"/api/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_sites","arguments":{}}}`))
+				req.Header.Set("Authorization", "Bearer "+key)
+				req.Header.Set("Content-Type", "application/json")
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return resp, readBody(t, resp)
+			}},
 		{name: "web UI page", contentType: "text/html", body: "cannot reach its database",
 			do: func() (*http.Response, string) { return b.get("/") }},
 	}

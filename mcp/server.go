@@ -98,9 +98,15 @@ type response struct {
 
 var nullID = json.RawMessage("null")
 
+// errUnavailable answers a tool call that failed because the database cannot be reached (a
+// restart, a failover). A lone request carrying it is HTTP 503, as every other surface answers
+// then, so clients retry instead of reading it as a bug.
+var errUnavailable = &rpcError{CodeInternal, "Internal error: the database is unavailable; retry shortly"}
+
 // Serve answers one HTTP request body for a user: the HTTP status and the JSON body, nil for
 // 202 Accepted (a body of notifications or responses only). A body that is not JSON is 400 with
-// a -32700 error; a lone invalid request is 400 with -32600; anything else is 200.
+// a -32700 error; a lone invalid request is 400 with -32600; a lone request that found the
+// database unreachable is 503; anything else is 200.
 func (s *Server) Serve(ctx context.Context, userID string, body []byte) (int, []byte) {
 	body = bytes.TrimSpace(body)
 	if !json.Valid(body) {
@@ -131,6 +137,9 @@ func (s *Server) Serve(ctx context.Context, userID string, body []byte) (int, []
 	}
 	if r.Error != nil && r.Error.Code == CodeInvalidRequest {
 		return 400, encode(r)
+	}
+	if r.Error == errUnavailable {
+		return 503, encode(r)
 	}
 	return 200, encode(r)
 }

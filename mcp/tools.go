@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"sitepulse/store"
 )
 
 // tool is one entry of the tool table.
@@ -227,6 +229,10 @@ func (s *Server) callTool(ctx context.Context, userID string, params json.RawMes
 	var te toolError
 	if errors.As(err, &te) {
 		return toolResult{Content: []content{{Type: "text", Text: te.Error()}}, IsError: true}, nil
+	}
+	if err != nil && store.Unavailable(err) {
+		s.log.Warn("mcp tool: database unavailable", "tool", t.Name, "err", err)
+		return nil, errUnavailable
 	}
 	if err != nil {
 		s.log.Error("mcp tool", "tool", t.Name, "err", err)
