@@ -12,12 +12,17 @@ import (
 // get_accessibility_issues, get_regression_report. The analysis itself is package scanner's,
 // shared with the budget check and the pipeline.
 
-func (s *Server) getThirdPartyScripts(ctx context.Context, userID string, a args) (any, error) {
+// latestResults reads the full page results of the latest completed scan of the site a names.
+func (s *Server) latestResults(ctx context.Context, userID string, a args) ([]store.PageResult, error) {
 	_, sc, err := s.latest(ctx, userID, a.str("siteId", ""))
 	if err != nil {
 		return nil, err
 	}
-	results, err := s.store.PageResults(ctx, userID, sc.ID)
+	return s.store.PageResults(ctx, userID, sc.ID)
+}
+
+func (s *Server) getThirdPartyScripts(ctx context.Context, userID string, a args) (any, error) {
+	results, err := s.latestResults(ctx, userID, a)
 	if err != nil {
 		return nil, err
 	}
@@ -29,11 +34,7 @@ func (s *Server) getThirdPartyScripts(ctx context.Context, userID string, a args
 }
 
 func (s *Server) getAccessibilityIssues(ctx context.Context, userID string, a args) (any, error) {
-	_, sc, err := s.latest(ctx, userID, a.str("siteId", ""))
-	if err != nil {
-		return nil, err
-	}
-	results, err := s.store.PageResults(ctx, userID, sc.ID)
+	results, err := s.latestResults(ctx, userID, a)
 	if err != nil {
 		return nil, err
 	}
