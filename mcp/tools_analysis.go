@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"context"
-	"errors"
 
 	"sitepulse/scanner"
 	"sitepulse/store"
@@ -14,11 +13,14 @@ import (
 
 // latestResults reads the full page results of the latest completed scan of the site a names.
 func (s *Server) latestResults(ctx context.Context, userID string, a args) ([]store.PageResult, error) {
-	_, sc, err := s.latest(ctx, userID, a.str("siteId", ""))
+	scans, err := s.completedScans(ctx, userID, a.str("siteId", ""), 1)
 	if err != nil {
 		return nil, err
 	}
-	return s.store.PageResults(ctx, userID, sc.ID)
+	if len(scans) == 0 {
+		return nil, errNoScanYet
+	}
+	return s.store.PageResults(ctx, userID, scans[0].ID)
 }
 
 func (s *Server) getThirdPartyScripts(ctx context.Context, userID string, a args) (any, error) {
@@ -57,11 +59,7 @@ type regressionReport struct {
 }
 
 func (s *Server) getRegressionReport(ctx context.Context, userID string, a args) (any, error) {
-	// CompletedScans checks the site is the user's itself: no separate read of the site.
-	scans, err := s.store.CompletedScans(ctx, userID, a.str("siteId", ""), 2)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, errSiteNotFound
-	}
+	scans, err := s.completedScans(ctx, userID, a.str("siteId", ""), 2)
 	if err != nil {
 		return nil, err
 	}
