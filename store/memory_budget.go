@@ -12,29 +12,12 @@ func (m *Memory) BudgetInputs(ctx context.Context, userID, siteID string) (Budge
 	if !ok {
 		return BudgetInputs{}, notFound("site")
 	}
-	in := BudgetInputs{UserID: userID, SiteName: site.Name, Budgets: map[string]float64{}, Rules: []AlertRule{}, Results: []PageResult{}}
-	for k, v := range m.budgets[siteID] {
-		in.Budgets[k] = v
-	}
-	for _, r := range m.rules {
-		if r.SiteID == siteID {
-			in.Rules = append(in.Rules, r)
-		}
-	}
-	sortRules(in.Rules)
-	var latest *Scan
-	for _, s := range m.scans {
-		if s.SiteID != siteID || s.Status != StatusComplete {
-			continue
-		}
-		if latest == nil || s.CompletedAt.After(*latest.CompletedAt) || s.CompletedAt.Equal(*latest.CompletedAt) && s.ID > latest.ID {
-			c := cloneScan(s)
-			latest = &c
-		}
-	}
-	if latest == nil {
+	in := BudgetInputs{UserID: userID, SiteName: site.Name, Budgets: m.siteBudgets(siteID), Rules: m.siteRules(siteID), Results: []PageResult{}}
+	scans := m.siteScans(siteID, 1, true)
+	if len(scans) == 0 {
 		return in, nil
 	}
+	latest := &scans[0]
 	in.Scan = latest
 	// Copy only what a budget is checked against: a whole-result clone costs more than the check.
 	for _, r := range m.sortedResults(latest.ID) {
