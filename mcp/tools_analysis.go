@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"context"
-	"errors"
 
 	"sitepulse/scanner"
 	"sitepulse/store"
@@ -12,12 +11,20 @@ import (
 // get_accessibility_issues, get_regression_report. The analysis itself is package scanner's,
 // shared with the budget check and the pipeline.
 
-func (s *Server) getThirdPartyScripts(ctx context.Context, userID string, a args) (any, error) {
-	_, sc, err := s.latest(ctx, userID, a.str("siteId", ""))
+// latestResults reads the full page results of the latest completed scan of the site a names.
+func (s *Server) latestResults(ctx context.Context, userID string, a args) ([]store.PageResult, error) {
+	scans, err := s.completedScans(ctx, userID, a.str("siteId", ""), 1)
 	if err != nil {
 		return nil, err
 	}
-	results, err := s.store.PageResults(ctx, userID, sc.ID)
+	if len(scans) == 0 {
+		return nil, errNoScanYet
+	}
+	return s.store.PageResults(ctx, userID, scans[0].ID)
+}
+
+func (s *Server) getThirdPartyScripts(ctx context.Context, userID string, a args) (any, error) {
+	results, err := s.latestResults(ctx, userID, a)
 	if err != nil {
 		return nil, err
 	}
@@ -29,11 +36,7 @@ func (s *Server) getThirdPartyScripts(ctx context.Context, userID string, a args
 }
 
 func (s *Server) getAccessibilityIssues(ctx context.Context, userID string, a args) (any, error) {
-	_, sc, err := s.latest(ctx, userID, a.str("siteId", ""))
-	if err != nil {
-		return nil, err
-	}
-	results, err := s.store.PageResults(ctx, userID, sc.ID)
+	results, err := s.latestResults(ctx, userID, a)
 	if err != nil {
 		return nil, err
 	}
@@ -56,11 +59,7 @@ type regressionReport struct {
 }
 
 func (s *Server) getRegressionReport(ctx context.Context, userID string, a args) (any, error) {
-	// CompletedScans checks the site is the user's itself: no separate read of the site.
-	scans, err := s.store.CompletedScans(ctx, userID, a.str("siteId", ""), 2)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, errSiteNotFound
-	}
+	scans, err := s.completedScans(ctx, userID, a.str("siteId", ""), 2)
 	if err != nil {
 		return nil, err
 	}

@@ -69,12 +69,12 @@ type lcpPage struct {
 }
 
 func (s *Server) getLCPElements(ctx context.Context, userID string, a args) (any, error) {
-	sc, err := s.scan(ctx, userID, a.str("scanId", ""))
-	if err != nil {
-		return nil, err
-	}
 	strategy := a.str("strategy", store.StrategyMobile)
-	results, err := s.store.PageResults(ctx, userID, sc.ID)
+	// PageResults checks the scan is the user's itself: no separate read of the scan.
+	results, err := s.store.PageResults(ctx, userID, a.str("scanId", ""))
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, errScanNotFound
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -65,6 +65,16 @@ func (s *Server) latest(ctx context.Context, userID, siteID string) (store.Site,
 	return st, sc, err
 }
 
+// completedScans lists a site's completed scans, newest first, at most limit. CompletedScans
+// checks the site is the user's itself: no separate read of the site.
+func (s *Server) completedScans(ctx context.Context, userID, siteID string, limit int) ([]store.Scan, error) {
+	scans, err := s.store.CompletedScans(ctx, userID, siteID, limit)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, errSiteNotFound
+	}
+	return scans, err
+}
+
 // scan reads a scan of the user, mapping "not found" to the tool error.
 func (s *Server) scan(ctx context.Context, userID, scanID string) (store.Scan, error) {
 	sc, err := s.store.Scan(ctx, userID, scanID)
@@ -112,11 +122,7 @@ type trendItem struct {
 }
 
 func (s *Server) getTrend(ctx context.Context, userID string, a args) (any, error) {
-	siteID := a.str("siteId", "")
-	if _, err := s.site(ctx, userID, siteID); err != nil {
-		return nil, err
-	}
-	scans, err := s.store.CompletedScans(ctx, userID, siteID, a.integer("limit", 20))
+	scans, err := s.completedScans(ctx, userID, a.str("siteId", ""), a.integer("limit", 20))
 	if err != nil {
 		return nil, err
 	}

@@ -387,11 +387,16 @@ func (m *Memory) Budgets(ctx context.Context, userID, siteID string) (map[string
 	if _, ok := m.ownedSite(userID, siteID); !ok {
 		return nil, notFound("site")
 	}
+	return m.siteBudgets(siteID), nil
+}
+
+// siteBudgets copies a site's budgets; the caller holds m.mu.
+func (m *Memory) siteBudgets(siteID string) map[string]float64 {
 	out := map[string]float64{}
 	for k, v := range m.budgets[siteID] {
 		out[k] = v
 	}
-	return out, nil
+	return out
 }
 
 func (m *Memory) SetBudgets(ctx context.Context, userID, siteID string, budgets map[string]float64) error {
@@ -414,6 +419,11 @@ func (m *Memory) AlertRules(ctx context.Context, userID, siteID string) ([]Alert
 	if _, ok := m.ownedSite(userID, siteID); !ok {
 		return nil, notFound("site")
 	}
+	return m.siteRules(siteID), nil
+}
+
+// siteRules lists a site's alert rules in order; the caller holds m.mu.
+func (m *Memory) siteRules(siteID string) []AlertRule {
 	out := []AlertRule{}
 	for _, r := range m.rules {
 		if r.SiteID == siteID {
@@ -421,7 +431,7 @@ func (m *Memory) AlertRules(ctx context.Context, userID, siteID string) ([]Alert
 		}
 	}
 	sortRules(out)
-	return out, nil
+	return out
 }
 
 // sortRules orders alert rules as both stores list them: by creation, then id.
@@ -522,6 +532,12 @@ func (m *Memory) scansOf(userID, siteID string, limit int, completed bool) ([]Sc
 	if _, ok := m.ownedSite(userID, siteID); !ok {
 		return nil, notFound("site")
 	}
+	return m.siteScans(siteID, limit, completed), nil
+}
+
+// siteScans lists a site's scans, or its complete ones, newest first, at most limit; the caller
+// holds m.mu.
+func (m *Memory) siteScans(siteID string, limit int, completed bool) []Scan {
 	out := []Scan{}
 	for _, s := range m.scans {
 		if s.SiteID == siteID && (!completed || s.Status == StatusComplete) {
@@ -541,7 +557,7 @@ func (m *Memory) scansOf(userID, siteID string, limit int, completed bool) ([]Sc
 	if limit > 0 && len(out) > limit {
 		out = out[:limit]
 	}
-	return out, nil
+	return out
 }
 
 // sortedResults returns a scan's rows ordered by path then strategy.

@@ -12,50 +12,20 @@ func (m *Memory) BudgetInputs(ctx context.Context, userID, siteID string) (Budge
 	if !ok {
 		return BudgetInputs{}, notFound("site")
 	}
-	in := BudgetInputs{UserID: userID, SiteName: site.Name, Budgets: map[string]float64{}, Rules: []AlertRule{}, Results: []PageResult{}}
-	for k, v := range m.budgets[siteID] {
-		in.Budgets[k] = v
-	}
-	for _, r := range m.rules {
-		if r.SiteID == siteID {
-			in.Rules = append(in.Rules, r)
-		}
-	}
-	sortRules(in.Rules)
-	var latest *Scan
-	for _, s := range m.scans {
-		if s.SiteID != siteID || s.Status != StatusComplete {
-			continue
-		}
-		if latest == nil || s.CompletedAt.After(*latest.CompletedAt) || s.CompletedAt.Equal(*latest.CompletedAt) && s.ID > latest.ID {
-			c := cloneScan(s)
-			latest = &c
-		}
-	}
-	if latest == nil {
+	in := BudgetInputs{UserID: userID, SiteName: site.Name, Budgets: m.siteBudgets(siteID), Rules: m.siteRules(siteID), Results: []PageResult{}}
+	scans := m.siteScans(siteID, 1, true)
+	if len(scans) == 0 {
 		return in, nil
 	}
+	latest := &scans[0]
 	in.Scan = latest
 	// Copy only what a budget is checked against: a whole-result clone costs more than the check.
 	for _, r := range m.sortedResults(latest.ID) {
-		if res := r.result; res != nil {
-			sc, v := res.Scores, res.CoreWebVitals
-			in.Results = append(in.Results, PageResult{ScanID: latest.ID, PagePath: res.PagePath, Strategy: res.Strategy,
-				Scores: PageScores{Performance: copyPtr(sc.Performance), SEO: copyPtr(sc.SEO), Accessibility: copyPtr(sc.Accessibility),
-					BestPractices: copyPtr(sc.BestPractices)},
-				CoreWebVitals: Vitals{LCP: copyPtr(v.LCP), CLS: copyPtr(v.CLS), INP: copyPtr(v.INP), FCP: copyPtr(v.FCP),
-					TTFB: copyPtr(v.TTFB), TBT: copyPtr(v.TBT), SpeedIndex: copyPtr(v.SpeedIndex), TTI: copyPtr(v.TTI)}})
+		if r.result != nil {
+			in.Results = append(in.Results, metricsOf(latest.ID, r.result))
 		}
 	}
 	return in, nil
-}
-
-func copyPtr[T any](p *T) *T {
-	if p == nil {
-		return nil
-	}
-	v := *p
-	return &v
 }
 
 func (m *Memory) BudgetInputsByKey(ctx context.Context, keyHash, siteID string, now time.Time) (BudgetInputs, error) {

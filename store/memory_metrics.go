@@ -2,15 +2,47 @@ package store
 
 import "context"
 
+// PageMetrics projects the stored results directly, as BudgetInputs does: going through
+// PageResults would clone every whole result (a JSON round trip each) only to drop most of it.
 func (m *Memory) PageMetrics(ctx context.Context, userID, scanID string) ([]PageResult, error) {
-	full, err := m.PageResults(ctx, userID, scanID)
-	if err != nil {
-		return nil, err
+	m.mu.Lock()
+	if _, ok := m.ownedScan(userID, scanID); !ok {
+		m.mu.Unlock()
+		return nil, notFound("scan")
 	}
-	out := make([]PageResult, len(full))
-	for i, r := range full {
-		out[i] = PageResult{ScanID: r.ScanID, PagePath: r.PagePath, PageURL: r.PageURL, Strategy: r.Strategy,
-			Scores: r.Scores, CoreWebVitals: r.CoreWebVitals}
+	out := []PageResult{}
+	for _, r := range m.sortedResults(scanID) {
+		if r.result != nil {
+			p := metricsOf(scanID, r.result)
+			p.PageURL = r.result.PageURL
+			out = append(out, p)
+		}
+	}
+	m.mu.Unlock()
+	if len(out) > 0 {
+		// As PageResults: a cancelled request gets its context's error, not rows.
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
+}
+
+// metricsOf copies what a budget, a regression or the worst page is judged on out of a stored
+// result: its page, strategy, scores and vitals, each value copied so the caller may keep it.
+func metricsOf(scanID string, res *PageResult) PageResult {
+	sc, v := res.Scores, res.CoreWebVitals
+	return PageResult{ScanID: scanID, PagePath: res.PagePath, Strategy: res.Strategy,
+		Scores: PageScores{Performance: copyPtr(sc.Performance), SEO: copyPtr(sc.SEO), Accessibility: copyPtr(sc.Accessibility),
+			BestPractices: copyPtr(sc.BestPractices)},
+		CoreWebVitals: Vitals{LCP: copyPtr(v.LCP), CLS: copyPtr(v.CLS), INP: copyPtr(v.INP), FCP: copyPtr(v.FCP),
+			TTFB: copyPtr(v.TTFB), TBT: copyPtr(v.TBT), SpeedIndex: copyPtr(v.SpeedIndex), TTI: copyPtr(v.TTI)}}
+}
+
+func copyPtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
 }

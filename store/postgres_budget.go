@@ -36,13 +36,17 @@ LEFT JOIN LATERAL (SELECT id, site_id, status, strategy, trigger, pages_total, p
 const budgetCallerByUser = `WITH caller AS (SELECT $2::uuid AS user_id)`
 
 // budgetCallerByKey makes the user of the unrevoked API key whose hash is $2 the caller and
-// records the key's use as APIKeyByHash does (apiKeyByHashSQL), $4 now and $5 now minus
+// records the key's use as APIKeyByHash does (recordKeyUse), $4 now and $5 now minus
 // KeyUseGranularity.
-const budgetCallerByKey = `WITH caller AS (SELECT id, user_id, last_used_at FROM api_keys
+var budgetCallerByKey = `WITH caller AS (SELECT id, user_id, last_used_at FROM api_keys
 		WHERE key_hash = $2 AND revoked_at IS NULL),
-	used AS (UPDATE api_keys a SET last_used_at = $4 FROM (SELECT id FROM api_keys WHERE id = (SELECT id FROM caller)
-			AND (last_used_at IS NULL OR last_used_at <= $5) FOR UPDATE SKIP LOCKED) l
-		WHERE a.id = l.id)`
+	` + recordKeyUse("caller", "$4", "$5")
+
+// The budget check's two statements, joined once rather than on every check.
+var (
+	budgetByUserSQL = budgetCallerByUser + budgetInputsSQL
+	budgetByKeySQL  = budgetCallerByKey + budgetInputsSQL
+)
 
 // noSite is a well-formed id no site has, for a lookup whose site id is malformed.
 const noSite = "00000000-0000-0000-0000-000000000000"
@@ -51,17 +55,17 @@ func (p *Postgres) BudgetInputs(ctx context.Context, userID, siteID string) (Bud
 	if !uuidOK(userID, siteID) {
 		return BudgetInputs{}, notFound("site")
 	}
-	return p.budgetInputs(ctx, budgetCallerByUser, siteID, userID)
+	return p.budgetInputs(ctx, budgetByUserSQL, siteID, userID)
 }
 
 func (p *Postgres) BudgetInputsByKey(ctx context.Context, keyHash, siteID string, now time.Time) (BudgetInputs, error) {
 	if !uuidOK(siteID) {
 		siteID = noSite
 	}
-	return p.budgetInputs(ctx, budgetCallerByKey, siteID, keyHash, Now(now), Now(now).Add(-KeyUseGranularity))
+	return p.budgetInputs(ctx, budgetByKeySQL, siteID, keyHash, Now(now), Now(now).Add(-KeyUseGranularity))
 }
 
-func (p *Postgres) budgetInputs(ctx context.Context, caller, siteID, who string, more ...any) (BudgetInputs, error) {
+func (p *Postgres) budgetInputs(ctx context.Context, query, siteID, who string, more ...any) (BudgetInputs, error) {
 	var in BudgetInputs
 	var (
 		siteName, id, scanSite, status, strategy, trigger, scanErr sql.NullString
@@ -70,7 +74,7 @@ func (p *Postgres) budgetInputs(ctx context.Context, caller, siteID, who string,
 		created, started, completed                                sql.NullTime
 		budgets, rules, results                                    []byte
 	)
-	stmt, err := p.prepared(ctx, caller+budgetInputsSQL)
+	stmt, err := p.prepared(ctx, query)
 	if err != nil {
 		return in, pgErr("budget inputs", err)
 	}

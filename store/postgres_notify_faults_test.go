@@ -45,14 +45,5 @@ func TestListenJobsSurvivesDatabaseRestart(t *testing.T) {
 		}
 	}
 	t.Logf("listener reconnected %s after the restore", time.Since(restored).Round(time.Millisecond))
-	select {
-	case <-wake:
-	default:
-	}
-	enqueue(t, p, site, t0)
-	select {
-	case <-wake:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no wake-up within 10 s of an enqueue after the restart")
-	}
+	wakesOnEnqueue(t, p, site, wake, " after the restart")
 }

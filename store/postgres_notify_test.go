@@ -26,7 +26,14 @@ func TestListenJobsWakesOnEnqueue(t *testing.T) {
 	}
 	u := newUser(t, p, "listen@example.com")
 	site := newSite(t, p, u, "listen")
-	// Drain a wake-up another test's enqueue may have caused (notifications are database-wide).
+	wakesOnEnqueue(t, p, site, wake, "")
+}
+
+// wakesOnEnqueue fails the test unless an enqueue for site wakes the listener within 10 s. A
+// wake-up already pending, such as one another test's enqueue caused (notifications are
+// database-wide), is drained first. when ends the failure message.
+func wakesOnEnqueue(t *testing.T, p *store.Postgres, site store.Site, wake <-chan struct{}, when string) {
+	t.Helper()
 	select {
 	case <-wake:
 	default:
@@ -35,6 +42,6 @@ func TestListenJobsWakesOnEnqueue(t *testing.T) {
 	select {
 	case <-wake:
 	case <-time.After(10 * time.Second):
-		t.Fatal("no wake-up within 10 s of an enqueue")
+		t.Fatal("no wake-up within 10 s of an enqueue" + when)
 	}
 }

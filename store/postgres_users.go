@@ -94,13 +94,21 @@ func (p *Postgres) APIKeys(ctx context.Context, userID string) ([]APIKey, error)
 		WHERE user_id = $1 AND revoked_at IS NULL ORDER BY created_at DESC, id DESC`, userID)
 }
 
-const apiKeyByHashSQL = `WITH k AS (SELECT ` + keyCols + ` FROM api_keys
+var apiKeyByHashSQL = `WITH k AS (SELECT ` + keyCols + ` FROM api_keys
 		WHERE key_hash = $1 AND revoked_at IS NULL),
-	used AS (UPDATE api_keys a SET last_used_at = $2 FROM (SELECT id FROM api_keys WHERE id = (SELECT id FROM k)
-			AND (last_used_at IS NULL OR last_used_at <= $3) FOR UPDATE SKIP LOCKED) l
-		WHERE a.id = l.id RETURNING a.last_used_at)
+	` + recordKeyUse("k", "$2", "$3") + `
 	SELECT id, user_id, name, key_hash, prefix, created_at,
 		coalesce((SELECT last_used_at FROM used), last_used_at) FROM k`
+
+// recordKeyUse is the CTE "used" that sets the last use of the API key the CTE lookup found
+// to now, only when the recorded use is at or before before (now minus KeyUseGranularity),
+// skipping a row another request is recording; it returns the new last_used_at. APIKeyByHash
+// and BudgetInputsByKey share it, so a key's use is recorded by one rule.
+func recordKeyUse(lookup, now, before string) string {
+	return `used AS (UPDATE api_keys a SET last_used_at = ` + now + ` FROM (SELECT id FROM api_keys WHERE id = (SELECT id FROM ` + lookup + `)
+			AND (last_used_at IS NULL OR last_used_at <= ` + before + `) FOR UPDATE SKIP LOCKED) l
+		WHERE a.id = l.id RETURNING a.last_used_at)`
+}
 
 func (p *Postgres) APIKeyByHash(ctx context.Context, keyHash string, now time.Time) (APIKey, error) {
 	// One statement: the lookup, and the write only when the recorded use is older than
