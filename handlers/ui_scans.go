@@ -75,11 +75,7 @@ func (s *server) handleScan() http.Handler {
 			s.serverError(w, r, "page errors", err)
 			return
 		}
-		for _, st := range []string{store.StrategyMobile, store.StrategyDesktop} {
-			if sv := strategySummary(d.Results, st); sv.Pages > 0 {
-				d.Scores = append(d.Scores, sv)
-			}
-		}
+		d.Scores = strategySummaries(d.Results)
 		s.render(w, r, http.StatusOK, "scan", page{Title: "Scan of " + site.Name, Data: d})
 	})
 }

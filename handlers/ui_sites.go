@@ -365,6 +365,17 @@ func strategySummary(results []store.PageResult, strategy string) strategyView {
 	return sv
 }
 
+// strategySummaries are the summaries of the strategies the results have, mobile first.
+func strategySummaries(results []store.PageResult) []strategyView {
+	var out []strategyView
+	for _, st := range []string{store.StrategyMobile, store.StrategyDesktop} {
+		if sv := strategySummary(results, st); sv.Pages > 0 {
+			out = append(out, sv)
+		}
+	}
+	return out
+}
+
 // sitePageData is the site page.
 type sitePageData struct {
 	Site        store.Site
@@ -426,11 +437,7 @@ func (s *server) handleSite() http.Handler {
 				s.serverError(w, r, "latest results", err)
 				return
 			}
-			for _, st := range []string{store.StrategyMobile, store.StrategyDesktop} {
-				if sv := strategySummary(latest, st); sv.Pages > 0 {
-					d.Strategies = append(d.Strategies, sv)
-				}
-			}
+			d.Strategies = strategySummaries(latest)
 			if len(completed) > 1 {
 				d.Previous = &completed[1]
 				prev, err := s.Store.PageMetrics(ctx, uid, d.Previous.ID)
