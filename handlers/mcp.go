@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"sitepulse/mcp"
@@ -42,7 +43,7 @@ func (s *server) handleMCP(m *mcp.Server) http.Handler {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		if status == http.StatusServiceUnavailable {
-			w.Header().Set("Retry-After", "5")
+			w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
 		}
 		w.WriteHeader(status)
 		w.Write(out)
