@@ -336,10 +336,8 @@ type vitalView struct {
 	PagePath      string
 }
 
-// vitalLabels name the vitals the UI shows, in order.
-var vitalLabels = []struct{ Metric, Label string }{
-	{"lcp", "LCP"}, {"cls", "CLS"}, {"inp", "INP"}, {"fcp", "FCP"}, {"ttfb", "TTFB"}, {"tbt", "TBT"},
-}
+// uiVitals are the vitals the UI shows, in order; metricLabels names them.
+var uiVitals = []string{"lcp", "cls", "inp", "fcp", "ttfb", "tbt"}
 
 // strategySummary computes a strategy's scores (DESIGN §6.1 over that strategy's results) and
 // the worst page value of each vital.
@@ -351,10 +349,10 @@ func strategySummary(results []store.PageResult, strategy string) strategyView {
 		}
 	}
 	sv := strategyView{Strategy: strategy, Scores: scanner.ScanScores(mine), Pages: len(mine)}
-	for _, vl := range vitalLabels {
-		vv := vitalView{Metric: vl.Metric, Label: vl.Label}
+	for _, m := range uiVitals {
+		vv := vitalView{Metric: m, Label: metricLabels[m]}
 		for _, r := range mine {
-			x := scanner.VitalOf(r.CoreWebVitals, vl.Metric)
+			x := scanner.VitalOf(r.CoreWebVitals, m)
 			if x != nil && (vv.Value == nil || *x > *vv.Value) {
 				val := *x
 				vv.Value, vv.PagePath = &val, r.PagePath
