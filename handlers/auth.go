@@ -21,6 +21,7 @@ type AccessTokens interface {
 const (
 	prefixAPIKey      = "svc_"
 	prefixAccessToken = "at_"
+	maxBearerLen      = 200 // a longer token is never looked up
 )
 
 // bearerPolicy says which credentials a route takes and how its 401 reads.
@@ -58,16 +59,8 @@ func (s *server) requireBearer(p bearerPolicy, next http.Handler) http.Handler {
 			return
 		}
 		userID, err := s.verifyBearer(r.Context(), p, token)
-		if errors.Is(err, store.ErrNotFound) {
-			msg := "invalid or revoked API key"
-			if p.accessTokens {
-				msg = "invalid, expired or revoked token"
-			}
-			s.unauthorized(w, p, "invalid_token", msg)
-			return
-		}
 		if err != nil {
-			s.serverError(w, r, "verify bearer", err)
+			s.bearerFailure(w, r, p, err)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(store.WithUserID(r.Context(), userID)))
@@ -78,16 +71,35 @@ func (s *server) requireBearer(p bearerPolicy, next http.Handler) http.Handler {
 // a token of the wrong kind for the route is simply not found.
 func (s *server) verifyBearer(ctx context.Context, p bearerPolicy, token string) (string, error) {
 	switch {
-	case strings.HasPrefix(token, prefixAPIKey) && len(token) <= 200:
+	case isAPIKey(token):
 		k, err := s.Store.APIKeyByHash(ctx, store.HashSecret(token), s.Now())
 		if err != nil {
 			return "", err
 		}
 		return k.UserID, nil
-	case strings.HasPrefix(token, prefixAccessToken) && len(token) <= 200 && p.accessTokens && s.AccessTokens != nil:
+	case strings.HasPrefix(token, prefixAccessToken) && len(token) <= maxBearerLen && p.accessTokens && s.AccessTokens != nil:
 		return s.AccessTokens.VerifyAccessToken(ctx, token)
 	}
 	return "", store.ErrNotFound
+}
+
+// isAPIKey says whether a token has an API key's shape: the prefix and at most maxBearerLen bytes.
+func isAPIKey(token string) bool {
+	return strings.HasPrefix(token, prefixAPIKey) && len(token) <= maxBearerLen
+}
+
+// bearerFailure answers a failed verifyBearer: an unknown credential (store.ErrNotFound) is a
+// 401 invalid_token, anything else a 500.
+func (s *server) bearerFailure(w http.ResponseWriter, r *http.Request, p bearerPolicy, err error) {
+	if !errors.Is(err, store.ErrNotFound) {
+		s.serverError(w, r, "verify bearer", err)
+		return
+	}
+	msg := "invalid or revoked API key"
+	if p.accessTokens {
+		msg = "invalid, expired or revoked token"
+	}
+	s.unauthorized(w, p, "invalid_token", msg)
 }
 
 // unauthorized writes a 401 with its WWW-Authenticate challenge (RFC 6750 §3, RFC 9728 §5.1).

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strings"
 	"time"
 
 	"sitepulse/scanner"
@@ -38,8 +37,8 @@ func (s *server) handleBudgetCheck() http.Handler {
 			s.unauthorized(w, apiKeyOnly, "", "missing bearer token: send Authorization: Bearer <key>")
 			return
 		}
-		if !strings.HasPrefix(token, prefixAPIKey) || len(token) > 200 {
-			s.unauthorized(w, apiKeyOnly, "invalid_token", "invalid or revoked API key")
+		if !isAPIKey(token) {
+			s.bearerFailure(w, r, apiKeyOnly, store.ErrNotFound)
 			return
 		}
 		var req struct {
@@ -50,7 +49,7 @@ func (s *server) handleBudgetCheck() http.Handler {
 		if err != nil || problem != "" {
 			// A bad request from a bad key is a 401 all the same.
 			if _, kerr := s.verifyBearer(r.Context(), apiKeyOnly, token); kerr != nil {
-				s.bearerFailure(w, r, kerr)
+				s.bearerFailure(w, r, apiKeyOnly, kerr)
 				return
 			}
 			if err != nil {
@@ -63,7 +62,7 @@ func (s *server) handleBudgetCheck() http.Handler {
 		in, err := s.Store.BudgetInputsByKey(r.Context(), store.HashSecret(token), siteID, s.Now())
 		switch {
 		case errors.Is(err, store.ErrNotFound) && in.UserID == "":
-			s.bearerFailure(w, r, err)
+			s.bearerFailure(w, r, apiKeyOnly, err)
 			return
 		case errors.Is(err, store.ErrNotFound):
 			writeError(w, http.StatusNotFound, "site not found")
@@ -81,15 +80,6 @@ func (s *server) handleBudgetCheck() http.Handler {
 		w.Header().Set("Cache-Control", "no-store")
 		writeJSON(w, http.StatusOK, resp)
 	})
-}
-
-// bearerFailure answers a failed API-key lookup as requireBearer does.
-func (s *server) bearerFailure(w http.ResponseWriter, r *http.Request, err error) {
-	if errors.Is(err, store.ErrNotFound) {
-		s.unauthorized(w, apiKeyOnly, "invalid_token", "invalid or revoked API key")
-		return
-	}
-	s.serverError(w, r, "verify bearer", err)
 }
 
 // uuidField reads a required uuid from a JSON value: the id in the stores' canonical form, or

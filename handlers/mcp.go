@@ -2,9 +2,9 @@ package handlers
 
 import (
 	"errors"
-	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"sitepulse/mcp"
@@ -22,10 +22,9 @@ var mcpProtocolVersions = map[string]bool{"2024-11-05": true, "2025-03-26": true
 // handleMCP answers POST /api/mcp for an authenticated user.
 func (s *server) handleMCP(m *mcp.Server) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(r.Body)
+		body, err := readRequestBody(r)
 		if err != nil {
-			var mbe *http.MaxBytesError
-			if errors.As(err, &mbe) {
+			if errors.Is(err, errTooLarge) {
 				writeRPCError(w, http.StatusRequestEntityTooLarge, mcp.CodeInvalidRequest, "Invalid Request: the body is larger than 1 MiB")
 				return
 			}
@@ -44,7 +43,7 @@ func (s *server) handleMCP(m *mcp.Server) http.Handler {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		if status == http.StatusServiceUnavailable {
-			w.Header().Set("Retry-After", "5")
+			w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
 		}
 		w.WriteHeader(status)
 		w.Write(out)

@@ -184,14 +184,21 @@ func (s *server) serverError(w http.ResponseWriter, r *http.Request, what string
 		writeError(w, http.StatusInternalServerError, "internal error")
 		return
 	}
+	s.failurePage(w, http.StatusInternalServerError, "Internal error",
+		"Something went wrong on our side. It has been logged; please try again.", "Internal error")
+}
+
+// failurePage writes the error page of a failure of ours, without the visitor (loading it may be
+// what failed), or plain text when even the template cannot run.
+func (s *server) failurePage(w http.ResponseWriter, status int, title, message, plain string) {
 	t := s.pages.byName["error"]
 	var buf bytes.Buffer
-	if t == nil || t.ExecuteTemplate(&buf, "layout", page{Title: "Internal error", Data: "Something went wrong on our side. It has been logged; please try again."}) != nil {
-		http.Error(w, "Internal error", http.StatusInternalServerError)
+	if t == nil || t.ExecuteTemplate(&buf, "layout", page{Title: title, Data: message}) != nil {
+		http.Error(w, plain, status)
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.WriteHeader(http.StatusInternalServerError)
+	w.WriteHeader(status)
 	w.Write(buf.Bytes())
 }
 

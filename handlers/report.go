@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"sort"
+	"time"
 
 	"sitepulse/scanner"
 	"sitepulse/store"
@@ -63,8 +64,7 @@ func (s *server) handleReport() http.Handler {
 			s.serverError(w, r, "report", err)
 			return
 		}
-		now := s.Now()
-		if rep.RevokedAt != nil || rep.ExpiresAt != nil && !now.Before(*rep.ExpiresAt) {
+		if reportState(rep, s.Now()) != "active" {
 			s.renderError(w, r, http.StatusGone, "This report has expired. Ask the person who sent it for a new link.")
 			return
 		}
@@ -79,6 +79,18 @@ func (s *server) handleReport() http.Handler {
 		}
 		s.render(w, r, http.StatusOK, "report", page{Title: rep.Title, Public: true, Data: buildReport(rep, site, scan, results)})
 	})
+}
+
+// reportState is a report's standing at now: active, expired or revoked. Only an active report
+// is shown.
+func reportState(rep store.Report, now time.Time) string {
+	switch {
+	case rep.RevokedAt != nil:
+		return "revoked"
+	case rep.ExpiresAt != nil && !now.Before(*rep.ExpiresAt):
+		return "expired"
+	}
+	return "active"
 }
 
 // buildReport shapes a scan for people: per page the vitals of one strategy with their web.dev

@@ -51,14 +51,24 @@ var (
 	errTooLarge = errors.New("request body is larger than 1 MiB")
 )
 
+// readRequestBody reads the whole request body: errTooLarge when it passes the server's 1 MiB cap,
+// another error when it could not be read.
+func readRequestBody(r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(r.Body)
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return nil, errTooLarge
+	}
+	return body, err
+}
+
 // decodeJSON reads a JSON object body into v.
 func decodeJSON(r *http.Request, v any) error {
-	body, err := io.ReadAll(r.Body)
+	body, err := readRequestBody(r)
+	if errors.Is(err, errTooLarge) {
+		return errTooLarge
+	}
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return errTooLarge
-		}
 		return errNotJSON
 	}
 	if !strings.HasPrefix(strings.TrimSpace(string(body)), "{") {

@@ -18,6 +18,10 @@ type budgetRow struct {
 	Error                     string
 }
 
+func newBudgetRow(metric string) budgetRow {
+	return budgetRow{Metric: metric, Label: metricLabels[metric], Unit: unitOf(metric)}
+}
+
 // ruleForm is the add-an-alert-rule form.
 type ruleForm struct {
 	Metric, Operator, Threshold string
@@ -77,7 +81,7 @@ func (s *server) budgetsPage(w http.ResponseWriter, r *http.Request, status int,
 			return
 		}
 		for _, m := range d.Metrics {
-			row := budgetRow{Metric: m, Label: metricLabels[m], Unit: unitOf(m)}
+			row := newBudgetRow(m)
 			if v, ok := budgets[m]; ok {
 				row.Value = strconv.FormatFloat(v, 'f', -1, 64)
 			}
@@ -116,7 +120,8 @@ func (s *server) handleSaveBudgets() http.Handler {
 		d := budgetsData{}
 		budgets := map[string]float64{}
 		for _, m := range budgetMetrics() {
-			row := budgetRow{Metric: m, Label: metricLabels[m], Unit: unitOf(m), Value: strings.TrimSpace(r.PostForm.Get("budget_" + m))}
+			row := newBudgetRow(m)
+			row.Value = strings.TrimSpace(r.PostForm.Get("budget_" + m))
 			if row.Value != "" {
 				v, msg := parseThreshold(m, row.Value)
 				if msg != "" {

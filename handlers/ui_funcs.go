@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"html/template"
-	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -57,20 +56,7 @@ var uiFuncs = template.FuncMap{
 		}
 		return strconv.FormatFloat(n, 'f', 0, 64) + " B"
 	},
-	"ms":       func(v float64) string { return formatVital("ms", v) },
-	"severity": scanner.Severity,
-	"derefF": func(p *float64) float64 {
-		if p == nil {
-			return 0
-		}
-		return *p
-	},
-	"percent": func(done, total int) int {
-		if total <= 0 {
-			return 0
-		}
-		return int(math.Round(100 * float64(done) / float64(total)))
-	},
+	"ms": func(v float64) string { return formatVital("ms", v) },
 	// plain turns Lighthouse's markdown descriptions into text: "[Learn more](url)" keeps its
 	// words, backticks go.
 	"plain": func(s string) string {

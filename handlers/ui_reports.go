@@ -27,13 +27,7 @@ func (s *server) handleReports() http.Handler {
 		now := s.Now()
 		rows := make([]reportRow, 0, len(reports))
 		for _, rep := range reports {
-			row := reportRow{Report: rep, State: "active"}
-			switch {
-			case rep.RevokedAt != nil:
-				row.State = "revoked"
-			case rep.ExpiresAt != nil && !now.Before(*rep.ExpiresAt):
-				row.State = "expired"
-			}
+			row := reportRow{Report: rep, State: reportState(rep, now)}
 			if scan, err := s.Store.Scan(r.Context(), uid, rep.ScanID); err == nil {
 				row.SiteID = scan.SiteID
 				if _, ok := names[scan.SiteID]; !ok {

@@ -67,7 +67,9 @@ func (s *server) handleScan() http.Handler {
 		uid := visitorFrom(r.Context()).User.ID
 		d := scanPageData{Site: site, Scan: scan, Terminal: terminal(scan.Status)}
 		var err error
-		if d.Results, err = s.Store.PageResults(r.Context(), uid, scan.ID); err != nil {
+		// The pages table and the summaries read only scores and vitals: PageMetrics, as on the
+		// site page, skips decoding every audit of the scan.
+		if d.Results, err = s.Store.PageMetrics(r.Context(), uid, scan.ID); err != nil {
 			s.serverError(w, r, "page results", err)
 			return
 		}
@@ -75,11 +77,7 @@ func (s *server) handleScan() http.Handler {
 			s.serverError(w, r, "page errors", err)
 			return
 		}
-		for _, st := range []string{store.StrategyMobile, store.StrategyDesktop} {
-			if sv := strategySummary(d.Results, st); sv.Pages > 0 {
-				d.Scores = append(d.Scores, sv)
-			}
-		}
+		d.Scores = strategySummaries(d.Results)
 		s.render(w, r, http.StatusOK, "scan", page{Title: "Scan of " + site.Name, Data: d})
 	})
 }

@@ -336,10 +336,8 @@ type vitalView struct {
 	PagePath      string
 }
 
-// vitalLabels name the vitals the UI shows, in order.
-var vitalLabels = []struct{ Metric, Label string }{
-	{"lcp", "LCP"}, {"cls", "CLS"}, {"inp", "INP"}, {"fcp", "FCP"}, {"ttfb", "TTFB"}, {"tbt", "TBT"},
-}
+// uiVitals are the vitals the UI shows, in order; metricLabels names them.
+var uiVitals = []string{"lcp", "cls", "inp", "fcp", "ttfb", "tbt"}
 
 // strategySummary computes a strategy's scores (DESIGN §6.1 over that strategy's results) and
 // the worst page value of each vital.
@@ -351,10 +349,10 @@ func strategySummary(results []store.PageResult, strategy string) strategyView {
 		}
 	}
 	sv := strategyView{Strategy: strategy, Scores: scanner.ScanScores(mine), Pages: len(mine)}
-	for _, vl := range vitalLabels {
-		vv := vitalView{Metric: vl.Metric, Label: vl.Label}
+	for _, m := range uiVitals {
+		vv := vitalView{Metric: m, Label: metricLabels[m]}
 		for _, r := range mine {
-			x := scanner.VitalOf(r.CoreWebVitals, vl.Metric)
+			x := scanner.VitalOf(r.CoreWebVitals, m)
 			if x != nil && (vv.Value == nil || *x > *vv.Value) {
 				val := *x
 				vv.Value, vv.PagePath = &val, r.PagePath
@@ -363,6 +361,17 @@ func strategySummary(results []store.PageResult, strategy string) strategyView {
 		sv.Vitals = append(sv.Vitals, vv)
 	}
 	return sv
+}
+
+// strategySummaries are the summaries of the strategies the results have, mobile first.
+func strategySummaries(results []store.PageResult) []strategyView {
+	var out []strategyView
+	for _, st := range []string{store.StrategyMobile, store.StrategyDesktop} {
+		if sv := strategySummary(results, st); sv.Pages > 0 {
+			out = append(out, sv)
+		}
+	}
+	return out
 }
 
 // sitePageData is the site page.
@@ -426,11 +435,7 @@ func (s *server) handleSite() http.Handler {
 				s.serverError(w, r, "latest results", err)
 				return
 			}
-			for _, st := range []string{store.StrategyMobile, store.StrategyDesktop} {
-				if sv := strategySummary(latest, st); sv.Pages > 0 {
-					d.Strategies = append(d.Strategies, sv)
-				}
-			}
+			d.Strategies = strategySummaries(latest)
 			if len(completed) > 1 {
 				d.Previous = &completed[1]
 				prev, err := s.Store.PageMetrics(ctx, uid, d.Previous.ID)

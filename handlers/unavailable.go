@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"bytes"
 	"net/http"
 	"strconv"
 )
@@ -22,14 +21,6 @@ func (s *server) unavailable(w http.ResponseWriter, r *http.Request, what string
 		writeError(w, http.StatusServiceUnavailable, msg)
 		return
 	}
-	t := s.pages.byName["error"]
-	var buf bytes.Buffer
-	if t == nil || t.ExecuteTemplate(&buf, "layout", page{Title: "Service unavailable",
-		Data: "SitePulse cannot reach its database just now. Please try again in a few seconds."}) != nil {
-		http.Error(w, "Service unavailable: "+msg, http.StatusServiceUnavailable)
-		return
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.WriteHeader(http.StatusServiceUnavailable)
-	w.Write(buf.Bytes())
+	s.failurePage(w, http.StatusServiceUnavailable, "Service unavailable",
+		"SitePulse cannot reach its database just now. Please try again in a few seconds.", "Service unavailable: "+msg)
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"time"
@@ -39,10 +38,9 @@ func (s *server) handlePlatformWebhook() http.Handler {
 			writeError(w, http.StatusServiceUnavailable, "webhook not configured: PLATFORM_CLIENT_SECRET is not set")
 			return
 		}
-		body, err := io.ReadAll(r.Body)
+		body, err := readRequestBody(r)
 		if err != nil {
-			var mbe *http.MaxBytesError
-			if errors.As(err, &mbe) {
+			if errors.Is(err, errTooLarge) {
 				writeError(w, http.StatusRequestEntityTooLarge, errTooLarge.Error())
 				return
 			}
