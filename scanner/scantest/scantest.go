@@ -134,6 +134,10 @@ func (p *PSI) Total() int {
 	return n
 }
 
+// SamplePages are the five pages of the sample site the fixtures were made from (a fresh slice
+// each call): a site with them audits 5 pages x 2 strategies = 10 fixtures.
+func SamplePages() []string { return []string{"/", "/about", "/blog/", "/fast", "/pricing"} }
+
 // FixtureName maps a page path to its fixture's base name.
 func FixtureName(path string) string {
 	name := strings.Trim(path, "/")
