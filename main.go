@@ -63,10 +63,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		}
 	}
 
-	pool, err := startScanner(ctx, cfg, st, storeName, log)
-	if err != nil {
-		return err
-	}
+	pool := startScanner(ctx, cfg, st, storeName, log)
 	// Deferred after the store's Close, so it runs before it: HTTP server, scanner, store.
 	defer func() {
 		stopCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -150,7 +147,7 @@ func seedDemo(ctx context.Context, st store.Store, cfg *config, stdout io.Writer
 
 // startScanner starts the worker pool on the configured audit backend. On Postgres the
 // dispatcher also wakes on LISTEN/NOTIFY; it polls either way.
-func startScanner(ctx context.Context, cfg config, st store.Store, storeName string, log *slog.Logger) (*scanner.Pool, error) {
+func startScanner(ctx context.Context, cfg config, st store.Store, storeName string, log *slog.Logger) *scanner.Pool {
 	var auditor scanner.Auditor
 	if cfg.AuditBackend == "lighthouse" {
 		auditor = scanner.NewLighthouse(scanner.LighthouseConfig{Command: cfg.LighthouseCmd, ChromePath: cfg.ChromePath,
@@ -177,7 +174,7 @@ func startScanner(ctx context.Context, cfg config, st store.Store, storeName str
 	})
 	pool.Start()
 	log.Info("audit backend", "backend", cfg.AuditBackend, "psi_rate_limit_per_100s", cfg.PSIRateLimit)
-	return pool, nil
+	return pool
 }
 
 // openStore opens Postgres when DATABASE_URL is set, else the in-memory store.

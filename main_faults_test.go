@@ -75,7 +75,7 @@ func TestDatabaseRestartWhileScanning(t *testing.T) {
 	const nSites = 6
 	for i := range nSites {
 		site := store.Site{ID: store.NewID(), UserID: user.ID, Name: fmt.Sprintf("Site %d", i), Domain: fmt.Sprintf("s%d.test", i),
-			Pages: []string{"/", "/about", "/blog/", "/fast", "/pricing"}, CreatedAt: time.Now()}
+			Pages: scantest.SamplePages(), CreatedAt: time.Now()}
 		scan := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: time.Now()}
 		must(st.CreateSite(ctx, site))
 		must(st.EnqueueScan(ctx, scan, store.QueueScan, time.Now()))

@@ -32,9 +32,6 @@ const (
 	scaleWorkers = 3
 )
 
-// scalePages are the fixture pages every site has: 5 pages x 2 strategies = 10 audits a scan.
-var scalePages = []string{"/", "/about", "/blog/", "/fast", "/pricing"}
-
 var scaleStrategies = []string{store.StrategyMobile, store.StrategyDesktop}
 
 type scaleRig struct {
@@ -80,7 +77,7 @@ func newScaleRig(t *testing.T, sites, procs int, extra map[string]string) *scale
 	}
 	for i := range sites {
 		s := store.Site{ID: store.NewID(), UserID: users[i%len(users)].ID, Name: fmt.Sprintf("Site %03d", i),
-			Domain: fmt.Sprintf("site%03d.test", i), PlatformSiteID: fmt.Sprintf("plat-%03d", i), Pages: scalePages, CreatedAt: time.Now()}
+			Domain: fmt.Sprintf("site%03d.test", i), PlatformSiteID: fmt.Sprintf("plat-%03d", i), Pages: scantest.SamplePages(), CreatedAt: time.Now()}
 		if err := st.CreateSite(ctx, s); err != nil {
 			t.Fatal(err)
 		}
@@ -212,7 +209,7 @@ func (r *scaleRig) check(t *testing.T, all [][]store.Scan) []scanLog {
 		for _, res := range results {
 			seen[store.PageKey{PagePath: res.PagePath, Strategy: res.Strategy}]++
 		}
-		for _, path := range scalePages {
+		for _, path := range scantest.SamplePages() {
 			for _, s := range scaleStrategies {
 				if n := seen[store.PageKey{PagePath: path, Strategy: s}]; n != 1 {
 					t.Errorf("%s: %s %s has %d results, want 1", site.Name, path, s, n)
@@ -294,7 +291,7 @@ func TestScaleOutTwoProcessesShareThePublishes(t *testing.T) {
 		}
 	}
 	for _, site := range r.sites {
-		for _, path := range scalePages {
+		for _, path := range scantest.SamplePages() {
 			for _, s := range scaleStrategies {
 				if n, per := r.calls(site, path, s); n != 1 {
 					t.Errorf("%s %s %s was audited %d times %v, want once", site.Name, path, s, n, per)
@@ -389,7 +386,7 @@ func TestScaleOutKilledProcessScansAreFinishedByTheOther(t *testing.T) {
 				t.Errorf("%s %s %s was stored before the kill but audited %d times %v", site.Name, k.PagePath, k.Strategy, n, per)
 			}
 		}
-		for _, path := range scalePages {
+		for _, path := range scantest.SamplePages() {
 			for _, s := range scaleStrategies {
 				if was[store.PageKey{PagePath: path, Strategy: s}] {
 					continue

@@ -30,7 +30,7 @@ func TestKilledProcessScanIsFinishedByAnother(t *testing.T) {
 	psi.Delay(150 * time.Millisecond)
 	user := store.User{ID: store.NewID(), Email: "kill@example.com", PasswordHash: "x", CreatedAt: time.Now()}
 	site := store.Site{ID: store.NewID(), UserID: user.ID, Name: "Sample", Domain: "sample.test",
-		Pages: []string{"/", "/about", "/blog/", "/fast", "/pricing"}, CreatedAt: time.Now()}
+		Pages: scantest.SamplePages(), CreatedAt: time.Now()}
 	scan := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: time.Now()}
 	for _, err := range []error{st.CreateUser(ctx, user), st.CreateSite(ctx, site), st.EnqueueScan(ctx, scan, store.QueueScan, time.Now())} {
 		if err != nil {

@@ -12,7 +12,7 @@
 #
 # Environment: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test?sslmode=disable),
 # PG_CLUSTER (default "15 main"), PORT (SitePulse, default 18473), PSI_PORT (default 18474),
-# PSI_DELAY seconds per PSI answer (default 1.0). Needs go, psql, python3, curl, openssl.
+# PSI_DELAY seconds per PSI answer (default 1.0). Needs go, psql, curl, openssl.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,29 +41,9 @@ echo "building sitepulse"
 go build -o "$WORK/sitepulse" .
 psql -q "$DB" -c "CREATE SCHEMA $SCHEMA" >/dev/null
 
-# The PSI double: answers with the real fixture of the page and strategy after PSI_DELAY.
-cat >"$WORK/psi.py" <<'PY'
-import http.server, os, sys, time, urllib.parse
-root, delay = sys.argv[2], float(sys.argv[3])
-class H(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        q = urllib.parse.parse_qs(urllib.parse.urlparse(self.path).query)
-        path = urllib.parse.urlparse(q.get("url", ["/"])[0]).path.strip("/")
-        name = (path.replace("/", "_") or "home") + "." + q.get("strategy", ["mobile"])[0] + ".json"
-        time.sleep(delay)
-        try:
-            body, code = open(os.path.join(root, name), "rb").read(), 200
-        except OSError:
-            body, code = b'{"error":{"code":500,"message":"Lighthouse returned error: ERRORED_DOCUMENT_REQUEST. (Status code: 404)"}}', 500
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    def log_message(self, *a): pass
-http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
-PY
-python3 "$WORK/psi.py" "$PSI_PORT" testdata/psi "$PSI_DELAY" & pids+=($!)
+# The PSI double (loadkit psi): answers with the real fixture of the page and strategy after PSI_DELAY.
+go build -o "$WORK/loadkit" ./.ci/loadkit
+"$WORK/loadkit" psi -addr "127.0.0.1:$PSI_PORT" -fixtures testdata/psi -delay "${PSI_DELAY}s" 2>"$WORK/psi.log" & pids+=($!)
 
 DATABASE_URL="$SDB" PAGESPEED_API_URL="http://127.0.0.1:$PSI_PORT/runPagespeed" PLATFORM_CLIENT_SECRET=$SECRET \
   BASE_URL="http://127.0.0.1:$PORT" "$WORK/sitepulse" -addr "127.0.0.1:$PORT" -demo >"$WORK/sitepulse.log" 2>&1 & pids+=($!)

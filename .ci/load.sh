@@ -11,7 +11,7 @@
 #   publish webhook: 1,000 signed publishes (distinct bodies, so the replay guard passes them) over
 #   100 connected sites at 32 connections (a site's 10 publishes back to back, so they race for
 #   its one scan), then it waits for the queued scans and fails unless there are exactly 100, all
-#   complete. Scans are audited against a PSI double (`loadkit psi`: the real home-page fixtures
+#   complete. Scans are audited against a PSI double (`loadkit psi`: the real fixtures
 #   after LOAD_PSI_DELAY, 1 s, so a scan outlasts its site's burst), never the network.
 # Needs Postgres on 127.0.0.1:5432 (PGURL to change), wrk, createdb/dropdb. Creates database
 # sitepulse_load and drops it at the end. Listens on 127.0.0.1 only (LOAD_PORT, LOAD_PSI_PORT).

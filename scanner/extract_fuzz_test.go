@@ -2,8 +2,6 @@ package scanner
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"sitepulse/store"
@@ -13,14 +11,8 @@ import (
 // fixture: it must never panic, and whatever it accepts must be a page result every surface can
 // serve (scores 0-100, JSON that encodes).
 func FuzzExtract(f *testing.F) {
-	files, _ := filepath.Glob("../testdata/psi/*.json")
-	lh12, _ := filepath.Glob("../testdata/psi/lh12/*.json")
-	for _, name := range append(files, lh12...) {
-		b, err := os.ReadFile(name)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
+	for _, name := range fixtureNames() {
+		f.Add(fixture(f, name))
 	}
 	for _, s := range []string{
 		`{}`, `null`, `[]`, `{"lighthouseResult":null}`, `{"lighthouseResult":{}}`,

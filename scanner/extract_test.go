@@ -12,14 +12,11 @@ import (
 
 // Every real fixture extracts to its golden page result.
 func TestExtractGolden(t *testing.T) {
-	files, _ := filepath.Glob("../testdata/psi/*.json")
-	lh12, _ := filepath.Glob("../testdata/psi/lh12/*.json")
-	files = append(files, lh12...)
-	if len(files) != 15 {
-		t.Fatalf("found %d fixtures, want 15", len(files))
+	names := fixtureNames()
+	if len(names) != 15 {
+		t.Fatalf("found %d fixtures, want 15", len(names))
 	}
-	for _, f := range files {
-		name, _ := filepath.Rel("../testdata/psi", f)
+	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
 			r, err := ExtractPSI(fixture(t, name))
 			if err != nil {

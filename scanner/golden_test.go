@@ -59,3 +59,15 @@ func fixture(t testing.TB, name string) []byte {
 	}
 	return b
 }
+
+// fixtureNames lists every real PSI response, Lighthouse 12's included, as names for fixture.
+func fixtureNames() []string {
+	files, _ := filepath.Glob("../testdata/psi/*.json")
+	lh12, _ := filepath.Glob("../testdata/psi/lh12/*.json")
+	var names []string
+	for _, f := range append(files, lh12...) {
+		name, _ := filepath.Rel("../testdata/psi", f)
+		names = append(names, name)
+	}
+	return names
+}

@@ -16,9 +16,6 @@ import (
 	"sitepulse/store/storetest"
 )
 
-// samplePages are the five pages of the sample site the fixtures were made from.
-var samplePages = []string{"/", "/about", "/blog/", "/fast", "/pricing"}
-
 // syncBuf is a log sink the pool's goroutines and the test share.
 type syncBuf struct {
 	mu sync.Mutex
@@ -45,7 +42,7 @@ func newRig(t *testing.T, st store.Store) *rig {
 	if err := st.CreateUser(context.Background(), r.user); err != nil {
 		t.Fatal(err)
 	}
-	r.site = r.addSite("Sample", samplePages)
+	r.site = r.addSite("Sample", scantest.SamplePages())
 	return r
 }
 
@@ -404,7 +401,7 @@ func testShutdownReleases(t *testing.T, st store.Store) {
 
 func testTwoPools(t *testing.T, st store.Store) {
 	r := newRig(t, st)
-	sites := []store.Site{r.site, r.addSite("B", samplePages), r.addSite("C", samplePages), r.addSite("D", samplePages)}
+	sites := []store.Site{r.site, r.addSite("B", scantest.SamplePages()), r.addSite("C", scantest.SamplePages()), r.addSite("D", scantest.SamplePages())}
 	var scans []store.Scan
 	for _, s := range sites {
 		scans = append(scans, r.enqueue(s))
@@ -420,7 +417,7 @@ func testTwoPools(t *testing.T, st store.Store) {
 	if n := r.psi.Total(); n != 40 {
 		t.Errorf("%d PSI calls for 4 scans of 10 audits, want 40", n)
 	}
-	for _, p := range samplePages {
+	for _, p := range scantest.SamplePages() {
 		for _, s := range []string{"mobile", "desktop"} {
 			if n := r.psi.Calls(p, s); n != 4 {
 				t.Errorf("%s %s audited %d times over 4 scans, want 4", p, s, n)
@@ -480,7 +477,7 @@ func testDigest(t *testing.T, st store.Store) {
 	if err := st.SetNotifyRegressions(context.Background(), r.user.ID, false); err != nil {
 		t.Fatal(err)
 	}
-	quiet := r.addSite("Quiet", samplePages)
+	quiet := r.addSite("Quiet", scantest.SamplePages())
 	r.scanWith(quiet, before, digest)
 	r.scanWith(quiet, r.psi, digest)
 	if n := len(smtpSrv.messages()); n != 1 {
@@ -492,7 +489,7 @@ func testDigest(t *testing.T, st store.Store) {
 		t.Fatal(err)
 	}
 	digest.SMTPAddr = newFakeSMTP(t, true).addr
-	loud := r.addSite("Loud", samplePages)
+	loud := r.addSite("Loud", scantest.SamplePages())
 	r.scanWith(loud, before, digest)
 	if sc := r.scanWith(loud, r.psi, digest); sc.Status != store.StatusComplete {
 		t.Errorf("scan with a broken SMTP server = %s", sc.Status)

@@ -311,12 +311,7 @@ func NewRateLimiter(n int, window time.Duration) *RateLimiter {
 // reserve grants the next call a time, at least a window after the call n calls before it,
 // and answers how long the caller must wait for it and which slot of the ring holds it.
 // Granted times never decrease, so waiting callers are served in arrival order.
-func (l *RateLimiter) reserve(now time.Time) time.Duration {
-	wait, _ := l.reserveSlot(now)
-	return wait
-}
-
-func (l *RateLimiter) reserveSlot(now time.Time) (time.Duration, int) {
+func (l *RateLimiter) reserve(now time.Time) (time.Duration, int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	at := now
@@ -334,7 +329,7 @@ func (l *RateLimiter) reserveSlot(now time.Time) (time.Duration, int) {
 // gives up keeps its granted time: the slot goes unused, which only ever errs on the side of
 // fewer calls.
 func (l *RateLimiter) Wait(ctx context.Context) error {
-	wait, slot := l.reserveSlot(l.now())
+	wait, slot := l.reserve(l.now())
 	if wait == 0 {
 		return nil
 	}

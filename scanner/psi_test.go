@@ -33,7 +33,6 @@ const failedDocumentBody = `{"error":{"code":400,"message":"Lighthouse returned 
 const noFCPBody = `{"error":{"code":400,"message":"Lighthouse returned error: NO_FCP. The page did not paint any content. Please ensure you keep the browser window in the foreground during the load and try again. (NO_FCP)","errors":[{"message":"x","domain":"lighthouse","reason":"lighthouseUserError"}]}}`
 const erroredDocumentBody = `{"error":{"code":500,"message":"Lighthouse returned error: ERRORED_DOCUMENT_REQUEST. Lighthouse was unable to reliably load the page you requested. (Status code: 404)","errors":[{"message":"x","domain":"lighthouse","reason":"lighthouseError"}]}}`
 const somethingWrongBody = `{"error":{"code":500,"message":"Lighthouse returned error: Something went wrong.","errors":[{"message":"x","domain":"lighthouse","reason":"lighthouseError"}]}}`
-const quotaBody = `{"error":{"code":429,"message":"Quota exceeded for quota group 'default' and limit 'Queries per 100 seconds' of service 'pagespeedonline.googleapis.com'.","status":"RESOURCE_EXHAUSTED"}}`
 const dailyQuotaBody = `{"error":{"code":429,"message":"Quota exceeded for quota metric 'Queries' and limit 'Queries per day' of service 'pagespeedonline.googleapis.com' for consumer 'project_number:1'.","status":"RESOURCE_EXHAUSTED"}}`
 const badKeyBody = `{"error":{"code":400,"message":"API key not valid. Please pass a valid API key.","status":"INVALID_ARGUMENT"}}`
 
@@ -79,10 +78,10 @@ func TestPSIAudit(t *testing.T) {
 	}{
 		{name: "a 200 with a real report gives its page result", replies: []psiReply{ok}, wantCalls: 1},
 		{name: "a 429 with Retry-After waits that long, then succeeds",
-			replies:   []psiReply{{status: 429, header: map[string]string{"Retry-After": "7"}, body: quotaBody}, ok},
+			replies:   []psiReply{{status: 429, header: map[string]string{"Retry-After": "7"}, body: scantest.QuotaBody}, ok},
 			wantCalls: 2, wantWaits: []time.Duration{7 * time.Second}},
 		{name: "a 429 without Retry-After waits the quota backoff",
-			replies:   []psiReply{{status: 429, body: quotaBody}, ok},
+			replies:   []psiReply{{status: 429, body: scantest.QuotaBody}, ok},
 			wantCalls: 2, wantWaits: []time.Duration{30 * time.Second}},
 		{name: "a 429 on the daily quota is final", replies: []psiReply{{status: 429, body: dailyQuotaBody}},
 			wantCalls: 1, wantErr: "PSI daily quota exhausted (HTTP 429)"},
@@ -234,7 +233,7 @@ func TestRateLimiter(t *testing.T) {
 		{25 * time.Second, 10 * time.Second}, // then four went at +25 s: the next waits for +35 s
 	}
 	for i, tt := range tests {
-		if got := l.reserve(t0.Add(tt.at)); got != tt.want {
+		if got, _ := l.reserve(t0.Add(tt.at)); got != tt.want {
 			t.Errorf("reserve %d at +%s waits %s, want %s", i, tt.at, got, tt.want)
 		}
 	}
@@ -252,7 +251,8 @@ func TestRateLimiterNeverExceedsNPerWindow(t *testing.T) {
 		rng := rand.New(rand.NewPCG(uint64(n), 7))
 		for range 20 * n {
 			now = now.Add(time.Duration(rng.Int64N(int64(window / time.Duration(n)))))
-			granted = append(granted, now.Add(l.reserve(now)))
+			wait, _ := l.reserve(now)
+			granted = append(granted, now.Add(wait))
 		}
 		if got := scantest.MaxInWindow(granted, window); got > n {
 			t.Errorf("n=%d: %d calls granted within one window of %s", n, got, window)

@@ -22,11 +22,11 @@ import (
 	"log"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"sitepulse/scanner"
+	"sitepulse/scanner/scantest"
 	"sitepulse/store"
 )
 
@@ -130,33 +130,11 @@ func bodies(sites, n int, secret, out string) error {
 	return os.WriteFile(out, []byte(b.String()), 0o600)
 }
 
-// psiDouble answers runPagespeed with the real fixture of the home page for the asked strategy,
-// after delay, so scans take a realistic-ish time without any network.
+// psiDouble answers runPagespeed with the real fixture of the asked page and strategy (the
+// tests' scantest double), after delay, so scans take a realistic-ish time without any network.
 func psiDouble(addr, dir string, delay time.Duration) error {
-	resp := map[string][]byte{}
-	for _, strategy := range []string{"mobile", "desktop"} {
-		b, err := os.ReadFile(filepath.Join(dir, "home."+strategy+".json"))
-		if err != nil {
-			return err
-		}
-		resp[strategy] = b
-	}
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, ok := resp[r.URL.Query().Get("strategy")]
-		if !ok {
-			http.Error(w, `{"error":{"code":400,"message":"strategy"}}`, http.StatusBadRequest)
-			return
-		}
-		select {
-		case <-time.After(delay):
-		case <-r.Context().Done():
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Write(b)
-	})
 	log.Printf("psi double on %s (delay %s)", addr, delay)
-	return http.ListenAndServe(addr, h)
+	return http.ListenAndServe(addr, scantest.Handler(dir, delay))
 }
 
 // count waits until no load site has a queued or running scan, then prints the scans by status

@@ -46,7 +46,7 @@ const (
 
 // NewMix starts the fake on 127.0.0.1 over the fixtures in dir; it stops when the test ends.
 func NewMix(t testing.TB, dir string, cfg MixConfig) *Mix {
-	m := &Mix{psi: NewPSI(t, dir), kinds: map[string]int{}}
+	m := &Mix{psi: newPSI(dir), kinds: map[string]int{}} // its fixtures, served by m's own server
 	m.Set(cfg)
 	m.Server = httptest.NewServer(http.HandlerFunc(m.serve))
 	t.Cleanup(m.Close)

@@ -45,11 +45,24 @@ type PSI struct {
 
 // NewPSI starts the fake on 127.0.0.1; it stops when the test ends.
 func NewPSI(t testing.TB, dir string) *PSI {
-	p := &PSI{dir: dir, calls: map[string]int{}, faults: map[string]Fault{}, cache: map[string][]byte{},
-		hostCalls: map[string]int{}, inFlight: map[string]int{}}
+	p := newPSI(dir)
 	p.Server = httptest.NewServer(http.HandlerFunc(p.serve))
 	t.Cleanup(p.Close)
 	return p
+}
+
+// newPSI is the fake without a server of its own.
+func newPSI(dir string) *PSI {
+	return &PSI{dir: dir, calls: map[string]int{}, faults: map[string]Fault{}, cache: map[string][]byte{},
+		hostCalls: map[string]int{}, inFlight: map[string]int{}}
+}
+
+// Handler is the fake's handler, answering after delay, for a command that listens itself
+// (the PSI double of .ci/loadkit).
+func Handler(dir string, delay time.Duration) http.Handler {
+	p := newPSI(dir)
+	p.delay = delay
+	return http.HandlerFunc(p.serve)
 }
 
 // Endpoint is the PAGESPEED_API_URL of the fake.
@@ -120,6 +133,10 @@ func (p *PSI) Total() int {
 	}
 	return n
 }
+
+// SamplePages are the five pages of the sample site the fixtures were made from (a fresh slice
+// each call): a site with them audits 5 pages x 2 strategies = 10 fixtures.
+func SamplePages() []string { return []string{"/", "/about", "/blog/", "/fast", "/pricing"} }
 
 // FixtureName maps a page path to its fixture's base name.
 func FixtureName(path string) string {
