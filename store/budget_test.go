@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"fmt"
 	"reflect"
 	"sync"
 	"testing"
@@ -137,4 +138,105 @@ func testConcurrentKeyUse(t *testing.T, s store.Store) {
 	if keys[0].LastUsedAt == nil || !keys[0].LastUsedAt.Equal(at) {
 		t.Errorf("last used = %v, want %v", keys[0].LastUsedAt, at)
 	}
+}
+
+// testBudgetInputsFollowChanges: a budget check sees every change to what it reads at once,
+// however often the site was checked before (the Postgres store keeps what it read).
+func testBudgetInputsFollowChanges(t *testing.T, s store.Store) { budgetInputsFollow(t, s, s) }
+
+// budgetInputsFollow checks through reader while writer changes the site: the same store, or
+// two processes on one database.
+func budgetInputsFollow(t *testing.T, reader, writer store.Store) {
+	a := newUser(t, writer, "a@example.com")
+	site := newSite(t, writer, a, "shop")
+	secret, hash := store.NewSecret("svc_")
+	must(t, writer.CreateAPIKey(ctx, store.APIKey{ID: store.NewID(), UserID: a.ID, Name: "ci", KeyHash: hash, Prefix: secret[:12], CreatedAt: t0}))
+	first := completedScan(t, writer, site, t0, 70)
+	must(t, writer.SetBudgets(ctx, a.ID, site.ID, map[string]float64{"performance": 90}))
+
+	// check reads twice through each lookup, so the second read of each may come from what
+	// the first kept, and hands the by-key read to want.
+	check := func(step string, want func(in store.BudgetInputs) string) {
+		t.Helper()
+		for i := 0; i < 2; i++ {
+			in, err := reader.BudgetInputsByKey(ctx, hash, site.ID, t0)
+			must(t, err)
+			if problem := want(in); problem != "" {
+				t.Errorf("%s, by key, read %d: %s", step, i+1, problem)
+			}
+			byUser, err := reader.BudgetInputs(ctx, a.ID, site.ID)
+			must(t, err)
+			byUser.UserID = in.UserID
+			if !reflect.DeepEqual(byUser, in) {
+				t.Errorf("%s, read %d: by user %+v, by key %+v", step, i+1, byUser, in)
+			}
+		}
+	}
+	check("first read", func(in store.BudgetInputs) string {
+		if in.SiteName != "shop" || in.Scan == nil || in.Scan.ID != first.ID || in.Budgets["performance"] != 90 {
+			return "got " + fmt.Sprintf("%+v", in)
+		}
+		return ""
+	})
+
+	site.Name = "shop renamed"
+	must(t, writer.UpdateSite(ctx, site))
+	check("after a rename", func(in store.BudgetInputs) string {
+		return unless(in.SiteName == "shop renamed", "site name %q", in.SiteName)
+	})
+
+	must(t, writer.SetBudgets(ctx, a.ID, site.ID, map[string]float64{"performance": 50, "lcp": 2500}))
+	check("after new budgets", func(in store.BudgetInputs) string {
+		want := map[string]float64{"performance": 50, "lcp": 2500}
+		return unless(reflect.DeepEqual(in.Budgets, want), "budgets %v, want %v", in.Budgets, want)
+	})
+
+	rule := store.AlertRule{ID: store.NewID(), SiteID: site.ID, Metric: "seo", Operator: store.OpMin, Threshold: 80, CreatedAt: t0}
+	must(t, writer.AddAlertRule(ctx, a.ID, rule))
+	check("after a new alert rule", func(in store.BudgetInputs) string {
+		return unless(len(in.Rules) == 1 && in.Rules[0].ID == rule.ID, "rules %+v", in.Rules)
+	})
+	must(t, writer.DeleteAlertRule(ctx, a.ID, site.ID, rule.ID))
+	check("after deleting the rule", func(in store.BudgetInputs) string {
+		return unless(len(in.Rules) == 0, "rules %+v", in.Rules)
+	})
+
+	// A scan that is queued or running changes nothing; its completion changes the scan and
+	// its results.
+	enqueue(t, writer, site, t0.Add(time.Hour))
+	check("with a scan queued", func(in store.BudgetInputs) string {
+		return unless(in.Scan != nil && in.Scan.ID == first.ID, "scan %+v", in.Scan)
+	})
+	j, err := writer.ClaimJob(ctx, store.QueueScan, "w", t0.Add(time.Hour))
+	must(t, err)
+	must(t, writer.StartScan(ctx, j.Lease(), 1, t0.Add(time.Hour)))
+	must(t, writer.SavePageResult(ctx, j.Lease(), store.PageResult{PagePath: "/", PageURL: "https://x.test/", Strategy: "desktop",
+		Scores: store.PageScores{Performance: ip(40)}}))
+	must(t, writer.CompleteScan(ctx, j.Lease(), store.ScanScores{Health: ip(40), Performance: ip(40)}, t0.Add(2*time.Hour)))
+	check("after a scan completes", func(in store.BudgetInputs) string {
+		if in.Scan == nil || in.Scan.ID != j.ScanID || *in.Scan.Scores.Performance != 40 {
+			return fmt.Sprintf("scan %+v, want %s", in.Scan, j.ScanID)
+		}
+		return unless(len(in.Results) == 1 && in.Results[0].Strategy == "desktop" && *in.Results[0].Scores.Performance == 40,
+			"results %+v", in.Results)
+	})
+
+	must(t, writer.DeleteSite(ctx, a.ID, site.ID))
+	for i := 0; i < 2; i++ {
+		in, err := reader.BudgetInputsByKey(ctx, hash, site.ID, t0)
+		wantErr(t, err, store.ErrNotFound)
+		if in.UserID != a.ID || in.SiteName != "" {
+			t.Errorf("deleted site, read %d: %+v", i+1, in)
+		}
+		_, err = reader.BudgetInputs(ctx, a.ID, site.ID)
+		wantErr(t, err, store.ErrNotFound)
+	}
+}
+
+// unless is "" when ok, else the message.
+func unless(ok bool, format string, args ...any) string {
+	if ok {
+		return ""
+	}
+	return fmt.Sprintf(format, args...)
 }

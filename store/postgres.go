@@ -24,9 +24,9 @@ const migrationLock = 0x5173_7075 // "Sipu"
 
 // Postgres is the Store on PostgreSQL.
 type Postgres struct {
-	db     *sql.DB
-	vitals vitalsCache   // budget checks' per-page values of completed scans (postgres_budget.go)
-	prep   preparedStmts // hot-path statements (postgres_prepared.go)
+	db      *sql.DB
+	budgets budgetCache   // what budget checks read, per site (postgres_budget.go)
+	prep    preparedStmts // hot-path statements (postgres_prepared.go)
 }
 
 var _ Store = (*Postgres)(nil)

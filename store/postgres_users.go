@@ -94,34 +94,47 @@ func (p *Postgres) APIKeys(ctx context.Context, userID string) ([]APIKey, error)
 		WHERE user_id = $1 AND revoked_at IS NULL ORDER BY created_at DESC, id DESC`, userID)
 }
 
-var apiKeyByHashSQL = `WITH k AS (SELECT ` + keyCols + ` FROM api_keys
-		WHERE key_hash = $1 AND revoked_at IS NULL),
-	` + recordKeyUse("k", "$2", "$3") + `
-	SELECT id, user_id, name, key_hash, prefix, created_at,
-		coalesce((SELECT last_used_at FROM used), last_used_at) FROM k`
-
-// recordKeyUse is the CTE "used" that sets the last use of the API key the CTE lookup found
-// to now, only when the recorded use is at or before before (now minus KeyUseGranularity),
-// skipping a row another request is recording; it returns the new last_used_at. APIKeyByHash
-// and BudgetInputsByKey share it, so a key's use is recorded by one rule.
-func recordKeyUse(lookup, now, before string) string {
-	return `used AS (UPDATE api_keys a SET last_used_at = ` + now + ` FROM (SELECT id FROM api_keys WHERE id = (SELECT id FROM ` + lookup + `)
-			AND (last_used_at IS NULL OR last_used_at <= ` + before + `) FOR UPDATE SKIP LOCKED) l
-		WHERE a.id = l.id RETURNING a.last_used_at)`
-}
-
 func (p *Postgres) APIKeyByHash(ctx context.Context, keyHash string, now time.Time) (APIKey, error) {
-	// One statement: the lookup, and the write only when the recorded use is older than
-	// KeyUseGranularity. A statement that updates no row commits nothing, so the hot path of
-	// every API-key request is a read, not a synchronous WAL flush. When many requests of one
-	// key cross the minute together, one records the use and the others skip the locked row
-	// rather than queue behind it.
-	stmt, err := p.prepared(ctx, apiKeyByHashSQL)
+	stmt, err := p.prepared(ctx, `SELECT `+keyCols+` FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL`)
 	if err != nil {
 		return APIKey{}, pgErr("api key", err)
 	}
-	k, err := scanKey(stmt.QueryRowContext(ctx, keyHash, Now(now), Now(now).Add(-KeyUseGranularity)))
-	return k, pgErr("api key", err)
+	k, err := scanKey(stmt.QueryRowContext(ctx, keyHash))
+	if err != nil {
+		return APIKey{}, pgErr("api key", err)
+	}
+	k.LastUsedAt, err = p.recordKeyUse(ctx, k.ID, k.LastUsedAt, now)
+	return k, err
+}
+
+// keyUseSQL sets the last use of key $1 to $2 when the recorded use is at or before $3,
+// skipping the row when another request is recording it.
+const keyUseSQL = `UPDATE api_keys a SET last_used_at = $2 FROM (SELECT id FROM api_keys
+	WHERE id = $1 AND (last_used_at IS NULL OR last_used_at <= $3) FOR UPDATE SKIP LOCKED) l WHERE a.id = l.id`
+
+// recordKeyUse records the use at now of the key whose recorded use is last, when that is
+// KeyUseGranularity old or more, and returns the key's last use. APIKeyByHash and
+// BudgetInputsByKey share it, so a key's use is recorded by one rule, and their lookups stay
+// reads: a write, and its WAL flush at commit, happens once a minute per key, not per request.
+// When many requests of one key cross the minute together, one records the use and the others
+// skip the locked row rather than queue behind it.
+func (p *Postgres) recordKeyUse(ctx context.Context, keyID string, last *time.Time, now time.Time) (*time.Time, error) {
+	now = Now(now)
+	if last != nil && last.After(now.Add(-KeyUseGranularity)) {
+		return last, nil
+	}
+	stmt, err := p.prepared(ctx, keyUseSQL)
+	if err != nil {
+		return last, pgErr("record api key use", err)
+	}
+	res, err := stmt.ExecContext(ctx, keyID, now, now.Add(-KeyUseGranularity))
+	if err != nil {
+		return last, pgErr("record api key use", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return last, nil
+	}
+	return &now, nil
 }
 
 func (p *Postgres) RevokeAPIKey(ctx context.Context, userID, keyID string, now time.Time) error {

@@ -38,6 +38,7 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 		{"budgets and alert rules belong to a site", testBudgetsAndRules},
 		{"a budget check's inputs load together, for the owner only", testBudgetInputs},
 		{"a budget check's key and inputs load together, for the key's user only", testBudgetInputsByKey},
+		{"a budget check sees each change to its site at once, however often it ran before", testBudgetInputsFollowChanges},
 		{"concurrent uses of one key all authenticate and record the use", testConcurrentKeyUse},
 		{"latest completed scan ignores queued, running and failed scans", testLatestCompleted},
 		{"a second scan for a site with one in flight is SCAN_ALREADY_ACTIVE", testInFlight},
