@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"fmt"
+	"log/slog"
 	"net/http"
 	"runtime/debug"
 	"time"
@@ -131,12 +132,14 @@ func (s *server) accessLog(next http.Handler) http.Handler {
 		start := time.Now()
 		lw := &loggingWriter{ResponseWriter: w}
 		next.ServeHTTP(lw, r)
-		level := s.Log.Debug
+		level := slog.LevelDebug
 		if lw.status >= 500 {
-			level = s.Log.Warn
+			level = slog.LevelWarn
 		}
-		level("http", "method", r.Method, "path", r.URL.Path, "status", lw.status, "bytes", lw.bytes,
-			"ms", time.Since(start).Milliseconds(), "remote", clientIP(r))
+		if s.Log.Enabled(r.Context(), level) { // else skip building a line nobody reads
+			s.Log.Log(r.Context(), level, "http", "method", r.Method, "path", r.URL.Path, "status", lw.status,
+				"bytes", lw.bytes, "ms", time.Since(start).Milliseconds(), "remote", clientIP(r))
+		}
 	})
 }
 

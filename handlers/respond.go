@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -71,7 +72,7 @@ func decodeJSON(r *http.Request, v any) error {
 	if err != nil {
 		return errNotJSON
 	}
-	if !strings.HasPrefix(strings.TrimSpace(string(body)), "{") {
+	if !bytes.HasPrefix(bytes.TrimSpace(body), []byte("{")) {
 		return errNotJSON
 	}
 	if err := json.Unmarshal(body, v); err != nil {

@@ -260,17 +260,19 @@ func CheckBudgets(scan store.ScanScores, results []store.PageResult, budgets map
 		metric, op string
 		threshold  float64
 	}
-	var checks []check
-	for _, m := range append(append([]string{}, store.ScoreMetrics...), store.VitalMetrics...) {
-		if t, ok := budgets[m]; ok {
-			op, _ := BudgetMetric(m)
-			checks = append(checks, check{m, op, t})
+	checks := make([]check, 0, len(budgets)+len(rules))
+	for _, metrics := range [][]string{store.ScoreMetrics, store.VitalMetrics} {
+		for _, m := range metrics {
+			if t, ok := budgets[m]; ok {
+				op, _ := BudgetMetric(m)
+				checks = append(checks, check{m, op, t})
+			}
 		}
 	}
 	for _, r := range rules {
 		checks = append(checks, check{r.Metric, r.Operator, r.Threshold})
 	}
-	out := []Violation{}
+	out := make([]Violation, 0, len(checks))
 	for _, c := range checks {
 		v, path, strategy, ok := actual(scan, results, c.metric)
 		if !ok {
