@@ -22,6 +22,9 @@ var migrations embed.FS
 // apply the schema once.
 const migrationLock = 0x5173_7075 // "Sipu"
 
+// maxConns caps each process's connections to Postgres (max_connections is 100 by default).
+const maxConns = 32
+
 // Postgres is the Store on PostgreSQL.
 type Postgres struct {
 	db      *sql.DB
@@ -37,8 +40,12 @@ func OpenPostgres(ctx context.Context, dsn string) (*Postgres, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
-	db.SetMaxOpenConns(32)
-	db.SetMaxIdleConns(16)
+	// As many idle connections as open ones: with fewer, a burst above the idle cap closes a
+	// connection on every release and opens one (a new Postgres backend, its statements
+	// prepared again) on the next request; budget-check at 64 connections fell from 17k to
+	// 10k req/s with a 50 ms p99. Idle ones are closed after five minutes.
+	db.SetMaxOpenConns(maxConns)
+	db.SetMaxIdleConns(maxConns)
 	db.SetConnMaxIdleTime(5 * time.Minute)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
