@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -44,7 +45,7 @@ type setting struct {
 func (c *config) settings() []setting {
 	return []setting{
 		{env: "ADDR", def: ":8080", help: "listen address", str: &c.Addr},
-		{env: "BASE_URL", def: "http://localhost:8080", help: "public base URL: OAuth issuer, report links", str: &c.BaseURL},
+		{env: "BASE_URL", help: "public base URL: OAuth issuer, report links (default: http:// and ADDR, a wildcard host as localhost)", str: &c.BaseURL},
 		{env: "DATABASE_URL", help: "Postgres DSN; empty runs on the in-memory store", str: &c.DatabaseURL},
 		{env: "PAGESPEED_API_URL", def: "https://www.googleapis.com/pagespeedonline/v5/runPagespeed", help: "PageSpeed Insights endpoint", str: &c.PageSpeedURL},
 		{env: "PAGESPEED_API_KEY", help: "PageSpeed Insights API key", str: &c.PageSpeedKey},
@@ -97,13 +98,16 @@ func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (co
 }
 
 func (c *config) validate() error {
+	if c.Addr == "" {
+		return fmt.Errorf("ADDR is empty: want a listen address such as :8080")
+	}
+	if c.BaseURL == "" {
+		c.BaseURL = "http://" + localURLHost(c.Addr)
+	}
 	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
 	u, err := url.Parse(c.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 		return fmt.Errorf("BASE_URL=%q: want an absolute http(s) URL with no path, such as https://sitepulse.example.com", c.BaseURL)
-	}
-	if c.Addr == "" {
-		return fmt.Errorf("ADDR is empty: want a listen address such as :8080")
 	}
 	if u, err := url.Parse(c.PageSpeedURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("PAGESPEED_API_URL=%q: want an absolute http(s) URL", c.PageSpeedURL)
@@ -118,4 +122,17 @@ func (c *config) validate() error {
 		return fmt.Errorf("SMTP_ADDR=%q: want host:port", c.SMTPAddr)
 	}
 	return nil
+}
+
+// localURLHost is the host:port a browser on this machine reaches listen address addr at: a
+// wildcard or empty host is localhost.
+func localURLHost(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr // validate then names BASE_URL
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return net.JoinHostPort(host, port)
 }

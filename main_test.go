@@ -202,3 +202,29 @@ func TestConfigFlagsWinOverEnvironment(t *testing.T) {
 		t.Errorf("config = %+v", c)
 	}
 }
+
+// Without BASE_URL the base URL is where ADDR listens, so the demo's printed curl lines and the
+// OAuth issuer work with a non-default -addr; a wildcard host is localhost.
+func TestConfigBaseURLFollowsAddr(t *testing.T) {
+	for _, tt := range []struct {
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{nil, nil, "http://localhost:8080"},
+		{map[string]string{"ADDR": ":9000"}, nil, "http://localhost:9000"},
+		{nil, []string{"-addr", "127.0.0.1:18080"}, "http://127.0.0.1:18080"},
+		{map[string]string{"ADDR": "0.0.0.0:80"}, nil, "http://localhost:80"},
+		{map[string]string{"ADDR": "[::]:8081"}, nil, "http://localhost:8081"},
+		{map[string]string{"ADDR": "[::1]:8081"}, nil, "http://[::1]:8081"},
+		{map[string]string{"ADDR": ":9000", "BASE_URL": "https://pulse.example"}, nil, "https://pulse.example"},
+	} {
+		c, err := loadConfig(tt.args, func(k string) string { return tt.env[k] }, &bytes.Buffer{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.BaseURL != tt.want {
+			t.Errorf("env %v args %v: BASE_URL %q, want %q", tt.env, tt.args, c.BaseURL, tt.want)
+		}
+	}
+}

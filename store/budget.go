@@ -1,7 +1,9 @@
 package store
 
 // BudgetInputs is everything a budget check reads about one site, loaded together so the
-// check (interface "POST /api/external/budget-check", DESIGN §6.2) costs one store round trip.
+// check (interface "POST /api/external/budget-check", DESIGN §6.2) costs one store call. The
+// Postgres store shares the Scan, maps and slices of a site's inputs between calls: read them,
+// never modify them.
 type BudgetInputs struct {
 	UserID   string // the caller: for BudgetInputsByKey, empty when the key is unknown or revoked
 	SiteName string
@@ -11,6 +13,5 @@ type BudgetInputs struct {
 	Rules   []AlertRule
 	// Results are the scan's successful page results ordered by path then strategy, with only
 	// PagePath, Strategy, Scores and CoreWebVitals filled: what a budget is checked against.
-	// The Postgres store shares them between calls (they are cached): read, never modify.
 	Results []PageResult
 }

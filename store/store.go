@@ -85,13 +85,14 @@ type Sites interface {
 	AlertRules(ctx context.Context, userID, siteID string) ([]AlertRule, error)
 	AddAlertRule(ctx context.Context, userID string, r AlertRule) error
 	DeleteAlertRule(ctx context.Context, userID, siteID, ruleID string) error
-	// BudgetInputs loads what a budget check of a site reads, in one round trip; its Scan is
-	// nil when the site has no completed scan.
+	// BudgetInputs loads what a budget check of a site reads; its Scan is nil when the site
+	// has no completed scan. It is never stale: a change committed before the call is in it.
 	BudgetInputs(ctx context.Context, userID, siteID string) (BudgetInputs, error)
 	// BudgetInputsByKey authenticates an API key as APIKeyByHash does, recording its use, and
-	// loads the budget inputs of the key user's site, together in one round trip (the budget
-	// check's whole store cost). ErrNotFound with an empty UserID: the key is unknown or
-	// revoked; with UserID set: the site is not that user's.
+	// loads the budget inputs of the key user's site, together: on Postgres one statement of
+	// two index lookups when the process already holds the site's inputs (the budget check's
+	// whole store cost). ErrNotFound with an empty UserID: the key is unknown or revoked; with
+	// UserID set: the site is not that user's.
 	BudgetInputsByKey(ctx context.Context, keyHash, siteID string, now time.Time) (BudgetInputs, error)
 }
 
