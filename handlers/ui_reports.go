@@ -10,8 +10,8 @@ import (
 // reportRow is a client report on the reports page, with the scan and site it shows.
 type reportRow struct {
 	store.Report
-	SiteID, SiteName string
-	State            string // active, expired or revoked
+	SiteName string
+	State    string // active, expired or revoked
 }
 
 // handleReports lists the client reports the user made through MCP (generate_client_report).
@@ -23,24 +23,19 @@ func (s *server) handleReports() http.Handler {
 			s.serverError(w, r, "list reports", err)
 			return
 		}
-		names := map[string]string{}
+		sites, err := s.Store.SitesOf(r.Context(), uid)
+		if err != nil {
+			s.serverError(w, r, "list sites", err)
+			return
+		}
+		names := make(map[string]string, len(sites))
+		for _, site := range sites {
+			names[site.ID] = site.Name
+		}
 		now := s.Now()
 		rows := make([]reportRow, 0, len(reports))
 		for _, rep := range reports {
-			row := reportRow{Report: rep, State: reportState(rep, now)}
-			if scan, err := s.Store.Scan(r.Context(), uid, rep.ScanID); err == nil {
-				row.SiteID = scan.SiteID
-				if _, ok := names[scan.SiteID]; !ok {
-					if site, err := s.Store.Site(r.Context(), uid, scan.SiteID); err == nil {
-						names[scan.SiteID] = site.Name
-					}
-				}
-				row.SiteName = names[scan.SiteID]
-			} else if !errors.Is(err, store.ErrNotFound) {
-				s.serverError(w, r, "report scan", err)
-				return
-			}
-			rows = append(rows, row)
+			rows = append(rows, reportRow{Report: rep, SiteName: names[rep.SiteID], State: reportState(rep, now)})
 		}
 		s.render(w, r, http.StatusOK, "reports", page{Title: "Client reports", Flash: uiFlash(r), Data: rows})
 	})

@@ -44,16 +44,16 @@ func (s *server) handleHome() http.Handler {
 			s.serverError(w, r, "list sites", err)
 			return
 		}
+		last, err := s.Store.LastScans(r.Context(), v.User.ID)
+		if err != nil {
+			s.serverError(w, r, "last scans", err)
+			return
+		}
 		rows := make([]siteRow, 0, len(sites))
 		for _, site := range sites {
 			row := siteRow{Site: site}
-			scans, err := s.Store.ScansOf(r.Context(), v.User.ID, site.ID, 1)
-			if err != nil {
-				s.serverError(w, r, "last scan", err)
-				return
-			}
-			if len(scans) > 0 {
-				row.LastScan = &scans[0]
+			if sc, ok := last[site.ID]; ok {
+				row.LastScan = &sc
 			}
 			rows = append(rows, row)
 		}

@@ -96,7 +96,8 @@ func testUIPages(t *testing.T, f *uiFixture) {
 		want       []string
 	}{
 		{"the sites list shows each site with its health badge and an add link", "/",
-			[]string{"Demo Site", "demo.sitepulse.test", `class="badge big`, `href="/sites/new"`, "Last published", "Last scan"}},
+			[]string{"Demo Site", "demo.sitepulse.test", `class="badge big`, `href="/sites/new"`, "Last published", "Last scan",
+				`<a href="/sites/` + f.site + `/scans/` + f.scan + `">`}},
 		{"the site page shows both strategies, vitals, trend, regressions, history and exports", "/sites/" + f.site,
 			[]string{"Mobile", "Desktop", "Core Web Vitals", `<svg class="trend"`, "Regressions", "Scan history",
 				"/api/sites/" + f.site + "/export?format=csv&amp;scanId=" + f.scan, "format=json", "Scan now",
@@ -458,7 +459,7 @@ func testReportsPage(t *testing.T, f *uiFixture) {
 	contains(t, body, "Q4 &lt;b&gt;report&lt;/b&gt;")
 	contains(t, body, "1 Dec 2026")
 	contains(t, body, "/reports/"+rep.ID+"/revoke")
-	contains(t, body, "Demo Site")
+	contains(t, body, `<a href="/sites/`+f.site+`/scans/`+f.scan+`">Demo Site</a>`)
 	_, body = f.b.get("/reports")
 	if strings.Contains(body, "&lt;b&gt;report") {
 		t.Error("B sees A's report")

@@ -511,6 +511,22 @@ func (m *Memory) ScansOf(ctx context.Context, userID, siteID string, limit int) 
 	return m.scansOf(userID, siteID, limit, false)
 }
 
+func (m *Memory) LastScans(ctx context.Context, userID string) (map[string]Scan, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[string]Scan{}
+	for _, sc := range m.scans {
+		if site, ok := m.sites[sc.SiteID]; !ok || site.UserID != userID {
+			continue
+		}
+		last, ok := out[sc.SiteID]
+		if !ok || sc.CreatedAt.After(last.CreatedAt) || sc.CreatedAt.Equal(last.CreatedAt) && sc.ID > last.ID {
+			out[sc.SiteID] = cloneScan(sc)
+		}
+	}
+	return out, nil
+}
+
 func (m *Memory) CompletedScans(ctx context.Context, userID, siteID string, limit int) ([]Scan, error) {
 	return m.scansOf(userID, siteID, limit, true)
 }
@@ -1121,6 +1137,7 @@ func (m *Memory) CreateReport(ctx context.Context, r Report) error {
 		r.ExpiresAt = tp(*r.ExpiresAt)
 	}
 	r.RevokedAt = nil
+	r.SiteID = m.scans[r.ScanID].SiteID
 	m.reports[r.ID] = cloneReport(r)
 	return nil
 }

@@ -17,18 +17,20 @@ func (p *Postgres) CreateReport(ctx context.Context, r Report) error {
 	return pgErr("create report", affected(res, err, sql.ErrNoRows))
 }
 
-const reportCols = `id, token_hash, scan_id, user_id, title, created_at, expires_at, revoked_at`
+// reportCols are a report's columns and its scan's site, from reports r JOIN scans c.
+const reportCols = `r.id, r.token_hash, r.scan_id, c.site_id, r.user_id, r.title, r.created_at, r.expires_at, r.revoked_at
+	FROM reports r JOIN scans c ON c.id = r.scan_id`
 
 func scanReport(row rowScanner) (Report, error) {
 	var r Report
 	var exp, rev sql.NullTime
-	err := row.Scan(&r.ID, &r.TokenHash, &r.ScanID, &r.UserID, &r.Title, &r.CreatedAt, &exp, &rev)
+	err := row.Scan(&r.ID, &r.TokenHash, &r.ScanID, &r.SiteID, &r.UserID, &r.Title, &r.CreatedAt, &exp, &rev)
 	r.CreatedAt, r.ExpiresAt, r.RevokedAt = r.CreatedAt.UTC(), timePtr(exp), timePtr(rev)
 	return r, err
 }
 
 func (p *Postgres) ReportByHash(ctx context.Context, tokenHash string) (Report, error) {
-	r, err := scanReport(p.db.QueryRowContext(ctx, `SELECT `+reportCols+` FROM reports WHERE token_hash = $1`, tokenHash))
+	r, err := scanReport(p.db.QueryRowContext(ctx, `SELECT `+reportCols+` WHERE r.token_hash = $1`, tokenHash))
 	return r, pgErr("report", err)
 }
 
@@ -36,8 +38,8 @@ func (p *Postgres) ReportsOf(ctx context.Context, userID string) ([]Report, erro
 	if !uuidOK(userID) {
 		return []Report{}, nil
 	}
-	return queryAll(ctx, p.db, "reports", scanReport, `SELECT `+reportCols+` FROM reports WHERE user_id = $1
-		ORDER BY created_at DESC, id DESC`, userID)
+	return queryAll(ctx, p.db, "reports", scanReport, `SELECT `+reportCols+` WHERE r.user_id = $1
+		ORDER BY r.created_at DESC, r.id DESC`, userID)
 }
 
 func (p *Postgres) RevokeReport(ctx context.Context, userID, reportID string, now time.Time) error {

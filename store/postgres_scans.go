@@ -39,6 +39,20 @@ func (p *Postgres) ScansOf(ctx context.Context, userID, siteID string, limit int
 	return p.scansOf(ctx, userID, siteID, limit, `TRUE ORDER BY c.created_at DESC, c.id DESC`)
 }
 
+func (p *Postgres) LastScans(ctx context.Context, userID string) (map[string]Scan, error) {
+	out := map[string]Scan{}
+	if !uuidOK(userID) {
+		return out, nil
+	}
+	scans, err := queryAll(ctx, p.db, "last scans", scanScan, `SELECT `+scanCols+` FROM sites s
+		CROSS JOIN LATERAL (SELECT * FROM scans WHERE site_id = s.id ORDER BY created_at DESC, id DESC LIMIT 1) c
+		WHERE s.user_id = $1`, userID)
+	for _, sc := range scans {
+		out[sc.SiteID] = sc
+	}
+	return out, err
+}
+
 func (p *Postgres) CompletedScans(ctx context.Context, userID, siteID string, limit int) ([]Scan, error) {
 	return p.scansOf(ctx, userID, siteID, limit, `c.status = 'complete' ORDER BY c.completed_at DESC, c.id DESC`)
 }

@@ -99,6 +99,9 @@ type Sites interface {
 // Scans reads scans and their page results for their owner.
 type Scans interface {
 	Scan(ctx context.Context, userID, scanID string) (Scan, error)
+	// LastScans gives the newest scan, of any status, of each of the user's sites that has one,
+	// by site id: the sites list's last-scan column, in one query however many sites.
+	LastScans(ctx context.Context, userID string) (map[string]Scan, error)
 	// ScansOf lists a site's scans of every status, newest first, at most limit.
 	ScansOf(ctx context.Context, userID, siteID string, limit int) ([]Scan, error)
 	// CompletedScans lists a site's complete scans, most recently completed first, at most limit;

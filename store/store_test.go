@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -41,6 +42,7 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 		{"a budget check sees each change to its site at once, however often it ran before", testBudgetInputsFollowChanges},
 		{"concurrent uses of one key all authenticate and record the use", testConcurrentKeyUse},
 		{"latest completed scan ignores queued, running and failed scans", testLatestCompleted},
+		{"last scans are each site's newest of any status, for the owner only", testLastScans},
 		{"a second scan for a site with one in flight is SCAN_ALREADY_ACTIVE", testInFlight},
 		{"50 concurrent enqueues for one site create exactly one scan", testConcurrentEnqueue},
 		{"2 concurrent claimers over 500 jobs claim each exactly once", testConcurrentClaims},
@@ -871,11 +873,11 @@ func testReports(t *testing.T, s store.Store) {
 	must(t, s.CreateReport(ctx, never))
 	got, err := s.ReportByHash(ctx, store.HashSecret(secret))
 	must(t, err)
-	if got.ID != r.ID || got.ExpiresAt == nil || !got.ExpiresAt.Equal(exp) || got.RevokedAt != nil {
+	if got.ID != r.ID || got.SiteID != site.ID || got.ExpiresAt == nil || !got.ExpiresAt.Equal(exp) || got.RevokedAt != nil {
 		t.Errorf("report = %+v", got)
 	}
 	list, _ := s.ReportsOf(ctx, a.ID)
-	if len(list) != 2 || list[0].ID != never.ID || list[0].ExpiresAt != nil {
+	if len(list) != 2 || list[0].ID != never.ID || list[0].ExpiresAt != nil || list[0].SiteID != site.ID || list[1].SiteID != site.ID {
 		t.Errorf("reports = %+v", list)
 	}
 	scan, rsite, results, err := s.ReportScan(ctx, got)
@@ -940,4 +942,34 @@ func testDeleteSite(t *testing.T, s store.Store) {
 	_, _, err = s.ScanForJob(ctx, sc.ID)
 	wantErr(t, err, store.ErrNotFound)
 	must(t, s.Ping(ctx))
+}
+
+// testLastScans: the newest scan of any status per site, the same as ScansOf's first, for the
+// owner's sites only; a site never scanned has no entry.
+func testLastScans(t *testing.T, s store.Store) {
+	a, b := newUser(t, s, "a@example.com"), newUser(t, s, "b@example.com")
+	done := newSite(t, s, a, "done")
+	completedScan(t, s, done, t0, 70)
+	newest := completedScan(t, s, done, t0.Add(time.Hour), 60)
+	queued := newSite(t, s, a, "queued")
+	completedScan(t, s, queued, t0, 50)
+	inFlight := enqueue(t, s, queued, t0.Add(2*time.Hour))
+	newSite(t, s, a, "never scanned")
+	other := newSite(t, s, b, "other")
+	completedScan(t, s, other, t0, 40)
+
+	last, err := s.LastScans(ctx, a.ID)
+	must(t, err)
+	if len(last) != 2 || last[done.ID].ID != newest.ID || last[queued.ID].ID != inFlight.ID {
+		t.Errorf("last scans = %+v, want %s for done and %s for queued only", last, newest.ID, inFlight.ID)
+	}
+	for siteID, sc := range last {
+		first, _ := s.ScansOf(ctx, a.ID, siteID, 1)
+		if !reflect.DeepEqual(sc, first[0]) {
+			t.Errorf("site %s: last %+v, ScansOf's first %+v", siteID, sc, first[0])
+		}
+	}
+	if last, err := s.LastScans(ctx, "not-a-uuid"); err != nil || len(last) != 0 {
+		t.Errorf("malformed user: %v %v", last, err)
+	}
 }

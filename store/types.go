@@ -346,6 +346,7 @@ type Report struct {
 	ID        string
 	TokenHash string
 	ScanID    string
+	SiteID    string // the scan's site: filled by reads, ignored by CreateReport
 	UserID    string
 	Title     string
 	CreatedAt time.Time
