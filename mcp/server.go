@@ -26,10 +26,9 @@ const (
 type Store interface {
 	SitesOf(ctx context.Context, userID string) ([]store.Site, error)
 	Site(ctx context.Context, userID, siteID string) (store.Site, error)
-	Budgets(ctx context.Context, userID, siteID string) (map[string]float64, error)
+	BudgetInputs(ctx context.Context, userID, siteID string) (store.BudgetInputs, error)
 	Scan(ctx context.Context, userID, scanID string) (store.Scan, error)
 	CompletedScans(ctx context.Context, userID, siteID string, limit int) ([]store.Scan, error)
-	LatestCompletedScan(ctx context.Context, userID, siteID string) (store.Scan, error)
 	PageResults(ctx context.Context, userID, scanID string) ([]store.PageResult, error)
 	PageResult(ctx context.Context, userID, scanID, pagePath, strategy string) (store.PageResult, error)
 	PageMetrics(ctx context.Context, userID, scanID string) ([]store.PageResult, error)

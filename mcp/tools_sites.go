@@ -43,28 +43,6 @@ func (s *Server) listSites(ctx context.Context, userID string, _ args) (any, err
 	}{out, len(out)}, nil
 }
 
-// site reads a site of the user, mapping "not found" to the tool error.
-func (s *Server) site(ctx context.Context, userID, siteID string) (store.Site, error) {
-	st, err := s.store.Site(ctx, userID, siteID)
-	if errors.Is(err, store.ErrNotFound) {
-		return st, errSiteNotFound
-	}
-	return st, err
-}
-
-// latest reads a site of the user and its latest completed scan.
-func (s *Server) latest(ctx context.Context, userID, siteID string) (store.Site, store.Scan, error) {
-	st, err := s.site(ctx, userID, siteID)
-	if err != nil {
-		return st, store.Scan{}, err
-	}
-	sc, err := s.store.LatestCompletedScan(ctx, userID, siteID)
-	if errors.Is(err, store.ErrNotFound) {
-		return st, sc, errNoScanYet
-	}
-	return st, sc, err
-}
-
 // completedScans lists a site's completed scans, newest first, at most limit. CompletedScans
 // checks the site is the user's itself: no separate read of the site.
 func (s *Server) completedScans(ctx context.Context, userID, siteID string, limit int) ([]store.Scan, error) {
@@ -95,19 +73,27 @@ type latestScan struct {
 	Budget      map[string]float64 `json:"budget"`
 }
 
+// getLatestScan reads what a budget check reads (store.BudgetInputs: the site, its latest
+// completed scan and budgets, kept per process on Postgres and checked by one lookup).
 func (s *Server) getLatestScan(ctx context.Context, userID string, a args) (any, error) {
-	st, sc, err := s.latest(ctx, userID, a.str("siteId", ""))
-	if err != nil {
-		return nil, err
+	siteID := a.str("siteId", "")
+	if !store.ValidUUID(siteID) {
+		return nil, errSiteNotFound
 	}
-	budget, err := s.store.Budgets(ctx, userID, st.ID)
-	if err != nil {
+	in, err := s.store.BudgetInputs(ctx, userID, store.CanonicalID(siteID))
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, errSiteNotFound
+	case err != nil:
 		return nil, err
+	case in.Scan == nil:
+		return nil, errNoScanYet
 	}
+	sc, budget := in.Scan, in.Budgets
 	if budget == nil {
 		budget = map[string]float64{}
 	}
-	return latestScan{ScanID: sc.ID, SiteName: st.Name, Domain: st.Domain, CompletedAt: iso(sc.CompletedAt),
+	return latestScan{ScanID: sc.ID, SiteName: in.SiteName, Domain: in.SiteDomain, CompletedAt: iso(sc.CompletedAt),
 		PagesTotal: sc.PagesTotal, Strategy: sc.Strategy, Scores: sc.Scores, Budget: budget}, nil
 }
 

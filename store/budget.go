@@ -5,8 +5,9 @@ package store
 // Postgres store shares the Scan, maps and slices of a site's inputs between calls: read them,
 // never modify them.
 type BudgetInputs struct {
-	UserID   string // the caller: for BudgetInputsByKey, empty when the key is unknown or revoked
-	SiteName string
+	UserID     string // the caller: for BudgetInputsByKey, empty when the key is unknown or revoked
+	SiteName   string
+	SiteDomain string
 	// Scan is the latest completed scan; nil when the site has none.
 	Scan    *Scan
 	Budgets map[string]float64

@@ -18,7 +18,7 @@ func testBudgetInputs(t *testing.T, s store.Store) {
 
 	in, err := s.BudgetInputs(ctx, a.ID, site.ID)
 	must(t, err)
-	if in.SiteName != "shop" || in.Scan != nil || len(in.Budgets) != 0 || len(in.Rules) != 0 || len(in.Results) != 0 {
+	if in.SiteName != "shop" || in.SiteDomain != "shop.test" || in.Scan != nil || len(in.Budgets) != 0 || len(in.Rules) != 0 || len(in.Results) != 0 {
 		t.Errorf("site without scans or budgets: %+v", in)
 	}
 	for name, id := range map[string][2]string{
@@ -182,7 +182,12 @@ func budgetInputsFollow(t *testing.T, reader, writer store.Store) {
 	site.Name = "shop renamed"
 	must(t, writer.UpdateSite(ctx, site))
 	check("after a rename", func(in store.BudgetInputs) string {
-		return unless(in.SiteName == "shop renamed", "site name %q", in.SiteName)
+		return unless(in.SiteName == "shop renamed" && in.SiteDomain == "shop.test", "site %q %q", in.SiteName, in.SiteDomain)
+	})
+	site.Domain = "https://shop.example"
+	must(t, writer.UpdateSite(ctx, site))
+	check("after a new domain", func(in store.BudgetInputs) string {
+		return unless(in.SiteDomain == "https://shop.example", "site domain %q", in.SiteDomain)
 	})
 
 	must(t, writer.SetBudgets(ctx, a.ID, site.ID, map[string]float64{"performance": 50, "lcp": 2500}))

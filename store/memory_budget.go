@@ -12,7 +12,7 @@ func (m *Memory) BudgetInputs(ctx context.Context, userID, siteID string) (Budge
 	if !ok {
 		return BudgetInputs{}, notFound("site")
 	}
-	in := BudgetInputs{UserID: userID, SiteName: site.Name, Budgets: m.siteBudgets(siteID), Rules: m.siteRules(siteID), Results: []PageResult{}}
+	in := BudgetInputs{UserID: userID, SiteName: site.Name, SiteDomain: site.Domain, Budgets: m.siteBudgets(siteID), Rules: m.siteRules(siteID), Results: []PageResult{}}
 	scans := m.siteScans(siteID, 1, true)
 	if len(scans) == 0 {
 		return in, nil

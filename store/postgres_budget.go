@@ -10,7 +10,7 @@ import (
 )
 
 // A budget check reads a site's name, budgets, alert rules, latest completed scan and that
-// scan's per-page scores and vitals. Each process keeps what it last read per site with the
+// scan's per-page scores and vitals (MCP's get_latest_scan reads them too, and the domain). Each process keeps what it last read per site with the
 // site's budget_version, which the triggers of migration 003 move with every write to any of
 // it. A check then costs one statement of two index lookups, the caller's key and the site's
 // version (budgetKeySQL, budgetVersionSQL), and loads the inputs (budgetInputsSQL) only when
@@ -29,7 +29,7 @@ const budgetVersionSQL = `SELECT budget_version FROM sites WHERE id = $1 AND use
 // budgetInputsSQL loads site $1 of user $2 with its version, all in one snapshot, so what is
 // kept is labelled with the version it was read at. Only the small sub-objects of each stored
 // result leave the database.
-const budgetInputsSQL = `SELECT s.budget_version, s.name, c.id, c.status, c.strategy, c.trigger,
+const budgetInputsSQL = `SELECT s.budget_version, s.name, s.domain, c.id, c.status, c.strategy, c.trigger,
 	c.pages_total, c.pages_done, c.scores, c.error, c.created_at, c.started_at, c.completed_at,
 	(SELECT coalesce(json_object_agg(b.metric, b.threshold), '{}') FROM budgets b WHERE b.site_id = s.id),
 	(SELECT coalesce(json_agg(json_build_object('id', r.id, 'metric', r.metric, 'operator', r.operator,
@@ -126,7 +126,7 @@ func (p *Postgres) loadBudgetInputs(ctx context.Context, userID, siteID string) 
 	if err != nil {
 		return in, 0, pgErr("budget inputs", err)
 	}
-	err = stmt.QueryRowContext(ctx, siteID, userID).Scan(&version, &in.SiteName, &id, &status,
+	err = stmt.QueryRowContext(ctx, siteID, userID).Scan(&version, &in.SiteName, &in.SiteDomain, &id, &status,
 		&strategy, &trigger, &total, &done, &scores, &scanErr, &created, &started, &completed, &budgets, &rules, &results)
 	if err != nil {
 		return in, 0, pgErr("site", err)

@@ -1,4 +1,5 @@
--- A budget check reads a site's name, budgets, alert rules and latest completed scan. Each
+-- A budget check reads a site's name, budgets, alert rules and latest completed scan (and
+-- MCP's get_latest_scan the same and the domain). Each
 -- process keeps what it last read per site (store/postgres_budget.go) and, on every check, asks
 -- the database only for this number, in the same statement that authenticates the API key.
 -- Triggers move it with every write that changes anything the check reads, whoever makes the
@@ -19,8 +20,9 @@ BEGIN
 END
 $$;
 
-CREATE TRIGGER budget_version_name BEFORE UPDATE OF name ON sites
-    FOR EACH ROW WHEN (OLD.name IS DISTINCT FROM NEW.name) EXECUTE FUNCTION bump_budget_version();
+CREATE TRIGGER budget_version_site BEFORE UPDATE OF name, domain ON sites
+    FOR EACH ROW WHEN (OLD.name IS DISTINCT FROM NEW.name OR OLD.domain IS DISTINCT FROM NEW.domain)
+    EXECUTE FUNCTION bump_budget_version();
 CREATE TRIGGER budget_version AFTER INSERT OR UPDATE OR DELETE ON budgets
     FOR EACH ROW EXECUTE FUNCTION bump_budget_version();
 CREATE TRIGGER budget_version AFTER INSERT OR UPDATE OR DELETE ON alert_rules
