@@ -176,16 +176,20 @@ func (s *server) handleAddRule() http.Handler {
 		}
 		uid := visitorFrom(r.Context()).User.ID
 		rule := store.AlertRule{ID: store.NewID(), SiteID: site.ID, Metric: f.Metric, Operator: f.Operator, Threshold: threshold, CreatedAt: s.Now()}
-		if err := s.Store.AddAlertRule(r.Context(), uid, rule); err != nil {
-			s.serverError(w, r, "add alert rule", err)
-			return
-		}
-		// Changing a rule is replacing it: the edit form posts the old rule's id along.
+		// The edit form posts the changed rule's id as "replaces": the rule is changed in place.
+		// One deleted meanwhile (another tab) is added again, as the user asked for it.
+		err := store.ErrNotFound
 		if old := store.CanonicalID(r.PostForm.Get("replaces")); store.ValidUUID(old) {
-			if err := s.Store.DeleteAlertRule(r.Context(), uid, site.ID, old); err != nil && !errors.Is(err, store.ErrNotFound) {
-				s.serverError(w, r, "replace alert rule", err)
-				return
-			}
+			rule.ID = old
+			err = s.Store.UpdateAlertRule(r.Context(), uid, rule)
+		}
+		if errors.Is(err, store.ErrNotFound) {
+			rule.ID = store.NewID()
+			err = s.Store.AddAlertRule(r.Context(), uid, rule)
+		}
+		if err != nil {
+			s.serverError(w, r, "save alert rule", err)
+			return
 		}
 		http.Redirect(w, r, "/sites/"+site.ID+"/budgets?done=rule-added#rules", http.StatusSeeOther)
 	})

@@ -432,8 +432,8 @@ func testBudgetsEditor(t *testing.T, f *uiFixture) {
 	resp, _ = f.a.postCSRF("/sites/"+f.site+"/alert-rules", url.Values{"metric": {"inp"}, "operator": {"max"}, "threshold": {"300"}, "replaces": {added.ID}})
 	wantStatus(t, resp, http.StatusSeeOther)
 	rules, _ = f.ts.store.AlertRules(ctx, f.a.userID, f.site)
-	if len(rules) != len(rules0)+1 || rules[len(rules)-1].Threshold != 300 {
-		t.Errorf("after change: %+v", rules)
+	if len(rules) != len(rules0)+1 || rules[len(rules)-1].Threshold != 300 || rules[len(rules)-1].ID != added.ID {
+		t.Errorf("after change: %+v, want rule %s changed in place", rules, added.ID)
 	}
 	changed := rules[len(rules)-1].ID
 	resp, _ = f.a.postCSRF("/sites/"+f.site+"/alert-rules/"+changed+"/delete", nil)
@@ -442,6 +442,22 @@ func testBudgetsEditor(t *testing.T, f *uiFixture) {
 	wantStatus(t, resp, http.StatusNotFound)
 	if rules, _ = f.ts.store.AlertRules(ctx, f.a.userID, f.site); len(rules) != len(rules0) {
 		t.Errorf("after delete: %+v", rules)
+	}
+	// Changing a rule deleted meanwhile (in another tab) adds it again.
+	resp, _ = f.a.postCSRF("/sites/"+f.site+"/alert-rules", url.Values{"metric": {"inp"}, "operator": {"max"}, "threshold": {"400"}, "replaces": {changed}})
+	wantStatus(t, resp, http.StatusSeeOther)
+	if rules, _ = f.ts.store.AlertRules(ctx, f.a.userID, f.site); len(rules) != len(rules0)+1 || rules[len(rules)-1].Threshold != 400 || rules[len(rules)-1].ID == changed {
+		t.Errorf("changing a deleted rule: %+v", rules)
+	}
+	// Another user's rule id in "replaces" changes nothing of theirs: it is a new rule of A's.
+	bRule := store.AlertRule{ID: store.NewID(), SiteID: f.bSite, Metric: "seo", Operator: "min", Threshold: 50, CreatedAt: f.ts.now}
+	if err := f.ts.store.AddAlertRule(ctx, f.b.userID, bRule); err != nil {
+		t.Fatal(err)
+	}
+	resp, _ = f.a.postCSRF("/sites/"+f.site+"/alert-rules", url.Values{"metric": {"seo"}, "operator": {"min"}, "threshold": {"99"}, "replaces": {bRule.ID}})
+	wantStatus(t, resp, http.StatusSeeOther)
+	if bRules, _ := f.ts.store.AlertRules(ctx, f.b.userID, f.bSite); len(bRules) != 1 || bRules[0] != bRule {
+		t.Errorf("B's rules after A's change naming B's rule: %+v", bRules)
 	}
 }
 

@@ -201,6 +201,11 @@ func budgetInputsFollow(t *testing.T, reader, writer store.Store) {
 	check("after a new alert rule", func(in store.BudgetInputs) string {
 		return unless(len(in.Rules) == 1 && in.Rules[0].ID == rule.ID, "rules %+v", in.Rules)
 	})
+	rule.Threshold = 85
+	must(t, writer.UpdateAlertRule(ctx, a.ID, rule))
+	check("after changing the rule", func(in store.BudgetInputs) string {
+		return unless(len(in.Rules) == 1 && in.Rules[0].Threshold == 85, "rules %+v", in.Rules)
+	})
 	must(t, writer.DeleteAlertRule(ctx, a.ID, site.ID, rule.ID))
 	check("after deleting the rule", func(in store.BudgetInputs) string {
 		return unless(len(in.Rules) == 0, "rules %+v", in.Rules)

@@ -455,6 +455,18 @@ func (m *Memory) AddAlertRule(ctx context.Context, userID string, r AlertRule) e
 	return nil
 }
 
+func (m *Memory) UpdateAlertRule(ctx context.Context, userID string, r AlertRule) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old, ok := m.rules[r.ID]
+	if _, owned := m.ownedSite(userID, r.SiteID); !ok || !owned || old.SiteID != r.SiteID {
+		return notFound("alert rule")
+	}
+	old.Metric, old.Operator, old.Threshold = r.Metric, r.Operator, r.Threshold
+	m.rules[r.ID] = old
+	return nil
+}
+
 func (m *Memory) DeleteAlertRule(ctx context.Context, userID, siteID, ruleID string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -161,6 +161,16 @@ func (p *Postgres) AddAlertRule(ctx context.Context, userID string, r AlertRule)
 	return pgErr("add alert rule", affected(res, err, sql.ErrNoRows))
 }
 
+func (p *Postgres) UpdateAlertRule(ctx context.Context, userID string, r AlertRule) error {
+	if !uuidOK(userID, r.SiteID, r.ID) {
+		return notFound("alert rule")
+	}
+	res, err := p.db.ExecContext(ctx, `UPDATE alert_rules r SET metric = $4, operator = $5, threshold = $6
+		FROM sites s WHERE r.id = $1 AND r.site_id = $2 AND s.id = r.site_id AND s.user_id = $3`,
+		r.ID, r.SiteID, userID, r.Metric, r.Operator, r.Threshold)
+	return pgErr("update alert rule", affected(res, err, sql.ErrNoRows))
+}
+
 func (p *Postgres) DeleteAlertRule(ctx context.Context, userID, siteID, ruleID string) error {
 	if !uuidOK(userID, siteID, ruleID) {
 		return notFound("alert rule")

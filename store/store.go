@@ -84,6 +84,9 @@ type Sites interface {
 	SetBudgets(ctx context.Context, userID, siteID string, budgets map[string]float64) error
 	AlertRules(ctx context.Context, userID, siteID string) ([]AlertRule, error)
 	AddAlertRule(ctx context.Context, userID string, r AlertRule) error
+	// UpdateAlertRule changes the metric, operator and threshold of rule r.ID of site r.SiteID,
+	// keeping its id and creation time; ErrNotFound when the user has no such rule.
+	UpdateAlertRule(ctx context.Context, userID string, r AlertRule) error
 	DeleteAlertRule(ctx context.Context, userID, siteID, ruleID string) error
 	// BudgetInputs loads what a budget check of a site reads; its Scan is nil when the site
 	// has no completed scan. It is never stale: a change committed before the call is in it.

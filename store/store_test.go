@@ -332,6 +332,21 @@ func testBudgetsAndRules(t *testing.T, s store.Store) {
 	if len(rules) != 2 || rules[0].ID != r1.ID || rules[1].Threshold != 300 {
 		t.Errorf("rules = %+v", rules)
 	}
+
+	// A change keeps the rule's id, creation time and place; only its owner can make it.
+	changed := store.AlertRule{ID: r1.ID, SiteID: site.ID, Metric: "accessibility", Operator: store.OpMin, Threshold: 95, CreatedAt: t0.Add(time.Hour)}
+	must(t, s.UpdateAlertRule(ctx, a.ID, changed))
+	rules, _ = s.AlertRules(ctx, a.ID, site.ID)
+	if want := (store.AlertRule{ID: r1.ID, SiteID: site.ID, Metric: "accessibility", Operator: store.OpMin, Threshold: 95, CreatedAt: t0}); len(rules) != 2 || rules[0] != want {
+		t.Errorf("rules after a change = %+v, want %+v first", rules, want)
+	}
+	other := newUser(t, s, "b@example.com")
+	otherSite := newSite(t, s, other, "other")
+	wantErr(t, s.UpdateAlertRule(ctx, other.ID, changed), store.ErrNotFound)
+	wantErr(t, s.UpdateAlertRule(ctx, other.ID, store.AlertRule{ID: r1.ID, SiteID: otherSite.ID, Metric: "seo", Operator: store.OpMin}), store.ErrNotFound)
+	wantErr(t, s.UpdateAlertRule(ctx, a.ID, store.AlertRule{ID: store.NewID(), SiteID: site.ID, Metric: "seo", Operator: store.OpMin}), store.ErrNotFound)
+	wantErr(t, s.UpdateAlertRule(ctx, a.ID, store.AlertRule{ID: "x", SiteID: site.ID}), store.ErrNotFound)
+
 	must(t, s.DeleteAlertRule(ctx, a.ID, site.ID, r1.ID))
 	wantErr(t, s.DeleteAlertRule(ctx, a.ID, site.ID, r1.ID), store.ErrNotFound)
 	rules, _ = s.AlertRules(ctx, a.ID, site.ID)
