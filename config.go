@@ -30,6 +30,9 @@ type config struct {
 	ScanLease       int
 	MaxPagesPerScan int
 	PSIRateLimit    int
+	PSIDailyLimit   int
+	PSIBreakerFails int
+	PSIBreakerSecs  int
 	Demo            bool
 }
 
@@ -62,6 +65,9 @@ func (c *config) settings() []setting {
 		{env: "SCAN_LEASE_SECONDS", def: "120", help: "seconds a running scan may go without a heartbeat before another process takes it over", num: &c.ScanLease, min: 2},
 		{env: "MAX_PAGES_PER_SCAN", def: "50", help: "page discovery cap", num: &c.MaxPagesPerScan, min: 1},
 		{env: "PSI_RATE_LIMIT", def: "400", help: "PSI calls per 100 seconds, shared by all workers of this process", num: &c.PSIRateLimit, min: 1},
+		{env: "PSI_DAILY_LIMIT", def: "25000", help: "PSI calls per quota day (to midnight America/Los_Angeles), shared by all workers of this process; reaching it pauses scans until the reset", num: &c.PSIDailyLimit, min: 1},
+		{env: "PSI_BREAKER_FAILURES", def: "5", help: "consecutive audits finding PSI in trouble (5xx, timeouts, network) that open the PSI breaker", num: &c.PSIBreakerFails, min: 1},
+		{env: "PSI_BREAKER_SECONDS", def: "60", help: "seconds the PSI breaker stays open before one probe audit", num: &c.PSIBreakerSecs, min: 1},
 	}
 }
 

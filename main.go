@@ -154,7 +154,11 @@ func startScanner(ctx context.Context, cfg config, st store.Store, storeName str
 			ChromeFlags: cfg.ChromeFlags, Log: log})
 	} else {
 		auditor = scanner.NewPSI(scanner.PSIConfig{Endpoint: cfg.PageSpeedURL, Key: cfg.PageSpeedKey,
-			Limiter: scanner.NewRateLimiter(cfg.PSIRateLimit, 100*time.Second), Log: log})
+			Limiter: scanner.NewRateLimiter(cfg.PSIRateLimit, 100*time.Second),
+			Daily:   scanner.NewDailyCounter(cfg.PSIDailyLimit),
+			Breaker: scanner.NewBreaker(scanner.BreakerConfig{Failures: cfg.PSIBreakerFails,
+				OpenFor: time.Duration(cfg.PSIBreakerSecs) * time.Second, Log: log}),
+			Log: log})
 	}
 	var wake <-chan struct{}
 	if storeName == "postgres" {
@@ -173,7 +177,8 @@ func startScanner(ctx context.Context, cfg config, st store.Store, storeName str
 			Password: cfg.SMTPPassword, BaseURL: cfg.BaseURL, Log: log},
 	})
 	pool.Start()
-	log.Info("audit backend", "backend", cfg.AuditBackend, "psi_rate_limit_per_100s", cfg.PSIRateLimit)
+	log.Info("audit backend", "backend", cfg.AuditBackend, "psi_rate_limit_per_100s", cfg.PSIRateLimit,
+		"psi_daily_limit", cfg.PSIDailyLimit, "psi_breaker_failures", cfg.PSIBreakerFails, "psi_breaker_seconds", cfg.PSIBreakerSecs)
 	return pool
 }
 

@@ -135,7 +135,7 @@ func readScanLog(log string) scanLog {
 			l.completed[id]++
 			delete(running, id)
 		case strings.HasSuffix(msg, "scan failed") || strings.Contains(msg, "retrying") || strings.Contains(msg, "lease lost") ||
-			strings.Contains(msg, "released") || strings.Contains(msg, "could not"):
+			strings.Contains(msg, "released") || strings.Contains(msg, "snoozed") || strings.Contains(msg, "could not"):
 			delete(running, id)
 		}
 	}

@@ -37,6 +37,11 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, job store.Job) (*comp
 		return nil, fmt.Errorf("read scan: %w", err)
 	}
 	log = log.With("site", site.Name)
+	if a, ok := p.cfg.Auditor.(interface{ Unavailable() error }); ok {
+		if err := a.Unavailable(); err != nil { // PSI is paused: do not even look for pages
+			return nil, err
+		}
+	}
 	pages, source, note := p.cfg.Discovery.Pages(ctx, site)
 	if note != nil {
 		log.Info("scanner: no usable sitemap; auditing the root", "reason", note)
@@ -68,27 +73,42 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, job store.Job) (*comp
 	log.Info("scan started", "pages", len(pages), "pages_from", source, "audits", len(pairs),
 		"already_stored", len(pairs)-len(todo), "strategy", scan.Strategy, "trigger", scan.Trigger)
 
-	// Audit with bounded concurrency; the first store failure stops the rest.
+	// Audit with bounded concurrency; the first store failure stops the rest. PSI becoming
+	// unavailable starts no more audits but lets those in flight finish and store their
+	// results (one may be the breaker's probe); then the job is snoozed.
 	auditCtx, stopAudits := context.WithCancelCause(ctx)
 	defer stopAudits(nil)
 	sem := make(chan struct{}, p.cfg.PageConcurrency)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var firstErr error
+	var paused *UnavailableError
 	fail := func(err error) {
 		mu.Lock()
+		defer mu.Unlock()
+		var ue *UnavailableError
+		if errors.As(err, &ue) {
+			if paused == nil || ue.Until.After(paused.Until) {
+				paused = ue
+			}
+			return
+		}
 		if firstErr == nil {
 			firstErr = err
 		}
-		mu.Unlock()
 		stopAudits(err)
+	}
+	isPaused := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return paused != nil
 	}
 	for _, pr := range todo {
 		select {
 		case sem <- struct{}{}:
 		case <-auditCtx.Done():
 		}
-		if auditCtx.Err() != nil {
+		if auditCtx.Err() != nil || isPaused() {
 			break
 		}
 		wg.Add(1)
@@ -106,6 +126,11 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, job store.Job) (*comp
 	}
 	if err := context.Cause(ctx); err != nil {
 		return nil, err
+	}
+	if paused != nil {
+		done, _ := p.cfg.Store.DonePages(ctx, scan.ID)
+		log.Info("scan paused: PSI unavailable", "audits_stored", len(done), "audits", len(pairs))
+		return nil, paused
 	}
 
 	results, err := p.cfg.Store.PageResults(ctx, site.UserID, scan.ID)
@@ -158,6 +183,9 @@ func (p *Pool) auditPage(ctx context.Context, log *slog.Logger, lease store.Leas
 	r, err := p.cfg.Auditor.Audit(ctx, pageURL, strategy)
 	if ctx.Err() != nil {
 		return context.Cause(ctx) // cancelled: not the page's fault, record nothing
+	}
+	if errors.Is(err, ErrPSIUnavailable) {
+		return err // never audited: not the page's fault, record nothing; the scan is snoozed
 	}
 	if err != nil {
 		log.Warn("page failed", "page", path, "strategy", strategy, "err", err)

@@ -226,7 +226,8 @@ func (p *Pool) rescuer() {
 // failed, or released at shutdown.
 func (p *Pool) run(worker int, job store.Job) {
 	lease := job.Lease()
-	log := p.cfg.Log.With("worker", worker, "job", job.ID, "scan", job.ScanID, "attempt", job.Attempt)
+	attempt := job.Attempt - job.Snoozes() // real attempts: a snooze spends none
+	log := p.cfg.Log.With("worker", worker, "job", job.ID, "scan", job.ScanID, "attempt", attempt)
 	ctx, cancel := context.WithCancelCause(p.jobsCtx)
 	defer cancel(nil)
 	hbDone := make(chan struct{})
@@ -267,17 +268,31 @@ func (p *Pool) run(worker int, job store.Job) {
 	settle, stop := context.WithTimeout(context.Background(), p.cfg.Lease/2+10*time.Second)
 	defer stop()
 	now := p.cfg.Now()
+	var unavailable *UnavailableError
 	switch {
 	case errors.Is(err, store.ErrLeaseLost) || errors.Is(context.Cause(ctx), errLeaseLost):
 		log.Warn("scanner: lease lost; the job belongs to another worker now", "err", err)
 	case errors.Is(context.Cause(ctx), errShutdown):
-		if err := p.cfg.Store.RetryJob(settle, lease, now, "released at shutdown"); err != nil {
+		// Not the job's fault: the attempt is not spent.
+		if err := p.cfg.Store.SnoozeJob(settle, lease, now, "released at shutdown"); err != nil {
 			log.Warn("scanner: could not release the job; the rescuer will", "err", err)
 			return
 		}
 		log.Info("scanner: job released at shutdown; another worker resumes it")
+	case errors.As(err, &unavailable):
+		// PSI cannot be used until then: the scan waits without spending an attempt, keeping the
+		// pages already stored. The jitter spreads the snoozed scans over a few seconds.
+		at := later(unavailable.Until, now).Add(jitter(2500*time.Millisecond, 1))
+		if err := p.whileUnavailable(settle, log, "snooze job", func(ctx context.Context) error {
+			return p.cfg.Store.SnoozeJob(ctx, lease, at, unavailable.Error()+"; scan snoozed")
+		}); err != nil {
+			log.Warn("scanner: could not snooze the job; the rescuer will return it", "err", err)
+			return
+		}
+		log.Warn(fmt.Sprintf("scanner: PSI unavailable until %s, scan snoozed", unavailable.Until.UTC().Format(time.RFC3339)),
+			"reason", unavailable.Reason, "resumes_at", at.UTC().Format(time.RFC3339))
 	case job.Attempt < job.MaxAttempts:
-		wait := p.cfg.Backoff(job.Attempt)
+		wait := p.cfg.Backoff(attempt)
 		log.Warn("scanner: attempt failed; retrying", "err", err, "retry_in", wait.Round(time.Millisecond))
 		msg := err.Error()
 		if err := p.whileUnavailable(settle, log, "retry job", func(ctx context.Context) error {
@@ -286,7 +301,7 @@ func (p *Pool) run(worker int, job store.Job) {
 			log.Warn("scanner: could not schedule the retry", "err", err)
 		}
 	default:
-		reason := fmt.Sprintf("gave up after %d attempts: %v", job.Attempt, err)
+		reason := fmt.Sprintf("gave up after %d attempts: %v", attempt, err)
 		log.Error("scanner: scan failed", "reason", reason)
 		if err := p.whileUnavailable(settle, log, "fail scan", func(ctx context.Context) error {
 			return p.cfg.Store.FailScan(ctx, lease, reason, now)

@@ -367,11 +367,12 @@ func testJobRetries(t *testing.T, st store.Store) {
 
 func testShutdownReleases(t *testing.T, st store.Store) {
 	ctx := context.Background()
-	r := newRig(t, st)
+	jobs := &jobLog{Store: st, jobs: map[string]int64{}}
+	r := newRig(t, jobs)
 	release := r.psi.Hold()
 	defer release()
 	sc := r.enqueue(r.site)
-	first := NewPool(PoolConfig{Store: st, Auditor: NewPSI(PSIConfig{Endpoint: r.psi.Endpoint()}),
+	first := NewPool(PoolConfig{Store: jobs, Auditor: NewPSI(PSIConfig{Endpoint: r.psi.Endpoint()}),
 		Poll: 10 * time.Millisecond, Lease: time.Minute, Log: slog.New(slog.NewTextHandler(r.logs, nil))})
 	first.Start()
 	for deadline := time.Now().Add(10 * time.Second); r.psi.Total() == 0; {
@@ -392,10 +393,18 @@ func testShutdownReleases(t *testing.T, st store.Store) {
 	if !strings.Contains(r.logs.String(), "job released at shutdown") {
 		t.Errorf("logs lack the release:\n%s", r.logs.String())
 	}
+	// The release spends no attempt: the job keeps all its real attempts.
+	if j, _ := jobs.job(t, sc.ID); j.State != store.JobAvailable || j.Attempt-j.Snoozes() != 0 || j.LastError != "released at shutdown" {
+		t.Errorf("released job = %s, attempt %d with %d snoozes (%q); want available with no attempt spent",
+			j.State, j.Attempt, j.Snoozes(), j.LastError)
+	}
 	release()
 	r.pool(nil)
 	if done := r.wait(sc.ID); done.Status != store.StatusComplete || done.PagesDone != 10 {
 		t.Errorf("resumed scan = %s %d/10", done.Status, done.PagesDone)
+	}
+	if j, _ := jobs.job(t, sc.ID); j.Attempt <= 1 || j.Attempt-j.Snoozes() != 1 {
+		t.Errorf("completed job = attempt %d with %d snoozes, want a new attempt, the first real one", j.Attempt, j.Snoozes())
 	}
 }
 

@@ -43,8 +43,16 @@ type PSIConfig struct {
 	MaxWait time.Duration
 	// Limiter is the process-wide rate limit shared by every worker; nil means none.
 	Limiter *RateLimiter
-	Client  *http.Client
-	Log     *slog.Logger
+	// Breaker, shared by every worker, stops audits while PSI is in trouble, refuses the key
+	// or has no quota left; they fail with an *UnavailableError. nil means none.
+	Breaker *Breaker
+	// Daily counts calls per quota day (PSI_DAILY_LIMIT), shared by every worker; reaching it
+	// opens the Breaker until the quota resets. nil means no limit.
+	Daily *DailyCounter
+	// Now is the clock of the daily counter. Default time.Now.
+	Now    func() time.Time
+	Client *http.Client
+	Log    *slog.Logger
 	// Sleep waits between retries; tests inject one that records the waits.
 	Sleep func(ctx context.Context, d time.Duration) error
 }
@@ -80,6 +88,9 @@ func NewPSI(cfg PSIConfig) *PSI {
 	if cfg.Sleep == nil {
 		cfg.Sleep = sleepCtx
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	return &PSI{cfg: cfg}
 }
 
@@ -91,25 +102,44 @@ var psiCategories = []string{"performance", "accessibility", "best-practices", "
 
 // callOutcome classifies one PSI call.
 type callOutcome struct {
-	result store.PageResult
-	err    error         // nil on success
-	retry  bool          // worth another call
-	wait   time.Duration // minimum wait before it (Retry-After, quota backoff)
+	result  store.PageResult
+	err     error         // nil on success
+	retry   bool          // worth another call
+	wait    time.Duration // minimum wait before it (Retry-After, quota backoff)
+	verdict psiVerdict    // what it says of PSI itself, for the breaker
 }
 
 // Audit calls PSI for one page and strategy, retrying 429, 5xx and network failures with
 // backoff and jitter, honouring Retry-After. A Lighthouse runtime error (the page could not be
-// loaded, did not paint, ...) or any other 4xx is final at once.
+// loaded, did not paint, ...) or any other 4xx is final at once. While the breaker is open, or
+// when the audit itself finds PSI unusable (a rejected key, the day's quota spent, the failure
+// that opens the breaker), it fails with an *UnavailableError: the page was not audited.
 func (p *PSI) Audit(ctx context.Context, pageURL, strategy string) (store.PageResult, error) {
 	var last callOutcome
+	probe := false // this audit holds the breaker's half-open probe
 	for attempt := 1; attempt <= p.cfg.Attempts; attempt++ {
+		if p.cfg.Breaker != nil && !probe {
+			pr, err := p.cfg.Breaker.allow(ctx)
+			if err != nil {
+				return store.PageResult{}, err
+			}
+			probe = pr
+		}
 		if p.cfg.Limiter != nil {
 			if err := p.cfg.Limiter.Wait(ctx); err != nil {
+				p.settle(probe, psiNeutral, "")
 				return store.PageResult{}, fmt.Errorf("waiting for the PSI rate limit: %w", context.Cause(ctx))
+			}
+		}
+		if p.cfg.Daily != nil {
+			if ok, reset := p.cfg.Daily.take(p.cfg.Now()); !ok {
+				p.settle(probe, psiNeutral, "")
+				return store.PageResult{}, p.dailySpent(reset)
 			}
 		}
 		last = p.call(ctx, pageURL, strategy)
 		if last.err == nil {
+			p.settle(probe, psiAnswered, "")
 			return last.result, nil
 		}
 		if !last.retry || attempt == p.cfg.Attempts || ctx.Err() != nil {
@@ -123,10 +153,51 @@ func (p *PSI) Audit(ctx context.Context, pageURL, strategy string) (store.PageRe
 			break
 		}
 	}
+	err := last.err
 	if last.retry && p.cfg.Attempts > 1 {
-		return store.PageResult{}, fmt.Errorf("%w (gave up after %d attempts)", last.err, p.cfg.Attempts)
+		err = fmt.Errorf("%w (gave up after %d attempts)", last.err, p.cfg.Attempts)
 	}
-	return store.PageResult{}, last.err
+	verdict := last.verdict
+	if ctx.Err() != nil { // stopped mid-way: the retries were not exhausted
+		verdict = psiNeutral
+	}
+	if unavailable := p.settle(probe, verdict, err.Error()); unavailable != nil && verdict >= psiTrouble {
+		return store.PageResult{}, unavailable
+	}
+	return store.PageResult{}, err
+}
+
+// settle gives the breaker an audit's verdict and returns the *UnavailableError of the
+// breaker left open, or nil.
+func (p *PSI) settle(probe bool, v psiVerdict, reason string) error {
+	if p.cfg.Breaker == nil { // every error is the page's, as before there was a breaker
+		return nil
+	}
+	return p.cfg.Breaker.record(probe, v, reason)
+}
+
+// dailySpent is the error of a call the daily counter refused, which opens the breaker until
+// the reset.
+func (p *PSI) dailySpent(reset time.Time) error {
+	reason := fmt.Sprintf("PSI_DAILY_LIMIT of %d calls reached for this quota day", p.cfg.Daily.limit)
+	if p.cfg.Breaker == nil {
+		return &UnavailableError{Until: reset, Reason: reason}
+	}
+	return p.cfg.Breaker.openUntil(reset, reason)
+}
+
+// Unavailable is the error an audit would get now (an *UnavailableError) without calling PSI
+// or taking the breaker's probe; nil when audits may go. The pool asks before it starts a scan.
+func (p *PSI) Unavailable() error {
+	if p.cfg.Daily != nil {
+		if spent, reset := p.cfg.Daily.spent(p.cfg.Now()); spent {
+			return &UnavailableError{Until: reset, Reason: fmt.Sprintf("PSI_DAILY_LIMIT of %d calls reached for this quota day", p.cfg.Daily.limit)}
+		}
+	}
+	if p.cfg.Breaker != nil {
+		return p.cfg.Breaker.Unavailable()
+	}
+	return nil
 }
 
 // call makes one request. Its errors never contain the request URL: a *url.Error would carry
@@ -146,7 +217,7 @@ func (p *PSI) call(ctx context.Context, pageURL, strategy string) callOutcome {
 	defer cancel()
 	req, err := http.NewRequestWithContext(callCtx, http.MethodGet, u, nil)
 	if err != nil {
-		return callOutcome{err: errors.New("PSI request could not be built: check PAGESPEED_API_URL")}
+		return callOutcome{err: errors.New("PSI request could not be built: check PAGESPEED_API_URL"), verdict: psiNeutral}
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := p.cfg.Client.Do(req)
@@ -159,7 +230,7 @@ func (p *PSI) call(ctx context.Context, pageURL, strategy string) callOutcome {
 		return p.transportError(ctx, callCtx, err)
 	}
 	if len(body) > maxPSIBody {
-		return callOutcome{err: fmt.Errorf("PSI response is larger than %d MiB", maxPSIBody>>20)}
+		return callOutcome{err: fmt.Errorf("PSI response is larger than %d MiB", maxPSIBody>>20), verdict: psiNeutral}
 	}
 	if resp.StatusCode == http.StatusOK {
 		r, err := ExtractPSI(body)
@@ -181,36 +252,39 @@ func (p *PSI) badResult(body []byte, err error) callOutcome {
 		return callOutcome{err: errors.New(msg)}
 	}
 	if !json.Valid(body) {
-		return callOutcome{err: fmt.Errorf("PSI answered 200 but the body is not JSON (%d bytes; cut off, or an error page)", len(body)), retry: true}
+		return callOutcome{err: fmt.Errorf("PSI answered 200 but the body is not JSON (%d bytes; cut off, or an error page)", len(body)), retry: true, verdict: psiTrouble}
 	}
 	if strings.Contains(msg, "cannot unmarshal") {
 		msg = "the Lighthouse result has fields of the wrong type"
 	} else {
 		msg = strings.TrimPrefix(msg, ErrNoResult.Error()+": ")
 	}
-	return callOutcome{err: fmt.Errorf("PSI answered 200 but the body is not a Lighthouse result: %s", msg), retry: true}
+	return callOutcome{err: fmt.Errorf("PSI answered 200 but the body is not a Lighthouse result: %s", msg), retry: true, verdict: psiTrouble}
 }
 
 // transportError explains a failed request without its URL.
 func (p *PSI) transportError(ctx, callCtx context.Context, err error) callOutcome {
 	if ctx.Err() != nil { // the scan was stopped, not PSI's fault
-		return callOutcome{err: fmt.Errorf("PSI call cancelled: %w", context.Cause(ctx))}
+		return callOutcome{err: fmt.Errorf("PSI call cancelled: %w", context.Cause(ctx)), verdict: psiNeutral}
 	}
 	if errors.Is(callCtx.Err(), context.DeadlineExceeded) {
-		return callOutcome{err: fmt.Errorf("PSI did not answer within %s", p.cfg.Timeout), retry: true}
+		return callOutcome{err: fmt.Errorf("PSI did not answer within %s", p.cfg.Timeout), retry: true, verdict: psiTrouble}
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
-	return callOutcome{err: fmt.Errorf("PSI request failed: %s", p.redact(err.Error())), retry: true}
+	return callOutcome{err: fmt.Errorf("PSI request failed: %s", p.redact(err.Error())), retry: true, verdict: psiTrouble}
 }
 
 // lighthouseCode matches PSI's "Lighthouse returned error: NO_FCP. ..." message.
 var lighthouseCode = regexp.MustCompile(`Lighthouse returned error: ([A-Z][A-Z0-9_]+)\b`)
 
 // classify turns a non-200 answer into an outcome: quota and server errors are retried,
-// Lighthouse runtime errors and client errors are final.
+// Lighthouse runtime errors and client errors are final. For the breaker, server errors are
+// PSI in trouble, a 403 or a 400 about the API key a rejected key, a 429 "per day" the daily
+// quota; a Lighthouse runtime error or another 4xx is PSI answering, about the page or the
+// request.
 func (p *PSI) classify(resp *http.Response, body []byte) callOutcome {
 	var e struct {
 		Error *psiError `json:"error"`
@@ -236,16 +310,18 @@ func (p *PSI) classify(resp *http.Response, body []byte) callOutcome {
 		return callOutcome{err: fmt.Errorf("Lighthouse runtime error %s: %s", code, detail)}
 	case status == http.StatusTooManyRequests:
 		if strings.Contains(strings.ToLower(msg), "per day") {
-			return callOutcome{err: explain("PSI daily quota exhausted")}
+			return callOutcome{err: explain("PSI daily quota exhausted"), verdict: psiDailyQuota}
 		}
 		wait, ok := retryAfter(resp.Header.Get("Retry-After"), time.Now())
 		if !ok {
 			wait = p.cfg.QuotaBackoff
 		}
-		return callOutcome{err: explain("PSI quota exceeded"), retry: true, wait: wait}
+		return callOutcome{err: explain("PSI quota exceeded"), retry: true, wait: wait, verdict: psiNeutral}
 	case status >= 500:
 		wait, _ := retryAfter(resp.Header.Get("Retry-After"), time.Now())
-		return callOutcome{err: explain("PSI server error"), retry: true, wait: wait}
+		return callOutcome{err: explain("PSI server error"), retry: true, wait: wait, verdict: psiTrouble}
+	case status == http.StatusForbidden, status == http.StatusBadRequest && strings.Contains(msg, "API key"):
+		return callOutcome{err: explain("PSI refused the request"), verdict: psiKeyRejected}
 	default:
 		return callOutcome{err: explain("PSI refused the request")}
 	}

@@ -886,6 +886,19 @@ func (m *Memory) RetryJob(ctx context.Context, l Lease, runAt time.Time, reason 
 	return nil
 }
 
+func (m *Memory) SnoozeJob(ctx context.Context, l Lease, runAt time.Time, reason string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	j, err := m.leased(l)
+	if err != nil {
+		return err
+	}
+	j.State, j.RunAt, j.LastError, j.LockedBy = JobAvailable, Now(runAt), reason, ""
+	j.MaxAttempts++
+	m.jobs[j.ID] = j
+	return nil
+}
+
 func (m *Memory) RescueJobs(ctx context.Context, staleBefore, now time.Time) (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -188,6 +188,12 @@ func (p *Postgres) RetryJob(ctx context.Context, l Lease, runAt time.Time, reaso
 	return pgErr("retry job", affected(res, err, ErrLeaseLost))
 }
 
+func (p *Postgres) SnoozeJob(ctx context.Context, l Lease, runAt time.Time, reason string) error {
+	res, err := p.db.ExecContext(ctx, `UPDATE jobs SET state = 'available', run_at = $3, last_error = $4,
+		locked_by = '', max_attempts = max_attempts + 1 WHERE `+leaseCond, l.JobID, l.Attempt, Now(runAt), reason)
+	return pgErr("snooze job", affected(res, err, ErrLeaseLost))
+}
+
 func (p *Postgres) RescueJobs(ctx context.Context, staleBefore, now time.Time) (int, error) {
 	n := 0
 	err := p.tx(ctx, func(tx *sql.Tx) error {

@@ -154,6 +154,12 @@ type Queue interface {
 	FailScan(ctx context.Context, l Lease, reason string, now time.Time) error
 	// RetryJob makes the job runnable again at runAt, keeping the reason.
 	RetryJob(ctx context.Context, l Lease, runAt time.Time, reason string) error
+	// SnoozeJob makes the job runnable again at runAt, keeping the reason, without spending the
+	// attempt: for a job put back through no fault of its own (shutdown, PSI unavailable).
+	// The attempt is the lease's fencing token and only ever grows, so the next claim still
+	// takes a new attempt; max_attempts grows by one instead, and the job keeps its number of
+	// real attempts.
+	SnoozeJob(ctx context.Context, l Lease, runAt time.Time, reason string) error
 	// RescueJobs returns running jobs whose heartbeat is older than staleBefore to the queue,
 	// in their place (run_at kept, so ahead of jobs queued after them), or, when they have no
 	// attempts left, discards them and fails their scans.

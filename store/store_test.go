@@ -51,6 +51,7 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 		{"a rescue on the last attempt fails the scan", testRescueGivesUp},
 		{"a rescued job resumes ahead of jobs queued after it", testRescueKeepsPlace},
 		{"retry puts the job back with its reason", testRetry},
+		{"a snooze puts the job back without spending an attempt, under a new lease", testSnooze},
 		{"page results are upserted and counted once", testPageUpsert},
 		{"completing a scan sets its scores and the site's health", testCompleteScan},
 		{"a code is redeemed once under concurrency, storing only the winner's tokens", testRedeemCode},

@@ -243,6 +243,10 @@ type Job struct {
 	CreatedAt   time.Time
 }
 
+// Snoozes is how many times the job was put back by SnoozeJob: each one raised MaxAttempts by
+// one without spending an attempt. Attempt - Snoozes is the number of real attempts made.
+func (j Job) Snoozes() int { return max(j.MaxAttempts-MaxAttempts, 0) }
+
 // Job states.
 const (
 	JobAvailable = "available"

@@ -32,6 +32,7 @@ type PSI struct {
 	mu     sync.Mutex
 	calls  map[string]int
 	faults map[string]Fault
+	all    *Fault // answers every call without a fault of its own
 	gate   chan struct{}
 	delay  time.Duration
 	jitter time.Duration // answers take delay plus a uniform random part of jitter
@@ -73,6 +74,21 @@ func (p *PSI) Fail(path, strategy string, f Fault) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.faults[path+" "+strategy] = f
+}
+
+// FailAll makes every call without a fault of its own answer f, as PSI does when it refuses
+// the key or is down.
+func (p *PSI) FailAll(f Fault) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.all = &f
+}
+
+// Heal removes every fault: PSI is back.
+func (p *PSI) Heal() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.faults, p.all = map[string]Fault{}, nil
 }
 
 // Hold makes calls wait until the returned function is called.
@@ -164,6 +180,9 @@ func (p *PSI) serve(w http.ResponseWriter, r *http.Request) {
 	p.calls[key]++
 	p.hostCalls[u.Host+" "+key]++
 	fault, faulty := p.faults[key]
+	if !faulty && p.all != nil {
+		fault, faulty = *p.all, true
+	}
 	gate, delay := p.gate, p.delay
 	if p.jitter > 0 {
 		delay += rand.N(p.jitter + 1)
@@ -239,6 +258,8 @@ func (p *PSI) fixture(name string) ([]byte, error) {
 // Real PSI error bodies (testdata/psi/README.md), for Fault.Body.
 const (
 	FailedDocumentBody = `{"error":{"code":400,"message":"Lighthouse returned error: FAILED_DOCUMENT_REQUEST. Lighthouse was unable to reliably load the page you requested. Make sure you are testing the correct URL and that the server is properly responding to all requests. (Details: net::ERR_TIMED_OUT)","errors":[{"domain":"lighthouse","reason":"lighthouseUserError"}]}}`
+	DailyQuotaBody     = `{"error":{"code":429,"message":"Quota exceeded for quota metric 'Queries' and limit 'Queries per day' of service 'pagespeedonline.googleapis.com' for consumer 'project_number:1'.","status":"RESOURCE_EXHAUSTED"}}`
+	ForbiddenBody      = `{"error":{"code":403,"message":"PageSpeed Insights API has not been used in project 1 before or it is disabled.","status":"PERMISSION_DENIED"}}`
 	QuotaBody          = `{"error":{"code":429,"message":"Quota exceeded for quota group 'default' and limit 'Queries per 100 seconds' of service 'pagespeedonline.googleapis.com'.","status":"RESOURCE_EXHAUSTED"}}`
 	ServerErrorBody    = `{"error":{"code":500,"message":"Lighthouse returned error: Something went wrong.","errors":[{"domain":"lighthouse","reason":"lighthouseError"}]}}`
 )
