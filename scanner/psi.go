@@ -332,9 +332,20 @@ func (p *PSI) redact(s string) string {
 	if p.cfg.Key == "" {
 		return s
 	}
+	s = keyParam.ReplaceAllString(s, "${1}REDACTED")
+	if len(p.cfg.Key) < minBareKey {
+		return s
+	}
 	s = strings.ReplaceAll(s, p.cfg.Key, "REDACTED")
 	return strings.ReplaceAll(s, url.QueryEscape(p.cfg.Key), "REDACTED")
 }
+
+// keyParam is a key= query parameter, whatever its value.
+var keyParam = regexp.MustCompile(`([?&]key=)[^&\s"'<>]*`)
+
+// minBareKey is the shortest key also scrubbed where it stands alone, outside a key= parameter:
+// a shorter one (real keys have 39 characters) would mangle ordinary words ("e" in every "the").
+const minBareKey = 8
 
 // retryAfter parses a Retry-After header: seconds or an HTTP date.
 func retryAfter(v string, now time.Time) (time.Duration, bool) {

@@ -280,3 +280,23 @@ func TestRetryAfter(t *testing.T) {
 		}
 	}
 }
+
+// redact scrubs the key from any text: every key= parameter, and the key itself wherever it
+// stands when it is long enough not to be part of ordinary words.
+func TestPSIRedact(t *testing.T) {
+	tests := []struct{ key, in, want string }{
+		{testKey, `Get "https://psi.test/run?url=x&key=` + testKey + `&strategy=mobile": EOF`, `Get "https://psi.test/run?url=x&key=REDACTED&strategy=mobile": EOF`},
+		{testKey, "bad key " + testKey + " given", "bad key REDACTED given"},
+		{"a b+c/d==", "escaped a+b%2Bc%2Fd%3D%3D here", "escaped REDACTED here"},
+		{"e", "the quota of the key=e was exceeded", "the quota of the key=e was exceeded"},
+		{"e", `Get "https://psi.test/run?key=e&url=x": refused; the PSI server is down`, `Get "https://psi.test/run?key=REDACTED&url=x": refused; the PSI server is down`},
+		{"short", "a short key short", "a short key short"},
+		{"", "nothing to hide ?key=abc", "nothing to hide ?key=abc"},
+	}
+	for _, tt := range tests {
+		p := NewPSI(PSIConfig{Endpoint: "https://psi.test/run", Key: tt.key})
+		if got := p.redact(tt.in); got != tt.want {
+			t.Errorf("key %q: redact(%q) = %q, want %q", tt.key, tt.in, got, tt.want)
+		}
+	}
+}
