@@ -79,7 +79,7 @@ var uiFuncs = template.FuncMap{
 		case store.TriggerWebhook:
 			return "a publish"
 		case store.TriggerManual:
-			return "Scan now"
+			return "the Scan now button"
 		case store.TriggerDemo:
 			return "the demo"
 		}

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -53,6 +54,7 @@ type scanPageData struct {
 	Site     store.Site
 	Scan     store.Scan
 	Terminal bool
+	Wait     *scanWait // why an unfinished scan waits for its next attempt; nil when it does not
 	Results  []store.PageResult
 	Errors   []store.PageError
 	Scores   []strategyView
@@ -77,17 +79,41 @@ func (s *server) handleScan() http.Handler {
 			s.serverError(w, r, "page errors", err)
 			return
 		}
+		if !d.Terminal {
+			if d.Wait, err = s.scanWait(r.Context(), uid, scan.ID); err != nil {
+				s.serverError(w, r, "scan wait", err)
+				return
+			}
+		}
 		d.Scores = strategySummaries(d.Results)
 		s.render(w, r, http.StatusOK, "scan", page{Title: "Scan of " + site.Name, Data: d})
 	})
 }
 
-// scanEvent is the payload of a `status` event (DESIGN §6.11).
+// scanEvent is the payload of a `status` event (DESIGN §6.11), plus, while the scan waits for
+// its next attempt, why and until when.
 type scanEvent struct {
-	ScanID     string `json:"scanId"`
-	Status     string `json:"status"`
-	PagesDone  int    `json:"pagesDone"`
-	PagesTotal int    `json:"pagesTotal"`
+	ScanID     string    `json:"scanId"`
+	Status     string    `json:"status"`
+	PagesDone  int       `json:"pagesDone"`
+	PagesTotal int       `json:"pagesTotal"`
+	Waiting    *scanWait `json:"waiting,omitempty"`
+}
+
+// scanWait is why an unfinished scan waits: its last attempt failed, PSI is paused (the
+// breaker), or its worker shut down, and when it runs again.
+type scanWait struct {
+	Reason string    `json:"reason"`
+	RunAt  time.Time `json:"runAt"`
+}
+
+// scanWait reads the wait of a scan; nil when it is not waiting.
+func (s *server) scanWait(ctx context.Context, userID, scanID string) (*scanWait, error) {
+	w, err := s.Store.ScanWait(ctx, userID, scanID)
+	if err != nil || w.Reason == "" {
+		return nil, err
+	}
+	return &scanWait{Reason: w.Reason, RunAt: w.RunAt}, nil
 }
 
 // handleScanEvents streams a scan's progress as server-sent events: an event `status` at once
@@ -114,7 +140,14 @@ func (s *server) handleScanEvents() http.Handler {
 		defer ticker.Stop()
 		for {
 			_ = rc.SetWriteDeadline(time.Now().Add(interval + 30*time.Second))
-			b, _ := json.Marshal(scanEvent{ScanID: scan.ID, Status: scan.Status, PagesDone: scan.PagesDone, PagesTotal: scan.PagesTotal})
+			ev := scanEvent{ScanID: scan.ID, Status: scan.Status, PagesDone: scan.PagesDone, PagesTotal: scan.PagesTotal}
+			if !terminal(scan.Status) {
+				var err error
+				if ev.Waiting, err = s.scanWait(r.Context(), uid, scan.ID); err != nil {
+					return // the store failed; the script stops listening when the stream ends
+				}
+			}
+			b, _ := json.Marshal(ev)
 			if _, err := fmt.Fprintf(w, "event: status\ndata: %s\n\n", b); err != nil {
 				return
 			}

@@ -585,6 +585,57 @@ func testScanEvents(t *testing.T, f *uiFixture) {
 		}
 	})
 
+	t.Run("a scan waiting for its next attempt says why and until when, on the page and in the stream", func(t *testing.T) {
+		scan := store.Scan{ID: store.NewID(), SiteID: f.site, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: f.ts.now}
+		if err := st.EnqueueScan(ctx, scan, store.QueueScan, f.ts.now); err != nil {
+			t.Fatal(err)
+		}
+		job, err := st.ClaimJob(ctx, store.QueueScan, "w", f.ts.now.Add(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		const reason = "PSI unavailable until 2026-11-23T12:30:38Z: PSI answered 503 <three> times"
+		runAt := f.ts.now.Add(30 * time.Minute).Truncate(time.Minute)
+		if err := st.RetryJob(ctx, job.Lease(), runAt, reason); err != nil {
+			t.Fatal(err)
+		}
+		_, body := f.a.get("/sites/" + f.site + "/scans/" + scan.ID)
+		contains(t, body, "Waiting for the next try at <span data-wait-at>"+runAt.UTC().Format("2 Jan 2006, 15:04")+"</span> UTC")
+		contains(t, body, "PSI answered 503 &lt;three&gt; times")
+		_, body = f.b.get("/sites/" + f.site + "/scans/" + scan.ID)
+		if strings.Contains(body, "PSI answered") {
+			t.Error("B sees the wait of A's scan")
+		}
+
+		resp, err := f.a.c.Get(f.ts.URL + "/sites/" + f.site + "/scans/" + scan.ID + "/events")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var first *scanEvent
+		readEvents(t, resp, func(e scanEvent) bool {
+			if first == nil {
+				first = &e
+				job, err := st.ClaimJob(ctx, store.QueueScan, "w", f.ts.now.Add(time.Hour))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := st.StartScan(ctx, job.Lease(), 1, f.ts.now); err != nil {
+					t.Fatal(err)
+				}
+				if err := st.CompleteScan(ctx, job.Lease(), store.ScanScores{}, f.ts.now); err != nil {
+					t.Fatal(err)
+				}
+			} else if e.Waiting != nil {
+				t.Errorf("a scan running again still waits: %+v", e)
+			}
+			return true
+		})
+		if first == nil || first.Waiting == nil || first.Waiting.Reason != reason || !first.Waiting.RunAt.Equal(runAt) {
+			t.Errorf("first event %+v, want it waiting for %q", first, reason)
+		}
+	})
+
 	t.Run("signed out, the stream is not served", func(t *testing.T) {
 		resp, err := http.Get(f.ts.URL + "/sites/" + f.site + "/scans/" + f.scan + "/events")
 		if err != nil {

@@ -519,6 +519,20 @@ func (m *Memory) Scan(ctx context.Context, userID, scanID string) (Scan, error) 
 	return cloneScan(s), nil
 }
 
+func (m *Memory) ScanWait(ctx context.Context, userID, scanID string) (ScanWait, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.ownedScan(userID, scanID); !ok {
+		return ScanWait{}, nil
+	}
+	for _, j := range m.jobs {
+		if j.ScanID == scanID && j.State == JobAvailable && j.LastError != "" {
+			return ScanWait{Reason: j.LastError, RunAt: j.RunAt}, nil
+		}
+	}
+	return ScanWait{}, nil
+}
+
 func (m *Memory) ScansOf(ctx context.Context, userID, siteID string, limit int) ([]Scan, error) {
 	return m.scansOf(userID, siteID, limit, false)
 }

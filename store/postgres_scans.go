@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 )
 
@@ -37,6 +38,22 @@ func (p *Postgres) Scan(ctx context.Context, userID, scanID string) (Scan, error
 
 func (p *Postgres) ScansOf(ctx context.Context, userID, siteID string, limit int) ([]Scan, error) {
 	return p.scansOf(ctx, userID, siteID, limit, `TRUE ORDER BY c.created_at DESC, c.id DESC`)
+}
+
+func (p *Postgres) ScanWait(ctx context.Context, userID, scanID string) (ScanWait, error) {
+	var w ScanWait
+	if !uuidOK(userID, scanID) {
+		return w, nil
+	}
+	err := p.db.QueryRowContext(ctx, `SELECT j.last_error, j.run_at FROM jobs j
+		JOIN scans c ON c.id = j.scan_id JOIN sites s ON s.id = c.site_id
+		WHERE j.scan_id = $1 AND s.user_id = $2 AND j.state = 'available' AND j.last_error <> ''
+		ORDER BY j.id DESC LIMIT 1`, scanID, userID).Scan(&w.Reason, &w.RunAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ScanWait{}, nil
+	}
+	w.RunAt = w.RunAt.UTC()
+	return w, pgErr("scan wait", err)
 }
 
 func (p *Postgres) LastScans(ctx context.Context, userID string) (map[string]Scan, error) {

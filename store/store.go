@@ -102,6 +102,9 @@ type Sites interface {
 // Scans reads scans and their page results for their owner.
 type Scans interface {
 	Scan(ctx context.Context, userID, scanID string) (Scan, error)
+	// ScanWait tells why an unfinished scan of the user waits for its next attempt; the zero
+	// ScanWait when it is running, queued for its first attempt, finished or not the user's.
+	ScanWait(ctx context.Context, userID, scanID string) (ScanWait, error)
 	// LastScans gives the newest scan, of any status, of each of the user's sites that has one,
 	// by site id: the sites list's last-scan column, in one query however many sites.
 	LastScans(ctx context.Context, userID string) (map[string]Scan, error)

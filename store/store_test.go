@@ -50,7 +50,7 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 		{"a stale worker's writes are ignored after a rescue", testStaleWorker},
 		{"a rescue on the last attempt fails the scan", testRescueGivesUp},
 		{"a rescued job resumes ahead of jobs queued after it", testRescueKeepsPlace},
-		{"retry puts the job back with its reason", testRetry},
+		{"retry puts the job back with its reason, which the scan's owner can read", testRetry},
 		{"a snooze puts the job back without spending an attempt, under a new lease", testSnooze},
 		{"page results are upserted and counted once", testPageUpsert},
 		{"completing a scan sets its scores and the site's health", testCompleteScan},
@@ -614,10 +614,21 @@ func testRescueGivesUp(t *testing.T, s store.Store) {
 func testRetry(t *testing.T, s store.Store) {
 	a := newUser(t, s, "a@example.com")
 	site := newSite(t, s, a, "site")
-	enqueue(t, s, site, t0)
+	sc := enqueue(t, s, site, t0)
+	wait := func(userID string, want store.ScanWait) {
+		t.Helper()
+		got, err := s.ScanWait(ctx, userID, sc.ID)
+		must(t, err)
+		if got.Reason != want.Reason || !got.RunAt.Equal(want.RunAt) {
+			t.Errorf("scan wait = %+v, want %+v", got, want)
+		}
+	}
+	wait(a.ID, store.ScanWait{}) // queued for its first attempt
 	j, err := s.ClaimJob(ctx, store.QueueScan, "w", t0)
 	must(t, err)
 	must(t, s.RetryJob(ctx, j.Lease(), t0.Add(16*time.Second), "PSI 503"))
+	wait(a.ID, store.ScanWait{Reason: "PSI 503", RunAt: t0.Add(16 * time.Second)})
+	wait(newUser(t, s, "b@example.com").ID, store.ScanWait{})
 	_, err = s.ClaimJob(ctx, store.QueueScan, "w", t0.Add(15*time.Second))
 	wantErr(t, err, store.ErrNotFound)
 	again, err := s.ClaimJob(ctx, store.QueueScan, "w", t0.Add(16*time.Second))
@@ -625,6 +636,7 @@ func testRetry(t *testing.T, s store.Store) {
 	if again.Attempt != 2 || again.LastError != "PSI 503" {
 		t.Errorf("job = %+v", again)
 	}
+	wait(a.ID, store.ScanWait{}) // running again
 }
 
 func testPageUpsert(t *testing.T, s store.Store) {

@@ -247,6 +247,14 @@ type Job struct {
 // one without spending an attempt. Attempt - Snoozes is the number of real attempts made.
 func (j Job) Snoozes() int { return max(j.MaxAttempts-MaxAttempts, 0) }
 
+// ScanWait says why an unfinished scan is waiting for its next attempt: its job was put back
+// (a retry after a failed attempt, a snooze while PSI is unavailable, a release at shutdown)
+// with Reason, to run again at RunAt. The zero value: the scan is not waiting.
+type ScanWait struct {
+	Reason string
+	RunAt  time.Time
+}
+
 // Job states.
 const (
 	JobAvailable = "available"

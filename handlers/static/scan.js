@@ -7,6 +7,16 @@
   var bar = box.querySelector("progress");
   var status = box.querySelector("[data-status]");
   var count = box.querySelector("[data-count]");
+  var wait = box.querySelector("[data-wait]");
+  // shortdate formats an RFC 3339 time as the server's shortdate does: "23 Nov 2026, 12:40" (UTC).
+  function shortdate(v) {
+    var t = new Date(v);
+    if (isNaN(t)) return v;
+    var months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    var two = function (n) { return (n < 10 ? "0" : "") + n; };
+    return t.getUTCDate() + " " + months[t.getUTCMonth()] + " " + t.getUTCFullYear() + ", " +
+      two(t.getUTCHours()) + ":" + two(t.getUTCMinutes());
+  }
   var es = new EventSource(box.getAttribute("data-events"));
   es.addEventListener("status", function (e) {
     var d;
@@ -20,6 +30,13 @@
     } else {
       bar.removeAttribute("value");
       count.textContent = d.status === "queued" ? "Waiting for a worker to pick it up…" : "Finding pages…";
+    }
+    if (wait) {
+      wait.hidden = !d.waiting;
+      if (d.waiting) {
+        wait.querySelector("[data-wait-at]").textContent = shortdate(d.waiting.runAt);
+        wait.querySelector("[data-wait-reason]").textContent = d.waiting.reason;
+      }
     }
     if (d.status === "complete" || d.status === "failed") {
       es.close();
