@@ -50,12 +50,7 @@ func (c *statusCounts) String() string {
 // every scan still completes with all its page results, none twice.
 func TestDatabaseRestartWhileScanning(t *testing.T) {
 	ctx := context.Background()
-	dsn := storetest.SchemaDSN(t)
-	st, err := store.OpenPostgres(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st, dsn := storetest.PostgresDSN(t)
 	proxy := storetest.NewProxy(t, dsn)
 	psi := scantest.NewPSI(t, "testdata/psi")
 	psi.Delay(250 * time.Millisecond)

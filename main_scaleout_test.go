@@ -60,12 +60,7 @@ func envInt(t *testing.T, name string, def int) int {
 func newScaleRig(t *testing.T, sites, procs int, extra map[string]string) *scaleRig {
 	t.Helper()
 	ctx := context.Background()
-	dsn := storetest.SchemaDSN(t)
-	st, err := store.OpenPostgres(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st, dsn := storetest.PostgresDSN(t)
 	r := &scaleRig{st: st}
 	var users []store.User
 	for i := range 4 {

@@ -20,12 +20,7 @@ func TestKilledProcessScanIsFinishedByAnother(t *testing.T) {
 		return
 	}
 	ctx := context.Background()
-	dsn := storetest.SchemaDSN(t)
-	st, err := store.OpenPostgres(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st, dsn := storetest.PostgresDSN(t)
 	psi := scantest.NewPSI(t, "testdata/psi")
 	psi.Delay(150 * time.Millisecond)
 	user := store.User{ID: store.NewID(), Email: "kill@example.com", PasswordHash: "x", CreatedAt: time.Now()}

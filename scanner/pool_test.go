@@ -511,12 +511,7 @@ func testDigest(t *testing.T, st store.Store) {
 // On Postgres the dispatcher wakes on LISTEN/NOTIFY: with a poll of an hour, an enqueued scan
 // still starts at once.
 func TestPoolWakesOnNotify(t *testing.T) {
-	dsn := storetest.SchemaDSN(t)
-	st, err := store.OpenPostgres(context.Background(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st, dsn := storetest.PostgresDSN(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	wake, err := store.ListenJobs(ctx, dsn, nil)

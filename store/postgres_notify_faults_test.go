@@ -13,12 +13,7 @@ import (
 // while, it reconnects by itself, wakes the dispatcher once back (notifications may have been
 // missed), and later enqueues wake it again.
 func TestListenJobsSurvivesDatabaseRestart(t *testing.T) {
-	dsn := storetest.SchemaDSN(t)
-	p, err := store.OpenPostgres(context.Background(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p, dsn := storetest.PostgresDSN(t)
 	proxy := storetest.NewProxy(t, dsn)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -12,12 +12,7 @@ import (
 // An enqueue, by any process, wakes every listener at once: the dispatcher need not wait for
 // its next poll.
 func TestListenJobsWakesOnEnqueue(t *testing.T) {
-	dsn := storetest.SchemaDSN(t)
-	p, err := store.OpenPostgres(context.Background(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p, dsn := storetest.PostgresDSN(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	wake, err := store.ListenJobs(ctx, dsn, func(err error) { t.Logf("listener: %v", err) })

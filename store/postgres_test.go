@@ -46,15 +46,6 @@ func TestPostgresConcurrentMigrations(t *testing.T) {
 // Two processes on one database: one keeps checking a site's budgets while the other changes
 // the site, its budgets, rules and scans; every check sees every change at once.
 func TestPostgresBudgetInputsFollowOtherProcess(t *testing.T) {
-	dsn := storetest.SchemaDSN(t)
-	var procs [2]*store.Postgres
-	for i := range procs {
-		p, err := store.OpenPostgres(context.Background(), dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer p.Close()
-		procs[i] = p
-	}
-	budgetInputsFollow(t, procs[0], procs[1])
+	reader, dsn := storetest.PostgresDSN(t)
+	budgetInputsFollow(t, reader, storetest.Open(t, dsn))
 }

@@ -38,7 +38,22 @@ func Backends(t testing.TB) []Backend {
 // DATABASE_URL is unset, and fails it under CI=true.
 func Postgres(t testing.TB) *store.Postgres {
 	t.Helper()
+	p, _ := PostgresDSN(t)
+	return p
+}
+
+// PostgresDSN is Postgres and the DSN of its schema, for a test that opens more connections to
+// it: a listener, a proxy, a second process.
+func PostgresDSN(t testing.TB) (*store.Postgres, string) {
+	t.Helper()
 	dsn := SchemaDSN(t)
+	return Open(t, dsn), dsn
+}
+
+// Open opens and migrates a Postgres store on dsn, closed in t.Cleanup (before the schema is
+// dropped).
+func Open(t testing.TB, dsn string) *store.Postgres {
+	t.Helper()
 	p, err := store.OpenPostgres(context.Background(), dsn)
 	if err != nil {
 		t.Fatalf("open postgres: %v", err)
