@@ -1,0 +1,96 @@
+package store
+
+import (
+	"context"
+	"sort"
+	"time"
+)
+
+func cloneReport(r Report) Report {
+	r.ExpiresAt, r.RevokedAt = cloneTime(r.ExpiresAt), cloneTime(r.RevokedAt)
+	return r
+}
+
+func (m *Memory) CreateReport(ctx context.Context, r Report) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.ownedScan(r.UserID, r.ScanID); !ok {
+		return notFound("scan")
+	}
+	r.CreatedAt = Now(r.CreatedAt)
+	if r.ExpiresAt != nil {
+		r.ExpiresAt = tp(*r.ExpiresAt)
+	}
+	r.RevokedAt = nil
+	r.SiteID = m.scans[r.ScanID].SiteID
+	m.reports[r.ID] = cloneReport(r)
+	return nil
+}
+
+func (m *Memory) ReportByHash(ctx context.Context, tokenHash string) (Report, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, r := range m.reports {
+		if r.TokenHash == tokenHash {
+			return cloneReport(r), nil
+		}
+	}
+	return Report{}, notFound("report")
+}
+
+func (m *Memory) ReportsOf(ctx context.Context, userID string) ([]Report, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := []Report{}
+	for _, r := range m.reports {
+		if r.UserID == userID {
+			out = append(out, cloneReport(r))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.After(out[j].CreatedAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, nil
+}
+
+func (m *Memory) RevokeReport(ctx context.Context, userID, reportID string, now time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.reports[reportID]
+	if !ok || r.UserID != userID {
+		return notFound("report")
+	}
+	if r.RevokedAt == nil {
+		r.RevokedAt = tp(now)
+		m.reports[reportID] = r
+	}
+	return nil
+}
+
+func (m *Memory) ReportScan(ctx context.Context, r Report) (Scan, Site, []PageResult, error) {
+	m.mu.Lock()
+	s, ok := m.scans[r.ScanID]
+	site, siteOK := m.sites[s.SiteID]
+	m.mu.Unlock()
+	if !ok || !siteOK || site.UserID != r.UserID {
+		return Scan{}, Site{}, nil, notFound("scan")
+	}
+	results, err := m.PageResults(ctx, r.UserID, r.ScanID)
+	if err != nil {
+		return Scan{}, Site{}, nil, err
+	}
+	return cloneScan(s), cloneSite(site), results, nil
+}
+
+func (m *Memory) SeenDelivery(ctx context.Context, bodyHash string, since, now time.Time) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if last, ok := m.deliveries[bodyHash]; ok && last.After(since) {
+		return true, nil
+	}
+	m.deliveries[bodyHash] = Now(now)
+	return false, nil
+}

@@ -1,0 +1,260 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+)
+
+func cloneSite(s Site) Site {
+	s.Pages = slices.Clone(s.Pages)
+	if s.Pages == nil {
+		s.Pages = []string{}
+	}
+	if s.HealthScore != nil {
+		h := *s.HealthScore
+		s.HealthScore = &h
+	}
+	s.LastPublished = cloneTime(s.LastPublished)
+	return s
+}
+
+func (m *Memory) platformTaken(platformID, exceptSite string) bool {
+	if platformID == "" {
+		return false
+	}
+	for _, o := range m.sites {
+		if o.PlatformSiteID == platformID && o.ID != exceptSite {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *Memory) CreateSite(ctx context.Context, s Site) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.users[s.UserID]; !ok {
+		return notFound("user")
+	}
+	if m.platformTaken(s.PlatformSiteID, "") {
+		return fmt.Errorf("platform site id %q: %w", s.PlatformSiteID, ErrConflict)
+	}
+	s.CreatedAt = Now(s.CreatedAt)
+	if s.LastPublished != nil {
+		s.LastPublished = tp(*s.LastPublished)
+	}
+	m.sites[s.ID] = cloneSite(s)
+	return nil
+}
+
+func (m *Memory) UpdateSite(ctx context.Context, s Site) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old, ok := m.sites[s.ID]
+	if !ok || old.UserID != s.UserID {
+		return notFound("site")
+	}
+	if m.platformTaken(s.PlatformSiteID, s.ID) {
+		return fmt.Errorf("platform site id %q: %w", s.PlatformSiteID, ErrConflict)
+	}
+	old.Name, old.Domain, old.PlatformSiteID, old.Founding = s.Name, s.Domain, s.PlatformSiteID, s.Founding
+	old.Pages = slices.Clone(s.Pages)
+	m.sites[s.ID] = cloneSite(old)
+	return nil
+}
+
+func (m *Memory) DeleteSite(ctx context.Context, userID, siteID string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.sites[siteID]
+	if !ok || s.UserID != userID {
+		return notFound("site")
+	}
+	delete(m.sites, siteID)
+	delete(m.budgets, siteID)
+	for id, r := range m.rules {
+		if r.SiteID == siteID {
+			delete(m.rules, id)
+		}
+	}
+	for id, sc := range m.scans {
+		if sc.SiteID != siteID {
+			continue
+		}
+		delete(m.scans, id)
+		delete(m.results, id)
+		for jid, j := range m.jobs {
+			if j.ScanID == id {
+				delete(m.jobs, jid)
+			}
+		}
+		for rid, r := range m.reports {
+			if r.ScanID == id {
+				delete(m.reports, rid)
+			}
+		}
+	}
+	return nil
+}
+
+func (m *Memory) ownedSite(userID, siteID string) (Site, bool) {
+	s, ok := m.sites[siteID]
+	if !ok || s.UserID != userID {
+		return Site{}, false
+	}
+	return s, true
+}
+
+func (m *Memory) Site(ctx context.Context, userID, siteID string) (Site, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.ownedSite(userID, siteID)
+	if !ok {
+		return Site{}, notFound("site")
+	}
+	return cloneSite(s), nil
+}
+
+func (m *Memory) SitesOf(ctx context.Context, userID string) ([]Site, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := []Site{}
+	for _, s := range m.sites {
+		if s.UserID == userID {
+			out = append(out, cloneSite(s))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Name != out[j].Name {
+			return out[i].Name < out[j].Name
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, nil
+}
+
+func (m *Memory) SiteByPlatformID(ctx context.Context, platformSiteID string) (Site, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if platformSiteID == "" {
+		return Site{}, notFound("site")
+	}
+	for _, s := range m.sites {
+		if s.PlatformSiteID == platformSiteID {
+			return cloneSite(s), nil
+		}
+	}
+	return Site{}, notFound("site")
+}
+
+func (m *Memory) MarkPublished(ctx context.Context, siteID string, at time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.sites[siteID]
+	if !ok {
+		return notFound("site")
+	}
+	s.LastPublished = tp(at)
+	m.sites[siteID] = s
+	return nil
+}
+
+func (m *Memory) Budgets(ctx context.Context, userID, siteID string) (map[string]float64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.ownedSite(userID, siteID); !ok {
+		return nil, notFound("site")
+	}
+	return m.siteBudgets(siteID), nil
+}
+
+// siteBudgets copies a site's budgets; the caller holds m.mu.
+func (m *Memory) siteBudgets(siteID string) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range m.budgets[siteID] {
+		out[k] = v
+	}
+	return out
+}
+
+func (m *Memory) SetBudgets(ctx context.Context, userID, siteID string, budgets map[string]float64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.ownedSite(userID, siteID); !ok {
+		return notFound("site")
+	}
+	b := map[string]float64{}
+	for k, v := range budgets {
+		b[k] = v
+	}
+	m.budgets[siteID] = b
+	return nil
+}
+
+func (m *Memory) AlertRules(ctx context.Context, userID, siteID string) ([]AlertRule, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.ownedSite(userID, siteID); !ok {
+		return nil, notFound("site")
+	}
+	return m.siteRules(siteID), nil
+}
+
+// siteRules lists a site's alert rules in order; the caller holds m.mu.
+func (m *Memory) siteRules(siteID string) []AlertRule {
+	out := []AlertRule{}
+	for _, r := range m.rules {
+		if r.SiteID == siteID {
+			out = append(out, r)
+		}
+	}
+	sortRules(out)
+	return out
+}
+
+// sortRules orders alert rules as both stores list them: by creation, then id.
+func sortRules(out []AlertRule) {
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.Before(out[j].CreatedAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+}
+
+func (m *Memory) AddAlertRule(ctx context.Context, userID string, r AlertRule) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.ownedSite(userID, r.SiteID); !ok {
+		return notFound("site")
+	}
+	r.CreatedAt = Now(r.CreatedAt)
+	m.rules[r.ID] = r
+	return nil
+}
+
+func (m *Memory) UpdateAlertRule(ctx context.Context, userID string, r AlertRule) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old, ok := m.rules[r.ID]
+	if _, owned := m.ownedSite(userID, r.SiteID); !ok || !owned || old.SiteID != r.SiteID {
+		return notFound("alert rule")
+	}
+	old.Metric, old.Operator, old.Threshold = r.Metric, r.Operator, r.Threshold
+	m.rules[r.ID] = old
+	return nil
+}
+
+func (m *Memory) DeleteAlertRule(ctx context.Context, userID, siteID, ruleID string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.rules[ruleID]
+	if _, owned := m.ownedSite(userID, siteID); !ok || !owned || r.SiteID != siteID {
+		return notFound("alert rule")
+	}
+	delete(m.rules, ruleID)
+	return nil
+}
