@@ -149,13 +149,17 @@ func seedDemo(ctx context.Context, st store.Store, cfg *config, stdout io.Writer
 // dispatcher also wakes on LISTEN/NOTIFY; it polls either way.
 func startScanner(ctx context.Context, cfg config, st store.Store, storeName string, log *slog.Logger) *scanner.Pool {
 	var auditor scanner.Auditor
+	var capacity *scanner.Capacity
 	if cfg.AuditBackend == "lighthouse" {
+		capacity = scanner.NewCapacity(scanner.CapacityConfig{MaxInFlight: cfg.LHConcurrency, Log: log})
 		auditor = scanner.NewLighthouse(scanner.LighthouseConfig{Command: cfg.LighthouseCmd, ChromePath: cfg.ChromePath,
-			ChromeFlags: cfg.ChromeFlags, Log: log})
+			ChromeFlags: cfg.ChromeFlags, Concurrency: cfg.LHConcurrency, Log: log})
 	} else {
+		limiter := scanner.NewRateLimiter(cfg.PSIRateLimit, 100*time.Second)
+		capacity = scanner.NewCapacity(scanner.CapacityConfig{MaxInFlight: cfg.PSIMaxInFlight, Limiter: limiter, Log: log})
 		auditor = scanner.NewPSI(scanner.PSIConfig{Endpoint: cfg.PageSpeedURL, Key: cfg.PageSpeedKey,
-			Limiter: scanner.NewRateLimiter(cfg.PSIRateLimit, 100*time.Second),
-			Daily:   scanner.NewDailyCounter(cfg.PSIDailyLimit),
+			Limiter: limiter, Capacity: capacity,
+			Daily: scanner.NewDailyCounter(cfg.PSIDailyLimit),
 			Breaker: scanner.NewBreaker(scanner.BreakerConfig{Failures: cfg.PSIBreakerFails,
 				OpenFor: time.Duration(cfg.PSIBreakerSecs) * time.Second, Log: log}),
 			Log: log})
@@ -170,7 +174,7 @@ func startScanner(ctx context.Context, cfg config, st store.Store, storeName str
 		}
 	}
 	pool := scanner.NewPool(scanner.PoolConfig{
-		Store: st, Auditor: auditor, Log: log, Workers: cfg.ScanWorkers, Wake: wake,
+		Store: st, Auditor: auditor, Capacity: capacity, Log: log, Workers: cfg.ScanWorkers, Wake: wake,
 		Lease:     time.Duration(cfg.ScanLease) * time.Second,
 		Discovery: scanner.Discovery{MaxPages: cfg.MaxPagesPerScan},
 		Digest: &scanner.Digest{Store: st, SMTPAddr: cfg.SMTPAddr, From: cfg.SMTPFrom, Username: cfg.SMTPUsername,
@@ -178,6 +182,7 @@ func startScanner(ctx context.Context, cfg config, st store.Store, storeName str
 	})
 	pool.Start()
 	log.Info("audit backend", "backend", cfg.AuditBackend, "psi_rate_limit_per_100s", cfg.PSIRateLimit,
+		"psi_max_inflight", cfg.PSIMaxInFlight, "lighthouse_concurrency", cfg.LHConcurrency,
 		"psi_daily_limit", cfg.PSIDailyLimit, "psi_breaker_failures", cfg.PSIBreakerFails, "psi_breaker_seconds", cfg.PSIBreakerSecs)
 	return pool
 }

@@ -22,8 +22,10 @@ type PoolConfig struct {
 	Log       *slog.Logger
 	// Workers is SCAN_WORKERS: scans audited at once by this process. Default 3.
 	Workers int
-	// PageConcurrency bounds the audits of one scan in flight at once. Default 2.
-	PageConcurrency int
+	// Capacity bounds the audits in flight in this process and shares them fairly between the
+	// scans running at once; give the same one to the PSI client so that its 429s adapt it.
+	// Default: 64 audits at once, not adapting.
+	Capacity *Capacity
 	// WorkerID names this process in jobs.locked_by. Default host:pid.
 	WorkerID string
 	// Wake signals that a job was enqueued (Postgres LISTEN, see store.ListenJobs); nil polls only.
@@ -71,8 +73,8 @@ func NewPool(cfg PoolConfig) *Pool {
 	if cfg.Workers <= 0 {
 		cfg.Workers = 3
 	}
-	if cfg.PageConcurrency <= 0 {
-		cfg.PageConcurrency = 2
+	if cfg.Capacity == nil {
+		cfg.Capacity = NewCapacity(CapacityConfig{})
 	}
 	if cfg.WorkerID == "" {
 		host, _ := os.Hostname()
@@ -131,7 +133,7 @@ func (p *Pool) Start() {
 		p.rescuer()
 	}()
 	p.cfg.Log.Info("scanner started", "workers", p.cfg.Workers, "worker_id", p.cfg.WorkerID,
-		"page_concurrency", p.cfg.PageConcurrency, "notify", p.cfg.Wake != nil, "poll", p.cfg.Poll)
+		"max_inflight", p.cfg.Capacity.cfg.MaxInFlight, "notify", p.cfg.Wake != nil, "poll", p.cfg.Poll)
 }
 
 // Stop claims nothing more and waits for running jobs to finish until ctx ends; then it

@@ -43,6 +43,9 @@ type PSIConfig struct {
 	MaxWait time.Duration
 	// Limiter is the process-wide rate limit shared by every worker; nil means none.
 	Limiter *RateLimiter
+	// Capacity, shared by every worker, caps the calls in flight and adapts that cap and the
+	// Limiter to the 429s PSI answers. nil means no cap.
+	Capacity *Capacity
 	// Breaker, shared by every worker, stops audits while PSI is in trouble, refuses the key
 	// or has no quota left; they fail with an *UnavailableError. nil means none.
 	Breaker *Breaker
@@ -107,6 +110,9 @@ type callOutcome struct {
 	retry   bool          // worth another call
 	wait    time.Duration // minimum wait before it (Retry-After, quota backoff)
 	verdict psiVerdict    // what it says of PSI itself, for the breaker
+	// throttled is a 429 of the per-100-seconds quota, with the Retry-After given (0: none).
+	throttled  bool
+	retryAfter time.Duration
 }
 
 // Audit calls PSI for one page and strategy, retrying 429, 5xx and network failures with
@@ -125,19 +131,16 @@ func (p *PSI) Audit(ctx context.Context, pageURL, strategy string) (store.PageRe
 			}
 			probe = pr
 		}
-		if p.cfg.Limiter != nil {
-			if err := p.cfg.Limiter.Wait(ctx); err != nil {
-				p.settle(probe, psiNeutral, "")
-				return store.PageResult{}, fmt.Errorf("waiting for the PSI rate limit: %w", context.Cause(ctx))
-			}
-		}
-		if p.cfg.Daily != nil {
-			if ok, reset := p.cfg.Daily.take(p.cfg.Now()); !ok {
-				p.settle(probe, psiNeutral, "")
-				return store.PageResult{}, p.dailySpent(reset)
-			}
+		done, err := p.take(ctx)
+		if err != nil {
+			p.settle(probe, psiNeutral, "")
+			return store.PageResult{}, err
 		}
 		last = p.call(ctx, pageURL, strategy)
+		if last.throttled && p.cfg.Capacity != nil {
+			p.cfg.Capacity.Throttled(last.retryAfter)
+		}
+		done()
 		if last.err == nil {
 			p.settle(probe, psiAnswered, "")
 			return last.result, nil
@@ -165,6 +168,30 @@ func (p *PSI) Audit(ctx context.Context, pageURL, strategy string) (store.PageRe
 		return store.PageResult{}, unavailable
 	}
 	return store.PageResult{}, err
+}
+
+// take waits for what one call needs: a call slot of the Capacity, then the rate limit, then
+// one of the day's calls. done gives the call slot back once the call is answered.
+func (p *PSI) take(ctx context.Context) (done func(), err error) {
+	done = func() {}
+	if p.cfg.Capacity != nil {
+		if done, err = p.cfg.Capacity.call(ctx); err != nil {
+			return nil, fmt.Errorf("waiting for a PSI call slot: %w", err)
+		}
+	}
+	if p.cfg.Limiter != nil {
+		if err := p.cfg.Limiter.Wait(ctx); err != nil {
+			done()
+			return nil, fmt.Errorf("waiting for the PSI rate limit: %w", context.Cause(ctx))
+		}
+	}
+	if p.cfg.Daily != nil {
+		if ok, reset := p.cfg.Daily.take(p.cfg.Now()); !ok {
+			done()
+			return nil, p.dailySpent(reset)
+		}
+	}
+	return done, nil
 }
 
 // settle gives the breaker an audit's verdict and returns the *UnavailableError of the
@@ -312,11 +339,13 @@ func (p *PSI) classify(resp *http.Response, body []byte) callOutcome {
 		if strings.Contains(strings.ToLower(msg), "per day") {
 			return callOutcome{err: explain("PSI daily quota exhausted"), verdict: psiDailyQuota}
 		}
-		wait, ok := retryAfter(resp.Header.Get("Retry-After"), time.Now())
+		given, ok := retryAfter(resp.Header.Get("Retry-After"), time.Now())
+		wait := given
 		if !ok {
 			wait = p.cfg.QuotaBackoff
 		}
-		return callOutcome{err: explain("PSI quota exceeded"), retry: true, wait: wait, verdict: psiNeutral}
+		return callOutcome{err: explain("PSI quota exceeded"), retry: true, wait: wait, verdict: psiNeutral,
+			throttled: true, retryAfter: min(given, p.cfg.MaxWait)}
 	case status >= 500:
 		wait, _ := retryAfter(resp.Header.Get("Retry-After"), time.Now())
 		return callOutcome{err: explain("PSI server error"), retry: true, wait: wait, verdict: psiTrouble}
@@ -382,52 +411,92 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // times of the last n calls, shared by every worker of a process so that together they stay
 // under the PSI quota ("400 queries per 100 seconds"). A token bucket of n per window would
 // not: a full bucket spent at once and refilled during the same 100 s lets 2n calls through.
+// A Capacity lowers it on a 429 (fewer calls per window, none before Retry-After) and raises
+// it back.
 type RateLimiter struct {
 	mu     sync.Mutex
 	window time.Duration
 	grants []time.Time // ring of the times granted to the last n calls, oldest at next
 	next   int
+	limit  int       // calls allowed per window now, 1..n
+	pause  time.Time // no call before this
 	now    func() time.Time
 }
 
 // NewRateLimiter allows n calls per window.
 func NewRateLimiter(n int, window time.Duration) *RateLimiter {
-	return &RateLimiter{window: window, grants: make([]time.Time, max(n, 1)), now: time.Now}
+	n = max(n, 1)
+	return &RateLimiter{window: window, grants: make([]time.Time, n), limit: n, now: time.Now}
 }
 
-// reserve grants the next call a time, at least a window after the call n calls before it,
-// and answers how long the caller must wait for it and which slot of the ring holds it.
-// Granted times never decrease, so waiting callers are served in arrival order.
+// configured is the rate it was made with, in calls per second.
+func (l *RateLimiter) configured() float64 { return float64(len(l.grants)) / l.window.Seconds() }
+
+// reserve grants the next call a time, at least a window after the call limit calls before
+// it and not before a pause, and answers how long the caller must wait for it and which slot
+// of the ring holds it. Granted times never decrease, so waiting callers are served in arrival
+// order.
 func (l *RateLimiter) reserve(now time.Time) (time.Duration, int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	at := now
-	if oldest := l.grants[l.next]; !oldest.IsZero() && oldest.Add(l.window).After(at) {
+	n := len(l.grants)
+	at := later(l.pause, now)
+	if oldest := l.grants[(l.next-l.limit+n)%n]; !oldest.IsZero() && oldest.Add(l.window).After(at) {
 		at = oldest.Add(l.window)
 	}
+	at = later(l.grants[(l.next-1+n)%n], at)
 	slot := l.next
 	l.grants[slot] = at
-	l.next = (l.next + 1) % len(l.grants)
+	l.next = (l.next + 1) % n
 	return at.Sub(now), slot
 }
 
 // Wait blocks until a call may be made, or ctx ends. A caller woken late (a loaded machine)
-// records when it really went, so the call n calls later is spaced from that. A caller that
-// gives up keeps its granted time: the slot goes unused, which only ever errs on the side of
-// fewer calls.
+// records when it really went, so the call n calls later is spaced from that; one woken
+// during a pause that began after its grant waits for its end. A caller that gives up keeps
+// its granted time: the slot goes unused, which only ever errs on the side of fewer calls.
 func (l *RateLimiter) Wait(ctx context.Context) error {
 	wait, slot := l.reserve(l.now())
-	if wait == 0 {
-		return nil
+	for wait > 0 {
+		if err := sleepCtx(ctx, wait); err != nil {
+			return err
+		}
+		now := l.now()
+		l.mu.Lock()
+		wait = l.pause.Sub(now)
+		if now.After(l.grants[slot]) {
+			l.grants[slot] = later(l.pause, now)
+		}
+		l.mu.Unlock()
 	}
-	if err := sleepCtx(ctx, wait); err != nil {
-		return err
-	}
-	now := l.now()
-	l.mu.Lock()
-	if now.After(l.grants[slot]) {
-		l.grants[slot] = now
-	}
-	l.mu.Unlock()
 	return nil
+}
+
+// lower is a 429: the calls allowed per window drop to those granted in the last window less
+// one (what PSI accepted), and none is made before pause. It returns the new limit.
+func (l *RateLimiter) lower(pause time.Time) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	granted := 0
+	for _, t := range l.grants {
+		if !t.IsZero() && t.After(now.Add(-l.window)) {
+			granted++
+		}
+	}
+	if granted > 0 { // none when the refused call took longer than a window
+		l.limit = min(l.limit, granted)
+	}
+	l.limit = max(1, l.limit-1)
+	l.pause = later(l.pause, pause)
+	return l.limit
+}
+
+// raise climbs the limit back by a tenth of n, and answers whether it is whole again.
+func (l *RateLimiter) raise() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := len(l.grants)
+	l.limit = min(n, l.limit+max(1, n/10))
+	return l.limit == n
 }
