@@ -12,6 +12,7 @@ import (
 
 	"sitepulse/oauth"
 	"sitepulse/scanner"
+	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 )
 
@@ -122,7 +123,7 @@ func (f *apiFixture) recordScan(t testing.TB, siteID string, results []store.Pag
 	for _, r := range results {
 		must(t, f.st.SavePageResult(ctx, job.Lease(), r))
 	}
-	must(t, f.st.CompleteScan(ctx, job.Lease(), scanner.ScanScores(results), at.Add(time.Minute)))
+	must(t, f.st.CompleteScan(ctx, job.Lease(), analysis.ScanScores(results), at.Add(time.Minute)))
 	return sc.ID
 }
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 )
 
@@ -172,7 +173,7 @@ func recordDemoScan(ctx context.Context, st store.Store, site store.Site, result
 			return "", err
 		}
 	}
-	if err := st.CompleteScan(ctx, lease, ScanScores(results), at.Add(90*time.Second)); err != nil {
+	if err := st.CompleteScan(ctx, lease, analysis.ScanScores(results), at.Add(90*time.Second)); err != nil {
 		return "", err
 	}
 	return scan.ID, nil

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 	"sitepulse/store/storetest"
 )
@@ -49,7 +50,7 @@ func TestSeedDemo(t *testing.T) {
 			}
 			latest, _ := st.PageResults(ctx, u.ID, scans[0].ID)
 			previous, _ := st.PageResults(ctx, u.ID, scans[1].ID)
-			regs := Regressions(previous, latest)
+			regs := analysis.Regressions(previous, latest)
 			if len(regs) == 0 {
 				t.Fatal("the demo's latest scan has no regressions")
 			}
@@ -68,7 +69,7 @@ func TestSeedDemo(t *testing.T) {
 				}
 			}
 			budgets, _ := st.Budgets(ctx, u.ID, d.SiteID)
-			if v := CheckBudgets(scans[0].Scores, latest, budgets, nil); len(v) == 0 {
+			if v := analysis.CheckBudgets(scans[0].Scores, latest, budgets, nil); len(v) == 0 {
 				t.Error("the demo budgets all pass; the budget check would show nothing")
 			}
 

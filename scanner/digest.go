@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 )
 
@@ -59,7 +60,7 @@ func (d *Digest) AfterScan(ctx context.Context, site store.Site, scanID string, 
 		log.Warn("digest: reading the previous scan failed", "err", err)
 		return
 	}
-	regs := Regressions(before, results)
+	regs := analysis.Regressions(before, results)
 	if len(regs) == 0 {
 		return
 	}
@@ -85,7 +86,7 @@ func (d *Digest) AfterScan(ctx context.Context, site store.Site, scanID string, 
 }
 
 // compose writes the digest: one line per regression with page, strategy, metric, from and to.
-func (d *Digest) compose(site store.Site, scanID, previousID string, regs []Regression) (subject, body string) {
+func (d *Digest) compose(site store.Site, scanID, previousID string, regs []analysis.Regression) (subject, body string) {
 	noun := "regressions"
 	if len(regs) == 1 {
 		noun = "regression"
@@ -107,10 +108,11 @@ func (d *Digest) compose(site store.Site, scanID, previousID string, regs []Regr
 
 // fmtMetric shows a value with its unit: scores as integers, CLS with decimals, vitals in ms.
 func fmtMetric(metric string, v float64) string {
-	switch metric {
-	case "cls":
+	m, _ := analysis.Lookup(metric)
+	switch {
+	case m.Kind == analysis.Vital && m.Unit == "":
 		return strconv.FormatFloat(v, 'f', 3, 64)
-	case "lcp", "inp", "fcp", "ttfb", "tbt":
+	case m.Unit == "ms":
 		return strconv.FormatFloat(v, 'f', 0, 64) + " ms"
 	default:
 		return strconv.FormatFloat(v, 'f', 0, 64)
