@@ -38,7 +38,7 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, job store.Job) (*comp
 		return nil, fmt.Errorf("read scan: %w", err)
 	}
 	log = log.With("site", site.Name)
-	if a, ok := p.cfg.Auditor.(interface{ Unavailable() error }); ok {
+	if a, ok := p.cfg.Auditor.(Pausable); ok {
 		if err := a.Unavailable(); err != nil { // PSI is paused: do not even look for pages
 			return nil, err
 		}
