@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"sitepulse/oauth"
 	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 )
@@ -64,11 +65,8 @@ func (s *server) handleBudgetCheck() http.Handler {
 		case errors.Is(err, store.ErrNotFound) && in.UserID == "":
 			s.bearerFailure(w, r, apiKeyOnly, err)
 			return
-		case errors.Is(err, store.ErrNotFound):
-			writeError(w, http.StatusNotFound, "site not found")
-			return
 		case err != nil:
-			s.serverError(w, r, "budget check", err)
+			s.error(w, r, err, "site not found")
 			return
 		}
 		resp := budgetCheckResponse{Site: in.SiteName, Violations: []analysis.Violation{}}
@@ -78,7 +76,7 @@ func (s *server) handleBudgetCheck() http.Handler {
 			resp.Scores, resp.ScanID, resp.ScannedAt = &in.Scan.Scores, &in.Scan.ID, in.Scan.CompletedAt
 		}
 		w.Header().Set("Cache-Control", "no-store")
-		writeJSON(w, http.StatusOK, resp)
+		oauth.WriteJSON(w, http.StatusOK, resp)
 	})
 }
 
