@@ -86,14 +86,15 @@ func (s *server) handleScan() http.Handler {
 	})
 }
 
-// scanEvent is the payload of a `status` event (DESIGN §6.11), plus, while the scan waits for
-// its next attempt, why and until when.
+// scanEvent is the payload of a `status` event (DESIGN §6.11), plus the audits in flight of a
+// running scan and, while the scan waits for its next attempt, why and until when.
 type scanEvent struct {
-	ScanID     string    `json:"scanId"`
-	Status     string    `json:"status"`
-	PagesDone  int       `json:"pagesDone"`
-	PagesTotal int       `json:"pagesTotal"`
-	Waiting    *scanWait `json:"waiting,omitempty"`
+	ScanID         string    `json:"scanId"`
+	Status         string    `json:"status"`
+	PagesDone      int       `json:"pagesDone"`
+	PagesTotal     int       `json:"pagesTotal"`
+	AuditsInFlight int       `json:"auditsInFlight"`
+	Waiting        *scanWait `json:"waiting,omitempty"`
 }
 
 // scanWait is why an unfinished scan waits: its last attempt failed, PSI is paused (the
@@ -137,6 +138,9 @@ func (s *server) handleScanEvents() http.Handler {
 		for {
 			_ = rc.SetWriteDeadline(time.Now().Add(interval + 30*time.Second))
 			ev := scanEvent{ScanID: scan.ID, Status: scan.Status, PagesDone: scan.PagesDone, PagesTotal: scan.PagesTotal}
+			if scan.Status == store.StatusRunning {
+				ev.AuditsInFlight = scan.AuditsInFlight
+			}
 			if !terminal(scan.Status) {
 				var err error
 				if ev.Waiting, err = s.scanWait(r.Context(), uid, scan.ID); err != nil {

@@ -1,6 +1,7 @@
 package scanner
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -70,7 +71,24 @@ func testScanAtTheRate(t *testing.T, st store.Store) {
 	r.psi.Delay(latency)
 	site := r.addSite("Twenty pages", copies(4))
 	r.pool(r.adaptivePSI(r.psi.Endpoint(), n, window, 64, time.Second))
-	sc := r.wait(r.enqueue(site).ID)
+	id := r.enqueue(site).ID
+	shown := make(chan int)
+	go func() { // what the scan page shows while the scan runs: it lasts over a second
+		most := 0
+		for {
+			sc, err := st.Scan(context.Background(), r.user.ID, id)
+			if err != nil || sc.Status == store.StatusComplete || sc.Status == store.StatusFailed {
+				shown <- most
+				return
+			}
+			most = max(most, sc.AuditsInFlight)
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	sc := r.wait(id)
+	if most := <-shown; most == 0 || sc.AuditsInFlight != 0 {
+		t.Errorf("audits in flight: at most %d shown while running, %d once complete; want some, then 0", most, sc.AuditsInFlight)
+	}
 	if sc.Status != store.StatusComplete || sc.PagesDone != 40 {
 		t.Fatalf("scan %s, %d/%d audits done (%s); want complete, 40/40", sc.Status, sc.PagesDone, sc.PagesTotal, sc.Error)
 	}

@@ -81,6 +81,7 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, job store.Job) (*comp
 	auditCtx, stopAudits := context.WithCancelCause(ctx)
 	defer stopAudits(nil)
 	share := p.cfg.Capacity.Share()
+	stopShowing := p.showInFlight(ctx, lease, share)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var firstErr error
@@ -130,6 +131,7 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, job store.Job) (*comp
 		}()
 	}
 	wg.Wait()
+	stopShowing()
 	if firstErr != nil {
 		return nil, firstErr
 	}

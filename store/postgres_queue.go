@@ -95,6 +95,16 @@ func (p *Postgres) StartScan(ctx context.Context, l Lease, pagesTotal int, now t
 	})
 }
 
+// SetAuditsInFlight checks the lease in its one statement, like the page writes.
+func (p *Postgres) SetAuditsInFlight(ctx context.Context, l Lease, n int) error {
+	res, err := p.db.ExecContext(ctx, `UPDATE scans SET audits_in_flight = $4
+		WHERE id = $3 AND EXISTS (SELECT 1 FROM jobs WHERE `+leaseCond+`)`, l.JobID, l.Attempt, l.ScanID, n)
+	if err != nil {
+		return pgErr("audits in flight", err)
+	}
+	return p.leaseCheck(ctx, res, l)
+}
+
 func (p *Postgres) DonePages(ctx context.Context, scanID string) ([]PageKey, error) {
 	if !uuidOK(scanID) {
 		return []PageKey{}, nil

@@ -26,7 +26,8 @@
     if (d.pagesTotal > 0) {
       bar.max = d.pagesTotal;
       bar.value = d.pagesDone;
-      count.textContent = d.pagesDone + " of " + d.pagesTotal + " audits done";
+      count.textContent = d.pagesDone + " of " + d.pagesTotal + " audits done" +
+        (d.auditsInFlight > 0 ? " · " + d.auditsInFlight + " in flight" : "");
     } else {
       bar.removeAttribute("value");
       count.textContent = d.status === "queued" ? "Waiting for a worker to pick it up…" : "Finding pages…";
