@@ -134,8 +134,8 @@ func (c *Capacity) signalLocked() {
 }
 
 // call waits for a call slot: no Retry-After pause pending and fewer calls in flight than the
-// cap. done gives the slot back and records how long the call took.
-func (c *Capacity) call(ctx context.Context) (done func(), err error) {
+// cap. done gives the slot back with how long the call itself took, for Latency.
+func (c *Capacity) call(ctx context.Context) (done func(took time.Duration), err error) {
 	c.mu.Lock()
 	for {
 		c.recoverLocked()
@@ -152,8 +152,7 @@ func (c *Capacity) call(ctx context.Context) (done func(), err error) {
 		if c.calls < c.limit {
 			c.calls++
 			c.mu.Unlock()
-			began := now
-			return func() { c.endCall(c.cfg.Now().Sub(began)) }, nil
+			return c.endCall, nil
 		}
 		changed := c.changed
 		c.mu.Unlock()
@@ -170,9 +169,11 @@ func (c *Capacity) endCall(took time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.calls--
-	if c.latency == 0 {
+	switch {
+	case took <= 0: // never sent
+	case c.latency == 0:
 		c.latency = took
-	} else { // a moving average over about the last ten calls
+	default: // a moving average over about the last ten calls
 		c.latency += (took - c.latency) / 10
 	}
 	c.signalLocked()

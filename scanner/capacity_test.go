@@ -72,7 +72,7 @@ func TestCapacityThrottle(t *testing.T) {
 	lim.now = clock.Now
 	c := NewCapacity(CapacityConfig{MaxInFlight: 10, Limiter: lim, Recover: 10 * time.Second, Now: clock.Now})
 	ctx := context.Background()
-	var done []func()
+	var done []func(time.Duration)
 	for range 6 {
 		if err := lim.Wait(ctx); err != nil {
 			t.Fatal(err)
@@ -84,12 +84,12 @@ func TestCapacityThrottle(t *testing.T) {
 		done = append(done, d)
 	}
 	c.Throttled(5 * time.Second) // 6 calls in flight, one refused
-	done[5]()
+	done[5](time.Second)
 	if got := c.Limit(); got != 5 {
 		t.Errorf("after a 429 with 6 calls in flight, limit = %d, want 5", got)
 	}
 	c.Throttled(0) // another of the same burst, without Retry-After
-	done[4]()
+	done[4](time.Second)
 	if got := c.Limit(); got != 4 {
 		t.Errorf("after a second 429, limit = %d, want 4", got)
 	}
@@ -139,7 +139,10 @@ func TestCapacityCapsCalls(t *testing.T) {
 	if _, err := c.call(short); err == nil {
 		t.Fatal("a second call went with the cap at 1")
 	}
-	done()
+	done(time.Second)
+	if got := c.Latency(); got != time.Second {
+		t.Errorf("latency after one call of 1 s = %s", got)
+	}
 	if _, err := c.call(ctx); err != nil {
 		t.Fatalf("after the first call ended: %v", err)
 	}

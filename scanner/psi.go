@@ -142,11 +142,12 @@ func (p *PSI) Audit(ctx context.Context, pageURL, strategy string) (store.PageRe
 			p.settle(probe, psiNeutral, "")
 			return store.PageResult{}, err
 		}
+		began := time.Now()
 		last = p.call(ctx, pageURL, strategy)
 		if last.throttled && p.cfg.Capacity != nil {
 			p.cfg.Capacity.Throttled(last.retryAfter)
 		}
-		done()
+		done(time.Since(began))
 		if last.err == nil {
 			p.settle(probe, psiAnswered, "")
 			return last.result, nil
@@ -177,9 +178,10 @@ func (p *PSI) Audit(ctx context.Context, pageURL, strategy string) (store.PageRe
 }
 
 // take waits for what one call needs: a call slot of the Capacity, then the rate limit, then
-// one of the day's calls. done gives the call slot back once the call is answered.
-func (p *PSI) take(ctx context.Context) (done func(), err error) {
-	done = func() {}
+// one of the day's calls. done gives the call slot back once the call is answered, with the
+// time it took.
+func (p *PSI) take(ctx context.Context) (done func(took time.Duration), err error) {
+	done = func(time.Duration) {}
 	if p.cfg.Capacity != nil {
 		if done, err = p.cfg.Capacity.call(ctx); err != nil {
 			return nil, fmt.Errorf("waiting for a PSI call slot: %w", err)
@@ -187,13 +189,13 @@ func (p *PSI) take(ctx context.Context) (done func(), err error) {
 	}
 	if p.cfg.Limiter != nil {
 		if err := p.cfg.Limiter.Wait(ctx); err != nil {
-			done()
+			done(0)
 			return nil, fmt.Errorf("waiting for the PSI rate limit: %w", context.Cause(ctx))
 		}
 	}
 	if p.cfg.Daily != nil {
 		if ok, reset := p.cfg.Daily.take(p.cfg.Now()); !ok {
-			done()
+			done(0)
 			return nil, p.dailySpent(reset)
 		}
 	}
