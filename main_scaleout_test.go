@@ -16,7 +16,7 @@ import (
 	"sitepulse/store/storetest"
 )
 
-// The scale-out and crash scenarios of issue 7: real SitePulse processes (the test binary
+// The scale-out and crash scenarios: real SitePulse processes (the test binary
 // re-executed into run()) on one Postgres schema, sites published at once through the signed
 // webhook, and one PSI double per process answering the real fixtures after a random delay,
 // so each process's PSI traffic can be told apart.
