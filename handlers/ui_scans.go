@@ -86,8 +86,8 @@ func (s *server) handleScan() http.Handler {
 	})
 }
 
-// scanEvent is the payload of a `status` event (DESIGN §6.11), plus the audits in flight of a
-// running scan and, while the scan waits for its next attempt, why and until when.
+// scanEvent is the payload of a `status` event, plus the audits in flight of a running scan
+// and, while the scan waits for its next attempt, why and until when.
 type scanEvent struct {
 	ScanID         string    `json:"scanId"`
 	Status         string    `json:"status"`
