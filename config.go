@@ -22,6 +22,10 @@ type config struct {
 	ChromePath      string
 	ChromeFlags     string
 	PlatformSecret  string
+	PlatformID      string
+	PlatformAuthURL string
+	PlatformAPIURL  string
+	PlatformKey     string
 	SMTPAddr        string
 	SMTPFrom        string
 	SMTPUsername    string
@@ -56,7 +60,11 @@ func (c *config) settings() []setting {
 		{env: "LIGHTHOUSE_CMD", def: "lighthouse", help: "Lighthouse CLI for AUDIT_BACKEND=lighthouse", str: &c.LighthouseCmd},
 		{env: "CHROME_PATH", help: "Chrome or Chromium binary for Lighthouse", str: &c.ChromePath},
 		{env: "LIGHTHOUSE_CHROME_FLAGS", def: "--headless=new --disable-gpu --no-first-run", help: "Chrome flags for Lighthouse runs (add --no-sandbox as root)", str: &c.ChromeFlags},
-		{env: "PLATFORM_CLIENT_SECRET", help: "HMAC key of the publish webhook's x-platform-signature", str: &c.PlatformSecret},
+		{env: "PLATFORM_CLIENT_SECRET", help: "the platform app's client secret: the code exchange, and the HMAC key of the publish webhook's x-platform-signature", str: &c.PlatformSecret},
+		{env: "PLATFORM_CLIENT_ID", help: "the platform app's client id; empty turns connecting sites from the platform off", str: &c.PlatformID},
+		{env: "PLATFORM_AUTHORIZE_URL", def: "https://webflow.com/oauth/authorize", help: "the platform's OAuth authorize page", str: &c.PlatformAuthURL},
+		{env: "PLATFORM_API_URL", def: "https://api.webflow.com", help: "the platform's API origin: {it}/oauth/access_token and {it}/v2/...", str: &c.PlatformAPIURL},
+		{env: "PLATFORM_TOKEN_KEY", help: "AES-256-GCM keys sealing platform tokens at rest: base64 32-byte keys, comma-separated, the first seals (openssl rand -base64 32)", str: &c.PlatformKey},
 		{env: "SMTP_ADDR", help: "host:port of the SMTP server; empty logs digests instead", str: &c.SMTPAddr},
 		{env: "SMTP_FROM", def: "SitePulse <sitepulse@localhost>", help: "From address of digest e-mails", str: &c.SMTPFrom},
 		{env: "SMTP_USERNAME", help: "SMTP user (PLAIN auth)", str: &c.SMTPUsername},
@@ -117,6 +125,14 @@ func (c *config) validate() error {
 	}
 	if u, err := url.Parse(c.PageSpeedURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("PAGESPEED_API_URL=%q: want an absolute http(s) URL", c.PageSpeedURL)
+	}
+	for env, v := range map[string]string{"PLATFORM_AUTHORIZE_URL": c.PlatformAuthURL, "PLATFORM_API_URL": c.PlatformAPIURL} {
+		if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("%s=%q: want an absolute http(s) URL", env, v)
+		}
+	}
+	if c.PlatformID != "" && c.PlatformSecret == "" {
+		return fmt.Errorf("PLATFORM_CLIENT_ID is set without PLATFORM_CLIENT_SECRET: the code exchange needs both")
 	}
 	if c.AuditBackend != "psi" && c.AuditBackend != "lighthouse" {
 		return fmt.Errorf("AUDIT_BACKEND=%q: want psi or lighthouse", c.AuditBackend)

@@ -19,6 +19,7 @@ import (
 	"sitepulse/handlers"
 	"sitepulse/oauth"
 	"sitepulse/scanner"
+	"sitepulse/scanner/platform"
 	"sitepulse/store"
 )
 
@@ -63,7 +64,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		}
 	}
 
-	pool := startScanner(ctx, cfg, st, storeName, log)
+	connector, err := platformConnector(cfg, st, storeName, log)
+	if err != nil {
+		return err
+	}
+	pool := startScanner(ctx, cfg, st, storeName, connector, log)
 	// Deferred after the store's Close, so it runs before it: HTTP server, scanner, store.
 	defer func() {
 		stopCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -79,6 +84,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	handler, err := handlers.NewHandler(handlers.Deps{
 		Store: st, StoreName: storeName, Log: log, BaseURL: cfg.BaseURL,
 		OAuth: authServer, AccessTokens: authServer, PlatformSecret: cfg.PlatformSecret,
+		Platform: connector, PlatformClientID: cfg.PlatformID, PlatformAuthorizeURL: cfg.PlatformAuthURL,
 	})
 	if err != nil {
 		return err
@@ -147,7 +153,7 @@ func seedDemo(ctx context.Context, st store.Store, cfg *config, stdout io.Writer
 
 // startScanner starts the worker pool on the configured audit backend. On Postgres the
 // dispatcher also wakes on LISTEN/NOTIFY; it polls either way.
-func startScanner(ctx context.Context, cfg config, st store.Store, storeName string, log *slog.Logger) *scanner.Pool {
+func startScanner(ctx context.Context, cfg config, st store.Store, storeName string, connector *platform.Connector, log *slog.Logger) *scanner.Pool {
 	var auditor scanner.Auditor
 	if cfg.AuditBackend == "lighthouse" {
 		auditor = scanner.NewLighthouse(scanner.LighthouseConfig{Command: cfg.LighthouseCmd, ChromePath: cfg.ChromePath,
@@ -169,8 +175,13 @@ func startScanner(ctx context.Context, cfg config, st store.Store, storeName str
 			wake = w
 		}
 	}
+	var refresher scanner.PageRefresher
+	if connector != nil {
+		refresher = connector
+	}
 	pool := scanner.NewPool(scanner.PoolConfig{
-		Store: st, Auditor: auditor, Log: log, Workers: cfg.ScanWorkers, Wake: wake,
+		Platform: refresher,
+		Store:    st, Auditor: auditor, Log: log, Workers: cfg.ScanWorkers, Wake: wake,
 		Lease:     time.Duration(cfg.ScanLease) * time.Second,
 		Discovery: scanner.Discovery{MaxPages: cfg.MaxPagesPerScan},
 		Digest: &scanner.Digest{Store: st, SMTPAddr: cfg.SMTPAddr, From: cfg.SMTPFrom, Username: cfg.SMTPUsername,
@@ -180,6 +191,38 @@ func startScanner(ctx context.Context, cfg config, st store.Store, storeName str
 	log.Info("audit backend", "backend", cfg.AuditBackend, "psi_rate_limit_per_100s", cfg.PSIRateLimit,
 		"psi_daily_limit", cfg.PSIDailyLimit, "psi_breaker_failures", cfg.PSIBreakerFails, "psi_breaker_seconds", cfg.PSIBreakerSecs)
 	return pool
+}
+
+// platformConnector connects sites from the platform (issue 13) when PLATFORM_CLIENT_ID is set;
+// nil turns it off. Tokens are sealed with PLATFORM_TOKEN_KEY; without it the in-memory store
+// (which forgets everything at exit anyway) gets a random key, and Postgres refuses to start.
+func platformConnector(cfg config, st store.Store, storeName string, log *slog.Logger) (*platform.Connector, error) {
+	if cfg.PlatformID == "" {
+		log.Info("PLATFORM_CLIENT_ID not set: connecting sites from the platform is off")
+		return nil, nil
+	}
+	var keys *platform.Keys
+	switch {
+	case cfg.PlatformKey != "":
+		k, err := platform.ParseKeys(cfg.PlatformKey)
+		if err != nil {
+			return nil, err
+		}
+		keys = k
+	case storeName == "memory":
+		keys = platform.RandomKeys()
+		log.Info("PLATFORM_TOKEN_KEY not set: platform tokens are sealed with a random key for this process")
+	default:
+		return nil, errors.New("PLATFORM_CLIENT_ID is set without PLATFORM_TOKEN_KEY: platform tokens must be sealed at rest (make a key with: openssl rand -base64 32)")
+	}
+	return &platform.Connector{
+		Store:      st,
+		Client:     platform.NewClient(platform.ClientConfig{APIURL: cfg.PlatformAPIURL, ClientID: cfg.PlatformID, ClientSecret: cfg.PlatformSecret}),
+		Keys:       keys,
+		WebhookURL: cfg.BaseURL + "/api/webhooks/platform",
+		Log:        log,
+		Now:        time.Now,
+	}, nil
 }
 
 // openStore opens Postgres when DATABASE_URL is set, else the in-memory store.

@@ -18,13 +18,13 @@ import (
 // uiFlashes are the confirmations a redirect may ask a web UI page to show; the query names one,
 // so no text of an attacker's choosing ever appears on a page.
 var uiFlashes = map[string]string{
-	"site-added":     "Site added. Press “Scan now” to audit it, or wait for the next publish.",
-	"site-saved":     "Site saved.",
-	"site-deleted":   "Site deleted, with its scans, budgets and reports.",
-	"budgets-saved":  "Budgets saved.",
-	"rule-added":     "Alert rule added.",
-	"rule-deleted":   "Alert rule deleted.",
-	"report-revoked": "Report revoked. Its link now answers “gone”.",
+	"site-added":            "Site added. Press “Scan now” to audit it, or wait for the next publish.",
+	"site-saved":            "Site saved.",
+	"site-deleted":          "Site deleted, with its scans, budgets and reports.",
+	"budgets-saved":         "Budgets saved.",
+	"rule-added":            "Alert rule added.",
+	"rule-deleted":          "Alert rule deleted.",
+	"report-revoked":        "Report revoked. Its link now answers “gone”.",
 	"platform-imported":     "Sites imported. Their first scans are running; each publish on the platform scans again.",
 	"platform-disconnected": "Platform disconnected: SitePulse's webhooks were removed and its access forgotten. The sites and their scans stay here.",
 }
