@@ -66,7 +66,7 @@ func (s *server) handlePlatformConnect() http.Handler {
 		v := visitorFrom(r.Context())
 		state, hash := store.NewSecret("")
 		if err := s.Store.CreatePlatformState(r.Context(), hash, v.User.ID, s.Now().Add(platformStateTTL)); err != nil {
-			s.serverError(w, r, "platform state", err)
+			s.error(w, r, err, "")
 			return
 		}
 		q := url.Values{"response_type": {"code"}, "client_id": {s.PlatformClientID}, "redirect_uri": {s.platformRedirectURI()},
@@ -100,7 +100,7 @@ func (s *server) handlePlatformCallback() http.Handler {
 			return
 		}
 		if err != nil {
-			s.serverError(w, r, "platform state", err)
+			s.error(w, r, err, "")
 			return
 		}
 		if q.Get("error") != "" || q.Get("code") == "" {
@@ -122,7 +122,7 @@ func (s *server) handlePlatformImportPage() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		st, err := s.platformStatus(r)
 		if err != nil {
-			s.serverError(w, r, "platform status", err)
+			s.error(w, r, err, "")
 			return
 		}
 		d := platformPage{Status: st}
@@ -164,7 +164,7 @@ func (s *server) handlePlatformImport() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		st, err := s.platformStatus(r)
 		if err != nil {
-			s.serverError(w, r, "platform status", err)
+			s.error(w, r, err, "")
 			return
 		}
 		d := platformPage{Status: st}
@@ -221,7 +221,7 @@ func (s *server) handlePlatformDisconnect() http.Handler {
 			return
 		}
 		if _, _, err := s.Platform.Disconnect(r.Context(), visitorFrom(r.Context()).User.ID); err != nil {
-			s.serverError(w, r, "platform disconnect", err)
+			s.error(w, r, err, "")
 			return
 		}
 		http.Redirect(w, r, "/?done=platform-disconnected", http.StatusSeeOther)

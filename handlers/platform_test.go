@@ -79,9 +79,9 @@ func newPlatformRig(t *testing.T, st store.Store) *platformRig {
 				return nil
 			}})}
 	r.ts = &testServer{store: st, now: time.Now()}
-	h, err := NewHandler(Deps{Store: st, StoreName: "memory", BaseURL: base, PasswordIterations: 1000, Log: log,
+	h, err := NewHandler(withServers(Deps{Store: st, BaseURL: base, PasswordIterations: 1000, Log: log, Now: time.Now,
 		PlatformSecret: appSecret, Platform: r.conn, PlatformClientID: appID, PlatformAuthorizeURL: r.double.AuthorizeURL(),
-		WebhookJitter: func() time.Duration { return 0 }})
+		WebhookJitter: func() time.Duration { return 0 }}))
 	if err != nil {
 		t.Fatal(err)
 	}

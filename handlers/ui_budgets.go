@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"sitepulse/scanner"
+	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 )
 
@@ -19,7 +19,8 @@ type budgetRow struct {
 }
 
 func newBudgetRow(metric string) budgetRow {
-	return budgetRow{Metric: metric, Label: metricLabels[metric], Unit: unitOf(metric)}
+	m, _ := analysis.Lookup(metric)
+	return budgetRow{Metric: metric, Label: m.Label, Unit: m.Unit}
 }
 
 // ruleForm is the add-an-alert-rule form.
@@ -38,19 +39,13 @@ type budgetsData struct {
 	Metrics      []string
 }
 
-// budgetMetrics are the metrics a budget or rule may name, scores first (DESIGN §6.2).
+// budgetMetrics are the names of the metrics a budget or rule may name, scores first.
 func budgetMetrics() []string {
-	return append(append([]string{}, store.ScoreMetrics...), store.VitalMetrics...)
-}
-
-func unitOf(metric string) string {
-	switch op, _ := scanner.BudgetMetric(metric); {
-	case op == store.OpMin:
-		return "score"
-	case metric == "cls":
-		return ""
+	var out []string
+	for _, m := range analysis.BudgetMetrics() {
+		out = append(out, m.Name)
 	}
-	return "ms"
+	return out
 }
 
 // parseThreshold validates a threshold for a metric: scores 0-100, CLS 0-10, times 0-600000 ms.
@@ -60,7 +55,7 @@ func parseThreshold(metric, in string) (float64, string) {
 	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
 		return 0, "Enter a number."
 	}
-	switch op, _ := scanner.BudgetMetric(metric); {
+	switch op, _ := analysis.BudgetMetric(metric); {
 	case op == store.OpMin && (v < 0 || v > 100):
 		return 0, "A score is between 0 and 100."
 	case metric == "cls" && (v < 0 || v > 10):
@@ -77,7 +72,7 @@ func (s *server) budgetsPage(w http.ResponseWriter, r *http.Request, status int,
 	if d.Budgets == nil {
 		budgets, err := s.Store.Budgets(r.Context(), uid, site.ID)
 		if err != nil {
-			s.serverError(w, r, "budgets", err)
+			s.error(w, r, err, "")
 			return
 		}
 		for _, m := range d.Metrics {
@@ -90,7 +85,7 @@ func (s *server) budgetsPage(w http.ResponseWriter, r *http.Request, status int,
 	}
 	rules, err := s.Store.AlertRules(r.Context(), uid, site.ID)
 	if err != nil {
-		s.serverError(w, r, "alert rules", err)
+		s.error(w, r, err, "")
 		return
 	}
 	d.Rules = rules
@@ -138,7 +133,7 @@ func (s *server) handleSaveBudgets() http.Handler {
 		}
 		uid := visitorFrom(r.Context()).User.ID
 		if err := s.Store.SetBudgets(r.Context(), uid, site.ID, budgets); err != nil {
-			s.serverError(w, r, "set budgets", err)
+			s.error(w, r, err, "")
 			return
 		}
 		http.Redirect(w, r, "/sites/"+site.ID+"/budgets?done=budgets-saved", http.StatusSeeOther)
@@ -153,7 +148,7 @@ func (s *server) handleAddRule() http.Handler {
 		}
 		f := ruleForm{Metric: r.PostForm.Get("metric"), Operator: r.PostForm.Get("operator"),
 			Threshold: strings.TrimSpace(r.PostForm.Get("threshold")), Errors: map[string]string{}}
-		if _, ok := scanner.BudgetMetric(f.Metric); !ok {
+		if _, ok := analysis.BudgetMetric(f.Metric); !ok {
 			f.Errors["metric"] = "Choose a metric from the list."
 			f.Metric = ""
 		}
@@ -188,7 +183,7 @@ func (s *server) handleAddRule() http.Handler {
 			err = s.Store.AddAlertRule(r.Context(), uid, rule)
 		}
 		if err != nil {
-			s.serverError(w, r, "save alert rule", err)
+			s.error(w, r, err, "")
 			return
 		}
 		http.Redirect(w, r, "/sites/"+site.ID+"/budgets?done=rule-added#rules", http.StatusSeeOther)
@@ -207,12 +202,8 @@ func (s *server) handleDeleteRule() http.Handler {
 		if store.ValidUUID(id) {
 			err = s.Store.DeleteAlertRule(r.Context(), uid, site.ID, id)
 		}
-		if errors.Is(err, store.ErrNotFound) {
-			s.renderError(w, r, http.StatusNotFound, "That alert rule does not exist or was already deleted.")
-			return
-		}
 		if err != nil {
-			s.serverError(w, r, "delete alert rule", err)
+			s.error(w, r, err, "That alert rule does not exist or was already deleted.")
 			return
 		}
 		http.Redirect(w, r, "/sites/"+site.ID+"/budgets?done=rule-deleted#rules", http.StatusSeeOther)

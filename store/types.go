@@ -85,7 +85,7 @@ type Scan struct {
 	CompletedAt *time.Time
 }
 
-// ScanScores are the rounded means over a scan's page results (DESIGN §6.1).
+// ScanScores are the rounded means over a scan's page results.
 type ScanScores struct {
 	Health        *int `json:"health"`
 	Performance   *int `json:"performance"`
@@ -209,13 +209,6 @@ type StackPack struct {
 	Title        string            `json:"title"`
 	Descriptions map[string]string `json:"descriptions"`
 }
-
-// Budget metrics (DESIGN §6.2). Scores use operator min against the scan score; vitals use max
-// against the worst page value.
-var (
-	ScoreMetrics = []string{"health", "performance", "seo", "accessibility", "bestPractices"}
-	VitalMetrics = []string{"lcp", "cls", "inp", "fcp", "ttfb", "tbt"}
-)
 
 // Operators of budget violations and alert rules.
 const (
