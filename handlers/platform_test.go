@@ -266,7 +266,7 @@ func TestPlatformConnectImportPublishDisconnect(t *testing.T) {
 					t.Errorf("%s webhooks %+v, site's %q", s.Name, hooks, s.PlatformWebhookID)
 				}
 				scans, _ := r.st.ScansOf(ctx, a.userID, s.ID, 10)
-				if len(scans) != 1 || scans[0].Strategy != store.StrategyBoth {
+				if len(scans) != 1 || scans[0].Strategy != store.StrategyBoth || scans[0].Trigger != store.TriggerImport {
 					t.Errorf("%s scans %+v, want one first scan of both strategies", s.Name, scans)
 				} else {
 					firstScans[s.ID] = scans[0].ID

@@ -48,6 +48,7 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, job store.Job) (*comp
 		if fresh, err := p.cfg.Platform.RefreshPages(ctx, site); err != nil {
 			log.Warn("scanner: platform pages not refreshed; auditing the saved list", "err", err)
 		} else {
+			log.Info("scanner: pages refreshed from the platform", "pages", len(fresh))
 			site.Pages = fresh
 		}
 	}

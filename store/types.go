@@ -67,6 +67,7 @@ const (
 	TriggerWebhook = "webhook"
 	TriggerManual  = "manual"
 	TriggerDemo    = "demo"
+	TriggerImport  = "import" // the first scan of a site imported from the platform
 )
 
 // Scan is one audit of every page of a site.

@@ -210,7 +210,7 @@ func (c *Connector) importOne(ctx context.Context, userID, token string, ps Site
 	}
 	if len(scans) == 0 {
 		now := c.Now()
-		scan := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: now}
+		scan := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerImport, CreatedAt: now}
 		switch err := c.Store.EnqueueScan(ctx, scan, store.QueueScan, now); {
 		case errors.Is(err, store.ErrScanActive):
 		case err != nil:
