@@ -454,3 +454,33 @@ func TestPlatformOff(t *testing.T) {
 	wantStatus(t, resp, http.StatusNotFound)
 	contains(t, body, "Connecting a platform is off")
 }
+
+// TestPlatformImportResumesAfterAFault: the webhook cannot be created (the platform keeps
+// failing); the page says so, and ticking the site again finishes the import with one site, one
+// webhook and one first scan.
+func TestPlatformImportResumesAfterAFault(t *testing.T) {
+	for _, b := range storetest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			r := newPlatformRig(t, b.Open(t))
+			a := r.user(t, "ada@example.com")
+			r.connect(t, a)
+			r.double.FailCall("POST /v2/sites/"+acme+"/webhooks", 4) // every try of one call
+			resp, body := a.postCSRF("/platform/import", url.Values{"site": {acme}})
+			wantStatus(t, resp, http.StatusBadGateway)
+			contains(t, body, "tick it again to finish")
+			if n := len(r.double.Webhooks(acme)); n != 0 {
+				t.Fatalf("%d webhooks after the failure", n)
+			}
+			resp, _ = a.postCSRF("/platform/import", url.Values{"site": {acme}})
+			wantStatus(t, resp, http.StatusSeeOther)
+			sites := r.sites(t, a.userID)
+			if len(sites) != 1 || len(r.double.Webhooks(acme)) != 1 || sites[acme].PlatformWebhookID != r.double.Webhooks(acme)[0].ID {
+				t.Fatalf("after the second try: sites %+v, webhooks %+v", sites, r.double.Webhooks(acme))
+			}
+			if scans, _ := r.st.ScansOf(ctx, a.userID, sites[acme].ID, 10); len(scans) != 1 {
+				t.Errorf("%d first scans, want 1", len(scans))
+			}
+		})
+	}
+}

@@ -48,6 +48,7 @@ type Platform struct {
 	retry    string
 	fail     int
 	failCode int
+	failPath map[string]int // "METHOD /path" -> calls left to answer 500
 	calls    map[string]int
 	nextID   int
 	// Deliver posts a webhook; default an http.Client with a 10 s timeout.
@@ -72,7 +73,7 @@ func New(t testing.TB, clientID, secret string) *Platform {
 // NewHandler makes the double for a command that listens itself; set URL to its address.
 func NewHandler(clientID, secret string) *Platform {
 	p := &Platform{ClientID: clientID, ClientSecret: secret, codes: map[string]grant{}, tokens: map[string]bool{},
-		calls: map[string]int{}, Deliver: &http.Client{Timeout: 10 * time.Second}, mux: http.NewServeMux()}
+		calls: map[string]int{}, failPath: map[string]int{}, Deliver: &http.Client{Timeout: 10 * time.Second}, mux: http.NewServeMux()}
 	p.mux.HandleFunc("GET /oauth/authorize", p.authorizePage)
 	p.mux.HandleFunc("POST /oauth/authorize", p.authorizeDecision)
 	p.mux.HandleFunc("POST /oauth/access_token", p.accessToken)
@@ -116,6 +117,13 @@ func (p *Platform) Fail(n, status int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.fail, p.failCode = n, status
+}
+
+// FailCall makes the next n calls of "METHOD /path" answer 500.
+func (p *Platform) FailCall(key string, n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.failPath[key] = n
 }
 
 // Revoke revokes every token issued so far, as uninstalling the app does.
@@ -333,6 +341,10 @@ func (p *Platform) api(h func(w http.ResponseWriter, r *http.Request)) http.Hand
 			w.Header().Set("Retry-After", retry)
 			apiError(w, http.StatusTooManyRequests, "too_many_requests", "Too many requests")
 			return
+		}
+		if p.failPath[r.Method+" "+r.URL.Path] > 0 {
+			p.failPath[r.Method+" "+r.URL.Path]--
+			p.fail, p.failCode = p.fail+1, http.StatusInternalServerError
 		}
 		if p.fail > 0 {
 			p.fail--
