@@ -13,7 +13,9 @@ import (
 
 // TestClientRetries: 429 waits its Retry-After, 5xx and timeouts back off, refusals do not retry.
 func TestClientRetries(t *testing.T) {
-	ok := func(w http.ResponseWriter) { fmt.Fprint(w, `{"sites":[{"id":"s1","displayName":"One","shortName":"one"}]}`) }
+	ok := func(w http.ResponseWriter) {
+		fmt.Fprint(w, `{"sites":[{"id":"s1","displayName":"One","shortName":"one"}]}`)
+	}
 	tests := []struct {
 		name      string
 		answers   []func(w http.ResponseWriter) // one per call; the last repeats
