@@ -178,7 +178,7 @@ func paths(t *testing.T, st store.Store, userID, scanID string) string {
 	return strings.Join(out, " ")
 }
 
-// TestPlatformConnectImportPublishDisconnect is issue 13's path, on every store, against the
+// TestPlatformConnectImportPublishDisconnect is the connect path, on every store, against the
 // platform double: connect, approve, callback (a forged and a replayed state refused), import
 // through a 429 and a 503, import again (nothing doubled), a second account refused the
 // connected sites, first scans, a publish that audits a page published since the import, a

@@ -39,7 +39,7 @@ type Deps struct {
 	// PlatformSecret is PLATFORM_CLIENT_SECRET, the HMAC key of the publish webhook; empty
 	// makes the webhook answer 503 rather than accept unsigned posts.
 	PlatformSecret string
-	// Platform connects sites from the platform (issue 13); nil when PLATFORM_CLIENT_ID is not
+	// Platform connects sites from the platform; nil when PLATFORM_CLIENT_ID is not
 	// set, and the UI says connecting is off.
 	Platform *platform.Connector
 	// PlatformClientID and PlatformAuthorizeURL build the authorize redirect.

@@ -285,7 +285,7 @@ func testSiteForm(t *testing.T, f *uiFixture) {
 	contains(t, body, "Site added")
 	contains(t, body, "No completed scan yet")
 
-	// A platform site id is set only through a verified connection (issue 13): the form's
+	// A platform site id is set only through a verified connection: the form's
 	// field is gone, and a posted one is ignored, also one naming another account's site.
 	form = valid()
 	form.Set("name", "Shop 2")

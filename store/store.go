@@ -216,7 +216,7 @@ type Webhooks interface {
 	SeenDelivery(ctx context.Context, bodyHash string, since, now time.Time) (bool, error)
 }
 
-// Platform holds connections to the site-builder platform (issue 13): pending connect states,
+// Platform holds connections to the site-builder platform: pending connect states,
 // each user's sealed access token, and the sites a verified connection imported.
 type Platform interface {
 	// CreatePlatformState stores the hash of a connect's OAuth state for a user until expiresAt.

@@ -1,6 +1,6 @@
 // Package platform connects SitePulse to the site-builder platform, Webflow, through its public
 // Data API v2: the app's OAuth code exchange, the sites and published pages a user's connection
-// can see, and the site_publish webhooks SitePulse registers (issue 13). The API is trusted
+// can see, and the site_publish webhooks SitePulse registers. The API is trusted
 // configuration (PLATFORM_API_URL), so a plain http.Client with timeouts talks to it; tokens are
 // sealed at rest (keys.go); Connector (connector.go) composes the client with the store.
 package platform

@@ -1,4 +1,4 @@
--- Connections to the site-builder platform (issue 13). A platform site id is set on a site only
+-- Connections to the site-builder platform. A platform site id is set on a site only
 -- through a verified connection (platform_verified); a manual id from before keeps working until
 -- a verified connection imports the same platform site. platform_webhook_id is the site_publish
 -- webhook SitePulse registered for the site, deleted on disconnect.
