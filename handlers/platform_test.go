@@ -220,6 +220,20 @@ func TestPlatformConnectImportPublishDisconnect(t *testing.T) {
 				}
 			})
 
+			t.Run("a denial on the platform connects nothing and spends the state", func(t *testing.T) {
+				resp, _ := a.get("/platform/connect")
+				state, _ := url.Parse(resp.Header.Get("Location"))
+				cb := "/platform/callback?error=access_denied&state=" + url.QueryEscape(state.Query().Get("state"))
+				resp, body := a.get(cb)
+				wantStatus(t, resp, http.StatusBadRequest)
+				contains(t, body, "did not grant access")
+				resp, _ = a.get(strings.Replace(cb, "error=access_denied", "code=late", 1))
+				wantStatus(t, resp, http.StatusBadRequest)
+				if _, err := r.st.PlatformConnection(ctx, a.userID); err == nil {
+					t.Error("a connection was stored")
+				}
+			})
+
 			back, err := r.double.Approve(loc.String())
 			if err != nil {
 				t.Fatal(err)
