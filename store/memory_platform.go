@@ -30,6 +30,11 @@ func (m *Memory) TakePlatformState(ctx context.Context, stateHash, userID string
 	defer m.mu.Unlock()
 	st, ok := m.platformStates[stateHash]
 	delete(m.platformStates, stateHash)
+	for h, other := range m.platformStates { // abandoned connects do not pile up
+		if !other.expiresAt.After(now) {
+			delete(m.platformStates, h)
+		}
+	}
 	if !ok || st.userID != userID || !st.expiresAt.After(now) {
 		return notFound("platform state")
 	}

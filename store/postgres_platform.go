@@ -23,6 +23,10 @@ func (p *Postgres) TakePlatformState(ctx context.Context, stateHash, userID stri
 	if !uuidOK(userID) {
 		return notFound("platform state")
 	}
+	// Expired states go first, so abandoned connects do not pile up.
+	if _, err := p.db.ExecContext(ctx, `DELETE FROM platform_states WHERE expires_at <= $1`, Now(now)); err != nil {
+		return pgErr("platform state", err)
+	}
 	// Deleted whoever presents it, so a state is tried once; it counts only for its user, unexpired.
 	var owner string
 	var expires time.Time

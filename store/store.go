@@ -222,7 +222,8 @@ type Platform interface {
 	// CreatePlatformState stores the hash of a connect's OAuth state for a user until expiresAt.
 	CreatePlatformState(ctx context.Context, stateHash, userID string, expiresAt time.Time) error
 	// TakePlatformState deletes a state and answers nil when it was the user's and unexpired;
-	// ErrNotFound for a forged, replayed, expired or someone else's state.
+	// ErrNotFound for a forged, replayed, expired or someone else's state. Expired states of
+	// anyone are deleted on the way.
 	TakePlatformState(ctx context.Context, stateHash, userID string, now time.Time) error
 	// SavePlatformConnection stores or replaces a user's connection, enabled.
 	SavePlatformConnection(ctx context.Context, c PlatformConnection) error
