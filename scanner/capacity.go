@@ -12,7 +12,9 @@ type CapacityConfig struct {
 	// MaxInFlight is PSI_MAX_INFLIGHT (LIGHTHOUSE_CONCURRENCY for the local backend): the most
 	// audits, and the most calls, in flight at once in this process. Default 64.
 	MaxInFlight int
-	// Limiter is the PSI rate limit; a 429 lowers it with the in-flight cap. nil: only the cap adapts.
+	// Limiter is the PSI rate limit: a 429 lowers it with the in-flight cap, and audits wait for
+	// a slot while calls queue at it. The PSI client must then take its calls from this Capacity
+	// (PSIConfig.Capacity), or slots stop at a second's worth of calls. nil: only the cap adapts.
 	Limiter *RateLimiter
 	// Recover is how often, once a 429's Retry-After has passed and no other 429 came, the cap
 	// climbs back by one and the rate by a tenth of the configured one. Default 10 s.
@@ -24,7 +26,8 @@ type CapacityConfig struct {
 // Capacity is the audit capacity of a process, shared by every scan running in it: at most
 // limit audits hold a slot at once, and the slots go fairly to the scans that wait for one
 // (the one with the fewest audits in flight first, so one big site does not starve a small
-// one). The PSI client takes a call slot for each request under the same limit: a 429 lowers
+// one); while the rate limit binds, slots wait rather than queue calls at it, so the share
+// holds there too. The PSI client takes a call slot for each request under the same limit: a 429 lowers
 // the limit to what PSI accepted (the calls in flight, less one per refusal), pauses every call
 // until its Retry-After, and lowers the rate limit with it; both climb back a step every
 // Recover without a 429. So a key with a smaller quota than configured gets a few 429s, not a
@@ -76,7 +79,8 @@ func (s *Share) Acquire(ctx context.Context) error {
 	c.waiting[s] = c.cfg.Now()
 	for {
 		c.recoverLocked()
-		if c.audits < c.limit && c.fairestLocked() == s {
+		room, retry := c.roomLocked()
+		if room && c.fairestLocked() == s {
 			delete(c.waiting, s)
 			c.audits++
 			s.inFlight++
@@ -86,17 +90,53 @@ func (s *Share) Acquire(ctx context.Context) error {
 		}
 		changed := c.changed
 		c.mu.Unlock()
-		select {
-		case <-changed:
-		case <-ctx.Done():
+		if err := waitChange(ctx, changed, retry); err != nil {
 			c.mu.Lock()
 			delete(c.waiting, s)
 			c.signalLocked()
 			c.mu.Unlock()
-			return context.Cause(ctx)
+			return err
 		}
 		c.mu.Lock()
 	}
+}
+
+// roomLocked answers whether an audit may take a slot now: one is free under the cap, and the
+// rate limit is not already backed up. Audits holding a slot while their calls wait for the
+// rate limit would only queue there, ahead of the audits of scans that ask later, and undo the
+// fair share; so a slot waits while a second's worth of calls (at least one) are queued at the
+// limiter or about to be. Otherwise retry is when the next queued call is due (0: wait for a
+// change).
+func (c *Capacity) roomLocked() (room bool, retry time.Duration) {
+	if c.audits >= c.limit {
+		return false, 0
+	}
+	if c.cfg.Limiter == nil {
+		return true, 0
+	}
+	queued, next, perSecond := c.cfg.Limiter.backlog()
+	starting := c.audits - c.calls // granted a slot, not yet waiting for a call
+	if starting+queued < max(1, int(perSecond)) {
+		return true, 0
+	}
+	return false, next
+}
+
+// waitChange waits for changed to close, for retry to pass (0: no limit), or for ctx to end.
+func waitChange(ctx context.Context, changed <-chan struct{}, retry time.Duration) error {
+	var later <-chan time.Time
+	if retry > 0 {
+		t := time.NewTimer(retry)
+		defer t.Stop()
+		later = t.C
+	}
+	select {
+	case <-changed:
+	case <-later:
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	return nil
 }
 
 // Release gives back a slot Acquire granted.
@@ -151,6 +191,7 @@ func (c *Capacity) call(ctx context.Context) (done func(took time.Duration), err
 		}
 		if c.calls < c.limit {
 			c.calls++
+			c.signalLocked() // an audit starting its call may let another take a slot
 			c.mu.Unlock()
 			return c.endCall, nil
 		}

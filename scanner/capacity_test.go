@@ -64,6 +64,57 @@ func TestCapacitySharesFairly(t *testing.T) {
 	}
 }
 
+// While the rate limit binds, a scan does not take slots only to queue its calls at the limiter
+// ahead of scans that ask later: it holds about a second's worth of calls beyond those going
+// out, and a scan asking later gets the next slot.
+func TestCapacityDoesNotQueueAtTheRate(t *testing.T) {
+	lim := NewRateLimiter(4, time.Second) // a second's worth is 4 calls
+	now := time.Now()
+	for i := range lim.grants { // the window spent evenly: a call may go every 250 ms
+		lim.grants[i] = now.Add(-time.Second + time.Duration(i)*250*time.Millisecond)
+	}
+	c := NewCapacity(CapacityConfig{Limiter: lim})
+	ctx := t.Context()
+	audit := func(s *Share) { // one call, answered at once
+		go func() {
+			defer s.Release()
+			done, err := c.call(ctx)
+			if err != nil {
+				return
+			}
+			lim.Wait(ctx)
+			done(time.Millisecond)
+		}()
+	}
+	big, small := c.Share(), c.Share()
+	go func() {
+		for range 40 {
+			if big.Acquire(ctx) != nil {
+				return
+			}
+			audit(big)
+		}
+	}()
+	eventually(t, "the big scan waits for a slot", func() bool { return c.waiters() == 1 })
+	if n := big.InFlight(); n > 5 {
+		t.Errorf("the big scan holds %d slots while its calls queue at 4 a second; want at most 5", n)
+	}
+	granted := make(chan int)
+	go func() {
+		if small.Acquire(ctx) == nil {
+			granted <- big.InFlight()
+		}
+	}()
+	select {
+	case n := <-granted:
+		if n > 5 {
+			t.Errorf("the big scan held %d slots when the small one got its first", n)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the small scan got no slot in 5 s")
+	}
+}
+
 // A 429 brings the cap down to the calls in flight less one, pauses calls for its Retry-After
 // and lowers the rate limit; both climb back a step per Recover after the pause.
 func TestCapacityThrottle(t *testing.T) {

@@ -421,6 +421,23 @@ func NewRateLimiter(n int, window time.Duration) *RateLimiter {
 	return &RateLimiter{window: window, grants: make([]time.Time, n), limit: n, now: time.Now}
 }
 
+// backlog is how many calls are waiting for their granted time, how long until the first of
+// them is due, and the rate allowed now, in calls per second.
+func (l *RateLimiter) backlog() (queued int, next time.Duration, perSecond float64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	for _, t := range l.grants {
+		if t.After(now) {
+			queued++
+			if d := t.Sub(now); next == 0 || d < next {
+				next = d
+			}
+		}
+	}
+	return queued, next, float64(l.limit) / l.window.Seconds()
+}
+
 // configured is the rate it was made with, in calls per second.
 func (l *RateLimiter) configured() float64 { return float64(len(l.grants)) / l.window.Seconds() }
 
