@@ -27,11 +27,11 @@ type CapacityConfig struct {
 // limit audits hold a slot at once, and the slots go fairly to the scans that wait for one
 // (the one with the fewest audits in flight first, so one big site does not starve a small
 // one); while the rate limit binds, slots wait rather than queue calls at it, so the share
-// holds there too. The PSI client takes a call slot for each request under the same limit: a 429 lowers
-// the limit to what PSI accepted (the calls in flight, less one per refusal), pauses every call
-// until its Retry-After, and lowers the rate limit with it; both climb back a step every
-// Recover without a 429. So a key with a smaller quota than configured gets a few 429s, not a
-// storm, and its scans still finish.
+// holds there too. The PSI client takes a call slot for each request under the same limit: a
+// 429 lowers the limit to what PSI accepted (the calls in flight, less one per refusal),
+// pauses every call until its Retry-After, and lowers the rate limit with it; both climb back
+// a step every Recover without a 429. So a key with a smaller quota than configured gets a few
+// 429s, not a storm, and its scans still finish.
 type Capacity struct {
 	cfg     CapacityConfig
 	mu      sync.Mutex
