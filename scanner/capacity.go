@@ -17,7 +17,8 @@ type CapacityConfig struct {
 	// (PSIConfig.Capacity), or slots stop at a second's worth of calls. nil: only the cap adapts.
 	Limiter *RateLimiter
 	// Recover is how often, once a 429's Retry-After has passed and no other 429 came, the cap
-	// climbs back by one and the rate by a tenth of the configured one. Default 10 s.
+	// climbs back by one and the rate by a tenth. A 429 that follows a step doubles the period,
+	// up to 16 times, until both are whole again. Default 10 s.
 	Recover time.Duration
 	Now     func() time.Time
 	Log     *slog.Logger
@@ -38,10 +39,13 @@ type Capacity struct {
 	changed chan struct{} // closed and replaced whenever a waiter may now go
 	limit   int           // the cap now, 1..MaxInFlight
 	audits  int           // audits holding a slot
-	calls   int           // calls sent and not yet answered
+	calls   int           // calls holding a call slot: waiting for the rate limit, or sent
 	waiting map[*Share]time.Time
-	pause   time.Time // no call is sent before this (Retry-After)
-	step    time.Time // the next recovery step, when limit is below MaxInFlight
+	pause   time.Time     // no call is sent before this (Retry-After)
+	step    time.Time     // the next recovery step; zero when whole
+	every   time.Duration // the recovery period now, Recover doubled by each failed probe
+	probing bool          // a step was taken since the last 429
+	warned  time.Time     // when a 429 was last logged
 	latency time.Duration
 }
 
@@ -59,7 +63,8 @@ func NewCapacity(cfg CapacityConfig) *Capacity {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Capacity{cfg: cfg, changed: make(chan struct{}), limit: cfg.MaxInFlight, waiting: map[*Share]time.Time{}}
+	return &Capacity{cfg: cfg, changed: make(chan struct{}), limit: cfg.MaxInFlight, waiting: map[*Share]time.Time{},
+		every: cfg.Recover}
 }
 
 // Share is one scan's part of the capacity.
@@ -222,24 +227,28 @@ func (c *Capacity) endCall(took time.Duration) {
 
 // Throttled records a 429 from PSI for a call still holding its slot: the cap drops to the
 // calls in flight less this one, calls pause for retryAfter (0: none given), the rate limit
-// drops by one call per window, and recovery starts over after the pause.
+// drops to the calls of the last window less one, and recovery starts over after the pause,
+// more slowly when this 429 answers a recovery step's probe.
 func (c *Capacity) Throttled(retryAfter time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.cfg.Now()
-	was := c.limit
 	c.limit = max(1, min(c.limit, c.calls)-1)
 	if until := now.Add(retryAfter); until.After(c.pause) {
 		c.pause = until
 	}
-	c.step = later(c.pause, now).Add(c.cfg.Recover)
+	if c.probing {
+		c.every, c.probing = min(2*c.every, 16*c.cfg.Recover), false
+	}
+	c.step = later(c.pause, now).Add(c.every)
 	rate := 0
 	if c.cfg.Limiter != nil {
 		rate = c.cfg.Limiter.lower(c.pause)
 	}
-	if c.limit != was {
+	if now.Sub(c.warned) >= time.Second { // a burst of 429s is one line
+		c.warned = now
 		c.cfg.Log.Warn("PSI quota exceeded: fewer audits at once", "max_inflight", c.limit,
-			"rate_per_window", rate, "retry_after", retryAfter)
+			"rate_per_window", rate, "retry_after", retryAfter, "recover_every", c.every)
 	}
 }
 
@@ -250,9 +259,9 @@ func (c *Capacity) recoverLocked() {
 	for !c.step.IsZero() && !now.Before(c.step) {
 		c.limit = min(c.limit+1, c.cfg.MaxInFlight)
 		whole := c.cfg.Limiter == nil || c.cfg.Limiter.raise()
-		c.step = c.step.Add(c.cfg.Recover)
+		c.step, c.probing = c.step.Add(c.every), true
 		if c.limit == c.cfg.MaxInFlight && whole {
-			c.step = time.Time{}
+			c.step, c.probing, c.every = time.Time{}, false, c.cfg.Recover
 			c.cfg.Log.Info("PSI capacity recovered", "max_inflight", c.limit)
 		}
 		c.signalLocked()

@@ -157,20 +157,34 @@ func TestCapacityThrottle(t *testing.T) {
 		t.Errorf("after a 429 with Retry-After 5 s, a call waits %s at %d per window; want 5s at 99", wait, fresh.limit)
 	}
 
+	// Four calls are still in flight from here on.
 	steps := []struct {
 		advance   time.Duration
+		throttled bool // a 429 after the advance
 		wantLimit int
 		wantRate  int
 	}{
-		{14 * time.Second, 4, 4},  // 5 s pause + 10 s: not yet
-		{time.Second, 5, 14},      // one step: +1, +10 per window
-		{10 * time.Second, 6, 24}, // another
-		{50 * time.Second, 10, 74},
-		{30 * time.Second, 10, 100}, // whole again
-		{time.Hour, 10, 100},
+		{advance: 14 * time.Second, wantLimit: 4, wantRate: 4},  // 5 s pause + 10 s: not yet
+		{advance: time.Second, wantLimit: 5, wantRate: 14},      // one step: +1, +a tenth of 100
+		{advance: 10 * time.Second, wantLimit: 6, wantRate: 24}, // another
+		// The step's probe meets a 429: the cap drops to the 4 calls in flight less one, the
+		// rate to the 7 calls granted in the window (the one reserved above included) less one,
+		// and the next steps come every 20 s.
+		{throttled: true, wantLimit: 3, wantRate: 6},
+		{advance: 19 * time.Second, wantLimit: 3, wantRate: 6},
+		{advance: time.Second, wantLimit: 4, wantRate: 16},
+		{advance: 20 * time.Second, wantLimit: 5, wantRate: 26},
+		{advance: 24 * time.Hour, wantLimit: 10, wantRate: 100}, // whole again
+		// A 429 at full capacity starts over at every 10 s. No call went in the last window (the
+		// refused one took longer than it), so the rate loses one.
+		{throttled: true, wantLimit: 3, wantRate: 99},
+		{advance: 10 * time.Second, wantLimit: 4, wantRate: 100},
 	}
 	for i, s := range steps {
 		clock.Advance(s.advance)
+		if s.throttled {
+			c.Throttled(0)
+		}
 		if got := c.Limit(); got != s.wantLimit || lim.limit != s.wantRate {
 			t.Errorf("step %d: limit %d, rate %d; want %d, %d", i, got, lim.limit, s.wantLimit, s.wantRate)
 		}

@@ -501,7 +501,9 @@ func (l *RateLimiter) lower(pause time.Time) int {
 	return l.limit
 }
 
-// raise climbs the limit back by a tenth of n, and answers whether it is whole again.
+// raise climbs the limit back by a tenth of n, and answers whether it is whole again. A 429
+// of a concurrency limit also brings the rate down to the calls of the last window, which may
+// be few: ten steps bring it back whole whatever it fell to.
 func (l *RateLimiter) raise() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
