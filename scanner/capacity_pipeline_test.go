@@ -24,6 +24,7 @@ func TestTimeToResults(t *testing.T) {
 			}{
 				{"a 20-page scan finishes within 1.5x of audits/rate + latency, no window over the rate", testScanAtTheRate},
 				{"a key refusing more than 8 calls at once: scans complete, a handful of 429s after the first", testAdaptsTo429s},
+				{"a key with a quarter of the configured rate: scans complete, a few 429s after the first", testAdaptsToASmallerQuota},
 				{"a small site published after a big one is not starved by it", testSmallSiteNotStarved},
 			}
 			for _, tt := range tests {
@@ -145,6 +146,46 @@ func testAdaptsTo429s(t *testing.T, st store.Store) {
 	}
 	if later > 5 {
 		t.Errorf("%d calls refused after the first 429's Retry-After; want a handful at most", later)
+	}
+	if t.Failed() {
+		t.Logf("logs:\n%s", r.logs)
+	}
+}
+
+// A key whose quota is 10 calls a second where 40 are configured: the first burst meets 429s,
+// the rate limit falls to what PSI accepted, and only the recovery steps' probes meet a few
+// more. Every scan completes with every page.
+func testAdaptsToASmallerQuota(t *testing.T, st store.Store) {
+	r := newRig(t, st)
+	r.psi.Delay(100 * time.Millisecond)
+	// The double counts its window from the calls' arrivals, a few milliseconds after the
+	// client granted them; 950 ms keeps that edge out of a test this small (on PSI's 100 s it
+	// is noise).
+	r.psi.RefuseOverRate(10, 950*time.Millisecond, 1)
+	var sites []store.Site
+	for i := range 3 {
+		sites = append(sites, r.addSite(fmt.Sprint("Site ", i), copies(2)))
+	}
+	r.pool(r.adaptivePSI(r.psi.Endpoint(), 40, time.Second, 64, time.Second))
+	var ids []string
+	for _, s := range sites {
+		ids = append(ids, r.enqueue(s).ID)
+	}
+	for _, id := range ids {
+		sc := r.wait(id)
+		results, errs := r.results(id)
+		if sc.Status != store.StatusComplete || len(results) != 20 || len(errs) != 0 {
+			t.Errorf("scan %s with %d results and %d errors (%v); want complete, 20, 0", sc.Status, len(results), len(errs), errs)
+		}
+	}
+	all, later := r.psi.Refused()
+	t.Logf("60 audits against a quota of 10 a second (40 configured): %d calls, %d refused (%d after the first 429's Retry-After)",
+		r.psi.Total(), all, later)
+	if all == 0 {
+		t.Error("no call was refused: the test did not exercise the quota")
+	}
+	if later > 10 {
+		t.Errorf("%d calls refused after the first 429's Retry-After; want a few at most", later)
 	}
 	if t.Failed() {
 		t.Logf("logs:\n%s", r.logs)

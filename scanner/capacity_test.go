@@ -147,13 +147,13 @@ func TestCapacityThrottle(t *testing.T) {
 	if got, want := lim.limit, 4; got != want { // 6 granted in the window: 5, then 4
 		t.Errorf("rate limit = %d per window, want %d", got, want)
 	}
-	if wait, _ := lim.reserve(clock.Now()); wait != time.Minute {
+	if wait, _, _ := lim.reserve(clock.Now()); wait != time.Minute {
 		t.Errorf("a call now waits %s for the rate limit, want a window: 6 calls went in this one", wait)
 	}
 	fresh := NewRateLimiter(100, time.Minute)
 	fresh.now = clock.Now
 	fresh.lower(clock.Now().Add(5 * time.Second))
-	if wait, _ := fresh.reserve(clock.Now()); wait != 5*time.Second || fresh.limit != 99 {
+	if wait, _, _ := fresh.reserve(clock.Now()); wait != 5*time.Second || fresh.limit != 99 {
 		t.Errorf("after a 429 with Retry-After 5 s, a call waits %s at %d per window; want 5s at 99", wait, fresh.limit)
 	}
 

@@ -412,6 +412,7 @@ type RateLimiter struct {
 	next   int
 	limit  int       // calls allowed per window now, 1..n
 	pause  time.Time // no call before this
+	cuts   int       // how many times lower ran: a grant made before the last cut is void
 	now    func() time.Time
 }
 
@@ -444,8 +445,8 @@ func (l *RateLimiter) configured() float64 { return float64(len(l.grants)) / l.w
 // reserve grants the next call a time, at least a window after the call limit calls before
 // it and not before a pause, and answers how long the caller must wait for it and which slot
 // of the ring holds it. Granted times never decrease, so waiting callers are served in arrival
-// order.
-func (l *RateLimiter) reserve(now time.Time) (time.Duration, int) {
+// order. cuts is the count of lowerings it was granted under.
+func (l *RateLimiter) reserve(now time.Time) (wait time.Duration, slot, cuts int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	n := len(l.grants)
@@ -454,29 +455,35 @@ func (l *RateLimiter) reserve(now time.Time) (time.Duration, int) {
 		at = oldest.Add(l.window)
 	}
 	at = later(l.grants[(l.next-1+n)%n], at)
-	slot := l.next
+	slot = l.next
 	l.grants[slot] = at
 	l.next = (l.next + 1) % n
-	return at.Sub(now), slot
+	return at.Sub(now), slot, l.cuts
 }
 
 // Wait blocks until a call may be made, or ctx ends. A caller woken late (a loaded machine)
-// records when it really went, so the call n calls later is spaced from that; one woken
-// during a pause that began after its grant waits for its end. A caller that gives up keeps
-// its granted time: the slot goes unused, which only ever errs on the side of fewer calls.
+// records when it really went, so the call n calls later is spaced from that. One whose grant
+// was made before a 429 lowered the limit asks again under the new limit (calls queued at the
+// old rate would otherwise all go when the pause ends). A caller that gives up, or asks again,
+// keeps its granted time: the slot goes unused, which only ever errs on the side of fewer calls.
 func (l *RateLimiter) Wait(ctx context.Context) error {
-	wait, slot := l.reserve(l.now())
+	wait, slot, cuts := l.reserve(l.now())
 	for wait > 0 {
 		if err := sleepCtx(ctx, wait); err != nil {
 			return err
 		}
 		now := l.now()
 		l.mu.Lock()
-		wait = l.pause.Sub(now)
-		if now.After(l.grants[slot]) {
-			l.grants[slot] = later(l.pause, now)
+		stale := l.cuts != cuts
+		if !stale && now.After(l.grants[slot]) {
+			l.grants[slot] = now
 		}
 		l.mu.Unlock()
+		if stale {
+			wait, slot, cuts = l.reserve(now)
+		} else {
+			wait = 0
+		}
 	}
 	return nil
 }
@@ -498,6 +505,7 @@ func (l *RateLimiter) lower(pause time.Time) int {
 	}
 	l.limit = max(1, l.limit-1)
 	l.pause = later(l.pause, pause)
+	l.cuts++
 	return l.limit
 }
 

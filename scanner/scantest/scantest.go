@@ -46,6 +46,9 @@ type PSI struct {
 
 	arrivals     []time.Time   // when each call arrived
 	refuseOver   int           // answer 429 to a call arriving with this many in flight; 0: never
+	quota        int           // answer 429 to a call arriving when this many were accepted
+	quotaWindow  time.Duration // within this window before it; 0: never
+	accepted     []time.Time   // when the calls not refused arrived, for quota
 	retryAfter   string        // the Retry-After of those 429s
 	retryWait    time.Duration // the same, parsed
 	firstRefused time.Time     // when the first 429 was answered
@@ -134,7 +137,17 @@ func (p *PSI) RefuseAbove(n, retryAfter int) {
 	p.refuseOver, p.retryAfter, p.retryWait = n, strconv.Itoa(retryAfter), time.Duration(retryAfter)*time.Second
 }
 
-// Refused is how many 429s RefuseAbove gave, and how many of them went to calls that arrived
+// RefuseOverRate makes a call that arrives when n calls were accepted in the last window get
+// PSI's 429 at once, with a Retry-After of retryAfter whole seconds: a key whose quota is n
+// calls per window, whatever the client was configured with.
+func (p *PSI) RefuseOverRate(n int, window time.Duration, retryAfter int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.quota, p.quotaWindow = n, window
+	p.retryAfter, p.retryWait = strconv.Itoa(retryAfter), time.Duration(retryAfter)*time.Second
+}
+
+// Refused is how many 429s RefuseAbove or RefuseOverRate gave, and how many of them went to calls that arrived
 // once the first 429's Retry-After was over: calls sent by a client that had heard of the
 // limit (those of the first burst, sent together before any answer came, are not).
 func (p *PSI) Refused() (all, afterFirst int) {
@@ -227,7 +240,10 @@ func (p *PSI) serve(w http.ResponseWriter, r *http.Request) {
 	for _, c := range p.inFlight {
 		n += c
 	}
-	refuse := p.refuseOver > 0 && n >= p.refuseOver
+	refuse := p.refuseOver > 0 && n >= p.refuseOver || p.quota > 0 && p.inQuotaWindow(arrived) >= p.quota
+	if !refuse {
+		p.accepted = append(p.accepted, arrived)
+	}
 	if refuse {
 		p.refused++
 		if !p.firstRefused.IsZero() && !arrived.Before(p.firstRefused.Add(p.retryWait)) {
@@ -284,6 +300,17 @@ func (p *PSI) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Write(body)
+}
+
+// inQuotaWindow is how many calls were accepted within the quota window before now.
+func (p *PSI) inQuotaWindow(now time.Time) int {
+	n := 0
+	for _, t := range p.accepted {
+		if now.Sub(t) < p.quotaWindow {
+			n++
+		}
+	}
+	return n
 }
 
 // answerRefused answers PSI's per-100-seconds 429 at once and notes when the first went.
