@@ -33,6 +33,7 @@ type config struct {
 	PSIDailyLimit   int
 	PSIBreakerFails int
 	PSIBreakerSecs  int
+	ConfirmRuns     int
 	Demo            bool
 }
 
@@ -67,6 +68,7 @@ func (c *config) settings() []setting {
 		{env: "PSI_RATE_LIMIT", def: "400", help: "PSI calls per 100 seconds, shared by all workers of this process", num: &c.PSIRateLimit, min: 1},
 		{env: "PSI_DAILY_LIMIT", def: "25000", help: "PSI calls per quota day (to midnight America/Los_Angeles), shared by all workers of this process; reaching it pauses scans until the reset", num: &c.PSIDailyLimit, min: 1},
 		{env: "PSI_BREAKER_FAILURES", def: "5", help: "consecutive audits finding PSI in trouble (5xx, timeouts, network) that open the PSI breaker", num: &c.PSIBreakerFails, min: 1},
+		{env: "REGRESSION_CONFIRM_RUNS", def: "2", help: "re-audits of a page whose audit regressed against the previous scan, the median run kept; 0 turns confirmation off", num: &c.ConfirmRuns},
 		{env: "PSI_BREAKER_SECONDS", def: "60", help: "seconds the PSI breaker stays open before one probe audit", num: &c.PSIBreakerSecs, min: 1},
 	}
 }

@@ -170,7 +170,7 @@ func startScanner(ctx context.Context, cfg config, st store.Store, storeName str
 		}
 	}
 	pool := scanner.NewPool(scanner.PoolConfig{
-		Store: st, Auditor: auditor, Log: log, Workers: cfg.ScanWorkers, Wake: wake,
+		Store: st, Auditor: auditor, Log: log, Workers: cfg.ScanWorkers, Wake: wake, ConfirmRuns: cfg.ConfirmRuns,
 		Lease:     time.Duration(cfg.ScanLease) * time.Second,
 		Discovery: scanner.Discovery{MaxPages: cfg.MaxPagesPerScan},
 		Digest: &scanner.Digest{Store: st, SMTPAddr: cfg.SMTPAddr, From: cfg.SMTPFrom, Username: cfg.SMTPUsername,
@@ -178,7 +178,7 @@ func startScanner(ctx context.Context, cfg config, st store.Store, storeName str
 	})
 	pool.Start()
 	log.Info("audit backend", "backend", cfg.AuditBackend, "psi_rate_limit_per_100s", cfg.PSIRateLimit,
-		"psi_daily_limit", cfg.PSIDailyLimit, "psi_breaker_failures", cfg.PSIBreakerFails, "psi_breaker_seconds", cfg.PSIBreakerSecs)
+		"psi_daily_limit", cfg.PSIDailyLimit, "psi_breaker_failures", cfg.PSIBreakerFails, "psi_breaker_seconds", cfg.PSIBreakerSecs, "regression_confirm_runs", cfg.ConfirmRuns)
 	return pool
 }
 

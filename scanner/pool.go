@@ -24,6 +24,9 @@ type PoolConfig struct {
 	Workers int
 	// PageConcurrency bounds the audits of one scan in flight at once. Default 2.
 	PageConcurrency int
+	// ConfirmRuns is REGRESSION_CONFIRM_RUNS: re-audits of a page whose audit regressed against
+	// the previous completed scan, the median run kept (see confirm). 0 re-audits nothing.
+	ConfirmRuns int
 	// WorkerID names this process in jobs.locked_by. Default host:pid.
 	WorkerID string
 	// Wake signals that a job was enqueued (Postgres LISTEN, see store.ListenJobs); nil polls only.

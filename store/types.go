@@ -107,11 +107,14 @@ type PageError struct {
 // PageResult is the extracted Lighthouse result of one page and strategy. Its JSON is the
 // get_page_details payload; the other surfaces show a subset of it.
 type PageResult struct {
-	ScanID              string         `json:"-"`
-	PageURL             string         `json:"pageUrl"`
-	PagePath            string         `json:"pagePath"`
-	Strategy            string         `json:"strategy"`
-	LighthouseVersion   string         `json:"lighthouseVersion,omitempty"`
+	ScanID            string `json:"-"`
+	PageURL           string `json:"pageUrl"`
+	PagePath          string `json:"pagePath"`
+	Strategy          string `json:"strategy"`
+	LighthouseVersion string `json:"lighthouseVersion,omitempty"`
+	// Runs is how many audits stand behind the result: 1, or 1 + the re-audits of a page that
+	// looked regressed, the kept one being their median (REGRESSION_CONFIRM_RUNS).
+	Runs                int            `json:"runs"`
 	Scores              PageScores     `json:"scores"`
 	CoreWebVitals       Vitals         `json:"coreWebVitals"`
 	Crux                Crux           `json:"crux"`
