@@ -34,6 +34,7 @@ type config struct {
 	PSIBreakerFails int
 	PSIBreakerSecs  int
 	ConfirmRuns     int
+	ScanDeadline    int
 	Demo            bool
 }
 
@@ -64,6 +65,7 @@ func (c *config) settings() []setting {
 		{env: "SMTP_PASSWORD", help: "SMTP password", str: &c.SMTPPassword},
 		{env: "SCAN_WORKERS", def: "3", help: "scans audited at once by this process", num: &c.ScanWorkers, min: 1},
 		{env: "SCAN_LEASE_SECONDS", def: "120", help: "seconds a running scan may go without a heartbeat before another process takes it over", num: &c.ScanLease, min: 2},
+		{env: "SCAN_DEADLINE_SECONDS", def: "1800", help: "seconds after its start a scan not yet complete is failed with the reason, freeing its site", num: &c.ScanDeadline, min: 1},
 		{env: "MAX_PAGES_PER_SCAN", def: "50", help: "page discovery cap", num: &c.MaxPagesPerScan, min: 1},
 		{env: "PSI_RATE_LIMIT", def: "400", help: "PSI calls per 100 seconds, shared by all workers of this process", num: &c.PSIRateLimit, min: 1},
 		{env: "PSI_DAILY_LIMIT", def: "25000", help: "PSI calls per quota day (to midnight America/Los_Angeles), shared by all workers of this process; reaching it pauses scans until the reset", num: &c.PSIDailyLimit, min: 1},

@@ -172,6 +172,7 @@ func startScanner(ctx context.Context, cfg config, st store.Store, storeName str
 	pool := scanner.NewPool(scanner.PoolConfig{
 		Store: st, Auditor: auditor, Log: log, Workers: cfg.ScanWorkers, Wake: wake, ConfirmRuns: cfg.ConfirmRuns,
 		Lease:     time.Duration(cfg.ScanLease) * time.Second,
+		Deadline:  time.Duration(cfg.ScanDeadline) * time.Second,
 		Discovery: scanner.Discovery{MaxPages: cfg.MaxPagesPerScan},
 		Digest: &scanner.Digest{Store: st, SMTPAddr: cfg.SMTPAddr, From: cfg.SMTPFrom, Username: cfg.SMTPUsername,
 			Password: cfg.SMTPPassword, BaseURL: cfg.BaseURL, Log: log},

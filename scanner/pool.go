@@ -41,6 +41,9 @@ type PoolConfig struct {
 	Heartbeat time.Duration
 	// RescueEvery is how often the rescuer looks for stale jobs. Default Lease/2.
 	RescueEvery time.Duration
+	// Deadline is SCAN_DEADLINE_SECONDS: a scan not completed this long after it started (or,
+	// never started, was created) is failed with a reason, by the rescuer. Default 30 min.
+	Deadline time.Duration
 	// Backoff is the wait before a failed job's next attempt. Default attempt^4 s ±10%.
 	Backoff func(attempt int) time.Duration
 	// ReleaseGrace bounds how long Stop waits for cancelled jobs to release their leases. Default 5 s.
@@ -92,6 +95,9 @@ func NewPool(cfg PoolConfig) *Pool {
 	}
 	if cfg.RescueEvery <= 0 {
 		cfg.RescueEvery = cfg.Lease / 2
+	}
+	if cfg.Deadline <= 0 {
+		cfg.Deadline = 30 * time.Minute
 	}
 	if cfg.Backoff == nil {
 		cfg.Backoff = JobBackoff
@@ -205,7 +211,8 @@ func (p *Pool) worker(n int, jobs <-chan store.Job, ready chan<- struct{}) {
 	}
 }
 
-// rescuer returns jobs of dead workers to the queue, or fails their scans on the last attempt.
+// rescuer returns jobs of dead workers to the queue, or fails their scans on the last attempt,
+// and fails the scans past their deadline.
 func (p *Pool) rescuer() {
 	t := time.NewTicker(p.cfg.RescueEvery)
 	defer t.Stop()
@@ -217,6 +224,7 @@ func (p *Pool) rescuer() {
 		} else if n > 0 {
 			p.cfg.Log.Warn("scanner: rescued stale jobs", "jobs", n)
 		}
+		p.expireOverdue(p.jobsCtx)
 		select {
 		case <-p.stop:
 			return

@@ -128,7 +128,7 @@ func (m *Memory) SavePageResult(ctx context.Context, l Lease, r PageResult) erro
 	if _, err := m.leased(l); err != nil {
 		return err
 	}
-	r.ScanID = l.ScanID
+	r.ScanID, r.Runs = l.ScanID, max(r.Runs, 1) // as Postgres's decodeResult reads it
 	c := clonePageResult(r)
 	m.putResult(l.ScanID, PageKey{r.PagePath, r.Strategy}, memResult{result: &c})
 	return nil
@@ -251,4 +251,46 @@ func (m *Memory) Job(ctx context.Context, id int64) (Job, error) {
 	}
 	j.HeartbeatAt = cloneTime(j.HeartbeatAt)
 	return j, nil
+}
+
+func (m *Memory) OverdueScans(ctx context.Context, startedBefore time.Time) ([]OverdueScan, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	began := func(s Scan) time.Time {
+		if s.StartedAt != nil {
+			return *s.StartedAt
+		}
+		return s.CreatedAt
+	}
+	out := []OverdueScan{}
+	for _, j := range m.jobs {
+		s := m.scans[j.ScanID]
+		if j.Queue != QueueScan || s.Status != StatusQueued && s.Status != StatusRunning || !began(s).Before(startedBefore) {
+			continue
+		}
+		out = append(out, OverdueScan{Scan: cloneScan(s), UserID: m.sites[s.SiteID].UserID, LastError: j.LastError})
+	}
+	sort.Slice(out, func(a, b int) bool {
+		if !began(out[a].Scan).Equal(began(out[b].Scan)) {
+			return began(out[a].Scan).Before(began(out[b].Scan))
+		}
+		return out[a].ID < out[b].ID
+	})
+	return out, nil
+}
+
+func (m *Memory) ExpireScan(ctx context.Context, scanID, reason string, now time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.scans[scanID]
+	if s.Status != StatusQueued && s.Status != StatusRunning {
+		return notFound("unfinished scan")
+	}
+	for _, j := range m.jobs {
+		if j.ScanID == scanID {
+			m.discard(j, reason, now)
+			return nil
+		}
+	}
+	return notFound("job")
 }

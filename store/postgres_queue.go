@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"strings"
 	"time"
 )
@@ -242,4 +243,37 @@ func (p *Postgres) RescueJobs(ctx context.Context, staleBefore, now time.Time) (
 func (p *Postgres) Job(ctx context.Context, id int64) (Job, error) {
 	j, err := scanJob(p.db.QueryRowContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = $1`, id))
 	return j, pgErr("job", err)
+}
+
+func (p *Postgres) OverdueScans(ctx context.Context, startedBefore time.Time) ([]OverdueScan, error) {
+	return queryAll(ctx, p.db, "overdue scans", func(row rowScanner) (OverdueScan, error) {
+		var o OverdueScan
+		var scores []byte
+		var started, completed sql.NullTime
+		err := row.Scan(&o.ID, &o.SiteID, &o.Status, &o.Strategy, &o.Trigger, &o.PagesTotal, &o.PagesDone,
+			&scores, &o.Error, &o.CreatedAt, &started, &completed, &o.UserID, &o.LastError)
+		if err != nil {
+			return o, err
+		}
+		o.CreatedAt, o.StartedAt, o.CompletedAt = o.CreatedAt.UTC(), timePtr(started), timePtr(completed)
+		return o, json.Unmarshal(scores, &o.Scores)
+	}, `SELECT `+scanCols+`, s.user_id, j.last_error FROM scans c
+		JOIN sites s ON s.id = c.site_id JOIN jobs j ON j.scan_id = c.id AND j.queue = $2
+		WHERE c.status IN ('queued', 'running') AND coalesce(c.started_at, c.created_at) < $1
+		ORDER BY coalesce(c.started_at, c.created_at), c.id`, Now(startedBefore), QueueScan)
+}
+
+func (p *Postgres) ExpireScan(ctx context.Context, scanID, reason string, now time.Time) error {
+	return p.tx(ctx, func(tx *sql.Tx) error {
+		var jobID int64
+		err := tx.QueryRowContext(ctx, `SELECT j.id FROM scans c JOIN jobs j ON j.scan_id = c.id
+			WHERE c.id = $1 AND c.status IN ('queued', 'running') FOR UPDATE OF c, j`, scanID).Scan(&jobID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFound("unfinished scan")
+		}
+		if err != nil {
+			return pgErr("expire scan", err)
+		}
+		return discardTx(ctx, tx, jobID, scanID, reason, now)
+	})
 }

@@ -167,6 +167,14 @@ type Queue interface {
 	// in their place (run_at kept, so ahead of jobs queued after them), or, when they have no
 	// attempts left, discards them and fails their scans.
 	RescueJobs(ctx context.Context, staleBefore, now time.Time) (int, error)
+	// OverdueScans lists the queued and running scans of the scan queue that started before
+	// startedBefore (a scan never started counts from its creation): those past the scan
+	// deadline, oldest first, each with its owner and its job's last error.
+	OverdueScans(ctx context.Context, startedBefore time.Time) ([]OverdueScan, error)
+	// ExpireScan fails an unfinished scan with reason and discards its job, without a lease: a
+	// worker still on it loses its lease, and the site is free for its next scan. Results
+	// already stored are kept. ErrNotFound when the scan is no longer queued or running.
+	ExpireScan(ctx context.Context, scanID, reason string, now time.Time) error
 	// Job reads a job (system: tests and operations).
 	Job(ctx context.Context, id int64) (Job, error)
 }

@@ -251,6 +251,13 @@ type ScanWait struct {
 	RunAt  time.Time
 }
 
+// OverdueScan is an unfinished scan past the scan deadline, with what its reason is made of.
+type OverdueScan struct {
+	Scan
+	UserID    string // the site's owner, to read the scan's page errors
+	LastError string // the last error of its job: why its last attempt was put back
+}
+
 // Job states.
 const (
 	JobAvailable = "available"
