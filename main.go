@@ -22,10 +22,13 @@ import (
 	"sitepulse/store"
 )
 
-// fixtures are the real Lighthouse runs the demo's two scans are extracted from.
+// fixtures are the real Lighthouse runs the demo's two scans are extracted from, and which its
+// later scans replay.
 //
 //go:embed testdata/psi/*.json testdata/psi-before/*.json
 var fixtures embed.FS
+
+var demoFixtures = scanner.DemoFixtures{FS: fixtures, Before: "testdata/psi-before", Latest: "testdata/psi"}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -57,13 +60,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}()
 	log.Info("store ready", "store", storeName)
 
+	var replay *scanner.Replay // the demo site's audits, answered offline
 	if storeName == "memory" || cfg.Demo {
-		if err := seedDemo(ctx, st, &cfg, stdout, log); err != nil {
+		demo, err := seedDemo(ctx, st, &cfg, stdout, log)
+		if err != nil {
 			return err
 		}
+		if replay, err = scanner.NewReplay(scanner.ReplayConfig{Fixtures: demoFixtures, SiteIDs: []string{demo.SiteID}, Log: log}); err != nil {
+			return fmt.Errorf("demo replay: %w", err)
+		}
+		log.Info("demo site audits are replayed from recorded Lighthouse runs in testdata, offline", "site", demo.SiteID)
 	}
 
-	pool := startScanner(ctx, cfg, st, storeName, log)
+	pool := startScanner(ctx, cfg, st, storeName, replay, log)
 	// Deferred after the store's Close, so it runs before it: HTTP server, scanner, store.
 	defer func() {
 		stopCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -78,7 +87,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	authServer := oauth.New(oauth.Config{Store: st, BaseURL: cfg.BaseURL, Log: log})
 	handler, err := handlers.NewHandler(handlers.Deps{
 		Store: st, StoreName: storeName, Log: log, BaseURL: cfg.BaseURL,
-		OAuth: authServer, AccessTokens: authServer, PlatformSecret: cfg.PlatformSecret,
+		OAuth: authServer, AccessTokens: authServer, PlatformSecret: cfg.PlatformSecret, Replayed: replay.Serves,
 	})
 	if err != nil {
 		return err
@@ -124,17 +133,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 // seedDemo creates (or refreshes) the demo account and prints how to use it (DESIGN §7). Without
 // PLATFORM_CLIENT_SECRET it makes one up for this process, so the printed webhook works; a
 // configured secret is never printed.
-func seedDemo(ctx context.Context, st store.Store, cfg *config, stdout io.Writer, log *slog.Logger) error {
+func seedDemo(ctx context.Context, st store.Store, cfg *config, stdout io.Writer, log *slog.Logger) (scanner.Demo, error) {
 	secretShown := "$PLATFORM_CLIENT_SECRET"
 	if cfg.PlatformSecret == "" {
 		s, _ := store.NewSecret("whsec_")
 		cfg.PlatformSecret, secretShown = s, s
 		log.Info("PLATFORM_CLIENT_SECRET not set: the demo uses a random one for this process")
 	}
-	d, err := scanner.SeedDemo(ctx, st, scanner.DemoFixtures{FS: fixtures, Before: "testdata/psi-before", Latest: "testdata/psi"},
-		time.Now(), store.PasswordIterations)
+	d, err := scanner.SeedDemo(ctx, st, demoFixtures, time.Now(), store.PasswordIterations)
 	if err != nil {
-		return fmt.Errorf("demo: %w", err)
+		return d, fmt.Errorf("demo: %w", err)
 	}
 	log.Info("demo ready", "site", d.SiteID, "new_account", d.Created)
 	fmt.Fprintf(stdout, "demo login: %s %s\n", d.Email, d.Password)
@@ -142,12 +150,12 @@ func seedDemo(ctx context.Context, st store.Store, cfg *config, stdout io.Writer
 	for _, line := range scanner.DemoCurl(cfg.BaseURL, d, secretShown) {
 		fmt.Fprintln(stdout, line)
 	}
-	return nil
+	return d, nil
 }
 
 // startScanner starts the worker pool on the configured audit backend. On Postgres the
 // dispatcher also wakes on LISTEN/NOTIFY; it polls either way.
-func startScanner(ctx context.Context, cfg config, st store.Store, storeName string, log *slog.Logger) *scanner.Pool {
+func startScanner(ctx context.Context, cfg config, st store.Store, storeName string, replay *scanner.Replay, log *slog.Logger) *scanner.Pool {
 	var auditor scanner.Auditor
 	if cfg.AuditBackend == "lighthouse" {
 		auditor = scanner.NewLighthouse(scanner.LighthouseConfig{Command: cfg.LighthouseCmd, ChromePath: cfg.ChromePath,
@@ -170,7 +178,7 @@ func startScanner(ctx context.Context, cfg config, st store.Store, storeName str
 		}
 	}
 	pool := scanner.NewPool(scanner.PoolConfig{
-		Store: st, Auditor: auditor, Log: log, Workers: cfg.ScanWorkers, Wake: wake, ConfirmRuns: cfg.ConfirmRuns,
+		Store: st, Auditor: auditor, Replay: replay, Log: log, Workers: cfg.ScanWorkers, Wake: wake, ConfirmRuns: cfg.ConfirmRuns,
 		Lease:     time.Duration(cfg.ScanLease) * time.Second,
 		Deadline:  time.Duration(cfg.ScanDeadline) * time.Second,
 		Discovery: scanner.Discovery{MaxPages: cfg.MaxPagesPerScan},

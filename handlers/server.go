@@ -37,6 +37,9 @@ type Deps struct {
 	// PlatformSecret is PLATFORM_CLIENT_SECRET, the HMAC key of the publish webhook; empty
 	// makes the webhook answer 503 rather than accept unsigned posts.
 	PlatformSecret string
+	// Replayed answers whether a site's audits are replayed from recorded Lighthouse runs (the
+	// demo site, see scanner.Replay), for the "replay" label; nil labels none.
+	Replayed func(store.Site) bool
 	// WebhookJitter delays each webhook scan (0-5 s); nil picks one at random. Tests inject one.
 	WebhookJitter func() time.Duration
 }
@@ -62,6 +65,9 @@ func NewHandler(d Deps) (http.Handler, error) {
 	}
 	if d.Now == nil {
 		d.Now = time.Now
+	}
+	if d.Replayed == nil {
+		d.Replayed = func(store.Site) bool { return false }
 	}
 	if d.WebhookJitter == nil {
 		d.WebhookJitter = randomJitter

@@ -386,6 +386,7 @@ type sitePageData struct {
 	HasBudgets  bool
 	InFlight    *store.Scan
 	ScanActive  bool // "Scan now" was refused: SCAN_ALREADY_ACTIVE
+	Replay      bool // the site's audits are replayed from recorded runs (the demo)
 }
 
 // handleSite is a site's page: latest scores per strategy, vitals, trend, history, regressions.
@@ -396,7 +397,7 @@ func (s *server) handleSite() http.Handler {
 			return
 		}
 		ctx, uid := r.Context(), visitorFrom(r.Context()).User.ID
-		d := sitePageData{Site: site, Legend: trendSeries, ScanActive: r.URL.Query().Get("done") == "scan-active"}
+		d := sitePageData{Site: site, Legend: trendSeries, ScanActive: r.URL.Query().Get("done") == "scan-active", Replay: s.Replayed(site)}
 		completed, err := s.Store.CompletedScans(ctx, uid, site.ID, 20)
 		if err != nil {
 			s.serverError(w, r, "completed scans", err)

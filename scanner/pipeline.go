@@ -38,7 +38,7 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, job store.Job) (*comp
 		return nil, fmt.Errorf("read scan: %w", err)
 	}
 	log = log.With("site", site.Name)
-	if a, ok := p.cfg.Auditor.(interface{ Unavailable() error }); ok {
+	if a, ok := p.auditorFor(site).(interface{ Unavailable() error }); ok {
 		if err := a.Unavailable(); err != nil { // PSI is paused: do not even look for pages
 			return nil, err
 		}
@@ -76,7 +76,8 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, job store.Job) (*comp
 		return nil, fmt.Errorf("read the previous scan: %w", err)
 	}
 	log.Info("scan started", "pages", len(pages), "pages_from", source, "audits", len(pairs),
-		"already_stored", len(pairs)-len(todo), "strategy", scan.Strategy, "trigger", scan.Trigger)
+		"already_stored", len(pairs)-len(todo), "strategy", scan.Strategy, "trigger", scan.Trigger,
+		"replay", p.cfg.Replay.Serves(site))
 
 	// Audit with bounded concurrency; the first store failure stops the rest. PSI becoming
 	// unavailable starts no more audits but lets those in flight finish and store their
@@ -190,7 +191,8 @@ type completed struct {
 func (p *Pool) auditPage(ctx context.Context, log *slog.Logger, lease store.Lease, site store.Site, path, strategy string, prev *store.PageResult) error {
 	pageURL := PageURL(site, path)
 	began := p.cfg.Now()
-	r, err := p.cfg.Auditor.Audit(ctx, pageURL, strategy)
+	auditor := p.auditorFor(site)
+	r, err := auditor.Audit(ctx, pageURL, strategy)
 	if ctx.Err() != nil {
 		return context.Cause(ctx) // cancelled: not the page's fault, record nothing
 	}
@@ -209,7 +211,7 @@ func (p *Pool) auditPage(ctx context.Context, log *slog.Logger, lease store.Leas
 	}
 	// Results are keyed by what was asked for, whatever URL the audit reports after redirects.
 	r.PagePath, r.PageURL, r.Strategy = path, pageURL, strategy
-	if r, err = p.confirm(ctx, log, p.cfg.Auditor, pageURL, r, prev); err != nil {
+	if r, err = p.confirm(ctx, log, auditor, pageURL, r, prev); err != nil {
 		return err // cancelled: record nothing
 	}
 	if err := p.whileUnavailable(ctx, log, "save page result", func(ctx context.Context) error {

@@ -15,8 +15,10 @@ import (
 
 // PoolConfig configures the worker pool. Zero values get the defaults noted.
 type PoolConfig struct {
-	Store     store.Store
-	Auditor   Auditor
+	Store   store.Store
+	Auditor Auditor
+	// Replay audits the demo site instead of Auditor (see Replay); nil replays nothing.
+	Replay    *Replay
 	Discovery Discovery
 	Digest    *Digest // e-mails regressions after a scan completes; nil sends none
 	Log       *slog.Logger
