@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"sitepulse/scanner"
+	"sitepulse/scanner/demo"
 	"sitepulse/store"
 )
 
@@ -21,23 +21,33 @@ type mcpServer struct {
 	*httptest.Server
 	st   store.Store
 	now  time.Time
-	demo scanner.Demo
+	demo demo.Seeded
 }
 
 func newMCPServer(t *testing.T) *mcpServer {
 	t.Helper()
 	ctx := context.Background()
 	ms := &mcpServer{st: store.NewMemory(), now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
-	d, err := scanner.SeedDemo(ctx, ms.st, scanner.DemoFixtures{FS: os.DirFS(".."), Before: "testdata/psi-before", Latest: "testdata/psi"}, ms.now, 1000)
+	d, err := demo.Seed(ctx, ms.st, demo.Fixtures{FS: os.DirFS(".."), Before: "testdata/psi-before", Latest: "testdata/psi"}, ms.now, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ms.demo = d
-	u, _ := ms.st.UserByEmail(ctx, scanner.DemoEmail)
+	u, _ := ms.st.UserByEmail(ctx, demo.Email)
 	other := store.User{ID: store.NewID(), Email: "other@example.com", PasswordHash: "x"}
 	ms.st.CreateUser(ctx, other)
-	h, err := NewHandler(Deps{Store: ms.st, BaseURL: "http://sitepulse.test", Now: func() time.Time { return ms.now }, PasswordIterations: 1000,
-		AccessTokens: fakeTokens{"at_demo": u.ID, "at_other": other.ID}})
+	// Two access tokens as the OAuth server would have issued them to a registered client.
+	if err := ms.st.CreateClient(ctx, store.OAuthClient{ID: "test-client", Name: "Test client", RedirectURIs: []string{"http://127.0.0.1/cb"},
+		GrantTypes: []string{"authorization_code"}, AuthMethod: "none", CreatedAt: ms.now}); err != nil {
+		t.Fatal(err)
+	}
+	for token, userID := range map[string]string{"at_demo": u.ID, "at_other": other.ID} {
+		if err := ms.st.CreateTokens(ctx, store.OAuthToken{TokenHash: store.HashSecret(token), Kind: store.TokenAccess, ClientID: "test-client",
+			UserID: userID, FamilyID: store.NewID(), CreatedAt: ms.now, ExpiresAt: ms.now.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, err := NewHandler(withServers(Deps{Store: ms.st, BaseURL: "http://sitepulse.test", Now: func() time.Time { return ms.now }, PasswordIterations: 1000}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,8 +76,7 @@ func (ms *mcpServer) do(t *testing.T, method, token, body string, headers map[st
 	return resp, string(b)
 }
 
-// TestMCPEndpoint covers the HTTP rows of POST /api/mcp (interface "POST /api/mcp", "Errors";
-// DESIGN §6.12, §6.16).
+// TestMCPEndpoint covers the HTTP rows of POST /api/mcp (interface "POST /api/mcp", "Errors").
 func TestMCPEndpoint(t *testing.T) {
 	ms := newMCPServer(t)
 	key := ms.demo.APIKey
@@ -142,7 +151,7 @@ func TestMCPEndpoint(t *testing.T) {
 var reportURLRe = regexp.MustCompile(`http://sitepulse\.test/report/([A-Za-z0-9_-]{43})`)
 
 // TestClientReportPage: the link generate_client_report returns opens without login, is kept
-// out of indexes, caches and referrers, and answers 410 once expired or revoked (DESIGN §6.8).
+// out of indexes, caches and referrers, and answers 410 once expired or revoked.
 func TestClientReportPage(t *testing.T) {
 	ms := newMCPServer(t)
 	create := func(args string) string {
@@ -218,7 +227,7 @@ func TestClientReportPage(t *testing.T) {
 
 func mustUser(t *testing.T, st store.Store) store.User {
 	t.Helper()
-	u, err := st.UserByEmail(context.Background(), scanner.DemoEmail)
+	u, err := st.UserByEmail(context.Background(), demo.Email)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"sitepulse/store"
 )
 
-// sessionTTL is the absolute lifetime of a session (DESIGN §6.10).
+// sessionTTL is the absolute lifetime of a session.
 const sessionTTL = 30 * 24 * time.Hour
 
 // visitor is the signed-in user of a request and their session.
@@ -57,7 +57,7 @@ func (s *server) withVisitor(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v, err := s.loadVisitor(r)
 		if err != nil {
-			s.serverError(w, r, "load session", err)
+			s.error(w, r, err, "")
 			return
 		}
 		if v != nil {

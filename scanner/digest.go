@@ -17,12 +17,19 @@ import (
 	"sitepulse/store"
 )
 
+// DigestStore is what the digest reads: the two latest completed scans, their results, the owner.
+type DigestStore interface {
+	CompletedScans(ctx context.Context, userID, siteID string, limit int) ([]store.Scan, error)
+	PageResults(ctx context.Context, userID, scanID string) ([]store.PageResult, error)
+	UserByID(ctx context.Context, id string) (store.User, error)
+}
+
 // Digest e-mails a site's owner the regressions of a completed scan against the previous
-// completed one (DESIGN §4, §6.3): one message per completed scan, only when there are
+// completed one: one message per completed scan, only when there are
 // regressions and the owner has notifications on. Without an SMTP address the message is
 // logged instead. A failing SMTP server is logged and never fails the scan.
 type Digest struct {
-	Store store.Store
+	Store DigestStore
 	// SMTPAddr is host:port (SMTP_ADDR); empty logs digests instead of sending them.
 	SMTPAddr           string
 	From               string // SMTP_FROM, e.g. "SitePulse <sitepulse@example.com>"

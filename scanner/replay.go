@@ -13,9 +13,12 @@ import (
 
 // ReplayConfig configures the demo site's auditor. Zero values get the defaults noted.
 type ReplayConfig struct {
-	Fixtures DemoFixtures // the real Lighthouse runs replayed: Fixtures.Latest's
-	// SiteIDs are the sites replayed: the demo site SeedDemo made, and never a user's own.
+	// Runs are the real Lighthouse runs replayed, one per page path and strategy.
+	Runs []store.PageResult
+	// SiteIDs are the sites replayed, while on Domain: the demo site the demo seeding made,
+	// on its fictional domain, and never a user's own site.
 	SiteIDs []string
+	Domain  string
 	// Delay and Jitter make a replayed audit take Delay plus up to Jitter, as a real one takes
 	// a while. Defaults 2 s and 2 s: the demo's 10 audits, 2 at a time, end in about 15 s.
 	Delay, Jitter time.Duration
@@ -25,7 +28,7 @@ type ReplayConfig struct {
 // Replay audits the demo site offline: the fictional demo.sitepulse.test cannot be audited by
 // PageSpeed Insights, so its audits are answered from the real Lighthouse runs in testdata (the
 // runs the demo's seeded scans were extracted from), after a realistic delay. It makes no call
-// and spends no PSI quota. It serves only the sites it was made for, on the demo domain.
+// and spends no PSI quota. It serves only the sites it was made for, on their domain.
 type Replay struct {
 	cfg  ReplayConfig
 	runs map[store.PageKey]store.PageResult
@@ -33,29 +36,25 @@ type Replay struct {
 
 var _ Auditor = (*Replay)(nil)
 
-// NewReplay extracts the fixtures once and returns the replay.
-func NewReplay(cfg ReplayConfig) (*Replay, error) {
+// NewReplay returns the replay of cfg.Runs.
+func NewReplay(cfg ReplayConfig) *Replay {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Delay == 0 && cfg.Jitter == 0 {
 		cfg.Delay, cfg.Jitter = 2*time.Second, 2*time.Second
 	}
-	results, err := demoResults(cfg.Fixtures.FS, cfg.Fixtures.Latest)
-	if err != nil {
-		return nil, err
-	}
 	r := &Replay{cfg: cfg, runs: map[store.PageKey]store.PageResult{}}
-	for _, res := range results {
+	for _, res := range cfg.Runs {
 		r.runs[store.PageKey{PagePath: res.PagePath, Strategy: res.Strategy}] = res
 	}
-	return r, nil
+	return r
 }
 
 // Serves answers whether a site's audits are replayed: the demo site, while its domain is still
 // the fictional demo domain. A nil replay serves none.
 func (r *Replay) Serves(site store.Site) bool {
-	if r == nil || site.Domain != DemoDomain {
+	if r == nil || site.Domain != r.cfg.Domain {
 		return false
 	}
 	for _, id := range r.cfg.SiteIDs {

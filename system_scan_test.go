@@ -15,7 +15,7 @@ import (
 // A process killed with SIGKILL in the middle of a scan: another process finishes the scan
 // once the dead one's lease is rescued, auditing only what was not stored, and no page result
 // is lost or stored twice.
-func TestKilledProcessScanIsFinishedByAnother(t *testing.T) {
+func TestSystemKilledProcessScanIsFinishedByAnother(t *testing.T) {
 	if runAsChild() {
 		return
 	}
@@ -93,7 +93,7 @@ func TestKilledProcessScanIsFinishedByAnother(t *testing.T) {
 // The wiring, offline: a signed publish of the demo site makes the running service scan it
 // through the pool, its audits replayed from the recorded runs with PSI out of reach (a closed
 // port), and the configured secret is the one verified.
-func TestRunScansOnPublish(t *testing.T) {
+func TestSystemScansOnPublish(t *testing.T) {
 	base, logs, stop := startRun(t, map[string]string{"PAGESPEED_API_URL": "http://" + freeAddr(t) + "/closed", "PLATFORM_CLIENT_SECRET": "whsec_wired"})
 	post := func(secret string) int {
 		code, err := publish(base, secret, "demo-site")

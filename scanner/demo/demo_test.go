@@ -1,7 +1,8 @@
-package scanner
+package demo
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -12,7 +13,7 @@ import (
 	"sitepulse/store/storetest"
 )
 
-var demoFixtures = DemoFixtures{FS: os.DirFS(".."), Before: "testdata/psi-before", Latest: "testdata/psi"}
+var fixtures = Fixtures{FS: os.DirFS("../.."), Before: "testdata/psi-before", Latest: "testdata/psi"}
 
 func TestSeedDemo(t *testing.T) {
 	for _, b := range storetest.Backends(t) {
@@ -20,14 +21,14 @@ func TestSeedDemo(t *testing.T) {
 			ctx := context.Background()
 			st := b.Open(t)
 			now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-			d, err := SeedDemo(ctx, st, demoFixtures, now, 1000)
+			d, err := Seed(ctx, st, fixtures, now, 1000)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !d.Created || !strings.HasPrefix(d.APIKey, "svc_") || len(d.Password) < 16 {
 				t.Errorf("demo = %+v", d)
 			}
-			u, err := st.UserByEmail(ctx, DemoEmail)
+			u, err := st.UserByEmail(ctx, Email)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -41,7 +42,7 @@ func TestSeedDemo(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if site.Domain != DemoDomain || site.PlatformSiteID != DemoPlatformID || len(site.Pages) != 5 || site.LastPublished == nil || site.HealthScore == nil {
+			if site.Domain != Domain || site.PlatformSiteID != PlatformID || len(site.Pages) != 5 || site.LastPublished == nil || site.HealthScore == nil {
 				t.Errorf("site = %+v", site)
 			}
 			scans, _ := st.CompletedScans(ctx, u.ID, d.SiteID, 10)
@@ -60,11 +61,11 @@ func TestSeedDemo(t *testing.T) {
 			}
 			for _, want := range []string{"/ mobile performance", "/ desktop performance", "/ mobile cls", "/pricing mobile performance", "/pricing mobile lcp", "/pricing mobile ttfb"} {
 				if !seen[want] {
-					t.Errorf("missing regression %s in %s", want, show(regs))
+					t.Errorf("missing regression %s in %s", want, fmt.Sprint(regs))
 				}
 			}
 			for _, r := range latest {
-				if !strings.HasPrefix(r.PageURL, "https://"+DemoDomain+"/") {
+				if !strings.HasPrefix(r.PageURL, "https://"+Domain+"/") {
 					t.Errorf("page url %s", r.PageURL)
 				}
 			}
@@ -73,7 +74,7 @@ func TestSeedDemo(t *testing.T) {
 				t.Error("the demo budgets all pass; the budget check would show nothing")
 			}
 
-			again, err := SeedDemo(ctx, st, demoFixtures, now.Add(time.Hour), 1000)
+			again, err := Seed(ctx, st, fixtures, now.Add(time.Hour), 1000)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -92,13 +93,13 @@ func TestSeedDemo(t *testing.T) {
 }
 
 func TestDemoCurl(t *testing.T) {
-	lines := DemoCurl("http://localhost:8080", Demo{APIKey: "svc_x", SiteID: "s-1"}, "it's secret")
+	lines := Curl("http://localhost:8080", Seeded{APIKey: "svc_x", SiteID: "s-1"}, "it's secret")
 	if len(lines) != 3 || !strings.Contains(lines[0], "/api/external/budget-check") || !strings.Contains(lines[1], "tools/list") ||
 		!strings.Contains(lines[2], `-hmac 'it'\''s secret'`) {
 		t.Errorf("lines = %q", lines)
 	}
 	// A configured secret is named, not printed, and the shell must expand it: double quotes.
-	lines = DemoCurl("http://localhost:8080", Demo{APIKey: "svc_x", SiteID: "s-1"}, "$PLATFORM_CLIENT_SECRET")
+	lines = Curl("http://localhost:8080", Seeded{APIKey: "svc_x", SiteID: "s-1"}, "$PLATFORM_CLIENT_SECRET")
 	if !strings.Contains(lines[2], `-hmac "$PLATFORM_CLIENT_SECRET"`) {
 		t.Errorf("webhook line = %q", lines[2])
 	}
