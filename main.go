@@ -152,10 +152,11 @@ func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Au
 	}
 	return scanner.NewPool(scanner.PoolConfig{
 		Store: st, Auditor: auditor, Replay: replay, Log: log, Workers: cfg.ScanWorkers, Wake: wake,
-		ConfirmRuns: cfg.ConfirmRuns,
-		Lease:       time.Duration(cfg.ScanLease) * time.Second,
-		Deadline:    time.Duration(cfg.ScanDeadline) * time.Second,
-		Discovery:   scanner.Discovery{MaxPages: cfg.MaxPagesPerScan},
+		ConfirmRuns:   cfg.ConfirmRuns,
+		Lease:         time.Duration(cfg.ScanLease) * time.Second,
+		Deadline:      time.Duration(cfg.ScanDeadline) * time.Second,
+		ScheduleEvery: time.Duration(cfg.SchedulePoll) * time.Second,
+		Discovery:     scanner.Discovery{MaxPages: cfg.MaxPagesPerScan},
 		Digest: &scanner.Digest{Store: st, SMTPAddr: cfg.SMTPAddr, From: cfg.SMTPFrom, Username: cfg.SMTPUsername,
 			Password: cfg.SMTPPassword, BaseURL: cfg.BaseURL, Log: log},
 	})

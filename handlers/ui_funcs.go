@@ -70,6 +70,8 @@ var uiFuncs = template.FuncMap{
 			return "the Scan now button"
 		case store.TriggerDemo:
 			return "the demo"
+		case store.TriggerSchedule:
+			return "the schedule"
 		}
 		return t
 	},

@@ -85,13 +85,17 @@ type siteForm struct {
 	Domain         string
 	PlatformSiteID string
 	Pages          string // one path a line
+	Schedule       string // off, daily or weekly
 	Errors         map[string]string
 }
 
 func formOf(site store.Site) siteForm {
 	return siteForm{ID: site.ID, Name: site.Name, Domain: site.Domain, PlatformSiteID: site.PlatformSiteID,
-		Pages: strings.Join(site.Pages, "\n")}
+		Pages: strings.Join(site.Pages, "\n"), Schedule: site.Schedule}
 }
+
+// Schedules are the choices of the form's schedule field.
+func (siteForm) Schedules() []string { return store.Schedules }
 
 // Limits of the site form.
 const (
@@ -107,8 +111,15 @@ func (f *siteForm) parse(r *http.Request) store.Site {
 	f.Domain = strings.TrimSpace(r.PostForm.Get("domain"))
 	f.PlatformSiteID = strings.TrimSpace(r.PostForm.Get("platformSiteId"))
 	f.Pages = r.PostForm.Get("pages")
+	f.Schedule = strings.TrimSpace(r.PostForm.Get("schedule"))
+	if f.Schedule == "" {
+		f.Schedule = store.ScheduleOff
+	}
 	f.Errors = map[string]string{}
-	site := store.Site{Name: f.Name, PlatformSiteID: f.PlatformSiteID, Pages: []string{}}
+	site := store.Site{Name: f.Name, PlatformSiteID: f.PlatformSiteID, Pages: []string{}, Schedule: f.Schedule}
+	if !slices.Contains(store.Schedules, f.Schedule) {
+		f.Errors["schedule"] = "Choose off, daily or weekly."
+	}
 
 	if n := utf8.RuneCountInString(f.Name); n == 0 || n > maxSiteName || !utf8.ValidString(f.Name) || hasControl(f.Name) {
 		f.Errors["name"] = "Give the site a name of 1 to 100 characters."
@@ -214,6 +225,7 @@ func (s *server) handleCreateSite() http.Handler {
 		site := f.parse(r)
 		if len(f.Errors) == 0 {
 			site.ID, site.UserID, site.CreatedAt = store.NewID(), v.User.ID, s.Now()
+			site.NextScanAt = store.NextScanAt(site.Schedule, s.Now(), s.Now())
 			err := s.Store.CreateSite(r.Context(), site)
 			if errors.Is(err, store.ErrConflict) {
 				f.Errors["platformSiteId"] = "Another site already uses this platform site id. Each platform site can be connected once."
@@ -249,7 +261,10 @@ func (s *server) handleUpdateSite() http.Handler {
 		f := siteForm{ID: old.ID}
 		site := f.parse(r)
 		if len(f.Errors) == 0 {
-			site.ID, site.UserID, site.Founding = old.ID, old.UserID, old.Founding
+			site.ID, site.UserID, site.Founding, site.NextScanAt = old.ID, old.UserID, old.Founding, old.NextScanAt
+			if site.Schedule != old.Schedule { // a new schedule starts a period from now
+				site.NextScanAt = store.NextScanAt(site.Schedule, s.Now(), s.Now())
+			}
 			err := s.Store.UpdateSite(r.Context(), site)
 			switch {
 			case errors.Is(err, store.ErrConflict):

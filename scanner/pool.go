@@ -56,6 +56,9 @@ type PoolConfig struct {
 	Heartbeat time.Duration
 	// RescueEvery is how often the rescuer looks for stale jobs. Default Lease/2.
 	RescueEvery time.Duration
+	// ScheduleEvery is how often the scheduler looks for sites whose scheduled scan is due.
+	// Default 1 min.
+	ScheduleEvery time.Duration
 	// Deadline is SCAN_DEADLINE_SECONDS: a scan not completed this long after it started (or,
 	// never started, was created) is failed with a reason, by the rescuer. Default 30 min.
 	Deadline time.Duration
@@ -111,6 +114,9 @@ func NewPool(cfg PoolConfig) *Pool {
 	if cfg.RescueEvery <= 0 {
 		cfg.RescueEvery = cfg.Lease / 2
 	}
+	if cfg.ScheduleEvery <= 0 {
+		cfg.ScheduleEvery = time.Minute
+	}
 	if cfg.Deadline <= 0 {
 		cfg.Deadline = 30 * time.Minute
 	}
@@ -134,7 +140,7 @@ func JobBackoff(attempt int) time.Duration {
 	return jitter(d, 0.1)
 }
 
-// Start runs the dispatcher, the workers and the rescuer until Stop.
+// Start runs the dispatcher, the workers, the rescuer and the scheduler until Stop.
 func (p *Pool) Start() {
 	jobs := make(chan store.Job)
 	ready := make(chan struct{}, p.cfg.Workers)
@@ -145,10 +151,14 @@ func (p *Pool) Start() {
 			p.worker(i+1, jobs, ready)
 		}()
 	}
-	p.wg.Add(2)
+	p.wg.Add(3)
 	go func() {
 		defer p.wg.Done()
 		p.dispatch(jobs, ready)
+	}()
+	go func() {
+		defer p.wg.Done()
+		p.scheduler()
 	}()
 	go func() {
 		defer p.wg.Done()

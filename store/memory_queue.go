@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -10,6 +11,10 @@ import (
 func (m *Memory) EnqueueScan(ctx context.Context, s Scan, queue string, runAt time.Time) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.enqueue(s, queue, runAt)
+}
+
+func (m *Memory) enqueue(s Scan, queue string, runAt time.Time) error {
 	if _, ok := m.sites[s.SiteID]; !ok {
 		return notFound("site")
 	}
@@ -293,4 +298,36 @@ func (m *Memory) ExpireScan(ctx context.Context, scanID, reason string, now time
 		}
 	}
 	return notFound("job")
+}
+
+func (m *Memory) EnqueueDueScans(ctx context.Context, now time.Time, limit int) ([]Scan, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var due []Site
+	for _, s := range m.sites {
+		if s.Schedule != ScheduleOff && s.NextScanAt != nil && !s.NextScanAt.After(now) {
+			due = append(due, s)
+		}
+	}
+	sort.Slice(due, func(a, b int) bool {
+		if !due[a].NextScanAt.Equal(*due[b].NextScanAt) {
+			return due[a].NextScanAt.Before(*due[b].NextScanAt)
+		}
+		return due[a].ID < due[b].ID
+	})
+	out := []Scan{}
+	for _, site := range due[:min(limit, len(due))] {
+		sc := Scan{ID: NewID(), SiteID: site.ID, Strategy: StrategyBoth, Trigger: TriggerSchedule, CreatedAt: now}
+		switch err := m.enqueue(sc, QueueScan, now); {
+		case errors.Is(err, ErrScanActive): // one is in flight: it serves as this period's scan
+		case err != nil:
+			return nil, err
+		default:
+			sc.Status, sc.CreatedAt = StatusQueued, Now(now)
+			out = append(out, sc)
+		}
+		site.NextScanAt = NextScanAt(site.Schedule, *site.NextScanAt, now)
+		m.sites[site.ID] = site
+	}
+	return out, nil
 }

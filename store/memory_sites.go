@@ -18,6 +18,7 @@ func cloneSite(s Site) Site {
 		s.HealthScore = &h
 	}
 	s.LastPublished = cloneTime(s.LastPublished)
+	s.NextScanAt = cloneTime(s.NextScanAt)
 	return s
 }
 
@@ -42,9 +43,12 @@ func (m *Memory) CreateSite(ctx context.Context, s Site) error {
 	if m.platformTaken(s.PlatformSiteID, "") {
 		return fmt.Errorf("platform site id %q: %w", s.PlatformSiteID, ErrConflict)
 	}
-	s.CreatedAt = Now(s.CreatedAt)
+	s.CreatedAt, s.Schedule = Now(s.CreatedAt), schedule(s.Schedule)
 	if s.LastPublished != nil {
 		s.LastPublished = tp(*s.LastPublished)
+	}
+	if s.NextScanAt != nil {
+		s.NextScanAt = tp(*s.NextScanAt)
 	}
 	m.sites[s.ID] = cloneSite(s)
 	return nil
@@ -62,6 +66,10 @@ func (m *Memory) UpdateSite(ctx context.Context, s Site) error {
 	}
 	old.Name, old.Domain, old.PlatformSiteID, old.Founding = s.Name, s.Domain, s.PlatformSiteID, s.Founding
 	old.Pages = slices.Clone(s.Pages)
+	old.Schedule, old.NextScanAt = schedule(s.Schedule), nil
+	if s.NextScanAt != nil {
+		old.NextScanAt = tp(*s.NextScanAt)
+	}
 	m.sites[s.ID] = cloneSite(old)
 	return nil
 }

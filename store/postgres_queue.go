@@ -277,3 +277,51 @@ func (p *Postgres) ExpireScan(ctx context.Context, scanID, reason string, now ti
 		return discardTx(ctx, tx, jobID, scanID, reason, now)
 	})
 }
+
+func (p *Postgres) EnqueueDueScans(ctx context.Context, now time.Time, limit int) ([]Scan, error) {
+	out := []Scan{}
+	err := p.tx(ctx, func(tx *sql.Tx) error {
+		out = out[:0]
+		type dueSite struct {
+			id, schedule string
+			due          time.Time
+		}
+		due, err := queryAll(ctx, tx, "due sites", func(row rowScanner) (dueSite, error) {
+			var d dueSite
+			return d, row.Scan(&d.id, &d.schedule, &d.due)
+		}, `SELECT id, scan_schedule, next_scan_at FROM sites
+			WHERE next_scan_at <= $1 AND scan_schedule <> 'off'
+			ORDER BY next_scan_at, id LIMIT $2 FOR UPDATE SKIP LOCKED`, Now(now), limit)
+		if err != nil {
+			return err
+		}
+		for _, d := range due {
+			sc := Scan{ID: NewID(), SiteID: d.id, Status: StatusQueued, Strategy: StrategyBoth, Trigger: TriggerSchedule, CreatedAt: Now(now)}
+			// A scan in flight (the partial unique index) serves as this period's scan.
+			res, err := tx.ExecContext(ctx, `INSERT INTO scans (id, site_id, status, strategy, trigger, created_at)
+				VALUES ($1, $2, 'queued', $3, $4, $5)
+				ON CONFLICT (site_id) WHERE status IN ('queued', 'running') DO NOTHING`,
+				sc.ID, sc.SiteID, sc.Strategy, sc.Trigger, sc.CreatedAt)
+			if err != nil {
+				return pgErr("enqueue scheduled scan", err)
+			}
+			if n, _ := res.RowsAffected(); n == 1 {
+				if _, err := tx.ExecContext(ctx, `INSERT INTO jobs (queue, scan_id, state, max_attempts, run_at, created_at)
+					VALUES ($1, $2, 'available', $3, $4, $4)`, QueueScan, sc.ID, MaxAttempts, sc.CreatedAt); err != nil {
+					return pgErr("enqueue scheduled job", err)
+				}
+				out = append(out, sc)
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE sites SET next_scan_at = $2 WHERE id = $1`,
+				d.id, nullTime(NextScanAt(d.schedule, d.due.UTC(), now))); err != nil {
+				return pgErr("move next scan", err)
+			}
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		_, err = tx.ExecContext(ctx, `SELECT pg_notify($1, $2)`, NotifyChannel, QueueScan)
+		return pgErr("notify", err)
+	})
+	return out, err
+}

@@ -57,7 +57,8 @@ type Users interface {
 type Sites interface {
 	// CreateSite stores a site; ErrConflict when its platform site id is taken.
 	CreateSite(ctx context.Context, s Site) error
-	// UpdateSite changes name, domain, platform id, founding and pages of a site of s.UserID.
+	// UpdateSite changes name, domain, platform id, founding, pages, schedule and next scheduled
+	// scan of a site of s.UserID.
 	UpdateSite(ctx context.Context, s Site) error
 	DeleteSite(ctx context.Context, userID, siteID string) error
 	Site(ctx context.Context, userID, siteID string) (Site, error)
@@ -157,6 +158,11 @@ type Queue interface {
 	// in their place (run_at kept, so ahead of jobs queued after them), or, when they have no
 	// attempts left, discards them and fails their scans.
 	RescueJobs(ctx context.Context, staleBefore, now time.Time) (int, error)
+	// EnqueueDueScans is the scheduler's step, in one transaction: it claims up to limit sites
+	// whose next scheduled scan is due at now, skipping those another process is claiming,
+	// enqueues a scan of each (trigger schedule, both strategies, on QueueScan) unless one is in
+	// flight, and moves its next scan a period ahead (NextScanAt). It returns the scans enqueued.
+	EnqueueDueScans(ctx context.Context, now time.Time, limit int) ([]Scan, error)
 	// OverdueScans lists the queued and running scans of the scan queue that started before
 	// startedBefore (a scan never started counts from its creation): those past the scan
 	// deadline, oldest first, each with its owner and its job's last error.

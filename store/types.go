@@ -42,7 +42,11 @@ type Site struct {
 	HealthScore    *int
 	LastPublished  *time.Time
 	Pages          []string // saved page paths; empty means discover them from the sitemap
-	CreatedAt      time.Time
+	// Schedule is ScheduleOff (scan on publish and on demand only), ScheduleDaily or
+	// ScheduleWeekly; NextScanAt is when the next scheduled scan is due, nil when off.
+	Schedule   string
+	NextScanAt *time.Time
+	CreatedAt  time.Time
 }
 
 // Scan statuses. Failed extends the interface's three: a scan that could not finish.
@@ -59,9 +63,10 @@ const (
 	StrategyDesktop = "desktop"
 	StrategyBoth    = "both"
 
-	TriggerWebhook = "webhook"
-	TriggerManual  = "manual"
-	TriggerDemo    = "demo"
+	TriggerWebhook  = "webhook"
+	TriggerManual   = "manual"
+	TriggerDemo     = "demo"
+	TriggerSchedule = "schedule"
 )
 
 // Scan is one audit of every page of a site.
