@@ -44,6 +44,7 @@ func (m *Memory) CreateSite(ctx context.Context, s Site) error {
 		return fmt.Errorf("platform site id %q: %w", s.PlatformSiteID, ErrConflict)
 	}
 	s.CreatedAt, s.Schedule = Now(s.CreatedAt), schedule(s.Schedule)
+	s.PlatformVerified, s.PlatformWebhookID = false, "" // only ImportPlatformSite verifies
 	if s.LastPublished != nil {
 		s.LastPublished = tp(*s.LastPublished)
 	}
@@ -61,10 +62,7 @@ func (m *Memory) UpdateSite(ctx context.Context, s Site) error {
 	if !ok || old.UserID != s.UserID {
 		return notFound("site")
 	}
-	if m.platformTaken(s.PlatformSiteID, s.ID) {
-		return fmt.Errorf("platform site id %q: %w", s.PlatformSiteID, ErrConflict)
-	}
-	old.Name, old.Domain, old.PlatformSiteID, old.Founding = s.Name, s.Domain, s.PlatformSiteID, s.Founding
+	old.Name, old.Domain, old.Founding = s.Name, s.Domain, s.Founding
 	old.Pages = slices.Clone(s.Pages)
 	old.Schedule, old.NextScanAt = schedule(s.Schedule), nil
 	if s.NextScanAt != nil {
