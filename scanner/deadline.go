@@ -83,8 +83,10 @@ find:
 	if o.PagesTotal > 0 {
 		fmt.Fprintf(&b, ": %d of %d audits done", o.PagesDone, o.PagesTotal)
 		if len(pageErrs) > 0 {
-			e := pageErrs[0]
-			fmt.Fprintf(&b, ", %d failed (%s %s: %s)", len(pageErrs), e.PagePath, e.Strategy, e.Error)
+			fmt.Fprintf(&b, ", %d failed", len(pageErrs))
+			if e := pageErrs[0]; !strings.Contains(o.LastError, e.Error) { // said once is enough
+				fmt.Fprintf(&b, " (%s %s: %s)", e.PagePath, e.Strategy, e.Error)
+			}
 		}
 	}
 	b.WriteString(".")
