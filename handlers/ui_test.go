@@ -39,7 +39,8 @@ func newUIFixture(t *testing.T, poll time.Duration, st store.Store) *uiFixture {
 	t.Helper()
 	ts := &testServer{store: st, now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
 	h, err := NewHandler(withServers(Deps{Store: st, BaseURL: "http://sitepulse.test",
-		Now: func() time.Time { return ts.now }, PasswordIterations: 1000, ScanPollInterval: poll}))
+		Now: func() time.Time { return ts.now }, PasswordIterations: 1000, ScanPollInterval: poll,
+		Replayed: func(s store.Site) bool { return s.Domain == "demo.sitepulse.test" }}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,9 +102,9 @@ func testUIPages(t *testing.T, f *uiFixture) {
 		{"the site page shows both strategies, vitals, trend, regressions, history and exports", "/sites/" + f.site,
 			[]string{"Mobile", "Desktop", "Core Web Vitals", `<svg class="trend"`, "Regressions", "Scan history",
 				"/api/sites/" + f.site + "/export?format=csv&amp;scanId=" + f.scan, "format=json", "Scan now",
-				"/sites/" + f.site + "/edit", "/sites/" + f.site + "/budgets", "/pricing", "budgets broken"}},
+				"/sites/" + f.site + "/edit", "/sites/" + f.site + "/budgets", "/pricing", "budgets broken", ">replay</span>"}},
 		{"the scan page lists every page and strategy", "/sites/" + f.site + "/scans/" + f.scan,
-			[]string{"/pricing", "desktop", "mobile", "Export CSV", "page?path=%2fpricing&amp;strategy=mobile"}},
+			[]string{"/pricing", "desktop", "mobile", "Export CSV", "page?path=%2fpricing&amp;strategy=mobile", ">replay</span>"}},
 		{"the drill-down shows opportunities, LCP element, shifts, third parties, accessibility", pageOf,
 			[]string{"Opportunities", "Largest Contentful Paint element", "Layout shifts", "Third-party scripts", "Accessibility issues", "See desktop"}},
 		{"the budgets page lists every metric and the demo's alert rule", "/sites/" + f.site + "/budgets",

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"sitepulse/scanner/analysis"
 	"sitepulse/scanner/scantest"
@@ -109,5 +110,29 @@ func TestConfirmationKeepsTheRunsThatSucceeded(t *testing.T) {
 	}
 	if !strings.Contains(r.logs.String(), "re-audit failed") {
 		t.Error("the failed re-audits were not logged")
+	}
+}
+
+// Re-audits go through the same PSI client as every audit, so they count against the daily
+// limit: a limit of exactly the two scans' 10 + 14 calls is spent by them.
+func TestReauditsCountAgainstTheDailyLimit(t *testing.T) {
+	st := store.NewMemory()
+	r := newRig(t, st)
+	psi := scantest.NewPSI(t, beforeDir)
+	daily := NewDailyCounter(10 + 14)
+	client := NewPSI(PSIConfig{Endpoint: psi.Endpoint(), Daily: daily})
+	scan := func() store.Scan {
+		p := r.pool(func(c *PoolConfig) { c.Auditor, c.ConfirmRuns = client, 2 })
+		defer p.Stop(context.Background())
+		return r.wait(r.enqueue(r.site).ID)
+	}
+	scan()
+	psi.Sequence("/", "mobile", afterDir, beforeDir)
+	psi.Sequence("/pricing", "mobile", afterDir)
+	if sc := scan(); sc.Status != store.StatusComplete {
+		t.Fatalf("second scan %s: %s", sc.Status, sc.Error)
+	}
+	if spent, _ := daily.spent(time.Now()); !spent || psi.Total() != 24 {
+		t.Errorf("daily limit spent = %v after %d PSI calls, want spent after 24", spent, psi.Total())
 	}
 }
