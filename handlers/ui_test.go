@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -167,7 +168,7 @@ func testUIOwnerScoping(t *testing.T, f *uiFixture) {
 	}
 	if b, _ := f.ts.store.Budgets(ctx, f.a.userID, f.site); len(b) != 0 {
 		// The demo seeds budgets; B must not have replaced them with {lcp: 1}.
-		if b["lcp"] == 1 {
+		if b["lcp"].Threshold == 1 {
 			t.Errorf("A's budgets changed: %v", b)
 		}
 	}
@@ -392,14 +393,23 @@ func testBudgetsEditor(t *testing.T, f *uiFixture) {
 		})
 	}
 
-	resp, _ := f.a.postCSRF(path, url.Values{"budget_performance": {"90"}, "budget_lcp": {" 2500 "}, "budget_cls": {"0.1"}, "budget_seo": {""}})
+	t.Run("a budget for an unknown strategy is refused", func(t *testing.T) {
+		resp, body := f.a.postCSRF(path, url.Values{"budget_seo": {"80"}, "strategy_seo": {"tablet"}})
+		wantStatus(t, resp, http.StatusUnprocessableEntity)
+		contains(t, body, "Choose both, mobile or desktop")
+	})
+
+	resp, _ := f.a.postCSRF(path, url.Values{"budget_performance": {"90"}, "strategy_performance": {"mobile"},
+		"budget_lcp": {" 2500 "}, "strategy_lcp": {"desktop"}, "budget_cls": {"0.1"}, "budget_seo": {""}})
 	wantStatus(t, resp, http.StatusSeeOther)
 	got, _ := f.ts.store.Budgets(ctx, f.a.userID, f.site)
-	if len(got) != 3 || got["performance"] != 90 || got["lcp"] != 2500 || got["cls"] != 0.1 {
-		t.Errorf("budgets %v", got)
+	want := map[string]store.Budget{"performance": {Threshold: 90, Strategy: "mobile"}, "lcp": {Threshold: 2500, Strategy: "desktop"}, "cls": {Threshold: 0.1, Strategy: "both"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("budgets %v, want %v (a form without a strategy means both)", got, want)
 	}
 	_, body := f.a.get(path)
 	contains(t, body, `value="2500"`)
+	contains(t, body, `<option value="mobile" selected>mobile only</option>`)
 
 	// Alert rules: refused with a message per field, added, changed, deleted.
 	for _, tt := range []struct {
@@ -429,11 +439,13 @@ func testBudgetsEditor(t *testing.T, f *uiFixture) {
 	if added.Metric != "inp" || added.Operator != "max" || added.Threshold != 200 {
 		t.Errorf("added %+v", added)
 	}
-	resp, _ = f.a.postCSRF("/sites/"+f.site+"/alert-rules", url.Values{"metric": {"inp"}, "operator": {"max"}, "threshold": {"300"}, "replaces": {added.ID}})
+	_, body = f.a.get(path)
+	contains(t, body, `<select id="o-`+added.ID+`" name="operator"`)
+	resp, _ = f.a.postCSRF("/sites/"+f.site+"/alert-rules", url.Values{"metric": {"inp"}, "operator": {"min"}, "threshold": {"300"}, "replaces": {added.ID}})
 	wantStatus(t, resp, http.StatusSeeOther)
 	rules, _ = f.ts.store.AlertRules(ctx, f.a.userID, f.site)
-	if len(rules) != len(rules0)+1 || rules[len(rules)-1].Threshold != 300 || rules[len(rules)-1].ID != added.ID {
-		t.Errorf("after change: %+v, want rule %s changed in place", rules, added.ID)
+	if r := rules[len(rules)-1]; len(rules) != len(rules0)+1 || r.Threshold != 300 || r.Operator != "min" || r.ID != added.ID {
+		t.Errorf("after change: %+v, want rule %s changed in place to at least 300", rules, added.ID)
 	}
 	changed := rules[len(rules)-1].ID
 	resp, _ = f.a.postCSRF("/sites/"+f.site+"/alert-rules/"+changed+"/delete", nil)

@@ -68,7 +68,8 @@ var tools = []tool{
 		Description: "Returns the latest completed scan of a site: its scanId, when it completed, how many page audits " +
 			"it holds, the strategy (mobile, desktop or both), the site-wide scores (health, performance, seo, " +
 			"accessibility, bestPractices; 0-100, the mean over every page) and the site's budget thresholds " +
-			"(e.g. performance 80 is a minimum score, lcp 2500 a maximum in ms). Use it for \"how is my site doing\" " +
+			"(e.g. performance 80 is a minimum score, lcp 2500 a maximum in ms; budget.strategy says per metric " +
+			"whether it applies to mobile, desktop or both). Use it for \"how is my site doing\" " +
 			"and to get the scanId for get_page_details, get_lcp_elements and generate_client_report.",
 		Input: object([]string{"siteId"}, map[string]*Schema{"siteId": siteIDArg()}),
 	},

@@ -78,10 +78,10 @@ type Sites interface {
 	// MarkPublished sets a site's lastPublished (system: the publish webhook).
 	MarkPublished(ctx context.Context, siteID string, at time.Time) error
 
-	// Budgets returns a site's metric -> threshold map.
-	Budgets(ctx context.Context, userID, siteID string) (map[string]float64, error)
-	// SetBudgets replaces a site's budgets.
-	SetBudgets(ctx context.Context, userID, siteID string, budgets map[string]float64) error
+	// Budgets returns a site's budgets by metric.
+	Budgets(ctx context.Context, userID, siteID string) (map[string]Budget, error)
+	// SetBudgets replaces a site's budgets; an empty strategy is stored as StrategyBoth.
+	SetBudgets(ctx context.Context, userID, siteID string, budgets map[string]Budget) error
 	AlertRules(ctx context.Context, userID, siteID string) ([]AlertRule, error)
 	AddAlertRule(ctx context.Context, userID string, r AlertRule) error
 	// UpdateAlertRule changes the metric, operator and threshold of rule r.ID of site r.SiteID,

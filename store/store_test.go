@@ -213,7 +213,7 @@ func testOwnerScoping(t *testing.T, s store.Store) {
 	a, b := newUser(t, s, "a@example.com"), newUser(t, s, "b@example.com")
 	site := newSite(t, s, a, "alpha")
 	sc := completedScan(t, s, site, t0, 80)
-	must(t, s.SetBudgets(ctx, a.ID, site.ID, map[string]float64{"performance": 90}))
+	must(t, s.SetBudgets(ctx, a.ID, site.ID, map[string]store.Budget{"performance": {Threshold: 90}}))
 	_, rhash := store.NewSecret("")
 	rep := store.Report{ID: store.NewID(), TokenHash: rhash, ScanID: sc.ID, UserID: a.ID, Title: "r", CreatedAt: t0}
 	must(t, s.CreateReport(ctx, rep))
@@ -263,7 +263,7 @@ func testOwnerScoping(t *testing.T, s store.Store) {
 		t.Errorf("b renamed a's site to %q", got.Name)
 	}
 	budgets, _ := s.Budgets(ctx, a.ID, site.ID)
-	if budgets["performance"] != 90 {
+	if budgets["performance"].Threshold != 90 {
 		t.Errorf("b changed a's budgets: %v", budgets)
 	}
 	for name, read := range reads {
@@ -319,11 +319,12 @@ func testBudgetsAndRules(t *testing.T, s store.Store) {
 	if len(b) != 0 {
 		t.Errorf("new site has budgets %v", b)
 	}
-	must(t, s.SetBudgets(ctx, a.ID, site.ID, map[string]float64{"performance": 90, "lcp": 2500}))
-	must(t, s.SetBudgets(ctx, a.ID, site.ID, map[string]float64{"cls": 0.1, "lcp": 3000}))
+	must(t, s.SetBudgets(ctx, a.ID, site.ID, map[string]store.Budget{"performance": {Threshold: 90}, "lcp": {Threshold: 2500}}))
+	must(t, s.SetBudgets(ctx, a.ID, site.ID, map[string]store.Budget{"cls": {Threshold: 0.1}, "lcp": {Threshold: 3000, Strategy: store.StrategyMobile}}))
 	b, _ = s.Budgets(ctx, a.ID, site.ID)
-	if len(b) != 2 || b["cls"] != 0.1 || b["lcp"] != 3000 {
-		t.Errorf("budgets = %v", b)
+	want := map[string]store.Budget{"cls": {Threshold: 0.1, Strategy: store.StrategyBoth}, "lcp": {Threshold: 3000, Strategy: store.StrategyMobile}}
+	if !reflect.DeepEqual(b, want) {
+		t.Errorf("budgets = %v, want %v (replaced, a missing strategy stored as both)", b, want)
 	}
 	r1 := store.AlertRule{ID: store.NewID(), SiteID: site.ID, Metric: "seo", Operator: store.OpMin, Threshold: 80, CreatedAt: t0}
 	r2 := store.AlertRule{ID: store.NewID(), SiteID: site.ID, Metric: "tbt", Operator: store.OpMax, Threshold: 300, CreatedAt: t0.Add(time.Second)}
