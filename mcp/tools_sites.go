@@ -63,14 +63,14 @@ func (s *Server) scan(ctx context.Context, userID, scanID string) (store.Scan, e
 }
 
 type latestScan struct {
-	ScanID      string             `json:"scanId"`
-	SiteName    string             `json:"siteName"`
-	Domain      string             `json:"domain"`
-	CompletedAt *string            `json:"completedAt"`
-	PagesTotal  int                `json:"pagesTotal"`
-	Strategy    string             `json:"strategy"`
-	Scores      store.ScanScores   `json:"scores"`
-	Budget      map[string]any     `json:"budget"`
+	ScanID      string           `json:"scanId"`
+	SiteName    string           `json:"siteName"`
+	Domain      string           `json:"domain"`
+	CompletedAt *string          `json:"completedAt"`
+	PagesTotal  int              `json:"pagesTotal"`
+	Strategy    string           `json:"strategy"`
+	Scores      store.ScanScores `json:"scores"`
+	Budget      map[string]any   `json:"budget"`
 }
 
 // budgetObject is the interface's budget threshold map (metric -> threshold) with one more key,
