@@ -98,6 +98,10 @@ func (s *server) handleExport() http.Handler {
 			s.serverError(w, r, "export: scan", err)
 			return
 		}
+		if scan.Status != store.StatusComplete {
+			writeError(w, http.StatusNotFound, "scan is "+scan.Status+", not complete: export it once it completes")
+			return
+		}
 
 		http.NewResponseController(w).SetWriteDeadline(time.Now().Add(exportDeadline))
 		out := &exportWriter{w: w, format: format, filename: exportFilename(site.Name, scan.ID) + "." + format}

@@ -91,11 +91,7 @@ func budgetObject(budgets map[string]store.Budget) map[string]any {
 // getLatestScan reads what a budget check reads (store.BudgetInputs: the site, its latest
 // completed scan and budgets, kept per process on Postgres and checked by one lookup).
 func (s *Server) getLatestScan(ctx context.Context, userID string, a args) (any, error) {
-	siteID := a.str("siteId", "")
-	if !store.ValidUUID(siteID) {
-		return nil, errSiteNotFound
-	}
-	in, err := s.store.BudgetInputs(ctx, userID, store.CanonicalID(siteID))
+	in, err := s.store.BudgetInputs(ctx, userID, store.CanonicalID(a.str("siteId", "")))
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return nil, errSiteNotFound
