@@ -388,6 +388,7 @@ type sitePageData struct {
 	Violations  []scanner.Violation
 	HasBudgets  bool
 	InFlight    *store.Scan
+	CI          ciSnippet
 	ScanActive  bool // "Scan now" was refused: SCAN_ALREADY_ACTIVE
 }
 
@@ -399,7 +400,7 @@ func (s *server) handleSite() http.Handler {
 			return
 		}
 		ctx, uid := r.Context(), visitorFrom(r.Context()).User.ID
-		d := sitePageData{Site: site, Legend: trendSeries, ScanActive: r.URL.Query().Get("done") == "scan-active"}
+		d := sitePageData{Site: site, Legend: trendSeries, ScanActive: r.URL.Query().Get("done") == "scan-active", CI: newCISnippet(s.BaseURL, site.ID)}
 		completed, err := s.Store.CompletedScans(ctx, uid, site.ID, 20)
 		if err != nil {
 			s.serverError(w, r, "completed scans", err)
