@@ -3,7 +3,6 @@ package handlers
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -69,12 +68,8 @@ func (s *server) handleExport() http.Handler {
 			return
 		}
 		site, err := s.Store.Site(ctx, userID, store.CanonicalID(siteID))
-		if errors.Is(err, store.ErrNotFound) {
-			writeError(w, http.StatusNotFound, "site not found")
-			return
-		}
 		if err != nil {
-			s.serverError(w, r, "export: site", err)
+			s.error(w, r, err, "site not found")
 			return
 		}
 		var scan store.Scan
@@ -86,16 +81,12 @@ func (s *server) handleExport() http.Handler {
 		} else {
 			scan, err = s.Store.LatestCompletedScan(ctx, userID, site.ID)
 		}
-		if errors.Is(err, store.ErrNotFound) {
+		if err != nil {
 			msg := "site has no completed scan"
 			if scanID != "" {
 				msg = "scan not found for this site"
 			}
-			writeError(w, http.StatusNotFound, msg)
-			return
-		}
-		if err != nil {
-			s.serverError(w, r, "export: scan", err)
+			s.error(w, r, err, msg)
 			return
 		}
 		if scan.Status != store.StatusComplete {
@@ -111,7 +102,7 @@ func (s *server) handleExport() http.Handler {
 		}
 		if err != nil {
 			if !out.started {
-				s.serverError(w, r, "export: page results", err)
+				s.error(w, r, err, "")
 				return
 			}
 			s.Log.Error("export aborted mid-stream", "path", r.URL.Path, "scan", scan.ID, "rows", out.rows, "err", err)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"sitepulse/mcp"
+	"sitepulse/oauth"
 	"sitepulse/store"
 )
 
@@ -60,7 +61,7 @@ func (s *server) handleMCPMethodNotAllowed() http.Handler {
 }
 
 func writeRPCError(w http.ResponseWriter, status, code int, message string) {
-	writeJSON(w, status, map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": message}})
+	oauth.WriteJSON(w, status, map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": message}})
 }
 
 // sameOrigin refuses a request whose Origin header is present and is not BASE_URL's origin

@@ -2,9 +2,7 @@ package handlers
 
 import (
 	"bytes"
-	"context"
 	"embed"
-	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -15,8 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"sitepulse/scanner"
-	"sitepulse/store"
+	"sitepulse/scanner/analysis"
 )
 
 //go:embed templates/*.html
@@ -42,7 +39,7 @@ type page struct {
 }
 
 // ratingClass maps an analysis rating to the stylesheet's colour classes.
-var ratingClass = map[string]string{scanner.RatingGood: "good", scanner.RatingNI: "ni", scanner.RatingPoor: "poor"}
+var ratingClass = map[string]string{analysis.RatingGood: "good", analysis.RatingNI: "ni", analysis.RatingPoor: "poor"}
 
 var templateFuncs = template.FuncMap{
 	// score shows a 0-100 score, or a dash when Lighthouse gave none.
@@ -57,7 +54,7 @@ var templateFuncs = template.FuncMap{
 		if p == nil {
 			return "none"
 		}
-		return ratingClass[scanner.ScoreRating(*p)]
+		return ratingClass[analysis.ScoreRating(*p)]
 	},
 	// vital shows a vital in its unit: seconds above one second, ms below, CLS unitless.
 	"vital": func(metric string, p *float64) string {
@@ -71,7 +68,7 @@ var templateFuncs = template.FuncMap{
 		if p == nil {
 			return "none"
 		}
-		if c, ok := ratingClass[scanner.VitalRating(metric, *p)]; ok {
+		if c, ok := ratingClass[analysis.VitalRating(metric, *p)]; ok {
 			return c
 		}
 		return "none"
@@ -103,7 +100,7 @@ var templateFuncs = template.FuncMap{
 
 // formatVital writes a vital the way people read them: "2.5 s", "830 ms", CLS "0.39".
 func formatVital(metric string, v float64) string {
-	if metric == "cls" {
+	if m, _ := analysis.Lookup(metric); m.Kind == analysis.Vital && m.Unit == "" {
 		return strconv.FormatFloat(v, 'f', 2, 64)
 	}
 	if v >= 1000 {
@@ -137,7 +134,7 @@ func parsePages() (*pages, error) {
 func (s *server) render(w http.ResponseWriter, r *http.Request, status int, name string, p page) {
 	t, ok := s.pages.byName[name]
 	if !ok {
-		s.serverError(w, r, "render", fmt.Errorf("no template %q", name))
+		s.error(w, r, fmt.Errorf("no template %q", name), "")
 		return
 	}
 	if p.Visitor == nil {
@@ -148,7 +145,7 @@ func (s *server) render(w http.ResponseWriter, r *http.Request, status int, name
 	}
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, "layout", p); err != nil {
-		s.serverError(w, r, "render "+name, err)
+		s.error(w, r, fmt.Errorf("render %s: %w", name, err), "")
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -162,30 +159,6 @@ func (s *server) render(w http.ResponseWriter, r *http.Request, status int, name
 // renderError shows an error page with a status and a sentence for a person.
 func (s *server) renderError(w http.ResponseWriter, r *http.Request, status int, message string) {
 	s.render(w, r, status, "error", page{Title: http.StatusText(status), Data: message})
-}
-
-// serverError logs an internal failure with its context and answers 500 without details. A
-// database that cannot be reached (a restart, a failover) is not a bug of ours and passes: that
-// is a 503 with Retry-After, so clients and load balancers retry instead of reporting an error.
-func (s *server) serverError(w http.ResponseWriter, r *http.Request, what string, err error) {
-	if store.Unavailable(err) {
-		s.unavailable(w, r, what, err)
-		return
-	}
-	if r.Context().Err() != nil && errors.Is(err, context.Canceled) {
-		// The client went away (a load tool closing its connections, a closed tab): nobody reads
-		// this answer, and it is no server error. 499 is nginx's "client closed request".
-		s.Log.Info(what+": client went away", "method", r.Method, "path", r.URL.Path)
-		w.WriteHeader(499)
-		return
-	}
-	s.Log.Error(what, "method", r.Method, "path", r.URL.Path, "err", err)
-	if isAPI(r.URL.Path) {
-		writeError(w, http.StatusInternalServerError, "internal error")
-		return
-	}
-	s.failurePage(w, http.StatusInternalServerError, "Internal error",
-		"Something went wrong on our side. It has been logged; please try again.", "Internal error")
 }
 
 // failurePage writes the error page of a failure of ours, without the visitor (loading it may be

@@ -57,7 +57,7 @@ func (s *server) withVisitor(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v, err := s.loadVisitor(r)
 		if err != nil {
-			s.serverError(w, r, "load session", err)
+			s.error(w, r, err, "")
 			return
 		}
 		if v != nil {

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"sitepulse/scanner"
+	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 )
 
@@ -20,7 +20,8 @@ type budgetRow struct {
 }
 
 func newBudgetRow(metric string) budgetRow {
-	return budgetRow{Metric: metric, Label: metricLabels[metric], Unit: unitOf(metric), Strategy: store.StrategyBoth}
+	m, _ := analysis.Lookup(metric)
+	return budgetRow{Metric: metric, Label: m.Label, Unit: m.Unit, Strategy: store.StrategyBoth}
 }
 
 // budgetStrategies are the strategies a budget may apply to, in the editor's order.
@@ -47,19 +48,13 @@ type budgetsData struct {
 	Strategies   []string
 }
 
-// budgetMetrics are the metrics a budget or rule may name, scores first (DESIGN §6.2).
+// budgetMetrics are the names of the metrics a budget or rule may name, scores first.
 func budgetMetrics() []string {
-	return append(append([]string{}, store.ScoreMetrics...), store.VitalMetrics...)
-}
-
-func unitOf(metric string) string {
-	switch op, _ := scanner.BudgetMetric(metric); {
-	case op == store.OpMin:
-		return "score"
-	case metric == "cls":
-		return ""
+	var out []string
+	for _, m := range analysis.BudgetMetrics() {
+		out = append(out, m.Name)
 	}
-	return "ms"
+	return out
 }
 
 // parseThreshold validates a threshold for a metric: scores 0-100, CLS 0-10, times 0-600000 ms.
@@ -69,7 +64,7 @@ func parseThreshold(metric, in string) (float64, string) {
 	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
 		return 0, "Enter a number."
 	}
-	switch op, _ := scanner.BudgetMetric(metric); {
+	switch op, _ := analysis.BudgetMetric(metric); {
 	case op == store.OpMin && (v < 0 || v > 100):
 		return 0, "A score is between 0 and 100."
 	case metric == "cls" && (v < 0 || v > 10):
@@ -86,7 +81,7 @@ func (s *server) budgetsPage(w http.ResponseWriter, r *http.Request, status int,
 	if d.Budgets == nil {
 		budgets, err := s.Store.Budgets(r.Context(), uid, site.ID)
 		if err != nil {
-			s.serverError(w, r, "budgets", err)
+			s.error(w, r, err, "")
 			return
 		}
 		for _, m := range d.Metrics {
@@ -99,7 +94,7 @@ func (s *server) budgetsPage(w http.ResponseWriter, r *http.Request, status int,
 	}
 	rules, err := s.Store.AlertRules(r.Context(), uid, site.ID)
 	if err != nil {
-		s.serverError(w, r, "alert rules", err)
+		s.error(w, r, err, "")
 		return
 	}
 	d.Rules = rules
@@ -154,7 +149,7 @@ func (s *server) handleSaveBudgets() http.Handler {
 		}
 		uid := visitorFrom(r.Context()).User.ID
 		if err := s.Store.SetBudgets(r.Context(), uid, site.ID, budgets); err != nil {
-			s.serverError(w, r, "set budgets", err)
+			s.error(w, r, err, "")
 			return
 		}
 		http.Redirect(w, r, "/sites/"+site.ID+"/budgets?done=budgets-saved", http.StatusSeeOther)
@@ -169,7 +164,7 @@ func (s *server) handleAddRule() http.Handler {
 		}
 		f := ruleForm{Metric: r.PostForm.Get("metric"), Operator: r.PostForm.Get("operator"),
 			Threshold: strings.TrimSpace(r.PostForm.Get("threshold")), Errors: map[string]string{}}
-		if _, ok := scanner.BudgetMetric(f.Metric); !ok {
+		if _, ok := analysis.BudgetMetric(f.Metric); !ok {
 			f.Errors["metric"] = "Choose a metric from the list."
 			f.Metric = ""
 		}
@@ -204,7 +199,7 @@ func (s *server) handleAddRule() http.Handler {
 			err = s.Store.AddAlertRule(r.Context(), uid, rule)
 		}
 		if err != nil {
-			s.serverError(w, r, "save alert rule", err)
+			s.error(w, r, err, "")
 			return
 		}
 		http.Redirect(w, r, "/sites/"+site.ID+"/budgets?done=rule-added#rules", http.StatusSeeOther)
@@ -223,12 +218,8 @@ func (s *server) handleDeleteRule() http.Handler {
 		if store.ValidUUID(id) {
 			err = s.Store.DeleteAlertRule(r.Context(), uid, site.ID, id)
 		}
-		if errors.Is(err, store.ErrNotFound) {
-			s.renderError(w, r, http.StatusNotFound, "That alert rule does not exist or was already deleted.")
-			return
-		}
 		if err != nil {
-			s.serverError(w, r, "delete alert rule", err)
+			s.error(w, r, err, "That alert rule does not exist or was already deleted.")
 			return
 		}
 		http.Redirect(w, r, "/sites/"+site.ID+"/budgets?done=rule-deleted#rules", http.StatusSeeOther)

@@ -11,7 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"sitepulse/scanner"
+	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 )
 
@@ -34,12 +34,8 @@ func (s *server) ownScan(w http.ResponseWriter, r *http.Request) (store.Site, st
 	if err == nil && scan.SiteID != site.ID {
 		err = store.ErrNotFound
 	}
-	if errors.Is(err, store.ErrNotFound) {
-		s.renderError(w, r, http.StatusNotFound, "There is no such scan for this site.")
-		return site, scan, false
-	}
 	if err != nil {
-		s.serverError(w, r, "load scan", err)
+		s.error(w, r, err, "There is no such scan for this site.")
 		return site, scan, false
 	}
 	return site, scan, true
@@ -72,16 +68,16 @@ func (s *server) handleScan() http.Handler {
 		// The pages table and the summaries read only scores and vitals: PageMetrics, as on the
 		// site page, skips decoding every audit of the scan.
 		if d.Results, err = s.Store.PageMetrics(r.Context(), uid, scan.ID); err != nil {
-			s.serverError(w, r, "page results", err)
+			s.error(w, r, err, "")
 			return
 		}
 		if d.Errors, err = s.Store.PageErrors(r.Context(), uid, scan.ID); err != nil {
-			s.serverError(w, r, "page errors", err)
+			s.error(w, r, err, "")
 			return
 		}
 		if !d.Terminal {
 			if d.Wait, err = s.scanWait(r.Context(), uid, scan.ID); err != nil {
-				s.serverError(w, r, "scan wait", err)
+				s.error(w, r, err, "")
 				return
 			}
 		}
@@ -181,7 +177,7 @@ type pageDetailData struct {
 	Site        store.Site
 	Scan        store.Scan
 	Result      store.PageResult
-	A11y        []scanner.A11yGroup
+	A11y        []analysis.A11yGroup
 	ThirdParty  []store.ThirdParty
 	Opportunity []store.Opportunity
 	Other       string // the other strategy, when the scan has it
@@ -204,16 +200,12 @@ func (s *server) handlePageDetail() http.Handler {
 		}
 		uid := visitorFrom(r.Context()).User.ID
 		res, err := s.Store.PageResult(r.Context(), uid, scan.ID, path, strategy)
-		if errors.Is(err, store.ErrNotFound) {
-			s.renderError(w, r, http.StatusNotFound, "This scan has no result for that page.")
-			return
-		}
 		if err != nil {
-			s.serverError(w, r, "page result", err)
+			s.error(w, r, err, "This scan has no result for that page.")
 			return
 		}
 		d := pageDetailData{Site: site, Scan: scan, Result: res}
-		d.A11y = scanner.AccessibilityIssues([]store.PageResult{res}, "all").Issues
+		d.A11y = analysis.AccessibilityIssues([]store.PageResult{res}, "all").Issues
 		d.ThirdParty = append([]store.ThirdParty(nil), res.ThirdPartyScripts...)
 		sort.SliceStable(d.ThirdParty, func(i, j int) bool { return d.ThirdParty[i].BlockingTime > d.ThirdParty[j].BlockingTime })
 		d.Opportunity = append([]store.Opportunity(nil), res.Opportunities...)

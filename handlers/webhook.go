@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	"sitepulse/oauth"
 	"sitepulse/store"
 )
 
@@ -63,31 +64,31 @@ func (s *server) handlePlatformWebhook() http.Handler {
 		sum := sha256.Sum256(body)
 		seen, err := s.Store.SeenDelivery(r.Context(), hex.EncodeToString(sum[:]), now.Add(-webhookReplayWindow), now)
 		if err != nil {
-			s.serverError(w, r, "webhook replay guard", err)
+			s.error(w, r, err, "")
 			return
 		}
 		if seen {
 			s.Log.Info("webhook: identical delivery within 10 minutes ignored", "platform_site_id", platformID)
-			writeJSON(w, http.StatusOK, ok)
+			oauth.WriteJSON(w, http.StatusOK, ok)
 			return
 		}
 		if platformID == "" {
 			s.Log.Info("webhook: publish without a siteId ignored")
-			writeJSON(w, http.StatusOK, ok)
+			oauth.WriteJSON(w, http.StatusOK, ok)
 			return
 		}
 		site, err := s.Store.SiteByPlatformID(r.Context(), platformID)
 		if errors.Is(err, store.ErrNotFound) {
 			s.Log.Info("webhook: publish for an unknown site ignored", "platform_site_id", platformID)
-			writeJSON(w, http.StatusOK, ok)
+			oauth.WriteJSON(w, http.StatusOK, ok)
 			return
 		}
 		if err != nil {
-			s.serverError(w, r, "webhook site lookup", err)
+			s.error(w, r, err, "")
 			return
 		}
 		if err := s.Store.MarkPublished(r.Context(), site.ID, now); err != nil {
-			s.serverError(w, r, "webhook mark published", err)
+			s.error(w, r, err, "")
 			return
 		}
 		scan := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerWebhook, CreatedAt: now}
@@ -97,12 +98,12 @@ func (s *server) handlePlatformWebhook() http.Handler {
 		case errors.Is(err, store.ErrScanActive):
 			s.Log.Warn("webhook: SCAN_ALREADY_ACTIVE: the site already has a queued or running scan", "site", site.ID)
 		case err != nil:
-			s.serverError(w, r, "webhook enqueue scan", err)
+			s.error(w, r, err, "")
 			return
 		default:
 			s.Log.Info("webhook: publish; scan enqueued", "site", site.ID, "scan", scan.ID, "run_at", runAt.UTC().Format(time.RFC3339Nano))
 		}
-		writeJSON(w, http.StatusOK, ok)
+		oauth.WriteJSON(w, http.StatusOK, ok)
 	})
 }
 

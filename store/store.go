@@ -9,19 +9,7 @@ package store
 
 import (
 	"context"
-	"errors"
 	"time"
-)
-
-// Sentinel errors. Implementations wrap them with %w; callers test with errors.Is.
-var (
-	ErrNotFound = errors.New("not found")
-	ErrConflict = errors.New("conflict")
-	// ErrScanActive is SCAN_ALREADY_ACTIVE: the site already has a queued or running scan.
-	ErrScanActive = errors.New("SCAN_ALREADY_ACTIVE")
-	// ErrLeaseLost means the job is no longer this worker's: it was rescued and claimed again,
-	// or finished. The write was not made.
-	ErrLeaseLost = errors.New("job lease lost")
 )
 
 // Store is everything SitePulse keeps.
@@ -33,6 +21,8 @@ type Store interface {
 	OAuth
 	Reports
 	Webhooks
+	// Name is "memory" or "postgres", for the health check and the log.
+	Name() string
 	// Ping answers whether the store can serve requests.
 	Ping(ctx context.Context) error
 	// Close releases the store's resources.
