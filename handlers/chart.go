@@ -96,7 +96,7 @@ func trendSVG(points []trendPoint) template.HTML {
 		for i, p := range points {
 			if v := analysis.ScanScoreOf(p.Scores, s.Metric); v != nil {
 				fmt.Fprintf(&b, `<circle class="dot %s" cx="%s" cy="%s" r="3"><title>%s</title></circle>`, s.Class, num(x(i)), num(y(*v)),
-					html.EscapeString(fmt.Sprintf("%s %d · %s", s.Label, *v, p.At.UTC().Format("2 Jan 2006 15:04"))))
+					html.EscapeString(fmt.Sprintf("%s %d · %s", s.Label, *v, formatTime(p.At))))
 			}
 		}
 	}

@@ -190,7 +190,7 @@ func TestClientReportPage(t *testing.T) {
 		"Overall health", `<span class="badge ni">77</span>`,
 		"Largest Contentful Paint", "Needs improvement", "Poor", "Good",
 		"/pricing", "What would help most", "saves about",
-		"this link expires 29 Nov 2026 12:00 UTC",
+		"this link expires <time datetime=\"2026-11-29T12:00:00Z\">29 Nov 2026, 12:00 UTC</time>",
 	} {
 		contains(t, body, want)
 	}

@@ -387,7 +387,7 @@ func TestConnectedApps(t *testing.T) {
 		t.Run("the settings page lists an approved app with its scope, approval time and a revoke button", func(t *testing.T) {
 			b := b.in(t)
 			_, body := b.get("/settings")
-			for _, want := range []string{"Connected apps", "Claude &lt;Desktop&gt;", "mcp:read", "1 Nov 2026 12:00 UTC", `action="` + revokePath + `"`, "Revoke access"} {
+			for _, want := range []string{"Connected apps", "Claude &lt;Desktop&gt;", "mcp:read", "1 Nov 2026, 12:00 UTC", `action="` + revokePath + `"`, "Revoke access"} {
 				contains(t, body, want)
 			}
 		})

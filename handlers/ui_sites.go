@@ -378,6 +378,8 @@ type sitePageData struct {
 	Violations  []analysis.Violation
 	HasBudgets  bool
 	InFlight    *store.Scan
+	Troubled    *store.Scan  // the newest scan, when some of its audits failed
+	Errors      []errorGroup // those failures, identical errors told once
 	CI          ciSnippet
 	ScanActive  bool // "Scan now" was refused: SCAN_ALREADY_ACTIVE
 }
@@ -402,6 +404,16 @@ func (s *server) handleSite() http.Handler {
 			return
 		}
 		d.History = history
+		if len(history) > 0 {
+			errs, err := s.Store.PageErrors(ctx, uid, history[0].ID)
+			if err != nil {
+				s.error(w, r, err, "")
+				return
+			}
+			if len(errs) > 0 {
+				d.Troubled, d.Errors = &history[0], groupAuditErrors(errs)
+			}
+		}
 		for i := range history {
 			if history[i].Status == store.StatusQueued || history[i].Status == store.StatusRunning {
 				d.InFlight = &history[i]

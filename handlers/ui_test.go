@@ -582,7 +582,7 @@ func testScanEvents(t *testing.T, f *uiFixture) {
 					t.Fatal(err)
 				}
 			case e.Status == store.StatusRunning:
-				if e.PagesTotal != 4 {
+				if e.PagesTotal != 4 || e.PagesFailed != 0 || e.Progress != "0 of 4 audits done" {
 					t.Errorf("running event %+v", e)
 				}
 				// The stream may have sent a second running event before this one was read;
@@ -616,7 +616,7 @@ func testScanEvents(t *testing.T, f *uiFixture) {
 			t.Fatal(err)
 		}
 		_, body := f.a.get("/sites/" + f.site + "/scans/" + scan.ID)
-		contains(t, body, "Waiting for the next try at <span data-wait-at>"+runAt.UTC().Format("2 Jan 2006, 15:04")+"</span> UTC")
+		contains(t, body, "Waiting for the next try at <span data-wait-at><time datetime=\""+runAt.UTC().Format(time.RFC3339)+"\">"+runAt.UTC().Format("2 Jan 2006, 15:04")+" UTC</time></span>")
 		contains(t, body, "PSI answered 503 &lt;three&gt; times")
 		_, body = f.b.get("/sites/" + f.site + "/scans/" + scan.ID)
 		if strings.Contains(body, "PSI answered") {
@@ -682,7 +682,7 @@ func TestTrendSVG(t *testing.T) {
 		{name: "one scan is a dot per category in the middle", points: []trendPoint{{day(1), full(50)}},
 			want: []string{`cx="334"`, `d="M334 101"`, ">1 Nov<"}, circles: 4, paths: 4},
 		{name: "scores map 100 to the top and 0 to the bottom", points: []trendPoint{{day(1), full(100)}, {day(2), full(0)}},
-			want: []string{`d="M40 10 L628 192"`, ">1 Nov<", ">2 Nov<", "Performance 100 · 1 Nov 2026 09:00"}, circles: 8, paths: 4},
+			want: []string{`d="M40 10 L628 192"`, ">1 Nov<", ">2 Nov<", "Performance 100 · 1 Nov 2026, 09:00 UTC"}, circles: 8, paths: 4},
 		{name: "a missing score breaks its line", points: []trendPoint{{day(1), full(10)}, {day(2), store.ScanScores{SEO: p(90), Accessibility: p(80), BestPractices: p(70)}}, {day(3), full(30)}},
 			want: []string{`d="M40 173.8 M628 137.4"`}, circles: 11, paths: 4},
 		{name: "a category with no score at all has no line", points: []trendPoint{{day(1), store.ScanScores{SEO: p(1)}}, {day(2), store.ScanScores{SEO: p(2)}}},
@@ -750,13 +750,30 @@ func testScanPageFailedWithPageErrors(t *testing.T, f *uiFixture) {
 			t.Fatal(err)
 		}
 	}
-	must(st.StartScan(ctx, job.Lease(), 2, f.ts.now))
-	must(st.SavePageError(ctx, job.Lease(), store.PageError{ScanID: scan.ID, PagePath: "/", PageURL: "https://demo.sitepulse.test/", Strategy: "mobile", Error: "Lighthouse error NO_FCP <b>"}))
-	must(st.FailScan(ctx, job.Lease(), "no page could be audited", f.ts.now))
+	must(st.StartScan(ctx, job.Lease(), 4, f.ts.now))
+	dns := "PSI request failed: dial tcp: lookup www.googleapis.com: no such host (gave up after 3 attempts)"
+	for _, e := range []store.PageError{
+		{ScanID: scan.ID, PagePath: "/", PageURL: "https://demo.sitepulse.test/", Strategy: "mobile", Error: "Lighthouse error NO_FCP <b>"},
+		{ScanID: scan.ID, PagePath: "/", PageURL: "https://demo.sitepulse.test/", Strategy: "desktop", Error: dns},
+		{ScanID: scan.ID, PagePath: "/about", PageURL: "https://demo.sitepulse.test/about", Strategy: "mobile", Error: dns},
+	} {
+		must(st.SavePageError(ctx, job.Lease(), e))
+	}
+	r := fixtureResults(t, "about.desktop")[0]
+	r.PagePath = "/about"
+	must(st.SavePageResult(ctx, job.Lease(), r))
 
+	_, body := f.a.get("/sites/" + f.site + "/scans/" + scan.ID)
+	contains(t, body, "1 done, 3 failed of 4 audits")
+	contains(t, body, `<rect class="bar-done" width="1" height="1"></rect><rect class="bar-failed" x="1" width="3" height="1"></rect>`)
+
+	must(st.FailScan(ctx, job.Lease(), "no page could be audited", f.ts.now))
 	resp, body := f.a.get("/sites/" + f.site + "/scans/" + scan.ID)
 	wantStatus(t, resp, http.StatusOK)
-	for _, w := range []string{"This scan failed", "no page could be audited", "Pages that could not be audited", "NO_FCP &lt;b&gt;", "by a publish"} {
+	for _, w := range []string{"This scan failed", "no page could be audited", "Audits that failed",
+		"2 audits could not reach PageSpeed Insights (DNS lookup failed): check the network or PAGESPEED_API_URL.",
+		"1 audit failed: the error is below.", "<details><summary>Error and pages</summary>", "NO_FCP &lt;b&gt;",
+		`<span class="mono">/</span> desktop, <span class="mono">/about</span> mobile`, "by a publish"} {
 		contains(t, body, w)
 	}
 	if strings.Contains(body, "scan.js") {
@@ -764,4 +781,6 @@ func testScanPageFailedWithPageErrors(t *testing.T, f *uiFixture) {
 	}
 	_, body = f.a.get("/sites/" + f.site)
 	contains(t, body, "failed")
+	contains(t, body, "2 audits could not reach PageSpeed Insights (DNS lookup failed)")
+	contains(t, body, `href="/sites/`+f.site+`/scans/`+scan.ID+`#errors"`)
 }
