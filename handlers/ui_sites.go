@@ -322,9 +322,11 @@ type strategyView struct {
 	Pages    int
 }
 
-// vitalView is a site-level vital: the worst page's value for the strategy.
+// vitalView is a site-level vital: the worst page's value for the strategy. Field marks a
+// CrUX field value (INP) among the lab measurements.
 type vitalView struct {
 	Metric, Label string
+	Field         bool
 	Value         *float64
 	PagePath      string
 }
@@ -340,7 +342,7 @@ func strategySummary(results []store.PageResult, strategy string) strategyView {
 	}
 	sv := strategyView{Strategy: strategy, Scores: analysis.ScanScores(mine), Pages: len(mine)}
 	for _, m := range analysis.BudgetVitals() {
-		vv := vitalView{Metric: m.Name, Label: m.Label}
+		vv := vitalView{Metric: m.Name, Label: m.Label, Field: m.Field}
 		for _, r := range mine {
 			x := analysis.VitalOf(r.CoreWebVitals, m.Name)
 			if x != nil && (vv.Value == nil || *x > *vv.Value) {

@@ -110,7 +110,10 @@ func testUIPages(t *testing.T, f *uiFixture) {
 		{"the scan page lists every page and strategy", "/sites/" + f.site + "/scans/" + f.scan,
 			[]string{"/pricing", "desktop", "mobile", "Export CSV", "page?path=%2fpricing&amp;strategy=mobile"}},
 		{"the drill-down shows opportunities, LCP element, shifts, third parties, accessibility", pageOf,
-			[]string{"Opportunities", "Largest Contentful Paint element", "Layout shifts", "Third-party scripts", "Accessibility issues", "See desktop"}},
+			[]string{"Opportunities", "Largest Contentful Paint element", "Layout shifts", "Third-party scripts", "Accessibility issues", "See desktop",
+				"Lab metrics", "Field data"}},
+		{"the site page labels INP, a CrUX value, as field data", "/sites/" + f.site,
+			[]string{`<span class="v-name">INP <abbr class="v-src" title="field data: real users, Chrome UX Report">field</abbr></span>`, "INP is field data"}},
 		{"the budgets page lists every metric and the demo's alert rule", "/sites/" + f.site + "/budgets",
 			[]string{`name="budget_performance"`, `name="budget_cls"`, "Alert rules", "TBT", "Add a rule"}},
 		{"the edit form is filled in", "/sites/" + f.site + "/edit", []string{`value="Demo Site"`, `value="demo-site"`, "Delete this site"}},
@@ -125,6 +128,23 @@ func testUIPages(t *testing.T, f *uiFixture) {
 			}
 		})
 	}
+}
+
+func TestNotFoundNavigation(t *testing.T) { eachBackend(t, 0, testNotFoundNavigation) }
+
+func testNotFoundNavigation(t *testing.T, f *uiFixture) {
+	resp, body := f.a.get("/no-such-page")
+	wantStatus(t, resp, http.StatusNotFound)
+	for _, w := range []string{"There is no page at this address.", `<a href="/settings">Settings</a>`, `action="/logout"`} {
+		contains(t, body, w)
+	}
+	if strings.Contains(body, `href="/login"`) {
+		t.Error("a signed-in user's 404 page offers to log in")
+	}
+	anon := f.ts.browser(t)
+	resp, body = anon.get("/no-such-page")
+	wantStatus(t, resp, http.StatusNotFound)
+	contains(t, body, `href="/login"`)
 }
 
 // TestUIOwnerScoping walks every web UI route with user B's session on user A's ids: each
