@@ -187,10 +187,10 @@ func TestClientReportPage(t *testing.T) {
 		`<meta name="robots" content="noindex, nofollow">`,
 		"<h1>Acme &lt;speed&gt; review</h1>", // escaped
 		"Demo Site", "demo.sitepulse.test",
-		"Overall health", `<span class="badge ni">77</span>`,
+		"Health", `<span class="gauge big ni">77</span>`, `<ul class="report-gauges">`,
 		"Largest Contentful Paint", "Needs improvement", "Poor", "Good",
 		"/pricing", "What would help most", "saves about",
-		"this link expires <time datetime=\"2026-11-29T12:00:00Z\">29 Nov 2026, 12:00 UTC</time>",
+		"This report's link works until <time datetime=\"2026-11-29T12:00:00Z\">29 Nov 2026, 12:00 UTC</time>.",
 	} {
 		contains(t, body, want)
 	}
@@ -200,8 +200,9 @@ func TestClientReportPage(t *testing.T) {
 	resp, body = get(forever)
 	wantStatus(t, resp, 200)
 	contains(t, body, "Demo Site Performance Report")
-	if strings.Contains(body, "this link expires") {
-		t.Error("a report with expiresInDays 0 says it expires")
+	contains(t, body, "This report's link does not expire.")
+	if n := strings.Count(body, "Demo Site"); n != 2 { // the <title> and the <h1>
+		t.Errorf("the site name appears %d times, want it once on the page (and in the title)", n)
 	}
 
 	resp, _ = get("not-a-token")
