@@ -371,9 +371,8 @@ type sitePageData struct {
 	Site        store.Site
 	Latest      *store.Scan
 	Strategies  []strategyView
-	Chart       any // template.HTML of the trend chart
+	Charts      []trendChart // the trend's tabs
 	ChartScans  int
-	Legend      any
 	History     []store.Scan
 	Regressions []analysis.Regression
 	Previous    *store.Scan
@@ -394,7 +393,7 @@ func (s *server) handleSite() http.Handler {
 			return
 		}
 		ctx, uid := r.Context(), visitorFrom(r.Context()).User.ID
-		d := sitePageData{Site: site, Legend: trendSeries, ScanActive: r.URL.Query().Get("done") == "scan-active", CI: newCISnippet(s.BaseURL, site.ID)}
+		d := sitePageData{Site: site, ScanActive: r.URL.Query().Get("done") == "scan-active", CI: newCISnippet(s.BaseURL, site.ID)}
 		completed, err := s.Store.CompletedScans(ctx, uid, site.ID, 20)
 		if err != nil {
 			s.error(w, r, err, "")
@@ -422,33 +421,35 @@ func (s *server) handleSite() http.Handler {
 				break
 			}
 		}
+		// The trend's vitals, the summaries, regressions and budgets read only scores and
+		// vitals: PageMetrics skips decoding every audit of each scan (the load test's site page
+		// ran at a third of the speed with PageResults).
+		metrics := make([][]store.PageResult, len(completed))
+		for i, c := range completed {
+			if metrics[i], err = s.Store.PageMetrics(ctx, uid, c.ID); err != nil {
+				s.error(w, r, err, "")
+				return
+			}
+		}
 		points := make([]trendPoint, 0, len(completed))
 		for i := len(completed) - 1; i >= 0; i-- {
 			c := completed[i]
 			if c.CompletedAt != nil {
-				points = append(points, trendPoint{At: *c.CompletedAt, Scores: c.Scores})
+				p := trendPoint{At: *c.CompletedAt, Scores: c.Scores, Vitals: map[string]*float64{}}
+				for _, m := range trendVitals {
+					p.Vitals[m] = analysis.SiteVital(metrics[i], m)
+				}
+				points = append(points, p)
 			}
 		}
-		d.Chart, d.ChartScans = trendSVG(points), len(points)
+		d.Charts, d.ChartScans = trendCharts(points), len(points)
 		if len(completed) > 0 {
 			d.Latest = &completed[0]
-			// Summaries, regressions and budgets read only scores and vitals: PageMetrics skips
-			// decoding every audit of two scans on each view (the load test's site page ran at a
-			// third of the speed with PageResults).
-			latest, err := s.Store.PageMetrics(ctx, uid, d.Latest.ID)
-			if err != nil {
-				s.error(w, r, err, "")
-				return
-			}
+			latest := metrics[0]
 			d.Strategies = strategySummaries(latest)
 			if len(completed) > 1 {
 				d.Previous = &completed[1]
-				prev, err := s.Store.PageMetrics(ctx, uid, d.Previous.ID)
-				if err != nil {
-					s.error(w, r, err, "")
-					return
-				}
-				d.Regressions = analysis.Regressions(prev, latest)
+				d.Regressions = analysis.Regressions(metrics[1], latest)
 			}
 			budgets, err := s.Store.Budgets(ctx, uid, site.ID)
 			if err != nil {

@@ -112,6 +112,9 @@ func testUIPages(t *testing.T, f *uiFixture) {
 		{"the drill-down shows opportunities, LCP element, shifts, third parties, accessibility", pageOf,
 			[]string{"Opportunities", "Largest Contentful Paint element", "Layout shifts", "Third-party scripts", "Accessibility issues", "See desktop",
 				"Lab metrics", "Field data"}},
+		{"the site page's trend has tabs for scores, health, LCP, CLS and TBT", "/sites/" + f.site,
+			[]string{`id="trend-scores" checked`, `id="trend-health"`, `id="trend-lcp"`, `id="trend-cls"`, `id="trend-tbt"`,
+				"Largest Contentful Paint of the slowest page", `aria-label="Total Blocking Time of the last 2 completed scans`}},
 		{"the site page labels INP, a CrUX value, as field data", "/sites/" + f.site,
 			[]string{`<span class="v-name">INP <abbr class="v-src" title="field data: real users, Chrome UX Report">field</abbr></span>`, "INP is field data"}},
 		{"the budgets page lists every metric and the demo's alert rule", "/sites/" + f.site + "/budgets",
@@ -699,18 +702,18 @@ func TestTrendSVG(t *testing.T) {
 		paths   int
 	}{
 		{name: "no scans draw nothing", points: nil},
-		{name: "one scan is a dot per category in the middle", points: []trendPoint{{day(1), full(50)}},
+		{name: "one scan is a dot per category in the middle", points: []trendPoint{{At: day(1), Scores: full(50)}},
 			want: []string{`cx="334"`, `d="M334 101"`, ">1 Nov<"}, circles: 4, paths: 4},
-		{name: "scores map 100 to the top and 0 to the bottom", points: []trendPoint{{day(1), full(100)}, {day(2), full(0)}},
+		{name: "scores map 100 to the top and 0 to the bottom", points: []trendPoint{{At: day(1), Scores: full(100)}, {At: day(2), Scores: full(0)}},
 			want: []string{`d="M40 10 L628 192"`, ">1 Nov<", ">2 Nov<", "Performance 100 · 1 Nov 2026, 09:00 UTC"}, circles: 8, paths: 4},
-		{name: "a missing score breaks its line", points: []trendPoint{{day(1), full(10)}, {day(2), store.ScanScores{SEO: p(90), Accessibility: p(80), BestPractices: p(70)}}, {day(3), full(30)}},
+		{name: "a missing score breaks its line", points: []trendPoint{{At: day(1), Scores: full(10)}, {At: day(2), Scores: store.ScanScores{SEO: p(90), Accessibility: p(80), BestPractices: p(70)}}, {At: day(3), Scores: full(30)}},
 			want: []string{`d="M40 173.8 M628 137.4"`}, circles: 11, paths: 4},
-		{name: "a category with no score at all has no line", points: []trendPoint{{day(1), store.ScanScores{SEO: p(1)}}, {day(2), store.ScanScores{SEO: p(2)}}},
+		{name: "a category with no score at all has no line", points: []trendPoint{{At: day(1), Scores: store.ScanScores{SEO: p(1)}}, {At: day(2), Scores: store.ScanScores{SEO: p(2)}}},
 			notWant: []string{"s-perf", "s-a11y"}, circles: 2, paths: 1},
 		{name: "twenty scans label the first, middle and last", points: func() []trendPoint {
 			var ps []trendPoint
 			for i := 1; i <= 20; i++ {
-				ps = append(ps, trendPoint{day(i), full(i * 5)})
+				ps = append(ps, trendPoint{At: day(i), Scores: full(i * 5)})
 			}
 			return ps
 		}(), want: []string{">1 Nov<", ">11 Nov<", ">20 Nov<", "last 20 completed scans"}, circles: 80, paths: 4},

@@ -220,6 +220,16 @@ func actual(scan store.ScanScores, results []store.PageResult, metric, strategy 
 	return v, path, strat, ok
 }
 
+// SiteVital is a scan's value of a vital as a budget for both strategies reads it: the worst
+// page, on mobile results when the scan has any; nil when no page has it.
+func SiteVital(results []store.PageResult, metric string) *float64 {
+	v, _, _, ok := actual(store.ScanScores{}, results, metric, store.StrategyBoth)
+	if !ok {
+		return nil
+	}
+	return &v
+}
+
 // CheckBudgets evaluates a scan against a site's budgets (by metric, with each metric's default
 // operator and the budget's strategy) and its alert rules (explicit operators, both strategies).
 // A metric the scan has no value for (INP without field data, say) cannot be checked and is not
