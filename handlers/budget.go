@@ -24,7 +24,7 @@ type budgetCheckResponse struct {
 }
 
 // handleBudgetCheck checks the latest completed scan of a site against its budgets and alert
-// rules (interface "POST /api/external/budget-check", DESIGN §6.2). It keeps no state. It takes
+// rules (interface "POST /api/external/budget-check"). It keeps no state. It takes
 // API keys only, like requireBearer(apiKeyOnly), but authenticates itself so that the key and
 // everything the check reads come back from one store call (store.BudgetInputsByKey);
 // the check is then the shared analysis.CheckBudgets. A failed check is still 200.

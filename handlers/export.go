@@ -14,7 +14,7 @@ import (
 )
 
 // exportDeadline is how long one export may take to write; it replaces the server's
-// WriteTimeout for this response, since a large scan takes longer to stream (SECURITY §7).
+// WriteTimeout for this response, since a large scan takes longer to stream.
 const exportDeadline = 10 * time.Minute
 
 // csvHeader is the export's header row, in the interface's order.
@@ -36,7 +36,7 @@ func (s *server) requireSession(next http.Handler) http.Handler {
 }
 
 // handleExport streams one scan of a site as CSV or JSON (interface "GET
-// /api/sites/{siteId}/export", DESIGN §6.7, §6.14). Rows go out as the store yields them, so a
+// /api/sites/{siteId}/export"). Rows go out as the store yields them, so a
 // scan of thousands of pages never sits in memory.
 //
 // The status and headers are sent with the first row. An error before that is a clean JSON
@@ -111,7 +111,7 @@ func (s *server) handleExport() http.Handler {
 	})
 }
 
-// exportFilename is DESIGN §6.7's name without extension: the site name lower-cased, every run
+// exportFilename is the export's file name without extension: the site name lower-cased, every run
 // of other than a-z0-9 replaced by "-", trimmed, then "-scan-" and the scan id's first 8
 // characters. A name with nothing left becomes "site".
 func exportFilename(siteName, scanID string) string {
@@ -203,8 +203,8 @@ func (e *exportWriter) finish() error {
 	return e.buf.Flush()
 }
 
-// writeCSVRow writes one RFC 4180 row. Every cell passes the CSV injection guard (DESIGN
-// §6.14); the cell at index quoted is always quoted (the interface's "quoted text"), others
+// writeCSVRow writes one RFC 4180 row. Every cell passes the CSV injection guard (a
+// spreadsheet must not run a cell as a formula); the cell at index quoted is always quoted (the interface's "quoted text"), others
 // only when they must be.
 func writeCSVRow(w *bufio.Writer, cells []string, quoted int) error {
 	for i, c := range cells {

@@ -12,7 +12,7 @@ import (
 	"sitepulse/store"
 )
 
-// The MCP endpoint's HTTP side (DESIGN §6.12, §6.16; SECURITY §1 "MCP resource server"): origin
+// The MCP endpoint's HTTP side (an OAuth protected resource): origin
 // check, bearer authentication, body cap and the transport's statuses. The protocol and the tools
 // are package mcp's.
 

@@ -11,7 +11,7 @@ import (
 	"sitepulse/store"
 )
 
-// The public client report (DESIGN §6.8): GET /report/{token}, made by the MCP tool
+// The public client report: GET /report/{token}, made by the MCP tool
 // generate_client_report. The token is the credential: no login, only its hash is stored; an
 // expired or revoked report answers 410. The page is kept out of search engines and caches, and
 // its address is never sent on as a referrer.

@@ -10,7 +10,7 @@ import (
 	"strings"
 )
 
-// maxBody caps every request body (DESIGN §8).
+// maxBody caps every request body.
 const maxBody = 1 << 20
 
 // writeError writes the REST error shape {error: message}.

@@ -53,7 +53,7 @@ type server struct {
 	loginIP      *limiter
 	loginAccount *limiter
 	signupIP     *limiter
-	registerIP   *limiter // dynamic client registration (DESIGN §6.15)
+	registerIP   *limiter // dynamic client registration
 	revokeIP     *limiter // token revocation (RFC 7009 §5)
 }
 

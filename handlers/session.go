@@ -12,7 +12,7 @@ import (
 	"sitepulse/store"
 )
 
-// sessionTTL is the absolute lifetime of a session (DESIGN §6.10).
+// sessionTTL is the absolute lifetime of a session.
 const sessionTTL = 30 * 24 * time.Hour
 
 // visitor is the signed-in user of a request and their session.

@@ -108,7 +108,7 @@ func (s *server) handleScan() http.Handler {
 	})
 }
 
-// scanEvent is the payload of a `status` event (DESIGN §6.11), plus, while the scan waits for
+// scanEvent is the payload of a `status` event, plus, while the scan waits for
 // its next attempt, why and until when.
 type scanEvent struct {
 	ScanID      string    `json:"scanId"`

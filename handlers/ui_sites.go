@@ -331,7 +331,7 @@ type vitalView struct {
 	PagePath      string
 }
 
-// strategySummary computes a strategy's scores (DESIGN §6.1 over that strategy's results) and
+// strategySummary computes a strategy's scores (over that strategy's results) and
 // the worst page value of each vital.
 func strategySummary(results []store.PageResult, strategy string) strategyView {
 	var mine []store.PageResult

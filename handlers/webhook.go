@@ -14,8 +14,8 @@ import (
 	"sitepulse/store"
 )
 
-// webhookReplayWindow is how long an identical signed body is acknowledged and ignored
-// (DESIGN §6.13): the signature has no timestamp, so this is the replay guard.
+// webhookReplayWindow is how long an identical signed body is acknowledged and ignored:
+// the signature has no timestamp, so this is the replay guard.
 const webhookReplayWindow = 10 * time.Minute
 
 // maxWebhookJitter delays each webhook scan by up to this much (interface "Limits").
@@ -26,7 +26,7 @@ func randomJitter() time.Duration {
 	return time.Duration(rand.Int64N(int64(maxWebhookJitter) + 1))
 }
 
-// handlePlatformWebhook is the inbound site_publish event (interface "Events", DESIGN §6.13):
+// handlePlatformWebhook is the inbound site_publish event (interface "Events"):
 // the raw body, read once under the 1 MiB cap, is verified before it is parsed; then the site
 // is looked up by its platform id and a scan of both strategies is enqueued with trigger
 // webhook, delayed by a 0-5 s jitter. Once the signature is valid the answer is always 200

@@ -101,7 +101,7 @@ func (s *Server) authenticateClient(ctx context.Context, form url.Values) (store
 // PKCE is mandatory, so only the holder of the verifier can redeem a code at all, and a replay
 // that passes every check is that client's own retry (a lost response, a double submit), not a
 // thief who got in first. Revoking would punish the legitimate client, and the real clients
-// SitePulse is tested with (shared/interop: oauth4webapi) replay a code and then expect their
+// SitePulse is tested with (oauth4webapi) replay a code and then expect their
 // refresh token to work. Refresh-token reuse, where rotation makes theft detectable, still
 // revokes the whole family (see refresh).
 func (s *Server) exchangeCode(ctx context.Context, form url.Values) (tokenResponse, error) {

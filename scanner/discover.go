@@ -29,7 +29,7 @@ func PageURL(site store.Site, path string) string {
 	return SiteOrigin(site.Domain) + path
 }
 
-// Discovery finds the pages of a site to audit (DESIGN §4).
+// Discovery finds the pages of a site to audit.
 type Discovery struct {
 	Client   *http.Client // fetches sitemaps; nil means one with a 15 s timeout
 	MaxPages int          // MAX_PAGES_PER_SCAN; 0 means 50

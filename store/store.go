@@ -119,7 +119,7 @@ type Scans interface {
 	PageMetrics(ctx context.Context, userID, scanID string) ([]PageResult, error)
 }
 
-// Queue is the job queue and the scan life cycle it drives (DESIGN §4). Its methods serve the
+// Queue is the job queue and the scan life cycle it drives. Its methods serve the
 // system. Every write made under a Lease answers ErrLeaseLost, and changes nothing, once the job
 // is no longer running under that attempt.
 type Queue interface {
