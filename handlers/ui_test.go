@@ -633,7 +633,7 @@ func testScanEvents(t *testing.T, f *uiFixture) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		const reason = "PSI unavailable until 2026-11-23T12:30:38Z: PSI answered 503 <three> times"
+		const reason = "PSI unavailable until 23 Nov 2026, 12:30 UTC: PSI answered 503 <three> times"
 		runAt := f.ts.now.Add(30 * time.Minute).Truncate(time.Minute)
 		if err := st.RetryJob(ctx, job.Lease(), runAt, reason); err != nil {
 			t.Fatal(err)
