@@ -19,6 +19,7 @@ import (
 	"sitepulse/mcp"
 	"sitepulse/oauth"
 	"sitepulse/scanner"
+	"sitepulse/scanner/platform"
 	"sitepulse/store"
 )
 
@@ -59,7 +60,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		}
 	}
 
-	pool := newPool(ctx, cfg, st, newAuditor(cfg, log), log)
+	connector, err := platformConnector(cfg, st, log)
+	if err != nil {
+		return err
+	}
+	pool := newPool(ctx, cfg, st, newAuditor(cfg, log), connector, log)
 	pool.Start()
 	// Deferred after the store's Close, so it runs before it: HTTP server, scanner, store.
 	defer func() {
@@ -77,6 +82,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	handler, err := handlers.NewHandler(handlers.Deps{
 		Store: st, Log: log, BaseURL: cfg.BaseURL,
 		OAuth: authServer, MCP: mcpServer, PlatformSecret: webhookSecret,
+		Platform: connector, PlatformClientID: cfg.PlatformID, PlatformAuthorizeURL: cfg.PlatformAuthURL,
 	})
 	if err != nil {
 		return err
@@ -119,6 +125,38 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	return nil
 }
 
+// platformConnector connects sites from the platform when PLATFORM_CLIENT_ID is set; nil turns
+// it off. Tokens are sealed with PLATFORM_TOKEN_KEY; without it the in-memory store (which
+// forgets everything at exit anyway) gets a random key, and Postgres refuses to start.
+func platformConnector(cfg config, st store.Store, log *slog.Logger) (*platform.Connector, error) {
+	if cfg.PlatformID == "" {
+		log.Info("PLATFORM_CLIENT_ID not set: connecting sites from the platform is off")
+		return nil, nil
+	}
+	var keys *platform.Keys
+	switch {
+	case cfg.PlatformKey != "":
+		k, err := platform.ParseKeys(cfg.PlatformKey)
+		if err != nil {
+			return nil, err
+		}
+		keys = k
+	case st.Name() == "memory":
+		keys = platform.RandomKeys()
+		log.Info("PLATFORM_TOKEN_KEY not set: platform tokens are sealed with a random key for this process")
+	default:
+		return nil, errors.New("PLATFORM_CLIENT_ID is set without PLATFORM_TOKEN_KEY: platform tokens must be sealed at rest (make a key with: openssl rand -base64 32)")
+	}
+	return &platform.Connector{
+		Store:      st,
+		Client:     platform.NewClient(platform.ClientConfig{APIURL: cfg.PlatformAPIURL, ClientID: cfg.PlatformID, ClientSecret: cfg.PlatformSecret}),
+		Keys:       keys,
+		WebhookURL: cfg.BaseURL + "/api/webhooks/platform",
+		Log:        log,
+		Now:        time.Now,
+	}, nil
+}
+
 // newAuditor is the configured audit backend: PageSpeed Insights (rate-limited, with a daily
 // counter and a circuit breaker) or a local Lighthouse.
 func newAuditor(cfg config, log *slog.Logger) scanner.Auditor {
@@ -139,7 +177,7 @@ func newAuditor(cfg config, log *slog.Logger) scanner.Auditor {
 
 // newPool is the scan worker pool with its regression digest. A store that can announce new
 // jobs (Postgres LISTEN/NOTIFY) wakes the dispatcher at once; it polls either way.
-func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Auditor, log *slog.Logger) *scanner.Pool {
+func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Auditor, connector *platform.Connector, log *slog.Logger) *scanner.Pool {
 	var wake <-chan struct{}
 	if w, ok := st.(store.JobWaker); ok {
 		ch, err := w.WakeOnJobs(ctx, func(err error) { log.Warn("job notifications", "err", err) })
@@ -149,8 +187,12 @@ func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Au
 			wake = ch
 		}
 	}
+	var refresher scanner.PageRefresher
+	if connector != nil { // a nil *Connector in the interface would not be nil
+		refresher = connector
+	}
 	return scanner.NewPool(scanner.PoolConfig{
-		Store: st, Auditor: auditor, Log: log, Workers: cfg.ScanWorkers, Wake: wake,
+		Store: st, Auditor: auditor, Log: log, Workers: cfg.ScanWorkers, Wake: wake, Platform: refresher,
 		Lease:     time.Duration(cfg.ScanLease) * time.Second,
 		Discovery: scanner.Discovery{MaxPages: cfg.MaxPagesPerScan},
 		Digest: &scanner.Digest{Store: st, SMTPAddr: cfg.SMTPAddr, From: cfg.SMTPFrom, Username: cfg.SMTPUsername,

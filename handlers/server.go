@@ -13,6 +13,7 @@ import (
 
 	"sitepulse/mcp"
 	"sitepulse/oauth"
+	"sitepulse/scanner/platform"
 	"sitepulse/store"
 )
 
@@ -38,6 +39,12 @@ type Deps struct {
 	// PlatformSecret is PLATFORM_CLIENT_SECRET, the HMAC key of the publish webhook; empty
 	// makes the webhook answer 503 rather than accept unsigned posts.
 	PlatformSecret string
+	// Platform connects sites from the platform; nil when PLATFORM_CLIENT_ID is not
+	// set, and the UI says connecting is off.
+	Platform *platform.Connector
+	// PlatformClientID and PlatformAuthorizeURL build the authorize redirect.
+	PlatformClientID     string
+	PlatformAuthorizeURL string
 	// WebhookJitter delays each webhook scan (0-5 s); nil picks one at random. Tests inject one.
 	WebhookJitter func() time.Duration
 }
