@@ -57,7 +57,7 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 	// Scan pipeline: the platform's publish webhook (interface "Events").
 	mux.Handle("POST /api/webhooks/platform", s.handlePlatformWebhook())
 
-	// Connecting sites from the platform (README "Connecting the platform"): the app install
+	// Connecting sites from the platform (README "Connect Webflow"): the app install
 	// (OAuth authorization code), the import page, disconnect.
 	mux.Handle("GET /platform/connect", s.requireUser(s.handlePlatformConnect()))
 	mux.Handle("GET /platform/callback", s.requireUser(s.handlePlatformCallback()))
