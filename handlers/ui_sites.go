@@ -422,14 +422,20 @@ func (s *server) handleSite() http.Handler {
 			}
 		}
 		// The trend's vitals, the summaries, regressions and budgets read only scores and
-		// vitals: PageMetrics skips decoding every audit of each scan (the load test's site page
-		// ran at a third of the speed with PageResults).
+		// vitals: PageMetricsOf skips decoding every audit (the load test's site page ran at a
+		// third of the speed with PageResults), for the last completed scans in one round trip.
+		ids := make([]string, len(completed))
+		for i, c := range completed {
+			ids[i] = c.ID
+		}
+		byScan, err := s.Store.PageMetricsOf(ctx, uid, ids)
+		if err != nil {
+			s.error(w, r, err, "")
+			return
+		}
 		metrics := make([][]store.PageResult, len(completed))
 		for i, c := range completed {
-			if metrics[i], err = s.Store.PageMetrics(ctx, uid, c.ID); err != nil {
-				s.error(w, r, err, "")
-				return
-			}
+			metrics[i] = byScan[c.ID]
 		}
 		points := make([]trendPoint, 0, len(completed))
 		for i := len(completed) - 1; i >= 0; i-- {

@@ -119,6 +119,10 @@ type Scans interface {
 	// Strategy, Scores and CoreWebVitals filled: what regressions and the worst page need,
 	// without reading every audit of a large scan.
 	PageMetrics(ctx context.Context, userID, scanID string) ([]PageResult, error)
+	// PageMetricsOf is PageMetrics of several scans in one round trip, by scan id: a site's
+	// trend reads its last scans' vitals. A scan that is not the user's, does not exist or has no
+	// result has no entry.
+	PageMetricsOf(ctx context.Context, userID string, scanIDs []string) (map[string][]PageResult, error)
 }
 
 // Queue is the job queue and the scan life cycle it drives. Its methods serve the

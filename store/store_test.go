@@ -31,6 +31,7 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 	}{
 		{"users are unique by e-mail whatever its case", testUsers},
 		{"page metrics are the page results' scores and vitals, owner-scoped", testPageMetrics},
+		{"page metrics of several scans come in one call, owner-scoped", testPageMetricsOf},
 		{"page metrics carry every score and vital in its own field", testPageMetricsEveryValue},
 		{"sessions are found by hash until they expire", testSessions},
 		{"api keys are found by hash, record their use and stop working when revoked", testAPIKeys},
