@@ -62,13 +62,19 @@ func (p *Postgres) PageMetrics(ctx context.Context, userID, scanID string) ([]Pa
 	return out, nil
 }
 
-// pageMetricsOfSQL is pageMetricsSQL for several scans ($1, a uuid[]) of user $2.
+// pageMetricsOfSQL is pageMetricsSQL for several scans ($1, a uuid[]) of user $2. Each scan's
+// rows come from its own index scan in page order (the LATERAL runs once per scan), so nothing
+// sorts the rows of all scans together; with "scan_id = ANY" and one ORDER BY it measured slower
+// than one query per scan.
 const pageMetricsOfSQL = `SELECT r.scan_id, r.page_path, r.page_url, r.strategy,
 	ARRAY[r.m_performance, r.m_seo, r.m_accessibility, r.m_best_practices,
 	r.m_lcp, r.m_cls, r.m_inp, r.m_fcp, r.m_ttfb, r.m_tbt, r.m_speed_index, r.m_tti]
-	FROM page_results r JOIN scans c ON c.id = r.scan_id JOIN sites s ON s.id = c.site_id
-	WHERE r.scan_id = ANY($1::uuid[]) AND s.user_id = $2 AND r.result IS NOT NULL
-	ORDER BY r.scan_id, r.page_path, r.strategy`
+	FROM unnest($1::uuid[]) AS q(id)
+	JOIN scans c ON c.id = q.id JOIN sites s ON s.id = c.site_id AND s.user_id = $2
+	CROSS JOIN LATERAL (SELECT r.scan_id, r.page_path, r.page_url, r.strategy, r.m_performance, r.m_seo, r.m_accessibility,
+		r.m_best_practices, r.m_lcp, r.m_cls, r.m_inp, r.m_fcp, r.m_ttfb, r.m_tbt, r.m_speed_index, r.m_tti
+		FROM page_results r WHERE r.scan_id = q.id AND r.result IS NOT NULL
+		ORDER BY r.page_path, r.strategy) r`
 
 func (p *Postgres) PageMetricsOf(ctx context.Context, userID string, scanIDs []string) (map[string][]PageResult, error) {
 	out := map[string][]PageResult{}

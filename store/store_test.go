@@ -77,7 +77,7 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 
 var ctx = context.Background()
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
@@ -91,21 +91,21 @@ func wantErr(t *testing.T, err, want error) {
 	}
 }
 
-func newUser(t *testing.T, s store.Store, email string) store.User {
+func newUser(t testing.TB, s store.Store, email string) store.User {
 	t.Helper()
 	u := store.User{ID: store.NewID(), Email: email, PasswordHash: "x", NotifyRegressions: true, CreatedAt: t0}
 	must(t, s.CreateUser(ctx, u))
 	return u
 }
 
-func newSite(t *testing.T, s store.Store, u store.User, name string) store.Site {
+func newSite(t testing.TB, s store.Store, u store.User, name string) store.Site {
 	t.Helper()
 	site := store.Site{ID: store.NewID(), UserID: u.ID, Name: name, Domain: name + ".test", Pages: []string{"/"}, CreatedAt: t0}
 	must(t, s.CreateSite(ctx, site))
 	return site
 }
 
-func enqueue(t *testing.T, s store.Store, site store.Site, at time.Time) store.Scan {
+func enqueue(t testing.TB, s store.Store, site store.Site, at time.Time) store.Scan {
 	t.Helper()
 	sc := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: at}
 	must(t, s.EnqueueScan(ctx, sc, store.QueueScan, at))
