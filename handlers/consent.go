@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strconv"
 
+	"sitepulse/mcp"
 	"sitepulse/oauth"
 	"sitepulse/store"
 )
@@ -97,12 +98,13 @@ func (s *server) throttleOAuth(l *limiter, next http.Handler) http.Handler {
 }
 
 // handleMCPDocs is the page the OAuth metadata names as service and resource documentation:
-// how to connect an MCP client.
+// how to connect an MCP client, and what its tools answer.
 func (s *server) handleMCPDocs() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.render(w, r, http.StatusOK, "docs_mcp", page{Title: "Connect an AI assistant (MCP)", Data: struct {
 			BaseURL, MCPURL, ResourceMetadata string
 			Scope                             string
-		}{s.BaseURL, s.BaseURL + oauth.MCPPath, s.BaseURL + "/.well-known/oauth-protected-resource", oauth.Scope}})
+			Tools                             []mcp.ToolDoc
+		}{s.BaseURL, s.BaseURL + oauth.MCPPath, s.BaseURL + "/.well-known/oauth-protected-resource", oauth.Scope, mcp.ToolDocs()}})
 	})
 }

@@ -58,7 +58,10 @@ func (s *server) unrouted(w http.ResponseWriter, r *http.Request, h http.Handler
 		writeError(w, status, msg)
 		return
 	}
-	s.renderError(w, r, status, map[int]string{404: "There is no page at this address.", 405: "This page does not accept that method."}[status])
+	// The page shows the navigation of whoever asked: a signed-in user keeps theirs.
+	s.withVisitor(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.renderError(w, r, status, map[int]string{404: "There is no page at this address.", 405: "This page does not accept that method."}[status])
+	})).ServeHTTP(w, r)
 }
 
 // statusRecorder keeps the status a handler chose and drops its body.

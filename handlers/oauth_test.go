@@ -387,7 +387,7 @@ func TestConnectedApps(t *testing.T) {
 		t.Run("the settings page lists an approved app with its scope, approval time and a revoke button", func(t *testing.T) {
 			b := b.in(t)
 			_, body := b.get("/settings")
-			for _, want := range []string{"Connected apps", "Claude &lt;Desktop&gt;", "mcp:read", "1 Nov 2026 12:00 UTC", `action="` + revokePath + `"`, "Revoke access"} {
+			for _, want := range []string{"Connected apps", "Claude &lt;Desktop&gt;", "mcp:read", "1 Nov 2026, 12:00 UTC", `action="` + revokePath + `"`, "Revoke access"} {
 				contains(t, body, want)
 			}
 		})
@@ -489,6 +489,8 @@ func TestOAuthRoutes(t *testing.T) {
 		{"the resource metadata is served at the well-known address", "GET", "/.well-known/oauth-protected-resource", 200, `"resource":"http://sitepulse.test/api/mcp"`},
 		{"the resource metadata is also served path-suffixed", "GET", "/.well-known/oauth-protected-resource/api/mcp", 200, `"resource":"http://sitepulse.test/api/mcp"`},
 		{"the documentation page the metadata names exists", "GET", "/docs/mcp", 200, "http://sitepulse.test/api/mcp"},
+		{"the documentation page lists the nine tools with an example prompt", "GET", "/docs/mcp", 200, "<h2>The 9 tools</h2>"},
+		{"the documentation page names each tool", "GET", "/docs/mcp", 200, "<code>get_regression_report</code> · Regressions since the previous scan</dt><dd class=\"muted\">“Did the last publish make anything slower?”</dd>"},
 		{"a CORS preflight for the token endpoint is answered", "OPTIONS", "/api/oauth/token", 204, ""},
 		{"a CORS preflight for the metadata is answered", "OPTIONS", "/.well-known/oauth-authorization-server", 204, ""},
 		{"GET on the token endpoint is 405 in JSON", "GET", "/api/oauth/token", 405, `{"error":`},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -53,8 +54,27 @@ type scanPageData struct {
 	Replay   bool      // the site's audits are replayed from recorded runs (the demo)
 	Wait     *scanWait // why an unfinished scan waits for its next attempt; nil when it does not
 	Results  []store.PageResult
-	Errors   []store.PageError
+	Errors   []errorGroup // failed audits, identical errors told once
+	Progress progress
 	Scores   []strategyView
+}
+
+// progress is how far a scan is: audits done (with a result), failed, and in all.
+type progress struct {
+	Done, Failed, Total int
+}
+
+func newProgress(scan store.Scan, failed int) progress {
+	return progress{Done: scan.PagesDone - failed, Failed: failed, Total: scan.PagesTotal}
+}
+
+// Line says the counts: "4 done, 6 failed of 10 audits", or "4 of 10 audits done" with no
+// failure.
+func (p progress) Line() string {
+	if p.Failed == 0 {
+		return strconv.Itoa(p.Done) + " of " + strconv.Itoa(p.Total) + " audits done"
+	}
+	return strconv.Itoa(p.Done) + " done, " + strconv.Itoa(p.Failed) + " failed of " + strconv.Itoa(p.Total) + " audits"
 }
 
 func (s *server) handleScan() http.Handler {
@@ -72,10 +92,12 @@ func (s *server) handleScan() http.Handler {
 			s.error(w, r, err, "")
 			return
 		}
-		if d.Errors, err = s.Store.PageErrors(r.Context(), uid, scan.ID); err != nil {
+		errs, err := s.Store.PageErrors(r.Context(), uid, scan.ID)
+		if err != nil {
 			s.error(w, r, err, "")
 			return
 		}
+		d.Errors, d.Progress = groupAuditErrors(errs), newProgress(scan, len(errs))
 		if !d.Terminal {
 			if d.Wait, err = s.scanWait(r.Context(), uid, scan.ID); err != nil {
 				s.error(w, r, err, "")
@@ -90,11 +112,13 @@ func (s *server) handleScan() http.Handler {
 // scanEvent is the payload of a `status` event, plus, while the scan waits for
 // its next attempt, why and until when.
 type scanEvent struct {
-	ScanID     string    `json:"scanId"`
-	Status     string    `json:"status"`
-	PagesDone  int       `json:"pagesDone"`
-	PagesTotal int       `json:"pagesTotal"`
-	Waiting    *scanWait `json:"waiting,omitempty"`
+	ScanID      string    `json:"scanId"`
+	Status      string    `json:"status"`
+	PagesDone   int       `json:"pagesDone"` // with a result or an error
+	PagesFailed int       `json:"pagesFailed"`
+	PagesTotal  int       `json:"pagesTotal"`
+	Progress    string    `json:"progress"` // the counts in words (progress.Line)
+	Waiting     *scanWait `json:"waiting,omitempty"`
 }
 
 // scanWait is why an unfinished scan waits: its last attempt failed, PSI is paused (the
@@ -139,9 +163,13 @@ func (s *server) handleScanEvents() http.Handler {
 			_ = rc.SetWriteDeadline(time.Now().Add(interval + 30*time.Second))
 			ev := scanEvent{ScanID: scan.ID, Status: scan.Status, PagesDone: scan.PagesDone, PagesTotal: scan.PagesTotal}
 			if !terminal(scan.Status) {
-				var err error
-				if ev.Waiting, err = s.scanWait(r.Context(), uid, scan.ID); err != nil {
+				errs, err := s.Store.PageErrors(r.Context(), uid, scan.ID)
+				if err != nil {
 					return // the store failed; the script stops listening when the stream ends
+				}
+				ev.PagesFailed, ev.Progress = len(errs), newProgress(scan, len(errs)).Line()
+				if ev.Waiting, err = s.scanWait(r.Context(), uid, scan.ID); err != nil {
+					return
 				}
 			}
 			b, _ := json.Marshal(ev)

@@ -33,7 +33,7 @@ func testUISchedule(t *testing.T, f *uiFixture) {
 		t.Fatalf("site schedule %q next %v, want daily a day from now", site.Schedule, site.NextScanAt)
 	}
 	_, body = f.a.get("/sites/" + f.site)
-	contains(t, body, "Scanned daily and on publish · next scheduled scan 2 Nov 2026 12:00 UTC")
+	contains(t, body, `Scanned daily and on publish · next scheduled scan <time datetime="2026-11-02T12:00:00Z">2 Nov 2026, 12:00 UTC</time>`)
 	_, body = f.a.get("/sites/" + f.site + "/edit")
 	contains(t, body, `<option value="daily" selected>`)
 

@@ -337,9 +337,11 @@ type strategyView struct {
 	Pages    int
 }
 
-// vitalView is a site-level vital: the worst page's value for the strategy.
+// vitalView is a site-level vital: the worst page's value for the strategy. Field marks a
+// CrUX field value (INP) among the lab measurements.
 type vitalView struct {
 	Metric, Label string
+	Field         bool
 	Value         *float64
 	PagePath      string
 }
@@ -355,7 +357,7 @@ func strategySummary(results []store.PageResult, strategy string) strategyView {
 	}
 	sv := strategyView{Strategy: strategy, Scores: analysis.ScanScores(mine), Pages: len(mine)}
 	for _, m := range analysis.BudgetVitals() {
-		vv := vitalView{Metric: m.Name, Label: m.Label}
+		vv := vitalView{Metric: m.Name, Label: m.Label, Field: m.Field}
 		for _, r := range mine {
 			x := analysis.VitalOf(r.CoreWebVitals, m.Name)
 			if x != nil && (vv.Value == nil || *x > *vv.Value) {
@@ -384,15 +386,17 @@ type sitePageData struct {
 	Site        store.Site
 	Latest      *store.Scan
 	Strategies  []strategyView
-	Chart       any // template.HTML of the trend chart
+	Charts      []trendChart // the trend's tabs
 	ChartScans  int
-	Legend      any
 	History     []store.Scan
 	Regressions []analysis.Regression
 	Previous    *store.Scan
 	Violations  []analysis.Violation
 	HasBudgets  bool
 	InFlight    *store.Scan
+	Troubled    *store.Scan  // the newest scan, when some of its audits failed
+	Errors      []errorGroup // those failures, identical errors told once
+	CI          ciSnippet
 	ScanActive  bool // "Scan now" was refused: SCAN_ALREADY_ACTIVE
 	Replay      bool // the site's audits are replayed from recorded runs (the demo)
 }
@@ -405,7 +409,8 @@ func (s *server) handleSite() http.Handler {
 			return
 		}
 		ctx, uid := r.Context(), visitorFrom(r.Context()).User.ID
-		d := sitePageData{Site: site, Legend: trendSeries, ScanActive: r.URL.Query().Get("done") == "scan-active", Replay: s.Replayed(site)}
+		d := sitePageData{Site: site, ScanActive: r.URL.Query().Get("done") == "scan-active", CI: newCISnippet(s.BaseURL, site.ID),
+			Replay: s.Replayed(site)}
 		completed, err := s.Store.CompletedScans(ctx, uid, site.ID, 20)
 		if err != nil {
 			s.error(w, r, err, "")
@@ -417,39 +422,57 @@ func (s *server) handleSite() http.Handler {
 			return
 		}
 		d.History = history
+		if len(history) > 0 {
+			errs, err := s.Store.PageErrors(ctx, uid, history[0].ID)
+			if err != nil {
+				s.error(w, r, err, "")
+				return
+			}
+			if len(errs) > 0 {
+				d.Troubled, d.Errors = &history[0], groupAuditErrors(errs)
+			}
+		}
 		for i := range history {
 			if history[i].Status == store.StatusQueued || history[i].Status == store.StatusRunning {
 				d.InFlight = &history[i]
 				break
 			}
 		}
+		// The trend's vitals, the summaries, regressions and budgets read only scores and
+		// vitals: PageMetricsOf skips decoding every audit (the load test's site page ran at a
+		// third of the speed with PageResults), for the last completed scans in one round trip.
+		ids := make([]string, len(completed))
+		for i, c := range completed {
+			ids[i] = c.ID
+		}
+		byScan, err := s.Store.PageMetricsOf(ctx, uid, ids)
+		if err != nil {
+			s.error(w, r, err, "")
+			return
+		}
+		metrics := make([][]store.PageResult, len(completed))
+		for i, c := range completed {
+			metrics[i] = byScan[c.ID]
+		}
 		points := make([]trendPoint, 0, len(completed))
 		for i := len(completed) - 1; i >= 0; i-- {
 			c := completed[i]
 			if c.CompletedAt != nil {
-				points = append(points, trendPoint{At: *c.CompletedAt, Scores: c.Scores})
+				p := trendPoint{At: *c.CompletedAt, Scores: c.Scores, Vitals: map[string]*float64{}}
+				for _, m := range trendVitals {
+					p.Vitals[m] = analysis.SiteVital(metrics[i], m)
+				}
+				points = append(points, p)
 			}
 		}
-		d.Chart, d.ChartScans = trendSVG(points), len(points)
+		d.Charts, d.ChartScans = trendCharts(points), len(points)
 		if len(completed) > 0 {
 			d.Latest = &completed[0]
-			// Summaries, regressions and budgets read only scores and vitals: PageMetrics skips
-			// decoding every audit of two scans on each view (the load test's site page ran at a
-			// third of the speed with PageResults).
-			latest, err := s.Store.PageMetrics(ctx, uid, d.Latest.ID)
-			if err != nil {
-				s.error(w, r, err, "")
-				return
-			}
+			latest := metrics[0]
 			d.Strategies = strategySummaries(latest)
 			if len(completed) > 1 {
 				d.Previous = &completed[1]
-				prev, err := s.Store.PageMetrics(ctx, uid, d.Previous.ID)
-				if err != nil {
-					s.error(w, r, err, "")
-					return
-				}
-				d.Regressions = analysis.Regressions(prev, latest)
+				d.Regressions = analysis.Regressions(metrics[1], latest)
 			}
 			budgets, err := s.Store.Budgets(ctx, uid, site.ID)
 			if err != nil {

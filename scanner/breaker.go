@@ -20,8 +20,9 @@ type UnavailableError struct {
 	Reason string
 }
 
+// Error is also the reason a snoozed scan's page shows, so its time reads as the web UI's do.
 func (e *UnavailableError) Error() string {
-	return fmt.Sprintf("PSI unavailable until %s: %s", e.Until.UTC().Format(time.RFC3339), e.Reason)
+	return fmt.Sprintf("PSI unavailable until %s: %s", e.Until.UTC().Format("2 Jan 2006, 15:04 UTC"), e.Reason)
 }
 
 func (e *UnavailableError) Unwrap() error { return ErrPSIUnavailable }

@@ -45,6 +45,13 @@ type Lighthouse struct {
 
 var _ Auditor = (*Lighthouse)(nil)
 
+// LighthouseHome is where the README's "Local Lighthouse" installs Lighthouse 13 and the Node
+// 22 it needs, under the user's home directory; the real-scan test looks there too.
+const LighthouseHome = ".sitepulse/lighthouse"
+
+// InstallLighthouse is the install command of the README's "Local Lighthouse".
+const InstallLighthouse = "npm install --prefix ~/" + LighthouseHome + " lighthouse@13 node@22"
+
 // DefaultChromeFlags are the Chrome flags used when none are configured.
 const DefaultChromeFlags = "--headless=new --disable-gpu --no-first-run"
 
@@ -84,13 +91,22 @@ const maxLHReport = 64 << 20
 
 // Audit runs Lighthouse once. A run is not retried: a page Chrome cannot load fails the same
 // way again, and the job's own retries cover a crashed run.
+//
+// A run waits for one of the process's Lighthouse slots first, so the pipeline's "page done ...
+// took" counts that wait too; the "lighthouse run" line says how long each part took.
 func (l *Lighthouse) Audit(ctx context.Context, pageURL, strategy string) (store.PageResult, error) {
+	asked := time.Now()
 	select {
 	case l.sem <- struct{}{}:
 	case <-ctx.Done():
 		return store.PageResult{}, fmt.Errorf("waiting for a Lighthouse slot: %w", context.Cause(ctx))
 	}
 	defer func() { <-l.sem }()
+	started := time.Now()
+	defer func() {
+		l.cfg.Log.Info("lighthouse run", "url", pageURL, "strategy", strategy,
+			"waited", started.Sub(asked).Round(time.Millisecond), "ran", time.Since(started).Round(time.Millisecond))
+	}()
 	runCtx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
 	defer cancel()
 	cmd := exec.CommandContext(runCtx, l.argv[0], append(l.argv[1:], l.Args(pageURL, strategy)...)...)
@@ -112,7 +128,7 @@ func (l *Lighthouse) Audit(ctx context.Context, pageURL, strategy string) (store
 	case errors.Is(runCtx.Err(), context.DeadlineExceeded):
 		return store.PageResult{}, fmt.Errorf("Lighthouse did not finish within %s", l.cfg.Timeout)
 	case errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist):
-		return store.PageResult{}, fmt.Errorf("LIGHTHOUSE_CMD %q not found: install Lighthouse (npm install -g lighthouse)", l.argv[0])
+		return store.PageResult{}, fmt.Errorf("LIGHTHOUSE_CMD %q not found: install Lighthouse 13 with Node 22 (%s) and set LIGHTHOUSE_CMD as the README's \"Local Lighthouse\" says", l.argv[0], InstallLighthouse)
 	case err != nil:
 		return store.PageResult{}, fmt.Errorf("Lighthouse failed (%v): %s", err, stderr.String())
 	case stdout.over:

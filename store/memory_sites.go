@@ -168,7 +168,7 @@ func (m *Memory) MarkPublished(ctx context.Context, siteID string, at time.Time)
 	return nil
 }
 
-func (m *Memory) Budgets(ctx context.Context, userID, siteID string) (map[string]float64, error) {
+func (m *Memory) Budgets(ctx context.Context, userID, siteID string) (map[string]Budget, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.ownedSite(userID, siteID); !ok {
@@ -178,23 +178,23 @@ func (m *Memory) Budgets(ctx context.Context, userID, siteID string) (map[string
 }
 
 // siteBudgets copies a site's budgets; the caller holds m.mu.
-func (m *Memory) siteBudgets(siteID string) map[string]float64 {
-	out := map[string]float64{}
+func (m *Memory) siteBudgets(siteID string) map[string]Budget {
+	out := map[string]Budget{}
 	for k, v := range m.budgets[siteID] {
 		out[k] = v
 	}
 	return out
 }
 
-func (m *Memory) SetBudgets(ctx context.Context, userID, siteID string, budgets map[string]float64) error {
+func (m *Memory) SetBudgets(ctx context.Context, userID, siteID string, budgets map[string]Budget) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.ownedSite(userID, siteID); !ok {
 		return notFound("site")
 	}
-	b := map[string]float64{}
+	b := map[string]Budget{}
 	for k, v := range budgets {
-		b[k] = v
+		b[k] = v.withDefault()
 	}
 	m.budgets[siteID] = b
 	return nil

@@ -104,27 +104,28 @@ func (p *Postgres) owns(ctx context.Context, q interface {
 	return pgErr("site", err)
 }
 
-func (p *Postgres) Budgets(ctx context.Context, userID, siteID string) (map[string]float64, error) {
+func (p *Postgres) Budgets(ctx context.Context, userID, siteID string) (map[string]Budget, error) {
 	if err := p.owns(ctx, p.db, userID, siteID); err != nil {
 		return nil, err
 	}
 	type budget struct {
-		metric    string
-		threshold float64
+		metric string
+		Budget
 	}
-	rows, err := queryAll(ctx, p.db, "budgets", func(r rowScanner) (b budget, err error) { return b, r.Scan(&b.metric, &b.threshold) },
-		`SELECT metric, threshold FROM budgets WHERE site_id = $1`, siteID)
+	rows, err := queryAll(ctx, p.db, "budgets", func(r rowScanner) (b budget, err error) {
+		return b, r.Scan(&b.metric, &b.Threshold, &b.Strategy)
+	}, `SELECT metric, threshold, strategy FROM budgets WHERE site_id = $1`, siteID)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]float64{}
+	out := map[string]Budget{}
 	for _, b := range rows {
-		out[b.metric] = b.threshold
+		out[b.metric] = b.Budget
 	}
 	return out, nil
 }
 
-func (p *Postgres) SetBudgets(ctx context.Context, userID, siteID string, budgets map[string]float64) error {
+func (p *Postgres) SetBudgets(ctx context.Context, userID, siteID string, budgets map[string]Budget) error {
 	return p.tx(ctx, func(tx *sql.Tx) error {
 		if err := p.owns(ctx, tx, userID, siteID); err != nil {
 			return err
@@ -132,8 +133,9 @@ func (p *Postgres) SetBudgets(ctx context.Context, userID, siteID string, budget
 		if _, err := tx.ExecContext(ctx, `DELETE FROM budgets WHERE site_id = $1`, siteID); err != nil {
 			return pgErr("set budgets", err)
 		}
-		for m, t := range budgets {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO budgets (site_id, metric, threshold) VALUES ($1, $2, $3)`, siteID, m, t); err != nil {
+		for m, b := range budgets {
+			b = b.withDefault()
+			if _, err := tx.ExecContext(ctx, `INSERT INTO budgets (site_id, metric, threshold, strategy) VALUES ($1, $2, $3, $4)`, siteID, m, b.Threshold, b.Strategy); err != nil {
 				return pgErr("set budgets", err)
 			}
 		}

@@ -71,10 +71,10 @@ type Sites interface {
 	// MarkPublished sets a site's lastPublished (system: the publish webhook).
 	MarkPublished(ctx context.Context, siteID string, at time.Time) error
 
-	// Budgets returns a site's metric -> threshold map.
-	Budgets(ctx context.Context, userID, siteID string) (map[string]float64, error)
-	// SetBudgets replaces a site's budgets.
-	SetBudgets(ctx context.Context, userID, siteID string, budgets map[string]float64) error
+	// Budgets returns a site's budgets by metric.
+	Budgets(ctx context.Context, userID, siteID string) (map[string]Budget, error)
+	// SetBudgets replaces a site's budgets; an empty strategy is stored as StrategyBoth.
+	SetBudgets(ctx context.Context, userID, siteID string, budgets map[string]Budget) error
 	AlertRules(ctx context.Context, userID, siteID string) ([]AlertRule, error)
 	AddAlertRule(ctx context.Context, userID string, r AlertRule) error
 	// UpdateAlertRule changes the metric, operator and threshold of rule r.ID of site r.SiteID,
@@ -120,6 +120,10 @@ type Scans interface {
 	// Strategy, Scores and CoreWebVitals filled: what regressions and the worst page need,
 	// without reading every audit of a large scan.
 	PageMetrics(ctx context.Context, userID, scanID string) ([]PageResult, error)
+	// PageMetricsOf is PageMetrics of several scans in one round trip, by scan id: a site's
+	// trend reads its last scans' vitals. A scan that is not the user's, does not exist or has no
+	// result has no entry.
+	PageMetricsOf(ctx context.Context, userID string, scanIDs []string) (map[string][]PageResult, error)
 }
 
 // Queue is the job queue and the scan life cycle it drives. Its methods serve the

@@ -31,6 +31,7 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 	}{
 		{"users are unique by e-mail whatever its case", testUsers},
 		{"page metrics are the page results' scores and vitals, owner-scoped", testPageMetrics},
+		{"page metrics of several scans come in one call, owner-scoped", testPageMetricsOf},
 		{"page metrics carry every score and vital in its own field", testPageMetricsEveryValue},
 		{"sessions are found by hash until they expire", testSessions},
 		{"api keys are found by hash, record their use and stop working when revoked", testAPIKeys},
@@ -82,7 +83,7 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 
 var ctx = context.Background()
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
@@ -96,21 +97,21 @@ func wantErr(t *testing.T, err, want error) {
 	}
 }
 
-func newUser(t *testing.T, s store.Store, email string) store.User {
+func newUser(t testing.TB, s store.Store, email string) store.User {
 	t.Helper()
 	u := store.User{ID: store.NewID(), Email: email, PasswordHash: "x", NotifyRegressions: true, CreatedAt: t0}
 	must(t, s.CreateUser(ctx, u))
 	return u
 }
 
-func newSite(t *testing.T, s store.Store, u store.User, name string) store.Site {
+func newSite(t testing.TB, s store.Store, u store.User, name string) store.Site {
 	t.Helper()
 	site := store.Site{ID: store.NewID(), UserID: u.ID, Name: name, Domain: name + ".test", Pages: []string{"/"}, CreatedAt: t0}
 	must(t, s.CreateSite(ctx, site))
 	return site
 }
 
-func enqueue(t *testing.T, s store.Store, site store.Site, at time.Time) store.Scan {
+func enqueue(t testing.TB, s store.Store, site store.Site, at time.Time) store.Scan {
 	t.Helper()
 	sc := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: at}
 	must(t, s.EnqueueScan(ctx, sc, store.QueueScan, at))
@@ -222,7 +223,7 @@ func testOwnerScoping(t *testing.T, s store.Store) {
 	a, b := newUser(t, s, "a@example.com"), newUser(t, s, "b@example.com")
 	site := newSite(t, s, a, "alpha")
 	sc := completedScan(t, s, site, t0, 80)
-	must(t, s.SetBudgets(ctx, a.ID, site.ID, map[string]float64{"performance": 90}))
+	must(t, s.SetBudgets(ctx, a.ID, site.ID, map[string]store.Budget{"performance": {Threshold: 90}}))
 	_, rhash := store.NewSecret("")
 	rep := store.Report{ID: store.NewID(), TokenHash: rhash, ScanID: sc.ID, UserID: a.ID, Title: "r", CreatedAt: t0}
 	must(t, s.CreateReport(ctx, rep))
@@ -272,7 +273,7 @@ func testOwnerScoping(t *testing.T, s store.Store) {
 		t.Errorf("b renamed a's site to %q", got.Name)
 	}
 	budgets, _ := s.Budgets(ctx, a.ID, site.ID)
-	if budgets["performance"] != 90 {
+	if budgets["performance"].Threshold != 90 {
 		t.Errorf("b changed a's budgets: %v", budgets)
 	}
 	for name, read := range reads {
@@ -338,11 +339,12 @@ func testBudgetsAndRules(t *testing.T, s store.Store) {
 	if len(b) != 0 {
 		t.Errorf("new site has budgets %v", b)
 	}
-	must(t, s.SetBudgets(ctx, a.ID, site.ID, map[string]float64{"performance": 90, "lcp": 2500}))
-	must(t, s.SetBudgets(ctx, a.ID, site.ID, map[string]float64{"cls": 0.1, "lcp": 3000}))
+	must(t, s.SetBudgets(ctx, a.ID, site.ID, map[string]store.Budget{"performance": {Threshold: 90}, "lcp": {Threshold: 2500}}))
+	must(t, s.SetBudgets(ctx, a.ID, site.ID, map[string]store.Budget{"cls": {Threshold: 0.1}, "lcp": {Threshold: 3000, Strategy: store.StrategyMobile}}))
 	b, _ = s.Budgets(ctx, a.ID, site.ID)
-	if len(b) != 2 || b["cls"] != 0.1 || b["lcp"] != 3000 {
-		t.Errorf("budgets = %v", b)
+	want := map[string]store.Budget{"cls": {Threshold: 0.1, Strategy: store.StrategyBoth}, "lcp": {Threshold: 3000, Strategy: store.StrategyMobile}}
+	if !reflect.DeepEqual(b, want) {
+		t.Errorf("budgets = %v, want %v (replaced, a missing strategy stored as both)", b, want)
 	}
 	r1 := store.AlertRule{ID: store.NewID(), SiteID: site.ID, Metric: "seo", Operator: store.OpMin, Threshold: 80, CreatedAt: t0}
 	r2 := store.AlertRule{ID: store.NewID(), SiteID: site.ID, Metric: "tbt", Operator: store.OpMax, Threshold: 300, CreatedAt: t0.Add(time.Second)}

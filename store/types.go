@@ -225,6 +225,22 @@ const (
 	OpMax = "max"
 )
 
+// Budget is a site's threshold for one metric and the strategy it applies to: StrategyMobile or
+// StrategyDesktop checks only that strategy's results, StrategyBoth (the default) the scan's
+// score for scores and the worst page, on mobile when the scan has mobile results, for vitals.
+type Budget struct {
+	Threshold float64 `json:"threshold"`
+	Strategy  string  `json:"strategy"`
+}
+
+// withDefault stores a budget without a strategy as applying to both.
+func (b Budget) withDefault() Budget {
+	if b.Strategy == "" {
+		b.Strategy = StrategyBoth
+	}
+	return b
+}
+
 // AlertRule is an explicit threshold a site's latest scan is checked against, like a budget.
 type AlertRule struct {
 	ID        string

@@ -95,7 +95,7 @@ func Seed(ctx context.Context, st store.Store, fx Fixtures, now time.Time, itera
 		return d, fmt.Errorf("demo site: %w", err)
 	}
 	d.SiteID = site.ID
-	if err := st.SetBudgets(ctx, u.ID, site.ID, map[string]float64{"performance": 80, "accessibility": 90, "lcp": 2500, "cls": 0.1}); err != nil {
+	if err := st.SetBudgets(ctx, u.ID, site.ID, map[string]store.Budget{"performance": {Threshold: 80}, "accessibility": {Threshold: 90}, "lcp": {Threshold: 2500, Strategy: store.StrategyMobile}, "cls": {Threshold: 0.1}}); err != nil {
 		return d, fmt.Errorf("demo budgets: %w", err)
 	}
 	if err := st.AddAlertRule(ctx, u.ID, store.AlertRule{ID: store.NewID(), SiteID: site.ID, Metric: "tbt", Operator: store.OpMax, Threshold: 600, CreatedAt: now}); err != nil {
