@@ -148,10 +148,14 @@ func seedDemo(ctx context.Context, st store.Store, cfg *config, stdout io.Writer
 // startScanner starts the worker pool on the configured audit backend. On Postgres the
 // dispatcher also wakes on LISTEN/NOTIFY; it polls either way.
 func startScanner(ctx context.Context, cfg config, st store.Store, storeName string, log *slog.Logger) *scanner.Pool {
+	guard := scanner.Guard{AllowPrivate: cfg.ScanAllowPrivate}
+	if guard.AllowPrivate {
+		log.Warn("SCAN_ALLOW_PRIVATE=true: scans may fetch loopback, private and link-local addresses; do not run a multi-tenant service this way")
+	}
 	var auditor scanner.Auditor
 	if cfg.AuditBackend == "lighthouse" {
 		auditor = scanner.NewLighthouse(scanner.LighthouseConfig{Command: cfg.LighthouseCmd, ChromePath: cfg.ChromePath,
-			ChromeFlags: cfg.ChromeFlags, Log: log})
+			ChromeFlags: cfg.ChromeFlags, Guard: guard, Log: log})
 	} else {
 		auditor = scanner.NewPSI(scanner.PSIConfig{Endpoint: cfg.PageSpeedURL, Key: cfg.PageSpeedKey,
 			Limiter: scanner.NewRateLimiter(cfg.PSIRateLimit, 100*time.Second),
@@ -172,7 +176,7 @@ func startScanner(ctx context.Context, cfg config, st store.Store, storeName str
 	pool := scanner.NewPool(scanner.PoolConfig{
 		Store: st, Auditor: auditor, Log: log, Workers: cfg.ScanWorkers, Wake: wake,
 		Lease:     time.Duration(cfg.ScanLease) * time.Second,
-		Discovery: scanner.Discovery{MaxPages: cfg.MaxPagesPerScan},
+		Discovery: scanner.Discovery{MaxPages: cfg.MaxPagesPerScan, Client: guard.Client()},
 		Digest: &scanner.Digest{Store: st, SMTPAddr: cfg.SMTPAddr, From: cfg.SMTPFrom, Username: cfg.SMTPUsername,
 			Password: cfg.SMTPPassword, BaseURL: cfg.BaseURL, Log: log},
 	})

@@ -44,7 +44,7 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, job store.Job) (*comp
 	}
 	pages, source, note := p.cfg.Discovery.Pages(ctx, site)
 	if note != nil {
-		log.Info("scanner: no usable sitemap; auditing the root", "reason", note)
+		log.Warn("scanner: sitemap trouble", "pages_from", source, "reason", note)
 	}
 	type pair struct{ path, strategy string }
 	var pairs []pair
