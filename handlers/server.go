@@ -44,15 +44,15 @@ type Deps struct {
 // server holds the dependencies every handler shares.
 type server struct {
 	Deps
-	base         *url.URL
-	secure       bool // BaseURL is https: Secure, __Host- cookies and HSTS
-	cookieName   string
-	pages        *pages
-	loginIP      *limiter
-	loginAccount *limiter
-	signupIP     *limiter
-	registerIP   *limiter // dynamic client registration (DESIGN §6.15)
-	revokeIP     *limiter // token revocation (RFC 7009 §5)
+	base       *url.URL
+	secure     bool // BaseURL is https: Secure, __Host- cookies and HSTS
+	cookieName string
+	pages      *pages
+	loginIP    *limiter
+	loginPair  *limiter // per (account, address)
+	signupIP   *limiter
+	registerIP *limiter // dynamic client registration (DESIGN §6.15)
+	revokeIP   *limiter // token revocation (RFC 7009 §5)
 }
 
 // NewHandler returns the whole service as one http.Handler.
@@ -82,15 +82,15 @@ func NewHandler(d Deps) (http.Handler, error) {
 		return nil, err
 	}
 	s := &server{
-		Deps:         d,
-		base:         base,
-		secure:       base.Scheme == "https",
-		pages:        pg,
-		loginIP:      newLimiter(20, time.Minute/10, d.Now), // 20 failures, then one per 6 s
-		loginAccount: newLimiter(10, time.Minute, d.Now),    // 10 failures, then one a minute
-		signupIP:     newLimiter(10, 6*time.Minute, d.Now),  // 10 sign-ups, then one per 6 min
-		registerIP:   newLimiter(30, 10*time.Second, d.Now), // 30 registrations, then one per 10 s
-		revokeIP:     newLimiter(60, time.Second, d.Now),    // 60 revocations, then one a second
+		Deps:       d,
+		base:       base,
+		secure:     base.Scheme == "https",
+		pages:      pg,
+		loginIP:    newLimiter(20, time.Minute/10, d.Now), // 20 failures, then one per 6 s
+		loginPair:  newLimiter(10, time.Minute, d.Now),    // 10 failures for one account from one address, then one a minute
+		signupIP:   newLimiter(10, 6*time.Minute, d.Now),  // 10 sign-ups, then one per 6 min
+		registerIP: newLimiter(30, 10*time.Second, d.Now), // 30 registrations, then one per 10 s
+		revokeIP:   newLimiter(60, time.Second, d.Now),    // 60 revocations, then one a second
 	}
 	s.cookieName = "session"
 	if s.secure {
