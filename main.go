@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"embed"
 	"errors"
 	"fmt"
 	"io"
@@ -17,15 +16,11 @@ import (
 	"time"
 
 	"sitepulse/handlers"
+	"sitepulse/mcp"
 	"sitepulse/oauth"
 	"sitepulse/scanner"
 	"sitepulse/store"
 )
-
-// fixtures are the real Lighthouse runs the demo's two scans are extracted from.
-//
-//go:embed testdata/psi/*.json testdata/psi-before/*.json
-var fixtures embed.FS
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -45,7 +40,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	log := slog.New(slog.NewTextHandler(stdout, &slog.HandlerOptions{Level: logLevel(getenv("LOG_LEVEL"))}))
 
-	st, storeName, err := openStore(ctx, cfg)
+	st, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -55,15 +50,22 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		}
 		log.Info("store closed")
 	}()
-	log.Info("store ready", "store", storeName)
+	log.Info("store ready", "store", st.Name())
 
-	if storeName == "memory" || cfg.Demo {
-		if err := seedDemo(ctx, st, &cfg, stdout, log); err != nil {
+	webhookSecret := cfg.PlatformSecret
+	if st.Name() == "memory" || cfg.Demo {
+		if webhookSecret, err = seedDemo(ctx, st, cfg, stdout, log); err != nil {
 			return err
 		}
 	}
 
-	pool := startScanner(ctx, cfg, st, storeName, log)
+	// Every fetch made on a user's behalf goes through the guard (SECURITY §9).
+	guard := scanner.Guard{AllowPrivate: cfg.ScanAllowPrivate}
+	if guard.AllowPrivate {
+		log.Warn("SCAN_ALLOW_PRIVATE=true: scans may fetch loopback, private and link-local addresses; do not run a multi-tenant service this way")
+	}
+	pool := newPool(ctx, cfg, st, newAuditor(cfg, guard, log), guard.Client(), log)
+	pool.Start()
 	// Deferred after the store's Close, so it runs before it: HTTP server, scanner, store.
 	defer func() {
 		stopCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -76,9 +78,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 
 	// The authorization server issues the access tokens the MCP endpoint accepts.
 	authServer := oauth.New(oauth.Config{Store: st, BaseURL: cfg.BaseURL, Log: log})
+	mcpServer := mcp.New(mcp.Config{Store: st, BaseURL: cfg.BaseURL, Log: log})
 	handler, err := handlers.NewHandler(handlers.Deps{
-		Store: st, StoreName: storeName, Log: log, BaseURL: cfg.BaseURL,
-		OAuth: authServer, AccessTokens: authServer, PlatformSecret: cfg.PlatformSecret,
+		Store: st, Log: log, BaseURL: cfg.BaseURL,
+		OAuth: authServer, MCP: mcpServer, PlatformSecret: webhookSecret,
 	})
 	if err != nil {
 		return err
@@ -121,83 +124,58 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	return nil
 }
 
-// seedDemo creates (or refreshes) the demo account and prints how to use it (DESIGN §7). Without
-// PLATFORM_CLIENT_SECRET it makes one up for this process, so the printed webhook works; a
-// configured secret is never printed.
-func seedDemo(ctx context.Context, st store.Store, cfg *config, stdout io.Writer, log *slog.Logger) error {
-	secretShown := "$PLATFORM_CLIENT_SECRET"
-	if cfg.PlatformSecret == "" {
-		s, _ := store.NewSecret("whsec_")
-		cfg.PlatformSecret, secretShown = s, s
-		log.Info("PLATFORM_CLIENT_SECRET not set: the demo uses a random one for this process")
+// newAuditor is the configured audit backend: PageSpeed Insights (rate-limited, with a daily
+// counter and a circuit breaker) or a local Lighthouse.
+func newAuditor(cfg config, guard scanner.Guard, log *slog.Logger) scanner.Auditor {
+	if cfg.AuditBackend == "lighthouse" {
+		log.Info("audit backend", "backend", cfg.AuditBackend)
+		return scanner.NewLighthouse(scanner.LighthouseConfig{Command: cfg.LighthouseCmd, ChromePath: cfg.ChromePath,
+			ChromeFlags: cfg.ChromeFlags, Guard: guard, Log: log})
 	}
-	d, err := scanner.SeedDemo(ctx, st, scanner.DemoFixtures{FS: fixtures, Before: "testdata/psi-before", Latest: "testdata/psi"},
-		time.Now(), store.PasswordIterations)
-	if err != nil {
-		return fmt.Errorf("demo: %w", err)
-	}
-	log.Info("demo ready", "site", d.SiteID, "new_account", d.Created)
-	fmt.Fprintf(stdout, "demo login: %s %s\n", d.Email, d.Password)
-	fmt.Fprintf(stdout, "demo api key: %s\n", d.APIKey)
-	for _, line := range scanner.DemoCurl(cfg.BaseURL, d, secretShown) {
-		fmt.Fprintln(stdout, line)
-	}
-	return nil
+	log.Info("audit backend", "backend", cfg.AuditBackend, "psi_rate_limit_per_100s", cfg.PSIRateLimit,
+		"psi_daily_limit", cfg.PSIDailyLimit, "psi_breaker_failures", cfg.PSIBreakerFails, "psi_breaker_seconds", cfg.PSIBreakerSecs)
+	return scanner.NewPSI(scanner.PSIConfig{Endpoint: cfg.PageSpeedURL, Key: cfg.PageSpeedKey,
+		Limiter: scanner.NewRateLimiter(cfg.PSIRateLimit, 100*time.Second),
+		Daily:   scanner.NewDailyCounter(cfg.PSIDailyLimit),
+		Breaker: scanner.NewBreaker(scanner.BreakerConfig{Failures: cfg.PSIBreakerFails,
+			OpenFor: time.Duration(cfg.PSIBreakerSecs) * time.Second, Log: log}),
+		Log: log})
 }
 
-// startScanner starts the worker pool on the configured audit backend. On Postgres the
-// dispatcher also wakes on LISTEN/NOTIFY; it polls either way.
-func startScanner(ctx context.Context, cfg config, st store.Store, storeName string, log *slog.Logger) *scanner.Pool {
-	guard := scanner.Guard{AllowPrivate: cfg.ScanAllowPrivate}
-	if guard.AllowPrivate {
-		log.Warn("SCAN_ALLOW_PRIVATE=true: scans may fetch loopback, private and link-local addresses; do not run a multi-tenant service this way")
-	}
-	var auditor scanner.Auditor
-	if cfg.AuditBackend == "lighthouse" {
-		auditor = scanner.NewLighthouse(scanner.LighthouseConfig{Command: cfg.LighthouseCmd, ChromePath: cfg.ChromePath,
-			ChromeFlags: cfg.ChromeFlags, Guard: guard, Log: log})
-	} else {
-		auditor = scanner.NewPSI(scanner.PSIConfig{Endpoint: cfg.PageSpeedURL, Key: cfg.PageSpeedKey,
-			Limiter: scanner.NewRateLimiter(cfg.PSIRateLimit, 100*time.Second),
-			Daily:   scanner.NewDailyCounter(cfg.PSIDailyLimit),
-			Breaker: scanner.NewBreaker(scanner.BreakerConfig{Failures: cfg.PSIBreakerFails,
-				OpenFor: time.Duration(cfg.PSIBreakerSecs) * time.Second, Log: log}),
-			Log: log})
-	}
+// newPool is the scan worker pool with its regression digest. A store that can announce new
+// jobs (Postgres LISTEN/NOTIFY) wakes the dispatcher at once; it polls either way. Sitemaps
+// are fetched with fetch, the guarded client.
+func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Auditor, fetch *http.Client, log *slog.Logger) *scanner.Pool {
 	var wake <-chan struct{}
-	if storeName == "postgres" {
-		w, err := store.ListenJobs(ctx, cfg.DatabaseURL, func(err error) { log.Warn("job notifications", "err", err) })
+	if w, ok := st.(store.JobWaker); ok {
+		ch, err := w.WakeOnJobs(ctx, func(err error) { log.Warn("job notifications", "err", err) })
 		if err != nil {
 			log.Warn("LISTEN for jobs failed; the scanner polls instead", "err", err)
 		} else {
-			wake = w
+			wake = ch
 		}
 	}
-	pool := scanner.NewPool(scanner.PoolConfig{
+	return scanner.NewPool(scanner.PoolConfig{
 		Store: st, Auditor: auditor, Log: log, Workers: cfg.ScanWorkers, Wake: wake,
 		Lease:     time.Duration(cfg.ScanLease) * time.Second,
-		Discovery: scanner.Discovery{MaxPages: cfg.MaxPagesPerScan, Client: guard.Client()},
+		Discovery: scanner.Discovery{MaxPages: cfg.MaxPagesPerScan, Client: fetch},
 		Digest: &scanner.Digest{Store: st, SMTPAddr: cfg.SMTPAddr, From: cfg.SMTPFrom, Username: cfg.SMTPUsername,
 			Password: cfg.SMTPPassword, BaseURL: cfg.BaseURL, Log: log},
 	})
-	pool.Start()
-	log.Info("audit backend", "backend", cfg.AuditBackend, "psi_rate_limit_per_100s", cfg.PSIRateLimit,
-		"psi_daily_limit", cfg.PSIDailyLimit, "psi_breaker_failures", cfg.PSIBreakerFails, "psi_breaker_seconds", cfg.PSIBreakerSecs)
-	return pool
 }
 
 // openStore opens Postgres when DATABASE_URL is set, else the in-memory store.
-func openStore(ctx context.Context, cfg config) (store.Store, string, error) {
+func openStore(ctx context.Context, cfg config) (store.Store, error) {
 	if cfg.DatabaseURL == "" {
-		return store.NewMemory(), "memory", nil
+		return store.NewMemory(), nil
 	}
 	connectCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	p, err := store.OpenPostgres(connectCtx, cfg.DatabaseURL)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	return p, "postgres", nil
+	return p, nil
 }
 
 func logLevel(s string) slog.Level {

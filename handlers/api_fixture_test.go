@@ -10,8 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"sitepulse/oauth"
 	"sitepulse/scanner"
+	"sitepulse/scanner/analysis"
+	"sitepulse/scanner/demo"
 	"sitepulse/store"
 )
 
@@ -47,25 +48,23 @@ func newAPIFixture(t testing.TB, st store.Store) *apiFixture {
 	ctx := context.Background()
 	f := &apiFixture{st: st, now: fixtureNow}
 	clock := func() time.Time { return f.now }
-	auth := oauth.New(oauth.Config{Store: st, BaseURL: "http://sitepulse.test", Now: clock})
-	h, err := NewHandler(Deps{Store: st, StoreName: "test", BaseURL: "http://sitepulse.test", Now: clock,
-		PasswordIterations: 1000, OAuth: auth, AccessTokens: auth})
+	h, err := NewHandler(withServers(Deps{Store: st, BaseURL: "http://sitepulse.test", Now: clock, PasswordIterations: 1000}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.Server = httptest.NewServer(h)
 	t.Cleanup(f.Close)
 
-	d, err := scanner.SeedDemo(ctx, st, scanner.DemoFixtures{FS: os.DirFS(".."), Before: "testdata/psi-before", Latest: "testdata/psi"}, f.now, 1000)
+	d, err := demo.Seed(ctx, st, demo.Fixtures{FS: os.DirFS(".."), Before: "testdata/psi-before", Latest: "testdata/psi"}, f.now, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, err := st.UserByEmail(ctx, scanner.DemoEmail)
+	u, err := st.UserByEmail(ctx, demo.Email)
 	if err != nil {
 		t.Fatal(err)
 	}
 	keys, _ := st.APIKeys(ctx, u.ID)
-	f.a = apiAccount{userID: u.ID, apiKey: d.APIKey, apiKeyID: keys[0].ID, siteID: d.SiteID, scanID: d.LatestScanID, siteName: scanner.DemoSiteName}
+	f.a = apiAccount{userID: u.ID, apiKey: d.APIKey, apiKeyID: keys[0].ID, siteID: d.SiteID, scanID: d.LatestScanID, siteName: demo.SiteName}
 	f.credentials(t, &f.a)
 	f.a.ruleID = store.NewID()
 	must(t, st.AddAlertRule(ctx, u.ID, store.AlertRule{ID: f.a.ruleID, SiteID: d.SiteID, Metric: "lcp", Operator: "max", Threshold: 4000, CreatedAt: f.now}))
@@ -122,7 +121,7 @@ func (f *apiFixture) recordScan(t testing.TB, siteID string, results []store.Pag
 	for _, r := range results {
 		must(t, f.st.SavePageResult(ctx, job.Lease(), r))
 	}
-	must(t, f.st.CompleteScan(ctx, job.Lease(), scanner.ScanScores(results), at.Add(time.Minute)))
+	must(t, f.st.CompleteScan(ctx, job.Lease(), analysis.ScanScores(results), at.Add(time.Minute)))
 	return sc.ID
 }
 

@@ -9,8 +9,7 @@ import (
 	"sitepulse/store"
 )
 
-// AccessTokens verifies OAuth access tokens (at_...). The OAuth server implements it; a nil one
-// refuses every access token.
+// AccessTokens verifies OAuth access tokens (at_...): what /api/mcp needs of the OAuth server.
 type AccessTokens interface {
 	// VerifyAccessToken returns the user of a valid, unexpired, unrevoked access token, and
 	// store.ErrNotFound for any other token.
@@ -19,9 +18,8 @@ type AccessTokens interface {
 
 // Bearer credential prefixes (interface "Credentials").
 const (
-	prefixAPIKey      = "svc_"
-	prefixAccessToken = "at_"
-	maxBearerLen      = 200 // a longer token is never looked up
+	prefixAPIKey = "svc_"
+	maxBearerLen = 200 // a longer token is never looked up
 )
 
 // bearerPolicy says which credentials a route takes and how its 401 reads.
@@ -77,8 +75,8 @@ func (s *server) verifyBearer(ctx context.Context, p bearerPolicy, token string)
 			return "", err
 		}
 		return k.UserID, nil
-	case strings.HasPrefix(token, prefixAccessToken) && len(token) <= maxBearerLen && p.accessTokens && s.AccessTokens != nil:
-		return s.AccessTokens.VerifyAccessToken(ctx, token)
+	case p.accessTokens && len(token) <= maxBearerLen:
+		return s.tokens.VerifyAccessToken(ctx, token) // it refuses what is not an access token
 	}
 	return "", store.ErrNotFound
 }

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"time"
 
-	"sitepulse/scanner"
+	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 )
 
@@ -14,19 +14,19 @@ import (
 // present, so a CI script can read it without guarding: when the site has no completed scan,
 // pass is false, violations is [] and scores, scanId and scannedAt are null.
 type budgetCheckResponse struct {
-	Pass       bool                `json:"pass"`
-	Site       string              `json:"site"`
-	Scores     *store.ScanScores   `json:"scores"`
-	Violations []scanner.Violation `json:"violations"`
-	ScanID     *string             `json:"scanId"`
-	ScannedAt  *time.Time          `json:"scannedAt"`
+	Pass       bool                 `json:"pass"`
+	Site       string               `json:"site"`
+	Scores     *store.ScanScores    `json:"scores"`
+	Violations []analysis.Violation `json:"violations"`
+	ScanID     *string              `json:"scanId"`
+	ScannedAt  *time.Time           `json:"scannedAt"`
 }
 
 // handleBudgetCheck checks the latest completed scan of a site against its budgets and alert
 // rules (interface "POST /api/external/budget-check", DESIGN §6.2). It keeps no state. It takes
 // API keys only, like requireBearer(apiKeyOnly), but authenticates itself so that the key and
 // everything the check reads come back from one store call (store.BudgetInputsByKey);
-// the check is then the shared scanner.CheckBudgets. A failed check is still 200.
+// the check is then the shared analysis.CheckBudgets. A failed check is still 200.
 //
 // As behind requireBearer, a missing, unknown or revoked key gets 401 whatever the body: only
 // when the body is bad is the key looked up on its own, before answering 400, 413 or 422.
@@ -71,9 +71,9 @@ func (s *server) handleBudgetCheck() http.Handler {
 			s.serverError(w, r, "budget check", err)
 			return
 		}
-		resp := budgetCheckResponse{Site: in.SiteName, Violations: []scanner.Violation{}}
+		resp := budgetCheckResponse{Site: in.SiteName, Violations: []analysis.Violation{}}
 		if in.Scan != nil {
-			resp.Violations = scanner.CheckBudgets(in.Scan.Scores, in.Results, in.Budgets, in.Rules)
+			resp.Violations = analysis.CheckBudgets(in.Scan.Scores, in.Results, in.Budgets, in.Rules)
 			resp.Pass = len(resp.Violations) == 0
 			resp.Scores, resp.ScanID, resp.ScannedAt = &in.Scan.Scores, &in.Scan.ID, in.Scan.CompletedAt
 		}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"sitepulse/scanner"
+	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 )
 
@@ -82,7 +82,7 @@ func trendSVG(points []trendPoint) template.HTML {
 		var d strings.Builder
 		pen := "M"
 		for i, p := range points {
-			v := scanner.ScanScoreOf(p.Scores, s.Metric)
+			v := analysis.ScanScoreOf(p.Scores, s.Metric)
 			if v == nil {
 				pen = "M"
 				continue
@@ -94,7 +94,7 @@ func trendSVG(points []trendPoint) template.HTML {
 			fmt.Fprintf(&b, `<path class="line %s" d="%s"/>`, s.Class, strings.TrimSpace(d.String()))
 		}
 		for i, p := range points {
-			if v := scanner.ScanScoreOf(p.Scores, s.Metric); v != nil {
+			if v := analysis.ScanScoreOf(p.Scores, s.Metric); v != nil {
 				fmt.Fprintf(&b, `<circle class="dot %s" cx="%s" cy="%s" r="3"><title>%s</title></circle>`, s.Class, num(x(i)), num(y(*v)),
 					html.EscapeString(fmt.Sprintf("%s %d · %s", s.Label, *v, p.At.UTC().Format("2 Jan 2006 15:04"))))
 			}

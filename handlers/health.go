@@ -15,11 +15,11 @@ func (s *server) handleHealth() http.Handler {
 		defer cancel()
 		w.Header().Set("Cache-Control", "no-store")
 		if err := s.Store.Ping(ctx); err != nil {
-			s.Log.Warn("health check: store not answering", "store", s.StoreName, "err", err)
+			s.Log.Warn("health check: store not answering", "store", s.Store.Name(), "err", err)
 			w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
-			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "store": s.StoreName})
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "store": s.Store.Name()})
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "store": s.StoreName})
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "store": s.Store.Name()})
 	})
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"sitepulse/mcp"
+	"sitepulse/oauth"
 	"sitepulse/store"
 )
 
@@ -21,11 +23,19 @@ type testServer struct {
 	now   time.Time
 }
 
+// withServers completes d as run() does: an OAuth server and an MCP server on d's store, base
+// URL and clock.
+func withServers(d Deps) Deps {
+	d.OAuth = oauth.New(oauth.Config{Store: d.Store, BaseURL: d.BaseURL, Now: d.Now, Log: d.Log})
+	d.MCP = mcp.New(mcp.Config{Store: d.Store, BaseURL: d.BaseURL, Now: d.Now, Log: d.Log})
+	return d
+}
+
 func newTestServer(t *testing.T, st store.Store) *testServer {
 	t.Helper()
 	ts := &testServer{store: st, now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
-	h, err := NewHandler(Deps{Store: st, StoreName: "memory", BaseURL: "http://sitepulse.test",
-		Now: func() time.Time { return ts.now }, PasswordIterations: 1000})
+	h, err := NewHandler(withServers(Deps{Store: st, BaseURL: "http://sitepulse.test",
+		Now: func() time.Time { return ts.now }, PasswordIterations: 1000}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"sitepulse/scanner"
+	"sitepulse/scanner/demo"
 	"sitepulse/store"
 )
 
@@ -21,23 +21,33 @@ type mcpServer struct {
 	*httptest.Server
 	st   store.Store
 	now  time.Time
-	demo scanner.Demo
+	demo demo.Seeded
 }
 
 func newMCPServer(t *testing.T) *mcpServer {
 	t.Helper()
 	ctx := context.Background()
 	ms := &mcpServer{st: store.NewMemory(), now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
-	d, err := scanner.SeedDemo(ctx, ms.st, scanner.DemoFixtures{FS: os.DirFS(".."), Before: "testdata/psi-before", Latest: "testdata/psi"}, ms.now, 1000)
+	d, err := demo.Seed(ctx, ms.st, demo.Fixtures{FS: os.DirFS(".."), Before: "testdata/psi-before", Latest: "testdata/psi"}, ms.now, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ms.demo = d
-	u, _ := ms.st.UserByEmail(ctx, scanner.DemoEmail)
+	u, _ := ms.st.UserByEmail(ctx, demo.Email)
 	other := store.User{ID: store.NewID(), Email: "other@example.com", PasswordHash: "x"}
 	ms.st.CreateUser(ctx, other)
-	h, err := NewHandler(Deps{Store: ms.st, BaseURL: "http://sitepulse.test", Now: func() time.Time { return ms.now }, PasswordIterations: 1000,
-		AccessTokens: fakeTokens{"at_demo": u.ID, "at_other": other.ID}})
+	// Two access tokens as the OAuth server would have issued them to a registered client.
+	if err := ms.st.CreateClient(ctx, store.OAuthClient{ID: "test-client", Name: "Test client", RedirectURIs: []string{"http://127.0.0.1/cb"},
+		GrantTypes: []string{"authorization_code"}, AuthMethod: "none", CreatedAt: ms.now}); err != nil {
+		t.Fatal(err)
+	}
+	for token, userID := range map[string]string{"at_demo": u.ID, "at_other": other.ID} {
+		if err := ms.st.CreateTokens(ctx, store.OAuthToken{TokenHash: store.HashSecret(token), Kind: store.TokenAccess, ClientID: "test-client",
+			UserID: userID, FamilyID: store.NewID(), CreatedAt: ms.now, ExpiresAt: ms.now.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, err := NewHandler(withServers(Deps{Store: ms.st, BaseURL: "http://sitepulse.test", Now: func() time.Time { return ms.now }, PasswordIterations: 1000}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +228,7 @@ func TestClientReportPage(t *testing.T) {
 
 func mustUser(t *testing.T, st store.Store) store.User {
 	t.Helper()
-	u, err := st.UserByEmail(context.Background(), scanner.DemoEmail)
+	u, err := st.UserByEmail(context.Background(), demo.Email)
 	if err != nil {
 		t.Fatal(err)
 	}

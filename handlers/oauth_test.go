@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"sitepulse/oauth"
 	"sitepulse/store"
 	"sitepulse/store/storetest"
 )
@@ -33,13 +32,12 @@ const testBaseURL = "http://sitepulse.test"
 func newOAuthTest(t *testing.T, st store.Store) *oauthTest {
 	t.Helper()
 	ot := &oauthTest{testServer: &testServer{store: st, now: testNow}, now: testNow}
-	auth := oauth.New(oauth.Config{Store: st, BaseURL: testBaseURL, Now: ot.clock})
-	d := Deps{Store: st, StoreName: "test", BaseURL: testBaseURL, Now: ot.clock, PasswordIterations: 1000, OAuth: auth, AccessTokens: auth}
+	d := withServers(Deps{Store: st, BaseURL: testBaseURL, Now: ot.clock, PasswordIterations: 1000})
 	h, err := NewHandler(d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &server{Deps: d}
+	s := &server{Deps: d, tokens: d.OAuth}
 	mux := http.NewServeMux()
 	mux.Handle("POST /test/mcp", s.requireBearer(mcpBearer, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, store.UserIDFrom(r.Context()))

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"sitepulse/scanner"
+	"sitepulse/scanner/demo"
 	"sitepulse/store"
 	"sitepulse/store/storetest"
 )
@@ -201,7 +201,7 @@ func TestOwnership(t *testing.T) {
 			f := newAPIFixture(t, backend.Open(t))
 			a, b := f.a, f.b
 			// What of A's must never appear in a response to B.
-			secrets := []string{a.siteName, scanner.DemoDomain, a.siteID, a.scanID, a.apiKey[:12], a.apiKeyID, a.clientID}
+			secrets := []string{a.siteName, demo.Domain, a.siteID, a.scanID, a.apiKey[:12], a.apiKeyID, a.clientID}
 			for _, tt := range ownershipCases {
 				t.Run(tt.name, func(t *testing.T) {
 					var ct, body string

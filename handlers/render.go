@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"sitepulse/scanner"
+	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 )
 
@@ -42,7 +42,7 @@ type page struct {
 }
 
 // ratingClass maps an analysis rating to the stylesheet's colour classes.
-var ratingClass = map[string]string{scanner.RatingGood: "good", scanner.RatingNI: "ni", scanner.RatingPoor: "poor"}
+var ratingClass = map[string]string{analysis.RatingGood: "good", analysis.RatingNI: "ni", analysis.RatingPoor: "poor"}
 
 var templateFuncs = template.FuncMap{
 	// score shows a 0-100 score, or a dash when Lighthouse gave none.
@@ -57,7 +57,7 @@ var templateFuncs = template.FuncMap{
 		if p == nil {
 			return "none"
 		}
-		return ratingClass[scanner.ScoreRating(*p)]
+		return ratingClass[analysis.ScoreRating(*p)]
 	},
 	// vital shows a vital in its unit: seconds above one second, ms below, CLS unitless.
 	"vital": func(metric string, p *float64) string {
@@ -71,7 +71,7 @@ var templateFuncs = template.FuncMap{
 		if p == nil {
 			return "none"
 		}
-		if c, ok := ratingClass[scanner.VitalRating(metric, *p)]; ok {
+		if c, ok := ratingClass[analysis.VitalRating(metric, *p)]; ok {
 			return c
 		}
 		return "none"
@@ -103,7 +103,7 @@ var templateFuncs = template.FuncMap{
 
 // formatVital writes a vital the way people read them: "2.5 s", "830 ms", CLS "0.39".
 func formatVital(metric string, v float64) string {
-	if metric == "cls" {
+	if m, _ := analysis.Lookup(metric); m.Kind == analysis.Vital && m.Unit == "" {
 		return strconv.FormatFloat(v, 'f', 2, 64)
 	}
 	if v >= 1000 {

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"time"
 
-	"sitepulse/scanner"
+	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 )
 
@@ -15,13 +15,7 @@ import (
 // expired or revoked report answers 410. The page is kept out of search engines and caches, and
 // its address is never sent on as a referrer.
 
-// reportVitals are the Core Web Vitals the report shows per page, in reading order.
-var reportVitals = []struct{ Metric, Label string }{
-	{"lcp", "Largest Contentful Paint"}, {"cls", "Cumulative Layout Shift"}, {"inp", "Interaction to Next Paint"},
-	{"fcp", "First Contentful Paint"}, {"ttfb", "Time to First Byte"}, {"tbt", "Total Blocking Time"},
-}
-
-var ratingWords = map[string]string{scanner.RatingGood: "Good", scanner.RatingNI: "Needs improvement", scanner.RatingPoor: "Poor"}
+var ratingWords = map[string]string{analysis.RatingGood: "Good", analysis.RatingNI: "Needs improvement", analysis.RatingPoor: "Poor"}
 
 type reportVital struct {
 	Metric, Label, Value, Rating, Class string
@@ -109,12 +103,12 @@ func buildReport(rep store.Report, site store.Site, scan store.Scan, results []s
 	byTitle := map[string]*reportOpportunity{}
 	for _, r := range pool {
 		p := reportPage{Path: r.PagePath, URL: r.PageURL, Performance: r.Scores.Performance}
-		for _, v := range reportVitals {
-			x := scanner.VitalOf(r.CoreWebVitals, v.Metric)
-			rv := reportVital{Metric: v.Metric, Label: v.Label, Rating: "No data", Class: "none"}
+		for _, v := range analysis.BudgetVitals() {
+			x := analysis.VitalOf(r.CoreWebVitals, v.Name)
+			rv := reportVital{Metric: v.Name, Label: v.Title, Rating: "No data", Class: "none"}
 			if x != nil {
-				rating := scanner.VitalRating(v.Metric, *x)
-				rv.Value, rv.Rating, rv.Class = formatVital(v.Metric, *x), ratingWords[rating], ratingClass[rating]
+				rating := v.Rate(*x)
+				rv.Value, rv.Rating, rv.Class = formatVital(v.Name, *x), ratingWords[rating], ratingClass[rating]
 			}
 			p.Vitals = append(p.Vitals, rv)
 		}

@@ -2,8 +2,6 @@ package handlers
 
 import (
 	"net/http"
-
-	"sitepulse/mcp"
 )
 
 // addRoutes is the map of the service: every route SitePulse answers is registered here.
@@ -51,8 +49,7 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 	// MCP server (DESIGN §6.12, §6.16; README "MCP server"): JSON-RPC over stateless Streamable
 	// HTTP for AI clients, and the public client reports its generate_client_report tool links to
 	// (DESIGN §6.8). The protocol and the tools live in package mcp.
-	mcpServer := mcp.New(mcp.Config{Store: s.Store, BaseURL: s.BaseURL, Now: s.Now, Log: s.Log})
-	mux.Handle("POST /api/mcp", s.sameOrigin(s.requireBearer(mcpBearer, s.handleMCP(mcpServer))))
+	mux.Handle("POST /api/mcp", s.sameOrigin(s.requireBearer(mcpBearer, s.handleMCP(s.MCP))))
 	mux.Handle("GET /api/mcp", s.sameOrigin(s.requireBearer(mcpBearer, s.handleMCPMethodNotAllowed())))
 	mux.Handle("DELETE /api/mcp", s.sameOrigin(s.requireBearer(mcpBearer, s.handleMCPMethodNotAllowed())))
 	mux.Handle("GET /report/{token}", s.handleReport())

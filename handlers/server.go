@@ -4,33 +4,34 @@
 package handlers
 
 import (
+	"errors"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
+	"sitepulse/mcp"
 	"sitepulse/oauth"
 	"sitepulse/store"
 )
 
-// Deps is what the HTTP surface needs. Zero values get sensible defaults in NewHandler.
+// Deps is what the HTTP surface needs: the components run() built, handed in. Zero values of
+// the settings get sensible defaults in NewHandler; Store, OAuth and MCP are required.
 type Deps struct {
-	Store     store.Store
-	StoreName string // "memory" or "postgres", reported by /healthz
-	Log       *slog.Logger
+	Store store.Store
+	Log   *slog.Logger
 	// BaseURL is the interface's {base_url}: scheme and host, no trailing slash.
 	BaseURL string
 	// Now is the clock; tests inject one.
 	Now func() time.Time
 	// PasswordIterations is the PBKDF2 work factor for new hashes (store.PasswordIterations).
 	PasswordIterations int
-	// AccessTokens verifies OAuth access tokens for /api/mcp; nil refuses them.
-	AccessTokens AccessTokens
-	// OAuth is the authorization server behind the OAuth routes and the consent page; nil
-	// makes one on Store, BaseURL and Now. Pass the same server as AccessTokens so the MCP
-	// endpoint accepts the tokens it issues.
+	// OAuth is the authorization server behind the OAuth routes and the consent page; the MCP
+	// endpoint accepts the access tokens it issues.
 	OAuth *oauth.Server
+	// MCP answers the JSON-RPC calls of /api/mcp.
+	MCP *mcp.Server
 	// ScanPollInterval is how often the scan progress stream reads the scan; 0 means the
 	// interface's 2 s. Tests shorten it.
 	ScanPollInterval time.Duration
@@ -48,6 +49,7 @@ type server struct {
 	secure     bool // BaseURL is https: Secure, __Host- cookies and HSTS
 	cookieName string
 	pages      *pages
+	tokens     AccessTokens // the OAuth server's; tests put in their own
 	loginIP    *limiter
 	loginPair  *limiter // per (account, address)
 	signupIP   *limiter
@@ -74,8 +76,8 @@ func NewHandler(d Deps) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	if d.OAuth == nil {
-		d.OAuth = oauth.New(oauth.Config{Store: d.Store, BaseURL: d.BaseURL, Now: d.Now, Log: d.Log})
+	if d.Store == nil || d.OAuth == nil || d.MCP == nil {
+		return nil, errors.New("handlers: Store, OAuth and MCP are required")
 	}
 	pg, err := parsePages()
 	if err != nil {
@@ -86,6 +88,7 @@ func NewHandler(d Deps) (http.Handler, error) {
 		base:       base,
 		secure:     base.Scheme == "https",
 		pages:      pg,
+		tokens:     d.OAuth,
 		loginIP:    newLimiter(20, time.Minute/10, d.Now), // 20 failures, then one per 6 s
 		loginPair:  newLimiter(10, time.Minute, d.Now),    // 10 failures for one account from one address, then one a minute
 		signupIP:   newLimiter(10, 6*time.Minute, d.Now),  // 10 sign-ups, then one per 6 min

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"sitepulse/scanner"
+	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 )
 
@@ -19,7 +19,8 @@ type budgetRow struct {
 }
 
 func newBudgetRow(metric string) budgetRow {
-	return budgetRow{Metric: metric, Label: metricLabels[metric], Unit: unitOf(metric)}
+	m, _ := analysis.Lookup(metric)
+	return budgetRow{Metric: metric, Label: m.Label, Unit: m.Unit}
 }
 
 // ruleForm is the add-an-alert-rule form.
@@ -38,19 +39,13 @@ type budgetsData struct {
 	Metrics      []string
 }
 
-// budgetMetrics are the metrics a budget or rule may name, scores first (DESIGN §6.2).
+// budgetMetrics are the names of the metrics a budget or rule may name, scores first.
 func budgetMetrics() []string {
-	return append(append([]string{}, store.ScoreMetrics...), store.VitalMetrics...)
-}
-
-func unitOf(metric string) string {
-	switch op, _ := scanner.BudgetMetric(metric); {
-	case op == store.OpMin:
-		return "score"
-	case metric == "cls":
-		return ""
+	var out []string
+	for _, m := range analysis.BudgetMetrics() {
+		out = append(out, m.Name)
 	}
-	return "ms"
+	return out
 }
 
 // parseThreshold validates a threshold for a metric: scores 0-100, CLS 0-10, times 0-600000 ms.
@@ -60,7 +55,7 @@ func parseThreshold(metric, in string) (float64, string) {
 	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
 		return 0, "Enter a number."
 	}
-	switch op, _ := scanner.BudgetMetric(metric); {
+	switch op, _ := analysis.BudgetMetric(metric); {
 	case op == store.OpMin && (v < 0 || v > 100):
 		return 0, "A score is between 0 and 100."
 	case metric == "cls" && (v < 0 || v > 10):
@@ -153,7 +148,7 @@ func (s *server) handleAddRule() http.Handler {
 		}
 		f := ruleForm{Metric: r.PostForm.Get("metric"), Operator: r.PostForm.Get("operator"),
 			Threshold: strings.TrimSpace(r.PostForm.Get("threshold")), Errors: map[string]string{}}
-		if _, ok := scanner.BudgetMetric(f.Metric); !ok {
+		if _, ok := analysis.BudgetMetric(f.Metric); !ok {
 			f.Errors["metric"] = "Choose a metric from the list."
 			f.Metric = ""
 		}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"sitepulse/scanner"
+	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 )
 
@@ -17,25 +17,13 @@ func init() {
 	}
 }
 
-// metricLabels are how the UI names metrics.
-var metricLabels = map[string]string{
-	"health": "Health", "performance": "Performance", "seo": "SEO", "accessibility": "Accessibility",
-	"bestPractices": "Best practices", "lcp": "LCP", "cls": "CLS", "inp": "INP", "fcp": "FCP", "ttfb": "TTFB",
-	"tbt": "TBT", "speedIndex": "Speed Index", "tti": "Time to Interactive",
-}
-
 // uiFuncs are the web UI's template functions, added to templateFuncs.
 var uiFuncs = template.FuncMap{
-	"metricLabel": func(m string) string {
-		if l, ok := metricLabels[m]; ok {
-			return l
-		}
-		return m
-	},
+	"metricLabel": analysis.Label,
 	// metricValue shows a budget, rule or regression value in its metric's unit.
 	"metricValue": metricValue,
 	// scoreOf reads a scan score by metric name, for loops over metrics.
-	"scoreOf": scanner.ScanScoreOf,
+	"scoreOf": analysis.ScanScoreOf,
 	"statusClass": func(status string) string {
 		switch status {
 		case store.StatusComplete:
@@ -90,7 +78,7 @@ var uiFuncs = template.FuncMap{
 }
 
 func metricValue(metric string, v float64) string {
-	if op, _ := scanner.BudgetMetric(metric); op == store.OpMin {
+	if op, _ := analysis.BudgetMetric(metric); op == store.OpMin {
 		return strconv.FormatFloat(v, 'f', -1, 64)
 	}
 	return formatVital(metric, v)

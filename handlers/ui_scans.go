@@ -11,7 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"sitepulse/scanner"
+	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 )
 
@@ -181,7 +181,7 @@ type pageDetailData struct {
 	Site        store.Site
 	Scan        store.Scan
 	Result      store.PageResult
-	A11y        []scanner.A11yGroup
+	A11y        []analysis.A11yGroup
 	ThirdParty  []store.ThirdParty
 	Opportunity []store.Opportunity
 	Other       string // the other strategy, when the scan has it
@@ -213,7 +213,7 @@ func (s *server) handlePageDetail() http.Handler {
 			return
 		}
 		d := pageDetailData{Site: site, Scan: scan, Result: res}
-		d.A11y = scanner.AccessibilityIssues([]store.PageResult{res}, "all").Issues
+		d.A11y = analysis.AccessibilityIssues([]store.PageResult{res}, "all").Issues
 		d.ThirdParty = append([]store.ThirdParty(nil), res.ThirdPartyScripts...)
 		sort.SliceStable(d.ThirdParty, func(i, j int) bool { return d.ThirdParty[i].BlockingTime > d.ThirdParty[j].BlockingTime })
 		d.Opportunity = append([]store.Opportunity(nil), res.Opportunities...)

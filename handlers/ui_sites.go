@@ -11,7 +11,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"sitepulse/scanner"
+	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 )
 
@@ -336,9 +336,6 @@ type vitalView struct {
 	PagePath      string
 }
 
-// uiVitals are the vitals the UI shows, in order; metricLabels names them.
-var uiVitals = []string{"lcp", "cls", "inp", "fcp", "ttfb", "tbt"}
-
 // strategySummary computes a strategy's scores (DESIGN §6.1 over that strategy's results) and
 // the worst page value of each vital.
 func strategySummary(results []store.PageResult, strategy string) strategyView {
@@ -348,11 +345,11 @@ func strategySummary(results []store.PageResult, strategy string) strategyView {
 			mine = append(mine, r)
 		}
 	}
-	sv := strategyView{Strategy: strategy, Scores: scanner.ScanScores(mine), Pages: len(mine)}
-	for _, m := range uiVitals {
-		vv := vitalView{Metric: m, Label: metricLabels[m]}
+	sv := strategyView{Strategy: strategy, Scores: analysis.ScanScores(mine), Pages: len(mine)}
+	for _, m := range analysis.BudgetVitals() {
+		vv := vitalView{Metric: m.Name, Label: m.Label}
 		for _, r := range mine {
-			x := scanner.VitalOf(r.CoreWebVitals, m)
+			x := analysis.VitalOf(r.CoreWebVitals, m.Name)
 			if x != nil && (vv.Value == nil || *x > *vv.Value) {
 				val := *x
 				vv.Value, vv.PagePath = &val, r.PagePath
@@ -383,9 +380,9 @@ type sitePageData struct {
 	ChartScans  int
 	Legend      any
 	History     []store.Scan
-	Regressions []scanner.Regression
+	Regressions []analysis.Regression
 	Previous    *store.Scan
-	Violations  []scanner.Violation
+	Violations  []analysis.Violation
 	HasBudgets  bool
 	InFlight    *store.Scan
 	ScanActive  bool // "Scan now" was refused: SCAN_ALREADY_ACTIVE
@@ -443,7 +440,7 @@ func (s *server) handleSite() http.Handler {
 					s.serverError(w, r, "previous results", err)
 					return
 				}
-				d.Regressions = scanner.Regressions(prev, latest)
+				d.Regressions = analysis.Regressions(prev, latest)
 			}
 			budgets, err := s.Store.Budgets(ctx, uid, site.ID)
 			if err != nil {
@@ -456,7 +453,7 @@ func (s *server) handleSite() http.Handler {
 				return
 			}
 			d.HasBudgets = len(budgets)+len(rules) > 0
-			d.Violations = scanner.CheckBudgets(d.Latest.Scores, latest, budgets, rules)
+			d.Violations = analysis.CheckBudgets(d.Latest.Scores, latest, budgets, rules)
 		}
 		s.render(w, r, http.StatusOK, "site", page{Title: site.Name, Flash: uiFlash(r), Data: d})
 	})

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"sitepulse/scanner"
+	"sitepulse/scanner/demo"
 	"sitepulse/store"
 	"sitepulse/store/storetest"
 )
@@ -38,8 +38,8 @@ func eachBackend(t *testing.T, poll time.Duration, test func(*testing.T, *uiFixt
 func newUIFixture(t *testing.T, poll time.Duration, st store.Store) *uiFixture {
 	t.Helper()
 	ts := &testServer{store: st, now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
-	h, err := NewHandler(Deps{Store: st, StoreName: "memory", BaseURL: "http://sitepulse.test",
-		Now: func() time.Time { return ts.now }, PasswordIterations: 1000, ScanPollInterval: poll})
+	h, err := NewHandler(withServers(Deps{Store: st, BaseURL: "http://sitepulse.test",
+		Now: func() time.Time { return ts.now }, PasswordIterations: 1000, ScanPollInterval: poll}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func newUIFixture(t *testing.T, poll time.Duration, st store.Store) *uiFixture {
 	t.Cleanup(ts.Close)
 
 	ctx := context.Background()
-	demo, err := scanner.SeedDemo(ctx, st, scanner.DemoFixtures{FS: os.DirFS(".."), Before: "testdata/psi-before", Latest: "testdata/psi"},
+	demo, err := demo.Seed(ctx, st, demo.Fixtures{FS: os.DirFS(".."), Before: "testdata/psi-before", Latest: "testdata/psi"},
 		ts.now.Add(-time.Hour), 1000)
 	if err != nil {
 		t.Fatal(err)

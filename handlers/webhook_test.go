@@ -59,9 +59,9 @@ type webhookRig struct {
 func newWebhookRig(t *testing.T, st store.Store, secret string) *webhookRig {
 	t.Helper()
 	w := &webhookRig{t: t, st: st, now: time.Now().UTC().Truncate(time.Millisecond), jitter: 3 * time.Second, logs: &lockedBuf{}}
-	h, err := NewHandler(Deps{Store: st, StoreName: "test", BaseURL: "http://sitepulse.test", PasswordIterations: 1000,
+	h, err := NewHandler(withServers(Deps{Store: st, BaseURL: "http://sitepulse.test", PasswordIterations: 1000,
 		Now: func() time.Time { return w.now }, PlatformSecret: secret, WebhookJitter: func() time.Duration { return w.jitter },
-		Log: slog.New(slog.NewTextHandler(w.logs, nil))})
+		Log: slog.New(slog.NewTextHandler(w.logs, nil))}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,8 +327,8 @@ func TestPublishToCompleteScan(t *testing.T) {
 // The webhook never panics or answers outside its statuses, whatever the body and signature.
 func FuzzPlatformWebhook(f *testing.F) {
 	st := store.NewMemory()
-	h, err := NewHandler(Deps{Store: st, BaseURL: "http://sitepulse.test", PlatformSecret: webhookSecret,
-		WebhookJitter: func() time.Duration { return 0 }})
+	h, err := NewHandler(withServers(Deps{Store: st, BaseURL: "http://sitepulse.test", PlatformSecret: webhookSecret,
+		WebhookJitter: func() time.Duration { return 0 }}))
 	if err != nil {
 		f.Fatal(err)
 	}

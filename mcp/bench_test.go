@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"sitepulse/scanner"
+	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 	"sitepulse/store/storetest"
 )
@@ -74,7 +75,7 @@ func recordScan(tb testing.TB, st store.Store, site store.Site, fixtures []store
 			all = append(all, r)
 		}
 	}
-	if err := st.CompleteScan(ctx, lease, scanner.ScanScores(all), at.Add(time.Minute)); err != nil {
+	if err := st.CompleteScan(ctx, lease, analysis.ScanScores(all), at.Add(time.Minute)); err != nil {
 		tb.Fatal(err)
 	}
 	return scan.ID

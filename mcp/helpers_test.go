@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"sitepulse/scanner"
+	"sitepulse/scanner/demo"
 	"sitepulse/store"
 )
 
@@ -25,7 +25,7 @@ type fixture struct {
 	srv        *Server
 	st         store.Store
 	now        time.Time
-	demo       scanner.Demo
+	demo       demo.Seeded
 	userID     string
 	latestID   string
 	previousID string
@@ -37,12 +37,12 @@ func newFixture(t testing.TB, st store.Store) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	f := &fixture{st: st, now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
-	d, err := scanner.SeedDemo(ctx, st, scanner.DemoFixtures{FS: os.DirFS(".."), Before: "testdata/psi-before", Latest: "testdata/psi"}, f.now, 1000)
+	d, err := demo.Seed(ctx, st, demo.Fixtures{FS: os.DirFS(".."), Before: "testdata/psi-before", Latest: "testdata/psi"}, f.now, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.demo = d
-	u, err := st.UserByEmail(ctx, scanner.DemoEmail)
+	u, err := st.UserByEmail(ctx, demo.Email)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,7 @@ package mcp
 import (
 	"context"
 
-	"sitepulse/scanner"
+	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 )
 
@@ -28,10 +28,10 @@ func (s *Server) getThirdPartyScripts(ctx context.Context, userID string, a args
 	if err != nil {
 		return nil, err
 	}
-	scripts, pages := scanner.ThirdParties(results)
+	scripts, pages := analysis.ThirdParties(results)
 	return struct {
-		Scripts       []scanner.ThirdPartyImpact `json:"scripts"`
-		PagesAnalyzed int                        `json:"pagesAnalyzed"`
+		Scripts       []analysis.ThirdPartyImpact `json:"scripts"`
+		PagesAnalyzed int                         `json:"pagesAnalyzed"`
 	}{scripts, pages}, nil
 }
 
@@ -40,22 +40,22 @@ func (s *Server) getAccessibilityIssues(ctx context.Context, userID string, a ar
 	if err != nil {
 		return nil, err
 	}
-	sum := scanner.AccessibilityIssues(results, a.str("severity", "all"))
+	sum := analysis.AccessibilityIssues(results, a.str("severity", "all"))
 	return struct {
-		Issues                []scanner.A11yGroup `json:"issues"`
-		Count                 int                 `json:"count"`
-		PagesAnalyzed         int                 `json:"pagesAnalyzed"`
-		AvgAccessibilityScore *int                `json:"avgAccessibilityScore"`
+		Issues                []analysis.A11yGroup `json:"issues"`
+		Count                 int                  `json:"count"`
+		PagesAnalyzed         int                  `json:"pagesAnalyzed"`
+		AvgAccessibilityScore *int                 `json:"avgAccessibilityScore"`
 	}{sum.Issues, len(sum.Issues), sum.PagesAnalyzed, sum.AvgAccessibilityScore}, nil
 }
 
 type regressionReport struct {
-	LatestScanID          string               `json:"latestScanId"`
-	LatestScanCompletedAt *string              `json:"latestScanCompletedAt"`
-	PreviousScanID        *string              `json:"previousScanId"`
-	HasRegression         bool                 `json:"hasRegression"`
-	RegressionCount       int                  `json:"regressionCount"`
-	Regressions           []scanner.Regression `json:"regressions"`
+	LatestScanID          string                `json:"latestScanId"`
+	LatestScanCompletedAt *string               `json:"latestScanCompletedAt"`
+	PreviousScanID        *string               `json:"previousScanId"`
+	HasRegression         bool                  `json:"hasRegression"`
+	RegressionCount       int                   `json:"regressionCount"`
+	Regressions           []analysis.Regression `json:"regressions"`
 }
 
 func (s *Server) getRegressionReport(ctx context.Context, userID string, a args) (any, error) {
@@ -66,7 +66,7 @@ func (s *Server) getRegressionReport(ctx context.Context, userID string, a args)
 	if len(scans) == 0 {
 		return nil, errNoScanYet
 	}
-	out := regressionReport{LatestScanID: scans[0].ID, LatestScanCompletedAt: iso(scans[0].CompletedAt), Regressions: []scanner.Regression{}}
+	out := regressionReport{LatestScanID: scans[0].ID, LatestScanCompletedAt: iso(scans[0].CompletedAt), Regressions: []analysis.Regression{}}
 	if len(scans) == 2 {
 		prevID := scans[1].ID
 		out.PreviousScanID = &prevID
@@ -87,7 +87,7 @@ func (s *Server) getRegressionReport(ctx context.Context, userID string, a args)
 		if prevErr != nil {
 			return nil, prevErr
 		}
-		out.Regressions = scanner.Regressions(previous, latest)
+		out.Regressions = analysis.Regressions(previous, latest)
 	}
 	out.RegressionCount = len(out.Regressions)
 	out.HasRegression = out.RegressionCount > 0

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"sitepulse/scanner"
+	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 )
 
@@ -30,7 +30,7 @@ func (s *Server) getPageDetails(ctx context.Context, userID string, a args) (any
 		if err != nil {
 			return nil, err
 		}
-		worst, found := scanner.WorstPage(metrics, strategy)
+		worst, found := analysis.WorstPage(metrics, strategy)
 		if !found {
 			return nil, toolError(fmt.Sprintf("This scan has no %s results (status %s).", strategy, sc.Status))
 		}

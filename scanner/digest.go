@@ -13,15 +13,23 @@ import (
 	"strings"
 	"time"
 
+	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 )
+
+// DigestStore is what the digest reads: the two latest completed scans, their results, the owner.
+type DigestStore interface {
+	CompletedScans(ctx context.Context, userID, siteID string, limit int) ([]store.Scan, error)
+	PageResults(ctx context.Context, userID, scanID string) ([]store.PageResult, error)
+	UserByID(ctx context.Context, id string) (store.User, error)
+}
 
 // Digest e-mails a site's owner the regressions of a completed scan against the previous
 // completed one (DESIGN §4, §6.3): one message per completed scan, only when there are
 // regressions and the owner has notifications on. Without an SMTP address the message is
 // logged instead. A failing SMTP server is logged and never fails the scan.
 type Digest struct {
-	Store store.Store
+	Store DigestStore
 	// SMTPAddr is host:port (SMTP_ADDR); empty logs digests instead of sending them.
 	SMTPAddr           string
 	From               string // SMTP_FROM, e.g. "SitePulse <sitepulse@example.com>"
@@ -59,7 +67,7 @@ func (d *Digest) AfterScan(ctx context.Context, site store.Site, scanID string, 
 		log.Warn("digest: reading the previous scan failed", "err", err)
 		return
 	}
-	regs := Regressions(before, results)
+	regs := analysis.Regressions(before, results)
 	if len(regs) == 0 {
 		return
 	}
@@ -85,7 +93,7 @@ func (d *Digest) AfterScan(ctx context.Context, site store.Site, scanID string, 
 }
 
 // compose writes the digest: one line per regression with page, strategy, metric, from and to.
-func (d *Digest) compose(site store.Site, scanID, previousID string, regs []Regression) (subject, body string) {
+func (d *Digest) compose(site store.Site, scanID, previousID string, regs []analysis.Regression) (subject, body string) {
 	noun := "regressions"
 	if len(regs) == 1 {
 		noun = "regression"
@@ -107,10 +115,11 @@ func (d *Digest) compose(site store.Site, scanID, previousID string, regs []Regr
 
 // fmtMetric shows a value with its unit: scores as integers, CLS with decimals, vitals in ms.
 func fmtMetric(metric string, v float64) string {
-	switch metric {
-	case "cls":
+	m, _ := analysis.Lookup(metric)
+	switch {
+	case m.Kind == analysis.Vital && m.Unit == "":
 		return strconv.FormatFloat(v, 'f', 3, 64)
-	case "lcp", "inp", "fcp", "ttfb", "tbt":
+	case m.Unit == "ms":
 		return strconv.FormatFloat(v, 'f', 0, 64) + " ms"
 	default:
 		return strconv.FormatFloat(v, 'f', 0, 64)

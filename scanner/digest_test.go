@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 )
 
@@ -99,7 +100,7 @@ func (f *fakeSMTP) messages() []smtpMessage {
 func TestDigestCompose(t *testing.T) {
 	d := &Digest{BaseURL: "https://sitepulse.example.com/"}
 	site := store.Site{ID: "s1", Name: "Shop\r\nBcc: evil@example.com", Domain: "shop.example"}
-	subject, body := d.compose(site, "scan2", "scan1", []Regression{
+	subject, body := d.compose(site, "scan2", "scan1", []analysis.Regression{
 		{Metric: "performance", From: 92, To: 16, Delta: -76, PagePath: "/", Strategy: "mobile"},
 		{Metric: "lcp", From: 1200.4, To: 8305, Delta: 7104.6, PagePath: "/", Strategy: "mobile"},
 		{Metric: "cls", From: 0.02, To: 0.39, Delta: 0.37, PagePath: "/blog/", Strategy: "desktop"},

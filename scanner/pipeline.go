@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 )
 
@@ -37,7 +38,7 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, job store.Job) (*comp
 		return nil, fmt.Errorf("read scan: %w", err)
 	}
 	log = log.With("site", site.Name)
-	if a, ok := p.cfg.Auditor.(interface{ Unavailable() error }); ok {
+	if a, ok := p.cfg.Auditor.(Pausable); ok {
 		if err := a.Unavailable(); err != nil { // PSI is paused: do not even look for pages
 			return nil, err
 		}
@@ -155,7 +156,7 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, job store.Job) (*comp
 		log.Error("scan failed", "reason", reason)
 		return nil, nil
 	}
-	scores := ScanScores(results)
+	scores := analysis.ScanScores(results)
 	if err := p.whileUnavailable(ctx, log, "complete scan", func(ctx context.Context) error {
 		return p.cfg.Store.CompleteScan(ctx, lease, scores, p.cfg.Now())
 	}); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"math/rand/v2"
 	"os"
 	"sync"
 	"time"
@@ -13,9 +14,17 @@ import (
 	"sitepulse/store"
 )
 
+// Queue is what the workers need of the store: the job queue, and a scan's stored results and
+// errors read back to score it.
+type Queue interface {
+	store.Queue
+	PageResults(ctx context.Context, userID, scanID string) ([]store.PageResult, error)
+	PageErrors(ctx context.Context, userID, scanID string) ([]store.PageError, error)
+}
+
 // PoolConfig configures the worker pool. Zero values get the defaults noted.
 type PoolConfig struct {
-	Store     store.Store
+	Store     Queue
 	Auditor   Auditor
 	Discovery Discovery
 	Digest    *Digest // e-mails regressions after a scan completes; nil sends none
@@ -308,5 +317,22 @@ func (p *Pool) run(worker int, job store.Job) {
 		}); err != nil {
 			log.Warn("scanner: could not fail the scan", "err", err)
 		}
+	}
+}
+
+// jitter spreads d by ±frac so retries from many workers do not arrive together.
+func jitter(d time.Duration, frac float64) time.Duration {
+	return time.Duration(float64(d) * (1 - frac + 2*frac*rand.Float64()))
+}
+
+// sleepCtx waits d, or less when ctx ends first.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }

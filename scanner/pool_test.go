@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"sitepulse/scanner/analysis"
 	"sitepulse/scanner/scantest"
 	"sitepulse/store"
 	"sitepulse/store/storetest"
@@ -182,7 +183,7 @@ func testScanCompletes(t *testing.T, st store.Store) {
 			t.Errorf("pageUrl = %s", res.PageURL)
 		}
 	}
-	want := ScanScores(results)
+	want := analysis.ScanScores(results)
 	if *done.Scores.Health != *want.Health || *done.Scores.Performance != *want.Performance {
 		t.Errorf("scores = %+v, want %+v", done.Scores, want)
 	}
@@ -463,7 +464,7 @@ func testDigest(t *testing.T, st store.Store) {
 	prevScans, _ := st.CompletedScans(context.Background(), r.user.ID, r.site.ID, 2)
 	old, _ := st.PageResults(context.Background(), r.user.ID, prevScans[1].ID)
 	now, _ := st.PageResults(context.Background(), r.user.ID, latest.ID)
-	regs := Regressions(old, now)
+	regs := analysis.Regressions(old, now)
 	if len(regs) == 0 {
 		t.Fatal("the fixtures should regress")
 	}

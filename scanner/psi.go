@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -24,6 +23,13 @@ import (
 // and the error's text is what the scan records, so it never carries a credential.
 type Auditor interface {
 	Audit(ctx context.Context, pageURL, strategy string) (store.PageResult, error)
+}
+
+// Pausable is an Auditor that can be unavailable for a while (PSI behind its circuit breaker or
+// out of daily quota): a scan then waits without looking for pages or spending an attempt.
+type Pausable interface {
+	Auditor
+	Unavailable() error
 }
 
 // PSIConfig configures a PageSpeed Insights client. Zero values get the defaults noted.
@@ -360,22 +366,6 @@ func retryAfter(v string, now time.Time) (time.Duration, bool) {
 		return max(t.Sub(now), 0), true
 	}
 	return 0, false
-}
-
-// jitter spreads d by ±frac so retries from many workers do not arrive together.
-func jitter(d time.Duration, frac float64) time.Duration {
-	return time.Duration(float64(d) * (1 - frac + 2*frac*rand.Float64()))
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // RateLimiter allows at most n calls in any window of its length: a sliding window over the

@@ -17,7 +17,9 @@ import (
 	"time"
 
 	"sitepulse/handlers"
-	"sitepulse/scanner"
+	"sitepulse/mcp"
+	"sitepulse/oauth"
+	"sitepulse/scanner/demo"
 	"sitepulse/store"
 	"sitepulse/store/storetest"
 )
@@ -34,7 +36,7 @@ type benchService struct {
 	srv     *httptest.Server
 	handler http.Handler
 	client  *http.Client
-	demo    scanner.Demo
+	demo    demo.Seeded
 	userID  string
 }
 
@@ -43,15 +45,16 @@ func newBenchService(b *testing.B) *benchService {
 	pg := storetest.Postgres(b)
 	ctx := context.Background()
 	now := time.Now()
-	d, err := scanner.SeedDemo(ctx, pg, scanner.DemoFixtures{FS: os.DirFS(".."), Before: "testdata/psi-before", Latest: "testdata/psi"}, now, 1000)
+	d, err := demo.Seed(ctx, pg, demo.Fixtures{FS: os.DirFS(".."), Before: "testdata/psi-before", Latest: "testdata/psi"}, now, 1000)
 	if err != nil {
 		b.Fatal(err)
 	}
-	u, err := pg.UserByEmail(ctx, scanner.DemoEmail)
+	u, err := pg.UserByEmail(ctx, demo.Email)
 	if err != nil {
 		b.Fatal(err)
 	}
-	h, err := handlers.NewHandler(handlers.Deps{Store: pg, StoreName: "postgres", BaseURL: "http://127.0.0.1"})
+	h, err := handlers.NewHandler(handlers.Deps{Store: pg, BaseURL: "http://127.0.0.1",
+		OAuth: oauth.New(oauth.Config{Store: pg, BaseURL: "http://127.0.0.1"}), MCP: mcp.New(mcp.Config{Store: pg, BaseURL: "http://127.0.0.1"})})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -257,7 +260,7 @@ func seedLargeScan(b *testing.B, s *benchService) (string, *http.Cookie) {
 			for i := w; i < exportPages; i += 8 {
 				for _, r := range []store.PageResult{mobile, desktop} {
 					r.PagePath = fmt.Sprintf("/page-%05d", i)
-					r.PageURL = "https://" + scanner.DemoDomain + r.PagePath
+					r.PageURL = "https://" + demo.Domain + r.PagePath
 					if err := s.pg.SavePageResult(ctx, job.Lease(), r); err != nil {
 						errs <- err
 						return

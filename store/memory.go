@@ -61,6 +61,8 @@ func NewMemory() *Memory {
 	}
 }
 
+func (m *Memory) Name() string { return "memory" }
+
 func (m *Memory) Ping(ctx context.Context) error { return ctx.Err() }
 func (m *Memory) Close() error                   { return nil }
 

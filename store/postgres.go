@@ -28,6 +28,7 @@ const maxConns = 32
 // Postgres is the Store on PostgreSQL.
 type Postgres struct {
 	db      *sql.DB
+	dsn     string        // for the LISTEN connection of WakeOnJobs
 	budgets budgetCache   // what budget checks read, per site (postgres_budget.go)
 	prep    preparedStmts // hot-path statements (postgres_prepared.go)
 }
@@ -51,7 +52,7 @@ func OpenPostgres(ctx context.Context, dsn string) (*Postgres, error) {
 		db.Close()
 		return nil, fmt.Errorf("connect to postgres: %w", err)
 	}
-	p := &Postgres{db: db}
+	p := &Postgres{db: db, dsn: dsn}
 	if err := p.migrate(ctx); err != nil {
 		db.Close()
 		return nil, err
@@ -59,8 +60,7 @@ func OpenPostgres(ctx context.Context, dsn string) (*Postgres, error) {
 	return p, nil
 }
 
-// DB exposes the pool for benchmarks that compare an endpoint with a bare query.
-func (p *Postgres) DB() *sql.DB { return p.db }
+func (p *Postgres) Name() string { return "postgres" }
 
 func (p *Postgres) Ping(ctx context.Context) error { return p.db.PingContext(ctx) }
 func (p *Postgres) Close() error                   { return p.db.Close() }

@@ -7,6 +7,19 @@ import (
 	"github.com/lib/pq"
 )
 
+// JobWaker is a store that can tell the scanner at once when a job is enqueued, by this process
+// or any other (Postgres: LISTEN/NOTIFY). A store without it is polled.
+type JobWaker interface {
+	WakeOnJobs(ctx context.Context, onError func(error)) (<-chan struct{}, error)
+}
+
+var _ JobWaker = (*Postgres)(nil)
+
+// WakeOnJobs is ListenJobs on the store's own database.
+func (p *Postgres) WakeOnJobs(ctx context.Context, onError func(error)) (<-chan struct{}, error) {
+	return ListenJobs(ctx, p.dsn, onError)
+}
+
 // ListenJobs LISTENs on NotifyChannel on its own connection to dsn and sends on the returned
 // channel whenever a job is enqueued, by this process or any other, so a dispatcher wakes at
 // once instead of at its next poll. It also sends after a reconnect, since notifications may

@@ -33,6 +33,8 @@ type Store interface {
 	OAuth
 	Reports
 	Webhooks
+	// Name is "memory" or "postgres", for the health check and the log.
+	Name() string
 	// Ping answers whether the store can serve requests.
 	Ping(ctx context.Context) error
 	// Close releases the store's resources.

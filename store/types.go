@@ -205,13 +205,6 @@ type StackPack struct {
 	Descriptions map[string]string `json:"descriptions"`
 }
 
-// Budget metrics (DESIGN §6.2). Scores use operator min against the scan score; vitals use max
-// against the worst page value.
-var (
-	ScoreMetrics = []string{"health", "performance", "seo", "accessibility", "bestPractices"}
-	VitalMetrics = []string{"lcp", "cls", "inp", "fcp", "ttfb", "tbt"}
-)
-
 // Operators of budget violations and alert rules.
 const (
 	OpMin = "min"

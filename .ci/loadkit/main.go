@@ -25,7 +25,7 @@ import (
 	"strings"
 	"time"
 
-	"sitepulse/scanner"
+	"sitepulse/scanner/demo"
 	"sitepulse/scanner/scantest"
 	"sitepulse/store"
 )
@@ -86,7 +86,7 @@ func seed(ctx context.Context, sites int) error {
 	}
 	defer st.Close()
 	now := time.Now()
-	d, err := scanner.SeedDemo(ctx, st, scanner.DemoFixtures{FS: os.DirFS("."), Before: "testdata/psi-before", Latest: "testdata/psi"},
+	d, err := demo.Seed(ctx, st, demo.Fixtures{FS: os.DirFS("."), Before: "testdata/psi-before", Latest: "testdata/psi"},
 		now, store.PasswordIterations)
 	if err != nil {
 		return err
@@ -145,7 +145,7 @@ func count(ctx context.Context, want int, timeout time.Duration) error {
 		return err
 	}
 	defer st.Close()
-	u, err := st.UserByEmail(ctx, scanner.DemoEmail)
+	u, err := st.UserByEmail(ctx, demo.Email)
 	if err != nil {
 		return err
 	}

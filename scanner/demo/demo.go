@@ -1,4 +1,6 @@
-package scanner
+// Package demo seeds the demo account: a fictional site with two scans extracted from the real
+// Lighthouse runs in testdata, so `go run .` shows results, budgets and regressions at once.
+package demo
 
 import (
 	"context"
@@ -11,48 +13,50 @@ import (
 	"strings"
 	"time"
 
+	"sitepulse/scanner"
+	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 )
 
-// Demo account and site (DESIGN §7).
+// The demo account and its fictional site: a new user sees real results before connecting anything.
 const (
-	DemoEmail      = "demo@example.com"
-	DemoSiteName   = "Demo Site"
-	DemoDomain     = "demo.sitepulse.test"
-	DemoPlatformID = "demo-site"
+	Email      = "demo@example.com"
+	SiteName   = "Demo Site"
+	Domain     = "demo.sitepulse.test"
+	PlatformID = "demo-site"
 )
 
-// Demo is what SeedDemo made: the credentials to print and the site to point curl at.
-type Demo struct {
+// Seeded is what Seed made: the credentials to print and the site to point curl at.
+type Seeded struct {
 	Email, Password, APIKey string
 	SiteID                  string
 	LatestScanID            string
 	Created                 bool // false when the account existed and was reused
 }
 
-// DemoFixtures names the two fixture sets of the demo's scans inside the embedded testdata:
+// Fixtures names the two fixture sets of the demo's scans inside the embedded testdata:
 // the site before a bad publish, and after it.
-type DemoFixtures struct {
+type Fixtures struct {
 	FS             fs.FS
 	Before, Latest string // directories of PSI responses, e.g. "testdata/psi-before", "testdata/psi"
 }
 
-// SeedDemo creates the demo account, an API key and the demo site with two completed scans
+// Seed creates the demo account, an API key and the demo site with two completed scans
 // extracted from real Lighthouse runs: the site before a publish that added a chat widget and a
 // slow hero image, then after it, so the latest scan has regressions. Run again on the same
 // store, it keeps the account and its data and hands out a fresh password and key.
-func SeedDemo(ctx context.Context, st store.Store, fx DemoFixtures, now time.Time, iterations int) (Demo, error) {
-	d := Demo{Email: DemoEmail}
+func Seed(ctx context.Context, st store.Store, fx Fixtures, now time.Time, iterations int) (Seeded, error) {
+	d := Seeded{Email: Email}
 	secret, _ := store.NewSecret("")
 	d.Password = secret[:20]
 	hash, err := store.HashPassword(d.Password, iterations)
 	if err != nil {
 		return d, err
 	}
-	u, err := st.UserByEmail(ctx, DemoEmail)
+	u, err := st.UserByEmail(ctx, Email)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		u = store.User{ID: store.NewID(), Email: DemoEmail, PasswordHash: hash, NotifyRegressions: true, CreatedAt: now}
+		u = store.User{ID: store.NewID(), Email: Email, PasswordHash: hash, NotifyRegressions: true, CreatedAt: now}
 		if err := st.CreateUser(ctx, u); err != nil {
 			return d, fmt.Errorf("demo user: %w", err)
 		}
@@ -70,22 +74,22 @@ func SeedDemo(ctx context.Context, st store.Store, fx DemoFixtures, now time.Tim
 	}
 	d.APIKey = key
 
-	if site, err := st.SiteByPlatformID(ctx, DemoPlatformID); err == nil && site.UserID == u.ID {
+	if site, err := st.SiteByPlatformID(ctx, PlatformID); err == nil && site.UserID == u.ID {
 		d.SiteID = site.ID
 		if latest, err := st.LatestCompletedScan(ctx, u.ID, site.ID); err == nil {
 			d.LatestScanID = latest.ID
 		}
 		return d, nil
 	}
-	before, err := demoResults(fx.FS, fx.Before)
+	before, err := extractDir(fx.FS, fx.Before)
 	if err != nil {
 		return d, err
 	}
-	latest, err := demoResults(fx.FS, fx.Latest)
+	latest, err := extractDir(fx.FS, fx.Latest)
 	if err != nil {
 		return d, err
 	}
-	site := store.Site{ID: store.NewID(), UserID: u.ID, Name: DemoSiteName, Domain: DemoDomain, PlatformSiteID: DemoPlatformID,
+	site := store.Site{ID: store.NewID(), UserID: u.ID, Name: SiteName, Domain: Domain, PlatformSiteID: PlatformID,
 		Founding: true, Pages: pathsOf(latest), CreatedAt: now.Add(-48 * time.Hour)}
 	if err := st.CreateSite(ctx, site); err != nil {
 		return d, fmt.Errorf("demo site: %w", err)
@@ -110,9 +114,9 @@ func SeedDemo(ctx context.Context, st store.Store, fx DemoFixtures, now time.Tim
 	return d, nil
 }
 
-// demoResults extracts every PSI response of a fixture directory, moving the page URLs from the
+// extractDir extracts every PSI response of a fixture directory, moving the page URLs from the
 // local host the runs were made on to the demo domain.
-func demoResults(fsys fs.FS, dir string) ([]store.PageResult, error) {
+func extractDir(fsys fs.FS, dir string) ([]store.PageResult, error) {
 	names, err := fs.Glob(fsys, path.Join(dir, "*.json"))
 	if err != nil || len(names) == 0 {
 		return nil, fmt.Errorf("demo fixtures %s: none found", dir)
@@ -123,12 +127,12 @@ func demoResults(fsys fs.FS, dir string) ([]store.PageResult, error) {
 		if err != nil {
 			return nil, err
 		}
-		r, err := ExtractPSI(body)
+		r, err := scanner.ExtractPSI(body)
 		if err != nil {
 			return nil, fmt.Errorf("demo fixture %s: %w", name, err)
 		}
 		if u, err := url.Parse(r.PageURL); err == nil {
-			u.Scheme, u.Host = "https", DemoDomain
+			u.Scheme, u.Host = "https", Domain
 			r.PageURL = u.String()
 		}
 		out = append(out, r)
@@ -172,17 +176,17 @@ func recordDemoScan(ctx context.Context, st store.Store, site store.Site, result
 			return "", err
 		}
 	}
-	if err := st.CompleteScan(ctx, lease, ScanScores(results), at.Add(90*time.Second)); err != nil {
+	if err := st.CompleteScan(ctx, lease, analysis.ScanScores(results), at.Add(90*time.Second)); err != nil {
 		return "", err
 	}
 	return scan.ID, nil
 }
 
-// DemoCurl returns ready-to-paste commands against a running service: the budget check, MCP
+// Curl returns ready-to-paste commands against a running service: the budget check, MCP
 // tools/list, and a signed publish webhook (the signature computed by openssl from the secret).
 // A webhookSecret that names a variable ("$PLATFORM_CLIENT_SECRET") is left for the shell to
 // expand, so a configured secret is never printed.
-func DemoCurl(baseURL string, d Demo, webhookSecret string) []string {
+func Curl(baseURL string, d Seeded, webhookSecret string) []string {
 	q := func(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 	secret := q(webhookSecret)
 	if strings.HasPrefix(webhookSecret, "$") {
@@ -192,6 +196,6 @@ func DemoCurl(baseURL string, d Demo, webhookSecret string) []string {
 		fmt.Sprintf(`curl -s -X POST %s/api/external/budget-check -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -d '{"siteId":"%s"}'`, baseURL, d.APIKey, d.SiteID),
 		fmt.Sprintf(`curl -s -X POST %s/api/mcp -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' -d '{"jsonrpc":"2.0","id":1,"method":"tools/list"}'`, baseURL, d.APIKey),
 		fmt.Sprintf(`body='{"siteId":"%s"}'; curl -s -X POST %s/api/webhooks/platform -H 'Content-Type: application/json' -H "x-platform-signature: $(printf %%s "$body" | openssl dgst -sha256 -hmac %s -hex | sed 's/^.* //')" -d "$body"`,
-			DemoPlatformID, baseURL, secret),
+			PlatformID, baseURL, secret),
 	}
 }

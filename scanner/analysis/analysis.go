@@ -1,4 +1,4 @@
-package scanner
+package analysis
 
 import (
 	"math"
@@ -12,52 +12,32 @@ import (
 
 // ScoreOf reads a category score of a page result by its interface name.
 func ScoreOf(s store.PageScores, metric string) *int {
-	switch metric {
-	case "performance":
-		return s.Performance
-	case "seo":
-		return s.SEO
-	case "accessibility":
-		return s.Accessibility
-	case "bestPractices":
-		return s.BestPractices
-	}
-	return nil
+	return ScanScoreOf(store.ScanScores{Performance: s.Performance, SEO: s.SEO, Accessibility: s.Accessibility, BestPractices: s.BestPractices}, metric)
 }
 
 // ScanScoreOf reads a scan score by its interface name, health included.
 func ScanScoreOf(s store.ScanScores, metric string) *int {
-	if metric == "health" {
-		return s.Health
+	if m, ok := byName[metric]; ok && m.score != nil {
+		return m.score(s)
 	}
-	return ScoreOf(store.PageScores{Performance: s.Performance, SEO: s.SEO, Accessibility: s.Accessibility, BestPractices: s.BestPractices}, metric)
+	return nil
 }
 
-// VitalOf reads a lab vital of a page result by its interface name.
+// VitalOf reads a vital of a page result by its interface name.
 func VitalOf(v store.Vitals, metric string) *float64 {
-	switch metric {
-	case "lcp":
-		return v.LCP
-	case "cls":
-		return v.CLS
-	case "inp":
-		return v.INP
-	case "fcp":
-		return v.FCP
-	case "ttfb":
-		return v.TTFB
-	case "tbt":
-		return v.TBT
-	case "speedIndex":
-		return v.SpeedIndex
-	case "tti":
-		return v.TTI
+	if m, ok := byName[metric]; ok && m.vital != nil {
+		return m.vital(v)
 	}
 	return nil
 }
 
 // categories are the four Lighthouse categories in the interface's order.
-var categories = []string{"performance", "seo", "accessibility", "bestPractices"}
+var categories = func() (out []string) {
+	for _, m := range selectMetrics(func(m Metric) bool { return m.Category }) {
+		out = append(out, m.Name)
+	}
+	return out
+}()
 
 // ScanScores are a scan's scores (DESIGN §6.1): each category the rounded mean over the scan's
 // page results of both strategies, ignoring null scores; health the rounded mean of the four.
@@ -89,19 +69,6 @@ func ScanScores(results []store.PageResult) store.ScanScores {
 	return s
 }
 
-// band is a web.dev Core Web Vitals rating: the upper bounds of "good" and "needs improvement".
-type band struct{ good, poor float64 }
-
-// vitalBands are the web.dev thresholds (DESIGN §6.3). TBT uses Lighthouse's.
-var vitalBands = map[string]band{
-	"lcp":  {2500, 4000},
-	"cls":  {0.1, 0.25},
-	"inp":  {200, 500},
-	"fcp":  {1800, 3000},
-	"ttfb": {800, 1800},
-	"tbt":  {200, 600},
-}
-
 // Ratings of a vital.
 const (
 	RatingGood = "good"
@@ -109,18 +76,12 @@ const (
 	RatingPoor = "poor"
 )
 
-// VitalRating rates a vital value: good, needs-improvement or poor; "" for an unknown metric.
+// VitalRating rates a vital value: good, needs-improvement or poor; "" for a metric without bands.
 func VitalRating(metric string, v float64) string {
-	b, ok := vitalBands[metric]
-	switch {
-	case !ok:
-		return ""
-	case v <= b.good:
-		return RatingGood
-	case v <= b.poor:
-		return RatingNI
+	if m, ok := byName[metric]; ok {
+		return m.Rate(v)
 	}
-	return RatingPoor
+	return ""
 }
 
 var ratingRank = map[string]int{RatingGood: 0, RatingNI: 1, RatingPoor: 2}
@@ -148,9 +109,6 @@ type Regression struct {
 
 // RegressionThreshold is the score drop that counts as a regression: more than 5 points.
 const RegressionThreshold = 5
-
-// regressionVitals are the vitals checked for band crossings, in report order.
-var regressionVitals = []string{"lcp", "cls", "inp", "fcp", "ttfb"}
 
 // Regressions compares two scans page by page, same path and strategy (DESIGN §6.3): a category
 // score that dropped by more than 5 points, or a vital that moved into a worse web.dev band.
@@ -182,10 +140,13 @@ func Regressions(previous, latest []store.PageResult) []Regression {
 				add(m, float64(*from), float64(*to))
 			}
 		}
-		for _, m := range regressionVitals {
-			from, to := VitalOf(was.CoreWebVitals, m), VitalOf(now.CoreWebVitals, m)
-			if from != nil && to != nil && ratingRank[VitalRating(m, *to)] > ratingRank[VitalRating(m, *from)] {
-				add(m, *from, *to)
+		for _, m := range Metrics {
+			if !m.Crossing {
+				continue
+			}
+			from, to := m.vital(was.CoreWebVitals), m.vital(now.CoreWebVitals)
+			if from != nil && to != nil && ratingRank[m.Rate(*to)] > ratingRank[m.Rate(*from)] {
+				add(m.Name, *from, *to)
 			}
 		}
 	}
@@ -204,17 +165,10 @@ type Violation struct {
 }
 
 // BudgetMetric answers whether a metric can carry a budget or alert rule, and its default
-// operator: min for scores, max for vitals (DESIGN §6.2).
+// operator: min for scores, max for vitals.
 func BudgetMetric(metric string) (operator string, ok bool) {
-	for _, m := range store.ScoreMetrics {
-		if m == metric {
-			return store.OpMin, true
-		}
-	}
-	for _, m := range store.VitalMetrics {
-		if m == metric {
-			return store.OpMax, true
-		}
+	if m, found := byName[metric]; found && m.Budget {
+		return m.Op, true
 	}
 	return "", false
 }
@@ -254,19 +208,16 @@ func actual(scan store.ScanScores, results []store.PageResult, metric string) (v
 // CheckBudgets evaluates a scan against a site's budgets (a metric -> threshold map, with each
 // metric's default operator) and its alert rules (explicit operators). A metric the scan has no
 // value for (INP without field data, say) cannot be checked and is not a violation. Budgets come
-// first in the order of store.ScoreMetrics and store.VitalMetrics, then rules in their order.
+// first in the order of Metrics, then rules in their order.
 func CheckBudgets(scan store.ScanScores, results []store.PageResult, budgets map[string]float64, rules []store.AlertRule) []Violation {
 	type check struct {
 		metric, op string
 		threshold  float64
 	}
 	checks := make([]check, 0, len(budgets)+len(rules))
-	for _, metrics := range [][]string{store.ScoreMetrics, store.VitalMetrics} {
-		for _, m := range metrics {
-			if t, ok := budgets[m]; ok {
-				op, _ := BudgetMetric(m)
-				checks = append(checks, check{m, op, t})
-			}
+	for _, m := range Metrics {
+		if t, ok := budgets[m.Name]; ok && m.Budget {
+			checks = append(checks, check{m.Name, m.Op, t})
 		}
 	}
 	for _, r := range rules {
@@ -474,4 +425,9 @@ func worse(a, b store.PageResult) bool {
 		return *pa < *pb
 	}
 	return a.PagePath < b.PagePath
+}
+
+func round(v float64, places int) float64 {
+	p := math.Pow(10, float64(places))
+	return math.Round(v*p) / p
 }

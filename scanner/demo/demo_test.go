@@ -1,17 +1,19 @@
-package scanner
+package demo
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 	"sitepulse/store/storetest"
 )
 
-var demoFixtures = DemoFixtures{FS: os.DirFS(".."), Before: "testdata/psi-before", Latest: "testdata/psi"}
+var fixtures = Fixtures{FS: os.DirFS("../.."), Before: "testdata/psi-before", Latest: "testdata/psi"}
 
 func TestSeedDemo(t *testing.T) {
 	for _, b := range storetest.Backends(t) {
@@ -19,14 +21,14 @@ func TestSeedDemo(t *testing.T) {
 			ctx := context.Background()
 			st := b.Open(t)
 			now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-			d, err := SeedDemo(ctx, st, demoFixtures, now, 1000)
+			d, err := Seed(ctx, st, fixtures, now, 1000)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !d.Created || !strings.HasPrefix(d.APIKey, "svc_") || len(d.Password) < 16 {
 				t.Errorf("demo = %+v", d)
 			}
-			u, err := st.UserByEmail(ctx, DemoEmail)
+			u, err := st.UserByEmail(ctx, Email)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -40,7 +42,7 @@ func TestSeedDemo(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if site.Domain != DemoDomain || site.PlatformSiteID != DemoPlatformID || len(site.Pages) != 5 || site.LastPublished == nil || site.HealthScore == nil {
+			if site.Domain != Domain || site.PlatformSiteID != PlatformID || len(site.Pages) != 5 || site.LastPublished == nil || site.HealthScore == nil {
 				t.Errorf("site = %+v", site)
 			}
 			scans, _ := st.CompletedScans(ctx, u.ID, d.SiteID, 10)
@@ -49,7 +51,7 @@ func TestSeedDemo(t *testing.T) {
 			}
 			latest, _ := st.PageResults(ctx, u.ID, scans[0].ID)
 			previous, _ := st.PageResults(ctx, u.ID, scans[1].ID)
-			regs := Regressions(previous, latest)
+			regs := analysis.Regressions(previous, latest)
 			if len(regs) == 0 {
 				t.Fatal("the demo's latest scan has no regressions")
 			}
@@ -59,20 +61,20 @@ func TestSeedDemo(t *testing.T) {
 			}
 			for _, want := range []string{"/ mobile performance", "/ desktop performance", "/ mobile cls", "/pricing mobile performance", "/pricing mobile lcp", "/pricing mobile ttfb"} {
 				if !seen[want] {
-					t.Errorf("missing regression %s in %s", want, show(regs))
+					t.Errorf("missing regression %s in %s", want, fmt.Sprint(regs))
 				}
 			}
 			for _, r := range latest {
-				if !strings.HasPrefix(r.PageURL, "https://"+DemoDomain+"/") {
+				if !strings.HasPrefix(r.PageURL, "https://"+Domain+"/") {
 					t.Errorf("page url %s", r.PageURL)
 				}
 			}
 			budgets, _ := st.Budgets(ctx, u.ID, d.SiteID)
-			if v := CheckBudgets(scans[0].Scores, latest, budgets, nil); len(v) == 0 {
+			if v := analysis.CheckBudgets(scans[0].Scores, latest, budgets, nil); len(v) == 0 {
 				t.Error("the demo budgets all pass; the budget check would show nothing")
 			}
 
-			again, err := SeedDemo(ctx, st, demoFixtures, now.Add(time.Hour), 1000)
+			again, err := Seed(ctx, st, fixtures, now.Add(time.Hour), 1000)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -91,13 +93,13 @@ func TestSeedDemo(t *testing.T) {
 }
 
 func TestDemoCurl(t *testing.T) {
-	lines := DemoCurl("http://localhost:8080", Demo{APIKey: "svc_x", SiteID: "s-1"}, "it's secret")
+	lines := Curl("http://localhost:8080", Seeded{APIKey: "svc_x", SiteID: "s-1"}, "it's secret")
 	if len(lines) != 3 || !strings.Contains(lines[0], "/api/external/budget-check") || !strings.Contains(lines[1], "tools/list") ||
 		!strings.Contains(lines[2], `-hmac 'it'\''s secret'`) {
 		t.Errorf("lines = %q", lines)
 	}
 	// A configured secret is named, not printed, and the shell must expand it: double quotes.
-	lines = DemoCurl("http://localhost:8080", Demo{APIKey: "svc_x", SiteID: "s-1"}, "$PLATFORM_CLIENT_SECRET")
+	lines = Curl("http://localhost:8080", Seeded{APIKey: "svc_x", SiteID: "s-1"}, "$PLATFORM_CLIENT_SECRET")
 	if !strings.Contains(lines[2], `-hmac "$PLATFORM_CLIENT_SECRET"`) {
 		t.Errorf("webhook line = %q", lines[2])
 	}
