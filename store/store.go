@@ -221,8 +221,8 @@ type Reports interface {
 
 // Webhooks keeps the replay guard of the publish webhook.
 type Webhooks interface {
-	// SeenDelivery records a delivery by its body hash and answers whether the same body was
-	// already seen after since.
+	// SeenDelivery records a delivery by a key (the hash of its body or of its event id) and
+	// answers whether the same key was already seen after since.
 	SeenDelivery(ctx context.Context, bodyHash string, since, now time.Time) (bool, error)
 }
 
