@@ -36,6 +36,8 @@ type config struct {
 	// ScanAllowPrivate lets scans fetch internal addresses (SECURITY §9): for self-hosters who
 	// audit intranet or staging sites.
 	ScanAllowPrivate bool
+	MaxSitesPerUser  int
+	UserDailyAudits  int
 	Demo             bool
 }
 
@@ -72,6 +74,8 @@ func (c *config) settings() []setting {
 		{env: "PSI_DAILY_LIMIT", def: "25000", help: "PSI calls per quota day (to midnight America/Los_Angeles), shared by all workers of this process; reaching it pauses scans until the reset", num: &c.PSIDailyLimit, min: 1},
 		{env: "PSI_BREAKER_FAILURES", def: "5", help: "consecutive audits finding PSI in trouble (5xx, timeouts, network) that open the PSI breaker", num: &c.PSIBreakerFails, min: 1},
 		{env: "SCAN_ALLOW_PRIVATE", def: "false", help: "true lets scans fetch loopback, private and link-local addresses (intranet or staging sites); never on a multi-tenant service", boolean: &c.ScanAllowPrivate},
+		{env: "MAX_SITES_PER_USER", def: "50", help: "sites one account may have", num: &c.MaxSitesPerUser, min: 1},
+		{env: "USER_DAILY_AUDITS", def: "2000", help: "audits one account's scans may make per UTC day (each replica counts its own); past it, its scans wait for the next day", num: &c.UserDailyAudits, min: 1},
 		{env: "PSI_BREAKER_SECONDS", def: "60", help: "seconds the PSI breaker stays open before one probe audit", num: &c.PSIBreakerSecs, min: 1},
 	}
 }

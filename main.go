@@ -159,6 +159,7 @@ func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Au
 		Store: st, Auditor: auditor, Log: log, Workers: cfg.ScanWorkers, Wake: wake,
 		Lease:     time.Duration(cfg.ScanLease) * time.Second,
 		Discovery: scanner.Discovery{MaxPages: cfg.MaxPagesPerScan, Client: fetch},
+		Quota:     scanner.NewAccountQuota(cfg.UserDailyAudits),
 		Digest: &scanner.Digest{Store: st, SMTPAddr: cfg.SMTPAddr, From: cfg.SMTPFrom, Username: cfg.SMTPUsername,
 			Password: cfg.SMTPPassword, BaseURL: cfg.BaseURL, Log: log},
 	})

@@ -16,12 +16,17 @@ var ErrPSIUnavailable = errors.New("PSI unavailable")
 
 // UnavailableError is ErrPSIUnavailable with the time PSI may be tried again and why.
 type UnavailableError struct {
+	What   string // what waits; empty is "PSI unavailable"
 	Until  time.Time
 	Reason string
 }
 
 func (e *UnavailableError) Error() string {
-	return fmt.Sprintf("PSI unavailable until %s: %s", e.Until.UTC().Format(time.RFC3339), e.Reason)
+	what := e.What
+	if what == "" {
+		what = "PSI unavailable"
+	}
+	return fmt.Sprintf("%s until %s: %s", what, e.Until.UTC().Format(time.RFC3339), e.Reason)
 }
 
 func (e *UnavailableError) Unwrap() error { return ErrPSIUnavailable }

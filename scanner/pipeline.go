@@ -43,6 +43,9 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, job store.Job) (*comp
 			return nil, err
 		}
 	}
+	if err := p.cfg.Quota.Check(site.UserID, p.cfg.Now()); err != nil { // the account's budget is spent
+		return nil, err
+	}
 	pages, source, note := p.cfg.Discovery.Pages(ctx, site)
 	if note != nil {
 		log.Warn("scanner: sitemap trouble", "pages_from", source, "reason", note)
@@ -181,6 +184,9 @@ type completed struct {
 func (p *Pool) auditPage(ctx context.Context, log *slog.Logger, lease store.Lease, site store.Site, path, strategy string) error {
 	pageURL := PageURL(site, path)
 	began := p.cfg.Now()
+	if err := p.cfg.Quota.Take(site.UserID, began); err != nil {
+		return err // never audited: the scan waits for the account's next daily budget
+	}
 	r, err := p.cfg.Auditor.Audit(ctx, pageURL, strategy)
 	if ctx.Err() != nil {
 		return context.Cause(ctx) // cancelled: not the page's fault, record nothing
