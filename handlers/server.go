@@ -38,6 +38,8 @@ type Deps struct {
 	// PlatformSecret is PLATFORM_CLIENT_SECRET, the HMAC key of the publish webhook; empty
 	// makes the webhook answer 503 rather than accept unsigned posts.
 	PlatformSecret string
+	// MaxSitesPerUser is MAX_SITES_PER_USER, the most sites one account may have; 0 means 50.
+	MaxSitesPerUser int
 	// WebhookJitter delays each webhook scan (0-5 s); nil picks one at random. Tests inject one.
 	WebhookJitter func() time.Duration
 }
@@ -67,6 +69,9 @@ func NewHandler(d Deps) (http.Handler, error) {
 	}
 	if d.WebhookJitter == nil {
 		d.WebhookJitter = randomJitter
+	}
+	if d.MaxSitesPerUser <= 0 {
+		d.MaxSitesPerUser = 50
 	}
 	if d.PasswordIterations == 0 {
 		d.PasswordIterations = store.PasswordIterations

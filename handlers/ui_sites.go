@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -216,6 +217,18 @@ func (s *server) handleCreateSite() http.Handler {
 		v := visitorFrom(r.Context())
 		var f siteForm
 		site := f.parse(r)
+		if len(f.Errors) == 0 {
+			// Fair use (MAX_SITES_PER_USER): concurrent posts of one account may pass together,
+			// each past the form's CSRF check and the store's round trip.
+			sites, err := s.Store.SitesOf(r.Context(), v.User.ID)
+			if err != nil {
+				s.serverError(w, r, "count sites", err)
+				return
+			}
+			if len(sites) >= s.MaxSitesPerUser {
+				f.Errors["form"] = fmt.Sprintf("This account already has %d sites, the most one account may have here. Delete a site to add another.", len(sites))
+			}
+		}
 		if len(f.Errors) == 0 {
 			site.ID, site.UserID, site.CreatedAt = store.NewID(), v.User.ID, s.Now()
 			err := s.Store.CreateSite(r.Context(), site)

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"sitepulse/store"
@@ -33,6 +34,9 @@ func (s *Server) generateClientReport(ctx context.Context, userID string, a args
 	}
 	days := a.integer("expiresInDays", 30)
 	now := s.now().UTC()
+	if err := s.reportRoom(ctx, userID, now); err != nil {
+		return nil, err
+	}
 	var expires *time.Time
 	if days > 0 {
 		t := now.AddDate(0, 0, days)
@@ -44,6 +48,25 @@ func (s *Server) generateClientReport(ctx context.Context, userID string, a args
 		return nil, err
 	}
 	return clientReport{URL: s.baseURL + "/report/" + token, Token: token, ExpiresInDays: days}, nil
+}
+
+// reportRoom refuses a new report when the account already holds MaxActiveReports active ones.
+// Concurrent calls may pass it together; a batch carries at most MaxBatch of them.
+func (s *Server) reportRoom(ctx context.Context, userID string, now time.Time) error {
+	reports, err := s.store.ReportsOf(ctx, userID)
+	if err != nil {
+		return err
+	}
+	active := 0
+	for _, r := range reports {
+		if r.RevokedAt == nil && (r.ExpiresAt == nil || r.ExpiresAt.After(now)) {
+			active++
+		}
+	}
+	if active >= MaxActiveReports {
+		return toolError(fmt.Sprintf("This account already has %d active report links, the most it may hold. Revoke some under Reports in SitePulse, or let them expire, before making another.", active))
+	}
+	return nil
 }
 
 // defaultTitle is "<siteName> Performance Report", cut to the 200-character limit.

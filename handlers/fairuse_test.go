@@ -1,0 +1,39 @@
+package handlers
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"testing"
+	"time"
+
+	"sitepulse/store/storetest"
+)
+
+// An account may have at most MAX_SITES_PER_USER sites; the next is refused with a sentence.
+func TestSitesPerUserCap(t *testing.T) {
+	for _, b := range storetest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			st := b.Open(t)
+			ts := &testServer{store: st, now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
+			h, err := NewHandler(withServers(Deps{Store: st, BaseURL: "http://sitepulse.test", Now: func() time.Time { return ts.now },
+				PasswordIterations: 1000, MaxSitesPerUser: 2}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ts.Server = httptest.NewServer(h)
+			t.Cleanup(ts.Close)
+			br := ts.browser(t)
+			br.signup("many-sites@example.com")
+			for i, want := range []int{http.StatusSeeOther, http.StatusSeeOther, http.StatusUnprocessableEntity} {
+				resp, body := br.postCSRF("/sites", url.Values{"name": {"Shop"}, "domain": {"shop.example.com"}})
+				if resp.StatusCode != want {
+					t.Fatalf("site %d: %d, want %d", i+1, resp.StatusCode, want)
+				}
+				if want != http.StatusSeeOther {
+					contains(t, body, "already has 2 sites, the most one account may have")
+				}
+			}
+		})
+	}
+}
