@@ -106,6 +106,7 @@ func (s *Server) register(r *http.Request) (store.OAuthClient, string, error) {
 	if c.AuthMethod == authPost {
 		secret, c.SecretHash = store.NewSecret(prefixSecret)
 	}
+	s.sweepClients(r.Context())
 	if err := s.store.CreateClient(r.Context(), c); err != nil {
 		return store.OAuthClient{}, "", err
 	}

@@ -2,11 +2,13 @@ package oauth
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"sitepulse/store"
 )
@@ -116,5 +118,22 @@ func TestRegister(t *testing.T) {
 				}
 			}
 		})
+	})
+}
+
+// Registration is open to anyone, so a client that was never used goes a day after it came;
+// a client with a grant stays.
+func TestNeverUsedClientsExpire(t *testing.T) {
+	eachBackend(t, func(t *testing.T, f *fixture) {
+		idle := f.register(t, "none", "http://127.0.0.1/cb")
+		g := f.newGrant(t)
+		f.advance(UnusedClientTTL + time.Minute)
+		f.register(t, "none", "http://127.0.0.1/cb")
+		if _, err := f.st.Client(t.Context(), idle.ClientID); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("a never-used client a day old: %v, want it deleted", err)
+		}
+		if _, err := f.st.Client(t.Context(), g.client.ClientID); err != nil {
+			t.Errorf("a used client: %v, want it kept", err)
+		}
 	})
 }

@@ -173,12 +173,20 @@ type Queue interface {
 	Job(ctx context.Context, id int64) (Job, error)
 }
 
+// MaxPendingAuthRequests is how many unanswered consent pages one user may have open at once.
+const MaxPendingAuthRequests = 20
+
 // OAuth holds the authorization server's clients, pending requests, codes, tokens and consents.
 // Its lookups by hash serve the system: the secret itself is the credential.
 type OAuth interface {
 	CreateClient(ctx context.Context, c OAuthClient) error
 	Client(ctx context.Context, clientID string) (OAuthClient, error)
+	// DeleteUnusedClients deletes the clients registered before createdBefore that were never
+	// used: no pending request, code, token or consent names them. It answers how many.
+	DeleteUnusedClients(ctx context.Context, createdBefore time.Time) (int, error)
 
+	// CreateAuthRequest stores a pending request. It also drops the user's expired requests
+	// and, past MaxPendingAuthRequests live ones, the oldest, so one account cannot pile them up.
 	CreateAuthRequest(ctx context.Context, r AuthRequest) error
 	// TakeAuthRequest deletes and returns an unexpired pending request of a user: a consent
 	// is answered once.

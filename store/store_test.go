@@ -58,6 +58,8 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 		{"refresh rotation is single-use and revocation follows the family", testTokens},
 		{"consents list connected apps and revoking one kills its tokens", testConsents},
 		{"pending authorization requests are taken once by their user", testAuthRequests},
+		{"a user keeps at most MaxPendingAuthRequests live pending requests, and no expired one", testPendingCap},
+		{"never-used clients older than the cut-off are deleted, used ones kept", testUnusedClients},
 		{"reports are created on own scans and found by hash", testReports},
 		{"webhook deliveries are seen once per window", testDeliveries},
 		{"deleting a site deletes its scans and reports", testDeleteSite},
@@ -886,6 +888,66 @@ func testAuthRequests(t *testing.T, s store.Store) {
 	r.IDHash = "r2"
 	must(t, s.CreateAuthRequest(ctx, r))
 	_, err = s.TakeAuthRequest(ctx, "r2", a.ID, t0.Add(10*time.Minute))
+	wantErr(t, err, store.ErrNotFound)
+}
+
+func testPendingCap(t *testing.T, s store.Store) {
+	a, b := newUser(t, s, "a@example.com"), newUser(t, s, "b@example.com")
+	must(t, s.CreateClient(ctx, store.OAuthClient{ID: "c_1", Name: "c", AuthMethod: "none", CreatedAt: t0}))
+	req := func(user store.User, id string, at time.Time) store.AuthRequest {
+		return store.AuthRequest{IDHash: id, UserID: user.ID, ClientID: "c_1", RedirectURI: "https://x/cb", CodeChallenge: "ch",
+			Scope: "mcp:read", CreatedAt: at, ExpiresAt: at.Add(10 * time.Minute)}
+	}
+	must(t, s.CreateAuthRequest(ctx, req(b, "b-old", t0)))
+	for i := range store.MaxPendingAuthRequests + 5 {
+		must(t, s.CreateAuthRequest(ctx, req(a, fmt.Sprintf("a%d", i), t0.Add(time.Duration(i)*time.Second))))
+	}
+	last := store.MaxPendingAuthRequests + 4
+	at := t0.Add(time.Duration(last) * time.Second)
+	for i := range last + 1 {
+		_, err := s.TakeAuthRequest(ctx, fmt.Sprintf("a%d", i), a.ID, at)
+		if kept := i > last-store.MaxPendingAuthRequests; (err == nil) != kept {
+			t.Errorf("request a%d: %v, want kept %v", i, err, kept)
+		}
+	}
+	if _, err := s.TakeAuthRequest(ctx, "b-old", b.ID, at); err != nil {
+		t.Errorf("another user's request: %v, want it untouched", err)
+	}
+	// An expired request is dropped by the user's next one.
+	must(t, s.CreateAuthRequest(ctx, req(a, "stale", t0)))
+	must(t, s.CreateAuthRequest(ctx, req(a, "fresh", t0.Add(time.Hour))))
+	if _, err := s.TakeAuthRequest(ctx, "stale", a.ID, t0); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("expired request: %v, want it gone", err)
+	}
+}
+
+func testUnusedClients(t *testing.T, s store.Store) {
+	a := newUser(t, s, "a@example.com")
+	for _, id := range []string{"c_unused", "c_new", "c_pending", "c_code", "c_token", "c_consent"} {
+		at := t0
+		if id == "c_new" {
+			at = t0.Add(2 * time.Hour)
+		}
+		must(t, s.CreateClient(ctx, store.OAuthClient{ID: id, Name: id, AuthMethod: "none", CreatedAt: at}))
+	}
+	must(t, s.CreateAuthRequest(ctx, store.AuthRequest{IDHash: "r", UserID: a.ID, ClientID: "c_pending", RedirectURI: "https://x/cb",
+		CodeChallenge: "ch", Scope: "mcp:read", CreatedAt: t0.Add(3 * time.Hour), ExpiresAt: t0.Add(4 * time.Hour)}))
+	must(t, s.CreateCode(ctx, store.AuthCode{CodeHash: "h", ClientID: "c_code", UserID: a.ID, RedirectURI: "https://x/cb",
+		CodeChallenge: "ch", Scope: "mcp:read", FamilyID: store.NewID(), CreatedAt: t0, ExpiresAt: t0.Add(time.Minute)}))
+	must(t, s.CreateTokens(ctx, store.OAuthToken{TokenHash: "t", Kind: store.TokenAccess, ClientID: "c_token", UserID: a.ID,
+		FamilyID: store.NewID(), Scope: "mcp:read", CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}))
+	must(t, s.SaveConsent(ctx, store.Consent{UserID: a.ID, ClientID: "c_consent", Scope: "mcp:read", CreatedAt: t0}))
+	n, err := s.DeleteUnusedClients(ctx, t0.Add(time.Hour))
+	must(t, err)
+	if n != 1 {
+		t.Errorf("deleted %d clients, want 1", n)
+	}
+	for _, id := range []string{"c_new", "c_pending", "c_code", "c_token", "c_consent"} {
+		if _, err := s.Client(ctx, id); err != nil {
+			t.Errorf("client %s: %v, want kept", id, err)
+		}
+	}
+	_, err = s.Client(ctx, "c_unused")
 	wantErr(t, err, store.ErrNotFound)
 }
 
