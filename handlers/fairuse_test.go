@@ -1,12 +1,15 @@
 package handlers
 
 import (
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
+	"sitepulse/store"
 	"sitepulse/store/storetest"
 )
 
@@ -35,5 +38,22 @@ func TestSitesPerUserCap(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A report token in a path never reaches the log, whatever the level.
+func TestReportTokenRedactedFromLogs(t *testing.T) {
+	var logs lockedBuf
+	h, err := NewHandler(withServers(Deps{Store: store.NewMemory(), BaseURL: "http://sitepulse.test",
+		Log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const token = "Zk3x9QmT0pLr7sVw2yBn4cHd6fJg8aEu1iOo5tKq"
+	for _, path := range []string{"/report/" + token, "/report/" + token + "/x", "/report/" + token + "?a=b"} {
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, path, nil))
+	}
+	if out := logs.String(); strings.Contains(out, token) || !strings.Contains(out, "/report/[redacted]") {
+		t.Errorf("logs:\n%s\nwant the token redacted", out)
 	}
 }

@@ -175,11 +175,11 @@ func (s *server) serverError(w http.ResponseWriter, r *http.Request, what string
 	if r.Context().Err() != nil && errors.Is(err, context.Canceled) {
 		// The client went away (a load tool closing its connections, a closed tab): nobody reads
 		// this answer, and it is no server error. 499 is nginx's "client closed request".
-		s.Log.Info(what+": client went away", "method", r.Method, "path", r.URL.Path)
+		s.Log.Info(what+": client went away", "method", r.Method, "path", logPath(r))
 		w.WriteHeader(499)
 		return
 	}
-	s.Log.Error(what, "method", r.Method, "path", r.URL.Path, "err", err)
+	s.Log.Error(what, "method", r.Method, "path", logPath(r), "err", err)
 	if isAPI(r.URL.Path) {
 		writeError(w, http.StatusInternalServerError, "internal error")
 		return

@@ -13,7 +13,7 @@ const retryAfterSeconds = 5
 // {error} on JSON routes, the error page elsewhere. It is logged as a warning, without the
 // stack of an internal error, since nothing is wrong with the request or with us.
 func (s *server) unavailable(w http.ResponseWriter, r *http.Request, what string, err error) {
-	s.Log.Warn(what+": database unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
+	s.Log.Warn(what+": database unavailable", "method", r.Method, "path", logPath(r), "err", err)
 	w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
 	w.Header().Set("Cache-Control", "no-store")
 	const msg = "the database is unavailable; retry shortly"
