@@ -82,6 +82,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	handler, err := handlers.NewHandler(handlers.Deps{
 		Store: st, Log: log, BaseURL: cfg.BaseURL,
 		OAuth: authServer, MCP: mcpServer, PlatformSecret: webhookSecret, MaxSitesPerUser: cfg.MaxSitesPerUser,
+		SessionIdle: time.Duration(cfg.SessionIdleMins) * time.Minute,
 	})
 	if err != nil {
 		return err

@@ -57,3 +57,24 @@ func TestReportTokenRedactedFromLogs(t *testing.T) {
 		t.Errorf("logs:\n%s\nwant the token redacted", out)
 	}
 }
+
+// A session unused for SESSION_IDLE_MINUTES ends; one in use lives on, up to its 30 days.
+func TestSessionIdleTimeout(t *testing.T) {
+	for _, b := range storetest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ts := newTestServer(t, b.Open(t))
+			br := ts.browser(t)
+			br.signup("idle@example.com")
+			for range 3 { // 18 days of use, six days apart: more than the idle limit in all
+				ts.now = ts.now.Add(6 * 24 * time.Hour)
+				if resp, _ := br.get("/settings"); resp.StatusCode != http.StatusOK {
+					t.Fatalf("a session used every 6 days: %d, want 200", resp.StatusCode)
+				}
+			}
+			ts.now = ts.now.Add(7*24*time.Hour + time.Minute)
+			if resp, _ := br.get("/settings"); resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/login") {
+				t.Errorf("a session idle for 7 days: %d to %q, want 303 to /login", resp.StatusCode, resp.Header.Get("Location"))
+			}
+		})
+	}
+}

@@ -38,6 +38,8 @@ type Deps struct {
 	// PlatformSecret is PLATFORM_CLIENT_SECRET, the HMAC key of the publish webhook; empty
 	// makes the webhook answer 503 rather than accept unsigned posts.
 	PlatformSecret string
+	// SessionIdle is SESSION_IDLE_MINUTES: a session unused this long ends; 0 means 7 days.
+	SessionIdle time.Duration
 	// MaxSitesPerUser is MAX_SITES_PER_USER, the most sites one account may have; 0 means 50.
 	MaxSitesPerUser int
 	// WebhookJitter delays each webhook scan (0-5 s); nil picks one at random. Tests inject one.
@@ -69,6 +71,9 @@ func NewHandler(d Deps) (http.Handler, error) {
 	}
 	if d.WebhookJitter == nil {
 		d.WebhookJitter = randomJitter
+	}
+	if d.SessionIdle <= 0 {
+		d.SessionIdle = 7 * 24 * time.Hour
 	}
 	if d.MaxSitesPerUser <= 0 {
 		d.MaxSitesPerUser = 50

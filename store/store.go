@@ -55,6 +55,8 @@ type Users interface {
 	// SessionByHash returns an unexpired session.
 	SessionByHash(ctx context.Context, tokenHash string, now time.Time) (Session, error)
 	DeleteSession(ctx context.Context, tokenHash string) error
+	// TouchSession records a request of a session at now (its SeenAt), for the idle timeout.
+	TouchSession(ctx context.Context, tokenHash string, now time.Time) error
 
 	CreateAPIKey(ctx context.Context, k APIKey) error
 	// APIKeys lists a user's keys that are not revoked, newest first.
@@ -233,6 +235,10 @@ type Webhooks interface {
 	// answers whether the same key was already seen after since.
 	SeenDelivery(ctx context.Context, bodyHash string, since, now time.Time) (bool, error)
 }
+
+// SessionTouchGranularity is how stale a session's SeenAt may be: a session used again within
+// it keeps the earlier time, so a busy browser costs reads, not writes.
+const SessionTouchGranularity = time.Minute
 
 // KeyUseGranularity is how stale an API key's recorded last use may be: a key used again within
 // it keeps the earlier time.

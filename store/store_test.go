@@ -32,7 +32,7 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 		{"users are unique by e-mail whatever its case", testUsers},
 		{"page metrics are the page results' scores and vitals, owner-scoped", testPageMetrics},
 		{"page metrics carry every score and vital in its own field", testPageMetricsEveryValue},
-		{"sessions are found by hash until they expire", testSessions},
+		{"sessions are found by hash until they expire, and record when they were last seen", testSessions},
 		{"api keys are found by hash, record their use and stop working when revoked", testAPIKeys},
 		{"every read of a site and its data is scoped to its owner", testOwnerScoping},
 		{"platform site ids are unique but may be empty on many sites", testPlatformIDs},
@@ -157,8 +157,12 @@ func testSessions(t *testing.T, s store.Store) {
 	must(t, s.CreateSession(ctx, store.Session{TokenHash: hash, UserID: u.ID, CSRF: "c", CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}))
 	got, err := s.SessionByHash(ctx, hash, t0.Add(time.Minute))
 	must(t, err)
-	if got.UserID != u.ID || got.CSRF != "c" || !got.ExpiresAt.Equal(t0.Add(time.Hour)) {
+	if got.UserID != u.ID || got.CSRF != "c" || !got.ExpiresAt.Equal(t0.Add(time.Hour)) || !got.SeenAt.Equal(t0) {
 		t.Errorf("got %+v", got)
+	}
+	must(t, s.TouchSession(ctx, hash, t0.Add(30*time.Minute)))
+	if got, _ := s.SessionByHash(ctx, hash, t0.Add(31*time.Minute)); !got.SeenAt.Equal(t0.Add(30 * time.Minute)) {
+		t.Errorf("seen at %v after a touch, want %v", got.SeenAt, t0.Add(30*time.Minute))
 	}
 	_, err = s.SessionByHash(ctx, hash, t0.Add(time.Hour))
 	wantErr(t, err, store.ErrNotFound)
