@@ -10,7 +10,7 @@ import (
 	"strings"
 )
 
-// config is DESIGN §2: environment variables, each mirrored by a flag that wins over it.
+// config is the service settings: environment variables, each mirrored by a flag that wins over it.
 type config struct {
 	Addr            string
 	BaseURL         string

@@ -8,7 +8,7 @@
 # WARNING: this restarts the whole cluster (pg_ctlcluster $PG_CLUSTER restart). Every other
 # client of it, other engineers' tests included, sees its connections dropped for those few
 # seconds. Run it once, when nobody else is using the cluster. CI runs the same scenario without
-# touching the server: TestDatabaseRestartWhileScanning (main_faults_test.go) cuts a TCP proxy.
+# touching the server: TestSystemDatabaseRestartWhileScanning (system_faults_test.go) cuts a TCP proxy.
 #
 # Environment: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test?sslmode=disable),
 # PG_CLUSTER (default "15 main"), PORT (SitePulse, default 18473), PSI_PORT (default 18474),

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Runs every fuzz target of issue 7 item 5 for FUZZTIME each (default 60s), one worker each
+# Runs every fuzz target of the project for FUZZTIME each (default 60s), one worker each
 # (-parallel=1), one after another, and fails if any target failed. A failing input is written
 # to <package>/testdata/fuzz/<Target>/ by go test: commit it, and it runs as a regression test
 # with plain `go test` from then on.

@@ -62,7 +62,7 @@ func (s *server) handleSignup() http.Handler {
 		}
 		hash, err := store.HashPassword(password, s.PasswordIterations)
 		if err != nil {
-			s.serverError(w, r, "hash password", err)
+			s.error(w, r, err, "")
 			return
 		}
 		u := store.User{ID: store.NewID(), Email: form.Email, PasswordHash: hash, NotifyRegressions: true, CreatedAt: s.Now()}
@@ -72,12 +72,12 @@ func (s *server) handleSignup() http.Handler {
 				s.render(w, r, http.StatusConflict, "signup", page{Title: "Create your account", Data: form})
 				return
 			}
-			s.serverError(w, r, "create user", err)
+			s.error(w, r, err, "")
 			return
 		}
 		s.Log.Info("user signed up", "user", u.ID)
 		if err := s.startSession(w, r, u.ID); err != nil {
-			s.serverError(w, r, "start session", err)
+			s.error(w, r, err, "")
 			return
 		}
 		http.Redirect(w, r, form.Next, http.StatusSeeOther)
@@ -130,7 +130,7 @@ func (s *server) handleLogin() http.Handler {
 		}
 		u, err := s.Store.UserByEmail(r.Context(), form.Email)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			s.serverError(w, r, "find user", err)
+			s.error(w, r, err, "")
 			return
 		}
 		stored := u.PasswordHash
@@ -158,7 +158,7 @@ func (s *server) handleLogin() http.Handler {
 			s.Store.DeleteSession(r.Context(), v.Session.TokenHash)
 		}
 		if err := s.startSession(w, r, u.ID); err != nil {
-			s.serverError(w, r, "start session", err)
+			s.error(w, r, err, "")
 			return
 		}
 		s.Log.Info("user logged in", "user", u.ID)
@@ -178,7 +178,7 @@ func (s *server) tooMany(w http.ResponseWriter, r *http.Request, name string, fo
 func (s *server) handleLogout() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := s.endSession(w, r, visitorFrom(r.Context())); err != nil {
-			s.serverError(w, r, "end session", err)
+			s.error(w, r, err, "")
 			return
 		}
 		http.Redirect(w, r, "/login", http.StatusSeeOther)

@@ -90,7 +90,7 @@ func isAPIKey(token string) bool {
 // 401 invalid_token, anything else a 500.
 func (s *server) bearerFailure(w http.ResponseWriter, r *http.Request, p bearerPolicy, err error) {
 	if !errors.Is(err, store.ErrNotFound) {
-		s.serverError(w, r, "verify bearer", err)
+		s.error(w, r, err, "")
 		return
 	}
 	msg := "invalid or revoked API key"

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"sitepulse/oauth"
 	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 )
@@ -23,7 +24,7 @@ type budgetCheckResponse struct {
 }
 
 // handleBudgetCheck checks the latest completed scan of a site against its budgets and alert
-// rules (interface "POST /api/external/budget-check", DESIGN §6.2). It keeps no state. It takes
+// rules (interface "POST /api/external/budget-check"). It keeps no state. It takes
 // API keys only, like requireBearer(apiKeyOnly), but authenticates itself so that the key and
 // everything the check reads come back from one store call (store.BudgetInputsByKey);
 // the check is then the shared analysis.CheckBudgets. A failed check is still 200.
@@ -64,11 +65,8 @@ func (s *server) handleBudgetCheck() http.Handler {
 		case errors.Is(err, store.ErrNotFound) && in.UserID == "":
 			s.bearerFailure(w, r, apiKeyOnly, err)
 			return
-		case errors.Is(err, store.ErrNotFound):
-			writeError(w, http.StatusNotFound, "site not found")
-			return
 		case err != nil:
-			s.serverError(w, r, "budget check", err)
+			s.error(w, r, err, "site not found")
 			return
 		}
 		resp := budgetCheckResponse{Site: in.SiteName, Violations: []analysis.Violation{}}
@@ -78,7 +76,7 @@ func (s *server) handleBudgetCheck() http.Handler {
 			resp.Scores, resp.ScanID, resp.ScannedAt = &in.Scan.Scores, &in.Scan.ID, in.Scan.CompletedAt
 		}
 		w.Header().Set("Cache-Control", "no-store")
-		writeJSON(w, http.StatusOK, resp)
+		oauth.WriteJSON(w, http.StatusOK, resp)
 	})
 }
 

@@ -43,7 +43,7 @@ func (s *server) handleAuthorize() http.Handler {
 			return
 		}
 		if err != nil {
-			s.serverError(w, r, "authorize", err)
+			s.error(w, r, err, "")
 			return
 		}
 		v := visitorFrom(r.Context())
@@ -53,7 +53,7 @@ func (s *server) handleAuthorize() http.Handler {
 		}
 		p, err := s.OAuth.Begin(r.Context(), v.User.ID, req)
 		if err != nil {
-			s.serverError(w, r, "begin authorization", err)
+			s.error(w, r, err, "")
 			return
 		}
 		s.render(w, r, http.StatusOK, "consent", page{Title: "Connect an app", Data: p})
@@ -79,7 +79,7 @@ func (s *server) handleConsent() http.Handler {
 			return
 		}
 		if err != nil {
-			s.serverError(w, r, "decide authorization", err)
+			s.error(w, r, err, "")
 			return
 		}
 		redirect(w, loc)

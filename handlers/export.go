@@ -3,7 +3,6 @@ package handlers
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -15,7 +14,7 @@ import (
 )
 
 // exportDeadline is how long one export may take to write; it replaces the server's
-// WriteTimeout for this response, since a large scan takes longer to stream (SECURITY §7).
+// WriteTimeout for this response, since a large scan takes longer to stream.
 const exportDeadline = 10 * time.Minute
 
 // csvHeader is the export's header row, in the interface's order.
@@ -37,7 +36,7 @@ func (s *server) requireSession(next http.Handler) http.Handler {
 }
 
 // handleExport streams one scan of a site as CSV or JSON (interface "GET
-// /api/sites/{siteId}/export", DESIGN §6.7, §6.14). Rows go out as the store yields them, so a
+// /api/sites/{siteId}/export"). Rows go out as the store yields them, so a
 // scan of thousands of pages never sits in memory.
 //
 // The status and headers are sent with the first row. An error before that is a clean JSON
@@ -69,12 +68,8 @@ func (s *server) handleExport() http.Handler {
 			return
 		}
 		site, err := s.Store.Site(ctx, userID, store.CanonicalID(siteID))
-		if errors.Is(err, store.ErrNotFound) {
-			writeError(w, http.StatusNotFound, "site not found")
-			return
-		}
 		if err != nil {
-			s.serverError(w, r, "export: site", err)
+			s.error(w, r, err, "site not found")
 			return
 		}
 		var scan store.Scan
@@ -86,19 +81,14 @@ func (s *server) handleExport() http.Handler {
 		} else {
 			scan, err = s.Store.LatestCompletedScan(ctx, userID, site.ID)
 		}
-		if errors.Is(err, store.ErrNotFound) {
+		if err != nil {
 			msg := "site has no completed scan"
 			if scanID != "" {
 				msg = "scan not found for this site"
 			}
-			writeError(w, http.StatusNotFound, msg)
+			s.error(w, r, err, msg)
 			return
 		}
-		if err != nil {
-			s.serverError(w, r, "export: scan", err)
-			return
-		}
-
 		http.NewResponseController(w).SetWriteDeadline(time.Now().Add(exportDeadline))
 		out := &exportWriter{w: w, format: format, filename: exportFilename(site.Name, scan.ID) + "." + format}
 		err = s.Store.EachPageResult(ctx, userID, scan.ID, out.row)
@@ -107,7 +97,7 @@ func (s *server) handleExport() http.Handler {
 		}
 		if err != nil {
 			if !out.started {
-				s.serverError(w, r, "export: page results", err)
+				s.error(w, r, err, "")
 				return
 			}
 			s.Log.Error("export aborted mid-stream", "path", logPath(r), "scan", scan.ID, "rows", out.rows, "err", err)
@@ -116,7 +106,7 @@ func (s *server) handleExport() http.Handler {
 	})
 }
 
-// exportFilename is DESIGN §6.7's name without extension: the site name lower-cased, every run
+// exportFilename is the export's file name without extension: the site name lower-cased, every run
 // of other than a-z0-9 replaced by "-", trimmed, then "-scan-" and the scan id's first 8
 // characters. A name with nothing left becomes "site".
 func exportFilename(siteName, scanID string) string {
@@ -208,8 +198,8 @@ func (e *exportWriter) finish() error {
 	return e.buf.Flush()
 }
 
-// writeCSVRow writes one RFC 4180 row. Every cell passes the CSV injection guard (DESIGN
-// §6.14); the cell at index quoted is always quoted (the interface's "quoted text"), others
+// writeCSVRow writes one RFC 4180 row. Every cell passes the CSV injection guard (a
+// spreadsheet must not run a cell as a formula); the cell at index quoted is always quoted (the interface's "quoted text"), others
 // only when they must be.
 func writeCSVRow(w *bufio.Writer, cells []string, quoted int) error {
 	for i, c := range cells {

@@ -18,7 +18,7 @@ import (
 	"sitepulse/store/storetest"
 )
 
-// TestExport checks GET /api/sites/{siteId}/export against the interface and DESIGN §6.7, §6.14
+// TestExport checks GET /api/sites/{siteId}/export against the interface: file name, columns, formats
 // on the memory store and on Postgres.
 func TestExport(t *testing.T) {
 	for _, b := range storetest.Backends(t) {
@@ -197,7 +197,7 @@ func testExport(t *testing.T, st store.Store) {
 	}
 }
 
-// TestExportGuardsFormulas: cells a spreadsheet would run get a leading "'" (DESIGN §6.14).
+// TestExportGuardsFormulas: cells a spreadsheet would run get a leading "'".
 func TestExportGuardsFormulas(t *testing.T) {
 	st := store.NewMemory()
 	f := newAPIFixture(t, st)

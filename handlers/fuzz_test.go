@@ -15,7 +15,7 @@ import (
 )
 
 // FuzzBearer sends arbitrary Authorization headers to the budget check (API keys only, its own
-// parse) and to the MCP endpoint (requireBearer) (SECURITY §8: the Bearer parser and the
+// parse) and to the MCP endpoint (requireBearer) (the Bearer parser and the
 // token-prefix router). Only an API key, or at /api/mcp an access token, after a
 // case-insensitive "Bearer " and optional spaces, gets in (A's key reads A's site, B's key gets
 // 404 for it); everything else is a 401 with the JSON error shape and a one-line challenge.
@@ -73,7 +73,7 @@ func FuzzBearer(f *testing.F) {
 	})
 }
 
-// FuzzReportPath requests /report/<anything> (SECURITY §8: "..", %2F, NUL, oversize): only the
+// FuzzReportPath requests /report/<anything> ("..", %2F, NUL, oversize): only the
 // report's own token shows it; everything else is a 404 page or the router's redirect or 400,
 // never a 500.
 func FuzzReportPath(f *testing.F) {

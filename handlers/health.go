@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"net/http"
+	"sitepulse/oauth"
 	"strconv"
 	"time"
 )
@@ -17,9 +18,9 @@ func (s *server) handleHealth() http.Handler {
 		if err := s.Store.Ping(ctx); err != nil {
 			s.Log.Warn("health check: store not answering", "store", s.Store.Name(), "err", err)
 			w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
-			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "store": s.Store.Name()})
+			oauth.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "store": s.Store.Name()})
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "store": s.Store.Name()})
+		oauth.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok", "store": s.Store.Name()})
 	})
 }

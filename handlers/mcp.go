@@ -8,10 +8,11 @@ import (
 	"strings"
 
 	"sitepulse/mcp"
+	"sitepulse/oauth"
 	"sitepulse/store"
 )
 
-// The MCP endpoint's HTTP side (DESIGN §6.12, §6.16; SECURITY §1 "MCP resource server"): origin
+// The MCP endpoint's HTTP side (an OAuth protected resource): origin
 // check, bearer authentication, body cap and the transport's statuses. The protocol and the tools
 // are package mcp's.
 
@@ -60,7 +61,7 @@ func (s *server) handleMCPMethodNotAllowed() http.Handler {
 }
 
 func writeRPCError(w http.ResponseWriter, status, code int, message string) {
-	writeJSON(w, status, map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": message}})
+	oauth.WriteJSON(w, status, map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": message}})
 }
 
 // sameOrigin refuses a request whose Origin header is present and is not BASE_URL's origin

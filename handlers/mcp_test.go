@@ -76,8 +76,7 @@ func (ms *mcpServer) do(t *testing.T, method, token, body string, headers map[st
 	return resp, string(b)
 }
 
-// TestMCPEndpoint covers the HTTP rows of POST /api/mcp (interface "POST /api/mcp", "Errors";
-// DESIGN §6.12, §6.16).
+// TestMCPEndpoint covers the HTTP rows of POST /api/mcp (interface "POST /api/mcp", "Errors").
 func TestMCPEndpoint(t *testing.T) {
 	ms := newMCPServer(t)
 	key := ms.demo.APIKey
@@ -152,7 +151,7 @@ func TestMCPEndpoint(t *testing.T) {
 var reportURLRe = regexp.MustCompile(`http://sitepulse\.test/report/([A-Za-z0-9_-]{43})`)
 
 // TestClientReportPage: the link generate_client_report returns opens without login, is kept
-// out of indexes, caches and referrers, and answers 410 once expired or revoked (DESIGN §6.8).
+// out of indexes, caches and referrers, and answers 410 once expired or revoked.
 func TestClientReportPage(t *testing.T) {
 	ms := newMCPServer(t)
 	create := func(args string) string {

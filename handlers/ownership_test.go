@@ -13,8 +13,8 @@ import (
 	"sitepulse/store/storetest"
 )
 
-// ownershipCase is one route walked by user B with B's own valid credential on user A's ids
-// (SECURITY §4). To cover a new route, add a line to ownershipCases: build the path and body
+// ownershipCase is one route walked by user B with B's own valid credential on user A's ids.
+// To cover a new route, add a line to ownershipCases: build the path and body
 // from A's ids, pick B's credential, and say the status B must get (404 for a thing of A's,
 // 200 for a list of B's own). Every response is searched for A's data, and the optional intact
 // check proves a refused write changed nothing.
@@ -170,7 +170,7 @@ func rulesIntact(t *testing.T, f *apiFixture) {
 const exportRoute = "GET /api/sites/{siteId}/export"
 
 // TestOwnershipCoversRoutes fails when routes.go registers a route with an id in its path that
-// no ownership case walks (SECURITY §4's route inventory).
+// no ownership case walks (every route that takes an id must be walked by a second user).
 func TestOwnershipCoversRoutes(t *testing.T) {
 	src, err := os.ReadFile("routes.go")
 	must(t, err)

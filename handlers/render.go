@@ -2,9 +2,7 @@ package handlers
 
 import (
 	"bytes"
-	"context"
 	"embed"
-	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -16,7 +14,6 @@ import (
 	"time"
 
 	"sitepulse/scanner/analysis"
-	"sitepulse/store"
 )
 
 //go:embed templates/*.html
@@ -137,7 +134,7 @@ func parsePages() (*pages, error) {
 func (s *server) render(w http.ResponseWriter, r *http.Request, status int, name string, p page) {
 	t, ok := s.pages.byName[name]
 	if !ok {
-		s.serverError(w, r, "render", fmt.Errorf("no template %q", name))
+		s.error(w, r, fmt.Errorf("no template %q", name), "")
 		return
 	}
 	if p.Visitor == nil {
@@ -148,7 +145,7 @@ func (s *server) render(w http.ResponseWriter, r *http.Request, status int, name
 	}
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, "layout", p); err != nil {
-		s.serverError(w, r, "render "+name, err)
+		s.error(w, r, fmt.Errorf("render %s: %w", name, err), "")
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -162,30 +159,6 @@ func (s *server) render(w http.ResponseWriter, r *http.Request, status int, name
 // renderError shows an error page with a status and a sentence for a person.
 func (s *server) renderError(w http.ResponseWriter, r *http.Request, status int, message string) {
 	s.render(w, r, status, "error", page{Title: http.StatusText(status), Data: message})
-}
-
-// serverError logs an internal failure with its context and answers 500 without details. A
-// database that cannot be reached (a restart, a failover) is not a bug of ours and passes: that
-// is a 503 with Retry-After, so clients and load balancers retry instead of reporting an error.
-func (s *server) serverError(w http.ResponseWriter, r *http.Request, what string, err error) {
-	if store.Unavailable(err) {
-		s.unavailable(w, r, what, err)
-		return
-	}
-	if r.Context().Err() != nil && errors.Is(err, context.Canceled) {
-		// The client went away (a load tool closing its connections, a closed tab): nobody reads
-		// this answer, and it is no server error. 499 is nginx's "client closed request".
-		s.Log.Info(what+": client went away", "method", r.Method, "path", logPath(r))
-		w.WriteHeader(499)
-		return
-	}
-	s.Log.Error(what, "method", r.Method, "path", logPath(r), "err", err)
-	if isAPI(r.URL.Path) {
-		writeError(w, http.StatusInternalServerError, "internal error")
-		return
-	}
-	s.failurePage(w, http.StatusInternalServerError, "Internal error",
-		"Something went wrong on our side. It has been logged; please try again.", "Internal error")
 }
 
 // failurePage writes the error page of a failure of ours, without the visitor (loading it may be

@@ -10,7 +10,7 @@ import (
 	"sitepulse/store"
 )
 
-// The public client report (DESIGN §6.8): GET /report/{token}, made by the MCP tool
+// The public client report: GET /report/{token}, made by the MCP tool
 // generate_client_report. The token is the credential: no login, only its hash is stored; an
 // expired or revoked report answers 410. The page is kept out of search engines and caches, and
 // its address is never sent on as a referrer.
@@ -50,12 +50,8 @@ func (s *server) handleReport() http.Handler {
 		h.Set("Cache-Control", "no-store")
 		h.Set("Referrer-Policy", "no-referrer")
 		rep, err := s.Store.ReportByHash(r.Context(), store.HashSecret(r.PathValue("token")))
-		if errors.Is(err, store.ErrNotFound) {
-			s.renderError(w, r, http.StatusNotFound, "There is no report at this address. Check the link you were sent.")
-			return
-		}
 		if err != nil {
-			s.serverError(w, r, "report", err)
+			s.error(w, r, err, "There is no report at this address. Check the link you were sent.")
 			return
 		}
 		if reportState(rep, s.Now()) != "active" {
@@ -68,7 +64,7 @@ func (s *server) handleReport() http.Handler {
 			return
 		}
 		if err != nil {
-			s.serverError(w, r, "report scan", err)
+			s.error(w, r, err, "")
 			return
 		}
 		s.render(w, r, http.StatusOK, "report", page{Title: rep.Title, Public: true, Data: buildReport(rep, site, scan, results)})

@@ -6,28 +6,16 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"sitepulse/oauth"
 	"strings"
 )
 
-// maxBody caps every request body (DESIGN §8).
+// maxBody caps every request body.
 const maxBody = 1 << 20
-
-// writeJSON writes v as the response. Values are encoded before the header is written, so an
-// encoding failure is a clean 500 rather than a partial body.
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		http.Error(w, `{"error":"internal error"}`, http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	w.Write(append(b, '\n'))
-}
 
 // writeError writes the REST error shape {error: message}.
 func writeError(w http.ResponseWriter, status int, message string) {
-	writeJSON(w, status, map[string]string{"error": message})
+	oauth.WriteJSON(w, status, map[string]string{"error": message})
 }
 
 // validationError is the REST 422 shape {error: {formErrors, fieldErrors}}.
@@ -41,7 +29,7 @@ func writeValidation(w http.ResponseWriter, fieldErrors map[string][]string, for
 	if formErrors == nil {
 		formErrors = []string{}
 	}
-	writeJSON(w, http.StatusUnprocessableEntity, map[string]validationError{
+	oauth.WriteJSON(w, http.StatusUnprocessableEntity, map[string]validationError{
 		"error": {FormErrors: formErrors, FieldErrors: fieldErrors},
 	})
 }

@@ -11,7 +11,7 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 	mux.Handle("GET /static/", s.handleStatic())
 	mux.Handle("GET /favicon.ico", http.RedirectHandler("/static/favicon.svg", http.StatusMovedPermanently))
 
-	// Accounts (DESIGN §6.10).
+	// Accounts.
 	mux.Handle("GET /signup", s.handleSignupPage())
 	mux.Handle("POST /signup", s.handleSignup())
 	mux.Handle("GET /login", s.handleLoginPage())
@@ -25,7 +25,7 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 	mux.Handle("POST /settings/notifications", s.requireUser(s.handleNotifications()))
 	mux.Handle("POST /settings/connected-apps/{clientID}/revoke", s.requireUser(s.handleRevokeApp()))
 
-	// OAuth 2.1 authorization server for MCP clients (DESIGN §6.9, §6.15, §6.16; README "OAuth
+	// OAuth 2.1 authorization server for MCP clients (README "OAuth
 	// 2.1 for MCP clients"). The protocol lives in package oauth; the consent page is here.
 	// The metadata is also served at the path-suffixed addresses clients derive from the MCP
 	// endpoint's URL (RFC 8414 §3.1, RFC 9728 §3.1).
@@ -46,25 +46,25 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 		mux.Handle("OPTIONS "+path, s.OAuth.HandlePreflight())
 	}
 
-	// MCP server (DESIGN §6.12, §6.16; README "MCP server"): JSON-RPC over stateless Streamable
+	// MCP server (README "MCP server"): JSON-RPC over stateless Streamable
 	// HTTP for AI clients, and the public client reports its generate_client_report tool links to
-	// (DESIGN §6.8). The protocol and the tools live in package mcp.
+	//. The protocol and the tools live in package mcp.
 	mux.Handle("POST /api/mcp", s.sameOrigin(s.requireBearer(mcpBearer, s.handleMCP(s.MCP))))
 	mux.Handle("GET /api/mcp", s.sameOrigin(s.requireBearer(mcpBearer, s.handleMCPMethodNotAllowed())))
 	mux.Handle("DELETE /api/mcp", s.sameOrigin(s.requireBearer(mcpBearer, s.handleMCPMethodNotAllowed())))
 	mux.Handle("GET /report/{token}", s.handleReport())
 
-	// Scan pipeline: the platform's publish webhook (interface "Events", DESIGN §6.13).
+	// Scan pipeline: the platform's publish webhook (interface "Events").
 	mux.Handle("POST /api/webhooks/platform", s.handlePlatformWebhook())
 
-	// Budget check for CI and scan export (issue 6; README "Budget check in CI", "Export").
+	// Budget check for CI and scan export (README "Budget check in CI", "Export").
 	// The check takes API keys only, as requireBearer(apiKeyOnly) would, but verifies the key
 	// itself in the same store round trip that reads the site (budget.go). The export takes the
 	// session cookie only and answers 401 JSON rather than a login redirect.
 	mux.Handle("POST /api/external/budget-check", s.handleBudgetCheck())
 	mux.Handle("GET /api/sites/{siteId}/export", s.requireSession(s.handleExport()))
 
-	// Web UI (issue 6 item 3, issue 3 item 9): sites, scans with live progress (DESIGN §6.11),
+	// Web UI: sites, scans with live progress,
 	// budgets and alert rules, client reports. Every page is owner-scoped; every POST checks CSRF.
 	mux.Handle("GET /{$}", s.requireUser(s.handleHome()))
 	mux.Handle("GET /sites/new", s.requireUser(s.handleNewSite()))

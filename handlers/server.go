@@ -57,7 +57,7 @@ type server struct {
 	loginIP    *limiter
 	loginPair  *limiter // per (account, address)
 	signupIP   *limiter
-	registerIP *limiter // dynamic client registration (DESIGN §6.15)
+	registerIP *limiter // dynamic client registration
 	revokeIP   *limiter // token revocation (RFC 7009 §5)
 }
 

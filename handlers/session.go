@@ -12,7 +12,7 @@ import (
 	"sitepulse/store"
 )
 
-// sessionTTL is the absolute lifetime of a session (DESIGN §6.10). Within it, a session also
+// sessionTTL is the absolute lifetime of a session. Within it, a session also
 // ends after Deps.SessionIdle without a request (SESSION_IDLE_MINUTES).
 const sessionTTL = 30 * 24 * time.Hour
 
@@ -69,7 +69,7 @@ func (s *server) withVisitor(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v, err := s.loadVisitor(r)
 		if err != nil {
-			s.serverError(w, r, "load session", err)
+			s.error(w, r, err, "")
 			return
 		}
 		if v != nil {

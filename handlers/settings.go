@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"errors"
 	"net/http"
 	"strings"
 	"unicode/utf8"
@@ -25,12 +24,12 @@ func (s *server) settingsPage(w http.ResponseWriter, r *http.Request, status int
 	v := visitorFrom(r.Context())
 	keys, err := s.Store.APIKeys(r.Context(), v.User.ID)
 	if err != nil {
-		s.serverError(w, r, "list api keys", err)
+		s.error(w, r, err, "")
 		return
 	}
 	apps, err := s.Store.Consents(r.Context(), v.User.ID)
 	if err != nil {
-		s.serverError(w, r, "list connected apps", err)
+		s.error(w, r, err, "")
 		return
 	}
 	d.Keys, d.Notify, d.Apps = keys, v.User.NotifyRegressions, apps
@@ -66,7 +65,7 @@ func (s *server) handleCreateAPIKey() http.Handler {
 		secret, hash := store.NewSecret("svc_")
 		k := store.APIKey{ID: store.NewID(), UserID: v.User.ID, Name: name, KeyHash: hash, Prefix: secret[:keyPrefixLen], CreatedAt: s.Now()}
 		if err := s.Store.CreateAPIKey(r.Context(), k); err != nil {
-			s.serverError(w, r, "create api key", err)
+			s.error(w, r, err, "")
 			return
 		}
 		s.Log.Info("api key created", "user", v.User.ID, "key", k.ID)
@@ -81,12 +80,8 @@ func (s *server) handleRevokeAPIKey() http.Handler {
 		v := visitorFrom(r.Context())
 		id := store.CanonicalID(r.PathValue("keyID"))
 		err := s.Store.RevokeAPIKey(r.Context(), v.User.ID, id, s.Now())
-		if errors.Is(err, store.ErrNotFound) {
-			s.renderError(w, r, http.StatusNotFound, "That API key does not exist or was already revoked.")
-			return
-		}
 		if err != nil {
-			s.serverError(w, r, "revoke api key", err)
+			s.error(w, r, err, "That API key does not exist or was already revoked.")
 			return
 		}
 		s.Log.Info("api key revoked", "user", v.User.ID, "key", id)
@@ -99,7 +94,7 @@ func (s *server) handleNotifications() http.Handler {
 		v := visitorFrom(r.Context())
 		on := r.PostForm.Get("notify_regressions") == "on"
 		if err := s.Store.SetNotifyRegressions(r.Context(), v.User.ID, on); err != nil {
-			s.serverError(w, r, "set notifications", err)
+			s.error(w, r, err, "")
 			return
 		}
 		done := "notify-off"
@@ -120,12 +115,8 @@ func (s *server) handleRevokeApp() http.Handler {
 		if oauth.ValidClientID(id) {
 			err = s.Store.RevokeConsent(r.Context(), v.User.ID, id, s.Now())
 		}
-		if errors.Is(err, store.ErrNotFound) {
-			s.renderError(w, r, http.StatusNotFound, "That app is not connected to your account.")
-			return
-		}
 		if err != nil {
-			s.serverError(w, r, "revoke connected app", err)
+			s.error(w, r, err, "That app is not connected to your account.")
 			return
 		}
 		s.Log.Info("connected app revoked", "user", v.User.ID, "client", id)

@@ -72,7 +72,7 @@ func (s *server) budgetsPage(w http.ResponseWriter, r *http.Request, status int,
 	if d.Budgets == nil {
 		budgets, err := s.Store.Budgets(r.Context(), uid, site.ID)
 		if err != nil {
-			s.serverError(w, r, "budgets", err)
+			s.error(w, r, err, "")
 			return
 		}
 		for _, m := range d.Metrics {
@@ -85,7 +85,7 @@ func (s *server) budgetsPage(w http.ResponseWriter, r *http.Request, status int,
 	}
 	rules, err := s.Store.AlertRules(r.Context(), uid, site.ID)
 	if err != nil {
-		s.serverError(w, r, "alert rules", err)
+		s.error(w, r, err, "")
 		return
 	}
 	d.Rules = rules
@@ -133,7 +133,7 @@ func (s *server) handleSaveBudgets() http.Handler {
 		}
 		uid := visitorFrom(r.Context()).User.ID
 		if err := s.Store.SetBudgets(r.Context(), uid, site.ID, budgets); err != nil {
-			s.serverError(w, r, "set budgets", err)
+			s.error(w, r, err, "")
 			return
 		}
 		http.Redirect(w, r, "/sites/"+site.ID+"/budgets?done=budgets-saved", http.StatusSeeOther)
@@ -183,7 +183,7 @@ func (s *server) handleAddRule() http.Handler {
 			err = s.Store.AddAlertRule(r.Context(), uid, rule)
 		}
 		if err != nil {
-			s.serverError(w, r, "save alert rule", err)
+			s.error(w, r, err, "")
 			return
 		}
 		http.Redirect(w, r, "/sites/"+site.ID+"/budgets?done=rule-added#rules", http.StatusSeeOther)
@@ -202,12 +202,8 @@ func (s *server) handleDeleteRule() http.Handler {
 		if store.ValidUUID(id) {
 			err = s.Store.DeleteAlertRule(r.Context(), uid, site.ID, id)
 		}
-		if errors.Is(err, store.ErrNotFound) {
-			s.renderError(w, r, http.StatusNotFound, "That alert rule does not exist or was already deleted.")
-			return
-		}
 		if err != nil {
-			s.serverError(w, r, "delete alert rule", err)
+			s.error(w, r, err, "That alert rule does not exist or was already deleted.")
 			return
 		}
 		http.Redirect(w, r, "/sites/"+site.ID+"/budgets?done=rule-deleted#rules", http.StatusSeeOther)

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"errors"
 	"net/http"
 
 	"sitepulse/store"
@@ -20,12 +19,12 @@ func (s *server) handleReports() http.Handler {
 		uid := visitorFrom(r.Context()).User.ID
 		reports, err := s.Store.ReportsOf(r.Context(), uid)
 		if err != nil {
-			s.serverError(w, r, "list reports", err)
+			s.error(w, r, err, "")
 			return
 		}
 		sites, err := s.Store.SitesOf(r.Context(), uid)
 		if err != nil {
-			s.serverError(w, r, "list sites", err)
+			s.error(w, r, err, "")
 			return
 		}
 		names := make(map[string]string, len(sites))
@@ -49,12 +48,8 @@ func (s *server) handleRevokeReport() http.Handler {
 		if store.ValidUUID(id) {
 			err = s.Store.RevokeReport(r.Context(), uid, id, s.Now())
 		}
-		if errors.Is(err, store.ErrNotFound) {
-			s.renderError(w, r, http.StatusNotFound, "There is no such report in your account.")
-			return
-		}
 		if err != nil {
-			s.serverError(w, r, "revoke report", err)
+			s.error(w, r, err, "There is no such report in your account.")
 			return
 		}
 		s.Log.Info("report revoked", "user", uid, "report", id)

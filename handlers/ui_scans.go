@@ -34,12 +34,8 @@ func (s *server) ownScan(w http.ResponseWriter, r *http.Request) (store.Site, st
 	if err == nil && scan.SiteID != site.ID {
 		err = store.ErrNotFound
 	}
-	if errors.Is(err, store.ErrNotFound) {
-		s.renderError(w, r, http.StatusNotFound, "There is no such scan for this site.")
-		return site, scan, false
-	}
 	if err != nil {
-		s.serverError(w, r, "load scan", err)
+		s.error(w, r, err, "There is no such scan for this site.")
 		return site, scan, false
 	}
 	return site, scan, true
@@ -72,16 +68,16 @@ func (s *server) handleScan() http.Handler {
 		// The pages table and the summaries read only scores and vitals: PageMetrics, as on the
 		// site page, skips decoding every audit of the scan.
 		if d.Results, err = s.Store.PageMetrics(r.Context(), uid, scan.ID); err != nil {
-			s.serverError(w, r, "page results", err)
+			s.error(w, r, err, "")
 			return
 		}
 		if d.Errors, err = s.Store.PageErrors(r.Context(), uid, scan.ID); err != nil {
-			s.serverError(w, r, "page errors", err)
+			s.error(w, r, err, "")
 			return
 		}
 		if !d.Terminal {
 			if d.Wait, err = s.scanWait(r.Context(), uid, scan.ID); err != nil {
-				s.serverError(w, r, "scan wait", err)
+				s.error(w, r, err, "")
 				return
 			}
 		}
@@ -90,7 +86,7 @@ func (s *server) handleScan() http.Handler {
 	})
 }
 
-// scanEvent is the payload of a `status` event (DESIGN §6.11), plus, while the scan waits for
+// scanEvent is the payload of a `status` event, plus, while the scan waits for
 // its next attempt, why and until when.
 type scanEvent struct {
 	ScanID     string    `json:"scanId"`
@@ -204,12 +200,8 @@ func (s *server) handlePageDetail() http.Handler {
 		}
 		uid := visitorFrom(r.Context()).User.ID
 		res, err := s.Store.PageResult(r.Context(), uid, scan.ID, path, strategy)
-		if errors.Is(err, store.ErrNotFound) {
-			s.renderError(w, r, http.StatusNotFound, "This scan has no result for that page.")
-			return
-		}
 		if err != nil {
-			s.serverError(w, r, "page result", err)
+			s.error(w, r, err, "This scan has no result for that page.")
 			return
 		}
 		d := pageDetailData{Site: site, Scan: scan, Result: res}

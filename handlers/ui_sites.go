@@ -42,12 +42,12 @@ func (s *server) handleHome() http.Handler {
 		v := visitorFrom(r.Context())
 		sites, err := s.Store.SitesOf(r.Context(), v.User.ID)
 		if err != nil {
-			s.serverError(w, r, "list sites", err)
+			s.error(w, r, err, "")
 			return
 		}
 		last, err := s.Store.LastScans(r.Context(), v.User.ID)
 		if err != nil {
-			s.serverError(w, r, "last scans", err)
+			s.error(w, r, err, "")
 			return
 		}
 		rows := make([]siteRow, 0, len(sites))
@@ -72,12 +72,8 @@ func (s *server) ownSite(w http.ResponseWriter, r *http.Request) (store.Site, bo
 	if store.ValidUUID(id) {
 		site, err = s.Store.Site(r.Context(), v.User.ID, id)
 	}
-	if errors.Is(err, store.ErrNotFound) {
-		s.renderError(w, r, http.StatusNotFound, "There is no such site in your account.")
-		return site, false
-	}
 	if err != nil {
-		s.serverError(w, r, "load site", err)
+		s.error(w, r, err, "There is no such site in your account.")
 		return site, false
 	}
 	return site, true
@@ -222,7 +218,7 @@ func (s *server) handleCreateSite() http.Handler {
 			// each past the form's CSRF check and the store's round trip.
 			sites, err := s.Store.SitesOf(r.Context(), v.User.ID)
 			if err != nil {
-				s.serverError(w, r, "count sites", err)
+				s.error(w, r, err, "")
 				return
 			}
 			if len(sites) >= s.MaxSitesPerUser {
@@ -235,7 +231,7 @@ func (s *server) handleCreateSite() http.Handler {
 			if errors.Is(err, store.ErrConflict) {
 				f.Errors["platformSiteId"] = "Another site already uses this platform site id. Each platform site can be connected once."
 			} else if err != nil {
-				s.serverError(w, r, "create site", err)
+				s.error(w, r, err, "")
 				return
 			} else {
 				s.Log.Info("site created", "user", v.User.ID, "site", site.ID)
@@ -271,11 +267,8 @@ func (s *server) handleUpdateSite() http.Handler {
 			switch {
 			case errors.Is(err, store.ErrConflict):
 				f.Errors["platformSiteId"] = "Another site already uses this platform site id. Each platform site can be connected once."
-			case errors.Is(err, store.ErrNotFound):
-				s.renderError(w, r, http.StatusNotFound, "There is no such site in your account.")
-				return
 			case err != nil:
-				s.serverError(w, r, "update site", err)
+				s.error(w, r, err, "There is no such site in your account.")
 				return
 			default:
 				http.Redirect(w, r, "/sites/"+site.ID+"?done=site-saved", http.StatusSeeOther)
@@ -300,7 +293,7 @@ func (s *server) handleDeleteSite() http.Handler {
 		}
 		v := visitorFrom(r.Context())
 		if err := s.Store.DeleteSite(r.Context(), v.User.ID, site.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
-			s.serverError(w, r, "delete site", err)
+			s.error(w, r, err, "")
 			return
 		}
 		s.Log.Info("site deleted", "user", v.User.ID, "site", site.ID)
@@ -326,7 +319,7 @@ func (s *server) handleScanNow() http.Handler {
 			return
 		}
 		if err != nil {
-			s.serverError(w, r, "enqueue scan", err)
+			s.error(w, r, err, "")
 			return
 		}
 		s.Log.Info("scan enqueued", "site", site.ID, "scan", scan.ID, "trigger", store.TriggerManual)
@@ -349,7 +342,7 @@ type vitalView struct {
 	PagePath      string
 }
 
-// strategySummary computes a strategy's scores (DESIGN §6.1 over that strategy's results) and
+// strategySummary computes a strategy's scores (over that strategy's results) and
 // the worst page value of each vital.
 func strategySummary(results []store.PageResult, strategy string) strategyView {
 	var mine []store.PageResult
@@ -412,12 +405,12 @@ func (s *server) handleSite() http.Handler {
 		d := sitePageData{Site: site, Legend: trendSeries, ScanActive: r.URL.Query().Get("done") == "scan-active"}
 		completed, err := s.Store.CompletedScans(ctx, uid, site.ID, 20)
 		if err != nil {
-			s.serverError(w, r, "completed scans", err)
+			s.error(w, r, err, "")
 			return
 		}
 		history, err := s.Store.ScansOf(ctx, uid, site.ID, 50)
 		if err != nil {
-			s.serverError(w, r, "scan history", err)
+			s.error(w, r, err, "")
 			return
 		}
 		d.History = history
@@ -442,7 +435,7 @@ func (s *server) handleSite() http.Handler {
 			// third of the speed with PageResults).
 			latest, err := s.Store.PageMetrics(ctx, uid, d.Latest.ID)
 			if err != nil {
-				s.serverError(w, r, "latest results", err)
+				s.error(w, r, err, "")
 				return
 			}
 			d.Strategies = strategySummaries(latest)
@@ -450,19 +443,19 @@ func (s *server) handleSite() http.Handler {
 				d.Previous = &completed[1]
 				prev, err := s.Store.PageMetrics(ctx, uid, d.Previous.ID)
 				if err != nil {
-					s.serverError(w, r, "previous results", err)
+					s.error(w, r, err, "")
 					return
 				}
 				d.Regressions = analysis.Regressions(prev, latest)
 			}
 			budgets, err := s.Store.Budgets(ctx, uid, site.ID)
 			if err != nil {
-				s.serverError(w, r, "budgets", err)
+				s.error(w, r, err, "")
 				return
 			}
 			rules, err := s.Store.AlertRules(ctx, uid, site.ID)
 			if err != nil {
-				s.serverError(w, r, "alert rules", err)
+				s.error(w, r, err, "")
 				return
 			}
 			d.HasBudgets = len(budgets)+len(rules) > 0

@@ -10,11 +10,12 @@ import (
 	"net/http"
 	"time"
 
+	"sitepulse/oauth"
 	"sitepulse/store"
 )
 
 // webhookReplayWindow is how long a delivery seen before, by its signed body or by its `_id`,
-// is acknowledged and ignored (DESIGN §6.13): the signature has no timestamp, so this is the
+// is acknowledged and ignored : the signature has no timestamp, so this is the
 // replay guard. The store keeps it, so it holds across replicas.
 const webhookReplayWindow = 24 * time.Hour
 
@@ -26,7 +27,7 @@ func randomJitter() time.Duration {
 	return time.Duration(rand.Int64N(int64(maxWebhookJitter) + 1))
 }
 
-// handlePlatformWebhook is the inbound site_publish event (interface "Events", DESIGN §6.13):
+// handlePlatformWebhook is the inbound site_publish event (interface "Events"):
 // the raw body, read once under the 1 MiB cap, is verified before it is parsed; then the site
 // is looked up by its platform id and a scan of both strategies is enqueued with trigger
 // webhook, delayed by a 0-5 s jitter. Once the signature is valid the answer is always 200
@@ -67,7 +68,7 @@ func (s *server) handlePlatformWebhook() http.Handler {
 		for _, key := range deliveryKeys(body, event["_id"]) {
 			var err error
 			if seen, err = s.Store.SeenDelivery(r.Context(), key, now.Add(-webhookReplayWindow), now); err != nil {
-				s.serverError(w, r, "webhook replay guard", err)
+				s.error(w, r, err, "")
 				return
 			}
 			if seen {
@@ -76,26 +77,26 @@ func (s *server) handlePlatformWebhook() http.Handler {
 		}
 		if seen {
 			s.Log.Info("webhook: delivery seen within 24 hours ignored", "platform_site_id", platformID)
-			writeJSON(w, http.StatusOK, ok)
+			oauth.WriteJSON(w, http.StatusOK, ok)
 			return
 		}
 		if platformID == "" {
 			s.Log.Info("webhook: publish without a siteId ignored")
-			writeJSON(w, http.StatusOK, ok)
+			oauth.WriteJSON(w, http.StatusOK, ok)
 			return
 		}
 		site, err := s.Store.SiteByPlatformID(r.Context(), platformID)
 		if errors.Is(err, store.ErrNotFound) {
 			s.Log.Info("webhook: publish for an unknown site ignored", "platform_site_id", platformID)
-			writeJSON(w, http.StatusOK, ok)
+			oauth.WriteJSON(w, http.StatusOK, ok)
 			return
 		}
 		if err != nil {
-			s.serverError(w, r, "webhook site lookup", err)
+			s.error(w, r, err, "")
 			return
 		}
 		if err := s.Store.MarkPublished(r.Context(), site.ID, now); err != nil {
-			s.serverError(w, r, "webhook mark published", err)
+			s.error(w, r, err, "")
 			return
 		}
 		scan := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerWebhook, CreatedAt: now}
@@ -105,12 +106,12 @@ func (s *server) handlePlatformWebhook() http.Handler {
 		case errors.Is(err, store.ErrScanActive):
 			s.Log.Warn("webhook: SCAN_ALREADY_ACTIVE: the site already has a queued or running scan", "site", site.ID)
 		case err != nil:
-			s.serverError(w, r, "webhook enqueue scan", err)
+			s.error(w, r, err, "")
 			return
 		default:
 			s.Log.Info("webhook: publish; scan enqueued", "site", site.ID, "scan", scan.ID, "run_at", runAt.UTC().Format(time.RFC3339Nano))
 		}
-		writeJSON(w, http.StatusOK, ok)
+		oauth.WriteJSON(w, http.StatusOK, ok)
 	})
 }
 

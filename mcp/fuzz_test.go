@@ -9,7 +9,7 @@ import (
 	"sitepulse/store"
 )
 
-// FuzzServe feeds the JSON-RPC decoder arbitrary bodies as the demo user (SECURITY §8: id types,
+// FuzzServe feeds the JSON-RPC decoder arbitrary bodies as the demo user (id types,
 // batches, invalid UTF-8, duplicate keys, type confusion, oversize). Whatever arrives, the answer
 // is 200, 202 or 400; 202 has no body; anything else is JSON-RPC 2.0: a response object (or, for
 // a batch, an array of them) with a string, number or null id and exactly one of result and

@@ -8,8 +8,7 @@ import (
 	"sitepulse/store"
 )
 
-// TestProtocol covers the JSON-RPC and MCP rows of the interface (methods, Errors, Versioning)
-// and DESIGN §6.12.
+// TestProtocol covers the JSON-RPC and MCP rows of the interface (methods, Errors, Versioning).
 func TestProtocol(t *testing.T) {
 	f := newFixture(t, store.NewMemory())
 	cases := []struct {

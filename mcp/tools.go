@@ -230,7 +230,7 @@ func (s *Server) callTool(ctx context.Context, userID string, params json.RawMes
 	if errors.As(err, &te) {
 		return toolResult{Content: []content{{Type: "text", Text: te.Error()}}, IsError: true}, nil
 	}
-	if err != nil && store.Unavailable(err) {
+	if store.Classify(err) == store.ErrUnavailable {
 		s.log.Warn("mcp tool: database unavailable", "tool", t.Name, "err", err)
 		return nil, errUnavailable
 	}

@@ -43,7 +43,7 @@ func badRequest(code, description string) *Error {
 // Error responses are never cached.
 func WriteError(w http.ResponseWriter, status int, code, description string) {
 	noStore(w)
-	writeJSON(w, status, struct {
+	WriteJSON(w, status, struct {
 		Error            string `json:"error"`
 		ErrorDescription string `json:"error_description"`
 	}{code, cleanDescription(description)})
@@ -56,7 +56,7 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 		WriteError(w, e.Status, e.Code, e.Description)
 		return
 	}
-	if store.Unavailable(err) {
+	if store.Classify(err) == store.ErrUnavailable {
 		// A database restart passes: RFC 6749 §4.1.2.1's temporarily_unavailable, as a 503.
 		s.log.Warn("oauth: database unavailable", "path", r.URL.Path, "err", err)
 		w.Header().Set("Retry-After", "5")
@@ -76,8 +76,9 @@ func cleanDescription(s string) string {
 	}, s)
 }
 
-// writeJSON encodes v before writing the header, so a failure is a clean 500.
-func writeJSON(w http.ResponseWriter, status int, v any) {
+// WriteJSON writes v as a JSON response. It encodes v before writing the header, so a
+// failure is a clean 500. The HTTP surface (package handlers) writes its JSON with it too.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		http.Error(w, `{"error":"server_error"}`, http.StatusInternalServerError)

@@ -10,7 +10,7 @@ import (
 )
 
 // FuzzTokenEndpoints sends arbitrary bodies to the token, revocation and registration
-// endpoints: none may answer 500 or anything but the OAuth error shape (DESIGN §8). Errors are
+// endpoints: none may answer 500 or anything but the OAuth error shape. Errors are
 // JSON with an RFC 6749/7591 code and a one-line description; token-endpoint answers are never
 // cached (RFC 6749 §5.1) and, with no code or refresh token ever issued here, never a success.
 func FuzzTokenEndpoints(f *testing.F) {

@@ -66,7 +66,7 @@ func (s *Server) HandleRegister() http.Handler {
 			info.ClientSecret, info.ClientSecretExpiresAt = secret, &never
 		}
 		s.log.Info("oauth client registered", "client", c.ID, "auth_method", c.AuthMethod)
-		writeJSON(w, http.StatusCreated, info)
+		WriteJSON(w, http.StatusCreated, info)
 	})
 }
 

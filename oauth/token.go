@@ -36,7 +36,7 @@ func (s *Server) HandleToken() http.Handler {
 			s.writeErr(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, resp)
+		WriteJSON(w, http.StatusOK, resp)
 	})
 }
 

@@ -58,7 +58,7 @@ type BreakerConfig struct {
 	Log     *slog.Logger
 }
 
-// Breaker is the PSI circuit breaker (SECURITY §6), shared by every worker of a process.
+// Breaker is the PSI circuit breaker, shared by every worker of a process.
 // Closed, audits go through. After Failures consecutive audits that found PSI in trouble it
 // opens for OpenFor; a rejected key opens it at once, and a spent daily quota until the quota
 // day's reset. Once open time has passed, exactly one audit goes through as a probe while the

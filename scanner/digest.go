@@ -25,7 +25,7 @@ type DigestStore interface {
 }
 
 // Digest e-mails a site's owner the regressions of a completed scan against the previous
-// completed one (DESIGN §4, §6.3): one message per completed scan, only when there are
+// completed one: one message per completed scan, only when there are
 // regressions and the owner has notifications on. Without an SMTP address the message is
 // logged instead. A failing SMTP server is logged and never fails the scan.
 type Digest struct {

@@ -28,7 +28,7 @@ func PageURL(site store.Site, path string) string {
 	return SiteOrigin(site.Domain) + path
 }
 
-// Discovery finds the pages of a site to audit (DESIGN §4).
+// Discovery finds the pages of a site to audit.
 type Discovery struct {
 	// Client fetches sitemaps on the user's behalf; nil means the zero Guard's client, which
 	// refuses internal addresses.

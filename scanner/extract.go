@@ -142,7 +142,7 @@ func ExtractLighthouse(body []byte) (store.PageResult, error) {
 	return fromLHR(&l)
 }
 
-// fromLHR extracts everything but field data (DESIGN §5, testdata/psi/README.md). Lighthouse 12
+// fromLHR extracts everything but field data (see testdata/psi/README.md). Lighthouse 12
 // and 13 differ in audit ids; each field falls back by id, so both extract the same way.
 func fromLHR(l *lhr) (store.PageResult, error) {
 	if l.RuntimeError != nil && l.RuntimeError.Code != "" && l.RuntimeError.Code != "NO_ERROR" {

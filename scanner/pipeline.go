@@ -22,7 +22,7 @@ func strategiesOf(strategy string) []string {
 	}
 }
 
-// scan runs one attempt of a scan job (DESIGN §4): discover the pages, mark the scan running,
+// scan runs one attempt of a scan job: discover the pages, mark the scan running,
 // audit every page/strategy pair not yet stored (so a re-run resumes), storing each result or
 // error as it arrives, then complete the scan with its scores, or fail it when no page could
 // be audited. An error means the attempt failed and the caller settles the job. A completed

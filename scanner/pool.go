@@ -187,7 +187,7 @@ func (p *Pool) dispatch(jobs chan<- store.Job, ready <-chan struct{}) {
 			}
 			switch {
 			case errors.Is(err, store.ErrNotFound):
-			case store.Unavailable(err): // a restart: the next poll tries again
+			case store.Classify(err) == store.ErrUnavailable: // a restart: the next poll tries again
 				p.cfg.Log.Warn("scanner: claim failed: database unavailable", "err", err)
 			default:
 				p.cfg.Log.Error("scanner: claim failed", "err", err)

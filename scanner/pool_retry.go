@@ -9,7 +9,7 @@ import (
 )
 
 // whileUnavailable runs op, and runs it again while it fails because the database cannot be
-// reached (store.Unavailable: a restart, a failover), with a backoff from 100 ms to 2 s, for
+// reached (store.ErrUnavailable: a restart, a failover), with a backoff from 100 ms to 2 s, for
 // at most half a lease. So a database restart in the middle of a scan costs a pause, not the
 // attempt, nor the PSI calls already made: database/sql reconnects on the next try. A job's
 // lease is not refreshed meanwhile, hence the bound: after Lease/2 the attempt fails as before
@@ -19,7 +19,7 @@ func (p *Pool) whileUnavailable(ctx context.Context, log *slog.Logger, what stri
 	wait := 100 * time.Millisecond
 	for try := 1; ; try++ {
 		err := op(ctx)
-		if err == nil || !store.Unavailable(err) || ctx.Err() != nil || time.Now().Add(wait).After(giveUp) {
+		if err == nil || store.Classify(err) != store.ErrUnavailable || ctx.Err() != nil || time.Now().Add(wait).After(giveUp) {
 			if err == nil && try > 1 {
 				log.Info("scanner: database back", "op", what, "tries", try)
 			}

@@ -1,7 +1,7 @@
 package store
 
 // BudgetInputs is everything a budget check reads about one site, loaded together so the
-// check (interface "POST /api/external/budget-check", DESIGN §6.2) costs one store call. The
+// check (interface "POST /api/external/budget-check") costs one store call. The
 // Postgres store shares the Scan, maps and slices of a site's inputs between calls: read them,
 // never modify them.
 type BudgetInputs struct {

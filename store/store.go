@@ -9,19 +9,7 @@ package store
 
 import (
 	"context"
-	"errors"
 	"time"
-)
-
-// Sentinel errors. Implementations wrap them with %w; callers test with errors.Is.
-var (
-	ErrNotFound = errors.New("not found")
-	ErrConflict = errors.New("conflict")
-	// ErrScanActive is SCAN_ALREADY_ACTIVE: the site already has a queued or running scan.
-	ErrScanActive = errors.New("SCAN_ALREADY_ACTIVE")
-	// ErrLeaseLost means the job is no longer this worker's: it was rescued and claimed again,
-	// or finished. The write was not made.
-	ErrLeaseLost = errors.New("job lease lost")
 )
 
 // Store is everything SitePulse keeps.
@@ -133,7 +121,7 @@ type Scans interface {
 	PageMetrics(ctx context.Context, userID, scanID string) ([]PageResult, error)
 }
 
-// Queue is the job queue and the scan life cycle it drives (DESIGN §4). Its methods serve the
+// Queue is the job queue and the scan life cycle it drives. Its methods serve the
 // system. Every write made under a Lease answers ErrLeaseLost, and changes nothing, once the job
 // is no longer running under that attempt.
 type Queue interface {

@@ -81,7 +81,7 @@ type Scan struct {
 	CompletedAt *time.Time
 }
 
-// ScanScores are the rounded means over a scan's page results (DESIGN §6.1).
+// ScanScores are the rounded means over a scan's page results.
 type ScanScores struct {
 	Health        *int `json:"health"`
 	Performance   *int `json:"performance"`

@@ -1,4 +1,4 @@
-// Live progress of a scan over server-sent events (DESIGN §6.11). The page reloads itself when
+// Live progress of a scan over server-sent events. The page reloads itself when
 // the scan reaches a terminal status, so the server renders the results.
 (function () {
   "use strict";

@@ -39,7 +39,7 @@ var categories = func() (out []string) {
 	return out
 }()
 
-// ScanScores are a scan's scores (DESIGN §6.1): each category the rounded mean over the scan's
+// ScanScores are a scan's scores: each category the rounded mean over the scan's
 // page results of both strategies, ignoring null scores; health the rounded mean of the four.
 func ScanScores(results []store.PageResult) store.ScanScores {
 	mean := func(metric string) *int {
@@ -110,7 +110,7 @@ type Regression struct {
 // RegressionThreshold is the score drop that counts as a regression: more than 5 points.
 const RegressionThreshold = 5
 
-// Regressions compares two scans page by page, same path and strategy (DESIGN §6.3): a category
+// Regressions compares two scans page by page, same path and strategy: a category
 // score that dropped by more than 5 points, or a vital that moved into a worse web.dev band.
 // They come ordered by page path, strategy, then metric (categories first, then vitals).
 func Regressions(previous, latest []store.PageResult) []Regression {
@@ -270,7 +270,7 @@ type A11ySummary struct {
 	AvgAccessibilityScore *int        `json:"avgAccessibilityScore"`
 }
 
-// AccessibilityIssues groups a scan's failing accessibility audits by audit id (DESIGN §6.5);
+// AccessibilityIssues groups a scan's failing accessibility audits by audit id;
 // a group's severity comes from its lowest score. severity "all" or "" keeps every group.
 // Groups are ordered by severity, then pages affected, then id.
 func AccessibilityIssues(results []store.PageResult, severity string) A11ySummary {
@@ -345,7 +345,7 @@ type ThirdPartyImpact struct {
 	ImpactScore        float64 `json:"impactScore"`
 }
 
-// ThirdParties aggregates third-party scripts over a scan (DESIGN §6.6): its mobile results, or
+// ThirdParties aggregates third-party scripts over a scan: its mobile results, or
 // desktop when it has no mobile ones. Transfer is summed, blocking time averaged over the pages
 // where the domain appears, impact = average blocking x pages affected, highest impact first.
 // It also returns how many pages were analysed.
@@ -400,7 +400,7 @@ func filterStrategy(results []store.PageResult, strategy string) []store.PageRes
 	return out
 }
 
-// WorstPage is the page with the lowest performance score for a strategy (DESIGN §6.4), ties
+// WorstPage is the page with the lowest performance score for a strategy, ties
 // broken by path; pages without a performance score come last. ok is false when the scan has no
 // result for the strategy.
 func WorstPage(results []store.PageResult, strategy string) (store.PageResult, bool) {

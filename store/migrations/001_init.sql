@@ -1,4 +1,4 @@
--- SitePulse schema, DESIGN §3. Secrets are stored as hex SHA-256 only.
+-- SitePulse schema. Secrets are stored as hex SHA-256 only.
 
 CREATE TABLE users (
     id                 uuid PRIMARY KEY,

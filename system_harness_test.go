@@ -1,3 +1,7 @@
+// The system tests (system_*_test.go, TestSystem*) run SitePulse as a user runs it: real
+// processes of this very binary through run(), on real Postgres, against the PSI double, killed,
+// restarted and cut off from their database. This file is their harness.
+
 package main
 
 import (

@@ -15,7 +15,7 @@ import (
 // A process killed with SIGKILL in the middle of a scan: another process finishes the scan
 // once the dead one's lease is rescued, auditing only what was not stored, and no page result
 // is lost or stored twice.
-func TestKilledProcessScanIsFinishedByAnother(t *testing.T) {
+func TestSystemKilledProcessScanIsFinishedByAnother(t *testing.T) {
 	if runAsChild() {
 		return
 	}
@@ -92,7 +92,7 @@ func TestKilledProcessScanIsFinishedByAnother(t *testing.T) {
 
 // The wiring: a signed publish of the demo site makes the running service scan it through the
 // pool against PAGESPEED_API_URL, and the configured secret is the one verified.
-func TestRunScansOnPublish(t *testing.T) {
+func TestSystemScansOnPublish(t *testing.T) {
 	psi := scantest.NewPSI(t, "testdata/psi")
 	base, logs, stop := startRun(t, map[string]string{"PAGESPEED_API_URL": psi.Endpoint(), "PLATFORM_CLIENT_SECRET": "whsec_wired"})
 	post := func(secret string) int {

@@ -48,7 +48,7 @@ func (c *statusCounts) String() string {
 // then comes back. SitePulse keeps answering: /healthz and the budget check answer 200 or a
 // clean 503 with Retry-After, never a 500 or a dropped connection. It reconnects by itself, and
 // every scan still completes with all its page results, none twice.
-func TestDatabaseRestartWhileScanning(t *testing.T) {
+func TestSystemDatabaseRestartWhileScanning(t *testing.T) {
 	ctx := context.Background()
 	st, dsn := storetest.PostgresDSN(t)
 	proxy := storetest.NewProxy(t, dsn)

@@ -127,7 +127,7 @@ func TestClientGoneIsNotAServerError(t *testing.T) {
 	cancel()
 	r := httptest.NewRequest("GET", "/api/sites/x/export", nil).WithContext(ctx)
 	w := httptest.NewRecorder()
-	s.serverError(w, r, "export", fmt.Errorf("read rows: %w", context.Canceled))
+	s.error(w, r, fmt.Errorf("export: read rows: %w", context.Canceled), "")
 	if w.Code != 499 {
 		t.Errorf("status %d, want 499", w.Code)
 	}

@@ -16,7 +16,7 @@ import (
 	"sitepulse/store/storetest"
 )
 
-// The scale-out and crash scenarios of issue 7: real SitePulse processes (the test binary
+// The scale-out and crash scenarios: real SitePulse processes (the test binary
 // re-executed into run()) on one Postgres schema, sites published at once through the signed
 // webhook, and one PSI double per process answering the real fixtures after a random delay,
 // so each process's PSI traffic can be told apart.
@@ -268,7 +268,7 @@ func (r *scaleRig) figures(t *testing.T, all [][]store.Scan, logs []scanLog) {
 // Two processes, SITEPULSE_SCALE_SITES (20) sites published at once: every scan completes
 // exactly once, no page result is missing or duplicated, no audit is asked twice, each process
 // ran at most SCAN_WORKERS scans at a time, and both did work.
-func TestScaleOutTwoProcessesShareThePublishes(t *testing.T) {
+func TestSystemScaleOutTwoProcessesShareThePublishes(t *testing.T) {
 	if runAsChild() {
 		return
 	}
@@ -301,7 +301,7 @@ func TestScaleOutTwoProcessesShareThePublishes(t *testing.T) {
 // it is in the middle of scans. The other takes the dead one's jobs over once their lease
 // (SCAN_LEASE_SECONDS=3 here) lapses and finishes every scan: nothing lost, nothing stored
 // twice, and only the audits in flight at the kill are asked again.
-func TestScaleOutKilledProcessScansAreFinishedByTheOther(t *testing.T) {
+func TestSystemScaleOutKilledProcessScansAreFinishedByTheOther(t *testing.T) {
 	if runAsChild() {
 		return
 	}

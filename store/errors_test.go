@@ -43,7 +43,7 @@ func TestUnavailable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := store.Unavailable(tt.err); got != tt.want {
+			if got := store.Classify(tt.err) == store.ErrUnavailable; got != tt.want {
 				t.Errorf("Unavailable(%v) = %v, want %v", tt.err, got, tt.want)
 			}
 		})

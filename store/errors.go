@@ -1,0 +1,81 @@
+package store
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"io"
+	"net"
+	"syscall"
+
+	"github.com/lib/pq"
+)
+
+// Sentinel errors. Implementations wrap them with %w; Classify finds them.
+var (
+	ErrNotFound = errors.New("not found")
+	ErrConflict = errors.New("conflict")
+	// ErrUnavailable means the database could not be reached or dropped the connection (a
+	// restart, a failover, a network cut), rather than a bad query or bad data. Such a failure
+	// is the database's and passes: handlers answer 503 with Retry-After instead of 500, and the
+	// scanner retries the write instead of failing the scan. database/sql reconnects by itself
+	// on the next call.
+	ErrUnavailable = errors.New("the database is unavailable")
+	// ErrScanActive is SCAN_ALREADY_ACTIVE: the site already has a queued or running scan.
+	ErrScanActive = errors.New("SCAN_ALREADY_ACTIVE")
+	// ErrLeaseLost means the job is no longer this worker's: it was rescued and claimed again,
+	// or finished. The write was not made.
+	ErrLeaseLost = errors.New("job lease lost")
+)
+
+// Classify is the one mapping from what went wrong in a store call to the sentinel its caller
+// acts on: ErrNotFound, ErrConflict, ErrScanActive, ErrLeaseLost, or ErrUnavailable for the
+// driver's and the network's connection failures. Any other error (a bug: a 500) comes back
+// as it is, and nil as nil.
+func Classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	for _, sentinel := range []error{ErrNotFound, ErrConflict, ErrScanActive, ErrLeaseLost, ErrUnavailable} {
+		if errors.Is(err, sentinel) {
+			return sentinel
+		}
+	}
+	if unreachable(err) {
+		return ErrUnavailable
+	}
+	return err
+}
+
+// unreachable answers whether err is a connection failure of the driver or the network.
+func unreachable(err error) bool {
+	var pe *pq.Error
+	if errors.As(err, &pe) {
+		switch pe.Code.Class() {
+		case "08", // connection exception
+			"57", // operator intervention: admin_shutdown, crash_shutdown, cannot_connect_now
+			"53": // insufficient resources: too_many_connections, out of memory, disk full
+			return true
+		}
+		return false
+	}
+	var ne net.Error
+	var oe *net.OpError
+	switch {
+	case errors.Is(err, driver.ErrBadConn),
+		errors.Is(err, io.EOF),
+		errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, syscall.ECONNREFUSED),
+		errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, syscall.EPIPE),
+		errors.As(err, &oe):
+		return true
+	case errors.As(err, &ne) && ne.Timeout():
+		return true
+	case errors.Is(err, context.DeadlineExceeded):
+		// A query that ran out of time while the database did not answer; a request whose
+		// client went away ends with context.Canceled instead, which is not counted.
+		return true
+	}
+	return false
+}
