@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,6 +37,25 @@ func TestSitesPerUserCap(t *testing.T) {
 				if want != http.StatusSeeOther {
 					contains(t, body, "already has 2 sites, the most one account may have")
 				}
+			}
+			// Parallel posts of another account all pass the first count; the cap holds anyway.
+			other := ts.browser(t)
+			other.signup("parallel-sites@example.com")
+			var wg sync.WaitGroup
+			for range 12 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					other.postCSRF("/sites", url.Values{"name": {"Shop"}, "domain": {"shop.example.com"}})
+				}()
+			}
+			wg.Wait()
+			u, err := st.UserByEmail(t.Context(), "parallel-sites@example.com")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sites, _ := st.SitesOf(t.Context(), u.ID); len(sites) != 2 {
+				t.Errorf("%d sites after 12 parallel posts, want the cap of 2", len(sites))
 			}
 		})
 	}

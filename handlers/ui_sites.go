@@ -214,21 +214,11 @@ func (s *server) handleCreateSite() http.Handler {
 		var f siteForm
 		site := f.parse(r)
 		if len(f.Errors) == 0 {
-			// Fair use (MAX_SITES_PER_USER): concurrent posts of one account may pass together,
-			// each past the form's CSRF check and the store's round trip.
-			sites, err := s.Store.SitesOf(r.Context(), v.User.ID)
-			if err != nil {
-				s.error(w, r, err, "")
-				return
-			}
-			if len(sites) >= s.MaxSitesPerUser {
-				f.Errors["form"] = fmt.Sprintf("This account already has %d sites, the most one account may have here. Delete a site to add another.", len(sites))
-			}
-		}
-		if len(f.Errors) == 0 {
 			site.ID, site.UserID, site.CreatedAt = store.NewID(), v.User.ID, s.Now()
-			err := s.Store.CreateSite(r.Context(), site)
-			if errors.Is(err, store.ErrConflict) {
+			err := s.Store.CreateSiteWithin(r.Context(), site, s.MaxSitesPerUser)
+			if errors.Is(err, store.ErrSiteLimit) {
+				f.Errors["form"] = fmt.Sprintf("This account already has %d sites, the most one account may have here. Delete a site to add another.", s.MaxSitesPerUser)
+			} else if errors.Is(err, store.ErrConflict) {
 				f.Errors["platformSiteId"] = "Another site already uses this platform site id. Each platform site can be connected once."
 			} else if err != nil {
 				s.error(w, r, err, "")

@@ -59,6 +59,9 @@ type Users interface {
 type Sites interface {
 	// CreateSite stores a site; ErrConflict when its platform site id is taken.
 	CreateSite(ctx context.Context, s Site) error
+	// CreateSiteWithin is CreateSite for a user with fewer than max sites, else ErrSiteLimit:
+	// atomic, so concurrent creations cannot pass the cap together (MAX_SITES_PER_USER).
+	CreateSiteWithin(ctx context.Context, s Site, max int) error
 	// UpdateSite changes name, domain, platform id, founding and pages of a site of s.UserID.
 	UpdateSite(ctx context.Context, s Site) error
 	DeleteSite(ctx context.Context, userID, siteID string) error

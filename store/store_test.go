@@ -36,6 +36,7 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 		{"api keys are found by hash, record their use and stop working when revoked", testAPIKeys},
 		{"every read of a site and its data is scoped to its owner", testOwnerScoping},
 		{"platform site ids are unique but may be empty on many sites", testPlatformIDs},
+		{"20 concurrent creations within a cap of 3 sites create exactly 3", testSiteCap},
 		{"budgets and alert rules belong to a site", testBudgetsAndRules},
 		{"a budget check's inputs load together, for the owner only", testBudgetInputs},
 		{"a budget check's key and inputs load together, for the key's user only", testBudgetInputsByKey},
@@ -953,6 +954,35 @@ func testUnusedClients(t *testing.T, s store.Store) {
 	}
 	_, err = s.Client(ctx, "c_unused")
 	wantErr(t, err, store.ErrNotFound)
+}
+
+func testSiteCap(t *testing.T, s store.Store) {
+	a, b := newUser(t, s, "a@example.com"), newUser(t, s, "b@example.com")
+	newSite(t, s, b, "b's")
+	var created, refused atomic.Int32
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := s.CreateSiteWithin(ctx, store.Site{ID: store.NewID(), UserID: a.ID, Name: "s", Domain: "s.example", CreatedAt: t0}, 3)
+			switch {
+			case err == nil:
+				created.Add(1)
+			case errors.Is(err, store.ErrSiteLimit):
+				refused.Add(1)
+			default:
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	sites, err := s.SitesOf(ctx, a.ID)
+	must(t, err)
+	if created.Load() != 3 || refused.Load() != 17 || len(sites) != 3 {
+		t.Errorf("%d created, %d refused, %d stored; want 3, 17, 3", created.Load(), refused.Load(), len(sites))
+	}
+	must(t, s.CreateSiteWithin(ctx, store.Site{ID: store.NewID(), UserID: b.ID, Name: "s", Domain: "s.example", CreatedAt: t0}, 3))
 }
 
 func testReports(t *testing.T, s store.Store) {
