@@ -216,7 +216,7 @@ func (s *server) handleCreateSite() http.Handler {
 		if len(f.Errors) == 0 {
 			site.ID, site.UserID, site.CreatedAt = store.NewID(), v.User.ID, s.Now()
 			err := s.Store.CreateSiteWithin(r.Context(), site, s.MaxSitesPerUser)
-			if errors.Is(err, store.ErrSiteLimit) {
+			if errors.Is(err, store.ErrLimit) {
 				f.Errors["form"] = fmt.Sprintf("This account already has %d sites, the most one account may have here. Delete a site to add another.", s.MaxSitesPerUser)
 			} else if errors.Is(err, store.ErrConflict) {
 				f.Errors["platformSiteId"] = "Another site already uses this platform site id. Each platform site can be connected once."

@@ -33,8 +33,7 @@ type Store interface {
 	PageResults(ctx context.Context, userID, scanID string) ([]store.PageResult, error)
 	PageResult(ctx context.Context, userID, scanID, pagePath, strategy string) (store.PageResult, error)
 	PageMetrics(ctx context.Context, userID, scanID string) ([]store.PageResult, error)
-	CreateReport(ctx context.Context, r store.Report) error
-	ReportsOf(ctx context.Context, userID string) ([]store.Report, error)
+	CreateReportWithin(ctx context.Context, r store.Report, max int) error
 }
 
 // Fair-use limits (SECURITY §9): one account must not be able to flood the service.

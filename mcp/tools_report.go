@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -34,9 +35,6 @@ func (s *Server) generateClientReport(ctx context.Context, userID string, a args
 	}
 	days := a.integer("expiresInDays", 30)
 	now := s.now().UTC()
-	if err := s.reportRoom(ctx, userID, now); err != nil {
-		return nil, err
-	}
 	var expires *time.Time
 	if days > 0 {
 		t := now.AddDate(0, 0, days)
@@ -44,29 +42,14 @@ func (s *Server) generateClientReport(ctx context.Context, userID string, a args
 	}
 	token, hash := store.NewSecret("")
 	r := store.Report{ID: store.NewID(), TokenHash: hash, ScanID: sc.ID, UserID: userID, Title: title, CreatedAt: now, ExpiresAt: expires}
-	if err := s.store.CreateReport(ctx, r); err != nil {
+	err = s.store.CreateReportWithin(ctx, r, MaxActiveReports)
+	if errors.Is(err, store.ErrLimit) {
+		return nil, toolError(fmt.Sprintf("This account already has %d active report links, the most it may hold. Revoke some under Reports in SitePulse, or let them expire, before making another.", MaxActiveReports))
+	}
+	if err != nil {
 		return nil, err
 	}
 	return clientReport{URL: s.baseURL + "/report/" + token, Token: token, ExpiresInDays: days}, nil
-}
-
-// reportRoom refuses a new report when the account already holds MaxActiveReports active ones.
-// Concurrent calls may pass it together; a batch carries at most MaxBatch of them.
-func (s *Server) reportRoom(ctx context.Context, userID string, now time.Time) error {
-	reports, err := s.store.ReportsOf(ctx, userID)
-	if err != nil {
-		return err
-	}
-	active := 0
-	for _, r := range reports {
-		if r.RevokedAt == nil && (r.ExpiresAt == nil || r.ExpiresAt.After(now)) {
-			active++
-		}
-	}
-	if active >= MaxActiveReports {
-		return toolError(fmt.Sprintf("This account already has %d active report links, the most it may hold. Revoke some under Reports in SitePulse, or let them expire, before making another.", active))
-	}
-	return nil
 }
 
 // defaultTitle is "<siteName> Performance Report", cut to the 200-character limit.

@@ -49,7 +49,7 @@ func (m *Memory) CreateSiteWithin(ctx context.Context, s Site, max int) error {
 		}
 	}
 	if n >= max {
-		return fmt.Errorf("%d sites: %w", n, ErrSiteLimit)
+		return fmt.Errorf("%d sites: %w", n, ErrLimit)
 	}
 	return m.createSiteLocked(s)
 }

@@ -29,15 +29,18 @@ func (p *Postgres) CreateSiteWithin(ctx context.Context, s Site, max int) error 
 			return pgErr("count sites", err)
 		}
 		if n >= max {
-			return fmt.Errorf("%d sites: %w", n, ErrSiteLimit)
+			return fmt.Errorf("%d sites: %w", n, ErrLimit)
 		}
 		return insertSite(ctx, tx, s)
 	})
 }
 
-func insertSite(ctx context.Context, db interface {
+// execer is a pool or a transaction.
+type execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-}, s Site) error {
+}
+
+func insertSite(ctx context.Context, db execer, s Site) error {
 	_, err := db.ExecContext(ctx, `INSERT INTO sites
 		(id, user_id, name, domain, platform_site_id, founding, health_score, last_published, pages, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,

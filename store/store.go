@@ -59,7 +59,7 @@ type Users interface {
 type Sites interface {
 	// CreateSite stores a site; ErrConflict when its platform site id is taken.
 	CreateSite(ctx context.Context, s Site) error
-	// CreateSiteWithin is CreateSite for a user with fewer than max sites, else ErrSiteLimit:
+	// CreateSiteWithin is CreateSite for a user with fewer than max sites, else ErrLimit:
 	// atomic, so concurrent creations cannot pass the cap together (MAX_SITES_PER_USER).
 	CreateSiteWithin(ctx context.Context, s Site, max int) error
 	// UpdateSite changes name, domain, platform id, founding and pages of a site of s.UserID.
@@ -211,6 +211,9 @@ type OAuth interface {
 // Reports holds shareable client reports.
 type Reports interface {
 	CreateReport(ctx context.Context, r Report) error
+	// CreateReportWithin is CreateReport for a user holding fewer than max active (unrevoked,
+	// unexpired at r.CreatedAt) reports, else ErrLimit; atomic like CreateSiteWithin.
+	CreateReportWithin(ctx context.Context, r Report, max int) error
 	// ReportByHash finds a report by its token's hash (system: the token is the credential),
 	// expired or revoked ones included so the page can answer 410.
 	ReportByHash(ctx context.Context, tokenHash string) (Report, error)

@@ -37,6 +37,7 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 		{"every read of a site and its data is scoped to its owner", testOwnerScoping},
 		{"platform site ids are unique but may be empty on many sites", testPlatformIDs},
 		{"20 concurrent creations within a cap of 3 sites create exactly 3", testSiteCap},
+		{"20 concurrent reports within a cap of 3 active ones create exactly 3; revoked and expired ones do not count", testReportCap},
 		{"budgets and alert rules belong to a site", testBudgetsAndRules},
 		{"a budget check's inputs load together, for the owner only", testBudgetInputs},
 		{"a budget check's key and inputs load together, for the key's user only", testBudgetInputsByKey},
@@ -969,7 +970,7 @@ func testSiteCap(t *testing.T, s store.Store) {
 			switch {
 			case err == nil:
 				created.Add(1)
-			case errors.Is(err, store.ErrSiteLimit):
+			case errors.Is(err, store.ErrLimit):
 				refused.Add(1)
 			default:
 				t.Error(err)
@@ -983,6 +984,40 @@ func testSiteCap(t *testing.T, s store.Store) {
 		t.Errorf("%d created, %d refused, %d stored; want 3, 17, 3", created.Load(), refused.Load(), len(sites))
 	}
 	must(t, s.CreateSiteWithin(ctx, store.Site{ID: store.NewID(), UserID: b.ID, Name: "s", Domain: "s.example", CreatedAt: t0}, 3))
+}
+
+func testReportCap(t *testing.T, s store.Store) {
+	a := newUser(t, s, "a@example.com")
+	sc := completedScan(t, s, newSite(t, s, a, "a's"), t0, 90)
+	report := func(at time.Time) store.Report {
+		return store.Report{ID: store.NewID(), TokenHash: store.NewID(), ScanID: sc.ID, UserID: a.ID, Title: "t", CreatedAt: at}
+	}
+	expired, revoked := report(t0), report(t0)
+	past := t0.Add(time.Minute)
+	expired.ExpiresAt = &past
+	must(t, s.CreateReport(ctx, expired))
+	must(t, s.CreateReport(ctx, revoked))
+	must(t, s.RevokeReport(ctx, a.ID, revoked.ID, t0))
+	var created, refused atomic.Int32
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			switch err := s.CreateReportWithin(ctx, report(t0.Add(time.Hour)), 3); {
+			case err == nil:
+				created.Add(1)
+			case errors.Is(err, store.ErrLimit):
+				refused.Add(1)
+			default:
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if created.Load() != 3 || refused.Load() != 17 {
+		t.Errorf("%d created, %d refused; want 3 and 17", created.Load(), refused.Load())
+	}
 }
 
 func testReports(t *testing.T, s store.Store) {
