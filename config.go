@@ -22,6 +22,10 @@ type config struct {
 	ChromePath      string
 	ChromeFlags     string
 	PlatformSecret  string
+	PlatformID      string
+	PlatformAuthURL string
+	PlatformAPIURL  string
+	PlatformKey     string
 	SMTPAddr        string
 	SMTPFrom        string
 	SMTPUsername    string
@@ -50,24 +54,30 @@ type setting struct {
 	num            *int
 	boolean        *bool
 	min            int
+	// secret values are read from the environment but never shown as a flag default in -h.
+	secret bool
 }
 
 func (c *config) settings() []setting {
 	return []setting{
 		{env: "ADDR", def: ":8080", help: "listen address", str: &c.Addr},
 		{env: "BASE_URL", help: "public base URL: OAuth issuer, report links (default: http:// and ADDR, a wildcard host as localhost)", str: &c.BaseURL},
-		{env: "DATABASE_URL", help: "Postgres DSN; empty runs on the in-memory store", str: &c.DatabaseURL},
+		{env: "DATABASE_URL", help: "Postgres DSN; empty runs on the in-memory store", str: &c.DatabaseURL, secret: true},
 		{env: "PAGESPEED_API_URL", def: "https://www.googleapis.com/pagespeedonline/v5/runPagespeed", help: "PageSpeed Insights endpoint", str: &c.PageSpeedURL},
-		{env: "PAGESPEED_API_KEY", help: "PageSpeed Insights API key", str: &c.PageSpeedKey},
+		{env: "PAGESPEED_API_KEY", help: "PageSpeed Insights API key", str: &c.PageSpeedKey, secret: true},
 		{env: "AUDIT_BACKEND", def: "psi", help: "psi or lighthouse", str: &c.AuditBackend},
 		{env: "LIGHTHOUSE_CMD", def: "lighthouse", help: "Lighthouse CLI for AUDIT_BACKEND=lighthouse", str: &c.LighthouseCmd},
 		{env: "CHROME_PATH", help: "Chrome or Chromium binary for Lighthouse", str: &c.ChromePath},
 		{env: "LIGHTHOUSE_CHROME_FLAGS", def: "--headless=new --disable-gpu --no-first-run", help: "Chrome flags for Lighthouse runs (add --no-sandbox as root)", str: &c.ChromeFlags},
-		{env: "PLATFORM_CLIENT_SECRET", help: "HMAC key of the publish webhook's x-platform-signature", str: &c.PlatformSecret},
+		{env: "PLATFORM_CLIENT_SECRET", help: "the platform app's client secret: the code exchange, and the HMAC key of the publish webhook's x-platform-signature", str: &c.PlatformSecret, secret: true},
+		{env: "PLATFORM_CLIENT_ID", help: "the platform app's client id; empty turns connecting sites from the platform off", str: &c.PlatformID},
+		{env: "PLATFORM_AUTHORIZE_URL", def: "https://webflow.com/oauth/authorize", help: "the platform's OAuth authorize page", str: &c.PlatformAuthURL},
+		{env: "PLATFORM_API_URL", def: "https://api.webflow.com", help: "the platform's API origin: {it}/oauth/access_token and {it}/v2/...", str: &c.PlatformAPIURL},
+		{env: "PLATFORM_TOKEN_KEY", help: "AES-256-GCM keys sealing platform tokens at rest: base64 32-byte keys, comma-separated, the first seals (openssl rand -base64 32)", str: &c.PlatformKey, secret: true},
 		{env: "SMTP_ADDR", help: "host:port of the SMTP server; empty logs digests instead", str: &c.SMTPAddr},
 		{env: "SMTP_FROM", def: "SitePulse <sitepulse@localhost>", help: "From address of digest e-mails", str: &c.SMTPFrom},
 		{env: "SMTP_USERNAME", help: "SMTP user (PLAIN auth)", str: &c.SMTPUsername},
-		{env: "SMTP_PASSWORD", help: "SMTP password", str: &c.SMTPPassword},
+		{env: "SMTP_PASSWORD", help: "SMTP password", str: &c.SMTPPassword, secret: true},
 		{env: "SCAN_WORKERS", def: "3", help: "scans audited at once by this process", num: &c.ScanWorkers, min: 1},
 		{env: "SCAN_LEASE_SECONDS", def: "120", help: "seconds a running scan may go without a heartbeat before another process takes it over", num: &c.ScanLease, min: 2},
 		{env: "MAX_PAGES_PER_SCAN", def: "50", help: "page discovery cap", num: &c.MaxPagesPerScan, min: 1},
@@ -93,6 +103,9 @@ func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (co
 		if v == "" {
 			v = s.def
 		}
+		if s.secret { // the environment's value is taken after parsing, so -h cannot print it
+			v = ""
+		}
 		raw[s.env] = fs.String(strings.ToLower(strings.ReplaceAll(s.env, "_", "-")), v, s.help+" ("+s.env+")")
 	}
 	fs.BoolVar(&c.Demo, "demo", false, "seed the demo account and site (always on with the in-memory store)")
@@ -101,6 +114,9 @@ func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (co
 	}
 	for _, s := range c.settings() {
 		v := strings.TrimSpace(*raw[s.env])
+		if s.secret && v == "" {
+			v = strings.TrimSpace(getenv(s.env))
+		}
 		if s.str != nil {
 			*s.str = v
 			continue
@@ -136,6 +152,14 @@ func (c *config) validate() error {
 	}
 	if u, err := url.Parse(c.PageSpeedURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("PAGESPEED_API_URL=%q: want an absolute http(s) URL", c.PageSpeedURL)
+	}
+	for env, v := range map[string]string{"PLATFORM_AUTHORIZE_URL": c.PlatformAuthURL, "PLATFORM_API_URL": c.PlatformAPIURL} {
+		if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("%s=%q: want an absolute http(s) URL", env, v)
+		}
+	}
+	if c.PlatformID != "" && c.PlatformSecret == "" {
+		return fmt.Errorf("PLATFORM_CLIENT_ID is set without PLATFORM_CLIENT_SECRET: the code exchange needs both")
 	}
 	if c.AuditBackend != "psi" && c.AuditBackend != "lighthouse" {
 		return fmt.Errorf("AUDIT_BACKEND=%q: want psi or lighthouse", c.AuditBackend)

@@ -19,6 +19,7 @@ import (
 	"sitepulse/mcp"
 	"sitepulse/oauth"
 	"sitepulse/scanner"
+	"sitepulse/scanner/platform"
 	"sitepulse/store"
 )
 
@@ -64,7 +65,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if guard.AllowPrivate {
 		log.Warn("SCAN_ALLOW_PRIVATE=true: scans may fetch loopback, private and link-local addresses; do not run a multi-tenant service this way")
 	}
-	pool := newPool(ctx, cfg, st, newAuditor(cfg, guard, log), guard.Client(), log)
+	connector, err := platformConnector(cfg, st, log)
+	if err != nil {
+		return err
+	}
+	pool := newPool(ctx, cfg, st, newAuditor(cfg, guard, log), guard.Client(), connector, log)
 	pool.Start()
 	// Deferred after the store's Close, so it runs before it: HTTP server, scanner, store.
 	defer func() {
@@ -83,6 +88,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		Store: st, Log: log, BaseURL: cfg.BaseURL,
 		OAuth: authServer, MCP: mcpServer, PlatformSecret: webhookSecret, MaxSitesPerUser: cfg.MaxSitesPerUser,
 		SessionIdle: time.Duration(cfg.SessionIdleMins) * time.Minute,
+		Platform:    connector, PlatformClientID: cfg.PlatformID, PlatformAuthorizeURL: cfg.PlatformAuthURL,
 	})
 	if err != nil {
 		return err
@@ -125,6 +131,38 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	return nil
 }
 
+// platformConnector connects sites from the platform when PLATFORM_CLIENT_ID is set; nil turns
+// it off. Tokens are sealed with PLATFORM_TOKEN_KEY; without it the in-memory store (which
+// forgets everything at exit anyway) gets a random key, and Postgres refuses to start.
+func platformConnector(cfg config, st store.Store, log *slog.Logger) (*platform.Connector, error) {
+	if cfg.PlatformID == "" {
+		log.Info("PLATFORM_CLIENT_ID not set: connecting sites from the platform is off")
+		return nil, nil
+	}
+	var keys *platform.Keys
+	switch {
+	case cfg.PlatformKey != "":
+		k, err := platform.ParseKeys(cfg.PlatformKey)
+		if err != nil {
+			return nil, err
+		}
+		keys = k
+	case st.Name() == "memory":
+		keys = platform.RandomKeys()
+		log.Info("PLATFORM_TOKEN_KEY not set: platform tokens are sealed with a random key for this process")
+	default:
+		return nil, errors.New("PLATFORM_CLIENT_ID is set without PLATFORM_TOKEN_KEY: platform tokens must be sealed at rest (make a key with: openssl rand -base64 32)")
+	}
+	return &platform.Connector{
+		Store:      st,
+		Client:     platform.NewClient(platform.ClientConfig{APIURL: cfg.PlatformAPIURL, ClientID: cfg.PlatformID, ClientSecret: cfg.PlatformSecret}),
+		Keys:       keys,
+		WebhookURL: cfg.BaseURL + "/api/webhooks/platform",
+		Log:        log,
+		Now:        time.Now,
+	}, nil
+}
+
 // newAuditor is the configured audit backend: PageSpeed Insights (rate-limited, with a daily
 // counter and a circuit breaker) or a local Lighthouse.
 func newAuditor(cfg config, guard scanner.Guard, log *slog.Logger) scanner.Auditor {
@@ -146,7 +184,7 @@ func newAuditor(cfg config, guard scanner.Guard, log *slog.Logger) scanner.Audit
 // newPool is the scan worker pool with its regression digest. A store that can announce new
 // jobs (Postgres LISTEN/NOTIFY) wakes the dispatcher at once; it polls either way. Sitemaps
 // are fetched with fetch, the guarded client.
-func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Auditor, fetch *http.Client, log *slog.Logger) *scanner.Pool {
+func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Auditor, fetch *http.Client, connector *platform.Connector, log *slog.Logger) *scanner.Pool {
 	var wake <-chan struct{}
 	if w, ok := st.(store.JobWaker); ok {
 		ch, err := w.WakeOnJobs(ctx, func(err error) { log.Warn("job notifications", "err", err) })
@@ -156,8 +194,12 @@ func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Au
 			wake = ch
 		}
 	}
+	var refresher scanner.PageRefresher
+	if connector != nil { // a nil *Connector in the interface would not be nil
+		refresher = connector
+	}
 	return scanner.NewPool(scanner.PoolConfig{
-		Store: st, Auditor: auditor, Log: log, Workers: cfg.ScanWorkers, Wake: wake,
+		Store: st, Auditor: auditor, Log: log, Workers: cfg.ScanWorkers, Wake: wake, Platform: refresher,
 		Lease:     time.Duration(cfg.ScanLease) * time.Second,
 		Discovery: scanner.Discovery{MaxPages: cfg.MaxPagesPerScan, Client: fetch},
 		Quota:     scanner.NewAccountQuota(cfg.UserDailyAudits),

@@ -178,6 +178,9 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{map[string]string{"PAGESPEED_API_URL": "not a url"}, nil, "PAGESPEED_API_URL"},
 		{map[string]string{"SMTP_ADDR": "mailhost"}, nil, "SMTP_ADDR"},
 		{map[string]string{"DATABASE_URL": "mysql://x"}, nil, "DATABASE_URL"},
+		{map[string]string{"PLATFORM_API_URL": "api.webflow.com"}, nil, "PLATFORM_API_URL"},
+		{map[string]string{"PLATFORM_CLIENT_ID": "app"}, nil, "PLATFORM_CLIENT_SECRET"},
+		{map[string]string{"PLATFORM_CLIENT_ID": "app", "PLATFORM_CLIENT_SECRET": "s", "PLATFORM_TOKEN_KEY": "short"}, nil, "PLATFORM_TOKEN_KEY"},
 		{map[string]string{}, []string{"-scan-workers", "x"}, "SCAN_WORKERS"},
 	} {
 		var out bytes.Buffer
@@ -188,6 +191,32 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		if strings.Count(err.Error(), "\n") > 0 {
 			t.Errorf("error is not one line: %q", err)
 		}
+	}
+}
+
+// -h lists every setting but shows no secret taken from the environment as a default.
+func TestConfigHelpShowsNoSecret(t *testing.T) {
+	env := map[string]string{"PLATFORM_TOKEN_KEY": "token-key-value", "PLATFORM_CLIENT_SECRET": "client-secret-value",
+		"SMTP_PASSWORD": "smtp-password-value", "PAGESPEED_API_KEY": "psi-key-value", "DATABASE_URL": "postgres://u:db-password-value@h/db"}
+	var out bytes.Buffer
+	if _, err := loadConfig([]string{"-h"}, func(k string) string { return env[k] }, &out); err == nil {
+		t.Fatal("-h did not stop")
+	}
+	for _, v := range env {
+		if strings.Contains(out.String(), v) {
+			t.Errorf("-h shows %q", v)
+		}
+	}
+	if !strings.Contains(out.String(), "PLATFORM_TOKEN_KEY") {
+		t.Error("-h does not list PLATFORM_TOKEN_KEY")
+	}
+	c, err := loadConfig(nil, func(k string) string { return env[k] }, &out)
+	if err != nil || c.PlatformKey != "token-key-value" || c.SMTPPassword != "smtp-password-value" {
+		t.Errorf("secrets not read from the environment: %v", err)
+	}
+	c, err = loadConfig([]string{"-platform-client-secret", "from-flag"}, func(k string) string { return env[k] }, &out)
+	if err != nil || c.PlatformSecret != "from-flag" {
+		t.Errorf("a secret's flag does not win: %q %v", c.PlatformSecret, err)
 	}
 }
 

@@ -57,6 +57,14 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 	// Scan pipeline: the platform's publish webhook (interface "Events").
 	mux.Handle("POST /api/webhooks/platform", s.handlePlatformWebhook())
 
+	// Connecting sites from the platform (README "Connecting the platform"): the app install
+	// (OAuth authorization code), the import page, disconnect.
+	mux.Handle("GET /platform/connect", s.requireUser(s.handlePlatformConnect()))
+	mux.Handle("GET /platform/callback", s.requireUser(s.handlePlatformCallback()))
+	mux.Handle("GET /platform/import", s.requireUser(s.handlePlatformImportPage()))
+	mux.Handle("POST /platform/import", s.requireUser(s.handlePlatformImport()))
+	mux.Handle("POST /platform/disconnect", s.requireUser(s.handlePlatformDisconnect()))
+
 	// Budget check for CI and scan export (README "Budget check in CI", "Export").
 	// The check takes API keys only, as requireBearer(apiKeyOnly) would, but verifies the key
 	// itself in the same store round trip that reads the site (budget.go). The export takes the

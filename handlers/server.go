@@ -13,6 +13,7 @@ import (
 
 	"sitepulse/mcp"
 	"sitepulse/oauth"
+	"sitepulse/scanner/platform"
 	"sitepulse/store"
 )
 
@@ -42,6 +43,12 @@ type Deps struct {
 	SessionIdle time.Duration
 	// MaxSitesPerUser is MAX_SITES_PER_USER, the most sites one account may have; 0 means 50.
 	MaxSitesPerUser int
+	// Platform connects sites from the platform; nil when PLATFORM_CLIENT_ID is not
+	// set, and the UI says connecting is off.
+	Platform *platform.Connector
+	// PlatformClientID and PlatformAuthorizeURL build the authorize redirect.
+	PlatformClientID     string
+	PlatformAuthorizeURL string
 	// WebhookJitter delays each webhook scan (0-5 s); nil picks one at random. Tests inject one.
 	WebhookJitter func() time.Duration
 }

@@ -70,6 +70,8 @@ var uiFuncs = template.FuncMap{
 			return "the Scan now button"
 		case store.TriggerDemo:
 			return "the demo"
+		case store.TriggerImport:
+			return "the import from the platform"
 		}
 		return t
 	},

@@ -19,13 +19,15 @@ import (
 // uiFlashes are the confirmations a redirect may ask a web UI page to show; the query names one,
 // so no text of an attacker's choosing ever appears on a page.
 var uiFlashes = map[string]string{
-	"site-added":     "Site added. Press “Scan now” to audit it, or wait for the next publish.",
-	"site-saved":     "Site saved.",
-	"site-deleted":   "Site deleted, with its scans, budgets and reports.",
-	"budgets-saved":  "Budgets saved.",
-	"rule-added":     "Alert rule added.",
-	"rule-deleted":   "Alert rule deleted.",
-	"report-revoked": "Report revoked. Its link now answers “gone”.",
+	"site-added":            "Site added. Press “Scan now” to audit it, or wait for the next publish.",
+	"site-saved":            "Site saved.",
+	"site-deleted":          "Site deleted, with its scans, budgets and reports.",
+	"budgets-saved":         "Budgets saved.",
+	"rule-added":            "Alert rule added.",
+	"rule-deleted":          "Alert rule deleted.",
+	"report-revoked":        "Report revoked. Its link now answers “gone”.",
+	"platform-imported":     "Sites imported. Their first scans are running; each publish on the platform scans again.",
+	"platform-disconnected": "Platform disconnected: SitePulse's webhooks were removed and its access forgotten. The sites and their scans stay here.",
 }
 
 func uiFlash(r *http.Request) string { return uiFlashes[r.URL.Query().Get("done")] }
@@ -34,6 +36,12 @@ func uiFlash(r *http.Request) string { return uiFlashes[r.URL.Query().Get("done"
 type siteRow struct {
 	store.Site
 	LastScan *store.Scan
+}
+
+// homePage is the sites list and the platform connection's state.
+type homePage struct {
+	Sites    []siteRow
+	Platform platformStatus
 }
 
 // handleHome lists the signed-in user's sites.
@@ -58,7 +66,12 @@ func (s *server) handleHome() http.Handler {
 			}
 			rows = append(rows, row)
 		}
-		s.render(w, r, http.StatusOK, "home", page{Title: "Sites", Flash: uiFlash(r), Data: rows})
+		platform, err := s.platformStatus(r)
+		if err != nil {
+			s.error(w, r, err, "")
+			return
+		}
+		s.render(w, r, http.StatusOK, "home", page{Title: "Sites", Flash: uiFlash(r), Data: homePage{Sites: rows, Platform: platform}})
 	})
 }
 
@@ -81,35 +94,31 @@ func (s *server) ownSite(w http.ResponseWriter, r *http.Request) (store.Site, bo
 
 // siteForm is the add/edit form: what the person typed, and a message per field.
 type siteForm struct {
-	ID             string // empty when adding
-	Name           string
-	Domain         string
-	PlatformSiteID string
-	Pages          string // one path a line
-	Errors         map[string]string
+	ID     string // empty when adding
+	Name   string
+	Domain string
+	Pages  string // one path a line
+	Errors map[string]string
 }
 
 func formOf(site store.Site) siteForm {
-	return siteForm{ID: site.ID, Name: site.Name, Domain: site.Domain, PlatformSiteID: site.PlatformSiteID,
-		Pages: strings.Join(site.Pages, "\n")}
+	return siteForm{ID: site.ID, Name: site.Name, Domain: site.Domain, Pages: strings.Join(site.Pages, "\n")}
 }
 
 // Limits of the site form.
 const (
-	maxSiteName   = 100
-	maxPlatformID = 200
-	maxPagePaths  = 200
-	maxPagePath   = 2000
+	maxSiteName  = 100
+	maxPagePaths = 200
+	maxPagePath  = 2000
 )
 
 // parse validates the form into a site; Errors is empty when it is valid.
 func (f *siteForm) parse(r *http.Request) store.Site {
 	f.Name = strings.TrimSpace(r.PostForm.Get("name"))
 	f.Domain = strings.TrimSpace(r.PostForm.Get("domain"))
-	f.PlatformSiteID = strings.TrimSpace(r.PostForm.Get("platformSiteId"))
 	f.Pages = r.PostForm.Get("pages")
 	f.Errors = map[string]string{}
-	site := store.Site{Name: f.Name, PlatformSiteID: f.PlatformSiteID, Pages: []string{}}
+	site := store.Site{Name: f.Name, Pages: []string{}}
 
 	if n := utf8.RuneCountInString(f.Name); n == 0 || n > maxSiteName || !utf8.ValidString(f.Name) || hasControl(f.Name) {
 		f.Errors["name"] = "Give the site a name of 1 to 100 characters."
@@ -118,9 +127,6 @@ func (f *siteForm) parse(r *http.Request) store.Site {
 		site.Domain = d
 	} else {
 		f.Errors["domain"] = "Enter a host such as example.com, or an origin such as https://staging.example.com:8443 (no path)."
-	}
-	if len(f.PlatformSiteID) > maxPlatformID || !utf8.ValidString(f.PlatformSiteID) || hasControl(f.PlatformSiteID) || strings.ContainsAny(f.PlatformSiteID, " \t") {
-		f.Errors["platformSiteId"] = "The platform site id is at most 200 characters, without spaces."
 	}
 	for _, line := range strings.Split(f.Pages, "\n") {
 		p := strings.TrimSpace(line)
@@ -216,14 +222,13 @@ func (s *server) handleCreateSite() http.Handler {
 		if len(f.Errors) == 0 {
 			site.ID, site.UserID, site.CreatedAt = store.NewID(), v.User.ID, s.Now()
 			err := s.Store.CreateSiteWithin(r.Context(), site, s.MaxSitesPerUser)
-			if errors.Is(err, store.ErrLimit) {
+			switch {
+			case errors.Is(err, store.ErrLimit):
 				f.Errors["form"] = fmt.Sprintf("This account already has %d sites, the most one account may have here. Delete a site to add another.", s.MaxSitesPerUser)
-			} else if errors.Is(err, store.ErrConflict) {
-				f.Errors["platformSiteId"] = "Another site already uses this platform site id. Each platform site can be connected once."
-			} else if err != nil {
+			case err != nil:
 				s.error(w, r, err, "")
 				return
-			} else {
+			default:
 				s.Log.Info("site created", "user", v.User.ID, "site", site.ID)
 				http.Redirect(w, r, "/sites/"+site.ID+"?done=site-added", http.StatusSeeOther)
 				return
@@ -255,8 +260,6 @@ func (s *server) handleUpdateSite() http.Handler {
 			site.ID, site.UserID, site.Founding = old.ID, old.UserID, old.Founding
 			err := s.Store.UpdateSite(r.Context(), site)
 			switch {
-			case errors.Is(err, store.ErrConflict):
-				f.Errors["platformSiteId"] = "Another site already uses this platform site id. Each platform site can be connected once."
 			case err != nil:
 				s.error(w, r, err, "There is no such site in your account.")
 				return

@@ -108,7 +108,7 @@ func testUIPages(t *testing.T, f *uiFixture) {
 			[]string{"Opportunities", "Largest Contentful Paint element", "Layout shifts", "Third-party scripts", "Accessibility issues", "See desktop"}},
 		{"the budgets page lists every metric and the demo's alert rule", "/sites/" + f.site + "/budgets",
 			[]string{`name="budget_performance"`, `name="budget_cls"`, "Alert rules", "TBT", "Add a rule"}},
-		{"the edit form is filled in", "/sites/" + f.site + "/edit", []string{`value="Demo Site"`, `value="demo-site"`, "Delete this site"}},
+		{"the edit form is filled in", "/sites/" + f.site + "/edit", []string{`value="Demo Site"`, "Delete this site"}},
 		{"the add form is empty", "/sites/new", []string{"Add a site", `name="domain"`, `name="pages"`}},
 		{"the reports page explains how reports are made", "/reports", []string{"Client reports", "generate_client_report"}},
 	} {
@@ -249,8 +249,6 @@ func testSiteForm(t *testing.T, f *uiFixture) {
 		{"a domain with a bad port", "domain", "shop.example.com:99999", "Enter a host"},
 		{"a path without a slash", "pages", "/\npricing", "starts with a single"},
 		{"a protocol-relative path", "pages", "//evil.example/", "starts with a single"},
-		{"a platform id taken by another site", "platformSiteId", "demo-site", "Another site already uses"},
-		{"a platform id with spaces", "platformSiteId", "a b", "without spaces"},
 		{"markup in a path is escaped", "pages", "<script>alert(1)</script>", "&lt;script&gt;"},
 	} {
 		t.Run(tt.name+" is refused", func(t *testing.T) {
@@ -280,23 +278,21 @@ func testSiteForm(t *testing.T, f *uiFixture) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if site.Domain != "https://shop.example.com:8443" || site.PlatformSiteID != "plat-1" || strings.Join(site.Pages, ",") != "/,/pricing" {
+	if site.Domain != "https://shop.example.com:8443" || site.PlatformSiteID != "" || strings.Join(site.Pages, ",") != "/,/pricing" {
 		t.Errorf("stored %+v", site)
 	}
 	_, body := f.a.get(loc)
 	contains(t, body, "Site added")
 	contains(t, body, "No completed scan yet")
 
-	// Editing keeps its own platform id and refuses another site's.
+	// A platform site id is set only through a verified connection: the form's
+	// field is gone, and a posted one is ignored, also one naming another account's site.
 	form = valid()
 	form.Set("name", "Shop 2")
+	form.Set("platformSiteId", "demo-site")
 	resp, _ = f.a.postCSRF("/sites/"+id, form)
 	wantStatus(t, resp, http.StatusSeeOther)
-	form.Set("platformSiteId", "demo-site")
-	resp, body = f.a.postCSRF("/sites/"+id, form)
-	wantStatus(t, resp, http.StatusUnprocessableEntity)
-	contains(t, body, "Another site already uses")
-	if s, _ := f.ts.store.Site(context.Background(), f.a.userID, id); s.Name != "Shop 2" || s.PlatformSiteID != "plat-1" {
+	if s, _ := f.ts.store.Site(context.Background(), f.a.userID, id); s.Name != "Shop 2" || s.PlatformSiteID != "" {
 		t.Errorf("after edits: %+v", s)
 	}
 

@@ -46,6 +46,15 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, job store.Job) (*comp
 	if err := p.cfg.Quota.Check(site.UserID, p.cfg.Now()); err != nil { // the account's budget is spent
 		return nil, err
 	}
+	if p.cfg.Platform != nil && scan.Trigger == store.TriggerWebhook && site.PlatformVerified {
+		// A publish may have added pages since the import: ask the platform first.
+		if fresh, err := p.cfg.Platform.RefreshPages(ctx, site); err != nil {
+			log.Warn("scanner: platform pages not refreshed; auditing the saved list", "err", err)
+		} else {
+			log.Info("scanner: pages refreshed from the platform", "pages", len(fresh))
+			site.Pages = fresh
+		}
+	}
 	pages, source, note := p.cfg.Discovery.Pages(ctx, site)
 	if note != nil {
 		log.Warn("scanner: sitemap trouble", "pages_from", source, "reason", note)

@@ -28,6 +28,8 @@ type PoolConfig struct {
 	Auditor   Auditor
 	Discovery Discovery
 	Digest    *Digest // e-mails regressions after a scan completes; nil sends none
+	// Platform refreshes a connected site's pages before a publish's scan; nil keeps the saved list.
+	Platform PageRefresher
 	// Quota is USER_DAILY_AUDITS, each account's daily audit budget; nil grants everything.
 	Quota *AccountQuota
 	Log   *slog.Logger
@@ -54,6 +56,12 @@ type PoolConfig struct {
 	// ReleaseGrace bounds how long Stop waits for cancelled jobs to release their leases. Default 5 s.
 	ReleaseGrace time.Duration
 	Now          func() time.Time
+}
+
+// PageRefresher reads a connected site's current published pages from the platform and saves
+// them (platform.Connector).
+type PageRefresher interface {
+	RefreshPages(ctx context.Context, site store.Site) ([]string, error)
 }
 
 // Pool is one dispatcher claiming scan jobs and handing them to Workers goroutines, plus the

@@ -29,6 +29,9 @@ type Memory struct {
 	consents   map[[2]string]Consent
 	reports    map[string]Report
 	deliveries map[string]time.Time
+	// platform connections (memory_platform.go)
+	platformStates map[string]memState
+	connections    map[string]PlatformConnection
 }
 
 type memResult struct {
@@ -41,23 +44,25 @@ var _ Store = (*Memory)(nil)
 // NewMemory returns an empty in-memory store.
 func NewMemory() *Memory {
 	return &Memory{
-		users:      map[string]User{},
-		sessions:   map[string]Session{},
-		apiKeys:    map[string]APIKey{},
-		revoked:    map[string]bool{},
-		sites:      map[string]Site{},
-		budgets:    map[string]map[string]float64{},
-		rules:      map[string]AlertRule{},
-		scans:      map[string]Scan{},
-		results:    map[string]map[PageKey]memResult{},
-		jobs:       map[int64]Job{},
-		clients:    map[string]OAuthClient{},
-		requests:   map[string]AuthRequest{},
-		codes:      map[string]AuthCode{},
-		tokens:     map[string]OAuthToken{},
-		consents:   map[[2]string]Consent{},
-		reports:    map[string]Report{},
-		deliveries: map[string]time.Time{},
+		users:          map[string]User{},
+		sessions:       map[string]Session{},
+		apiKeys:        map[string]APIKey{},
+		revoked:        map[string]bool{},
+		sites:          map[string]Site{},
+		budgets:        map[string]map[string]float64{},
+		rules:          map[string]AlertRule{},
+		scans:          map[string]Scan{},
+		results:        map[string]map[PageKey]memResult{},
+		jobs:           map[int64]Job{},
+		clients:        map[string]OAuthClient{},
+		requests:       map[string]AuthRequest{},
+		codes:          map[string]AuthCode{},
+		tokens:         map[string]OAuthToken{},
+		consents:       map[[2]string]Consent{},
+		reports:        map[string]Report{},
+		deliveries:     map[string]time.Time{},
+		platformStates: map[string]memState{},
+		connections:    map[string]PlatformConnection{},
 	}
 }
 

@@ -62,6 +62,7 @@ func (m *Memory) createSiteLocked(s Site) error {
 		return fmt.Errorf("platform site id %q: %w", s.PlatformSiteID, ErrConflict)
 	}
 	s.CreatedAt = Now(s.CreatedAt)
+	s.PlatformVerified, s.PlatformWebhookID = false, "" // only ImportPlatformSite verifies
 	if s.LastPublished != nil {
 		s.LastPublished = tp(*s.LastPublished)
 	}
@@ -76,10 +77,7 @@ func (m *Memory) UpdateSite(ctx context.Context, s Site) error {
 	if !ok || old.UserID != s.UserID {
 		return notFound("site")
 	}
-	if m.platformTaken(s.PlatformSiteID, s.ID) {
-		return fmt.Errorf("platform site id %q: %w", s.PlatformSiteID, ErrConflict)
-	}
-	old.Name, old.Domain, old.PlatformSiteID, old.Founding = s.Name, s.Domain, s.PlatformSiteID, s.Founding
+	old.Name, old.Domain, old.Founding = s.Name, s.Domain, s.Founding
 	old.Pages = slices.Clone(s.Pages)
 	m.sites[s.ID] = cloneSite(old)
 	return nil

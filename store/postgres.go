@@ -87,12 +87,19 @@ func (p *Postgres) migrate(ctx context.Context) error {
 		return err
 	}
 	sort.Strings(names)
+	seen := map[int]string{}
 	for _, name := range names {
 		base := strings.TrimPrefix(name, "migrations/")
 		version, err := strconv.Atoi(strings.SplitN(base, "_", 2)[0])
 		if err != nil {
 			return fmt.Errorf("migrate: %s has no version number", base)
 		}
+		// Two branches that each added the next number would otherwise have the second file
+		// skipped as applied, silently.
+		if other, ok := seen[version]; ok {
+			return fmt.Errorf("migrate: %s and %s have the same version number", other, base)
+		}
+		seen[version] = base
 		var applied bool
 		if err := conn.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = $1)`, version).Scan(&applied); err != nil {
 			return fmt.Errorf("migrate: %w", err)

@@ -60,9 +60,9 @@ func (p *Postgres) UpdateSite(ctx context.Context, s Site) error {
 	if !uuidOK(s.ID, s.UserID) {
 		return notFound("site")
 	}
-	res, err := p.db.ExecContext(ctx, `UPDATE sites SET name = $3, domain = $4, platform_site_id = $5,
-		founding = $6, pages = $7 WHERE id = $1 AND user_id = $2`,
-		s.ID, s.UserID, s.Name, s.Domain, nullString(s.PlatformSiteID), s.Founding, pq.StringArray(nonNil(s.Pages)))
+	res, err := p.db.ExecContext(ctx, `UPDATE sites SET name = $3, domain = $4,
+		founding = $5, pages = $6 WHERE id = $1 AND user_id = $2`,
+		s.ID, s.UserID, s.Name, s.Domain, s.Founding, pq.StringArray(nonNil(s.Pages)))
 	return pgErr("update site", affected(res, err, sql.ErrNoRows))
 }
 
@@ -75,7 +75,7 @@ func (p *Postgres) DeleteSite(ctx context.Context, userID, siteID string) error 
 }
 
 const siteCols = `id, user_id, name, domain, coalesce(platform_site_id, ''), founding, health_score,
-	last_published, pages, created_at`
+	last_published, pages, created_at, platform_verified, coalesce(platform_webhook_id, '')`
 
 func scanSite(row rowScanner) (Site, error) {
 	var s Site
@@ -83,7 +83,7 @@ func scanSite(row rowScanner) (Site, error) {
 	var published sql.NullTime
 	var pages pq.StringArray
 	err := row.Scan(&s.ID, &s.UserID, &s.Name, &s.Domain, &s.PlatformSiteID, &s.Founding, &health,
-		&published, &pages, &s.CreatedAt)
+		&published, &pages, &s.CreatedAt, &s.PlatformVerified, &s.PlatformWebhookID)
 	if health.Valid {
 		h := int(health.Int64)
 		s.HealthScore = &h

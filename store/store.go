@@ -21,6 +21,7 @@ type Store interface {
 	OAuth
 	Reports
 	Webhooks
+	Platform
 	// Name is "memory" or "postgres", for the health check and the log.
 	Name() string
 	// Ping answers whether the store can serve requests.
@@ -62,7 +63,8 @@ type Sites interface {
 	// CreateSiteWithin is CreateSite for a user with fewer than max sites, else ErrLimit:
 	// atomic, so concurrent creations cannot pass the cap together (MAX_SITES_PER_USER).
 	CreateSiteWithin(ctx context.Context, s Site, max int) error
-	// UpdateSite changes name, domain, platform id, founding and pages of a site of s.UserID.
+	// UpdateSite changes name, domain, founding and pages of a site of s.UserID. The platform
+	// link is not its business: only ImportPlatformSite and DisconnectPlatform change it.
 	UpdateSite(ctx context.Context, s Site) error
 	DeleteSite(ctx context.Context, userID, siteID string) error
 	Site(ctx context.Context, userID, siteID string) (Site, error)
@@ -233,6 +235,38 @@ type Webhooks interface {
 // SessionTouchGranularity is how stale a session's SeenAt may be: a session used again within
 // it keeps the earlier time, so a busy browser costs reads, not writes.
 const SessionTouchGranularity = time.Minute
+
+// Platform holds connections to the site-builder platform: pending connect states,
+// each user's sealed access token, and the sites a verified connection imported.
+type Platform interface {
+	// CreatePlatformState stores the hash of a connect's OAuth state for a user until expiresAt.
+	CreatePlatformState(ctx context.Context, stateHash, userID string, expiresAt time.Time) error
+	// TakePlatformState deletes a state and answers nil when it was the user's and unexpired;
+	// ErrNotFound for a forged, replayed, expired or someone else's state. Expired states of
+	// anyone are deleted on the way.
+	TakePlatformState(ctx context.Context, stateHash, userID string, now time.Time) error
+	// SavePlatformConnection stores or replaces a user's connection, enabled.
+	SavePlatformConnection(ctx context.Context, c PlatformConnection) error
+	// PlatformConnection reads a user's connection; ErrNotFound when there is none.
+	PlatformConnection(ctx context.Context, userID string) (PlatformConnection, error)
+	// DisablePlatformConnection marks a user's connection refused by the platform: reconnect.
+	DisablePlatformConnection(ctx context.Context, userID string, now time.Time) error
+	// DisconnectPlatform forgets a user's connection and unlinks every site it imported
+	// (platform id, verification and webhook id cleared); the sites and their history stay.
+	DisconnectPlatform(ctx context.Context, userID string) error
+	// ImportPlatformSite links platform site s.PlatformSiteID to a site of s.UserID through a
+	// verified connection, in one transaction, idempotently: the user's site that already has
+	// the id (verified or typed by hand) is updated (name, domain, lastPublished, pages) and
+	// marked verified; otherwise s is created verified, and another user's hand-typed link to
+	// the same id is dropped (that site keeps its history). created says which. ErrConflict
+	// when another user's verified connection holds the platform site.
+	ImportPlatformSite(ctx context.Context, s Site) (site Site, created bool, err error)
+	// SetPlatformWebhook records the webhook registered for a user's site.
+	SetPlatformWebhook(ctx context.Context, userID, siteID, webhookID string) error
+	// SetSitePages replaces a site's saved pages (system: the scanner's refresh from the
+	// platform before a publish's scan).
+	SetSitePages(ctx context.Context, siteID string, pages []string) error
+}
 
 // KeyUseGranularity is how stale an API key's recorded last use may be: a key used again within
 // it keeps the earlier time.

@@ -39,6 +39,9 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 		{"20 concurrent creations within a cap of 3 sites create exactly 3", testSiteCap},
 		{"20 concurrent reports within a cap of 3 active ones create exactly 3; revoked and expired ones do not count", testReportCap},
 		{"budgets and alert rules belong to a site", testBudgetsAndRules},
+		{"a platform connect state is taken once, by its user, before it expires", testPlatformStates},
+		{"a platform connection is saved sealed, disabled on refusal, forgotten on disconnect", testPlatformConnection},
+		{"importing a platform site is idempotent and a verified link is one account's", testImportPlatformSite},
 		{"a budget check's inputs load together, for the owner only", testBudgetInputs},
 		{"a budget check's key and inputs load together, for the key's user only", testBudgetInputsByKey},
 		{"a budget check sees each change to its site at once, however often it ran before", testBudgetInputsFollowChanges},
@@ -306,8 +309,18 @@ func testPlatformIDs(t *testing.T, s store.Store) {
 	_, err = s.SiteByPlatformID(ctx, "p2")
 	wantErr(t, err, store.ErrNotFound)
 	two := newSite(t, s, a, "two")
+	// The edit form cannot set or move a platform link: UpdateSite leaves it alone.
 	two.PlatformSiteID = "p1"
-	wantErr(t, s.UpdateSite(ctx, two), store.ErrConflict)
+	must(t, s.UpdateSite(ctx, two))
+	if got, _ := s.Site(ctx, a.ID, two.ID); got.PlatformSiteID != "" {
+		t.Errorf("UpdateSite set platform id %q", got.PlatformSiteID)
+	}
+	one.Name = "one renamed"
+	one.PlatformSiteID = ""
+	must(t, s.UpdateSite(ctx, one))
+	if got, _ := s.Site(ctx, a.ID, one.ID); got.PlatformSiteID != "p1" {
+		t.Errorf("UpdateSite cleared platform id: %q", got.PlatformSiteID)
+	}
 	must(t, s.MarkPublished(ctx, one.ID, t0.Add(time.Hour)))
 	got, _ = s.Site(ctx, a.ID, one.ID)
 	if got.LastPublished == nil || !got.LastPublished.Equal(t0.Add(time.Hour)) {

@@ -39,11 +39,16 @@ type Site struct {
 	Name           string
 	Domain         string // a host ("example.com", https assumed) or an origin ("http://staging:8080")
 	PlatformSiteID string // empty when the site is not connected to the platform
-	Founding       bool
-	HealthScore    *int
-	LastPublished  *time.Time
-	Pages          []string // saved page paths; empty means discover them from the sitemap
-	CreatedAt      time.Time
+	// PlatformVerified is true when a verified platform connection imported the site; false for
+	// a platform id typed by hand before connections existed (and for the demo site).
+	PlatformVerified bool
+	// PlatformWebhookID is the site_publish webhook SitePulse registered on the platform.
+	PlatformWebhookID string
+	Founding          bool
+	HealthScore       *int
+	LastPublished     *time.Time
+	Pages             []string // saved page paths; empty means discover them from the sitemap
+	CreatedAt         time.Time
 }
 
 // Scan statuses. Failed extends the interface's three: a scan that could not finish.
@@ -63,6 +68,7 @@ const (
 	TriggerWebhook = "webhook"
 	TriggerManual  = "manual"
 	TriggerDemo    = "demo"
+	TriggerImport  = "import" // the first scan of a site imported from the platform
 )
 
 // Scan is one audit of every page of a site.
@@ -358,4 +364,14 @@ type Report struct {
 	CreatedAt time.Time
 	ExpiresAt *time.Time // nil: never expires
 	RevokedAt *time.Time
+}
+
+// PlatformConnection is a user's connection to the site-builder platform. The access token is
+// kept only sealed (AES-GCM, see package platform); Disabled is set when the platform refused
+// it (revoked there): the user must reconnect.
+type PlatformConnection struct {
+	UserID      string
+	TokenSealed string
+	DisabledAt  *time.Time
+	CreatedAt   time.Time
 }

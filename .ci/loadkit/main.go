@@ -6,6 +6,7 @@
 //	go run ./.ci/loadkit bodies -sites 100 -n 1000 -secret S -out FILE
 //	go run ./.ci/loadkit psi    -addr 127.0.0.1:8791 -delay 200ms
 //	go run ./.ci/loadkit count  -want 100 -timeout 5m # waits for the load sites' scans to end
+//	go run ./.ci/loadkit platform -addr 127.0.0.1:8792 -client-id ID -secret S # the platform double
 //
 // seed and count read DATABASE_URL. It lives under .ci/ (not part of ./...) because it is an
 // operations tool, not part of the service.
@@ -26,6 +27,7 @@ import (
 	"time"
 
 	"sitepulse/scanner/demo"
+	"sitepulse/scanner/platform/platformtest"
 	"sitepulse/scanner/scantest"
 	"sitepulse/store"
 )
@@ -35,7 +37,7 @@ func platformID(i int) string { return fmt.Sprintf("load-site-%03d", i) }
 
 func main() {
 	if len(os.Args) < 2 {
-		log.Fatal("usage: loadkit seed|bodies|psi|count [flags]")
+		log.Fatal("usage: loadkit seed|bodies|psi|count|platform [flags]")
 	}
 	ctx := context.Background()
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
@@ -48,6 +50,7 @@ func main() {
 	fixtures := fs.String("fixtures", "testdata/psi", "psi: directory of PSI responses")
 	want := fs.Int("want", 100, "count: expected number of scans")
 	timeout := fs.Duration("timeout", 5*time.Minute, "count: how long to wait for scans to end")
+	clientID := fs.String("client-id", os.Getenv("PLATFORM_CLIENT_ID"), "platform: the app's client id")
 	fs.Parse(os.Args[2:])
 
 	var err error
@@ -60,6 +63,8 @@ func main() {
 		err = psiDouble(*addr, *fixtures, *delay)
 	case "count":
 		err = count(ctx, *want, *timeout)
+	case "platform":
+		err = platformDouble(*addr, *clientID, *secret)
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}
@@ -135,6 +140,20 @@ func bodies(sites, n int, secret, out string) error {
 func psiDouble(addr, dir string, delay time.Duration) error {
 	log.Printf("psi double on %s (delay %s)", addr, delay)
 	return http.ListenAndServe(addr, scantest.Handler(dir, delay))
+}
+
+// platformDouble serves the platform double (package platformtest) with its sample sites, for
+// trying the connect flow offline: PLATFORM_AUTHORIZE_URL=http://ADDR/oauth/authorize and
+// PLATFORM_API_URL=http://ADDR; POST http://ADDR/_double/publish/{site_id} publishes a site.
+func platformDouble(addr, clientID, secret string) error {
+	if clientID == "" || secret == "" {
+		return errors.New("platform: -client-id and -secret (or PLATFORM_CLIENT_ID and PLATFORM_CLIENT_SECRET) are required")
+	}
+	p := platformtest.NewHandler(clientID, secret)
+	p.URL = "http://" + addr
+	p.Sample()
+	log.Printf("platform double on %s: authorize %s, API %s", addr, p.AuthorizeURL(), p.URL)
+	return http.ListenAndServe(addr, p)
 }
 
 // count waits until no load site has a queued or running scan, then prints the scans by status

@@ -1,0 +1,95 @@
+package platform
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestClientRetries: 429 waits its Retry-After, 5xx and timeouts back off, refusals do not retry.
+func TestClientRetries(t *testing.T) {
+	ok := func(w http.ResponseWriter) {
+		fmt.Fprint(w, `{"sites":[{"id":"s1","displayName":"One","shortName":"one"}]}`)
+	}
+	tests := []struct {
+		name      string
+		answers   []func(w http.ResponseWriter) // one per call; the last repeats
+		wantWaits string
+		wantErr   error
+		wantCalls int
+	}{
+		{"a 429 waits its Retry-After", []func(http.ResponseWriter){
+			func(w http.ResponseWriter) { w.Header().Set("Retry-After", "3"); w.WriteHeader(429) }, ok}, "[3s]", nil, 2},
+		{"a 429 beyond the longest wait fails at once", []func(http.ResponseWriter){
+			func(w http.ResponseWriter) { w.Header().Set("Retry-After", "3600"); w.WriteHeader(429) }}, "[]", ErrUnavailable, 1},
+		{"5xx backs off and recovers", []func(http.ResponseWriter){
+			func(w http.ResponseWriter) { w.WriteHeader(503) }, func(w http.ResponseWriter) { w.WriteHeader(500) },
+			func(w http.ResponseWriter) { w.WriteHeader(502) }, ok}, "[500ms 1s 2s]", nil, 4},
+		{"5xx that lasts gives up after four tries", []func(http.ResponseWriter){
+			func(w http.ResponseWriter) { w.WriteHeader(500) }}, "[500ms 1s 2s]", ErrUnavailable, 4},
+		{"a timeout is retried", []func(http.ResponseWriter){
+			func(w http.ResponseWriter) { time.Sleep(300 * time.Millisecond) }, ok}, "[500ms]", nil, 2},
+		{"a 401 is a revoked token, not retried", []func(http.ResponseWriter){
+			func(w http.ResponseWriter) { w.WriteHeader(401) }}, "[]", ErrUnauthorized, 1},
+		{"an answer that is not JSON is retried", []func(http.ResponseWriter){
+			func(w http.ResponseWriter) { fmt.Fprint(w, "<html>") }, ok}, "[500ms]", nil, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var mu sync.Mutex
+			calls := 0
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				i := min(calls, len(tt.answers)-1)
+				calls++
+				mu.Unlock()
+				if r.Header.Get("Authorization") != "Bearer tok" {
+					t.Errorf("Authorization %q", r.Header.Get("Authorization"))
+				}
+				tt.answers[i](w)
+			}))
+			defer srv.Close()
+			var waits []time.Duration
+			c := NewClient(ClientConfig{APIURL: srv.URL, HTTP: &http.Client{Timeout: 100 * time.Millisecond},
+				Sleep: func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil }})
+			sites, err := c.Sites(context.Background(), "tok")
+			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
+				t.Fatalf("err %v, want %v", err, tt.wantErr)
+			}
+			if err == nil && (len(sites) != 1 || sites[0].Domain() != "one.webflow.io") {
+				t.Errorf("sites %+v", sites)
+			}
+			if got := fmt.Sprint(waits); got != tt.wantWaits || calls != tt.wantCalls {
+				t.Errorf("waits %s after %d calls, want %s after %d", got, calls, tt.wantWaits, tt.wantCalls)
+			}
+		})
+	}
+}
+
+func TestRetryAfter(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	for h, want := range map[string]time.Duration{"": time.Second, "7": 7 * time.Second, "soon": time.Second,
+		"Tue, 24 Nov 2026 12:00:30 GMT": 30 * time.Second, "Tue, 24 Nov 2026 11:00:00 GMT": 0} {
+		if got := retryAfter(h, now); got != want {
+			t.Errorf("retryAfter(%q) = %s, want %s", h, got, want)
+		}
+	}
+}
+
+func TestDeleteWebhookGoneIsDone(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodDelete || r.URL.Path != "/v2/webhooks/w1" {
+			t.Errorf("%s %s", r.Method, r.URL.Path)
+		}
+		w.WriteHeader(404)
+	}))
+	defer srv.Close()
+	if err := NewClient(ClientConfig{APIURL: srv.URL}).DeleteWebhook(context.Background(), "tok", "w1"); err != nil {
+		t.Errorf("DeleteWebhook of a gone webhook: %v", err)
+	}
+}

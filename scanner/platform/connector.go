@@ -1,0 +1,299 @@
+package platform
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"sitepulse/store"
+)
+
+// Store is what a Connector needs of the store.
+type Store interface {
+	store.Platform
+	SitesOf(ctx context.Context, userID string) ([]store.Site, error)
+	SiteByPlatformID(ctx context.Context, platformSiteID string) (store.Site, error)
+	ScansOf(ctx context.Context, userID, siteID string, limit int) ([]store.Scan, error)
+	EnqueueScan(ctx context.Context, s store.Scan, queue string, runAt time.Time) error
+}
+
+// Errors of a Connector, for the pages to explain.
+var (
+	// ErrNotConnected: the user has no connection.
+	ErrNotConnected = errors.New("no platform connection")
+	// ErrReconnect: the platform refused the token (revoked there), or it no longer opens
+	// under PLATFORM_TOKEN_KEY; the connection is disabled until the user connects again.
+	ErrReconnect = errors.New("the platform connection must be made again")
+)
+
+// Connector is the platform connection of SitePulse users: it keeps their sealed tokens in the
+// store and imports, refreshes and disconnects their sites through the Client.
+type Connector struct {
+	Store  Store
+	Client *Client
+	Keys   *Keys
+	// WebhookURL is {BASE_URL}/api/webhooks/platform, the target of every site_publish webhook.
+	WebhookURL string
+	Log        *slog.Logger
+	Now        func() time.Time
+}
+
+// Connect exchanges an authorization code and keeps the token, sealed.
+func (c *Connector) Connect(ctx context.Context, userID, code, redirectURI string) error {
+	token, err := c.Client.Exchange(ctx, code, redirectURI)
+	if err != nil {
+		return err
+	}
+	sealed, err := c.Keys.Seal(token, userID)
+	if err != nil {
+		return err
+	}
+	return c.Store.SavePlatformConnection(ctx, store.PlatformConnection{UserID: userID, TokenSealed: sealed, CreatedAt: c.Now()})
+}
+
+// token opens the user's token: ErrNotConnected, or ErrReconnect when the connection is disabled.
+func (c *Connector) token(ctx context.Context, userID string) (string, error) {
+	conn, err := c.Store.PlatformConnection(ctx, userID)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", ErrNotConnected
+	}
+	if err != nil {
+		return "", err
+	}
+	if conn.DisabledAt != nil {
+		return "", ErrReconnect
+	}
+	token, err := c.Keys.Open(conn.TokenSealed, userID)
+	if err != nil {
+		c.Log.Warn("platform: a sealed token does not open; the user must reconnect", "user", userID, "err", err)
+		return "", c.disable(ctx, userID)
+	}
+	return token, nil
+}
+
+// refused turns a 401 into ErrReconnect, disabling the connection; other errors pass.
+func (c *Connector) refused(ctx context.Context, userID string, err error) error {
+	if !errors.Is(err, ErrUnauthorized) {
+		return err
+	}
+	c.Log.Info("platform: the token was refused (revoked on the platform); connection disabled", "user", userID)
+	return c.disable(ctx, userID)
+}
+
+func (c *Connector) disable(ctx context.Context, userID string) error {
+	if err := c.Store.DisablePlatformConnection(ctx, userID, c.Now()); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	return ErrReconnect
+}
+
+// Choice is a platform site on the import page.
+type Choice struct {
+	Site
+	Domain string
+	// Mine is the SitePulse site this user already imported it as; empty when not imported.
+	Mine string
+	// Unavailable: another SitePulse account's verified connection holds it.
+	Unavailable bool
+}
+
+// Choices lists the platform sites the user's connection sees, each marked as already
+// imported, available, or held by another account.
+func (c *Connector) Choices(ctx context.Context, userID string) ([]Choice, error) {
+	token, err := c.token(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	sites, err := c.Client.Sites(ctx, token)
+	if err != nil {
+		return nil, c.refused(ctx, userID, err)
+	}
+	out := make([]Choice, 0, len(sites))
+	for _, s := range sites {
+		ch := Choice{Site: s, Domain: s.Domain()}
+		local, err := c.Store.SiteByPlatformID(ctx, s.ID)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			return nil, err
+		case local.UserID == userID:
+			ch.Mine = local.ID
+		case local.PlatformVerified:
+			ch.Unavailable = true
+		}
+		out = append(out, ch)
+	}
+	return out, nil
+}
+
+// Imported is the outcome of importing one platform site.
+type Imported struct {
+	PlatformID string
+	Name       string
+	SiteID     string // the SitePulse site; empty when the import failed
+	Pages      int
+	Created    bool
+	Scan       string // the first scan enqueued, if this import enqueued it
+	Err        error  // why this site was not (fully) imported; a second try resumes
+}
+
+// Import imports the platform sites ticked by the user, each idempotently, in an order a second
+// try resumes without duplicating: pages, then the site (upserted on its platform id), then the
+// webhook (created only when the site's list lacks it), then a first scan when the site has
+// none. Ids the connection does not see are ignored. ErrReconnect stops everything.
+func (c *Connector) Import(ctx context.Context, userID string, platformIDs []string) ([]Imported, error) {
+	token, err := c.token(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	sites, err := c.Client.Sites(ctx, token)
+	if err != nil {
+		return nil, c.refused(ctx, userID, err)
+	}
+	byID := map[string]Site{}
+	for _, s := range sites {
+		byID[s.ID] = s
+	}
+	var out []Imported
+	seen := map[string]bool{}
+	for _, id := range platformIDs {
+		ps, ok := byID[id]
+		if !ok || seen[id] {
+			continue
+		}
+		seen[id] = true
+		res := c.importOne(ctx, userID, token, ps)
+		if errors.Is(res.Err, ErrUnauthorized) {
+			return out, c.refused(ctx, userID, res.Err)
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}
+
+func (c *Connector) importOne(ctx context.Context, userID, token string, ps Site) Imported {
+	res := Imported{PlatformID: ps.ID, Name: ps.DisplayName}
+	pages, err := c.Client.Pages(ctx, token, ps.ID)
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	paths := PublishedPaths(pages)
+	name := ps.DisplayName
+	if name == "" {
+		name = ps.ShortName
+	}
+	site, created, err := c.Store.ImportPlatformSite(ctx, store.Site{ID: store.NewID(), UserID: userID, Name: name,
+		Domain: ps.Domain(), PlatformSiteID: ps.ID, LastPublished: ps.LastPublished, Pages: paths, CreatedAt: c.Now()})
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	res.SiteID, res.Created, res.Pages = site.ID, created, len(paths)
+	hookID, err := c.ensureWebhook(ctx, token, ps.ID)
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	if hookID != site.PlatformWebhookID {
+		if err := c.Store.SetPlatformWebhook(ctx, userID, site.ID, hookID); err != nil {
+			res.Err = err
+			return res
+		}
+	}
+	scans, err := c.Store.ScansOf(ctx, userID, site.ID, 1)
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	if len(scans) == 0 {
+		now := c.Now()
+		scan := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerImport, CreatedAt: now}
+		switch err := c.Store.EnqueueScan(ctx, scan, store.QueueScan, now); {
+		case errors.Is(err, store.ErrScanActive):
+		case err != nil:
+			res.Err = err
+			return res
+		default:
+			res.Scan = scan.ID
+		}
+	}
+	c.Log.Info("platform: site imported", "user", userID, "site", site.ID, "platform_site", ps.ID, "pages", len(paths),
+		"created", created, "webhook", hookID, "first_scan", res.Scan)
+	return res
+}
+
+// ensureWebhook returns the site's site_publish webhook to WebhookURL, creating it only when
+// the platform's list lacks it.
+func (c *Connector) ensureWebhook(ctx context.Context, token, platformSiteID string) (string, error) {
+	hooks, err := c.Client.Webhooks(ctx, token, platformSiteID)
+	if err != nil {
+		return "", err
+	}
+	for _, h := range hooks {
+		if h.TriggerType == TriggerSitePublish && h.URL == c.WebhookURL {
+			return h.ID, nil
+		}
+	}
+	h, err := c.Client.CreateWebhook(ctx, token, platformSiteID, TriggerSitePublish, c.WebhookURL)
+	return h.ID, err
+}
+
+// RefreshPages reads a verified site's published pages from the platform and saves them, so a
+// publish's scan audits pages published since the import. Any failure leaves the saved list;
+// the caller audits that.
+func (c *Connector) RefreshPages(ctx context.Context, site store.Site) ([]string, error) {
+	if !site.PlatformVerified || site.PlatformSiteID == "" {
+		return nil, ErrNotConnected
+	}
+	token, err := c.token(ctx, site.UserID)
+	if err != nil {
+		return nil, err
+	}
+	pages, err := c.Client.Pages(ctx, token, site.PlatformSiteID)
+	if err != nil {
+		return nil, c.refused(ctx, site.UserID, err)
+	}
+	paths := PublishedPaths(pages)
+	if len(paths) == 0 {
+		return nil, errors.New("the platform lists no published page")
+	}
+	if err := c.Store.SetSitePages(ctx, site.ID, paths); err != nil {
+		return nil, err
+	}
+	return paths, nil
+}
+
+// Disconnect deletes the webhooks SitePulse registered, then forgets the token and unlinks the
+// sites (they keep their history). A webhook the platform will not delete (token already
+// revoked, platform down) does not stop it: it is counted in left and, once the sites are
+// unlinked, its publishes find no site.
+func (c *Connector) Disconnect(ctx context.Context, userID string) (deleted, left int, err error) {
+	sites, err := c.Store.SitesOf(ctx, userID)
+	if err != nil {
+		return 0, 0, err
+	}
+	token, terr := c.token(ctx, userID)
+	for _, s := range sites {
+		if !s.PlatformVerified || s.PlatformWebhookID == "" {
+			continue
+		}
+		if terr != nil {
+			left++
+			continue
+		}
+		if err := c.Client.DeleteWebhook(ctx, token, s.PlatformWebhookID); err != nil {
+			c.Log.Warn("platform: webhook not deleted on disconnect", "user", userID, "site", s.ID, "err", err)
+			left++
+			continue
+		}
+		deleted++
+	}
+	if err := c.Store.DisconnectPlatform(ctx, userID); err != nil {
+		return deleted, left, fmt.Errorf("disconnect: %w", err)
+	}
+	c.Log.Info("platform: disconnected", "user", userID, "webhooks_deleted", deleted, "webhooks_left", left)
+	return deleted, left, nil
+}

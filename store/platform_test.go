@@ -1,0 +1,166 @@
+package store_test
+
+import (
+	"testing"
+	"time"
+
+	"sitepulse/store"
+)
+
+func testPlatformStates(t *testing.T, s store.Store) {
+	a := newUser(t, s, "a@example.com")
+	b := newUser(t, s, "b@example.com")
+	must(t, s.CreatePlatformState(ctx, "h1", a.ID, t0.Add(10*time.Minute)))
+	must(t, s.CreatePlatformState(ctx, "h2", a.ID, t0.Add(10*time.Minute)))
+	must(t, s.CreatePlatformState(ctx, "h3", a.ID, t0.Add(time.Minute)))
+
+	wantErr(t, s.TakePlatformState(ctx, "forged", a.ID, t0), store.ErrNotFound)
+	wantErr(t, s.TakePlatformState(ctx, "h1", b.ID, t0), store.ErrNotFound) // someone else's: spent too
+	wantErr(t, s.TakePlatformState(ctx, "h1", a.ID, t0), store.ErrNotFound)
+	must(t, s.TakePlatformState(ctx, "h2", a.ID, t0))
+	wantErr(t, s.TakePlatformState(ctx, "h2", a.ID, t0), store.ErrNotFound) // replayed
+	wantErr(t, s.TakePlatformState(ctx, "h3", a.ID, t0.Add(time.Minute)), store.ErrNotFound)
+	wantErr(t, s.CreatePlatformState(ctx, "h4", store.NewID(), t0), store.ErrNotFound)
+}
+
+func testPlatformConnection(t *testing.T, s store.Store) {
+	a := newUser(t, s, "a@example.com")
+	b := newUser(t, s, "b@example.com")
+	_, err := s.PlatformConnection(ctx, a.ID)
+	wantErr(t, err, store.ErrNotFound)
+	wantErr(t, s.DisablePlatformConnection(ctx, a.ID, t0), store.ErrNotFound)
+
+	must(t, s.SavePlatformConnection(ctx, store.PlatformConnection{UserID: a.ID, TokenSealed: "k1.sealed-1", CreatedAt: t0}))
+	c, err := s.PlatformConnection(ctx, a.ID)
+	must(t, err)
+	if c.TokenSealed != "k1.sealed-1" || c.DisabledAt != nil || !c.CreatedAt.Equal(t0) {
+		t.Errorf("connection = %+v", c)
+	}
+	_, err = s.PlatformConnection(ctx, b.ID)
+	wantErr(t, err, store.ErrNotFound)
+
+	must(t, s.DisablePlatformConnection(ctx, a.ID, t0.Add(time.Hour)))
+	must(t, s.DisablePlatformConnection(ctx, a.ID, t0.Add(2*time.Hour))) // keeps the first time
+	c, _ = s.PlatformConnection(ctx, a.ID)
+	if c.DisabledAt == nil || !c.DisabledAt.Equal(t0.Add(time.Hour)) {
+		t.Errorf("disabled at %v, want %v", c.DisabledAt, t0.Add(time.Hour))
+	}
+	// Reconnecting replaces the token and enables the connection again.
+	must(t, s.SavePlatformConnection(ctx, store.PlatformConnection{UserID: a.ID, TokenSealed: "k1.sealed-2", CreatedAt: t0.Add(3 * time.Hour)}))
+	c, _ = s.PlatformConnection(ctx, a.ID)
+	if c.TokenSealed != "k1.sealed-2" || c.DisabledAt != nil {
+		t.Errorf("after reconnect = %+v", c)
+	}
+
+	// Disconnect unlinks the imported sites only, keeps them and their scans, forgets the token.
+	imported := importSite(t, s, a, "wf-1")
+	must(t, s.SetPlatformWebhook(ctx, a.ID, imported.ID, "hook-1"))
+	scan := enqueue(t, s, imported, t0)
+	manual := store.Site{ID: store.NewID(), UserID: a.ID, Name: "manual", Domain: "manual.test", PlatformSiteID: "typed", CreatedAt: t0}
+	must(t, s.CreateSite(ctx, manual))
+	must(t, s.DisconnectPlatform(ctx, a.ID))
+	_, err = s.PlatformConnection(ctx, a.ID)
+	wantErr(t, err, store.ErrNotFound)
+	got, err := s.Site(ctx, a.ID, imported.ID)
+	must(t, err)
+	if got.PlatformSiteID != "" || got.PlatformVerified || got.PlatformWebhookID != "" || got.Name != "Site wf-1" {
+		t.Errorf("after disconnect = %+v", got)
+	}
+	if _, err := s.Scan(ctx, a.ID, scan.ID); err != nil {
+		t.Errorf("the scan went with the link: %v", err)
+	}
+	_, err = s.SiteByPlatformID(ctx, "wf-1")
+	wantErr(t, err, store.ErrNotFound)
+	if got, _ := s.SiteByPlatformID(ctx, "typed"); got.ID != manual.ID {
+		t.Errorf("the hand-typed link went too: %+v", got)
+	}
+	must(t, s.DisconnectPlatform(ctx, a.ID)) // twice is fine
+}
+
+func importSite(t *testing.T, s store.Store, u store.User, platformID string) store.Site {
+	t.Helper()
+	published := t0.Add(-time.Hour)
+	site, _, err := s.ImportPlatformSite(ctx, store.Site{ID: store.NewID(), UserID: u.ID, Name: "Site " + platformID,
+		Domain: platformID + ".webflow.io", PlatformSiteID: platformID, LastPublished: &published, Pages: []string{"/", "/about"}, CreatedAt: t0})
+	must(t, err)
+	return site
+}
+
+func testImportPlatformSite(t *testing.T, s store.Store) {
+	a := newUser(t, s, "a@example.com")
+	b := newUser(t, s, "b@example.com")
+	published := t0.Add(-time.Hour)
+	in := store.Site{ID: store.NewID(), UserID: a.ID, Name: "Shop", Domain: "shop.example.com", PlatformSiteID: "wf-1",
+		LastPublished: &published, Pages: []string{"/", "/about"}, CreatedAt: t0}
+	site, created, err := s.ImportPlatformSite(ctx, in)
+	must(t, err)
+	if !created || site.ID != in.ID || !site.PlatformVerified || site.PlatformSiteID != "wf-1" || len(site.Pages) != 2 ||
+		site.LastPublished == nil || !site.LastPublished.Equal(published) {
+		t.Fatalf("first import = %+v, created %v", site, created)
+	}
+
+	// Twice: the same site, updated, no second one.
+	again := in
+	again.ID, again.Name, again.Pages = store.NewID(), "Shop renamed", []string{"/", "/about", "/new"}
+	site2, created, err := s.ImportPlatformSite(ctx, again)
+	must(t, err)
+	if created || site2.ID != in.ID || site2.Name != "Shop renamed" || len(site2.Pages) != 3 {
+		t.Errorf("second import = %+v, created %v", site2, created)
+	}
+	if sites, _ := s.SitesOf(ctx, a.ID); len(sites) != 1 {
+		t.Errorf("a has %d sites after two imports, want 1", len(sites))
+	}
+	must(t, s.SetPlatformWebhook(ctx, a.ID, in.ID, "hook-1"))
+	wantErr(t, s.SetPlatformWebhook(ctx, b.ID, in.ID, "hook-x"), store.ErrNotFound)
+	if got, _ := s.SiteByPlatformID(ctx, "wf-1"); got.PlatformWebhookID != "hook-1" || got.UserID != a.ID {
+		t.Errorf("by platform id = %+v", got)
+	}
+
+	// Another account cannot take a verified site.
+	theft := in
+	theft.ID, theft.UserID = store.NewID(), b.ID
+	_, _, err = s.ImportPlatformSite(ctx, theft)
+	wantErr(t, err, store.ErrConflict)
+	if sites, _ := s.SitesOf(ctx, b.ID); len(sites) != 0 {
+		t.Errorf("b got %d sites", len(sites))
+	}
+
+	// A hand-typed link of another account gives way to a verified import; the old site stays b's.
+	manual := store.Site{ID: store.NewID(), UserID: b.ID, Name: "Typed", Domain: "typed.test", PlatformSiteID: "wf-2", CreatedAt: t0}
+	must(t, s.CreateSite(ctx, manual))
+	scan := enqueue(t, s, manual, t0)
+	verified, created, err := s.ImportPlatformSite(ctx, store.Site{ID: store.NewID(), UserID: a.ID, Name: "Blog", Domain: "blog.webflow.io",
+		PlatformSiteID: "wf-2", CreatedAt: t0})
+	must(t, err)
+	if !created || verified.UserID != a.ID {
+		t.Errorf("verified import = %+v, created %v", verified, created)
+	}
+	old, err := s.Site(ctx, b.ID, manual.ID)
+	must(t, err)
+	if old.PlatformSiteID != "" || old.Name != "Typed" {
+		t.Errorf("b's old site = %+v", old)
+	}
+	if _, err := s.Scan(ctx, b.ID, scan.ID); err != nil {
+		t.Errorf("b's history went: %v", err)
+	}
+	if got, _ := s.SiteByPlatformID(ctx, "wf-2"); got.ID != verified.ID {
+		t.Errorf("wf-2 is %+v, want the verified site", got)
+	}
+
+	// The user's own hand-typed link is verified in place, keeping its id.
+	own := store.Site{ID: store.NewID(), UserID: a.ID, Name: "Own", Domain: "own.test", PlatformSiteID: "wf-3", CreatedAt: t0}
+	must(t, s.CreateSite(ctx, own))
+	got, created, err := s.ImportPlatformSite(ctx, store.Site{ID: store.NewID(), UserID: a.ID, Name: "Own", Domain: "own.webflow.io",
+		PlatformSiteID: "wf-3", CreatedAt: t0})
+	must(t, err)
+	if created || got.ID != own.ID || !got.PlatformVerified || got.Domain != "own.webflow.io" {
+		t.Errorf("own import = %+v, created %v", got, created)
+	}
+
+	// Pages refresh (system) replaces the saved list.
+	must(t, s.SetSitePages(ctx, in.ID, []string{"/only"}))
+	if got, _ := s.Site(ctx, a.ID, in.ID); len(got.Pages) != 1 || got.Pages[0] != "/only" {
+		t.Errorf("pages = %v", got.Pages)
+	}
+	wantErr(t, s.SetSitePages(ctx, store.NewID(), nil), store.ErrNotFound)
+}
