@@ -60,11 +60,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		}
 	}
 
+	// Every fetch made on a user's behalf goes through the guard (SECURITY §9).
+	guard := scanner.Guard{AllowPrivate: cfg.ScanAllowPrivate}
+	if guard.AllowPrivate {
+		log.Warn("SCAN_ALLOW_PRIVATE=true: scans may fetch loopback, private and link-local addresses; do not run a multi-tenant service this way")
+	}
 	connector, err := platformConnector(cfg, st, log)
 	if err != nil {
 		return err
 	}
-	pool := newPool(ctx, cfg, st, newAuditor(cfg, log), connector, log)
+	pool := newPool(ctx, cfg, st, newAuditor(cfg, guard, log), guard.Client(), connector, log)
 	pool.Start()
 	// Deferred after the store's Close, so it runs before it: HTTP server, scanner, store.
 	defer func() {
@@ -81,8 +86,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	mcpServer := mcp.New(mcp.Config{Store: st, BaseURL: cfg.BaseURL, Log: log})
 	handler, err := handlers.NewHandler(handlers.Deps{
 		Store: st, Log: log, BaseURL: cfg.BaseURL,
-		OAuth: authServer, MCP: mcpServer, PlatformSecret: webhookSecret,
-		Platform: connector, PlatformClientID: cfg.PlatformID, PlatformAuthorizeURL: cfg.PlatformAuthURL,
+		OAuth: authServer, MCP: mcpServer, PlatformSecret: webhookSecret, MaxSitesPerUser: cfg.MaxSitesPerUser,
+		SessionIdle: time.Duration(cfg.SessionIdleMins) * time.Minute,
+		Platform:    connector, PlatformClientID: cfg.PlatformID, PlatformAuthorizeURL: cfg.PlatformAuthURL,
 	})
 	if err != nil {
 		return err
@@ -159,11 +165,11 @@ func platformConnector(cfg config, st store.Store, log *slog.Logger) (*platform.
 
 // newAuditor is the configured audit backend: PageSpeed Insights (rate-limited, with a daily
 // counter and a circuit breaker) or a local Lighthouse.
-func newAuditor(cfg config, log *slog.Logger) scanner.Auditor {
+func newAuditor(cfg config, guard scanner.Guard, log *slog.Logger) scanner.Auditor {
 	if cfg.AuditBackend == "lighthouse" {
 		log.Info("audit backend", "backend", cfg.AuditBackend)
 		return scanner.NewLighthouse(scanner.LighthouseConfig{Command: cfg.LighthouseCmd, ChromePath: cfg.ChromePath,
-			ChromeFlags: cfg.ChromeFlags, Log: log})
+			ChromeFlags: cfg.ChromeFlags, Guard: guard, Log: log})
 	}
 	log.Info("audit backend", "backend", cfg.AuditBackend, "psi_rate_limit_per_100s", cfg.PSIRateLimit,
 		"psi_daily_limit", cfg.PSIDailyLimit, "psi_breaker_failures", cfg.PSIBreakerFails, "psi_breaker_seconds", cfg.PSIBreakerSecs)
@@ -176,8 +182,9 @@ func newAuditor(cfg config, log *slog.Logger) scanner.Auditor {
 }
 
 // newPool is the scan worker pool with its regression digest. A store that can announce new
-// jobs (Postgres LISTEN/NOTIFY) wakes the dispatcher at once; it polls either way.
-func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Auditor, connector *platform.Connector, log *slog.Logger) *scanner.Pool {
+// jobs (Postgres LISTEN/NOTIFY) wakes the dispatcher at once; it polls either way. Sitemaps
+// are fetched with fetch, the guarded client.
+func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Auditor, fetch *http.Client, connector *platform.Connector, log *slog.Logger) *scanner.Pool {
 	var wake <-chan struct{}
 	if w, ok := st.(store.JobWaker); ok {
 		ch, err := w.WakeOnJobs(ctx, func(err error) { log.Warn("job notifications", "err", err) })
@@ -194,7 +201,8 @@ func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Au
 	return scanner.NewPool(scanner.PoolConfig{
 		Store: st, Auditor: auditor, Log: log, Workers: cfg.ScanWorkers, Wake: wake, Platform: refresher,
 		Lease:     time.Duration(cfg.ScanLease) * time.Second,
-		Discovery: scanner.Discovery{MaxPages: cfg.MaxPagesPerScan},
+		Discovery: scanner.Discovery{MaxPages: cfg.MaxPagesPerScan, Client: fetch},
+		Quota:     scanner.NewAccountQuota(cfg.UserDailyAudits),
 		Digest: &scanner.Digest{Store: st, SMTPAddr: cfg.SMTPAddr, From: cfg.SMTPFrom, Username: cfg.SMTPUsername,
 			Password: cfg.SMTPPassword, BaseURL: cfg.BaseURL, Log: log},
 	})

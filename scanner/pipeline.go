@@ -43,6 +43,9 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, job store.Job) (*comp
 			return nil, err
 		}
 	}
+	if err := p.cfg.Quota.Check(site.UserID, p.cfg.Now()); err != nil { // the account's budget is spent
+		return nil, err
+	}
 	if p.cfg.Platform != nil && scan.Trigger == store.TriggerWebhook && site.PlatformVerified {
 		// A publish may have added pages since the import: ask the platform first.
 		if fresh, err := p.cfg.Platform.RefreshPages(ctx, site); err != nil {
@@ -54,7 +57,7 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, job store.Job) (*comp
 	}
 	pages, source, note := p.cfg.Discovery.Pages(ctx, site)
 	if note != nil {
-		log.Info("scanner: no usable sitemap; auditing the root", "reason", note)
+		log.Warn("scanner: sitemap trouble", "pages_from", source, "reason", note)
 	}
 	type pair struct{ path, strategy string }
 	var pairs []pair
@@ -190,6 +193,9 @@ type completed struct {
 func (p *Pool) auditPage(ctx context.Context, log *slog.Logger, lease store.Lease, site store.Site, path, strategy string) error {
 	pageURL := PageURL(site, path)
 	began := p.cfg.Now()
+	if err := p.cfg.Quota.Take(site.UserID, began); err != nil {
+		return err // never audited: the scan waits for the account's next daily budget
+	}
 	r, err := p.cfg.Auditor.Audit(ctx, pageURL, strategy)
 	if ctx.Err() != nil {
 		return context.Cause(ctx) // cancelled: not the page's fault, record nothing

@@ -36,6 +36,25 @@ func (m *Memory) platformTaken(platformID, exceptSite string) bool {
 func (m *Memory) CreateSite(ctx context.Context, s Site) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.createSiteLocked(s)
+}
+
+func (m *Memory) CreateSiteWithin(ctx context.Context, s Site, max int) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, o := range m.sites {
+		if o.UserID == s.UserID {
+			n++
+		}
+	}
+	if n >= max {
+		return fmt.Errorf("%d sites: %w", n, ErrLimit)
+	}
+	return m.createSiteLocked(s)
+}
+
+func (m *Memory) createSiteLocked(s Site) error {
 	if _, ok := m.users[s.UserID]; !ok {
 		return notFound("user")
 	}
