@@ -158,6 +158,7 @@ func platformConnector(cfg config, st store.Store, log *slog.Logger) (*platform.
 		Client:     platform.NewClient(platform.ClientConfig{APIURL: cfg.PlatformAPIURL, ClientID: cfg.PlatformID, ClientSecret: cfg.PlatformSecret}),
 		Keys:       keys,
 		WebhookURL: cfg.BaseURL + "/api/webhooks/platform",
+		MaxSites:   cfg.MaxSitesPerUser,
 		Log:        log,
 		Now:        time.Now,
 	}, nil

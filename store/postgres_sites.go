@@ -19,20 +19,28 @@ func (p *Postgres) CreateSiteWithin(ctx context.Context, s Site, max int) error 
 		return notFound("user")
 	}
 	return p.tx(ctx, func(tx *sql.Tx) error {
-		// The count is a statement of its own: taken after the lock, it sees every site committed
-		// by the creation that held it (a subquery of the locking statement would not).
-		if _, err := tx.ExecContext(ctx, `SELECT 1 FROM users WHERE id = $1 FOR UPDATE`, s.UserID); err != nil {
-			return pgErr("lock user", err)
-		}
-		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sites WHERE user_id = $1`, s.UserID).Scan(&n); err != nil {
-			return pgErr("count sites", err)
-		}
-		if n >= max {
-			return fmt.Errorf("%d sites: %w", n, ErrLimit)
+		if err := withinSites(ctx, tx, s.UserID, max); err != nil {
+			return err
 		}
 		return insertSite(ctx, tx, s)
 	})
+}
+
+// withinSites locks the user's row and answers ErrLimit when the user already has max sites.
+// The count is a statement of its own: taken after the lock, it sees every site committed by
+// the creation that held it (a subquery of the locking statement would not).
+func withinSites(ctx context.Context, tx *sql.Tx, userID string, max int) error {
+	if _, err := tx.ExecContext(ctx, `SELECT 1 FROM users WHERE id = $1 FOR UPDATE`, userID); err != nil {
+		return pgErr("lock user", err)
+	}
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sites WHERE user_id = $1`, userID).Scan(&n); err != nil {
+		return pgErr("count sites", err)
+	}
+	if n >= max {
+		return fmt.Errorf("%d sites: %w", n, ErrLimit)
+	}
+	return nil
 }
 
 // execer is a pool or a transaction.

@@ -263,8 +263,9 @@ type Platform interface {
 	// the id (verified or typed by hand) is updated (name, domain, lastPublished, pages) and
 	// marked verified; otherwise s is created verified, and another user's hand-typed link to
 	// the same id is dropped (that site keeps its history). created says which. ErrConflict
-	// when another user's verified connection holds the platform site.
-	ImportPlatformSite(ctx context.Context, s Site) (site Site, created bool, err error)
+	// when another user's verified connection holds the platform site; ErrLimit when s would
+	// be created and the user already has maxSites sites (counted as CreateSiteWithin does).
+	ImportPlatformSite(ctx context.Context, s Site, maxSites int) (site Site, created bool, err error)
 	// SetPlatformWebhook records the webhook registered for a user's site.
 	SetPlatformWebhook(ctx context.Context, userID, siteID, webhookID string) error
 	// SetSitePages replaces a site's saved pages (system: the scanner's refresh from the
