@@ -38,8 +38,8 @@ type Connector struct {
 	WebhookURL string
 	// MaxSites is MAX_SITES_PER_USER: an import past it creates no site (store.ErrLimit).
 	MaxSites int
-	Log        *slog.Logger
-	Now        func() time.Time
+	Log      *slog.Logger
+	Now      func() time.Time
 }
 
 // Connect exchanges an authorization code and keeps the token, sealed.
