@@ -37,10 +37,16 @@ type config struct {
 	PSIDailyLimit   int
 	PSIBreakerFails int
 	PSIBreakerSecs  int
-	ConfirmRuns     int
-	ScanDeadline    int
-	SchedulePoll    int
-	Demo            bool
+	// ScanAllowPrivate lets scans fetch internal addresses (SECURITY §9): for self-hosters who
+	// audit intranet or staging sites.
+	ScanAllowPrivate bool
+	MaxSitesPerUser  int
+	UserDailyAudits  int
+	SessionIdleMins  int
+	ConfirmRuns      int
+	ScanDeadline     int
+	SchedulePoll     int
+	Demo             bool
 }
 
 // setting is one configuration value: its variable, flag, default and meaning. The table is the
@@ -49,6 +55,7 @@ type setting struct {
 	env, def, help string
 	str            *string
 	num            *int
+	boolean        *bool
 	min            int
 	// secret values are read from the environment but never shown as a flag default in -h.
 	secret bool
@@ -83,6 +90,10 @@ func (c *config) settings() []setting {
 		{env: "PSI_DAILY_LIMIT", def: "25000", help: "PSI calls per quota day (to midnight America/Los_Angeles), shared by all workers of this process; reaching it pauses scans until the reset", num: &c.PSIDailyLimit, min: 1},
 		{env: "PSI_BREAKER_FAILURES", def: "5", help: "consecutive audits finding PSI in trouble (5xx, timeouts, network) that open the PSI breaker", num: &c.PSIBreakerFails, min: 1},
 		{env: "REGRESSION_CONFIRM_RUNS", def: "2", help: "re-audits of a page whose audit regressed against the previous scan, the median run kept; 0 turns confirmation off", num: &c.ConfirmRuns},
+		{env: "SCAN_ALLOW_PRIVATE", def: "false", help: "true lets scans fetch loopback, private and link-local addresses (intranet or staging sites); never on a multi-tenant service", boolean: &c.ScanAllowPrivate},
+		{env: "MAX_SITES_PER_USER", def: "50", help: "sites one account may have", num: &c.MaxSitesPerUser, min: 1},
+		{env: "USER_DAILY_AUDITS", def: "2000", help: "audits one account's scans may make per UTC day (each replica counts its own); past it, its scans wait for the next day", num: &c.UserDailyAudits, min: 1},
+		{env: "SESSION_IDLE_MINUTES", def: "10080", help: "minutes without a request after which a browser session ends (default 7 days; sessions end after 30 days regardless)", num: &c.SessionIdleMins, min: 1},
 		{env: "PSI_BREAKER_SECONDS", def: "60", help: "seconds the PSI breaker stays open before one probe audit", num: &c.PSIBreakerSecs, min: 1},
 	}
 }
@@ -114,6 +125,14 @@ func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (co
 		}
 		if s.str != nil {
 			*s.str = v
+			continue
+		}
+		if s.boolean != nil {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return c, fmt.Errorf("%s=%q: want true or false", s.env, v)
+			}
+			*s.boolean = b
 			continue
 		}
 		n, err := strconv.Atoi(v)

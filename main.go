@@ -61,11 +61,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		}
 	}
 
+	// Every fetch made on a user's behalf goes through the guard (SECURITY §9).
+	guard := scanner.Guard{AllowPrivate: cfg.ScanAllowPrivate}
+	if guard.AllowPrivate {
+		log.Warn("SCAN_ALLOW_PRIVATE=true: scans may fetch loopback, private and link-local addresses; do not run a multi-tenant service this way")
+	}
 	connector, err := platformConnector(cfg, st, log)
 	if err != nil {
 		return err
 	}
-	pool := newPool(ctx, cfg, st, newAuditor(cfg, log), replay, connector, log)
+	pool := newPool(ctx, cfg, st, newAuditor(cfg, guard, log), replay, guard.Client(), connector, log)
 	pool.Start()
 	// Deferred after the store's Close, so it runs before it: HTTP server, scanner, store.
 	defer func() {
@@ -82,7 +87,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	mcpServer := mcp.New(mcp.Config{Store: st, BaseURL: cfg.BaseURL, Log: log})
 	handler, err := handlers.NewHandler(handlers.Deps{
 		Store: st, Log: log, BaseURL: cfg.BaseURL,
-		OAuth: authServer, MCP: mcpServer, PlatformSecret: webhookSecret, Replayed: replay.Serves,
+		OAuth: authServer, MCP: mcpServer, PlatformSecret: webhookSecret, MaxSitesPerUser: cfg.MaxSitesPerUser,
+		SessionIdle: time.Duration(cfg.SessionIdleMins) * time.Minute, Replayed: replay.Serves,
 		Platform: connector, PlatformClientID: cfg.PlatformID, PlatformAuthorizeURL: cfg.PlatformAuthURL,
 	})
 	if err != nil {
@@ -153,6 +159,7 @@ func platformConnector(cfg config, st store.Store, log *slog.Logger) (*platform.
 		Client:     platform.NewClient(platform.ClientConfig{APIURL: cfg.PlatformAPIURL, ClientID: cfg.PlatformID, ClientSecret: cfg.PlatformSecret}),
 		Keys:       keys,
 		WebhookURL: cfg.BaseURL + "/api/webhooks/platform",
+		MaxSites:   cfg.MaxSitesPerUser,
 		Log:        log,
 		Now:        time.Now,
 	}, nil
@@ -160,11 +167,11 @@ func platformConnector(cfg config, st store.Store, log *slog.Logger) (*platform.
 
 // newAuditor is the configured audit backend: PageSpeed Insights (rate-limited, with a daily
 // counter and a circuit breaker) or a local Lighthouse.
-func newAuditor(cfg config, log *slog.Logger) scanner.Auditor {
+func newAuditor(cfg config, guard scanner.Guard, log *slog.Logger) scanner.Auditor {
 	if cfg.AuditBackend == "lighthouse" {
 		log.Info("audit backend", "backend", cfg.AuditBackend)
 		return scanner.NewLighthouse(scanner.LighthouseConfig{Command: cfg.LighthouseCmd, ChromePath: cfg.ChromePath,
-			ChromeFlags: cfg.ChromeFlags, Log: log})
+			ChromeFlags: cfg.ChromeFlags, Guard: guard, Log: log})
 	}
 	log.Info("audit backend", "backend", cfg.AuditBackend, "psi_rate_limit_per_100s", cfg.PSIRateLimit,
 		"psi_daily_limit", cfg.PSIDailyLimit, "psi_breaker_failures", cfg.PSIBreakerFails, "psi_breaker_seconds", cfg.PSIBreakerSecs, "regression_confirm_runs", cfg.ConfirmRuns)
@@ -177,8 +184,9 @@ func newAuditor(cfg config, log *slog.Logger) scanner.Auditor {
 }
 
 // newPool is the scan worker pool with its regression digest. A store that can announce new
-// jobs (Postgres LISTEN/NOTIFY) wakes the dispatcher at once; it polls either way.
-func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Auditor, replay *scanner.Replay, connector *platform.Connector, log *slog.Logger) *scanner.Pool {
+// jobs (Postgres LISTEN/NOTIFY) wakes the dispatcher at once; it polls either way. Sitemaps
+// are fetched with fetch, the guarded client; the demo site's audits are replayed.
+func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Auditor, replay *scanner.Replay, fetch *http.Client, connector *platform.Connector, log *slog.Logger) *scanner.Pool {
 	var wake <-chan struct{}
 	if w, ok := st.(store.JobWaker); ok {
 		ch, err := w.WakeOnJobs(ctx, func(err error) { log.Warn("job notifications", "err", err) })
@@ -198,7 +206,8 @@ func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Au
 		Lease:         time.Duration(cfg.ScanLease) * time.Second,
 		Deadline:      time.Duration(cfg.ScanDeadline) * time.Second,
 		ScheduleEvery: time.Duration(cfg.SchedulePoll) * time.Second,
-		Discovery:     scanner.Discovery{MaxPages: cfg.MaxPagesPerScan},
+		Discovery:     scanner.Discovery{MaxPages: cfg.MaxPagesPerScan, Client: fetch},
+		Quota:         scanner.NewAccountQuota(cfg.UserDailyAudits),
 		Digest: &scanner.Digest{Store: st, SMTPAddr: cfg.SMTPAddr, From: cfg.SMTPFrom, Username: cfg.SMTPUsername,
 			Password: cfg.SMTPPassword, BaseURL: cfg.BaseURL, Log: log},
 	})

@@ -105,7 +105,7 @@ func (s *server) handleExport() http.Handler {
 				s.error(w, r, err, "")
 				return
 			}
-			s.Log.Error("export aborted mid-stream", "path", r.URL.Path, "scan", scan.ID, "rows", out.rows, "err", err)
+			s.Log.Error("export aborted mid-stream", "path", logPath(r), "scan", scan.ID, "rows", out.rows, "err", err)
 			panic(http.ErrAbortHandler)
 		}
 	})

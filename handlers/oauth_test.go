@@ -264,6 +264,20 @@ func TestAuthorizationFlow(t *testing.T) {
 				t.Errorf("%d to %q", resp.StatusCode, u)
 			}
 		})
+		t.Run("a refusal for a non-loopback redirect URI is a page naming the app and host, not a redirect", func(t *testing.T) {
+			const web = "https://evil.example/landing"
+			webClient := ot.register(t, "Evil & Co", web)
+			p := strings.Replace(pathOnly(authorizePath(webClient, web, "st")), "S256", "plain", 1)
+			for _, br := range []*browser{ot.testServer.browser(t), b.in(t)} { // signed out and signed in
+				resp, body := br.get(p)
+				if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Location") != "" {
+					t.Errorf("%d, Location %q, want 400 and none", resp.StatusCode, resp.Header.Get("Location"))
+				}
+				for _, want := range []string{"Evil &amp; Co", "evil.example", `href="https://evil.example/landing?error=invalid_request`, "state=st"} {
+					contains(t, body, want)
+				}
+			}
+		})
 		t.Run("an access token stops working on MCP after 30 days (last: the session ends too)", func(t *testing.T) {
 			b := b.in(t)
 			path, verifier := authorizePath(client, cb, "st")

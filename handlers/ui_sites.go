@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -232,13 +233,18 @@ func (s *server) handleCreateSite() http.Handler {
 		if len(f.Errors) == 0 {
 			site.ID, site.UserID, site.CreatedAt = store.NewID(), v.User.ID, s.Now()
 			site.NextScanAt = store.NextScanAt(site.Schedule, s.Now(), s.Now())
-			if err := s.Store.CreateSite(r.Context(), site); err != nil {
+			err := s.Store.CreateSiteWithin(r.Context(), site, s.MaxSitesPerUser)
+			switch {
+			case errors.Is(err, store.ErrLimit):
+				f.Errors["form"] = fmt.Sprintf("This account already has %d sites, the most one account may have here. Delete a site to add another.", s.MaxSitesPerUser)
+			case err != nil:
 				s.error(w, r, err, "")
 				return
+			default:
+				s.Log.Info("site created", "user", v.User.ID, "site", site.ID)
+				http.Redirect(w, r, "/sites/"+site.ID+"?done=site-added", http.StatusSeeOther)
+				return
 			}
-			s.Log.Info("site created", "user", v.User.ID, "site", site.ID)
-			http.Redirect(w, r, "/sites/"+site.ID+"?done=site-added", http.StatusSeeOther)
-			return
 		}
 		s.render(w, r, http.StatusUnprocessableEntity, "site_form", page{Title: "Add a site", Data: f})
 	})

@@ -37,16 +37,21 @@ func (p *Pool) previousRuns(ctx context.Context, site store.Site) (map[store.Pag
 // confirm is the second look at a page whose first audit regressed against prev, the same page
 // and strategy in the previous completed scan (analysis.Suspect): it audits the page ConfirmRuns
 // more times through the same auditor, so the re-audits count against the same rate limit and
-// daily quota, and keeps the median run (analysis.MedianRun). A page that did not regress, or
+// daily quota, and against the account's daily audits (Quota), and keeps the median run
+// (analysis.MedianRun). A page that did not regress, or
 // has nothing to compare with, keeps its one run. A re-audit that fails is left out of the
 // median; PSI becoming unavailable ends the re-audits early. Only a cancelled ctx is an error.
-func (p *Pool) confirm(ctx context.Context, log *slog.Logger, auditor Auditor, pageURL string, first store.PageResult, prev *store.PageResult) (store.PageResult, error) {
+func (p *Pool) confirm(ctx context.Context, log *slog.Logger, auditor Auditor, site store.Site, pageURL string, first store.PageResult, prev *store.PageResult) (store.PageResult, error) {
 	first.Runs = 1
 	if prev == nil || p.cfg.ConfirmRuns <= 0 || !analysis.Suspect(*prev, first) {
 		return first, nil
 	}
 	runs := []store.PageResult{first}
 	for range p.cfg.ConfirmRuns {
+		if err := p.cfg.Quota.Take(site.UserID, p.cfg.Now()); err != nil {
+			log.Warn("re-audit skipped", "page", first.PagePath, "strategy", first.Strategy, "err", err)
+			break
+		}
 		r, err := auditor.Audit(ctx, pageURL, first.Strategy)
 		if ctx.Err() != nil {
 			return first, context.Cause(ctx)

@@ -136,3 +136,33 @@ func TestReauditsCountAgainstTheDailyLimit(t *testing.T) {
 		t.Errorf("daily limit spent = %v after %d PSI calls, want spent after 24", spent, psi.Total())
 	}
 }
+
+// Re-audits spend the account's daily audits too (USER_DAILY_AUDITS): with one audit left for
+// them, a suspect page keeps the median of two runs, and the scan still completes.
+func TestReauditsSpendTheAccountsDailyAudits(t *testing.T) {
+	st := store.NewMemory()
+	r := newRig(t, st)
+	home := r.addSite("Home", []string{"/"})
+	psi := scantest.NewPSI(t, beforeDir)
+	quota := NewAccountQuota(2 + 3) // the first scan's 2 audits, the second's 2 and one re-audit
+	scan := func() store.Scan {
+		p := r.pool(func(c *PoolConfig) {
+			c.Auditor, c.ConfirmRuns, c.Quota, c.PageConcurrency = NewPSI(PSIConfig{Endpoint: psi.Endpoint()}), 2, quota, 1
+		})
+		defer p.Stop(context.Background())
+		return r.wait(r.enqueue(home).ID)
+	}
+	scan()
+	psi.Sequence("/", "desktop", afterDir, beforeDir)
+	sc := scan()
+	if sc.Status != store.StatusComplete {
+		t.Fatalf("second scan %s: %s", sc.Status, sc.Error)
+	}
+	res, err := st.PageResult(context.Background(), r.user.ID, sc.ID, "/", "desktop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Runs != 2 || psi.Total() != 5 || !strings.Contains(r.logs.String(), "re-audit skipped") {
+		t.Errorf("runs %d after %d PSI calls, want 2 runs after 5 and the skipped re-audit logged", res.Runs, psi.Total())
+	}
+}

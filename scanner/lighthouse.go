@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net/netip"
 	"os"
 	"os/exec"
 	"strings"
@@ -33,7 +34,10 @@ type LighthouseConfig struct {
 	// Concurrency is how many runs this process makes at once, shared by every worker: each
 	// run is a Chrome with simulated throttling, and CPU contention skews its numbers. Default 1.
 	Concurrency int
-	Log         *slog.Logger
+	// Guard checks the address of every page before Chrome loads it, and Chrome is pinned to
+	// the address checked (--host-resolver-rules), so it cannot resolve another one.
+	Guard Guard
+	Log   *slog.Logger
 }
 
 // Lighthouse runs the Lighthouse CLI and extracts its report like a PSI one (without field data).
@@ -75,11 +79,20 @@ func NewLighthouse(cfg LighthouseConfig) *Lighthouse {
 	return &Lighthouse{cfg: cfg, argv: strings.Fields(cfg.Command), sem: make(chan struct{}, cfg.Concurrency)}
 }
 
-// Args are the arguments of one run after the configured command.
-func (l *Lighthouse) Args(pageURL, strategy string) []string {
+// Args are the arguments of one run after the configured command. A valid pin maps the page's
+// host to the address the Guard checked.
+func (l *Lighthouse) Args(pageURL, strategy string, pin netip.Addr, host string) []string {
+	flags := l.cfg.ChromeFlags
+	if pin.IsValid() && host != pin.String() {
+		to := pin.String()
+		if pin.Is6() {
+			to = "[" + to + "]"
+		}
+		flags += fmt.Sprintf(` --host-resolver-rules="MAP %s %s"`, host, to)
+	}
 	args := []string{pageURL, "--output=json", "--output-path=stdout",
 		"--only-categories=performance,accessibility,best-practices,seo",
-		"--chrome-flags=" + l.cfg.ChromeFlags, "--quiet"}
+		"--chrome-flags=" + flags, "--quiet"}
 	if strategy == store.StrategyDesktop {
 		args = append(args, "--preset=desktop")
 	}
@@ -96,6 +109,10 @@ const maxLHReport = 64 << 20
 // took" counts that wait too; the "lighthouse run" line says how long each part took.
 func (l *Lighthouse) Audit(ctx context.Context, pageURL, strategy string) (store.PageResult, error) {
 	asked := time.Now()
+	host, pin, err := l.cfg.Guard.CheckURL(ctx, pageURL)
+	if err != nil {
+		return store.PageResult{}, err
+	}
 	select {
 	case l.sem <- struct{}{}:
 	case <-ctx.Done():
@@ -109,7 +126,7 @@ func (l *Lighthouse) Audit(ctx context.Context, pageURL, strategy string) (store
 	}()
 	runCtx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
 	defer cancel()
-	cmd := exec.CommandContext(runCtx, l.argv[0], append(l.argv[1:], l.Args(pageURL, strategy)...)...)
+	cmd := exec.CommandContext(runCtx, l.argv[0], append(l.argv[1:], l.Args(pageURL, strategy, pin, host)...)...)
 	cmd.Env = os.Environ()
 	if l.cfg.ChromePath != "" {
 		cmd.Env = append(cmd.Env, "CHROME_PATH="+l.cfg.ChromePath)
@@ -121,7 +138,7 @@ func (l *Lighthouse) Audit(ctx context.Context, pageURL, strategy string) (store
 	stdout.max = maxLHReport
 	var stderr tailBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
+	err = cmd.Run()
 	switch {
 	case ctx.Err() != nil:
 		return store.PageResult{}, fmt.Errorf("Lighthouse run cancelled: %w", context.Cause(ctx))

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,7 +35,7 @@ func TestLighthouseArgs(t *testing.T) {
 			"--only-categories=performance,accessibility,best-practices,seo", "--chrome-flags=--headless=new --no-sandbox", "--quiet", "--preset=desktop"}},
 	}
 	for _, tt := range tests {
-		if got := l.Args("https://x.test/", tt.strategy); !reflect.DeepEqual(got, tt.want) {
+		if got := l.Args("https://x.test/", tt.strategy, netip.Addr{}, ""); !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("%s args = %q, want %q", tt.strategy, got, tt.want)
 		}
 	}
@@ -78,7 +79,8 @@ func TestLighthouseCommandOutcomes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			logs := &syncBuf{}
-			l := NewLighthouse(LighthouseConfig{Command: tt.command, Timeout: tt.timeout, Log: slog.New(slog.NewTextHandler(logs, nil))})
+			l := NewLighthouse(LighthouseConfig{Command: tt.command, Timeout: tt.timeout, Guard: Guard{AllowPrivate: true},
+				Log: slog.New(slog.NewTextHandler(logs, nil))})
 			r, err := l.Audit(context.Background(), "http://127.0.0.1:8701/fast", "desktop")
 			if !strings.Contains(logs.String(), `msg="lighthouse run" url=http://127.0.0.1:8701/fast strategy=desktop waited=`) || !strings.Contains(logs.String(), " ran=") {
 				t.Errorf("log %q: want the run's wait for a slot and its own time", logs.String())
@@ -180,7 +182,7 @@ func TestLighthouseRealScan(t *testing.T) {
 	if err := st.CreateSite(context.Background(), site); err != nil {
 		t.Fatal(err)
 	}
-	lh := NewLighthouse(LighthouseConfig{Command: cmd, ChromePath: chrome, ChromeFlags: flags, Timeout: 4 * time.Minute})
+	lh := NewLighthouse(LighthouseConfig{Command: cmd, ChromePath: chrome, ChromeFlags: flags, Timeout: 4 * time.Minute, Guard: Guard{AllowPrivate: true}})
 	r.pool(func(c *PoolConfig) {
 		c.Auditor, c.Workers, c.PageConcurrency, c.Lease = lh, 1, 1, time.Minute
 		c.Log = slog.New(slog.NewTextHandler(r.logs, nil))

@@ -43,6 +43,9 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, job store.Job) (*comp
 			return nil, err
 		}
 	}
+	if err := p.cfg.Quota.Check(site.UserID, p.cfg.Now()); err != nil { // the account's budget is spent
+		return nil, err
+	}
 	if p.cfg.Platform != nil && scan.Trigger == store.TriggerWebhook && site.PlatformVerified {
 		// A publish may have added pages since the import: ask the platform first.
 		if fresh, err := p.cfg.Platform.RefreshPages(ctx, site); err != nil {
@@ -54,7 +57,7 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, job store.Job) (*comp
 	}
 	pages, source, note := p.cfg.Discovery.Pages(ctx, site)
 	if note != nil {
-		log.Info("scanner: no usable sitemap; auditing the root", "reason", note)
+		log.Warn("scanner: sitemap trouble", "pages_from", source, "reason", note)
 	}
 	type pair struct{ path, strategy string }
 	var pairs []pair
@@ -200,6 +203,9 @@ type completed struct {
 func (p *Pool) auditPage(ctx context.Context, log *slog.Logger, lease store.Lease, site store.Site, path, strategy string, prev *store.PageResult) error {
 	pageURL := PageURL(site, path)
 	began := p.cfg.Now()
+	if err := p.cfg.Quota.Take(site.UserID, began); err != nil {
+		return err // never audited: the scan waits for the account's next daily budget
+	}
 	auditor := p.auditorFor(site)
 	r, err := auditor.Audit(ctx, pageURL, strategy)
 	if ctx.Err() != nil {
@@ -220,7 +226,7 @@ func (p *Pool) auditPage(ctx context.Context, log *slog.Logger, lease store.Leas
 	}
 	// Results are keyed by what was asked for, whatever URL the audit reports after redirects.
 	r.PagePath, r.PageURL, r.Strategy = path, pageURL, strategy
-	if r, err = p.confirm(ctx, log, auditor, pageURL, r, prev); err != nil {
+	if r, err = p.confirm(ctx, log, auditor, site, pageURL, r, prev); err != nil {
 		return err // cancelled: record nothing
 	}
 	if err := p.whileUnavailable(ctx, log, "save page result", func(ctx context.Context) error {

@@ -36,7 +36,9 @@ type PoolConfig struct {
 	Digest    *Digest // e-mails regressions after a scan completes; nil sends none
 	// Platform refreshes a connected site's pages before a publish's scan; nil keeps the saved list.
 	Platform PageRefresher
-	Log      *slog.Logger
+	// Quota is USER_DAILY_AUDITS, each account's daily audit budget; nil grants everything.
+	Quota *AccountQuota
+	Log   *slog.Logger
 	// Workers is SCAN_WORKERS: scans audited at once by this process. Default 3.
 	Workers int
 	// PageConcurrency bounds the audits of one scan in flight at once. Default 2.

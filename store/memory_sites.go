@@ -37,6 +37,33 @@ func (m *Memory) platformTaken(platformID, exceptSite string) bool {
 func (m *Memory) CreateSite(ctx context.Context, s Site) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.createSiteLocked(s)
+}
+
+func (m *Memory) CreateSiteWithin(ctx context.Context, s Site, max int) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.withinSites(s.UserID, max); err != nil {
+		return err
+	}
+	return m.createSiteLocked(s)
+}
+
+// withinSites answers ErrLimit when the user already has max sites; the caller holds m.mu.
+func (m *Memory) withinSites(userID string, max int) error {
+	n := 0
+	for _, o := range m.sites {
+		if o.UserID == userID {
+			n++
+		}
+	}
+	if n >= max {
+		return fmt.Errorf("%d sites: %w", n, ErrLimit)
+	}
+	return nil
+}
+
+func (m *Memory) createSiteLocked(s Site) error {
 	if _, ok := m.users[s.UserID]; !ok {
 		return notFound("user")
 	}

@@ -3,13 +3,53 @@ package store
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"time"
 
 	"github.com/lib/pq"
 )
 
 func (p *Postgres) CreateSite(ctx context.Context, s Site) error {
-	_, err := p.db.ExecContext(ctx, `INSERT INTO sites
+	return insertSite(ctx, p.db, s)
+}
+
+// CreateSiteWithin locks the user's row, so creations for one user take turns at the count.
+func (p *Postgres) CreateSiteWithin(ctx context.Context, s Site, max int) error {
+	if !uuidOK(s.UserID) {
+		return notFound("user")
+	}
+	return p.tx(ctx, func(tx *sql.Tx) error {
+		if err := withinSites(ctx, tx, s.UserID, max); err != nil {
+			return err
+		}
+		return insertSite(ctx, tx, s)
+	})
+}
+
+// withinSites locks the user's row and answers ErrLimit when the user already has max sites.
+// The count is a statement of its own: taken after the lock, it sees every site committed by
+// the creation that held it (a subquery of the locking statement would not).
+func withinSites(ctx context.Context, tx *sql.Tx, userID string, max int) error {
+	if _, err := tx.ExecContext(ctx, `SELECT 1 FROM users WHERE id = $1 FOR UPDATE`, userID); err != nil {
+		return pgErr("lock user", err)
+	}
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sites WHERE user_id = $1`, userID).Scan(&n); err != nil {
+		return pgErr("count sites", err)
+	}
+	if n >= max {
+		return fmt.Errorf("%d sites: %w", n, ErrLimit)
+	}
+	return nil
+}
+
+// execer is a pool or a transaction.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+func insertSite(ctx context.Context, db execer, s Site) error {
+	_, err := db.ExecContext(ctx, `INSERT INTO sites
 		(id, user_id, name, domain, platform_site_id, founding, health_score, last_published, pages, created_at,
 		scan_schedule, next_scan_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,

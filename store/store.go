@@ -44,6 +44,8 @@ type Users interface {
 	// SessionByHash returns an unexpired session.
 	SessionByHash(ctx context.Context, tokenHash string, now time.Time) (Session, error)
 	DeleteSession(ctx context.Context, tokenHash string) error
+	// TouchSession records a request of a session at now (its SeenAt), for the idle timeout.
+	TouchSession(ctx context.Context, tokenHash string, now time.Time) error
 
 	CreateAPIKey(ctx context.Context, k APIKey) error
 	// APIKeys lists a user's keys that are not revoked, newest first.
@@ -58,6 +60,9 @@ type Users interface {
 type Sites interface {
 	// CreateSite stores a site; ErrConflict when its platform site id is taken.
 	CreateSite(ctx context.Context, s Site) error
+	// CreateSiteWithin is CreateSite for a user with fewer than max sites, else ErrLimit:
+	// atomic, so concurrent creations cannot pass the cap together (MAX_SITES_PER_USER).
+	CreateSiteWithin(ctx context.Context, s Site, max int) error
 	// UpdateSite changes name, domain, founding, pages, schedule and next scheduled scan of a
 	// site of s.UserID. The platform link is not its business: only ImportPlatformSite and
 	// DisconnectPlatform change it.
@@ -181,12 +186,20 @@ type Queue interface {
 	Job(ctx context.Context, id int64) (Job, error)
 }
 
+// MaxPendingAuthRequests is how many unanswered consent pages one user may have open at once.
+const MaxPendingAuthRequests = 20
+
 // OAuth holds the authorization server's clients, pending requests, codes, tokens and consents.
 // Its lookups by hash serve the system: the secret itself is the credential.
 type OAuth interface {
 	CreateClient(ctx context.Context, c OAuthClient) error
 	Client(ctx context.Context, clientID string) (OAuthClient, error)
+	// DeleteUnusedClients deletes the clients registered before createdBefore that were never
+	// used: no pending request, code, token or consent names them. It answers how many.
+	DeleteUnusedClients(ctx context.Context, createdBefore time.Time) (int, error)
 
+	// CreateAuthRequest stores a pending request. It also drops the user's expired requests
+	// and, past MaxPendingAuthRequests live ones, the oldest, so one account cannot pile them up.
 	CreateAuthRequest(ctx context.Context, r AuthRequest) error
 	// TakeAuthRequest deletes and returns an unexpired pending request of a user: a consent
 	// is answered once.
@@ -218,6 +231,9 @@ type OAuth interface {
 // Reports holds shareable client reports.
 type Reports interface {
 	CreateReport(ctx context.Context, r Report) error
+	// CreateReportWithin is CreateReport for a user holding fewer than max active (unrevoked,
+	// unexpired at r.CreatedAt) reports, else ErrLimit; atomic like CreateSiteWithin.
+	CreateReportWithin(ctx context.Context, r Report, max int) error
 	// ReportByHash finds a report by its token's hash (system: the token is the credential),
 	// expired or revoked ones included so the page can answer 410.
 	ReportByHash(ctx context.Context, tokenHash string) (Report, error)
@@ -229,10 +245,14 @@ type Reports interface {
 
 // Webhooks keeps the replay guard of the publish webhook.
 type Webhooks interface {
-	// SeenDelivery records a delivery by its body hash and answers whether the same body was
-	// already seen after since.
+	// SeenDelivery records a delivery by a key (the hash of its body or of its event id) and
+	// answers whether the same key was already seen after since.
 	SeenDelivery(ctx context.Context, bodyHash string, since, now time.Time) (bool, error)
 }
+
+// SessionTouchGranularity is how stale a session's SeenAt may be: a session used again within
+// it keeps the earlier time, so a busy browser costs reads, not writes.
+const SessionTouchGranularity = time.Minute
 
 // Platform holds connections to the site-builder platform: pending connect states,
 // each user's sealed access token, and the sites a verified connection imported.
@@ -257,8 +277,9 @@ type Platform interface {
 	// the id (verified or typed by hand) is updated (name, domain, lastPublished, pages) and
 	// marked verified; otherwise s is created verified, and another user's hand-typed link to
 	// the same id is dropped (that site keeps its history). created says which. ErrConflict
-	// when another user's verified connection holds the platform site.
-	ImportPlatformSite(ctx context.Context, s Site) (site Site, created bool, err error)
+	// when another user's verified connection holds the platform site; ErrLimit when s would
+	// be created and the user already has maxSites sites (counted as CreateSiteWithin does).
+	ImportPlatformSite(ctx context.Context, s Site, maxSites int) (site Site, created bool, err error)
 	// SetPlatformWebhook records the webhook registered for a user's site.
 	SetPlatformWebhook(ctx context.Context, userID, siteID, webhookID string) error
 	// SetSitePages replaces a site's saved pages (system: the scanner's refresh from the

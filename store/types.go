@@ -18,6 +18,7 @@ type Session struct {
 	CSRF      string // synchroniser token for every cookie-authenticated POST
 	CreatedAt time.Time
 	ExpiresAt time.Time
+	SeenAt    time.Time // the last request, to SessionTouchGranularity; CreateSession sets CreatedAt
 }
 
 // APIKey is a long-lived `svc_` credential for CI and MCP clients.
