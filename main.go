@@ -54,8 +54,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	log.Info("store ready", "store", st.Name())
 
 	webhookSecret := cfg.PlatformSecret
+	var replay *scanner.Replay // the demo site's audits, answered offline; nil without the demo
 	if st.Name() == "memory" || cfg.Demo {
-		if webhookSecret, err = seedDemo(ctx, st, cfg, stdout, log); err != nil {
+		if webhookSecret, replay, err = seedDemo(ctx, st, cfg, stdout, log); err != nil {
 			return err
 		}
 	}
@@ -69,7 +70,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	pool := newPool(ctx, cfg, st, newAuditor(cfg, guard, log), guard.Client(), connector, log)
+	pool := newPool(ctx, cfg, st, newAuditor(cfg, guard, log), replay, guard.Client(), connector, log)
 	pool.Start()
 	// Deferred after the store's Close, so it runs before it: HTTP server, scanner, store.
 	defer func() {
@@ -87,8 +88,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	handler, err := handlers.NewHandler(handlers.Deps{
 		Store: st, Log: log, BaseURL: cfg.BaseURL,
 		OAuth: authServer, MCP: mcpServer, PlatformSecret: webhookSecret, MaxSitesPerUser: cfg.MaxSitesPerUser,
-		SessionIdle: time.Duration(cfg.SessionIdleMins) * time.Minute,
-		Platform:    connector, PlatformClientID: cfg.PlatformID, PlatformAuthorizeURL: cfg.PlatformAuthURL,
+		SessionIdle: time.Duration(cfg.SessionIdleMins) * time.Minute, Replayed: replay.Serves,
+		Platform: connector, PlatformClientID: cfg.PlatformID, PlatformAuthorizeURL: cfg.PlatformAuthURL,
 	})
 	if err != nil {
 		return err
@@ -173,7 +174,7 @@ func newAuditor(cfg config, guard scanner.Guard, log *slog.Logger) scanner.Audit
 			ChromeFlags: cfg.ChromeFlags, Guard: guard, Log: log})
 	}
 	log.Info("audit backend", "backend", cfg.AuditBackend, "psi_rate_limit_per_100s", cfg.PSIRateLimit,
-		"psi_daily_limit", cfg.PSIDailyLimit, "psi_breaker_failures", cfg.PSIBreakerFails, "psi_breaker_seconds", cfg.PSIBreakerSecs)
+		"psi_daily_limit", cfg.PSIDailyLimit, "psi_breaker_failures", cfg.PSIBreakerFails, "psi_breaker_seconds", cfg.PSIBreakerSecs, "regression_confirm_runs", cfg.ConfirmRuns)
 	return scanner.NewPSI(scanner.PSIConfig{Endpoint: cfg.PageSpeedURL, Key: cfg.PageSpeedKey,
 		Limiter: scanner.NewRateLimiter(cfg.PSIRateLimit, 100*time.Second),
 		Daily:   scanner.NewDailyCounter(cfg.PSIDailyLimit),
@@ -184,8 +185,8 @@ func newAuditor(cfg config, guard scanner.Guard, log *slog.Logger) scanner.Audit
 
 // newPool is the scan worker pool with its regression digest. A store that can announce new
 // jobs (Postgres LISTEN/NOTIFY) wakes the dispatcher at once; it polls either way. Sitemaps
-// are fetched with fetch, the guarded client.
-func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Auditor, fetch *http.Client, connector *platform.Connector, log *slog.Logger) *scanner.Pool {
+// are fetched with fetch, the guarded client; the demo site's audits are replayed.
+func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Auditor, replay *scanner.Replay, fetch *http.Client, connector *platform.Connector, log *slog.Logger) *scanner.Pool {
 	var wake <-chan struct{}
 	if w, ok := st.(store.JobWaker); ok {
 		ch, err := w.WakeOnJobs(ctx, func(err error) { log.Warn("job notifications", "err", err) })
@@ -200,10 +201,13 @@ func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Au
 		refresher = connector
 	}
 	return scanner.NewPool(scanner.PoolConfig{
-		Store: st, Auditor: auditor, Log: log, Workers: cfg.ScanWorkers, Wake: wake, Platform: refresher,
-		Lease:     time.Duration(cfg.ScanLease) * time.Second,
-		Discovery: scanner.Discovery{MaxPages: cfg.MaxPagesPerScan, Client: fetch},
-		Quota:     scanner.NewAccountQuota(cfg.UserDailyAudits),
+		Store: st, Auditor: auditor, Replay: replay, Log: log, Workers: cfg.ScanWorkers, Wake: wake, Platform: refresher,
+		ConfirmRuns:   cfg.ConfirmRuns,
+		Lease:         time.Duration(cfg.ScanLease) * time.Second,
+		Deadline:      time.Duration(cfg.ScanDeadline) * time.Second,
+		ScheduleEvery: time.Duration(cfg.SchedulePoll) * time.Second,
+		Discovery:     scanner.Discovery{MaxPages: cfg.MaxPagesPerScan, Client: fetch},
+		Quota:         scanner.NewAccountQuota(cfg.UserDailyAudits),
 		Digest: &scanner.Digest{Store: st, SMTPAddr: cfg.SMTPAddr, From: cfg.SMTPFrom, Username: cfg.SMTPUsername,
 			Password: cfg.SMTPPassword, BaseURL: cfg.BaseURL, Log: log},
 	})

@@ -49,6 +49,9 @@ type Deps struct {
 	// PlatformClientID and PlatformAuthorizeURL build the authorize redirect.
 	PlatformClientID     string
 	PlatformAuthorizeURL string
+	// Replayed answers whether a site's audits are replayed from recorded Lighthouse runs (the
+	// demo site, see scanner.Replay), for the "replay" label; nil labels none.
+	Replayed func(store.Site) bool
 	// WebhookJitter delays each webhook scan (0-5 s); nil picks one at random. Tests inject one.
 	WebhookJitter func() time.Duration
 }
@@ -75,6 +78,9 @@ func NewHandler(d Deps) (http.Handler, error) {
 	}
 	if d.Now == nil {
 		d.Now = time.Now
+	}
+	if d.Replayed == nil {
+		d.Replayed = func(store.Site) bool { return false }
 	}
 	if d.WebhookJitter == nil {
 		d.WebhookJitter = randomJitter

@@ -60,6 +60,8 @@ var uiFuncs = template.FuncMap{
 			return "the demo"
 		case store.TriggerImport:
 			return "the import from the platform"
+		case store.TriggerSchedule:
+			return "the schedule"
 		}
 		return t
 	},

@@ -51,6 +51,7 @@ type scanPageData struct {
 	Site     store.Site
 	Scan     store.Scan
 	Terminal bool
+	Replay   bool      // the site's audits are replayed from recorded runs (the demo)
 	Wait     *scanWait // why an unfinished scan waits for its next attempt; nil when it does not
 	Results  []store.PageResult
 	Errors   []errorGroup // failed audits, identical errors told once
@@ -83,7 +84,7 @@ func (s *server) handleScan() http.Handler {
 			return
 		}
 		uid := visitorFrom(r.Context()).User.ID
-		d := scanPageData{Site: site, Scan: scan, Terminal: terminal(scan.Status)}
+		d := scanPageData{Site: site, Scan: scan, Terminal: terminal(scan.Status), Replay: s.Replayed(site)}
 		var err error
 		// The pages table and the summaries read only scores and vitals: PageMetrics, as on the
 		// site page, skips decoding every audit of the scan.

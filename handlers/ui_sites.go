@@ -94,16 +94,20 @@ func (s *server) ownSite(w http.ResponseWriter, r *http.Request) (store.Site, bo
 
 // siteForm is the add/edit form: what the person typed, and a message per field.
 type siteForm struct {
-	ID     string // empty when adding
-	Name   string
-	Domain string
-	Pages  string // one path a line
-	Errors map[string]string
+	ID       string // empty when adding
+	Name     string
+	Domain   string
+	Pages    string // one path a line
+	Schedule string // off, daily or weekly
+	Errors   map[string]string
 }
 
 func formOf(site store.Site) siteForm {
-	return siteForm{ID: site.ID, Name: site.Name, Domain: site.Domain, Pages: strings.Join(site.Pages, "\n")}
+	return siteForm{ID: site.ID, Name: site.Name, Domain: site.Domain, Pages: strings.Join(site.Pages, "\n"), Schedule: site.Schedule}
 }
+
+// Schedules are the choices of the form's schedule field.
+func (siteForm) Schedules() []string { return store.Schedules }
 
 // Limits of the site form.
 const (
@@ -117,8 +121,15 @@ func (f *siteForm) parse(r *http.Request) store.Site {
 	f.Name = strings.TrimSpace(r.PostForm.Get("name"))
 	f.Domain = strings.TrimSpace(r.PostForm.Get("domain"))
 	f.Pages = r.PostForm.Get("pages")
+	f.Schedule = strings.TrimSpace(r.PostForm.Get("schedule"))
+	if f.Schedule == "" {
+		f.Schedule = store.ScheduleOff
+	}
 	f.Errors = map[string]string{}
-	site := store.Site{Name: f.Name, Pages: []string{}}
+	site := store.Site{Name: f.Name, Pages: []string{}, Schedule: f.Schedule}
+	if !slices.Contains(store.Schedules, f.Schedule) {
+		f.Errors["schedule"] = "Choose off, daily or weekly."
+	}
 
 	if n := utf8.RuneCountInString(f.Name); n == 0 || n > maxSiteName || !utf8.ValidString(f.Name) || hasControl(f.Name) {
 		f.Errors["name"] = "Give the site a name of 1 to 100 characters."
@@ -221,6 +232,7 @@ func (s *server) handleCreateSite() http.Handler {
 		site := f.parse(r)
 		if len(f.Errors) == 0 {
 			site.ID, site.UserID, site.CreatedAt = store.NewID(), v.User.ID, s.Now()
+			site.NextScanAt = store.NextScanAt(site.Schedule, s.Now(), s.Now())
 			err := s.Store.CreateSiteWithin(r.Context(), site, s.MaxSitesPerUser)
 			switch {
 			case errors.Is(err, store.ErrLimit):
@@ -257,7 +269,10 @@ func (s *server) handleUpdateSite() http.Handler {
 		f := siteForm{ID: old.ID}
 		site := f.parse(r)
 		if len(f.Errors) == 0 {
-			site.ID, site.UserID, site.Founding = old.ID, old.UserID, old.Founding
+			site.ID, site.UserID, site.Founding, site.NextScanAt = old.ID, old.UserID, old.Founding, old.NextScanAt
+			if site.Schedule != old.Schedule { // a new schedule starts a period from now
+				site.NextScanAt = store.NextScanAt(site.Schedule, s.Now(), s.Now())
+			}
 			err := s.Store.UpdateSite(r.Context(), site)
 			switch {
 			case err != nil:
@@ -389,6 +404,7 @@ type sitePageData struct {
 	Errors      []errorGroup // those failures, identical errors told once
 	CI          ciSnippet
 	ScanActive  bool // "Scan now" was refused: SCAN_ALREADY_ACTIVE
+	Replay      bool // the site's audits are replayed from recorded runs (the demo)
 }
 
 // handleSite is a site's page: latest scores per strategy, vitals, trend, history, regressions.
@@ -399,7 +415,8 @@ func (s *server) handleSite() http.Handler {
 			return
 		}
 		ctx, uid := r.Context(), visitorFrom(r.Context()).User.ID
-		d := sitePageData{Site: site, ScanActive: r.URL.Query().Get("done") == "scan-active", CI: newCISnippet(s.BaseURL, site.ID)}
+		d := sitePageData{Site: site, ScanActive: r.URL.Query().Get("done") == "scan-active", CI: newCISnippet(s.BaseURL, site.ID),
+			Replay: s.Replayed(site)}
 		completed, err := s.Store.CompletedScans(ctx, uid, site.ID, 20)
 		if err != nil {
 			s.error(w, r, err, "")

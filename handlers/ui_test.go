@@ -40,7 +40,8 @@ func newUIFixture(t *testing.T, poll time.Duration, st store.Store) *uiFixture {
 	t.Helper()
 	ts := &testServer{store: st, now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
 	h, err := NewHandler(withServers(Deps{Store: st, BaseURL: "http://sitepulse.test",
-		Now: func() time.Time { return ts.now }, PasswordIterations: 1000, ScanPollInterval: poll}))
+		Now: func() time.Time { return ts.now }, PasswordIterations: 1000, ScanPollInterval: poll,
+		Replayed: func(s store.Site) bool { return s.Domain == "demo.sitepulse.test" }}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,13 +103,13 @@ func testUIPages(t *testing.T, f *uiFixture) {
 		{"the site page shows both strategies, vitals, trend, regressions, history and exports", "/sites/" + f.site,
 			[]string{"Mobile", "Desktop", "Core Web Vitals", `<svg class="trend"`, "Regressions", "Scan history",
 				"/api/sites/" + f.site + "/export?format=csv&amp;scanId=" + f.scan, "format=json", "Scan now",
-				"/sites/" + f.site + "/edit", "/sites/" + f.site + "/budgets", "/pricing", "budgets broken"}},
+				"/sites/" + f.site + "/edit", "/sites/" + f.site + "/budgets", "/pricing", "budgets broken", ">replay</span>"}},
 		{"the site page shows the site id to copy and this site's budget check for CI", "/sites/" + f.site,
 			[]string{`<code id="site-id">` + f.site + `</code>`, `data-copy="site-id"`, `/static/copy.js`, "GitHub Actions step",
 				"curl -sS -X POST http://sitepulse.test/api/external/budget-check", `{&#34;siteId&#34;:&#34;` + f.site + `&#34;}`,
 				"secrets.SITEPULSE_API_KEY", `href="/settings#api-keys"`}},
 		{"the scan page lists every page and strategy", "/sites/" + f.site + "/scans/" + f.scan,
-			[]string{"/pricing", "desktop", "mobile", "Export CSV", "page?path=%2fpricing&amp;strategy=mobile"}},
+			[]string{"/pricing", "desktop", "mobile", "Export CSV", "page?path=%2fpricing&amp;strategy=mobile", ">replay</span>"}},
 		{"the drill-down shows opportunities, LCP element, shifts, third parties, accessibility", pageOf,
 			[]string{"Opportunities", "Largest Contentful Paint element", "Layout shifts", "Third-party scripts", "Accessibility issues", "See desktop",
 				"Lab metrics", "Field data"}},

@@ -38,7 +38,7 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, job store.Job) (*comp
 		return nil, fmt.Errorf("read scan: %w", err)
 	}
 	log = log.With("site", site.Name)
-	if a, ok := p.cfg.Auditor.(Pausable); ok {
+	if a, ok := p.auditorFor(site).(Pausable); ok {
 		if err := a.Unavailable(); err != nil { // PSI is paused: do not even look for pages
 			return nil, err
 		}
@@ -83,8 +83,13 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, job store.Job) (*comp
 			todo = append(todo, pr)
 		}
 	}
+	previous, err := p.previousRuns(ctx, site)
+	if err != nil {
+		return nil, fmt.Errorf("read the previous scan: %w", err)
+	}
 	log.Info("scan started", "pages", len(pages), "pages_from", source, "audits", len(pairs),
-		"already_stored", len(pairs)-len(todo), "strategy", scan.Strategy, "trigger", scan.Trigger)
+		"already_stored", len(pairs)-len(todo), "strategy", scan.Strategy, "trigger", scan.Trigger,
+		"replay", p.cfg.Replay.Serves(site))
 
 	// Audit with bounded concurrency; the first store failure stops the rest. PSI becoming
 	// unavailable starts no more audits but lets those in flight finish and store their
@@ -128,7 +133,11 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, job store.Job) (*comp
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			if err := p.auditPage(auditCtx, log, lease, site, pr.path, pr.strategy); err != nil {
+			var prev *store.PageResult
+			if r, ok := previous[store.PageKey{PagePath: pr.path, Strategy: pr.strategy}]; ok {
+				prev = &r
+			}
+			if err := p.auditPage(auditCtx, log, lease, site, pr.path, pr.strategy, prev); err != nil {
 				fail(err)
 			}
 		}()
@@ -188,15 +197,17 @@ type completed struct {
 	results []store.PageResult
 }
 
-// auditPage audits one pair and stores its result or its error. It returns an error only when
-// the attempt must stop: the store failed, the lease was lost, or the job was cancelled.
-func (p *Pool) auditPage(ctx context.Context, log *slog.Logger, lease store.Lease, site store.Site, path, strategy string) error {
+// auditPage audits one pair and stores its result or its error; a result that regressed against
+// prev is confirmed first. It returns an error only when the attempt must stop: the store
+// failed, the lease was lost, or the job was cancelled.
+func (p *Pool) auditPage(ctx context.Context, log *slog.Logger, lease store.Lease, site store.Site, path, strategy string, prev *store.PageResult) error {
 	pageURL := PageURL(site, path)
 	began := p.cfg.Now()
 	if err := p.cfg.Quota.Take(site.UserID, began); err != nil {
 		return err // never audited: the scan waits for the account's next daily budget
 	}
-	r, err := p.cfg.Auditor.Audit(ctx, pageURL, strategy)
+	auditor := p.auditorFor(site)
+	r, err := auditor.Audit(ctx, pageURL, strategy)
 	if ctx.Err() != nil {
 		return context.Cause(ctx) // cancelled: not the page's fault, record nothing
 	}
@@ -215,13 +226,16 @@ func (p *Pool) auditPage(ctx context.Context, log *slog.Logger, lease store.Leas
 	}
 	// Results are keyed by what was asked for, whatever URL the audit reports after redirects.
 	r.PagePath, r.PageURL, r.Strategy = path, pageURL, strategy
+	if r, err = p.confirm(ctx, log, auditor, site, pageURL, r, prev); err != nil {
+		return err // cancelled: record nothing
+	}
 	if err := p.whileUnavailable(ctx, log, "save page result", func(ctx context.Context) error {
 		return p.cfg.Store.SavePageResult(ctx, lease, r)
 	}); err != nil {
 		return fmt.Errorf("save page result: %w", err)
 	}
 	log.Info("page done", "page", path, "strategy", strategy, "performance", intOrNil(r.Scores.Performance),
-		"lcp_ms", floatOrNil(r.CoreWebVitals.LCP), "took", p.cfg.Now().Sub(began).Round(time.Millisecond))
+		"lcp_ms", floatOrNil(r.CoreWebVitals.LCP), "runs", r.Runs, "took", p.cfg.Now().Sub(began).Round(time.Millisecond))
 	return nil
 }
 

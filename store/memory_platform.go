@@ -125,7 +125,7 @@ func (m *Memory) ImportPlatformSite(ctx context.Context, s Site, maxSites int) (
 		return Site{}, false, err
 	}
 	s.CreatedAt, s.PlatformVerified, s.PlatformWebhookID = Now(s.CreatedAt), true, ""
-	s.HealthScore, s.Founding = nil, false
+	s.HealthScore, s.Founding, s.Schedule, s.NextScanAt = nil, false, ScheduleOff, nil
 	if s.LastPublished != nil {
 		s.LastPublished = tp(*s.LastPublished)
 	}

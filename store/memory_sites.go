@@ -18,6 +18,7 @@ func cloneSite(s Site) Site {
 		s.HealthScore = &h
 	}
 	s.LastPublished = cloneTime(s.LastPublished)
+	s.NextScanAt = cloneTime(s.NextScanAt)
 	return s
 }
 
@@ -69,10 +70,13 @@ func (m *Memory) createSiteLocked(s Site) error {
 	if m.platformTaken(s.PlatformSiteID, "") {
 		return fmt.Errorf("platform site id %q: %w", s.PlatformSiteID, ErrConflict)
 	}
-	s.CreatedAt = Now(s.CreatedAt)
+	s.CreatedAt, s.Schedule = Now(s.CreatedAt), schedule(s.Schedule)
 	s.PlatformVerified, s.PlatformWebhookID = false, "" // only ImportPlatformSite verifies
 	if s.LastPublished != nil {
 		s.LastPublished = tp(*s.LastPublished)
+	}
+	if s.NextScanAt != nil {
+		s.NextScanAt = tp(*s.NextScanAt)
 	}
 	m.sites[s.ID] = cloneSite(s)
 	return nil
@@ -87,6 +91,10 @@ func (m *Memory) UpdateSite(ctx context.Context, s Site) error {
 	}
 	old.Name, old.Domain, old.Founding = s.Name, s.Domain, s.Founding
 	old.Pages = slices.Clone(s.Pages)
+	old.Schedule, old.NextScanAt = schedule(s.Schedule), nil
+	if s.NextScanAt != nil {
+		old.NextScanAt = tp(*s.NextScanAt)
+	}
 	m.sites[s.ID] = cloneSite(old)
 	return nil
 }

@@ -50,10 +50,11 @@ type execer interface {
 
 func insertSite(ctx context.Context, db execer, s Site) error {
 	_, err := db.ExecContext(ctx, `INSERT INTO sites
-		(id, user_id, name, domain, platform_site_id, founding, health_score, last_published, pages, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		(id, user_id, name, domain, platform_site_id, founding, health_score, last_published, pages, created_at,
+		scan_schedule, next_scan_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 		s.ID, s.UserID, s.Name, s.Domain, nullString(s.PlatformSiteID), s.Founding, s.HealthScore,
-		nullTime(s.LastPublished), pq.StringArray(nonNil(s.Pages)), Now(s.CreatedAt))
+		nullTime(s.LastPublished), pq.StringArray(nonNil(s.Pages)), Now(s.CreatedAt), schedule(s.Schedule), nullTime(s.NextScanAt))
 	return pgErr("create site", err)
 }
 
@@ -69,8 +70,8 @@ func (p *Postgres) UpdateSite(ctx context.Context, s Site) error {
 		return notFound("site")
 	}
 	res, err := p.db.ExecContext(ctx, `UPDATE sites SET name = $3, domain = $4,
-		founding = $5, pages = $6 WHERE id = $1 AND user_id = $2`,
-		s.ID, s.UserID, s.Name, s.Domain, s.Founding, pq.StringArray(nonNil(s.Pages)))
+		founding = $5, pages = $6, scan_schedule = $7, next_scan_at = $8 WHERE id = $1 AND user_id = $2`,
+		s.ID, s.UserID, s.Name, s.Domain, s.Founding, pq.StringArray(nonNil(s.Pages)), schedule(s.Schedule), nullTime(s.NextScanAt))
 	return pgErr("update site", affected(res, err, sql.ErrNoRows))
 }
 
@@ -83,20 +84,20 @@ func (p *Postgres) DeleteSite(ctx context.Context, userID, siteID string) error 
 }
 
 const siteCols = `id, user_id, name, domain, coalesce(platform_site_id, ''), founding, health_score,
-	last_published, pages, created_at, platform_verified, coalesce(platform_webhook_id, '')`
+	last_published, pages, created_at, platform_verified, coalesce(platform_webhook_id, ''), scan_schedule, next_scan_at`
 
 func scanSite(row rowScanner) (Site, error) {
 	var s Site
 	var health sql.NullInt64
-	var published sql.NullTime
+	var published, next sql.NullTime
 	var pages pq.StringArray
 	err := row.Scan(&s.ID, &s.UserID, &s.Name, &s.Domain, &s.PlatformSiteID, &s.Founding, &health,
-		&published, &pages, &s.CreatedAt, &s.PlatformVerified, &s.PlatformWebhookID)
+		&published, &pages, &s.CreatedAt, &s.PlatformVerified, &s.PlatformWebhookID, &s.Schedule, &next)
 	if health.Valid {
 		h := int(health.Int64)
 		s.HealthScore = &h
 	}
-	s.LastPublished, s.Pages, s.CreatedAt = timePtr(published), nonNil(pages), s.CreatedAt.UTC()
+	s.LastPublished, s.Pages, s.CreatedAt, s.NextScanAt = timePtr(published), nonNil(pages), s.CreatedAt.UTC(), timePtr(next)
 	return s, err
 }
 

@@ -63,8 +63,9 @@ type Sites interface {
 	// CreateSiteWithin is CreateSite for a user with fewer than max sites, else ErrLimit:
 	// atomic, so concurrent creations cannot pass the cap together (MAX_SITES_PER_USER).
 	CreateSiteWithin(ctx context.Context, s Site, max int) error
-	// UpdateSite changes name, domain, founding and pages of a site of s.UserID. The platform
-	// link is not its business: only ImportPlatformSite and DisconnectPlatform change it.
+	// UpdateSite changes name, domain, founding, pages, schedule and next scheduled scan of a
+	// site of s.UserID. The platform link is not its business: only ImportPlatformSite and
+	// DisconnectPlatform change it.
 	UpdateSite(ctx context.Context, s Site) error
 	DeleteSite(ctx context.Context, userID, siteID string) error
 	Site(ctx context.Context, userID, siteID string) (Site, error)
@@ -168,6 +169,19 @@ type Queue interface {
 	// in their place (run_at kept, so ahead of jobs queued after them), or, when they have no
 	// attempts left, discards them and fails their scans.
 	RescueJobs(ctx context.Context, staleBefore, now time.Time) (int, error)
+	// EnqueueDueScans is the scheduler's step, in one transaction: it claims up to limit sites
+	// whose next scheduled scan is due at now, skipping those another process is claiming,
+	// enqueues a scan of each (trigger schedule, both strategies, on QueueScan) unless one is in
+	// flight, and moves its next scan a period ahead (NextScanAt). It returns the scans enqueued.
+	EnqueueDueScans(ctx context.Context, now time.Time, limit int) ([]Scan, error)
+	// OverdueScans lists the queued and running scans of the scan queue that started before
+	// startedBefore (a scan never started counts from its creation): those past the scan
+	// deadline, oldest first, each with its owner and its job's last error.
+	OverdueScans(ctx context.Context, startedBefore time.Time) ([]OverdueScan, error)
+	// ExpireScan fails an unfinished scan with reason and discards its job, without a lease: a
+	// worker still on it loses its lease, and the site is free for its next scan. Results
+	// already stored are kept. ErrNotFound when the scan is no longer queued or running.
+	ExpireScan(ctx context.Context, scanID, reason string, now time.Time) error
 	// Job reads a job (system: tests and operations).
 	Job(ctx context.Context, id int64) (Job, error)
 }

@@ -48,7 +48,11 @@ type Site struct {
 	HealthScore       *int
 	LastPublished     *time.Time
 	Pages             []string // saved page paths; empty means discover them from the sitemap
-	CreatedAt         time.Time
+	// Schedule is ScheduleOff (scan on publish and on demand only), ScheduleDaily or
+	// ScheduleWeekly; NextScanAt is when the next scheduled scan is due, nil when off.
+	Schedule   string
+	NextScanAt *time.Time
+	CreatedAt  time.Time
 }
 
 // Scan statuses. Failed extends the interface's three: a scan that could not finish.
@@ -65,10 +69,11 @@ const (
 	StrategyDesktop = "desktop"
 	StrategyBoth    = "both"
 
-	TriggerWebhook = "webhook"
-	TriggerManual  = "manual"
-	TriggerDemo    = "demo"
-	TriggerImport  = "import" // the first scan of a site imported from the platform
+	TriggerWebhook  = "webhook"
+	TriggerManual   = "manual"
+	TriggerDemo     = "demo"
+	TriggerImport   = "import" // the first scan of a site imported from the platform
+	TriggerSchedule = "schedule"
 )
 
 // Scan is one audit of every page of a site.
@@ -114,11 +119,14 @@ type PageError struct {
 // PageResult is the extracted Lighthouse result of one page and strategy. Its JSON is the
 // get_page_details payload; the other surfaces show a subset of it.
 type PageResult struct {
-	ScanID              string         `json:"-"`
-	PageURL             string         `json:"pageUrl"`
-	PagePath            string         `json:"pagePath"`
-	Strategy            string         `json:"strategy"`
-	LighthouseVersion   string         `json:"lighthouseVersion,omitempty"`
+	ScanID            string `json:"-"`
+	PageURL           string `json:"pageUrl"`
+	PagePath          string `json:"pagePath"`
+	Strategy          string `json:"strategy"`
+	LighthouseVersion string `json:"lighthouseVersion,omitempty"`
+	// Runs is how many audits stand behind the result: 1, or 1 + the re-audits of a page that
+	// looked regressed, the kept one being their median (REGRESSION_CONFIRM_RUNS).
+	Runs                int            `json:"runs"`
 	Scores              PageScores     `json:"scores"`
 	CoreWebVitals       Vitals         `json:"coreWebVitals"`
 	Crux                Crux           `json:"crux"`
@@ -269,6 +277,13 @@ func (j Job) Snoozes() int { return max(j.MaxAttempts-MaxAttempts, 0) }
 type ScanWait struct {
 	Reason string
 	RunAt  time.Time
+}
+
+// OverdueScan is an unfinished scan past the scan deadline, with what its reason is made of.
+type OverdueScan struct {
+	Scan
+	UserID    string // the site's owner, to read the scan's page errors
+	LastError string // the last error of its job: why its last attempt was put back
 }
 
 // Job states.

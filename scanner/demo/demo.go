@@ -127,6 +127,10 @@ func Seed(ctx context.Context, st store.Store, fx Fixtures, now time.Time, itera
 	return d, nil
 }
 
+// LatestRuns are the runs of the latest fixture set, which the demo site's later scans replay
+// (scanner.Replay).
+func LatestRuns(fx Fixtures) ([]store.PageResult, error) { return extractDir(fx.FS, fx.Latest) }
+
 // extractDir extracts every PSI response of a fixture directory, moving the page URLs from the
 // local host the runs were made on to the demo domain.
 func extractDir(fsys fs.FS, dir string) ([]store.PageResult, error) {
