@@ -39,7 +39,16 @@ type config struct {
 	PSIDailyLimit   int
 	PSIBreakerFails int
 	PSIBreakerSecs  int
-	Demo            bool
+	// ScanAllowPrivate lets scans fetch internal addresses (SECURITY §9): for self-hosters who
+	// audit intranet or staging sites.
+	ScanAllowPrivate bool
+	MaxSitesPerUser  int
+	UserDailyAudits  int
+	SessionIdleMins  int
+	ConfirmRuns      int
+	ScanDeadline     int
+	SchedulePoll     int
+	Demo             bool
 }
 
 // setting is one configuration value: its variable, flag, default and meaning. The table is the
@@ -48,6 +57,7 @@ type setting struct {
 	env, def, help string
 	str            *string
 	num            *int
+	boolean        *bool
 	min            int
 	// secret values are read from the environment but never shown as a flag default in -h.
 	secret bool
@@ -76,11 +86,18 @@ func (c *config) settings() []setting {
 		{env: "SMTP_PASSWORD", help: "SMTP password", str: &c.SMTPPassword, secret: true},
 		{env: "SCAN_WORKERS", def: "3", help: "scans audited at once by this process", num: &c.ScanWorkers, min: 1},
 		{env: "SCAN_LEASE_SECONDS", def: "120", help: "seconds a running scan may go without a heartbeat before another process takes it over", num: &c.ScanLease, min: 2},
+		{env: "SCAN_DEADLINE_SECONDS", def: "1800", help: "seconds after its start a scan not yet complete is failed with the reason, freeing its site", num: &c.ScanDeadline, min: 1},
+		{env: "SCHEDULE_POLL_SECONDS", def: "60", help: "how often this process's scheduler enqueues the scans of sites whose daily or weekly scan is due", num: &c.SchedulePoll, min: 1},
 		{env: "MAX_PAGES_PER_SCAN", def: "50", help: "page discovery cap", num: &c.MaxPagesPerScan, min: 1},
 		{env: "PSI_RATE_LIMIT", def: "400", help: "PSI calls per 100 seconds, shared by all workers of this process", num: &c.PSIRateLimit, min: 1},
 		{env: "PSI_MAX_INFLIGHT", def: "64", help: "PSI audits in flight at once, shared fairly by all scans of this process; a 429 lowers it (and the rate) for a while", num: &c.PSIMaxInFlight, min: 1},
 		{env: "PSI_DAILY_LIMIT", def: "25000", help: "PSI calls per quota day (to midnight America/Los_Angeles), shared by all workers of this process; reaching it pauses scans until the reset", num: &c.PSIDailyLimit, min: 1},
 		{env: "PSI_BREAKER_FAILURES", def: "5", help: "consecutive audits finding PSI in trouble (5xx, timeouts, network) that open the PSI breaker", num: &c.PSIBreakerFails, min: 1},
+		{env: "REGRESSION_CONFIRM_RUNS", def: "2", help: "re-audits of a page whose audit regressed against the previous scan, the median run kept; 0 turns confirmation off", num: &c.ConfirmRuns},
+		{env: "SCAN_ALLOW_PRIVATE", def: "false", help: "true lets scans fetch loopback, private and link-local addresses (intranet or staging sites); never on a multi-tenant service", boolean: &c.ScanAllowPrivate},
+		{env: "MAX_SITES_PER_USER", def: "50", help: "sites one account may have", num: &c.MaxSitesPerUser, min: 1},
+		{env: "USER_DAILY_AUDITS", def: "2000", help: "audits one account's scans may make per UTC day (each replica counts its own); past it, its scans wait for the next day", num: &c.UserDailyAudits, min: 1},
+		{env: "SESSION_IDLE_MINUTES", def: "10080", help: "minutes without a request after which a browser session ends (default 7 days; sessions end after 30 days regardless)", num: &c.SessionIdleMins, min: 1},
 		{env: "PSI_BREAKER_SECONDS", def: "60", help: "seconds the PSI breaker stays open before one probe audit", num: &c.PSIBreakerSecs, min: 1},
 	}
 }
@@ -112,6 +129,14 @@ func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (co
 		}
 		if s.str != nil {
 			*s.str = v
+			continue
+		}
+		if s.boolean != nil {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return c, fmt.Errorf("%s=%q: want true or false", s.env, v)
+			}
+			*s.boolean = b
 			continue
 		}
 		n, err := strconv.Atoi(v)

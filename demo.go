@@ -8,35 +8,46 @@ import (
 	"log/slog"
 	"time"
 
+	"sitepulse/scanner"
 	"sitepulse/scanner/demo"
 	"sitepulse/store"
 )
 
-// fixtures are the real Lighthouse runs the demo's two scans are extracted from.
+// fixtures are the real Lighthouse runs the demo's two scans are extracted from, and which its
+// later scans replay.
 //
 //go:embed testdata/psi/*.json testdata/psi-before/*.json
 var fixtures embed.FS
 
+var demoFixtures = demo.Fixtures{FS: fixtures, Before: "testdata/psi-before", Latest: "testdata/psi"}
+
 // seedDemo creates (or refreshes) the demo account and prints how to use it, and returns the
-// webhook secret the process runs with. Without PLATFORM_CLIENT_SECRET it makes one up for
-// this process, so the printed webhook line works; a configured secret is never printed.
-func seedDemo(ctx context.Context, st store.Store, cfg config, stdout io.Writer, log *slog.Logger) (webhookSecret string, err error) {
+// webhook secret the process runs with and the replay of the demo site's audits. Without
+// PLATFORM_CLIENT_SECRET it makes one up for this process, so the printed webhook line works;
+// a configured secret is never printed.
+func seedDemo(ctx context.Context, st store.Store, cfg config, stdout io.Writer, log *slog.Logger) (webhookSecret string, replay *scanner.Replay, err error) {
 	webhookSecret, secretShown := cfg.PlatformSecret, "$PLATFORM_CLIENT_SECRET"
 	if webhookSecret == "" {
 		webhookSecret, _ = store.NewSecret("whsec_")
 		secretShown = webhookSecret
 		log.Info("PLATFORM_CLIENT_SECRET not set: the demo uses a random one for this process")
 	}
-	d, err := demo.Seed(ctx, st, demo.Fixtures{FS: fixtures, Before: "testdata/psi-before", Latest: "testdata/psi"},
-		time.Now(), store.PasswordIterations)
+	d, err := demo.Seed(ctx, st, demoFixtures, time.Now(), store.PasswordIterations)
 	if err != nil {
-		return "", fmt.Errorf("demo: %w", err)
+		return "", nil, fmt.Errorf("demo: %w", err)
 	}
+	// The demo site is fictional: its scans replay the recorded runs, offline.
+	runs, err := demo.LatestRuns(demoFixtures)
+	if err != nil {
+		return "", nil, fmt.Errorf("demo replay: %w", err)
+	}
+	replay = scanner.NewReplay(scanner.ReplayConfig{Runs: runs, SiteIDs: []string{d.SiteID}, Domain: demo.Domain, Log: log})
+	log.Info("demo site audits are replayed from recorded Lighthouse runs, offline", "site", d.SiteID, "runs", len(runs))
 	log.Info("demo ready", "site", d.SiteID, "new_account", d.Created)
 	fmt.Fprintf(stdout, "demo login: %s %s\n", d.Email, d.Password)
 	fmt.Fprintf(stdout, "demo api key: %s\n", d.APIKey)
 	for _, line := range demo.Curl(cfg.BaseURL, d, secretShown) {
 		fmt.Fprintln(stdout, line)
 	}
-	return webhookSecret, nil
+	return webhookSecret, replay, nil
 }

@@ -54,18 +54,24 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	log.Info("store ready", "store", st.Name())
 
 	webhookSecret := cfg.PlatformSecret
+	var replay *scanner.Replay // the demo site's audits, answered offline; nil without the demo
 	if st.Name() == "memory" || cfg.Demo {
-		if webhookSecret, err = seedDemo(ctx, st, cfg, stdout, log); err != nil {
+		if webhookSecret, replay, err = seedDemo(ctx, st, cfg, stdout, log); err != nil {
 			return err
 		}
 	}
 
+	// Every fetch made on a user's behalf goes through the guard (SECURITY §9).
+	guard := scanner.Guard{AllowPrivate: cfg.ScanAllowPrivate}
+	if guard.AllowPrivate {
+		log.Warn("SCAN_ALLOW_PRIVATE=true: scans may fetch loopback, private and link-local addresses; do not run a multi-tenant service this way")
+	}
 	connector, err := platformConnector(cfg, st, log)
 	if err != nil {
 		return err
 	}
-	auditor, capacity := newAuditor(cfg, log)
-	pool := newPool(ctx, cfg, st, auditor, capacity, connector, log)
+	auditor, capacity := newAuditor(cfg, guard, log)
+	pool := newPool(ctx, cfg, st, auditor, capacity, replay, guard.Client(), connector, log)
 	pool.Start()
 	// Deferred after the store's Close, so it runs before it: HTTP server, scanner, store.
 	defer func() {
@@ -82,7 +88,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	mcpServer := mcp.New(mcp.Config{Store: st, BaseURL: cfg.BaseURL, Log: log})
 	handler, err := handlers.NewHandler(handlers.Deps{
 		Store: st, Log: log, BaseURL: cfg.BaseURL,
-		OAuth: authServer, MCP: mcpServer, PlatformSecret: webhookSecret,
+		OAuth: authServer, MCP: mcpServer, PlatformSecret: webhookSecret, MaxSitesPerUser: cfg.MaxSitesPerUser,
+		SessionIdle: time.Duration(cfg.SessionIdleMins) * time.Minute, Replayed: replay.Serves,
 		Platform: connector, PlatformClientID: cfg.PlatformID, PlatformAuthorizeURL: cfg.PlatformAuthURL,
 	})
 	if err != nil {
@@ -153,6 +160,7 @@ func platformConnector(cfg config, st store.Store, log *slog.Logger) (*platform.
 		Client:     platform.NewClient(platform.ClientConfig{APIURL: cfg.PlatformAPIURL, ClientID: cfg.PlatformID, ClientSecret: cfg.PlatformSecret}),
 		Keys:       keys,
 		WebhookURL: cfg.BaseURL + "/api/webhooks/platform",
+		MaxSites:   cfg.MaxSitesPerUser,
 		Log:        log,
 		Now:        time.Now,
 	}, nil
@@ -162,16 +170,16 @@ func platformConnector(cfg config, st store.Store, log *slog.Logger) (*platform.
 // counter and a circuit breaker) or a local Lighthouse, and the audit capacity the pool shares
 // fairly between scans: PSI_MAX_INFLIGHT calls, adapting to PSI's 429s, or
 // LIGHTHOUSE_CONCURRENCY runs.
-func newAuditor(cfg config, log *slog.Logger) (scanner.Auditor, *scanner.Capacity) {
+func newAuditor(cfg config, guard scanner.Guard, log *slog.Logger) (scanner.Auditor, *scanner.Capacity) {
 	if cfg.AuditBackend == "lighthouse" {
 		log.Info("audit backend", "backend", cfg.AuditBackend, "lighthouse_concurrency", cfg.LHConcurrency)
 		return scanner.NewLighthouse(scanner.LighthouseConfig{Command: cfg.LighthouseCmd, ChromePath: cfg.ChromePath,
-				ChromeFlags: cfg.ChromeFlags, Concurrency: cfg.LHConcurrency, Log: log}),
+				ChromeFlags: cfg.ChromeFlags, Concurrency: cfg.LHConcurrency, Guard: guard, Log: log}),
 			scanner.NewCapacity(scanner.CapacityConfig{MaxInFlight: cfg.LHConcurrency, Log: log})
 	}
 	log.Info("audit backend", "backend", cfg.AuditBackend, "psi_rate_limit_per_100s", cfg.PSIRateLimit,
-		"psi_max_inflight", cfg.PSIMaxInFlight, "psi_daily_limit", cfg.PSIDailyLimit,
-		"psi_breaker_failures", cfg.PSIBreakerFails, "psi_breaker_seconds", cfg.PSIBreakerSecs)
+		"psi_max_inflight", cfg.PSIMaxInFlight, "psi_daily_limit", cfg.PSIDailyLimit, "psi_breaker_failures", cfg.PSIBreakerFails,
+		"psi_breaker_seconds", cfg.PSIBreakerSecs, "regression_confirm_runs", cfg.ConfirmRuns)
 	limiter := scanner.NewRateLimiter(cfg.PSIRateLimit, 100*time.Second)
 	capacity := scanner.NewCapacity(scanner.CapacityConfig{MaxInFlight: cfg.PSIMaxInFlight, Limiter: limiter, Log: log})
 	return scanner.NewPSI(scanner.PSIConfig{Endpoint: cfg.PageSpeedURL, Key: cfg.PageSpeedKey,
@@ -183,8 +191,9 @@ func newAuditor(cfg config, log *slog.Logger) (scanner.Auditor, *scanner.Capacit
 }
 
 // newPool is the scan worker pool with its regression digest. A store that can announce new
-// jobs (Postgres LISTEN/NOTIFY) wakes the dispatcher at once; it polls either way.
-func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Auditor, capacity *scanner.Capacity, connector *platform.Connector, log *slog.Logger) *scanner.Pool {
+// jobs (Postgres LISTEN/NOTIFY) wakes the dispatcher at once; it polls either way. Sitemaps
+// are fetched with fetch, the guarded client; the demo site's audits are replayed.
+func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Auditor, capacity *scanner.Capacity, replay *scanner.Replay, fetch *http.Client, connector *platform.Connector, log *slog.Logger) *scanner.Pool {
 	var wake <-chan struct{}
 	if w, ok := st.(store.JobWaker); ok {
 		ch, err := w.WakeOnJobs(ctx, func(err error) { log.Warn("job notifications", "err", err) })
@@ -199,9 +208,13 @@ func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Au
 		refresher = connector
 	}
 	return scanner.NewPool(scanner.PoolConfig{
-		Store: st, Auditor: auditor, Capacity: capacity, Log: log, Workers: cfg.ScanWorkers, Wake: wake, Platform: refresher,
-		Lease:     time.Duration(cfg.ScanLease) * time.Second,
-		Discovery: scanner.Discovery{MaxPages: cfg.MaxPagesPerScan},
+		Store: st, Auditor: auditor, Capacity: capacity, Replay: replay, Log: log, Workers: cfg.ScanWorkers, Wake: wake, Platform: refresher,
+		ConfirmRuns:   cfg.ConfirmRuns,
+		Lease:         time.Duration(cfg.ScanLease) * time.Second,
+		Deadline:      time.Duration(cfg.ScanDeadline) * time.Second,
+		ScheduleEvery: time.Duration(cfg.SchedulePoll) * time.Second,
+		Discovery:     scanner.Discovery{MaxPages: cfg.MaxPagesPerScan, Client: fetch},
+		Quota:         scanner.NewAccountQuota(cfg.UserDailyAudits),
 		Digest: &scanner.Digest{Store: st, SMTPAddr: cfg.SMTPAddr, From: cfg.SMTPFrom, Username: cfg.SMTPUsername,
 			Password: cfg.SMTPPassword, BaseURL: cfg.BaseURL, Log: log},
 	})

@@ -114,12 +114,17 @@ func (s *server) handleLogin() http.Handler {
 			s.render(w, r, http.StatusUnprocessableEntity, "login", page{Title: "Log in", Data: form})
 			return
 		}
-		ip, account := clientIP(r), strings.ToLower(form.Email)
-		if ok, wait := s.loginIP.check(ip); !ok {
+		// Tokens are taken before the slow password check, so parallel guesses cannot all be
+		// checked; per address and per (account, address), so a stranger's failures do not lock
+		// the owner out from elsewhere (SECURITY §9). A success gives them back.
+		ip := clientIP(r)
+		pair := strings.ToLower(form.Email) + "\x00" + ip
+		if ok, wait := s.loginIP.allow(ip); !ok {
 			s.tooMany(w, r, "login", form, wait)
 			return
 		}
-		if ok, wait := s.loginAccount.check(account); !ok {
+		if ok, wait := s.loginPair.allow(pair); !ok {
+			s.loginIP.refund(ip)
 			s.tooMany(w, r, "login", form, wait)
 			return
 		}
@@ -134,13 +139,13 @@ func (s *server) handleLogin() http.Handler {
 		}
 		ok, rehash := store.CheckPassword(stored, password, s.PasswordIterations)
 		if err != nil || !ok {
-			s.loginIP.allow(ip)
-			s.loginAccount.allow(account)
 			s.Log.Info("login failed", "remote", ip)
 			form.Errors = map[string]string{"form": "That e-mail and password do not match an account."}
 			s.render(w, r, http.StatusUnauthorized, "login", page{Title: "Log in", Data: form})
 			return
 		}
+		s.loginIP.refund(ip)
+		s.loginPair.forget(pair)
 		if rehash {
 			if h, err := store.HashPassword(password, s.PasswordIterations); err == nil {
 				if err := s.Store.SetPasswordHash(r.Context(), u.ID, h); err != nil {

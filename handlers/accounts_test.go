@@ -1,10 +1,13 @@
 package handlers
 
 import (
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"sitepulse/store"
@@ -107,6 +110,58 @@ func TestLoginThrottle(t *testing.T) {
 	contains(t, body, "Too many attempts")
 	if strings.Contains(body, "ann@example.com\" autofocus") && strings.Contains(body, "no account") {
 		t.Error("throttle message reveals the account")
+	}
+}
+
+// loginFrom posts a login from an injected client address.
+func loginFrom(h http.Handler, addr, email, password string) int {
+	req := httptest.NewRequest(http.MethodPost, "/login", strings.NewReader(url.Values{"email": {email}, "password": {password}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.RemoteAddr = addr
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec.Code
+}
+
+// The throttle's token is taken before the password check, so 30 parallel guesses at one
+// account get 10 checks; and it counts per (account, address) and per address, so the owner
+// still gets in from elsewhere, and one address cannot spray many accounts.
+func TestLoginThrottleIsAtomicAndPerAddress(t *testing.T) {
+	ts := newTestServer(t, store.NewMemory())
+	ts.browser(t).signup("ann@example.com")
+	h := ts.Config.Handler
+	const attacker = "203.0.113.9:4000"
+	codes := make(chan int, 30)
+	var wg sync.WaitGroup
+	for range 30 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes <- loginFrom(h, attacker, "ann@example.com", "guess guess")
+		}()
+	}
+	wg.Wait()
+	close(codes)
+	count := map[int]int{}
+	for c := range codes {
+		count[c]++
+	}
+	if count[http.StatusUnauthorized] != 10 || count[http.StatusTooManyRequests] != 20 {
+		t.Errorf("parallel guesses: %v, want 10 checked (401) and 20 refused (429)", count)
+	}
+	if got := loginFrom(h, attacker, "ann@example.com", "correct horse battery"); got != http.StatusTooManyRequests {
+		t.Errorf("attacker's address, right password: %d, want 429", got)
+	}
+	if got := loginFrom(h, "198.51.100.7:5000", "ann@example.com", "correct horse battery"); got != http.StatusSeeOther {
+		t.Errorf("owner from another address: %d, want 303", got)
+	}
+	const sprayer = "203.0.113.50:4000"
+	var last int
+	for i := range 21 {
+		last = loginFrom(h, sprayer, fmt.Sprintf("user%d@example.com", i), "guess guess")
+	}
+	if last != http.StatusTooManyRequests {
+		t.Errorf("21st account guessed from one address: %d, want 429", last)
 	}
 }
 

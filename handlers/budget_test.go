@@ -41,7 +41,13 @@ func testBudgetCheck(t *testing.T, st store.Store) {
 	results := fixtureResults(t, "fast.mobile", "fast.desktop")
 	metSite := f.newSite(t, a.userID, "Met Site")
 	metScan := f.recordScan(t, metSite, results, f.now.Add(-time.Hour))
-	must(t, st.SetBudgets(ctx, a.userID, metSite, map[string]float64{"performance": 1, "lcp": 60000, "cls": 5}))
+	must(t, st.SetBudgets(ctx, a.userID, metSite, map[string]store.Budget{"performance": {Threshold: 1}, "lcp": {Threshold: 60000}, "cls": {Threshold: 5}}))
+	// A site whose mobile-only performance budget is broken by the mobile score (93) alone: the
+	// scan's score (97, with desktop's 100) would meet it.
+	about := fixtureResults(t, "about.mobile", "about.desktop")
+	mobileSite := f.newSite(t, a.userID, "Mobile Site")
+	f.recordScan(t, mobileSite, about, f.now.Add(-time.Hour))
+	must(t, st.SetBudgets(ctx, a.userID, mobileSite, map[string]store.Budget{"performance": {Threshold: 95, Strategy: store.StrategyMobile}, "seo": {Threshold: 1, Strategy: store.StrategyDesktop}}))
 	noBudgets := f.newSite(t, a.userID, "No Budgets")
 	f.recordScan(t, noBudgets, results, f.now.Add(-time.Hour))
 	ruleSite := f.newSite(t, a.userID, "Rule Site")
@@ -88,6 +94,12 @@ func testBudgetCheck(t *testing.T, st store.Store) {
 			}},
 		{"alert rules are checked like budgets", siteBody(ruleSite), bearer(a.apiKey), 200, func(t *testing.T, got budgetBody) {
 			want := []map[string]any{{"metric": "performance", "threshold": 101.0, "actual": got.Scores["performance"], "operator": "min"}}
+			if *got.Pass || !reflect.DeepEqual(got.Violations, want) {
+				t.Errorf("pass %v violations %v, want false %v", *got.Pass, got.Violations, want)
+			}
+		}},
+		{"a mobile-only budget is checked against the mobile score and says its strategy", siteBody(mobileSite), bearer(a.apiKey), 200, func(t *testing.T, got budgetBody) {
+			want := []map[string]any{{"metric": "performance", "threshold": 95.0, "actual": 93.0, "operator": "min", "strategy": "mobile"}}
 			if *got.Pass || !reflect.DeepEqual(got.Violations, want) {
 				t.Errorf("pass %v violations %v, want false %v", *got.Pass, got.Violations, want)
 			}

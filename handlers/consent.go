@@ -2,17 +2,22 @@ package handlers
 
 import (
 	"errors"
+	"html/template"
 	"net/http"
 	"net/url"
 	"strconv"
 
+	"sitepulse/mcp"
 	"sitepulse/oauth"
 	"sitepulse/store"
 )
 
 // handleAuthorize is GET /oauth/authorize. A request that names an unknown client or an
-// unregistered redirect URI gets an error page and is never redirected; any other refusal goes
-// back to the client's redirect URI. A signed-out user logs in first and comes back here. The
+// unregistered redirect URI gets an error page and is never redirected. Any other refusal goes
+// back to the client's redirect URI when it is a loopback one; otherwise it is shown on a page
+// naming the app and the destination host, with a link the user may follow: anyone can register
+// a redirect URI, and an automatic redirect would make this server an open redirector (RFC 9700
+// §4.11.2). A denial on the consent page still redirects (handleConsent). A signed-out user logs in first and comes back here. The
 // consent page is shown at every request, also for an app approved before: a dynamically
 // registered client is only as trustworthy as the person who starts the flow.
 func (s *server) handleAuthorize() http.Handler {
@@ -22,8 +27,17 @@ func (s *server) handleAuthorize() http.Handler {
 		req, err := s.OAuth.Authorize(r.Context(), r.URL.RawQuery)
 		var refused *oauth.AuthorizeError
 		if errors.As(err, &refused) {
-			if loc := refused.Location(); loc != "" {
+			if loc := refused.Location(); loc != "" && refused.Loopback() {
 				redirect(w, loc)
+				return
+			}
+			if loc := refused.Location(); loc != "" {
+				// Registered redirect URIs are https, loopback http or an app's own scheme, never
+				// javascript: or data: (checkRedirectURI), so the link may keep an app's scheme.
+				s.render(w, r, http.StatusBadRequest, "authorize_error", page{Title: "This app's request is not valid", Data: struct {
+					ClientName, Host, Description string
+					Link                          template.URL
+				}{refused.ClientName, refused.Host(), refused.Description, template.URL(loc)}})
 				return
 			}
 			s.renderError(w, r, http.StatusBadRequest, "This sign-in link from an app is not valid, so SitePulse will not send you back to it: "+refused.Description+".")
@@ -97,12 +111,13 @@ func (s *server) throttleOAuth(l *limiter, next http.Handler) http.Handler {
 }
 
 // handleMCPDocs is the page the OAuth metadata names as service and resource documentation:
-// how to connect an MCP client.
+// how to connect an MCP client, and what its tools answer.
 func (s *server) handleMCPDocs() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.render(w, r, http.StatusOK, "docs_mcp", page{Title: "Connect an AI assistant (MCP)", Data: struct {
 			BaseURL, MCPURL, ResourceMetadata string
 			Scope                             string
-		}{s.BaseURL, s.BaseURL + oauth.MCPPath, s.BaseURL + "/.well-known/oauth-protected-resource", oauth.Scope}})
+			Tools                             []mcp.ToolDoc
+		}{s.BaseURL, s.BaseURL + oauth.MCPPath, s.BaseURL + "/.well-known/oauth-protected-resource", oauth.Scope, mcp.ToolDocs()}})
 	})
 }

@@ -33,7 +33,7 @@ func (s *server) error(w http.ResponseWriter, r *http.Request, err error, notFou
 	case store.ErrConflict:
 		status, message = http.StatusConflict, "conflict: the resource changed or already exists"
 	case store.ErrUnavailable:
-		s.Log.Warn("database unavailable", "method", r.Method, "path", r.URL.Path, "route", r.Pattern, "err", err)
+		s.Log.Warn("database unavailable", "method", r.Method, "path", logPath(r), "route", r.Pattern, "err", err)
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
 		w.Header().Set("Cache-Control", "no-store")
 		status, message = http.StatusServiceUnavailable, "the database is unavailable; retry shortly"
@@ -44,11 +44,11 @@ func (s *server) error(w http.ResponseWriter, r *http.Request, err error, notFou
 		}
 	default:
 		if r.Context().Err() != nil && errors.Is(err, context.Canceled) {
-			s.Log.Info("client went away", "method", r.Method, "path", r.URL.Path)
+			s.Log.Info("client went away", "method", r.Method, "path", logPath(r))
 			w.WriteHeader(499)
 			return
 		}
-		s.Log.Error("request failed", "method", r.Method, "path", r.URL.Path, "route", r.Pattern, "err", err)
+		s.Log.Error("request failed", "method", r.Method, "path", logPath(r), "route", r.Pattern, "err", err)
 		if !isAPI(r.URL.Path) {
 			s.failurePage(w, status, "Internal error",
 				"Something went wrong on our side. It has been logged; please try again.", "Internal error")

@@ -89,6 +89,11 @@ func (s *server) handleExport() http.Handler {
 			s.error(w, r, err, msg)
 			return
 		}
+		if scan.Status != store.StatusComplete {
+			writeError(w, http.StatusNotFound, "scan is "+scan.Status+", not complete: export it once it completes")
+			return
+		}
+
 		http.NewResponseController(w).SetWriteDeadline(time.Now().Add(exportDeadline))
 		out := &exportWriter{w: w, format: format, filename: exportFilename(site.Name, scan.ID) + "." + format}
 		err = s.Store.EachPageResult(ctx, userID, scan.ID, out.row)
@@ -100,7 +105,7 @@ func (s *server) handleExport() http.Handler {
 				s.error(w, r, err, "")
 				return
 			}
-			s.Log.Error("export aborted mid-stream", "path", r.URL.Path, "scan", scan.ID, "rows", out.rows, "err", err)
+			s.Log.Error("export aborted mid-stream", "path", logPath(r), "scan", scan.ID, "rows", out.rows, "err", err)
 			panic(http.ErrAbortHandler)
 		}
 	})

@@ -160,6 +160,18 @@ func testExport(t *testing.T, st store.Store) {
 		}
 	})
 
+	t.Run("a scan that is not complete is 404 saying so, not a CSV with only a header", func(t *testing.T) {
+		site := f.newSite(t, a.userID, "Queued Scan")
+		sc := store.Scan{ID: store.NewID(), SiteID: site, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: f.now}
+		must(t, f.st.EnqueueScan(context.Background(), sc, store.QueueDemo, f.now))
+		for _, format := range []string{"csv", "json"} {
+			resp, body := f.do(t, "GET", "/api/sites/"+site+"/export?format="+format+"&scanId="+sc.ID, "", "", cookie(a.session))
+			if resp.StatusCode != 404 || resp.Header.Get("Content-Type") != "application/json" || !strings.Contains(body, `"error":"scan is queued, not complete`) {
+				t.Errorf("%s: status %d %q body %s", format, resp.StatusCode, resp.Header.Get("Content-Type"), body)
+			}
+		}
+	})
+
 	refusals := []struct {
 		name   string
 		path   string

@@ -98,7 +98,8 @@ func TestMCPEndpoint(t *testing.T) {
 		{"notification", "POST", key, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, nil, 202, "", ""},
 		{"unknown method", "POST", key, `{"jsonrpc":"2.0","id":2,"method":"nope"}`, nil, 200, `"message":"Unknown method: nope"`, ""},
 		{"invalid arguments", "POST", key, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get_trend","arguments":{"siteId":"s","limit":99}}}`, nil, 200, `"code":-32602,"message":"Invalid arguments: limit must be at most 50`, ""},
-		{"tool failure is 200", "POST", key, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"get_latest_scan","arguments":{"siteId":"x"}}}`, nil, 200, `"isError":true`, ""},
+		{"tool failure is 200", "POST", key, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"get_latest_scan","arguments":{"siteId":"00000000-0000-4000-8000-000000000000"}}}`, nil, 200, `"isError":true`, ""},
+		{"a site id that is not a uuid is invalid arguments", "POST", key, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"get_latest_scan","arguments":{"siteId":"not-a-uuid"}}}`, nil, 200, `"code":-32602,"message":"Invalid arguments: siteId must be a uuid`, ""},
 		{"GET with a token", "GET", key, "", nil, 405, "", ""},
 		{"DELETE with a token", "DELETE", key, "", nil, 405, "", ""},
 		{"GET without a token", "GET", "", "", nil, 401, "", "resource_metadata="},
@@ -185,10 +186,10 @@ func TestClientReportPage(t *testing.T) {
 		`<meta name="robots" content="noindex, nofollow">`,
 		"<h1>Acme &lt;speed&gt; review</h1>", // escaped
 		"Demo Site", "demo.sitepulse.test",
-		"Overall health", `<span class="badge ni">77</span>`,
+		"Health", `<span class="gauge big ni">77</span>`, `<ul class="report-gauges">`,
 		"Largest Contentful Paint", "Needs improvement", "Poor", "Good",
 		"/pricing", "What would help most", "saves about",
-		"this link expires 29 Nov 2026 12:00 UTC",
+		"This report's link works until <time datetime=\"2026-11-29T12:00:00Z\">29 Nov 2026, 12:00 UTC</time>.",
 	} {
 		contains(t, body, want)
 	}
@@ -198,8 +199,9 @@ func TestClientReportPage(t *testing.T) {
 	resp, body = get(forever)
 	wantStatus(t, resp, 200)
 	contains(t, body, "Demo Site Performance Report")
-	if strings.Contains(body, "this link expires") {
-		t.Error("a report with expiresInDays 0 says it expires")
+	contains(t, body, "This report's link does not expire.")
+	if n := strings.Count(body, "Demo Site"); n != 2 { // the <title> and the <h1>
+		t.Errorf("the site name appears %d times, want it once on the page (and in the title)", n)
 	}
 
 	resp, _ = get("not-a-token")

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"strings"
 	"time"
 )
 
@@ -58,7 +59,10 @@ func (s *server) unrouted(w http.ResponseWriter, r *http.Request, h http.Handler
 		writeError(w, status, msg)
 		return
 	}
-	s.renderError(w, r, status, map[int]string{404: "There is no page at this address.", 405: "This page does not accept that method."}[status])
+	// The page shows the navigation of whoever asked: a signed-in user keeps theirs.
+	s.withVisitor(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.renderError(w, r, status, map[int]string{404: "There is no page at this address.", 405: "This page does not accept that method."}[status])
+	})).ServeHTTP(w, r)
 }
 
 // statusRecorder keeps the status a handler chose and drops its body.
@@ -125,8 +129,21 @@ func (w *loggingWriter) Flush() {
 	}
 }
 
-// accessLog logs one line per request: method, path (never the query, which may carry codes
-// and tokens), status, size and duration.
+// secretPaths are the routes whose path carries a secret: it is logged as the prefix only.
+var secretPaths = []string{"/report/"}
+
+// logPath is the request's path as logs may show it, at every level: without the query (codes,
+// states) and with a secret in the path (a report token) redacted (SECURITY §9).
+func logPath(r *http.Request) string {
+	for _, prefix := range secretPaths {
+		if strings.HasPrefix(r.URL.Path, prefix) && len(r.URL.Path) > len(prefix) {
+			return prefix + "[redacted]"
+		}
+	}
+	return r.URL.Path
+}
+
+// accessLog logs one line per request: method, path (logPath), status, size and duration.
 func (s *server) accessLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -137,7 +154,7 @@ func (s *server) accessLog(next http.Handler) http.Handler {
 			level = slog.LevelWarn
 		}
 		if s.Log.Enabled(r.Context(), level) { // else skip building a line nobody reads
-			s.Log.Log(r.Context(), level, "http", "method", r.Method, "path", r.URL.Path, "status", lw.status,
+			s.Log.Log(r.Context(), level, "http", "method", r.Method, "path", logPath(r), "status", lw.status,
 				"bytes", lw.bytes, "ms", time.Since(start).Milliseconds(), "remote", clientIP(r))
 		}
 	})
@@ -151,7 +168,7 @@ func (s *server) recoverer(next http.Handler) http.Handler {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				s.Log.Error("panic serving request", "method", r.Method, "path", r.URL.Path,
+				s.Log.Error("panic serving request", "method", r.Method, "path", logPath(r),
 					"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 				if isAPI(r.URL.Path) {
 					writeError(w, http.StatusInternalServerError, "internal error")

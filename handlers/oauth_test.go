@@ -264,6 +264,20 @@ func TestAuthorizationFlow(t *testing.T) {
 				t.Errorf("%d to %q", resp.StatusCode, u)
 			}
 		})
+		t.Run("a refusal for a non-loopback redirect URI is a page naming the app and host, not a redirect", func(t *testing.T) {
+			const web = "https://evil.example/landing"
+			webClient := ot.register(t, "Evil & Co", web)
+			p := strings.Replace(pathOnly(authorizePath(webClient, web, "st")), "S256", "plain", 1)
+			for _, br := range []*browser{ot.testServer.browser(t), b.in(t)} { // signed out and signed in
+				resp, body := br.get(p)
+				if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Location") != "" {
+					t.Errorf("%d, Location %q, want 400 and none", resp.StatusCode, resp.Header.Get("Location"))
+				}
+				for _, want := range []string{"Evil &amp; Co", "evil.example", `href="https://evil.example/landing?error=invalid_request`, "state=st"} {
+					contains(t, body, want)
+				}
+			}
+		})
 		t.Run("an access token stops working on MCP after 30 days (last: the session ends too)", func(t *testing.T) {
 			b := b.in(t)
 			path, verifier := authorizePath(client, cb, "st")
@@ -387,7 +401,7 @@ func TestConnectedApps(t *testing.T) {
 		t.Run("the settings page lists an approved app with its scope, approval time and a revoke button", func(t *testing.T) {
 			b := b.in(t)
 			_, body := b.get("/settings")
-			for _, want := range []string{"Connected apps", "Claude &lt;Desktop&gt;", "mcp:read", "1 Nov 2026 12:00 UTC", `action="` + revokePath + `"`, "Revoke access"} {
+			for _, want := range []string{"Connected apps", "Claude &lt;Desktop&gt;", "mcp:read", "1 Nov 2026, 12:00 UTC", `action="` + revokePath + `"`, "Revoke access"} {
 				contains(t, body, want)
 			}
 		})
@@ -489,6 +503,8 @@ func TestOAuthRoutes(t *testing.T) {
 		{"the resource metadata is served at the well-known address", "GET", "/.well-known/oauth-protected-resource", 200, `"resource":"http://sitepulse.test/api/mcp"`},
 		{"the resource metadata is also served path-suffixed", "GET", "/.well-known/oauth-protected-resource/api/mcp", 200, `"resource":"http://sitepulse.test/api/mcp"`},
 		{"the documentation page the metadata names exists", "GET", "/docs/mcp", 200, "http://sitepulse.test/api/mcp"},
+		{"the documentation page lists the nine tools with an example prompt", "GET", "/docs/mcp", 200, "<h2>The 9 tools</h2>"},
+		{"the documentation page names each tool", "GET", "/docs/mcp", 200, "<code>get_regression_report</code> · Regressions since the previous scan</dt><dd class=\"muted\">“Did the last publish make anything slower?”</dd>"},
 		{"a CORS preflight for the token endpoint is answered", "OPTIONS", "/api/oauth/token", 204, ""},
 		{"a CORS preflight for the metadata is answered", "OPTIONS", "/.well-known/oauth-authorization-server", 204, ""},
 		{"GET on the token endpoint is 405 in JSON", "GET", "/api/oauth/token", 405, `{"error":`},

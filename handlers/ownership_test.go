@@ -99,7 +99,7 @@ var ownershipCases = []ownershipCase{
 	{name: "A's budgets", route: "GET /sites/{siteId}/budgets", method: "GET", path: sitePath("/budgets"), cred: asCookie, status: 404},
 	{name: "changing A's budgets", route: "POST /sites/{siteId}/budgets", method: "POST", path: sitePath("/budgets"),
 		form: url.Values{"budget_performance": {"1"}}, cred: asCookie, status: 404, intact: func(t *testing.T, f *apiFixture) {
-			if b, _ := f.st.Budgets(context.Background(), f.a.userID, f.a.siteID); b["performance"] == 1 {
+			if b, _ := f.st.Budgets(context.Background(), f.a.userID, f.a.siteID); b["performance"].Threshold == 1 {
 				t.Errorf("B changed A's budgets: %v", b)
 			}
 		}},

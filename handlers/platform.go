@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -193,9 +194,12 @@ func (s *server) handlePlatformImport() http.Handler {
 			if res.Err != nil {
 				failed = true
 				s.Log.Warn("platform: site import failed", "platform_site", res.PlatformID, "err", res.Err)
-				if errors.Is(res.Err, store.ErrConflict) {
+				switch {
+				case errors.Is(res.Err, store.ErrConflict):
 					d.Results[i].Err = errors.New("another SitePulse account has connected this site")
-				} else {
+				case errors.Is(res.Err, store.ErrLimit):
+					d.Results[i].Err = fmt.Errorf("this account already has %d sites, the most one account may have here", s.MaxSitesPerUser)
+				default:
 					d.Results[i].Err = errors.New("the platform could not be reached; tick it again to finish")
 				}
 			}

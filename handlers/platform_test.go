@@ -70,7 +70,7 @@ func newPlatformRig(t *testing.T, st store.Store) *platformRig {
 	}
 	base := "http://" + ln.Addr().String()
 	log := slog.New(slog.NewTextHandler(r.logs, nil))
-	r.conn = &platform.Connector{Store: st, Keys: platform.RandomKeys(), WebhookURL: base + "/api/webhooks/platform", Log: log, Now: time.Now,
+	r.conn = &platform.Connector{Store: st, Keys: platform.RandomKeys(), WebhookURL: base + "/api/webhooks/platform", MaxSites: 50, Log: log, Now: time.Now,
 		Client: platform.NewClient(platform.ClientConfig{APIURL: r.double.URL, ClientID: appID, ClientSecret: appSecret,
 			Sleep: func(ctx context.Context, d time.Duration) error {
 				r.mu.Lock()

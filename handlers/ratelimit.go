@@ -31,15 +31,6 @@ func newLimiter(burst int, interval time.Duration, now func() time.Time) *limite
 // allow takes a token for key and answers whether there was one; when not, it says how long
 // until there is.
 func (l *limiter) allow(key string) (bool, time.Duration) {
-	return l.take(key, 1)
-}
-
-// check answers whether key has a token left without taking it.
-func (l *limiter) check(key string) (bool, time.Duration) {
-	return l.take(key, 0)
-}
-
-func (l *limiter) take(key string, n float64) (bool, time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
@@ -57,8 +48,24 @@ func (l *limiter) take(key string, n float64) (bool, time.Duration) {
 		wait := time.Duration((1 - b.tokens) * float64(l.interval))
 		return false, wait
 	}
-	b.tokens -= n
+	b.tokens--
 	return true, 0
+}
+
+// refund gives back a token taken by allow (an attempt that turned out fine).
+func (l *limiter) refund(key string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if b, ok := l.buckets[key]; ok {
+		b.tokens = min(l.burst, b.tokens+1)
+	}
+}
+
+// forget resets key's bucket to full.
+func (l *limiter) forget(key string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.buckets, key)
 }
 
 // sweepLocked forgets buckets that have refilled, so the map does not grow without bound.

@@ -73,30 +73,27 @@ var templateFuncs = template.FuncMap{
 		}
 		return "none"
 	},
-	"datetime": func(t any) string {
+	// datetime is the one way the UI shows a moment: "24 Nov 2026, 09:03 UTC" in a <time>
+	// element that carries it in RFC 3339; a nil time is "never".
+	"datetime": func(t any) template.HTML {
+		var at time.Time
 		switch v := t.(type) {
 		case time.Time:
-			return v.UTC().Format("2 Jan 2006 15:04 UTC")
+			at = v
 		case *time.Time:
 			if v == nil {
 				return "never"
 			}
-			return v.UTC().Format("2 Jan 2006 15:04 UTC")
+			at = *v
+		default:
+			return ""
 		}
-		return ""
-	},
-	"isoTime": func(t any) string {
-		switch v := t.(type) {
-		case time.Time:
-			return v.UTC().Format(time.RFC3339)
-		case *time.Time:
-			if v != nil {
-				return v.UTC().Format(time.RFC3339)
-			}
-		}
-		return ""
+		return template.HTML(`<time datetime="` + at.UTC().Format(time.RFC3339) + `">` + formatTime(at) + `</time>`)
 	},
 }
+
+// formatTime is the UI's date format (datetime), also used where a <time> element cannot go.
+func formatTime(t time.Time) string { return t.UTC().Format("2 Jan 2006, 15:04 UTC") }
 
 // formatVital writes a vital the way people read them: "2.5 s", "830 ms", CLS "0.39".
 func formatVital(metric string, v float64) string {
@@ -117,10 +114,11 @@ func parsePages() (*pages, error) {
 	p := &pages{byName: map[string]*template.Template{}}
 	for _, name := range names {
 		base := path.Base(name)
-		if base == "layout.html" {
+		if base == "layout.html" || strings.HasPrefix(base, "_") {
 			continue
 		}
-		t, err := template.New(base).Funcs(templateFuncs).ParseFS(templateFS, "templates/layout.html", name)
+		// Every page gets the layout and the partials (_*.html) that more than one page uses.
+		t, err := template.New(base).Funcs(templateFuncs).ParseFS(templateFS, "templates/layout.html", "templates/_*.html", name)
 		if err != nil {
 			return nil, fmt.Errorf("template %s: %w", base, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"sort"
+	"strings"
 	"time"
 
 	"sitepulse/scanner/analysis"
@@ -41,6 +42,9 @@ type reportData struct {
 	Strategy string // the strategy of the per-page figures: mobile when the scan has it
 	Pages    []reportPage
 	Top      []reportOpportunity
+	// NameInTitle is true when the title already names the site, so the subtitle does not
+	// repeat it.
+	NameInTitle bool
 }
 
 func (s *server) handleReport() http.Handler {
@@ -86,7 +90,8 @@ func reportState(rep store.Report, now time.Time) string {
 // buildReport shapes a scan for people: per page the vitals of one strategy with their web.dev
 // ratings, and the opportunities that would save the most time across pages.
 func buildReport(rep store.Report, site store.Site, scan store.Scan, results []store.PageResult) reportData {
-	d := reportData{Report: rep, Site: site, Scan: scan, Strategy: store.StrategyMobile}
+	d := reportData{Report: rep, Site: site, Scan: scan, Strategy: store.StrategyMobile,
+		NameInTitle: strings.Contains(strings.ToLower(rep.Title), strings.ToLower(site.Name))}
 	var pool []store.PageResult
 	for _, r := range results {
 		if r.Strategy == store.StrategyMobile {

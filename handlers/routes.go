@@ -25,8 +25,8 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 	mux.Handle("POST /settings/notifications", s.requireUser(s.handleNotifications()))
 	mux.Handle("POST /settings/connected-apps/{clientID}/revoke", s.requireUser(s.handleRevokeApp()))
 
-	// OAuth 2.1 authorization server for MCP clients (README "OAuth
-	// 2.1 for MCP clients"). The protocol lives in package oauth; the consent page is here.
+	// OAuth 2.1 authorization server for MCP clients (README "Connect an MCP client"). The
+	// protocol lives in package oauth; the consent page is here.
 	// The metadata is also served at the path-suffixed addresses clients derive from the MCP
 	// endpoint's URL (RFC 8414 §3.1, RFC 9728 §3.1).
 	mux.Handle("GET /.well-known/oauth-authorization-server", s.OAuth.HandleMetadata())
@@ -46,9 +46,9 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 		mux.Handle("OPTIONS "+path, s.OAuth.HandlePreflight())
 	}
 
-	// MCP server (README "MCP server"): JSON-RPC over stateless Streamable
-	// HTTP for AI clients, and the public client reports its generate_client_report tool links to
-	//. The protocol and the tools live in package mcp.
+	// MCP server (README "Connect an MCP client"): JSON-RPC over stateless Streamable HTTP for
+	// AI clients, and the public client reports its generate_client_report tool links to (README
+	// "Client reports"). The protocol and the tools live in package mcp.
 	mux.Handle("POST /api/mcp", s.sameOrigin(s.requireBearer(mcpBearer, s.handleMCP(s.MCP))))
 	mux.Handle("GET /api/mcp", s.sameOrigin(s.requireBearer(mcpBearer, s.handleMCPMethodNotAllowed())))
 	mux.Handle("DELETE /api/mcp", s.sameOrigin(s.requireBearer(mcpBearer, s.handleMCPMethodNotAllowed())))
@@ -57,7 +57,7 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 	// Scan pipeline: the platform's publish webhook (interface "Events").
 	mux.Handle("POST /api/webhooks/platform", s.handlePlatformWebhook())
 
-	// Connecting sites from the platform (README "Connecting the platform"): the app install
+	// Connecting sites from the platform (README "Connect Webflow"): the app install
 	// (OAuth authorization code), the import page, disconnect.
 	mux.Handle("GET /platform/connect", s.requireUser(s.handlePlatformConnect()))
 	mux.Handle("GET /platform/callback", s.requireUser(s.handlePlatformCallback()))

@@ -39,12 +39,19 @@ type Deps struct {
 	// PlatformSecret is PLATFORM_CLIENT_SECRET, the HMAC key of the publish webhook; empty
 	// makes the webhook answer 503 rather than accept unsigned posts.
 	PlatformSecret string
+	// SessionIdle is SESSION_IDLE_MINUTES: a session unused this long ends; 0 means 7 days.
+	SessionIdle time.Duration
+	// MaxSitesPerUser is MAX_SITES_PER_USER, the most sites one account may have; 0 means 50.
+	MaxSitesPerUser int
 	// Platform connects sites from the platform; nil when PLATFORM_CLIENT_ID is not
 	// set, and the UI says connecting is off.
 	Platform *platform.Connector
 	// PlatformClientID and PlatformAuthorizeURL build the authorize redirect.
 	PlatformClientID     string
 	PlatformAuthorizeURL string
+	// Replayed answers whether a site's audits are replayed from recorded Lighthouse runs (the
+	// demo site, see scanner.Replay), for the "replay" label; nil labels none.
+	Replayed func(store.Site) bool
 	// WebhookJitter delays each webhook scan (0-5 s); nil picks one at random. Tests inject one.
 	WebhookJitter func() time.Duration
 }
@@ -52,16 +59,16 @@ type Deps struct {
 // server holds the dependencies every handler shares.
 type server struct {
 	Deps
-	base         *url.URL
-	secure       bool // BaseURL is https: Secure, __Host- cookies and HSTS
-	cookieName   string
-	pages        *pages
-	tokens       AccessTokens // the OAuth server's; tests put in their own
-	loginIP      *limiter
-	loginAccount *limiter
-	signupIP     *limiter
-	registerIP   *limiter // dynamic client registration
-	revokeIP     *limiter // token revocation (RFC 7009 §5)
+	base       *url.URL
+	secure     bool // BaseURL is https: Secure, __Host- cookies and HSTS
+	cookieName string
+	pages      *pages
+	tokens     AccessTokens // the OAuth server's; tests put in their own
+	loginIP    *limiter
+	loginPair  *limiter // per (account, address)
+	signupIP   *limiter
+	registerIP *limiter // dynamic client registration
+	revokeIP   *limiter // token revocation (RFC 7009 §5)
 }
 
 // NewHandler returns the whole service as one http.Handler.
@@ -72,8 +79,17 @@ func NewHandler(d Deps) (http.Handler, error) {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
+	if d.Replayed == nil {
+		d.Replayed = func(store.Site) bool { return false }
+	}
 	if d.WebhookJitter == nil {
 		d.WebhookJitter = randomJitter
+	}
+	if d.SessionIdle <= 0 {
+		d.SessionIdle = 7 * 24 * time.Hour
+	}
+	if d.MaxSitesPerUser <= 0 {
+		d.MaxSitesPerUser = 50
 	}
 	if d.PasswordIterations == 0 {
 		d.PasswordIterations = store.PasswordIterations
@@ -91,16 +107,16 @@ func NewHandler(d Deps) (http.Handler, error) {
 		return nil, err
 	}
 	s := &server{
-		Deps:         d,
-		base:         base,
-		secure:       base.Scheme == "https",
-		pages:        pg,
-		tokens:       d.OAuth,
-		loginIP:      newLimiter(20, time.Minute/10, d.Now), // 20 failures, then one per 6 s
-		loginAccount: newLimiter(10, time.Minute, d.Now),    // 10 failures, then one a minute
-		signupIP:     newLimiter(10, 6*time.Minute, d.Now),  // 10 sign-ups, then one per 6 min
-		registerIP:   newLimiter(30, 10*time.Second, d.Now), // 30 registrations, then one per 10 s
-		revokeIP:     newLimiter(60, time.Second, d.Now),    // 60 revocations, then one a second
+		Deps:       d,
+		base:       base,
+		secure:     base.Scheme == "https",
+		pages:      pg,
+		tokens:     d.OAuth,
+		loginIP:    newLimiter(20, time.Minute/10, d.Now), // 20 failures, then one per 6 s
+		loginPair:  newLimiter(10, time.Minute, d.Now),    // 10 failures for one account from one address, then one a minute
+		signupIP:   newLimiter(10, 6*time.Minute, d.Now),  // 10 sign-ups, then one per 6 min
+		registerIP: newLimiter(30, 10*time.Second, d.Now), // 30 registrations, then one per 10 s
+		revokeIP:   newLimiter(60, time.Second, d.Now),    // 60 revocations, then one a second
 	}
 	s.cookieName = "session"
 	if s.secure {

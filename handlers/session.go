@@ -12,7 +12,8 @@ import (
 	"sitepulse/store"
 )
 
-// sessionTTL is the absolute lifetime of a session.
+// sessionTTL is the absolute lifetime of a session. Within it, a session also
+// ends after Deps.SessionIdle without a request (SESSION_IDLE_MINUTES).
 const sessionTTL = 30 * 24 * time.Hour
 
 // visitor is the signed-in user of a request and their session.
@@ -29,18 +30,29 @@ func visitorFrom(ctx context.Context) *visitor {
 	return v
 }
 
-// loadVisitor reads the session cookie; nil when there is none or it is unknown or expired.
+// loadVisitor reads the session cookie; nil when there is none or it is unknown, expired or
+// idle for longer than SessionIdle (then it is deleted). A request records the session's use,
+// at most once per store.SessionTouchGranularity.
 func (s *server) loadVisitor(r *http.Request) (*visitor, error) {
 	c, err := r.Cookie(s.cookieName)
 	if err != nil || c.Value == "" || len(c.Value) > 200 {
 		return nil, nil
 	}
-	sess, err := s.Store.SessionByHash(r.Context(), store.HashSecret(c.Value), s.Now())
+	now := s.Now()
+	sess, err := s.Store.SessionByHash(r.Context(), store.HashSecret(c.Value), now)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
+	}
+	switch idle := now.Sub(sess.SeenAt); {
+	case idle > s.SessionIdle:
+		return nil, s.Store.DeleteSession(r.Context(), sess.TokenHash)
+	case idle >= store.SessionTouchGranularity:
+		if err := s.Store.TouchSession(r.Context(), sess.TokenHash, now); err != nil {
+			return nil, err
+		}
 	}
 	u, err := s.Store.UserByID(r.Context(), sess.UserID)
 	if errors.Is(err, store.ErrNotFound) {

@@ -15,12 +15,20 @@ import (
 type budgetRow struct {
 	Metric, Label, Unit, Hint string
 	Value                     string // as typed, or the stored threshold
+	Strategy                  string // mobile, desktop or both
 	Error                     string
 }
 
 func newBudgetRow(metric string) budgetRow {
 	m, _ := analysis.Lookup(metric)
-	return budgetRow{Metric: metric, Label: m.Label, Unit: m.Unit}
+	return budgetRow{Metric: metric, Label: m.Label, Unit: m.Unit, Strategy: store.StrategyBoth}
+}
+
+// budgetStrategies are the strategies a budget may apply to, in the editor's order.
+var budgetStrategies = []string{store.StrategyBoth, store.StrategyMobile, store.StrategyDesktop}
+
+func validBudgetStrategy(s string) bool {
+	return s == store.StrategyBoth || s == store.StrategyMobile || s == store.StrategyDesktop
 }
 
 // ruleForm is the add-an-alert-rule form.
@@ -37,6 +45,7 @@ type budgetsData struct {
 	Rules        []store.AlertRule
 	Rule         ruleForm
 	Metrics      []string
+	Strategies   []string
 }
 
 // budgetMetrics are the names of the metrics a budget or rule may name, scores first.
@@ -68,7 +77,7 @@ func parseThreshold(metric, in string) (float64, string) {
 
 func (s *server) budgetsPage(w http.ResponseWriter, r *http.Request, status int, site store.Site, d budgetsData) {
 	uid := visitorFrom(r.Context()).User.ID
-	d.Site, d.Metrics = site, budgetMetrics()
+	d.Site, d.Metrics, d.Strategies = site, budgetMetrics(), budgetStrategies
 	if d.Budgets == nil {
 		budgets, err := s.Store.Budgets(r.Context(), uid, site.ID)
 		if err != nil {
@@ -77,8 +86,8 @@ func (s *server) budgetsPage(w http.ResponseWriter, r *http.Request, status int,
 		}
 		for _, m := range d.Metrics {
 			row := newBudgetRow(m)
-			if v, ok := budgets[m]; ok {
-				row.Value = strconv.FormatFloat(v, 'f', -1, 64)
+			if b, ok := budgets[m]; ok {
+				row.Value, row.Strategy = strconv.FormatFloat(b.Threshold, 'f', -1, 64), b.Strategy
 			}
 			d.Budgets = append(d.Budgets, row)
 		}
@@ -105,7 +114,8 @@ func (s *server) handleBudgets() http.Handler {
 	})
 }
 
-// handleSaveBudgets replaces the site's budgets with the form's: an empty field means no budget.
+// handleSaveBudgets replaces the site's budgets with the form's: an empty field means no budget;
+// a missing strategy means both.
 func (s *server) handleSaveBudgets() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		site, ok := s.ownSite(w, r)
@@ -113,16 +123,22 @@ func (s *server) handleSaveBudgets() http.Handler {
 			return
 		}
 		d := budgetsData{}
-		budgets := map[string]float64{}
+		budgets := map[string]store.Budget{}
 		for _, m := range budgetMetrics() {
 			row := newBudgetRow(m)
 			row.Value = strings.TrimSpace(r.PostForm.Get("budget_" + m))
-			if row.Value != "" {
+			if st := r.PostForm.Get("strategy_" + m); st != "" {
+				row.Strategy = st
+			}
+			switch {
+			case !validBudgetStrategy(row.Strategy):
+				row.Strategy, row.Error, d.BudgetsError = store.StrategyBoth, "Choose both, mobile or desktop.", true
+			case row.Value != "":
 				v, msg := parseThreshold(m, row.Value)
 				if msg != "" {
 					row.Error, d.BudgetsError = msg, true
 				} else {
-					budgets[m] = v
+					budgets[m] = store.Budget{Threshold: v, Strategy: row.Strategy}
 				}
 			}
 			d.Budgets = append(d.Budgets, row)

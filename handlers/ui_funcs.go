@@ -5,7 +5,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"time"
 
 	"sitepulse/scanner/analysis"
 	"sitepulse/store"
@@ -51,17 +50,6 @@ var uiFuncs = template.FuncMap{
 		s = mdLink.ReplaceAllString(s, "$1")
 		return strings.ReplaceAll(s, "`", "")
 	},
-	"shortdate": func(t any) string {
-		switch v := t.(type) {
-		case time.Time:
-			return v.UTC().Format("2 Jan 2006, 15:04")
-		case *time.Time:
-			if v != nil {
-				return v.UTC().Format("2 Jan 2006, 15:04")
-			}
-		}
-		return ""
-	},
 	"triggerLabel": func(t string) string {
 		switch t {
 		case store.TriggerWebhook:
@@ -72,6 +60,8 @@ var uiFuncs = template.FuncMap{
 			return "the demo"
 		case store.TriggerImport:
 			return "the import from the platform"
+		case store.TriggerSchedule:
+			return "the schedule"
 		}
 		return t
 	},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -50,10 +51,39 @@ type scanPageData struct {
 	Site     store.Site
 	Scan     store.Scan
 	Terminal bool
+	Replay   bool      // the site's audits are replayed from recorded runs (the demo)
 	Wait     *scanWait // why an unfinished scan waits for its next attempt; nil when it does not
 	Results  []store.PageResult
-	Errors   []store.PageError
+	Errors   []errorGroup // failed audits, identical errors told once
+	Progress progress
 	Scores   []strategyView
+}
+
+// progress is how far a scan is: audits done (with a result), failed, in all, and in flight
+// (a running scan's, as its worker last wrote them).
+type progress struct {
+	Done, Failed, Total, InFlight int
+}
+
+func newProgress(scan store.Scan, failed int) progress {
+	p := progress{Done: scan.PagesDone - failed, Failed: failed, Total: scan.PagesTotal}
+	if scan.Status == store.StatusRunning {
+		p.InFlight = scan.AuditsInFlight
+	}
+	return p
+}
+
+// Line says the counts: "4 done, 6 failed of 10 audits", or "4 of 10 audits done" with no
+// failure, then " · 8 in flight" while audits are.
+func (p progress) Line() string {
+	line := strconv.Itoa(p.Done) + " of " + strconv.Itoa(p.Total) + " audits done"
+	if p.Failed > 0 {
+		line = strconv.Itoa(p.Done) + " done, " + strconv.Itoa(p.Failed) + " failed of " + strconv.Itoa(p.Total) + " audits"
+	}
+	if p.InFlight > 0 {
+		line += " · " + strconv.Itoa(p.InFlight) + " in flight"
+	}
+	return line
 }
 
 func (s *server) handleScan() http.Handler {
@@ -63,7 +93,7 @@ func (s *server) handleScan() http.Handler {
 			return
 		}
 		uid := visitorFrom(r.Context()).User.ID
-		d := scanPageData{Site: site, Scan: scan, Terminal: terminal(scan.Status)}
+		d := scanPageData{Site: site, Scan: scan, Terminal: terminal(scan.Status), Replay: s.Replayed(site)}
 		var err error
 		// The pages table and the summaries read only scores and vitals: PageMetrics, as on the
 		// site page, skips decoding every audit of the scan.
@@ -71,10 +101,12 @@ func (s *server) handleScan() http.Handler {
 			s.error(w, r, err, "")
 			return
 		}
-		if d.Errors, err = s.Store.PageErrors(r.Context(), uid, scan.ID); err != nil {
+		errs, err := s.Store.PageErrors(r.Context(), uid, scan.ID)
+		if err != nil {
 			s.error(w, r, err, "")
 			return
 		}
+		d.Errors, d.Progress = groupAuditErrors(errs), newProgress(scan, len(errs))
 		if !d.Terminal {
 			if d.Wait, err = s.scanWait(r.Context(), uid, scan.ID); err != nil {
 				s.error(w, r, err, "")
@@ -91,9 +123,11 @@ func (s *server) handleScan() http.Handler {
 type scanEvent struct {
 	ScanID         string    `json:"scanId"`
 	Status         string    `json:"status"`
-	PagesDone      int       `json:"pagesDone"`
+	PagesDone      int       `json:"pagesDone"` // with a result or an error
+	PagesFailed    int       `json:"pagesFailed"`
 	PagesTotal     int       `json:"pagesTotal"`
-	AuditsInFlight int       `json:"auditsInFlight"`
+	AuditsInFlight int       `json:"auditsInFlight"` // of a running scan
+	Progress       string    `json:"progress"`       // the counts in words (progress.Line)
 	Waiting        *scanWait `json:"waiting,omitempty"`
 }
 
@@ -142,9 +176,13 @@ func (s *server) handleScanEvents() http.Handler {
 				ev.AuditsInFlight = scan.AuditsInFlight
 			}
 			if !terminal(scan.Status) {
-				var err error
-				if ev.Waiting, err = s.scanWait(r.Context(), uid, scan.ID); err != nil {
+				errs, err := s.Store.PageErrors(r.Context(), uid, scan.ID)
+				if err != nil {
 					return // the store failed; the script stops listening when the stream ends
+				}
+				ev.PagesFailed, ev.Progress = len(errs), newProgress(scan, len(errs)).Line()
+				if ev.Waiting, err = s.scanWait(r.Context(), uid, scan.ID); err != nil {
+					return
 				}
 			}
 			b, _ := json.Marshal(ev)

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -93,16 +94,20 @@ func (s *server) ownSite(w http.ResponseWriter, r *http.Request) (store.Site, bo
 
 // siteForm is the add/edit form: what the person typed, and a message per field.
 type siteForm struct {
-	ID     string // empty when adding
-	Name   string
-	Domain string
-	Pages  string // one path a line
-	Errors map[string]string
+	ID       string // empty when adding
+	Name     string
+	Domain   string
+	Pages    string // one path a line
+	Schedule string // off, daily or weekly
+	Errors   map[string]string
 }
 
 func formOf(site store.Site) siteForm {
-	return siteForm{ID: site.ID, Name: site.Name, Domain: site.Domain, Pages: strings.Join(site.Pages, "\n")}
+	return siteForm{ID: site.ID, Name: site.Name, Domain: site.Domain, Pages: strings.Join(site.Pages, "\n"), Schedule: site.Schedule}
 }
+
+// Schedules are the choices of the form's schedule field.
+func (siteForm) Schedules() []string { return store.Schedules }
 
 // Limits of the site form.
 const (
@@ -116,8 +121,15 @@ func (f *siteForm) parse(r *http.Request) store.Site {
 	f.Name = strings.TrimSpace(r.PostForm.Get("name"))
 	f.Domain = strings.TrimSpace(r.PostForm.Get("domain"))
 	f.Pages = r.PostForm.Get("pages")
+	f.Schedule = strings.TrimSpace(r.PostForm.Get("schedule"))
+	if f.Schedule == "" {
+		f.Schedule = store.ScheduleOff
+	}
 	f.Errors = map[string]string{}
-	site := store.Site{Name: f.Name, Pages: []string{}}
+	site := store.Site{Name: f.Name, Pages: []string{}, Schedule: f.Schedule}
+	if !slices.Contains(store.Schedules, f.Schedule) {
+		f.Errors["schedule"] = "Choose off, daily or weekly."
+	}
 
 	if n := utf8.RuneCountInString(f.Name); n == 0 || n > maxSiteName || !utf8.ValidString(f.Name) || hasControl(f.Name) {
 		f.Errors["name"] = "Give the site a name of 1 to 100 characters."
@@ -220,13 +232,19 @@ func (s *server) handleCreateSite() http.Handler {
 		site := f.parse(r)
 		if len(f.Errors) == 0 {
 			site.ID, site.UserID, site.CreatedAt = store.NewID(), v.User.ID, s.Now()
-			if err := s.Store.CreateSite(r.Context(), site); err != nil {
+			site.NextScanAt = store.NextScanAt(site.Schedule, s.Now(), s.Now())
+			err := s.Store.CreateSiteWithin(r.Context(), site, s.MaxSitesPerUser)
+			switch {
+			case errors.Is(err, store.ErrLimit):
+				f.Errors["form"] = fmt.Sprintf("This account already has %d sites, the most one account may have here. Delete a site to add another.", s.MaxSitesPerUser)
+			case err != nil:
 				s.error(w, r, err, "")
 				return
+			default:
+				s.Log.Info("site created", "user", v.User.ID, "site", site.ID)
+				http.Redirect(w, r, "/sites/"+site.ID+"?done=site-added", http.StatusSeeOther)
+				return
 			}
-			s.Log.Info("site created", "user", v.User.ID, "site", site.ID)
-			http.Redirect(w, r, "/sites/"+site.ID+"?done=site-added", http.StatusSeeOther)
-			return
 		}
 		s.render(w, r, http.StatusUnprocessableEntity, "site_form", page{Title: "Add a site", Data: f})
 	})
@@ -251,7 +269,10 @@ func (s *server) handleUpdateSite() http.Handler {
 		f := siteForm{ID: old.ID}
 		site := f.parse(r)
 		if len(f.Errors) == 0 {
-			site.ID, site.UserID, site.Founding = old.ID, old.UserID, old.Founding
+			site.ID, site.UserID, site.Founding, site.NextScanAt = old.ID, old.UserID, old.Founding, old.NextScanAt
+			if site.Schedule != old.Schedule { // a new schedule starts a period from now
+				site.NextScanAt = store.NextScanAt(site.Schedule, s.Now(), s.Now())
+			}
 			err := s.Store.UpdateSite(r.Context(), site)
 			switch {
 			case err != nil:
@@ -322,9 +343,11 @@ type strategyView struct {
 	Pages    int
 }
 
-// vitalView is a site-level vital: the worst page's value for the strategy.
+// vitalView is a site-level vital: the worst page's value for the strategy. Field marks a
+// CrUX field value (INP) among the lab measurements.
 type vitalView struct {
 	Metric, Label string
+	Field         bool
 	Value         *float64
 	PagePath      string
 }
@@ -340,7 +363,7 @@ func strategySummary(results []store.PageResult, strategy string) strategyView {
 	}
 	sv := strategyView{Strategy: strategy, Scores: analysis.ScanScores(mine), Pages: len(mine)}
 	for _, m := range analysis.BudgetVitals() {
-		vv := vitalView{Metric: m.Name, Label: m.Label}
+		vv := vitalView{Metric: m.Name, Label: m.Label, Field: m.Field}
 		for _, r := range mine {
 			x := analysis.VitalOf(r.CoreWebVitals, m.Name)
 			if x != nil && (vv.Value == nil || *x > *vv.Value) {
@@ -369,16 +392,19 @@ type sitePageData struct {
 	Site        store.Site
 	Latest      *store.Scan
 	Strategies  []strategyView
-	Chart       any // template.HTML of the trend chart
+	Charts      []trendChart // the trend's tabs
 	ChartScans  int
-	Legend      any
 	History     []store.Scan
 	Regressions []analysis.Regression
 	Previous    *store.Scan
 	Violations  []analysis.Violation
 	HasBudgets  bool
 	InFlight    *store.Scan
+	Troubled    *store.Scan  // the newest scan, when some of its audits failed
+	Errors      []errorGroup // those failures, identical errors told once
+	CI          ciSnippet
 	ScanActive  bool // "Scan now" was refused: SCAN_ALREADY_ACTIVE
+	Replay      bool // the site's audits are replayed from recorded runs (the demo)
 }
 
 // handleSite is a site's page: latest scores per strategy, vitals, trend, history, regressions.
@@ -389,7 +415,8 @@ func (s *server) handleSite() http.Handler {
 			return
 		}
 		ctx, uid := r.Context(), visitorFrom(r.Context()).User.ID
-		d := sitePageData{Site: site, Legend: trendSeries, ScanActive: r.URL.Query().Get("done") == "scan-active"}
+		d := sitePageData{Site: site, ScanActive: r.URL.Query().Get("done") == "scan-active", CI: newCISnippet(s.BaseURL, site.ID),
+			Replay: s.Replayed(site)}
 		completed, err := s.Store.CompletedScans(ctx, uid, site.ID, 20)
 		if err != nil {
 			s.error(w, r, err, "")
@@ -401,39 +428,57 @@ func (s *server) handleSite() http.Handler {
 			return
 		}
 		d.History = history
+		if len(history) > 0 {
+			errs, err := s.Store.PageErrors(ctx, uid, history[0].ID)
+			if err != nil {
+				s.error(w, r, err, "")
+				return
+			}
+			if len(errs) > 0 {
+				d.Troubled, d.Errors = &history[0], groupAuditErrors(errs)
+			}
+		}
 		for i := range history {
 			if history[i].Status == store.StatusQueued || history[i].Status == store.StatusRunning {
 				d.InFlight = &history[i]
 				break
 			}
 		}
+		// The trend's vitals, the summaries, regressions and budgets read only scores and
+		// vitals: PageMetricsOf skips decoding every audit (the load test's site page ran at a
+		// third of the speed with PageResults), for the last completed scans in one round trip.
+		ids := make([]string, len(completed))
+		for i, c := range completed {
+			ids[i] = c.ID
+		}
+		byScan, err := s.Store.PageMetricsOf(ctx, uid, ids)
+		if err != nil {
+			s.error(w, r, err, "")
+			return
+		}
+		metrics := make([][]store.PageResult, len(completed))
+		for i, c := range completed {
+			metrics[i] = byScan[c.ID]
+		}
 		points := make([]trendPoint, 0, len(completed))
 		for i := len(completed) - 1; i >= 0; i-- {
 			c := completed[i]
 			if c.CompletedAt != nil {
-				points = append(points, trendPoint{At: *c.CompletedAt, Scores: c.Scores})
+				p := trendPoint{At: *c.CompletedAt, Scores: c.Scores, Vitals: map[string]*float64{}}
+				for _, m := range trendVitals {
+					p.Vitals[m] = analysis.SiteVital(metrics[i], m)
+				}
+				points = append(points, p)
 			}
 		}
-		d.Chart, d.ChartScans = trendSVG(points), len(points)
+		d.Charts, d.ChartScans = trendCharts(points), len(points)
 		if len(completed) > 0 {
 			d.Latest = &completed[0]
-			// Summaries, regressions and budgets read only scores and vitals: PageMetrics skips
-			// decoding every audit of two scans on each view (the load test's site page ran at a
-			// third of the speed with PageResults).
-			latest, err := s.Store.PageMetrics(ctx, uid, d.Latest.ID)
-			if err != nil {
-				s.error(w, r, err, "")
-				return
-			}
+			latest := metrics[0]
 			d.Strategies = strategySummaries(latest)
 			if len(completed) > 1 {
 				d.Previous = &completed[1]
-				prev, err := s.Store.PageMetrics(ctx, uid, d.Previous.ID)
-				if err != nil {
-					s.error(w, r, err, "")
-					return
-				}
-				d.Regressions = analysis.Regressions(prev, latest)
+				d.Regressions = analysis.Regressions(metrics[1], latest)
 			}
 			budgets, err := s.Store.Budgets(ctx, uid, site.ID)
 			if err != nil {

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -39,7 +40,8 @@ func newUIFixture(t *testing.T, poll time.Duration, st store.Store) *uiFixture {
 	t.Helper()
 	ts := &testServer{store: st, now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
 	h, err := NewHandler(withServers(Deps{Store: st, BaseURL: "http://sitepulse.test",
-		Now: func() time.Time { return ts.now }, PasswordIterations: 1000, ScanPollInterval: poll}))
+		Now: func() time.Time { return ts.now }, PasswordIterations: 1000, ScanPollInterval: poll,
+		Replayed: func(s store.Site) bool { return s.Domain == "demo.sitepulse.test" }}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,11 +103,21 @@ func testUIPages(t *testing.T, f *uiFixture) {
 		{"the site page shows both strategies, vitals, trend, regressions, history and exports", "/sites/" + f.site,
 			[]string{"Mobile", "Desktop", "Core Web Vitals", `<svg class="trend"`, "Regressions", "Scan history",
 				"/api/sites/" + f.site + "/export?format=csv&amp;scanId=" + f.scan, "format=json", "Scan now",
-				"/sites/" + f.site + "/edit", "/sites/" + f.site + "/budgets", "/pricing", "budgets broken"}},
+				"/sites/" + f.site + "/edit", "/sites/" + f.site + "/budgets", "/pricing", "budgets broken", ">replay</span>"}},
+		{"the site page shows the site id to copy and this site's budget check for CI", "/sites/" + f.site,
+			[]string{`<code id="site-id">` + f.site + `</code>`, `data-copy="site-id"`, `/static/copy.js`, "GitHub Actions step",
+				"curl -sS -X POST http://sitepulse.test/api/external/budget-check", `{&#34;siteId&#34;:&#34;` + f.site + `&#34;}`,
+				"secrets.SITEPULSE_API_KEY", `href="/settings#api-keys"`}},
 		{"the scan page lists every page and strategy", "/sites/" + f.site + "/scans/" + f.scan,
-			[]string{"/pricing", "desktop", "mobile", "Export CSV", "page?path=%2fpricing&amp;strategy=mobile"}},
+			[]string{"/pricing", "desktop", "mobile", "Export CSV", "page?path=%2fpricing&amp;strategy=mobile", ">replay</span>"}},
 		{"the drill-down shows opportunities, LCP element, shifts, third parties, accessibility", pageOf,
-			[]string{"Opportunities", "Largest Contentful Paint element", "Layout shifts", "Third-party scripts", "Accessibility issues", "See desktop"}},
+			[]string{"Opportunities", "Largest Contentful Paint element", "Layout shifts", "Third-party scripts", "Accessibility issues", "See desktop",
+				"Lab metrics", "Field data"}},
+		{"the site page's trend has tabs for scores, health, LCP, CLS and TBT", "/sites/" + f.site,
+			[]string{`id="trend-scores" checked`, `id="trend-health"`, `id="trend-lcp"`, `id="trend-cls"`, `id="trend-tbt"`,
+				"Largest Contentful Paint of the slowest page", `aria-label="Total Blocking Time of the last 2 completed scans`}},
+		{"the site page labels INP, a CrUX value, as field data", "/sites/" + f.site,
+			[]string{`<span class="v-name">INP <abbr class="v-src" title="field data: real users, Chrome UX Report">field</abbr></span>`, "INP is field data"}},
 		{"the budgets page lists every metric and the demo's alert rule", "/sites/" + f.site + "/budgets",
 			[]string{`name="budget_performance"`, `name="budget_cls"`, "Alert rules", "TBT", "Add a rule"}},
 		{"the edit form is filled in", "/sites/" + f.site + "/edit", []string{`value="Demo Site"`, "Delete this site"}},
@@ -120,6 +132,23 @@ func testUIPages(t *testing.T, f *uiFixture) {
 			}
 		})
 	}
+}
+
+func TestNotFoundNavigation(t *testing.T) { eachBackend(t, 0, testNotFoundNavigation) }
+
+func testNotFoundNavigation(t *testing.T, f *uiFixture) {
+	resp, body := f.a.get("/no-such-page")
+	wantStatus(t, resp, http.StatusNotFound)
+	for _, w := range []string{"There is no page at this address.", `<a href="/settings">Settings</a>`, `action="/logout"`} {
+		contains(t, body, w)
+	}
+	if strings.Contains(body, `href="/login"`) {
+		t.Error("a signed-in user's 404 page offers to log in")
+	}
+	anon := f.ts.browser(t)
+	resp, body = anon.get("/no-such-page")
+	wantStatus(t, resp, http.StatusNotFound)
+	contains(t, body, `href="/login"`)
 }
 
 // TestUIOwnerScoping walks every web UI route with user B's session on user A's ids: each
@@ -167,7 +196,7 @@ func testUIOwnerScoping(t *testing.T, f *uiFixture) {
 	}
 	if b, _ := f.ts.store.Budgets(ctx, f.a.userID, f.site); len(b) != 0 {
 		// The demo seeds budgets; B must not have replaced them with {lcp: 1}.
-		if b["lcp"] == 1 {
+		if b["lcp"].Threshold == 1 {
 			t.Errorf("A's budgets changed: %v", b)
 		}
 	}
@@ -208,7 +237,11 @@ func TestUICSRFRefused(t *testing.T) { eachBackend(t, 0, testUICSRFRefused) }
 func testUICSRFRefused(t *testing.T, f *uiFixture) {
 	for _, path := range []string{"/sites", "/sites/" + f.site, "/sites/" + f.site + "/delete", "/sites/" + f.site + "/scan",
 		"/sites/" + f.site + "/budgets", "/sites/" + f.site + "/alert-rules", "/reports/" + store.NewID() + "/revoke"} {
-		for name, token := range map[string]string{"missing": "", "wrong": "x" + f.a.csrf[1:]} {
+		wrong := "x" + f.a.csrf[1:]
+		if wrong == f.a.csrf { // one token in 64 starts with x already
+			wrong = "y" + f.a.csrf[1:]
+		}
+		for name, token := range map[string]string{"missing": "", "wrong": wrong} {
 			t.Run(name+" token "+path, func(t *testing.T) {
 				form := url.Values{"name": {"x"}, "domain": {"x.example"}, "confirm": {"yes"}}
 				if token != "" {
@@ -388,14 +421,23 @@ func testBudgetsEditor(t *testing.T, f *uiFixture) {
 		})
 	}
 
-	resp, _ := f.a.postCSRF(path, url.Values{"budget_performance": {"90"}, "budget_lcp": {" 2500 "}, "budget_cls": {"0.1"}, "budget_seo": {""}})
+	t.Run("a budget for an unknown strategy is refused", func(t *testing.T) {
+		resp, body := f.a.postCSRF(path, url.Values{"budget_seo": {"80"}, "strategy_seo": {"tablet"}})
+		wantStatus(t, resp, http.StatusUnprocessableEntity)
+		contains(t, body, "Choose both, mobile or desktop")
+	})
+
+	resp, _ := f.a.postCSRF(path, url.Values{"budget_performance": {"90"}, "strategy_performance": {"mobile"},
+		"budget_lcp": {" 2500 "}, "strategy_lcp": {"desktop"}, "budget_cls": {"0.1"}, "budget_seo": {""}})
 	wantStatus(t, resp, http.StatusSeeOther)
 	got, _ := f.ts.store.Budgets(ctx, f.a.userID, f.site)
-	if len(got) != 3 || got["performance"] != 90 || got["lcp"] != 2500 || got["cls"] != 0.1 {
-		t.Errorf("budgets %v", got)
+	want := map[string]store.Budget{"performance": {Threshold: 90, Strategy: "mobile"}, "lcp": {Threshold: 2500, Strategy: "desktop"}, "cls": {Threshold: 0.1, Strategy: "both"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("budgets %v, want %v (a form without a strategy means both)", got, want)
 	}
 	_, body := f.a.get(path)
 	contains(t, body, `value="2500"`)
+	contains(t, body, `<option value="mobile" selected>mobile only</option>`)
 
 	// Alert rules: refused with a message per field, added, changed, deleted.
 	for _, tt := range []struct {
@@ -425,11 +467,13 @@ func testBudgetsEditor(t *testing.T, f *uiFixture) {
 	if added.Metric != "inp" || added.Operator != "max" || added.Threshold != 200 {
 		t.Errorf("added %+v", added)
 	}
-	resp, _ = f.a.postCSRF("/sites/"+f.site+"/alert-rules", url.Values{"metric": {"inp"}, "operator": {"max"}, "threshold": {"300"}, "replaces": {added.ID}})
+	_, body = f.a.get(path)
+	contains(t, body, `<select id="o-`+added.ID+`" name="operator"`)
+	resp, _ = f.a.postCSRF("/sites/"+f.site+"/alert-rules", url.Values{"metric": {"inp"}, "operator": {"min"}, "threshold": {"300"}, "replaces": {added.ID}})
 	wantStatus(t, resp, http.StatusSeeOther)
 	rules, _ = f.ts.store.AlertRules(ctx, f.a.userID, f.site)
-	if len(rules) != len(rules0)+1 || rules[len(rules)-1].Threshold != 300 || rules[len(rules)-1].ID != added.ID {
-		t.Errorf("after change: %+v, want rule %s changed in place", rules, added.ID)
+	if r := rules[len(rules)-1]; len(rules) != len(rules0)+1 || r.Threshold != 300 || r.Operator != "min" || r.ID != added.ID {
+		t.Errorf("after change: %+v, want rule %s changed in place to at least 300", rules, added.ID)
 	}
 	changed := rules[len(rules)-1].ID
 	resp, _ = f.a.postCSRF("/sites/"+f.site+"/alert-rules/"+changed+"/delete", nil)
@@ -568,8 +612,8 @@ func testScanEvents(t *testing.T, f *uiFixture) {
 				_, body := f.a.get("/sites/" + f.site + "/scans/" + scan.ID)
 				contains(t, body, "0 of 4 audits done · 3 in flight")
 			case e.Status == store.StatusRunning:
-				if e.PagesTotal != 4 || e.AuditsInFlight != 3 {
-					t.Errorf("running event %+v, want 4 audits, 3 in flight", e)
+				if e.PagesTotal != 4 || e.PagesFailed != 0 || e.AuditsInFlight != 3 || e.Progress != "0 of 4 audits done · 3 in flight" {
+					t.Errorf("running event %+v, want 4 audits, none failed, 3 in flight", e)
 				}
 				// The stream may have sent a second running event before this one was read;
 				// the scan is completed once.
@@ -596,13 +640,13 @@ func testScanEvents(t *testing.T, f *uiFixture) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		const reason = "PSI unavailable until 2026-11-23T12:30:38Z: PSI answered 503 <three> times"
+		const reason = "PSI unavailable until 23 Nov 2026, 12:30 UTC: PSI answered 503 <three> times"
 		runAt := f.ts.now.Add(30 * time.Minute).Truncate(time.Minute)
 		if err := st.RetryJob(ctx, job.Lease(), runAt, reason); err != nil {
 			t.Fatal(err)
 		}
 		_, body := f.a.get("/sites/" + f.site + "/scans/" + scan.ID)
-		contains(t, body, "Waiting for the next try at <span data-wait-at>"+runAt.UTC().Format("2 Jan 2006, 15:04")+"</span> UTC")
+		contains(t, body, "Waiting for the next try at <span data-wait-at><time datetime=\""+runAt.UTC().Format(time.RFC3339)+"\">"+runAt.UTC().Format("2 Jan 2006, 15:04")+" UTC</time></span>")
 		contains(t, body, "PSI answered 503 &lt;three&gt; times")
 		_, body = f.b.get("/sites/" + f.site + "/scans/" + scan.ID)
 		if strings.Contains(body, "PSI answered") {
@@ -665,18 +709,18 @@ func TestTrendSVG(t *testing.T) {
 		paths   int
 	}{
 		{name: "no scans draw nothing", points: nil},
-		{name: "one scan is a dot per category in the middle", points: []trendPoint{{day(1), full(50)}},
+		{name: "one scan is a dot per category in the middle", points: []trendPoint{{At: day(1), Scores: full(50)}},
 			want: []string{`cx="334"`, `d="M334 101"`, ">1 Nov<"}, circles: 4, paths: 4},
-		{name: "scores map 100 to the top and 0 to the bottom", points: []trendPoint{{day(1), full(100)}, {day(2), full(0)}},
-			want: []string{`d="M40 10 L628 192"`, ">1 Nov<", ">2 Nov<", "Performance 100 · 1 Nov 2026 09:00"}, circles: 8, paths: 4},
-		{name: "a missing score breaks its line", points: []trendPoint{{day(1), full(10)}, {day(2), store.ScanScores{SEO: p(90), Accessibility: p(80), BestPractices: p(70)}}, {day(3), full(30)}},
+		{name: "scores map 100 to the top and 0 to the bottom", points: []trendPoint{{At: day(1), Scores: full(100)}, {At: day(2), Scores: full(0)}},
+			want: []string{`d="M40 10 L628 192"`, ">1 Nov<", ">2 Nov<", "Performance 100 · 1 Nov 2026, 09:00 UTC"}, circles: 8, paths: 4},
+		{name: "a missing score breaks its line", points: []trendPoint{{At: day(1), Scores: full(10)}, {At: day(2), Scores: store.ScanScores{SEO: p(90), Accessibility: p(80), BestPractices: p(70)}}, {At: day(3), Scores: full(30)}},
 			want: []string{`d="M40 173.8 M628 137.4"`}, circles: 11, paths: 4},
-		{name: "a category with no score at all has no line", points: []trendPoint{{day(1), store.ScanScores{SEO: p(1)}}, {day(2), store.ScanScores{SEO: p(2)}}},
+		{name: "a category with no score at all has no line", points: []trendPoint{{At: day(1), Scores: store.ScanScores{SEO: p(1)}}, {At: day(2), Scores: store.ScanScores{SEO: p(2)}}},
 			notWant: []string{"s-perf", "s-a11y"}, circles: 2, paths: 1},
 		{name: "twenty scans label the first, middle and last", points: func() []trendPoint {
 			var ps []trendPoint
 			for i := 1; i <= 20; i++ {
-				ps = append(ps, trendPoint{day(i), full(i * 5)})
+				ps = append(ps, trendPoint{At: day(i), Scores: full(i * 5)})
 			}
 			return ps
 		}(), want: []string{">1 Nov<", ">11 Nov<", ">20 Nov<", "last 20 completed scans"}, circles: 80, paths: 4},
@@ -736,13 +780,30 @@ func testScanPageFailedWithPageErrors(t *testing.T, f *uiFixture) {
 			t.Fatal(err)
 		}
 	}
-	must(st.StartScan(ctx, job.Lease(), 2, f.ts.now))
-	must(st.SavePageError(ctx, job.Lease(), store.PageError{ScanID: scan.ID, PagePath: "/", PageURL: "https://demo.sitepulse.test/", Strategy: "mobile", Error: "Lighthouse error NO_FCP <b>"}))
-	must(st.FailScan(ctx, job.Lease(), "no page could be audited", f.ts.now))
+	must(st.StartScan(ctx, job.Lease(), 4, f.ts.now))
+	dns := "PSI request failed: dial tcp: lookup www.googleapis.com: no such host (gave up after 3 attempts)"
+	for _, e := range []store.PageError{
+		{ScanID: scan.ID, PagePath: "/", PageURL: "https://demo.sitepulse.test/", Strategy: "mobile", Error: "Lighthouse error NO_FCP <b>"},
+		{ScanID: scan.ID, PagePath: "/", PageURL: "https://demo.sitepulse.test/", Strategy: "desktop", Error: dns},
+		{ScanID: scan.ID, PagePath: "/about", PageURL: "https://demo.sitepulse.test/about", Strategy: "mobile", Error: dns},
+	} {
+		must(st.SavePageError(ctx, job.Lease(), e))
+	}
+	r := fixtureResults(t, "about.desktop")[0]
+	r.PagePath = "/about"
+	must(st.SavePageResult(ctx, job.Lease(), r))
 
+	_, body := f.a.get("/sites/" + f.site + "/scans/" + scan.ID)
+	contains(t, body, "1 done, 3 failed of 4 audits")
+	contains(t, body, `<rect class="bar-done" width="1" height="1"></rect><rect class="bar-failed" x="1" width="3" height="1"></rect>`)
+
+	must(st.FailScan(ctx, job.Lease(), "no page could be audited", f.ts.now))
 	resp, body := f.a.get("/sites/" + f.site + "/scans/" + scan.ID)
 	wantStatus(t, resp, http.StatusOK)
-	for _, w := range []string{"This scan failed", "no page could be audited", "Pages that could not be audited", "NO_FCP &lt;b&gt;", "by a publish"} {
+	for _, w := range []string{"This scan failed", "no page could be audited", "Audits that failed",
+		"2 audits could not reach PageSpeed Insights (DNS lookup failed): check the network or PAGESPEED_API_URL.",
+		"1 audit failed: the error is below.", "<details><summary>Error and pages</summary>", "NO_FCP &lt;b&gt;",
+		`<span class="mono">/</span> desktop, <span class="mono">/about</span> mobile`, "by a publish"} {
 		contains(t, body, w)
 	}
 	if strings.Contains(body, "scan.js") {
@@ -750,4 +811,6 @@ func testScanPageFailedWithPageErrors(t *testing.T, f *uiFixture) {
 	}
 	_, body = f.a.get("/sites/" + f.site)
 	contains(t, body, "failed")
+	contains(t, body, "2 audits could not reach PageSpeed Insights (DNS lookup failed)")
+	contains(t, body, `href="/sites/`+f.site+`/scans/`+scan.ID+`#errors"`)
 }

@@ -14,9 +14,10 @@ import (
 	"sitepulse/store"
 )
 
-// webhookReplayWindow is how long an identical signed body is acknowledged and ignored:
-// the signature has no timestamp, so this is the replay guard.
-const webhookReplayWindow = 10 * time.Minute
+// webhookReplayWindow is how long a delivery seen before, by its signed body or by its `_id`,
+// is acknowledged and ignored : the signature has no timestamp, so this is the
+// replay guard. The store keeps it, so it holds across replicas.
+const webhookReplayWindow = 24 * time.Hour
 
 // maxWebhookJitter delays each webhook scan by up to this much (interface "Limits").
 const maxWebhookJitter = 5 * time.Second
@@ -61,14 +62,21 @@ func (s *server) handlePlatformWebhook() http.Handler {
 		json.Unmarshal(event["siteId"], &platformID) // absent or not a string: no site has it
 		ok := map[string]bool{"ok": true}
 		now := s.Now()
-		sum := sha256.Sum256(body)
-		seen, err := s.Store.SeenDelivery(r.Context(), hex.EncodeToString(sum[:]), now.Add(-webhookReplayWindow), now)
-		if err != nil {
-			s.error(w, r, err, "")
-			return
+		// Keys are recorded in order and the first seen one stops: of concurrent copies of a
+		// delivery, exactly one records every key new and has an effect.
+		seen := false
+		for _, key := range deliveryKeys(body, event["_id"]) {
+			var err error
+			if seen, err = s.Store.SeenDelivery(r.Context(), key, now.Add(-webhookReplayWindow), now); err != nil {
+				s.error(w, r, err, "")
+				return
+			}
+			if seen {
+				break
+			}
 		}
 		if seen {
-			s.Log.Info("webhook: identical delivery within 10 minutes ignored", "platform_site_id", platformID)
+			s.Log.Info("webhook: delivery seen within 24 hours ignored", "platform_site_id", platformID)
 			oauth.WriteJSON(w, http.StatusOK, ok)
 			return
 		}
@@ -105,6 +113,19 @@ func (s *server) handlePlatformWebhook() http.Handler {
 		}
 		oauth.WriteJSON(w, http.StatusOK, ok)
 	})
+}
+
+// deliveryKeys are the replay guard's keys of a delivery: the hash of its signed body and, when
+// it has one, of its event `_id`, so a re-serialized or re-signed copy of an event is caught too.
+func deliveryKeys(body []byte, rawID json.RawMessage) []string {
+	sum := sha256.Sum256(body)
+	keys := []string{hex.EncodeToString(sum[:])}
+	var id string
+	if json.Unmarshal(rawID, &id) == nil && id != "" {
+		sum := sha256.Sum256([]byte(id))
+		keys = append(keys, "id:"+hex.EncodeToString(sum[:]))
+	}
+	return keys
 }
 
 // validSignature checks x-platform-signature: the lower-case hex HMAC-SHA256 of the raw body

@@ -95,9 +95,14 @@ func (w *webhookRig) post(body, sig string) (int, string) {
 	return resp.StatusCode, readBody(w.t, resp)
 }
 
+// publish posts a signed publish event; extra fields make a distinct event with its own _id.
 func (w *webhookRig) publish(extra string) (int, string) {
-	body := fmt.Sprintf(`{"siteId":%q,"_id":"evt","publishedBy":{"name":"Ada"}%s}`, w.site.PlatformSiteID, extra)
+	body := w.event(extra)
 	return w.post(body, sign(webhookSecret, body))
+}
+
+func (w *webhookRig) event(extra string) string {
+	return fmt.Sprintf(`{"siteId":%q,"_id":"evt%x","publishedBy":{"name":"Ada"}%s}`, w.site.PlatformSiteID, sha256.Sum256([]byte(extra)), extra)
 }
 
 func (w *webhookRig) scans() []store.Scan {
@@ -199,8 +204,7 @@ func TestPlatformWebhookEnqueues(t *testing.T) {
 	}
 
 	// The same signed body again: acknowledged, ignored.
-	body := fmt.Sprintf(`{"siteId":%q,"_id":"evt","publishedBy":{"name":"Ada"}}`, w.site.PlatformSiteID)
-	if status, _ := w.post(body, sign(webhookSecret, body)); status != 200 {
+	if status, _ := w.publish(""); status != 200 {
 		t.Errorf("replay: %d, want 200", status)
 	}
 	// A second, different publish while the scan is in flight: 200, logged, no new scan.
@@ -212,6 +216,49 @@ func TestPlatformWebhookEnqueues(t *testing.T) {
 	}
 	if !strings.Contains(w.logs.String(), "SCAN_ALREADY_ACTIVE") {
 		t.Errorf("SCAN_ALREADY_ACTIVE not logged:\n%s", w.logs.String())
+	}
+}
+
+// A delivery has one effect for 24 hours, whether it comes back as the same signed body or as
+// the same event _id re-serialized; the guard is in the store, shared by every replica.
+func TestPlatformWebhookReplayWithin24Hours(t *testing.T) {
+	for _, b := range storetest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			w := newWebhookRig(t, b.Open(t), webhookSecret)
+			// finish ends the site's in-flight scan, so only the replay guard can stop a new one.
+			finish := func() {
+				t.Helper()
+				j, err := w.st.ClaimJob(ctx, store.QueueScan, "t", w.now.Add(time.Minute))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := w.st.FailScan(ctx, j.Lease(), "test", w.now); err != nil {
+					t.Fatal(err)
+				}
+			}
+			body := w.event("")
+			reserialized := strings.Replace(body, `{"siteId"`, `{ "siteId"`, 1)
+			w.publish("")
+			finish()
+			for _, step := range []struct {
+				after time.Duration
+				body  string
+				scans int
+			}{
+				{11 * time.Minute, body, 1},
+				{23 * time.Hour, reserialized, 1},
+				{time.Hour - 11*time.Minute + time.Second, body, 2}, // 24 h after the first delivery
+			} {
+				w.now = w.now.Add(step.after)
+				if status, _ := w.post(step.body, sign(webhookSecret, step.body)); status != 200 {
+					t.Fatalf("replay: %d, want 200", status)
+				}
+				if n := len(w.scans()); n != step.scans {
+					t.Fatalf("%d scans after a replay %s later, want %d", n, step.after, step.scans)
+				}
+			}
+		})
 	}
 }
 

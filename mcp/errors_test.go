@@ -64,9 +64,7 @@ func TestToolErrors(t *testing.T) {
 		want       string
 	}{
 		{"unknown site", "get_latest_scan", "", map[string]any{"siteId": unknown}, string(errSiteNotFound)},
-		{"site id not a uuid", "get_trend", "", map[string]any{"siteId": "mcp-check-no-such-site"}, string(errSiteNotFound)},
 		{"unknown scan", "get_lcp_elements", "", map[string]any{"scanId": unknown}, string(errScanNotFound)},
-		{"scan id not a uuid", "generate_client_report", "", map[string]any{"scanId": "scan_x"}, string(errScanNotFound)},
 		{"site id given as scan id", "get_page_details", "", map[string]any{"scanId": "<site>"}, string(errScanNotFound)},
 		{"page not in the scan", "get_page_details", "", map[string]any{"scanId": "<scan>", "pagePath": "/nope"}, `No mobile result for page "/nope" in this scan.`},
 		{"no completed scan: latest", "get_latest_scan", "other", map[string]any{"siteId": "<otherSite>"}, string(errNoScanYet)},
@@ -116,6 +114,11 @@ func TestInvalidArguments(t *testing.T) {
 		{"get_latest_scan", map[string]any{}, "siteId is required"},
 		{"get_latest_scan", map[string]any{"siteId": 12345}, "siteId must be a string"},
 		{"get_latest_scan", map[string]any{"siteId": nil}, "siteId must be a string, got null"},
+		{"get_latest_scan", map[string]any{"siteId": "not-a-uuid"}, `siteId must be a uuid such as`},
+		{"get_trend", map[string]any{"siteId": "mcp-check-no-such-site"}, `siteId must be a uuid`},
+		{"get_regression_report", map[string]any{"siteId": site[:35] + "g"}, `siteId must be a uuid`},
+		{"get_page_details", map[string]any{"scanId": "scan_x"}, `scanId must be a uuid`},
+		{"generate_client_report", map[string]any{"scanId": ""}, `scanId must be a uuid`},
 		{"get_latest_scan", map[string]any{"siteId": site, "extra": 1}, `unknown argument "extra"`},
 		{"list_sites", map[string]any{"siteId": site}, `unknown argument "siteId": this tool takes no arguments`},
 		{"get_page_details", map[string]any{"pagePath": "/"}, "scanId is required"},

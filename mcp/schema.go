@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"unicode/utf8"
+
+	"sitepulse/store"
 )
 
 // Schema is the JSON Schema subset the tools use. The same value is published by tools/list and
@@ -17,7 +19,7 @@ type Schema struct {
 	Properties           map[string]*Schema `json:"properties,omitempty"`
 	Required             []string           `json:"required,omitempty"`
 	AdditionalProperties *bool              `json:"additionalProperties,omitempty"`
-	Format               string             `json:"format,omitempty"` // an annotation (JSON Schema 2020-12 §7.2.1)
+	Format               string             `json:"format,omitempty"` // "uuid" is enforced, as the budget check's 422 is
 	Enum                 []string           `json:"enum,omitempty"`
 	MinLength            *int               `json:"minLength,omitempty"`
 	MaxLength            *int               `json:"maxLength,omitempty"`
@@ -83,6 +85,9 @@ func validateValue(name string, p *Schema, v any) string {
 		}
 		if p.MaxLength != nil && n > *p.MaxLength {
 			return fmt.Sprintf("%s must be at most %d characters, got %d", name, *p.MaxLength, n)
+		}
+		if p.Format == "uuid" && !store.ValidUUID(str) {
+			return fmt.Sprintf("%s must be a uuid such as 3f2c5a8e-1b7d-4c9a-9e2f-6a1d0c4b8e71, got %q", name, str)
 		}
 		if len(p.Enum) > 0 && !containsString(p.Enum, str) {
 			return fmt.Sprintf("%s must be one of %s, got %q", name, strings.Join(p.Enum, ", "), str)

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -32,8 +33,16 @@ type Store interface {
 	PageResults(ctx context.Context, userID, scanID string) ([]store.PageResult, error)
 	PageResult(ctx context.Context, userID, scanID, pagePath, strategy string) (store.PageResult, error)
 	PageMetrics(ctx context.Context, userID, scanID string) ([]store.PageResult, error)
-	CreateReport(ctx context.Context, r store.Report) error
+	CreateReportWithin(ctx context.Context, r store.Report, max int) error
 }
+
+// Fair-use limits (SECURITY §9): one account must not be able to flood the service.
+const (
+	// MaxBatch is the most calls one JSON-RPC batch may carry; a longer batch is one -32600 error.
+	MaxBatch = 50
+	// MaxActiveReports is the most unrevoked, unexpired reports one account may hold.
+	MaxActiveReports = 1000
+)
 
 // Server answers MCP requests.
 type Server struct {
@@ -118,6 +127,10 @@ func (s *Server) Serve(ctx context.Context, userID string, body []byte) (int, []
 		}
 		if len(batch) == 0 {
 			return 400, encode(response{JSONRPC: "2.0", ID: nullID, Error: &rpcError{CodeInvalidRequest, "Invalid Request: empty batch"}})
+		}
+		if len(batch) > MaxBatch {
+			return 400, encode(response{JSONRPC: "2.0", ID: nullID, Error: &rpcError{CodeInvalidRequest,
+				fmt.Sprintf("Invalid Request: a batch may carry at most %d calls; this one has %d", MaxBatch, len(batch))}})
 		}
 		out := make([]response, 0, len(batch))
 		for _, msg := range batch {

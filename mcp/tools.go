@@ -14,6 +14,7 @@ type tool struct {
 	Name        string
 	Title       string
 	Description string
+	Example     string // a prompt that leads a model to the tool, for the connect guide (/docs/mcp)
 	Input       *Schema
 	ReadOnly    bool
 	run         func(s *Server, ctx context.Context, userID string, a args) (any, error)
@@ -57,6 +58,7 @@ func object(required []string, props map[string]*Schema) *Schema {
 var tools = []tool{
 	{
 		Name: "list_sites", Title: "List sites", ReadOnly: true, run: (*Server).listSites,
+		Example: "Which of my sites is in the worst shape?",
 		Description: "Lists the sites you own in SitePulse: for each its id, name, domain, current health score " +
 			"(0-100, the mean of the four Lighthouse category scores of its latest scan; null before the first scan), " +
 			"when it was last published, and whether it is a founding site. Call this first: every other tool " +
@@ -65,15 +67,18 @@ var tools = []tool{
 	},
 	{
 		Name: "get_latest_scan", Title: "Latest scan of a site", ReadOnly: true, run: (*Server).getLatestScan,
+		Example: "How is shop.example.com doing, and does it meet its budgets?",
 		Description: "Returns the latest completed scan of a site: its scanId, when it completed, how many page audits " +
 			"it holds, the strategy (mobile, desktop or both), the site-wide scores (health, performance, seo, " +
 			"accessibility, bestPractices; 0-100, the mean over every page) and the site's budget thresholds " +
-			"(e.g. performance 80 is a minimum score, lcp 2500 a maximum in ms). Use it for \"how is my site doing\" " +
+			"(e.g. performance 80 is a minimum score, lcp 2500 a maximum in ms; budget.strategy says per metric " +
+			"whether it applies to mobile, desktop or both). Use it for \"how is my site doing\" " +
 			"and to get the scanId for get_page_details, get_lcp_elements and generate_client_report.",
 		Input: object([]string{"siteId"}, map[string]*Schema{"siteId": siteIDArg()}),
 	},
 	{
 		Name: "get_page_details", Title: "Full audit of one page", ReadOnly: true, run: (*Server).getPageDetails,
+		Example: "Why is the pricing page slow on mobile?",
 		Description: "Returns everything Lighthouse measured for one page of a scan and one strategy: category scores, " +
 			"lab Core Web Vitals (lcp, cls, fcp, ttfb, tbt, speedIndex, tti in ms, cls unitless; inp from field data), " +
 			"CrUX field data (null when the page has none), opportunities with their estimated savings in ms, " +
@@ -88,6 +93,7 @@ var tools = []tool{
 	},
 	{
 		Name: "get_lcp_elements", Title: "LCP and layout-shift elements", ReadOnly: true, run: (*Server).getLCPElements,
+		Example: "Which element is the Largest Contentful Paint on each page?",
 		Description: "For every page of a scan (one strategy), returns the Largest Contentful Paint time in ms and the " +
 			"element that was painted last (CSS selector and HTML snippet), the cumulative layout shift and the " +
 			"elements that shifted with their share of it. Use it to find which image, heading or banner makes " +
@@ -96,6 +102,7 @@ var tools = []tool{
 	},
 	{
 		Name: "get_third_party_scripts", Title: "Third-party script impact", ReadOnly: true, run: (*Server).getThirdPartyScripts,
+		Example: "Which third-party scripts slow my site down the most?",
 		Description: "Aggregates the third-party scripts (analytics, chat widgets, tag managers, fonts...) across the pages " +
 			"of the site's latest completed scan (mobile results): per domain the total bytes transferred, the mean " +
 			"main-thread blocking time in ms on the pages where it appears, how many pages it is on, and an impact " +
@@ -104,6 +111,7 @@ var tools = []tool{
 	},
 	{
 		Name: "get_accessibility_issues", Title: "Accessibility issues", ReadOnly: true, run: (*Server).getAccessibilityIssues,
+		Example: "List the critical accessibility issues on my site.",
 		Description: "Lists the failing accessibility audits of the site's latest completed scan, grouped by audit id: " +
 			"title, what it means, severity (critical when the audit scored 0, serious below 0.5, moderate below 0.75, " +
 			"else minor; from the worst page), how many pages and which paths are affected, most severe first; plus " +
@@ -115,6 +123,7 @@ var tools = []tool{
 	},
 	{
 		Name: "get_regression_report", Title: "Regressions since the previous scan", ReadOnly: true, run: (*Server).getRegressionReport,
+		Example: "Did the last publish make anything slower?",
 		Description: "Compares the site's latest completed scan with the one before it, page by page and strategy by " +
 			"strategy, and lists what got worse: category scores that dropped by more than 5 points, and Core Web " +
 			"Vitals that crossed into a worse web.dev band (LCP 2500/4000 ms, CLS 0.1/0.25, INP 200/500 ms, FCP " +
@@ -124,6 +133,7 @@ var tools = []tool{
 	},
 	{
 		Name: "get_trend", Title: "Score trend", ReadOnly: true, run: (*Server).getTrend,
+		Example: "Show the performance trend of my site over the last ten scans.",
 		Description: "Returns the site's recent completed scans, oldest first, with their category scores and page " +
 			"counts, so you can tell whether performance is improving or degrading over time.",
 		Input: object([]string{"siteId"}, map[string]*Schema{
@@ -133,6 +143,7 @@ var tools = []tool{
 	},
 	{
 		Name: "generate_client_report", Title: "Create a shareable client report", ReadOnly: false, run: (*Server).generateClientReport,
+		Example: "Make a report of the latest scan I can send to my client.",
 		Description: "Creates a shareable web page of one completed scan (scores, Core Web Vitals of every page with " +
 			"their ratings, top opportunities) that anyone with the link can open without logging in, and returns " +
 			"its url. Use it when the user wants to send results to a client or colleague. The link stops working " +
@@ -153,6 +164,18 @@ var toolIndex = func() map[string]*tool {
 	}
 	return m
 }()
+
+// ToolDoc is one tool as the connect guide lists it.
+type ToolDoc struct{ Name, Title, Example string }
+
+// ToolDocs lists every tool in tools/list order, for the connect guide.
+func ToolDocs() []ToolDoc {
+	out := make([]ToolDoc, len(tools))
+	for i, t := range tools {
+		out[i] = ToolDoc{t.Name, t.Title, t.Example}
+	}
+	return out
+}
 
 // toolList is the tools/list view of the table.
 func toolList() []map[string]any {

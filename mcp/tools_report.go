@@ -2,6 +2,8 @@ package mcp
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"sitepulse/store"
@@ -40,7 +42,11 @@ func (s *Server) generateClientReport(ctx context.Context, userID string, a args
 	}
 	token, hash := store.NewSecret("")
 	r := store.Report{ID: store.NewID(), TokenHash: hash, ScanID: sc.ID, UserID: userID, Title: title, CreatedAt: now, ExpiresAt: expires}
-	if err := s.store.CreateReport(ctx, r); err != nil {
+	err = s.store.CreateReportWithin(ctx, r, MaxActiveReports)
+	if errors.Is(err, store.ErrLimit) {
+		return nil, toolError(fmt.Sprintf("This account already has %d active report links, the most it may hold. Revoke some under Reports in SitePulse, or let them expire, before making another.", MaxActiveReports))
+	}
+	if err != nil {
 		return nil, err
 	}
 	return clientReport{URL: s.baseURL + "/report/" + token, Token: token, ExpiresInDays: days}, nil

@@ -63,24 +63,35 @@ func (s *Server) scan(ctx context.Context, userID, scanID string) (store.Scan, e
 }
 
 type latestScan struct {
-	ScanID      string             `json:"scanId"`
-	SiteName    string             `json:"siteName"`
-	Domain      string             `json:"domain"`
-	CompletedAt *string            `json:"completedAt"`
-	PagesTotal  int                `json:"pagesTotal"`
-	Strategy    string             `json:"strategy"`
-	Scores      store.ScanScores   `json:"scores"`
-	Budget      map[string]float64 `json:"budget"`
+	ScanID      string           `json:"scanId"`
+	SiteName    string           `json:"siteName"`
+	Domain      string           `json:"domain"`
+	CompletedAt *string          `json:"completedAt"`
+	PagesTotal  int              `json:"pagesTotal"`
+	Strategy    string           `json:"strategy"`
+	Scores      store.ScanScores `json:"scores"`
+	Budget      map[string]any   `json:"budget"`
+}
+
+// budgetObject is the interface's budget threshold map (metric -> threshold) with one more key,
+// strategy: metric -> the strategy its budget applies to (mobile, desktop or both). It is left
+// out when the site has no budgets, so an empty budget stays {}.
+func budgetObject(budgets map[string]store.Budget) map[string]any {
+	out := make(map[string]any, len(budgets)+1)
+	strategies := make(map[string]string, len(budgets))
+	for m, b := range budgets {
+		out[m], strategies[m] = b.Threshold, b.Strategy
+	}
+	if len(budgets) > 0 {
+		out["strategy"] = strategies
+	}
+	return out
 }
 
 // getLatestScan reads what a budget check reads (store.BudgetInputs: the site, its latest
 // completed scan and budgets, kept per process on Postgres and checked by one lookup).
 func (s *Server) getLatestScan(ctx context.Context, userID string, a args) (any, error) {
-	siteID := a.str("siteId", "")
-	if !store.ValidUUID(siteID) {
-		return nil, errSiteNotFound
-	}
-	in, err := s.store.BudgetInputs(ctx, userID, store.CanonicalID(siteID))
+	in, err := s.store.BudgetInputs(ctx, userID, store.CanonicalID(a.str("siteId", "")))
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return nil, errSiteNotFound
@@ -89,12 +100,9 @@ func (s *Server) getLatestScan(ctx context.Context, userID string, a args) (any,
 	case in.Scan == nil:
 		return nil, errNoScanYet
 	}
-	sc, budget := in.Scan, in.Budgets
-	if budget == nil {
-		budget = map[string]float64{}
-	}
+	sc := in.Scan
 	return latestScan{ScanID: sc.ID, SiteName: in.SiteName, Domain: in.SiteDomain, CompletedAt: iso(sc.CompletedAt),
-		PagesTotal: sc.PagesTotal, Strategy: sc.Strategy, Scores: sc.Scores, Budget: budget}, nil
+		PagesTotal: sc.PagesTotal, Strategy: sc.Strategy, Scores: sc.Scores, Budget: budgetObject(in.Budgets)}, nil
 }
 
 type trendItem struct {

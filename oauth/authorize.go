@@ -25,13 +25,25 @@ type AuthorizeRequest struct {
 // AuthorizeError refuses an authorization request. When the client or its redirect URI cannot
 // be trusted, Location is empty and the error must be shown to the user, never sent anywhere
 // (OAuth 2.1 §4.1.2.1); otherwise Location is the client's redirect URI carrying error,
-// error_description and the request's state.
+// error_description and the request's state. Anyone can register a redirect URI, so only a
+// loopback one (a native app on the user's machine) may be redirected to automatically; any
+// other is shown as a link on the server's own page (RFC 9700 §4.11.2).
 type AuthorizeError struct {
 	Code        string
 	Description string
+	ClientName  string // the client's self-asserted name, when the client is known
 	redirectURI string
 	state       string
 }
+
+// Loopback answers whether Location is a loopback URI, which may be redirected to at once.
+func (e *AuthorizeError) Loopback() bool {
+	_, _, ok := splitLoopback(e.redirectURI)
+	return ok
+}
+
+// Host is the host Location sends the browser to, for the user to judge.
+func (e *AuthorizeError) Host() string { return redirectHost(e.redirectURI) }
 
 func (e *AuthorizeError) Error() string { return e.Code + ": " + e.Description }
 
@@ -110,7 +122,7 @@ func (s *Server) Authorize(ctx context.Context, rawQuery string) (AuthorizeReque
 
 	// From here on the redirect URI is trusted: errors go back to the client.
 	refuse := func(code, description string) error {
-		return &AuthorizeError{Code: code, Description: description, redirectURI: req.RedirectURI, state: req.State}
+		return &AuthorizeError{Code: code, Description: description, ClientName: req.Client.Name, redirectURI: req.RedirectURI, state: req.State}
 	}
 	// refuseWith sends back a parameter check's *Error.
 	refuseWith := func(err error) error {

@@ -106,6 +106,7 @@ func (s *Server) register(r *http.Request) (store.OAuthClient, string, error) {
 	if c.AuthMethod == authPost {
 		secret, c.SecretHash = store.NewSecret(prefixSecret)
 	}
+	s.sweepClients(r.Context())
 	if err := s.store.CreateClient(r.Context(), c); err != nil {
 		return store.OAuthClient{}, "", err
 	}
@@ -175,6 +176,11 @@ func checkClientName(name *string) (string, error) {
 	}
 	if strings.IndexFunc(n, func(r rune) bool { return unicode.IsControl(r) || r == utf8.RuneError }) >= 0 {
 		return "", invalidMetadata("client_name must not contain control characters")
+	}
+	// Format characters (bidi overrides such as U+202E, zero-width joiners) can make a name on
+	// the consent page read as another app's (SECURITY §9).
+	if strings.IndexFunc(n, func(r rune) bool { return unicode.Is(unicode.Cf, r) }) >= 0 {
+		return "", invalidMetadata("client_name must not contain invisible formatting characters (Unicode category Cf, such as U+202E)")
 	}
 	return n, nil
 }

@@ -2,11 +2,13 @@ package oauth
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"sitepulse/store"
 )
@@ -91,6 +93,9 @@ func TestRegister(t *testing.T) {
 			{"a numeric client_name is a validation error", `{"client_name":7,"redirect_uris":["https://a.example/cb"]}`, 422, "invalid_client_metadata"},
 			{"a client_name of 201 characters is a validation error", `{"client_name":"` + strings.Repeat("é", 201) + `","redirect_uris":["https://a.example/cb"]}`, 422, "invalid_client_metadata"},
 			{"a client_name with a NUL byte is a validation error", `{"client_name":"a\u0000b","redirect_uris":["https://a.example/cb"]}`, 422, "invalid_client_metadata"},
+			{"a client_name with a right-to-left override (U+202E) is a validation error", `{"client_name":"Claude\u202Eppa.live","redirect_uris":["https://a.example/cb"]}`, 422, "invalid_client_metadata"},
+			{"a client_name with a zero-width joiner is a validation error", "{\"client_name\":\"Cla\u200dude\",\"redirect_uris\":[\"https://a.example/cb\"]}", 422, "invalid_client_metadata"},
+			{"a client_name with a byte-order mark is a validation error", "{\"client_name\":\"\ufeffClaude\",\"redirect_uris\":[\"https://a.example/cb\"]}", 422, "invalid_client_metadata"},
 			{"a client_name with invalid UTF-8 is a validation error", "{\"client_name\":\"a\xffb\",\"redirect_uris\":[\"https://a.example/cb\"]}", 422, "invalid_client_metadata"},
 			{"the implicit grant is a validation error", `{"client_name":"x","redirect_uris":["https://a.example/cb"],"grant_types":["implicit"]}`, 422, "invalid_client_metadata"},
 			{"refresh_token without authorization_code is a validation error", `{"client_name":"x","redirect_uris":["https://a.example/cb"],"grant_types":["refresh_token"]}`, 422, "invalid_client_metadata"},
@@ -116,5 +121,22 @@ func TestRegister(t *testing.T) {
 				}
 			}
 		})
+	})
+}
+
+// Registration is open to anyone, so a client that was never used goes a day after it came;
+// a client with a grant stays.
+func TestNeverUsedClientsExpire(t *testing.T) {
+	eachBackend(t, func(t *testing.T, f *fixture) {
+		idle := f.register(t, "none", "http://127.0.0.1/cb")
+		g := f.newGrant(t)
+		f.advance(UnusedClientTTL + time.Minute)
+		f.register(t, "none", "http://127.0.0.1/cb")
+		if _, err := f.st.Client(t.Context(), idle.ClientID); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("a never-used client a day old: %v, want it deleted", err)
+		}
+		if _, err := f.st.Client(t.Context(), g.client.ClientID); err != nil {
+			t.Errorf("a used client: %v, want it kept", err)
+		}
 	})
 }

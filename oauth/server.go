@@ -9,8 +9,10 @@
 package oauth
 
 import (
+	"context"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"sitepulse/store"
@@ -26,6 +28,10 @@ const (
 	RefreshTokenTTL = 90 * 24 * time.Hour
 	// pendingTTL is how long a consent page can still be answered.
 	pendingTTL = 10 * time.Minute
+	// UnusedClientTTL is how long a registered client that was never used (no consent page,
+	// code or token) is kept; registration sweeps older ones at most once per sweepEvery.
+	UnusedClientTTL = 24 * time.Hour
+	sweepEvery      = time.Hour
 )
 
 // Credential prefixes (interface, Credentials). Client secrets have no prefix in the interface;
@@ -69,6 +75,9 @@ type Server struct {
 	log      *slog.Logger
 	asMeta   []byte
 	prmMeta  []byte
+
+	sweepMu   sync.Mutex
+	lastSweep time.Time
 }
 
 // New returns a Server for cfg.
@@ -88,6 +97,28 @@ func New(cfg Config) *Server {
 	s.resource = s.issuer + MCPPath
 	s.asMeta, s.prmMeta = s.metadata()
 	return s
+}
+
+// sweepClients deletes the clients registered more than UnusedClientTTL ago and never used,
+// when it last did more than sweepEvery ago: dynamic registration is open to anyone, so its
+// leftovers must not accumulate (SECURITY §9). A failure is logged; registration goes on.
+func (s *Server) sweepClients(ctx context.Context) {
+	now := s.now()
+	s.sweepMu.Lock()
+	if now.Sub(s.lastSweep) < sweepEvery {
+		s.sweepMu.Unlock()
+		return
+	}
+	s.lastSweep = now
+	s.sweepMu.Unlock()
+	n, err := s.store.DeleteUnusedClients(ctx, now.Add(-UnusedClientTTL))
+	if err != nil {
+		s.log.Warn("oauth: sweep never-used clients", "err", err)
+		return
+	}
+	if n > 0 {
+		s.log.Info("oauth: never-used clients deleted", "clients", n)
+	}
 }
 
 // Issuer is the authorization server's issuer identifier: BASE_URL exactly.

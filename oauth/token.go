@@ -96,14 +96,12 @@ func (s *Server) authenticateClient(ctx context.Context, form url.Values) (store
 	return c, nil
 }
 
-// exchangeCode is the authorization_code grant. A code is redeemed once: any later redemption,
-// and the losers of concurrent ones, get invalid_grant. The tokens the code issued are kept:
-// PKCE is mandatory, so only the holder of the verifier can redeem a code at all, and a replay
-// that passes every check is that client's own retry (a lost response, a double submit), not a
-// thief who got in first. Revoking would punish the legitimate client, and the real clients
-// SitePulse is tested with (oauth4webapi) replay a code and then expect their
-// refresh token to work. Refresh-token reuse, where rotation makes theft detectable, still
-// revokes the whole family (see refresh).
+// exchangeCode is the authorization_code grant. A code is redeemed once: a later redemption
+// that passes every check (same client, redirect_uri and verifier), and the losers of
+// concurrent ones, get invalid_grant and revoke every token issued from the code (RFC 6749
+// §4.1.2, RFC 9700 §4.5): the code leaked somewhere, and its tokens may be in a thief's hands.
+// A replay that fails a check (another client, a wrong verifier) revokes nothing, or anyone
+// could end a grant by guessing at it (OAuth 2.1 §7.5.3).
 func (s *Server) exchangeCode(ctx context.Context, form url.Values) (tokenResponse, error) {
 	vals, err := params(form, "code", "redirect_uri", "code_verifier")
 	if err != nil {
@@ -148,7 +146,7 @@ func (s *Server) exchangeCode(ctx context.Context, form url.Values) (tokenRespon
 	}
 	now := s.now()
 	if ac.UsedAt != nil {
-		return tokenResponse{}, s.codeReplayed(ac)
+		return tokenResponse{}, s.reused(ctx, "authorization code", ac.ClientID, ac.FamilyID, now)
 	}
 	if now.After(ac.ExpiresAt) {
 		return tokenResponse{}, badRequest(errInvalidGrant, "the code expired: codes live 10 minutes")
@@ -156,7 +154,7 @@ func (s *Server) exchangeCode(ctx context.Context, form url.Values) (tokenRespon
 	resp, tokens := s.issue(client, ac.UserID, ac.FamilyID, ac.Scope, now)
 	switch err := s.store.RedeemCode(ctx, hash, now, tokens...); {
 	case errors.Is(err, store.ErrConflict):
-		return tokenResponse{}, s.codeReplayed(ac)
+		return tokenResponse{}, s.reused(ctx, "authorization code", ac.ClientID, ac.FamilyID, now)
 	case errors.Is(err, store.ErrNotFound):
 		return tokenResponse{}, invalid
 	case err != nil:
@@ -224,12 +222,6 @@ func (s *Server) refresh(ctx context.Context, form url.Values) (tokenResponse, e
 		return tokenResponse{}, fmt.Errorf("rotate refresh token: %w", err)
 	}
 	return resp, nil
-}
-
-// codeReplayed refuses a second redemption of a code and logs it.
-func (s *Server) codeReplayed(ac store.AuthCode) error {
-	s.log.Warn("authorization code presented again: refused", "client", ac.ClientID, "family", ac.FamilyID)
-	return badRequest(errInvalidGrant, "the authorization code was already used")
 }
 
 // reused revokes every token of a grant whose code or refresh token was presented a second

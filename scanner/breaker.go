@@ -16,12 +16,18 @@ var ErrPSIUnavailable = errors.New("PSI unavailable")
 
 // UnavailableError is ErrPSIUnavailable with the time PSI may be tried again and why.
 type UnavailableError struct {
+	What   string // what waits; empty is "PSI unavailable"
 	Until  time.Time
 	Reason string
 }
 
+// Error is also the reason a snoozed scan's page shows, so its time reads as the web UI's do.
 func (e *UnavailableError) Error() string {
-	return fmt.Sprintf("PSI unavailable until %s: %s", e.Until.UTC().Format(time.RFC3339), e.Reason)
+	what := e.What
+	if what == "" {
+		what = "PSI unavailable"
+	}
+	return fmt.Sprintf("%s until %s: %s", what, e.Until.UTC().Format("2 Jan 2006, 15:04 UTC"), e.Reason)
 }
 
 func (e *UnavailableError) Unwrap() error { return ErrPSIUnavailable }

@@ -222,3 +222,11 @@ func TestDailyCounter(t *testing.T) {
 		t.Error("first call of the new quota day refused")
 	}
 }
+
+// The reason a snoozed scan's page shows gives its time as the web UI writes times.
+func TestUnavailableErrorReadsAsTheUI(t *testing.T) {
+	e := &UnavailableError{Until: time.Date(2026, 11, 23, 12, 30, 38, 0, time.UTC), Reason: "PSI answered 503 three times"}
+	if got, want := e.Error(), "PSI unavailable until 23 Nov 2026, 12:30 UTC: PSI answered 503 three times"; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+}

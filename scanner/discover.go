@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	"sitepulse/store"
 )
@@ -31,17 +30,20 @@ func PageURL(site store.Site, path string) string {
 
 // Discovery finds the pages of a site to audit.
 type Discovery struct {
-	Client   *http.Client // fetches sitemaps; nil means one with a 15 s timeout
-	MaxPages int          // MAX_PAGES_PER_SCAN; 0 means 50
+	// Client fetches sitemaps on the user's behalf; nil means the zero Guard's client, which
+	// refuses internal addresses.
+	Client   *http.Client
+	MaxPages int // MAX_PAGES_PER_SCAN; 0 means 50; also caps the children of a sitemap index read
 }
 
 // maxSitemap caps a sitemap download; the protocol's own limit is 50 MB, but 50 pages fit in far less.
 const maxSitemap = 10 << 20
 
 // Pages answers the site's saved paths; if none, the paths of https://{domain}/sitemap.xml
-// (a sitemap index is followed one level); if that fails or is empty, "/". At most MaxPages,
-// in order, without duplicates. It never fails: a broken sitemap falls back to "/", and the
-// reason is returned beside the pages for the log.
+// (a sitemap index is followed one level, at most MaxPages children); if that fails or is
+// empty, "/". At most MaxPages, in order, without duplicates. It never fails: a broken or
+// refused sitemap (an internal address, a *BlockedError) falls back to "/", and the reason is
+// returned beside the pages for the log.
 func (d Discovery) Pages(ctx context.Context, site store.Site) (pages []string, source string, note error) {
 	limit := d.MaxPages
 	if limit <= 0 {
@@ -50,9 +52,13 @@ func (d Discovery) Pages(ctx context.Context, site store.Site) (pages []string, 
 	if len(site.Pages) > 0 {
 		return capPaths(site.Pages, limit), "saved", nil
 	}
-	paths, err := d.sitemap(ctx, SiteOrigin(site.Domain)+"/sitemap.xml", limit, 1)
-	if err == nil && len(paths) > 0 {
-		return capPaths(paths, limit), "sitemap", nil
+	client := d.Client
+	if client == nil {
+		client = Guard{}.Client()
+	}
+	paths, err := d.sitemap(ctx, client, SiteOrigin(site.Domain)+"/sitemap.xml", limit, 1)
+	if len(paths) > 0 {
+		return capPaths(paths, limit), "sitemap", err // err: children that failed or were refused
 	}
 	if err == nil {
 		err = errors.New("sitemap lists no pages")
@@ -67,11 +73,9 @@ type sitemapDoc struct {
 	Sitemaps []string `xml:"sitemap>loc"`
 }
 
-func (d Discovery) sitemap(ctx context.Context, u string, limit, depth int) ([]string, error) {
-	client := d.Client
-	if client == nil {
-		client = &http.Client{Timeout: 15 * time.Second}
-	}
+// sitemap reads one sitemap; an index's children are read one level down. Paths found beside
+// a broken child come back with the child's error.
+func (d Discovery) sitemap(ctx context.Context, client *http.Client, u string, limit, depth int) ([]string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, fmt.Errorf("sitemap %s: %w", u, err)
@@ -94,19 +98,21 @@ func (d Discovery) sitemap(ctx context.Context, u string, limit, depth int) ([]s
 			paths = append(paths, p)
 		}
 	}
+	var childErrs []error
 	if depth > 0 {
-		for _, child := range doc.Sitemaps {
-			if len(uniquePaths(paths)) >= limit {
+		for i, child := range doc.Sitemaps {
+			if i >= limit || len(uniquePaths(paths)) >= limit {
 				break
 			}
-			more, err := d.sitemap(ctx, strings.TrimSpace(child), limit, depth-1)
+			more, err := d.sitemap(ctx, client, strings.TrimSpace(child), limit, depth-1)
 			if err != nil {
-				continue // one broken child does not hide the others
+				childErrs = append(childErrs, err) // one broken child does not hide the others
+				continue
 			}
 			paths = append(paths, more...)
 		}
 	}
-	return paths, nil
+	return paths, errors.Join(childErrs...)
 }
 
 // locPath is the path of a sitemap <loc>; results are keyed by path, so a query is dropped.

@@ -84,7 +84,7 @@ func TestDiscoverPages(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			routes = tt.routes
 			site := store.Site{Domain: srv.URL, Pages: tt.pages}
-			got, source, _ := Discovery{MaxPages: tt.max}.Pages(context.Background(), site)
+			got, source, _ := Discovery{MaxPages: tt.max, Client: Guard{AllowPrivate: true}.Client()}.Pages(context.Background(), site)
 			if !reflect.DeepEqual(got, tt.want) || source != tt.wantSource {
 				t.Errorf("pages = %v from %s, want %v from %s", got, source, tt.want, tt.wantSource)
 			}

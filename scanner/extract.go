@@ -152,6 +152,7 @@ func fromLHR(l *lhr) (store.PageResult, error) {
 		PageURL:           firstNonEmpty(l.RequestedURL, l.FinalDisplayedURL, l.FinalURL),
 		Strategy:          firstNonEmpty(l.ConfigSettings.FormFactor, l.ConfigSettings.EmulatedFormFactor),
 		LighthouseVersion: l.LighthouseVersion,
+		Runs:              1,
 		Scores: store.PageScores{
 			Performance:   l.categoryScore("performance"),
 			SEO:           l.categoryScore("seo"),

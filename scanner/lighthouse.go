@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net/netip"
 	"os"
 	"os/exec"
 	"strings"
@@ -33,7 +34,10 @@ type LighthouseConfig struct {
 	// Concurrency is how many runs this process makes at once, shared by every worker: each
 	// run is a Chrome with simulated throttling, and CPU contention skews its numbers. Default 1.
 	Concurrency int
-	Log         *slog.Logger
+	// Guard checks the address of every page before Chrome loads it, and Chrome is pinned to
+	// the address checked (--host-resolver-rules), so it cannot resolve another one.
+	Guard Guard
+	Log   *slog.Logger
 }
 
 // Lighthouse runs the Lighthouse CLI and extracts its report like a PSI one (without field data).
@@ -44,6 +48,13 @@ type Lighthouse struct {
 }
 
 var _ Auditor = (*Lighthouse)(nil)
+
+// LighthouseHome is where the README's "Local Lighthouse" installs Lighthouse 13 and the Node
+// 22 it needs, under the user's home directory; the real-scan test looks there too.
+const LighthouseHome = ".sitepulse/lighthouse"
+
+// InstallLighthouse is the install command of the README's "Local Lighthouse".
+const InstallLighthouse = "npm install --prefix ~/" + LighthouseHome + " lighthouse@13 node@22"
 
 // DefaultChromeFlags are the Chrome flags used when none are configured.
 const DefaultChromeFlags = "--headless=new --disable-gpu --no-first-run"
@@ -68,11 +79,20 @@ func NewLighthouse(cfg LighthouseConfig) *Lighthouse {
 	return &Lighthouse{cfg: cfg, argv: strings.Fields(cfg.Command), sem: make(chan struct{}, cfg.Concurrency)}
 }
 
-// Args are the arguments of one run after the configured command.
-func (l *Lighthouse) Args(pageURL, strategy string) []string {
+// Args are the arguments of one run after the configured command. A valid pin maps the page's
+// host to the address the Guard checked.
+func (l *Lighthouse) Args(pageURL, strategy string, pin netip.Addr, host string) []string {
+	flags := l.cfg.ChromeFlags
+	if pin.IsValid() && host != pin.String() {
+		to := pin.String()
+		if pin.Is6() {
+			to = "[" + to + "]"
+		}
+		flags += fmt.Sprintf(` --host-resolver-rules="MAP %s %s"`, host, to)
+	}
 	args := []string{pageURL, "--output=json", "--output-path=stdout",
 		"--only-categories=performance,accessibility,best-practices,seo",
-		"--chrome-flags=" + l.cfg.ChromeFlags, "--quiet"}
+		"--chrome-flags=" + flags, "--quiet"}
 	if strategy == store.StrategyDesktop {
 		args = append(args, "--preset=desktop")
 	}
@@ -84,16 +104,29 @@ const maxLHReport = 64 << 20
 
 // Audit runs Lighthouse once. A run is not retried: a page Chrome cannot load fails the same
 // way again, and the job's own retries cover a crashed run.
+//
+// A run waits for one of the process's Lighthouse slots first, so the pipeline's "page done ...
+// took" counts that wait too; the "lighthouse run" line says how long each part took.
 func (l *Lighthouse) Audit(ctx context.Context, pageURL, strategy string) (store.PageResult, error) {
+	asked := time.Now()
+	host, pin, err := l.cfg.Guard.CheckURL(ctx, pageURL)
+	if err != nil {
+		return store.PageResult{}, err
+	}
 	select {
 	case l.sem <- struct{}{}:
 	case <-ctx.Done():
 		return store.PageResult{}, fmt.Errorf("waiting for a Lighthouse slot: %w", context.Cause(ctx))
 	}
 	defer func() { <-l.sem }()
+	started := time.Now()
+	defer func() {
+		l.cfg.Log.Info("lighthouse run", "url", pageURL, "strategy", strategy,
+			"waited", started.Sub(asked).Round(time.Millisecond), "ran", time.Since(started).Round(time.Millisecond))
+	}()
 	runCtx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
 	defer cancel()
-	cmd := exec.CommandContext(runCtx, l.argv[0], append(l.argv[1:], l.Args(pageURL, strategy)...)...)
+	cmd := exec.CommandContext(runCtx, l.argv[0], append(l.argv[1:], l.Args(pageURL, strategy, pin, host)...)...)
 	cmd.Env = os.Environ()
 	if l.cfg.ChromePath != "" {
 		cmd.Env = append(cmd.Env, "CHROME_PATH="+l.cfg.ChromePath)
@@ -105,14 +138,14 @@ func (l *Lighthouse) Audit(ctx context.Context, pageURL, strategy string) (store
 	stdout.max = maxLHReport
 	var stderr tailBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
+	err = cmd.Run()
 	switch {
 	case ctx.Err() != nil:
 		return store.PageResult{}, fmt.Errorf("Lighthouse run cancelled: %w", context.Cause(ctx))
 	case errors.Is(runCtx.Err(), context.DeadlineExceeded):
 		return store.PageResult{}, fmt.Errorf("Lighthouse did not finish within %s", l.cfg.Timeout)
 	case errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist):
-		return store.PageResult{}, fmt.Errorf("LIGHTHOUSE_CMD %q not found: install Lighthouse (npm install -g lighthouse)", l.argv[0])
+		return store.PageResult{}, fmt.Errorf("LIGHTHOUSE_CMD %q not found: install Lighthouse 13 with Node 22 (%s) and set LIGHTHOUSE_CMD as the README's \"Local Lighthouse\" says", l.argv[0], InstallLighthouse)
 	case err != nil:
 		return store.PageResult{}, fmt.Errorf("Lighthouse failed (%v): %s", err, stderr.String())
 	case stdout.over:

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,7 +35,7 @@ func TestLighthouseArgs(t *testing.T) {
 			"--only-categories=performance,accessibility,best-practices,seo", "--chrome-flags=--headless=new --no-sandbox", "--quiet", "--preset=desktop"}},
 	}
 	for _, tt := range tests {
-		if got := l.Args("https://x.test/", tt.strategy); !reflect.DeepEqual(got, tt.want) {
+		if got := l.Args("https://x.test/", tt.strategy, netip.Addr{}, ""); !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("%s args = %q, want %q", tt.strategy, got, tt.want)
 		}
 	}
@@ -73,12 +74,17 @@ func TestLighthouseCommandOutcomes(t *testing.T) {
 			"Lighthouse failed (exit status 1): Runtime error encountered: CHROME_INTERSTITIAL_ERROR"},
 		{"garbage on stdout is a clear error", script("junk.sh", "echo '{not json'"), 0, "report is not JSON"},
 		{"a hang past the timeout is stopped", script("hang.sh", "exec sleep 30"), 200 * time.Millisecond, "Lighthouse did not finish within 200ms"},
-		{"a missing command says how to install it", filepath.Join(dir, "no-such-lighthouse"), 0, "not found"},
+		{"a missing command says how to install it, as the README does", filepath.Join(dir, "no-such-lighthouse"), 0, "not found: install Lighthouse 13 with Node 22 (npm install --prefix ~/.sitepulse/lighthouse lighthouse@13 node@22)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l := NewLighthouse(LighthouseConfig{Command: tt.command, Timeout: tt.timeout})
+			logs := &syncBuf{}
+			l := NewLighthouse(LighthouseConfig{Command: tt.command, Timeout: tt.timeout, Guard: Guard{AllowPrivate: true},
+				Log: slog.New(slog.NewTextHandler(logs, nil))})
 			r, err := l.Audit(context.Background(), "http://127.0.0.1:8701/fast", "desktop")
+			if !strings.Contains(logs.String(), `msg="lighthouse run" url=http://127.0.0.1:8701/fast strategy=desktop waited=`) || !strings.Contains(logs.String(), " ran=") {
+				t.Errorf("log %q: want the run's wait for a slot and its own time", logs.String())
+			}
 			if tt.wantErr == "" {
 				if err != nil || r.Scores.Performance == nil || *r.Scores.Performance != 100 {
 					t.Fatalf("Audit = %v, %v", r.Scores.Performance, err)
@@ -93,16 +99,15 @@ func TestLighthouseCommandOutcomes(t *testing.T) {
 }
 
 // lighthouseInstall finds a Lighthouse CLI and Chromium, or skips: LIGHTHOUSE_CMD and
-// CHROME_PATH when set, else the paths README "Local Lighthouse" installs to.
+// CHROME_PATH when set, else where README "Local Lighthouse" installs them (~/LighthouseHome).
 func lighthouseInstall(t *testing.T) (cmd, chrome string) {
 	t.Helper()
 	cmd = os.Getenv("LIGHTHOUSE_CMD")
-	if cmd == "" {
-		node, cli := "/tmp/node22/node_modules/.bin/node", "/tmp/lh/node_modules/lighthouse/cli/index.js"
+	if home, err := os.UserHomeDir(); cmd == "" && err == nil {
+		dir := filepath.Join(home, LighthouseHome, "node_modules")
+		node, cli := filepath.Join(dir, ".bin", "node"), filepath.Join(dir, "lighthouse", "cli", "index.js")
 		if _, err := os.Stat(cli); err == nil {
 			cmd = node + " " + cli
-		} else if p, err := exec.LookPath("lighthouse"); err == nil {
-			cmd = p
 		}
 	}
 	chrome = os.Getenv("CHROME_PATH")
@@ -110,7 +115,7 @@ func lighthouseInstall(t *testing.T) (cmd, chrome string) {
 		chrome = "/usr/bin/chromium"
 	}
 	if cmd == "" {
-		t.Skip("Lighthouse is not installed (see README, Local Lighthouse)")
+		t.Skip("Lighthouse is not installed: " + InstallLighthouse + " (README, Local Lighthouse)")
 	}
 	if _, err := exec.LookPath(strings.Fields(cmd)[0]); err != nil {
 		t.Skipf("Lighthouse command %q not runnable: %v", cmd, err)
@@ -177,7 +182,7 @@ func TestLighthouseRealScan(t *testing.T) {
 	if err := st.CreateSite(context.Background(), site); err != nil {
 		t.Fatal(err)
 	}
-	lh := NewLighthouse(LighthouseConfig{Command: cmd, ChromePath: chrome, ChromeFlags: flags, Timeout: 4 * time.Minute})
+	lh := NewLighthouse(LighthouseConfig{Command: cmd, ChromePath: chrome, ChromeFlags: flags, Timeout: 4 * time.Minute, Guard: Guard{AllowPrivate: true}})
 	r.pool(func(c *PoolConfig) {
 		c.Auditor, c.Workers, c.Capacity, c.Lease = lh, 1, NewCapacity(CapacityConfig{MaxInFlight: 1}), time.Minute
 		c.Log = slog.New(slog.NewTextHandler(r.logs, nil))

@@ -39,10 +39,13 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, job store.Job) (*comp
 		return nil, fmt.Errorf("read scan: %w", err)
 	}
 	log = log.With("site", site.Name)
-	if a, ok := p.cfg.Auditor.(Pausable); ok {
+	if a, ok := p.auditorFor(site).(Pausable); ok {
 		if err := a.Unavailable(); err != nil { // PSI is paused: do not even look for pages
 			return nil, err
 		}
+	}
+	if err := p.cfg.Quota.Check(site.UserID, p.cfg.Now()); err != nil { // the account's budget is spent
+		return nil, err
 	}
 	if p.cfg.Platform != nil && scan.Trigger == store.TriggerWebhook && site.PlatformVerified {
 		// A publish may have added pages since the import: ask the platform first.
@@ -55,7 +58,7 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, job store.Job) (*comp
 	}
 	pages, source, note := p.cfg.Discovery.Pages(ctx, site)
 	if note != nil {
-		log.Info("scanner: no usable sitemap; auditing the root", "reason", note)
+		log.Warn("scanner: sitemap trouble", "pages_from", source, "reason", note)
 	}
 	type pair struct{ path, strategy string }
 	var pairs []pair
@@ -81,8 +84,13 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, job store.Job) (*comp
 			todo = append(todo, pr)
 		}
 	}
+	previous, err := p.previousRuns(ctx, site)
+	if err != nil {
+		return nil, fmt.Errorf("read the previous scan: %w", err)
+	}
 	log.Info("scan started", "pages", len(pages), "pages_from", source, "audits", len(pairs),
-		"already_stored", len(pairs)-len(todo), "strategy", scan.Strategy, "trigger", scan.Trigger)
+		"already_stored", len(pairs)-len(todo), "strategy", scan.Strategy, "trigger", scan.Trigger,
+		"replay", p.cfg.Replay.Serves(site))
 
 	// Audit as many pairs at once as the capacity grants this scan; the first store failure
 	// stops the rest. PSI becoming unavailable starts no more audits but lets those in flight
@@ -129,8 +137,12 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, job store.Job) (*comp
 		go func() {
 			defer wg.Done()
 			defer share.Release()
+			var prev *store.PageResult
+			if r, ok := previous[store.PageKey{PagePath: pr.path, Strategy: pr.strategy}]; ok {
+				prev = &r
+			}
 			began := p.cfg.Now()
-			err := p.auditPage(auditCtx, log, lease, site, pr.path, pr.strategy)
+			err := p.auditPage(auditCtx, log, lease, site, pr.path, pr.strategy, prev)
 			mu.Lock()
 			auditTime += p.cfg.Now().Sub(began)
 			mu.Unlock()
@@ -199,12 +211,17 @@ type completed struct {
 	results []store.PageResult
 }
 
-// auditPage audits one pair and stores its result or its error. It returns an error only when
-// the attempt must stop: the store failed, the lease was lost, or the job was cancelled.
-func (p *Pool) auditPage(ctx context.Context, log *slog.Logger, lease store.Lease, site store.Site, path, strategy string) error {
+// auditPage audits one pair and stores its result or its error; a result that regressed against
+// prev is confirmed first. It returns an error only when the attempt must stop: the store
+// failed, the lease was lost, or the job was cancelled.
+func (p *Pool) auditPage(ctx context.Context, log *slog.Logger, lease store.Lease, site store.Site, path, strategy string, prev *store.PageResult) error {
 	pageURL := PageURL(site, path)
 	began := p.cfg.Now()
-	r, err := p.cfg.Auditor.Audit(ctx, pageURL, strategy)
+	if err := p.cfg.Quota.Take(site.UserID, began); err != nil {
+		return err // never audited: the scan waits for the account's next daily budget
+	}
+	auditor := p.auditorFor(site)
+	r, err := auditor.Audit(ctx, pageURL, strategy)
 	if ctx.Err() != nil {
 		return context.Cause(ctx) // cancelled: not the page's fault, record nothing
 	}
@@ -223,13 +240,16 @@ func (p *Pool) auditPage(ctx context.Context, log *slog.Logger, lease store.Leas
 	}
 	// Results are keyed by what was asked for, whatever URL the audit reports after redirects.
 	r.PagePath, r.PageURL, r.Strategy = path, pageURL, strategy
+	if r, err = p.confirm(ctx, log, auditor, site, pageURL, r, prev); err != nil {
+		return err // cancelled: record nothing
+	}
 	if err := p.whileUnavailable(ctx, log, "save page result", func(ctx context.Context) error {
 		return p.cfg.Store.SavePageResult(ctx, lease, r)
 	}); err != nil {
 		return fmt.Errorf("save page result: %w", err)
 	}
 	log.Info("page done", "page", path, "strategy", strategy, "performance", intOrNil(r.Scores.Performance),
-		"lcp_ms", floatOrNil(r.CoreWebVitals.LCP), "took", p.cfg.Now().Sub(began).Round(time.Millisecond))
+		"lcp_ms", floatOrNil(r.CoreWebVitals.LCP), "runs", r.Runs, "took", p.cfg.Now().Sub(began).Round(time.Millisecond))
 	return nil
 }
 

@@ -20,23 +20,34 @@ type Queue interface {
 	store.Queue
 	PageResults(ctx context.Context, userID, scanID string) ([]store.PageResult, error)
 	PageErrors(ctx context.Context, userID, scanID string) ([]store.PageError, error)
+	// LatestCompletedScan and PageMetrics read the previous scan a page's audit is confirmed
+	// against (see confirm).
+	LatestCompletedScan(ctx context.Context, userID, siteID string) (store.Scan, error)
+	PageMetrics(ctx context.Context, userID, scanID string) ([]store.PageResult, error)
 }
 
 // PoolConfig configures the worker pool. Zero values get the defaults noted.
 type PoolConfig struct {
-	Store     Queue
-	Auditor   Auditor
+	Store   Queue
+	Auditor Auditor
+	// Replay audits the demo site instead of Auditor (see Replay); nil replays nothing.
+	Replay    *Replay
 	Discovery Discovery
 	Digest    *Digest // e-mails regressions after a scan completes; nil sends none
 	// Platform refreshes a connected site's pages before a publish's scan; nil keeps the saved list.
 	Platform PageRefresher
-	Log      *slog.Logger
+	// Quota is USER_DAILY_AUDITS, each account's daily audit budget; nil grants everything.
+	Quota *AccountQuota
+	Log   *slog.Logger
 	// Workers is SCAN_WORKERS: scans audited at once by this process. Default 3.
 	Workers int
 	// Capacity bounds the audits in flight in this process and shares them fairly between the
 	// scans running at once; give the same one to the PSI client so that its 429s adapt it.
 	// Default: 64 audits at once, not adapting.
 	Capacity *Capacity
+	// ConfirmRuns is REGRESSION_CONFIRM_RUNS: re-audits of a page whose audit regressed against
+	// the previous completed scan, the median run kept (see confirm). 0 re-audits nothing.
+	ConfirmRuns int
 	// WorkerID names this process in jobs.locked_by. Default host:pid.
 	WorkerID string
 	// Wake signals that a job was enqueued (Postgres LISTEN, see store.ListenJobs); nil polls only.
@@ -51,6 +62,12 @@ type PoolConfig struct {
 	Heartbeat time.Duration
 	// RescueEvery is how often the rescuer looks for stale jobs. Default Lease/2.
 	RescueEvery time.Duration
+	// ScheduleEvery is how often the scheduler looks for sites whose scheduled scan is due.
+	// Default 1 min.
+	ScheduleEvery time.Duration
+	// Deadline is SCAN_DEADLINE_SECONDS: a scan not completed this long after it started (or,
+	// never started, was created) is failed with a reason, by the rescuer. Default 30 min.
+	Deadline time.Duration
 	// Backoff is the wait before a failed job's next attempt. Default attempt^4 s ±10%.
 	Backoff func(attempt int) time.Duration
 	// ReleaseGrace bounds how long Stop waits for cancelled jobs to release their leases. Default 5 s.
@@ -109,6 +126,12 @@ func NewPool(cfg PoolConfig) *Pool {
 	if cfg.RescueEvery <= 0 {
 		cfg.RescueEvery = cfg.Lease / 2
 	}
+	if cfg.ScheduleEvery <= 0 {
+		cfg.ScheduleEvery = time.Minute
+	}
+	if cfg.Deadline <= 0 {
+		cfg.Deadline = 30 * time.Minute
+	}
 	if cfg.Backoff == nil {
 		cfg.Backoff = JobBackoff
 	}
@@ -129,7 +152,7 @@ func JobBackoff(attempt int) time.Duration {
 	return jitter(d, 0.1)
 }
 
-// Start runs the dispatcher, the workers and the rescuer until Stop.
+// Start runs the dispatcher, the workers, the rescuer and the scheduler until Stop.
 func (p *Pool) Start() {
 	jobs := make(chan store.Job)
 	ready := make(chan struct{}, p.cfg.Workers)
@@ -140,10 +163,14 @@ func (p *Pool) Start() {
 			p.worker(i+1, jobs, ready)
 		}()
 	}
-	p.wg.Add(2)
+	p.wg.Add(3)
 	go func() {
 		defer p.wg.Done()
 		p.dispatch(jobs, ready)
+	}()
+	go func() {
+		defer p.wg.Done()
+		p.scheduler()
 	}()
 	go func() {
 		defer p.wg.Done()
@@ -221,7 +248,8 @@ func (p *Pool) worker(n int, jobs <-chan store.Job, ready chan<- struct{}) {
 	}
 }
 
-// rescuer returns jobs of dead workers to the queue, or fails their scans on the last attempt.
+// rescuer returns jobs of dead workers to the queue, or fails their scans on the last attempt,
+// and fails the scans past their deadline.
 func (p *Pool) rescuer() {
 	t := time.NewTicker(p.cfg.RescueEvery)
 	defer t.Stop()
@@ -233,6 +261,7 @@ func (p *Pool) rescuer() {
 		} else if n > 0 {
 			p.cfg.Log.Warn("scanner: rescued stale jobs", "jobs", n)
 		}
+		p.expireOverdue(p.jobsCtx)
 		select {
 		case <-p.stop:
 			return

@@ -10,7 +10,7 @@ type BudgetInputs struct {
 	SiteDomain string
 	// Scan is the latest completed scan; nil when the site has none.
 	Scan    *Scan
-	Budgets map[string]float64
+	Budgets map[string]Budget
 	Rules   []AlertRule
 	// Results are the scan's successful page results ordered by path then strategy, with only
 	// PagePath, Strategy, Scores and CoreWebVitals filled: what a budget is checked against.

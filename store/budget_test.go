@@ -35,7 +35,7 @@ func testBudgetInputs(t *testing.T, s store.Store) {
 
 	completedScan(t, s, site, t0, 70)
 	latest := completedScan(t, s, site, t0.Add(time.Hour), 60)
-	must(t, s.SetBudgets(ctx, a.ID, site.ID, map[string]float64{"performance": 90, "cls": 0.1}))
+	must(t, s.SetBudgets(ctx, a.ID, site.ID, map[string]store.Budget{"performance": {Threshold: 90, Strategy: store.StrategyDesktop}, "cls": {Threshold: 0.1}}))
 	r1 := store.AlertRule{ID: store.NewID(), SiteID: site.ID, Metric: "tbt", Operator: store.OpMax, Threshold: 300, CreatedAt: t0.Add(time.Second)}
 	r2 := store.AlertRule{ID: store.NewID(), SiteID: site.ID, Metric: "seo", Operator: store.OpMin, Threshold: 80, CreatedAt: t0}
 	must(t, s.AddAlertRule(ctx, a.ID, r1))
@@ -46,7 +46,7 @@ func testBudgetInputs(t *testing.T, s store.Store) {
 	if in.Scan == nil || !reflect.DeepEqual(*in.Scan, latest) {
 		t.Errorf("scan = %+v, want %+v", in.Scan, latest)
 	}
-	if want := map[string]float64{"performance": 90, "cls": 0.1}; !reflect.DeepEqual(in.Budgets, want) {
+	if want := map[string]store.Budget{"performance": {Threshold: 90, Strategy: store.StrategyDesktop}, "cls": {Threshold: 0.1, Strategy: store.StrategyBoth}}; !reflect.DeepEqual(in.Budgets, want) {
 		t.Errorf("budgets = %v, want %v", in.Budgets, want)
 	}
 	rules, _ := s.AlertRules(ctx, a.ID, site.ID)
@@ -70,7 +70,7 @@ func testBudgetInputsByKey(t *testing.T, s store.Store) {
 	site := newSite(t, s, a, "shop")
 	other := newSite(t, s, b, "other")
 	latest := completedScan(t, s, site, t0, 70)
-	must(t, s.SetBudgets(ctx, a.ID, site.ID, map[string]float64{"performance": 90}))
+	must(t, s.SetBudgets(ctx, a.ID, site.ID, map[string]store.Budget{"performance": {Threshold: 90}}))
 	secret, hash := store.NewSecret("svc_")
 	k := store.APIKey{ID: store.NewID(), UserID: a.ID, Name: "ci", KeyHash: hash, Prefix: secret[:12], CreatedAt: t0}
 	must(t, s.CreateAPIKey(ctx, k))
@@ -152,7 +152,7 @@ func budgetInputsFollow(t *testing.T, reader, writer store.Store) {
 	secret, hash := store.NewSecret("svc_")
 	must(t, writer.CreateAPIKey(ctx, store.APIKey{ID: store.NewID(), UserID: a.ID, Name: "ci", KeyHash: hash, Prefix: secret[:12], CreatedAt: t0}))
 	first := completedScan(t, writer, site, t0, 70)
-	must(t, writer.SetBudgets(ctx, a.ID, site.ID, map[string]float64{"performance": 90}))
+	must(t, writer.SetBudgets(ctx, a.ID, site.ID, map[string]store.Budget{"performance": {Threshold: 90}}))
 
 	// check reads twice through each lookup, so the second read of each may come from what
 	// the first kept, and hands the by-key read to want.
@@ -173,7 +173,7 @@ func budgetInputsFollow(t *testing.T, reader, writer store.Store) {
 		}
 	}
 	check("first read", func(in store.BudgetInputs) string {
-		if in.SiteName != "shop" || in.Scan == nil || in.Scan.ID != first.ID || in.Budgets["performance"] != 90 {
+		if in.SiteName != "shop" || in.Scan == nil || in.Scan.ID != first.ID || in.Budgets["performance"].Threshold != 90 {
 			return "got " + fmt.Sprintf("%+v", in)
 		}
 		return ""
@@ -190,9 +190,9 @@ func budgetInputsFollow(t *testing.T, reader, writer store.Store) {
 		return unless(in.SiteDomain == "https://shop.example", "site domain %q", in.SiteDomain)
 	})
 
-	must(t, writer.SetBudgets(ctx, a.ID, site.ID, map[string]float64{"performance": 50, "lcp": 2500}))
+	must(t, writer.SetBudgets(ctx, a.ID, site.ID, map[string]store.Budget{"performance": {Threshold: 50}, "lcp": {Threshold: 2500, Strategy: store.StrategyMobile}}))
 	check("after new budgets", func(in store.BudgetInputs) string {
-		want := map[string]float64{"performance": 50, "lcp": 2500}
+		want := map[string]store.Budget{"performance": {Threshold: 50, Strategy: store.StrategyBoth}, "lcp": {Threshold: 2500, Strategy: store.StrategyMobile}}
 		return unless(reflect.DeepEqual(in.Budgets, want), "budgets %v, want %v", in.Budgets, want)
 	})
 

@@ -24,5 +24,6 @@ func encodeResult(r PageResult) []byte {
 func decodeResult(b []byte) (PageResult, error) {
 	var r PageResult
 	err := json.Unmarshal(b, &r)
+	r.Runs = max(r.Runs, 1) // stored before runs were counted: one audit
 	return r, err
 }

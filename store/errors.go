@@ -23,6 +23,9 @@ var (
 	ErrUnavailable = errors.New("the database is unavailable")
 	// ErrScanActive is SCAN_ALREADY_ACTIVE: the site already has a queued or running scan.
 	ErrScanActive = errors.New("SCAN_ALREADY_ACTIVE")
+	// ErrLimit means the user already holds as many of something as a fair-use cap allows
+	// (CreateSiteWithin, CreateReportWithin).
+	ErrLimit = errors.New("limit reached")
 	// ErrLeaseLost means the job is no longer this worker's: it was rescued and claimed again,
 	// or finished. The write was not made.
 	ErrLeaseLost = errors.New("job lease lost")

@@ -16,7 +16,7 @@ type Memory struct {
 	apiKeys    map[string]APIKey
 	revoked    map[string]bool // api key ids
 	sites      map[string]Site
-	budgets    map[string]map[string]float64
+	budgets    map[string]map[string]Budget
 	rules      map[string]AlertRule
 	scans      map[string]Scan
 	results    map[string]map[PageKey]memResult
@@ -49,7 +49,7 @@ func NewMemory() *Memory {
 		apiKeys:        map[string]APIKey{},
 		revoked:        map[string]bool{},
 		sites:          map[string]Site{},
-		budgets:        map[string]map[string]float64{},
+		budgets:        map[string]map[string]Budget{},
 		rules:          map[string]AlertRule{},
 		scans:          map[string]Scan{},
 		results:        map[string]map[PageKey]memResult{},

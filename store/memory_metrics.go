@@ -28,6 +28,28 @@ func (m *Memory) PageMetrics(ctx context.Context, userID, scanID string) ([]Page
 	return out, nil
 }
 
+func (m *Memory) PageMetricsOf(ctx context.Context, userID string, scanIDs []string) (map[string][]PageResult, error) {
+	m.mu.Lock()
+	out := map[string][]PageResult{}
+	for _, id := range scanIDs {
+		if _, ok := m.ownedScan(userID, id); !ok {
+			continue
+		}
+		for _, r := range m.sortedResults(id) {
+			if r.result != nil {
+				p := metricsOf(id, r.result)
+				p.PageURL = r.result.PageURL
+				out[id] = append(out[id], p)
+			}
+		}
+	}
+	m.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // metricsOf copies what a budget, a regression or the worst page is judged on out of a stored
 // result: its page, strategy, scores and vitals, each value copied so the caller may keep it.
 func metricsOf(scanID string, res *PageResult) PageResult {

@@ -38,8 +38,48 @@ func (m *Memory) CreateAuthRequest(ctx context.Context, r AuthRequest) error {
 		return notFound("client")
 	}
 	r.CreatedAt, r.ExpiresAt = Now(r.CreatedAt), Now(r.ExpiresAt)
+	var live []AuthRequest
+	for h, o := range m.requests {
+		switch {
+		case o.UserID != r.UserID:
+		case !o.ExpiresAt.After(r.CreatedAt):
+			delete(m.requests, h)
+		default:
+			live = append(live, o)
+		}
+	}
+	sort.Slice(live, func(i, j int) bool { return live[i].CreatedAt.After(live[j].CreatedAt) })
+	for _, o := range live[min(len(live), MaxPendingAuthRequests-1):] {
+		delete(m.requests, o.IDHash)
+	}
 	m.requests[r.IDHash] = r
 	return nil
+}
+
+func (m *Memory) DeleteUnusedClients(ctx context.Context, createdBefore time.Time) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	used := map[string]bool{}
+	for _, r := range m.requests {
+		used[r.ClientID] = true
+	}
+	for _, c := range m.codes {
+		used[c.ClientID] = true
+	}
+	for _, t := range m.tokens {
+		used[t.ClientID] = true
+	}
+	for _, c := range m.consents {
+		used[c.ClientID] = true
+	}
+	n := 0
+	for id, c := range m.clients {
+		if !used[id] && c.CreatedAt.Before(createdBefore) {
+			delete(m.clients, id)
+			n++
+		}
+	}
+	return n, nil
 }
 
 func (m *Memory) TakeAuthRequest(ctx context.Context, idHash, userID string, now time.Time) (AuthRequest, error) {

@@ -90,7 +90,7 @@ func (m *Memory) DisconnectPlatform(ctx context.Context, userID string) error {
 	return nil
 }
 
-func (m *Memory) ImportPlatformSite(ctx context.Context, s Site) (Site, bool, error) {
+func (m *Memory) ImportPlatformSite(ctx context.Context, s Site, maxSites int) (Site, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.users[s.UserID]; !ok || s.PlatformSiteID == "" {
@@ -99,6 +99,12 @@ func (m *Memory) ImportPlatformSite(ctx context.Context, s Site) (Site, bool, er
 	for id, old := range m.sites {
 		if old.PlatformSiteID != s.PlatformSiteID {
 			continue
+		}
+		if old.UserID != s.UserID && !old.PlatformVerified {
+			// s will be created: the cap is checked before the other user's link is dropped.
+			if err := m.withinSites(s.UserID, maxSites); err != nil {
+				return Site{}, false, err
+			}
 		}
 		switch {
 		case old.UserID == s.UserID:
@@ -115,8 +121,11 @@ func (m *Memory) ImportPlatformSite(ctx context.Context, s Site) (Site, bool, er
 			m.sites[id] = old
 		}
 	}
+	if err := m.withinSites(s.UserID, maxSites); err != nil {
+		return Site{}, false, err
+	}
 	s.CreatedAt, s.PlatformVerified, s.PlatformWebhookID = Now(s.CreatedAt), true, ""
-	s.HealthScore, s.Founding = nil, false
+	s.HealthScore, s.Founding, s.Schedule, s.NextScanAt = nil, false, ScheduleOff, nil
 	if s.LastPublished != nil {
 		s.LastPublished = tp(*s.LastPublished)
 	}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -10,6 +11,10 @@ import (
 func (m *Memory) EnqueueScan(ctx context.Context, s Scan, queue string, runAt time.Time) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.enqueue(s, queue, runAt)
+}
+
+func (m *Memory) enqueue(s Scan, queue string, runAt time.Time) error {
 	if _, ok := m.sites[s.SiteID]; !ok {
 		return notFound("site")
 	}
@@ -143,7 +148,7 @@ func (m *Memory) SavePageResult(ctx context.Context, l Lease, r PageResult) erro
 	if _, err := m.leased(l); err != nil {
 		return err
 	}
-	r.ScanID = l.ScanID
+	r.ScanID, r.Runs = l.ScanID, max(r.Runs, 1) // as Postgres's decodeResult reads it
 	c := clonePageResult(r)
 	m.putResult(l.ScanID, PageKey{r.PagePath, r.Strategy}, memResult{result: &c})
 	return nil
@@ -266,4 +271,78 @@ func (m *Memory) Job(ctx context.Context, id int64) (Job, error) {
 	}
 	j.HeartbeatAt = cloneTime(j.HeartbeatAt)
 	return j, nil
+}
+
+func (m *Memory) OverdueScans(ctx context.Context, startedBefore time.Time) ([]OverdueScan, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	began := func(s Scan) time.Time {
+		if s.StartedAt != nil {
+			return *s.StartedAt
+		}
+		return s.CreatedAt
+	}
+	out := []OverdueScan{}
+	for _, j := range m.jobs {
+		s := m.scans[j.ScanID]
+		if j.Queue != QueueScan || s.Status != StatusQueued && s.Status != StatusRunning || !began(s).Before(startedBefore) {
+			continue
+		}
+		out = append(out, OverdueScan{Scan: cloneScan(s), UserID: m.sites[s.SiteID].UserID, LastError: j.LastError})
+	}
+	sort.Slice(out, func(a, b int) bool {
+		if !began(out[a].Scan).Equal(began(out[b].Scan)) {
+			return began(out[a].Scan).Before(began(out[b].Scan))
+		}
+		return out[a].ID < out[b].ID
+	})
+	return out, nil
+}
+
+func (m *Memory) ExpireScan(ctx context.Context, scanID, reason string, now time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.scans[scanID]
+	if s.Status != StatusQueued && s.Status != StatusRunning {
+		return notFound("unfinished scan")
+	}
+	for _, j := range m.jobs {
+		if j.ScanID == scanID {
+			m.discard(j, reason, now)
+			return nil
+		}
+	}
+	return notFound("job")
+}
+
+func (m *Memory) EnqueueDueScans(ctx context.Context, now time.Time, limit int) ([]Scan, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var due []Site
+	for _, s := range m.sites {
+		if s.Schedule != ScheduleOff && s.NextScanAt != nil && !s.NextScanAt.After(now) {
+			due = append(due, s)
+		}
+	}
+	sort.Slice(due, func(a, b int) bool {
+		if !due[a].NextScanAt.Equal(*due[b].NextScanAt) {
+			return due[a].NextScanAt.Before(*due[b].NextScanAt)
+		}
+		return due[a].ID < due[b].ID
+	})
+	out := []Scan{}
+	for _, site := range due[:min(limit, len(due))] {
+		sc := Scan{ID: NewID(), SiteID: site.ID, Strategy: StrategyBoth, Trigger: TriggerSchedule, CreatedAt: now}
+		switch err := m.enqueue(sc, QueueScan, now); {
+		case errors.Is(err, ErrScanActive): // one is in flight: it serves as this period's scan
+		case err != nil:
+			return nil, err
+		default:
+			sc.Status, sc.CreatedAt = StatusQueued, Now(now)
+			out = append(out, sc)
+		}
+		site.NextScanAt = NextScanAt(site.Schedule, *site.NextScanAt, now)
+		m.sites[site.ID] = site
+	}
+	return out, nil
 }

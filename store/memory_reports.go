@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"time"
 )
@@ -14,6 +15,25 @@ func cloneReport(r Report) Report {
 func (m *Memory) CreateReport(ctx context.Context, r Report) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.createReportLocked(r)
+}
+
+func (m *Memory) CreateReportWithin(ctx context.Context, r Report, max int) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, o := range m.reports {
+		if o.UserID == r.UserID && o.RevokedAt == nil && (o.ExpiresAt == nil || o.ExpiresAt.After(r.CreatedAt)) {
+			n++
+		}
+	}
+	if n >= max {
+		return fmt.Errorf("%d active reports: %w", n, ErrLimit)
+	}
+	return m.createReportLocked(r)
+}
+
+func (m *Memory) createReportLocked(r Report) error {
 	if _, ok := m.ownedScan(r.UserID, r.ScanID); !ok {
 		return notFound("scan")
 	}

@@ -18,6 +18,7 @@ func cloneSite(s Site) Site {
 		s.HealthScore = &h
 	}
 	s.LastPublished = cloneTime(s.LastPublished)
+	s.NextScanAt = cloneTime(s.NextScanAt)
 	return s
 }
 
@@ -36,16 +37,46 @@ func (m *Memory) platformTaken(platformID, exceptSite string) bool {
 func (m *Memory) CreateSite(ctx context.Context, s Site) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.createSiteLocked(s)
+}
+
+func (m *Memory) CreateSiteWithin(ctx context.Context, s Site, max int) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.withinSites(s.UserID, max); err != nil {
+		return err
+	}
+	return m.createSiteLocked(s)
+}
+
+// withinSites answers ErrLimit when the user already has max sites; the caller holds m.mu.
+func (m *Memory) withinSites(userID string, max int) error {
+	n := 0
+	for _, o := range m.sites {
+		if o.UserID == userID {
+			n++
+		}
+	}
+	if n >= max {
+		return fmt.Errorf("%d sites: %w", n, ErrLimit)
+	}
+	return nil
+}
+
+func (m *Memory) createSiteLocked(s Site) error {
 	if _, ok := m.users[s.UserID]; !ok {
 		return notFound("user")
 	}
 	if m.platformTaken(s.PlatformSiteID, "") {
 		return fmt.Errorf("platform site id %q: %w", s.PlatformSiteID, ErrConflict)
 	}
-	s.CreatedAt = Now(s.CreatedAt)
+	s.CreatedAt, s.Schedule = Now(s.CreatedAt), schedule(s.Schedule)
 	s.PlatformVerified, s.PlatformWebhookID = false, "" // only ImportPlatformSite verifies
 	if s.LastPublished != nil {
 		s.LastPublished = tp(*s.LastPublished)
+	}
+	if s.NextScanAt != nil {
+		s.NextScanAt = tp(*s.NextScanAt)
 	}
 	m.sites[s.ID] = cloneSite(s)
 	return nil
@@ -60,6 +91,10 @@ func (m *Memory) UpdateSite(ctx context.Context, s Site) error {
 	}
 	old.Name, old.Domain, old.Founding = s.Name, s.Domain, s.Founding
 	old.Pages = slices.Clone(s.Pages)
+	old.Schedule, old.NextScanAt = schedule(s.Schedule), nil
+	if s.NextScanAt != nil {
+		old.NextScanAt = tp(*s.NextScanAt)
+	}
 	m.sites[s.ID] = cloneSite(old)
 	return nil
 }
@@ -160,7 +195,7 @@ func (m *Memory) MarkPublished(ctx context.Context, siteID string, at time.Time)
 	return nil
 }
 
-func (m *Memory) Budgets(ctx context.Context, userID, siteID string) (map[string]float64, error) {
+func (m *Memory) Budgets(ctx context.Context, userID, siteID string) (map[string]Budget, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.ownedSite(userID, siteID); !ok {
@@ -170,23 +205,23 @@ func (m *Memory) Budgets(ctx context.Context, userID, siteID string) (map[string
 }
 
 // siteBudgets copies a site's budgets; the caller holds m.mu.
-func (m *Memory) siteBudgets(siteID string) map[string]float64 {
-	out := map[string]float64{}
+func (m *Memory) siteBudgets(siteID string) map[string]Budget {
+	out := map[string]Budget{}
 	for k, v := range m.budgets[siteID] {
 		out[k] = v
 	}
 	return out
 }
 
-func (m *Memory) SetBudgets(ctx context.Context, userID, siteID string, budgets map[string]float64) error {
+func (m *Memory) SetBudgets(ctx context.Context, userID, siteID string, budgets map[string]Budget) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.ownedSite(userID, siteID); !ok {
 		return notFound("site")
 	}
-	b := map[string]float64{}
+	b := map[string]Budget{}
 	for k, v := range budgets {
-		b[k] = v
+		b[k] = v.withDefault()
 	}
 	m.budgets[siteID] = b
 	return nil

@@ -68,8 +68,18 @@ func (m *Memory) CreateSession(ctx context.Context, s Session) error {
 	if _, ok := m.users[s.UserID]; !ok {
 		return notFound("user")
 	}
-	s.CreatedAt, s.ExpiresAt = Now(s.CreatedAt), Now(s.ExpiresAt)
+	s.CreatedAt, s.ExpiresAt, s.SeenAt = Now(s.CreatedAt), Now(s.ExpiresAt), Now(s.CreatedAt)
 	m.sessions[s.TokenHash] = s
+	return nil
+}
+
+func (m *Memory) TouchSession(ctx context.Context, tokenHash string, now time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s, ok := m.sessions[tokenHash]; ok {
+		s.SeenAt = Now(now)
+		m.sessions[tokenHash] = s
+	}
 	return nil
 }
 

@@ -72,3 +72,38 @@ func testPageMetricsEveryValue(t *testing.T, s store.Store) {
 		t.Errorf("metrics = %+v\nwant %+v", got, want)
 	}
 }
+
+// testPageMetricsOf: several scans' metrics in one call, as PageMetrics gives each; scans of
+// another user, unknown or malformed ids, and scans without results have no entry.
+func testPageMetricsOf(t *testing.T, s store.Store) {
+	a := newUser(t, s, "a@example.com")
+	b := newUser(t, s, "b@example.com")
+	var ids []string
+	for i, site := range []store.Site{newSite(t, s, a, "one"), newSite(t, s, a, "two"), newSite(t, s, b, "b's")} {
+		sc := enqueue(t, s, site, t0)
+		j, err := s.ClaimJob(ctx, store.QueueScan, "w", t0)
+		must(t, err)
+		must(t, s.StartScan(ctx, j.Lease(), 2, t0))
+		lcp := 1000.0 * float64(i+1)
+		must(t, s.SavePageResult(ctx, j.Lease(), store.PageResult{PagePath: "/", PageURL: "https://x.test/", Strategy: "mobile",
+			Scores: store.PageScores{Performance: ip(50 + i)}, CoreWebVitals: store.Vitals{LCP: &lcp}}))
+		must(t, s.SavePageError(ctx, j.Lease(), store.PageError{PagePath: "/", Strategy: "desktop", PageURL: "https://x.test/", Error: "x"}))
+		ids = append(ids, sc.ID)
+	}
+	empty := enqueue(t, s, newSite(t, s, a, "empty"), t0)
+	got, err := s.PageMetricsOf(ctx, a.ID, append(ids, store.NewID(), "not-a-uuid", empty.ID))
+	must(t, err)
+	if len(got) != 2 {
+		t.Fatalf("entries for %d scans, want A's two with results: %v", len(got), got)
+	}
+	for _, id := range ids[:2] {
+		want, err := s.PageMetrics(ctx, a.ID, id)
+		must(t, err)
+		if !reflect.DeepEqual(got[id], want) {
+			t.Errorf("scan %s: %+v, want PageMetrics' %+v", id, got[id], want)
+		}
+	}
+	if none, err := s.PageMetricsOf(ctx, a.ID, nil); err != nil || len(none) != 0 {
+		t.Errorf("no ids: %v, %v", none, err)
+	}
+}

@@ -81,7 +81,7 @@ func importSite(t *testing.T, s store.Store, u store.User, platformID string) st
 	t.Helper()
 	published := t0.Add(-time.Hour)
 	site, _, err := s.ImportPlatformSite(ctx, store.Site{ID: store.NewID(), UserID: u.ID, Name: "Site " + platformID,
-		Domain: platformID + ".webflow.io", PlatformSiteID: platformID, LastPublished: &published, Pages: []string{"/", "/about"}, CreatedAt: t0})
+		Domain: platformID + ".webflow.io", PlatformSiteID: platformID, LastPublished: &published, Pages: []string{"/", "/about"}, CreatedAt: t0}, 50)
 	must(t, err)
 	return site
 }
@@ -92,7 +92,7 @@ func testImportPlatformSite(t *testing.T, s store.Store) {
 	published := t0.Add(-time.Hour)
 	in := store.Site{ID: store.NewID(), UserID: a.ID, Name: "Shop", Domain: "shop.example.com", PlatformSiteID: "wf-1",
 		LastPublished: &published, Pages: []string{"/", "/about"}, CreatedAt: t0}
-	site, created, err := s.ImportPlatformSite(ctx, in)
+	site, created, err := s.ImportPlatformSite(ctx, in, 50)
 	must(t, err)
 	if !created || site.ID != in.ID || !site.PlatformVerified || site.PlatformSiteID != "wf-1" || len(site.Pages) != 2 ||
 		site.LastPublished == nil || !site.LastPublished.Equal(published) {
@@ -102,7 +102,7 @@ func testImportPlatformSite(t *testing.T, s store.Store) {
 	// Twice: the same site, updated, no second one.
 	again := in
 	again.ID, again.Name, again.Pages = store.NewID(), "Shop renamed", []string{"/", "/about", "/new"}
-	site2, created, err := s.ImportPlatformSite(ctx, again)
+	site2, created, err := s.ImportPlatformSite(ctx, again, 50)
 	must(t, err)
 	if created || site2.ID != in.ID || site2.Name != "Shop renamed" || len(site2.Pages) != 3 {
 		t.Errorf("second import = %+v, created %v", site2, created)
@@ -119,7 +119,7 @@ func testImportPlatformSite(t *testing.T, s store.Store) {
 	// Another account cannot take a verified site.
 	theft := in
 	theft.ID, theft.UserID = store.NewID(), b.ID
-	_, _, err = s.ImportPlatformSite(ctx, theft)
+	_, _, err = s.ImportPlatformSite(ctx, theft, 50)
 	wantErr(t, err, store.ErrConflict)
 	if sites, _ := s.SitesOf(ctx, b.ID); len(sites) != 0 {
 		t.Errorf("b got %d sites", len(sites))
@@ -130,7 +130,7 @@ func testImportPlatformSite(t *testing.T, s store.Store) {
 	must(t, s.CreateSite(ctx, manual))
 	scan := enqueue(t, s, manual, t0)
 	verified, created, err := s.ImportPlatformSite(ctx, store.Site{ID: store.NewID(), UserID: a.ID, Name: "Blog", Domain: "blog.webflow.io",
-		PlatformSiteID: "wf-2", CreatedAt: t0})
+		PlatformSiteID: "wf-2", CreatedAt: t0}, 50)
 	must(t, err)
 	if !created || verified.UserID != a.ID {
 		t.Errorf("verified import = %+v, created %v", verified, created)
@@ -151,10 +151,27 @@ func testImportPlatformSite(t *testing.T, s store.Store) {
 	own := store.Site{ID: store.NewID(), UserID: a.ID, Name: "Own", Domain: "own.test", PlatformSiteID: "wf-3", CreatedAt: t0}
 	must(t, s.CreateSite(ctx, own))
 	got, created, err := s.ImportPlatformSite(ctx, store.Site{ID: store.NewID(), UserID: a.ID, Name: "Own", Domain: "own.webflow.io",
-		PlatformSiteID: "wf-3", CreatedAt: t0})
+		PlatformSiteID: "wf-3", CreatedAt: t0}, 50)
 	must(t, err)
 	if created || got.ID != own.ID || !got.PlatformVerified || got.Domain != "own.webflow.io" {
 		t.Errorf("own import = %+v, created %v", got, created)
+	}
+
+	// Past the account's site cap an import creates nothing and drops no other user's link;
+	// updating a site the account already has is no creation and passes.
+	c := newUser(t, s, "c@example.com")
+	typed := store.Site{ID: store.NewID(), UserID: b.ID, Name: "Typed 4", Domain: "t4.test", PlatformSiteID: "wf-4", CreatedAt: t0}
+	must(t, s.CreateSite(ctx, typed))
+	importSite(t, s, c, "wf-5")
+	_, _, err = s.ImportPlatformSite(ctx, store.Site{ID: store.NewID(), UserID: c.ID, Name: "Four", Domain: "four.webflow.io",
+		PlatformSiteID: "wf-4", CreatedAt: t0}, 1)
+	wantErr(t, err, store.ErrLimit)
+	if got, _ := s.Site(ctx, b.ID, typed.ID); got.PlatformSiteID != "wf-4" {
+		t.Errorf("a refused import dropped b's link: %+v", got)
+	}
+	if _, created, err := s.ImportPlatformSite(ctx, store.Site{ID: store.NewID(), UserID: c.ID, Name: "Five again", Domain: "five.webflow.io",
+		PlatformSiteID: "wf-5", CreatedAt: t0}, 1); err != nil || created {
+		t.Errorf("re-import at the cap: created %v, %v", created, err)
 	}
 
 	// Pages refresh (system) replaces the saved list.

@@ -31,7 +31,8 @@ const budgetVersionSQL = `SELECT budget_version FROM sites WHERE id = $1 AND use
 // result leave the database.
 const budgetInputsSQL = `SELECT s.budget_version, s.name, s.domain, c.id, c.status, c.strategy, c.trigger,
 	c.pages_total, c.pages_done, c.scores, c.error, c.created_at, c.started_at, c.completed_at,
-	(SELECT coalesce(json_object_agg(b.metric, b.threshold), '{}') FROM budgets b WHERE b.site_id = s.id),
+	(SELECT coalesce(json_object_agg(b.metric, json_build_object('threshold', b.threshold, 'strategy', b.strategy)), '{}')
+		FROM budgets b WHERE b.site_id = s.id),
 	(SELECT coalesce(json_agg(json_build_object('id', r.id, 'metric', r.metric, 'operator', r.operator,
 		'threshold', r.threshold, 'createdAt', r.created_at) ORDER BY r.created_at, r.id), '[]')
 		FROM alert_rules r WHERE r.site_id = s.id),

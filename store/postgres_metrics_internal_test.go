@@ -27,10 +27,7 @@ func TestParseMetrics(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var nums [12]struct {
-				Float64 float64
-				Valid   bool
-			}
+			var nums metricNums
 			err := parseMetrics([]byte(tt.in), &nums)
 			if (err == nil) != tt.ok {
 				t.Fatalf("err = %v, want ok %v", err, tt.ok)

@@ -28,11 +28,32 @@ func (p *Postgres) Client(ctx context.Context, clientID string) (OAuthClient, er
 }
 
 func (p *Postgres) CreateAuthRequest(ctx context.Context, r AuthRequest) error {
-	_, err := p.db.ExecContext(ctx, `INSERT INTO oauth_requests (id_hash, user_id, client_id, redirect_uri, state,
-		code_challenge, scope, resource, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-		r.IDHash, r.UserID, r.ClientID, r.RedirectURI, r.State, r.CodeChallenge, r.Scope, r.Resource,
-		Now(r.CreatedAt), Now(r.ExpiresAt))
-	return pgErr("create authorization request", err)
+	return p.tx(ctx, func(tx *sql.Tx) error {
+		// Expired requests go, then all but the newest MaxPendingAuthRequests-1 live ones.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM oauth_requests WHERE user_id = $1 AND (expires_at <= $2 OR id_hash IN
+			(SELECT id_hash FROM oauth_requests WHERE user_id = $1 AND expires_at > $2 ORDER BY created_at DESC OFFSET $3))`,
+			r.UserID, Now(r.CreatedAt), MaxPendingAuthRequests-1); err != nil {
+			return pgErr("drop stale authorization requests", err)
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO oauth_requests (id_hash, user_id, client_id, redirect_uri, state,
+			code_challenge, scope, resource, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+			r.IDHash, r.UserID, r.ClientID, r.RedirectURI, r.State, r.CodeChallenge, r.Scope, r.Resource,
+			Now(r.CreatedAt), Now(r.ExpiresAt))
+		return pgErr("create authorization request", err)
+	})
+}
+
+func (p *Postgres) DeleteUnusedClients(ctx context.Context, createdBefore time.Time) (int, error) {
+	res, err := p.db.ExecContext(ctx, `DELETE FROM oauth_clients c WHERE created_at < $1
+		AND NOT EXISTS (SELECT 1 FROM oauth_requests WHERE client_id = c.id)
+		AND NOT EXISTS (SELECT 1 FROM oauth_codes WHERE client_id = c.id)
+		AND NOT EXISTS (SELECT 1 FROM oauth_tokens WHERE client_id = c.id)
+		AND NOT EXISTS (SELECT 1 FROM oauth_consents WHERE client_id = c.id)`, Now(createdBefore))
+	if err != nil {
+		return 0, pgErr("delete unused clients", err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
 }
 
 func (p *Postgres) TakeAuthRequest(ctx context.Context, idHash, userID string, now time.Time) (AuthRequest, error) {

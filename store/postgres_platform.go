@@ -84,7 +84,7 @@ func (p *Postgres) DisconnectPlatform(ctx context.Context, userID string) error 
 	})
 }
 
-func (p *Postgres) ImportPlatformSite(ctx context.Context, s Site) (Site, bool, error) {
+func (p *Postgres) ImportPlatformSite(ctx context.Context, s Site, maxSites int) (Site, bool, error) {
 	if !uuidOK(s.ID, s.UserID) || s.PlatformSiteID == "" {
 		return Site{}, false, notFound("site")
 	}
@@ -107,6 +107,9 @@ func (p *Postgres) ImportPlatformSite(ctx context.Context, s Site) (Site, bool, 
 			if _, err := tx.ExecContext(ctx, `UPDATE sites SET platform_site_id = NULL WHERE id = $1`, old.ID); err != nil {
 				return pgErr("import platform site", err)
 			}
+		}
+		if err := withinSites(ctx, tx, s.UserID, maxSites); err != nil {
+			return err
 		}
 		created = true
 		out, err = scanSite(tx.QueryRowContext(ctx, `INSERT INTO sites

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"strings"
 	"time"
 )
@@ -252,4 +253,85 @@ func (p *Postgres) RescueJobs(ctx context.Context, staleBefore, now time.Time) (
 func (p *Postgres) Job(ctx context.Context, id int64) (Job, error) {
 	j, err := scanJob(p.db.QueryRowContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = $1`, id))
 	return j, pgErr("job", err)
+}
+
+func (p *Postgres) OverdueScans(ctx context.Context, startedBefore time.Time) ([]OverdueScan, error) {
+	return queryAll(ctx, p.db, "overdue scans", func(row rowScanner) (OverdueScan, error) {
+		var o OverdueScan
+		var scores []byte
+		var started, completed sql.NullTime
+		err := row.Scan(&o.ID, &o.SiteID, &o.Status, &o.Strategy, &o.Trigger, &o.PagesTotal, &o.PagesDone,
+			&scores, &o.Error, &o.CreatedAt, &started, &completed, &o.UserID, &o.LastError)
+		if err != nil {
+			return o, err
+		}
+		o.CreatedAt, o.StartedAt, o.CompletedAt = o.CreatedAt.UTC(), timePtr(started), timePtr(completed)
+		return o, json.Unmarshal(scores, &o.Scores)
+	}, `SELECT `+scanCols+`, s.user_id, j.last_error FROM scans c
+		JOIN sites s ON s.id = c.site_id JOIN jobs j ON j.scan_id = c.id AND j.queue = $2
+		WHERE c.status IN ('queued', 'running') AND coalesce(c.started_at, c.created_at) < $1
+		ORDER BY coalesce(c.started_at, c.created_at), c.id`, Now(startedBefore), QueueScan)
+}
+
+func (p *Postgres) ExpireScan(ctx context.Context, scanID, reason string, now time.Time) error {
+	return p.tx(ctx, func(tx *sql.Tx) error {
+		var jobID int64
+		err := tx.QueryRowContext(ctx, `SELECT j.id FROM scans c JOIN jobs j ON j.scan_id = c.id
+			WHERE c.id = $1 AND c.status IN ('queued', 'running') FOR UPDATE OF c, j`, scanID).Scan(&jobID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFound("unfinished scan")
+		}
+		if err != nil {
+			return pgErr("expire scan", err)
+		}
+		return discardTx(ctx, tx, jobID, scanID, reason, now)
+	})
+}
+
+func (p *Postgres) EnqueueDueScans(ctx context.Context, now time.Time, limit int) ([]Scan, error) {
+	out := []Scan{}
+	err := p.tx(ctx, func(tx *sql.Tx) error {
+		out = out[:0]
+		type dueSite struct {
+			id, schedule string
+			due          time.Time
+		}
+		due, err := queryAll(ctx, tx, "due sites", func(row rowScanner) (dueSite, error) {
+			var d dueSite
+			return d, row.Scan(&d.id, &d.schedule, &d.due)
+		}, `SELECT id, scan_schedule, next_scan_at FROM sites
+			WHERE next_scan_at <= $1 AND scan_schedule <> 'off'
+			ORDER BY next_scan_at, id LIMIT $2 FOR UPDATE SKIP LOCKED`, Now(now), limit)
+		if err != nil {
+			return err
+		}
+		for _, d := range due {
+			sc := Scan{ID: NewID(), SiteID: d.id, Status: StatusQueued, Strategy: StrategyBoth, Trigger: TriggerSchedule, CreatedAt: Now(now)}
+			// A scan in flight (the partial unique index) serves as this period's scan.
+			res, err := tx.ExecContext(ctx, `INSERT INTO scans (id, site_id, status, strategy, trigger, created_at)
+				VALUES ($1, $2, 'queued', $3, $4, $5)
+				ON CONFLICT (site_id) WHERE status IN ('queued', 'running') DO NOTHING`,
+				sc.ID, sc.SiteID, sc.Strategy, sc.Trigger, sc.CreatedAt)
+			if err != nil {
+				return pgErr("enqueue scheduled scan", err)
+			}
+			if n, _ := res.RowsAffected(); n == 1 {
+				if _, err := tx.ExecContext(ctx, `INSERT INTO jobs (queue, scan_id, state, max_attempts, run_at, created_at)
+					VALUES ($1, $2, 'available', $3, $4, $4)`, QueueScan, sc.ID, MaxAttempts, sc.CreatedAt); err != nil {
+					return pgErr("enqueue scheduled job", err)
+				}
+				out = append(out, sc)
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE sites SET next_scan_at = $2 WHERE id = $1`,
+				d.id, nullTime(NextScanAt(d.schedule, d.due.UTC(), now))); err != nil {
+				return pgErr("move next scan", err)
+			}
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		_, err = tx.ExecContext(ctx, `SELECT pg_notify($1, $2)`, NotifyChannel, QueueScan)
+		return pgErr("notify", err)
+	})
+	return out, err
 }

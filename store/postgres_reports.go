@@ -3,14 +3,40 @@ package store
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"time"
 )
 
 func (p *Postgres) CreateReport(ctx context.Context, r Report) error {
+	return insertReport(ctx, p.db, r)
+}
+
+// CreateReportWithin counts after locking the user's row, as CreateSiteWithin does.
+func (p *Postgres) CreateReportWithin(ctx context.Context, r Report, max int) error {
 	if !uuidOK(r.UserID, r.ScanID) {
 		return notFound("scan")
 	}
-	res, err := p.db.ExecContext(ctx, `INSERT INTO reports (id, token_hash, scan_id, user_id, title, created_at, expires_at)
+	return p.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `SELECT 1 FROM users WHERE id = $1 FOR UPDATE`, r.UserID); err != nil {
+			return pgErr("lock user", err)
+		}
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM reports WHERE user_id = $1 AND revoked_at IS NULL
+			AND (expires_at IS NULL OR expires_at > $2)`, r.UserID, Now(r.CreatedAt)).Scan(&n); err != nil {
+			return pgErr("count reports", err)
+		}
+		if n >= max {
+			return fmt.Errorf("%d active reports: %w", n, ErrLimit)
+		}
+		return insertReport(ctx, tx, r)
+	})
+}
+
+func insertReport(ctx context.Context, db execer, r Report) error {
+	if !uuidOK(r.UserID, r.ScanID) {
+		return notFound("scan")
+	}
+	res, err := db.ExecContext(ctx, `INSERT INTO reports (id, token_hash, scan_id, user_id, title, created_at, expires_at)
 		SELECT $1, $2, c.id, $4, $5, $6, $7 FROM scans c JOIN sites s ON s.id = c.site_id
 		WHERE c.id = $3 AND s.user_id = $4`,
 		r.ID, r.TokenHash, r.ScanID, r.UserID, r.Title, Now(r.CreatedAt), nullTime(r.ExpiresAt))

@@ -3,17 +3,58 @@ package store
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"time"
 
 	"github.com/lib/pq"
 )
 
 func (p *Postgres) CreateSite(ctx context.Context, s Site) error {
-	_, err := p.db.ExecContext(ctx, `INSERT INTO sites
-		(id, user_id, name, domain, platform_site_id, founding, health_score, last_published, pages, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+	return insertSite(ctx, p.db, s)
+}
+
+// CreateSiteWithin locks the user's row, so creations for one user take turns at the count.
+func (p *Postgres) CreateSiteWithin(ctx context.Context, s Site, max int) error {
+	if !uuidOK(s.UserID) {
+		return notFound("user")
+	}
+	return p.tx(ctx, func(tx *sql.Tx) error {
+		if err := withinSites(ctx, tx, s.UserID, max); err != nil {
+			return err
+		}
+		return insertSite(ctx, tx, s)
+	})
+}
+
+// withinSites locks the user's row and answers ErrLimit when the user already has max sites.
+// The count is a statement of its own: taken after the lock, it sees every site committed by
+// the creation that held it (a subquery of the locking statement would not).
+func withinSites(ctx context.Context, tx *sql.Tx, userID string, max int) error {
+	if _, err := tx.ExecContext(ctx, `SELECT 1 FROM users WHERE id = $1 FOR UPDATE`, userID); err != nil {
+		return pgErr("lock user", err)
+	}
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sites WHERE user_id = $1`, userID).Scan(&n); err != nil {
+		return pgErr("count sites", err)
+	}
+	if n >= max {
+		return fmt.Errorf("%d sites: %w", n, ErrLimit)
+	}
+	return nil
+}
+
+// execer is a pool or a transaction.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+func insertSite(ctx context.Context, db execer, s Site) error {
+	_, err := db.ExecContext(ctx, `INSERT INTO sites
+		(id, user_id, name, domain, platform_site_id, founding, health_score, last_published, pages, created_at,
+		scan_schedule, next_scan_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 		s.ID, s.UserID, s.Name, s.Domain, nullString(s.PlatformSiteID), s.Founding, s.HealthScore,
-		nullTime(s.LastPublished), pq.StringArray(nonNil(s.Pages)), Now(s.CreatedAt))
+		nullTime(s.LastPublished), pq.StringArray(nonNil(s.Pages)), Now(s.CreatedAt), schedule(s.Schedule), nullTime(s.NextScanAt))
 	return pgErr("create site", err)
 }
 
@@ -29,8 +70,8 @@ func (p *Postgres) UpdateSite(ctx context.Context, s Site) error {
 		return notFound("site")
 	}
 	res, err := p.db.ExecContext(ctx, `UPDATE sites SET name = $3, domain = $4,
-		founding = $5, pages = $6 WHERE id = $1 AND user_id = $2`,
-		s.ID, s.UserID, s.Name, s.Domain, s.Founding, pq.StringArray(nonNil(s.Pages)))
+		founding = $5, pages = $6, scan_schedule = $7, next_scan_at = $8 WHERE id = $1 AND user_id = $2`,
+		s.ID, s.UserID, s.Name, s.Domain, s.Founding, pq.StringArray(nonNil(s.Pages)), schedule(s.Schedule), nullTime(s.NextScanAt))
 	return pgErr("update site", affected(res, err, sql.ErrNoRows))
 }
 
@@ -43,20 +84,20 @@ func (p *Postgres) DeleteSite(ctx context.Context, userID, siteID string) error 
 }
 
 const siteCols = `id, user_id, name, domain, coalesce(platform_site_id, ''), founding, health_score,
-	last_published, pages, created_at, platform_verified, coalesce(platform_webhook_id, '')`
+	last_published, pages, created_at, platform_verified, coalesce(platform_webhook_id, ''), scan_schedule, next_scan_at`
 
 func scanSite(row rowScanner) (Site, error) {
 	var s Site
 	var health sql.NullInt64
-	var published sql.NullTime
+	var published, next sql.NullTime
 	var pages pq.StringArray
 	err := row.Scan(&s.ID, &s.UserID, &s.Name, &s.Domain, &s.PlatformSiteID, &s.Founding, &health,
-		&published, &pages, &s.CreatedAt, &s.PlatformVerified, &s.PlatformWebhookID)
+		&published, &pages, &s.CreatedAt, &s.PlatformVerified, &s.PlatformWebhookID, &s.Schedule, &next)
 	if health.Valid {
 		h := int(health.Int64)
 		s.HealthScore = &h
 	}
-	s.LastPublished, s.Pages, s.CreatedAt = timePtr(published), nonNil(pages), s.CreatedAt.UTC()
+	s.LastPublished, s.Pages, s.CreatedAt, s.NextScanAt = timePtr(published), nonNil(pages), s.CreatedAt.UTC(), timePtr(next)
 	return s, err
 }
 
@@ -103,27 +144,28 @@ func (p *Postgres) owns(ctx context.Context, q interface {
 	return pgErr("site", err)
 }
 
-func (p *Postgres) Budgets(ctx context.Context, userID, siteID string) (map[string]float64, error) {
+func (p *Postgres) Budgets(ctx context.Context, userID, siteID string) (map[string]Budget, error) {
 	if err := p.owns(ctx, p.db, userID, siteID); err != nil {
 		return nil, err
 	}
 	type budget struct {
-		metric    string
-		threshold float64
+		metric string
+		Budget
 	}
-	rows, err := queryAll(ctx, p.db, "budgets", func(r rowScanner) (b budget, err error) { return b, r.Scan(&b.metric, &b.threshold) },
-		`SELECT metric, threshold FROM budgets WHERE site_id = $1`, siteID)
+	rows, err := queryAll(ctx, p.db, "budgets", func(r rowScanner) (b budget, err error) {
+		return b, r.Scan(&b.metric, &b.Threshold, &b.Strategy)
+	}, `SELECT metric, threshold, strategy FROM budgets WHERE site_id = $1`, siteID)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]float64{}
+	out := map[string]Budget{}
 	for _, b := range rows {
-		out[b.metric] = b.threshold
+		out[b.metric] = b.Budget
 	}
 	return out, nil
 }
 
-func (p *Postgres) SetBudgets(ctx context.Context, userID, siteID string, budgets map[string]float64) error {
+func (p *Postgres) SetBudgets(ctx context.Context, userID, siteID string, budgets map[string]Budget) error {
 	return p.tx(ctx, func(tx *sql.Tx) error {
 		if err := p.owns(ctx, tx, userID, siteID); err != nil {
 			return err
@@ -131,8 +173,9 @@ func (p *Postgres) SetBudgets(ctx context.Context, userID, siteID string, budget
 		if _, err := tx.ExecContext(ctx, `DELETE FROM budgets WHERE site_id = $1`, siteID); err != nil {
 			return pgErr("set budgets", err)
 		}
-		for m, t := range budgets {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO budgets (site_id, metric, threshold) VALUES ($1, $2, $3)`, siteID, m, t); err != nil {
+		for m, b := range budgets {
+			b = b.withDefault()
+			if _, err := tx.ExecContext(ctx, `INSERT INTO budgets (site_id, metric, threshold, strategy) VALUES ($1, $2, $3, $4)`, siteID, m, b.Threshold, b.Strategy); err != nil {
 				return pgErr("set budgets", err)
 			}
 		}

@@ -51,17 +51,22 @@ func (p *Postgres) SetNotifyRegressions(ctx context.Context, userID string, on b
 }
 
 func (p *Postgres) CreateSession(ctx context.Context, s Session) error {
-	_, err := p.db.ExecContext(ctx, `INSERT INTO sessions (token_hash, user_id, csrf, created_at, expires_at)
-		VALUES ($1, $2, $3, $4, $5)`, s.TokenHash, s.UserID, s.CSRF, Now(s.CreatedAt), Now(s.ExpiresAt))
+	_, err := p.db.ExecContext(ctx, `INSERT INTO sessions (token_hash, user_id, csrf, created_at, expires_at, seen_at)
+		VALUES ($1, $2, $3, $4, $5, $4)`, s.TokenHash, s.UserID, s.CSRF, Now(s.CreatedAt), Now(s.ExpiresAt))
 	return pgErr("create session", err)
+}
+
+func (p *Postgres) TouchSession(ctx context.Context, tokenHash string, now time.Time) error {
+	_, err := p.db.ExecContext(ctx, `UPDATE sessions SET seen_at = $2 WHERE token_hash = $1`, tokenHash, Now(now))
+	return pgErr("touch session", err)
 }
 
 func (p *Postgres) SessionByHash(ctx context.Context, tokenHash string, now time.Time) (Session, error) {
 	var s Session
-	err := p.db.QueryRowContext(ctx, `SELECT token_hash, user_id, csrf, created_at, expires_at FROM sessions
+	err := p.db.QueryRowContext(ctx, `SELECT token_hash, user_id, csrf, created_at, expires_at, seen_at FROM sessions
 		WHERE token_hash = $1 AND expires_at > $2`, tokenHash, now).
-		Scan(&s.TokenHash, &s.UserID, &s.CSRF, &s.CreatedAt, &s.ExpiresAt)
-	s.CreatedAt, s.ExpiresAt = s.CreatedAt.UTC(), s.ExpiresAt.UTC()
+		Scan(&s.TokenHash, &s.UserID, &s.CSRF, &s.CreatedAt, &s.ExpiresAt, &s.SeenAt)
+	s.CreatedAt, s.ExpiresAt, s.SeenAt = s.CreatedAt.UTC(), s.ExpiresAt.UTC(), s.SeenAt.UTC()
 	return s, pgErr("session", err)
 }
 

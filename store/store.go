@@ -44,6 +44,8 @@ type Users interface {
 	// SessionByHash returns an unexpired session.
 	SessionByHash(ctx context.Context, tokenHash string, now time.Time) (Session, error)
 	DeleteSession(ctx context.Context, tokenHash string) error
+	// TouchSession records a request of a session at now (its SeenAt), for the idle timeout.
+	TouchSession(ctx context.Context, tokenHash string, now time.Time) error
 
 	CreateAPIKey(ctx context.Context, k APIKey) error
 	// APIKeys lists a user's keys that are not revoked, newest first.
@@ -58,8 +60,12 @@ type Users interface {
 type Sites interface {
 	// CreateSite stores a site; ErrConflict when its platform site id is taken.
 	CreateSite(ctx context.Context, s Site) error
-	// UpdateSite changes name, domain, founding and pages of a site of s.UserID. The platform
-	// link is not its business: only ImportPlatformSite and DisconnectPlatform change it.
+	// CreateSiteWithin is CreateSite for a user with fewer than max sites, else ErrLimit:
+	// atomic, so concurrent creations cannot pass the cap together (MAX_SITES_PER_USER).
+	CreateSiteWithin(ctx context.Context, s Site, max int) error
+	// UpdateSite changes name, domain, founding, pages, schedule and next scheduled scan of a
+	// site of s.UserID. The platform link is not its business: only ImportPlatformSite and
+	// DisconnectPlatform change it.
 	UpdateSite(ctx context.Context, s Site) error
 	DeleteSite(ctx context.Context, userID, siteID string) error
 	Site(ctx context.Context, userID, siteID string) (Site, error)
@@ -70,10 +76,10 @@ type Sites interface {
 	// MarkPublished sets a site's lastPublished (system: the publish webhook).
 	MarkPublished(ctx context.Context, siteID string, at time.Time) error
 
-	// Budgets returns a site's metric -> threshold map.
-	Budgets(ctx context.Context, userID, siteID string) (map[string]float64, error)
-	// SetBudgets replaces a site's budgets.
-	SetBudgets(ctx context.Context, userID, siteID string, budgets map[string]float64) error
+	// Budgets returns a site's budgets by metric.
+	Budgets(ctx context.Context, userID, siteID string) (map[string]Budget, error)
+	// SetBudgets replaces a site's budgets; an empty strategy is stored as StrategyBoth.
+	SetBudgets(ctx context.Context, userID, siteID string, budgets map[string]Budget) error
 	AlertRules(ctx context.Context, userID, siteID string) ([]AlertRule, error)
 	AddAlertRule(ctx context.Context, userID string, r AlertRule) error
 	// UpdateAlertRule changes the metric, operator and threshold of rule r.ID of site r.SiteID,
@@ -119,6 +125,10 @@ type Scans interface {
 	// Strategy, Scores and CoreWebVitals filled: what regressions and the worst page need,
 	// without reading every audit of a large scan.
 	PageMetrics(ctx context.Context, userID, scanID string) ([]PageResult, error)
+	// PageMetricsOf is PageMetrics of several scans in one round trip, by scan id: a site's
+	// trend reads its last scans' vitals. A scan that is not the user's, does not exist or has no
+	// result has no entry.
+	PageMetricsOf(ctx context.Context, userID string, scanIDs []string) (map[string][]PageResult, error)
 }
 
 // Queue is the job queue and the scan life cycle it drives. Its methods serve the
@@ -161,16 +171,37 @@ type Queue interface {
 	// in their place (run_at kept, so ahead of jobs queued after them), or, when they have no
 	// attempts left, discards them and fails their scans.
 	RescueJobs(ctx context.Context, staleBefore, now time.Time) (int, error)
+	// EnqueueDueScans is the scheduler's step, in one transaction: it claims up to limit sites
+	// whose next scheduled scan is due at now, skipping those another process is claiming,
+	// enqueues a scan of each (trigger schedule, both strategies, on QueueScan) unless one is in
+	// flight, and moves its next scan a period ahead (NextScanAt). It returns the scans enqueued.
+	EnqueueDueScans(ctx context.Context, now time.Time, limit int) ([]Scan, error)
+	// OverdueScans lists the queued and running scans of the scan queue that started before
+	// startedBefore (a scan never started counts from its creation): those past the scan
+	// deadline, oldest first, each with its owner and its job's last error.
+	OverdueScans(ctx context.Context, startedBefore time.Time) ([]OverdueScan, error)
+	// ExpireScan fails an unfinished scan with reason and discards its job, without a lease: a
+	// worker still on it loses its lease, and the site is free for its next scan. Results
+	// already stored are kept. ErrNotFound when the scan is no longer queued or running.
+	ExpireScan(ctx context.Context, scanID, reason string, now time.Time) error
 	// Job reads a job (system: tests and operations).
 	Job(ctx context.Context, id int64) (Job, error)
 }
+
+// MaxPendingAuthRequests is how many unanswered consent pages one user may have open at once.
+const MaxPendingAuthRequests = 20
 
 // OAuth holds the authorization server's clients, pending requests, codes, tokens and consents.
 // Its lookups by hash serve the system: the secret itself is the credential.
 type OAuth interface {
 	CreateClient(ctx context.Context, c OAuthClient) error
 	Client(ctx context.Context, clientID string) (OAuthClient, error)
+	// DeleteUnusedClients deletes the clients registered before createdBefore that were never
+	// used: no pending request, code, token or consent names them. It answers how many.
+	DeleteUnusedClients(ctx context.Context, createdBefore time.Time) (int, error)
 
+	// CreateAuthRequest stores a pending request. It also drops the user's expired requests
+	// and, past MaxPendingAuthRequests live ones, the oldest, so one account cannot pile them up.
 	CreateAuthRequest(ctx context.Context, r AuthRequest) error
 	// TakeAuthRequest deletes and returns an unexpired pending request of a user: a consent
 	// is answered once.
@@ -202,6 +233,9 @@ type OAuth interface {
 // Reports holds shareable client reports.
 type Reports interface {
 	CreateReport(ctx context.Context, r Report) error
+	// CreateReportWithin is CreateReport for a user holding fewer than max active (unrevoked,
+	// unexpired at r.CreatedAt) reports, else ErrLimit; atomic like CreateSiteWithin.
+	CreateReportWithin(ctx context.Context, r Report, max int) error
 	// ReportByHash finds a report by its token's hash (system: the token is the credential),
 	// expired or revoked ones included so the page can answer 410.
 	ReportByHash(ctx context.Context, tokenHash string) (Report, error)
@@ -213,10 +247,14 @@ type Reports interface {
 
 // Webhooks keeps the replay guard of the publish webhook.
 type Webhooks interface {
-	// SeenDelivery records a delivery by its body hash and answers whether the same body was
-	// already seen after since.
+	// SeenDelivery records a delivery by a key (the hash of its body or of its event id) and
+	// answers whether the same key was already seen after since.
 	SeenDelivery(ctx context.Context, bodyHash string, since, now time.Time) (bool, error)
 }
+
+// SessionTouchGranularity is how stale a session's SeenAt may be: a session used again within
+// it keeps the earlier time, so a busy browser costs reads, not writes.
+const SessionTouchGranularity = time.Minute
 
 // Platform holds connections to the site-builder platform: pending connect states,
 // each user's sealed access token, and the sites a verified connection imported.
@@ -241,8 +279,9 @@ type Platform interface {
 	// the id (verified or typed by hand) is updated (name, domain, lastPublished, pages) and
 	// marked verified; otherwise s is created verified, and another user's hand-typed link to
 	// the same id is dropped (that site keeps its history). created says which. ErrConflict
-	// when another user's verified connection holds the platform site.
-	ImportPlatformSite(ctx context.Context, s Site) (site Site, created bool, err error)
+	// when another user's verified connection holds the platform site; ErrLimit when s would
+	// be created and the user already has maxSites sites (counted as CreateSiteWithin does).
+	ImportPlatformSite(ctx context.Context, s Site, maxSites int) (site Site, created bool, err error)
 	// SetPlatformWebhook records the webhook registered for a user's site.
 	SetPlatformWebhook(ctx context.Context, userID, siteID, webhookID string) error
 	// SetSitePages replaces a site's saved pages (system: the scanner's refresh from the

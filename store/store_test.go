@@ -31,11 +31,14 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 	}{
 		{"users are unique by e-mail whatever its case", testUsers},
 		{"page metrics are the page results' scores and vitals, owner-scoped", testPageMetrics},
+		{"page metrics of several scans come in one call, owner-scoped", testPageMetricsOf},
 		{"page metrics carry every score and vital in its own field", testPageMetricsEveryValue},
-		{"sessions are found by hash until they expire", testSessions},
+		{"sessions are found by hash until they expire, and record when they were last seen", testSessions},
 		{"api keys are found by hash, record their use and stop working when revoked", testAPIKeys},
 		{"every read of a site and its data is scoped to its owner", testOwnerScoping},
 		{"platform site ids are unique but may be empty on many sites", testPlatformIDs},
+		{"20 concurrent creations within a cap of 3 sites create exactly 3", testSiteCap},
+		{"20 concurrent reports within a cap of 3 active ones create exactly 3; revoked and expired ones do not count", testReportCap},
 		{"budgets and alert rules belong to a site", testBudgetsAndRules},
 		{"a platform connect state is taken once, by its user, before it expires", testPlatformStates},
 		{"a platform connection is saved sealed, disabled on refusal, forgotten on disconnect", testPlatformConnection},
@@ -57,11 +60,19 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 		{"a snooze puts the job back without spending an attempt, under a new lease", testSnooze},
 		{"page results are upserted and counted once", testPageUpsert},
 		{"audits in flight are written under the lease and read with the scan", testAuditsInFlight},
+		{"a page result keeps how many runs stand behind it, one when not said", testPageRuns},
+		{"overdue scans are the unfinished ones started before the deadline", testOverdueScans},
+		{"a site keeps its scan schedule and next scheduled scan", testSiteSchedule},
+		{"due scheduled sites get one scan each and move a period ahead", testEnqueueDueScans},
+		{"8 concurrent schedulers enqueue a due site's scan exactly once", testConcurrentSchedulers},
+		{"expiring a scan fails it, fences its worker and frees its site", testExpireScan},
 		{"completing a scan sets its scores and the site's health", testCompleteScan},
 		{"a code is redeemed once under concurrency, storing only the winner's tokens", testRedeemCode},
 		{"refresh rotation is single-use and revocation follows the family", testTokens},
 		{"consents list connected apps and revoking one kills its tokens", testConsents},
 		{"pending authorization requests are taken once by their user", testAuthRequests},
+		{"a user keeps at most MaxPendingAuthRequests live pending requests, and no expired one", testPendingCap},
+		{"never-used clients older than the cut-off are deleted, used ones kept", testUnusedClients},
 		{"reports are created on own scans and found by hash", testReports},
 		{"webhook deliveries are seen once per window", testDeliveries},
 		{"deleting a site deletes its scans and reports", testDeleteSite},
@@ -77,7 +88,7 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 
 var ctx = context.Background()
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
@@ -91,21 +102,21 @@ func wantErr(t *testing.T, err, want error) {
 	}
 }
 
-func newUser(t *testing.T, s store.Store, email string) store.User {
+func newUser(t testing.TB, s store.Store, email string) store.User {
 	t.Helper()
 	u := store.User{ID: store.NewID(), Email: email, PasswordHash: "x", NotifyRegressions: true, CreatedAt: t0}
 	must(t, s.CreateUser(ctx, u))
 	return u
 }
 
-func newSite(t *testing.T, s store.Store, u store.User, name string) store.Site {
+func newSite(t testing.TB, s store.Store, u store.User, name string) store.Site {
 	t.Helper()
 	site := store.Site{ID: store.NewID(), UserID: u.ID, Name: name, Domain: name + ".test", Pages: []string{"/"}, CreatedAt: t0}
 	must(t, s.CreateSite(ctx, site))
 	return site
 }
 
-func enqueue(t *testing.T, s store.Store, site store.Site, at time.Time) store.Scan {
+func enqueue(t testing.TB, s store.Store, site store.Site, at time.Time) store.Scan {
 	t.Helper()
 	sc := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: at}
 	must(t, s.EnqueueScan(ctx, sc, store.QueueScan, at))
@@ -159,8 +170,12 @@ func testSessions(t *testing.T, s store.Store) {
 	must(t, s.CreateSession(ctx, store.Session{TokenHash: hash, UserID: u.ID, CSRF: "c", CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}))
 	got, err := s.SessionByHash(ctx, hash, t0.Add(time.Minute))
 	must(t, err)
-	if got.UserID != u.ID || got.CSRF != "c" || !got.ExpiresAt.Equal(t0.Add(time.Hour)) {
+	if got.UserID != u.ID || got.CSRF != "c" || !got.ExpiresAt.Equal(t0.Add(time.Hour)) || !got.SeenAt.Equal(t0) {
 		t.Errorf("got %+v", got)
+	}
+	must(t, s.TouchSession(ctx, hash, t0.Add(30*time.Minute)))
+	if got, _ := s.SessionByHash(ctx, hash, t0.Add(31*time.Minute)); !got.SeenAt.Equal(t0.Add(30 * time.Minute)) {
+		t.Errorf("seen at %v after a touch, want %v", got.SeenAt, t0.Add(30*time.Minute))
 	}
 	_, err = s.SessionByHash(ctx, hash, t0.Add(time.Hour))
 	wantErr(t, err, store.ErrNotFound)
@@ -217,7 +232,7 @@ func testOwnerScoping(t *testing.T, s store.Store) {
 	a, b := newUser(t, s, "a@example.com"), newUser(t, s, "b@example.com")
 	site := newSite(t, s, a, "alpha")
 	sc := completedScan(t, s, site, t0, 80)
-	must(t, s.SetBudgets(ctx, a.ID, site.ID, map[string]float64{"performance": 90}))
+	must(t, s.SetBudgets(ctx, a.ID, site.ID, map[string]store.Budget{"performance": {Threshold: 90}}))
 	_, rhash := store.NewSecret("")
 	rep := store.Report{ID: store.NewID(), TokenHash: rhash, ScanID: sc.ID, UserID: a.ID, Title: "r", CreatedAt: t0}
 	must(t, s.CreateReport(ctx, rep))
@@ -267,7 +282,7 @@ func testOwnerScoping(t *testing.T, s store.Store) {
 		t.Errorf("b renamed a's site to %q", got.Name)
 	}
 	budgets, _ := s.Budgets(ctx, a.ID, site.ID)
-	if budgets["performance"] != 90 {
+	if budgets["performance"].Threshold != 90 {
 		t.Errorf("b changed a's budgets: %v", budgets)
 	}
 	for name, read := range reads {
@@ -333,11 +348,12 @@ func testBudgetsAndRules(t *testing.T, s store.Store) {
 	if len(b) != 0 {
 		t.Errorf("new site has budgets %v", b)
 	}
-	must(t, s.SetBudgets(ctx, a.ID, site.ID, map[string]float64{"performance": 90, "lcp": 2500}))
-	must(t, s.SetBudgets(ctx, a.ID, site.ID, map[string]float64{"cls": 0.1, "lcp": 3000}))
+	must(t, s.SetBudgets(ctx, a.ID, site.ID, map[string]store.Budget{"performance": {Threshold: 90}, "lcp": {Threshold: 2500}}))
+	must(t, s.SetBudgets(ctx, a.ID, site.ID, map[string]store.Budget{"cls": {Threshold: 0.1}, "lcp": {Threshold: 3000, Strategy: store.StrategyMobile}}))
 	b, _ = s.Budgets(ctx, a.ID, site.ID)
-	if len(b) != 2 || b["cls"] != 0.1 || b["lcp"] != 3000 {
-		t.Errorf("budgets = %v", b)
+	want := map[string]store.Budget{"cls": {Threshold: 0.1, Strategy: store.StrategyBoth}, "lcp": {Threshold: 3000, Strategy: store.StrategyMobile}}
+	if !reflect.DeepEqual(b, want) {
+		t.Errorf("budgets = %v, want %v (replaced, a missing strategy stored as both)", b, want)
 	}
 	r1 := store.AlertRule{ID: store.NewID(), SiteID: site.ID, Metric: "seo", Operator: store.OpMin, Threshold: 80, CreatedAt: t0}
 	r2 := store.AlertRule{ID: store.NewID(), SiteID: site.ID, Metric: "tbt", Operator: store.OpMax, Threshold: 300, CreatedAt: t0.Add(time.Second)}
@@ -921,6 +937,129 @@ func testAuthRequests(t *testing.T, s store.Store) {
 	must(t, s.CreateAuthRequest(ctx, r))
 	_, err = s.TakeAuthRequest(ctx, "r2", a.ID, t0.Add(10*time.Minute))
 	wantErr(t, err, store.ErrNotFound)
+}
+
+func testPendingCap(t *testing.T, s store.Store) {
+	a, b := newUser(t, s, "a@example.com"), newUser(t, s, "b@example.com")
+	must(t, s.CreateClient(ctx, store.OAuthClient{ID: "c_1", Name: "c", AuthMethod: "none", CreatedAt: t0}))
+	req := func(user store.User, id string, at time.Time) store.AuthRequest {
+		return store.AuthRequest{IDHash: id, UserID: user.ID, ClientID: "c_1", RedirectURI: "https://x/cb", CodeChallenge: "ch",
+			Scope: "mcp:read", CreatedAt: at, ExpiresAt: at.Add(10 * time.Minute)}
+	}
+	must(t, s.CreateAuthRequest(ctx, req(b, "b-old", t0)))
+	for i := range store.MaxPendingAuthRequests + 5 {
+		must(t, s.CreateAuthRequest(ctx, req(a, fmt.Sprintf("a%d", i), t0.Add(time.Duration(i)*time.Second))))
+	}
+	last := store.MaxPendingAuthRequests + 4
+	at := t0.Add(time.Duration(last) * time.Second)
+	for i := range last + 1 {
+		_, err := s.TakeAuthRequest(ctx, fmt.Sprintf("a%d", i), a.ID, at)
+		if kept := i > last-store.MaxPendingAuthRequests; (err == nil) != kept {
+			t.Errorf("request a%d: %v, want kept %v", i, err, kept)
+		}
+	}
+	if _, err := s.TakeAuthRequest(ctx, "b-old", b.ID, at); err != nil {
+		t.Errorf("another user's request: %v, want it untouched", err)
+	}
+	// An expired request is dropped by the user's next one.
+	must(t, s.CreateAuthRequest(ctx, req(a, "stale", t0)))
+	must(t, s.CreateAuthRequest(ctx, req(a, "fresh", t0.Add(time.Hour))))
+	if _, err := s.TakeAuthRequest(ctx, "stale", a.ID, t0); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("expired request: %v, want it gone", err)
+	}
+}
+
+func testUnusedClients(t *testing.T, s store.Store) {
+	a := newUser(t, s, "a@example.com")
+	for _, id := range []string{"c_unused", "c_new", "c_pending", "c_code", "c_token", "c_consent"} {
+		at := t0
+		if id == "c_new" {
+			at = t0.Add(2 * time.Hour)
+		}
+		must(t, s.CreateClient(ctx, store.OAuthClient{ID: id, Name: id, AuthMethod: "none", CreatedAt: at}))
+	}
+	must(t, s.CreateAuthRequest(ctx, store.AuthRequest{IDHash: "r", UserID: a.ID, ClientID: "c_pending", RedirectURI: "https://x/cb",
+		CodeChallenge: "ch", Scope: "mcp:read", CreatedAt: t0.Add(3 * time.Hour), ExpiresAt: t0.Add(4 * time.Hour)}))
+	must(t, s.CreateCode(ctx, store.AuthCode{CodeHash: "h", ClientID: "c_code", UserID: a.ID, RedirectURI: "https://x/cb",
+		CodeChallenge: "ch", Scope: "mcp:read", FamilyID: store.NewID(), CreatedAt: t0, ExpiresAt: t0.Add(time.Minute)}))
+	must(t, s.CreateTokens(ctx, store.OAuthToken{TokenHash: "t", Kind: store.TokenAccess, ClientID: "c_token", UserID: a.ID,
+		FamilyID: store.NewID(), Scope: "mcp:read", CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}))
+	must(t, s.SaveConsent(ctx, store.Consent{UserID: a.ID, ClientID: "c_consent", Scope: "mcp:read", CreatedAt: t0}))
+	n, err := s.DeleteUnusedClients(ctx, t0.Add(time.Hour))
+	must(t, err)
+	if n != 1 {
+		t.Errorf("deleted %d clients, want 1", n)
+	}
+	for _, id := range []string{"c_new", "c_pending", "c_code", "c_token", "c_consent"} {
+		if _, err := s.Client(ctx, id); err != nil {
+			t.Errorf("client %s: %v, want kept", id, err)
+		}
+	}
+	_, err = s.Client(ctx, "c_unused")
+	wantErr(t, err, store.ErrNotFound)
+}
+
+func testSiteCap(t *testing.T, s store.Store) {
+	a, b := newUser(t, s, "a@example.com"), newUser(t, s, "b@example.com")
+	newSite(t, s, b, "b's")
+	var created, refused atomic.Int32
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := s.CreateSiteWithin(ctx, store.Site{ID: store.NewID(), UserID: a.ID, Name: "s", Domain: "s.example", CreatedAt: t0}, 3)
+			switch {
+			case err == nil:
+				created.Add(1)
+			case errors.Is(err, store.ErrLimit):
+				refused.Add(1)
+			default:
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	sites, err := s.SitesOf(ctx, a.ID)
+	must(t, err)
+	if created.Load() != 3 || refused.Load() != 17 || len(sites) != 3 {
+		t.Errorf("%d created, %d refused, %d stored; want 3, 17, 3", created.Load(), refused.Load(), len(sites))
+	}
+	must(t, s.CreateSiteWithin(ctx, store.Site{ID: store.NewID(), UserID: b.ID, Name: "s", Domain: "s.example", CreatedAt: t0}, 3))
+}
+
+func testReportCap(t *testing.T, s store.Store) {
+	a := newUser(t, s, "a@example.com")
+	sc := completedScan(t, s, newSite(t, s, a, "a's"), t0, 90)
+	report := func(at time.Time) store.Report {
+		return store.Report{ID: store.NewID(), TokenHash: store.NewID(), ScanID: sc.ID, UserID: a.ID, Title: "t", CreatedAt: at}
+	}
+	expired, revoked := report(t0), report(t0)
+	past := t0.Add(time.Minute)
+	expired.ExpiresAt = &past
+	must(t, s.CreateReport(ctx, expired))
+	must(t, s.CreateReport(ctx, revoked))
+	must(t, s.RevokeReport(ctx, a.ID, revoked.ID, t0))
+	var created, refused atomic.Int32
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			switch err := s.CreateReportWithin(ctx, report(t0.Add(time.Hour)), 3); {
+			case err == nil:
+				created.Add(1)
+			case errors.Is(err, store.ErrLimit):
+				refused.Add(1)
+			default:
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if created.Load() != 3 || refused.Load() != 17 {
+		t.Errorf("%d created, %d refused; want 3 and 17", created.Load(), refused.Load())
+	}
 }
 
 func testReports(t *testing.T, s store.Store) {

@@ -18,6 +18,7 @@ type Session struct {
 	CSRF      string // synchroniser token for every cookie-authenticated POST
 	CreatedAt time.Time
 	ExpiresAt time.Time
+	SeenAt    time.Time // the last request, to SessionTouchGranularity; CreateSession sets CreatedAt
 }
 
 // APIKey is a long-lived `svc_` credential for CI and MCP clients.
@@ -47,7 +48,11 @@ type Site struct {
 	HealthScore       *int
 	LastPublished     *time.Time
 	Pages             []string // saved page paths; empty means discover them from the sitemap
-	CreatedAt         time.Time
+	// Schedule is ScheduleOff (scan on publish and on demand only), ScheduleDaily or
+	// ScheduleWeekly; NextScanAt is when the next scheduled scan is due, nil when off.
+	Schedule   string
+	NextScanAt *time.Time
+	CreatedAt  time.Time
 }
 
 // Scan statuses. Failed extends the interface's three: a scan that could not finish.
@@ -64,10 +69,11 @@ const (
 	StrategyDesktop = "desktop"
 	StrategyBoth    = "both"
 
-	TriggerWebhook = "webhook"
-	TriggerManual  = "manual"
-	TriggerDemo    = "demo"
-	TriggerImport  = "import" // the first scan of a site imported from the platform
+	TriggerWebhook  = "webhook"
+	TriggerManual   = "manual"
+	TriggerDemo     = "demo"
+	TriggerImport   = "import" // the first scan of a site imported from the platform
+	TriggerSchedule = "schedule"
 )
 
 // Scan is one audit of every page of a site.
@@ -116,11 +122,14 @@ type PageError struct {
 // PageResult is the extracted Lighthouse result of one page and strategy. Its JSON is the
 // get_page_details payload; the other surfaces show a subset of it.
 type PageResult struct {
-	ScanID              string         `json:"-"`
-	PageURL             string         `json:"pageUrl"`
-	PagePath            string         `json:"pagePath"`
-	Strategy            string         `json:"strategy"`
-	LighthouseVersion   string         `json:"lighthouseVersion,omitempty"`
+	ScanID            string `json:"-"`
+	PageURL           string `json:"pageUrl"`
+	PagePath          string `json:"pagePath"`
+	Strategy          string `json:"strategy"`
+	LighthouseVersion string `json:"lighthouseVersion,omitempty"`
+	// Runs is how many audits stand behind the result: 1, or 1 + the re-audits of a page that
+	// looked regressed, the kept one being their median (REGRESSION_CONFIRM_RUNS).
+	Runs                int            `json:"runs"`
 	Scores              PageScores     `json:"scores"`
 	CoreWebVitals       Vitals         `json:"coreWebVitals"`
 	Crux                Crux           `json:"crux"`
@@ -220,6 +229,22 @@ const (
 	OpMax = "max"
 )
 
+// Budget is a site's threshold for one metric and the strategy it applies to: StrategyMobile or
+// StrategyDesktop checks only that strategy's results, StrategyBoth (the default) the scan's
+// score for scores and the worst page, on mobile when the scan has mobile results, for vitals.
+type Budget struct {
+	Threshold float64 `json:"threshold"`
+	Strategy  string  `json:"strategy"`
+}
+
+// withDefault stores a budget without a strategy as applying to both.
+func (b Budget) withDefault() Budget {
+	if b.Strategy == "" {
+		b.Strategy = StrategyBoth
+	}
+	return b
+}
+
 // AlertRule is an explicit threshold a site's latest scan is checked against, like a budget.
 type AlertRule struct {
 	ID        string
@@ -255,6 +280,13 @@ func (j Job) Snoozes() int { return max(j.MaxAttempts-MaxAttempts, 0) }
 type ScanWait struct {
 	Reason string
 	RunAt  time.Time
+}
+
+// OverdueScan is an unfinished scan past the scan deadline, with what its reason is made of.
+type OverdueScan struct {
+	Scan
+	UserID    string // the site's owner, to read the scan's page errors
+	LastError string // the last error of its job: why its last attempt was put back
 }
 
 // Job states.

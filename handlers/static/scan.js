@@ -4,18 +4,20 @@
   "use strict";
   var box = document.getElementById("progress");
   if (!box || !window.EventSource) return;
-  var bar = box.querySelector("progress");
+  var bar = box.querySelector("[data-bar]");
   var status = box.querySelector("[data-status]");
   var count = box.querySelector("[data-count]");
   var wait = box.querySelector("[data-wait]");
-  // shortdate formats an RFC 3339 time as the server's shortdate does: "23 Nov 2026, 12:40" (UTC).
-  function shortdate(v) {
+  var done = box.querySelector(".bar-done");
+  var failed = box.querySelector(".bar-failed");
+  // datetime formats an RFC 3339 time as the server's datetime does: "23 Nov 2026, 12:40 UTC".
+  function datetime(v) {
     var t = new Date(v);
     if (isNaN(t)) return v;
     var months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
     var two = function (n) { return (n < 10 ? "0" : "") + n; };
     return t.getUTCDate() + " " + months[t.getUTCMonth()] + " " + t.getUTCFullYear() + ", " +
-      two(t.getUTCHours()) + ":" + two(t.getUTCMinutes());
+      two(t.getUTCHours()) + ":" + two(t.getUTCMinutes()) + " UTC";
   }
   var es = new EventSource(box.getAttribute("data-events"));
   es.addEventListener("status", function (e) {
@@ -24,18 +26,19 @@
     status.textContent = d.status;
     status.className = "tag " + ({ complete: "good", failed: "poor", running: "ni" }[d.status] || "none");
     if (d.pagesTotal > 0) {
-      bar.max = d.pagesTotal;
-      bar.value = d.pagesDone;
-      count.textContent = d.pagesDone + " of " + d.pagesTotal + " audits done" +
-        (d.auditsInFlight > 0 ? " · " + d.auditsInFlight + " in flight" : "");
+      var ok = d.pagesDone - d.pagesFailed;
+      bar.setAttribute("viewBox", "0 0 " + d.pagesTotal + " 1");
+      done.setAttribute("width", ok);
+      failed.setAttribute("x", ok);
+      failed.setAttribute("width", d.pagesFailed);
+      count.textContent = d.progress;
     } else {
-      bar.removeAttribute("value");
       count.textContent = d.status === "queued" ? "Waiting for a worker to pick it up…" : "Finding pages…";
     }
     if (wait) {
       wait.hidden = !d.waiting;
       if (d.waiting) {
-        wait.querySelector("[data-wait-at]").textContent = shortdate(d.waiting.runAt);
+        wait.querySelector("[data-wait-at]").textContent = datetime(d.waiting.runAt);
         wait.querySelector("[data-wait-reason]").textContent = d.waiting.reason;
       }
     }

@@ -154,7 +154,7 @@ func Regressions(previous, latest []store.PageResult) []Regression {
 }
 
 // Violation is a budget or alert rule the scan broke. PagePath and Strategy name the worst page
-// for vitals.
+// for vitals; Strategy names the strategy of a score budget that applies to one.
 type Violation struct {
 	Metric    string  `json:"metric"`
 	Threshold float64 `json:"threshold"`
@@ -173,59 +173,85 @@ func BudgetMetric(metric string) (operator string, ok bool) {
 	return "", false
 }
 
-// actual is the value a budget of metric is checked against: the scan's score for scores; for
-// vitals the worst page value, on mobile results when the scan has any.
-func actual(scan store.ScanScores, results []store.PageResult, metric string) (v float64, path, strategy string, ok bool) {
+// actual is the value a budget of metric is checked against. For strategy both (or ""): the
+// scan's score for scores; for vitals the worst page value, on mobile results when the scan has
+// any. For mobile or desktop: the score over that strategy's results, or its worst page.
+func actual(scan store.ScanScores, results []store.PageResult, metric, strategy string) (v float64, path, strat string, ok bool) {
+	only := strategy
+	if only == store.StrategyBoth {
+		only = ""
+	}
 	if op, _ := BudgetMetric(metric); op == store.OpMin {
+		if only != "" {
+			var mine []store.PageResult
+			for _, r := range results {
+				if r.Strategy == only {
+					mine = append(mine, r)
+				}
+			}
+			scan = ScanScores(mine)
+		}
 		s := ScanScoreOf(scan, metric)
 		if s == nil {
 			return 0, "", "", false
 		}
-		return float64(*s), "", "", true
+		return float64(*s), "", only, true
 	}
 	// Filter in place rather than copying the results: the budget check runs this per metric
 	// on every request.
-	onlyMobile := false
-	for i := range results {
-		if results[i].Strategy == store.StrategyMobile {
-			onlyMobile = true
-			break
+	if only == "" {
+		for i := range results {
+			if results[i].Strategy == store.StrategyMobile {
+				only = store.StrategyMobile
+				break
+			}
 		}
 	}
 	for i := range results {
 		r := &results[i]
-		if onlyMobile && r.Strategy != store.StrategyMobile {
+		if only != "" && r.Strategy != only {
 			continue
 		}
 		x := VitalOf(r.CoreWebVitals, metric)
 		if x != nil && (!ok || *x > v || *x == v && r.PagePath < path) {
-			v, path, strategy, ok = *x, r.PagePath, r.Strategy, true
+			v, path, strat, ok = *x, r.PagePath, r.Strategy, true
 		}
 	}
-	return v, path, strategy, ok
+	return v, path, strat, ok
 }
 
-// CheckBudgets evaluates a scan against a site's budgets (a metric -> threshold map, with each
-// metric's default operator) and its alert rules (explicit operators). A metric the scan has no
-// value for (INP without field data, say) cannot be checked and is not a violation. Budgets come
+// SiteVital is a scan's value of a vital as a budget for both strategies reads it: the worst
+// page, on mobile results when the scan has any; nil when no page has it.
+func SiteVital(results []store.PageResult, metric string) *float64 {
+	v, _, _, ok := actual(store.ScanScores{}, results, metric, store.StrategyBoth)
+	if !ok {
+		return nil
+	}
+	return &v
+}
+
+// CheckBudgets evaluates a scan against a site's budgets (by metric, with each metric's default
+// operator and the budget's strategy) and its alert rules (explicit operators, both strategies).
+// A metric the scan has no value for (INP without field data, say) cannot be checked and is not
+// a violation. Budgets come
 // first in the order of Metrics, then rules in their order.
-func CheckBudgets(scan store.ScanScores, results []store.PageResult, budgets map[string]float64, rules []store.AlertRule) []Violation {
+func CheckBudgets(scan store.ScanScores, results []store.PageResult, budgets map[string]store.Budget, rules []store.AlertRule) []Violation {
 	type check struct {
-		metric, op string
-		threshold  float64
+		metric, op, strategy string
+		threshold            float64
 	}
 	checks := make([]check, 0, len(budgets)+len(rules))
 	for _, m := range Metrics {
-		if t, ok := budgets[m.Name]; ok && m.Budget {
-			checks = append(checks, check{m.Name, m.Op, t})
+		if b, ok := budgets[m.Name]; ok && m.Budget {
+			checks = append(checks, check{m.Name, m.Op, b.Strategy, b.Threshold})
 		}
 	}
 	for _, r := range rules {
-		checks = append(checks, check{r.Metric, r.Operator, r.Threshold})
+		checks = append(checks, check{r.Metric, r.Operator, store.StrategyBoth, r.Threshold})
 	}
 	out := make([]Violation, 0, len(checks))
 	for _, c := range checks {
-		v, path, strategy, ok := actual(scan, results, c.metric)
+		v, path, strategy, ok := actual(scan, results, c.metric, c.strategy)
 		if !ok {
 			continue
 		}

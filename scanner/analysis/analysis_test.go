@@ -111,20 +111,29 @@ func TestCheckBudgets(t *testing.T) {
 	}
 	tests := []struct {
 		name    string
-		budgets map[string]float64
+		budgets map[string]store.Budget
 		rules   []store.AlertRule
 		results []store.PageResult
 		want    string
 	}{
 		{"no budgets, no violations", nil, nil, results, `[]`},
-		{"a score under its minimum violates", map[string]float64{"performance": 90, "health": 10}, nil, results,
+		{"a score under its minimum violates", map[string]store.Budget{"performance": {Threshold: 90}, "health": {Threshold: 10}}, nil, results,
 			`[{"metric":"performance","threshold":90,"actual":50,"operator":"min"}]`},
-		{"a vital over its maximum violates on the worst mobile page", map[string]float64{"lcp": 2500, "cls": 0.1}, nil, results,
+		{"a vital over its maximum violates on the worst mobile page", map[string]store.Budget{"lcp": {Threshold: 2500}, "cls": {Threshold: 0.1}}, nil, results,
 			`[{"metric":"lcp","threshold":2500,"actual":8305,"operator":"max","pagePath":"/","strategy":"mobile"},{"metric":"cls","threshold":0.1,"actual":0.4,"operator":"max","pagePath":"/b","strategy":"mobile"}]`},
-		{"desktop counts when there is no mobile result", map[string]float64{"lcp": 2500}, nil, results[2:],
+		{"desktop counts when there is no mobile result", map[string]store.Budget{"lcp": {Threshold: 2500}}, nil, results[2:],
 			`[{"metric":"lcp","threshold":2500,"actual":9999,"operator":"max","pagePath":"/","strategy":"desktop"}]`},
-		{"budgets that hold give nothing", map[string]float64{"performance": 10, "lcp": 10000}, nil, results, `[]`},
-		{"a metric without data cannot be checked", map[string]float64{"inp": 1, "seo": 100}, nil, results, `[]`},
+		{"budgets that hold give nothing", map[string]store.Budget{"performance": {Threshold: 10}, "lcp": {Threshold: 10000}}, nil, results, `[]`},
+		{"a metric without data cannot be checked", map[string]store.Budget{"inp": {Threshold: 1}, "seo": {Threshold: 100}}, nil, results, `[]`},
+		{"a mobile score budget is checked against the mobile score", map[string]store.Budget{"performance": {Threshold: 80, Strategy: "mobile"}}, nil, results,
+			`[{"metric":"performance","threshold":80,"actual":54,"operator":"min","strategy":"mobile"}]`},
+		{"a desktop score budget ignores the mobile results", map[string]store.Budget{"performance": {Threshold: 40, Strategy: "desktop"}, "health": {Threshold: 50, Strategy: "desktop"}}, nil, results,
+			`[{"metric":"health","threshold":50,"actual":43,"operator":"min","strategy":"desktop"}]`},
+		{"a desktop vital budget is checked on the worst desktop page", map[string]store.Budget{"lcp": {Threshold: 2500, Strategy: "desktop"}}, nil, results,
+			`[{"metric":"lcp","threshold":2500,"actual":9999,"operator":"max","pagePath":"/","strategy":"desktop"}]`},
+		{"a strategy the scan did not audit cannot be checked", map[string]store.Budget{"performance": {Threshold: 100, Strategy: "mobile"}, "cls": {Threshold: 0, Strategy: "mobile"}}, nil, results[2:], `[]`},
+		{"both is today's behaviour", map[string]store.Budget{"performance": {Threshold: 90, Strategy: "both"}}, nil, results,
+			`[{"metric":"performance","threshold":90,"actual":50,"operator":"min"}]`},
 		{"alert rules use their own operator", nil, []store.AlertRule{{Metric: "tbt", Operator: "max", Threshold: 0}, {Metric: "performance", Operator: "max", Threshold: 40}, {Metric: "lcp", Operator: "min", Threshold: 9000}}, results,
 			`[{"metric":"performance","threshold":40,"actual":50,"operator":"max"},{"metric":"lcp","threshold":9000,"actual":8305,"operator":"min","pagePath":"/","strategy":"mobile"}]`},
 	}

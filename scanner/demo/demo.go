@@ -24,6 +24,7 @@ const (
 	SiteName   = "Demo Site"
 	Domain     = "demo.sitepulse.test"
 	PlatformID = "demo-site"
+	apiKeyName = "demo" // the key Seed hands out; a key named otherwise is the user's own
 )
 
 // Seeded is what Seed made: the credentials to print and the site to point curl at.
@@ -44,7 +45,8 @@ type Fixtures struct {
 // Seed creates the demo account, an API key and the demo site with two completed scans
 // extracted from real Lighthouse runs: the site before a publish that added a chat widget and a
 // slow hero image, then after it, so the latest scan has regressions. Run again on the same
-// store, it keeps the account and its data and hands out a fresh password and key.
+// store, it keeps the account and its data and hands out a fresh password and key, revoking the
+// keys earlier runs handed out, so restarts do not pile up live keys.
 func Seed(ctx context.Context, st store.Store, fx Fixtures, now time.Time, iterations int) (Seeded, error) {
 	d := Seeded{Email: Email}
 	secret, _ := store.NewSecret("")
@@ -68,8 +70,19 @@ func Seed(ctx context.Context, st store.Store, fx Fixtures, now time.Time, itera
 			return d, fmt.Errorf("demo password: %w", err)
 		}
 	}
+	keys, err := st.APIKeys(ctx, u.ID)
+	if err != nil {
+		return d, fmt.Errorf("demo api keys: %w", err)
+	}
+	for _, k := range keys {
+		if k.Name == apiKeyName {
+			if err := st.RevokeAPIKey(ctx, u.ID, k.ID, now); err != nil {
+				return d, fmt.Errorf("revoke the previous demo api key: %w", err)
+			}
+		}
+	}
 	key, keyHash := store.NewSecret("svc_")
-	if err := st.CreateAPIKey(ctx, store.APIKey{ID: store.NewID(), UserID: u.ID, Name: "demo", KeyHash: keyHash, Prefix: key[:12], CreatedAt: now}); err != nil {
+	if err := st.CreateAPIKey(ctx, store.APIKey{ID: store.NewID(), UserID: u.ID, Name: apiKeyName, KeyHash: keyHash, Prefix: key[:12], CreatedAt: now}); err != nil {
 		return d, fmt.Errorf("demo api key: %w", err)
 	}
 	d.APIKey = key
@@ -95,7 +108,7 @@ func Seed(ctx context.Context, st store.Store, fx Fixtures, now time.Time, itera
 		return d, fmt.Errorf("demo site: %w", err)
 	}
 	d.SiteID = site.ID
-	if err := st.SetBudgets(ctx, u.ID, site.ID, map[string]float64{"performance": 80, "accessibility": 90, "lcp": 2500, "cls": 0.1}); err != nil {
+	if err := st.SetBudgets(ctx, u.ID, site.ID, map[string]store.Budget{"performance": {Threshold: 80}, "accessibility": {Threshold: 90}, "lcp": {Threshold: 2500, Strategy: store.StrategyMobile}, "cls": {Threshold: 0.1}}); err != nil {
 		return d, fmt.Errorf("demo budgets: %w", err)
 	}
 	if err := st.AddAlertRule(ctx, u.ID, store.AlertRule{ID: store.NewID(), SiteID: site.ID, Metric: "tbt", Operator: store.OpMax, Threshold: 600, CreatedAt: now}); err != nil {
@@ -113,6 +126,10 @@ func Seed(ctx context.Context, st store.Store, fx Fixtures, now time.Time, itera
 	}
 	return d, nil
 }
+
+// LatestRuns are the runs of the latest fixture set, which the demo site's later scans replay
+// (scanner.Replay).
+func LatestRuns(fx Fixtures) ([]store.PageResult, error) { return extractDir(fx.FS, fx.Latest) }
 
 // extractDir extracts every PSI response of a fixture directory, moving the page URLs from the
 // local host the runs were made on to the demo domain.

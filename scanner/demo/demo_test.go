@@ -84,6 +84,29 @@ func TestSeedDemo(t *testing.T) {
 			if scans, _ := st.CompletedScans(ctx, u.ID, d.SiteID, 10); len(scans) != 2 {
 				t.Errorf("second seed added scans: %d", len(scans))
 			}
+			// Each start hands out one key and revokes the one before; a key the user made stays.
+			own, ownHash := store.NewSecret("svc_")
+			if err := st.CreateAPIKey(ctx, store.APIKey{ID: store.NewID(), UserID: u.ID, Name: "ci", KeyHash: ownHash, Prefix: own[:12], CreatedAt: now}); err != nil {
+				t.Fatal(err)
+			}
+			third, err := Seed(ctx, st, fixtures, now.Add(2*time.Hour), 1000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys, _ := st.APIKeys(ctx, u.ID)
+			if len(keys) != 2 {
+				t.Errorf("%d live keys after three seeds and one own key, want 2", len(keys))
+			}
+			for _, k := range []string{d.APIKey, again.APIKey} {
+				if _, err := st.APIKeyByHash(ctx, store.HashSecret(k), now); err == nil {
+					t.Error("an earlier demo key still works")
+				}
+			}
+			for _, k := range []string{third.APIKey, own} {
+				if _, err := st.APIKeyByHash(ctx, store.HashSecret(k), now); err != nil {
+					t.Errorf("a key that should work: %v", err)
+				}
+			}
 			// The demo queue is never the scan queue.
 			if _, err := st.ClaimJob(ctx, store.QueueScan, "w", now.Add(48*time.Hour)); err == nil {
 				t.Error("a demo scan is claimable by the worker pool")

@@ -36,8 +36,10 @@ type Connector struct {
 	Keys   *Keys
 	// WebhookURL is {BASE_URL}/api/webhooks/platform, the target of every site_publish webhook.
 	WebhookURL string
-	Log        *slog.Logger
-	Now        func() time.Time
+	// MaxSites is MAX_SITES_PER_USER: an import past it creates no site (store.ErrLimit).
+	MaxSites int
+	Log      *slog.Logger
+	Now      func() time.Time
 }
 
 // Connect exchanges an authorization code and keeps the token, sealed.
@@ -186,7 +188,7 @@ func (c *Connector) importOne(ctx context.Context, userID, token string, ps Site
 		name = ps.ShortName
 	}
 	site, created, err := c.Store.ImportPlatformSite(ctx, store.Site{ID: store.NewID(), UserID: userID, Name: name,
-		Domain: ps.Domain(), PlatformSiteID: ps.ID, LastPublished: ps.LastPublished, Pages: paths, CreatedAt: c.Now()})
+		Domain: ps.Domain(), PlatformSiteID: ps.ID, LastPublished: ps.LastPublished, Pages: paths, CreatedAt: c.Now()}, c.MaxSites)
 	if err != nil {
 		res.Err = err
 		return res

@@ -33,7 +33,8 @@ type PSI struct {
 	mu     sync.Mutex
 	calls  map[string]int
 	faults map[string]Fault
-	all    *Fault // answers every call without a fault of its own
+	seqs   map[string]sequence // path strategy -> fixture directories of its calls in turn
+	all    *Fault              // answers every call without a fault of its own
 	gate   chan struct{}
 	delay  time.Duration
 	jitter time.Duration // answers take delay plus a uniform random part of jitter
@@ -66,7 +67,7 @@ func NewPSI(t testing.TB, dir string) *PSI {
 
 // newPSI is the fake without a server of its own.
 func newPSI(dir string) *PSI {
-	return &PSI{dir: dir, calls: map[string]int{}, faults: map[string]Fault{}, cache: map[string][]byte{},
+	return &PSI{dir: dir, calls: map[string]int{}, faults: map[string]Fault{}, seqs: map[string]sequence{}, cache: map[string][]byte{},
 		hostCalls: map[string]int{}, inFlight: map[string]int{}}
 }
 
@@ -80,6 +81,23 @@ func Handler(dir string, delay time.Duration) http.Handler {
 
 // Endpoint is the PAGESPEED_API_URL of the fake.
 func (p *PSI) Endpoint() string { return p.URL + "/pagespeedonline/v5/runPagespeed" }
+
+// sequence is the fixture directories of one page's calls from call after+1 on.
+type sequence struct {
+	dirs  []string
+	after int
+}
+
+// Sequence answers the next calls for one page and strategy from fixture directories in turn:
+// the first from dirs[0], the second from dirs[1], every call after the last from the last one.
+// So a page can look regressed on one run and recover on the next. A directory without the
+// page's fixture answers PSI's ERRORED_DOCUMENT_REQUEST error.
+func (p *PSI) Sequence(path, strategy string, dirs ...string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	key := path + " " + strategy
+	p.seqs[key] = sequence{dirs: dirs, after: p.calls[key]}
+}
 
 // Fail makes every call for path and strategy answer f.
 func (p *PSI) Fail(path, strategy string, f Fault) {
@@ -225,6 +243,10 @@ func (p *PSI) serve(w http.ResponseWriter, r *http.Request) {
 	key := path + " " + strategy
 	p.mu.Lock()
 	p.calls[key]++
+	dir := p.dir
+	if seq, ok := p.seqs[key]; ok {
+		dir = seq.dirs[min(p.calls[key]-seq.after, len(seq.dirs))-1]
+	}
 	p.hostCalls[u.Host+" "+key]++
 	fault, faulty := p.faults[key]
 	if !faulty && p.all != nil {
@@ -293,7 +315,7 @@ func (p *PSI) serve(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte(fault.Body))
 		return
 	}
-	body, err := p.fixture(FixtureName(path) + "." + strategy + ".json")
+	body, err := p.fixture(filepath.Join(dir, FixtureName(path)+"."+strategy+".json"))
 	if err != nil {
 		w.WriteHeader(http.StatusInternalServerError)
 		w.Write([]byte(`{"error":{"code":500,"message":"Lighthouse returned error: ERRORED_DOCUMENT_REQUEST. Lighthouse was unable to reliably load the page you requested. Make sure you are testing the correct URL and that the server is properly responding to all requests. (Status code: 404)","errors":[{"domain":"lighthouse","reason":"lighthouseError"}]}}`))
@@ -329,19 +351,19 @@ func (p *PSI) answerRefused(w http.ResponseWriter, retryAfter string) {
 	p.mu.Unlock()
 }
 
-func (p *PSI) fixture(name string) ([]byte, error) {
+func (p *PSI) fixture(file string) ([]byte, error) {
 	p.mu.Lock()
-	b, ok := p.cache[name]
+	b, ok := p.cache[file]
 	p.mu.Unlock()
 	if ok {
 		return b, nil
 	}
-	b, err := os.ReadFile(filepath.Join(p.dir, name))
+	b, err := os.ReadFile(file)
 	if err != nil {
 		return nil, err
 	}
 	p.mu.Lock()
-	p.cache[name] = b
+	p.cache[file] = b
 	p.mu.Unlock()
 	return b, nil
 }

@@ -1,0 +1,100 @@
+package handlers
+
+import (
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"sitepulse/store"
+	"sitepulse/store/storetest"
+)
+
+// An account may have at most MAX_SITES_PER_USER sites; the next is refused with a sentence.
+func TestSitesPerUserCap(t *testing.T) {
+	for _, b := range storetest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			st := b.Open(t)
+			ts := &testServer{store: st, now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
+			h, err := NewHandler(withServers(Deps{Store: st, BaseURL: "http://sitepulse.test", Now: func() time.Time { return ts.now },
+				PasswordIterations: 1000, MaxSitesPerUser: 2}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ts.Server = httptest.NewServer(h)
+			t.Cleanup(ts.Close)
+			br := ts.browser(t)
+			br.signup("many-sites@example.com")
+			for i, want := range []int{http.StatusSeeOther, http.StatusSeeOther, http.StatusUnprocessableEntity} {
+				resp, body := br.postCSRF("/sites", url.Values{"name": {"Shop"}, "domain": {"shop.example.com"}})
+				if resp.StatusCode != want {
+					t.Fatalf("site %d: %d, want %d", i+1, resp.StatusCode, want)
+				}
+				if want != http.StatusSeeOther {
+					contains(t, body, "already has 2 sites, the most one account may have")
+				}
+			}
+			// Parallel posts of another account all pass the first count; the cap holds anyway.
+			other := ts.browser(t)
+			other.signup("parallel-sites@example.com")
+			var wg sync.WaitGroup
+			for range 12 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					other.postCSRF("/sites", url.Values{"name": {"Shop"}, "domain": {"shop.example.com"}})
+				}()
+			}
+			wg.Wait()
+			u, err := st.UserByEmail(t.Context(), "parallel-sites@example.com")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sites, _ := st.SitesOf(t.Context(), u.ID); len(sites) != 2 {
+				t.Errorf("%d sites after 12 parallel posts, want the cap of 2", len(sites))
+			}
+		})
+	}
+}
+
+// A report token in a path never reaches the log, whatever the level.
+func TestReportTokenRedactedFromLogs(t *testing.T) {
+	var logs lockedBuf
+	h, err := NewHandler(withServers(Deps{Store: store.NewMemory(), BaseURL: "http://sitepulse.test",
+		Log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const token = "Zk3x9QmT0pLr7sVw2yBn4cHd6fJg8aEu1iOo5tKq"
+	for _, path := range []string{"/report/" + token, "/report/" + token + "/x", "/report/" + token + "?a=b"} {
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, path, nil))
+	}
+	if out := logs.String(); strings.Contains(out, token) || !strings.Contains(out, "/report/[redacted]") {
+		t.Errorf("logs:\n%s\nwant the token redacted", out)
+	}
+}
+
+// A session unused for SESSION_IDLE_MINUTES ends; one in use lives on, up to its 30 days.
+func TestSessionIdleTimeout(t *testing.T) {
+	for _, b := range storetest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ts := newTestServer(t, b.Open(t))
+			br := ts.browser(t)
+			br.signup("idle@example.com")
+			for range 3 { // 18 days of use, six days apart: more than the idle limit in all
+				ts.now = ts.now.Add(6 * 24 * time.Hour)
+				if resp, _ := br.get("/settings"); resp.StatusCode != http.StatusOK {
+					t.Fatalf("a session used every 6 days: %d, want 200", resp.StatusCode)
+				}
+			}
+			ts.now = ts.now.Add(7*24*time.Hour + time.Minute)
+			if resp, _ := br.get("/settings"); resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/login") {
+				t.Errorf("a session idle for 7 days: %d to %q, want 303 to /login", resp.StatusCode, resp.Header.Get("Location"))
+			}
+		})
+	}
+}

@@ -1,0 +1,98 @@
+package scanner
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/url"
+	"time"
+
+	"sitepulse/store"
+)
+
+// ReplayConfig configures the demo site's auditor. Zero values get the defaults noted.
+type ReplayConfig struct {
+	// Runs are the real Lighthouse runs replayed, one per page path and strategy.
+	Runs []store.PageResult
+	// SiteIDs are the sites replayed, while on Domain: the demo site the demo seeding made,
+	// on its fictional domain, and never a user's own site.
+	SiteIDs []string
+	Domain  string
+	// Delay and Jitter make a replayed audit take Delay plus up to Jitter, as a real one takes
+	// a while. Defaults 2 s and 2 s: the demo's 10 audits, 2 at a time, end in about 15 s.
+	Delay, Jitter time.Duration
+	Log           *slog.Logger
+}
+
+// Replay audits the demo site offline: the fictional demo.sitepulse.test cannot be audited by
+// PageSpeed Insights, so its audits are answered from the real Lighthouse runs in testdata (the
+// runs the demo's seeded scans were extracted from), after a realistic delay. It makes no call
+// and spends no PSI quota. It serves only the sites it was made for, on their domain.
+type Replay struct {
+	cfg  ReplayConfig
+	runs map[store.PageKey]store.PageResult
+}
+
+var _ Auditor = (*Replay)(nil)
+
+// NewReplay returns the replay of cfg.Runs.
+func NewReplay(cfg ReplayConfig) *Replay {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Delay == 0 && cfg.Jitter == 0 {
+		cfg.Delay, cfg.Jitter = 2*time.Second, 2*time.Second
+	}
+	r := &Replay{cfg: cfg, runs: map[store.PageKey]store.PageResult{}}
+	for _, res := range cfg.Runs {
+		r.runs[store.PageKey{PagePath: res.PagePath, Strategy: res.Strategy}] = res
+	}
+	return r
+}
+
+// Serves answers whether a site's audits are replayed: the demo site, while its domain is still
+// the fictional demo domain. A nil replay serves none.
+func (r *Replay) Serves(site store.Site) bool {
+	if r == nil || site.Domain != r.cfg.Domain {
+		return false
+	}
+	for _, id := range r.cfg.SiteIDs {
+		if id == site.ID {
+			return true
+		}
+	}
+	return false
+}
+
+// Audit answers with the recorded run of the page and strategy, after the delay; a page the
+// recordings lack fails the way Lighthouse fails on a page it cannot load.
+func (r *Replay) Audit(ctx context.Context, pageURL, strategy string) (store.PageResult, error) {
+	path := "/"
+	if u, err := url.Parse(pageURL); err == nil && u.Path != "" {
+		path = u.Path
+	}
+	wait := r.cfg.Delay
+	if r.cfg.Jitter > 0 {
+		wait += rand.N(r.cfg.Jitter)
+	}
+	if err := sleepCtx(ctx, wait); err != nil {
+		return store.PageResult{}, err
+	}
+	run, ok := r.runs[store.PageKey{PagePath: path, Strategy: strategy}]
+	if !ok {
+		return store.PageResult{}, fmt.Errorf("replay: no recorded Lighthouse run of %s on %s", path, strategy)
+	}
+	r.cfg.Log.Info("replay: demo audit answered from a recorded Lighthouse run", "page", path, "strategy", strategy,
+		"performance", intOrNil(run.Scores.Performance))
+	run.PageURL = pageURL
+	return run, nil
+}
+
+// auditorFor is the auditor of a site's scan: the replay for the demo site, else the real one.
+func (p *Pool) auditorFor(site store.Site) Auditor {
+	if p.cfg.Replay.Serves(site) {
+		return p.cfg.Replay
+	}
+	return p.cfg.Auditor
+}

@@ -1,0 +1,36 @@
+package scanner
+
+import "time"
+
+// scheduleBatch bounds the sites one scheduler pass claims, so one transaction stays short; a
+// pass that fills it runs again at once.
+const scheduleBatch = 100
+
+// scheduler enqueues the scans of sites whose scheduled scan is due, at Start and then about
+// every ScheduleEvery (±10%, so the processes' passes spread out). Every process runs one: the
+// store claims due sites with FOR UPDATE SKIP LOCKED, enqueues and moves each one's next scan
+// in one transaction, so however many processes run, a due site gets exactly one scan.
+func (p *Pool) scheduler() {
+	for {
+		for {
+			scans, err := p.cfg.Store.EnqueueDueScans(p.jobsCtx, p.cfg.Now(), scheduleBatch)
+			if err != nil {
+				p.cfg.Log.Error("scheduler: enqueuing due scans failed", "err", err)
+				break
+			}
+			for _, sc := range scans {
+				p.cfg.Log.Info("scheduled scan enqueued", "scan", sc.ID, "site_id", sc.SiteID)
+			}
+			if len(scans) < scheduleBatch {
+				break
+			}
+		}
+		t := time.NewTimer(jitter(p.cfg.ScheduleEvery, 0.1))
+		select {
+		case <-p.stop:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"sitepulse/scanner/scantest"
+	"sitepulse/store"
+	"sitepulse/store/storetest"
+)
+
+// Two processes on one database, both polling for due schedules every second: every site whose
+// daily scan comes due gets exactly one scan, and its next scan moves a day ahead.
+func TestSystemSchedulesTwoProcesses(t *testing.T) {
+	if runAsChild() {
+		return
+	}
+	ctx := context.Background()
+	st, dsn := storetest.PostgresDSN(t)
+	user := store.User{ID: store.NewID(), Email: "schedule@example.com", PasswordHash: "x", CreatedAt: time.Now()}
+	if err := st.CreateUser(ctx, user); err != nil {
+		t.Fatal(err)
+	}
+	var sites []store.Site
+	for i := range 30 {
+		s := store.Site{ID: store.NewID(), UserID: user.ID, Name: fmt.Sprintf("Site %02d", i), Domain: fmt.Sprintf("site%02d.test", i),
+			Pages: []string{"/"}, Schedule: store.ScheduleDaily, CreatedAt: time.Now()}
+		if err := st.CreateSite(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		sites = append(sites, s)
+	}
+	var procs []*child
+	for _, name := range []string{"A", "B"} {
+		psi := scantest.NewPSI(t, "testdata/psi")
+		procs = append(procs, startChild(t, "process "+name, map[string]string{"DATABASE_URL": dsn, "PAGESPEED_API_URL": psi.Endpoint(),
+			"SCHEDULE_POLL_SECONDS": "1"}))
+	}
+	// Both are up: the sites come due one every 100 ms over 3 s, so both processes' polls find
+	// some due (the store's contract suite races eight schedulers on one site).
+	base := store.Now(time.Now())
+	for i := range sites {
+		due := base.Add(time.Duration(i) * 100 * time.Millisecond)
+		sites[i].NextScanAt = &due
+		if err := st.UpdateSite(ctx, sites[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		n := 0
+		for _, s := range sites {
+			if got, _ := st.Site(ctx, user.ID, s.ID); got.NextScanAt != nil && got.NextScanAt.After(*s.NextScanAt) {
+				n++
+			}
+		}
+		if n == len(sites) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d sites were scheduled in 60 s:\n%s\n%s", n, len(sites), procs[0].log, procs[1].log)
+		}
+	}
+	time.Sleep(2500 * time.Millisecond) // two more polls of each process find nothing due
+	for _, p := range procs {
+		p.stop(t)
+	}
+	enqueued := 0
+	for _, p := range procs {
+		n := strings.Count(p.log.String(), "scheduled scan enqueued")
+		t.Logf("%s enqueued %d scheduled scans", p.name, n)
+		enqueued += n
+	}
+	if enqueued != len(sites) {
+		t.Errorf("the processes logged %d scheduled scans, want %d", enqueued, len(sites))
+	}
+	for _, s := range sites {
+		scans, err := st.ScansOf(ctx, user.ID, s.ID, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(scans) != 1 || scans[0].Trigger != store.TriggerSchedule {
+			t.Errorf("%s: %d scans, want exactly 1 scheduled scan", s.Name, len(scans))
+		}
+		got, _ := st.Site(ctx, user.ID, s.ID)
+		if want := s.NextScanAt.Add(24 * time.Hour); got.NextScanAt == nil || !got.NextScanAt.Equal(want) {
+			t.Errorf("%s: next scan %v, want a day after it was due, %v", s.Name, got.NextScanAt, want)
+		}
+	}
+}
