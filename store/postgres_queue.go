@@ -261,7 +261,7 @@ func (p *Postgres) OverdueScans(ctx context.Context, startedBefore time.Time) ([
 		var scores []byte
 		var started, completed sql.NullTime
 		err := row.Scan(&o.ID, &o.SiteID, &o.Status, &o.Strategy, &o.Trigger, &o.PagesTotal, &o.PagesDone,
-			&scores, &o.Error, &o.CreatedAt, &started, &completed, &o.UserID, &o.LastError)
+			&scores, &o.Error, &o.CreatedAt, &started, &completed, &o.AuditsInFlight, &o.UserID, &o.LastError)
 		if err != nil {
 			return o, err
 		}
