@@ -97,7 +97,8 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, job store.Job) (*comp
 	// finish and store their results (one may be the breaker's probe); then the job is snoozed.
 	auditCtx, stopAudits := context.WithCancelCause(ctx)
 	defer stopAudits(nil)
-	share := p.cfg.Capacity.Share()
+	capacity := p.capacityFor(site)
+	share := capacity.Share()
 	stopShowing := p.showInFlight(ctx, lease, share)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -194,7 +195,7 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, job store.Job) (*comp
 		return nil, fmt.Errorf("complete scan: %w", err)
 	}
 	auditWall := p.cfg.Now().Sub(auditsBegan)
-	ideal := p.cfg.Capacity.Ideal(len(todo), auditTime/time.Duration(max(len(todo), 1)))
+	ideal := capacity.Ideal(len(todo), auditTime/time.Duration(max(len(todo), 1)))
 	log.Info("scan complete", "results", len(results), "page_errors", len(pageErrs),
 		"health", intOrNil(scores.Health), "performance", intOrNil(scores.Performance),
 		"accessibility", intOrNil(scores.Accessibility), "best_practices", intOrNil(scores.BestPractices),

@@ -91,6 +91,7 @@ type Pool struct {
 	cancel   context.CancelCauseFunc
 	wg       sync.WaitGroup
 	stopOnce sync.Once
+	replayed *Capacity // the replayed scans' audits: they call nothing, so no rate limit
 }
 
 // errShutdown cancels running jobs when Stop's deadline passes; they release their leases.
@@ -141,7 +142,7 @@ func NewPool(cfg PoolConfig) *Pool {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	p := &Pool{cfg: cfg, stop: make(chan struct{})}
+	p := &Pool{cfg: cfg, stop: make(chan struct{}), replayed: NewCapacity(CapacityConfig{MaxInFlight: cfg.Capacity.cfg.MaxInFlight})}
 	p.jobsCtx, p.cancel = context.WithCancelCause(context.Background())
 	return p
 }
