@@ -34,6 +34,8 @@ type config struct {
 	ScanLease       int
 	MaxPagesPerScan int
 	PSIRateLimit    int
+	PSIMaxInFlight  int
+	LHConcurrency   int
 	PSIDailyLimit   int
 	PSIBreakerFails int
 	PSIBreakerSecs  int
@@ -72,6 +74,7 @@ func (c *config) settings() []setting {
 		{env: "LIGHTHOUSE_CMD", def: "lighthouse", help: "Lighthouse CLI for AUDIT_BACKEND=lighthouse", str: &c.LighthouseCmd},
 		{env: "CHROME_PATH", help: "Chrome or Chromium binary for Lighthouse", str: &c.ChromePath},
 		{env: "LIGHTHOUSE_CHROME_FLAGS", def: "--headless=new --disable-gpu --no-first-run", help: "Chrome flags for Lighthouse runs (add --no-sandbox as root)", str: &c.ChromeFlags},
+		{env: "LIGHTHOUSE_CONCURRENCY", def: "1", help: "Lighthouse runs at once for AUDIT_BACKEND=lighthouse, shared fairly by all scans (Chrome runs are CPU-bound and skew each other's metrics)", num: &c.LHConcurrency, min: 1},
 		{env: "PLATFORM_CLIENT_SECRET", help: "the platform app's client secret: the code exchange, and the HMAC key of the publish webhook's x-platform-signature", str: &c.PlatformSecret, secret: true},
 		{env: "PLATFORM_CLIENT_ID", help: "the platform app's client id; empty turns connecting sites from the platform off", str: &c.PlatformID},
 		{env: "PLATFORM_AUTHORIZE_URL", def: "https://webflow.com/oauth/authorize", help: "the platform's OAuth authorize page", str: &c.PlatformAuthURL},
@@ -87,6 +90,7 @@ func (c *config) settings() []setting {
 		{env: "SCHEDULE_POLL_SECONDS", def: "60", help: "how often this process's scheduler enqueues the scans of sites whose daily or weekly scan is due", num: &c.SchedulePoll, min: 1},
 		{env: "MAX_PAGES_PER_SCAN", def: "50", help: "page discovery cap", num: &c.MaxPagesPerScan, min: 1},
 		{env: "PSI_RATE_LIMIT", def: "400", help: "PSI calls per 100 seconds, shared by all workers of this process", num: &c.PSIRateLimit, min: 1},
+		{env: "PSI_MAX_INFLIGHT", def: "64", help: "PSI audits in flight at once, shared fairly by all scans of this process; a 429 lowers it (and the rate) for a while", num: &c.PSIMaxInFlight, min: 1},
 		{env: "PSI_DAILY_LIMIT", def: "25000", help: "PSI calls per quota day (to midnight America/Los_Angeles), shared by all workers of this process; reaching it pauses scans until the reset", num: &c.PSIDailyLimit, min: 1},
 		{env: "PSI_BREAKER_FAILURES", def: "5", help: "consecutive audits finding PSI in trouble (5xx, timeouts, network) that open the PSI breaker", num: &c.PSIBreakerFails, min: 1},
 		{env: "REGRESSION_CONFIRM_RUNS", def: "2", help: "re-audits of a page whose audit regressed against the previous scan, the median run kept; 0 turns confirmation off", num: &c.ConfirmRuns},

@@ -70,7 +70,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	pool := newPool(ctx, cfg, st, newAuditor(cfg, guard, log), replay, guard.Client(), connector, log)
+	auditor, capacity := newAuditor(cfg, guard, log)
+	pool := newPool(ctx, cfg, st, auditor, capacity, replay, guard.Client(), connector, log)
 	pool.Start()
 	// Deferred after the store's Close, so it runs before it: HTTP server, scanner, store.
 	defer func() {
@@ -165,28 +166,34 @@ func platformConnector(cfg config, st store.Store, log *slog.Logger) (*platform.
 	}, nil
 }
 
-// newAuditor is the configured audit backend: PageSpeed Insights (rate-limited, with a daily
-// counter and a circuit breaker) or a local Lighthouse.
-func newAuditor(cfg config, guard scanner.Guard, log *slog.Logger) scanner.Auditor {
+// newAuditor is the configured audit backend, PageSpeed Insights (rate-limited, with a daily
+// counter and a circuit breaker) or a local Lighthouse, and the audit capacity the pool shares
+// fairly between scans: PSI_MAX_INFLIGHT calls, adapting to PSI's 429s, or
+// LIGHTHOUSE_CONCURRENCY runs.
+func newAuditor(cfg config, guard scanner.Guard, log *slog.Logger) (scanner.Auditor, *scanner.Capacity) {
 	if cfg.AuditBackend == "lighthouse" {
-		log.Info("audit backend", "backend", cfg.AuditBackend)
+		log.Info("audit backend", "backend", cfg.AuditBackend, "lighthouse_concurrency", cfg.LHConcurrency)
 		return scanner.NewLighthouse(scanner.LighthouseConfig{Command: cfg.LighthouseCmd, ChromePath: cfg.ChromePath,
-			ChromeFlags: cfg.ChromeFlags, Guard: guard, Log: log})
+				ChromeFlags: cfg.ChromeFlags, Concurrency: cfg.LHConcurrency, Guard: guard, Log: log}),
+			scanner.NewCapacity(scanner.CapacityConfig{MaxInFlight: cfg.LHConcurrency, Log: log})
 	}
 	log.Info("audit backend", "backend", cfg.AuditBackend, "psi_rate_limit_per_100s", cfg.PSIRateLimit,
-		"psi_daily_limit", cfg.PSIDailyLimit, "psi_breaker_failures", cfg.PSIBreakerFails, "psi_breaker_seconds", cfg.PSIBreakerSecs, "regression_confirm_runs", cfg.ConfirmRuns)
+		"psi_max_inflight", cfg.PSIMaxInFlight, "psi_daily_limit", cfg.PSIDailyLimit, "psi_breaker_failures", cfg.PSIBreakerFails,
+		"psi_breaker_seconds", cfg.PSIBreakerSecs, "regression_confirm_runs", cfg.ConfirmRuns)
+	limiter := scanner.NewRateLimiter(cfg.PSIRateLimit, 100*time.Second)
+	capacity := scanner.NewCapacity(scanner.CapacityConfig{MaxInFlight: cfg.PSIMaxInFlight, Limiter: limiter, Log: log})
 	return scanner.NewPSI(scanner.PSIConfig{Endpoint: cfg.PageSpeedURL, Key: cfg.PageSpeedKey,
-		Limiter: scanner.NewRateLimiter(cfg.PSIRateLimit, 100*time.Second),
-		Daily:   scanner.NewDailyCounter(cfg.PSIDailyLimit),
+		Limiter: limiter, Capacity: capacity,
+		Daily: scanner.NewDailyCounter(cfg.PSIDailyLimit),
 		Breaker: scanner.NewBreaker(scanner.BreakerConfig{Failures: cfg.PSIBreakerFails,
 			OpenFor: time.Duration(cfg.PSIBreakerSecs) * time.Second, Log: log}),
-		Log: log})
+		Log: log}), capacity
 }
 
 // newPool is the scan worker pool with its regression digest. A store that can announce new
 // jobs (Postgres LISTEN/NOTIFY) wakes the dispatcher at once; it polls either way. Sitemaps
 // are fetched with fetch, the guarded client; the demo site's audits are replayed.
-func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Auditor, replay *scanner.Replay, fetch *http.Client, connector *platform.Connector, log *slog.Logger) *scanner.Pool {
+func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Auditor, capacity *scanner.Capacity, replay *scanner.Replay, fetch *http.Client, connector *platform.Connector, log *slog.Logger) *scanner.Pool {
 	var wake <-chan struct{}
 	if w, ok := st.(store.JobWaker); ok {
 		ch, err := w.WakeOnJobs(ctx, func(err error) { log.Warn("job notifications", "err", err) })
@@ -201,7 +208,7 @@ func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Au
 		refresher = connector
 	}
 	return scanner.NewPool(scanner.PoolConfig{
-		Store: st, Auditor: auditor, Replay: replay, Log: log, Workers: cfg.ScanWorkers, Wake: wake, Platform: refresher,
+		Store: st, Auditor: auditor, Capacity: capacity, Replay: replay, Log: log, Workers: cfg.ScanWorkers, Wake: wake, Platform: refresher,
 		ConfirmRuns:   cfg.ConfirmRuns,
 		Lease:         time.Duration(cfg.ScanLease) * time.Second,
 		Deadline:      time.Duration(cfg.ScanDeadline) * time.Second,

@@ -77,7 +77,12 @@ func TestSystemDatabaseRestartWhileScanning(t *testing.T) {
 		sites, scans = append(sites, site), append(scans, scan)
 	}
 
-	base, logs, stop := startRun(t, map[string]string{"DATABASE_URL": proxy.DSN(dsn), "PAGESPEED_API_URL": psi.Endpoint()})
+	// A claim the cut interrupts may commit while its answer is lost (database/sql then retries
+	// it on a new connection, refused): that job waits for its lease to lapse and the rescuer.
+	// Scans of 10 audits now take a quarter second, so workers claim often and the cut can land
+	// on a claim; a 10 s lease keeps that rescue within the test's 45 s.
+	base, logs, stop := startRun(t, map[string]string{"DATABASE_URL": proxy.DSN(dsn), "PAGESPEED_API_URL": psi.Endpoint(),
+		"SCAN_LEASE_SECONDS": "10"})
 
 	// Clients: /healthz and the budget check, each in a loop, through the whole test.
 	var phaseMu sync.Mutex

@@ -32,7 +32,8 @@ func TestSystemKilledProcessScanIsFinishedByAnother(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	env := map[string]string{"DATABASE_URL": dsn, "PAGESPEED_API_URL": psi.Endpoint(), "SCAN_WORKERS": "1"}
+	// Two audits at once, so the kill finds some pairs stored and most not yet asked.
+	env := map[string]string{"DATABASE_URL": dsn, "PAGESPEED_API_URL": psi.Endpoint(), "SCAN_WORKERS": "1", "PSI_MAX_INFLIGHT": "2"}
 
 	child := startChild(t, "child", env)
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
@@ -83,7 +84,7 @@ func TestSystemKilledProcessScanIsFinishedByAnother(t *testing.T) {
 		}
 	}
 	// The second process audited only the pairs not stored; at most the child's in-flight
-	// calls (SCAN_WORKERS=1, two pages at once) were asked twice.
+	// calls (SCAN_WORKERS=1, PSI_MAX_INFLIGHT=2) were asked twice.
 	if extra := psi.Total() - 10; extra < 0 || extra > 2 || psi.Total()-callsAtKill != 10-len(before) {
 		t.Errorf("%d PSI calls in all, %d after the kill with %d pairs stored; want %d after", psi.Total(), psi.Total()-callsAtKill, len(before), 10-len(before))
 	}

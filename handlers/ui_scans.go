@@ -59,22 +59,31 @@ type scanPageData struct {
 	Scores   []strategyView
 }
 
-// progress is how far a scan is: audits done (with a result), failed, and in all.
+// progress is how far a scan is: audits done (with a result), failed, in all, and in flight
+// (a running scan's, as its worker last wrote them).
 type progress struct {
-	Done, Failed, Total int
+	Done, Failed, Total, InFlight int
 }
 
 func newProgress(scan store.Scan, failed int) progress {
-	return progress{Done: scan.PagesDone - failed, Failed: failed, Total: scan.PagesTotal}
+	p := progress{Done: scan.PagesDone - failed, Failed: failed, Total: scan.PagesTotal}
+	if scan.Status == store.StatusRunning {
+		p.InFlight = scan.AuditsInFlight
+	}
+	return p
 }
 
 // Line says the counts: "4 done, 6 failed of 10 audits", or "4 of 10 audits done" with no
-// failure.
+// failure, then " · 8 in flight" while audits are.
 func (p progress) Line() string {
-	if p.Failed == 0 {
-		return strconv.Itoa(p.Done) + " of " + strconv.Itoa(p.Total) + " audits done"
+	line := strconv.Itoa(p.Done) + " of " + strconv.Itoa(p.Total) + " audits done"
+	if p.Failed > 0 {
+		line = strconv.Itoa(p.Done) + " done, " + strconv.Itoa(p.Failed) + " failed of " + strconv.Itoa(p.Total) + " audits"
 	}
-	return strconv.Itoa(p.Done) + " done, " + strconv.Itoa(p.Failed) + " failed of " + strconv.Itoa(p.Total) + " audits"
+	if p.InFlight > 0 {
+		line += " · " + strconv.Itoa(p.InFlight) + " in flight"
+	}
+	return line
 }
 
 func (s *server) handleScan() http.Handler {
@@ -109,16 +118,17 @@ func (s *server) handleScan() http.Handler {
 	})
 }
 
-// scanEvent is the payload of a `status` event, plus, while the scan waits for
-// its next attempt, why and until when.
+// scanEvent is the payload of a `status` event, plus the audits in flight of a running scan
+// and, while the scan waits for its next attempt, why and until when.
 type scanEvent struct {
-	ScanID      string    `json:"scanId"`
-	Status      string    `json:"status"`
-	PagesDone   int       `json:"pagesDone"` // with a result or an error
-	PagesFailed int       `json:"pagesFailed"`
-	PagesTotal  int       `json:"pagesTotal"`
-	Progress    string    `json:"progress"` // the counts in words (progress.Line)
-	Waiting     *scanWait `json:"waiting,omitempty"`
+	ScanID         string    `json:"scanId"`
+	Status         string    `json:"status"`
+	PagesDone      int       `json:"pagesDone"` // with a result or an error
+	PagesFailed    int       `json:"pagesFailed"`
+	PagesTotal     int       `json:"pagesTotal"`
+	AuditsInFlight int       `json:"auditsInFlight"` // of a running scan
+	Progress       string    `json:"progress"`       // the counts in words (progress.Line)
+	Waiting        *scanWait `json:"waiting,omitempty"`
 }
 
 // scanWait is why an unfinished scan waits: its last attempt failed, PSI is paused (the
@@ -162,6 +172,9 @@ func (s *server) handleScanEvents() http.Handler {
 		for {
 			_ = rc.SetWriteDeadline(time.Now().Add(interval + 30*time.Second))
 			ev := scanEvent{ScanID: scan.ID, Status: scan.Status, PagesDone: scan.PagesDone, PagesTotal: scan.PagesTotal}
+			if scan.Status == store.StatusRunning {
+				ev.AuditsInFlight = scan.AuditsInFlight
+			}
 			if !terminal(scan.Status) {
 				errs, err := s.Store.PageErrors(r.Context(), uid, scan.ID)
 				if err != nil {

@@ -578,7 +578,7 @@ func testScanEvents(t *testing.T, f *uiFixture) {
 		}
 	})
 
-	t.Run("a live scan streams queued, running with progress, complete, then ends", func(t *testing.T) {
+	t.Run("a live scan streams queued, running with progress and audits in flight, complete, then ends", func(t *testing.T) {
 		scan := store.Scan{ID: store.NewID(), SiteID: f.site, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: f.ts.now}
 		if err := st.EnqueueScan(ctx, scan, store.QueueScan, f.ts.now); err != nil {
 			t.Fatal(err)
@@ -602,12 +602,18 @@ func testScanEvents(t *testing.T, f *uiFixture) {
 				if job, err = st.ClaimJob(ctx, store.QueueScan, "w", f.ts.now.Add(time.Second)); err != nil {
 					t.Fatal(err)
 				}
+				// Written before the scan runs, so that every running event carries it.
+				if err := st.SetAuditsInFlight(ctx, job.Lease(), 3); err != nil {
+					t.Fatal(err)
+				}
 				if err := st.StartScan(ctx, job.Lease(), 4, f.ts.now); err != nil {
 					t.Fatal(err)
 				}
+				_, body := f.a.get("/sites/" + f.site + "/scans/" + scan.ID)
+				contains(t, body, "0 of 4 audits done · 3 in flight")
 			case e.Status == store.StatusRunning:
-				if e.PagesTotal != 4 || e.PagesFailed != 0 || e.Progress != "0 of 4 audits done" {
-					t.Errorf("running event %+v", e)
+				if e.PagesTotal != 4 || e.PagesFailed != 0 || e.AuditsInFlight != 3 || e.Progress != "0 of 4 audits done · 3 in flight" {
+					t.Errorf("running event %+v, want 4 audits, none failed, 3 in flight", e)
 				}
 				// The stream may have sent a second running event before this one was read;
 				// the scan is completed once.

@@ -69,7 +69,7 @@ func newBreakerRig(t *testing.T, st store.Store, start time.Time, daily int) *br
 	}
 	r.psi = NewPSI(cfg)
 	r.pool(func(c *PoolConfig) {
-		c.Auditor, c.Now, c.Lease, c.Heartbeat, c.PageConcurrency = r.psi, r.clock.Now, time.Hour, 50*time.Millisecond, 1
+		c.Auditor, c.Now, c.Lease, c.Heartbeat, c.Capacity = r.psi, r.clock.Now, time.Hour, 50*time.Millisecond, NewCapacity(CapacityConfig{MaxInFlight: 1})
 		c.Deadline = 100 * 365 * 24 * time.Hour // the clock starts years ahead and jumps: no scan deadline here
 	})
 	return r

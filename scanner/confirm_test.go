@@ -147,7 +147,7 @@ func TestReauditsSpendTheAccountsDailyAudits(t *testing.T) {
 	quota := NewAccountQuota(2 + 3) // the first scan's 2 audits, the second's 2 and one re-audit
 	scan := func() store.Scan {
 		p := r.pool(func(c *PoolConfig) {
-			c.Auditor, c.ConfirmRuns, c.Quota, c.PageConcurrency = NewPSI(PSIConfig{Endpoint: psi.Endpoint()}), 2, quota, 1
+			c.Auditor, c.ConfirmRuns, c.Quota, c.Capacity = NewPSI(PSIConfig{Endpoint: psi.Endpoint()}), 2, quota, NewCapacity(CapacityConfig{MaxInFlight: 1})
 		})
 		defer p.Stop(context.Background())
 		return r.wait(r.enqueue(home).ID)

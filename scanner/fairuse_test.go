@@ -48,7 +48,9 @@ func TestAccountQuotaPipeline(t *testing.T) {
 				t.Fatal(err)
 			}
 			otherSite := other.addSite("Other", []string{"/", "/fast"})
-			r.pool(func(c *PoolConfig) { c.Quota, c.PageConcurrency = NewAccountQuota(4), 1 })
+			r.pool(func(c *PoolConfig) {
+				c.Quota, c.Capacity = NewAccountQuota(4), NewCapacity(CapacityConfig{MaxInFlight: 1})
+			})
 			greedy := r.enqueue(r.site)
 			if sc := other.wait(other.enqueue(otherSite).ID); sc.Status != store.StatusComplete {
 				t.Errorf("the other account's scan: %s (%s), want complete", sc.Status, sc.Error)

@@ -184,7 +184,7 @@ func TestLighthouseRealScan(t *testing.T) {
 	}
 	lh := NewLighthouse(LighthouseConfig{Command: cmd, ChromePath: chrome, ChromeFlags: flags, Timeout: 4 * time.Minute, Guard: Guard{AllowPrivate: true}})
 	r.pool(func(c *PoolConfig) {
-		c.Auditor, c.Workers, c.PageConcurrency, c.Lease = lh, 1, 1, time.Minute
+		c.Auditor, c.Workers, c.Capacity, c.Lease = lh, 1, NewCapacity(CapacityConfig{MaxInFlight: 1}), time.Minute
 		c.Log = slog.New(slog.NewTextHandler(r.logs, nil))
 	})
 	deadline := time.Now().Add(15 * time.Minute)

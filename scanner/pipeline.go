@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
@@ -91,16 +92,19 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, job store.Job) (*comp
 		"already_stored", len(pairs)-len(todo), "strategy", scan.Strategy, "trigger", scan.Trigger,
 		"replay", p.cfg.Replay.Serves(site))
 
-	// Audit with bounded concurrency; the first store failure stops the rest. PSI becoming
-	// unavailable starts no more audits but lets those in flight finish and store their
-	// results (one may be the breaker's probe); then the job is snoozed.
+	// Audit as many pairs at once as the capacity grants this scan; the first store failure
+	// stops the rest. PSI becoming unavailable starts no more audits but lets those in flight
+	// finish and store their results (one may be the breaker's probe); then the job is snoozed.
 	auditCtx, stopAudits := context.WithCancelCause(ctx)
 	defer stopAudits(nil)
-	sem := make(chan struct{}, p.cfg.PageConcurrency)
+	capacity := p.capacityFor(site)
+	share := capacity.Share()
+	stopShowing := p.showInFlight(ctx, lease, share)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var firstErr error
 	var paused *UnavailableError
+	var auditTime time.Duration // summed over the audits made, for the ideal
 	fail := func(err error) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -121,28 +125,35 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, job store.Job) (*comp
 		defer mu.Unlock()
 		return paused != nil
 	}
+	auditsBegan := p.cfg.Now()
 	for _, pr := range todo {
-		select {
-		case sem <- struct{}{}:
-		case <-auditCtx.Done():
+		if share.Acquire(auditCtx) != nil {
+			break
 		}
-		if auditCtx.Err() != nil || isPaused() {
+		if isPaused() || auditCtx.Err() != nil {
+			share.Release()
 			break
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer func() { <-sem }()
+			defer share.Release()
 			var prev *store.PageResult
 			if r, ok := previous[store.PageKey{PagePath: pr.path, Strategy: pr.strategy}]; ok {
 				prev = &r
 			}
-			if err := p.auditPage(auditCtx, log, lease, site, pr.path, pr.strategy, prev); err != nil {
+			began := p.cfg.Now()
+			err := p.auditPage(auditCtx, log, lease, site, pr.path, pr.strategy, prev)
+			mu.Lock()
+			auditTime += p.cfg.Now().Sub(began)
+			mu.Unlock()
+			if err != nil {
 				fail(err)
 			}
 		}()
 	}
 	wg.Wait()
+	stopShowing()
 	if firstErr != nil {
 		return nil, firstErr
 	}
@@ -183,10 +194,14 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, job store.Job) (*comp
 	}); err != nil {
 		return nil, fmt.Errorf("complete scan: %w", err)
 	}
+	auditWall := p.cfg.Now().Sub(auditsBegan)
+	ideal := capacity.Ideal(len(todo), auditTime/time.Duration(max(len(todo), 1)))
 	log.Info("scan complete", "results", len(results), "page_errors", len(pageErrs),
 		"health", intOrNil(scores.Health), "performance", intOrNil(scores.Performance),
 		"accessibility", intOrNil(scores.Accessibility), "best_practices", intOrNil(scores.BestPractices),
-		"seo", intOrNil(scores.SEO), "took", p.cfg.Now().Sub(began).Round(time.Millisecond))
+		"seo", intOrNil(scores.SEO), "took", p.cfg.Now().Sub(began).Round(time.Millisecond),
+		"audits_made", len(todo), "audits_wall", auditWall.Round(time.Millisecond),
+		"ideal", ideal.Round(time.Millisecond), "vs_ideal", ratio(auditWall, ideal))
 	return &completed{site: site, scanID: scan.ID, results: results}, nil
 }
 
@@ -237,6 +252,14 @@ func (p *Pool) auditPage(ctx context.Context, log *slog.Logger, lease store.Leas
 	log.Info("page done", "page", path, "strategy", strategy, "performance", intOrNil(r.Scores.Performance),
 		"lcp_ms", floatOrNil(r.CoreWebVitals.LCP), "runs", r.Runs, "took", p.cfg.Now().Sub(began).Round(time.Millisecond))
 	return nil
+}
+
+// ratio is a/b to two decimals, nil when b is 0.
+func ratio(a, b time.Duration) any {
+	if b <= 0 {
+		return nil
+	}
+	return math.Round(100*a.Seconds()/b.Seconds()) / 100
 }
 
 func intOrNil(v *int) any {

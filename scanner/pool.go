@@ -41,8 +41,10 @@ type PoolConfig struct {
 	Log   *slog.Logger
 	// Workers is SCAN_WORKERS: scans audited at once by this process. Default 3.
 	Workers int
-	// PageConcurrency bounds the audits of one scan in flight at once. Default 2.
-	PageConcurrency int
+	// Capacity bounds the audits in flight in this process and shares them fairly between the
+	// scans running at once; give the same one to the PSI client so that its 429s adapt it.
+	// Default: 64 audits at once, not adapting.
+	Capacity *Capacity
 	// ConfirmRuns is REGRESSION_CONFIRM_RUNS: re-audits of a page whose audit regressed against
 	// the previous completed scan, the median run kept (see confirm). 0 re-audits nothing.
 	ConfirmRuns int
@@ -89,6 +91,7 @@ type Pool struct {
 	cancel   context.CancelCauseFunc
 	wg       sync.WaitGroup
 	stopOnce sync.Once
+	replayed *Capacity // the replayed scans' audits: they call nothing, so no rate limit
 }
 
 // errShutdown cancels running jobs when Stop's deadline passes; they release their leases.
@@ -105,8 +108,8 @@ func NewPool(cfg PoolConfig) *Pool {
 	if cfg.Workers <= 0 {
 		cfg.Workers = 3
 	}
-	if cfg.PageConcurrency <= 0 {
-		cfg.PageConcurrency = 2
+	if cfg.Capacity == nil {
+		cfg.Capacity = NewCapacity(CapacityConfig{})
 	}
 	if cfg.WorkerID == "" {
 		host, _ := os.Hostname()
@@ -139,7 +142,7 @@ func NewPool(cfg PoolConfig) *Pool {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	p := &Pool{cfg: cfg, stop: make(chan struct{})}
+	p := &Pool{cfg: cfg, stop: make(chan struct{}), replayed: NewCapacity(CapacityConfig{MaxInFlight: cfg.Capacity.cfg.MaxInFlight})}
 	p.jobsCtx, p.cancel = context.WithCancelCause(context.Background())
 	return p
 }
@@ -175,7 +178,7 @@ func (p *Pool) Start() {
 		p.rescuer()
 	}()
 	p.cfg.Log.Info("scanner started", "workers", p.cfg.Workers, "worker_id", p.cfg.WorkerID,
-		"page_concurrency", p.cfg.PageConcurrency, "notify", p.cfg.Wake != nil, "poll", p.cfg.Poll)
+		"max_inflight", p.cfg.Capacity.cfg.MaxInFlight, "notify", p.cfg.Wake != nil, "poll", p.cfg.Poll)
 }
 
 // Stop claims nothing more and waits for running jobs to finish until ctx ends; then it

@@ -49,6 +49,9 @@ type PSIConfig struct {
 	MaxWait time.Duration
 	// Limiter is the process-wide rate limit shared by every worker; nil means none.
 	Limiter *RateLimiter
+	// Capacity, shared by every worker, caps the calls in flight and adapts that cap and the
+	// Limiter to the 429s PSI answers. nil means no cap.
+	Capacity *Capacity
 	// Breaker, shared by every worker, stops audits while PSI is in trouble, refuses the key
 	// or has no quota left; they fail with an *UnavailableError. nil means none.
 	Breaker *Breaker
@@ -113,6 +116,9 @@ type callOutcome struct {
 	retry   bool          // worth another call
 	wait    time.Duration // minimum wait before it (Retry-After, quota backoff)
 	verdict psiVerdict    // what it says of PSI itself, for the breaker
+	// throttled is a 429 of the per-100-seconds quota, with the Retry-After given (0: none).
+	throttled  bool
+	retryAfter time.Duration
 }
 
 // Audit calls PSI for one page and strategy, retrying 429, 5xx and network failures with
@@ -131,19 +137,17 @@ func (p *PSI) Audit(ctx context.Context, pageURL, strategy string) (store.PageRe
 			}
 			probe = pr
 		}
-		if p.cfg.Limiter != nil {
-			if err := p.cfg.Limiter.Wait(ctx); err != nil {
-				p.settle(probe, psiNeutral, "")
-				return store.PageResult{}, fmt.Errorf("waiting for the PSI rate limit: %w", context.Cause(ctx))
-			}
+		done, err := p.take(ctx)
+		if err != nil {
+			p.settle(probe, psiNeutral, "")
+			return store.PageResult{}, err
 		}
-		if p.cfg.Daily != nil {
-			if ok, reset := p.cfg.Daily.take(p.cfg.Now()); !ok {
-				p.settle(probe, psiNeutral, "")
-				return store.PageResult{}, p.dailySpent(reset)
-			}
-		}
+		began := time.Now()
 		last = p.call(ctx, pageURL, strategy)
+		if last.throttled && p.cfg.Capacity != nil {
+			p.cfg.Capacity.Throttled(last.retryAfter)
+		}
+		done(time.Since(began))
 		if last.err == nil {
 			p.settle(probe, psiAnswered, "")
 			return last.result, nil
@@ -171,6 +175,31 @@ func (p *PSI) Audit(ctx context.Context, pageURL, strategy string) (store.PageRe
 		return store.PageResult{}, unavailable
 	}
 	return store.PageResult{}, err
+}
+
+// take waits for what one call needs: a call slot of the Capacity, then the rate limit, then
+// one of the day's calls. done gives the call slot back once the call is answered, with the
+// time it took.
+func (p *PSI) take(ctx context.Context) (done func(took time.Duration), err error) {
+	done = func(time.Duration) {}
+	if p.cfg.Capacity != nil {
+		if done, err = p.cfg.Capacity.call(ctx); err != nil {
+			return nil, fmt.Errorf("waiting for a PSI call slot: %w", err)
+		}
+	}
+	if p.cfg.Limiter != nil {
+		if err := p.cfg.Limiter.Wait(ctx); err != nil {
+			done(0)
+			return nil, fmt.Errorf("waiting for the PSI rate limit: %w", context.Cause(ctx))
+		}
+	}
+	if p.cfg.Daily != nil {
+		if ok, reset := p.cfg.Daily.take(p.cfg.Now()); !ok {
+			done(0)
+			return nil, p.dailySpent(reset)
+		}
+	}
+	return done, nil
 }
 
 // settle gives the breaker an audit's verdict and returns the *UnavailableError of the
@@ -318,11 +347,13 @@ func (p *PSI) classify(resp *http.Response, body []byte) callOutcome {
 		if strings.Contains(strings.ToLower(msg), "per day") {
 			return callOutcome{err: explain("PSI daily quota exhausted"), verdict: psiDailyQuota}
 		}
-		wait, ok := retryAfter(resp.Header.Get("Retry-After"), time.Now())
+		given, ok := retryAfter(resp.Header.Get("Retry-After"), time.Now())
+		wait := given
 		if !ok {
 			wait = p.cfg.QuotaBackoff
 		}
-		return callOutcome{err: explain("PSI quota exceeded"), retry: true, wait: wait, verdict: psiNeutral}
+		return callOutcome{err: explain("PSI quota exceeded"), retry: true, wait: wait, verdict: psiNeutral,
+			throttled: true, retryAfter: min(given, p.cfg.MaxWait)}
 	case status >= 500:
 		wait, _ := retryAfter(resp.Header.Get("Retry-After"), time.Now())
 		return callOutcome{err: explain("PSI server error"), retry: true, wait: wait, verdict: psiTrouble}
@@ -372,52 +403,119 @@ func retryAfter(v string, now time.Time) (time.Duration, bool) {
 // times of the last n calls, shared by every worker of a process so that together they stay
 // under the PSI quota ("400 queries per 100 seconds"). A token bucket of n per window would
 // not: a full bucket spent at once and refilled during the same 100 s lets 2n calls through.
+// A Capacity lowers it on a 429 (fewer calls per window, none before Retry-After) and raises
+// it back.
 type RateLimiter struct {
 	mu     sync.Mutex
 	window time.Duration
 	grants []time.Time // ring of the times granted to the last n calls, oldest at next
 	next   int
+	limit  int       // calls allowed per window now, 1..n
+	pause  time.Time // no call before this
+	cuts   int       // how many times lower ran: a grant made before the last cut is void
 	now    func() time.Time
 }
 
 // NewRateLimiter allows n calls per window.
 func NewRateLimiter(n int, window time.Duration) *RateLimiter {
-	return &RateLimiter{window: window, grants: make([]time.Time, max(n, 1)), now: time.Now}
+	n = max(n, 1)
+	return &RateLimiter{window: window, grants: make([]time.Time, n), limit: n, now: time.Now}
 }
 
-// reserve grants the next call a time, at least a window after the call n calls before it,
-// and answers how long the caller must wait for it and which slot of the ring holds it.
-// Granted times never decrease, so waiting callers are served in arrival order.
-func (l *RateLimiter) reserve(now time.Time) (time.Duration, int) {
+// backlog is how many calls are waiting for their granted time, how long until the first of
+// them is due, and the rate allowed now, in calls per second.
+func (l *RateLimiter) backlog() (queued int, next time.Duration, perSecond float64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	at := now
-	if oldest := l.grants[l.next]; !oldest.IsZero() && oldest.Add(l.window).After(at) {
+	now := l.now()
+	for _, t := range l.grants {
+		if t.After(now) {
+			queued++
+			if d := t.Sub(now); next == 0 || d < next {
+				next = d
+			}
+		}
+	}
+	return queued, next, float64(l.limit) / l.window.Seconds()
+}
+
+// configured is the rate it was made with, in calls per second.
+func (l *RateLimiter) configured() float64 { return float64(len(l.grants)) / l.window.Seconds() }
+
+// reserve grants the next call a time, at least a window after the call limit calls before
+// it and not before a pause, and answers how long the caller must wait for it and which slot
+// of the ring holds it. Granted times never decrease, so waiting callers are served in arrival
+// order. cuts is the count of lowerings it was granted under.
+func (l *RateLimiter) reserve(now time.Time) (wait time.Duration, slot, cuts int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := len(l.grants)
+	at := later(l.pause, now)
+	if oldest := l.grants[(l.next-l.limit+n)%n]; !oldest.IsZero() && oldest.Add(l.window).After(at) {
 		at = oldest.Add(l.window)
 	}
-	slot := l.next
+	at = later(l.grants[(l.next-1+n)%n], at)
+	slot = l.next
 	l.grants[slot] = at
-	l.next = (l.next + 1) % len(l.grants)
-	return at.Sub(now), slot
+	l.next = (l.next + 1) % n
+	return at.Sub(now), slot, l.cuts
 }
 
 // Wait blocks until a call may be made, or ctx ends. A caller woken late (a loaded machine)
-// records when it really went, so the call n calls later is spaced from that. A caller that
-// gives up keeps its granted time: the slot goes unused, which only ever errs on the side of
-// fewer calls.
+// records when it really went, so the call n calls later is spaced from that. One whose grant
+// was made before a 429 lowered the limit asks again under the new limit (calls queued at the
+// old rate would otherwise all go when the pause ends). A caller that gives up, or asks again,
+// keeps its granted time: the slot goes unused, which only ever errs on the side of fewer calls.
 func (l *RateLimiter) Wait(ctx context.Context) error {
-	wait, slot := l.reserve(l.now())
-	if wait == 0 {
-		return nil
+	wait, slot, cuts := l.reserve(l.now())
+	for wait > 0 {
+		if err := sleepCtx(ctx, wait); err != nil {
+			return err
+		}
+		now := l.now()
+		l.mu.Lock()
+		stale := l.cuts != cuts
+		if !stale && now.After(l.grants[slot]) {
+			l.grants[slot] = now
+		}
+		l.mu.Unlock()
+		if stale {
+			wait, slot, cuts = l.reserve(now)
+		} else {
+			wait = 0
+		}
 	}
-	if err := sleepCtx(ctx, wait); err != nil {
-		return err
-	}
-	now := l.now()
-	l.mu.Lock()
-	if now.After(l.grants[slot]) {
-		l.grants[slot] = now
-	}
-	l.mu.Unlock()
 	return nil
+}
+
+// lower is a 429: the calls allowed per window drop to those granted in the last window less
+// one (what PSI accepted), and none is made before pause. It returns the new limit.
+func (l *RateLimiter) lower(pause time.Time) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	granted := 0
+	for _, t := range l.grants {
+		if !t.IsZero() && t.After(now.Add(-l.window)) {
+			granted++
+		}
+	}
+	if granted > 0 { // none when the refused call took longer than a window
+		l.limit = min(l.limit, granted)
+	}
+	l.limit = max(1, l.limit-1)
+	l.pause = later(l.pause, pause)
+	l.cuts++
+	return l.limit
+}
+
+// raise climbs the limit back by a tenth of n, and answers whether it is whole again. A 429
+// of a concurrency limit also brings the rate down to the calls of the last window, which may
+// be few: ten steps bring it back whole whatever it fell to.
+func (l *RateLimiter) raise() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := len(l.grants)
+	l.limit = min(n, l.limit+max(1, n/10))
+	return l.limit == n
 }

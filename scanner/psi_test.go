@@ -233,7 +233,7 @@ func TestRateLimiter(t *testing.T) {
 		{25 * time.Second, 10 * time.Second}, // then four went at +25 s: the next waits for +35 s
 	}
 	for i, tt := range tests {
-		if got, _ := l.reserve(t0.Add(tt.at)); got != tt.want {
+		if got, _, _ := l.reserve(t0.Add(tt.at)); got != tt.want {
 			t.Errorf("reserve %d at +%s waits %s, want %s", i, tt.at, got, tt.want)
 		}
 	}
@@ -251,7 +251,7 @@ func TestRateLimiterNeverExceedsNPerWindow(t *testing.T) {
 		rng := rand.New(rand.NewPCG(uint64(n), 7))
 		for range 20 * n {
 			now = now.Add(time.Duration(rng.Int64N(int64(window / time.Duration(n)))))
-			wait, _ := l.reserve(now)
+			wait, _, _ := l.reserve(now)
 			granted = append(granted, now.Add(wait))
 		}
 		if got := scantest.MaxInWindow(granted, window); got > n {

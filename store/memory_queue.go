@@ -111,6 +111,21 @@ func (m *Memory) StartScan(ctx context.Context, l Lease, pagesTotal int, now tim
 	return nil
 }
 
+func (m *Memory) SetAuditsInFlight(ctx context.Context, l Lease, n int) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, err := m.leased(l); err != nil {
+		return err
+	}
+	s, ok := m.scans[l.ScanID]
+	if !ok {
+		return notFound("scan")
+	}
+	s.AuditsInFlight = n
+	m.scans[s.ID] = s
+	return nil
+}
+
 func (m *Memory) DonePages(ctx context.Context, scanID string) ([]PageKey, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -96,6 +96,16 @@ func (p *Postgres) StartScan(ctx context.Context, l Lease, pagesTotal int, now t
 	})
 }
 
+// SetAuditsInFlight checks the lease in its one statement, like the page writes.
+func (p *Postgres) SetAuditsInFlight(ctx context.Context, l Lease, n int) error {
+	res, err := p.db.ExecContext(ctx, `UPDATE scans SET audits_in_flight = $4
+		WHERE id = $3 AND EXISTS (SELECT 1 FROM jobs WHERE `+leaseCond+`)`, l.JobID, l.Attempt, l.ScanID, n)
+	if err != nil {
+		return pgErr("audits in flight", err)
+	}
+	return p.leaseCheck(ctx, res, l)
+}
+
 func (p *Postgres) DonePages(ctx context.Context, scanID string) ([]PageKey, error) {
 	if !uuidOK(scanID) {
 		return []PageKey{}, nil
@@ -251,7 +261,7 @@ func (p *Postgres) OverdueScans(ctx context.Context, startedBefore time.Time) ([
 		var scores []byte
 		var started, completed sql.NullTime
 		err := row.Scan(&o.ID, &o.SiteID, &o.Status, &o.Strategy, &o.Trigger, &o.PagesTotal, &o.PagesDone,
-			&scores, &o.Error, &o.CreatedAt, &started, &completed, &o.UserID, &o.LastError)
+			&scores, &o.Error, &o.CreatedAt, &started, &completed, &o.AuditsInFlight, &o.UserID, &o.LastError)
 		if err != nil {
 			return o, err
 		}

@@ -153,6 +153,8 @@ type Queue interface {
 	SavePageResult(ctx context.Context, l Lease, r PageResult) error
 	// SavePageError upserts an error for a pair that has no result.
 	SavePageError(ctx context.Context, l Lease, e PageError) error
+	// SetAuditsInFlight records how many audits of the scan are in flight now, for its page.
+	SetAuditsInFlight(ctx context.Context, l Lease, n int) error
 	// CompleteScan marks scan and job done, stores the scores, and sets the site's health.
 	CompleteScan(ctx context.Context, l Lease, scores ScanScores, now time.Time) error
 	// FailScan discards the job and marks the scan failed with a reason.

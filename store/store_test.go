@@ -59,6 +59,7 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 		{"retry puts the job back with its reason, which the scan's owner can read", testRetry},
 		{"a snooze puts the job back without spending an attempt, under a new lease", testSnooze},
 		{"page results are upserted and counted once", testPageUpsert},
+		{"audits in flight are written under the lease and read with the scan", testAuditsInFlight},
 		{"a page result keeps how many runs stand behind it, one when not said", testPageRuns},
 		{"overdue scans are the unfinished ones started before the deadline", testOverdueScans},
 		{"a site keeps its scan schedule and next scheduled scan", testSiteSchedule},
@@ -666,6 +667,26 @@ func testRetry(t *testing.T, s store.Store) {
 		t.Errorf("job = %+v", again)
 	}
 	wait(a.ID, store.ScanWait{}) // running again
+}
+
+func testAuditsInFlight(t *testing.T, s store.Store) {
+	a := newUser(t, s, "a@example.com")
+	sc := enqueue(t, s, newSite(t, s, a, "site"), t0)
+	j, err := s.ClaimJob(ctx, store.QueueScan, "w", t0)
+	must(t, err)
+	must(t, s.StartScan(ctx, j.Lease(), 40, t0))
+	must(t, s.SetAuditsInFlight(ctx, j.Lease(), 12))
+	if got, _ := s.Scan(ctx, a.ID, sc.ID); got.AuditsInFlight != 12 {
+		t.Errorf("audits in flight = %d, want 12", got.AuditsInFlight)
+	}
+	must(t, s.RetryJob(ctx, j.Lease(), t0, "try again"))
+	wantErr(t, s.SetAuditsInFlight(ctx, j.Lease(), 3), store.ErrLeaseLost)
+	if got, _ := s.Scan(ctx, a.ID, sc.ID); got.AuditsInFlight != 12 {
+		t.Errorf("after a write under a lost lease, audits in flight = %d, want 12 still", got.AuditsInFlight)
+	}
+	if list, _ := s.ScansOf(ctx, a.ID, sc.SiteID, 10); len(list) != 1 || list[0].AuditsInFlight != 12 {
+		t.Errorf("scans of the site = %+v, want the one with 12 in flight", list)
+	}
 }
 
 func testPageUpsert(t *testing.T, s store.Store) {

@@ -78,18 +78,21 @@ const (
 
 // Scan is one audit of every page of a site.
 type Scan struct {
-	ID          string
-	SiteID      string
-	Status      string
-	Strategy    string
-	Trigger     string
-	PagesTotal  int // page/strategy pairs to audit; known once discovery ran
-	PagesDone   int // pairs with a result or an error
-	Scores      ScanScores
-	Error       string // why a failed scan failed
-	CreatedAt   time.Time
-	StartedAt   *time.Time
-	CompletedAt *time.Time
+	ID         string
+	SiteID     string
+	Status     string
+	Strategy   string
+	Trigger    string
+	PagesTotal int // page/strategy pairs to audit; known once discovery ran
+	PagesDone  int // pairs with a result or an error
+	// AuditsInFlight is how many pairs the running attempt is auditing now, as its worker last
+	// wrote it (about every second); 0 once the attempt stops auditing.
+	AuditsInFlight int
+	Scores         ScanScores
+	Error          string // why a failed scan failed
+	CreatedAt      time.Time
+	StartedAt      *time.Time
+	CompletedAt    *time.Time
 }
 
 // ScanScores are the rounded means over a scan's page results.

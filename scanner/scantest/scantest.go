@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -43,6 +44,17 @@ type PSI struct {
 	inFlight    map[string]int // host -> calls being answered
 	maxInFlight int            // most calls answered at once
 	maxHosts    int            // most distinct hosts (sites) being answered at once
+
+	arrivals     []time.Time   // when each call arrived
+	refuseOver   int           // answer 429 to a call arriving with this many in flight; 0: never
+	quota        int           // answer 429 to a call arriving when this many were accepted
+	quotaWindow  time.Duration // within this window before it; 0: never
+	accepted     []time.Time   // when the calls not refused arrived, for quota
+	retryAfter   string        // the Retry-After of those 429s
+	retryWait    time.Duration // the same, parsed
+	firstRefused time.Time     // when the first 429 was answered
+	refused      int           // 429s answered
+	refusedLater int           // those to calls that arrived once the first one's Retry-After was over
 }
 
 // NewPSI starts the fake on 127.0.0.1; it stops when the test ends.
@@ -134,6 +146,41 @@ func (p *PSI) DelayBetween(lo, hi time.Duration) {
 	p.delay, p.jitter = lo, max(0, hi-lo)
 }
 
+// RefuseAbove makes a call that arrives while n others are being answered get PSI's 429
+// (QuotaBody) at once, with a Retry-After of retryAfter whole seconds: a key whose quota
+// allows n calls at once.
+func (p *PSI) RefuseAbove(n, retryAfter int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.refuseOver, p.retryAfter, p.retryWait = n, strconv.Itoa(retryAfter), time.Duration(retryAfter)*time.Second
+}
+
+// RefuseOverRate makes a call that arrives when n calls were accepted in the last window get
+// PSI's 429 at once, with a Retry-After of retryAfter whole seconds: a key whose quota is n
+// calls per window, whatever the client was configured with.
+func (p *PSI) RefuseOverRate(n int, window time.Duration, retryAfter int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.quota, p.quotaWindow = n, window
+	p.retryAfter, p.retryWait = strconv.Itoa(retryAfter), time.Duration(retryAfter)*time.Second
+}
+
+// Refused is how many 429s RefuseAbove or RefuseOverRate gave, and how many of them went to calls that arrived
+// once the first 429's Retry-After was over: calls sent by a client that had heard of the
+// limit (those of the first burst, sent together before any answer came, are not).
+func (p *PSI) Refused() (all, afterFirst int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.refused, p.refusedLater
+}
+
+// Arrivals are the times the calls arrived, in order.
+func (p *PSI) Arrivals() []time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]time.Time(nil), p.arrivals...)
+}
+
 // HostCalls is how many requests asked for path and strategy of the page on host: with one
 // site per host, the calls of one site's scan.
 func (p *PSI) HostCalls(host, path, strategy string) int {
@@ -209,11 +256,28 @@ func (p *PSI) serve(w http.ResponseWriter, r *http.Request) {
 	if p.jitter > 0 {
 		delay += rand.N(p.jitter + 1)
 	}
-	p.inFlight[u.Host]++
+	arrived := time.Now()
+	p.arrivals = append(p.arrivals, arrived)
 	n := 0
 	for _, c := range p.inFlight {
 		n += c
 	}
+	refuse := p.refuseOver > 0 && n >= p.refuseOver || p.quota > 0 && p.inQuotaWindow(arrived) >= p.quota
+	if !refuse {
+		p.accepted = append(p.accepted, arrived)
+	}
+	if refuse {
+		p.refused++
+		if !p.firstRefused.IsZero() && !arrived.Before(p.firstRefused.Add(p.retryWait)) {
+			p.refusedLater++
+		}
+		retry := p.retryAfter
+		p.mu.Unlock()
+		p.answerRefused(w, retry)
+		return
+	}
+	p.inFlight[u.Host]++
+	n++
 	p.maxInFlight = max(p.maxInFlight, n)
 	p.maxHosts = max(p.maxHosts, len(p.inFlight))
 	p.mu.Unlock()
@@ -258,6 +322,33 @@ func (p *PSI) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Write(body)
+}
+
+// inQuotaWindow is how many calls were accepted within the quota window before now.
+func (p *PSI) inQuotaWindow(now time.Time) int {
+	n := 0
+	for _, t := range p.accepted {
+		if now.Sub(t) < p.quotaWindow {
+			n++
+		}
+	}
+	return n
+}
+
+// answerRefused answers PSI's per-100-seconds 429 at once and notes when the first went.
+func (p *PSI) answerRefused(w http.ResponseWriter, retryAfter string) {
+	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+	if retryAfter != "" {
+		w.Header().Set("Retry-After", retryAfter)
+	}
+	w.WriteHeader(http.StatusTooManyRequests)
+	w.Write([]byte(QuotaBody))
+	w.(http.Flusher).Flush() // sent: from now on a client could know
+	p.mu.Lock()
+	if p.firstRefused.IsZero() {
+		p.firstRefused = time.Now()
+	}
+	p.mu.Unlock()
 }
 
 func (p *PSI) fixture(file string) ([]byte, error) {
