@@ -39,7 +39,7 @@ type config struct {
 	PSIDailyLimit   int
 	PSIBreakerFails int
 	PSIBreakerSecs  int
-	// ScanAllowPrivate lets scans fetch internal addresses (SECURITY §9): for self-hosters who
+	// ScanAllowPrivate lets scans fetch internal addresses: for self-hosters who
 	// audit intranet or staging sites.
 	ScanAllowPrivate bool
 	MaxSitesPerUser  int

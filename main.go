@@ -61,7 +61,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		}
 	}
 
-	// Every fetch made on a user's behalf goes through the guard (SECURITY §9).
+	// Every fetch made on a user's behalf goes through the guard.
 	guard := scanner.Guard{AllowPrivate: cfg.ScanAllowPrivate}
 	if guard.AllowPrivate {
 		log.Warn("SCAN_ALLOW_PRIVATE=true: scans may fetch loopback, private and link-local addresses; do not run a multi-tenant service this way")

@@ -116,7 +116,7 @@ func (s *server) handleLogin() http.Handler {
 		}
 		// Tokens are taken before the slow password check, so parallel guesses cannot all be
 		// checked; per address and per (account, address), so a stranger's failures do not lock
-		// the owner out from elsewhere (SECURITY §9). A success gives them back.
+		// the owner out from elsewhere. A success gives them back.
 		ip := clientIP(r)
 		pair := strings.ToLower(form.Email) + "\x00" + ip
 		if ok, wait := s.loginIP.allow(ip); !ok {

@@ -133,7 +133,7 @@ func (w *loggingWriter) Flush() {
 var secretPaths = []string{"/report/"}
 
 // logPath is the request's path as logs may show it, at every level: without the query (codes,
-// states) and with a secret in the path (a report token) redacted (SECURITY §9).
+// states) and with a secret in the path (a report token) redacted.
 func logPath(r *http.Request) string {
 	for _, prefix := range secretPaths {
 		if strings.HasPrefix(r.URL.Path, prefix) && len(r.URL.Path) > len(prefix) {

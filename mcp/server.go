@@ -36,7 +36,7 @@ type Store interface {
 	CreateReportWithin(ctx context.Context, r store.Report, max int) error
 }
 
-// Fair-use limits (SECURITY §9): one account must not be able to flood the service.
+// Fair-use limits: one account must not be able to flood the service.
 const (
 	// MaxBatch is the most calls one JSON-RPC batch may carry; a longer batch is one -32600 error.
 	MaxBatch = 50

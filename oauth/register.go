@@ -178,7 +178,7 @@ func checkClientName(name *string) (string, error) {
 		return "", invalidMetadata("client_name must not contain control characters")
 	}
 	// Format characters (bidi overrides such as U+202E, zero-width joiners) can make a name on
-	// the consent page read as another app's (SECURITY §9).
+	// the consent page read as another app's.
 	if strings.IndexFunc(n, func(r rune) bool { return unicode.Is(unicode.Cf, r) }) >= 0 {
 		return "", invalidMetadata("client_name must not contain invisible formatting characters (Unicode category Cf, such as U+202E)")
 	}

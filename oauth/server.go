@@ -101,7 +101,7 @@ func New(cfg Config) *Server {
 
 // sweepClients deletes the clients registered more than UnusedClientTTL ago and never used,
 // when it last did more than sweepEvery ago: dynamic registration is open to anyone, so its
-// leftovers must not accumulate (SECURITY §9). A failure is logged; registration goes on.
+// leftovers must not accumulate. A failure is logged; registration goes on.
 func (s *Server) sweepClients(ctx context.Context) {
 	now := s.now()
 	s.sweepMu.Lock()

@@ -14,7 +14,7 @@ import (
 
 // Guard keeps requests made on a user's behalf (sitemaps, their redirects, the Lighthouse
 // target) away from the service's own network: loopback, private, link-local (cloud metadata),
-// unique-local, unspecified, multicast and reserved addresses, IPv4 and IPv6 (SECURITY §9).
+// unique-local, unspecified, multicast and reserved addresses, IPv4 and IPv6.
 // The check runs on the resolved address when a connection is made, so a host that resolves,
 // re-resolves or redirects there is refused too. The zero Guard refuses them; AllowPrivate
 // (SCAN_ALLOW_PRIVATE=true) is for self-hosters who audit intranet or staging sites. The

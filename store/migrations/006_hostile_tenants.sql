@@ -1,4 +1,4 @@
--- Hostile tenants (issue 15). Fair use: a user's pending authorization requests are trimmed at every new one,
+-- Hostile tenants. Fair use: a user's pending authorization requests are trimmed at every new one,
 -- and never-used clients are found by the client_id of every OAuth table.
 CREATE INDEX oauth_requests_user ON oauth_requests (user_id, created_at);
 CREATE INDEX oauth_requests_client ON oauth_requests (client_id);
