@@ -94,24 +94,20 @@ func (m *Memory) ScanForJob(ctx context.Context, scanID string) (Scan, Site, err
 }
 
 func (m *Memory) StartScan(ctx context.Context, l Lease, pagesTotal int, now time.Time) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if _, err := m.leased(l); err != nil {
-		return err
-	}
-	s, ok := m.scans[l.ScanID]
-	if !ok {
-		return notFound("scan")
-	}
-	s.Status, s.PagesTotal = StatusRunning, pagesTotal
-	if s.StartedAt == nil {
-		s.StartedAt = tp(now)
-	}
-	m.scans[s.ID] = s
-	return nil
+	return m.updateLeasedScan(l, func(s *Scan) {
+		s.Status, s.PagesTotal = StatusRunning, pagesTotal
+		if s.StartedAt == nil {
+			s.StartedAt = tp(now)
+		}
+	})
 }
 
 func (m *Memory) SetAuditsInFlight(ctx context.Context, l Lease, n int) error {
+	return m.updateLeasedScan(l, func(s *Scan) { s.AuditsInFlight = n })
+}
+
+// updateLeasedScan changes the scan of a job the lease still holds.
+func (m *Memory) updateLeasedScan(l Lease, change func(*Scan)) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, err := m.leased(l); err != nil {
@@ -121,7 +117,7 @@ func (m *Memory) SetAuditsInFlight(ctx context.Context, l Lease, n int) error {
 	if !ok {
 		return notFound("scan")
 	}
-	s.AuditsInFlight = n
+	change(&s)
 	m.scans[s.ID] = s
 	return nil
 }
