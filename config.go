@@ -75,7 +75,7 @@ func (c *config) settings() []setting {
 		{env: "CHROME_PATH", help: "Chrome or Chromium binary for Lighthouse", str: &c.ChromePath},
 		{env: "LIGHTHOUSE_CHROME_FLAGS", def: "--headless=new --disable-gpu --no-first-run", help: "Chrome flags for Lighthouse runs (add --no-sandbox as root)", str: &c.ChromeFlags},
 		{env: "LIGHTHOUSE_CONCURRENCY", def: "1", help: "Lighthouse runs at once for AUDIT_BACKEND=lighthouse, shared fairly by all scans (Chrome runs are CPU-bound and skew each other's metrics)", num: &c.LHConcurrency, min: 1},
-		{env: "PLATFORM_CLIENT_SECRET", help: "the platform app's client secret: the code exchange, and the HMAC key of the publish webhook's x-platform-signature", str: &c.PlatformSecret, secret: true},
+		{env: "PLATFORM_CLIENT_SECRET", help: "the platform app's client secret: the code exchange, and the HMAC key of the publish webhook's x-platform-signature or Webflow's x-webflow-signature", str: &c.PlatformSecret, secret: true},
 		{env: "PLATFORM_CLIENT_ID", help: "the platform app's client id; empty turns connecting sites from the platform off", str: &c.PlatformID},
 		{env: "PLATFORM_AUTHORIZE_URL", def: "https://webflow.com/oauth/authorize", help: "the platform's OAuth authorize page", str: &c.PlatformAuthURL},
 		{env: "PLATFORM_API_URL", def: "https://api.webflow.com", help: "the platform's API origin: {it}/oauth/access_token and {it}/v2/...", str: &c.PlatformAPIURL},

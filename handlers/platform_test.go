@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -400,11 +401,14 @@ func TestPlatformConnectImportPublishDisconnect(t *testing.T) {
 				if len(before) != 3 {
 					t.Errorf("%d scans kept, want 3", len(before))
 				}
-				// A publish for a disconnected site is the interface's "no site found".
-				body := []byte(fmt.Sprintf(`{"siteId":%q}`, acme))
+				// Webflow's publish for a disconnected site (its webhook deleted, a delivery in
+				// flight) is the interface's "no site found".
+				body := []byte(fmt.Sprintf(`{"triggerType":"site_publish","payload":{"siteId":%q}}`, acme))
+				ts := strconv.FormatInt(time.Now().UnixMilli(), 10)
 				req, _ := http.NewRequest(http.MethodPost, r.ts.URL+"/api/webhooks/platform", bytes.NewReader(body))
 				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("x-platform-signature", platformtest.Sign(appSecret, body))
+				req.Header.Set("x-webflow-timestamp", ts)
+				req.Header.Set("x-webflow-signature", platformtest.Sign(appSecret, ts, body))
 				res, err := http.DefaultClient.Do(req)
 				if err != nil {
 					t.Fatal(err)

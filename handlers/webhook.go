@@ -8,16 +8,23 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"time"
 
 	"sitepulse/oauth"
+	"sitepulse/scanner/platform"
 	"sitepulse/store"
 )
 
 // webhookReplayWindow is how long a delivery seen before, by its signed body or by its `_id`,
-// is acknowledged and ignored : the signature has no timestamp, so this is the
-// replay guard. The store keeps it, so it holds across replicas.
+// is acknowledged and ignored: x-platform-signature has no timestamp, and Webflow retries a
+// delivery with the same body, so this is the replay guard of both. The store keeps it, so it
+// holds across replicas.
 const webhookReplayWindow = 24 * time.Hour
+
+// webflowTimestampWindow is how far x-webflow-timestamp may be from now, either way, before
+// Webflow's delivery is refused as a replay (Webflow's docs: 5 minutes).
+const webflowTimestampWindow = 5 * time.Minute
 
 // maxWebhookJitter delays each webhook scan by up to this much (interface "Limits").
 const maxWebhookJitter = 5 * time.Second
@@ -27,9 +34,11 @@ func randomJitter() time.Duration {
 	return time.Duration(rand.Int64N(int64(maxWebhookJitter) + 1))
 }
 
-// handlePlatformWebhook is the inbound site_publish event (interface "Events"):
-// the raw body, read once under the 1 MiB cap, is verified before it is parsed; then the site
-// is looked up by its platform id and a scan of both strategies is enqueued with trigger
+// handlePlatformWebhook is the inbound site_publish event (interface "Events"), in either of two
+// shapes: the interface's (top-level siteId, x-platform-signature) or Webflow's own Data API v2
+// delivery (payload.siteId, x-webflow-timestamp and x-webflow-signature), told apart by the
+// x-webflow-signature header. The raw body, read once under the 1 MiB cap, is verified before it
+// is parsed; then the site is looked up by its platform id and a scan of both strategies is enqueued with trigger
 // webhook, delayed by a 0-5 s jitter. Once the signature is valid the answer is always 200
 // {ok: true}, also when the site is unknown, a scan is already in flight (SCAN_ALREADY_ACTIVE,
 // logged) or the same body was seen within the replay window.
@@ -49,7 +58,10 @@ func (s *server) handlePlatformWebhook() http.Handler {
 			writeError(w, http.StatusBadRequest, "could not read the request body")
 			return
 		}
-		if !validSignature(s.PlatformSecret, body, r.Header.Get("x-platform-signature")) {
+		now := s.Now()
+		webflow := len(r.Header.Values("x-webflow-signature")) > 0
+		if webflow && !validWebflowSignature(s.PlatformSecret, body, r.Header.Get("x-webflow-timestamp"), r.Header.Get("x-webflow-signature"), now) ||
+			!webflow && !validSignature(s.PlatformSecret, body, r.Header.Get("x-platform-signature")) {
 			writeError(w, http.StatusUnauthorized, "Invalid signature")
 			return
 		}
@@ -58,10 +70,8 @@ func (s *server) handlePlatformWebhook() http.Handler {
 			writeError(w, http.StatusBadRequest, "request body must be a JSON object")
 			return
 		}
-		var platformID string
-		json.Unmarshal(event["siteId"], &platformID) // absent or not a string: no site has it
+		platformID := publishedSiteID(event, webflow)
 		ok := map[string]bool{"ok": true}
-		now := s.Now()
 		// Keys are recorded in order and the first seen one stops: of concurrent copies of a
 		// delivery, exactly one records every key new and has an effect.
 		seen := false
@@ -128,11 +138,50 @@ func deliveryKeys(body []byte, rawID json.RawMessage) []string {
 	return keys
 }
 
+// publishedSiteID is the platform site id a verified event names, "" when it names none (absent,
+// not a string): the interface's top-level siteId, or in Webflow's shape payload.siteId of a
+// site_publish trigger (Webflow signs its other triggers the same way; none of them is a publish).
+func publishedSiteID(event map[string]json.RawMessage, webflow bool) string {
+	var id string
+	if !webflow {
+		json.Unmarshal(event["siteId"], &id)
+		return id
+	}
+	var trigger string
+	var payload map[string]json.RawMessage
+	json.Unmarshal(event["triggerType"], &trigger)
+	json.Unmarshal(event["payload"], &payload)
+	if trigger == platform.TriggerSitePublish {
+		json.Unmarshal(payload["siteId"], &id)
+	}
+	return id
+}
+
 // validSignature checks x-platform-signature: the lower-case hex HMAC-SHA256 of the raw body
 // under the platform client secret, compared in constant time.
 func validSignature(secret string, body []byte, header string) bool {
+	return hmac.Equal([]byte(hmacHex(secret, body)), []byte(header))
+}
+
+// validWebflowSignature checks Webflow's delivery: x-webflow-timestamp (milliseconds since the
+// epoch) within webflowTimestampWindow of now, and x-webflow-signature the lower-case hex
+// HMAC-SHA256 of timestamp + ":" + raw body under the app's client secret, compared in constant time.
+func validWebflowSignature(secret string, body []byte, timestamp, header string, now time.Time) bool {
+	ms, err := strconv.ParseInt(timestamp, 10, 64)
+	if err != nil {
+		return false
+	}
+	if d := now.Sub(time.UnixMilli(ms)); d > webflowTimestampWindow || d < -webflowTimestampWindow {
+		return false
+	}
+	return hmac.Equal([]byte(hmacHex(secret, []byte(timestamp+":"), body)), []byte(header))
+}
+
+// hmacHex is the lower-case hex HMAC-SHA256 of the parts, in order, under secret.
+func hmacHex(secret string, parts ...[]byte) string {
 	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write(body)
-	want := hex.EncodeToString(mac.Sum(nil))
-	return hmac.Equal([]byte(want), []byte(header))
+	for _, p := range parts {
+		mac.Write(p)
+	}
+	return hex.EncodeToString(mac.Sum(nil))
 }

@@ -11,12 +11,14 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"sitepulse/scanner"
+	"sitepulse/scanner/platform/platformtest"
 	"sitepulse/scanner/scantest"
 	"sitepulse/store"
 	"sitepulse/store/storetest"
@@ -105,6 +107,33 @@ func (w *webhookRig) event(extra string) string {
 	return fmt.Sprintf(`{"siteId":%q,"_id":"evt%x","publishedBy":{"name":"Ada"}%s}`, w.site.PlatformSiteID, sha256.Sum256([]byte(extra)), extra)
 }
 
+// postWebflow sends body as Webflow's delivery, with x-webflow-timestamp ts and
+// x-webflow-signature sig (each omitted when "-").
+func (w *webhookRig) postWebflow(body, ts, sig string) (int, string) {
+	w.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, w.srv.URL+"/api/webhooks/platform", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if ts != "-" {
+		req.Header.Set("x-webflow-timestamp", ts)
+	}
+	if sig != "-" {
+		req.Header.Set("x-webflow-signature", sig)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return resp.StatusCode, readBody(w.t, resp)
+}
+
+// webflowEvent is Webflow's site_publish body for the rig's site (Data API v2 shape).
+func (w *webhookRig) webflowEvent() string {
+	return fmt.Sprintf(`{"triggerType":"site_publish","payload":{"siteId":%q,"publishedOn":"2026-11-01T12:00:00Z","domains":["sample.webflow.io","sample.test"],"publishedBy":{"displayName":"Ada"}}}`, w.site.PlatformSiteID)
+}
+
+// millis is t as x-webflow-timestamp writes it.
+func millis(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
+
 func (w *webhookRig) scans() []store.Scan {
 	w.t.Helper()
 	scans, err := w.st.ScansOf(context.Background(), w.user.ID, w.site.ID, 100)
@@ -160,6 +189,164 @@ func TestPlatformWebhookBadInput(t *testing.T) {
 			}
 			if n := len(w.scans()); n != tt.wantScans {
 				t.Errorf("%d scans, want %d", n, tt.wantScans)
+			}
+		})
+	}
+}
+
+// Webflow's own delivery: signed over timestamp + ":" + body, the timestamp within 5 minutes of
+// now either way; a refusal is the interface's 401 Invalid signature, a signed body that is not a
+// JSON object its 400, and only payload.siteId of a site_publish names the site.
+func TestWebflowWebhook(t *testing.T) {
+	const invalid = `{"error":"Invalid signature"}`
+	type delivery struct{ body, ts, sig string }
+	signed := func(body string, at time.Time) delivery {
+		ts := millis(at)
+		return delivery{body, ts, platformtest.Sign(webhookSecret, ts, []byte(body))}
+	}
+	tests := []struct {
+		name       string
+		delivery   func(w *webhookRig) delivery
+		wantStatus int
+		wantBody   string
+		wantScans  int
+	}{
+		{"a valid delivery enqueues one scan", func(w *webhookRig) delivery { return signed(w.webflowEvent(), w.now) }, 200, `{"ok":true}`, 1},
+		{"a timestamp 5 minutes old is accepted", func(w *webhookRig) delivery { return signed(w.webflowEvent(), w.now.Add(-5*time.Minute)) }, 200, `{"ok":true}`, 1},
+		{"a timestamp 4 minutes ahead is accepted", func(w *webhookRig) delivery { return signed(w.webflowEvent(), w.now.Add(4*time.Minute)) }, 200, `{"ok":true}`, 1},
+		{"a stale timestamp is 401", func(w *webhookRig) delivery {
+			return signed(w.webflowEvent(), w.now.Add(-5*time.Minute-time.Millisecond))
+		}, 401, invalid, 0},
+		{"a timestamp beyond 5 minutes ahead is 401", func(w *webhookRig) delivery {
+			return signed(w.webflowEvent(), w.now.Add(5*time.Minute+time.Millisecond))
+		}, 401, invalid, 0},
+		{"a timestamp in seconds is 401", func(w *webhookRig) delivery {
+			ts := strconv.FormatInt(w.now.Unix(), 10)
+			return delivery{w.webflowEvent(), ts, platformtest.Sign(webhookSecret, ts, []byte(w.webflowEvent()))}
+		}, 401, invalid, 0},
+		{"a missing timestamp is 401", func(w *webhookRig) delivery {
+			return delivery{w.webflowEvent(), "-", platformtest.Sign(webhookSecret, "", []byte(w.webflowEvent()))}
+		}, 401, invalid, 0},
+		{"a timestamp that is not a number is 401", func(w *webhookRig) delivery {
+			return delivery{w.webflowEvent(), "now", platformtest.Sign(webhookSecret, "now", []byte(w.webflowEvent()))}
+		}, 401, invalid, 0},
+		{"a timestamp other than the signed one is 401", func(w *webhookRig) delivery {
+			d := signed(w.webflowEvent(), w.now)
+			d.ts = millis(w.now.Add(time.Millisecond))
+			return d
+		}, 401, invalid, 0},
+		{"a tampered body is 401", func(w *webhookRig) delivery {
+			d := signed(w.webflowEvent(), w.now)
+			d.body = strings.Replace(d.body, "12:00", "12:01", 1)
+			return d
+		}, 401, invalid, 0},
+		{"a signature under the wrong secret is 401", func(w *webhookRig) delivery {
+			ts := millis(w.now)
+			return delivery{w.webflowEvent(), ts, platformtest.Sign("other", ts, []byte(w.webflowEvent()))}
+		}, 401, invalid, 0},
+		{"the interface's signature of the body alone is 401", func(w *webhookRig) delivery {
+			return delivery{w.webflowEvent(), millis(w.now), sign(webhookSecret, w.webflowEvent())}
+		}, 401, invalid, 0},
+		{"upper-case hex is 401", func(w *webhookRig) delivery {
+			d := signed(w.webflowEvent(), w.now)
+			d.sig = strings.ToUpper(d.sig)
+			return d
+		}, 401, invalid, 0},
+		{"an empty signature is 401", func(w *webhookRig) delivery { return delivery{w.webflowEvent(), millis(w.now), ""} }, 401, invalid, 0},
+		{"a signed body that is not JSON is 400", func(w *webhookRig) delivery { return signed("siteId=plat-1", w.now) }, 400, `{"error":"request body must be a JSON object"}`, 0},
+		{"a signed JSON array is 400", func(w *webhookRig) delivery { return signed(`[{"payload":{"siteId":"x"}}]`, w.now) }, 400, `{"error":"request body must be a JSON object"}`, 0},
+		{"an unknown site is 200 and does nothing", func(w *webhookRig) delivery {
+			return signed(`{"triggerType":"site_publish","payload":{"siteId":"never-connected"}}`, w.now)
+		}, 200, `{"ok":true}`, 0},
+		{"another trigger naming the site is 200 and does nothing", func(w *webhookRig) delivery {
+			return signed(strings.Replace(w.webflowEvent(), "site_publish", "form_submission", 1), w.now)
+		}, 200, `{"ok":true}`, 0},
+		{"the interface's top-level siteId under Webflow's signature is 200 and does nothing", func(w *webhookRig) delivery {
+			return signed(fmt.Sprintf(`{"triggerType":"site_publish","siteId":%q}`, w.site.PlatformSiteID), w.now)
+		}, 200, `{"ok":true}`, 0},
+		{"a payload that is not an object is 200 and does nothing", func(w *webhookRig) delivery {
+			return signed(`{"triggerType":"site_publish","payload":"x"}`, w.now)
+		}, 200, `{"ok":true}`, 0},
+	}
+	for _, b := range storetest.Backends(t) {
+		for _, tt := range tests {
+			t.Run(b.Name+" "+tt.name, func(t *testing.T) {
+				w := newWebhookRig(t, b.Open(t), webhookSecret)
+				d := tt.delivery(w)
+				status, got := w.postWebflow(d.body, d.ts, d.sig)
+				if status != tt.wantStatus || strings.TrimSpace(got) != tt.wantBody {
+					t.Errorf("got %d %s, want %d %s", status, strings.TrimSpace(got), tt.wantStatus, tt.wantBody)
+				}
+				if n := len(w.scans()); n != tt.wantScans {
+					t.Errorf("%d scans, want %d", n, tt.wantScans)
+				}
+				if strings.Contains(w.logs.String(), webhookSecret) {
+					t.Errorf("the secret reached the log:\n%s", w.logs.String())
+				}
+			})
+		}
+	}
+}
+
+// x-webflow-signature decides how a request is verified: with it, a valid x-platform-signature
+// does not stand in for a bad Webflow signature.
+func TestWebflowSignatureTakesPrecedence(t *testing.T) {
+	w := newWebhookRig(t, store.NewMemory(), webhookSecret)
+	body := fmt.Sprintf(`{"siteId":%q,"triggerType":"site_publish","payload":{"siteId":%q}}`, w.site.PlatformSiteID, w.site.PlatformSiteID)
+	req, _ := http.NewRequest(http.MethodPost, w.srv.URL+"/api/webhooks/platform", strings.NewReader(body))
+	req.Header.Set("x-platform-signature", sign(webhookSecret, body))
+	req.Header.Set("x-webflow-timestamp", millis(w.now))
+	req.Header.Set("x-webflow-signature", "0")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readBody(t, resp); resp.StatusCode != 401 || strings.TrimSpace(got) != `{"error":"Invalid signature"}` {
+		t.Errorf("got %d %s, want 401 Invalid signature", resp.StatusCode, got)
+	}
+	if n := len(w.scans()); n != 0 {
+		t.Errorf("%d scans, want 0", n)
+	}
+}
+
+// A Webflow delivery has one effect: the same request again, and Webflow's retry of it (the same
+// body under a later timestamp and so a new signature) within 24 hours, are acknowledged and
+// ignored by the one replay guard, even once the first scan has finished.
+func TestWebflowWebhookReplay(t *testing.T) {
+	for _, b := range storetest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			w := newWebhookRig(t, b.Open(t), webhookSecret)
+			body := w.webflowEvent()
+			deliver := func() int {
+				t.Helper()
+				ts := millis(w.now)
+				status, _ := w.postWebflow(body, ts, platformtest.Sign(webhookSecret, ts, []byte(body)))
+				return status
+			}
+			deliver()
+			j, err := w.st.ClaimJob(ctx, store.QueueScan, "t", w.now.Add(time.Minute))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := w.st.FailScan(ctx, j.Lease(), "test", w.now); err != nil {
+				t.Fatal(err)
+			}
+			for _, step := range []struct {
+				after time.Duration
+				scans int
+			}{
+				{0, 1},                // the same request again
+				{10 * time.Minute, 1}, // Webflow's retry: same body, new timestamp and signature
+				{24 * time.Hour, 2},   // a day later the body is a new publish
+			} {
+				w.now = w.now.Add(step.after)
+				if status := deliver(); status != 200 {
+					t.Fatalf("delivery %s later: %d, want 200", step.after, status)
+				}
+				if n := len(w.scans()); n != step.scans {
+					t.Fatalf("%d scans after a delivery %s later, want %d", n, step.after, step.scans)
+				}
 			}
 		})
 	}
@@ -374,7 +561,8 @@ func TestPublishToCompleteScan(t *testing.T) {
 // The webhook never panics or answers outside its statuses, whatever the body and signature.
 func FuzzPlatformWebhook(f *testing.F) {
 	st := store.NewMemory()
-	h, err := NewHandler(withServers(Deps{Store: st, BaseURL: "http://sitepulse.test", PlatformSecret: webhookSecret,
+	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	h, err := NewHandler(withServers(Deps{Store: st, BaseURL: "http://sitepulse.test", PlatformSecret: webhookSecret, Now: func() time.Time { return now },
 		WebhookJitter: func() time.Duration { return 0 }}))
 	if err != nil {
 		f.Fatal(err)
@@ -385,7 +573,27 @@ func FuzzPlatformWebhook(f *testing.F) {
 		f.Add(body, sign(webhookSecret, body))
 		f.Add(body, "sha256="+sign(webhookSecret, body))
 	}
+	f.Add(`{"triggerType":"site_publish","payload":{"siteId":"x"}}`, "1761998400000")
+	f.Add(`{"triggerType":"site_publish","payload":{"siteId":"x"}}`, "-9223372036854775808")
 	f.Fuzz(func(t *testing.T, body, sig string) {
+		// Webflow's delivery: the fuzzed signature, the right one, and the fuzzed string as the
+		// timestamp of a right signature (whatever it parses to, only 5 minutes around now pass).
+		ts := strconv.FormatInt(now.UnixMilli(), 10)
+		for _, d := range [][2]string{{ts, sig}, {ts, platformtest.Sign(webhookSecret, ts, []byte(body))}, {sig, platformtest.Sign(webhookSecret, sig, []byte(body))}} {
+			req := httptest.NewRequest(http.MethodPost, "/api/webhooks/platform", strings.NewReader(body))
+			req.Header.Set("x-webflow-timestamp", d[0])
+			req.Header.Set("x-webflow-signature", d[1])
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			switch rec.Code {
+			case 200, 400, 401, 413:
+			default:
+				t.Fatalf("status %d for body %q timestamp %q sig %q: %s", rec.Code, body, d[0], d[1], rec.Body)
+			}
+			if len(body) <= maxBody && d[1] != platformtest.Sign(webhookSecret, ts, []byte(body)) && d[0] == ts && rec.Code != 401 {
+				t.Fatalf("a wrong Webflow signature got %d", rec.Code)
+			}
+		}
 		for _, s := range []string{sig, sign(webhookSecret, body)} {
 			req := httptest.NewRequest(http.MethodPost, "/api/webhooks/platform", strings.NewReader(body))
 			req.Header.Set("x-platform-signature", s)

@@ -155,9 +155,10 @@ func (p *Platform) Calls(key string) int {
 	return p.calls[key]
 }
 
-// Publish sends the site_publish event to every site_publish webhook of the site, signed as
-// the interface says (x-platform-signature: hex HMAC-SHA256 of the body under the app's
-// secret), and returns the answers' status codes.
+// Publish sends the site_publish event to every site_publish webhook of the site as Webflow's
+// Data API v2 does: the body {"triggerType":"site_publish","payload":{siteId, publishedOn,
+// domains, publishedBy}}, x-webflow-timestamp the milliseconds since the epoch and
+// x-webflow-signature its Sign under the app's secret. It returns the answers' status codes.
 func (p *Platform) Publish(ctx context.Context, siteID string) ([]int, error) {
 	p.mu.Lock()
 	s := p.site(siteID)
@@ -175,9 +176,11 @@ func (p *Platform) Publish(ctx context.Context, siteID string) ([]int, error) {
 	for _, d := range s.CustomDomains {
 		domains = append(domains, d.URL)
 	}
-	body, _ := json.Marshal(map[string]any{"triggerType": platform.TriggerSitePublish, "siteId": siteID,
-		"publishedOn": time.Now().UTC().Format(time.RFC3339Nano), "domains": domains,
-		"publishedBy": map[string]string{"displayName": "Platform Double", "id": "user-double"}})
+	now := time.Now()
+	body, _ := json.Marshal(map[string]any{"triggerType": platform.TriggerSitePublish, "payload": map[string]any{"siteId": siteID,
+		"publishedOn": now.UTC().Format(time.RFC3339Nano), "domains": domains,
+		"publishedBy": map[string]string{"displayName": "Platform Double"}}})
+	timestamp := strconv.FormatInt(now.UnixMilli(), 10)
 	var codes []int
 	for _, target := range targets {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
@@ -185,7 +188,8 @@ func (p *Platform) Publish(ctx context.Context, siteID string) ([]int, error) {
 			return codes, err
 		}
 		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("x-platform-signature", Sign(p.ClientSecret, body))
+		req.Header.Set("x-webflow-timestamp", timestamp)
+		req.Header.Set("x-webflow-signature", Sign(p.ClientSecret, timestamp, body))
 		resp, err := p.Deliver.Do(req)
 		if err != nil {
 			return codes, err
@@ -196,9 +200,11 @@ func (p *Platform) Publish(ctx context.Context, siteID string) ([]int, error) {
 	return codes, nil
 }
 
-// Sign is the webhook signature of body.
-func Sign(secret string, body []byte) string {
+// Sign is Webflow's webhook signature: the lower-case hex HMAC-SHA256 of timestamp + ":" + body
+// under the app's client secret.
+func Sign(secret, timestamp string, body []byte) string {
 	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write([]byte(timestamp + ":"))
 	mac.Write(body)
 	return hex.EncodeToString(mac.Sum(nil))
 }
