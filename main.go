@@ -214,7 +214,7 @@ func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Au
 		Deadline:      time.Duration(cfg.ScanDeadline) * time.Second,
 		ScheduleEvery: time.Duration(cfg.SchedulePoll) * time.Second,
 		Discovery:     scanner.Discovery{MaxPages: cfg.MaxPagesPerScan, Client: fetch},
-		Quota:         scanner.NewAccountQuota(cfg.UserDailyAudits),
+		Quota:         scanner.NewAccountQuota(cfg.UserDailyAudits, st),
 		Digest: &scanner.Digest{Store: st, SMTPAddr: cfg.SMTPAddr, From: cfg.SMTPFrom, Username: cfg.SMTPUsername,
 			Password: cfg.SMTPPassword, BaseURL: cfg.BaseURL, Log: log},
 	})

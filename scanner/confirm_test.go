@@ -144,7 +144,7 @@ func TestReauditsSpendTheAccountsDailyAudits(t *testing.T) {
 	r := newRig(t, st)
 	home := r.addSite("Home", []string{"/"})
 	psi := scantest.NewPSI(t, beforeDir)
-	quota := NewAccountQuota(2 + 3) // the first scan's 2 audits, the second's 2 and one re-audit
+	quota := NewAccountQuota(2+3, st) // the first scan's 2 audits, the second's 2 and one re-audit
 	scan := func() store.Scan {
 		p := r.pool(func(c *PoolConfig) {
 			c.Auditor, c.ConfirmRuns, c.Quota, c.Capacity = NewPSI(PSIConfig{Endpoint: psi.Endpoint()}), 2, quota, NewCapacity(CapacityConfig{MaxInFlight: 1})

@@ -7,32 +7,71 @@ import (
 	"testing"
 	"time"
 
+	"sitepulse/scanner/scantest"
 	"sitepulse/store"
 	"sitepulse/store/storetest"
 )
 
 func TestAccountQuota(t *testing.T) {
-	q := NewAccountQuota(2)
+	st := store.NewMemory()
+	ann, bob := quotaUser(t, st, "ann"), quotaUser(t, st, "bob")
+	q := NewAccountQuota(2, st)
 	day := time.Date(2026, 11, 24, 23, 0, 0, 0, time.UTC)
 	for i := range 2 {
-		if err := q.Take("ann", day); err != nil {
+		if err := q.Check(ann, day); err != nil {
+			t.Fatalf("check before audit %d: %v", i+1, err)
+		}
+		if err := q.Take(ann, day); err != nil {
 			t.Fatalf("audit %d: %v", i+1, err)
 		}
 	}
-	err := q.Take("ann", day)
-	var wait *UnavailableError
-	if !errors.As(err, &wait) || !wait.Until.Equal(time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)) || !strings.Contains(err.Error(), "USER_DAILY_AUDITS") {
-		t.Errorf("third audit: %v, want a wait until midnight UTC naming USER_DAILY_AUDITS", err)
+	for what, err := range map[string]error{"check": q.Check(ann, day), "third audit": q.Take(ann, day)} {
+		var wait *UnavailableError
+		if !errors.As(err, &wait) || !wait.Until.Equal(time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)) || !strings.Contains(err.Error(), "USER_DAILY_AUDITS") {
+			t.Errorf("%s: %v, want a wait until midnight UTC naming USER_DAILY_AUDITS", what, err)
+		}
 	}
-	if err := q.Take("bob", day); err != nil {
+	if err := q.Take(bob, day); err != nil {
 		t.Errorf("another account: %v, want its own budget", err)
 	}
-	if err := q.Take("ann", day.Add(time.Hour)); err != nil {
+	if err := q.Take(ann, day.Add(time.Hour)); err != nil {
 		t.Errorf("the next day: %v, want a fresh budget", err)
 	}
-	if err := (*AccountQuota)(nil).Take("ann", day); err != nil {
+	if err := (*AccountQuota)(nil).Take(ann, day); err != nil {
 		t.Errorf("no quota: %v", err)
 	}
+}
+
+// A store that cannot count grants the audit: the scan's own writes stop it if the database is
+// down, and no account is snoozed for a day over a failure of seconds.
+func TestAccountQuotaFailsOpen(t *testing.T) {
+	q := NewAccountQuota(1, downLedger{})
+	now := time.Now()
+	if err := q.Check("ann", now); err != nil {
+		t.Errorf("check with the store down: %v, want nil", err)
+	}
+	if err := q.Take("ann", now); err != nil {
+		t.Errorf("take with the store down: %v, want nil", err)
+	}
+}
+
+type downLedger struct{}
+
+func (downLedger) TakeAudit(context.Context, string, time.Time, int) (bool, error) {
+	return false, store.ErrUnavailable
+}
+
+func (downLedger) AuditsTaken(context.Context, string, time.Time) (int, error) {
+	return 0, store.ErrUnavailable
+}
+
+func quotaUser(t *testing.T, st store.Store, name string) string {
+	t.Helper()
+	u := store.User{ID: store.NewID(), Email: name + "-" + store.NewID()[:8] + "@example.com", PasswordHash: "x", CreatedAt: time.Now()}
+	if err := st.CreateUser(context.Background(), u); err != nil {
+		t.Fatal(err)
+	}
+	return u.ID
 }
 
 // One account that spends its daily budget waits with a clear message; another account's scan
@@ -49,7 +88,7 @@ func TestAccountQuotaPipeline(t *testing.T) {
 			}
 			otherSite := other.addSite("Other", []string{"/", "/fast"})
 			r.pool(func(c *PoolConfig) {
-				c.Quota, c.Capacity = NewAccountQuota(4), NewCapacity(CapacityConfig{MaxInFlight: 1})
+				c.Quota, c.Capacity = NewAccountQuota(4, jobs), NewCapacity(CapacityConfig{MaxInFlight: 1})
 			})
 			greedy := r.enqueue(r.site)
 			if sc := other.wait(other.enqueue(otherSite).ID); sc.Status != store.StatusComplete {
@@ -74,4 +113,82 @@ func TestAccountQuotaPipeline(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Two replicas on one Postgres share an account's daily budget: each pool has its own store
+// connection and its own AccountQuota, and together they audit the greedy account's two scans
+// no more than the limit, while another account's scan completes.
+func TestAccountQuotaSharedByReplicas(t *testing.T) {
+	const limit = 6
+	stA, dsn := storetest.PostgresDSN(t)
+	jobsA := &jobLog{Store: stA, jobs: map[string]int64{}}
+	jobsB := &jobLog{Store: storetest.Open(t, dsn), jobs: map[string]int64{}}
+	a := newRig(t, jobsA)
+	b := &rig{t: t, st: jobsB, psi: scantest.NewPSI(t, "../testdata/psi"), user: a.user, logs: a.logs}
+	greedyPages := []string{"/", "/about", "/blog/", "/pricing"} // 8 audits a scan
+	first, second := a.addSite("Greedy one", greedyPages), a.addSite("Greedy two", greedyPages)
+	other := &rig{t: t, st: jobsA, psi: a.psi, logs: a.logs, user: store.User{ID: quotaUser(t, jobsA, "other")}}
+	otherSite := other.addSite("Other", []string{"/fast"})
+	for _, r := range []*rig{a, b} {
+		r.psi.DelayBetween(20*time.Millisecond, 60*time.Millisecond) // each replica is busy with its scan while the other starts
+	}
+	replica := func(r *rig, name string, st AuditLedger) {
+		r.pool(func(c *PoolConfig) {
+			c.WorkerID, c.Workers, c.Quota, c.Capacity = name, 1, NewAccountQuota(limit, st), NewCapacity(CapacityConfig{MaxInFlight: 1})
+		})
+	}
+	scans := []store.Scan{a.enqueue(first), a.enqueue(second)}
+	replica(a, "replica A", jobsA)
+	running := func() bool {
+		sc, err := jobsA.Scan(context.Background(), a.user.ID, scans[0].ID)
+		return err == nil && sc.Status == store.StatusRunning
+	}
+	for deadline := time.Now().Add(30 * time.Second); !running(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("replica A did not start the first scan; logs:\n%s", a.logs.String())
+		}
+	}
+	replica(b, "replica B", jobsB) // A works one scan at a time: B takes the second
+	if sc := other.wait(other.enqueue(otherSite).ID); sc.Status != store.StatusComplete {
+		t.Errorf("the other account's scan: %s (%s), want complete", sc.Status, sc.Error)
+	}
+	for _, sc := range scans {
+		for deadline := time.Now().Add(30 * time.Second); !snoozed(t, sc.ID, jobsA, jobsB); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("greedy scan %s was not snoozed; logs:\n%s", sc.ID, a.logs.String())
+			}
+		}
+	}
+	audited := 0
+	for _, sc := range scans {
+		res, errs := a.results(sc.ID)
+		audited += len(res) + len(errs)
+	}
+	greedy := func(r *rig) int {
+		return r.psi.Total() - r.psi.Calls("/fast", "mobile") - r.psi.Calls("/fast", "desktop")
+	}
+	t.Logf("greedy account: %d audits stored, %d made by replica A and %d by replica B, budget %d", audited, greedy(a), greedy(b), limit)
+	if audited != limit || greedy(a)+greedy(b) != limit {
+		t.Errorf("%d audits stored and %d made for the greedy account, want its budget of %d across both replicas", audited, greedy(a)+greedy(b), limit)
+	}
+	if greedy(a) == 0 || greedy(b) == 0 {
+		t.Errorf("replica A made %d audits and B %d: the test wants both to spend the one budget", greedy(a), greedy(b))
+	}
+	if used, err := jobsB.AuditsTaken(context.Background(), a.user.ID, time.Now()); err != nil || used != limit {
+		t.Errorf("audits taken in the store: %d, %v; want %d", used, err, limit)
+	}
+}
+
+// snoozed answers whether the scan's job, claimed by either replica, waits for the next day's
+// budget with the budget named.
+func snoozed(t *testing.T, scanID string, logs ...*jobLog) bool {
+	for _, l := range logs {
+		if j, ok := l.job(t, scanID); ok && j.State == store.JobAvailable && j.Snoozes() > 0 {
+			if !strings.Contains(j.LastError, "USER_DAILY_AUDITS") {
+				t.Errorf("job of %s: %q, want the budget named", scanID, j.LastError)
+			}
+			return true
+		}
+	}
+	return false
 }

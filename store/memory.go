@@ -32,6 +32,7 @@ type Memory struct {
 	// platform connections (memory_platform.go)
 	platformStates map[string]memState
 	connections    map[string]PlatformConnection
+	audits         map[string]map[time.Time]int // audits spent by account and UTC day (memory_audits.go)
 }
 
 type memResult struct {
@@ -58,6 +59,7 @@ func NewMemory() *Memory {
 		requests:       map[string]AuthRequest{},
 		codes:          map[string]AuthCode{},
 		tokens:         map[string]OAuthToken{},
+		audits:         map[string]map[time.Time]int{},
 		consents:       map[[2]string]Consent{},
 		reports:        map[string]Report{},
 		deliveries:     map[string]time.Time{},

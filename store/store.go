@@ -186,6 +186,15 @@ type Queue interface {
 	ExpireScan(ctx context.Context, scanID, reason string, now time.Time) error
 	// Job reads a job (system: tests and operations).
 	Job(ctx context.Context, id int64) (Job, error)
+
+	// TakeAudit spends one of the user's audits of now's UTC day when fewer than limit are
+	// spent, and answers whether it did: atomic, so concurrent takes from any number of
+	// processes never spend more than limit (USER_DAILY_AUDITS). Counts of days before
+	// yesterday are forgotten on the way. ErrNotFound when the user does not exist.
+	TakeAudit(ctx context.Context, userID string, now time.Time, limit int) (bool, error)
+	// AuditsTaken answers how many of the user's audits of now's UTC day are spent; 0 for an
+	// unknown user.
+	AuditsTaken(ctx context.Context, userID string, now time.Time) (int, error)
 }
 
 // MaxPendingAuthRequests is how many unanswered consent pages one user may have open at once.

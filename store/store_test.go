@@ -75,6 +75,7 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 		{"never-used clients older than the cut-off are deleted, used ones kept", testUnusedClients},
 		{"reports are created on own scans and found by hash", testReports},
 		{"webhook deliveries are seen once per window", testDeliveries},
+		{"an account's daily audits are taken up to the limit, by 40 concurrent takers too, afresh each UTC day", testAuditBudget},
 		{"deleting a site deletes its scans and reports", testDeleteSite},
 	}
 	for _, tt := range tests {

@@ -1,0 +1,37 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+func dayOf(now time.Time) time.Time { return now.UTC().Truncate(24 * time.Hour) }
+
+func (m *Memory) TakeAudit(ctx context.Context, userID string, now time.Time, limit int) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.users[userID]; !ok {
+		return false, notFound("user")
+	}
+	day, days := dayOf(now), m.audits[userID]
+	if days == nil {
+		days = map[time.Time]int{}
+		m.audits[userID] = days
+	}
+	for d := range days { // as Postgres does: forget the days before yesterday
+		if d.Before(day.AddDate(0, 0, -1)) {
+			delete(days, d)
+		}
+	}
+	if days[day] >= limit {
+		return false, nil
+	}
+	days[day]++
+	return true, nil
+}
+
+func (m *Memory) AuditsTaken(ctx context.Context, userID string, now time.Time) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.audits[userID][dayOf(now)], nil
+}
