@@ -14,7 +14,7 @@ type AuditLedger interface {
 }
 
 // AccountQuota is USER_DAILY_AUDITS: how many audits the scans of one account may make per UTC
-// day, so one account cannot spend the PSI quota every account shares (SECURITY §9). Past it,
+// day, so one account cannot spend the PSI quota every account shares. Past it,
 // the account's scans are snoozed until the next UTC day with a message saying so; other
 // accounts' scans go on. It counts in the store, one atomic statement per audit, so the
 // budget holds across every replica on the database: N replicas grant it once, not N times.
