@@ -21,6 +21,9 @@ func (p *Pool) expireOverdue(ctx context.Context) {
 		return
 	}
 	for _, o := range overdue {
+		if parkedForQuota(o) {
+			continue
+		}
 		pageErrs, err := p.cfg.Store.PageErrors(ctx, o.UserID, o.ID)
 		if err != nil {
 			p.cfg.Log.Error("scanner: reading an overdue scan's errors failed", "scan", o.ID, "err", err)
@@ -35,6 +38,14 @@ func (p *Pool) expireOverdue(ctx context.Context) {
 			p.cfg.Log.Warn("scan failed: deadline passed", "scan", o.ID, "site_id", o.SiteID, "reason", reason)
 		}
 	}
+}
+
+// parkedForQuota answers whether a scan waits for its account's daily audits to come back (the
+// next UTC day): such a scan was promised to wait, not to fail, so the deadline leaves it. Once
+// it runs again and meets another trouble, its job's last error changes and the deadline, still
+// counted from when it first started, applies.
+func parkedForQuota(o store.OverdueScan) bool {
+	return strings.Contains(o.LastError, quotaMark)
 }
 
 // causes turn the errors an audit leaves into what a person should do, first match wins.

@@ -92,3 +92,19 @@ func TestScanDeadline(t *testing.T) {
 		})
 	}
 }
+
+func TestParkedForQuota(t *testing.T) {
+	tests := []struct {
+		lastError string
+		want      bool
+	}{
+		{"", false},
+		{"PSI unavailable until 24 Nov 2026, 12:09 UTC: 5 audits in a row failed; scan snoozed", false},
+		{(&UnavailableError{What: "this account's scans wait", Reason: "its daily budget of 2000 audits " + quotaMark + " is used up"}).Error() + "; scan snoozed", true},
+	}
+	for _, tt := range tests {
+		if got := parkedForQuota(store.OverdueScan{LastError: tt.lastError}); got != tt.want {
+			t.Errorf("parkedForQuota(%q) = %v, want %v", tt.lastError, got, tt.want)
+		}
+	}
+}
