@@ -176,6 +176,9 @@ func (s *server) handlePlatformImport() http.Handler {
 		ids := r.PostForm["site"]
 		if len(ids) == 0 || len(ids) > maxImportSites {
 			d.Error = "Tick at least one site to import."
+			if len(ids) > maxImportSites {
+				d.Error = fmt.Sprintf("Tick at most %d sites at a time.", maxImportSites)
+			}
 			d.Choices, err = s.Platform.Choices(r.Context(), visitorFrom(r.Context()).User.ID)
 			if status, ok := s.platformFault(w, r, err, &d); !ok {
 				s.renderPlatform(w, r, status, d)
@@ -189,7 +192,9 @@ func (s *server) handlePlatformImport() http.Handler {
 			s.renderPlatform(w, r, status, d)
 			return
 		}
-		failed := false
+		// 502 only when the platform failed; a site refused here (another account's, the site
+		// cap) or none the connection sees is the request's: 409 and 422.
+		failed, status := false, http.StatusConflict
 		for i, res := range d.Results {
 			if res.Err != nil {
 				failed = true
@@ -201,15 +206,17 @@ func (s *server) handlePlatformImport() http.Handler {
 					d.Results[i].Err = fmt.Errorf("this account already has %d sites, the most one account may have here", s.MaxSitesPerUser)
 				default:
 					d.Results[i].Err = errors.New("the platform could not be reached; tick it again to finish")
+					status = http.StatusBadGateway
 				}
 			}
 		}
 		if failed || len(d.Results) == 0 {
 			if len(d.Results) == 0 {
 				d.Error = "None of the ticked sites is one your connection sees."
+				status = http.StatusUnprocessableEntity
 			}
 			d.Choices, _ = s.Platform.Choices(r.Context(), visitorFrom(r.Context()).User.ID)
-			s.renderPlatform(w, r, http.StatusBadGateway, d)
+			s.renderPlatform(w, r, status, d)
 			return
 		}
 		http.Redirect(w, r, "/?done=platform-imported", http.StatusSeeOther)

@@ -312,7 +312,7 @@ func TestPlatformConnectImportPublishDisconnect(t *testing.T) {
 				_, body := bob.get("/platform/import")
 				contains(t, body, "unavailable: connected by another SitePulse account")
 				resp, body := bob.postCSRF("/platform/import", url.Values{"site": {northwind}})
-				wantStatus(t, resp, http.StatusBadGateway)
+				wantStatus(t, resp, http.StatusConflict) // the request's fault, not the platform's
 				contains(t, body, "another SitePulse account has connected this site")
 				if got := r.sites(t, bob.userID); len(got) != 0 {
 					t.Errorf("bob got %+v", got)
