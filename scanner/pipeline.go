@@ -218,7 +218,7 @@ type completed struct {
 func (p *Pool) auditPage(ctx context.Context, log *slog.Logger, lease store.Lease, site store.Site, path, strategy string, prev *store.PageResult) error {
 	pageURL := PageURL(site, path)
 	began := p.cfg.Now()
-	if err := p.cfg.Quota.Take(site.UserID, began); err != nil {
+	if err := p.takeAudit(site); err != nil {
 		return err // never audited: the scan waits for the account's next daily budget
 	}
 	auditor := p.auditorFor(site)

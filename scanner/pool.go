@@ -338,7 +338,12 @@ func (p *Pool) run(worker int, job store.Job) {
 			log.Warn("scanner: could not snooze the job; the rescuer will return it", "err", err)
 			return
 		}
-		log.Warn(fmt.Sprintf("scanner: PSI unavailable until %s, scan snoozed", unavailable.Until.UTC().Format(time.RFC3339)),
+		// What waits: PSI (breaker, daily quota) or this account (its daily audits).
+		what := unavailable.What
+		if what == "" {
+			what = "PSI unavailable"
+		}
+		log.Warn(fmt.Sprintf("scanner: %s until %s, scan snoozed", what, unavailable.Until.UTC().Format(time.RFC3339)),
 			"reason", unavailable.Reason, "resumes_at", at.UTC().Format(time.RFC3339))
 	case job.Attempt < job.MaxAttempts:
 		wait := p.cfg.Backoff(attempt)

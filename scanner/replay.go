@@ -99,6 +99,15 @@ func (p *Pool) capacityFor(site store.Site) *Capacity {
 }
 
 // auditorFor is the auditor of a site's scan: the replay for the demo site, else the real one.
+// takeAudit spends one of the site owner's daily audits, except on a replayed site, whose
+// audits call no one and spend no quota.
+func (p *Pool) takeAudit(site store.Site) error {
+	if p.cfg.Replay.Serves(site) {
+		return nil
+	}
+	return p.cfg.Quota.Take(site.UserID, p.cfg.Now())
+}
+
 func (p *Pool) auditorFor(site store.Site) Auditor {
 	if p.cfg.Replay.Serves(site) {
 		return p.cfg.Replay
