@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -75,7 +76,8 @@ func (s *server) handlePlatformWebhook() http.Handler {
 		// Keys are recorded in order and the first seen one stops: of concurrent copies of a
 		// delivery, exactly one records every key new and has an effect.
 		seen := false
-		for _, key := range deliveryKeys(body, event["_id"]) {
+		keys := deliveryKeys(body, event["_id"])
+		for _, key := range keys {
 			var err error
 			if seen, err = s.Store.SeenDelivery(r.Context(), key, now.Add(-webhookReplayWindow), now); err != nil {
 				s.error(w, r, err, "")
@@ -102,11 +104,11 @@ func (s *server) handlePlatformWebhook() http.Handler {
 			return
 		}
 		if err != nil {
-			s.error(w, r, err, "")
+			s.failDelivery(w, r, keys, err)
 			return
 		}
 		if err := s.Store.MarkPublished(r.Context(), site.ID, now); err != nil {
-			s.error(w, r, err, "")
+			s.failDelivery(w, r, keys, err)
 			return
 		}
 		scan := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerWebhook, CreatedAt: now}
@@ -116,13 +118,25 @@ func (s *server) handlePlatformWebhook() http.Handler {
 		case errors.Is(err, store.ErrScanActive):
 			s.Log.Warn("webhook: SCAN_ALREADY_ACTIVE: the site already has a queued or running scan", "site", site.ID)
 		case err != nil:
-			s.error(w, r, err, "")
+			s.failDelivery(w, r, keys, err)
 			return
 		default:
 			s.Log.Info("webhook: publish; scan enqueued", "site", site.ID, "scan", scan.ID, "run_at", runAt.UTC().Format(time.RFC3339Nano))
 		}
 		oauth.WriteJSON(w, http.StatusOK, ok)
 	})
+}
+
+// failDelivery answers a delivery whose effect failed after its keys were recorded, and forgets
+// them, so the platform's retry of the delivery is not taken for a replay and the publish is not
+// lost. The forgetting has a context of its own: the request's may be what failed.
+func (s *server) failDelivery(w http.ResponseWriter, r *http.Request, keys []string, err error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Second)
+	defer cancel()
+	if ferr := s.Store.ForgetDelivery(ctx, keys...); ferr != nil {
+		s.Log.Warn("webhook: could not forget a failed delivery; its retry will be ignored", "err", ferr)
+	}
+	s.error(w, r, err, "")
 }
 
 // deliveryKeys are the replay guard's keys of a delivery: the hash of its signed body and, when

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -614,4 +615,41 @@ func FuzzPlatformWebhook(f *testing.F) {
 			}
 		}
 	})
+}
+
+// flakyEnqueue is a store whose next EnqueueScan fails as a database restart would.
+type flakyEnqueue struct {
+	store.Store
+	fail atomic.Bool
+}
+
+func (f *flakyEnqueue) EnqueueScan(ctx context.Context, s store.Scan, queue string, runAt time.Time) error {
+	if f.fail.Swap(false) {
+		return fmt.Errorf("enqueue: %w", store.ErrUnavailable)
+	}
+	return f.Store.EnqueueScan(ctx, s, queue, runAt)
+}
+
+// A delivery whose effect failed (503) is not remembered: the platform's retry of the same
+// delivery is not a replay, and scans the publish.
+func TestPlatformWebhookRetryAfterFailureScans(t *testing.T) {
+	for _, b := range storetest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			st := &flakyEnqueue{Store: b.Open(t)}
+			w := newWebhookRig(t, st, webhookSecret)
+			st.fail.Store(true)
+			if status, body := w.publish(""); status != http.StatusServiceUnavailable {
+				t.Fatalf("first delivery: %d %s, want 503", status, body)
+			}
+			if n := len(w.scans()); n != 0 {
+				t.Fatalf("%d scans after a failed delivery", n)
+			}
+			if status, body := w.publish(""); status != http.StatusOK {
+				t.Fatalf("retry: %d %s", status, body)
+			}
+			if n := len(w.scans()); n != 1 {
+				t.Errorf("%d scans after the retry, want 1", n)
+			}
+		})
+	}
 }

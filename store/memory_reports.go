@@ -114,3 +114,12 @@ func (m *Memory) SeenDelivery(ctx context.Context, bodyHash string, since, now t
 	m.deliveries[bodyHash] = Now(now)
 	return false, nil
 }
+
+func (m *Memory) ForgetDelivery(ctx context.Context, keys ...string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, k := range keys {
+		delete(m.deliveries, k)
+	}
+	return nil
+}

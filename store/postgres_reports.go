@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"time"
+
+	"github.com/lib/pq"
 )
 
 func (p *Postgres) CreateReport(ctx context.Context, r Report) error {
@@ -102,4 +104,9 @@ func (p *Postgres) SeenDelivery(ctx context.Context, bodyHash string, since, now
 		return true, nil
 	}
 	return false, pgErr("webhook delivery", err)
+}
+
+func (p *Postgres) ForgetDelivery(ctx context.Context, keys ...string) error {
+	_, err := p.db.ExecContext(ctx, `DELETE FROM webhook_deliveries WHERE body_hash = ANY($1)`, pq.StringArray(keys))
+	return pgErr("forget webhook delivery", err)
 }

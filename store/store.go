@@ -259,6 +259,9 @@ type Webhooks interface {
 	// SeenDelivery records a delivery by a key (the hash of its body or of its event id) and
 	// answers whether the same key was already seen after since.
 	SeenDelivery(ctx context.Context, bodyHash string, since, now time.Time) (bool, error)
+	// ForgetDelivery drops the keys of a delivery whose effect failed, so the platform's retry
+	// of it is not taken for a replay.
+	ForgetDelivery(ctx context.Context, keys ...string) error
 }
 
 // SessionTouchGranularity is how stale a session's SeenAt may be: a session used again within

@@ -1129,6 +1129,15 @@ func testDeliveries(t *testing.T, s store.Store) {
 	if fresh.Load() != 1 {
 		t.Errorf("%d of 50 identical deliveries were fresh, want 1", fresh.Load())
 	}
+
+	// A delivery whose effect failed is forgotten: its retry is fresh, other keys stay seen.
+	must(t, s.ForgetDelivery(ctx, "burst", "never-recorded"))
+	if seen, _ := s.SeenDelivery(ctx, "burst", t0.Add(-10*time.Minute), t0); seen {
+		t.Error("a forgotten delivery is still seen")
+	}
+	if seen, _ := s.SeenDelivery(ctx, "h", t0, t0.Add(12*time.Minute)); !seen {
+		t.Error("forgetting one delivery forgot another")
+	}
 }
 
 func testDeleteSite(t *testing.T, s store.Store) {
