@@ -17,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"sitepulse/scanner"
 )
 
 // Errors of the platform API. Callers test with errors.Is.
@@ -157,20 +159,9 @@ func NewClient(cfg ClientConfig) *Client {
 		cfg.MaxRetryAfter = time.Minute
 	}
 	if cfg.Sleep == nil {
-		cfg.Sleep = sleep
+		cfg.Sleep = scanner.Sleep
 	}
 	return &Client{cfg: cfg}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // Exchange trades an authorization code for an access token (form POST to /oauth/access_token).
