@@ -174,7 +174,7 @@ func newAuditor(cfg config, guard scanner.Guard, log *slog.Logger) (scanner.Audi
 	if cfg.AuditBackend == "lighthouse" {
 		log.Info("audit backend", "backend", cfg.AuditBackend, "lighthouse_concurrency", cfg.LHConcurrency)
 		return scanner.NewLighthouse(scanner.LighthouseConfig{Command: cfg.LighthouseCmd, ChromePath: cfg.ChromePath,
-				ChromeFlags: cfg.ChromeFlags, Concurrency: cfg.LHConcurrency, Guard: guard, Log: log}),
+				ChromeFlags: cfg.ChromeFlags, Guard: guard, Log: log}),
 			scanner.NewCapacity(scanner.CapacityConfig{MaxInFlight: cfg.LHConcurrency, Log: log})
 	}
 	log.Info("audit backend", "backend", cfg.AuditBackend, "psi_rate_limit_per_100s", cfg.PSIRateLimit,

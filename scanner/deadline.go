@@ -48,27 +48,9 @@ func parkedForQuota(o store.OverdueScan) bool {
 	return strings.Contains(o.LastError, quotaMark)
 }
 
-// causes turn the errors an audit leaves into what a person should do, first match wins.
-var causes = []struct {
-	marks []string
-	says  string
-}{
-	{[]string{"PSI request failed", "PSI did not answer within", "PSI request could not be built"},
-		"PageSpeed Insights could not be reached: check the network or PAGESPEED_API_URL"},
-	{[]string{"PSI rejected the API key", "PSI refused the request (HTTP 403"},
-		"PageSpeed Insights rejected the API key: check PAGESPEED_API_KEY"},
-	{[]string{"PSI daily quota exhausted", "PSI_DAILY_LIMIT"},
-		"The PageSpeed Insights daily quota is used up: scans can run again after it resets at midnight Pacific time"},
-	{[]string{"PSI server error"},
-		"PageSpeed Insights kept answering with server errors: it may be down; the next scan tries again"},
-	{[]string{"PSI quota exceeded"},
-		"PageSpeed Insights kept answering that the rate limit was exceeded: lower PSI_RATE_LIMIT"},
-	{[]string{"Lighthouse runtime error", "Lighthouse did not finish"},
-		"Lighthouse could not load the pages: check that the site is online and public"},
-}
-
 // deadlineReason explains why a scan did not finish in time: what most likely went wrong and
-// what to do, then how far it got, the audits that failed, and its last error.
+// what to do (ExplainAuditError of the last error, else of the first audit error it knows),
+// then how far it got, the audits that failed, and its last error.
 func deadlineReason(o store.OverdueScan, pageErrs []store.PageError, deadline time.Duration) string {
 	texts := []string{o.LastError}
 	for _, e := range pageErrs {
@@ -78,15 +60,10 @@ func deadlineReason(o store.OverdueScan, pageErrs []store.PageError, deadline ti
 	if o.Status == store.StatusQueued && o.LastError == "" {
 		cause = "No scanner picked it up: check that a SitePulse process with scan workers is running"
 	}
-find:
-	for _, c := range causes {
-		for _, t := range texts {
-			for _, m := range c.marks {
-				if strings.Contains(t, m) {
-					cause = c.says
-					break find
-				}
-			}
+	for _, t := range texts {
+		if what, todo, ok := ExplainAuditError(t); ok {
+			cause = "Its audits " + what + ": " + todo
+			break
 		}
 	}
 	var b strings.Builder

@@ -26,20 +26,20 @@ func TestDeadlineReason(t *testing.T) {
 	}{
 		{"PSI out of reach names the network and the setting",
 			with(running, "PSI unavailable until 2026-11-24T12:00:00Z: 5 audits in a row failed; last: PSI request failed: dial tcp 127.0.0.1:9: connect: connection refused; scan snoozed"), nil,
-			"PageSpeed Insights could not be reached: check the network or PAGESPEED_API_URL. The scan was stopped 30 minutes after it started: 3 of 10 audits done. Last error: PSI unavailable until 2026-11-24T12:00:00Z: 5 audits in a row failed; last: PSI request failed: dial tcp 127.0.0.1:9: connect: connection refused; scan snoozed."},
+			"Its audits could not reach PageSpeed Insights (connection refused): check the network or PAGESPEED_API_URL. The scan was stopped 30 minutes after it started: 3 of 10 audits done. Last error: PSI unavailable until 2026-11-24T12:00:00Z: 5 audits in a row failed; last: PSI request failed: dial tcp 127.0.0.1:9: connect: connection refused; scan snoozed."},
 		{"server errors say PSI may be down, and list the failed audits",
 			running, pageErr("PSI server error (HTTP 503) (gave up after 3 attempts)"),
-			"PageSpeed Insights kept answering with server errors: it may be down; the next scan tries again. The scan was stopped 30 minutes after it started: 3 of 10 audits done, 1 failed (/pricing mobile: PSI server error (HTTP 503) (gave up after 3 attempts))."},
+			"Its audits got server errors from PageSpeed Insights: it may be down; scan again later. The scan was stopped 30 minutes after it started: 3 of 10 audits done, 1 failed (/pricing mobile: PSI server error (HTTP 503) (gave up after 3 attempts))."},
 		{"an audit error the last error repeats is said once",
 			with(running, "PSI unavailable until x: 5 audits in a row failed; last: PSI request failed: connection refused (gave up after 3 attempts); scan snoozed"),
 			pageErr("PSI request failed: connection refused (gave up after 3 attempts)"),
-			"PageSpeed Insights could not be reached: check the network or PAGESPEED_API_URL. The scan was stopped 30 minutes after it started: 3 of 10 audits done, 1 failed. Last error: PSI unavailable until x: 5 audits in a row failed; last: PSI request failed: connection refused (gave up after 3 attempts); scan snoozed."},
+			"Its audits could not reach PageSpeed Insights (connection refused): check the network or PAGESPEED_API_URL. The scan was stopped 30 minutes after it started: 3 of 10 audits done, 1 failed. Last error: PSI unavailable until x: 5 audits in a row failed; last: PSI request failed: connection refused (gave up after 3 attempts); scan snoozed."},
 		{"a rejected key names the key setting", with(running, "PSI unavailable until x: PSI rejected the API key: PSI refused the request (HTTP 403)"), nil,
-			"PageSpeed Insights rejected the API key: check PAGESPEED_API_KEY. The scan was stopped 30 minutes after it started: 3 of 10 audits done. Last error: PSI unavailable until x: PSI rejected the API key: PSI refused the request (HTTP 403)."},
+			"Its audits were refused by PageSpeed Insights (API key rejected): check PAGESPEED_API_KEY and that the API is enabled for it. The scan was stopped 30 minutes after it started: 3 of 10 audits done. Last error: PSI unavailable until x: PSI rejected the API key: PSI refused the request (HTTP 403)."},
 		{"a spent daily quota says when scans resume", with(running, "PSI unavailable until x: PSI_DAILY_LIMIT of 5 calls reached for this quota day"), nil,
-			"The PageSpeed Insights daily quota is used up: scans can run again after it resets at midnight Pacific time. The scan was stopped 30 minutes after it started: 3 of 10 audits done. Last error: PSI unavailable until x: PSI_DAILY_LIMIT of 5 calls reached for this quota day."},
+			"Its audits hit PSI_DAILY_LIMIT, the daily cap on PageSpeed Insights calls: scans resume after midnight Pacific time; raise PSI_DAILY_LIMIT for more. The scan was stopped 30 minutes after it started: 3 of 10 audits done. Last error: PSI unavailable until x: PSI_DAILY_LIMIT of 5 calls reached for this quota day."},
 		{"Lighthouse failing on the pages points at the site", running, pageErr("Lighthouse runtime error NO_FCP: the page did not paint"),
-			"Lighthouse could not load the pages: check that the site is online and public. The scan was stopped 30 minutes after it started: 3 of 10 audits done, 1 failed (/pricing mobile: Lighthouse runtime error NO_FCP: the page did not paint)."},
+			"Its audits could not be measured by Lighthouse (the page did not load as expected): open the page in a browser; the error below names Lighthouse's reason. The scan was stopped 30 minutes after it started: 3 of 10 audits done, 1 failed (/pricing mobile: Lighthouse runtime error NO_FCP: the page did not paint)."},
 		{"a scan nobody picked up points at the workers", store.OverdueScan{Scan: store.Scan{Status: store.StatusQueued}}, nil,
 			"No scanner picked it up: check that a SitePulse process with scan workers is running. The scan was stopped 30 minutes after it started."},
 		{"an unknown failure still says what it saw", with(running, "read results: boom"), nil,
@@ -70,7 +70,7 @@ func TestScanDeadline(t *testing.T) {
 				c.Deadline, c.RescueEvery = 500*time.Millisecond, 50*time.Millisecond
 			})
 			failed := r.wait(r.enqueue(r.site).ID)
-			if failed.Status != store.StatusFailed || !strings.HasPrefix(failed.Error, "PageSpeed Insights kept answering with server errors") {
+			if failed.Status != store.StatusFailed || !strings.HasPrefix(failed.Error, "Its audits got server errors from PageSpeed Insights") {
 				t.Fatalf("scan = %s with %q, want failed with the reason", failed.Status, failed.Error)
 			}
 			if failed.CompletedAt == nil {

@@ -31,9 +31,6 @@ type LighthouseConfig struct {
 	ChromeFlags string
 	// Timeout bounds one run. Default 3 min.
 	Timeout time.Duration
-	// Concurrency is how many runs this process makes at once, shared by every worker: each
-	// run is a Chrome with simulated throttling, and CPU contention skews its numbers. Default 1.
-	Concurrency int
 	// Guard checks the address of every page before Chrome loads it, and Chrome is pinned to
 	// the address checked (--host-resolver-rules), so it cannot resolve another one.
 	Guard Guard
@@ -41,10 +38,12 @@ type LighthouseConfig struct {
 }
 
 // Lighthouse runs the Lighthouse CLI and extracts its report like a PSI one (without field data).
+// It does not limit its own runs: the pool's Capacity (LIGHTHOUSE_CONCURRENCY, main.go) grants
+// each audit a slot, shared fairly between scans, since each run is a Chrome with simulated
+// throttling and CPU contention skews its numbers.
 type Lighthouse struct {
 	cfg  LighthouseConfig
 	argv []string
-	sem  chan struct{}
 }
 
 var _ Auditor = (*Lighthouse)(nil)
@@ -70,13 +69,10 @@ func NewLighthouse(cfg LighthouseConfig) *Lighthouse {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 3 * time.Minute
 	}
-	if cfg.Concurrency <= 0 {
-		cfg.Concurrency = 1
-	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Lighthouse{cfg: cfg, argv: strings.Fields(cfg.Command), sem: make(chan struct{}, cfg.Concurrency)}
+	return &Lighthouse{cfg: cfg, argv: strings.Fields(cfg.Command)}
 }
 
 // Args are the arguments of one run after the configured command. A valid pin maps the page's
@@ -105,20 +101,15 @@ const maxLHReport = 64 << 20
 // Audit runs Lighthouse once. A run is not retried: a page Chrome cannot load fails the same
 // way again, and the job's own retries cover a crashed run.
 //
-// A run waits for one of the process's Lighthouse slots first, so the pipeline's "page done ...
-// took" counts that wait too; the "lighthouse run" line says how long each part took.
+// The "lighthouse run" line says how long the address check took before the run started
+// (waited) and the run itself (ran). The wait for a slot is not in it: the pipeline takes the
+// Capacity slot before it calls Audit.
 func (l *Lighthouse) Audit(ctx context.Context, pageURL, strategy string) (store.PageResult, error) {
 	asked := time.Now()
 	host, pin, err := l.cfg.Guard.CheckURL(ctx, pageURL)
 	if err != nil {
 		return store.PageResult{}, err
 	}
-	select {
-	case l.sem <- struct{}{}:
-	case <-ctx.Done():
-		return store.PageResult{}, fmt.Errorf("waiting for a Lighthouse slot: %w", context.Cause(ctx))
-	}
-	defer func() { <-l.sem }()
 	started := time.Now()
 	defer func() {
 		l.cfg.Log.Info("lighthouse run", "url", pageURL, "strategy", strategy,

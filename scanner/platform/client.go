@@ -17,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"sitepulse/scanner"
 )
 
 // Errors of the platform API. Callers test with errors.Is.
@@ -127,7 +129,8 @@ type ClientConfig struct {
 	ClientID     string
 	ClientSecret string
 	HTTP         *http.Client // default: 15 s timeout
-	// Attempts bounds the tries of one call through 429, 5xx and timeouts. Default 4.
+	// Attempts bounds the tries of one call through 429 (any method), 5xx and timeouts (GET and
+	// DELETE only). Default 4.
 	Attempts int
 	// Backoff is the wait before try n+1 after a 5xx or timeout. Default 500 ms × 2^(n-1).
 	Backoff func(n int) time.Duration
@@ -156,23 +159,13 @@ func NewClient(cfg ClientConfig) *Client {
 		cfg.MaxRetryAfter = time.Minute
 	}
 	if cfg.Sleep == nil {
-		cfg.Sleep = sleep
+		cfg.Sleep = scanner.Sleep
 	}
 	return &Client{cfg: cfg}
 }
 
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // Exchange trades an authorization code for an access token (form POST to /oauth/access_token).
+// A code is single-use, so a 5xx or timeout is not retried (a second try could only be refused).
 func (c *Client) Exchange(ctx context.Context, code, redirectURI string) (string, error) {
 	form := url.Values{"client_id": {c.cfg.ClientID}, "client_secret": {c.cfg.ClientSecret}, "code": {code},
 		"grant_type": {"authorization_code"}, "redirect_uri": {redirectURI}}
@@ -238,7 +231,8 @@ func (c *Client) Webhooks(ctx context.Context, token, siteID string) ([]Webhook,
 	return out.Webhooks, nil
 }
 
-// CreateWebhook registers a webhook of triggerType to target on a site.
+// CreateWebhook registers a webhook of triggerType to target on a site. A 5xx or timeout is not
+// retried (the platform may have created it): ErrUnavailable, and the caller lists to find out.
 func (c *Client) CreateWebhook(ctx context.Context, token, siteID, triggerType, target string) (Webhook, error) {
 	body, _ := json.Marshal(map[string]string{"triggerType": triggerType, "url": target})
 	var out Webhook
@@ -279,10 +273,14 @@ func (e *apiError) Error() string {
 // maxBody caps what is read of one answer.
 const maxBody = 8 << 20
 
-// do makes one API call, retrying 429 after its Retry-After, and 5xx and transport failures
-// (timeouts included) after a backoff, up to Attempts tries. The token goes in the
-// Authorization header only and is never part of an error or a log line.
+// do makes one API call, retrying 429 after its Retry-After (the platform did not act), and,
+// for GET and DELETE only, 5xx and transport failures (timeouts included) after a backoff, up
+// to Attempts tries. A POST that got a 5xx or timed out may have been done by the platform
+// (a webhook created, a code spent), so it is not repeated blindly: it fails with
+// ErrUnavailable and the caller decides (ensureWebhook lists before creating again). The token
+// goes in the Authorization header only and is never part of an error or a log line.
 func (c *Client) do(ctx context.Context, method, path, token, contentType string, body []byte, out any) error {
+	idempotent := method == http.MethodGet || method == http.MethodDelete
 	var last error
 	for n := 1; ; n++ {
 		wait, err := c.try(ctx, method, path, token, contentType, body, out)
@@ -290,7 +288,7 @@ func (c *Client) do(ctx context.Context, method, path, token, contentType string
 			return err
 		}
 		last = err
-		if n >= c.cfg.Attempts || ctx.Err() != nil {
+		if n >= c.cfg.Attempts || ctx.Err() != nil || (wait == 0 && !idempotent) {
 			return fmt.Errorf("%w: %v", ErrUnavailable, last)
 		}
 		if wait == 0 {

@@ -71,6 +71,53 @@ func TestClientRetries(t *testing.T) {
 	}
 }
 
+// TestClientRetriesIdempotentOnly: a 5xx is retried for GET and DELETE only; a POST (a webhook
+// the platform may have created, a single-use code) fails at once; a 429 (not acted on) is
+// retried for every method.
+func TestClientRetriesIdempotentOnly(t *testing.T) {
+	calls := func(c *Client) map[string]func() error {
+		ctx := context.Background()
+		return map[string]func() error{
+			"GET":    func() error { _, err := c.Webhooks(ctx, "tok", "s1"); return err },
+			"DELETE": func() error { return c.DeleteWebhook(ctx, "tok", "w1") },
+			"POST": func() error {
+				_, err := c.CreateWebhook(ctx, "tok", "s1", TriggerSitePublish, "https://x/")
+				return err
+			},
+			"Exchange": func() error { _, err := c.Exchange(ctx, "code", "https://x/cb"); return err },
+		}
+	}
+	tests := []struct {
+		call      string
+		status    int
+		wantCalls int
+	}{
+		{"GET", 500, 4}, {"DELETE", 502, 4}, {"POST", 500, 1}, {"Exchange", 503, 1},
+		{"GET", 429, 4}, {"DELETE", 429, 4}, {"POST", 429, 4}, {"Exchange", 429, 4},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.call, " ", tt.status), func(t *testing.T) {
+			var mu sync.Mutex
+			n := 0
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				n++
+				mu.Unlock()
+				w.Header().Set("Retry-After", "1")
+				w.WriteHeader(tt.status)
+			}))
+			defer srv.Close()
+			c := NewClient(ClientConfig{APIURL: srv.URL, Sleep: func(context.Context, time.Duration) error { return nil }})
+			if err := calls(c)[tt.call](); !errors.Is(err, ErrUnavailable) {
+				t.Errorf("err %v, want ErrUnavailable", err)
+			}
+			if n != tt.wantCalls {
+				t.Errorf("%d calls, want %d", n, tt.wantCalls)
+			}
+		})
+	}
+}
+
 func TestRetryAfter(t *testing.T) {
 	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 	for h, want := range map[string]time.Duration{"": time.Second, "7": 7 * time.Second, "soon": time.Second,

@@ -228,19 +228,28 @@ func (c *Connector) importOne(ctx context.Context, userID, token string, ps Site
 }
 
 // ensureWebhook returns the site's site_publish webhook to WebhookURL, creating it only when
-// the platform's list lacks it.
+// the platform's list lacks it. A create that failed with ErrUnavailable (5xx, timeout) may
+// have been done, so each further try (up to the client's Attempts, after its backoff) lists
+// again before creating: the platform never holds two, and the id kept is the one it holds.
 func (c *Connector) ensureWebhook(ctx context.Context, token, platformSiteID string) (string, error) {
-	hooks, err := c.Client.Webhooks(ctx, token, platformSiteID)
-	if err != nil {
-		return "", err
-	}
-	for _, h := range hooks {
-		if h.TriggerType == TriggerSitePublish && h.URL == c.WebhookURL {
-			return h.ID, nil
+	for n := 1; ; n++ {
+		hooks, err := c.Client.Webhooks(ctx, token, platformSiteID)
+		if err != nil {
+			return "", err
+		}
+		for _, h := range hooks {
+			if h.TriggerType == TriggerSitePublish && h.URL == c.WebhookURL {
+				return h.ID, nil
+			}
+		}
+		h, err := c.Client.CreateWebhook(ctx, token, platformSiteID, TriggerSitePublish, c.WebhookURL)
+		if err == nil || !errors.Is(err, ErrUnavailable) || n >= c.Client.cfg.Attempts {
+			return h.ID, err
+		}
+		if serr := c.Client.cfg.Sleep(ctx, c.Client.cfg.Backoff(n)); serr != nil {
+			return "", err
 		}
 	}
-	h, err := c.Client.CreateWebhook(ctx, token, platformSiteID, TriggerSitePublish, c.WebhookURL)
-	return h.ID, err
 }
 
 // RefreshPages reads a verified site's published pages from the platform and saves them, so a

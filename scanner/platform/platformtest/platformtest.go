@@ -2,7 +2,8 @@
 // page and token endpoint, and the Data API v2 endpoints SitePulse calls, with their real
 // shapes (sites, pages with pagination, webhooks), plus the site_publish webhook it sends. Tests
 // start it with New; `go run ./.ci/loadkit platform` serves it as a process for trying the flow
-// offline. Faults: Throttle (429 + Retry-After), Fail (5xx), Revoke (401).
+// offline. Faults: Throttle (429 + Retry-After), Fail and FailCall (5xx), FailAfterCall (the
+// call is done, then 5xx, as a timeout after the platform acted), Revoke (401).
 package platformtest
 
 import (
@@ -49,6 +50,7 @@ type Platform struct {
 	fail     int
 	failCode int
 	failPath map[string]int // "METHOD /path" -> calls left to answer 500
+	failDone map[string]int // "METHOD /path" -> calls left to do, then answer 500
 	calls    map[string]int
 	nextID   int
 	// Deliver posts a webhook; default an http.Client with a 10 s timeout.
@@ -73,7 +75,7 @@ func New(t testing.TB, clientID, secret string) *Platform {
 // NewHandler makes the double for a command that listens itself; set URL to its address.
 func NewHandler(clientID, secret string) *Platform {
 	p := &Platform{ClientID: clientID, ClientSecret: secret, codes: map[string]grant{}, tokens: map[string]bool{},
-		calls: map[string]int{}, failPath: map[string]int{}, Deliver: &http.Client{Timeout: 10 * time.Second}, mux: http.NewServeMux()}
+		calls: map[string]int{}, failPath: map[string]int{}, failDone: map[string]int{}, Deliver: &http.Client{Timeout: 10 * time.Second}, mux: http.NewServeMux()}
 	p.mux.HandleFunc("GET /oauth/authorize", p.authorizePage)
 	p.mux.HandleFunc("POST /oauth/authorize", p.authorizeDecision)
 	p.mux.HandleFunc("POST /oauth/access_token", p.accessToken)
@@ -124,6 +126,14 @@ func (p *Platform) FailCall(key string, n int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.failPath[key] = n
+}
+
+// FailAfterCall makes the next n calls of "METHOD /path" do their work, then answer 500: the
+// platform acted but the caller cannot know, as after a timeout.
+func (p *Platform) FailAfterCall(key string, n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.failDone[key] = n
 }
 
 // Revoke revokes every token issued so far, as uninstalling the app does.
@@ -361,9 +371,18 @@ func (p *Platform) api(h func(w http.ResponseWriter, r *http.Request)) http.Hand
 		}
 		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		valid := ok && p.tokens[token]
+		done := p.failDone[r.Method+" "+r.URL.Path] > 0
+		if done {
+			p.failDone[r.Method+" "+r.URL.Path]--
+		}
 		p.mu.Unlock()
 		if !valid {
 			apiError(w, http.StatusUnauthorized, "not_authorized", "Request not authorized")
+			return
+		}
+		if done {
+			h(httptest.NewRecorder(), r)
+			apiError(w, http.StatusInternalServerError, "internal_error", "An internal error occurred")
 			return
 		}
 		h(w, r)
