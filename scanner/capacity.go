@@ -188,7 +188,7 @@ func (c *Capacity) call(ctx context.Context) (done func(took time.Duration), err
 		if now.Before(c.pause) {
 			wait := c.pause.Sub(now)
 			c.mu.Unlock()
-			if err := Sleep(ctx, wait); err != nil {
+			if err := sleepCtx(ctx, wait); err != nil {
 				return nil, context.Cause(ctx)
 			}
 			c.mu.Lock()

@@ -370,9 +370,8 @@ func jitter(d time.Duration, frac float64) time.Duration {
 	return time.Duration(float64(d) * (1 - frac + 2*frac*rand.Float64()))
 }
 
-// Sleep waits d, or less when ctx ends first. The platform client (scanner/platform) backs off
-// with it too.
-func Sleep(ctx context.Context, d time.Duration) error {
+// sleepCtx waits d, or less when ctx ends first.
+func sleepCtx(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -28,7 +28,7 @@ func (p *Pool) whileUnavailable(ctx context.Context, log *slog.Logger, what stri
 		if try == 1 {
 			log.Warn("scanner: database unavailable; retrying", "op", what, "err", err)
 		}
-		if Sleep(ctx, wait) != nil {
+		if sleepCtx(ctx, wait) != nil {
 			return err
 		}
 		wait = min(2*wait, 2*time.Second)

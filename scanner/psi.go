@@ -95,7 +95,7 @@ func NewPSI(cfg PSIConfig) *PSI {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Sleep == nil {
-		cfg.Sleep = Sleep
+		cfg.Sleep = sleepCtx
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -469,7 +469,7 @@ func (l *RateLimiter) reserve(now time.Time) (wait time.Duration, slot, cuts int
 func (l *RateLimiter) Wait(ctx context.Context) error {
 	wait, slot, cuts := l.reserve(l.now())
 	for wait > 0 {
-		if err := Sleep(ctx, wait); err != nil {
+		if err := sleepCtx(ctx, wait); err != nil {
 			return err
 		}
 		now := l.now()

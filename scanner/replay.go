@@ -76,7 +76,7 @@ func (r *Replay) Audit(ctx context.Context, pageURL, strategy string) (store.Pag
 	if r.cfg.Jitter > 0 {
 		wait += rand.N(r.cfg.Jitter)
 	}
-	if err := Sleep(ctx, wait); err != nil {
+	if err := sleepCtx(ctx, wait); err != nil {
 		return store.PageResult{}, err
 	}
 	run, ok := r.runs[store.PageKey{PagePath: path, Strategy: strategy}]

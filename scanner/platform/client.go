@@ -17,8 +17,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"sitepulse/scanner"
 )
 
 // Errors of the platform API. Callers test with errors.Is.
@@ -159,9 +157,20 @@ func NewClient(cfg ClientConfig) *Client {
 		cfg.MaxRetryAfter = time.Minute
 	}
 	if cfg.Sleep == nil {
-		cfg.Sleep = scanner.Sleep
+		cfg.Sleep = sleep
 	}
 	return &Client{cfg: cfg}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Exchange trades an authorization code for an access token (form POST to /oauth/access_token).
