@@ -4,7 +4,7 @@ import (
 	"sort"
 	"strconv"
 
-	"sitepulse/scanner"
+	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 )
 
@@ -43,7 +43,7 @@ func explainAuditError(n int, raw string) string {
 	if n == 1 {
 		subject = "1 audit"
 	}
-	if cause, todo, ok := scanner.ExplainAuditError(raw); ok {
+	if cause, todo, ok := analysis.ExplainAuditError(raw); ok {
 		return subject + " " + cause + ": " + todo + "."
 	}
 	return subject + " failed: the error is below."

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 )
 
@@ -61,7 +62,7 @@ func deadlineReason(o store.OverdueScan, pageErrs []store.PageError, deadline ti
 		cause = "No scanner picked it up: check that a SitePulse process with scan workers is running"
 	}
 	for _, t := range texts {
-		if what, todo, ok := ExplainAuditError(t); ok {
+		if what, todo, ok := analysis.ExplainAuditError(t); ok {
 			cause = "Its audits " + what + ": " + todo
 			break
 		}

@@ -1,4 +1,4 @@
-package scanner
+package analysis
 
 import "strings"
 
