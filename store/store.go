@@ -63,9 +63,10 @@ type Sites interface {
 	// CreateSiteWithin is CreateSite for a user with fewer than max sites, else ErrLimit:
 	// atomic, so concurrent creations cannot pass the cap together (MAX_SITES_PER_USER).
 	CreateSiteWithin(ctx context.Context, s Site, max int) error
-	// UpdateSite changes name, domain, founding, pages, schedule and next scheduled scan of a
-	// site of s.UserID. The platform link is not its business: only ImportPlatformSite and
-	// DisconnectPlatform change it.
+	// UpdateSite changes name, domain, founding, pages and schedule of a site of s.UserID, and
+	// its next scheduled scan to s.NextScanAt only when the schedule changes: the scheduler owns
+	// it otherwise, and a copy read before it moved the site ahead must not bring the past back.
+	// The platform link is not its business: only ImportPlatformSite and DisconnectPlatform change it.
 	UpdateSite(ctx context.Context, s Site) error
 	DeleteSite(ctx context.Context, userID, siteID string) error
 	Site(ctx context.Context, userID, siteID string) (Site, error)

@@ -63,6 +63,7 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 		{"a page result keeps how many runs stand behind it, one when not said", testPageRuns},
 		{"overdue scans are the unfinished ones started before the deadline", testOverdueScans},
 		{"a site keeps its scan schedule and next scheduled scan", testSiteSchedule},
+		{"editing a site moves its next scheduled scan only when its schedule changes", testUpdateSiteKeepsNextScan},
 		{"due scheduled sites get one scan each and move a period ahead", testEnqueueDueScans},
 		{"8 concurrent schedulers enqueue a due site's scan exactly once", testConcurrentSchedulers},
 		{"expiring a scan fails it, fences its worker and frees its site", testExpireScan},
