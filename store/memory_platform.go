@@ -145,11 +145,11 @@ func (m *Memory) SetPlatformWebhook(ctx context.Context, userID, siteID, webhook
 	return nil
 }
 
-func (m *Memory) SetSitePages(ctx context.Context, siteID string, pages []string) error {
+func (m *Memory) SetSitePages(ctx context.Context, userID, siteID, platformSiteID string, pages []string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	s, ok := m.sites[siteID]
-	if !ok {
+	s, ok := m.ownedSite(userID, siteID)
+	if !ok || platformSiteID == "" || s.PlatformSiteID != platformSiteID || !s.PlatformVerified {
 		return notFound("site")
 	}
 	s.Pages = slices.Clone(pages)

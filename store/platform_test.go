@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -173,11 +174,44 @@ func testImportPlatformSite(t *testing.T, s store.Store) {
 		PlatformSiteID: "wf-5", CreatedAt: t0}, 1); err != nil || created {
 		t.Errorf("re-import at the cap: created %v, %v", created, err)
 	}
+}
 
-	// Pages refresh (system) replaces the saved list.
-	must(t, s.SetSitePages(ctx, in.ID, []string{"/only"}))
-	if got, _ := s.Site(ctx, a.ID, in.ID); len(got.Pages) != 1 || got.Pages[0] != "/only" {
+// A refresh writes a platform site's pages only onto the site its owner still has verified for
+// it: not after a disconnect, not onto another account's or a hand-typed link.
+func testSetSitePages(t *testing.T, s store.Store) {
+	a := newUser(t, s, "a@example.com")
+	b := newUser(t, s, "b@example.com")
+	site := importSite(t, s, a, "wf-1")
+	must(t, s.SetSitePages(ctx, a.ID, site.ID, "wf-1", []string{"/only"}))
+	if got, _ := s.Site(ctx, a.ID, site.ID); len(got.Pages) != 1 || got.Pages[0] != "/only" {
 		t.Errorf("pages = %v", got.Pages)
 	}
-	wantErr(t, s.SetSitePages(ctx, store.NewID(), nil), store.ErrNotFound)
+	typed := store.Site{ID: store.NewID(), UserID: a.ID, Name: "Typed", Domain: "typed.test", PlatformSiteID: "wf-2", CreatedAt: t0}
+	must(t, s.CreateSite(ctx, typed))
+	for _, c := range []struct{ name, user, site, platform string }{
+		{"another user", b.ID, site.ID, "wf-1"},
+		{"another platform site", a.ID, site.ID, "wf-2"},
+		{"a hand-typed link", a.ID, typed.ID, "wf-2"},
+		{"no such site", a.ID, store.NewID(), "wf-1"},
+		{"not an id", "x", "y", "wf-1"},
+	} {
+		if err := s.SetSitePages(ctx, c.user, c.site, c.platform, []string{"/stolen"}); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s: %v, want ErrNotFound", c.name, err)
+		}
+	}
+	must(t, s.DisconnectPlatform(ctx, a.ID))
+	taken := importSite(t, s, b, "wf-1")
+	wantErr(t, s.SetSitePages(ctx, a.ID, site.ID, "wf-1", []string{"/stale"}), store.ErrNotFound)
+	for _, c := range []struct {
+		user string
+		site store.Site
+	}{{a.ID, site}, {a.ID, typed}, {b.ID, taken}} {
+		got, err := s.Site(ctx, c.user, c.site.ID)
+		must(t, err)
+		for _, p := range got.Pages {
+			if p == "/stolen" || p == "/stale" {
+				t.Errorf("site %s got pages %v", got.Name, got.Pages)
+			}
+		}
+	}
 }

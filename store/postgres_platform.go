@@ -130,10 +130,12 @@ func (p *Postgres) SetPlatformWebhook(ctx context.Context, userID, siteID, webho
 	return pgErr("set platform webhook", affected(res, err, sql.ErrNoRows))
 }
 
-func (p *Postgres) SetSitePages(ctx context.Context, siteID string, pages []string) error {
-	if !uuidOK(siteID) {
+func (p *Postgres) SetSitePages(ctx context.Context, userID, siteID, platformSiteID string, pages []string) error {
+	if !uuidOK(userID, siteID) || platformSiteID == "" {
 		return notFound("site")
 	}
-	res, err := p.db.ExecContext(ctx, `UPDATE sites SET pages = $2 WHERE id = $1`, siteID, pq.StringArray(nonNil(pages)))
+	res, err := p.db.ExecContext(ctx, `UPDATE sites SET pages = $4
+		WHERE id = $1 AND user_id = $2 AND platform_site_id = $3 AND platform_verified`,
+		siteID, userID, platformSiteID, pq.StringArray(nonNil(pages)))
 	return pgErr("set site pages", affected(res, err, sql.ErrNoRows))
 }

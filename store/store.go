@@ -294,9 +294,10 @@ type Platform interface {
 	ImportPlatformSite(ctx context.Context, s Site, maxSites int) (site Site, created bool, err error)
 	// SetPlatformWebhook records the webhook registered for a user's site.
 	SetPlatformWebhook(ctx context.Context, userID, siteID, webhookID string) error
-	// SetSitePages replaces a site's saved pages (system: the scanner's refresh from the
-	// platform before a publish's scan).
-	SetSitePages(ctx context.Context, siteID string, pages []string) error
+	// SetSitePages replaces the saved pages of a user's site still verified for platformSiteID
+	// (system: the scanner's refresh from the platform before a publish's scan); ErrNotFound
+	// once a disconnect or another account's import has unlinked it.
+	SetSitePages(ctx context.Context, userID, siteID, platformSiteID string, pages []string) error
 }
 
 // KeyUseGranularity is how stale an API key's recorded last use may be: a key used again within

@@ -43,6 +43,7 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 		{"a platform connect state is taken once, by its user, before it expires", testPlatformStates},
 		{"a platform connection is saved sealed, disabled on refusal, forgotten on disconnect", testPlatformConnection},
 		{"importing a platform site is idempotent and a verified link is one account's", testImportPlatformSite},
+		{"a platform pages refresh writes only onto its owner's site still verified for it", testSetSitePages},
 		{"a budget check's inputs load together, for the owner only", testBudgetInputs},
 		{"a budget check's key and inputs load together, for the key's user only", testBudgetInputsByKey},
 		{"a budget check sees each change to its site at once, however often it ran before", testBudgetInputsFollowChanges},
