@@ -76,7 +76,7 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 		{"a user keeps at most MaxPendingAuthRequests live pending requests, and no expired one", testPendingCap},
 		{"never-used clients older than the cut-off are deleted, used ones kept", testUnusedClients},
 		{"reports are created on own scans and found by hash", testReports},
-		{"webhook deliveries are seen once per window", testDeliveries},
+		{"webhook deliveries are seen once per window and forgotten after it", testDeliveries},
 		{"an account's daily audits are taken up to the limit, by 40 concurrent takers too, afresh each UTC day", testAuditBudget},
 		{"deleting a site deletes its scans and reports", testDeleteSite},
 	}
@@ -1111,6 +1111,15 @@ func testDeliveries(t *testing.T, s store.Store) {
 	seen, _ = s.SeenDelivery(ctx, "h", t0.Add(1*time.Minute), t0.Add(11*time.Minute))
 	if seen {
 		t.Error("delivery after the window reported as seen")
+	}
+	// A key older than the window is pruned by a later delivery: asked again with a since
+	// before it was seen, it is new, not remembered.
+	_, err = s.SeenDelivery(ctx, "old", t0.Add(-2*time.Hour), t0.Add(-time.Hour))
+	must(t, err)
+	_, err = s.SeenDelivery(ctx, "next", t0.Add(50*time.Minute), t0.Add(time.Hour))
+	must(t, err)
+	if seen, _ = s.SeenDelivery(ctx, "old", t0.Add(-2*time.Hour), t0.Add(time.Hour)); seen {
+		t.Error("a key older than the window was kept")
 	}
 	var fresh atomic.Int32
 	var wg sync.WaitGroup
