@@ -12,7 +12,7 @@ type memState struct {
 	expiresAt time.Time
 }
 
-func (m *Memory) CreatePlatformState(ctx context.Context, stateHash, userID string, expiresAt time.Time) error {
+func (m *Memory) CreatePlatformState(ctx context.Context, stateHash, userID string, now, expiresAt time.Time) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.users[userID]; !ok {
@@ -20,6 +20,24 @@ func (m *Memory) CreatePlatformState(ctx context.Context, stateHash, userID stri
 	}
 	if _, ok := m.platformStates[stateHash]; ok {
 		return fmt.Errorf("platform state: %w", ErrConflict)
+	}
+	type live struct {
+		hash      string
+		expiresAt time.Time
+	}
+	var lives []live
+	for h, st := range m.platformStates {
+		switch {
+		case st.userID != userID:
+		case !st.expiresAt.After(now):
+			delete(m.platformStates, h)
+		default:
+			lives = append(lives, live{h, st.expiresAt})
+		}
+	}
+	slices.SortFunc(lives, func(x, y live) int { return y.expiresAt.Compare(x.expiresAt) })
+	for _, st := range lives[min(len(lives), MaxPlatformStates-1):] {
+		delete(m.platformStates, st.hash)
 	}
 	m.platformStates[stateHash] = memState{userID: userID, expiresAt: Now(expiresAt)}
 	return nil

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -11,9 +12,9 @@ import (
 func testPlatformStates(t *testing.T, s store.Store) {
 	a := newUser(t, s, "a@example.com")
 	b := newUser(t, s, "b@example.com")
-	must(t, s.CreatePlatformState(ctx, "h1", a.ID, t0.Add(10*time.Minute)))
-	must(t, s.CreatePlatformState(ctx, "h2", a.ID, t0.Add(10*time.Minute)))
-	must(t, s.CreatePlatformState(ctx, "h3", a.ID, t0.Add(time.Minute)))
+	must(t, s.CreatePlatformState(ctx, "h1", a.ID, t0, t0.Add(10*time.Minute)))
+	must(t, s.CreatePlatformState(ctx, "h2", a.ID, t0, t0.Add(10*time.Minute)))
+	must(t, s.CreatePlatformState(ctx, "h3", a.ID, t0, t0.Add(time.Minute)))
 
 	wantErr(t, s.TakePlatformState(ctx, "forged", a.ID, t0), store.ErrNotFound)
 	wantErr(t, s.TakePlatformState(ctx, "h1", b.ID, t0), store.ErrNotFound) // someone else's: spent too
@@ -21,7 +22,34 @@ func testPlatformStates(t *testing.T, s store.Store) {
 	must(t, s.TakePlatformState(ctx, "h2", a.ID, t0))
 	wantErr(t, s.TakePlatformState(ctx, "h2", a.ID, t0), store.ErrNotFound) // replayed
 	wantErr(t, s.TakePlatformState(ctx, "h3", a.ID, t0.Add(time.Minute)), store.ErrNotFound)
-	wantErr(t, s.CreatePlatformState(ctx, "h4", store.NewID(), t0), store.ErrNotFound)
+	wantErr(t, s.CreatePlatformState(ctx, "h4", store.NewID(), t0, t0), store.ErrNotFound)
+}
+
+// Connects never completed cannot pile up: a new state drops the user's expired ones and all
+// but the newest MaxPlatformStates-1 live ones, and no other user's.
+func testPlatformStateCap(t *testing.T, s store.Store) {
+	a := newUser(t, s, "a@example.com")
+	b := newUser(t, s, "b@example.com")
+	must(t, s.CreatePlatformState(ctx, "b-old", b.ID, t0, t0.Add(10*time.Minute)))
+	last := store.MaxPlatformStates + 4
+	for i := range last + 1 {
+		at := t0.Add(time.Duration(i) * time.Second)
+		must(t, s.CreatePlatformState(ctx, fmt.Sprintf("a%d", i), a.ID, at, at.Add(10*time.Minute)))
+	}
+	at := t0.Add(time.Duration(last) * time.Second)
+	for i := range last + 1 {
+		err := s.TakePlatformState(ctx, fmt.Sprintf("a%d", i), a.ID, at)
+		if kept := i > last-store.MaxPlatformStates; (err == nil) != kept {
+			t.Errorf("state a%d: %v, want kept %v", i, err, kept)
+		}
+	}
+	if err := s.TakePlatformState(ctx, "b-old", b.ID, at); err != nil {
+		t.Errorf("another user's state: %v, want it untouched", err)
+	}
+	// An expired state is dropped by the user's next one.
+	must(t, s.CreatePlatformState(ctx, "stale", a.ID, t0, t0.Add(time.Minute)))
+	must(t, s.CreatePlatformState(ctx, "fresh", a.ID, t0.Add(time.Hour), t0.Add(time.Hour+10*time.Minute)))
+	wantErr(t, s.TakePlatformState(ctx, "stale", a.ID, t0), store.ErrNotFound)
 }
 
 func testPlatformConnection(t *testing.T, s store.Store) {

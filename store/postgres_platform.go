@@ -10,13 +10,20 @@ import (
 	"github.com/lib/pq"
 )
 
-func (p *Postgres) CreatePlatformState(ctx context.Context, stateHash, userID string, expiresAt time.Time) error {
+func (p *Postgres) CreatePlatformState(ctx context.Context, stateHash, userID string, now, expiresAt time.Time) error {
 	if !uuidOK(userID) {
 		return notFound("user")
 	}
-	_, err := p.db.ExecContext(ctx, `INSERT INTO platform_states (state_hash, user_id, expires_at) VALUES ($1, $2, $3)`,
-		stateHash, userID, Now(expiresAt))
-	return pgErr("create platform state", err)
+	return p.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM platform_states WHERE user_id = $1 AND (expires_at <= $2 OR state_hash IN
+			(SELECT state_hash FROM platform_states WHERE user_id = $1 AND expires_at > $2 ORDER BY expires_at DESC OFFSET $3))`,
+			userID, Now(now), MaxPlatformStates-1); err != nil {
+			return pgErr("drop stale platform states", err)
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO platform_states (state_hash, user_id, expires_at) VALUES ($1, $2, $3)`,
+			stateHash, userID, Now(expiresAt))
+		return pgErr("create platform state", err)
+	})
 }
 
 func (p *Postgres) TakePlatformState(ctx context.Context, stateHash, userID string, now time.Time) error {

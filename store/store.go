@@ -201,6 +201,9 @@ type Queue interface {
 // MaxPendingAuthRequests is how many unanswered consent pages one user may have open at once.
 const MaxPendingAuthRequests = 20
 
+// MaxPlatformStates is how many platform connects one user may have open at once.
+const MaxPlatformStates = 5
+
 // OAuth holds the authorization server's clients, pending requests, codes, tokens and consents.
 // Its lookups by hash serve the system: the secret itself is the credential.
 type OAuth interface {
@@ -270,7 +273,9 @@ const SessionTouchGranularity = time.Minute
 // each user's sealed access token, and the sites a verified connection imported.
 type Platform interface {
 	// CreatePlatformState stores the hash of a connect's OAuth state for a user until expiresAt.
-	CreatePlatformState(ctx context.Context, stateHash, userID string, expiresAt time.Time) error
+	// It first drops the user's states expired at now and all but the newest
+	// MaxPlatformStates-1 live ones (newest by expiry: every state lives as long).
+	CreatePlatformState(ctx context.Context, stateHash, userID string, now, expiresAt time.Time) error
 	// TakePlatformState deletes a state and answers nil when it was the user's and unexpired;
 	// ErrNotFound for a forged, replayed, expired or someone else's state. Expired states of
 	// anyone are deleted on the way.
