@@ -66,7 +66,7 @@ func (s *server) handlePlatformConnect() http.Handler {
 		}
 		v := visitorFrom(r.Context())
 		state, hash := store.NewSecret("")
-		if err := s.Store.CreatePlatformState(r.Context(), hash, v.User.ID, s.Now().Add(platformStateTTL)); err != nil {
+		if err := s.Store.CreatePlatformState(r.Context(), hash, v.User.ID, s.Now(), s.Now().Add(platformStateTTL)); err != nil {
 			s.error(w, r, err, "")
 			return
 		}

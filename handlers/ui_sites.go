@@ -269,10 +269,9 @@ func (s *server) handleUpdateSite() http.Handler {
 		f := siteForm{ID: old.ID}
 		site := f.parse(r)
 		if len(f.Errors) == 0 {
-			site.ID, site.UserID, site.Founding, site.NextScanAt = old.ID, old.UserID, old.Founding, old.NextScanAt
-			if site.Schedule != old.Schedule { // a new schedule starts a period from now
-				site.NextScanAt = store.NextScanAt(site.Schedule, s.Now(), s.Now())
-			}
+			site.ID, site.UserID, site.Founding = old.ID, old.UserID, old.Founding
+			// Taken only if the schedule changes: a new schedule starts a period from now.
+			site.NextScanAt = store.NextScanAt(site.Schedule, s.Now(), s.Now())
 			err := s.Store.UpdateSite(r.Context(), site)
 			switch {
 			case err != nil:

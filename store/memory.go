@@ -29,6 +29,8 @@ type Memory struct {
 	consents   map[[2]string]Consent
 	reports    map[string]Report
 	deliveries map[string]time.Time
+	// deliveriesSwept is when expired deliveries were last dropped (memory_reports.go).
+	deliveriesSwept time.Time
 	// platform connections (memory_platform.go)
 	platformStates map[string]memState
 	connections    map[string]PlatformConnection

@@ -12,7 +12,7 @@ type memState struct {
 	expiresAt time.Time
 }
 
-func (m *Memory) CreatePlatformState(ctx context.Context, stateHash, userID string, expiresAt time.Time) error {
+func (m *Memory) CreatePlatformState(ctx context.Context, stateHash, userID string, now, expiresAt time.Time) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.users[userID]; !ok {
@@ -20,6 +20,24 @@ func (m *Memory) CreatePlatformState(ctx context.Context, stateHash, userID stri
 	}
 	if _, ok := m.platformStates[stateHash]; ok {
 		return fmt.Errorf("platform state: %w", ErrConflict)
+	}
+	type live struct {
+		hash      string
+		expiresAt time.Time
+	}
+	var lives []live
+	for h, st := range m.platformStates {
+		switch {
+		case st.userID != userID:
+		case !st.expiresAt.After(now):
+			delete(m.platformStates, h)
+		default:
+			lives = append(lives, live{h, st.expiresAt})
+		}
+	}
+	slices.SortFunc(lives, func(x, y live) int { return y.expiresAt.Compare(x.expiresAt) })
+	for _, st := range lives[min(len(lives), MaxPlatformStates-1):] {
+		delete(m.platformStates, st.hash)
 	}
 	m.platformStates[stateHash] = memState{userID: userID, expiresAt: Now(expiresAt)}
 	return nil
@@ -145,11 +163,11 @@ func (m *Memory) SetPlatformWebhook(ctx context.Context, userID, siteID, webhook
 	return nil
 }
 
-func (m *Memory) SetSitePages(ctx context.Context, siteID string, pages []string) error {
+func (m *Memory) SetSitePages(ctx context.Context, userID, siteID, platformSiteID string, pages []string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	s, ok := m.sites[siteID]
-	if !ok {
+	s, ok := m.ownedSite(userID, siteID)
+	if !ok || platformSiteID == "" || s.PlatformSiteID != platformSiteID || !s.PlatformVerified {
 		return notFound("site")
 	}
 	s.Pages = slices.Clone(pages)

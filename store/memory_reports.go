@@ -111,6 +111,16 @@ func (m *Memory) SeenDelivery(ctx context.Context, bodyHash string, since, now t
 	if last, ok := m.deliveries[bodyHash]; ok && last.After(since) {
 		return true, nil
 	}
+	// Keys seen before the window are dropped once a window has passed since the last sweep:
+	// one pass over the map per window, so each delivery pays a constant share.
+	if !since.Before(m.deliveriesSwept) {
+		for h, last := range m.deliveries {
+			if last.Before(since) {
+				delete(m.deliveries, h)
+			}
+		}
+		m.deliveriesSwept = now
+	}
 	m.deliveries[bodyHash] = Now(now)
 	return false, nil
 }

@@ -91,9 +91,11 @@ func (m *Memory) UpdateSite(ctx context.Context, s Site) error {
 	}
 	old.Name, old.Domain, old.Founding = s.Name, s.Domain, s.Founding
 	old.Pages = slices.Clone(s.Pages)
-	old.Schedule, old.NextScanAt = schedule(s.Schedule), nil
-	if s.NextScanAt != nil {
-		old.NextScanAt = tp(*s.NextScanAt)
+	if sched := schedule(s.Schedule); sched != old.Schedule {
+		old.Schedule, old.NextScanAt = sched, nil
+		if s.NextScanAt != nil {
+			old.NextScanAt = tp(*s.NextScanAt)
+		}
 	}
 	m.sites[s.ID] = cloneSite(old)
 	return nil

@@ -1,6 +1,8 @@
 package store_test
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,9 +12,9 @@ import (
 func testPlatformStates(t *testing.T, s store.Store) {
 	a := newUser(t, s, "a@example.com")
 	b := newUser(t, s, "b@example.com")
-	must(t, s.CreatePlatformState(ctx, "h1", a.ID, t0.Add(10*time.Minute)))
-	must(t, s.CreatePlatformState(ctx, "h2", a.ID, t0.Add(10*time.Minute)))
-	must(t, s.CreatePlatformState(ctx, "h3", a.ID, t0.Add(time.Minute)))
+	must(t, s.CreatePlatformState(ctx, "h1", a.ID, t0, t0.Add(10*time.Minute)))
+	must(t, s.CreatePlatformState(ctx, "h2", a.ID, t0, t0.Add(10*time.Minute)))
+	must(t, s.CreatePlatformState(ctx, "h3", a.ID, t0, t0.Add(time.Minute)))
 
 	wantErr(t, s.TakePlatformState(ctx, "forged", a.ID, t0), store.ErrNotFound)
 	wantErr(t, s.TakePlatformState(ctx, "h1", b.ID, t0), store.ErrNotFound) // someone else's: spent too
@@ -20,7 +22,34 @@ func testPlatformStates(t *testing.T, s store.Store) {
 	must(t, s.TakePlatformState(ctx, "h2", a.ID, t0))
 	wantErr(t, s.TakePlatformState(ctx, "h2", a.ID, t0), store.ErrNotFound) // replayed
 	wantErr(t, s.TakePlatformState(ctx, "h3", a.ID, t0.Add(time.Minute)), store.ErrNotFound)
-	wantErr(t, s.CreatePlatformState(ctx, "h4", store.NewID(), t0), store.ErrNotFound)
+	wantErr(t, s.CreatePlatformState(ctx, "h4", store.NewID(), t0, t0), store.ErrNotFound)
+}
+
+// Connects never completed cannot pile up: a new state drops the user's expired ones and all
+// but the newest MaxPlatformStates-1 live ones, and no other user's.
+func testPlatformStateCap(t *testing.T, s store.Store) {
+	a := newUser(t, s, "a@example.com")
+	b := newUser(t, s, "b@example.com")
+	must(t, s.CreatePlatformState(ctx, "b-old", b.ID, t0, t0.Add(10*time.Minute)))
+	last := store.MaxPlatformStates + 4
+	for i := range last + 1 {
+		at := t0.Add(time.Duration(i) * time.Second)
+		must(t, s.CreatePlatformState(ctx, fmt.Sprintf("a%d", i), a.ID, at, at.Add(10*time.Minute)))
+	}
+	at := t0.Add(time.Duration(last) * time.Second)
+	for i := range last + 1 {
+		err := s.TakePlatformState(ctx, fmt.Sprintf("a%d", i), a.ID, at)
+		if kept := i > last-store.MaxPlatformStates; (err == nil) != kept {
+			t.Errorf("state a%d: %v, want kept %v", i, err, kept)
+		}
+	}
+	if err := s.TakePlatformState(ctx, "b-old", b.ID, at); err != nil {
+		t.Errorf("another user's state: %v, want it untouched", err)
+	}
+	// An expired state is dropped by the user's next one.
+	must(t, s.CreatePlatformState(ctx, "stale", a.ID, t0, t0.Add(time.Minute)))
+	must(t, s.CreatePlatformState(ctx, "fresh", a.ID, t0.Add(time.Hour), t0.Add(time.Hour+10*time.Minute)))
+	wantErr(t, s.TakePlatformState(ctx, "stale", a.ID, t0), store.ErrNotFound)
 }
 
 func testPlatformConnection(t *testing.T, s store.Store) {
@@ -173,11 +202,44 @@ func testImportPlatformSite(t *testing.T, s store.Store) {
 		PlatformSiteID: "wf-5", CreatedAt: t0}, 1); err != nil || created {
 		t.Errorf("re-import at the cap: created %v, %v", created, err)
 	}
+}
 
-	// Pages refresh (system) replaces the saved list.
-	must(t, s.SetSitePages(ctx, in.ID, []string{"/only"}))
-	if got, _ := s.Site(ctx, a.ID, in.ID); len(got.Pages) != 1 || got.Pages[0] != "/only" {
+// A refresh writes a platform site's pages only onto the site its owner still has verified for
+// it: not after a disconnect, not onto another account's or a hand-typed link.
+func testSetSitePages(t *testing.T, s store.Store) {
+	a := newUser(t, s, "a@example.com")
+	b := newUser(t, s, "b@example.com")
+	site := importSite(t, s, a, "wf-1")
+	must(t, s.SetSitePages(ctx, a.ID, site.ID, "wf-1", []string{"/only"}))
+	if got, _ := s.Site(ctx, a.ID, site.ID); len(got.Pages) != 1 || got.Pages[0] != "/only" {
 		t.Errorf("pages = %v", got.Pages)
 	}
-	wantErr(t, s.SetSitePages(ctx, store.NewID(), nil), store.ErrNotFound)
+	typed := store.Site{ID: store.NewID(), UserID: a.ID, Name: "Typed", Domain: "typed.test", PlatformSiteID: "wf-2", CreatedAt: t0}
+	must(t, s.CreateSite(ctx, typed))
+	for _, c := range []struct{ name, user, site, platform string }{
+		{"another user", b.ID, site.ID, "wf-1"},
+		{"another platform site", a.ID, site.ID, "wf-2"},
+		{"a hand-typed link", a.ID, typed.ID, "wf-2"},
+		{"no such site", a.ID, store.NewID(), "wf-1"},
+		{"not an id", "x", "y", "wf-1"},
+	} {
+		if err := s.SetSitePages(ctx, c.user, c.site, c.platform, []string{"/stolen"}); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s: %v, want ErrNotFound", c.name, err)
+		}
+	}
+	must(t, s.DisconnectPlatform(ctx, a.ID))
+	taken := importSite(t, s, b, "wf-1")
+	wantErr(t, s.SetSitePages(ctx, a.ID, site.ID, "wf-1", []string{"/stale"}), store.ErrNotFound)
+	for _, c := range []struct {
+		user string
+		site store.Site
+	}{{a.ID, site}, {a.ID, typed}, {b.ID, taken}} {
+		got, err := s.Site(ctx, c.user, c.site.ID)
+		must(t, err)
+		for _, p := range got.Pages {
+			if p == "/stolen" || p == "/stale" {
+				t.Errorf("site %s got pages %v", got.Name, got.Pages)
+			}
+		}
+	}
 }

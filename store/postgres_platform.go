@@ -10,13 +10,20 @@ import (
 	"github.com/lib/pq"
 )
 
-func (p *Postgres) CreatePlatformState(ctx context.Context, stateHash, userID string, expiresAt time.Time) error {
+func (p *Postgres) CreatePlatformState(ctx context.Context, stateHash, userID string, now, expiresAt time.Time) error {
 	if !uuidOK(userID) {
 		return notFound("user")
 	}
-	_, err := p.db.ExecContext(ctx, `INSERT INTO platform_states (state_hash, user_id, expires_at) VALUES ($1, $2, $3)`,
-		stateHash, userID, Now(expiresAt))
-	return pgErr("create platform state", err)
+	return p.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM platform_states WHERE user_id = $1 AND (expires_at <= $2 OR state_hash IN
+			(SELECT state_hash FROM platform_states WHERE user_id = $1 AND expires_at > $2 ORDER BY expires_at DESC OFFSET $3))`,
+			userID, Now(now), MaxPlatformStates-1); err != nil {
+			return pgErr("drop stale platform states", err)
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO platform_states (state_hash, user_id, expires_at) VALUES ($1, $2, $3)`,
+			stateHash, userID, Now(expiresAt))
+		return pgErr("create platform state", err)
+	})
 }
 
 func (p *Postgres) TakePlatformState(ctx context.Context, stateHash, userID string, now time.Time) error {
@@ -130,10 +137,12 @@ func (p *Postgres) SetPlatformWebhook(ctx context.Context, userID, siteID, webho
 	return pgErr("set platform webhook", affected(res, err, sql.ErrNoRows))
 }
 
-func (p *Postgres) SetSitePages(ctx context.Context, siteID string, pages []string) error {
-	if !uuidOK(siteID) {
+func (p *Postgres) SetSitePages(ctx context.Context, userID, siteID, platformSiteID string, pages []string) error {
+	if !uuidOK(userID, siteID) || platformSiteID == "" {
 		return notFound("site")
 	}
-	res, err := p.db.ExecContext(ctx, `UPDATE sites SET pages = $2 WHERE id = $1`, siteID, pq.StringArray(nonNil(pages)))
+	res, err := p.db.ExecContext(ctx, `UPDATE sites SET pages = $4
+		WHERE id = $1 AND user_id = $2 AND platform_site_id = $3 AND platform_verified`,
+		siteID, userID, platformSiteID, pq.StringArray(nonNil(pages)))
 	return pgErr("set site pages", affected(res, err, sql.ErrNoRows))
 }

@@ -95,11 +95,20 @@ func (p *Postgres) ReportScan(ctx context.Context, r Report) (Scan, Site, []Page
 	return sc, site, results, err
 }
 
+// deliveryPrune bounds the expired webhook deliveries one delivery deletes: more than arrive
+// per delivery, so a backlog drains, few enough to keep the webhook's statement short.
+const deliveryPrune = 100
+
 func (p *Postgres) SeenDelivery(ctx context.Context, bodyHash string, since, now time.Time) (bool, error) {
 	var one int
-	err := p.db.QueryRowContext(ctx, `INSERT INTO webhook_deliveries (body_hash, seen_at) VALUES ($1, $3)
+	// Each delivery also drops up to deliveryPrune keys seen before the window (not its own, which
+	// the upsert handles), so the table holds about one window's deliveries at a bounded cost.
+	err := p.db.QueryRowContext(ctx, `WITH expired AS (
+			DELETE FROM webhook_deliveries WHERE body_hash IN (SELECT body_hash FROM webhook_deliveries
+				WHERE seen_at < $2 AND body_hash <> $1 LIMIT $4 FOR UPDATE SKIP LOCKED))
+		INSERT INTO webhook_deliveries (body_hash, seen_at) VALUES ($1, $3)
 		ON CONFLICT (body_hash) DO UPDATE SET seen_at = EXCLUDED.seen_at WHERE webhook_deliveries.seen_at <= $2
-		RETURNING 1`, bodyHash, Now(since), Now(now)).Scan(&one)
+		RETURNING 1`, bodyHash, Now(since), Now(now), deliveryPrune).Scan(&one)
 	if err == sql.ErrNoRows {
 		return true, nil
 	}

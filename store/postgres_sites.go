@@ -70,7 +70,9 @@ func (p *Postgres) UpdateSite(ctx context.Context, s Site) error {
 		return notFound("site")
 	}
 	res, err := p.db.ExecContext(ctx, `UPDATE sites SET name = $3, domain = $4,
-		founding = $5, pages = $6, scan_schedule = $7, next_scan_at = $8 WHERE id = $1 AND user_id = $2`,
+		founding = $5, pages = $6, scan_schedule = $7,
+		next_scan_at = CASE WHEN scan_schedule IS DISTINCT FROM $7 THEN $8 ELSE next_scan_at END
+		WHERE id = $1 AND user_id = $2`,
 		s.ID, s.UserID, s.Name, s.Domain, s.Founding, pq.StringArray(nonNil(s.Pages)), schedule(s.Schedule), nullTime(s.NextScanAt))
 	return pgErr("update site", affected(res, err, sql.ErrNoRows))
 }

@@ -139,3 +139,40 @@ func testConcurrentSchedulers(t *testing.T, s store.Store) {
 		t.Errorf("next scan %v, want a day after it was due", got.NextScanAt)
 	}
 }
+
+// An edit made from a copy read before the scheduler moved the site ahead must not bring the
+// past next scan back: next_scan_at follows s.NextScanAt only when the schedule changes.
+func testUpdateSiteKeepsNextScan(t *testing.T, s store.Store) {
+	a := newUser(t, s, "a@example.com")
+	site := scheduledSite(t, s, a, "daily", store.ScheduleDaily, tptr(t0.Add(-time.Minute)))
+	stale, err := s.Site(ctx, a.ID, site.ID)
+	must(t, err)
+	_, err = s.EnqueueDueScans(ctx, t0, 10)
+	must(t, err)
+	moved, err := s.Site(ctx, a.ID, site.ID)
+	must(t, err)
+	if moved.NextScanAt == nil || !moved.NextScanAt.After(t0) {
+		t.Fatalf("the scheduler did not move the site ahead: %v", moved.NextScanAt)
+	}
+	stale.Name = "renamed"
+	must(t, s.UpdateSite(ctx, stale))
+	got, err := s.Site(ctx, a.ID, site.ID)
+	must(t, err)
+	if got.Name != "renamed" || got.NextScanAt == nil || !got.NextScanAt.Equal(*moved.NextScanAt) {
+		t.Errorf("after a same-schedule edit: name %q next %v, want renamed and %v", got.Name, got.NextScanAt, moved.NextScanAt)
+	}
+	got.Schedule, got.NextScanAt = store.ScheduleWeekly, tptr(t0.Add(7*24*time.Hour))
+	must(t, s.UpdateSite(ctx, got))
+	got, err = s.Site(ctx, a.ID, site.ID)
+	must(t, err)
+	if got.Schedule != store.ScheduleWeekly || got.NextScanAt == nil || !got.NextScanAt.Equal(t0.Add(7*24*time.Hour)) {
+		t.Errorf("after a schedule change: %q next %v, want weekly at %v", got.Schedule, got.NextScanAt, t0.Add(7*24*time.Hour))
+	}
+	got.Schedule, got.NextScanAt = store.ScheduleOff, nil
+	must(t, s.UpdateSite(ctx, got))
+	got, err = s.Site(ctx, a.ID, site.ID)
+	must(t, err)
+	if got.Schedule != store.ScheduleOff || got.NextScanAt != nil {
+		t.Errorf("after turning the schedule off: %q next %v", got.Schedule, got.NextScanAt)
+	}
+}

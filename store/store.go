@@ -63,9 +63,10 @@ type Sites interface {
 	// CreateSiteWithin is CreateSite for a user with fewer than max sites, else ErrLimit:
 	// atomic, so concurrent creations cannot pass the cap together (MAX_SITES_PER_USER).
 	CreateSiteWithin(ctx context.Context, s Site, max int) error
-	// UpdateSite changes name, domain, founding, pages, schedule and next scheduled scan of a
-	// site of s.UserID. The platform link is not its business: only ImportPlatformSite and
-	// DisconnectPlatform change it.
+	// UpdateSite changes name, domain, founding, pages and schedule of a site of s.UserID, and
+	// its next scheduled scan to s.NextScanAt only when the schedule changes: the scheduler owns
+	// it otherwise, and a copy read before it moved the site ahead must not bring the past back.
+	// The platform link is not its business: only ImportPlatformSite and DisconnectPlatform change it.
 	UpdateSite(ctx context.Context, s Site) error
 	DeleteSite(ctx context.Context, userID, siteID string) error
 	Site(ctx context.Context, userID, siteID string) (Site, error)
@@ -200,6 +201,9 @@ type Queue interface {
 // MaxPendingAuthRequests is how many unanswered consent pages one user may have open at once.
 const MaxPendingAuthRequests = 20
 
+// MaxPlatformStates is how many platform connects one user may have open at once.
+const MaxPlatformStates = 5
+
 // OAuth holds the authorization server's clients, pending requests, codes, tokens and consents.
 // Its lookups by hash serve the system: the secret itself is the credential.
 type OAuth interface {
@@ -272,7 +276,9 @@ const SessionTouchGranularity = time.Minute
 // each user's sealed access token, and the sites a verified connection imported.
 type Platform interface {
 	// CreatePlatformState stores the hash of a connect's OAuth state for a user until expiresAt.
-	CreatePlatformState(ctx context.Context, stateHash, userID string, expiresAt time.Time) error
+	// It first drops the user's states expired at now and all but the newest
+	// MaxPlatformStates-1 live ones (newest by expiry: every state lives as long).
+	CreatePlatformState(ctx context.Context, stateHash, userID string, now, expiresAt time.Time) error
 	// TakePlatformState deletes a state and answers nil when it was the user's and unexpired;
 	// ErrNotFound for a forged, replayed, expired or someone else's state. Expired states of
 	// anyone are deleted on the way.
@@ -296,9 +302,10 @@ type Platform interface {
 	ImportPlatformSite(ctx context.Context, s Site, maxSites int) (site Site, created bool, err error)
 	// SetPlatformWebhook records the webhook registered for a user's site.
 	SetPlatformWebhook(ctx context.Context, userID, siteID, webhookID string) error
-	// SetSitePages replaces a site's saved pages (system: the scanner's refresh from the
-	// platform before a publish's scan).
-	SetSitePages(ctx context.Context, siteID string, pages []string) error
+	// SetSitePages replaces the saved pages of a user's site still verified for platformSiteID
+	// (system: the scanner's refresh from the platform before a publish's scan); ErrNotFound
+	// once a disconnect or another account's import has unlinked it.
+	SetSitePages(ctx context.Context, userID, siteID, platformSiteID string, pages []string) error
 }
 
 // KeyUseGranularity is how stale an API key's recorded last use may be: a key used again within

@@ -41,8 +41,10 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 		{"20 concurrent reports within a cap of 3 active ones create exactly 3; revoked and expired ones do not count", testReportCap},
 		{"budgets and alert rules belong to a site", testBudgetsAndRules},
 		{"a platform connect state is taken once, by its user, before it expires", testPlatformStates},
+		{"a user keeps at most MaxPlatformStates live connect states, and no expired one", testPlatformStateCap},
 		{"a platform connection is saved sealed, disabled on refusal, forgotten on disconnect", testPlatformConnection},
 		{"importing a platform site is idempotent and a verified link is one account's", testImportPlatformSite},
+		{"a platform pages refresh writes only onto its owner's site still verified for it", testSetSitePages},
 		{"a budget check's inputs load together, for the owner only", testBudgetInputs},
 		{"a budget check's key and inputs load together, for the key's user only", testBudgetInputsByKey},
 		{"a budget check sees each change to its site at once, however often it ran before", testBudgetInputsFollowChanges},
@@ -63,6 +65,7 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 		{"a page result keeps how many runs stand behind it, one when not said", testPageRuns},
 		{"overdue scans are the unfinished ones started before the deadline", testOverdueScans},
 		{"a site keeps its scan schedule and next scheduled scan", testSiteSchedule},
+		{"editing a site moves its next scheduled scan only when its schedule changes", testUpdateSiteKeepsNextScan},
 		{"due scheduled sites get one scan each and move a period ahead", testEnqueueDueScans},
 		{"8 concurrent schedulers enqueue a due site's scan exactly once", testConcurrentSchedulers},
 		{"expiring a scan fails it, fences its worker and frees its site", testExpireScan},
@@ -74,7 +77,7 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 		{"a user keeps at most MaxPendingAuthRequests live pending requests, and no expired one", testPendingCap},
 		{"never-used clients older than the cut-off are deleted, used ones kept", testUnusedClients},
 		{"reports are created on own scans and found by hash", testReports},
-		{"webhook deliveries are seen once per window", testDeliveries},
+		{"webhook deliveries are seen once per window and forgotten after it", testDeliveries},
 		{"an account's daily audits are taken up to the limit, by 40 concurrent takers too, afresh each UTC day", testAuditBudget},
 		{"deleting a site deletes its scans and reports", testDeleteSite},
 	}
@@ -1109,6 +1112,15 @@ func testDeliveries(t *testing.T, s store.Store) {
 	seen, _ = s.SeenDelivery(ctx, "h", t0.Add(1*time.Minute), t0.Add(11*time.Minute))
 	if seen {
 		t.Error("delivery after the window reported as seen")
+	}
+	// A key older than the window is pruned by a later delivery: asked again with a since
+	// before it was seen, it is new, not remembered.
+	_, err = s.SeenDelivery(ctx, "old", t0.Add(-2*time.Hour), t0.Add(-time.Hour))
+	must(t, err)
+	_, err = s.SeenDelivery(ctx, "next", t0.Add(50*time.Minute), t0.Add(time.Hour))
+	must(t, err)
+	if seen, _ = s.SeenDelivery(ctx, "old", t0.Add(-2*time.Hour), t0.Add(time.Hour)); seen {
+		t.Error("a key older than the window was kept")
 	}
 	var fresh atomic.Int32
 	var wg sync.WaitGroup

@@ -271,7 +271,7 @@ func (c *Connector) RefreshPages(ctx context.Context, site store.Site) ([]string
 	if len(paths) == 0 {
 		return nil, errors.New("the platform lists no published page")
 	}
-	if err := c.Store.SetSitePages(ctx, site.ID, paths); err != nil {
+	if err := c.Store.SetSitePages(ctx, site.UserID, site.ID, site.PlatformSiteID, paths); err != nil {
 		return nil, err
 	}
 	return paths, nil
