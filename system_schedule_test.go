@@ -27,7 +27,7 @@ func TestSystemSchedulesTwoProcesses(t *testing.T) {
 	var sites []store.Site
 	for i := range 30 {
 		s := store.Site{ID: store.NewID(), UserID: user.ID, Name: fmt.Sprintf("Site %02d", i), Domain: fmt.Sprintf("site%02d.test", i),
-			Pages: []string{"/"}, Schedule: store.ScheduleDaily, CreatedAt: time.Now()}
+			Pages: []string{"/"}, Schedule: store.ScheduleOff, CreatedAt: time.Now()}
 		if err := st.CreateSite(ctx, s); err != nil {
 			t.Fatal(err)
 		}
@@ -39,12 +39,13 @@ func TestSystemSchedulesTwoProcesses(t *testing.T) {
 		procs = append(procs, startChild(t, "process "+name, map[string]string{"DATABASE_URL": dsn, "PAGESPEED_API_URL": psi.Endpoint(),
 			"SCHEDULE_POLL_SECONDS": "1"}))
 	}
-	// Both are up: the sites come due one every 100 ms over 3 s, so both processes' polls find
-	// some due (the store's contract suite races eight schedulers on one site).
+	// Both are up: the sites are put on a daily schedule that comes due one every 100 ms over
+	// 3 s, so both processes' polls find some due (the store's contract suite races eight
+	// schedulers on one site). An edit moves the next scan only when it changes the schedule.
 	base := store.Now(time.Now())
 	for i := range sites {
 		due := base.Add(time.Duration(i) * 100 * time.Millisecond)
-		sites[i].NextScanAt = &due
+		sites[i].Schedule, sites[i].NextScanAt = store.ScheduleDaily, &due
 		if err := st.UpdateSite(ctx, sites[i]); err != nil {
 			t.Fatal(err)
 		}
