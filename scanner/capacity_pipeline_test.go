@@ -96,9 +96,11 @@ func testScanAtTheRate(t *testing.T, st store.Store) {
 	took := sc.CompletedAt.Sub(*sc.StartedAt)
 	ideal := time.Duration(40*float64(window)/n) + latency
 	arrivals := r.psi.Arrivals()
-	// Arrival times carry a loaded machine's scheduling delays on top of the limiter's spacing,
-	// hence a window 50 ms short of the real one.
-	inWindow := scantest.MaxInWindow(arrivals, window-50*time.Millisecond)
+	// Arrival times carry a loaded machine's delays on top of the limiter's spacing: the first
+	// burst also opens its connections, which under -race took over 50 ms once, so a later,
+	// quicker burst seemed closer than the window. Hence a window 150 ms short of the real one
+	// (on PSI's 100 s window, that is 0.15%).
+	inWindow := scantest.MaxInWindow(arrivals, window-150*time.Millisecond)
 	calls, _ := r.psi.MaxInFlight()
 	t.Logf("40 audits at %d per %s with %s latency: %s, ideal %s (%.2fx); %d calls, at most %d in a window, %d at once",
 		n, window, latency, took.Round(time.Millisecond), ideal, took.Seconds()/ideal.Seconds(), len(arrivals), inWindow, calls)
@@ -144,7 +146,8 @@ func testAdaptsTo429s(t *testing.T, st store.Store) {
 	if all == 0 {
 		t.Error("no call was refused: the test did not exercise the limit")
 	}
-	if later > 5 {
+	// Typically 0-2; 9 were seen once under -race beside the whole suite on two cores.
+	if later > 10 {
 		t.Errorf("%d calls refused after the first 429's Retry-After; want a handful at most", later)
 	}
 	if t.Failed() {

@@ -281,13 +281,20 @@ func (p *PSI) serve(w http.ResponseWriter, r *http.Request) {
 	p.maxInFlight = max(p.maxInFlight, n)
 	p.maxHosts = max(p.maxHosts, len(p.inFlight))
 	p.mu.Unlock()
-	defer func() {
-		p.mu.Lock()
-		if p.inFlight[u.Host]--; p.inFlight[u.Host] == 0 {
-			delete(p.inFlight, u.Host)
-		}
-		p.mu.Unlock()
-	}()
+	// The call stops counting as in flight when its answer is decided, before it is written: a
+	// client that has read the answer and sends its next call must not find this one still
+	// counted, which under a loaded scheduler made RefuseAbove refuse calls PSI would not.
+	var leaveOnce sync.Once
+	leave := func() {
+		leaveOnce.Do(func() {
+			p.mu.Lock()
+			if p.inFlight[u.Host]--; p.inFlight[u.Host] == 0 {
+				delete(p.inFlight, u.Host)
+			}
+			p.mu.Unlock()
+		})
+	}
+	defer leave()
 	if delay > 0 {
 		select {
 		case <-time.After(delay):
@@ -301,6 +308,9 @@ func (p *PSI) serve(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 			return
 		}
+	}
+	if !(faulty && fault.Hang) {
+		leave()
 	}
 	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
 	if faulty {
