@@ -213,7 +213,7 @@ func testPSIFaults(t *testing.T, st store.Store) {
 	r.psi.Fail("/", "mobile", scantest.Fault{Hang: true})
 	r.pool(func(c *PoolConfig) {
 		c.Auditor = NewPSI(PSIConfig{Endpoint: r.psi.Endpoint(), Timeout: 200 * time.Millisecond, Attempts: 2,
-			Backoff: time.Millisecond, QuotaBackoff: time.Millisecond})
+			Backoff: time.Millisecond, QuotaBackoff: time.Millisecond, Log: slog.New(slog.NewTextHandler(r.logs, nil))})
 	})
 	sc := r.wait(r.enqueue(r.site).ID)
 	if sc.Status != store.StatusComplete {
@@ -235,8 +235,14 @@ func testPSIFaults(t *testing.T, st store.Store) {
 			t.Errorf("error for %s %s = %q, want it to contain %q", e.PagePath, e.Strategy, e.Error, want[e.PagePath])
 		}
 	}
-	if n := r.psi.Calls("/fast", "mobile"); n != 1 {
-		t.Errorf("the runtime error was called %d times, want 1 (never retried)", n)
+	// The client never retries a runtime error. (Counted by its log rather than at the double:
+	// under -race on a loaded machine the double once saw this call twice, which no log of the
+	// client's explains; net/http replays an idempotent GET on a reused connection that failed.)
+	if n := r.psi.Calls("/fast", "mobile"); n < 1 || strings.Contains(r.logs.String(), `msg="PSI call failed; retrying" page=https://sample.test/fast strategy=mobile`) {
+		t.Errorf("the runtime error was called %d times and retried by the client, want once (never retried)", n)
+	}
+	if !strings.Contains(r.logs.String(), `msg="PSI call failed; retrying" page=https://sample.test/pricing strategy=mobile`) {
+		t.Error("the 500 was not logged as retried")
 	}
 	if n := r.psi.Calls("/pricing", "mobile"); n != 2 {
 		t.Errorf("the 500 was called %d times, want 2", n)
