@@ -57,7 +57,9 @@ func (r *rig) adaptivePSI(endpoint string, n int, window time.Duration, maxInFli
 	capacity := NewCapacity(CapacityConfig{MaxInFlight: maxInFlight, Limiter: limiter, Recover: recover, Log: log})
 	return func(c *PoolConfig) {
 		c.Capacity = capacity
-		c.Auditor = NewPSI(PSIConfig{Endpoint: endpoint, Key: "k", Timeout: 10 * time.Second, Backoff: 10 * time.Millisecond,
+		// Five attempts: under -race beside the whole suite, one audit of the quarter-quota case
+		// once met three 429s in a row and ended as a page error.
+		c.Auditor = NewPSI(PSIConfig{Endpoint: endpoint, Key: "k", Timeout: 10 * time.Second, Attempts: 5, Backoff: 10 * time.Millisecond,
 			QuotaBackoff: 50 * time.Millisecond, Limiter: limiter, Capacity: capacity, Log: log, Client: &http.Client{}})
 		c.Lease = 10 * time.Second
 	}
