@@ -10,6 +10,10 @@ import (
 // Memory is the in-memory Store. One mutex guards everything: it is meant for a laptop and for
 // tests, and its answers must equal Postgres's (the contract suite checks that).
 type Memory struct {
+	// Rules are the site rules every site write checks (SCAN_ALLOW_PRIVATE, MAX_PAGES_PER_SCAN);
+	// set before use.
+	Rules SiteRules
+
 	mu         sync.Mutex
 	users      map[string]User
 	sessions   map[string]Session

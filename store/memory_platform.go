@@ -109,10 +109,24 @@ func (m *Memory) DisconnectPlatform(ctx context.Context, userID string) error {
 }
 
 func (m *Memory) ImportPlatformSite(ctx context.Context, s Site, maxSites int) (Site, bool, error) {
+	s.Schedule = ""
+	s.Normalize()
+	if err := s.Validate(m.Rules); err != nil {
+		return Site{}, false, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.users[s.UserID]; !ok || s.PlatformSiteID == "" {
 		return Site{}, false, notFound("site")
+	}
+	mine := s.ID // the user's site this import would write: a duplicate is another one
+	for _, old := range m.sites {
+		if old.PlatformSiteID == s.PlatformSiteID && old.UserID == s.UserID {
+			mine = old.ID
+		}
+	}
+	if err := m.sameDomain(s.UserID, s.Domain, mine); err != nil {
+		return Site{}, false, err
 	}
 	for id, old := range m.sites {
 		if old.PlatformSiteID != s.PlatformSiteID {
@@ -127,7 +141,7 @@ func (m *Memory) ImportPlatformSite(ctx context.Context, s Site, maxSites int) (
 		switch {
 		case old.UserID == s.UserID:
 			old.Name, old.Domain, old.Pages, old.PlatformVerified = s.Name, s.Domain, slices.Clone(s.Pages), true
-			if s.LastPublished != nil {
+			if s.LastPublished != nil && (old.LastPublished == nil || s.LastPublished.After(*old.LastPublished)) { // never backwards
 				old.LastPublished = tp(*s.LastPublished)
 			}
 			m.sites[id] = cloneSite(old)
@@ -164,6 +178,10 @@ func (m *Memory) SetPlatformWebhook(ctx context.Context, userID, siteID, webhook
 }
 
 func (m *Memory) SetSitePages(ctx context.Context, userID, siteID, platformSiteID string, pages []string) error {
+	pages, err := validPages(pages, m.Rules)
+	if err != nil {
+		return err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s, ok := m.ownedSite(userID, siteID)

@@ -35,18 +35,46 @@ func (m *Memory) platformTaken(platformID, exceptSite string) bool {
 }
 
 func (m *Memory) CreateSite(ctx context.Context, s Site) error {
+	s.Normalize()
+	if err := s.Validate(m.Rules); err != nil {
+		return err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.createSiteLocked(s)
 }
 
 func (m *Memory) CreateSiteWithin(ctx context.Context, s Site, max int) error {
+	s.Normalize()
+	if err := s.Validate(m.Rules); err != nil {
+		return err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err := m.withinSites(s.UserID, max); err != nil {
 		return err
 	}
+	if err := m.sameDomain(s.UserID, s.Domain, s.ID); err != nil {
+		return err
+	}
 	return m.createSiteLocked(s)
+}
+
+// sameDomain answers a *DuplicateError when the user has a site other than exceptSite on the
+// domain (DomainKey); the caller holds m.mu. Of several, the oldest is named.
+func (m *Memory) sameDomain(userID, domain, exceptSite string) error {
+	var first *Site
+	for _, o := range m.sites {
+		if o.UserID == userID && o.ID != exceptSite && DomainKey(o.Domain) == DomainKey(domain) &&
+			(first == nil || o.CreatedAt.Before(first.CreatedAt) || (o.CreatedAt.Equal(first.CreatedAt) && o.ID < first.ID)) {
+			o := o
+			first = &o
+		}
+	}
+	if first != nil {
+		return &DuplicateError{Domain: DomainKey(domain), SiteID: first.ID, Name: first.Name}
+	}
+	return nil
 }
 
 // withinSites answers ErrLimit when the user already has max sites; the caller holds m.mu.
@@ -83,11 +111,18 @@ func (m *Memory) createSiteLocked(s Site) error {
 }
 
 func (m *Memory) UpdateSite(ctx context.Context, s Site) error {
+	s.Normalize()
+	if err := s.Validate(m.Rules); err != nil {
+		return err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	old, ok := m.sites[s.ID]
 	if !ok || old.UserID != s.UserID {
 		return notFound("site")
+	}
+	if err := m.sameDomain(s.UserID, s.Domain, s.ID); err != nil {
+		return err
 	}
 	old.Name, old.Domain, old.Founding = s.Name, s.Domain, s.Founding
 	old.Pages = slices.Clone(s.Pages)
@@ -192,7 +227,9 @@ func (m *Memory) MarkPublished(ctx context.Context, siteID string, at time.Time)
 	if !ok {
 		return notFound("site")
 	}
-	s.LastPublished = tp(at)
+	if s.LastPublished == nil || at.After(*s.LastPublished) { // never backwards
+		s.LastPublished = tp(at)
+	}
 	m.sites[siteID] = s
 	return nil
 }

@@ -27,6 +27,10 @@ const maxConns = 32
 
 // Postgres is the Store on PostgreSQL.
 type Postgres struct {
+	// Rules are the site rules every site write checks (SCAN_ALLOW_PRIVATE, MAX_PAGES_PER_SCAN);
+	// set before use.
+	Rules SiteRules
+
 	db      *sql.DB
 	dsn     string        // for the LISTEN connection of WakeOnJobs
 	budgets budgetCache   // what budget checks read, per site (postgres_budget.go)

@@ -175,6 +175,17 @@ func CheckPagePath(p string) error {
 	return nil
 }
 
+// validPages normalises and validates a page list alone, as Site.Validate would (SetSitePages).
+func validPages(pages []string, r SiteRules) ([]string, error) {
+	s := Site{Pages: pages}
+	s.Normalize()
+	err := FieldErrors(s.Validate(r))["pages"]
+	if err != "" {
+		return nil, &InvalidError{"pages", err}
+	}
+	return s.Pages, nil
+}
+
 // DomainKey is what makes two domains the same site: the host and port, whatever the scheme.
 func DomainKey(domain string) string {
 	return strings.TrimPrefix(strings.TrimPrefix(domain, "https://"), "http://")
