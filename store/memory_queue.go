@@ -106,6 +106,10 @@ func (m *Memory) SetAuditsInFlight(ctx context.Context, l Lease, n int) error {
 	return m.updateLeasedScan(l, func(s *Scan) { s.AuditsInFlight = n })
 }
 
+func (m *Memory) SetPagesFound(ctx context.Context, l Lease, found int) error {
+	return m.updateLeasedScan(l, func(s *Scan) { s.PagesFound = max(s.PagesFound, found) })
+}
+
 // updateLeasedScan changes the scan of a job the lease still holds.
 func (m *Memory) updateLeasedScan(l Lease, change func(*Scan)) error {
 	m.mu.Lock()

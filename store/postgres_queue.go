@@ -11,8 +11,8 @@ import (
 
 func (p *Postgres) EnqueueScan(ctx context.Context, s Scan, queue string, runAt time.Time) error {
 	return p.tx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO scans (id, site_id, status, strategy, trigger, created_at)
-			VALUES ($1, $2, 'queued', $3, $4, $5)`, s.ID, s.SiteID, s.Strategy, s.Trigger, Now(s.CreatedAt))
+		_, err := tx.ExecContext(ctx, `INSERT INTO scans (id, site_id, status, strategy, trigger, created_at, pages_found)
+			VALUES ($1, $2, 'queued', $3, $4, $5, $6)`, s.ID, s.SiteID, s.Strategy, s.Trigger, Now(s.CreatedAt), s.PagesFound)
 		if err != nil {
 			return pgErr("enqueue scan", err)
 		}
@@ -102,6 +102,16 @@ func (p *Postgres) SetAuditsInFlight(ctx context.Context, l Lease, n int) error 
 		WHERE id = $3 AND EXISTS (SELECT 1 FROM jobs WHERE `+leaseCond+`)`, l.JobID, l.Attempt, l.ScanID, n)
 	if err != nil {
 		return pgErr("audits in flight", err)
+	}
+	return p.leaseCheck(ctx, res, l)
+}
+
+// SetPagesFound checks the lease in its one statement, like SetAuditsInFlight.
+func (p *Postgres) SetPagesFound(ctx context.Context, l Lease, found int) error {
+	res, err := p.db.ExecContext(ctx, `UPDATE scans SET pages_found = greatest(pages_found, $4)
+		WHERE id = $3 AND EXISTS (SELECT 1 FROM jobs WHERE `+leaseCond+`)`, l.JobID, l.Attempt, l.ScanID, found)
+	if err != nil {
+		return pgErr("pages found", err)
 	}
 	return p.leaseCheck(ctx, res, l)
 }
@@ -261,7 +271,7 @@ func (p *Postgres) OverdueScans(ctx context.Context, startedBefore time.Time) ([
 		var scores []byte
 		var started, completed sql.NullTime
 		err := row.Scan(&o.ID, &o.SiteID, &o.Status, &o.Strategy, &o.Trigger, &o.PagesTotal, &o.PagesDone,
-			&scores, &o.Error, &o.CreatedAt, &started, &completed, &o.AuditsInFlight, &o.UserID, &o.LastError)
+			&scores, &o.Error, &o.CreatedAt, &started, &completed, &o.AuditsInFlight, &o.PagesFound, &o.UserID, &o.LastError)
 		if err != nil {
 			return o, err
 		}

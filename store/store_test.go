@@ -84,6 +84,7 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 		{"every site write normalises the site and refuses one that breaks the rules, writing nothing", testSiteWritesValidate},
 		{"a second site of one owner on the same normalised domain is refused, naming the first", testSameDomain},
 		{"a site's lastPublished never moves backwards", testLastPublishedForward},
+		{"a scan records the pages discovery found, under its lease, never lowered", testPagesFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

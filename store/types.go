@@ -85,6 +85,9 @@ type Scan struct {
 	Trigger    string
 	PagesTotal int // page/strategy pairs to audit; known once discovery ran
 	PagesDone  int // pairs with a result or an error
+	// PagesFound is how many pages discovery found (the saved list, the sitemap's or the
+	// platform's) before MAX_PAGES_PER_SCAN cut it; 0 when not recorded.
+	PagesFound int
 	// AuditsInFlight is how many pairs the running attempt is auditing now, as its worker last
 	// wrote it (about every second); 0 once the attempt stops auditing.
 	AuditsInFlight int
@@ -94,6 +97,17 @@ type Scan struct {
 	StartedAt      *time.Time
 	CompletedAt    *time.Time
 }
+
+// PagesAudited is how many pages the scan audits: its page/strategy pairs over its strategies.
+func (s Scan) PagesAudited() int {
+	if s.Strategy == StrategyBoth {
+		return s.PagesTotal / 2
+	}
+	return s.PagesTotal
+}
+
+// Capped reports that discovery found more pages than the scan audits (MAX_PAGES_PER_SCAN).
+func (s Scan) Capped() bool { return s.PagesTotal > 0 && s.PagesFound > s.PagesAudited() }
 
 // ScanScores are the rounded means over a scan's page results.
 type ScanScores struct {
