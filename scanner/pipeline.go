@@ -56,7 +56,7 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, job store.Job) (*comp
 			site.Pages = fresh
 		}
 	}
-	pages, source, note := p.cfg.Discovery.Pages(ctx, site)
+	pages, found, source, note := p.cfg.Discovery.PagesFound(ctx, site)
 	if note != nil {
 		log.Warn("scanner: sitemap trouble", "pages_from", source, "reason", note)
 	}
@@ -69,6 +69,9 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, job store.Job) (*comp
 	}
 	if err := p.cfg.Store.StartScan(ctx, lease, len(pairs), p.cfg.Now()); err != nil {
 		return nil, fmt.Errorf("start scan: %w", err)
+	}
+	if err := p.cfg.Store.SetPagesFound(ctx, lease, found); err != nil {
+		return nil, fmt.Errorf("record pages found: %w", err)
 	}
 	done, err := p.cfg.Store.DonePages(ctx, scan.ID)
 	if err != nil {
@@ -88,7 +91,7 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, job store.Job) (*comp
 	if err != nil {
 		return nil, fmt.Errorf("read the previous scan: %w", err)
 	}
-	log.Info("scan started", "pages", len(pages), "pages_from", source, "audits", len(pairs),
+	log.Info("scan started", "pages", len(pages), "pages_found", found, "pages_from", source, "audits", len(pairs),
 		"already_stored", len(pairs)-len(todo), "strategy", scan.Strategy, "trigger", scan.Trigger,
 		"replay", p.cfg.Replay.Serves(site))
 
