@@ -682,6 +682,36 @@ func testScanEvents(t *testing.T, f *uiFixture) {
 		}
 	})
 
+	t.Run("a scan whose site is deleted while it runs ends its stream saying so", func(t *testing.T) {
+		site := store.Site{ID: store.NewID(), UserID: f.a.userID, Name: "Doomed", Domain: "doomed.example", CreatedAt: f.ts.now}
+		if err := st.CreateSite(ctx, site); err != nil {
+			t.Fatal(err)
+		}
+		scan := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: f.ts.now}
+		if err := st.EnqueueScan(ctx, scan, store.QueueScan, f.ts.now); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := f.a.c.Get(f.ts.URL + "/sites/" + site.ID + "/scans/" + scan.ID + "/events")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var got []scanEvent
+		readEvents(t, resp, func(e scanEvent) bool {
+			if len(got) == 0 {
+				if err := st.DeleteSite(ctx, f.a.userID, site.ID); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got = append(got, e)
+			return true // the server ends the stream itself
+		})
+		last := got[len(got)-1]
+		if len(got) < 2 || got[0].Status != store.StatusQueued || last.Status != "deleted" || last.Message != "This site was deleted" {
+			t.Errorf("events %+v, want queued then deleted with its message", got)
+		}
+	})
+
 	t.Run("signed out, the stream is not served", func(t *testing.T) {
 		resp, err := http.Get(f.ts.URL + "/sites/" + f.site + "/scans/" + f.scan + "/events")
 		if err != nil {

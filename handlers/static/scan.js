@@ -23,6 +23,14 @@
   es.addEventListener("status", function (e) {
     var d;
     try { d = JSON.parse(e.data); } catch (err) { return; }
+    if (d.status === "deleted") { // the site was deleted while the page was open
+      es.close();
+      status.textContent = "deleted";
+      status.className = "tag none";
+      count.textContent = d.message;
+      if (wait) wait.hidden = true;
+      return;
+    }
     status.textContent = d.status;
     status.className = "tag " + ({ complete: "good", failed: "poor", running: "ni" }[d.status] || "none");
     if (d.pagesTotal > 0) {
