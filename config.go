@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"sitepulse/store"
 )
 
 // config is the service settings: environment variables, each mirrored by a flag that wins over it.
@@ -49,6 +51,11 @@ type config struct {
 	ScanDeadline     int
 	SchedulePoll     int
 	Demo             bool
+}
+
+// siteRules are the rules of a site that depend on the configuration.
+func (c config) siteRules() store.SiteRules {
+	return store.SiteRules{AllowPrivate: c.ScanAllowPrivate, MaxPages: c.MaxPagesPerScan}
 }
 
 // setting is one configuration value: its variable, flag, default and meaning. The table is the

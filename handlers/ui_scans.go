@@ -247,7 +247,7 @@ func (s *server) handlePageDetail() http.Handler {
 		if strategy == "" {
 			strategy = store.StrategyMobile
 		}
-		if (strategy != store.StrategyMobile && strategy != store.StrategyDesktop) || !strings.HasPrefix(path, "/") || len(path) > maxPagePath || !utf8.ValidString(path) || hasControl(path) {
+		if (strategy != store.StrategyMobile && strategy != store.StrategyDesktop) || !strings.HasPrefix(path, "/") || len(path) > store.MaxPagePath || !utf8.ValidString(path) || hasControl(path) {
 			s.renderError(w, r, http.StatusNotFound, "This scan has no result for that page.")
 			return
 		}
