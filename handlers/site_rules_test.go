@@ -7,9 +7,11 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"sitepulse/scanner/platform"
 	"sitepulse/scanner/platform/platformtest"
+	"sitepulse/store"
 	"sitepulse/store/storetest"
 )
 
@@ -166,4 +168,47 @@ func TestDuplicateDomain(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPageCapSaidWhereItHappens: a scan whose discovery found more pages than
+// MAX_PAGES_PER_SCAN says so on its page and on the site's page; one that audited all says
+// nothing of the kind.
+func TestPageCapSaidWhereItHappens(t *testing.T) {
+	eachBackend(t, 0, func(t *testing.T, f *uiFixture) {
+		ctx := context.Background()
+		st := f.ts.store
+		site := store.Site{ID: store.NewID(), UserID: f.a.userID, Name: "Big", Domain: "big.example", CreatedAt: f.ts.now}
+		if err := st.CreateSite(ctx, site); err != nil {
+			t.Fatal(err)
+		}
+		scan := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: f.ts.now}
+		if err := st.EnqueueScan(ctx, scan, store.QueueScan, f.ts.now); err != nil {
+			t.Fatal(err)
+		}
+		job, err := st.ClaimJob(ctx, store.QueueScan, "w", f.ts.now.Add(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.StartScan(ctx, job.Lease(), 100, f.ts.now); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.SetPagesFound(ctx, job.Lease(), 80); err != nil {
+			t.Fatal(err)
+		}
+		const said = "50 of 80 pages audited (<code>MAX_PAGES_PER_SCAN</code>)"
+		_, body := f.a.get("/sites/" + site.ID + "/scans/" + scan.ID)
+		contains(t, body, said)
+		if err := st.CompleteScan(ctx, job.Lease(), store.ScanScores{}, f.ts.now); err != nil {
+			t.Fatal(err)
+		}
+		_, body = f.a.get("/sites/" + site.ID + "/scans/" + scan.ID)
+		contains(t, body, said)
+		_, body = f.a.get("/sites/" + site.ID)
+		contains(t, body, said)
+		for _, path := range []string{"/sites/" + f.site, "/sites/" + f.site + "/scans/" + f.scan} {
+			if _, body := f.a.get(path); strings.Contains(body, "pages audited (") {
+				t.Errorf("%s speaks of a cap it did not reach", path)
+			}
+		}
+	})
 }
