@@ -97,6 +97,9 @@ func TestSiteRulesAtEveryDoor(t *testing.T) {
 
 			resp, body := a.postCSRF("/platform/import", url.Values{"site": ids})
 			wantStatus(t, resp, http.StatusUnprocessableEntity)
+			if len(body) > 40_000 || strings.Contains(body, strings.Repeat("n", store.MaxSiteName+1)) {
+				t.Errorf("the import page is %d bytes: a platform's 100,000-character name is shown whole", len(body))
+			}
 			imported := r.sites(t, a.userID)
 			if nw, ok := imported[northwind]; !ok || nw.Name != "Northwind Studio" {
 				t.Errorf("the valid site ticked beside the refused ones was not imported: %+v", imported)
