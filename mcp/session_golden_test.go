@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -113,11 +114,45 @@ func checkGolden(t *testing.T, name string, got []byte) {
 }
 
 // TestSession20250326Golden: a 2025-03-26 session is byte-identical to the one recorded before
-// later protocol versions were added.
+// later protocol versions were added, whether its requests carry no MCP-Protocol-Version header
+// (as 2025-03-26 defines), that version's header, or 2024-11-05's (always accepted).
 func TestSession20250326Golden(t *testing.T) {
-	f := newFixture(t, store.NewMemory())
-	got := recordSession(t, f, session20250326(f), func(userID, body string) (int, []byte) {
-		return f.srv.Serve(context.Background(), userID, []byte(body))
-	})
-	checkGolden(t, "session-2025-03-26.golden", got)
+	for _, header := range []string{"", "2025-03-26", "2024-11-05"} {
+		t.Run("header "+header, func(t *testing.T) {
+			f := newFixture(t, store.NewMemory())
+			h := http.Header{}
+			if header != "" {
+				h.Set("MCP-Protocol-Version", header)
+			}
+			got := recordSession(t, f, session20250326(f), func(userID, body string) (int, []byte) {
+				return f.srv.ServeRequest(context.Background(), Request{UserID: userID, Header: h, Body: []byte(body)})
+			})
+			if header == "" {
+				checkGolden(t, "session-2025-03-26.golden", got)
+				return
+			}
+			want, err := os.ReadFile(filepath.Join("testdata", "session-2025-03-26.golden"))
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("the session with header %s differs from the golden one (%v)", header, err)
+			}
+		})
+	}
+}
+
+// TestSessionGoldenLaterVersions pins the same session as a 2025-06-18 and a 2025-11-25 client
+// sees it: the envelopes those versions add (outputSchema, structuredContent, resource_link,
+// icons, tool-error validation, refused batches), for review in one diff.
+func TestSessionGoldenLaterVersions(t *testing.T) {
+	for _, version := range []string{"2025-06-18", "2025-11-25"} {
+		t.Run(version, func(t *testing.T) {
+			f := newFixture(t, store.NewMemory())
+			steps := session20250326(f)
+			steps[0].body = strings.Replace(steps[0].body, "2025-03-26", version, 1)
+			h := http.Header{"Mcp-Protocol-Version": {version}}
+			got := recordSession(t, f, steps, func(userID, body string) (int, []byte) {
+				return f.srv.ServeRequest(context.Background(), Request{UserID: userID, Header: h, Body: []byte(body)})
+			})
+			checkGolden(t, "session-"+version+".golden", got)
+		})
+	}
 }
