@@ -21,6 +21,8 @@ import (
 	"sitepulse/scanner"
 	"sitepulse/scanner/platform"
 	"sitepulse/store"
+	"sitepulse/store/memory"
+	"sitepulse/store/postgres"
 )
 
 func main() {
@@ -223,11 +225,11 @@ func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Au
 // openStore opens Postgres when DATABASE_URL is set, else the in-memory store.
 func openStore(ctx context.Context, cfg config) (store.Store, error) {
 	if cfg.DatabaseURL == "" {
-		return store.NewMemory(), nil
+		return memory.New(), nil
 	}
 	connectCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	p, err := store.OpenPostgres(connectCtx, cfg.DatabaseURL)
+	p, err := postgres.Open(connectCtx, cfg.DatabaseURL)
 	if err != nil {
 		return nil, err
 	}

@@ -21,6 +21,7 @@ import (
 	"sitepulse/scanner/platform/platformtest"
 	"sitepulse/scanner/scantest"
 	"sitepulse/store"
+	"sitepulse/store/memory"
 	"sitepulse/store/storetest"
 )
 
@@ -460,7 +461,7 @@ func TestPlatformImportFollowsPagination(t *testing.T) {
 
 // TestPlatformOff: without PLATFORM_CLIENT_ID the connect button is hidden and the page says why.
 func TestPlatformOff(t *testing.T) {
-	ts := newTestServer(t, store.NewMemory())
+	ts := newTestServer(t, memory.New())
 	a := ts.browser(t)
 	a.signup("ada@example.com")
 	_, body := a.get("/")

@@ -22,6 +22,7 @@ import (
 	"sitepulse/scanner/platform/platformtest"
 	"sitepulse/scanner/scantest"
 	"sitepulse/store"
+	"sitepulse/store/memory"
 	"sitepulse/store/storetest"
 )
 
@@ -175,7 +176,7 @@ func TestPlatformWebhookBadInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := newWebhookRig(t, store.NewMemory(), webhookSecret)
+			w := newWebhookRig(t, memory.New(), webhookSecret)
 			body := fmt.Sprintf(valid, w.site.PlatformSiteID)
 			if tt.body != nil {
 				body = tt.body(w)
@@ -292,7 +293,7 @@ func TestWebflowWebhook(t *testing.T) {
 // x-webflow-signature decides how a request is verified: with it, a valid x-platform-signature
 // does not stand in for a bad Webflow signature.
 func TestWebflowSignatureTakesPrecedence(t *testing.T) {
-	w := newWebhookRig(t, store.NewMemory(), webhookSecret)
+	w := newWebhookRig(t, memory.New(), webhookSecret)
 	body := fmt.Sprintf(`{"siteId":%q,"triggerType":"site_publish","payload":{"siteId":%q}}`, w.site.PlatformSiteID, w.site.PlatformSiteID)
 	req, _ := http.NewRequest(http.MethodPost, w.srv.URL+"/api/webhooks/platform", strings.NewReader(body))
 	req.Header.Set("x-platform-signature", sign(webhookSecret, body))
@@ -354,7 +355,7 @@ func TestWebflowWebhookReplay(t *testing.T) {
 }
 
 func TestPlatformWebhookWithoutSecretIs503(t *testing.T) {
-	w := newWebhookRig(t, store.NewMemory(), "")
+	w := newWebhookRig(t, memory.New(), "")
 	body := fmt.Sprintf(`{"siteId":%q}`, w.site.PlatformSiteID)
 	status, got := w.post(body, sign("", body))
 	if status != http.StatusServiceUnavailable || !strings.Contains(got, "PLATFORM_CLIENT_SECRET") {
@@ -367,7 +368,7 @@ func TestPlatformWebhookWithoutSecretIs503(t *testing.T) {
 
 func TestPlatformWebhookEnqueues(t *testing.T) {
 	ctx := context.Background()
-	w := newWebhookRig(t, store.NewMemory(), webhookSecret)
+	w := newWebhookRig(t, memory.New(), webhookSecret)
 	if status, body := w.publish(""); status != 200 || strings.TrimSpace(body) != `{"ok":true}` {
 		t.Fatalf("publish: %d %s", status, body)
 	}
@@ -561,7 +562,7 @@ func TestPublishToCompleteScan(t *testing.T) {
 
 // The webhook never panics or answers outside its statuses, whatever the body and signature.
 func FuzzPlatformWebhook(f *testing.F) {
-	st := store.NewMemory()
+	st := memory.New()
 	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 	h, err := NewHandler(withServers(Deps{Store: st, BaseURL: "http://sitepulse.test", PlatformSecret: webhookSecret, Now: func() time.Time { return now },
 		WebhookJitter: func() time.Duration { return 0 }}))

@@ -10,6 +10,7 @@ import (
 
 	"sitepulse/scanner/scantest"
 	"sitepulse/store"
+	"sitepulse/store/memory"
 )
 
 // BenchmarkTimeToResults prints the wall time of scans against a PSI double answering in 3 s,
@@ -56,7 +57,7 @@ func BenchmarkTimeToResults(b *testing.B) {
 // completed, and each scan's own time from start to completion.
 func timeScans(b *testing.B, sites, pages int, latency time.Duration, warm bool) (time.Duration, []time.Duration) {
 	ctx := context.Background()
-	st := store.NewMemory()
+	st := memory.New()
 	psi := scantest.NewPSI(b, "../testdata/psi")
 	psi.Delay(latency)
 	limiter := NewRateLimiter(400, 100*time.Second)

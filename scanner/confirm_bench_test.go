@@ -10,6 +10,7 @@ import (
 
 	"sitepulse/scanner/scantest"
 	"sitepulse/store"
+	"sitepulse/store/memory"
 )
 
 // BenchmarkConfirmationCost counts what confirming regressions costs in PSI calls, with
@@ -50,7 +51,7 @@ func BenchmarkConfirmationCost(b *testing.B) {
 	}{{"unchanged", false, pages * 2}, {"one_page_in_ten_regresses", true, pages*2 + 2*2}} {
 		b.Run(c.name, func(b *testing.B) {
 			ctx := context.Background()
-			st := store.NewMemory()
+			st := memory.New()
 			psi := scantest.NewPSI(b, before)
 			user := store.User{ID: store.NewID(), Email: "bench@example.com", PasswordHash: "x", CreatedAt: time.Now()}
 			if err := st.CreateUser(ctx, user); err != nil {

@@ -10,6 +10,7 @@ import (
 	"sitepulse/scanner/analysis"
 	"sitepulse/scanner/scantest"
 	"sitepulse/store"
+	"sitepulse/store/memory"
 	"sitepulse/store/storetest"
 )
 
@@ -91,7 +92,7 @@ func TestConfirmedRegressions(t *testing.T) {
 }
 
 func TestConfirmationKeepsTheRunsThatSucceeded(t *testing.T) {
-	st := store.NewMemory()
+	st := memory.New()
 	r := newRig(t, st)
 	psi := scantest.NewPSI(t, beforeDir)
 	r.confirmScan(psi, nil)
@@ -116,7 +117,7 @@ func TestConfirmationKeepsTheRunsThatSucceeded(t *testing.T) {
 // Re-audits go through the same PSI client as every audit, so they count against the daily
 // limit: a limit of exactly the two scans' 10 + 14 calls is spent by them.
 func TestReauditsCountAgainstTheDailyLimit(t *testing.T) {
-	st := store.NewMemory()
+	st := memory.New()
 	r := newRig(t, st)
 	psi := scantest.NewPSI(t, beforeDir)
 	daily := NewDailyCounter(10 + 14)
@@ -140,7 +141,7 @@ func TestReauditsCountAgainstTheDailyLimit(t *testing.T) {
 // Re-audits spend the account's daily audits too (USER_DAILY_AUDITS): with one audit left for
 // them, a suspect page keeps the median of two runs, and the scan still completes.
 func TestReauditsSpendTheAccountsDailyAudits(t *testing.T) {
-	st := store.NewMemory()
+	st := memory.New()
 	r := newRig(t, st)
 	home := r.addSite("Home", []string{"/"})
 	psi := scantest.NewPSI(t, beforeDir)

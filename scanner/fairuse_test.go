@@ -9,11 +9,12 @@ import (
 
 	"sitepulse/scanner/scantest"
 	"sitepulse/store"
+	"sitepulse/store/memory"
 	"sitepulse/store/storetest"
 )
 
 func TestAccountQuota(t *testing.T) {
-	st := store.NewMemory()
+	st := memory.New()
 	ann, bob := quotaUser(t, st, "ann"), quotaUser(t, st, "bob")
 	q := NewAccountQuota(2, st)
 	day := time.Date(2026, 11, 24, 23, 0, 0, 0, time.UTC)

@@ -14,6 +14,7 @@ import (
 
 	"sitepulse/scanner/scantest"
 	"sitepulse/store"
+	"sitepulse/store/memory"
 )
 
 // clearReason matches every way a page's audit may fail against a misbehaving PSI: each says
@@ -27,7 +28,7 @@ var clearReason = regexp.MustCompile(`^(PSI quota exceeded \(HTTP 429\)|PSI serv
 // window; no worker is stuck (scans after the storm complete); and memory and goroutines stay
 // flat over many scans.
 func TestPSIFaultMix(t *testing.T) {
-	r := newRig(t, store.NewMemory())
+	r := newRig(t, memory.New())
 	mix := scantest.NewMix(t, "../testdata/psi", scantest.MixConfig{
 		Quota: 0.08, QuotaBurst: 4, ServerError: 0.1, Timeout: 0.05, Garbage: 0.1, Seed: 7})
 	const limit, window = 80, 2 * time.Second // PSI_RATE_LIMIT in miniature: 80 calls per 2 s

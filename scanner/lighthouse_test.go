@@ -18,6 +18,7 @@ import (
 
 	"sitepulse/scanner/scantest"
 	"sitepulse/store"
+	"sitepulse/store/memory"
 )
 
 func TestLighthouseArgs(t *testing.T) {
@@ -168,7 +169,7 @@ func TestLighthouseRealScan(t *testing.T) {
 	rules := fmt.Sprintf("MAP cdn.widgetly.test:80 127.0.0.1:%d,MAP static.hotjar.com:80 127.0.0.1:%d,MAP * ~NOTFOUND,EXCLUDE 127.0.0.1,EXCLUDE localhost", third, third)
 	flags := `--headless=new --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking --disable-component-update --disable-sync --host-resolver-rules="` + rules + `"`
 
-	st := store.NewMemory()
+	st := memory.New()
 	r := &rig{t: t, st: st, logs: &syncBuf{}, psi: scantest.NewPSI(t, "../testdata/psi")} // the PSI is unused
 	r.user = store.User{ID: store.NewID(), Email: "lh@example.com", PasswordHash: "x", CreatedAt: time.Now()}
 	if err := st.CreateUser(context.Background(), r.user); err != nil {

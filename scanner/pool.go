@@ -50,7 +50,7 @@ type PoolConfig struct {
 	ConfirmRuns int
 	// WorkerID names this process in jobs.locked_by. Default host:pid.
 	WorkerID string
-	// Wake signals that a job was enqueued (Postgres LISTEN, see store.ListenJobs); nil polls only.
+	// Wake signals that a job was enqueued (Postgres LISTEN, see postgres.ListenJobs); nil polls only.
 	Wake <-chan struct{}
 	// Poll is how often the dispatcher looks for runnable jobs without a wake-up. Default 2 s.
 	Poll time.Duration

@@ -14,6 +14,7 @@ import (
 	"sitepulse/scanner/analysis"
 	"sitepulse/scanner/scantest"
 	"sitepulse/store"
+	"sitepulse/store/postgres"
 	"sitepulse/store/storetest"
 )
 
@@ -521,7 +522,7 @@ func TestPoolWakesOnNotify(t *testing.T) {
 	st, dsn := storetest.PostgresDSN(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	wake, err := store.ListenJobs(ctx, dsn, nil)
+	wake, err := postgres.ListenJobs(ctx, dsn, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
