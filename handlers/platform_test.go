@@ -19,6 +19,7 @@ import (
 	"sitepulse/scanner"
 	"sitepulse/scanner/platform"
 	"sitepulse/scanner/platform/platformtest"
+	"sitepulse/scanner/psi"
 	"sitepulse/scanner/scantest"
 	"sitepulse/store"
 	"sitepulse/store/memory"
@@ -324,8 +325,8 @@ func TestPlatformConnectImportPublishDisconnect(t *testing.T) {
 			})
 
 			// The first scans run; then a publish refreshes the pages before its scan.
-			psi := scantest.NewPSI(t, "../testdata/psi")
-			pool := scanner.NewPool(scanner.PoolConfig{Store: r.st, Auditor: scanner.NewPSI(scanner.PSIConfig{Endpoint: psi.Endpoint(), Key: "k"}),
+			fake := scantest.NewPSI(t, "../testdata/psi")
+			pool := scanner.NewPool(scanner.PoolConfig{Store: r.st, Auditor: psi.New(psi.Config{Endpoint: fake.Endpoint(), Key: "k"}),
 				Platform: r.conn, Poll: 10 * time.Millisecond, Log: slog.New(slog.NewTextHandler(r.logs, nil))})
 			pool.Start()
 			defer pool.Stop(ctx)

@@ -20,6 +20,7 @@ import (
 
 	"sitepulse/scanner"
 	"sitepulse/scanner/platform/platformtest"
+	"sitepulse/scanner/psi"
 	"sitepulse/scanner/scantest"
 	"sitepulse/store"
 	"sitepulse/store/memory"
@@ -501,8 +502,8 @@ func TestPublishToCompleteScan(t *testing.T) {
 			st := b.Open(t)
 			w := newWebhookRig(t, st, webhookSecret)
 			w.jitter = 0
-			psi := scantest.NewPSI(t, "../testdata/psi")
-			release := psi.Hold()
+			fake := scantest.NewPSI(t, "../testdata/psi")
+			release := fake.Hold()
 			if status, _ := w.publish(""); status != 200 {
 				t.Fatalf("publish: %d", status)
 			}
@@ -511,7 +512,7 @@ func TestPublishToCompleteScan(t *testing.T) {
 				t.Fatalf("after publish: %+v, want one queued scan", scans)
 			}
 			id := scans[0].ID
-			pool := scanner.NewPool(scanner.PoolConfig{Store: st, Auditor: scanner.NewPSI(scanner.PSIConfig{Endpoint: psi.Endpoint(), Key: "k"}),
+			pool := scanner.NewPool(scanner.PoolConfig{Store: st, Auditor: psi.New(psi.Config{Endpoint: fake.Endpoint(), Key: "k"}),
 				Poll: 10 * time.Millisecond, Log: slog.New(slog.NewTextHandler(w.logs, nil))})
 			pool.Start()
 			defer pool.Stop(ctx)

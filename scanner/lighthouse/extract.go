@@ -1,4 +1,4 @@
-package scanner
+package lighthouse
 
 import (
 	"encoding/json"
@@ -74,10 +74,10 @@ type psiResponse struct {
 		} `json:"metrics"`
 		OriginFallback bool `json:"origin_fallback"`
 	} `json:"loadingExperience"`
-	Error *psiError `json:"error"`
+	Error *PSIError `json:"error"`
 }
 
-type psiError struct {
+type PSIError struct {
 	Code    int    `json:"code"`
 	Message string `json:"message"`
 	Status  string `json:"status"`

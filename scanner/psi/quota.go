@@ -1,4 +1,4 @@
-package scanner
+package psi
 
 import (
 	"sync"
@@ -52,8 +52,8 @@ func (c *DailyCounter) take(now time.Time) (ok bool, reset time.Time) {
 	return true, c.reset
 }
 
-// spent answers whether the limit is reached at now, and until when, without counting a call.
-func (c *DailyCounter) spent(now time.Time) (bool, time.Time) {
+// Spent answers whether the limit is reached at now, and until when, without counting a call.
+func (c *DailyCounter) Spent(now time.Time) (bool, time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !now.Before(c.reset) {

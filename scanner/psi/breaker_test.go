@@ -1,4 +1,4 @@
-package scanner
+package psi
 
 import (
 	"bytes"
@@ -212,10 +212,10 @@ func TestDailyCounter(t *testing.T) {
 	if ok, at := c.take(now.Add(time.Hour)); ok || !at.Equal(reset) {
 		t.Errorf("4th call: ok %v until %v, want refused until %v", ok, at, reset)
 	}
-	if spent, at := c.spent(reset.Add(-time.Nanosecond)); !spent || !at.Equal(reset) {
+	if spent, at := c.Spent(reset.Add(-time.Nanosecond)); !spent || !at.Equal(reset) {
 		t.Errorf("spent just before the reset = %v %v", spent, at)
 	}
-	if spent, _ := c.spent(reset); spent {
+	if spent, _ := c.Spent(reset); spent {
 		t.Error("still spent at the reset")
 	}
 	if ok, _ := c.take(reset); !ok {

@@ -1,4 +1,4 @@
-package scanner
+package psi
 
 import (
 	"context"
@@ -34,9 +34,9 @@ type AccountQuota struct {
 const ledgerWait = 5 * time.Second
 
 // NewAccountQuota grants limit audits per account per UTC day, counted in ledger.
-// quotaMark is in the reason of every scan parked for the account's daily audits: the deadline
+// QuotaMark is in the reason of every scan parked for the account's daily audits: the deadline
 // finds such scans by it in their job's last error, and lets them wait as promised.
-const quotaMark = "(USER_DAILY_AUDITS)"
+const QuotaMark = "(USER_DAILY_AUDITS)"
 
 func NewAccountQuota(limit int, ledger AuditLedger) *AccountQuota {
 	return &AccountQuota{limit: limit, ledger: ledger}
@@ -70,5 +70,5 @@ func (q *AccountQuota) Check(userID string, now time.Time) error {
 
 func (q *AccountQuota) spent(now time.Time) error {
 	return &UnavailableError{What: "this account's scans wait", Until: now.UTC().Truncate(24 * time.Hour).Add(24 * time.Hour),
-		Reason: fmt.Sprintf("its daily budget of %d audits %s is used up; other accounts' scans go on", q.limit, quotaMark)}
+		Reason: fmt.Sprintf("its daily budget of %d audits %s is used up; other accounts' scans go on", q.limit, QuotaMark)}
 }

@@ -1,4 +1,6 @@
-package scanner
+// Package discover finds a site's pages: its configured paths, else its sitemaps, bounded and
+// fetched through the outbound guard.
+package discover
 
 import (
 	"context"
@@ -11,6 +13,8 @@ import (
 	"strings"
 
 	"sitepulse/store"
+
+	"sitepulse/scanner/netguard"
 )
 
 // SiteOrigin is the scheme and host pages of a site are fetched from: the domain as https, or
@@ -54,7 +58,7 @@ func (d Discovery) Pages(ctx context.Context, site store.Site) (pages []string, 
 	}
 	client := d.Client
 	if client == nil {
-		client = Guard{}.Client()
+		client = netguard.Guard{}.Client()
 	}
 	paths, err := d.sitemap(ctx, client, SiteOrigin(site.Domain)+"/sitemap.xml", limit, 1)
 	if len(paths) > 0 {

@@ -1,4 +1,4 @@
-package scanner
+package psi
 
 import (
 	"context"
@@ -51,13 +51,13 @@ func TestPSIBreaker(t *testing.T) {
 			srv, calls, _ := fakePSI(t, tt.replies)
 			clock := newFakeClock(now)
 			b := NewBreaker(BreakerConfig{Failures: 3, OpenFor: time.Minute, Now: clock.Now})
-			cfg := PSIConfig{Endpoint: srv.URL + "/runPagespeed", Key: testKey, Attempts: 2, Timeout: 50 * time.Millisecond,
+			cfg := Config{Endpoint: srv.URL + "/runPagespeed", Key: testKey, Attempts: 2, Timeout: 50 * time.Millisecond,
 				Backoff: time.Millisecond, Breaker: b, Now: clock.Now,
 				Sleep: func(context.Context, time.Duration) error { return nil }}
 			if tt.daily > 0 {
 				cfg.Daily = NewDailyCounter(tt.daily)
 			}
-			p := NewPSI(cfg)
+			p := New(cfg)
 			pageErrs, unavailable := 0, 0
 			for range tt.audits {
 				_, err := p.Audit(context.Background(), "https://example.test/", "mobile")

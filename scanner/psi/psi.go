@@ -1,4 +1,7 @@
-package scanner
+// Package psi is the PageSpeed Insights client and what keeps it within Google's limits: the
+// rate limiter, the adaptive capacity shared by every worker, the circuit breaker, the daily
+// quota counter and the per-account daily audit budget (fairuse.go).
+package psi
 
 import (
 	"context"
@@ -7,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -16,24 +20,12 @@ import (
 	"time"
 
 	"sitepulse/store"
+
+	"sitepulse/scanner/lighthouse"
 )
 
-// Auditor audits one page for one strategy (mobile or desktop) and extracts its page result.
-// An error is final for this page: the auditor has already retried what was worth retrying,
-// and the error's text is what the scan records, so it never carries a credential.
-type Auditor interface {
-	Audit(ctx context.Context, pageURL, strategy string) (store.PageResult, error)
-}
-
-// Pausable is an Auditor that can be unavailable for a while (PSI behind its circuit breaker or
-// out of daily quota): a scan then waits without looking for pages or spending an attempt.
-type Pausable interface {
-	Auditor
-	Unavailable() error
-}
-
-// PSIConfig configures a PageSpeed Insights client. Zero values get the defaults noted.
-type PSIConfig struct {
+// Config configures a PageSpeed Insights client. Zero values get the defaults noted.
+type Config struct {
 	Endpoint string // PAGESPEED_API_URL
 	Key      string // PAGESPEED_API_KEY; sent as key=, never logged or stored
 	// Timeout bounds one call; PSI often takes 10-60 s. Default 120 s.
@@ -66,13 +58,11 @@ type PSIConfig struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 }
 
-// PSI is the PageSpeed Insights v5 client.
-type PSI struct{ cfg PSIConfig }
+// Client is the PageSpeed Insights v5 client.
+type Client struct{ cfg Config }
 
-var _ Auditor = (*PSI)(nil)
-
-// NewPSI returns a client with cfg's defaults filled in.
-func NewPSI(cfg PSIConfig) *PSI {
+// New returns a client with cfg's defaults filled in.
+func New(cfg Config) *Client {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 120 * time.Second
 	}
@@ -100,7 +90,7 @@ func NewPSI(cfg PSIConfig) *PSI {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &PSI{cfg: cfg}
+	return &Client{cfg: cfg}
 }
 
 // maxPSIBody caps a PSI response: real ones are 0.3-3 MB, screenshots included.
@@ -126,7 +116,7 @@ type callOutcome struct {
 // loaded, did not paint, ...) or any other 4xx is final at once. While the breaker is open, or
 // when the audit itself finds PSI unusable (a rejected key, the day's quota spent, the failure
 // that opens the breaker), it fails with an *UnavailableError: the page was not audited.
-func (p *PSI) Audit(ctx context.Context, pageURL, strategy string) (store.PageResult, error) {
+func (p *Client) Audit(ctx context.Context, pageURL, strategy string) (store.PageResult, error) {
 	var last callOutcome
 	probe := false // this audit holds the breaker's half-open probe
 	for attempt := 1; attempt <= p.cfg.Attempts; attempt++ {
@@ -180,7 +170,7 @@ func (p *PSI) Audit(ctx context.Context, pageURL, strategy string) (store.PageRe
 // take waits for what one call needs: a call slot of the Capacity, then the rate limit, then
 // one of the day's calls. done gives the call slot back once the call is answered, with the
 // time it took.
-func (p *PSI) take(ctx context.Context) (done func(took time.Duration), err error) {
+func (p *Client) take(ctx context.Context) (done func(took time.Duration), err error) {
 	done = func(time.Duration) {}
 	if p.cfg.Capacity != nil {
 		if done, err = p.cfg.Capacity.call(ctx); err != nil {
@@ -204,7 +194,7 @@ func (p *PSI) take(ctx context.Context) (done func(took time.Duration), err erro
 
 // settle gives the breaker an audit's verdict and returns the *UnavailableError of the
 // breaker left open, or nil.
-func (p *PSI) settle(probe bool, v psiVerdict, reason string) error {
+func (p *Client) settle(probe bool, v psiVerdict, reason string) error {
 	if p.cfg.Breaker == nil { // every error is the page's, as before there was a breaker
 		return nil
 	}
@@ -213,7 +203,7 @@ func (p *PSI) settle(probe bool, v psiVerdict, reason string) error {
 
 // dailySpent is the error of a call the daily counter refused, which opens the breaker until
 // the reset.
-func (p *PSI) dailySpent(reset time.Time) error {
+func (p *Client) dailySpent(reset time.Time) error {
 	reason := fmt.Sprintf("PSI_DAILY_LIMIT of %d calls reached for this quota day", p.cfg.Daily.limit)
 	if p.cfg.Breaker == nil {
 		return &UnavailableError{Until: reset, Reason: reason}
@@ -223,9 +213,9 @@ func (p *PSI) dailySpent(reset time.Time) error {
 
 // Unavailable is the error an audit would get now (an *UnavailableError) without calling PSI
 // or taking the breaker's probe; nil when audits may go. The pool asks before it starts a scan.
-func (p *PSI) Unavailable() error {
+func (p *Client) Unavailable() error {
 	if p.cfg.Daily != nil {
-		if spent, reset := p.cfg.Daily.spent(p.cfg.Now()); spent {
+		if spent, reset := p.cfg.Daily.Spent(p.cfg.Now()); spent {
 			return &UnavailableError{Until: reset, Reason: fmt.Sprintf("PSI_DAILY_LIMIT of %d calls reached for this quota day", p.cfg.Daily.limit)}
 		}
 	}
@@ -237,7 +227,7 @@ func (p *PSI) Unavailable() error {
 
 // call makes one request. Its errors never contain the request URL: a *url.Error would carry
 // the key in it.
-func (p *PSI) call(ctx context.Context, pageURL, strategy string) callOutcome {
+func (p *Client) call(ctx context.Context, pageURL, strategy string) callOutcome {
 	q := url.Values{"url": {pageURL}, "strategy": {strategy}, "category": psiCategories}
 	if p.cfg.Key != "" {
 		q.Set("key", p.cfg.Key)
@@ -268,7 +258,7 @@ func (p *PSI) call(ctx context.Context, pageURL, strategy string) callOutcome {
 		return callOutcome{err: fmt.Errorf("PSI response is larger than %d MiB", maxPSIBody>>20), verdict: psiNeutral}
 	}
 	if resp.StatusCode == http.StatusOK {
-		r, err := ExtractPSI(body)
+		r, err := lighthouse.ExtractPSI(body)
 		if err != nil {
 			return p.badResult(body, err)
 		}
@@ -281,7 +271,7 @@ func (p *PSI) call(ctx context.Context, pageURL, strategy string) callOutcome {
 // (a runtime error such as NO_FCP) is final. Anything else is PSI's or a front end's fault,
 // seen in the wild as an HTML error page or a body cut off mid-answer: it is retried, and
 // said in words that do not quote decoder internals.
-func (p *PSI) badResult(body []byte, err error) callOutcome {
+func (p *Client) badResult(body []byte, err error) callOutcome {
 	msg := p.redact(err.Error())
 	if strings.Contains(msg, "Lighthouse runtime error") || strings.Contains(msg, "Lighthouse returned error") {
 		return callOutcome{err: errors.New(msg)}
@@ -292,13 +282,13 @@ func (p *PSI) badResult(body []byte, err error) callOutcome {
 	if strings.Contains(msg, "cannot unmarshal") {
 		msg = "the Lighthouse result has fields of the wrong type"
 	} else {
-		msg = strings.TrimPrefix(msg, ErrNoResult.Error()+": ")
+		msg = strings.TrimPrefix(msg, lighthouse.ErrNoResult.Error()+": ")
 	}
 	return callOutcome{err: fmt.Errorf("PSI answered 200 but the body is not a Lighthouse result: %s", msg), retry: true, verdict: psiTrouble}
 }
 
 // transportError explains a failed request without its URL.
-func (p *PSI) transportError(ctx, callCtx context.Context, err error) callOutcome {
+func (p *Client) transportError(ctx, callCtx context.Context, err error) callOutcome {
 	if ctx.Err() != nil { // the scan was stopped, not PSI's fault
 		return callOutcome{err: fmt.Errorf("PSI call cancelled: %w", context.Cause(ctx)), verdict: psiNeutral}
 	}
@@ -320,9 +310,9 @@ var lighthouseCode = regexp.MustCompile(`Lighthouse returned error: ([A-Z][A-Z0-
 // PSI in trouble, a 403 or a 400 about the API key a rejected key, a 429 "per day" the daily
 // quota; a Lighthouse runtime error or another 4xx is PSI answering, about the page or the
 // request.
-func (p *PSI) classify(resp *http.Response, body []byte) callOutcome {
+func (p *Client) classify(resp *http.Response, body []byte) callOutcome {
 	var e struct {
-		Error *psiError `json:"error"`
+		Error *lighthouse.PSIError `json:"error"`
 	}
 	msg := ""
 	if json.Unmarshal(body, &e) == nil && e.Error != nil {
@@ -365,7 +355,7 @@ func (p *PSI) classify(resp *http.Response, body []byte) callOutcome {
 }
 
 // redact removes the API key from text that may quote a URL.
-func (p *PSI) redact(s string) string {
+func (p *Client) redact(s string) string {
 	if p.cfg.Key == "" {
 		return s
 	}
@@ -437,6 +427,16 @@ func (l *RateLimiter) backlog() (queued int, next time.Duration, perSecond float
 		}
 	}
 	return queued, next, float64(l.limit) / l.window.Seconds()
+}
+
+// Warm marks the last window as spent evenly, as by a limiter that has run at its rate: a
+// benchmark of a busy service starts from there.
+func (l *RateLimiter) Warm(now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := range l.grants {
+		l.grants[i] = now.Add(-l.window + time.Duration(i)*l.window/time.Duration(len(l.grants)))
+	}
 }
 
 // configured is the rate it was made with, in calls per second.
@@ -518,4 +518,21 @@ func (l *RateLimiter) raise() bool {
 	n := len(l.grants)
 	l.limit = min(n, l.limit+max(1, n/10))
 	return l.limit == n
+}
+
+// jitter spreads d by ±frac so retries from many workers do not arrive together.
+func jitter(d time.Duration, frac float64) time.Duration {
+	return time.Duration(float64(d) * (1 - frac + 2*frac*rand.Float64()))
+}
+
+// sleepCtx waits d, or less when ctx ends first.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

@@ -1,4 +1,6 @@
-package scanner
+// Package netguard is the outbound guard every user-directed request goes through: it refuses
+// loopback, private and other internal addresses, re-checked on every redirect.
+package netguard
 
 import (
 	"context"
@@ -25,9 +27,10 @@ type Guard struct {
 	Resolver interface {
 		LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
 	}
-	// exempt is one address let through whatever it is: tests use it for the loopback server
-	// that stands in for a public site, beside another that stands in for an internal one.
-	exempt netip.AddrPort
+	// Exempt is one address let through whatever it is: tests (of discover and lighthouse too)
+	// use it for the loopback server that stands in for a public site, beside another that
+	// stands in for an internal one. Never set from configuration.
+	Exempt netip.AddrPort
 }
 
 // maxRedirects is how many redirects a guarded fetch follows, each to a re-checked address.
@@ -89,7 +92,7 @@ func BlockedReason(a netip.Addr) string {
 
 // check refuses the address of a connection about to be made to host.
 func (g Guard) check(host string, ap netip.AddrPort) error {
-	if g.AllowPrivate || ap == g.exempt {
+	if g.AllowPrivate || ap == g.Exempt {
 		return nil
 	}
 	if reason := BlockedReason(ap.Addr()); reason != "" {

@@ -1,4 +1,4 @@
-package scanner
+package discover
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"sitepulse/store"
+
+	"sitepulse/scanner/netguard"
 )
 
 func TestSiteOrigin(t *testing.T) {
@@ -28,7 +30,7 @@ func TestSiteOrigin(t *testing.T) {
 }
 
 func TestDiscoverPages(t *testing.T) {
-	sample, err := os.ReadFile("../testdata/site/sitemap.xml")
+	sample, err := os.ReadFile("../../testdata/site/sitemap.xml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +86,7 @@ func TestDiscoverPages(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			routes = tt.routes
 			site := store.Site{Domain: srv.URL, Pages: tt.pages}
-			got, source, _ := Discovery{MaxPages: tt.max, Client: Guard{AllowPrivate: true}.Client()}.Pages(context.Background(), site)
+			got, source, _ := Discovery{MaxPages: tt.max, Client: netguard.Guard{AllowPrivate: true}.Client()}.Pages(context.Background(), site)
 			if !reflect.DeepEqual(got, tt.want) || source != tt.wantSource {
 				t.Errorf("pages = %v from %s, want %v from %s", got, source, tt.want, tt.wantSource)
 			}

@@ -1,4 +1,6 @@
-package scanner
+// Package lighthouse runs a local Lighthouse CLI as an auditor and extracts page results from
+// Lighthouse reports, whether from the CLI or inside a PSI response (extract.go).
+package lighthouse
 
 import (
 	"bytes"
@@ -15,11 +17,13 @@ import (
 	"time"
 
 	"sitepulse/store"
+
+	"sitepulse/scanner/netguard"
 )
 
-// LighthouseConfig configures the local Lighthouse backend (AUDIT_BACKEND=lighthouse), for
+// Config configures the local Lighthouse backend (AUDIT_BACKEND=lighthouse), for
 // sites PSI cannot reach (staging, intranet). Zero values get the defaults noted.
-type LighthouseConfig struct {
+type Config struct {
 	// Command is LIGHTHOUSE_CMD, split on spaces into a program and its first arguments, e.g.
 	// "lighthouse" or "/opt/node22/bin/node /opt/lh/node_modules/lighthouse/cli/index.js".
 	// Default "lighthouse".
@@ -33,33 +37,31 @@ type LighthouseConfig struct {
 	Timeout time.Duration
 	// Guard checks the address of every page before Chrome loads it, and Chrome is pinned to
 	// the address checked (--host-resolver-rules), so it cannot resolve another one.
-	Guard Guard
+	Guard netguard.Guard
 	Log   *slog.Logger
 }
 
-// Lighthouse runs the Lighthouse CLI and extracts its report like a PSI one (without field data).
+// Runner runs the Lighthouse CLI and extracts its report like a PSI one (without field data).
 // It does not limit its own runs: the pool's Capacity (LIGHTHOUSE_CONCURRENCY, main.go) grants
 // each audit a slot, shared fairly between scans, since each run is a Chrome with simulated
 // throttling and CPU contention skews its numbers.
-type Lighthouse struct {
-	cfg  LighthouseConfig
+type Runner struct {
+	cfg  Config
 	argv []string
 }
 
-var _ Auditor = (*Lighthouse)(nil)
-
-// LighthouseHome is where the README's "Local Lighthouse" installs Lighthouse 13 and the Node
+// Home is where the README's "Local Lighthouse" installs Lighthouse 13 and the Node
 // 22 it needs, under the user's home directory; the real-scan test looks there too.
-const LighthouseHome = ".sitepulse/lighthouse"
+const Home = ".sitepulse/lighthouse"
 
-// InstallLighthouse is the install command of the README's "Local Lighthouse".
-const InstallLighthouse = "npm install --prefix ~/" + LighthouseHome + " lighthouse@13 node@22"
+// InstallCommand is the install command of the README's "Local Lighthouse".
+const InstallCommand = "npm install --prefix ~/" + Home + " lighthouse@13 node@22"
 
 // DefaultChromeFlags are the Chrome flags used when none are configured.
 const DefaultChromeFlags = "--headless=new --disable-gpu --no-first-run"
 
-// NewLighthouse returns the CLI backend with cfg's defaults filled in.
-func NewLighthouse(cfg LighthouseConfig) *Lighthouse {
+// New returns the CLI backend with cfg's defaults filled in.
+func New(cfg Config) *Runner {
 	if strings.TrimSpace(cfg.Command) == "" {
 		cfg.Command = "lighthouse"
 	}
@@ -72,12 +74,12 @@ func NewLighthouse(cfg LighthouseConfig) *Lighthouse {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Lighthouse{cfg: cfg, argv: strings.Fields(cfg.Command)}
+	return &Runner{cfg: cfg, argv: strings.Fields(cfg.Command)}
 }
 
 // Args are the arguments of one run after the configured command. A valid pin maps the page's
 // host to the address the Guard checked.
-func (l *Lighthouse) Args(pageURL, strategy string, pin netip.Addr, host string) []string {
+func (l *Runner) Args(pageURL, strategy string, pin netip.Addr, host string) []string {
 	flags := l.cfg.ChromeFlags
 	if pin.IsValid() && host != pin.String() {
 		to := pin.String()
@@ -104,7 +106,7 @@ const maxLHReport = 64 << 20
 // The "lighthouse run" line says how long the address check took before the run started
 // (waited) and the run itself (ran). The wait for a slot is not in it: the pipeline takes the
 // Capacity slot before it calls Audit.
-func (l *Lighthouse) Audit(ctx context.Context, pageURL, strategy string) (store.PageResult, error) {
+func (l *Runner) Audit(ctx context.Context, pageURL, strategy string) (store.PageResult, error) {
 	asked := time.Now()
 	host, pin, err := l.cfg.Guard.CheckURL(ctx, pageURL)
 	if err != nil {
@@ -136,7 +138,7 @@ func (l *Lighthouse) Audit(ctx context.Context, pageURL, strategy string) (store
 	case errors.Is(runCtx.Err(), context.DeadlineExceeded):
 		return store.PageResult{}, fmt.Errorf("Lighthouse did not finish within %s", l.cfg.Timeout)
 	case errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist):
-		return store.PageResult{}, fmt.Errorf("LIGHTHOUSE_CMD %q not found: install Lighthouse 13 with Node 22 (%s) and set LIGHTHOUSE_CMD as the README's \"Local Lighthouse\" says", l.argv[0], InstallLighthouse)
+		return store.PageResult{}, fmt.Errorf("LIGHTHOUSE_CMD %q not found: install Lighthouse 13 with Node 22 (%s) and set LIGHTHOUSE_CMD as the README's \"Local Lighthouse\" says", l.argv[0], InstallCommand)
 	case err != nil:
 		return store.PageResult{}, fmt.Errorf("Lighthouse failed (%v): %s", err, stderr.String())
 	case stdout.over:

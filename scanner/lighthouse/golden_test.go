@@ -1,4 +1,4 @@
-package scanner
+package lighthouse
 
 import (
 	"bytes"
@@ -19,7 +19,7 @@ func golden(t *testing.T, name string, got any) {
 		t.Fatal(err)
 	}
 	b = append(b, '\n')
-	path := filepath.Join("..", "testdata", "golden", name)
+	path := filepath.Join("..", "..", "testdata", "golden", name)
 	if *update {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)
@@ -31,7 +31,7 @@ func golden(t *testing.T, name string, got any) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%v (run go test ./scanner -run %s -update to create it)", err, t.Name())
+		t.Fatalf("%v (run go test ./scanner/lighthouse -run %s -update to create it)", err, t.Name())
 	}
 	if !bytes.Equal(b, want) {
 		t.Errorf("%s differs from the golden file; diff with -update and git diff:\n%s", name, firstDiff(b, want))
@@ -53,7 +53,7 @@ func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 // fixture reads a real PSI response from testdata/psi.
 func fixture(t testing.TB, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "testdata", "psi", name))
+	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "psi", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,11 +62,11 @@ func fixture(t testing.TB, name string) []byte {
 
 // fixtureNames lists every real PSI response, Lighthouse 12's included, as names for fixture.
 func fixtureNames() []string {
-	files, _ := filepath.Glob("../testdata/psi/*.json")
-	lh12, _ := filepath.Glob("../testdata/psi/lh12/*.json")
+	files, _ := filepath.Glob("../../testdata/psi/*.json")
+	lh12, _ := filepath.Glob("../../testdata/psi/lh12/*.json")
 	var names []string
 	for _, f := range append(files, lh12...) {
-		name, _ := filepath.Rel("../testdata/psi", f)
+		name, _ := filepath.Rel("../../testdata/psi", f)
 		names = append(names, name)
 	}
 	return names

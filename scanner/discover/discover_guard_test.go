@@ -1,4 +1,4 @@
-package scanner
+package discover
 
 import (
 	"context"
@@ -7,51 +7,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"os"
-	"path/filepath"
+
+	"sitepulse/store"
 	"strings"
 	"sync/atomic"
 	"testing"
 
-	"sitepulse/store"
+	"sitepulse/scanner/netguard"
 )
-
-func TestBlockedReason(t *testing.T) {
-	tests := []struct{ addr, want string }{
-		{"127.0.0.1", "loopback"},
-		{"127.0.0.2", "loopback"},
-		{"::1", "loopback"},
-		{"::ffff:127.0.0.1", "loopback"},
-		{"0.0.0.0", "unspecified"},
-		{"0.1.2.3", "unspecified"},
-		{"::", "unspecified"},
-		{"10.0.0.1", "private"},
-		{"172.16.5.4", "private"},
-		{"192.168.1.1", "private"},
-		{"::ffff:10.1.2.3", "private"},
-		{"fc00::1", "private"},
-		{"fd00:ec2::254", "private"}, // AWS metadata over IPv6
-		{"169.254.169.254", "link-local"},
-		{"::ffff:169.254.169.254", "link-local"},
-		{"fe80::1", "link-local"},
-		{"fe80::1%eth0", "link-local"},
-		{"224.0.0.1", "multicast"},
-		{"ff02::1", "multicast"},
-		{"100.100.100.200", "shared (carrier-grade NAT)"},
-		{"255.255.255.255", "reserved"},
-		{"64:ff9b::a9fe:a9fe", "NAT64"},
-		{"2002:7f00:1::", "6to4"},
-		{"8.8.8.8", ""},
-		{"93.184.216.34", ""},
-		{"2606:4700:4700::1111", ""},
-		{"::ffff:8.8.8.8", ""},
-	}
-	for _, tt := range tests {
-		if got := BlockedReason(netip.MustParseAddr(tt.addr)); got != tt.want {
-			t.Errorf("BlockedReason(%s) = %q, want %q", tt.addr, got, tt.want)
-		}
-	}
-}
 
 // internalService stands in for a service on the scanner's own network; it counts what reaches it.
 func internalService(t *testing.T) (*httptest.Server, *atomic.Int64) {
@@ -65,10 +28,10 @@ func internalService(t *testing.T) (*httptest.Server, *atomic.Int64) {
 }
 
 // publicSite stands in for a public site: a loopback server the guard is told to let through.
-func publicSite(t *testing.T, h http.Handler) (*httptest.Server, Guard) {
+func publicSite(t *testing.T, h http.Handler) (*httptest.Server, netguard.Guard) {
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return srv, Guard{exempt: netip.MustParseAddrPort(srv.Listener.Addr().String())}
+	return srv, netguard.Guard{Exempt: netip.MustParseAddrPort(srv.Listener.Addr().String())}
 }
 
 func TestDiscoveryRefusesInternalAddresses(t *testing.T) {
@@ -90,7 +53,7 @@ func TestDiscoveryRefusesInternalAddresses(t *testing.T) {
 			if strings.Join(pages, ",") != "/" || source != "root" || note == nil {
 				t.Errorf("pages = %v from %s (%v), want / from root with a reason", pages, source, note)
 			}
-			var blocked *BlockedError
+			var blocked *netguard.BlockedError
 			if !errors.As(note, &blocked) && !strings.Contains(note.Error(), "no such host") {
 				t.Errorf("note = %v, want a refusal", note)
 			}
@@ -112,7 +75,7 @@ func TestDiscoveryRefusesRedirectsAndChildrenToInternalAddresses(t *testing.T) {
 		}
 	}))
 	pages, source, note := Discovery{Client: guard.Client()}.Pages(context.Background(), store.Site{Domain: public.URL})
-	var blocked *BlockedError
+	var blocked *netguard.BlockedError
 	if strings.Join(pages, ",") != "/" || source != "root" || !errors.As(note, &blocked) {
 		t.Errorf("pages = %v from %s (%v), want / from root with a refusal", pages, source, note)
 	}
@@ -154,50 +117,4 @@ func TestGuardedFetchBounds(t *testing.T) {
 			t.Errorf("%d requests, want the index and 5 children", n)
 		}
 	})
-}
-
-// fakeResolver answers fixed addresses, as a DNS name under an attacker's control would.
-type fakeResolver map[string][]string
-
-func (f fakeResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
-	var out []netip.Addr
-	for _, a := range f[host] {
-		out = append(out, netip.MustParseAddr(a))
-	}
-	return out, nil
-}
-
-func TestLighthouseRefusesInternalAddressesAndPinsChrome(t *testing.T) {
-	internal, hits := internalService(t)
-	dir := t.TempDir()
-	argsFile := filepath.Join(dir, "args")
-	// The stand-in CLI records its arguments, then fetches its target as Chrome would.
-	cli := filepath.Join(dir, "lh.sh")
-	if err := os.WriteFile(cli, []byte("#!/bin/sh\nprintf '%s\\n' \"$@\" > "+argsFile+"\ncurl -s \"$1\" >/dev/null\nexit 1\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	resolver := fakeResolver{
-		"rebind.test": {"93.184.216.34", "127.0.0.1"},
-		"meta.test":   {"169.254.169.254"},
-		"public.test": {"93.184.216.34"},
-	}
-	l := NewLighthouse(LighthouseConfig{Command: cli, Guard: Guard{Resolver: resolver}})
-	for _, u := range []string{internal.URL + "/", "http://rebind.test/", "http://meta.test/latest/meta-data/", "http://[::1]/"} {
-		_, err := l.Audit(context.Background(), u, "mobile")
-		var blocked *BlockedError
-		if !errors.As(err, &blocked) {
-			t.Errorf("Audit(%s) error = %v, want a refusal", u, err)
-		}
-	}
-	if _, err := os.Stat(argsFile); err == nil {
-		t.Error("Lighthouse ran for an internal address")
-	}
-	if n := hits.Load(); n != 0 {
-		t.Errorf("the internal service received %d requests, want 0", n)
-	}
-	l.Audit(context.Background(), "https://public.test/pricing", "mobile")
-	args, _ := os.ReadFile(argsFile)
-	if want := `--host-resolver-rules="MAP public.test 93.184.216.34"`; !strings.Contains(string(args), want) {
-		t.Errorf("Lighthouse args:\n%s\nwant Chrome pinned with %s", args, want)
-	}
 }

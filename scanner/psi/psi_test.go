@@ -1,4 +1,4 @@
-package scanner
+package psi
 
 import (
 	"bytes"
@@ -112,7 +112,7 @@ func TestPSIAudit(t *testing.T) {
 			var mu sync.Mutex
 			var waits []time.Duration
 			var logs bytes.Buffer
-			p := NewPSI(PSIConfig{Endpoint: srv.URL + "/runPagespeed", Key: testKey, Timeout: tt.timeout, Backoff: time.Millisecond,
+			p := New(Config{Endpoint: srv.URL + "/runPagespeed", Key: testKey, Timeout: tt.timeout, Backoff: time.Millisecond,
 				Log: slog.New(slog.NewTextHandler(&logs, nil)),
 				Sleep: func(ctx context.Context, d time.Duration) error {
 					mu.Lock()
@@ -167,7 +167,7 @@ func TestPSIRequest(t *testing.T) {
 		w.Write(fixture(t, "blog.desktop.json"))
 	}))
 	defer srv.Close()
-	p := NewPSI(PSIConfig{Endpoint: srv.URL + "/pagespeedonline/v5/runPagespeed", Key: testKey})
+	p := New(Config{Endpoint: srv.URL + "/pagespeedonline/v5/runPagespeed", Key: testKey})
 	if _, err := p.Audit(context.Background(), "https://example.test/blog/", "desktop"); err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func TestPSIKeyNeverInTransportErrors(t *testing.T) {
 	endpoint := srv.URL
 	srv.Close() // connection refused from now on
 	var logs bytes.Buffer
-	p := NewPSI(PSIConfig{Endpoint: endpoint, Key: testKey, Attempts: 2, Backoff: time.Millisecond,
+	p := New(Config{Endpoint: endpoint, Key: testKey, Attempts: 2, Backoff: time.Millisecond,
 		Log: slog.New(slog.NewTextHandler(&logs, nil))})
 	_, err := p.Audit(context.Background(), "https://example.test/", "mobile")
 	if err == nil || !strings.Contains(err.Error(), "PSI request failed") {
@@ -210,7 +210,7 @@ func TestPSIRuntimeErrorIn200(t *testing.T) {
 	lhr["runtimeError"] = map[string]any{"code": "NO_FCP", "message": "The page did not paint any content."}
 	body, _ := json.Marshal(resp)
 	srv, calls, _ := fakePSI(t, []psiReply{{status: 200, body: string(body)}})
-	_, err := NewPSI(PSIConfig{Endpoint: srv.URL}).Audit(context.Background(), "https://example.test/fast", "mobile")
+	_, err := New(Config{Endpoint: srv.URL}).Audit(context.Background(), "https://example.test/fast", "mobile")
 	if err == nil || !strings.Contains(err.Error(), "Lighthouse runtime error NO_FCP") || calls.Load() != 1 {
 		t.Errorf("error = %v after %d calls, want a final NO_FCP error", err, calls.Load())
 	}
@@ -294,7 +294,7 @@ func TestPSIRedact(t *testing.T) {
 		{"", "nothing to hide ?key=abc", "nothing to hide ?key=abc"},
 	}
 	for _, tt := range tests {
-		p := NewPSI(PSIConfig{Endpoint: "https://psi.test/run", Key: tt.key})
+		p := New(Config{Endpoint: "https://psi.test/run", Key: tt.key})
 		if got := p.redact(tt.in); got != tt.want {
 			t.Errorf("key %q: redact(%q) = %q, want %q", tt.key, tt.in, got, tt.want)
 		}

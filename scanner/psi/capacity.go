@@ -1,4 +1,4 @@
-package scanner
+package psi
 
 import (
 	"context"
@@ -14,7 +14,7 @@ type CapacityConfig struct {
 	MaxInFlight int
 	// Limiter is the PSI rate limit: a 429 lowers it with the in-flight cap, and audits wait for
 	// a slot while calls queue at it. The PSI client must then take its calls from this Capacity
-	// (PSIConfig.Capacity), or slots stop at a second's worth of calls. nil: only the cap adapts.
+	// (Config.Capacity), or slots stop at a second's worth of calls. nil: only the cap adapts.
 	Limiter *RateLimiter
 	// Recover is how often, once a 429's Retry-After has passed and no other 429 came, the cap
 	// climbs back by one and the rate by a tenth. A 429 that follows a step doubles the period,
@@ -267,6 +267,9 @@ func (c *Capacity) recoverLocked() {
 		c.signalLocked()
 	}
 }
+
+// MaxInFlight is the configured cap (PSI_MAX_INFLIGHT) within which Limit adapts.
+func (c *Capacity) MaxInFlight() int { return c.cfg.MaxInFlight }
 
 // Limit is the cap on audits in flight now.
 func (c *Capacity) Limit() int {

@@ -1,4 +1,5 @@
-package scanner
+// Package notify sends what a scan tells its owner: the digest e-mail after a scan completes.
+package notify
 
 import (
 	"context"
@@ -103,7 +104,7 @@ func (d *Digest) compose(site store.Site, scanID, previousID string, regs []anal
 	fmt.Fprintf(&b, "The latest scan of %s (%s) found %d %s against the previous scan.\n\n", oneLine(site.Name), oneLine(site.Domain), len(regs), noun)
 	fmt.Fprintf(&b, "%-28s %-8s %-14s %10s %10s\n", "Page", "Strategy", "Metric", "From", "To")
 	for _, r := range regs {
-		fmt.Fprintf(&b, "%-28s %-8s %-14s %10s %10s\n", oneLine(r.PagePath), r.Strategy, r.Metric, fmtMetric(r.Metric, r.From), fmtMetric(r.Metric, r.To))
+		fmt.Fprintf(&b, "%-28s %-8s %-14s %10s %10s\n", oneLine(r.PagePath), r.Strategy, r.Metric, FmtMetric(r.Metric, r.From), FmtMetric(r.Metric, r.To))
 	}
 	fmt.Fprintf(&b, "\nScan %s, compared with scan %s.\n", scanID, previousID)
 	if d.BaseURL != "" {
@@ -113,8 +114,8 @@ func (d *Digest) compose(site store.Site, scanID, previousID string, regs []anal
 	return subject, b.String()
 }
 
-// fmtMetric shows a value with its unit: scores as integers, CLS with decimals, vitals in ms.
-func fmtMetric(metric string, v float64) string {
+// FmtMetric shows a value with its unit: scores as integers, CLS with decimals, vitals in ms.
+func FmtMetric(metric string, v float64) string {
 	m, _ := analysis.Lookup(metric)
 	switch {
 	case m.Kind == analysis.Vital && m.Unit == "":

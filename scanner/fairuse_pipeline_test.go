@@ -2,78 +2,17 @@ package scanner
 
 import (
 	"context"
-	"errors"
+
+	"sitepulse/scanner/scantest"
+	"sitepulse/store"
 	"strings"
 	"testing"
 	"time"
 
-	"sitepulse/scanner/scantest"
-	"sitepulse/store"
-	"sitepulse/store/memory"
 	"sitepulse/store/storetest"
+
+	"sitepulse/scanner/psi"
 )
-
-func TestAccountQuota(t *testing.T) {
-	st := memory.New()
-	ann, bob := quotaUser(t, st, "ann"), quotaUser(t, st, "bob")
-	q := NewAccountQuota(2, st)
-	day := time.Date(2026, 11, 24, 23, 0, 0, 0, time.UTC)
-	for i := range 2 {
-		if err := q.Check(ann, day); err != nil {
-			t.Fatalf("check before audit %d: %v", i+1, err)
-		}
-		if err := q.Take(ann, day); err != nil {
-			t.Fatalf("audit %d: %v", i+1, err)
-		}
-	}
-	for what, err := range map[string]error{"check": q.Check(ann, day), "third audit": q.Take(ann, day)} {
-		var wait *UnavailableError
-		if !errors.As(err, &wait) || !wait.Until.Equal(time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)) || !strings.Contains(err.Error(), "USER_DAILY_AUDITS") {
-			t.Errorf("%s: %v, want a wait until midnight UTC naming USER_DAILY_AUDITS", what, err)
-		}
-	}
-	if err := q.Take(bob, day); err != nil {
-		t.Errorf("another account: %v, want its own budget", err)
-	}
-	if err := q.Take(ann, day.Add(time.Hour)); err != nil {
-		t.Errorf("the next day: %v, want a fresh budget", err)
-	}
-	if err := (*AccountQuota)(nil).Take(ann, day); err != nil {
-		t.Errorf("no quota: %v", err)
-	}
-}
-
-// A store that cannot count grants the audit: the scan's own writes stop it if the database is
-// down, and no account is snoozed for a day over a failure of seconds.
-func TestAccountQuotaFailsOpen(t *testing.T) {
-	q := NewAccountQuota(1, downLedger{})
-	now := time.Now()
-	if err := q.Check("ann", now); err != nil {
-		t.Errorf("check with the store down: %v, want nil", err)
-	}
-	if err := q.Take("ann", now); err != nil {
-		t.Errorf("take with the store down: %v, want nil", err)
-	}
-}
-
-type downLedger struct{}
-
-func (downLedger) TakeAudit(context.Context, string, time.Time, int) (bool, error) {
-	return false, store.ErrUnavailable
-}
-
-func (downLedger) AuditsTaken(context.Context, string, time.Time) (int, error) {
-	return 0, store.ErrUnavailable
-}
-
-func quotaUser(t *testing.T, st store.Store, name string) string {
-	t.Helper()
-	u := store.User{ID: store.NewID(), Email: name + "-" + store.NewID()[:8] + "@example.com", PasswordHash: "x", CreatedAt: time.Now()}
-	if err := st.CreateUser(context.Background(), u); err != nil {
-		t.Fatal(err)
-	}
-	return u.ID
-}
 
 // One account that spends its daily budget waits with a clear message; another account's scan
 // goes on and completes.
@@ -89,7 +28,7 @@ func TestAccountQuotaPipeline(t *testing.T) {
 			}
 			otherSite := other.addSite("Other", []string{"/", "/fast"})
 			r.pool(func(c *PoolConfig) {
-				c.Quota, c.Capacity = NewAccountQuota(4, jobs), NewCapacity(CapacityConfig{MaxInFlight: 1})
+				c.Quota, c.Capacity = psi.NewAccountQuota(4, jobs), psi.NewCapacity(psi.CapacityConfig{MaxInFlight: 1})
 			})
 			greedy := r.enqueue(r.site)
 			if sc := other.wait(other.enqueue(otherSite).ID); sc.Status != store.StatusComplete {
@@ -133,9 +72,9 @@ func TestAccountQuotaSharedByReplicas(t *testing.T) {
 	for _, r := range []*rig{a, b} {
 		r.psi.DelayBetween(20*time.Millisecond, 60*time.Millisecond) // each replica is busy with its scan while the other starts
 	}
-	replica := func(r *rig, name string, st AuditLedger) {
+	replica := func(r *rig, name string, st psi.AuditLedger) {
 		r.pool(func(c *PoolConfig) {
-			c.WorkerID, c.Workers, c.Quota, c.Capacity = name, 1, NewAccountQuota(limit, st), NewCapacity(CapacityConfig{MaxInFlight: 1})
+			c.WorkerID, c.Workers, c.Quota, c.Capacity = name, 1, psi.NewAccountQuota(limit, st), psi.NewCapacity(psi.CapacityConfig{MaxInFlight: 1})
 		})
 	}
 	scans := []store.Scan{a.enqueue(first), a.enqueue(second)}
