@@ -1,5 +1,7 @@
 // Package storetest opens stores for tests: the in-memory store, and Postgres in a schema of
-// its own that is dropped when the test ends, so test runs never see each other's data.
+// its own that is dropped when the test ends, so test runs never see each other's data. Its
+// test files are the contract suite (store_test.go and the files beside it): the same
+// behaviour checked against store/memory and store/postgres.
 package storetest
 
 import (
