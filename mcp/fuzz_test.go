@@ -65,7 +65,7 @@ func FuzzServe(f *testing.F) {
 // their _meta. The same answers hold; a modern refusal is 400 (-32602, -32020, -32022) or 404
 // (-32601).
 func FuzzServeRequest(f *testing.F) {
-	fx := newFixture(f, store.NewMemory())
+	fx := newFixture(f, memory.New())
 	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
 	for _, s := range []struct{ version, method, name, body string }{
 		{"2026-07-28", "server/discover", "", `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{` + meta + `}}`},

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"sitepulse/store"
+	"sitepulse/store/memory"
 )
 
 // goldenStep is one request of a recorded session: its name, its body, and whether the second
@@ -119,7 +120,7 @@ func checkGolden(t *testing.T, name string, got []byte) {
 func TestSession20250326Golden(t *testing.T) {
 	for _, header := range []string{"", "2025-03-26", "2024-11-05"} {
 		t.Run("header "+header, func(t *testing.T) {
-			f := newFixture(t, store.NewMemory())
+			f := newFixture(t, memory.New())
 			h := http.Header{}
 			if header != "" {
 				h.Set("MCP-Protocol-Version", header)
@@ -145,7 +146,7 @@ func TestSession20250326Golden(t *testing.T) {
 func TestSessionGoldenLaterVersions(t *testing.T) {
 	for _, version := range []string{"2025-06-18", "2025-11-25"} {
 		t.Run(version, func(t *testing.T) {
-			f := newFixture(t, store.NewMemory())
+			f := newFixture(t, memory.New())
 			steps := session20250326(f)
 			steps[0].body = strings.Replace(steps[0].body, "2025-03-26", version, 1)
 			h := http.Header{"Mcp-Protocol-Version": {version}}

@@ -15,6 +15,7 @@ import (
 
 	"sitepulse/scanner/analysis"
 	"sitepulse/store"
+	"sitepulse/store/memory"
 )
 
 // send posts body with the given MCP headers (name: value, "" values left out) as userID and
@@ -63,7 +64,7 @@ func errCode(m map[string]any) float64 {
 // TestInitializeNegotiates: initialize answers the client's version when it is a legacy version
 // spoken here, else 2025-11-25 (2026-07-28 has no initialize, so it is not answered either).
 func TestInitializeNegotiates(t *testing.T) {
-	f := newFixture(t, store.NewMemory())
+	f := newFixture(t, memory.New())
 	for _, c := range []struct{ asked, want string }{
 		{"2025-03-26", "2025-03-26"}, {"2025-06-18", "2025-06-18"}, {"2025-11-25", "2025-11-25"},
 		{"2024-11-05", "2025-11-25"}, {"2026-07-28", "2025-11-25"}, {"2099-01-01", "2025-11-25"}, {"", "2025-11-25"},
@@ -80,7 +81,7 @@ func TestInitializeNegotiates(t *testing.T) {
 
 // TestToolListPerVersion: one tool table, shown as each version defines a tool.
 func TestToolListPerVersion(t *testing.T) {
-	f := newFixture(t, store.NewMemory())
+	f := newFixture(t, memory.New())
 	list := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
 	cases := []struct {
 		version                       string
@@ -145,7 +146,7 @@ func TestToolListPerVersion(t *testing.T) {
 
 // TestBatchesPerVersion: batches were removed by 2025-06-18; a 2025-03-26 client keeps them.
 func TestBatchesPerVersion(t *testing.T) {
-	f := newFixture(t, store.NewMemory())
+	f := newFixture(t, memory.New())
 	batch := `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"tools/list"}]`
 	for _, c := range []struct {
 		version string
@@ -179,7 +180,7 @@ func TestBatchesPerVersion(t *testing.T) {
 // TestInvalidArgumentsPerVersion: up to 2025-06-18 invalid arguments are a -32602 error; from
 // 2025-11-25 a tool execution error with the same words. An unknown tool stays -32602.
 func TestInvalidArgumentsPerVersion(t *testing.T) {
-	f := newFixture(t, store.NewMemory())
+	f := newFixture(t, memory.New())
 	bad := []struct{ name, args, msg string }{
 		{"missing", `{}`, "Invalid arguments: siteId is required"},
 		{"out of range", `{"siteId":"` + f.demo.SiteID + `","limit":51}`, "Invalid arguments: limit must be at most 50, got 51"},
@@ -232,7 +233,7 @@ func TestInvalidArgumentsPerVersion(t *testing.T) {
 // TestModernRequestRules: the 2026-07-28 rules for _meta, headers, versions and methods, each
 // with its HTTP status and code, the request's id echoed.
 func TestModernRequestRules(t *testing.T) {
-	f := newFixture(t, store.NewMemory())
+	f := newFixture(t, memory.New())
 	meta := func(pv, caps string) string {
 		m := map[string]json.RawMessage{}
 		if pv != "" {
@@ -333,7 +334,7 @@ func TestModernRequestRules(t *testing.T) {
 // TestVersionsNotSpokenFailAsBefore: a legacy-looking request with an MCP-Protocol-Version this
 // server does not speak is refused as it always was (400, -32600), so a client falls back.
 func TestVersionsNotSpokenFailAsBefore(t *testing.T) {
-	f := newFixture(t, store.NewMemory())
+	f := newFixture(t, memory.New())
 	for _, v := range []string{"1999-01-01", "2025-01-01", "2026-07-29"} {
 		status, m := f.send(t, f.userID, map[string]string{"MCP-Protocol-Version": v}, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
 		if status != 400 || errCode(m) != CodeInvalidRequest {
@@ -409,7 +410,7 @@ func everyCall(f *fixture, edgeSiteID, edgeScanID, emptySiteID string) []struct 
 // tools/list, which declares every field (additionalProperties false): on the demo data and on
 // edge data (no scan, a failed page, null CrUX, null scores).
 func TestStructuredContentMatchesOutputSchema(t *testing.T) {
-	f := newFixture(t, store.NewMemory())
+	f := newFixture(t, memory.New())
 	edge, edgeScan, empty := edgeSite(t, f)
 	for _, version := range []string{"2025-06-18", "2025-11-25", ModernVersion} {
 		t.Run(version, func(t *testing.T) {
