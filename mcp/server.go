@@ -20,13 +20,11 @@ import (
 	"sitepulse/store"
 )
 
-// Server identity (interface "Versioning"). ProtocolVersion is the version the interface
-// documents and a client without an MCP-Protocol-Version header is served.
+// Server identity (interface "Versioning"). The protocol versions spoken are in versions.go.
 const (
-	ProtocolVersion = "2025-03-26"
-	ServerName      = "sitepulse"
-	ServerVersion   = "0.1.0"
-	ServerTitle     = "SitePulse performance data"
+	ServerName    = "sitepulse"
+	ServerVersion = "0.1.0"
+	ServerTitle   = "SitePulse performance data"
 )
 
 // Store is the part of the store the tools read and write. Every method is scoped to the user.
