@@ -615,3 +615,29 @@ func asStrings(v any) []string {
 	}
 	return nil
 }
+
+// BenchmarkToolsCallPerVersion measures one tools/call (get_page_details, the largest payload)
+// through ServeRequest in each era on the memory store: what the typed envelope (structuredContent
+// beside the text, and for 2026-07-28 the _meta and header checks) costs over 2025-03-26's.
+func BenchmarkToolsCallPerVersion(b *testing.B) {
+	f := newFixture(b, memory.New())
+	params := `"name":"get_page_details","arguments":{"scanId":"` + f.latestID + `"}`
+	for _, version := range []string{"2025-03-26", "2025-06-18", "2025-11-25", ModernVersion} {
+		b.Run(version, func(b *testing.B) {
+			h := http.Header{"Mcp-Protocol-Version": {version}}
+			body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{` + params + `}}`
+			if version == ModernVersion {
+				h.Set("Mcp-Method", "tools/call")
+				h.Set("Mcp-Name", "get_page_details")
+				body = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{` + modernMeta + `,` + params + `}}`
+			}
+			req := Request{UserID: f.userID, Header: h, Body: []byte(body)}
+			b.ReportAllocs()
+			for b.Loop() {
+				if status, out := f.srv.ServeRequest(context.Background(), req); status != 200 {
+					b.Fatalf("status %d: %s", status, out)
+				}
+			}
+		})
+	}
+}
