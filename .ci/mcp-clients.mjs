@@ -237,7 +237,7 @@ async function run(spec, edge) {
       } finally {
         state.tamper = false;
       }
-      assert(outcome.startsWith('refused') || outcome.includes('does not match'), `a tampered result was ${outcome}`);
+      assert(/output schema/i.test(outcome), `a tampered result was ${outcome}, not refused for its schema`);
       return outcome.slice(0, 140);
     });
   }
