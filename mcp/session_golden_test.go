@@ -3,6 +3,7 @@ package mcp
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -156,4 +157,32 @@ func TestSessionGoldenLaterVersions(t *testing.T) {
 			checkGolden(t, "session-"+version+".golden", got)
 		})
 	}
+}
+
+// TestSessionGoldenModern pins the same requests as a 2026-07-28 client sends them: each with
+// its _meta and the MCP-Protocol-Version, Mcp-Method and Mcp-Name headers (initialize and ping,
+// which that version removed, are 404; batches are refused).
+func TestSessionGoldenModern(t *testing.T) {
+	f := newFixture(t, memory.New())
+	got := recordSession(t, f, session20250326(f), func(userID, body string) (int, []byte) {
+		h := http.Header{"Mcp-Protocol-Version": {ModernVersion}}
+		var m map[string]any
+		if json.Unmarshal([]byte(body), &m) == nil && m["method"] != nil {
+			params, _ := m["params"].(map[string]any)
+			if params == nil {
+				params = map[string]any{}
+			}
+			params["_meta"] = map[string]any{metaProtocolVersion: ModernVersion, metaClientCapabilities: map[string]any{},
+				"io.modelcontextprotocol/clientInfo": map[string]any{"name": "golden", "version": "1"}}
+			m["params"] = params
+			h.Set("Mcp-Method", m["method"].(string))
+			if name, ok := params["name"].(string); ok {
+				h.Set("Mcp-Name", name)
+			}
+			b, _ := json.Marshal(m)
+			body = string(b)
+		}
+		return f.srv.ServeRequest(context.Background(), Request{UserID: userID, Header: h, Body: []byte(body)})
+	})
+	checkGolden(t, "session-2026-07-28.golden", got)
 }
