@@ -175,8 +175,9 @@ func CheckPagePath(p string) error {
 	return nil
 }
 
-// validPages normalises and validates a page list alone, as Site.Validate would (SetSitePages).
-func validPages(pages []string, r SiteRules) ([]string, error) {
+// ValidPages normalises and validates a page list alone, as Site.Validate would: the stores'
+// SetSitePages.
+func ValidPages(pages []string, r SiteRules) ([]string, error) {
 	s := Site{Pages: pages}
 	s.Normalize()
 	err := FieldErrors(s.Validate(r))["pages"]

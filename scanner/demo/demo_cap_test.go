@@ -6,12 +6,13 @@ import (
 	"time"
 
 	"sitepulse/store"
+	"sitepulse/store/memory"
 )
 
 // With MAX_PAGES_PER_SCAN below the demo site's five pages, the demo still starts: it saves as
 // many pages as any site may, rather than being refused by the rules of a site.
 func TestSeedDemoUnderAPageCap(t *testing.T) {
-	st := store.NewMemory()
+	st := memory.New()
 	st.Rules = store.SiteRules{MaxPages: 3}
 	fx := fixtures
 	fx.MaxPages = 3
