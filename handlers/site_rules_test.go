@@ -3,7 +3,9 @@ package handlers
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -214,4 +216,37 @@ func TestPageCapSaidWhereItHappens(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestInvalidSiteIs422InOnePlace: the one error mapping answers a site the rules refuse with
+// 422 and the rules' words, and a second site on a domain with 409 naming the first, in the
+// JSON shape under /api/.
+func TestInvalidSiteIs422InOnePlace(t *testing.T) {
+	s := &server{Deps: Deps{Log: slog.New(slog.DiscardHandler)}}
+	bad := store.Site{Name: "", Domain: "localhost"}
+	bad.Normalize()
+	for _, tt := range []struct {
+		name   string
+		err    error
+		status int
+		say    []string
+	}{
+		{"a site the rules refuse", fmt.Errorf("create site: %w", bad.Validate(store.SiteRules{})), http.StatusUnprocessableEntity,
+			[]string{`"error":"Give the site a name of 1 to 100 characters`, "localhost cannot be scanned here"}},
+		{"a second site on a domain", &store.DuplicateError{Domain: "shop.example.com", SiteID: "0b8f7a4e-0000-4000-8000-000000000001", Name: "Shop"},
+			http.StatusConflict, []string{`you already have a site for shop.example.com`, "/sites/0b8f7a4e-0000-4000-8000-000000000001"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := httptest.NewRecorder()
+			s.error(w, httptest.NewRequest(http.MethodPost, "/api/sites", nil), tt.err, "")
+			if w.Code != tt.status || w.Header().Get("Content-Type") != "application/json" {
+				t.Errorf("%d %s, want %d JSON", w.Code, w.Header().Get("Content-Type"), tt.status)
+			}
+			for _, want := range tt.say {
+				if !strings.Contains(w.Body.String(), want) {
+					t.Errorf("body %s, want %q", w.Body.String(), want)
+				}
+			}
+		})
+	}
 }

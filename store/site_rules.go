@@ -35,19 +35,18 @@ func FieldErrors(err error) map[string]string {
 	out := map[string]string{}
 	var walk func(error)
 	walk = func(err error) {
-		var ie *InvalidError
 		switch e := err.(type) {
 		case nil:
-		case interface{ Unwrap() []error }:
+		case *InvalidError:
+			if _, seen := out[e.Field]; !seen {
+				out[e.Field] = e.Message
+			}
+		case interface{ Unwrap() []error }: // errors.Join
 			for _, x := range e.Unwrap() {
 				walk(x)
 			}
-		default:
-			if errors.As(err, &ie) {
-				if _, seen := out[ie.Field]; !seen {
-					out[ie.Field] = ie.Message
-				}
-			}
+		case interface{ Unwrap() error }: // fmt.Errorf("...: %w", joined)
+			walk(e.Unwrap())
 		}
 	}
 	walk(err)

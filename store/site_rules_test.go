@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -129,9 +130,12 @@ func TestSiteValidate(t *testing.T) {
 	t.Run("several fields in trouble are each told", func(t *testing.T) {
 		s := store.Site{Name: "", Domain: "localhost", Pages: []string{"x"}}
 		s.Normalize()
-		got := store.FieldErrors(s.Validate(store.SiteRules{}))
-		if len(got) != 3 || got["name"] == "" || got["domain"] == "" || got["pages"] == "" {
-			t.Errorf("FieldErrors = %v, want name, domain and pages", got)
+		err := s.Validate(store.SiteRules{})
+		for _, e := range []error{err, fmt.Errorf("create site: %w", err)} {
+			got := store.FieldErrors(e)
+			if len(got) != 3 || got["name"] == "" || got["domain"] == "" || got["pages"] == "" {
+				t.Errorf("FieldErrors(%v) = %v, want name, domain and pages", e, got)
+			}
 		}
 	})
 }
