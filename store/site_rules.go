@@ -121,8 +121,10 @@ func (s *Site) Normalize() {
 		s.Domain = d
 	}
 	pages := make([]string, 0, len(s.Pages))
+	seen := make(map[string]bool, len(s.Pages)) // a 1 MiB form holds 250,000 short lines
 	for _, p := range s.Pages {
-		if p = strings.TrimSpace(p); p != "" && !slices.Contains(pages, p) {
+		if p = strings.TrimSpace(p); p != "" && !seen[p] {
+			seen[p] = true
 			pages = append(pages, p)
 		}
 	}

@@ -139,3 +139,19 @@ func TestSiteValidate(t *testing.T) {
 		}
 	})
 }
+
+// A form of a quarter of a million short page paths (what a 1 MiB body holds) is normalised
+// and refused at once, not in quadratic time.
+func BenchmarkNormalizeManyPages(b *testing.B) {
+	pages := make([]string, 250_000)
+	for i := range pages {
+		pages[i] = fmt.Sprintf("/%d", i)
+	}
+	for b.Loop() {
+		s := store.Site{Name: "Shop", Domain: "shop.example.com", Pages: pages}
+		s.Normalize()
+		if s.Validate(store.SiteRules{}) == nil {
+			b.Fatal("250,000 paths accepted")
+		}
+	}
+}
