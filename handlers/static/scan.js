@@ -27,8 +27,15 @@
       es.close();
       status.textContent = "deleted";
       status.className = "tag none";
-      count.textContent = d.message;
+      bar.style.display = "none";
+      count.textContent = d.message + ", with its scans. ";
+      var back = document.createElement("a");
+      back.href = "/";
+      back.textContent = "Back to your sites";
+      count.appendChild(back);
       if (wait) wait.hidden = true;
+      var hint = box.querySelector(".hint");
+      if (hint) hint.hidden = true;
       return;
     }
     status.textContent = d.status;
