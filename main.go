@@ -213,8 +213,9 @@ func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Au
 		Lease:         time.Duration(cfg.ScanLease) * time.Second,
 		Deadline:      time.Duration(cfg.ScanDeadline) * time.Second,
 		ScheduleEvery: time.Duration(cfg.SchedulePoll) * time.Second,
-		Discovery:     scanner.Discovery{MaxPages: cfg.MaxPagesPerScan, Client: fetch},
-		Quota:         scanner.NewAccountQuota(cfg.UserDailyAudits, st),
+		Discovery: scanner.Discovery{MaxPages: cfg.MaxPagesPerScan, Client: fetch,
+			Deadline: time.Duration(cfg.DiscoveryTimeout) * time.Second},
+		Quota: scanner.NewAccountQuota(cfg.UserDailyAudits, st),
 		Digest: &scanner.Digest{Store: st, SMTPAddr: cfg.SMTPAddr, From: cfg.SMTPFrom, Username: cfg.SMTPUsername,
 			Password: cfg.SMTPPassword, BaseURL: cfg.BaseURL, Log: log},
 	})

@@ -60,6 +60,8 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, job store.Job) (*comp
 	if note != nil {
 		log.Warn("scanner: sitemap trouble", "pages_from", source, "reason", note)
 	}
+	var limited *LimitError
+	errors.As(note, &limited)
 	type pair struct{ path, strategy string }
 	var pairs []pair
 	for _, path := range pages {
@@ -67,8 +69,19 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, job store.Job) (*comp
 			pairs = append(pairs, pair{path, s})
 		}
 	}
-	if err := p.cfg.Store.StartScan(ctx, lease, len(pairs), p.cfg.Now()); err != nil {
+	total := len(pairs)
+	if limited != nil {
+		total++ // the note counts as done, so the progress still ends at its total
+	}
+	if err := p.cfg.Store.StartScan(ctx, lease, total, p.cfg.Now()); err != nil {
 		return nil, fmt.Errorf("start scan: %w", err)
+	}
+	if limited != nil {
+		pe := store.PageError{PagePath: "/sitemap.xml", PageURL: SiteOrigin(site.Domain) + "/sitemap.xml",
+			Strategy: analysis.DiscoveryNote, Error: limited.Error()}
+		if err := p.cfg.Store.SavePageError(ctx, lease, pe); err != nil {
+			return nil, fmt.Errorf("save the discovery note: %w", err)
+		}
 	}
 	done, err := p.cfg.Store.DonePages(ctx, scan.ID)
 	if err != nil {
@@ -176,9 +189,18 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, job store.Job) (*comp
 	}
 	if len(results) == 0 {
 		reason := "no page could be audited"
-		if len(pageErrs) > 0 {
-			e := pageErrs[0]
-			reason = fmt.Sprintf("no page could be audited (%d of %d failed); %s %s: %s", len(pageErrs), len(pairs), e.PagePath, e.Strategy, e.Error)
+		var audits []store.PageError // the discovery note is not an audit
+		for _, e := range pageErrs {
+			if e.Strategy != analysis.DiscoveryNote {
+				audits = append(audits, e)
+			}
+		}
+		if len(audits) > 0 {
+			e := audits[0]
+			reason = fmt.Sprintf("no page could be audited (%d of %d failed); %s %s: %s", len(audits), len(pairs), e.PagePath, e.Strategy, e.Error)
+		}
+		if limited != nil {
+			reason += "; " + limited.Error()
 		}
 		if err := p.whileUnavailable(ctx, log, "fail scan", func(ctx context.Context) error {
 			return p.cfg.Store.FailScan(ctx, lease, reason, p.cfg.Now())
