@@ -1,6 +1,7 @@
 package scanner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -28,7 +29,7 @@ func strategiesOf(strategy string) []string {
 // error as it arrives, then complete the scan with its scores, or fail it when no page could
 // be audited. An error means the attempt failed and the caller settles the job. A completed
 // scan is returned for the digest, which runs after the job's lease is let go.
-func (p *Pool) scan(ctx context.Context, log *slog.Logger, job store.Job) (*completed, error) {
+func (p *Pool) scan(ctx context.Context, log *slog.Logger, slot *slot, job store.Job) (*completed, error) {
 	lease := job.Lease()
 	began := p.cfg.Now()
 	scan, site, err := p.cfg.Store.ScanForJob(ctx, job.ScanID)
@@ -56,7 +57,10 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, job store.Job) (*comp
 			site.Pages = fresh
 		}
 	}
-	pages, source, note := p.cfg.Discovery.Pages(ctx, site)
+	pages, source, note, err := p.discover(ctx, log, slot, site)
+	if err != nil {
+		return nil, err
+	}
 	if note != nil {
 		log.Warn("scanner: sitemap trouble", "pages_from", source, "reason", note)
 	}
@@ -225,6 +229,31 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, job store.Job) (*comp
 		"audits_made", len(todo), "audits_wall", auditWall.Round(time.Millisecond),
 		"ideal", ideal.Round(time.Millisecond), "vs_ideal", ratio(auditWall, ideal))
 	return &completed{site: site, scanID: scan.ID, results: results}, nil
+}
+
+// discover finds the site's pages. Reading a sitemap is in the tenant's hands (a slow server
+// holds it up to the discovery deadline), so the scan gives its worker slot back meanwhile and
+// takes one again to audit: another tenant's scan is claimed and audited meanwhile instead of
+// waiting. One account discovers at most accountDiscoveries scans at once; its others are
+// snoozed, so its scans cannot take over the queue either.
+func (p *Pool) discover(ctx context.Context, log *slog.Logger, slot *slot, site store.Site) (pages []string, source string, note, err error) {
+	if len(site.Pages) > 0 { // saved paths: nothing to fetch
+		pages, source, note = p.cfg.Discovery.Pages(ctx, site)
+		return pages, source, note, nil
+	}
+	leave, ok := p.enterDiscovery(site.UserID)
+	if !ok {
+		wait := cmp.Or(p.cfg.Discovery.Deadline, DefaultDiscoveryDeadline) / 6
+		return nil, "", nil, &UnavailableError{What: "this account's other scans are discovering their pages",
+			Until: p.cfg.Now().Add(wait), Reason: fmt.Sprintf("an account discovers at most %d scans' pages at once", accountDiscoveries)}
+	}
+	slot.release()
+	pages, source, note = p.cfg.Discovery.Pages(ctx, site)
+	leave()
+	if err := slot.take(ctx); err != nil {
+		return nil, "", nil, err
+	}
+	return pages, source, note, nil
 }
 
 // completed is a scan that just completed, for the digest.
