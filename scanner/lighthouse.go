@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -32,9 +33,13 @@ type LighthouseConfig struct {
 	// Timeout bounds one run. Default 3 min.
 	Timeout time.Duration
 	// Guard checks the address of every page before Chrome loads it, and Chrome is pinned to
-	// the address checked (--host-resolver-rules), so it cannot resolve another one.
+	// the address checked (--host-resolver-rules). Every request Chrome then makes goes
+	// through a ChromeProxy started for the run, which dials with the Guard.
 	Guard Guard
-	Log   *slog.Logger
+	// Dial replaces the Guard's dial in the proxy; nil is Guard.DialContext. Tests use it to
+	// let one loopback port through as if it were public, or to map a made-up host.
+	Dial func(ctx context.Context, network, address string) (net.Conn, error)
+	Log  *slog.Logger
 }
 
 // Lighthouse runs the Lighthouse CLI and extracts its report like a PSI one (without field data).
@@ -75,10 +80,17 @@ func NewLighthouse(cfg LighthouseConfig) *Lighthouse {
 	return &Lighthouse{cfg: cfg, argv: strings.Fields(cfg.Command)}
 }
 
+// ChromeNetworkFlags send every request of Chrome to the run's proxy (proxy is its URL): the
+// empty <-loopback> rule removes Chrome's implicit bypass of localhost and 127.0.0.1, and QUIC
+// and DNS-over-HTTPS are off so that nothing leaves beside the proxy.
+func ChromeNetworkFlags(proxy string) string {
+	return "--proxy-server=" + proxy + " --proxy-bypass-list=<-loopback> --disable-quic --disable-features=DnsOverHttps"
+}
+
 // Args are the arguments of one run after the configured command. A valid pin maps the page's
-// host to the address the Guard checked.
-func (l *Lighthouse) Args(pageURL, strategy string, pin netip.Addr, host string) []string {
-	flags := l.cfg.ChromeFlags
+// host to the address the Guard checked; proxy is the run's ChromeProxy.
+func (l *Lighthouse) Args(pageURL, strategy string, pin netip.Addr, host, proxy string) []string {
+	flags := l.cfg.ChromeFlags + " " + ChromeNetworkFlags(proxy)
 	if pin.IsValid() && host != pin.String() {
 		to := pin.String()
 		if pin.Is6() {
@@ -110,14 +122,24 @@ func (l *Lighthouse) Audit(ctx context.Context, pageURL, strategy string) (store
 	if err != nil {
 		return store.PageResult{}, err
 	}
+	dial := l.cfg.Dial
+	if dial == nil {
+		dial = l.cfg.Guard.DialContext
+	}
+	proxy, err := StartChromeProxy(dial, l.cfg.Log)
+	if err != nil {
+		return store.PageResult{}, err
+	}
+	defer proxy.Close()
 	started := time.Now()
 	defer func() {
 		l.cfg.Log.Info("lighthouse run", "url", pageURL, "strategy", strategy,
-			"waited", started.Sub(asked).Round(time.Millisecond), "ran", time.Since(started).Round(time.Millisecond))
+			"waited", started.Sub(asked).Round(time.Millisecond), "ran", time.Since(started).Round(time.Millisecond),
+			"refused", proxy.Refused())
 	}()
 	runCtx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
 	defer cancel()
-	cmd := exec.CommandContext(runCtx, l.argv[0], append(l.argv[1:], l.Args(pageURL, strategy, pin, host)...)...)
+	cmd := exec.CommandContext(runCtx, l.argv[0], append(l.argv[1:], l.Args(pageURL, strategy, pin, host, proxy.URL())...)...)
 	cmd.Env = os.Environ()
 	if l.cfg.ChromePath != "" {
 		cmd.Env = append(cmd.Env, "CHROME_PATH="+l.cfg.ChromePath)

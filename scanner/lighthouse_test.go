@@ -25,17 +25,19 @@ func TestLighthouseArgs(t *testing.T) {
 	if !reflect.DeepEqual(l.argv, []string{"node", "/opt/lh/cli/index.js"}) {
 		t.Errorf("argv = %q", l.argv)
 	}
+	// Every request of Chrome goes to the run's proxy, loopback included; QUIC and DoH are off.
+	flags := "--headless=new --no-sandbox --proxy-server=http://127.0.0.1:5555 --proxy-bypass-list=<-loopback> --disable-quic --disable-features=DnsOverHttps"
 	tests := []struct {
 		strategy string
 		want     []string
 	}{
 		{"mobile", []string{"https://x.test/", "--output=json", "--output-path=stdout",
-			"--only-categories=performance,accessibility,best-practices,seo", "--chrome-flags=--headless=new --no-sandbox", "--quiet"}},
+			"--only-categories=performance,accessibility,best-practices,seo", "--chrome-flags=" + flags, "--quiet"}},
 		{"desktop", []string{"https://x.test/", "--output=json", "--output-path=stdout",
-			"--only-categories=performance,accessibility,best-practices,seo", "--chrome-flags=--headless=new --no-sandbox", "--quiet", "--preset=desktop"}},
+			"--only-categories=performance,accessibility,best-practices,seo", "--chrome-flags=" + flags, "--quiet", "--preset=desktop"}},
 	}
 	for _, tt := range tests {
-		if got := l.Args("https://x.test/", tt.strategy, netip.Addr{}, ""); !reflect.DeepEqual(got, tt.want) {
+		if got := l.Args("https://x.test/", tt.strategy, netip.Addr{}, "", "http://127.0.0.1:5555"); !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("%s args = %q, want %q", tt.strategy, got, tt.want)
 		}
 	}
@@ -182,7 +184,15 @@ func TestLighthouseRealScan(t *testing.T) {
 	if err := st.CreateSite(context.Background(), site); err != nil {
 		t.Fatal(err)
 	}
-	lh := NewLighthouse(LighthouseConfig{Command: cmd, ChromePath: chrome, ChromeFlags: flags, Timeout: 4 * time.Minute, Guard: Guard{AllowPrivate: true}})
+	// Chrome sends every request to the run's proxy, so the proxy maps the third parties.
+	thirdParty := map[string]string{"cdn.widgetly.test:80": fmt.Sprintf("127.0.0.1:%d", third), "static.hotjar.com:80": fmt.Sprintf("127.0.0.1:%d", third)}
+	dial := func(ctx context.Context, network, address string) (net.Conn, error) {
+		if to, ok := thirdParty[address]; ok {
+			address = to
+		}
+		return Guard{AllowPrivate: true}.DialContext(ctx, network, address)
+	}
+	lh := NewLighthouse(LighthouseConfig{Command: cmd, ChromePath: chrome, ChromeFlags: flags, Timeout: 4 * time.Minute, Guard: Guard{AllowPrivate: true}, Dial: dial})
 	r.pool(func(c *PoolConfig) {
 		c.Auditor, c.Workers, c.Capacity, c.Lease = lh, 1, NewCapacity(CapacityConfig{MaxInFlight: 1}), time.Minute
 		c.Log = slog.New(slog.NewTextHandler(r.logs, nil))
