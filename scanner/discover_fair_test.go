@@ -9,7 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"sitepulse/scanner/discover"
+	"sitepulse/scanner/netguard"
 	"sitepulse/store"
+	"sitepulse/store/memory"
 )
 
 // The second row: a tenant's three sites with slow sitemaps held every SCAN_WORKERS
@@ -39,7 +42,7 @@ func TestSlowDiscoveryDoesNotHoldAWorkerWhileAnotherTenantWaits(t *testing.T) {
 	defer slow.Close()
 	defer close(hang) // before slow.Close: its handlers must return
 
-	r := newRig(t, store.NewMemory())
+	r := newRig(t, memory.New())
 	var hostile []store.Scan
 	for i := range 3 {
 		site := r.addSite("Slow sitemap "+string(rune('A'+i)), nil)
@@ -61,7 +64,7 @@ func TestSlowDiscoveryDoesNotHoldAWorkerWhileAnotherTenantWaits(t *testing.T) {
 	never := make(chan time.Time)
 	r.pool(func(c *PoolConfig) {
 		c.Workers = 1
-		c.Discovery = Discovery{Client: Guard{AllowPrivate: true}.Client(),
+		c.Discovery = discover.Discovery{Client: netguard.Guard{AllowPrivate: true}.Client(),
 			After: func(time.Duration) <-chan time.Time { return never }}
 	})
 	done := other.wait(other.enqueue(other.site).ID)

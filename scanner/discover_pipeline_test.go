@@ -1,6 +1,8 @@
 package scanner
 
 import (
+	"bytes"
+	"compress/gzip"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -9,7 +11,10 @@ import (
 	"testing"
 
 	"sitepulse/scanner/analysis"
+	"sitepulse/scanner/discover"
+	"sitepulse/scanner/netguard"
 	"sitepulse/store"
+	"sitepulse/store/memory"
 )
 
 // A scan whose discovery stops at a limit audits the pages found before it and says so on the
@@ -17,11 +22,15 @@ import (
 // gzip bomb, against a 1 MiB budget.
 func TestScanAuditsWhatDiscoveryFoundAndSaysItStopped(t *testing.T) {
 	var srv *httptest.Server
-	bomb := gzipped(t, "<urlset>"+strings.Repeat("<url><loc>http://x.test/fast</loc></url>", 1<<20)+"</urlset>")
+	var gz bytes.Buffer
+	z := gzip.NewWriter(&gz)
+	io.WriteString(z, "<urlset>"+strings.Repeat("<url><loc>http://x.test/fast</loc></url>", 1<<20)+"</urlset>")
+	z.Close()
+	bomb := gz.Bytes()
 	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/sitemap.xml":
-			io.WriteString(w, sitemapIndex(srv.URL, "/a.xml", "/bomb.xml.gz"))
+			io.WriteString(w, `<sitemapindex><sitemap><loc>`+srv.URL+`/a.xml</loc></sitemap><sitemap><loc>`+srv.URL+`/bomb.xml.gz</loc></sitemap></sitemapindex>`)
 		case "/a.xml":
 			io.WriteString(w, `<urlset><url><loc>`+srv.URL+`/</loc></url><url><loc>`+srv.URL+`/about</loc></url></urlset>`)
 		case "/bomb.xml.gz":
@@ -29,14 +38,14 @@ func TestScanAuditsWhatDiscoveryFoundAndSaysItStopped(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	r := newRig(t, store.NewMemory())
+	r := newRig(t, memory.New())
 	site := r.addSite("Bombed", nil)
 	site.Domain = srv.URL
 	if err := r.st.UpdateSite(t.Context(), site); err != nil {
 		t.Fatal(err)
 	}
 	r.pool(func(c *PoolConfig) {
-		c.Discovery = Discovery{Client: Guard{AllowPrivate: true}.Client(), MaxBytes: 1 << 20}
+		c.Discovery = discover.Discovery{Client: netguard.Guard{AllowPrivate: true}.Client(), MaxBytes: 1 << 20}
 	})
 	sc := r.wait(r.enqueue(site).ID)
 	if sc.Status != store.StatusComplete {

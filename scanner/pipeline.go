@@ -12,6 +12,9 @@ import (
 
 	"sitepulse/scanner/analysis"
 	"sitepulse/store"
+
+	"sitepulse/scanner/discover"
+	"sitepulse/scanner/psi"
 )
 
 // strategiesOf lists the audits a scan's strategy asks for, mobile first.
@@ -64,7 +67,7 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, slot *slot, job store
 	if note != nil {
 		log.Warn("scanner: sitemap trouble", "pages_from", source, "reason", note)
 	}
-	var limited *LimitError
+	var limited *discover.LimitError
 	errors.As(note, &limited)
 	type pair struct{ path, strategy string }
 	var pairs []pair
@@ -81,7 +84,7 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, slot *slot, job store
 		return nil, fmt.Errorf("start scan: %w", err)
 	}
 	if limited != nil {
-		pe := store.PageError{PagePath: "/sitemap.xml", PageURL: SiteOrigin(site.Domain) + "/sitemap.xml",
+		pe := store.PageError{PagePath: "/sitemap.xml", PageURL: discover.SiteOrigin(site.Domain) + "/sitemap.xml",
 			Strategy: analysis.DiscoveryNote, Error: limited.Error()}
 		if err := p.cfg.Store.SavePageError(ctx, lease, pe); err != nil {
 			return nil, fmt.Errorf("save the discovery note: %w", err)
@@ -120,12 +123,12 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, slot *slot, job store
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var firstErr error
-	var paused *UnavailableError
+	var paused *psi.UnavailableError
 	var auditTime time.Duration // summed over the audits made, for the ideal
 	fail := func(err error) {
 		mu.Lock()
 		defer mu.Unlock()
-		var ue *UnavailableError
+		var ue *psi.UnavailableError
 		if errors.As(err, &ue) {
 			if paused == nil || ue.Until.After(paused.Until) {
 				paused = ue
@@ -243,8 +246,8 @@ func (p *Pool) discover(ctx context.Context, log *slog.Logger, slot *slot, site 
 	}
 	leave, ok := p.enterDiscovery(site.UserID)
 	if !ok {
-		wait := cmp.Or(p.cfg.Discovery.Deadline, DefaultDiscoveryDeadline) / 6
-		return nil, "", nil, &UnavailableError{What: "this account's other scans are discovering their pages",
+		wait := cmp.Or(p.cfg.Discovery.Deadline, discover.DefaultDiscoveryDeadline) / 6
+		return nil, "", nil, &psi.UnavailableError{What: "this account's other scans are discovering their pages",
 			Until: p.cfg.Now().Add(wait), Reason: fmt.Sprintf("an account discovers at most %d scans' pages at once", accountDiscoveries)}
 	}
 	slot.release()
@@ -267,7 +270,7 @@ type completed struct {
 // prev is confirmed first. It returns an error only when the attempt must stop: the store
 // failed, the lease was lost, or the job was cancelled.
 func (p *Pool) auditPage(ctx context.Context, log *slog.Logger, lease store.Lease, site store.Site, path, strategy string, prev *store.PageResult) error {
-	pageURL := PageURL(site, path)
+	pageURL := discover.PageURL(site, path)
 	began := p.cfg.Now()
 	if err := p.takeAudit(site); err != nil {
 		return err // never audited: the scan waits for the account's next daily budget
@@ -277,7 +280,7 @@ func (p *Pool) auditPage(ctx context.Context, log *slog.Logger, lease store.Leas
 	if ctx.Err() != nil {
 		return context.Cause(ctx) // cancelled: not the page's fault, record nothing
 	}
-	if errors.Is(err, ErrPSIUnavailable) {
+	if errors.Is(err, psi.ErrPSIUnavailable) {
 		return err // never audited: not the page's fault, record nothing; the scan is snoozed
 	}
 	if err != nil {
