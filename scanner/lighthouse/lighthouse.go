@@ -83,10 +83,13 @@ func New(cfg Config) *Runner {
 }
 
 // ChromeNetworkFlags send every request of Chrome to the run's proxy (proxy is its URL): the
-// empty <-loopback> rule removes Chrome's implicit bypass of localhost and 127.0.0.1, and QUIC
-// and DNS-over-HTTPS are off so that nothing leaves beside the proxy.
+// <-loopback> rule removes Chrome's implicit bypass of localhost and 127.0.0.1, and QUIC is off
+// so that nothing leaves beside the proxy. Chrome gives the proxy host names unresolved, so DNS,
+// DNS-over-HTTPS included, never chooses a destination. There is no switch to turn DoH off (the
+// DnsOverHttps feature is gone by Chrome 156; DnsOverHttpsMode is a policy), and a
+// --disable-features here would replace the list chrome-launcher passes before it.
 func ChromeNetworkFlags(proxy string) string {
-	return "--proxy-server=" + proxy + " --proxy-bypass-list=<-loopback> --disable-quic --disable-features=DnsOverHttps"
+	return "--proxy-server=" + proxy + " --proxy-bypass-list=<-loopback> --disable-quic"
 }
 
 // Args are the arguments of one run after the configured command. A valid pin maps the page's

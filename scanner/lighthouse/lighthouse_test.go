@@ -24,7 +24,7 @@ func TestLighthouseArgs(t *testing.T) {
 		t.Errorf("argv = %q", l.argv)
 	}
 	// Every request of Chrome goes to the run's proxy, loopback included; QUIC and DoH are off.
-	flags := "--headless=new --no-sandbox --proxy-server=http://127.0.0.1:5555 --proxy-bypass-list=<-loopback> --disable-quic --disable-features=DnsOverHttps"
+	flags := "--headless=new --no-sandbox --proxy-server=http://127.0.0.1:5555 --proxy-bypass-list=<-loopback> --disable-quic"
 	tests := []struct {
 		strategy string
 		want     []string
