@@ -12,7 +12,7 @@ import (
 	"sitepulse/scanner/discover"
 	"sitepulse/scanner/netguard"
 	"sitepulse/store"
-	"sitepulse/store/memory"
+	"sitepulse/store/storetest"
 )
 
 // The second row: a tenant's three sites with slow sitemaps held every SCAN_WORKERS
@@ -23,6 +23,12 @@ import (
 // The hostile sitemaps hang on a channel; the discovery deadline is on a clock that never fires
 // during the test.
 func TestSlowDiscoveryDoesNotHoldAWorkerWhileAnotherTenantWaits(t *testing.T) {
+	for _, b := range storetest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) { testSlowDiscoveryIsFair(t, b.Open(t)) })
+	}
+}
+
+func testSlowDiscoveryIsFair(t *testing.T, st store.Store) {
 	hang := make(chan struct{})
 	var mu sync.Mutex
 	hanging := 0
@@ -42,7 +48,7 @@ func TestSlowDiscoveryDoesNotHoldAWorkerWhileAnotherTenantWaits(t *testing.T) {
 	defer slow.Close()
 	defer close(hang) // before slow.Close: its handlers must return
 
-	r := newRig(t, memory.New())
+	r := newRig(t, st)
 	var hostile []store.Scan
 	for i := range 3 {
 		site := r.addSite("Slow sitemap "+string(rune('A'+i)), nil)

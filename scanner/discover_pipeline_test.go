@@ -14,7 +14,7 @@ import (
 	"sitepulse/scanner/discover"
 	"sitepulse/scanner/netguard"
 	"sitepulse/store"
-	"sitepulse/store/memory"
+	"sitepulse/store/storetest"
 )
 
 // A scan whose discovery stops at a limit audits the pages found before it and says so on the
@@ -38,9 +38,15 @@ func TestScanAuditsWhatDiscoveryFoundAndSaysItStopped(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	r := newRig(t, memory.New())
+	for _, b := range storetest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) { testScanAuditsWhatDiscoveryFound(t, b.Open(t), srv.URL) })
+	}
+}
+
+func testScanAuditsWhatDiscoveryFound(t *testing.T, st store.Store, sitemapOrigin string) {
+	r := newRig(t, st)
 	site := r.addSite("Bombed", nil)
-	site.Domain = srv.URL
+	site.Domain = sitemapOrigin
 	if err := r.st.UpdateSite(t.Context(), site); err != nil {
 		t.Fatal(err)
 	}
