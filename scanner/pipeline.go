@@ -76,20 +76,6 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, slot *slot, job store
 			pairs = append(pairs, pair{path, s})
 		}
 	}
-	total := len(pairs)
-	if limited != nil {
-		total++ // the note counts as done, so the progress still ends at its total
-	}
-	if err := p.cfg.Store.StartScan(ctx, lease, total, p.cfg.Now()); err != nil {
-		return nil, fmt.Errorf("start scan: %w", err)
-	}
-	if limited != nil {
-		pe := store.PageError{PagePath: "/sitemap.xml", PageURL: discover.SiteOrigin(site.Domain) + "/sitemap.xml",
-			Strategy: analysis.DiscoveryNote, Error: limited.Error()}
-		if err := p.cfg.Store.SavePageError(ctx, lease, pe); err != nil {
-			return nil, fmt.Errorf("save the discovery note: %w", err)
-		}
-	}
 	done, err := p.cfg.Store.DonePages(ctx, scan.ID)
 	if err != nil {
 		return nil, fmt.Errorf("read stored pages: %w", err)
@@ -97,6 +83,21 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, slot *slot, job store
 	stored := map[store.PageKey]bool{}
 	for _, k := range done {
 		stored[k] = true
+	}
+	noteKey := store.PageKey{PagePath: "/sitemap.xml", Strategy: analysis.DiscoveryNote}
+	total := len(pairs)
+	if limited != nil || stored[noteKey] {
+		total++ // the note (of this attempt or an earlier one) counts as done, so the progress ends at its total
+	}
+	if err := p.cfg.Store.StartScan(ctx, lease, total, p.cfg.Now()); err != nil {
+		return nil, fmt.Errorf("start scan: %w", err)
+	}
+	if limited != nil {
+		pe := store.PageError{PagePath: noteKey.PagePath, PageURL: discover.SiteOrigin(site.Domain) + noteKey.PagePath,
+			Strategy: noteKey.Strategy, Error: limited.Error()}
+		if err := p.cfg.Store.SavePageError(ctx, lease, pe); err != nil {
+			return nil, fmt.Errorf("save the discovery note: %w", err)
+		}
 	}
 	var todo []pair
 	for _, pr := range pairs {
