@@ -197,7 +197,7 @@ func TestPageCapSaidWhereItHappens(t *testing.T) {
 		if err := st.StartScan(ctx, job.Lease(), 100, f.ts.now); err != nil {
 			t.Fatal(err)
 		}
-		if err := st.SetPagesFound(ctx, job.Lease(), 80); err != nil {
+		if err := st.SetPagesFound(ctx, job.Lease(), 50, 80); err != nil {
 			t.Fatal(err)
 		}
 		const said = "50 of 80 pages audited (<code>MAX_PAGES_PER_SCAN</code>)"

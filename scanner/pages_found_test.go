@@ -16,8 +16,8 @@ func TestScanRecordsPagesFound(t *testing.T) {
 	sc := r.enqueue(r.site)
 	r.pool(func(c *PoolConfig) { c.Discovery = discover.Discovery{MaxPages: 2} })
 	got := r.wait(sc.ID)
-	if got.Status != store.StatusComplete || got.PagesFound != len(scantest.SamplePages()) || got.PagesAudited() != 2 || !got.Capped() {
+	if got.Status != store.StatusComplete || got.PagesFound != len(scantest.SamplePages()) || got.PagesAudited != 2 || !got.Capped() {
 		t.Errorf("scan %s: %d found, %d audited (%d pairs), capped %v; want %d found, 2 audited",
-			got.Status, got.PagesFound, got.PagesAudited(), got.PagesTotal, got.Capped(), len(scantest.SamplePages()))
+			got.Status, got.PagesFound, got.PagesAudited, got.PagesTotal, got.Capped(), len(scantest.SamplePages()))
 	}
 }

@@ -99,9 +99,9 @@ func (p *Store) StartScan(ctx context.Context, l store.Lease, pagesTotal int, no
 }
 
 // SetPagesFound checks the lease in its one statement, like SetAuditsInFlight.
-func (p *Store) SetPagesFound(ctx context.Context, l store.Lease, found int) error {
-	res, err := p.db.ExecContext(ctx, `UPDATE scans SET pages_found = greatest(pages_found, $4)
-		WHERE id = $3 AND EXISTS (SELECT 1 FROM jobs WHERE `+leaseCond+`)`, l.JobID, l.Attempt, l.ScanID, found)
+func (p *Store) SetPagesFound(ctx context.Context, l store.Lease, audited, found int) error {
+	res, err := p.db.ExecContext(ctx, `UPDATE scans SET pages_audited = $4, pages_found = greatest(pages_found, $5)
+		WHERE id = $3 AND EXISTS (SELECT 1 FROM jobs WHERE `+leaseCond+`)`, l.JobID, l.Attempt, l.ScanID, audited, found)
 	if err != nil {
 		return pgErr("pages found", err)
 	}
@@ -273,7 +273,7 @@ func (p *Store) OverdueScans(ctx context.Context, startedBefore time.Time) ([]st
 		var scores []byte
 		var started, completed sql.NullTime
 		err := row.Scan(&o.ID, &o.SiteID, &o.Status, &o.Strategy, &o.Trigger, &o.PagesTotal, &o.PagesDone,
-			&scores, &o.Error, &o.CreatedAt, &started, &completed, &o.AuditsInFlight, &o.PagesFound, &o.UserID, &o.LastError)
+			&scores, &o.Error, &o.CreatedAt, &started, &completed, &o.AuditsInFlight, &o.PagesFound, &o.PagesAudited, &o.UserID, &o.LastError)
 		if err != nil {
 			return o, err
 		}

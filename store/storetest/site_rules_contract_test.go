@@ -190,18 +190,18 @@ func testPagesFound(t *testing.T, s store.Store) {
 	j, err := s.ClaimJob(ctx, store.QueueScan, "w", t0)
 	must(t, err)
 	must(t, s.StartScan(ctx, j.Lease(), 100, t0))
-	must(t, s.SetPagesFound(ctx, j.Lease(), 50))
+	must(t, s.SetPagesFound(ctx, j.Lease(), 50, 50))
 	got, err := s.Scan(ctx, a.ID, sc.ID)
 	must(t, err)
-	if got.PagesFound != 80 || got.PagesAudited() != 50 || !got.Capped() {
-		t.Errorf("found %d, audited %d, capped %v; want 80, 50, true", got.PagesFound, got.PagesAudited(), got.Capped())
+	if got.PagesFound != 80 || got.PagesAudited != 50 || !got.Capped() {
+		t.Errorf("found %d, audited %d, capped %v; want 80, 50, true", got.PagesFound, got.PagesAudited, got.Capped())
 	}
-	must(t, s.SetPagesFound(ctx, j.Lease(), 120))
+	must(t, s.SetPagesFound(ctx, j.Lease(), 50, 120))
 	if list, _ := s.ScansOf(ctx, a.ID, site.ID, 10); len(list) != 1 || list[0].PagesFound != 120 {
 		t.Errorf("scans of the site = %+v, want 120 found", list)
 	}
 	must(t, s.RetryJob(ctx, j.Lease(), t0, "again"))
-	wantErr(t, s.SetPagesFound(ctx, j.Lease(), 500), store.ErrLeaseLost)
+	wantErr(t, s.SetPagesFound(ctx, j.Lease(), 50, 500), store.ErrLeaseLost)
 	if got, _ := s.Scan(ctx, a.ID, sc.ID); got.PagesFound != 120 {
 		t.Errorf("after a write under a lost lease, found = %d, want 120", got.PagesFound)
 	}
