@@ -20,6 +20,22 @@ func (m *Memory) CreateClient(ctx context.Context, c OAuthClient) error {
 	return nil
 }
 
+func (m *Memory) SaveMetadataClient(ctx context.Context, c OAuthClient) error {
+	if !IsMetadataClientID(c.ID) {
+		return fmt.Errorf("client %s is a registered one: %w", c.ID, ErrConflict)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c.CreatedAt = Now(c.CreatedAt)
+	if old, ok := m.clients[c.ID]; ok {
+		c.CreatedAt = old.CreatedAt
+	}
+	c.SecretHash = ""
+	c.RedirectURIs, c.GrantTypes = slices.Clone(c.RedirectURIs), slices.Clone(c.GrantTypes)
+	m.clients[c.ID] = c
+	return nil
+}
+
 func (m *Memory) Client(ctx context.Context, clientID string) (OAuthClient, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

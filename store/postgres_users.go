@@ -76,17 +76,17 @@ func (p *Postgres) DeleteSession(ctx context.Context, tokenHash string) error {
 }
 
 func (p *Postgres) CreateAPIKey(ctx context.Context, k APIKey) error {
-	_, err := p.db.ExecContext(ctx, `INSERT INTO api_keys (id, user_id, name, key_hash, prefix, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6)`, k.ID, k.UserID, k.Name, k.KeyHash, k.Prefix, Now(k.CreatedAt))
+	_, err := p.db.ExecContext(ctx, `INSERT INTO api_keys (id, user_id, name, key_hash, prefix, scope, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)`, k.ID, k.UserID, k.Name, k.KeyHash, k.Prefix, k.Scope, Now(k.CreatedAt))
 	return pgErr("create api key", err)
 }
 
-const keyCols = `id, user_id, name, key_hash, prefix, created_at, last_used_at`
+const keyCols = `id, user_id, name, key_hash, prefix, scope, created_at, last_used_at`
 
 func scanKey(row rowScanner) (APIKey, error) {
 	var k APIKey
 	var used sql.NullTime
-	err := row.Scan(&k.ID, &k.UserID, &k.Name, &k.KeyHash, &k.Prefix, &k.CreatedAt, &used)
+	err := row.Scan(&k.ID, &k.UserID, &k.Name, &k.KeyHash, &k.Prefix, &k.Scope, &k.CreatedAt, &used)
 	k.CreatedAt, k.LastUsedAt = k.CreatedAt.UTC(), timePtr(used)
 	return k, err
 }
