@@ -57,8 +57,34 @@ func (s *server) handleAuthorize() http.Handler {
 			s.error(w, r, err, "")
 			return
 		}
-		s.render(w, r, http.StatusOK, "consent", page{Title: "Connect an app", Data: p})
+		s.render(w, r, http.StatusOK, "consent", page{Title: "Connect an app", Data: consentData{p, scopesOf(p.Scope)}})
 	})
+}
+
+// consentData is what the consent page shows: the pending request and, in plain words, what
+// each scope it asks for allows.
+type consentData struct {
+	oauth.Pending
+	Scopes []scopeDoc
+}
+
+// scopeDoc is a scope in the words the consent page and the connect guide use.
+type scopeDoc struct{ Name, Allows string }
+
+var scopeDocs = []scopeDoc{
+	{store.ScopeRead, "Read your sites, their scans and page results, trends, regressions, third-party scripts and accessibility issues. It cannot change anything."},
+	{store.ScopeWrite, "Publish: create shareable report links of your scans, which anyone who has the link can open without logging in. You can revoke them under Reports."},
+}
+
+// scopesOf describes the scopes of a space-separated scope string.
+func scopesOf(scope string) []scopeDoc {
+	var out []scopeDoc
+	for _, d := range scopeDocs {
+		if store.HasScope(scope, d.Name) {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // handleConsent is POST /oauth/consent: the consent page's answer. The form carries only the
@@ -116,8 +142,8 @@ func (s *server) handleMCPDocs() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.render(w, r, http.StatusOK, "docs_mcp", page{Title: "Connect an AI assistant (MCP)", Data: struct {
 			BaseURL, MCPURL, ResourceMetadata string
-			Scope                             string
+			Scopes                            []scopeDoc
 			Tools                             []mcp.ToolDoc
-		}{s.BaseURL, s.BaseURL + oauth.MCPPath, s.BaseURL + "/.well-known/oauth-protected-resource", oauth.Scope, mcp.ToolDocs()}})
+		}{s.BaseURL, s.BaseURL + oauth.MCPPath, s.resourceMetadataURL(), scopeDocs, mcp.ToolDocs()}})
 	})
 }

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -149,5 +150,77 @@ func TestInvalidArguments(t *testing.T) {
 	reports, _ := f.st.ReportsOf(t.Context(), f.userID)
 	if len(reports) != 0 {
 		t.Errorf("invalid calls created reports: %v", reports)
+	}
+}
+
+// Each tool names the scope it needs in the tool table; a credential without it gets a 403
+// that the handlers package turns into an insufficient_scope challenge, so clients can step up
+// (MCP 2025-11-25 authorization, "Scope challenge handling").
+func TestToolScopes(t *testing.T) {
+	f := newFixture(t, store.NewMemory())
+	readOnly := store.WithScope(context.Background(), store.ScopeRead)
+	call := func(ctx context.Context, name, args string) (int, string) {
+		status, out := f.srv.Serve(ctx, f.userID, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"`+name+`","arguments":`+args+`}}`))
+		return status, string(out)
+	}
+	for _, tl := range tools {
+		t.Run(tl.Name+" needs "+tl.Scope+", and is read-only exactly when that is mcp:read", func(t *testing.T) {
+			if tl.Scope != store.ScopeRead && tl.Scope != store.ScopeWrite {
+				t.Fatalf("scope %q", tl.Scope)
+			}
+			if tl.ReadOnly != (tl.Scope == store.ScopeRead) {
+				t.Errorf("ReadOnly %v with scope %s", tl.ReadOnly, tl.Scope)
+			}
+		})
+	}
+	report := `{"scanId":"` + f.latestID + `"}`
+	t.Run("a read-only credential calling generate_client_report gets 403 and no report", func(t *testing.T) {
+		status, out := call(readOnly, "generate_client_report", report)
+		if status != 403 || !strings.Contains(out, `"code":-32003`) || !strings.Contains(out, "mcp:write") {
+			t.Errorf("status %d %s, want 403 naming mcp:write", status, out)
+		}
+	})
+	t.Run("a context without any scope may not publish either", func(t *testing.T) {
+		if status, out := call(context.Background(), "generate_client_report", report); status != 403 {
+			t.Errorf("status %d %s, want 403", status, out)
+		}
+	})
+	t.Run("a read-only credential still reads", func(t *testing.T) {
+		if status, out := call(readOnly, "list_sites", `{}`); status != 200 || strings.Contains(out, `"error"`) {
+			t.Errorf("status %d %s", status, out)
+		}
+	})
+	t.Run("a batch holding a call it may not make is 403 as a whole", func(t *testing.T) {
+		body := `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"generate_client_report","arguments":` + report + `}}]`
+		if status, out := f.srv.Serve(readOnly, f.userID, []byte(body)); status != 403 {
+			t.Errorf("status %d %s, want 403", status, out)
+		}
+	})
+	t.Run("a credential with mcp:write publishes", func(t *testing.T) {
+		if status, out := call(allScopes, "generate_client_report", report); status != 200 || !strings.Contains(out, "/report/") {
+			t.Errorf("status %d %s", status, out)
+		}
+	})
+}
+
+// Report titles are shown to whoever opens the link: the domain's display-text rule applies,
+// as an invalid argument.
+func TestReportTitleRefusesInvisibleCharacters(t *testing.T) {
+	f := newFixture(t, store.NewMemory())
+	for name, title := range map[string]string{
+		"a right-to-left override": "Invoice\u202Egnp.exe",
+		"a NUL byte":               "Report\x00",
+		"a Hangul filler":          "Report\u3164",
+		"a zero-width space":       "Re\u200Bport",
+	} {
+		t.Run(name, func(t *testing.T) {
+			args, _ := json.Marshal(map[string]any{"scanId": f.latestID, "title": title})
+			status, m := f.rpc(t, f.userID, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"generate_client_report","arguments":`+string(args)+`}}`)
+			e, _ := m["error"].(map[string]any)
+			msg, _ := e["message"].(string)
+			if status != 200 || e["code"] != float64(CodeInvalidParams) || !strings.HasPrefix(msg, "Invalid arguments: title must not contain") {
+				t.Errorf("status %d, %v; want -32602 Invalid arguments: title must not contain ...", status, m)
+			}
+		})
 	}
 }

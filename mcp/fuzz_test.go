@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"testing"
 
@@ -54,7 +53,7 @@ func FuzzServe(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		status, out := fx.srv.Serve(context.Background(), fx.userID, body)
+		status, out := fx.srv.Serve(allScopes, fx.userID, body)
 		switch status {
 		case 202:
 			if out != nil {

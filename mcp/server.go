@@ -86,6 +86,10 @@ const (
 	CodeMethodNotFound = -32601
 	CodeInvalidParams  = -32602
 	CodeInternal       = -32603
+	// CodeInsufficientScope answers a call the credential's scope does not allow; Serve
+	// answers it with HTTP 403, which handlers turns into an insufficient_scope challenge.
+	// -32003 is in JSON-RPC's range for server-defined errors.
+	CodeInsufficientScope = -32003
 )
 
 // rpcError is a JSON-RPC error object.
@@ -114,7 +118,8 @@ var errUnavailable = &rpcError{CodeInternal, "Internal error: the database is un
 // Serve answers one HTTP request body for a user: the HTTP status and the JSON body, nil for
 // 202 Accepted (a body of notifications or responses only). A body that is not JSON is 400 with
 // a -32700 error; a lone invalid request is 400 with -32600; a lone request that found the
-// database unreachable is 503; anything else is 200.
+// database unreachable is 503; a body with a call the context's scope (store.ScopeFrom) does
+// not allow is 403 with -32003; anything else is 200.
 func (s *Server) Serve(ctx context.Context, userID string, body []byte) (int, []byte) {
 	body = bytes.TrimSpace(body)
 	if !json.Valid(body) {
@@ -133,15 +138,19 @@ func (s *Server) Serve(ctx context.Context, userID string, body []byte) (int, []
 				fmt.Sprintf("Invalid Request: a batch may carry at most %d calls; this one has %d", MaxBatch, len(batch))}})
 		}
 		out := make([]response, 0, len(batch))
+		status := 200
 		for _, msg := range batch {
 			if r, ok := s.handle(ctx, userID, msg); ok {
 				out = append(out, r)
+				if r.Error != nil && r.Error.Code == CodeInsufficientScope {
+					status = 403
+				}
 			}
 		}
 		if len(out) == 0 {
 			return 202, nil
 		}
-		return 200, encode(out)
+		return status, encode(out)
 	}
 	r, ok := s.handle(ctx, userID, body)
 	if !ok {
@@ -149,6 +158,9 @@ func (s *Server) Serve(ctx context.Context, userID string, body []byte) (int, []
 	}
 	if r.Error != nil && r.Error.Code == CodeInvalidRequest {
 		return 400, encode(r)
+	}
+	if r.Error != nil && r.Error.Code == CodeInsufficientScope {
+		return 403, encode(r)
 	}
 	if r.Error == errUnavailable {
 		return 503, encode(r)

@@ -34,6 +34,7 @@ type AuthorizeError struct {
 	ClientName  string // the client's self-asserted name, when the client is known
 	redirectURI string
 	state       string
+	issuer      string // RFC 9207's iss
 }
 
 // Loopback answers whether Location is a loopback URI, which may be redirected to at once.
@@ -52,7 +53,7 @@ func (e *AuthorizeError) Location() string {
 	if e.redirectURI == "" {
 		return ""
 	}
-	return withParams(e.redirectURI, answer("error", e.Code, "error_description", cleanDescription(e.Description), "state", e.state))
+	return withParams(e.redirectURI, answer("error", e.Code, "error_description", cleanDescription(e.Description), "state", e.state, "iss", e.issuer))
 }
 
 // answer builds the query of an authorization response, leaving out empty values.
@@ -122,7 +123,7 @@ func (s *Server) Authorize(ctx context.Context, rawQuery string) (AuthorizeReque
 
 	// From here on the redirect URI is trusted: errors go back to the client.
 	refuse := func(code, description string) error {
-		return &AuthorizeError{Code: code, Description: description, ClientName: req.Client.Name, redirectURI: req.RedirectURI, state: req.State}
+		return &AuthorizeError{Code: code, Description: description, ClientName: req.Client.Name, redirectURI: req.RedirectURI, state: req.State, issuer: s.issuer}
 	}
 	// refuseWith sends back a parameter check's *Error.
 	refuseWith := func(err error) error {
@@ -160,9 +161,7 @@ func (s *Server) Authorize(ctx context.Context, rawQuery string) (AuthorizeReque
 		return AuthorizeRequest{}, refuse(errInvalidRequest, "code_challenge must be the base64url SHA-256 of the code_verifier (43 characters)")
 	}
 	req.CodeChallenge = challenge
-	if req.Scope, err = checkScope(scope); err != nil {
-		return AuthorizeRequest{}, refuseWith(err)
-	}
+	req.Scope = grantScope(scope)
 	if err := s.checkResource(q["resource"]); err != nil {
 		return AuthorizeRequest{}, refuseWith(err)
 	}
@@ -195,6 +194,9 @@ type Pending struct {
 	ClientName   string
 	RedirectHost string
 	Scope        string
+	// MixedScripts is set when the client's name mixes scripts whose letters look alike
+	// ("Cl" + Cyrillic "а" + "ude"): the page warns that it may imitate another app's name.
+	MixedScripts bool
 }
 
 // Begin stores a checked request for the signed-in user and returns what the consent page shows.
@@ -208,7 +210,8 @@ func (s *Server) Begin(ctx context.Context, userID string, req AuthorizeRequest)
 	if err != nil {
 		return Pending{}, fmt.Errorf("store authorization request: %w", err)
 	}
-	return Pending{ID: id, ClientName: req.Client.Name, RedirectHost: redirectHost(req.RedirectURI), Scope: req.Scope}, nil
+	return Pending{ID: id, ClientName: req.Client.Name, RedirectHost: redirectHost(req.RedirectURI), Scope: req.Scope,
+		MixedScripts: store.MixedScripts(req.Client.Name)}, nil
 }
 
 // Decide answers a pending request of the user and returns where to send the browser: on
@@ -227,7 +230,7 @@ func (s *Server) Decide(ctx context.Context, userID, pendingID string, approve b
 	if !approve {
 		s.log.Info("authorization denied", "user", userID, "client", req.ClientID)
 		return withParams(req.RedirectURI, answer("error", errAccessDenied,
-			"error_description", "the user denied the request", "state", req.State)), nil
+			"error_description", "the user denied the request", "state", req.State, "iss", s.issuer)), nil
 	}
 	code, hash := store.NewSecret(prefixCode)
 	err = s.store.CreateCode(ctx, store.AuthCode{
@@ -241,5 +244,5 @@ func (s *Server) Decide(ctx context.Context, userID, pendingID string, approve b
 		return "", fmt.Errorf("save consent: %w", err)
 	}
 	s.log.Info("authorization approved", "user", userID, "client", req.ClientID)
-	return withParams(req.RedirectURI, answer("code", code, "state", req.State)), nil
+	return withParams(req.RedirectURI, answer("code", code, "state", req.State, "iss", s.issuer)), nil
 }

@@ -18,8 +18,10 @@ import (
 	"sitepulse/store"
 )
 
-// Scope is the only scope (interface, Authentication rule 4). It allows every MCP tool.
-const Scope = "mcp:read"
+// DefaultScope is what an authorization request without a known scope gets (interface, GET
+// /oauth/authorize): reading. Publishing (mcp:write) is asked for, by name or after a 403
+// insufficient_scope challenge.
+const DefaultScope = store.ScopeRead
 
 // Lifetimes (interface, Limits).
 const (

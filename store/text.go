@@ -12,14 +12,14 @@ import (
 // characters and NUL, line and paragraph separators, every format character (category Cf, such
 // as U+202E RIGHT-TO-LEFT OVERRIDE and the zero-width joiners), the Unicode
 // Default_Ignorable_Code_Point set (the Hangul fillers U+115F, U+1160, U+3164, U+FFA0, the
-// variation selectors, ...), the Braille blank U+2800, and bytes that are not UTF-8. One rule
+// variation selectors, ...), the Braille blank U+2800, and bytes that are not UTF-8 (or the
+// U+FFFD a JSON decoder put in their place). One rule
 // for every door, so the register endpoint and the report tools cannot disagree.
 func DisplayTextProblem(s string) string {
-	for i, r := range s {
+	for _, r := range s {
 		if r == utf8.RuneError {
-			if _, size := utf8.DecodeRuneInString(s[i:]); size == 1 {
-				return "must be valid UTF-8"
-			}
+			// A byte that is not UTF-8, or the U+FFFD a decoder put in its place.
+			return "must be valid UTF-8"
 		}
 		if why := invisible(r); why != "" {
 			return fmt.Sprintf("must not contain %s (U+%04X)", why, r)
