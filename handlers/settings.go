@@ -118,7 +118,7 @@ func (s *server) handleRevokeApp() http.Handler {
 		v := visitorFrom(r.Context())
 		id := r.PathValue("clientID")
 		err := store.ErrNotFound
-		if oauth.ValidClientID(id) {
+		if oauth.ValidClientID(id) || store.IsMetadataClientID(id) {
 			err = s.Store.RevokeConsent(r.Context(), v.User.ID, id, s.Now())
 		}
 		if err != nil {

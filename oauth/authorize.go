@@ -99,9 +99,19 @@ func (s *Server) Authorize(ctx context.Context, rawQuery string) (AuthorizeReque
 		return AuthorizeRequest{}, page("client_id is missing")
 	}
 	var req AuthorizeRequest
-	if ValidClientID(clientID) {
+	switch {
+	case ValidClientID(clientID):
 		req.Client, err = s.store.Client(ctx, clientID)
-	} else {
+	case store.IsMetadataClientID(clientID):
+		if req.Client, err = s.metadataClient(ctx, clientID); err != nil {
+			return AuthorizeRequest{}, err
+		}
+		// Stored so that the request, code, tokens and consent can name it; the document's
+		// latest name and redirect URIs replace the last ones.
+		if err := s.store.SaveMetadataClient(ctx, req.Client); err != nil {
+			return AuthorizeRequest{}, fmt.Errorf("save metadata client: %w", err)
+		}
+	default:
 		err = store.ErrNotFound
 	}
 	switch {
@@ -193,7 +203,10 @@ type Pending struct {
 	ID           string
 	ClientName   string
 	RedirectHost string
-	Scope        string
+	// ClientHost is the host of a client known by its metadata document's URL: who published
+	// the name. Empty for a registered client.
+	ClientHost string
+	Scope      string
 	// MixedScripts is set when the client's name mixes scripts whose letters look alike
 	// ("Cl" + Cyrillic "а" + "ude"): the page warns that it may imitate another app's name.
 	MixedScripts bool
@@ -210,8 +223,14 @@ func (s *Server) Begin(ctx context.Context, userID string, req AuthorizeRequest)
 	if err != nil {
 		return Pending{}, fmt.Errorf("store authorization request: %w", err)
 	}
-	return Pending{ID: id, ClientName: req.Client.Name, RedirectHost: redirectHost(req.RedirectURI), Scope: req.Scope,
-		MixedScripts: store.MixedScripts(req.Client.Name)}, nil
+	p := Pending{ID: id, ClientName: req.Client.Name, RedirectHost: redirectHost(req.RedirectURI), Scope: req.Scope,
+		MixedScripts: store.MixedScripts(req.Client.Name)}
+	if store.IsMetadataClientID(req.Client.ID) {
+		if u, err := url.Parse(req.Client.ID); err == nil {
+			p.ClientHost = u.Host
+		}
+	}
+	return p, nil
 }
 
 // Decide answers a pending request of the user and returns where to send the browser: on

@@ -65,7 +65,7 @@ func (s *Server) metadata() (as, prm []byte) {
 		ServiceDocumentation:              s.issuer + DocumentationPath,
 
 		AuthorizationResponseIssParameterSupported: true,
-		ClientIDMetadataDocumentSupported:          true,
+		ClientIDMetadataDocumentSupported:          s.fetch != nil,
 	})
 	prm, _ = json.Marshal(prMetadata{
 		Resource:               s.resource,

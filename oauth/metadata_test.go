@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"reflect"
 	"testing"
@@ -11,7 +12,7 @@ import (
 
 func TestMetadata(t *testing.T) {
 	// A trailing slash on BASE_URL must not reach the issuer (RFC 8414 §3.3 compares strings).
-	srv := New(Config{Store: store.NewMemory(), BaseURL: testBase + "/"})
+	srv := New(Config{Store: store.NewMemory(), BaseURL: testBase + "/", MetadataClient: http.DefaultClient})
 	tests := []struct {
 		name string
 		doc  []byte

@@ -11,6 +11,7 @@ package oauth
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -66,6 +67,9 @@ type Config struct {
 	// 90-day limits.
 	Now func() time.Time
 	Log *slog.Logger
+	// MetadataClient fetches Client ID Metadata Documents. main gives it the outbound guard's
+	// client, so no document is read from an internal address; nil turns the mechanism off.
+	MetadataClient *http.Client
 }
 
 // Server is the authorization server.
@@ -77,6 +81,8 @@ type Server struct {
 	log      *slog.Logger
 	asMeta   []byte
 	prmMeta  []byte
+	fetch    *http.Client // nil: Client ID Metadata Documents are off
+	cimd     metadataCache
 
 	sweepMu   sync.Mutex
 	lastSweep time.Time
@@ -95,6 +101,12 @@ func New(cfg Config) *Server {
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MetadataClient != nil {
+		// A copy that never follows a redirect: the document must be at its URL.
+		c := *cfg.MetadataClient
+		c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		s.fetch = &c
 	}
 	s.resource = s.issuer + MCPPath
 	s.asMeta, s.prmMeta = s.metadata()
