@@ -24,6 +24,20 @@ func (s *server) handleAuthorize() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// No Referer from this page: its URL carries the request's state and challenge.
 		w.Header().Set("Referrer-Policy", "no-referrer")
+		if store.IsMetadataClientID(r.URL.Query().Get("client_id")) {
+			// Such a client_id makes the server fetch a URL of the requester's choosing: only
+			// for a signed-in user, and a bounded number of times per address.
+			if visitorFrom(r.Context()) == nil {
+				http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+				return
+			}
+			if ok, wait := s.metadataIP.allow(clientIP(r)); !ok {
+				secs := strconv.Itoa(int(wait.Seconds()) + 1)
+				w.Header().Set("Retry-After", secs)
+				s.renderError(w, r, http.StatusTooManyRequests, "Too many app sign-in requests from your address. Try again in "+secs+" seconds.")
+				return
+			}
+		}
 		req, err := s.OAuth.Authorize(r.Context(), r.URL.RawQuery)
 		var refused *oauth.AuthorizeError
 		if errors.As(err, &refused) {
