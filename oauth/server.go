@@ -1,11 +1,14 @@
 // Package oauth is SitePulse's OAuth 2.1 authorization server for MCP clients: its metadata
-// (RFC 8414, RFC 9728), dynamic client registration (RFC 7591), the authorization code grant
-// with PKCE S256, refresh-token rotation with reuse detection, revocation (RFC 7009), and the
+// (RFC 8414, RFC 9728), dynamic client registration (RFC 7591) and Client ID Metadata
+// Documents, the authorization code grant with PKCE S256 and iss on every authorization
+// response (RFC 9207), client_secret_post and client_secret_basic, the scopes mcp:read and
+// mcp:write, refresh-token rotation with reuse detection, revocation (RFC 7009), and the
 // verification of the access tokens it issues.
 //
 // It knows nothing of sessions or pages. The handlers package signs the user in, shows the
 // consent page and calls Authorize, Begin and Decide; every other endpoint is an http.Handler
-// made here. It imports only store.
+// made here. It imports only store; the HTTP client that fetches metadata documents through the
+// outbound guard is handed in by main.
 package oauth
 
 import (
