@@ -20,6 +20,7 @@ min="${FUZZMIN:-1s}"
 	./handlers:FuzzCSVRow \
 	./oauth:FuzzMatchRedirectURI \
 	./oauth:FuzzTokenEndpoints \
+	./store:FuzzDisplayTextProblem \
 	./scanner:FuzzExtract
 fail=0
 for target in "$@"; do

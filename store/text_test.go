@@ -1,6 +1,10 @@
 package store
 
-import "testing"
+import (
+	"testing"
+	"unicode"
+	"unicode/utf8"
+)
 
 func TestDisplayTextProblem(t *testing.T) {
 	refused := map[string]string{
@@ -77,4 +81,27 @@ func TestScopes(t *testing.T) {
 	if !HasScope("mcp:read mcp:write", ScopeWrite) || HasScope("mcp:read", ScopeWrite) || HasScope("", ScopeRead) {
 		t.Error("HasScope answers wrongly")
 	}
+}
+
+// FuzzDisplayTextProblem: whatever the bytes, an accepted text is valid UTF-8 without a
+// control, format or default-ignorable character, and a refusal says why.
+func FuzzDisplayTextProblem(f *testing.F) {
+	for _, s := range []string{"Claude", "Cl\u0430ude", "A\u2800B", "Invoice\u202Egnp.exe", "\x00", "\xff", "株式会社"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		why := DisplayTextProblem(s)
+		if why != "" {
+			return
+		}
+		if !utf8.ValidString(s) {
+			t.Fatalf("accepted invalid UTF-8 %q", s)
+		}
+		for _, r := range s {
+			if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r) || r == '\u2800' {
+				t.Fatalf("accepted %q with U+%04X", s, r)
+			}
+		}
+		MixedScripts(s) // must not panic
+	})
 }
