@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"sitepulse/oauth"
-	"sitepulse/scanner"
-	"sitepulse/store"
+	"sitepulse/scanner/netguard"
+	"sitepulse/store/memory"
 )
 
 // An https client_id naming an internal address is never fetched: the authorization server
@@ -24,7 +24,7 @@ func TestClientMetadataDocumentGoesThroughTheGuard(t *testing.T) {
 		w.Write([]byte(`{}`))
 	}))
 	defer internal.Close()
-	srv := oauth.New(oauth.Config{Store: store.NewMemory(), BaseURL: "https://sp.example", MetadataClient: scanner.Guard{}.Client()})
+	srv := oauth.New(oauth.Config{Store: memory.New(), BaseURL: "https://sp.example", MetadataClient: netguard.Guard{}.Client()})
 	q := url.Values{"client_id": {internal.URL + "/client.json"}, "redirect_uri": {"http://127.0.0.1/cb"}, "response_type": {"code"},
 		"code_challenge": {"E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"}, "code_challenge_method": {"S256"}}
 	_, err := srv.Authorize(context.Background(), q.Encode())

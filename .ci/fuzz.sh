@@ -21,7 +21,7 @@ min="${FUZZMIN:-1s}"
 	./oauth:FuzzMatchRedirectURI \
 	./oauth:FuzzTokenEndpoints \
 	./store:FuzzDisplayTextProblem \
-	./scanner:FuzzExtract
+	./scanner/lighthouse:FuzzExtract
 fail=0
 for target in "$@"; do
 	pkg="${target%%:*}" name="${target#*:}"

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"sitepulse/oauth"
-	"sitepulse/store"
+	"sitepulse/store/memory"
 )
 
 // A client known only by its Client ID Metadata Document goes through consent like a
@@ -29,7 +29,7 @@ func TestMetadataDocumentClient(t *testing.T) {
 	defer doc.Close()
 	clientID = doc.URL + "/oauth/client.json"
 
-	st := store.NewMemory()
+	st := memory.New()
 	ot := &oauthTest{testServer: &testServer{store: st, now: testNow}, now: testNow}
 	d := Deps{Store: st, BaseURL: testBaseURL, Now: ot.clock, PasswordIterations: 1000}
 	d = withServers(d)
@@ -75,7 +75,7 @@ func TestMetadataDocumentClient(t *testing.T) {
 // Each authorization request naming a metadata-document URL may make the server fetch it, so an
 // address gets 30 such requests, then one every 2 seconds.
 func TestMetadataDocumentFetchesAreLimited(t *testing.T) {
-	ot := newOAuthTest(t, store.NewMemory())
+	ot := newOAuthTest(t, memory.New())
 	b := ot.testServer.browser(t)
 	b.signup("ann@example.com")
 	path, _ := authorizePath("https://app.example/client.json", "http://127.0.0.1/cb", "st")

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"sitepulse/store"
+	"sitepulse/store/memory"
 	"sitepulse/store/storetest"
 )
 
@@ -472,7 +473,7 @@ func TestConnectedApps(t *testing.T) {
 }
 
 func TestOAuthRateLimits(t *testing.T) {
-	ot := newOAuthTest(t, store.NewMemory())
+	ot := newOAuthTest(t, memory.New())
 	tests := []struct {
 		name  string
 		path  string
@@ -517,7 +518,7 @@ func TestOAuthRateLimits(t *testing.T) {
 }
 
 func TestOAuthRoutes(t *testing.T) {
-	ot := newOAuthTest(t, store.NewMemory())
+	ot := newOAuthTest(t, memory.New())
 	tests := []struct {
 		name, method, path string
 		status             int

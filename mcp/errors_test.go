@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"sitepulse/store"
+	"sitepulse/store/memory"
 	"sitepulse/store/storetest"
 )
 
@@ -56,7 +57,7 @@ func TestOwnership(t *testing.T) {
 
 // TestToolErrors covers every tool failure that travels as an isError result.
 func TestToolErrors(t *testing.T) {
-	f := newFixture(t, store.NewMemory())
+	f := newFixture(t, memory.New())
 	unknown := store.NewID()
 	cases := []struct {
 		name, tool string
@@ -105,7 +106,7 @@ func TestToolErrors(t *testing.T) {
 
 // TestInvalidArguments: every schema rule is enforced before the tool runs, as -32602.
 func TestInvalidArguments(t *testing.T) {
-	f := newFixture(t, store.NewMemory())
+	f := newFixture(t, memory.New())
 	site, scan := f.demo.SiteID, f.latestID
 	cases := []struct {
 		tool string
@@ -157,7 +158,7 @@ func TestInvalidArguments(t *testing.T) {
 // that the handlers package turns into an insufficient_scope challenge, so clients can step up
 // (MCP 2025-11-25 authorization, "Scope challenge handling").
 func TestToolScopes(t *testing.T) {
-	f := newFixture(t, store.NewMemory())
+	f := newFixture(t, memory.New())
 	readOnly := store.WithScope(context.Background(), store.ScopeRead)
 	call := func(ctx context.Context, name, args string) (int, string) {
 		status, out := f.srv.Serve(ctx, f.userID, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"`+name+`","arguments":`+args+`}}`))
@@ -206,7 +207,7 @@ func TestToolScopes(t *testing.T) {
 // Report titles are shown to whoever opens the link: the domain's display-text rule applies,
 // as an invalid argument.
 func TestReportTitleRefusesInvisibleCharacters(t *testing.T) {
-	f := newFixture(t, store.NewMemory())
+	f := newFixture(t, memory.New())
 	for name, title := range map[string]string{
 		"a right-to-left override": "Invoice\u202Egnp.exe",
 		"a NUL byte":               "Report\x00",

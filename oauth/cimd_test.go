@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"sitepulse/store"
+	"sitepulse/store/memory"
 	"sitepulse/store/storetest"
 )
 
@@ -190,7 +191,7 @@ func TestClientIDMetadataDocument(t *testing.T) {
 // server's clock.
 func TestClientIDMetadataDocumentCache(t *testing.T) {
 	cs := newCIMDServer(t)
-	f := cimdFixture(t, store.NewMemory(), cs)
+	f := cimdFixture(t, memory.New(), cs)
 	const cb = "http://127.0.0.1/callback"
 	doc := func(name string) map[string]any {
 		return map[string]any{"client_name": name, "redirect_uris": []string{cb}}
@@ -256,7 +257,7 @@ func TestClientIDMetadataDocumentCache(t *testing.T) {
 // Without a client to fetch with, https client_ids are unknown and the metadata does not
 // advertise the mechanism.
 func TestClientIDMetadataDocumentOff(t *testing.T) {
-	f := newFixture(t, store.NewMemory())
+	f := newFixture(t, memory.New())
 	q, _ := cimdQuery("https://app.example/client.json", "http://127.0.0.1/cb")
 	_, err := f.srv.Authorize(ctx, q.Encode())
 	var ae *AuthorizeError

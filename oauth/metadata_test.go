@@ -7,12 +7,12 @@ import (
 	"reflect"
 	"testing"
 
-	"sitepulse/store"
+	"sitepulse/store/memory"
 )
 
 func TestMetadata(t *testing.T) {
 	// A trailing slash on BASE_URL must not reach the issuer (RFC 8414 §3.3 compares strings).
-	srv := New(Config{Store: store.NewMemory(), BaseURL: testBase + "/", MetadataClient: http.DefaultClient})
+	srv := New(Config{Store: memory.New(), BaseURL: testBase + "/", MetadataClient: http.DefaultClient})
 	tests := []struct {
 		name string
 		doc  []byte
