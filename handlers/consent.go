@@ -158,6 +158,7 @@ func (s *server) handleMCPDocs() http.Handler {
 			BaseURL, MCPURL, ResourceMetadata string
 			Scopes                            []scopeDoc
 			Tools                             []mcp.ToolDoc
-		}{s.BaseURL, s.BaseURL + oauth.MCPPath, s.resourceMetadataURL(), scopeDocs, mcp.ToolDocs()}})
+			Versions                          []string
+		}{s.BaseURL, s.BaseURL + oauth.MCPPath, s.resourceMetadataURL(), scopeDocs, mcp.ToolDocs(), mcp.SupportedVersions}})
 	})
 }

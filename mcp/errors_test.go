@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -195,6 +196,24 @@ func TestToolScopes(t *testing.T) {
 		body := `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"generate_client_report","arguments":` + report + `}}]`
 		if status, out := f.srv.Serve(readOnly, f.userID, []byte(body)); status != 403 {
 			t.Errorf("status %d %s, want 403", status, out)
+		}
+	})
+	t.Run("every protocol version answers the read-only credential 403 with -32003", func(t *testing.T) {
+		meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},`
+		for _, c := range []struct{ version, method, name, body string }{
+			{"2025-06-18", "", "", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"generate_client_report","arguments":` + report + `}}`},
+			{"2025-11-25", "", "", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"generate_client_report","arguments":` + report + `}}`},
+			{"2026-07-28", "tools/call", "generate_client_report", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{` + meta + `"name":"generate_client_report","arguments":` + report + `}}`},
+		} {
+			h := http.Header{"Mcp-Protocol-Version": {c.version}}
+			if c.method != "" {
+				h.Set("Mcp-Method", c.method)
+				h.Set("Mcp-Name", c.name)
+			}
+			status, out := f.srv.ServeRequest(readOnly, Request{UserID: f.userID, Header: h, Body: []byte(c.body)})
+			if status != 403 || !strings.Contains(string(out), `"code":-32003`) {
+				t.Errorf("%s: status %d %s, want 403 with -32003", c.version, status, out)
+			}
 		}
 	})
 	t.Run("a credential with mcp:write publishes", func(t *testing.T) {
