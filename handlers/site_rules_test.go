@@ -37,7 +37,8 @@ func TestSiteRulesAtEveryDoor(t *testing.T) {
 		importedWithCapNoted bool // the import keeps the first MAX_PAGES_PER_SCAN and says so
 	}{
 		{name: "a name of 100,000 characters", siteName: strings.Repeat("n", 100_000), say: "name of 1 to 100 characters"},
-		{name: "a name with a control character", siteName: "Shop\x07bell", say: "without control characters"},
+		{name: "a name with a control character", siteName: "Shop\x07bell", say: "A site name must not contain a control character (U&#43;0007)"},
+		{name: "a name with a right-to-left override", siteName: "Invoice\u202egnp.exe", say: "A site name must not contain"},
 		{name: "a domain with userinfo, path and query", domain: "https://admin:hunter2@evil.example/x?y=1", say: "user name or password"},
 		{name: "localhost", domain: "localhost", say: "localhost cannot be scanned here (SCAN_ALLOW_PRIVATE is off)"},
 		{name: "an IP literal", domain: "169.254.169.254", say: "An IP address cannot be scanned here (SCAN_ALLOW_PRIVATE is off)"},

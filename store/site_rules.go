@@ -135,13 +135,15 @@ func (s *Site) Normalize() {
 }
 
 // Validate checks a normalised site against the rules: a name of 1 to MaxSiteName characters
-// without control characters, a domain NormalizeDomain accepts, at most r.PageLimit() page
+// that DisplayTextProblem accepts (it is shown on public reports), a domain NormalizeDomain accepts, at most r.PageLimit() page
 // paths each of the shape CheckPagePath accepts, a known schedule. The errors, one per field,
 // are *InvalidErrors joined.
 func (s Site) Validate(r SiteRules) error {
 	var errs []error
-	if n := utf8.RuneCountInString(s.Name); n == 0 || n > MaxSiteName || !utf8.ValidString(s.Name) || hasControl(s.Name) {
-		errs = append(errs, &InvalidError{"name", fmt.Sprintf("Give the site a name of 1 to %d characters, without control characters.", MaxSiteName)})
+	if n := utf8.RuneCountInString(s.Name); n == 0 || n > MaxSiteName {
+		errs = append(errs, &InvalidError{"name", fmt.Sprintf("Give the site a name of 1 to %d characters.", MaxSiteName)})
+	} else if why := DisplayTextProblem(s.Name); why != "" { // shown on shared reports too
+		errs = append(errs, &InvalidError{"name", "A site name " + why + "."})
 	}
 	if d, err := NormalizeDomain(s.Domain, r); err != nil {
 		errs = append(errs, err)

@@ -100,9 +100,10 @@ func TestSiteValidate(t *testing.T) {
 	}{
 		{"an empty name", func(s *store.Site) { s.Name = " " }, store.SiteRules{}, "name", "1 to 100"},
 		{"a name of 100,000 characters", func(s *store.Site) { s.Name = strings.Repeat("n", 100_000) }, store.SiteRules{}, "name", "1 to 100"},
-		{"a name with a newline", func(s *store.Site) { s.Name = "Shop\nAdmin" }, store.SiteRules{}, "name", "control"},
-		{"a name with a right-to-left override", func(s *store.Site) { s.Name = "Invoice\u202egnp.exe" }, store.SiteRules{}, "name", "control"},
-		{"a name of invalid UTF-8", func(s *store.Site) { s.Name = "Shop\xff" }, store.SiteRules{}, "name", "1 to 100"},
+		{"a name with a newline", func(s *store.Site) { s.Name = "Shop\nAdmin" }, store.SiteRules{}, "name", "must not contain a control character (U+000A)"},
+		{"a name with a right-to-left override", func(s *store.Site) { s.Name = "Invoice\u202egnp.exe" }, store.SiteRules{}, "name", "U+202E"},
+		{"a name padded with Hangul fillers", func(s *store.Site) { s.Name = "Shop\u3164\u3164" }, store.SiteRules{}, "name", "U+3164"},
+		{"a name of invalid UTF-8", func(s *store.Site) { s.Name = "Shop\xff" }, store.SiteRules{}, "name", "UTF-8"},
 		{"a domain with userinfo", func(s *store.Site) { s.Domain = "https://u:p@shop.example.com/x?y" }, store.SiteRules{}, "domain", "user name"},
 		{"localhost", func(s *store.Site) { s.Domain = "localhost" }, store.SiteRules{}, "domain", "SCAN_ALLOW_PRIVATE"},
 		{"a path with CR/LF", func(s *store.Site) { s.Pages = []string{"/a\r\nSet-Cookie: x=1"} }, store.SiteRules{}, "pages", "single “/”"},
