@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/netip"
 	"net/url"
 	"slices"
@@ -188,6 +189,33 @@ func ValidPages(pages []string, r SiteRules) ([]string, error) {
 		return nil, &InvalidError{"pages", err}
 	}
 	return s.Pages, nil
+}
+
+// Validate checks what any budget must be, whatever its metric: a finite threshold of at least
+// 0 and a known strategy ("" means both). Each metric's own range (scores 0-100, CLS 0-10,
+// times in ms) belongs to the metric table in scanner/analysis, which the budgets form checks.
+func (b Budget) Validate() error {
+	if math.IsNaN(b.Threshold) || math.IsInf(b.Threshold, 0) || b.Threshold < 0 {
+		return &InvalidError{"threshold", "A budget is a number of at least 0."}
+	}
+	switch b.Strategy {
+	case "", StrategyBoth, StrategyMobile, StrategyDesktop:
+		return nil
+	}
+	return &InvalidError{"strategy", "Choose both, mobile or desktop."}
+}
+
+// ValidBudgets checks every budget of a site's set (the stores' SetBudgets).
+func ValidBudgets(budgets map[string]Budget) error {
+	for metric, b := range budgets {
+		if metric == "" || len(metric) > 64 {
+			return &InvalidError{"metric", "A budget names a metric."}
+		}
+		if err := b.Validate(); err != nil {
+			return fmt.Errorf("budget %s: %w", metric, err)
+		}
+	}
+	return nil
 }
 
 // DomainKey is what makes two domains the same site: the host and port, whatever the scheme.

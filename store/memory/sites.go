@@ -255,6 +255,9 @@ func (m *Store) siteBudgets(siteID string) map[string]store.Budget {
 }
 
 func (m *Store) SetBudgets(ctx context.Context, userID, siteID string, budgets map[string]store.Budget) error {
+	if err := store.ValidBudgets(budgets); err != nil {
+		return err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.ownedSite(userID, siteID); !ok {

@@ -218,6 +218,9 @@ func (p *Store) Budgets(ctx context.Context, userID, siteID string) (map[string]
 }
 
 func (p *Store) SetBudgets(ctx context.Context, userID, siteID string, budgets map[string]store.Budget) error {
+	if err := store.ValidBudgets(budgets); err != nil {
+		return err
+	}
 	return p.tx(ctx, func(tx *sql.Tx) error {
 		if err := p.owns(ctx, tx, userID, siteID); err != nil {
 			return err

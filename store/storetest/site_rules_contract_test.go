@@ -2,6 +2,7 @@ package storetest_test
 
 import (
 	"errors"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -204,5 +205,35 @@ func testPagesFound(t *testing.T, s store.Store) {
 	wantErr(t, s.SetPagesFound(ctx, j.Lease(), 50, 500), store.ErrLeaseLost)
 	if got, _ := s.Scan(ctx, a.ID, sc.ID); got.PagesFound != 120 {
 		t.Errorf("after a write under a lost lease, found = %d, want 120", got.PagesFound)
+	}
+}
+
+// A budget is a finite threshold of at least 0 for a known strategy, whatever its metric; the
+// store refuses any other and keeps the budgets it had.
+func testBudgetsValidate(t *testing.T, s store.Store) {
+	a := newUser(t, s, "a@example.com")
+	site := newSite(t, s, a, "site")
+	must(t, s.SetBudgets(ctx, a.ID, site.ID, map[string]store.Budget{"performance": {Threshold: 80}}))
+	for _, tt := range []struct {
+		name   string
+		budget store.Budget
+		field  string
+	}{
+		{"a NaN threshold", store.Budget{Threshold: math.NaN()}, "threshold"},
+		{"an infinite threshold", store.Budget{Threshold: math.Inf(1)}, "threshold"},
+		{"a negative threshold", store.Budget{Threshold: -1}, "threshold"},
+		{"an unknown strategy", store.Budget{Threshold: 1, Strategy: "tablet"}, "strategy"},
+	} {
+		t.Run(tt.name+" is refused", func(t *testing.T) {
+			err := s.SetBudgets(ctx, a.ID, site.ID, map[string]store.Budget{"lcp": tt.budget})
+			if !errors.Is(err, store.ErrInvalid) || store.FieldErrors(err)[tt.field] == "" {
+				t.Fatalf("%v, want ErrInvalid on %s", err, tt.field)
+			}
+			got, err := s.Budgets(ctx, a.ID, site.ID)
+			must(t, err)
+			if len(got) != 1 || got["performance"].Threshold != 80 {
+				t.Errorf("budgets after a refusal: %+v", got)
+			}
+		})
 	}
 }

@@ -87,6 +87,7 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 		{"a second site of one owner on the same normalised domain is refused, naming the first", testSameDomain},
 		{"a site's lastPublished never moves backwards", testLastPublishedForward},
 		{"a scan records the pages discovery found, under its lease, never lowered", testPagesFound},
+		{"a budget is a finite threshold of at least 0 for a known strategy", testBudgetsValidate},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
