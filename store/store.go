@@ -274,6 +274,15 @@ type Webhooks interface {
 	// ForgetDelivery drops the keys of a delivery whose effect failed, so the platform's retry
 	// of it is not taken for a replay.
 	ForgetDelivery(ctx context.Context, keys ...string) error
+	// RecordPublish keeps what the platform said about a publish, normalized (system: the
+	// publish webhook). Its ScanID is empty or a scan of the same site.
+	RecordPublish(ctx context.Context, p Publish) error
+	// Publishes lists a site's publishes on or after since, oldest first, at most limit (the
+	// latest ones when there are more); ErrNotFound when the site is not the user's.
+	Publishes(ctx context.Context, userID, siteID string, since time.Time, limit int) ([]Publish, error)
+	// PublishesOfScans gives the publish that started each scan, by scan id; a scan not
+	// started by a publish, or not the user's, has no entry.
+	PublishesOfScans(ctx context.Context, userID string, scanIDs []string) (map[string]Publish, error)
 }
 
 // SessionTouchGranularity is how stale a session's SeenAt may be: a session used again within

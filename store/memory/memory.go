@@ -42,6 +42,7 @@ type Store struct {
 	platformStates map[string]memState
 	connections    map[string]store.PlatformConnection
 	audits         map[string]map[time.Time]int // audits spent by account and UTC day (audits.go)
+	publishes      []store.Publish              // in the order recorded (publishes.go)
 }
 
 type memResult struct {
