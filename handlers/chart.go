@@ -43,8 +43,8 @@ type trendChart struct {
 }
 
 // trendCharts are the site page's trend tabs: the four scores, health, then each of trendVitals
-// against its web.dev bands. With no points there are none.
-func trendCharts(points []trendPoint) []trendChart {
+// against its web.dev bands, each marking the publishes. With no points there are none.
+func trendCharts(points []trendPoint, publishes []store.Publish) []trendChart {
 	if len(points) == 0 {
 		return nil
 	}
@@ -63,10 +63,10 @@ func trendCharts(points []trendPoint) []trendChart {
 		return out
 	}
 	charts := []trendChart{
-		{ID: "scores", Label: "Scores", SVG: trendSVG(points), Legend: trendSeries},
+		{ID: "scores", Label: "Scores", SVG: trendSVG(points, publishes), Legend: trendSeries},
 		{ID: "health", Label: "Health", Note: "Health is the mean of the four scores.",
 			SVG: lineChart(fmt.Sprintf("Health of the last %d completed scans, oldest first", len(points)), at, scoreScale,
-				[]chartLine{{Label: "Health", Class: "s-health", Values: score("health")}})},
+				[]chartLine{{Label: "Health", Class: "s-health", Values: score("health")}}, publishes)},
 	}
 	for _, name := range trendVitals {
 		m, _ := analysis.Lookup(name)
@@ -81,13 +81,13 @@ func trendCharts(points []trendPoint) []trendChart {
 		scale := chartScale{Max: top, Grid: []float64{0, m.Bands.Good, m.Bands.Poor, top}, Format: func(v float64) string { return formatVital(name, v) }}
 		charts = append(charts, trendChart{ID: name, Label: m.Label,
 			Note: m.Title + " of the slowest page (mobile when scanned). Grid lines mark web.dev's good and poor thresholds.",
-			SVG:  lineChart(fmt.Sprintf("%s of the last %d completed scans, oldest first", m.Title, len(points)), at, scale, []chartLine{{Label: m.Label, Class: "s-vital", Values: values}})})
+			SVG:  lineChart(fmt.Sprintf("%s of the last %d completed scans, oldest first", m.Title, len(points)), at, scale, []chartLine{{Label: m.Label, Class: "s-vital", Values: values}}, publishes)})
 	}
 	return charts
 }
 
 // trendSVG draws scans' category scores (0-100), oldest scan on the left.
-func trendSVG(points []trendPoint) template.HTML {
+func trendSVG(points []trendPoint, publishes []store.Publish) template.HTML {
 	if len(points) == 0 {
 		return ""
 	}
@@ -105,7 +105,7 @@ func trendSVG(points []trendPoint) template.HTML {
 			}
 		}
 	}
-	return lineChart(fmt.Sprintf("Scores of the last %d completed scans, oldest first", len(points)), at, scoreScale, lines)
+	return lineChart(fmt.Sprintf("Scores of the last %d completed scans, oldest first", len(points)), at, scoreScale, lines, publishes)
 }
 
 // chartLine is one line of a chart: a value per point, nil where there is none.
@@ -133,9 +133,11 @@ const (
 )
 
 // lineChart draws lines over time as an inline SVG, oldest point on the left. A missing value
-// breaks its line instead of dropping to zero; a line with no value at all is not drawn. Every
-// label is a number or a date the function formats itself; they are escaped all the same.
-func lineChart(label string, at []time.Time, scale chartScale, lines []chartLine) template.HTML {
+// breaks its line instead of dropping to zero; a line with no value at all is not drawn. Each
+// publish is a marker behind the lines, placed in time between the points around it (at the
+// right edge when it came after the last), named by who published; one before the first point is
+// off the chart. Every label is escaped.
+func lineChart(label string, at []time.Time, scale chartScale, lines []chartLine, publishes []store.Publish) template.HTML {
 	// The axis labels need room on the left: up to 12 units a character, the phone stylesheet's
 	// 20-unit font.
 	left := chartLeft
@@ -185,6 +187,14 @@ func lineChart(label string, at []time.Time, scale chartScale, lines []chartLine
 		fmt.Fprintf(&b, `<text class="axis" x="%s" y="%d" text-anchor="%s">%s</text>`, num(x(i)), chartH-8, anchor,
 			html.EscapeString(at[i].UTC().Format("2 Jan")))
 	}
+	for _, p := range publishes {
+		px, ok := timeX(at, p.PublishedOn, x)
+		if !ok {
+			continue
+		}
+		fmt.Fprintf(&b, `<g class="publish"><line x1="%s" y1="%d" x2="%s" y2="%d"/><path d="M%s %d l5 -8 h-10 z"/><title>%s</title></g>`,
+			num(px), chartTop, num(px), chartH-chartBottom, num(px), chartTop, html.EscapeString(p.Line()))
+	}
 	for _, l := range lines {
 		var d strings.Builder
 		pen := "M"
@@ -208,6 +218,24 @@ func lineChart(label string, at []time.Time, scale chartScale, lines []chartLine
 	}
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String())
+}
+
+// timeX places t on a chart whose points, at the times at, sit at x(i): between the two points
+// around it in proportion to time, at the last point when t is after it; false before the first.
+func timeX(at []time.Time, t time.Time, x func(int) float64) (float64, bool) {
+	if len(at) == 0 || t.Before(at[0]) {
+		return 0, false
+	}
+	for i := 0; i+1 < len(at); i++ {
+		if t.Before(at[i+1]) {
+			span := at[i+1].Sub(at[i])
+			if span <= 0 {
+				return x(i), true
+			}
+			return x(i) + (x(i+1)-x(i))*float64(t.Sub(at[i]))/float64(span), true
+		}
+	}
+	return x(len(at) - 1), true
 }
 
 // niceCeil rounds v up to 1, 2, 2.5 or 5 times a power of ten, for an axis top people read.

@@ -52,3 +52,13 @@ func displayOrEmpty(s string, max int) string {
 	}
 	return s
 }
+
+// Line is how pages, the trend chart and alerts say who published: "Published by Ana, 24 Nov
+// 14:02" (UTC), or "Published 24 Nov 14:02" when the platform named nobody.
+func (p Publish) Line() string {
+	at := p.PublishedOn.UTC().Format("2 Jan 15:04")
+	if p.PublishedBy == "" {
+		return "Published " + at
+	}
+	return "Published by " + p.PublishedBy + ", " + at
+}

@@ -73,8 +73,7 @@ type Outcome struct {
 	Site              store.Site
 	Scan              store.Scan
 	ScanURL           string
-	PublishedBy       string
-	PublishedAt       *time.Time
+	Publish           *store.Publish // the publish that started the scan; nil when none did
 	Previous, Latest  []store.PageResult
 	Violations        []analysis.Violation
 	BudgetsWereBroken bool
@@ -97,12 +96,12 @@ func Events(o Outcome, now time.Time, newID func() string) []Event {
 		Scan:      EventScan{ID: o.Scan.ID, URL: o.ScanURL, Strategy: o.Scan.Strategy, Trigger: o.Scan.Trigger},
 		Data:      EventDetail{Regressions: []analysis.Regression{}, Violations: []analysis.Violation{}},
 	}
-	if o.PublishedBy != "" {
-		by := o.PublishedBy
-		base.Scan.PublishedBy = &by
-		if o.PublishedAt != nil {
-			at := o.PublishedAt.UTC()
-			base.Scan.PublishedAt = &at
+	if p := o.Publish; p != nil {
+		at := p.PublishedOn.UTC()
+		base.Scan.PublishedAt = &at
+		if p.PublishedBy != "" {
+			by := p.PublishedBy
+			base.Scan.PublishedBy = &by
 		}
 	}
 	event := func(kind string, d EventDetail) Event {

@@ -37,12 +37,12 @@ func counter() func() string {
 // outcome is a completed scan of "Shop" started by Ana's publish.
 func outcome(previous, latest []store.PageResult, violations []analysis.Violation, wasBroken bool) Outcome {
 	return Outcome{
-		Workspace:   EventRef{ID: "ws1", Name: "Acme"},
-		Site:        store.Site{ID: "site1", Name: "Shop", Domain: "shop.example"},
-		Scan:        store.Scan{ID: "scan2", Status: store.StatusComplete, Strategy: store.StrategyBoth, Trigger: store.TriggerWebhook},
-		ScanURL:     "https://sitepulse.example.com/sites/site1/scans/scan2",
-		PublishedBy: "Ana", PublishedAt: &published,
-		Previous: previous, Latest: latest, Violations: violations, BudgetsWereBroken: wasBroken,
+		Workspace: EventRef{ID: "ws1", Name: "Acme"},
+		Site:      store.Site{ID: "site1", Name: "Shop", Domain: "shop.example"},
+		Scan:      store.Scan{ID: "scan2", Status: store.StatusComplete, Strategy: store.StrategyBoth, Trigger: store.TriggerWebhook},
+		ScanURL:   "https://sitepulse.example.com/sites/site1/scans/scan2",
+		Publish:   &store.Publish{PublishedBy: "Ana", PublishedOn: published},
+		Previous:  previous, Latest: latest, Violations: violations, BudgetsWereBroken: wasBroken,
 	}
 }
 
@@ -105,7 +105,7 @@ func TestEventsComeFromChangesNotStates(t *testing.T) {
 	})
 	t.Run("a scan not started by a publish says so with nulls", func(t *testing.T) {
 		o := outcome(before, worse, nil, false)
-		o.PublishedBy, o.PublishedAt, o.Scan.Trigger = "", nil, store.TriggerSchedule
+		o.Publish, o.Scan.Trigger = nil, store.TriggerSchedule
 		b, _ := json.Marshal(Events(o, now, counter())[0].Scan)
 		if !bytes.Contains(b, []byte(`"publishedBy":null,"publishedAt":null`)) {
 			t.Errorf("scan = %s, want null publishedBy and publishedAt", b)
@@ -257,7 +257,7 @@ func FuzzEventEncoder(f *testing.F) {
 	f.Add("<!channel> \x00\u2028", "/\"}]", "@everyone", "\xff\xfe", 100, 0)
 	f.Fuzz(func(t *testing.T, name, path, by, reason string, from, to int) {
 		o := outcome([]store.PageResult{result(path, "mobile", from, 1000)}, []store.PageResult{result(path, "mobile", to, 1000)}, []analysis.Violation{{Metric: "performance", Threshold: 80, Actual: float64(to), Operator: store.OpMin, PagePath: path}}, false)
-		o.Site.Name, o.PublishedBy = name, by
+		o.Site.Name, o.Publish.PublishedBy = name, by
 		events := Events(o, now, counter())
 		fail := o
 		fail.Scan.Status, fail.Scan.Error = store.StatusFailed, reason

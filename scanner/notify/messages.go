@@ -159,12 +159,12 @@ func summarize(e Event) summary {
 		s.title = e.Type + " on " + site
 	}
 	ctx := []string{}
-	if e.Scan.PublishedBy != nil {
-		p := "Published by " + oneLine(*e.Scan.PublishedBy)
-		if e.Scan.PublishedAt != nil {
-			p += ", " + PublishTime(*e.Scan.PublishedAt)
+	if e.Scan.PublishedAt != nil {
+		p := store.Publish{PublishedOn: *e.Scan.PublishedAt}
+		if e.Scan.PublishedBy != nil {
+			p.PublishedBy = oneLine(*e.Scan.PublishedBy)
 		}
-		ctx = append(ctx, p)
+		ctx = append(ctx, p.Line())
 	} else if e.Scan.Trigger != "" {
 		ctx = append(ctx, "Started by "+e.Scan.Trigger)
 	}
@@ -172,9 +172,6 @@ func summarize(e Event) summary {
 	s.context = strings.Join(nonEmpty(ctx), " · ")
 	return s
 }
-
-// PublishTime is how a publish is dated on pages and in messages: "24 Nov 14:02", UTC.
-func PublishTime(t time.Time) string { return t.UTC().Format("2 Jan 15:04") }
 
 func plural(n int, one, many string) string {
 	if n == 1 {
