@@ -38,6 +38,7 @@ type Store interface {
 	PageResult(ctx context.Context, userID, scanID, pagePath, strategy string) (store.PageResult, error)
 	PageMetrics(ctx context.Context, userID, scanID string) ([]store.PageResult, error)
 	CreateReportWithin(ctx context.Context, r store.Report, max int) error
+	PublishesOfScans(ctx context.Context, userID string, scanIDs []string) (map[string]store.Publish, error)
 }
 
 // Fair-use limits: one account must not be able to flood the service.
