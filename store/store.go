@@ -22,6 +22,7 @@ type Store interface {
 	Reports
 	Webhooks
 	Platform
+	Channels
 	// Name is "memory" or "postgres", for the health check and the log.
 	Name() string
 	// Ping answers whether the store can serve requests.
@@ -283,6 +284,23 @@ type Webhooks interface {
 	// PublishesOfScans gives the publish that started each scan, by scan id; a scan not
 	// started by a publish, or not the user's, has no entry.
 	PublishesOfScans(ctx context.Context, userID string, scanIDs []string) (map[string]Publish, error)
+}
+
+// Channels are where an account's alerts go, and the record of what was sent to each.
+type Channels interface {
+	// CreateChannel validates and stores a channel; ErrLimit past MaxChannelsPerUser.
+	CreateChannel(ctx context.Context, c Channel) error
+	// ChannelsOf lists the user's channels, oldest first.
+	ChannelsOf(ctx context.Context, userID string) ([]Channel, error)
+	Channel(ctx context.Context, userID, channelID string) (Channel, error)
+	// DeleteChannel deletes a channel of the user and its deliveries.
+	DeleteChannel(ctx context.Context, userID, channelID string) error
+	// RecordDelivery inserts or updates (by channel and event id) a delivery to a channel of
+	// the user; ErrNotFound when the channel is not the user's.
+	RecordDelivery(ctx context.Context, userID string, d Delivery) error
+	// DeliveriesOf lists a channel's deliveries, newest first, at most limit; ErrNotFound when
+	// the channel is not the user's.
+	DeliveriesOf(ctx context.Context, userID, channelID string, limit int) ([]Delivery, error)
 }
 
 // SessionTouchGranularity is how stale a session's SeenAt may be: a session used again within

@@ -8,17 +8,14 @@ import (
 	"sitepulse/store"
 )
 
-// The events a channel may receive: changes that matter, never states, so a site whose budgets
-// stay broken scan after scan alerts once.
+// The events a channel may receive (store.EventTypes): changes that matter, never states, so a
+// site whose budgets stay broken scan after scan alerts once.
 const (
-	EventRegressionConfirmed = "regression.confirmed"
-	EventBudgetBroken        = "budget.broken"
-	EventBudgetRecovered     = "budget.recovered"
-	EventScanFailed          = "scan.failed"
+	EventRegressionConfirmed = store.EventRegressionConfirmed
+	EventBudgetBroken        = store.EventBudgetBroken
+	EventBudgetRecovered     = store.EventBudgetRecovered
+	EventScanFailed          = store.EventScanFailed
 )
-
-// EventTypes are the events in the order the Notifications page offers them.
-var EventTypes = []string{EventRegressionConfirmed, EventBudgetBroken, EventBudgetRecovered, EventScanFailed}
 
 // Event is one alert, the signed webhook's body as it is sent; the chat messages are rendered
 // from it. ID doubles as the delivery id a receiver uses to drop a duplicate.

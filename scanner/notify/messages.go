@@ -19,11 +19,10 @@ import (
 
 // Channel kinds: where a message goes and so how it is written.
 const (
-	KindSlack   = "slack"
-	KindTeams   = "teams"
-	KindDiscord = "discord"
-	KindWebhook = "webhook"
-	KindEmail   = "email"
+	KindSlack   = store.ChannelSlack
+	KindTeams   = store.ChannelTeams
+	KindDiscord = store.ChannelDiscord
+	KindWebhook = store.ChannelWebhook
 )
 
 // topLines is how many regressions or broken budgets a chat message lists; the rest are counted.

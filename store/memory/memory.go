@@ -43,6 +43,10 @@ type Store struct {
 	connections    map[string]store.PlatformConnection
 	audits         map[string]map[time.Time]int // audits spent by account and UTC day (audits.go)
 	publishes      []store.Publish              // in the order recorded (publishes.go)
+	channels       map[string]store.Channel     // alert channels by id (channels.go)
+	// channelDeliveries are the alert deliveries, in the order recorded (channels.go); not
+	// deliveries, the publish webhook's replay guard.
+	channelDeliveries []store.Delivery
 }
 
 type memResult struct {
@@ -75,6 +79,7 @@ func New() *Store {
 		deliveries:     map[string]time.Time{},
 		platformStates: map[string]memState{},
 		connections:    map[string]store.PlatformConnection{},
+		channels:       map[string]store.Channel{},
 	}
 }
 
