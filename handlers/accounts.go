@@ -29,18 +29,15 @@ func (s *server) handleSignupPage() http.Handler {
 	}))
 }
 
-// validateSignup checks an e-mail and password; NIST SP 800-63B: at least 8 characters, no
-// composition rules, long passphrases welcome.
+// validateSignup checks an e-mail and password; the password rules are store.PasswordProblem's
+// (NIST SP 800-63B: at least 8 characters, not blank, not a common password).
 func validateSignup(email, password string) map[string]string {
 	errs := map[string]string{}
 	if a, err := mail.ParseAddress(email); err != nil || a.Address != email || len(email) > 254 {
 		errs["email"] = "Enter an e-mail address like name@example.com."
 	}
-	switch n := len([]rune(password)); {
-	case n < 8:
-		errs["password"] = "Use at least 8 characters."
-	case len(password) > 1024:
-		errs["password"] = "Use at most 1024 characters."
+	if problem := store.PasswordProblem(password); problem != "" {
+		errs["password"] = problem
 	}
 	return errs
 }

@@ -343,3 +343,20 @@ func TestHealth(t *testing.T) {
 	resp.Body.Close()
 	wantStatus(t, resp, http.StatusOK)
 }
+
+// Sign-up refuses a password of blanks or one of the most common, saying why.
+func TestSignupRefusesWeakPasswords(t *testing.T) {
+	ts := newTestServer(t, store.NewMemory())
+	for pw, want := range map[string]string{
+		"12345678": "10,000 most common passwords",
+		"        ": "not only spaces",
+		"short":    "at least 8 characters",
+	} {
+		resp, body := ts.browser(t).post("/signup", url.Values{"email": {"weak@example.com"}, "password": {pw}})
+		wantStatus(t, resp, http.StatusUnprocessableEntity)
+		contains(t, body, want)
+	}
+	if _, err := ts.store.UserByEmail(t.Context(), "weak@example.com"); err == nil {
+		t.Error("an account was made with a weak password")
+	}
+}
