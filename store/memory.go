@@ -35,6 +35,8 @@ type Memory struct {
 	platformStates map[string]memState
 	connections    map[string]PlatformConnection
 	audits         map[string]map[time.Time]int // audits spent by account and UTC day (memory_audits.go)
+	logins         map[string]memLogin          // login attempts by account key (memory_logins.go)
+	loginsSwept    time.Time
 }
 
 type memResult struct {
