@@ -181,6 +181,8 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{map[string]string{"PLATFORM_API_URL": "api.webflow.com"}, nil, "PLATFORM_API_URL"},
 		{map[string]string{"PLATFORM_CLIENT_ID": "app"}, nil, "PLATFORM_CLIENT_SECRET"},
 		{map[string]string{"PLATFORM_CLIENT_ID": "app", "PLATFORM_CLIENT_SECRET": "s", "PLATFORM_TOKEN_KEY": "short"}, nil, "PLATFORM_TOKEN_KEY"},
+		{map[string]string{"AUTH_KEY": "short"}, nil, "AUTH_KEY"},
+		{map[string]string{"AUTH_KEY": "not base64 at all, but long enough to be a key!!"}, nil, "AUTH_KEY"},
 		{map[string]string{}, []string{"-scan-workers", "x"}, "SCAN_WORKERS"},
 	} {
 		var out bytes.Buffer

@@ -77,6 +77,7 @@ func (s *server) handleSignup() http.Handler {
 			s.error(w, r, err, "")
 			return
 		}
+		s.setDevice(w, u.ID)
 		http.Redirect(w, r, form.Next, http.StatusSeeOther)
 	})
 }
@@ -112,37 +113,46 @@ func (s *server) handleLogin() http.Handler {
 			return
 		}
 		// Tokens are taken before the slow password check, so parallel guesses cannot all be
-		// checked; per address and per (account, address), so a stranger's failures do not lock
-		// the owner out from elsewhere. A success gives them back.
+		// checked: per address; then, from a browser that signed in to this account before
+		// (its device cookie), per device; else per (account, address), so a stranger's
+		// failures do not lock the owner out from elsewhere, and per account across every
+		// address in the store, which every replica shares. A success gives them back.
 		ip := clientIP(r)
-		pair := strings.ToLower(form.Email) + "\x00" + ip
 		if ok, wait := s.loginIP.allow(ip); !ok {
-			s.tooMany(w, r, "login", form, wait)
-			return
-		}
-		if ok, wait := s.loginPair.allow(pair); !ok {
-			s.loginIP.refund(ip)
 			s.tooMany(w, r, "login", form, wait)
 			return
 		}
 		u, err := s.Store.UserByEmail(r.Context(), form.Email)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			s.loginIP.refund(ip)
 			s.error(w, r, err, "")
 			return
 		}
+		known := err == nil
+		release, ok, wait, terr := s.takeLogin(r, form.Email, ip, s.device(r, u.ID))
+		if terr != nil {
+			s.loginIP.refund(ip)
+			s.error(w, r, terr, "")
+			return
+		}
+		if !ok {
+			s.loginIP.refund(ip)
+			s.tooMany(w, r, "login", form, wait)
+			return
+		}
 		stored := u.PasswordHash
-		if err != nil {
+		if !known {
 			stored = dummyHash()
 		}
 		ok, rehash := store.CheckPassword(stored, password, s.PasswordIterations)
-		if err != nil || !ok {
+		if !known || !ok {
 			s.Log.Info("login failed", "remote", ip)
 			form.Errors = map[string]string{"form": "That e-mail and password do not match an account."}
 			s.render(w, r, http.StatusUnauthorized, "login", page{Title: "Log in", Data: form})
 			return
 		}
 		s.loginIP.refund(ip)
-		s.loginPair.forget(pair)
+		release()
 		if rehash {
 			if h, err := store.HashPassword(password, s.PasswordIterations); err == nil {
 				if err := s.Store.SetPasswordHash(r.Context(), u.ID, h); err != nil {
@@ -158,9 +168,37 @@ func (s *server) handleLogin() http.Handler {
 			s.error(w, r, err, "")
 			return
 		}
+		s.setDevice(w, u.ID)
 		s.Log.Info("user logged in", "user", u.ID)
 		http.Redirect(w, r, form.Next, http.StatusSeeOther)
 	})
+}
+
+// takeLogin takes the tokens of a login attempt beyond the address's: the device's when the
+// browser carries a device cookie of this account (nonce), else the (account, address) pair's
+// and the account's in the store. ok false says how long to wait; release, called after the
+// right password, gives them back.
+func (s *server) takeLogin(r *http.Request, email, ip, nonce string) (release func(), ok bool, wait time.Duration, err error) {
+	if nonce != "" {
+		ok, wait := s.deviceLimit.allow(nonce)
+		return func() { s.deviceLimit.forget(nonce) }, ok, wait, nil
+	}
+	pair := strings.ToLower(email) + "\x00" + ip
+	if ok, wait := s.loginPair.allow(pair); !ok {
+		return nil, false, wait, nil
+	}
+	key := accountKey(email)
+	ok, wait, err = s.Store.TakeLoginAttempt(r.Context(), key, s.Now(), s.AccountLogins)
+	if err != nil || !ok {
+		s.loginPair.refund(pair)
+		return nil, false, wait, err
+	}
+	return func() {
+		s.loginPair.forget(pair)
+		if err := s.Store.ClearLoginAttempts(r.Context(), key); err != nil {
+			s.Log.Warn("clear login attempts", "err", err)
+		}
+	}, true, 0, nil
 }
 
 // tooMany answers a throttled form with 429, Retry-After and a sentence that names no account.

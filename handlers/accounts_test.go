@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"sitepulse/store"
 )
@@ -358,5 +359,93 @@ func TestSignupRefusesWeakPasswords(t *testing.T) {
 	}
 	if _, err := ts.store.UserByEmail(t.Context(), "weak@example.com"); err == nil {
 		t.Error("an account was made with a weak password")
+	}
+}
+
+// loginWith posts a login from an injected client address with the given cookies.
+func loginWith(h http.Handler, addr, email, password string, cookies ...*http.Cookie) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodPost, "/login", strings.NewReader(url.Values{"email": {email}, "password": {password}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.RemoteAddr = addr
+	for _, c := range cookies {
+		req.AddCookie(c)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+// deviceCookie is the device cookie a response set, or nil.
+func deviceCookie(rec *httptest.ResponseRecorder) *http.Cookie {
+	for _, c := range rec.Result().Cookies() {
+		if strings.HasSuffix(c.Name, "device") && c.MaxAge > 0 {
+			return c
+		}
+	}
+	return nil
+}
+
+// Guessing spread over many addresses is bounded per account: 100 failed logins a day, then
+// one a minute, counted in the store across addresses. A browser that signed in to the account
+// before carries a signed device cookie and is not counted against that cap, so the owner is
+// not locked out; the cookie works only for its own account and only as signed.
+func TestLoginCapPerAccountAcrossAddresses(t *testing.T) {
+	ts := newTestServer(t, store.NewMemory())
+	h := ts.Config.Handler
+	ts.browser(t).signup("ann@example.com")
+	ts.browser(t).signup("bob@example.com")
+	owner := loginWith(h, "198.51.100.7:5000", "ann@example.com", "correct horse battery")
+	if owner.Code != http.StatusSeeOther {
+		t.Fatalf("owner's login: %d", owner.Code)
+	}
+	device := deviceCookie(owner)
+	if device == nil || !device.HttpOnly || device.Path != "/" {
+		t.Fatalf("no HttpOnly device cookie on a successful login: %v", owner.Result().Cookies())
+	}
+	bobDevice := deviceCookie(loginWith(h, "198.51.100.8:5000", "bob@example.com", "correct horse battery"))
+
+	// 12 addresses guess 10 times each (each address's own limit); 100 of the 120 are checked.
+	count := map[int]int{}
+	for a := range 12 {
+		for range 10 {
+			count[loginWith(h, fmt.Sprintf("203.0.113.%d:4000", a+1), "ann@example.com", "guess guess").Code]++
+		}
+	}
+	if count[http.StatusUnauthorized] != 100 || count[http.StatusTooManyRequests] != 20 {
+		t.Errorf("120 guesses from 12 addresses: %v, want 100 checked (401) and 20 refused (429)", count)
+	}
+	// An address with no history and the right password is refused too, without a device cookie.
+	rec := loginWith(h, "192.0.2.77:1", "ann@example.com", "correct horse battery")
+	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" {
+		t.Errorf("right password from a fresh browser past the cap: %d, want 429 with Retry-After", rec.Code)
+	}
+	// A forged, a tampered and another account's device cookie count like no cookie.
+	forged := &http.Cookie{Name: device.Name, Value: "v1.x.y.z"}
+	tampered := &http.Cookie{Name: device.Name, Value: device.Value[:len(device.Value)-2] + "AA"}
+	for name, c := range map[string]*http.Cookie{"forged": forged, "tampered": tampered, "bob's": bobDevice} {
+		if got := loginWith(h, "192.0.2.78:1", "ann@example.com", "correct horse battery", c).Code; got != http.StatusTooManyRequests {
+			t.Errorf("%s device cookie: %d, want 429", name, got)
+		}
+	}
+	// The owner's browser gets in at once, from yet another address.
+	if got := loginWith(h, "192.0.2.99:1", "ann@example.com", "correct horse battery", device).Code; got != http.StatusSeeOther {
+		t.Errorf("owner's browser past the cap: %d, want 303", got)
+	}
+	// Another account is not affected.
+	if got := loginWith(h, "192.0.2.79:1", "bob@example.com", "correct horse battery").Code; got != http.StatusSeeOther {
+		t.Errorf("another account: %d, want 303", got)
+	}
+	// Past the cap, one attempt a minute from anywhere.
+	ts.now = ts.now.Add(time.Minute)
+	if got := loginWith(h, "192.0.2.80:1", "ann@example.com", "guess guess").Code; got != http.StatusUnauthorized {
+		t.Errorf("a minute later: %d, want one attempt checked (401)", got)
+	}
+	if got := loginWith(h, "192.0.2.81:1", "ann@example.com", "correct horse battery").Code; got != http.StatusTooManyRequests {
+		t.Errorf("second attempt of that minute: %d, want 429", got)
+	}
+	// A day after the first failure the count starts again.
+	ts.now = ts.now.Add(24 * time.Hour)
+	if got := loginWith(h, "192.0.2.82:1", "ann@example.com", "correct horse battery").Code; got != http.StatusSeeOther {
+		t.Errorf("a day later: %d, want 303", got)
 	}
 }

@@ -4,6 +4,7 @@
 package handlers
 
 import (
+	"crypto/rand"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -54,21 +55,29 @@ type Deps struct {
 	Replayed func(store.Site) bool
 	// WebhookJitter delays each webhook scan (0-5 s); nil picks one at random. Tests inject one.
 	WebhookJitter func() time.Duration
+	// AuthKey is AUTH_KEY, the secret the device cookies are signed with (a key derived from
+	// it); nil makes a random one, so cookies last only for this process.
+	AuthKey []byte
+	// AccountLogins caps the failed logins of one account across every address, counted in the
+	// store; zero means 100 a day, then one a minute.
+	AccountLogins store.LoginLimit
 }
 
 // server holds the dependencies every handler shares.
 type server struct {
 	Deps
-	base       *url.URL
-	secure     bool // BaseURL is https: Secure, __Host- cookies and HSTS
-	cookieName string
-	pages      *pages
-	tokens     AccessTokens // the OAuth server's; tests put in their own
-	loginIP    *limiter
-	loginPair  *limiter // per (account, address)
-	signupIP   *limiter
-	registerIP *limiter // dynamic client registration
-	revokeIP   *limiter // token revocation (RFC 7009 §5)
+	base        *url.URL
+	secure      bool // BaseURL is https: Secure, __Host- cookies and HSTS
+	cookieName  string
+	pages       *pages
+	tokens      AccessTokens // the OAuth server's; tests put in their own
+	loginIP     *limiter
+	loginPair   *limiter // per (account, address)
+	signupIP    *limiter
+	registerIP  *limiter // dynamic client registration
+	revokeIP    *limiter // token revocation (RFC 7009 §5)
+	deviceLimit *limiter // per device cookie: its attempts are not counted against the account
+	deviceKey   []byte
 }
 
 // NewHandler returns the whole service as one http.Handler.
@@ -91,6 +100,13 @@ func NewHandler(d Deps) (http.Handler, error) {
 	if d.MaxSitesPerUser <= 0 {
 		d.MaxSitesPerUser = 50
 	}
+	if d.AccountLogins == (store.LoginLimit{}) {
+		d.AccountLogins = store.LoginLimit{Burst: 100, Window: 24 * time.Hour, Every: time.Minute}
+	}
+	if len(d.AuthKey) == 0 {
+		d.AuthKey = make([]byte, 32)
+		rand.Read(d.AuthKey)
+	}
 	if d.PasswordIterations == 0 {
 		d.PasswordIterations = store.PasswordIterations
 	}
@@ -107,16 +123,18 @@ func NewHandler(d Deps) (http.Handler, error) {
 		return nil, err
 	}
 	s := &server{
-		Deps:       d,
-		base:       base,
-		secure:     base.Scheme == "https",
-		pages:      pg,
-		tokens:     d.OAuth,
-		loginIP:    newLimiter(20, time.Minute/10, d.Now), // 20 failures, then one per 6 s
-		loginPair:  newLimiter(10, time.Minute, d.Now),    // 10 failures for one account from one address, then one a minute
-		signupIP:   newLimiter(10, 6*time.Minute, d.Now),  // 10 sign-ups, then one per 6 min
-		registerIP: newLimiter(30, 10*time.Second, d.Now), // 30 registrations, then one per 10 s
-		revokeIP:   newLimiter(60, time.Second, d.Now),    // 60 revocations, then one a second
+		Deps:        d,
+		base:        base,
+		secure:      base.Scheme == "https",
+		pages:       pg,
+		tokens:      d.OAuth,
+		loginIP:     newLimiter(20, time.Minute/10, d.Now), // 20 failures, then one per 6 s
+		loginPair:   newLimiter(10, time.Minute, d.Now),    // 10 failures for one account from one address, then one a minute
+		signupIP:    newLimiter(10, 6*time.Minute, d.Now),  // 10 sign-ups, then one per 6 min
+		registerIP:  newLimiter(30, 10*time.Second, d.Now), // 30 registrations, then one per 10 s
+		revokeIP:    newLimiter(60, time.Second, d.Now),    // 60 revocations, then one a second
+		deviceLimit: newLimiter(10, time.Minute, d.Now),    // 10 failures from one known browser, then one a minute
+		deviceKey:   deriveKey(d.AuthKey, "device cookie"),
 	}
 	s.cookieName = "session"
 	if s.secure {
