@@ -58,6 +58,9 @@ type Deps struct {
 	// AuthKey is AUTH_KEY, the secret the device cookies are signed with (a key derived from
 	// it); nil makes a random one, so cookies last only for this process.
 	AuthKey []byte
+	// MaxEventStreams caps the live progress streams of the process; 0 means 1000. A session
+	// has at most 10.
+	MaxEventStreams int
 	// AccountLogins caps the failed logins of one account across every address, counted in the
 	// store; zero means 100 a day, then one a minute.
 	AccountLogins store.LoginLimit
@@ -78,6 +81,7 @@ type server struct {
 	revokeIP    *limiter // token revocation (RFC 7009 §5)
 	deviceLimit *limiter // per device cookie: its attempts are not counted against the account
 	deviceKey   []byte
+	scanFeeds   *scanHub // the pollers of live progress streams
 }
 
 // NewHandler returns the whole service as one http.Handler.
@@ -136,6 +140,15 @@ func NewHandler(d Deps) (http.Handler, error) {
 		deviceLimit: newLimiter(10, time.Minute, d.Now),    // 10 failures from one known browser, then one a minute
 		deviceKey:   deriveKey(d.AuthKey, "device cookie"),
 	}
+	interval := d.ScanPollInterval
+	if interval <= 0 {
+		interval = defaultScanPoll
+	}
+	if d.MaxEventStreams <= 0 {
+		d.MaxEventStreams = defaultMaxStreams
+	}
+	s.scanFeeds = newScanHub(s.readScanEvent, realTicker, interval, maxStreamsPerSession, d.MaxEventStreams)
+	s.scanFeeds.log = d.Log
 	s.cookieName = "session"
 	if s.secure {
 		s.cookieName = "__Host-session"
