@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -42,6 +43,21 @@ func validateSignup(email, password string) map[string]string {
 	return errs
 }
 
+// signupLinkTTL is how long a sign-up link works.
+const signupLinkTTL = 24 * time.Hour
+
+// signupSent is the page every valid sign-up gets, whether or not the e-mail has an account.
+type signupSent struct {
+	Email   string
+	Logged  bool // no SMTP: the message is in the server's log
+	Confirm string
+}
+
+// handleSignup answers alike whether or not the e-mail has an account, so that sign-up cannot
+// tell anyone which e-mails have one: it shows "check your e-mail" and sends the address a
+// message, which either carries the link that creates the account or tells the owner that the
+// address already has one. The password is hashed either way, so both take as long, and the
+// message is sent in the background.
 func (s *server) handleSignup() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.parseForm(w, r) {
@@ -62,11 +78,55 @@ func (s *server) handleSignup() http.Handler {
 			s.error(w, r, err, "")
 			return
 		}
-		u := store.User{ID: store.NewID(), Email: form.Email, PasswordHash: hash, NotifyRegressions: true, CreatedAt: s.Now()}
+		_, err = s.Store.UserByEmail(r.Context(), form.Email)
+		switch {
+		case err == nil:
+			s.sendMail(r, form.Email, "You already have a SitePulse account",
+				"Someone, perhaps you, asked to create a SitePulse account for this e-mail address, which already has an account.\n\n"+
+					"To use it, log in: "+s.BaseURL+"/login\n\nIf it was not you, you can ignore this message: nothing was changed.\n")
+		case errors.Is(err, store.ErrNotFound):
+			token := s.sealSignup(signupClaim{Email: form.Email, Hash: hash, Next: form.Next, Expires: s.Now().Add(signupLinkTTL).Unix()})
+			s.sendMail(r, form.Email, "Confirm your SitePulse account",
+				"To finish creating your SitePulse account, open this link within 24 hours:\n\n"+
+					s.BaseURL+"/signup/confirm?token="+token+"\n\nIf you did not ask for an account, you can ignore this message.\n")
+		default:
+			s.error(w, r, err, "")
+			return
+		}
+		s.render(w, r, http.StatusOK, "signup_sent", page{Title: "Check your e-mail", Data: signupSent{Email: form.Email, Logged: s.Mail == nil}})
+	})
+}
+
+// handleSignupConfirmPage shows the button that creates the account of a sign-up link: a GET
+// changes nothing, since mail scanners open links.
+func (s *server) handleSignupConfirmPage() http.Handler {
+	return s.withVisitor(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token := r.URL.Query().Get("token")
+		c, problem := s.openSignup(token)
+		if problem != "" {
+			s.renderError(w, r, http.StatusBadRequest, problem)
+			return
+		}
+		s.render(w, r, http.StatusOK, "signup_sent", page{Title: "Create your account", Data: signupSent{Email: c.Email, Confirm: token}})
+	}))
+}
+
+// handleSignupConfirm creates the account of a sign-up link and signs it in.
+func (s *server) handleSignupConfirm() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.parseForm(w, r) {
+			return
+		}
+		c, problem := s.openSignup(r.PostForm.Get("token"))
+		if problem != "" {
+			s.renderError(w, r, http.StatusBadRequest, problem)
+			return
+		}
+		u := store.User{ID: store.NewID(), Email: c.Email, PasswordHash: c.Hash, NotifyRegressions: true, CreatedAt: s.Now()}
 		if err := s.Store.CreateUser(r.Context(), u); err != nil {
-			if errors.Is(err, store.ErrConflict) {
-				form.Errors = map[string]string{"email": "An account with this e-mail already exists. Log in instead."}
-				s.render(w, r, http.StatusConflict, "signup", page{Title: "Create your account", Data: form})
+			if errors.Is(err, store.ErrConflict) { // only the mailbox's owner has the link
+				form := accountForm{Email: c.Email, Next: c.Next, Errors: map[string]string{"form": "This e-mail address already has an account. Log in with its password."}}
+				s.render(w, r, http.StatusConflict, "login", page{Title: "Log in", Data: form})
 				return
 			}
 			s.error(w, r, err, "")
@@ -78,8 +138,25 @@ func (s *server) handleSignup() http.Handler {
 			return
 		}
 		s.setDevice(w, u.ID)
-		http.Redirect(w, r, form.Next, http.StatusSeeOther)
+		http.Redirect(w, r, safeNext(c.Next), http.StatusSeeOther)
 	})
+}
+
+// sendMail sends a message in the background, so that the answer does not wait for the SMTP
+// server (nor take longer for one kind of message). Without SMTP it is logged instead.
+func (s *server) sendMail(r *http.Request, to, subject, body string) {
+	if s.Mail == nil {
+		s.Log.Info("e-mail (SMTP_ADDR not set, so logged instead of sent)", "to", to, "subject", subject, "body", body)
+		return
+	}
+	ctx := context.WithoutCancel(r.Context())
+	go func() {
+		ctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		if err := s.Mail(ctx, to, subject, body); err != nil {
+			s.Log.Warn("sending an e-mail failed", "subject", subject, "err", err)
+		}
+	}()
 }
 
 func (s *server) handleLoginPage() http.Handler {

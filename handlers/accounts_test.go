@@ -40,7 +40,10 @@ func TestSignupLoginLogout(t *testing.T) {
 		t.Fatal("no session cookie")
 	}
 	resp, _ = b.post("/signup", url.Values{"email": {"ANN@example.com"}, "password": {"another password"}})
-	wantStatus(t, resp, http.StatusConflict)
+	wantStatus(t, resp, http.StatusOK) // as for a new e-mail; the owner is told by e-mail
+	if m := b.mail.next(t, "ANN@example.com"); !strings.Contains(m.body, "already has an account") {
+		t.Errorf("the owner's message: %q", m.body)
+	}
 
 	resp, _ = b.post("/logout", url.Values{"csrf_token": {b.csrf}})
 	wantStatus(t, resp, http.StatusSeeOther)
@@ -77,7 +80,11 @@ func TestSessionCookieAttributes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rec := newRecorder(h, "POST", "/signup", "email=a%40example.com&password=long+enough+pw")
+		hash, _ := store.HashPassword("long enough pw", 1000)
+		if err := st.CreateUser(t.Context(), store.User{ID: store.NewID(), Email: "a@example.com", PasswordHash: hash}); err != nil {
+			t.Fatal(err)
+		}
+		rec := newRecorder(h, "POST", "/login", "email=a%40example.com&password=long+enough+pw")
 		set := rec.Header().Get("Set-Cookie")
 		for _, want := range []string{tt.name + "=", "Path=/", "HttpOnly", "SameSite=Lax", "Max-Age=2592000"} {
 			if !strings.Contains(set, want) {
@@ -448,4 +455,84 @@ func TestLoginCapPerAccountAcrossAddresses(t *testing.T) {
 	if got := loginWith(h, "192.0.2.82:1", "ann@example.com", "correct horse battery").Code; got != http.StatusSeeOther {
 		t.Errorf("a day later: %d, want 303", got)
 	}
+}
+
+// Sign-up answers alike whether or not the e-mail has an account: the same page, no session,
+// and an e-mail to the address, which either carries the link that creates the account or tells
+// the owner they already have one. Following the link (a GET shows a button; only the POST
+// creates) signs the new user in; a link that was tampered with or is older than a day does not.
+func TestSignupAnswersAlikeForKnownAndNewEmails(t *testing.T) {
+	ts := newTestServer(t, store.NewMemory())
+	ts.browser(t).signup("ann@example.com")
+
+	attacker := ts.browser(t)
+	answer := func(email string) (int, string, []*http.Cookie) {
+		resp, body := attacker.post("/signup", url.Values{"email": {email}, "password": {"a long new password"}})
+		return resp.StatusCode, strings.ReplaceAll(body, email, "EMAIL"), resp.Cookies()
+	}
+	knownStatus, knownBody, knownCookies := answer("ann@example.com")
+	newStatus, newBody, newCookies := answer("new@example.com")
+	if knownStatus != http.StatusOK || newStatus != knownStatus || knownBody != newBody {
+		t.Errorf("known e-mail: %d, new e-mail: %d; bodies equal: %v", knownStatus, newStatus, knownBody == newBody)
+	}
+	if len(knownCookies) != 0 || len(newCookies) != 0 {
+		t.Errorf("cookies: known %v, new %v; want none", knownCookies, newCookies)
+	}
+	contains(t, newBody, "Check your e-mail")
+	if _, err := ts.store.UserByEmail(t.Context(), "new@example.com"); err == nil {
+		t.Error("the account exists before its link was followed")
+	}
+
+	owner := attacker.mail.next(t, "ann@example.com")
+	if !strings.Contains(owner.body, "already has an account") || !strings.Contains(owner.body, "http://sitepulse.test/login") || confirmLinkRe.MatchString(owner.body) {
+		t.Errorf("the owner's message: %q", owner.body)
+	}
+	m := attacker.mail.next(t, "new@example.com")
+	link := confirmLinkRe.FindStringSubmatch(m.body)
+	if link == nil {
+		t.Fatalf("no link in %q", m.body)
+	}
+	resp, body := attacker.get(link[1])
+	wantStatus(t, resp, http.StatusOK)
+	contains(t, body, "new@example.com")
+	if _, err := ts.store.UserByEmail(t.Context(), "new@example.com"); err == nil {
+		t.Error("a GET of the link created the account")
+	}
+	token := regexp.MustCompile(`name="token" value="([^"]+)"`).FindStringSubmatch(body)[1]
+
+	for name, bad := range map[string]string{"tampered": token[:len(token)-3] + "AAA", "empty": "", "garbage": "x.y"} {
+		resp, _ := attacker.post("/signup/confirm", url.Values{"token": {bad}})
+		wantStatus(t, resp, http.StatusBadRequest)
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("%s token: %d", name, resp.StatusCode)
+		}
+	}
+	later := ts.now
+	ts.now = ts.now.Add(25 * time.Hour)
+	resp, body = attacker.post("/signup/confirm", url.Values{"token": {token}})
+	wantStatus(t, resp, http.StatusBadRequest)
+	contains(t, body, "expired")
+	ts.now = later
+
+	resp, _ = attacker.post("/signup/confirm", url.Values{"token": {token}})
+	wantStatus(t, resp, http.StatusSeeOther)
+	u, err := ts.store.UserByEmail(t.Context(), "new@example.com")
+	if err != nil {
+		t.Fatal("no account after the link was followed")
+	}
+	if ok, _ := store.CheckPassword(u.PasswordHash, "a long new password", 1000); !ok {
+		t.Error("the account does not have the password given at sign-up")
+	}
+	var session, device bool
+	for _, c := range resp.Cookies() {
+		session = session || c.Name == "session"
+		device = device || c.Name == "device"
+	}
+	if !session || !device {
+		t.Errorf("cookies after confirming: %v, want a session and a device cookie", resp.Cookies())
+	}
+	// The link again, once the account exists: it says so, without making another.
+	resp, body = ts.browser(t).post("/signup/confirm", url.Values{"token": {token}})
+	wantStatus(t, resp, http.StatusConflict)
+	contains(t, body, "Log in")
 }

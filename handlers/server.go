@@ -4,6 +4,7 @@
 package handlers
 
 import (
+	"context"
 	"crypto/rand"
 	"errors"
 	"log/slog"
@@ -55,8 +56,10 @@ type Deps struct {
 	Replayed func(store.Site) bool
 	// WebhookJitter delays each webhook scan (0-5 s); nil picks one at random. Tests inject one.
 	WebhookJitter func() time.Duration
-	// AuthKey is AUTH_KEY, the secret the device cookies are signed with (a key derived from
-	// it); nil makes a random one, so cookies last only for this process.
+	// Mail sends an e-mail (the sign-up messages); nil logs them instead (no SMTP_ADDR).
+	Mail func(ctx context.Context, to, subject, body string) error
+	// AuthKey is AUTH_KEY, the secret that device cookies are signed and sign-up links sealed
+	// with (keys derived from it); nil makes a random one, which lasts only for this process.
 	AuthKey []byte
 	// MaxEventStreams caps the live progress streams of the process; 0 means 1000. A session
 	// has at most 10.
