@@ -93,12 +93,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	} else {
 		log.Info("AUTH_KEY not set: device cookies are signed with a random key for this process, so browsers count as new after a restart or on another replica")
 	}
+	var mail func(ctx context.Context, to, subject, body string) error // nil: logged instead
+	if cfg.SMTPAddr != "" {
+		mail = (&scanner.Digest{SMTPAddr: cfg.SMTPAddr, From: cfg.SMTPFrom, Username: cfg.SMTPUsername, Password: cfg.SMTPPassword}).Send
+	}
 	handler, err := handlers.NewHandler(handlers.Deps{
 		Store: st, Log: log, BaseURL: cfg.BaseURL,
 		OAuth: authServer, MCP: mcpServer, PlatformSecret: webhookSecret, MaxSitesPerUser: cfg.MaxSitesPerUser,
 		SessionIdle: time.Duration(cfg.SessionIdleMins) * time.Minute, Replayed: replay.Serves,
 		Platform: connector, PlatformClientID: cfg.PlatformID, PlatformAuthorizeURL: cfg.PlatformAuthURL,
-		AuthKey: authKey,
+		AuthKey: authKey, Mail: mail,
 	})
 	if err != nil {
 		return err
