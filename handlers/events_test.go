@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"sitepulse/store"
+	"sitepulse/store/memory"
 )
 
 // countingStore counts the reads of a scan's status.
@@ -30,7 +31,7 @@ func (m *manualTicker) new(time.Duration) (<-chan time.Time, func()) { return m.
 // Streams of one scan share one poller: 50 subscribers cost one read of the scan per tick, not
 // 50; each gets every status; the poller stops when the last one leaves or the scan ends.
 func TestScanFeedPollsOncePerScan(t *testing.T) {
-	mem := store.NewMemory()
+	mem := memory.New()
 	counting := &countingStore{Store: mem}
 	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 	user := store.User{ID: store.NewID(), Email: "feed@example.com", PasswordHash: "x", CreatedAt: now}
@@ -134,7 +135,7 @@ func TestScanFeedCaps(t *testing.T) {
 
 // Over HTTP: the 11th live stream of one session answers 429 with a sentence saying why.
 func TestScanEventsPerSessionCap(t *testing.T) {
-	f := newUIFixture(t, time.Hour, store.NewMemory())
+	f := newUIFixture(t, time.Hour, memory.New())
 	scan := store.Scan{ID: store.NewID(), SiteID: f.site, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: f.ts.now}
 	if err := f.ts.store.EnqueueScan(t.Context(), scan, store.QueueScan, f.ts.now); err != nil {
 		t.Fatal(err)
