@@ -199,7 +199,8 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 // -h lists every setting but shows no secret taken from the environment as a default.
 func TestConfigHelpShowsNoSecret(t *testing.T) {
 	env := map[string]string{"PLATFORM_TOKEN_KEY": "token-key-value", "PLATFORM_CLIENT_SECRET": "client-secret-value",
-		"SMTP_PASSWORD": "smtp-password-value", "PAGESPEED_API_KEY": "psi-key-value", "DATABASE_URL": "postgres://u:db-password-value@h/db"}
+		"SMTP_PASSWORD": "smtp-password-value", "PAGESPEED_API_KEY": "psi-key-value", "DATABASE_URL": "postgres://u:db-password-value@h/db",
+		"AUTH_KEY": "YXV0aC1rZXktdmFsdWUtb2YtdGhpcnR5LXR3by1ieXRlcyE="}
 	var out bytes.Buffer
 	if _, err := loadConfig([]string{"-h"}, func(k string) string { return env[k] }, &out); err == nil {
 		t.Fatal("-h did not stop")
