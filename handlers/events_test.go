@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -150,7 +151,59 @@ func TestScanEventsPerSessionCap(t *testing.T) {
 		wantStatus(t, resp, http.StatusOK)
 		readEvents(t, resp, func(scanEvent) bool { return false }) // its first event: it is live
 	}
-	resp, body := f.a.get("/sites/" + f.site + "/scans/" + scan.ID + "/events")
-	wantStatus(t, resp, http.StatusTooManyRequests)
-	contains(t, body, "10 live progress streams")
+	resp, err := f.a.c.Get(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusTooManyRequests {
+		resp.Body.Close() // a live stream: reading it would wait for the scan
+		t.Fatalf("an 11th stream of one session: %d, want 429", resp.StatusCode)
+	}
+	contains(t, readBody(t, resp), "10 live progress streams")
+}
+
+// Over HTTP: past the process-wide cap, a stream of any session answers 429 saying why.
+func TestScanEventsProcessCap(t *testing.T) {
+	st := memory.New()
+	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	h, err := NewHandler(withServers(Deps{Store: st, BaseURL: "http://sitepulse.test", Now: func() time.Time { return now },
+		ScanPollInterval: time.Hour, MaxEventStreams: 3}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(h)
+	defer ts.Close()
+	user := store.User{ID: store.NewID(), Email: "cap@example.com", PasswordHash: "x", CreatedAt: now}
+	site := store.Site{ID: store.NewID(), UserID: user.ID, Name: "Cap", Domain: "example.test", CreatedAt: now}
+	scan := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: now}
+	for _, err := range []error{st.CreateUser(t.Context(), user), st.CreateSite(t.Context(), site), st.EnqueueScan(t.Context(), scan, store.QueueScan, now)} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	stream := func() *http.Response {
+		token, hash := store.NewSecret("")
+		if err := st.CreateSession(t.Context(), store.Session{TokenHash: hash, UserID: user.ID, CSRF: "c", CreatedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequest(http.MethodGet, ts.URL+"/sites/"+site.ID+"/scans/"+scan.ID+"/events", nil)
+		req.AddCookie(&http.Cookie{Name: "session", Value: token})
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	for range 3 { // three sessions, one stream each
+		resp := stream()
+		defer resp.Body.Close()
+		wantStatus(t, resp, http.StatusOK)
+		readEvents(t, resp, func(scanEvent) bool { return false })
+	}
+	resp := stream()
+	if resp.StatusCode != http.StatusTooManyRequests {
+		resp.Body.Close() // a live stream: reading it would wait for the scan
+		t.Fatalf("a 4th stream past the cap of 3: %d, want 429", resp.StatusCode)
+	}
+	contains(t, readBody(t, resp), "as many live scans as it can")
 }
