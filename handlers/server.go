@@ -103,6 +103,7 @@ type server struct {
 	deviceLimit *limiter // per device cookie: its attempts are not counted against the account
 	deviceKey   []byte
 	scanFeeds   *scanHub // the pollers of live progress streams
+	metadataIP  *limiter // authorization requests that name a Client ID Metadata Document URL
 }
 
 // NewHandler returns the whole service as one http.Handler.
@@ -160,6 +161,7 @@ func NewHandler(d Deps) (http.Handler, error) {
 		revokeIP:    newLimiter(60, time.Second, d.Now),    // 60 revocations, then one a second
 		deviceLimit: newLimiter(10, time.Minute, d.Now),    // 10 failures from one known browser, then one a minute
 		deviceKey:   deriveKey(d.AuthKey, "device cookie"),
+		metadataIP:  newLimiter(30, 2*time.Second, d.Now), // 30 metadata-document requests, then one per 2 s
 	}
 	interval := d.ScanPollInterval
 	if interval <= 0 {
