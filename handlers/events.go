@@ -121,10 +121,14 @@ func (h *scanHub) poll(ctx context.Context, key string, f *scanFeed, userID, sca
 		if ctx.Err() != nil {
 			return
 		}
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, store.ErrNotFound) {
+			// The scan was deleted with its site: say so, and the pages stop listening.
+			ev, err = scanEvent{ScanID: scanID, Status: scanDeleted, Message: "This site was deleted"}, nil
+		}
+		if err != nil {
 			h.log.Error("scan events", "scan", scanID, "err", err)
 		}
-		end := err != nil || terminal(ev.Status)
+		end := err != nil || terminal(ev.Status) || ev.Status == scanDeleted
 		h.mu.Lock()
 		if err == nil {
 			f.last = &ev
@@ -137,8 +141,8 @@ func (h *scanHub) poll(ctx context.Context, key string, f *scanFeed, userID, sca
 			}
 		}
 		if end {
-			// The page's script stops listening when the stream ends, with or without a
-			// terminal status (a scan deleted with its site, a failing store).
+			// The stream ends after a terminal status or the site's deletion; after a failing
+			// store it ends without one, and the page's script reconnects.
 			for sub := range f.subs {
 				close(sub.ch)
 			}

@@ -128,7 +128,12 @@ type scanEvent struct {
 	AuditsInFlight int       `json:"auditsInFlight"` // of a running scan
 	Progress       string    `json:"progress"`       // the counts in words (progress.Line)
 	Waiting        *scanWait `json:"waiting,omitempty"`
+	// Message ends a stream whose scan went away: status "deleted", "This site was deleted".
+	Message string `json:"message,omitempty"`
 }
+
+// scanDeleted is the stream's last event when the scan's site was deleted while it was open.
+const scanDeleted = "deleted"
 
 // scanWait is why an unfinished scan waits: its last attempt failed, PSI is paused (the
 // breaker), or its worker shut down, and when it runs again.
@@ -181,7 +186,7 @@ func (s *server) handleScanEvents() http.Handler {
 				return
 			case e, ok := <-sub.C:
 				if !ok {
-					return // the scan can no longer be read; the script stops listening
+					return // the store failed; the page's script reconnects
 				}
 				ev = e
 			}
@@ -189,7 +194,7 @@ func (s *server) handleScanEvents() http.Handler {
 			if _, err := fmt.Fprintf(w, "event: status\ndata: %s\n\n", b); err != nil {
 				return
 			}
-			if terminal(ev.Status) {
+			if terminal(ev.Status) || ev.Status == scanDeleted {
 				_ = rc.Flush()
 				return
 			}
@@ -219,7 +224,7 @@ func (s *server) handlePageDetail() http.Handler {
 		if strategy == "" {
 			strategy = store.StrategyMobile
 		}
-		if (strategy != store.StrategyMobile && strategy != store.StrategyDesktop) || !strings.HasPrefix(path, "/") || len(path) > maxPagePath || !utf8.ValidString(path) || hasControl(path) {
+		if (strategy != store.StrategyMobile && strategy != store.StrategyDesktop) || !strings.HasPrefix(path, "/") || len(path) > store.MaxPagePath || !utf8.ValidString(path) || hasControl(path) {
 			s.renderError(w, r, http.StatusNotFound, "This scan has no result for that page.")
 			return
 		}
