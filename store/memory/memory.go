@@ -42,8 +42,10 @@ type Store struct {
 	platformStates map[string]memState
 	connections    map[string]store.PlatformConnection
 	audits         map[string]map[time.Time]int // audits spent by account and UTC day (audits.go)
-	publishes      []store.Publish              // in the order recorded (publishes.go)
-	channels       map[string]store.Channel     // alert channels by id (channels.go)
+	logins         map[string]memLogin          // login attempts by account key (logins.go)
+	loginsSwept    time.Time
+	publishes      []store.Publish          // in the order recorded (publishes.go)
+	channels       map[string]store.Channel // alert channels by id (channels.go)
 	// channelDeliveries are the alert deliveries, in the order recorded (channels.go); not
 	// deliveries, the publish webhook's replay guard.
 	channelDeliveries []store.Delivery
