@@ -154,6 +154,9 @@ func summarize(e Event) summary {
 	case EventScanFailed:
 		s.title = "Scan failed on " + site
 		s.lines = []string{"Reason: " + oneLine(e.Data.Reason)}
+	case store.EventTest:
+		s.title = "Test message from SitePulse"
+		s.lines = []string{oneLine(e.Data.Reason)}
 	default:
 		s.title = e.Type + " on " + site
 	}
