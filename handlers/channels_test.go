@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -118,7 +119,8 @@ func TestNotificationChannels(t *testing.T) {
 					t.Error("the secret is shown again")
 				}
 				chs, _ := st.ChannelsOf(context.Background(), b.userID)
-				b.postCSRF("/settings/channels/"+chs[1].ID+"/test", nil)
+				i := slices.IndexFunc(chs, func(c store.Channel) bool { return c.Kind == store.ChannelWebhook })
+				b.postCSRF("/settings/channels/"+chs[i].ID+"/test", nil)
 				last := len(hk.got) - 1
 				r, body := hk.got[last], hk.bodies[last]
 				if err := notify.Verify([]byte(m[1]), r.Header.Get("X-SitePulse-Signature"), body, time.Date(2026, 11, 24, 14, 2, 0, 0, time.UTC), 5*time.Minute); err != nil {
@@ -135,7 +137,8 @@ func TestNotificationChannels(t *testing.T) {
 				hk.status = 410
 				hk.mu.Unlock()
 				chs, _ := st.ChannelsOf(context.Background(), b.userID)
-				resp, _ := b.postCSRF("/settings/channels/"+chs[0].ID+"/test", nil)
+				i := slices.IndexFunc(chs, func(c store.Channel) bool { return c.Kind == store.ChannelSlack })
+				resp, _ := b.postCSRF("/settings/channels/"+chs[i].ID+"/test", nil)
 				if loc := resp.Header.Get("Location"); !strings.Contains(loc, "done=test-failed") {
 					t.Errorf("redirect to %s, want test-failed", loc)
 				}

@@ -167,10 +167,13 @@ func summarize(e Event) summary {
 			p.PublishedBy = oneLine(*e.Scan.PublishedBy)
 		}
 		ctx = append(ctx, p.Line())
-	} else if e.Scan.Trigger != "" {
+	} else if e.Scan.Trigger != "" && e.Type != store.EventTest {
 		ctx = append(ctx, "Started by "+e.Scan.Trigger)
 	}
-	ctx = append(ctx, oneLine(e.Site.Domain), "scan "+e.Scan.ID)
+	ctx = append(ctx, oneLine(e.Site.Domain))
+	if e.Scan.ID != "" {
+		ctx = append(ctx, "scan "+e.Scan.ID)
+	}
 	s.context = strings.Join(nonEmpty(ctx), " · ")
 	return s
 }
