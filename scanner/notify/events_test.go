@@ -282,3 +282,15 @@ func FuzzEventEncoder(f *testing.F) {
 		}
 	})
 }
+
+// TestTestMessageHasNoEmptyParts: Slack refuses an empty context block and Discord an empty
+// footer, so the test message, which has no site or scan, still fills them.
+func TestTestMessageHasNoEmptyParts(t *testing.T) {
+	e := TestEvent("evt_t", now, EventRef{ID: "u1", Name: "Personal"}, store.Site{}, "https://sitepulse.example.com/settings/notifications")
+	for _, kind := range []string{KindSlack, KindTeams, KindDiscord} {
+		body, _, _ := Render(kind, e, nil, now)
+		if strings.Contains(string(body), `"text":""`) || !strings.Contains(string(body), "Open SitePulse") && kind != KindDiscord {
+			t.Errorf("%s test message: %s", kind, body)
+		}
+	}
+}

@@ -111,6 +111,7 @@ type summary struct {
 	lines   []string
 	context string
 	url     string
+	button  string
 }
 
 func summarize(e Event) summary {
@@ -118,7 +119,7 @@ func summarize(e Event) summary {
 	if site == "" {
 		site = oneLine(e.Site.Domain)
 	}
-	s := summary{url: e.Scan.URL}
+	s := summary{url: e.Scan.URL, button: "Open scan"}
 	switch e.Type {
 	case EventRegressionConfirmed:
 		n := len(e.Data.Regressions)
@@ -174,7 +175,13 @@ func summarize(e Event) summary {
 	if e.Scan.ID != "" {
 		ctx = append(ctx, "scan "+e.Scan.ID)
 	}
-	s.context = strings.Join(nonEmpty(ctx), " · ")
+	if ctx = nonEmpty(ctx); len(ctx) == 0 {
+		ctx = []string{"SitePulse"} // Slack refuses an empty context block, Discord an empty footer
+	}
+	s.context = strings.Join(ctx, " · ")
+	if e.Type == store.EventTest {
+		s.button = "Open SitePulse"
+	}
 	return s
 }
 
@@ -219,7 +226,7 @@ func slackMessage(e Event) map[string]any {
 	section := map[string]any{"type": "section", "text": map[string]any{"type": "mrkdwn", "text": clip(text, 3000)}}
 	if s.url != "" {
 		section["accessory"] = map[string]any{
-			"type": "button", "text": map[string]any{"type": "plain_text", "text": "Open scan"},
+			"type": "button", "text": map[string]any{"type": "plain_text", "text": s.button},
 			"url": s.url, "action_id": "open_scan",
 		}
 	}
@@ -245,7 +252,7 @@ func teamsMessage(e Event) map[string]any {
 		"type":    "AdaptiveCard", "version": "1.4", "body": body,
 	}
 	if s.url != "" {
-		card["actions"] = []any{map[string]any{"type": "Action.OpenUrl", "title": "Open scan", "url": s.url}}
+		card["actions"] = []any{map[string]any{"type": "Action.OpenUrl", "title": s.button, "url": s.url}}
 	}
 	return map[string]any{"type": "message", "attachments": []any{map[string]any{
 		"contentType": "application/vnd.microsoft.card.adaptive", "contentUrl": nil, "content": card,
