@@ -105,7 +105,7 @@ func TestNotificationChannels(t *testing.T) {
 					t.Fatalf("hook got %q", hk.bodies)
 				}
 				_, page := b.get("/settings/notifications")
-				contains(t, page, `<span class="tag ok">delivered</span>`)
+				contains(t, page, `<span class="tag good">delivered</span>`)
 			})
 			t.Run("a signed webhook channel shows its secret once, and the test verifies under it", func(t *testing.T) {
 				resp, page := add("webhook", "CI hook", hk.URL+"/hook", store.EventScanFailed)
@@ -143,7 +143,7 @@ func TestNotificationChannels(t *testing.T) {
 					t.Errorf("redirect to %s, want test-failed", loc)
 				}
 				_, page := b.get("/settings/notifications")
-				contains(t, page, `<span class="tag bad">failed</span>`)
+				contains(t, page, `<span class="tag poor">failed</span>`)
 				contains(t, page, "410 Gone")
 			})
 			t.Run("URLs on loopback, metadata or plain bad input are refused with the form's message", func(t *testing.T) {
