@@ -190,3 +190,21 @@ func TestNotificationChannels(t *testing.T) {
 		})
 	}
 }
+
+// TestWebhookSubscribeStaysAbsent: channels are configured in the app, not by API; the
+// interface's planned POST /api/external/webhooks/subscribe stays a JSON 404.
+func TestWebhookSubscribeStaysAbsent(t *testing.T) {
+	hk := newHook(t)
+	ts, _ := channelsServer(t, storetest.Backends(t)[0].Open(t), hk)
+	resp, err := http.Post(ts.URL+"/api/external/webhooks/subscribe", "application/json", strings.NewReader(`{"url":"`+hk.URL+`","events":["regression.confirmed"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := readBody(t, resp)
+	if resp.StatusCode != http.StatusNotFound || !strings.Contains(body, `"error"`) {
+		t.Errorf("subscribe: %d %s, want a JSON 404", resp.StatusCode, body)
+	}
+	if len(hk.got) != 0 {
+		t.Errorf("the subscribe attempt reached the receiver")
+	}
+}
