@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"sitepulse/scanner/analysis"
+	"sitepulse/scanner/netguard"
 	"sitepulse/store"
 )
 
@@ -23,6 +24,8 @@ type Attempt struct {
 	Status     int
 	RetryAfter time.Duration
 	Err        string
+	// Blocked is true when the outbound guard refused the address: retrying cannot help.
+	Blocked bool
 }
 
 // DeliveryWindow is how long an event is retried before its delivery is given up.
@@ -46,11 +49,13 @@ func Send(ctx context.Context, client *http.Client, kind, rawURL string, secret 
 	req.Header = h
 	resp, err := client.Do(req)
 	if err != nil {
+		var blocked *netguard.BlockedError
+		isBlocked := errors.As(err, &blocked)
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err // its message repeats the URL
 		}
-		return Attempt{Err: oneLine(err.Error())}
+		return Attempt{Err: oneLine(err.Error()), Blocked: isBlocked}
 	}
 	defer resp.Body.Close()
 	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
@@ -79,13 +84,14 @@ func retryAfter(v string, now time.Time) time.Duration {
 // Next decides what follows an attempt, the attempts-th, of a delivery first tried at first:
 // delivered on 2xx; failed on a 4xx other than 408 and 429 (the receiver will not change its
 // mind: a deleted Slack hook answers 404, a Discord one 401, a gone one 410); otherwise (network
-// errors, 408, 429, 5xx) pending until next, the receiver's Retry-After or attempts^4 seconds
+// errors, 408, 429, 5xx; but not an address the guard refused) pending until next, the receiver's Retry-After or attempts^4 seconds
 // (at least 10 s, at most an hour), and failed once next falls past the 24-hour window.
 func Next(a Attempt, attempts int, first, now time.Time) (state string, next *time.Time) {
 	switch {
 	case a.Status >= 200 && a.Status <= 299:
 		return store.DeliveryDelivered, nil
-	case a.Status >= 400 && a.Status <= 499 && a.Status != http.StatusRequestTimeout && a.Status != http.StatusTooManyRequests:
+	case a.Blocked,
+		a.Status >= 400 && a.Status <= 499 && a.Status != http.StatusRequestTimeout && a.Status != http.StatusTooManyRequests:
 		return store.DeliveryFailed, nil
 	}
 	wait := a.RetryAfter

@@ -89,7 +89,7 @@ func TestDeliveryRetriesThenSettles(t *testing.T) {
 		srv, n, _ := receiver(t)
 		for _, url := range []string{srv.URL, "http://169.254.169.254/latest/meta-data/"} {
 			a := Send(context.Background(), netguard.Guard{}.Client(), KindSlack, url, nil, sample()[0], now)
-			if a.Status != 0 || !strings.Contains(a.Err, "refused to connect") || strings.Contains(a.Err, "meta-data") {
+			if a.Status != 0 || !a.Blocked || !strings.Contains(a.Err, "refused to connect") || strings.Contains(a.Err, "meta-data") {
 				t.Errorf("%s: %+v, want refused, without the URL", url, a)
 			}
 		}
