@@ -317,6 +317,13 @@ type Channels interface {
 	// RecordDelivery inserts or updates (by channel and event id) a delivery to a channel of
 	// the user; ErrNotFound when the channel is not the user's.
 	RecordDelivery(ctx context.Context, userID string, d Delivery) error
+	// SwapBudgetState sets the budget state a site's latest completed scan left (broken or not)
+	// and answers the state before, in one step, so of two scans completing together exactly
+	// one sees a transition (system: scan completion).
+	SwapBudgetState(ctx context.Context, siteID string, broken bool) (was bool, err error)
+	// SetChannelFailing marks a channel of the user failing since a time, or not failing (nil);
+	// a channel already failing keeps its first time.
+	SetChannelFailing(ctx context.Context, userID, channelID string, since *time.Time) error
 	// DeliveriesOf lists a channel's deliveries, newest first, at most limit; ErrNotFound when
 	// the channel is not the user's.
 	DeliveriesOf(ctx context.Context, userID, channelID string, limit int) ([]Delivery, error)

@@ -41,6 +41,7 @@ func Route(userID string, events []Event, channels []store.Channel) []Dispatch {
 type DelivererStore interface {
 	Channel(ctx context.Context, userID, channelID string) (store.Channel, error)
 	RecordDelivery(ctx context.Context, userID string, d store.Delivery) error
+	SetChannelFailing(ctx context.Context, userID, channelID string, since *time.Time) error
 }
 
 // Opener opens the sealed URL and secret of a channel (platform.Keys).
@@ -60,7 +61,8 @@ type Deliverer struct {
 
 // Attempt sends d for the attempts-th time (first tried at first) and records the delivery. It
 // answers when to try again, nil when the delivery is settled: delivered, stopped by the
-// receiver, past the 24-hour window, or its channel deleted.
+// receiver or the guard, past the 24-hour window (the channel is then marked failing), or its
+// channel deleted.
 func (dl *Deliverer) Attempt(ctx context.Context, d Dispatch, attempts int, first time.Time) (*time.Time, error) {
 	c, err := dl.Store.Channel(ctx, d.UserID, d.ChannelID)
 	if errors.Is(err, store.ErrNotFound) {
@@ -88,5 +90,14 @@ func (dl *Deliverer) Attempt(ctx context.Context, d Dispatch, attempts int, firs
 	if err := dl.Store.RecordDelivery(ctx, d.UserID, rec); err != nil {
 		return next, fmt.Errorf("record delivery: %w", err)
 	}
-	return next, nil
+	// A delivery given up marks its channel failing (the page says so) until one gets through.
+	switch rec.State {
+	case store.DeliveryFailed:
+		err = dl.Store.SetChannelFailing(ctx, d.UserID, c.ID, &first)
+	case store.DeliveryDelivered:
+		if c.FailingSince != nil {
+			err = dl.Store.SetChannelFailing(ctx, d.UserID, c.ID, nil)
+		}
+	}
+	return next, err
 }

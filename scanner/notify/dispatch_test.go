@@ -213,6 +213,12 @@ func TestAlertsEndToEnd(t *testing.T) {
 						t.Errorf("%s deliveries = %+v, want %s after %d attempts", path, ds, want.state, want.attempts)
 					}
 				}
+				if c, _ := st.Channel(ctx, r.user.ID, ids["/gone"]); c.FailingSince == nil {
+					t.Error("the channel whose receiver is gone is not marked failing")
+				}
+				if c, _ := st.Channel(ctx, r.user.ID, ids["/flaky"]); c.FailingSince != nil {
+					t.Error("the channel that recovered is marked failing")
+				}
 				if r.rc.count("/flaky") != 3 || r.rc.count("/gone") != 1 {
 					t.Errorf("flaky got %d, gone %d; want 3 and 1", r.rc.count("/flaky"), r.rc.count("/gone"))
 				}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"time"
 
 	"sitepulse/store"
 )
@@ -137,4 +138,32 @@ func (m *Store) DeliveriesOf(ctx context.Context, userID, channelID string, limi
 		out = out[:limit]
 	}
 	return out, nil
+}
+
+func (m *Store) SwapBudgetState(ctx context.Context, siteID string, broken bool) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.sites[siteID]; !ok {
+		return false, store.NotFound("site")
+	}
+	was := m.budgetsBroken[siteID]
+	m.budgetsBroken[siteID] = broken
+	return was, nil
+}
+
+func (m *Store) SetChannelFailing(ctx context.Context, userID, channelID string, since *time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, ok := m.channels[channelID]
+	if !ok || c.UserID != userID {
+		return store.NotFound("channel")
+	}
+	switch {
+	case since == nil:
+		c.FailingSince = nil
+	case c.FailingSince == nil:
+		c.FailingSince = tp(*since)
+	}
+	m.channels[channelID] = c
+	return nil
 }

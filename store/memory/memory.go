@@ -49,6 +49,7 @@ type Store struct {
 	// channelDeliveries are the alert deliveries, in the order recorded (channels.go); not
 	// deliveries, the publish webhook's replay guard.
 	channelDeliveries []store.Delivery
+	budgetsBroken     map[string]bool // the budget state alerts compare with, by site (channels.go)
 }
 
 type memResult struct {
@@ -82,6 +83,7 @@ func New() *Store {
 		platformStates: map[string]memState{},
 		connections:    map[string]store.PlatformConnection{},
 		channels:       map[string]store.Channel{},
+		budgetsBroken:  map[string]bool{},
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"time"
 
 	"github.com/lib/pq"
 
@@ -110,4 +111,23 @@ func (p *Store) DeliveriesOf(ctx context.Context, userID, channelID string, limi
 		out = []store.Delivery{}
 	}
 	return out, err
+}
+
+func (p *Store) SwapBudgetState(ctx context.Context, siteID string, broken bool) (bool, error) {
+	if !uuidOK(siteID) {
+		return false, store.NotFound("site")
+	}
+	var was bool
+	err := p.db.QueryRowContext(ctx, `WITH old AS (SELECT id, budgets_broken FROM sites WHERE id = $1 FOR UPDATE)
+		UPDATE sites s SET budgets_broken = $2 FROM old WHERE s.id = old.id RETURNING old.budgets_broken`, siteID, broken).Scan(&was)
+	return was, pgErr("swap budget state", err)
+}
+
+func (p *Store) SetChannelFailing(ctx context.Context, userID, channelID string, since *time.Time) error {
+	if !uuidOK(userID, channelID) {
+		return store.NotFound("channel")
+	}
+	res, err := p.db.ExecContext(ctx, `UPDATE channels SET failing_since = CASE WHEN $3::timestamptz IS NULL THEN NULL
+		ELSE coalesce(failing_since, $3) END WHERE id = $1 AND user_id = $2`, channelID, userID, nullTime(since))
+	return pgErr("set channel failing", affected(res, err, store.NotFound("channel")))
 }

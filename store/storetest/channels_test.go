@@ -3,6 +3,7 @@ package storetest_test
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -74,4 +75,61 @@ func testChannels(t *testing.T, s store.Store) {
 		must(t, s.CreateChannel(ctx, store.Channel{ID: store.NewID(), UserID: a.ID, Kind: store.ChannelEmail, Name: fmt.Sprint("c", i), Events: []string{store.EventScanFailed}, CreatedAt: t0}))
 	}
 	wantErr(t, s.CreateChannel(ctx, store.Channel{ID: store.NewID(), UserID: a.ID, Kind: store.ChannelEmail, Name: "one more", Events: []string{store.EventScanFailed}, CreatedAt: t0}), store.ErrLimit)
+}
+
+// testBudgetState: the budget state swaps in one step, so of concurrent completions that break
+// the budgets exactly one sees the transition (one budget.broken, not several).
+func testBudgetState(t *testing.T, s store.Store) {
+	a := newUser(t, s, "a@example.com")
+	site, other := newSite(t, s, a, "Shop"), newSite(t, s, a, "Other")
+	results := make(chan bool, 10)
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			was, err := s.SwapBudgetState(ctx, site.ID, true)
+			if err != nil {
+				t.Error(err)
+			}
+			results <- was
+		}()
+	}
+	wg.Wait()
+	close(results)
+	transitions := 0
+	for was := range results {
+		if !was {
+			transitions++
+		}
+	}
+	if transitions != 1 {
+		t.Errorf("%d of 10 concurrent swaps saw pass turn to fail, want 1", transitions)
+	}
+	if was, _ := s.SwapBudgetState(ctx, site.ID, false); !was {
+		t.Error("the state before recovery was not broken")
+	}
+	if was, _ := s.SwapBudgetState(ctx, other.ID, false); was {
+		t.Error("another site's state moved")
+	}
+	_, err := s.SwapBudgetState(ctx, store.NewID(), true)
+	wantErr(t, err, store.ErrNotFound)
+}
+
+func testChannelFailing(t *testing.T, s store.Store) {
+	a := newUser(t, s, "a@example.com")
+	b := newUser(t, s, "b@example.com")
+	ch := store.Channel{ID: store.NewID(), UserID: a.ID, Kind: store.ChannelSlack, Name: "c", URLSealed: "u", Events: []string{store.EventScanFailed}, CreatedAt: t0}
+	must(t, s.CreateChannel(ctx, ch))
+	first, later := t0.Add(time.Hour), t0.Add(2*time.Hour)
+	must(t, s.SetChannelFailing(ctx, a.ID, ch.ID, &first))
+	must(t, s.SetChannelFailing(ctx, a.ID, ch.ID, &later))
+	if got, _ := s.Channel(ctx, a.ID, ch.ID); got.FailingSince == nil || !got.FailingSince.Equal(first) {
+		t.Errorf("failing since %v, want the first time %v", got.FailingSince, first)
+	}
+	wantErr(t, s.SetChannelFailing(ctx, b.ID, ch.ID, nil), store.ErrNotFound)
+	must(t, s.SetChannelFailing(ctx, a.ID, ch.ID, nil))
+	if got, _ := s.Channel(ctx, a.ID, ch.ID); got.FailingSince != nil {
+		t.Errorf("failing since %v after recovery, want nil", got.FailingSince)
+	}
 }

@@ -43,3 +43,7 @@ CREATE TABLE deliveries (
     UNIQUE (channel_id, event_id)
 );
 CREATE INDEX deliveries_channel ON deliveries (channel_id, created_at DESC);
+
+-- The budget state an alert compares with: budget.broken and budget.recovered are transitions,
+-- so a site whose budgets stay broken alerts once.
+ALTER TABLE sites ADD COLUMN budgets_broken boolean NOT NULL DEFAULT false;
