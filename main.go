@@ -41,6 +41,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	log := slog.New(slog.NewTextHandler(stdout, &slog.HandlerOptions{Level: logLevel(getenv("LOG_LEVEL"))}))
 
+	// The address is taken first: a process that cannot serve must not print demo credentials
+	// that no server will accept.
+	ln, err := listen(cfg.Addr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close() // on an early return; Serve and Shutdown close it otherwise
+
 	st, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
@@ -106,10 +114,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
-	}
 	log.Info("listening", "addr", ln.Addr().String(), "base_url", cfg.BaseURL)
 
 	serveErr := make(chan error, 1)
@@ -131,6 +135,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	log.Info("HTTP server stopped")
 	return nil
+}
+
+// listen binds addr. A busy address is the common mistake (a second `go run .`), so its error
+// says which address and how to pick another.
+func listen(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, fmt.Errorf("listen on %s: address already in use (is SitePulse already running?); stop that process, or choose another address with -addr 127.0.0.1:8081 or ADDR=127.0.0.1:8081", addr)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	return ln, nil
 }
 
 // platformConnector connects sites from the platform when PLATFORM_CLIENT_ID is set; nil turns

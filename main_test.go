@@ -257,3 +257,30 @@ func TestConfigBaseURLFollowsAddr(t *testing.T) {
 		}
 	}
 }
+
+// TestRunOnABusyPortPrintsNoDemo is issue 24's port clash: a second `go run .` on a taken
+// address must not print demo credentials that belong to no server, and must say which address
+// is taken and how to choose another.
+func TestRunOnABusyPortPrintsNoDemo(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	addr := taken.Addr().String()
+	var out syncBuffer
+	err = run(context.Background(), nil, func(k string) string { return map[string]string{"ADDR": addr}[k] }, &out)
+	if err == nil {
+		t.Fatal("run on a taken address returned nil")
+	}
+	for _, want := range []string{addr, "already in use", "-addr"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	for _, leak := range []string{"demo login", "demo api key", "curl "} {
+		if strings.Contains(out.String(), leak) {
+			t.Errorf("a server that never served printed %q:\n%s", leak, out.String())
+		}
+	}
+}
