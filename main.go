@@ -19,6 +19,7 @@ import (
 	"sitepulse/mcp"
 	"sitepulse/oauth"
 	"sitepulse/scanner"
+	"sitepulse/scanner/demo"
 	"sitepulse/scanner/platform"
 	"sitepulse/store"
 )
@@ -61,10 +62,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}()
 	log.Info("store ready", "store", st.Name())
 
-	webhookSecret := cfg.PlatformSecret
+	var demoSecret string
 	var replay *scanner.Replay // the demo site's audits, answered offline; nil without the demo
 	if st.Name() == "memory" || cfg.Demo {
-		if webhookSecret, replay, err = seedDemo(ctx, st, cfg, stdout, log); err != nil {
+		if demoSecret, replay, err = seedDemo(ctx, st, cfg, stdout, log); err != nil {
 			return err
 		}
 	}
@@ -96,7 +97,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	mcpServer := mcp.New(mcp.Config{Store: st, BaseURL: cfg.BaseURL, Log: log})
 	handler, err := handlers.NewHandler(handlers.Deps{
 		Store: st, Log: log, BaseURL: cfg.BaseURL,
-		OAuth: authServer, MCP: mcpServer, PlatformSecret: webhookSecret, MaxSitesPerUser: cfg.MaxSitesPerUser,
+		OAuth: authServer, MCP: mcpServer, PlatformSecret: cfg.PlatformSecret, DemoWebhookSecret: demoSecret, DemoPlatformID: demo.PlatformID, MaxSitesPerUser: cfg.MaxSitesPerUser,
 		SessionIdle: time.Duration(cfg.SessionIdleMins) * time.Minute, Replayed: replay.Serves,
 		Platform: connector, PlatformClientID: cfg.PlatformID, PlatformAuthorizeURL: cfg.PlatformAuthURL,
 	})
