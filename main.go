@@ -20,8 +20,15 @@ import (
 	"sitepulse/oauth"
 	"sitepulse/scanner"
 	"sitepulse/scanner/demo"
+	"sitepulse/scanner/discover"
+	"sitepulse/scanner/lighthouse"
+	"sitepulse/scanner/netguard"
+	"sitepulse/scanner/notify"
 	"sitepulse/scanner/platform"
+	"sitepulse/scanner/psi"
 	"sitepulse/store"
+	"sitepulse/store/memory"
+	"sitepulse/store/postgres"
 )
 
 func main() {
@@ -71,7 +78,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 
 	// Every fetch made on a user's behalf goes through the guard.
-	guard := scanner.Guard{AllowPrivate: cfg.ScanAllowPrivate}
+	guard := netguard.Guard{AllowPrivate: cfg.ScanAllowPrivate}
 	if guard.AllowPrivate {
 		log.Warn("SCAN_ALLOW_PRIVATE=true: scans may fetch loopback, private and link-local addresses; do not run a multi-tenant service this way")
 	}
@@ -188,22 +195,22 @@ func platformConnector(cfg config, st store.Store, log *slog.Logger) (*platform.
 // counter and a circuit breaker) or a local Lighthouse, and the audit capacity the pool shares
 // fairly between scans: PSI_MAX_INFLIGHT calls, adapting to PSI's 429s, or
 // LIGHTHOUSE_CONCURRENCY runs.
-func newAuditor(cfg config, guard scanner.Guard, log *slog.Logger) (scanner.Auditor, *scanner.Capacity) {
+func newAuditor(cfg config, guard netguard.Guard, log *slog.Logger) (scanner.Auditor, *psi.Capacity) {
 	if cfg.AuditBackend == "lighthouse" {
 		log.Info("audit backend", "backend", cfg.AuditBackend, "lighthouse_concurrency", cfg.LHConcurrency)
-		return scanner.NewLighthouse(scanner.LighthouseConfig{Command: cfg.LighthouseCmd, ChromePath: cfg.ChromePath,
+		return lighthouse.New(lighthouse.Config{Command: cfg.LighthouseCmd, ChromePath: cfg.ChromePath,
 				ChromeFlags: cfg.ChromeFlags, Guard: guard, Log: log}),
-			scanner.NewCapacity(scanner.CapacityConfig{MaxInFlight: cfg.LHConcurrency, Log: log})
+			psi.NewCapacity(psi.CapacityConfig{MaxInFlight: cfg.LHConcurrency, Log: log})
 	}
 	log.Info("audit backend", "backend", cfg.AuditBackend, "psi_rate_limit_per_100s", cfg.PSIRateLimit,
 		"psi_max_inflight", cfg.PSIMaxInFlight, "psi_daily_limit", cfg.PSIDailyLimit, "psi_breaker_failures", cfg.PSIBreakerFails,
 		"psi_breaker_seconds", cfg.PSIBreakerSecs, "regression_confirm_runs", cfg.ConfirmRuns)
-	limiter := scanner.NewRateLimiter(cfg.PSIRateLimit, 100*time.Second)
-	capacity := scanner.NewCapacity(scanner.CapacityConfig{MaxInFlight: cfg.PSIMaxInFlight, Limiter: limiter, Log: log})
-	return scanner.NewPSI(scanner.PSIConfig{Endpoint: cfg.PageSpeedURL, Key: cfg.PageSpeedKey,
+	limiter := psi.NewRateLimiter(cfg.PSIRateLimit, 100*time.Second)
+	capacity := psi.NewCapacity(psi.CapacityConfig{MaxInFlight: cfg.PSIMaxInFlight, Limiter: limiter, Log: log})
+	return psi.New(psi.Config{Endpoint: cfg.PageSpeedURL, Key: cfg.PageSpeedKey,
 		Limiter: limiter, Capacity: capacity,
-		Daily: scanner.NewDailyCounter(cfg.PSIDailyLimit),
-		Breaker: scanner.NewBreaker(scanner.BreakerConfig{Failures: cfg.PSIBreakerFails,
+		Daily: psi.NewDailyCounter(cfg.PSIDailyLimit),
+		Breaker: psi.NewBreaker(psi.BreakerConfig{Failures: cfg.PSIBreakerFails,
 			OpenFor: time.Duration(cfg.PSIBreakerSecs) * time.Second, Log: log}),
 		Log: log}), capacity
 }
@@ -211,7 +218,7 @@ func newAuditor(cfg config, guard scanner.Guard, log *slog.Logger) (scanner.Audi
 // newPool is the scan worker pool with its regression digest. A store that can announce new
 // jobs (Postgres LISTEN/NOTIFY) wakes the dispatcher at once; it polls either way. Sitemaps
 // are fetched with fetch, the guarded client; the demo site's audits are replayed.
-func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Auditor, capacity *scanner.Capacity, replay *scanner.Replay, fetch *http.Client, connector *platform.Connector, log *slog.Logger) *scanner.Pool {
+func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Auditor, capacity *psi.Capacity, replay *scanner.Replay, fetch *http.Client, connector *platform.Connector, log *slog.Logger) *scanner.Pool {
 	var wake <-chan struct{}
 	if w, ok := st.(store.JobWaker); ok {
 		ch, err := w.WakeOnJobs(ctx, func(err error) { log.Warn("job notifications", "err", err) })
@@ -231,9 +238,9 @@ func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Au
 		Lease:         time.Duration(cfg.ScanLease) * time.Second,
 		Deadline:      time.Duration(cfg.ScanDeadline) * time.Second,
 		ScheduleEvery: time.Duration(cfg.SchedulePoll) * time.Second,
-		Discovery:     scanner.Discovery{MaxPages: cfg.MaxPagesPerScan, Client: fetch},
-		Quota:         scanner.NewAccountQuota(cfg.UserDailyAudits, st),
-		Digest: &scanner.Digest{Store: st, SMTPAddr: cfg.SMTPAddr, From: cfg.SMTPFrom, Username: cfg.SMTPUsername,
+		Discovery:     discover.Discovery{MaxPages: cfg.MaxPagesPerScan, Client: fetch},
+		Quota:         psi.NewAccountQuota(cfg.UserDailyAudits, st),
+		Digest: &notify.Digest{Store: st, SMTPAddr: cfg.SMTPAddr, From: cfg.SMTPFrom, Username: cfg.SMTPUsername,
 			Password: cfg.SMTPPassword, BaseURL: cfg.BaseURL, Log: log},
 	})
 }
@@ -241,11 +248,11 @@ func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Au
 // openStore opens Postgres when DATABASE_URL is set, else the in-memory store.
 func openStore(ctx context.Context, cfg config) (store.Store, error) {
 	if cfg.DatabaseURL == "" {
-		return store.NewMemory(), nil
+		return memory.New(), nil
 	}
 	connectCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	p, err := store.OpenPostgres(connectCtx, cfg.DatabaseURL)
+	p, err := postgres.Open(connectCtx, cfg.DatabaseURL)
 	if err != nil {
 		return nil, err
 	}

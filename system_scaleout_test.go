@@ -13,6 +13,7 @@ import (
 
 	"sitepulse/scanner/scantest"
 	"sitepulse/store"
+	"sitepulse/store/postgres"
 	"sitepulse/store/storetest"
 )
 
@@ -37,7 +38,7 @@ const (
 var scaleStrategies = []string{store.StrategyMobile, store.StrategyDesktop}
 
 type scaleRig struct {
-	st    *store.Postgres
+	st    *postgres.Store
 	sites []store.Site
 	psis  []*scantest.PSI
 	procs []*child

@@ -20,7 +20,7 @@ min="${FUZZMIN:-1s}"
 	./handlers:FuzzCSVRow \
 	./oauth:FuzzMatchRedirectURI \
 	./oauth:FuzzTokenEndpoints \
-	./scanner:FuzzExtract
+	./scanner/lighthouse:FuzzExtract
 fail=0
 for target in "$@"; do
 	pkg="${target%%:*}" name="${target#*:}"

@@ -11,10 +11,11 @@ import (
 	"testing"
 
 	"sitepulse/store"
+	"sitepulse/store/memory"
 )
 
 func TestSignupLoginLogout(t *testing.T) {
-	ts := newTestServer(t, store.NewMemory())
+	ts := newTestServer(t, memory.New())
 	b := ts.browser(t)
 
 	resp, _ := b.get("/settings")
@@ -71,7 +72,7 @@ func TestSignupLoginLogout(t *testing.T) {
 
 func TestSessionCookieAttributes(t *testing.T) {
 	for _, tt := range []struct{ base, name string }{{"http://sitepulse.test", "session"}, {"https://sitepulse.test", "__Host-session"}} {
-		st := store.NewMemory()
+		st := memory.New()
 		h, err := NewHandler(withServers(Deps{Store: st, BaseURL: tt.base, PasswordIterations: 1000}))
 		if err != nil {
 			t.Fatal(err)
@@ -90,7 +91,7 @@ func TestSessionCookieAttributes(t *testing.T) {
 }
 
 func TestLoginThrottle(t *testing.T) {
-	ts := newTestServer(t, store.NewMemory())
+	ts := newTestServer(t, memory.New())
 	b := ts.browser(t)
 	b.signup("ann@example.com")
 	other := ts.browser(t)
@@ -127,7 +128,7 @@ func loginFrom(h http.Handler, addr, email, password string) int {
 // account get 10 checks; and it counts per (account, address) and per address, so the owner
 // still gets in from elsewhere, and one address cannot spray many accounts.
 func TestLoginThrottleIsAtomicAndPerAddress(t *testing.T) {
-	ts := newTestServer(t, store.NewMemory())
+	ts := newTestServer(t, memory.New())
 	ts.browser(t).signup("ann@example.com")
 	h := ts.Config.Handler
 	const attacker = "203.0.113.9:4000"
@@ -179,7 +180,7 @@ func TestSafeNext(t *testing.T) {
 var keyRe = regexp.MustCompile(`svc_[A-Za-z0-9_-]{43}`)
 
 func TestAPIKeys(t *testing.T) {
-	ts := newTestServer(t, store.NewMemory())
+	ts := newTestServer(t, memory.New())
 	b := ts.browser(t)
 	b.signup("ann@example.com")
 
@@ -226,7 +227,7 @@ func TestAPIKeys(t *testing.T) {
 }
 
 func TestNotificationsSetting(t *testing.T) {
-	ts := newTestServer(t, store.NewMemory())
+	ts := newTestServer(t, memory.New())
 	b := ts.browser(t)
 	b.signup("ann@example.com")
 	resp, _ := b.post("/settings/notifications", url.Values{"csrf_token": {b.csrf}})
@@ -244,7 +245,7 @@ func TestNotificationsSetting(t *testing.T) {
 
 // Bad input on every route of the foundation gets a clear 4xx, never a 500.
 func TestBadInput(t *testing.T) {
-	ts := newTestServer(t, store.NewMemory())
+	ts := newTestServer(t, memory.New())
 	b := ts.browser(t)
 	b.signup("ann@example.com")
 	big := strings.Repeat("a", 10<<20)
@@ -286,7 +287,7 @@ func TestBadInput(t *testing.T) {
 }
 
 func TestNotFoundShapes(t *testing.T) {
-	ts := newTestServer(t, store.NewMemory())
+	ts := newTestServer(t, memory.New())
 	for _, tt := range []struct {
 		method, path string
 		status       int
@@ -311,7 +312,7 @@ func TestNotFoundShapes(t *testing.T) {
 }
 
 func TestSecurityHeaders(t *testing.T) {
-	ts := newTestServer(t, store.NewMemory())
+	ts := newTestServer(t, memory.New())
 	resp, err := http.Get(ts.URL + "/login")
 	if err != nil {
 		t.Fatal(err)
@@ -330,7 +331,7 @@ func TestSecurityHeaders(t *testing.T) {
 }
 
 func TestHealth(t *testing.T) {
-	ts := newTestServer(t, brokenStore{store.NewMemory()})
+	ts := newTestServer(t, brokenStore{memory.New()})
 	resp, err := http.Get(ts.URL + "/healthz")
 	if err != nil {
 		t.Fatal(err)
@@ -338,7 +339,7 @@ func TestHealth(t *testing.T) {
 	body := readBody(t, resp)
 	wantStatus(t, resp, http.StatusServiceUnavailable)
 	contains(t, body, `"unavailable"`)
-	ok := newTestServer(t, store.NewMemory())
+	ok := newTestServer(t, memory.New())
 	resp, _ = http.Get(ok.URL + "/healthz")
 	resp.Body.Close()
 	wantStatus(t, resp, http.StatusOK)

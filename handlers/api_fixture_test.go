@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"sitepulse/scanner"
 	"sitepulse/scanner/analysis"
 	"sitepulse/scanner/demo"
+	"sitepulse/scanner/lighthouse"
 	"sitepulse/store"
 )
 
@@ -132,7 +132,7 @@ func fixtureResults(t testing.TB, names ...string) []store.PageResult {
 	for _, n := range names {
 		body, err := os.ReadFile("../testdata/psi/" + n + ".json")
 		must(t, err)
-		r, err := scanner.ExtractPSI(body)
+		r, err := lighthouse.ExtractPSI(body)
 		must(t, err)
 		out = append(out, r)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"sitepulse/store"
+	"sitepulse/store/memory"
 )
 
 type fakeTokens map[string]string
@@ -21,7 +22,7 @@ func (f fakeTokens) VerifyAccessToken(_ context.Context, token string) (string, 
 }
 
 func TestRequireBearer(t *testing.T) {
-	st := store.NewMemory()
+	st := memory.New()
 	ctx := context.Background()
 	u := store.User{ID: store.NewID(), Email: "a@example.com", PasswordHash: "x"}
 	st.CreateUser(ctx, u)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"sitepulse/store"
+	"sitepulse/store/memory"
 )
 
 // downStore is a store whose database has gone away while down is set: its calls fail as
@@ -49,7 +50,7 @@ func (d *downStore) BudgetInputsByKey(ctx context.Context, keyHash, siteID strin
 // While the database is away, requests get a clean 503 with Retry-After in the surface's own
 // shape, never a 500: it is not a bug, and clients should retry.
 func TestDatabaseDownIs503(t *testing.T) {
-	st := &downStore{Store: store.NewMemory()}
+	st := &downStore{Store: memory.New()}
 	ts := newTestServer(t, st)
 	b := ts.browser(t)
 	b.signup("down@example.com")

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"sitepulse/store"
+	"sitepulse/store/memory"
 	"sitepulse/store/storetest"
 )
 
@@ -211,7 +212,7 @@ func testExport(t *testing.T, st store.Store) {
 
 // TestExportGuardsFormulas: cells a spreadsheet would run get a leading "'".
 func TestExportGuardsFormulas(t *testing.T) {
-	st := store.NewMemory()
+	st := memory.New()
 	f := newAPIFixture(t, st)
 	r := fixtureResults(t, "home.mobile")[0]
 	r.PagePath = "=HYPERLINK(\"http://evil.test\",\"x\")"
@@ -314,14 +315,14 @@ func (f failingResults) EachPageResult(ctx context.Context, userID, scanID strin
 func TestExportStreamErrors(t *testing.T) {
 	for _, format := range []string{"csv", "json"} {
 		t.Run(format+": failure before the first row is a 500", func(t *testing.T) {
-			f := newAPIFixture(t, failingResults{Store: store.NewMemory(), after: 0})
+			f := newAPIFixture(t, failingResults{Store: memory.New(), after: 0})
 			resp, body := f.do(t, "GET", "/api/sites/"+f.a.siteID+"/export?format="+format, "", "", cookie(f.a.session))
 			if resp.StatusCode != 500 || resp.Header.Get("Content-Disposition") != "" || !strings.Contains(body, `"error"`) {
 				t.Errorf("status %d, disposition %q, body %q", resp.StatusCode, resp.Header.Get("Content-Disposition"), body)
 			}
 		})
 		t.Run(format+": failure mid-stream aborts the download", func(t *testing.T) {
-			f := newAPIFixture(t, failingResults{Store: store.NewMemory(), after: 3})
+			f := newAPIFixture(t, failingResults{Store: memory.New(), after: 3})
 			req, _ := http.NewRequest("GET", f.URL+"/api/sites/"+f.a.siteID+"/export?format="+format, nil)
 			req.AddCookie(&http.Cookie{Name: "session", Value: f.a.session})
 			resp, err := http.DefaultTransport.RoundTrip(req)

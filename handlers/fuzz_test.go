@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"sitepulse/store"
+	"sitepulse/store/memory"
 )
 
 // FuzzBearer sends arbitrary Authorization headers to the budget check (API keys only, its own
@@ -20,7 +21,7 @@ import (
 // case-insensitive "Bearer " and optional spaces, gets in (A's key reads A's site, B's key gets
 // 404 for it); everything else is a 401 with the JSON error shape and a one-line challenge.
 func FuzzBearer(f *testing.F) {
-	fx := newAPIFixture(f, store.NewMemory())
+	fx := newAPIFixture(f, memory.New())
 	h := fx.Config.Handler
 	for _, s := range []string{
 		"Bearer " + fx.a.apiKey, "bearer " + fx.a.accessToken, "BEARER  " + fx.b.apiKey + " ", "Bearer\t" + fx.a.apiKey,
@@ -77,7 +78,7 @@ func FuzzBearer(f *testing.F) {
 // report's own token shows it; everything else is a 404 page or the router's redirect or 400,
 // never a 500.
 func FuzzReportPath(f *testing.F) {
-	fx := newAPIFixture(f, store.NewMemory())
+	fx := newAPIFixture(f, memory.New())
 	h := fx.Config.Handler
 	token, hash := store.NewSecret("")
 	must(f, fx.st.CreateReport(context.Background(), store.Report{ID: store.NewID(), TokenHash: hash, ScanID: fx.a.scanID,

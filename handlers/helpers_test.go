@@ -26,8 +26,9 @@ type testServer struct {
 // withServers completes d as run() does: an OAuth server and an MCP server on d's store, base
 // URL and clock.
 func withServers(d Deps) Deps {
-	d.OAuth = oauth.New(oauth.Config{Store: d.Store, BaseURL: d.BaseURL, Now: d.Now, Log: d.Log})
-	d.MCP = mcp.New(mcp.Config{Store: d.Store, BaseURL: d.BaseURL, Now: d.Now, Log: d.Log})
+	st := d.Store.(store.Store) // tests hand in a whole store, as run() does
+	d.OAuth = oauth.New(oauth.Config{Store: st, BaseURL: d.BaseURL, Now: d.Now, Log: d.Log})
+	d.MCP = mcp.New(mcp.Config{Store: st, BaseURL: d.BaseURL, Now: d.Now, Log: d.Log})
 	return d
 }
 

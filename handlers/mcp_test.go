@@ -13,6 +13,7 @@ import (
 
 	"sitepulse/scanner/demo"
 	"sitepulse/store"
+	"sitepulse/store/memory"
 )
 
 // mcpServer is the whole handler on a memory store with the demo seeded, an access token for the
@@ -27,7 +28,7 @@ type mcpServer struct {
 func newMCPServer(t *testing.T) *mcpServer {
 	t.Helper()
 	ctx := context.Background()
-	ms := &mcpServer{st: store.NewMemory(), now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+	ms := &mcpServer{st: memory.New(), now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
 	d, err := demo.Seed(ctx, ms.st, demo.Fixtures{FS: os.DirFS(".."), Before: "testdata/psi-before", Latest: "testdata/psi"}, ms.now, 1000)
 	if err != nil {
 		t.Fatal(err)

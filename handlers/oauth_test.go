@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"sitepulse/store"
+	"sitepulse/store/memory"
 	"sitepulse/store/storetest"
 )
 
@@ -447,7 +448,7 @@ func TestConnectedApps(t *testing.T) {
 }
 
 func TestOAuthRateLimits(t *testing.T) {
-	ot := newOAuthTest(t, store.NewMemory())
+	ot := newOAuthTest(t, memory.New())
 	tests := []struct {
 		name  string
 		path  string
@@ -492,7 +493,7 @@ func TestOAuthRateLimits(t *testing.T) {
 }
 
 func TestOAuthRoutes(t *testing.T) {
-	ot := newOAuthTest(t, store.NewMemory())
+	ot := newOAuthTest(t, memory.New())
 	tests := []struct {
 		name, method, path string
 		status             int

@@ -19,8 +19,10 @@ import (
 	"sitepulse/scanner"
 	"sitepulse/scanner/platform"
 	"sitepulse/scanner/platform/platformtest"
+	"sitepulse/scanner/psi"
 	"sitepulse/scanner/scantest"
 	"sitepulse/store"
+	"sitepulse/store/memory"
 	"sitepulse/store/storetest"
 )
 
@@ -323,8 +325,8 @@ func TestPlatformConnectImportPublishDisconnect(t *testing.T) {
 			})
 
 			// The first scans run; then a publish refreshes the pages before its scan.
-			psi := scantest.NewPSI(t, "../testdata/psi")
-			pool := scanner.NewPool(scanner.PoolConfig{Store: r.st, Auditor: scanner.NewPSI(scanner.PSIConfig{Endpoint: psi.Endpoint(), Key: "k"}),
+			fake := scantest.NewPSI(t, "../testdata/psi")
+			pool := scanner.NewPool(scanner.PoolConfig{Store: r.st, Auditor: psi.New(psi.Config{Endpoint: fake.Endpoint(), Key: "k"}),
 				Platform: r.conn, Poll: 10 * time.Millisecond, Log: slog.New(slog.NewTextHandler(r.logs, nil))})
 			pool.Start()
 			defer pool.Stop(ctx)
@@ -460,7 +462,7 @@ func TestPlatformImportFollowsPagination(t *testing.T) {
 
 // TestPlatformOff: without PLATFORM_CLIENT_ID the connect button is hidden and the page says why.
 func TestPlatformOff(t *testing.T) {
-	ts := newTestServer(t, store.NewMemory())
+	ts := newTestServer(t, memory.New())
 	a := ts.browser(t)
 	a.signup("ada@example.com")
 	_, body := a.get("/")

@@ -4,6 +4,7 @@
 package handlers
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -17,10 +18,28 @@ import (
 	"sitepulse/store"
 )
 
+// Store is what the HTTP surface reads and writes: accounts, sites, scans, reports, webhook
+// deliveries and platform connections whole; of the queue only EnqueueScan, and of OAuth only
+// the connected-apps page's two calls (the OAuth server has its own store.OAuth). main hands in
+// the whole store.
+type Store interface {
+	store.Users
+	store.Sites
+	store.Scans
+	store.Reports
+	store.Webhooks
+	store.Platform
+	EnqueueScan(ctx context.Context, s store.Scan, queue string, runAt time.Time) error
+	Consents(ctx context.Context, userID string) ([]store.Consent, error)
+	RevokeConsent(ctx context.Context, userID, clientID string, now time.Time) error
+	Name() string
+	Ping(ctx context.Context) error
+}
+
 // Deps is what the HTTP surface needs: the components run() built, handed in. Zero values of
 // the settings get sensible defaults in NewHandler; Store, OAuth and MCP are required.
 type Deps struct {
-	Store store.Store
+	Store Store
 	Log   *slog.Logger
 	// BaseURL is the interface's {base_url}: scheme and host, no trailing slash.
 	BaseURL string

@@ -20,8 +20,10 @@ import (
 
 	"sitepulse/scanner"
 	"sitepulse/scanner/platform/platformtest"
+	"sitepulse/scanner/psi"
 	"sitepulse/scanner/scantest"
 	"sitepulse/store"
+	"sitepulse/store/memory"
 	"sitepulse/store/storetest"
 )
 
@@ -179,7 +181,7 @@ func TestPlatformWebhookBadInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := newWebhookRig(t, store.NewMemory(), webhookSecret)
+			w := newWebhookRig(t, memory.New(), webhookSecret)
 			body := fmt.Sprintf(valid, w.site.PlatformSiteID)
 			if tt.body != nil {
 				body = tt.body(w)
@@ -296,7 +298,7 @@ func TestWebflowWebhook(t *testing.T) {
 // x-webflow-signature decides how a request is verified: with it, a valid x-platform-signature
 // does not stand in for a bad Webflow signature.
 func TestWebflowSignatureTakesPrecedence(t *testing.T) {
-	w := newWebhookRig(t, store.NewMemory(), webhookSecret)
+	w := newWebhookRig(t, memory.New(), webhookSecret)
 	body := fmt.Sprintf(`{"siteId":%q,"triggerType":"site_publish","payload":{"siteId":%q}}`, w.site.PlatformSiteID, w.site.PlatformSiteID)
 	req, _ := http.NewRequest(http.MethodPost, w.srv.URL+"/api/webhooks/platform", strings.NewReader(body))
 	req.Header.Set("x-platform-signature", sign(webhookSecret, body))
@@ -358,7 +360,7 @@ func TestWebflowWebhookReplay(t *testing.T) {
 }
 
 func TestPlatformWebhookWithoutSecretIs503(t *testing.T) {
-	w := newWebhookRig(t, store.NewMemory(), "")
+	w := newWebhookRig(t, memory.New(), "")
 	body := fmt.Sprintf(`{"siteId":%q}`, w.site.PlatformSiteID)
 	status, got := w.post(body, sign("", body))
 	if status != http.StatusServiceUnavailable || !strings.Contains(got, "PLATFORM_CLIENT_SECRET") {
@@ -383,7 +385,7 @@ func TestPlatformWebhookDemoSecretSignsOnlyTheDemoSite(t *testing.T) {
 		{"without one, the demo secret is the webhook's secret", "", "other-site", 200},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			w := newWebhookRig(t, store.NewMemory(), tt.platformSecret, demoSite)
+			w := newWebhookRig(t, memory.New(), tt.platformSecret, demoSite)
 			body := fmt.Sprintf(`{"siteId":%q,"_id":"evt-1"}`, tt.platformID)
 			if status, got := w.post(body, sign(demoSecret, body)); status != tt.want {
 				t.Errorf("got %d %s, want %d", status, got, tt.want)
@@ -394,7 +396,7 @@ func TestPlatformWebhookDemoSecretSignsOnlyTheDemoSite(t *testing.T) {
 
 func TestPlatformWebhookEnqueues(t *testing.T) {
 	ctx := context.Background()
-	w := newWebhookRig(t, store.NewMemory(), webhookSecret)
+	w := newWebhookRig(t, memory.New(), webhookSecret)
 	if status, body := w.publish(""); status != 200 || strings.TrimSpace(body) != `{"ok":true}` {
 		t.Fatalf("publish: %d %s", status, body)
 	}
@@ -527,8 +529,8 @@ func TestPublishToCompleteScan(t *testing.T) {
 			st := b.Open(t)
 			w := newWebhookRig(t, st, webhookSecret)
 			w.jitter = 0
-			psi := scantest.NewPSI(t, "../testdata/psi")
-			release := psi.Hold()
+			fake := scantest.NewPSI(t, "../testdata/psi")
+			release := fake.Hold()
 			if status, _ := w.publish(""); status != 200 {
 				t.Fatalf("publish: %d", status)
 			}
@@ -537,7 +539,7 @@ func TestPublishToCompleteScan(t *testing.T) {
 				t.Fatalf("after publish: %+v, want one queued scan", scans)
 			}
 			id := scans[0].ID
-			pool := scanner.NewPool(scanner.PoolConfig{Store: st, Auditor: scanner.NewPSI(scanner.PSIConfig{Endpoint: psi.Endpoint(), Key: "k"}),
+			pool := scanner.NewPool(scanner.PoolConfig{Store: st, Auditor: psi.New(psi.Config{Endpoint: fake.Endpoint(), Key: "k"}),
 				Poll: 10 * time.Millisecond, Log: slog.New(slog.NewTextHandler(w.logs, nil))})
 			pool.Start()
 			defer pool.Stop(ctx)
@@ -588,7 +590,7 @@ func TestPublishToCompleteScan(t *testing.T) {
 
 // The webhook never panics or answers outside its statuses, whatever the body and signature.
 func FuzzPlatformWebhook(f *testing.F) {
-	st := store.NewMemory()
+	st := memory.New()
 	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 	h, err := NewHandler(withServers(Deps{Store: st, BaseURL: "http://sitepulse.test", PlatformSecret: webhookSecret, Now: func() time.Time { return now },
 		WebhookJitter: func() time.Duration { return 0 }}))

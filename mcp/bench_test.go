@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"sitepulse/scanner"
 	"sitepulse/scanner/analysis"
+	"sitepulse/scanner/lighthouse"
 	"sitepulse/store"
 	"sitepulse/store/storetest"
 )
@@ -32,7 +32,7 @@ func fixtureResults(tb testing.TB, dir string) []store.PageResult {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		r, err := scanner.ExtractPSI(body)
+		r, err := lighthouse.ExtractPSI(body)
 		if err != nil {
 			tb.Fatalf("%s: %v", name, err)
 		}

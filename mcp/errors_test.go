@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"sitepulse/store"
+	"sitepulse/store/memory"
 	"sitepulse/store/storetest"
 )
 
@@ -55,7 +56,7 @@ func TestOwnership(t *testing.T) {
 
 // TestToolErrors covers every tool failure that travels as an isError result.
 func TestToolErrors(t *testing.T) {
-	f := newFixture(t, store.NewMemory())
+	f := newFixture(t, memory.New())
 	unknown := store.NewID()
 	cases := []struct {
 		name, tool string
@@ -104,7 +105,7 @@ func TestToolErrors(t *testing.T) {
 
 // TestInvalidArguments: every schema rule is enforced before the tool runs, as -32602.
 func TestInvalidArguments(t *testing.T) {
-	f := newFixture(t, store.NewMemory())
+	f := newFixture(t, memory.New())
 	site, scan := f.demo.SiteID, f.latestID
 	cases := []struct {
 		tool string

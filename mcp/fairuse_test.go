@@ -8,11 +8,12 @@ import (
 	"time"
 
 	"sitepulse/store"
+	"sitepulse/store/memory"
 	"sitepulse/store/storetest"
 )
 
 func TestBatchLimit(t *testing.T) {
-	f := newFixture(t, store.NewMemory())
+	f := newFixture(t, memory.New())
 	batch := func(n int) string {
 		calls := make([]string, n)
 		for i := range calls {

@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"sitepulse/store"
+	"sitepulse/store/memory"
 )
 
 // FuzzServe feeds the JSON-RPC decoder arbitrary bodies as the demo user (id types,
@@ -15,7 +15,7 @@ import (
 // a batch, an array of them) with a string, number or null id and exactly one of result and
 // error; 400 carries only a parse or invalid-request error; nothing is ever an internal error.
 func FuzzServe(f *testing.F) {
-	fx := newFixture(f, store.NewMemory())
+	fx := newFixture(f, memory.New())
 	site, scan := fx.demo.SiteID, fx.latestID
 	call := func(name, args string) string {
 		return `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"` + name + `","arguments":` + args + `}}`

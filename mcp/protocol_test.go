@@ -5,12 +5,12 @@ import (
 	"strings"
 	"testing"
 
-	"sitepulse/store"
+	"sitepulse/store/memory"
 )
 
 // TestProtocol covers the JSON-RPC and MCP rows of the interface (methods, Errors, Versioning).
 func TestProtocol(t *testing.T) {
-	f := newFixture(t, store.NewMemory())
+	f := newFixture(t, memory.New())
 	cases := []struct {
 		name       string
 		body       string
@@ -83,7 +83,7 @@ func TestProtocol(t *testing.T) {
 }
 
 func TestBatch(t *testing.T) {
-	f := newFixture(t, store.NewMemory())
+	f := newFixture(t, memory.New())
 	cases := []struct {
 		name   string
 		body   string
@@ -128,7 +128,7 @@ func TestBatch(t *testing.T) {
 // TestToolsList checks the table against the interface: nine tools, a description, an object
 // schema with the spec's required and optional arguments and bounds, readOnlyHint.
 func TestToolsList(t *testing.T) {
-	f := newFixture(t, store.NewMemory())
+	f := newFixture(t, memory.New())
 	_, m := f.rpc(t, f.userID, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
 	var list struct {
 		Tools []struct {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"sitepulse/store"
+	"sitepulse/store/memory"
 )
 
 // FuzzTokenEndpoints sends arbitrary bodies to the token, revocation and registration
@@ -14,7 +14,7 @@ import (
 // JSON with an RFC 6749/7591 code and a one-line description; token-endpoint answers are never
 // cached (RFC 6749 §5.1) and, with no code or refresh token ever issued here, never a success.
 func FuzzTokenEndpoints(f *testing.F) {
-	fx := newFixture(f, store.NewMemory())
+	fx := newFixture(f, memory.New())
 	c := fx.register(f, "none", "http://127.0.0.1/callback")
 	f.Add(uint8(0), "grant_type=authorization_code&code=ac_x&redirect_uri=http%3A%2F%2F127.0.0.1%2Fcallback&code_verifier="+strings.Repeat("a", 43)+"&client_id="+c.ClientID)
 	f.Add(uint8(0), "grant_type=refresh_token&refresh_token=rt_x&client_id="+c.ClientID+"&client_id="+c.ClientID)

@@ -6,12 +6,12 @@ import (
 	"reflect"
 	"testing"
 
-	"sitepulse/store"
+	"sitepulse/store/memory"
 )
 
 func TestMetadata(t *testing.T) {
 	// A trailing slash on BASE_URL must not reach the issuer (RFC 8414 §3.3 compares strings).
-	srv := New(Config{Store: store.NewMemory(), BaseURL: testBase + "/"})
+	srv := New(Config{Store: memory.New(), BaseURL: testBase + "/"})
 	tests := []struct {
 		name string
 		doc  []byte

@@ -8,6 +8,8 @@ import (
 
 	"sitepulse/store"
 	"sitepulse/store/storetest"
+
+	"sitepulse/scanner/lighthouse"
 )
 
 // instantPSI answers every audit at once with a real extracted result of the strategy.
@@ -25,7 +27,7 @@ func BenchmarkPipelineIngest(b *testing.B) {
 	ctx := context.Background()
 	audits := instantPSI{}
 	for _, s := range []string{"mobile", "desktop"} {
-		r, err := ExtractPSI(fixture(b, "home."+s+".json"))
+		r, err := lighthouse.ExtractPSI(fixture(b, "home."+s+".json"))
 		if err != nil {
 			b.Fatal(err)
 		}

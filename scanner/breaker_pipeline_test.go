@@ -11,6 +11,8 @@ import (
 	"sitepulse/scanner/scantest"
 	"sitepulse/store"
 	"sitepulse/store/storetest"
+
+	"sitepulse/scanner/psi"
 )
 
 // jobLog records the jobs a store hands out, so a test can read a scan's job.
@@ -52,7 +54,7 @@ type breakerRig struct {
 	*rig
 	jobs  *jobLog
 	clock *fakeClock
-	psi   *PSI
+	psi   *psi.Client
 }
 
 const breakerOpenFor = time.Minute
@@ -61,15 +63,15 @@ func newBreakerRig(t *testing.T, st store.Store, start time.Time, daily int) *br
 	jobs := &jobLog{Store: st, jobs: map[string]int64{}}
 	r := &breakerRig{rig: newRig(t, jobs), jobs: jobs, clock: newFakeClock(start)}
 	log := slog.New(slog.NewTextHandler(r.logs, nil))
-	cfg := PSIConfig{Endpoint: r.rig.psi.Endpoint(), Key: testKey, Timeout: 2 * time.Second, Attempts: 2,
+	cfg := psi.Config{Endpoint: r.rig.psi.Endpoint(), Key: testKey, Timeout: 2 * time.Second, Attempts: 2,
 		Backoff: time.Millisecond, QuotaBackoff: time.Millisecond, Now: r.clock.Now, Log: log,
-		Breaker: NewBreaker(BreakerConfig{Failures: 3, OpenFor: breakerOpenFor, Now: r.clock.Now, Log: log})}
+		Breaker: psi.NewBreaker(psi.BreakerConfig{Failures: 3, OpenFor: breakerOpenFor, Now: r.clock.Now, Log: log})}
 	if daily > 0 {
-		cfg.Daily = NewDailyCounter(daily)
+		cfg.Daily = psi.NewDailyCounter(daily)
 	}
-	r.psi = NewPSI(cfg)
+	r.psi = psi.New(cfg)
 	r.pool(func(c *PoolConfig) {
-		c.Auditor, c.Now, c.Lease, c.Heartbeat, c.Capacity = r.psi, r.clock.Now, time.Hour, 50*time.Millisecond, NewCapacity(CapacityConfig{MaxInFlight: 1})
+		c.Auditor, c.Now, c.Lease, c.Heartbeat, c.Capacity = r.psi, r.clock.Now, time.Hour, 50*time.Millisecond, psi.NewCapacity(psi.CapacityConfig{MaxInFlight: 1})
 		c.Deadline = 100 * 365 * 24 * time.Hour // the clock starts years ahead and jumps: no scan deadline here
 	})
 	return r

@@ -10,6 +10,10 @@ import (
 
 	"sitepulse/scanner/scantest"
 	"sitepulse/store"
+	"sitepulse/store/memory"
+
+	"sitepulse/scanner/discover"
+	"sitepulse/scanner/psi"
 )
 
 // BenchmarkTimeToResults prints the wall time of scans against a PSI double answering in 3 s,
@@ -56,20 +60,17 @@ func BenchmarkTimeToResults(b *testing.B) {
 // completed, and each scan's own time from start to completion.
 func timeScans(b *testing.B, sites, pages int, latency time.Duration, warm bool) (time.Duration, []time.Duration) {
 	ctx := context.Background()
-	st := store.NewMemory()
-	psi := scantest.NewPSI(b, "../testdata/psi")
-	psi.Delay(latency)
-	limiter := NewRateLimiter(400, 100*time.Second)
+	st := memory.New()
+	fake := scantest.NewPSI(b, "../testdata/psi")
+	fake.Delay(latency)
+	limiter := psi.NewRateLimiter(400, 100*time.Second)
 	if warm { // the last window's 400 calls spread evenly over it
-		now := time.Now()
-		for i := range limiter.grants {
-			limiter.grants[i] = now.Add(-100*time.Second + time.Duration(i)*250*time.Millisecond)
-		}
+		limiter.Warm(time.Now())
 	}
-	capacity := NewCapacity(CapacityConfig{Limiter: limiter})
+	capacity := psi.NewCapacity(psi.CapacityConfig{Limiter: limiter})
 	pool := NewPool(PoolConfig{Store: st, Capacity: capacity, Poll: 10 * time.Millisecond,
-		Auditor:   NewPSI(PSIConfig{Endpoint: psi.Endpoint(), Limiter: limiter, Capacity: capacity}),
-		Discovery: Discovery{MaxPages: pages}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		Auditor:   psi.New(psi.Config{Endpoint: fake.Endpoint(), Limiter: limiter, Capacity: capacity}),
+		Discovery: discover.Discovery{MaxPages: pages}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	user := store.User{ID: store.NewID(), Email: "ttr@example.com", PasswordHash: "x", CreatedAt: time.Now()}
 	if err := st.CreateUser(ctx, user); err != nil {
 		b.Fatal(err)

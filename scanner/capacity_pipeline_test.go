@@ -11,6 +11,8 @@ import (
 	"sitepulse/scanner/scantest"
 	"sitepulse/store"
 	"sitepulse/store/storetest"
+
+	"sitepulse/scanner/psi"
 )
 
 // TestTimeToResults runs scans against PSI doubles with a fixed latency, on both stores: the
@@ -52,14 +54,14 @@ func copies(n int) []string {
 // adaptivePSI is the PSI client as main builds it, on a rate limit of n per window, with a
 // capacity of maxInFlight that the pool shares.
 func (r *rig) adaptivePSI(endpoint string, n int, window time.Duration, maxInFlight int, recover time.Duration) func(*PoolConfig) {
-	limiter := NewRateLimiter(n, window)
+	limiter := psi.NewRateLimiter(n, window)
 	log := slog.New(slog.NewTextHandler(r.logs, nil))
-	capacity := NewCapacity(CapacityConfig{MaxInFlight: maxInFlight, Limiter: limiter, Recover: recover, Log: log})
+	capacity := psi.NewCapacity(psi.CapacityConfig{MaxInFlight: maxInFlight, Limiter: limiter, Recover: recover, Log: log})
 	return func(c *PoolConfig) {
 		c.Capacity = capacity
 		// Five attempts: under -race beside the whole suite, one audit of the quarter-quota case
 		// once met three 429s in a row and ended as a page error.
-		c.Auditor = NewPSI(PSIConfig{Endpoint: endpoint, Key: "k", Timeout: 10 * time.Second, Attempts: 5, Backoff: 10 * time.Millisecond,
+		c.Auditor = psi.New(psi.Config{Endpoint: endpoint, Key: "k", Timeout: 10 * time.Second, Attempts: 5, Backoff: 10 * time.Millisecond,
 			QuotaBackoff: 50 * time.Millisecond, Limiter: limiter, Capacity: capacity, Log: log, Client: &http.Client{}})
 		c.Lease = 10 * time.Second
 	}

@@ -7,6 +7,8 @@ import (
 
 	"sitepulse/scanner/analysis"
 	"sitepulse/store"
+
+	"sitepulse/scanner/psi"
 )
 
 // previousRuns reads what a scan's audits are compared with before they are believed: the page
@@ -58,7 +60,7 @@ func (p *Pool) confirm(ctx context.Context, log *slog.Logger, auditor Auditor, s
 		}
 		if err != nil {
 			log.Warn("re-audit failed", "page", first.PagePath, "strategy", first.Strategy, "err", err)
-			if errors.Is(err, ErrPSIUnavailable) {
+			if errors.Is(err, psi.ErrPSIUnavailable) {
 				break
 			}
 			continue

@@ -10,6 +10,9 @@ import (
 
 	"sitepulse/scanner/scantest"
 	"sitepulse/store"
+	"sitepulse/store/memory"
+
+	"sitepulse/scanner/psi"
 )
 
 // BenchmarkConfirmationCost counts what confirming regressions costs in PSI calls, with
@@ -50,13 +53,13 @@ func BenchmarkConfirmationCost(b *testing.B) {
 	}{{"unchanged", false, pages * 2}, {"one_page_in_ten_regresses", true, pages*2 + 2*2}} {
 		b.Run(c.name, func(b *testing.B) {
 			ctx := context.Background()
-			st := store.NewMemory()
-			psi := scantest.NewPSI(b, before)
+			st := memory.New()
+			fake := scantest.NewPSI(b, before)
 			user := store.User{ID: store.NewID(), Email: "bench@example.com", PasswordHash: "x", CreatedAt: time.Now()}
 			if err := st.CreateUser(ctx, user); err != nil {
 				b.Fatal(err)
 			}
-			pool := NewPool(PoolConfig{Store: st, Auditor: NewPSI(PSIConfig{Endpoint: psi.Endpoint()}), ConfirmRuns: 2, Poll: 2 * time.Millisecond})
+			pool := NewPool(PoolConfig{Store: st, Auditor: psi.New(psi.Config{Endpoint: fake.Endpoint()}), ConfirmRuns: 2, Poll: 2 * time.Millisecond})
 			pool.Start()
 			defer pool.Stop(ctx)
 			scan := func(site store.Site) {
@@ -85,17 +88,17 @@ func BenchmarkConfirmationCost(b *testing.B) {
 					b.Fatal(err)
 				}
 				for _, s := range []string{"mobile", "desktop"} {
-					psi.Sequence("/page-03", s, before)
+					fake.Sequence("/page-03", s, before)
 				}
 				scan(site) // the baseline
 				if c.regresses {
 					for _, s := range []string{"mobile", "desktop"} {
-						psi.Sequence("/page-03", s, after)
+						fake.Sequence("/page-03", s, after)
 					}
 				}
-				was := psi.Total()
+				was := fake.Total()
 				scan(site)
-				calls += psi.Total() - was
+				calls += fake.Total() - was
 				scans++
 			}
 			if got := calls / scans; got != c.want || calls%scans != 0 {

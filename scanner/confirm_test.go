@@ -10,7 +10,11 @@ import (
 	"sitepulse/scanner/analysis"
 	"sitepulse/scanner/scantest"
 	"sitepulse/store"
+	"sitepulse/store/memory"
 	"sitepulse/store/storetest"
+
+	"sitepulse/scanner/notify"
+	"sitepulse/scanner/psi"
 )
 
 const (
@@ -19,10 +23,10 @@ const (
 )
 
 // confirmScan runs one scan of the rig's site on psi with re-audits on, mailing through digest.
-func (r *rig) confirmScan(psi *scantest.PSI, digest *Digest) store.Scan {
+func (r *rig) confirmScan(fake *scantest.PSI, digest *notify.Digest) store.Scan {
 	r.t.Helper()
 	p := r.pool(func(c *PoolConfig) {
-		c.Auditor, c.Digest, c.ConfirmRuns = NewPSI(PSIConfig{Endpoint: psi.Endpoint()}), digest, 2
+		c.Auditor, c.Digest, c.ConfirmRuns = psi.New(psi.Config{Endpoint: fake.Endpoint()}), digest, 2
 	})
 	sc := r.wait(r.enqueue(r.site).ID)
 	p.Stop(context.Background())
@@ -35,24 +39,24 @@ func TestConfirmedRegressions(t *testing.T) {
 			t.Parallel()
 			st := b.Open(t)
 			r := newRig(t, st)
-			psi := scantest.NewPSI(t, beforeDir)
+			fake := scantest.NewPSI(t, beforeDir)
 			smtpSrv := newFakeSMTP(t, false)
-			digest := &Digest{Store: st, SMTPAddr: smtpSrv.addr, From: "SitePulse <sitepulse@example.com>", BaseURL: "http://sitepulse.test",
+			digest := &notify.Digest{Store: st, SMTPAddr: smtpSrv.addr, From: "SitePulse <sitepulse@example.com>", BaseURL: "http://sitepulse.test",
 				Log: slog.New(slog.NewTextHandler(r.logs, nil))}
 			ctx := context.Background()
 
-			r.confirmScan(psi, digest)
-			if got := psi.Total(); got != 10 {
+			r.confirmScan(fake, digest)
+			if got := fake.Total(); got != 10 {
 				t.Fatalf("the first scan made %d PSI calls, want 10: nothing to compare with, nothing re-audited", got)
 			}
 			// Home on mobile regresses on its first run only; pricing on mobile on every run.
-			psi.Sequence("/", "mobile", afterDir, beforeDir)
-			psi.Sequence("/pricing", "mobile", afterDir)
-			sc := r.confirmScan(psi, digest)
+			fake.Sequence("/", "mobile", afterDir, beforeDir)
+			fake.Sequence("/pricing", "mobile", afterDir)
+			sc := r.confirmScan(fake, digest)
 			if sc.Status != store.StatusComplete {
 				t.Fatalf("second scan %s: %s", sc.Status, sc.Error)
 			}
-			if got, want := psi.Total()-10, 8+3+3; got != want {
+			if got, want := fake.Total()-10, 8+3+3; got != want {
 				t.Errorf("the second scan made %d PSI calls, want %d: 8 unchanged audits once, 2 suspect ones 3 times", got, want)
 			}
 			for _, c := range []struct {
@@ -91,13 +95,13 @@ func TestConfirmedRegressions(t *testing.T) {
 }
 
 func TestConfirmationKeepsTheRunsThatSucceeded(t *testing.T) {
-	st := store.NewMemory()
+	st := memory.New()
 	r := newRig(t, st)
-	psi := scantest.NewPSI(t, beforeDir)
-	r.confirmScan(psi, nil)
+	fake := scantest.NewPSI(t, beforeDir)
+	r.confirmScan(fake, nil)
 	// Home on mobile regresses, then both re-audits fail: the one run that succeeded is kept.
-	psi.Sequence("/", "mobile", afterDir, t.TempDir())
-	sc := r.confirmScan(psi, nil)
+	fake.Sequence("/", "mobile", afterDir, t.TempDir())
+	sc := r.confirmScan(fake, nil)
 	res, err := st.PageResult(context.Background(), r.user.ID, sc.ID, "/", "mobile")
 	if err != nil {
 		t.Fatal(err)
@@ -105,7 +109,7 @@ func TestConfirmationKeepsTheRunsThatSucceeded(t *testing.T) {
 	if res.Runs != 1 || *res.Scores.Performance != 16 {
 		t.Errorf("runs %d, performance %d; want the first run alone: 1 run, 16", res.Runs, *res.Scores.Performance)
 	}
-	if got := psi.Calls("/", "mobile"); got != 1+1+2 {
+	if got := fake.Calls("/", "mobile"); got != 1+1+2 {
 		t.Errorf("%d calls for home on mobile, want 4: one per scan and two re-audits", got)
 	}
 	if !strings.Contains(r.logs.String(), "re-audit failed") {
@@ -116,44 +120,44 @@ func TestConfirmationKeepsTheRunsThatSucceeded(t *testing.T) {
 // Re-audits go through the same PSI client as every audit, so they count against the daily
 // limit: a limit of exactly the two scans' 10 + 14 calls is spent by them.
 func TestReauditsCountAgainstTheDailyLimit(t *testing.T) {
-	st := store.NewMemory()
+	st := memory.New()
 	r := newRig(t, st)
-	psi := scantest.NewPSI(t, beforeDir)
-	daily := NewDailyCounter(10 + 14)
-	client := NewPSI(PSIConfig{Endpoint: psi.Endpoint(), Daily: daily})
+	fake := scantest.NewPSI(t, beforeDir)
+	daily := psi.NewDailyCounter(10 + 14)
+	client := psi.New(psi.Config{Endpoint: fake.Endpoint(), Daily: daily})
 	scan := func() store.Scan {
 		p := r.pool(func(c *PoolConfig) { c.Auditor, c.ConfirmRuns = client, 2 })
 		defer p.Stop(context.Background())
 		return r.wait(r.enqueue(r.site).ID)
 	}
 	scan()
-	psi.Sequence("/", "mobile", afterDir, beforeDir)
-	psi.Sequence("/pricing", "mobile", afterDir)
+	fake.Sequence("/", "mobile", afterDir, beforeDir)
+	fake.Sequence("/pricing", "mobile", afterDir)
 	if sc := scan(); sc.Status != store.StatusComplete {
 		t.Fatalf("second scan %s: %s", sc.Status, sc.Error)
 	}
-	if spent, _ := daily.spent(time.Now()); !spent || psi.Total() != 24 {
-		t.Errorf("daily limit spent = %v after %d PSI calls, want spent after 24", spent, psi.Total())
+	if spent, _ := daily.Spent(time.Now()); !spent || fake.Total() != 24 {
+		t.Errorf("daily limit spent = %v after %d PSI calls, want spent after 24", spent, fake.Total())
 	}
 }
 
 // Re-audits spend the account's daily audits too (USER_DAILY_AUDITS): with one audit left for
 // them, a suspect page keeps the median of two runs, and the scan still completes.
 func TestReauditsSpendTheAccountsDailyAudits(t *testing.T) {
-	st := store.NewMemory()
+	st := memory.New()
 	r := newRig(t, st)
 	home := r.addSite("Home", []string{"/"})
-	psi := scantest.NewPSI(t, beforeDir)
-	quota := NewAccountQuota(2+3, st) // the first scan's 2 audits, the second's 2 and one re-audit
+	fake := scantest.NewPSI(t, beforeDir)
+	quota := psi.NewAccountQuota(2+3, st) // the first scan's 2 audits, the second's 2 and one re-audit
 	scan := func() store.Scan {
 		p := r.pool(func(c *PoolConfig) {
-			c.Auditor, c.ConfirmRuns, c.Quota, c.Capacity = NewPSI(PSIConfig{Endpoint: psi.Endpoint()}), 2, quota, NewCapacity(CapacityConfig{MaxInFlight: 1})
+			c.Auditor, c.ConfirmRuns, c.Quota, c.Capacity = psi.New(psi.Config{Endpoint: fake.Endpoint()}), 2, quota, psi.NewCapacity(psi.CapacityConfig{MaxInFlight: 1})
 		})
 		defer p.Stop(context.Background())
 		return r.wait(r.enqueue(home).ID)
 	}
 	scan()
-	psi.Sequence("/", "desktop", afterDir, beforeDir)
+	fake.Sequence("/", "desktop", afterDir, beforeDir)
 	sc := scan()
 	if sc.Status != store.StatusComplete {
 		t.Fatalf("second scan %s: %s", sc.Status, sc.Error)
@@ -162,7 +166,7 @@ func TestReauditsSpendTheAccountsDailyAudits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Runs != 2 || psi.Total() != 5 || !strings.Contains(r.logs.String(), "re-audit skipped") {
-		t.Errorf("runs %d after %d PSI calls, want 2 runs after 5 and the skipped re-audit logged", res.Runs, psi.Total())
+	if res.Runs != 2 || fake.Total() != 5 || !strings.Contains(r.logs.String(), "re-audit skipped") {
+		t.Errorf("runs %d after %d PSI calls, want 2 runs after 5 and the skipped re-audit logged", res.Runs, fake.Total())
 	}
 }

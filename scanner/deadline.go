@@ -9,6 +9,8 @@ import (
 
 	"sitepulse/scanner/analysis"
 	"sitepulse/store"
+
+	"sitepulse/scanner/psi"
 )
 
 // expireOverdue ends every scan not completed Deadline after it started: failed, with a reason
@@ -46,7 +48,7 @@ func (p *Pool) expireOverdue(ctx context.Context) {
 // it runs again and meets another trouble, its job's last error changes and the deadline, still
 // counted from when it first started, applies.
 func parkedForQuota(o store.OverdueScan) bool {
-	return strings.Contains(o.LastError, quotaMark)
+	return strings.Contains(o.LastError, psi.QuotaMark)
 }
 
 // deadlineReason explains why a scan did not finish in time: what most likely went wrong and

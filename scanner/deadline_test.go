@@ -10,6 +10,8 @@ import (
 	"sitepulse/scanner/scantest"
 	"sitepulse/store"
 	"sitepulse/store/storetest"
+
+	"sitepulse/scanner/psi"
 )
 
 func TestDeadlineReason(t *testing.T) {
@@ -65,8 +67,8 @@ func TestScanDeadline(t *testing.T) {
 			r.psi.FailAll(scantest.Fault{Status: 503, Body: `{"error":{"code":503,"message":"The service is currently unavailable."}}`})
 			log := slog.New(slog.NewTextHandler(r.logs, nil))
 			pool := r.pool(func(c *PoolConfig) {
-				c.Auditor = NewPSI(PSIConfig{Endpoint: r.psi.Endpoint(), Backoff: time.Millisecond, Log: log,
-					Breaker: NewBreaker(BreakerConfig{Failures: 2, OpenFor: 100 * time.Millisecond, Log: log})})
+				c.Auditor = psi.New(psi.Config{Endpoint: r.psi.Endpoint(), Backoff: time.Millisecond, Log: log,
+					Breaker: psi.NewBreaker(psi.BreakerConfig{Failures: 2, OpenFor: 100 * time.Millisecond, Log: log})})
 				c.Deadline, c.RescueEvery = 500*time.Millisecond, 50*time.Millisecond
 			})
 			failed := r.wait(r.enqueue(r.site).ID)
@@ -100,7 +102,7 @@ func TestParkedForQuota(t *testing.T) {
 	}{
 		{"", false},
 		{"PSI unavailable until 24 Nov 2026, 12:09 UTC: 5 audits in a row failed; scan snoozed", false},
-		{(&UnavailableError{What: "this account's scans wait", Reason: "its daily budget of 2000 audits " + quotaMark + " is used up"}).Error() + "; scan snoozed", true},
+		{(&psi.UnavailableError{What: "this account's scans wait", Reason: "its daily budget of 2000 audits " + psi.QuotaMark + " is used up"}).Error() + "; scan snoozed", true},
 	}
 	for _, tt := range tests {
 		if got := parkedForQuota(store.OverdueScan{LastError: tt.lastError}); got != tt.want {

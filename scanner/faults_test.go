@@ -14,6 +14,9 @@ import (
 
 	"sitepulse/scanner/scantest"
 	"sitepulse/store"
+	"sitepulse/store/memory"
+
+	"sitepulse/scanner/psi"
 )
 
 // clearReason matches every way a page's audit may fail against a misbehaving PSI: each says
@@ -27,14 +30,14 @@ var clearReason = regexp.MustCompile(`^(PSI quota exceeded \(HTTP 429\)|PSI serv
 // window; no worker is stuck (scans after the storm complete); and memory and goroutines stay
 // flat over many scans.
 func TestPSIFaultMix(t *testing.T) {
-	r := newRig(t, store.NewMemory())
+	r := newRig(t, memory.New())
 	mix := scantest.NewMix(t, "../testdata/psi", scantest.MixConfig{
 		Quota: 0.08, QuotaBurst: 4, ServerError: 0.1, Timeout: 0.05, Garbage: 0.1, Seed: 7})
 	const limit, window = 80, 2 * time.Second // PSI_RATE_LIMIT in miniature: 80 calls per 2 s
 	sends := &sendLog{next: http.DefaultTransport}
 	r.pool(func(c *PoolConfig) {
-		c.Auditor = NewPSI(PSIConfig{Client: &http.Client{Transport: sends}, Endpoint: mix.Endpoint(), Key: "AIzaSyFAKE-key-for-the-fault-tests_01", Timeout: time.Second, Attempts: 3, // a healthy answer under -race on a busy 2-core machine can take 300 ms
-			Backoff: 10 * time.Millisecond, QuotaBackoff: 50 * time.Millisecond, Limiter: NewRateLimiter(limit, window)})
+		c.Auditor = psi.New(psi.Config{Client: &http.Client{Transport: sends}, Endpoint: mix.Endpoint(), Key: "AIzaSyFAKE-key-for-the-fault-tests_01", Timeout: time.Second, Attempts: 3, // a healthy answer under -race on a busy 2-core machine can take 300 ms
+			Backoff: 10 * time.Millisecond, QuotaBackoff: 50 * time.Millisecond, Limiter: psi.NewRateLimiter(limit, window)})
 	})
 	pages := []string{"/", "/about", "/blog/"}
 	const rounds, sitesPerRound = 6, 8

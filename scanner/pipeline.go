@@ -11,6 +11,9 @@ import (
 
 	"sitepulse/scanner/analysis"
 	"sitepulse/store"
+
+	"sitepulse/scanner/discover"
+	"sitepulse/scanner/psi"
 )
 
 // strategiesOf lists the audits a scan's strategy asks for, mobile first.
@@ -103,12 +106,12 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, job store.Job) (*comp
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var firstErr error
-	var paused *UnavailableError
+	var paused *psi.UnavailableError
 	var auditTime time.Duration // summed over the audits made, for the ideal
 	fail := func(err error) {
 		mu.Lock()
 		defer mu.Unlock()
-		var ue *UnavailableError
+		var ue *psi.UnavailableError
 		if errors.As(err, &ue) {
 			if paused == nil || ue.Until.After(paused.Until) {
 				paused = ue
@@ -216,7 +219,7 @@ type completed struct {
 // prev is confirmed first. It returns an error only when the attempt must stop: the store
 // failed, the lease was lost, or the job was cancelled.
 func (p *Pool) auditPage(ctx context.Context, log *slog.Logger, lease store.Lease, site store.Site, path, strategy string, prev *store.PageResult) error {
-	pageURL := PageURL(site, path)
+	pageURL := discover.PageURL(site, path)
 	began := p.cfg.Now()
 	if err := p.takeAudit(site); err != nil {
 		return err // never audited: the scan waits for the account's next daily budget
@@ -226,7 +229,7 @@ func (p *Pool) auditPage(ctx context.Context, log *slog.Logger, lease store.Leas
 	if ctx.Err() != nil {
 		return context.Cause(ctx) // cancelled: not the page's fault, record nothing
 	}
-	if errors.Is(err, ErrPSIUnavailable) {
+	if errors.Is(err, psi.ErrPSIUnavailable) {
 		return err // never audited: not the page's fault, record nothing; the scan is snoozed
 	}
 	if err != nil {

@@ -12,6 +12,10 @@ import (
 	"time"
 
 	"sitepulse/store"
+
+	"sitepulse/scanner/discover"
+	"sitepulse/scanner/notify"
+	"sitepulse/scanner/psi"
 )
 
 // Queue is what the workers need of the store: the job queue, and a scan's stored results and
@@ -32,25 +36,25 @@ type PoolConfig struct {
 	Auditor Auditor
 	// Replay audits the demo site instead of Auditor (see Replay); nil replays nothing.
 	Replay    *Replay
-	Discovery Discovery
-	Digest    *Digest // e-mails regressions after a scan completes; nil sends none
+	Discovery discover.Discovery
+	Digest    *notify.Digest // e-mails regressions after a scan completes; nil sends none
 	// Platform refreshes a connected site's pages before a publish's scan; nil keeps the saved list.
 	Platform PageRefresher
 	// Quota is USER_DAILY_AUDITS, each account's daily audit budget; nil grants everything.
-	Quota *AccountQuota
+	Quota *psi.AccountQuota
 	Log   *slog.Logger
 	// Workers is SCAN_WORKERS: scans audited at once by this process. Default 3.
 	Workers int
 	// Capacity bounds the audits in flight in this process and shares them fairly between the
 	// scans running at once; give the same one to the PSI client so that its 429s adapt it.
 	// Default: 64 audits at once, not adapting.
-	Capacity *Capacity
+	Capacity *psi.Capacity
 	// ConfirmRuns is REGRESSION_CONFIRM_RUNS: re-audits of a page whose audit regressed against
 	// the previous completed scan, the median run kept (see confirm). 0 re-audits nothing.
 	ConfirmRuns int
 	// WorkerID names this process in jobs.locked_by. Default host:pid.
 	WorkerID string
-	// Wake signals that a job was enqueued (Postgres LISTEN, see store.ListenJobs); nil polls only.
+	// Wake signals that a job was enqueued (Postgres LISTEN, see postgres.ListenJobs); nil polls only.
 	Wake <-chan struct{}
 	// Poll is how often the dispatcher looks for runnable jobs without a wake-up. Default 2 s.
 	Poll time.Duration
@@ -91,7 +95,7 @@ type Pool struct {
 	cancel   context.CancelCauseFunc
 	wg       sync.WaitGroup
 	stopOnce sync.Once
-	replayed *Capacity // the replayed scans' audits: they call nothing, so no rate limit
+	replayed *psi.Capacity // the replayed scans' audits: they call nothing, so no rate limit
 }
 
 // errShutdown cancels running jobs when Stop's deadline passes; they release their leases.
@@ -109,7 +113,7 @@ func NewPool(cfg PoolConfig) *Pool {
 		cfg.Workers = 3
 	}
 	if cfg.Capacity == nil {
-		cfg.Capacity = NewCapacity(CapacityConfig{})
+		cfg.Capacity = psi.NewCapacity(psi.CapacityConfig{})
 	}
 	if cfg.WorkerID == "" {
 		host, _ := os.Hostname()
@@ -142,7 +146,7 @@ func NewPool(cfg PoolConfig) *Pool {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	p := &Pool{cfg: cfg, stop: make(chan struct{}), replayed: NewCapacity(CapacityConfig{MaxInFlight: cfg.Capacity.cfg.MaxInFlight})}
+	p := &Pool{cfg: cfg, stop: make(chan struct{}), replayed: psi.NewCapacity(psi.CapacityConfig{MaxInFlight: cfg.Capacity.MaxInFlight()})}
 	p.jobsCtx, p.cancel = context.WithCancelCause(context.Background())
 	return p
 }
@@ -178,7 +182,7 @@ func (p *Pool) Start() {
 		p.rescuer()
 	}()
 	p.cfg.Log.Info("scanner started", "workers", p.cfg.Workers, "worker_id", p.cfg.WorkerID,
-		"max_inflight", p.cfg.Capacity.cfg.MaxInFlight, "notify", p.cfg.Wake != nil, "poll", p.cfg.Poll)
+		"max_inflight", p.cfg.Capacity.MaxInFlight(), "notify", p.cfg.Wake != nil, "poll", p.cfg.Poll)
 }
 
 // Stop claims nothing more and waits for running jobs to finish until ctx ends; then it
@@ -317,7 +321,7 @@ func (p *Pool) run(worker int, job store.Job) {
 	settle, stop := context.WithTimeout(context.Background(), p.cfg.Lease/2+10*time.Second)
 	defer stop()
 	now := p.cfg.Now()
-	var unavailable *UnavailableError
+	var unavailable *psi.UnavailableError
 	switch {
 	case errors.Is(err, store.ErrLeaseLost) || errors.Is(context.Cause(ctx), errLeaseLost):
 		log.Warn("scanner: lease lost; the job belongs to another worker now", "err", err)
@@ -380,4 +384,11 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

@@ -14,7 +14,11 @@ import (
 	"sitepulse/scanner/analysis"
 	"sitepulse/scanner/scantest"
 	"sitepulse/store"
+	"sitepulse/store/postgres"
 	"sitepulse/store/storetest"
+
+	"sitepulse/scanner/notify"
+	"sitepulse/scanner/psi"
 )
 
 // syncBuf is a log sink the pool's goroutines and the test share.
@@ -70,7 +74,7 @@ func (r *rig) pool(mod func(*PoolConfig)) *Pool {
 	r.t.Helper()
 	cfg := PoolConfig{
 		Store: r.st, Log: slog.New(slog.NewTextHandler(r.logs, nil)),
-		Auditor: NewPSI(PSIConfig{Endpoint: r.psi.Endpoint(), Key: "k", Timeout: 2 * time.Second, Backoff: time.Millisecond,
+		Auditor: psi.New(psi.Config{Endpoint: r.psi.Endpoint(), Key: "k", Timeout: 2 * time.Second, Backoff: time.Millisecond,
 			QuotaBackoff: time.Millisecond, Log: slog.New(slog.NewTextHandler(r.logs, nil))}),
 		Poll: 10 * time.Millisecond, Lease: 2 * time.Second, Heartbeat: 50 * time.Millisecond,
 		Backoff: func(int) time.Duration { return 10 * time.Millisecond },
@@ -214,7 +218,7 @@ func testPSIFaults(t *testing.T, st store.Store) {
 	r.pool(func(c *PoolConfig) {
 		// 1 s: with a scan's audits all in flight at once, a healthy answer under -race on a
 		// loaded 2-core machine took over 200 ms, and a timed-out call is retried.
-		c.Auditor = NewPSI(PSIConfig{Endpoint: r.psi.Endpoint(), Timeout: time.Second, Attempts: 2,
+		c.Auditor = psi.New(psi.Config{Endpoint: r.psi.Endpoint(), Timeout: time.Second, Attempts: 2,
 			Backoff: time.Millisecond, QuotaBackoff: time.Millisecond, Log: slog.New(slog.NewTextHandler(r.logs, nil))})
 	})
 	sc := r.wait(r.enqueue(r.site).ID)
@@ -283,9 +287,9 @@ func testRescueResumes(t *testing.T, st store.Store) {
 	if err := st.StartScan(ctx, dead, 10, t0); err != nil {
 		t.Fatal(err)
 	}
-	psi := NewPSI(PSIConfig{Endpoint: r.psi.Endpoint()})
+	client := psi.New(psi.Config{Endpoint: r.psi.Endpoint()})
 	for _, k := range []store.PageKey{{PagePath: "/", Strategy: "mobile"}, {PagePath: "/", Strategy: "desktop"}, {PagePath: "/blog/", Strategy: "mobile"}} {
-		res, err := psi.Audit(ctx, "https://sample.test"+k.PagePath, k.Strategy)
+		res, err := client.Audit(ctx, "https://sample.test"+k.PagePath, k.Strategy)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -379,7 +383,7 @@ func testShutdownReleases(t *testing.T, st store.Store) {
 	release := r.psi.Hold()
 	defer release()
 	sc := r.enqueue(r.site)
-	first := NewPool(PoolConfig{Store: jobs, Auditor: NewPSI(PSIConfig{Endpoint: r.psi.Endpoint()}),
+	first := NewPool(PoolConfig{Store: jobs, Auditor: psi.New(psi.Config{Endpoint: r.psi.Endpoint()}),
 		Poll: 10 * time.Millisecond, Lease: time.Minute, Log: slog.New(slog.NewTextHandler(r.logs, nil))})
 	first.Start()
 	for deadline := time.Now().Add(10 * time.Second); r.psi.Total() == 0; {
@@ -443,9 +447,9 @@ func testTwoPools(t *testing.T, st store.Store) {
 }
 
 // scanWith runs one scan of site on a pool of its own auditing from a fixture PSI, and stops it.
-func (r *rig) scanWith(site store.Site, psi *scantest.PSI, digest *Digest) store.Scan {
+func (r *rig) scanWith(site store.Site, fake *scantest.PSI, digest *notify.Digest) store.Scan {
 	r.t.Helper()
-	p := r.pool(func(c *PoolConfig) { c.Auditor, c.Digest = NewPSI(PSIConfig{Endpoint: psi.Endpoint()}), digest })
+	p := r.pool(func(c *PoolConfig) { c.Auditor, c.Digest = psi.New(psi.Config{Endpoint: fake.Endpoint()}), digest })
 	sc := r.wait(r.enqueue(site).ID)
 	p.Stop(context.Background())
 	return sc
@@ -455,7 +459,7 @@ func testDigest(t *testing.T, st store.Store) {
 	r := newRig(t, st)
 	before := scantest.NewPSI(t, "../testdata/psi-before")
 	smtpSrv := newFakeSMTP(t, false)
-	digest := &Digest{Store: st, SMTPAddr: smtpSrv.addr, From: "SitePulse <sitepulse@example.com>", BaseURL: "http://sitepulse.test",
+	digest := &notify.Digest{Store: st, SMTPAddr: smtpSrv.addr, From: "SitePulse <sitepulse@example.com>", BaseURL: "http://sitepulse.test",
 		Log: slog.New(slog.NewTextHandler(r.logs, nil))}
 
 	r.scanWith(r.site, before, digest)
@@ -484,7 +488,7 @@ func testDigest(t *testing.T, st store.Store) {
 		}
 	}
 	for _, reg := range regs {
-		if !strings.Contains(m.data, reg.PagePath+" ") || !strings.Contains(m.data, fmtMetric(reg.Metric, reg.From)) || !strings.Contains(m.data, fmtMetric(reg.Metric, reg.To)) {
+		if !strings.Contains(m.data, reg.PagePath+" ") || !strings.Contains(m.data, notify.FmtMetric(reg.Metric, reg.From)) || !strings.Contains(m.data, notify.FmtMetric(reg.Metric, reg.To)) {
 			t.Errorf("message lacks %+v", reg)
 		}
 	}
@@ -521,7 +525,7 @@ func TestPoolWakesOnNotify(t *testing.T) {
 	st, dsn := storetest.PostgresDSN(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	wake, err := store.ListenJobs(ctx, dsn, nil)
+	wake, err := postgres.ListenJobs(ctx, dsn, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

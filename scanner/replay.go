@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"sitepulse/store"
+
+	"sitepulse/scanner/psi"
 )
 
 // ReplayConfig configures the demo site's auditor. Zero values get the defaults noted.
@@ -33,8 +35,6 @@ type Replay struct {
 	cfg  ReplayConfig
 	runs map[store.PageKey]store.PageResult
 }
-
-var _ Auditor = (*Replay)(nil)
 
 // NewReplay returns the replay of cfg.Runs.
 func NewReplay(cfg ReplayConfig) *Replay {
@@ -91,7 +91,7 @@ func (r *Replay) Audit(ctx context.Context, pageURL, strategy string) (store.Pag
 
 // capacityFor is the capacity a site's scan shares: replayed audits call nothing, so they take
 // no slot of the PSI capacity, whose rate limit they would never feed.
-func (p *Pool) capacityFor(site store.Site) *Capacity {
+func (p *Pool) capacityFor(site store.Site) *psi.Capacity {
 	if p.cfg.Replay.Serves(site) {
 		return p.replayed
 	}

@@ -13,7 +13,7 @@ const (
 )
 
 // encodeResult is the stored (jsonb) form of a page result.
-func encodeResult(r PageResult) []byte {
+func EncodeResult(r PageResult) []byte {
 	b, err := json.Marshal(r)
 	if err != nil {
 		panic(err) // PageResult holds only JSON-safe values
@@ -21,7 +21,7 @@ func encodeResult(r PageResult) []byte {
 	return b
 }
 
-func decodeResult(b []byte) (PageResult, error) {
+func DecodeResult(b []byte) (PageResult, error) {
 	var r PageResult
 	err := json.Unmarshal(b, &r)
 	r.Runs = max(r.Runs, 1) // stored before runs were counted: one audit

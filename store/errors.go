@@ -4,11 +4,10 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"syscall"
-
-	"github.com/lib/pq"
 )
 
 // Sentinel errors. Implementations wrap them with %w; Classify finds them.
@@ -31,6 +30,9 @@ var (
 	ErrLeaseLost = errors.New("job lease lost")
 )
 
+// notFound is ErrNotFound for what.
+func NotFound(what string) error { return fmt.Errorf("%s: %w", what, ErrNotFound) }
+
 // Classify is the one mapping from what went wrong in a store call to the sentinel its caller
 // acts on: ErrNotFound, ErrConflict, ErrScanActive, ErrLeaseLost, or ErrUnavailable for the
 // driver's and the network's connection failures. Any other error (a bug: a 500) comes back
@@ -52,9 +54,11 @@ func Classify(err error) error {
 
 // unreachable answers whether err is a connection failure of the driver or the network.
 func unreachable(err error) bool {
-	var pe *pq.Error
+	// The driver's error, read through the SQLSTATE it reports (lib/pq's *pq.Error has
+	// SQLState), so this package needs no driver.
+	var pe interface{ SQLState() string }
 	if errors.As(err, &pe) {
-		switch pe.Code.Class() {
+		switch class(pe.SQLState()) {
 		case "08", // connection exception
 			"57", // operator intervention: admin_shutdown, crash_shutdown, cannot_connect_now
 			"53": // insufficient resources: too_many_connections, out of memory, disk full
@@ -81,4 +85,12 @@ func unreachable(err error) bool {
 		return true
 	}
 	return false
+}
+
+// class is the class of a SQLSTATE code: its first two characters.
+func class(code string) string {
+	if len(code) < 2 {
+		return code
+	}
+	return code[:2]
 }

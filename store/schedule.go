@@ -40,7 +40,7 @@ func NextScanAt(schedule string, due, now time.Time) *time.Time {
 }
 
 // schedule is a site's stored schedule: off when not set.
-func schedule(s string) string {
+func ScheduleOrDefault(s string) string {
 	if s == "" {
 		return ScheduleOff
 	}

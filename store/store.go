@@ -324,3 +324,9 @@ func UserIDFrom(ctx context.Context) string {
 	id, _ := ctx.Value(ctxKey{}).(string)
 	return id
 }
+
+// JobWaker is a store that can tell the scanner at once when a job is enqueued, by this process
+// or any other (Postgres: LISTEN/NOTIFY). A store without it is polled.
+type JobWaker interface {
+	WakeOnJobs(ctx context.Context, onError func(error)) (<-chan struct{}, error)
+}

@@ -237,8 +237,8 @@ type Budget struct {
 	Strategy  string  `json:"strategy"`
 }
 
-// withDefault stores a budget without a strategy as applying to both.
-func (b Budget) withDefault() Budget {
+// WithDefault stores a budget without a strategy as applying to both.
+func (b Budget) WithDefault() Budget {
 	if b.Strategy == "" {
 		b.Strategy = StrategyBoth
 	}

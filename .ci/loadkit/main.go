@@ -31,6 +31,7 @@ import (
 	"sitepulse/scanner/platform/platformtest"
 	"sitepulse/scanner/scantest"
 	"sitepulse/store"
+	"sitepulse/store/postgres"
 )
 
 // platformID names load site i; the webhook bodies use the same names.
@@ -101,12 +102,12 @@ func run(args []string, stdout io.Writer) error {
 	return fmt.Errorf("unknown command %q", args[0])
 }
 
-func open(ctx context.Context) (*store.Postgres, error) {
+func open(ctx context.Context) (*postgres.Store, error) {
 	dsn := os.Getenv("DATABASE_URL")
 	if dsn == "" {
 		return nil, errors.New("DATABASE_URL is not set")
 	}
-	return store.OpenPostgres(ctx, dsn)
+	return postgres.Open(ctx, dsn)
 }
 
 // seed creates the demo account (its site has two completed scans from the real fixtures, for

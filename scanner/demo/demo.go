@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"sitepulse/scanner"
 	"sitepulse/scanner/analysis"
+	"sitepulse/scanner/lighthouse"
 	"sitepulse/store"
 )
 
@@ -144,7 +144,7 @@ func extractDir(fsys fs.FS, dir string) ([]store.PageResult, error) {
 		if err != nil {
 			return nil, err
 		}
-		r, err := scanner.ExtractPSI(body)
+		r, err := lighthouse.ExtractPSI(body)
 		if err != nil {
 			return nil, fmt.Errorf("demo fixture %s: %w", name, err)
 		}

@@ -11,6 +11,7 @@ import (
 	"sitepulse/scanner/platform"
 	"sitepulse/scanner/platform/platformtest"
 	"sitepulse/store"
+	"sitepulse/store/memory"
 )
 
 const acme = "6258612d1ee792848f805dd0" // platformtest.Sample's second site
@@ -21,7 +22,7 @@ func connected(t *testing.T) (*platform.Connector, *platformtest.Platform, strin
 	ctx := context.Background()
 	double := platformtest.New(t, "app", "secret")
 	double.Sample()
-	st := store.NewMemory()
+	st := memory.New()
 	user := store.User{ID: store.NewID(), Email: "ada@example.com", CreatedAt: time.Now()}
 	if err := st.CreateUser(ctx, user); err != nil {
 		t.Fatal(err)

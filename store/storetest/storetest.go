@@ -1,5 +1,7 @@
 // Package storetest opens stores for tests: the in-memory store, and Postgres in a schema of
-// its own that is dropped when the test ends, so test runs never see each other's data.
+// its own that is dropped when the test ends, so test runs never see each other's data. Its
+// test files are the contract suite (store_test.go and the files beside it): the same
+// behaviour checked against store/memory and store/postgres.
 package storetest
 
 import (
@@ -12,6 +14,8 @@ import (
 	"testing"
 
 	"sitepulse/store"
+	"sitepulse/store/memory"
+	"sitepulse/store/postgres"
 
 	_ "github.com/lib/pq"
 )
@@ -25,7 +29,7 @@ type Backend struct {
 // Backends returns the memory store and, when DATABASE_URL is set, Postgres. Under CI=true a
 // missing DATABASE_URL fails the test instead of skipping Postgres.
 func Backends(t testing.TB) []Backend {
-	b := []Backend{{"memory", func(testing.TB) store.Store { return store.NewMemory() }}}
+	b := []Backend{{"memory", func(testing.TB) store.Store { return memory.New() }}}
 	if os.Getenv("DATABASE_URL") != "" {
 		b = append(b, Backend{"postgres", func(t testing.TB) store.Store { return Postgres(t) }})
 	} else if os.Getenv("CI") == "true" {
@@ -36,7 +40,7 @@ func Backends(t testing.TB) []Backend {
 
 // Postgres returns a migrated Postgres store in a fresh schema; it skips the test when
 // DATABASE_URL is unset, and fails it under CI=true.
-func Postgres(t testing.TB) *store.Postgres {
+func Postgres(t testing.TB) *postgres.Store {
 	t.Helper()
 	p, _ := PostgresDSN(t)
 	return p
@@ -44,7 +48,7 @@ func Postgres(t testing.TB) *store.Postgres {
 
 // PostgresDSN is Postgres and the DSN of its schema, for a test that opens more connections to
 // it: a listener, a proxy, a second process.
-func PostgresDSN(t testing.TB) (*store.Postgres, string) {
+func PostgresDSN(t testing.TB) (*postgres.Store, string) {
 	t.Helper()
 	dsn := SchemaDSN(t)
 	return Open(t, dsn), dsn
@@ -52,9 +56,9 @@ func PostgresDSN(t testing.TB) (*store.Postgres, string) {
 
 // Open opens and migrates a Postgres store on dsn, closed in t.Cleanup (before the schema is
 // dropped).
-func Open(t testing.TB, dsn string) *store.Postgres {
+func Open(t testing.TB, dsn string) *postgres.Store {
 	t.Helper()
-	p, err := store.OpenPostgres(context.Background(), dsn)
+	p, err := postgres.Open(context.Background(), dsn)
 	if err != nil {
 		t.Fatalf("open postgres: %v", err)
 	}

@@ -1,0 +1,134 @@
+package scanner
+
+import (
+	"context"
+
+	"sitepulse/scanner/scantest"
+	"sitepulse/store"
+	"strings"
+	"testing"
+	"time"
+
+	"sitepulse/store/storetest"
+
+	"sitepulse/scanner/psi"
+)
+
+// One account that spends its daily budget waits with a clear message; another account's scan
+// goes on and completes.
+func TestAccountQuotaPipeline(t *testing.T) {
+	for _, b := range storetest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			jobs := &jobLog{Store: b.Open(t), jobs: map[string]int64{}}
+			r := newRig(t, jobs) // the owner's site: five pages, ten audits
+			other := &rig{t: t, st: jobs, psi: r.psi, logs: r.logs}
+			other.user = store.User{ID: store.NewID(), Email: "other-" + store.NewID()[:8] + "@example.com", PasswordHash: "x", CreatedAt: time.Now()}
+			if err := jobs.CreateUser(context.Background(), other.user); err != nil {
+				t.Fatal(err)
+			}
+			otherSite := other.addSite("Other", []string{"/", "/fast"})
+			r.pool(func(c *PoolConfig) {
+				c.Quota, c.Capacity = psi.NewAccountQuota(4, jobs), psi.NewCapacity(psi.CapacityConfig{MaxInFlight: 1})
+			})
+			greedy := r.enqueue(r.site)
+			if sc := other.wait(other.enqueue(otherSite).ID); sc.Status != store.StatusComplete {
+				t.Errorf("the other account's scan: %s (%s), want complete", sc.Status, sc.Error)
+			}
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				j, ok := jobs.job(t, greedy.ID)
+				if ok && j.State == store.JobAvailable && j.Snoozes() > 0 {
+					if !strings.Contains(j.LastError, "daily budget of 4 audits (USER_DAILY_AUDITS) is used up") || j.Attempt-j.Snoozes() != 0 {
+						t.Errorf("job: %q after %d attempts and %d snoozes, want the budget named and no attempt spent", j.LastError, j.Attempt, j.Snoozes())
+					}
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the greedy scan was not snoozed; logs:\n%s", r.logs.String())
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			if results, errs := r.results(greedy.ID); len(results)+len(errs) != 4 {
+				t.Errorf("%d audits stored for the greedy scan, want its budget of 4", len(results)+len(errs))
+			}
+		})
+	}
+}
+
+// Two replicas on one Postgres share an account's daily budget: each pool has its own store
+// connection and its own AccountQuota, and together they audit the greedy account's two scans
+// no more than the limit, while another account's scan completes.
+func TestAccountQuotaSharedByReplicas(t *testing.T) {
+	const limit = 6
+	stA, dsn := storetest.PostgresDSN(t)
+	jobsA := &jobLog{Store: stA, jobs: map[string]int64{}}
+	jobsB := &jobLog{Store: storetest.Open(t, dsn), jobs: map[string]int64{}}
+	a := newRig(t, jobsA)
+	b := &rig{t: t, st: jobsB, psi: scantest.NewPSI(t, "../testdata/psi"), user: a.user, logs: a.logs}
+	greedyPages := []string{"/", "/about", "/blog/", "/pricing"} // 8 audits a scan
+	first, second := a.addSite("Greedy one", greedyPages), a.addSite("Greedy two", greedyPages)
+	other := &rig{t: t, st: jobsA, psi: a.psi, logs: a.logs, user: store.User{ID: quotaUser(t, jobsA, "other")}}
+	otherSite := other.addSite("Other", []string{"/fast"})
+	for _, r := range []*rig{a, b} {
+		r.psi.DelayBetween(20*time.Millisecond, 60*time.Millisecond) // each replica is busy with its scan while the other starts
+	}
+	replica := func(r *rig, name string, st psi.AuditLedger) {
+		r.pool(func(c *PoolConfig) {
+			c.WorkerID, c.Workers, c.Quota, c.Capacity = name, 1, psi.NewAccountQuota(limit, st), psi.NewCapacity(psi.CapacityConfig{MaxInFlight: 1})
+		})
+	}
+	scans := []store.Scan{a.enqueue(first), a.enqueue(second)}
+	replica(a, "replica A", jobsA)
+	running := func() bool {
+		sc, err := jobsA.Scan(context.Background(), a.user.ID, scans[0].ID)
+		return err == nil && sc.Status == store.StatusRunning
+	}
+	for deadline := time.Now().Add(30 * time.Second); !running(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("replica A did not start the first scan; logs:\n%s", a.logs.String())
+		}
+	}
+	replica(b, "replica B", jobsB) // A works one scan at a time: B takes the second
+	if sc := other.wait(other.enqueue(otherSite).ID); sc.Status != store.StatusComplete {
+		t.Errorf("the other account's scan: %s (%s), want complete", sc.Status, sc.Error)
+	}
+	for _, sc := range scans {
+		for deadline := time.Now().Add(30 * time.Second); !snoozed(t, sc.ID, jobsA, jobsB); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("greedy scan %s was not snoozed; logs:\n%s", sc.ID, a.logs.String())
+			}
+		}
+	}
+	audited := 0
+	for _, sc := range scans {
+		res, errs := a.results(sc.ID)
+		audited += len(res) + len(errs)
+	}
+	greedy := func(r *rig) int {
+		return r.psi.Total() - r.psi.Calls("/fast", "mobile") - r.psi.Calls("/fast", "desktop")
+	}
+	t.Logf("greedy account: %d audits stored, %d made by replica A and %d by replica B, budget %d", audited, greedy(a), greedy(b), limit)
+	if audited != limit || greedy(a)+greedy(b) != limit {
+		t.Errorf("%d audits stored and %d made for the greedy account, want its budget of %d across both replicas", audited, greedy(a)+greedy(b), limit)
+	}
+	if greedy(a) == 0 || greedy(b) == 0 {
+		t.Errorf("replica A made %d audits and B %d: the test wants both to spend the one budget", greedy(a), greedy(b))
+	}
+	if used, err := jobsB.AuditsTaken(context.Background(), a.user.ID, time.Now()); err != nil || used != limit {
+		t.Errorf("audits taken in the store: %d, %v; want %d", used, err, limit)
+	}
+}
+
+// snoozed answers whether the scan's job, claimed by either replica, waits for the next day's
+// budget with the budget named.
+func snoozed(t *testing.T, scanID string, logs ...*jobLog) bool {
+	for _, l := range logs {
+		if j, ok := l.job(t, scanID); ok && j.State == store.JobAvailable && j.Snoozes() > 0 {
+			if !strings.Contains(j.LastError, "USER_DAILY_AUDITS") {
+				t.Errorf("job of %s: %q, want the budget named", scanID, j.LastError)
+			}
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,188 @@
+// Package lighthouse runs a local Lighthouse CLI as an auditor and extracts page results from
+// Lighthouse reports, whether from the CLI or inside a PSI response (extract.go).
+package lighthouse
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/netip"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"sitepulse/store"
+
+	"sitepulse/scanner/netguard"
+)
+
+// Config configures the local Lighthouse backend (AUDIT_BACKEND=lighthouse), for
+// sites PSI cannot reach (staging, intranet). Zero values get the defaults noted.
+type Config struct {
+	// Command is LIGHTHOUSE_CMD, split on spaces into a program and its first arguments, e.g.
+	// "lighthouse" or "/opt/node22/bin/node /opt/lh/node_modules/lighthouse/cli/index.js".
+	// Default "lighthouse".
+	Command string
+	// ChromePath is CHROME_PATH, passed to Lighthouse in its environment; empty lets it search.
+	ChromePath string
+	// ChromeFlags is passed as --chrome-flags. Default "--headless=new --disable-gpu --no-first-run";
+	// add --no-sandbox when running as root in a container.
+	ChromeFlags string
+	// Timeout bounds one run. Default 3 min.
+	Timeout time.Duration
+	// Guard checks the address of every page before Chrome loads it, and Chrome is pinned to
+	// the address checked (--host-resolver-rules), so it cannot resolve another one.
+	Guard netguard.Guard
+	Log   *slog.Logger
+}
+
+// Runner runs the Lighthouse CLI and extracts its report like a PSI one (without field data).
+// It does not limit its own runs: the pool's Capacity (LIGHTHOUSE_CONCURRENCY, main.go) grants
+// each audit a slot, shared fairly between scans, since each run is a Chrome with simulated
+// throttling and CPU contention skews its numbers.
+type Runner struct {
+	cfg  Config
+	argv []string
+}
+
+// Home is where the README's "Local Lighthouse" installs Lighthouse 13 and the Node
+// 22 it needs, under the user's home directory; the real-scan test looks there too.
+const Home = ".sitepulse/lighthouse"
+
+// InstallCommand is the install command of the README's "Local Lighthouse".
+const InstallCommand = "npm install --prefix ~/" + Home + " lighthouse@13 node@22"
+
+// DefaultChromeFlags are the Chrome flags used when none are configured.
+const DefaultChromeFlags = "--headless=new --disable-gpu --no-first-run"
+
+// New returns the CLI backend with cfg's defaults filled in.
+func New(cfg Config) *Runner {
+	if strings.TrimSpace(cfg.Command) == "" {
+		cfg.Command = "lighthouse"
+	}
+	if cfg.ChromeFlags == "" {
+		cfg.ChromeFlags = DefaultChromeFlags
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 3 * time.Minute
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Runner{cfg: cfg, argv: strings.Fields(cfg.Command)}
+}
+
+// Args are the arguments of one run after the configured command. A valid pin maps the page's
+// host to the address the Guard checked.
+func (l *Runner) Args(pageURL, strategy string, pin netip.Addr, host string) []string {
+	flags := l.cfg.ChromeFlags
+	if pin.IsValid() && host != pin.String() {
+		to := pin.String()
+		if pin.Is6() {
+			to = "[" + to + "]"
+		}
+		flags += fmt.Sprintf(` --host-resolver-rules="MAP %s %s"`, host, to)
+	}
+	args := []string{pageURL, "--output=json", "--output-path=stdout",
+		"--only-categories=performance,accessibility,best-practices,seo",
+		"--chrome-flags=" + flags, "--quiet"}
+	if strategy == store.StrategyDesktop {
+		args = append(args, "--preset=desktop")
+	}
+	return args
+}
+
+// maxLHReport caps the report read from the CLI's stdout.
+const maxLHReport = 64 << 20
+
+// Audit runs Lighthouse once. A run is not retried: a page Chrome cannot load fails the same
+// way again, and the job's own retries cover a crashed run.
+//
+// The "lighthouse run" line says how long the address check took before the run started
+// (waited) and the run itself (ran). The wait for a slot is not in it: the pipeline takes the
+// Capacity slot before it calls Audit.
+func (l *Runner) Audit(ctx context.Context, pageURL, strategy string) (store.PageResult, error) {
+	asked := time.Now()
+	host, pin, err := l.cfg.Guard.CheckURL(ctx, pageURL)
+	if err != nil {
+		return store.PageResult{}, err
+	}
+	started := time.Now()
+	defer func() {
+		l.cfg.Log.Info("lighthouse run", "url", pageURL, "strategy", strategy,
+			"waited", started.Sub(asked).Round(time.Millisecond), "ran", time.Since(started).Round(time.Millisecond))
+	}()
+	runCtx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
+	defer cancel()
+	cmd := exec.CommandContext(runCtx, l.argv[0], append(l.argv[1:], l.Args(pageURL, strategy, pin, host)...)...)
+	cmd.Env = os.Environ()
+	if l.cfg.ChromePath != "" {
+		cmd.Env = append(cmd.Env, "CHROME_PATH="+l.cfg.ChromePath)
+	}
+	// Lighthouse closes its Chrome on SIGINT; a kill would orphan it. WaitDelay bounds the wait.
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 15 * time.Second
+	var stdout limitedBuffer
+	stdout.max = maxLHReport
+	var stderr tailBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	switch {
+	case ctx.Err() != nil:
+		return store.PageResult{}, fmt.Errorf("Lighthouse run cancelled: %w", context.Cause(ctx))
+	case errors.Is(runCtx.Err(), context.DeadlineExceeded):
+		return store.PageResult{}, fmt.Errorf("Lighthouse did not finish within %s", l.cfg.Timeout)
+	case errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist):
+		return store.PageResult{}, fmt.Errorf("LIGHTHOUSE_CMD %q not found: install Lighthouse 13 with Node 22 (%s) and set LIGHTHOUSE_CMD as the README's \"Local Lighthouse\" says", l.argv[0], InstallCommand)
+	case err != nil:
+		return store.PageResult{}, fmt.Errorf("Lighthouse failed (%v): %s", err, stderr.String())
+	case stdout.over:
+		return store.PageResult{}, fmt.Errorf("Lighthouse report is larger than %d MiB", maxLHReport>>20)
+	}
+	r, err := ExtractLighthouse(stdout.Bytes())
+	if err != nil {
+		return store.PageResult{}, err
+	}
+	return r, nil
+}
+
+// limitedBuffer keeps at most max bytes and notes when more came.
+type limitedBuffer struct {
+	bytes.Buffer
+	max  int
+	over bool
+}
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	if b.Len()+len(p) > b.max {
+		b.over = true
+		return len(p), nil
+	}
+	return b.Buffer.Write(p)
+}
+
+// tailBuffer keeps the last 2 KiB written, for error messages.
+type tailBuffer struct{ b []byte }
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.b = append(t.b, p...)
+	if len(t.b) > 2048 {
+		t.b = t.b[len(t.b)-2048:]
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	s := strings.TrimSpace(string(t.b))
+	if s == "" {
+		return "no output"
+	}
+	return s
+}
+
+var _ io.Writer = (*tailBuffer)(nil)

@@ -1,0 +1,152 @@
+package scanner
+
+import (
+	"context"
+
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"sitepulse/scanner/scantest"
+	"sitepulse/store"
+	"sitepulse/store/memory"
+	"strings"
+	"testing"
+	"time"
+
+	"sitepulse/scanner/lighthouse"
+	"sitepulse/scanner/netguard"
+	"sitepulse/scanner/psi"
+)
+
+// lighthouseInstall finds a Lighthouse CLI and Chromium, or skips: LIGHTHOUSE_CMD and
+// CHROME_PATH when set, else where README "Local Lighthouse" installs them (~/lighthouse.Home).
+func lighthouseInstall(t *testing.T) (cmd, chrome string) {
+	t.Helper()
+	cmd = os.Getenv("LIGHTHOUSE_CMD")
+	if home, err := os.UserHomeDir(); cmd == "" && err == nil {
+		dir := filepath.Join(home, lighthouse.Home, "node_modules")
+		node, cli := filepath.Join(dir, ".bin", "node"), filepath.Join(dir, "lighthouse", "cli", "index.js")
+		if _, err := os.Stat(cli); err == nil {
+			cmd = node + " " + cli
+		}
+	}
+	chrome = os.Getenv("CHROME_PATH")
+	if chrome == "" {
+		chrome = "/usr/bin/chromium"
+	}
+	if cmd == "" {
+		t.Skip("Lighthouse is not installed: " + lighthouse.InstallCommand + " (README, Local Lighthouse)")
+	}
+	if _, err := exec.LookPath(strings.Fields(cmd)[0]); err != nil {
+		t.Skipf("Lighthouse command %q not runnable: %v", cmd, err)
+	}
+	if _, err := os.Stat(chrome); err != nil {
+		t.Skipf("Chromium not found at %s", chrome)
+	}
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is needed to serve the sample site")
+	}
+	return cmd, chrome
+}
+
+// serveSample serves a docroot of testdata/site with its serve.py on a free port.
+func serveSample(t *testing.T, docroot string) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	c := exec.Command("python3", "../testdata/site/serve.py", filepath.Join("../testdata/site", docroot), fmt.Sprint(port))
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/robots.txt", port)); err == nil {
+			resp.Body.Close()
+			return port
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve.py %s did not start", docroot)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// A real Lighthouse, through the pool, over the sample site served locally: the scan completes
+// with real results. By default it audits /fast and / (four runs, about a minute);
+// LIGHTHOUSE_ALL_PAGES=1 discovers all five pages from the site's sitemap.xml.
+func TestLighthouseRealScan(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs Chromium")
+	}
+	cmd, chrome := lighthouseInstall(t)
+	mainPort := serveSample(t, "main")
+	third := serveSample(t, "thirdparty")
+	rules := fmt.Sprintf("MAP cdn.widgetly.test:80 127.0.0.1:%d,MAP static.hotjar.com:80 127.0.0.1:%d,MAP * ~NOTFOUND,EXCLUDE 127.0.0.1,EXCLUDE localhost", third, third)
+	flags := `--headless=new --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking --disable-component-update --disable-sync --host-resolver-rules="` + rules + `"`
+
+	st := memory.New()
+	r := &rig{t: t, st: st, logs: &syncBuf{}, psi: scantest.NewPSI(t, "../testdata/psi")} // the PSI is unused
+	r.user = store.User{ID: store.NewID(), Email: "lh@example.com", PasswordHash: "x", CreatedAt: time.Now()}
+	if err := st.CreateUser(context.Background(), r.user); err != nil {
+		t.Fatal(err)
+	}
+	pages := []string{"/fast", "/"}
+	if os.Getenv("LIGHTHOUSE_ALL_PAGES") == "1" {
+		pages = nil // from the sitemap
+	}
+	site := store.Site{ID: store.NewID(), UserID: r.user.ID, Name: "Sample site", Domain: fmt.Sprintf("http://127.0.0.1:%d", mainPort), Pages: pages, CreatedAt: time.Now()}
+	if err := st.CreateSite(context.Background(), site); err != nil {
+		t.Fatal(err)
+	}
+	lh := lighthouse.New(lighthouse.Config{Command: cmd, ChromePath: chrome, ChromeFlags: flags, Timeout: 4 * time.Minute, Guard: netguard.Guard{AllowPrivate: true}})
+	r.pool(func(c *PoolConfig) {
+		c.Auditor, c.Workers, c.Capacity, c.Lease = lh, 1, psi.NewCapacity(psi.CapacityConfig{MaxInFlight: 1}), time.Minute
+		c.Log = slog.New(slog.NewTextHandler(r.logs, nil))
+	})
+	deadline := time.Now().Add(15 * time.Minute)
+	sc := r.enqueue(site)
+	var got store.Scan
+	for {
+		got, _ = st.Scan(context.Background(), r.user.ID, sc.ID)
+		if got.Status == store.StatusComplete || got.Status == store.StatusFailed || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	results, errs := r.results(sc.ID)
+	for _, res := range results {
+		t.Logf("%-8s %-7s perf %v a11y %v bp %v seo %v  LCP %v ms  CLS %v  TBT %v ms  third parties %d  LH %s", res.PagePath, res.Strategy,
+			intOrNil(res.Scores.Performance), intOrNil(res.Scores.Accessibility), intOrNil(res.Scores.BestPractices), intOrNil(res.Scores.SEO),
+			floatOrNil(res.CoreWebVitals.LCP), floatOrNil(res.CoreWebVitals.CLS), floatOrNil(res.CoreWebVitals.TBT), len(res.ThirdPartyScripts), res.LighthouseVersion)
+	}
+	for _, e := range errs {
+		t.Logf("%s %s error: %s", e.PagePath, e.Strategy, e.Error)
+	}
+	t.Logf("scan %s: %d/%d, scores %s", got.Status, got.PagesDone, got.PagesTotal, fmtScores(got.Scores))
+	if got.Status != store.StatusComplete || len(errs) != 0 || len(results) != got.PagesTotal {
+		t.Fatalf("scan %s (%s) with %d results and %d errors; logs:\n%s", got.Status, got.Error, len(results), len(errs), r.logs.String())
+	}
+	for _, res := range results {
+		if res.Crux.HasCruxData || res.CoreWebVitals.INP != nil {
+			t.Errorf("%s %s: a lab run has no field data", res.PagePath, res.Strategy)
+		}
+		if res.Scores.Performance == nil || res.CoreWebVitals.LCP == nil {
+			t.Errorf("%s %s: no performance score or LCP", res.PagePath, res.Strategy)
+		}
+	}
+}
+
+func fmtScores(s store.ScanScores) string {
+	return fmt.Sprintf("health %v perf %v a11y %v bp %v seo %v", intOrNil(s.Health), intOrNil(s.Performance),
+		intOrNil(s.Accessibility), intOrNil(s.BestPractices), intOrNil(s.SEO))
+}

@@ -1,0 +1,204 @@
+// Package notify sends what a scan tells its owner: the digest e-mail after a scan completes.
+package notify
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"mime"
+	"net"
+	"net/mail"
+	"net/smtp"
+	"strconv"
+	"strings"
+	"time"
+
+	"sitepulse/scanner/analysis"
+	"sitepulse/store"
+)
+
+// DigestStore is what the digest reads: the two latest completed scans, their results, the owner.
+type DigestStore interface {
+	CompletedScans(ctx context.Context, userID, siteID string, limit int) ([]store.Scan, error)
+	PageResults(ctx context.Context, userID, scanID string) ([]store.PageResult, error)
+	UserByID(ctx context.Context, id string) (store.User, error)
+}
+
+// Digest e-mails a site's owner the regressions of a completed scan against the previous
+// completed one: one message per completed scan, only when there are
+// regressions and the owner has notifications on. Without an SMTP address the message is
+// logged instead. A failing SMTP server is logged and never fails the scan.
+type Digest struct {
+	Store DigestStore
+	// SMTPAddr is host:port (SMTP_ADDR); empty logs digests instead of sending them.
+	SMTPAddr           string
+	From               string // SMTP_FROM, e.g. "SitePulse <sitepulse@example.com>"
+	Username, Password string // PLAIN auth when Username is set
+	BaseURL            string // for the link to the site in the message
+	Timeout            time.Duration
+	Log                *slog.Logger
+	Now                func() time.Time
+}
+
+// AfterScan finds the regressions of a just-completed scan and sends or logs the digest.
+func (d *Digest) AfterScan(ctx context.Context, site store.Site, scanID string, results []store.PageResult) {
+	log := d.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("site", site.Name, "scan", scanID)
+	scans, err := d.Store.CompletedScans(ctx, site.UserID, site.ID, 3)
+	if err != nil {
+		log.Warn("digest: reading scans failed", "err", err)
+		return
+	}
+	var previous *store.Scan
+	for i := range scans {
+		if scans[i].ID != scanID {
+			previous = &scans[i]
+			break
+		}
+	}
+	if previous == nil {
+		return // the site's first scan: nothing to compare with
+	}
+	before, err := d.Store.PageResults(ctx, site.UserID, previous.ID)
+	if err != nil {
+		log.Warn("digest: reading the previous scan failed", "err", err)
+		return
+	}
+	regs := analysis.Regressions(before, results)
+	if len(regs) == 0 {
+		return
+	}
+	owner, err := d.Store.UserByID(ctx, site.UserID)
+	if err != nil {
+		log.Warn("digest: reading the owner failed", "err", err)
+		return
+	}
+	if !owner.NotifyRegressions {
+		log.Info("digest: regressions found; the owner turned notifications off", "regressions", len(regs))
+		return
+	}
+	subject, body := d.compose(site, scanID, previous.ID, regs)
+	if d.SMTPAddr == "" {
+		log.Info("digest (SMTP_ADDR not set, so logged instead of sent)", "to", owner.Email, "subject", subject, "body", body)
+		return
+	}
+	if err := d.send(ctx, owner.Email, subject, body); err != nil {
+		log.Warn("digest: sending failed; the scan is complete regardless", "to", owner.Email, "smtp", d.SMTPAddr, "err", err)
+		return
+	}
+	log.Info("digest sent", "to", owner.Email, "regressions", len(regs))
+}
+
+// compose writes the digest: one line per regression with page, strategy, metric, from and to.
+func (d *Digest) compose(site store.Site, scanID, previousID string, regs []analysis.Regression) (subject, body string) {
+	noun := "regressions"
+	if len(regs) == 1 {
+		noun = "regression"
+	}
+	subject = fmt.Sprintf("SitePulse: %d %s on %s", len(regs), noun, oneLine(site.Name))
+	var b strings.Builder
+	fmt.Fprintf(&b, "The latest scan of %s (%s) found %d %s against the previous scan.\n\n", oneLine(site.Name), oneLine(site.Domain), len(regs), noun)
+	fmt.Fprintf(&b, "%-28s %-8s %-14s %10s %10s\n", "Page", "Strategy", "Metric", "From", "To")
+	for _, r := range regs {
+		fmt.Fprintf(&b, "%-28s %-8s %-14s %10s %10s\n", oneLine(r.PagePath), r.Strategy, r.Metric, FmtMetric(r.Metric, r.From), FmtMetric(r.Metric, r.To))
+	}
+	fmt.Fprintf(&b, "\nScan %s, compared with scan %s.\n", scanID, previousID)
+	if d.BaseURL != "" {
+		fmt.Fprintf(&b, "Site: %s/sites/%s\n", strings.TrimRight(d.BaseURL, "/"), site.ID)
+	}
+	b.WriteString("\nYou get this e-mail because regression notifications are on in your SitePulse settings.\n")
+	return subject, b.String()
+}
+
+// FmtMetric shows a value with its unit: scores as integers, CLS with decimals, vitals in ms.
+func FmtMetric(metric string, v float64) string {
+	m, _ := analysis.Lookup(metric)
+	switch {
+	case m.Kind == analysis.Vital && m.Unit == "":
+		return strconv.FormatFloat(v, 'f', 3, 64)
+	case m.Unit == "ms":
+		return strconv.FormatFloat(v, 'f', 0, 64) + " ms"
+	default:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+}
+
+// oneLine keeps user text from breaking out of a header or a table row.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// send delivers one message through net/smtp, bounded by Timeout. It uses STARTTLS when the
+// server offers it and PLAIN auth when a user name is configured.
+func (d *Digest) send(ctx context.Context, to, subject, body string) error {
+	from, err := mail.ParseAddress(d.From)
+	if err != nil {
+		return fmt.Errorf("SMTP_FROM %q: %w", d.From, err)
+	}
+	rcpt, err := mail.ParseAddress(to)
+	if err != nil {
+		return fmt.Errorf("recipient: %w", err)
+	}
+	timeout := d.Timeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	dialer := net.Dialer{Timeout: timeout}
+	conn, err := dialer.DialContext(ctx, "tcp", d.SMTPAddr)
+	if err != nil {
+		return err
+	}
+	conn.SetDeadline(time.Now().Add(timeout))
+	host, _, _ := net.SplitHostPort(d.SMTPAddr)
+	c, err := smtp.NewClient(conn, host)
+	if err != nil {
+		conn.Close()
+		return err
+	}
+	defer c.Close()
+	if ok, _ := c.Extension("STARTTLS"); ok {
+		if err := c.StartTLS(&tls.Config{ServerName: host}); err != nil {
+			return err
+		}
+	}
+	if d.Username != "" {
+		if err := c.Auth(smtp.PlainAuth("", d.Username, d.Password, host)); err != nil {
+			return err
+		}
+	}
+	if err := c.Mail(from.Address); err != nil {
+		return err
+	}
+	if err := c.Rcpt(rcpt.Address); err != nil {
+		return err
+	}
+	w, err := c.Data()
+	if err != nil {
+		return err
+	}
+	now := time.Now
+	if d.Now != nil {
+		now = d.Now
+	}
+	headers := []string{
+		"From: " + from.String(),
+		"To: " + rcpt.String(),
+		"Subject: " + mime.QEncoding.Encode("utf-8", subject),
+		"Date: " + now().Format(time.RFC1123Z),
+		"MIME-Version: 1.0",
+		"Content-Type: text/plain; charset=utf-8",
+		"Content-Transfer-Encoding: 8bit",
+	}
+	msg := strings.Join(headers, "\r\n") + "\r\n\r\n" + strings.ReplaceAll(body, "\n", "\r\n")
+	if _, err := w.Write([]byte(msg)); err != nil {
+		return err
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	return c.Quit()
+}

@@ -1,0 +1,95 @@
+package scanner
+
+import (
+	"bufio"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+)
+
+type smtpMessage struct{ from, to, data string }
+
+// fakeSMTP is a tiny SMTP server on 127.0.0.1 that records what it is sent. A broken one
+// refuses every message after the greeting.
+type fakeSMTP struct {
+	addr string
+	mu   sync.Mutex
+	msgs []smtpMessage
+}
+
+func newFakeSMTP(t *testing.T, broken bool) *fakeSMTP {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeSMTP{addr: ln.Addr().String()}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go f.session(conn, broken)
+		}
+	}()
+	return f
+}
+
+func (f *fakeSMTP) session(conn net.Conn, broken bool) {
+	defer conn.Close()
+	rd := bufio.NewReader(conn)
+	say := func(s string) { conn.Write([]byte(s + "\r\n")) }
+	say("220 fake ESMTP")
+	var m smtpMessage
+	for {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			return
+		}
+		cmd := strings.ToUpper(strings.TrimSpace(line))
+		switch {
+		case strings.HasPrefix(cmd, "EHLO"), strings.HasPrefix(cmd, "HELO"):
+			say("250 fake")
+		case broken && strings.HasPrefix(cmd, "MAIL"):
+			say("554 5.7.1 relay refused")
+		case strings.HasPrefix(cmd, "MAIL FROM:"):
+			m.from = strings.Trim(strings.TrimSpace(line)[10:], "<>")
+			say("250 ok")
+		case strings.HasPrefix(cmd, "RCPT TO:"):
+			m.to = strings.Trim(strings.TrimSpace(line)[8:], "<>")
+			say("250 ok")
+		case cmd == "DATA":
+			say("354 go on")
+			var b strings.Builder
+			for {
+				l, err := rd.ReadString('\n')
+				if err != nil {
+					return
+				}
+				if l == ".\r\n" {
+					break
+				}
+				b.WriteString(l)
+			}
+			m.data = b.String()
+			f.mu.Lock()
+			f.msgs = append(f.msgs, m)
+			f.mu.Unlock()
+			say("250 queued")
+		case cmd == "QUIT":
+			say("221 bye")
+			return
+		default:
+			say("250 ok")
+		}
+	}
+}
+
+func (f *fakeSMTP) messages() []smtpMessage {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]smtpMessage(nil), f.msgs...)
+}

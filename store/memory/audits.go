@@ -1,0 +1,39 @@
+package memory
+
+import (
+	"context"
+	"time"
+
+	"sitepulse/store"
+)
+
+func dayOf(now time.Time) time.Time { return now.UTC().Truncate(24 * time.Hour) }
+
+func (m *Store) TakeAudit(ctx context.Context, userID string, now time.Time, limit int) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.users[userID]; !ok {
+		return false, store.NotFound("user")
+	}
+	day, days := dayOf(now), m.audits[userID]
+	if days == nil {
+		days = map[time.Time]int{}
+		m.audits[userID] = days
+	}
+	for d := range days { // as Postgres does: forget the days before yesterday
+		if d.Before(day.AddDate(0, 0, -1)) {
+			delete(days, d)
+		}
+	}
+	if days[day] >= limit {
+		return false, nil
+	}
+	days[day]++
+	return true, nil
+}
+
+func (m *Store) AuditsTaken(ctx context.Context, userID string, now time.Time) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.audits[userID][dayOf(now)], nil
+}

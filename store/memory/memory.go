@@ -1,0 +1,89 @@
+// Package memory is the zero-database store.Store: what `go run .` uses without DATABASE_URL,
+// and the twin the contract suite (store/storetest) holds to Postgres's answers.
+package memory
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"sitepulse/store"
+)
+
+// Store is the in-memory store.Store. One mutex guards everything: it is meant for a laptop and for
+// tests, and its answers must equal Postgres's (the contract suite checks that).
+type Store struct {
+	mu         sync.Mutex
+	users      map[string]store.User
+	sessions   map[string]store.Session
+	apiKeys    map[string]store.APIKey
+	revoked    map[string]bool // api key ids
+	sites      map[string]store.Site
+	budgets    map[string]map[string]store.Budget
+	rules      map[string]store.AlertRule
+	scans      map[string]store.Scan
+	results    map[string]map[store.PageKey]memResult
+	jobs       map[int64]store.Job
+	nextJob    int64
+	clients    map[string]store.OAuthClient
+	requests   map[string]store.AuthRequest
+	codes      map[string]store.AuthCode
+	tokens     map[string]store.OAuthToken
+	consents   map[[2]string]store.Consent
+	reports    map[string]store.Report
+	deliveries map[string]time.Time
+	// deliveriesSwept is when expired deliveries were last dropped (reports.go).
+	deliveriesSwept time.Time
+	// platform connections (platform.go)
+	platformStates map[string]memState
+	connections    map[string]store.PlatformConnection
+	audits         map[string]map[time.Time]int // audits spent by account and UTC day (audits.go)
+}
+
+type memResult struct {
+	result *store.PageResult
+	err    store.PageError
+}
+
+var _ store.Store = (*Store)(nil)
+
+// New returns an empty in-memory store.
+func New() *Store {
+	return &Store{
+		users:          map[string]store.User{},
+		sessions:       map[string]store.Session{},
+		apiKeys:        map[string]store.APIKey{},
+		revoked:        map[string]bool{},
+		sites:          map[string]store.Site{},
+		budgets:        map[string]map[string]store.Budget{},
+		rules:          map[string]store.AlertRule{},
+		scans:          map[string]store.Scan{},
+		results:        map[string]map[store.PageKey]memResult{},
+		jobs:           map[int64]store.Job{},
+		clients:        map[string]store.OAuthClient{},
+		requests:       map[string]store.AuthRequest{},
+		codes:          map[string]store.AuthCode{},
+		tokens:         map[string]store.OAuthToken{},
+		audits:         map[string]map[time.Time]int{},
+		consents:       map[[2]string]store.Consent{},
+		reports:        map[string]store.Report{},
+		deliveries:     map[string]time.Time{},
+		platformStates: map[string]memState{},
+		connections:    map[string]store.PlatformConnection{},
+	}
+}
+
+func (m *Store) Name() string { return "memory" }
+
+func (m *Store) Ping(ctx context.Context) error { return ctx.Err() }
+func (m *Store) Close() error                   { return nil }
+
+func tp(t time.Time) *time.Time { t = store.Now(t); return &t }
+
+func cloneTime(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	c := *t
+	return &c
+}

@@ -1,0 +1,346 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"sitepulse/store"
+)
+
+func (m *Store) EnqueueScan(ctx context.Context, s store.Scan, queue string, runAt time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.enqueue(s, queue, runAt)
+}
+
+func (m *Store) enqueue(s store.Scan, queue string, runAt time.Time) error {
+	if _, ok := m.sites[s.SiteID]; !ok {
+		return store.NotFound("site")
+	}
+	for _, o := range m.scans {
+		if o.SiteID == s.SiteID && (o.Status == store.StatusQueued || o.Status == store.StatusRunning) {
+			return fmt.Errorf("site %s: %w", s.SiteID, store.ErrScanActive)
+		}
+	}
+	s.Status = store.StatusQueued
+	s.CreatedAt = store.Now(s.CreatedAt)
+	s.StartedAt, s.CompletedAt = nil, nil
+	m.scans[s.ID] = cloneScan(s)
+	m.nextJob++
+	m.jobs[m.nextJob] = store.Job{
+		ID: m.nextJob, Queue: queue, ScanID: s.ID, State: store.JobAvailable,
+		MaxAttempts: store.MaxAttempts, RunAt: store.Now(runAt), CreatedAt: s.CreatedAt,
+	}
+	return nil
+}
+
+func (m *Store) ClaimJob(ctx context.Context, queue, workerID string, now time.Time) (store.Job, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var best *store.Job
+	for _, j := range m.jobs {
+		if j.Queue != queue || j.State != store.JobAvailable || j.RunAt.After(now) {
+			continue
+		}
+		if best == nil || j.RunAt.Before(best.RunAt) || j.RunAt.Equal(best.RunAt) && j.ID < best.ID {
+			j := j
+			best = &j
+		}
+	}
+	if best == nil {
+		return store.Job{}, store.NotFound("runnable job")
+	}
+	j := *best
+	j.State, j.Attempt, j.HeartbeatAt, j.LockedBy = store.JobRunning, j.Attempt+1, tp(now), workerID
+	m.jobs[j.ID] = j
+	j.HeartbeatAt = cloneTime(j.HeartbeatAt)
+	return j, nil
+}
+
+// leased returns the job of a lease when it is still running under that attempt.
+func (m *Store) leased(l store.Lease) (store.Job, error) {
+	j, ok := m.jobs[l.JobID]
+	if !ok || j.State != store.JobRunning || j.Attempt != l.Attempt {
+		return store.Job{}, fmt.Errorf("job %d attempt %d: %w", l.JobID, l.Attempt, store.ErrLeaseLost)
+	}
+	return j, nil
+}
+
+func (m *Store) Heartbeat(ctx context.Context, l store.Lease, now time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	j, err := m.leased(l)
+	if err != nil {
+		return err
+	}
+	j.HeartbeatAt = tp(now)
+	m.jobs[j.ID] = j
+	return nil
+}
+
+func (m *Store) ScanForJob(ctx context.Context, scanID string) (store.Scan, store.Site, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.scans[scanID]
+	if !ok {
+		return store.Scan{}, store.Site{}, store.NotFound("scan")
+	}
+	site, ok := m.sites[s.SiteID]
+	if !ok {
+		return store.Scan{}, store.Site{}, store.NotFound("site")
+	}
+	return cloneScan(s), cloneSite(site), nil
+}
+
+func (m *Store) StartScan(ctx context.Context, l store.Lease, pagesTotal int, now time.Time) error {
+	return m.updateLeasedScan(l, func(s *store.Scan) {
+		s.Status, s.PagesTotal = store.StatusRunning, pagesTotal
+		if s.StartedAt == nil {
+			s.StartedAt = tp(now)
+		}
+	})
+}
+
+func (m *Store) SetAuditsInFlight(ctx context.Context, l store.Lease, n int) error {
+	return m.updateLeasedScan(l, func(s *store.Scan) { s.AuditsInFlight = n })
+}
+
+// updateLeasedScan changes the scan of a job the lease still holds.
+func (m *Store) updateLeasedScan(l store.Lease, change func(*store.Scan)) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, err := m.leased(l); err != nil {
+		return err
+	}
+	s, ok := m.scans[l.ScanID]
+	if !ok {
+		return store.NotFound("scan")
+	}
+	change(&s)
+	m.scans[s.ID] = s
+	return nil
+}
+
+func (m *Store) DonePages(ctx context.Context, scanID string) ([]store.PageKey, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := []store.PageKey{}
+	for k := range m.results[scanID] {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].PagePath != out[j].PagePath {
+			return out[i].PagePath < out[j].PagePath
+		}
+		return out[i].Strategy < out[j].Strategy
+	})
+	return out, nil
+}
+
+func (m *Store) SavePageResult(ctx context.Context, l store.Lease, r store.PageResult) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, err := m.leased(l); err != nil {
+		return err
+	}
+	r.ScanID, r.Runs = l.ScanID, max(r.Runs, 1) // as Postgres's decodeResult reads it
+	c := clonePageResult(r)
+	m.putResult(l.ScanID, store.PageKey{PagePath: r.PagePath, Strategy: r.Strategy}, memResult{result: &c})
+	return nil
+}
+
+func (m *Store) SavePageError(ctx context.Context, l store.Lease, e store.PageError) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, err := m.leased(l); err != nil {
+		return err
+	}
+	k := store.PageKey{PagePath: e.PagePath, Strategy: e.Strategy}
+	if old, ok := m.results[l.ScanID][k]; ok && old.result != nil {
+		return nil // a result is never replaced by an error
+	}
+	e.ScanID = l.ScanID
+	m.putResult(l.ScanID, k, memResult{err: e})
+	return nil
+}
+
+func (m *Store) putResult(scanID string, k store.PageKey, r memResult) {
+	if m.results[scanID] == nil {
+		m.results[scanID] = map[store.PageKey]memResult{}
+	}
+	m.results[scanID][k] = r
+	s := m.scans[scanID]
+	s.PagesDone = len(m.results[scanID])
+	m.scans[scanID] = s
+}
+
+func (m *Store) CompleteScan(ctx context.Context, l store.Lease, scores store.ScanScores, now time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	j, err := m.leased(l)
+	if err != nil {
+		return err
+	}
+	j.State = store.JobCompleted
+	m.jobs[j.ID] = j
+	s := m.scans[l.ScanID]
+	s.Status, s.Scores, s.CompletedAt, s.Error = store.StatusComplete, cloneScores(scores), tp(now), ""
+	m.scans[s.ID] = s
+	if site, ok := m.sites[s.SiteID]; ok {
+		site.HealthScore = cloneScores(scores).Health
+		m.sites[site.ID] = site
+	}
+	return nil
+}
+
+func (m *Store) FailScan(ctx context.Context, l store.Lease, reason string, now time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	j, err := m.leased(l)
+	if err != nil {
+		return err
+	}
+	m.discard(j, reason, now)
+	return nil
+}
+
+func (m *Store) discard(j store.Job, reason string, now time.Time) {
+	j.State, j.LastError = store.JobDiscarded, reason
+	m.jobs[j.ID] = j
+	s := m.scans[j.ScanID]
+	s.Status, s.Error, s.CompletedAt = store.StatusFailed, reason, tp(now)
+	m.scans[s.ID] = s
+}
+
+func (m *Store) RetryJob(ctx context.Context, l store.Lease, runAt time.Time, reason string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	j, err := m.leased(l)
+	if err != nil {
+		return err
+	}
+	j.State, j.RunAt, j.LastError, j.LockedBy = store.JobAvailable, store.Now(runAt), reason, ""
+	m.jobs[j.ID] = j
+	return nil
+}
+
+func (m *Store) SnoozeJob(ctx context.Context, l store.Lease, runAt time.Time, reason string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	j, err := m.leased(l)
+	if err != nil {
+		return err
+	}
+	j.State, j.RunAt, j.LastError, j.LockedBy = store.JobAvailable, store.Now(runAt), reason, ""
+	j.MaxAttempts++
+	m.jobs[j.ID] = j
+	return nil
+}
+
+func (m *Store) RescueJobs(ctx context.Context, staleBefore, now time.Time) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, j := range m.jobs {
+		if j.State != store.JobRunning || j.HeartbeatAt == nil || !j.HeartbeatAt.Before(staleBefore) {
+			continue
+		}
+		n++
+		if j.Attempt >= j.MaxAttempts {
+			m.discard(j, store.RescueGiveUp, now)
+			continue
+		}
+		// run_at is kept: the job goes back to its place in the queue, ahead of later ones.
+		j.State, j.LastError, j.LockedBy = store.JobAvailable, store.RescueReason, ""
+		m.jobs[j.ID] = j
+	}
+	return n, nil
+}
+
+func (m *Store) Job(ctx context.Context, id int64) (store.Job, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	j, ok := m.jobs[id]
+	if !ok {
+		return store.Job{}, store.NotFound("job")
+	}
+	j.HeartbeatAt = cloneTime(j.HeartbeatAt)
+	return j, nil
+}
+
+func (m *Store) OverdueScans(ctx context.Context, startedBefore time.Time) ([]store.OverdueScan, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	began := func(s store.Scan) time.Time {
+		if s.StartedAt != nil {
+			return *s.StartedAt
+		}
+		return s.CreatedAt
+	}
+	out := []store.OverdueScan{}
+	for _, j := range m.jobs {
+		s := m.scans[j.ScanID]
+		if j.Queue != store.QueueScan || s.Status != store.StatusQueued && s.Status != store.StatusRunning || !began(s).Before(startedBefore) {
+			continue
+		}
+		out = append(out, store.OverdueScan{Scan: cloneScan(s), UserID: m.sites[s.SiteID].UserID, LastError: j.LastError})
+	}
+	sort.Slice(out, func(a, b int) bool {
+		if !began(out[a].Scan).Equal(began(out[b].Scan)) {
+			return began(out[a].Scan).Before(began(out[b].Scan))
+		}
+		return out[a].ID < out[b].ID
+	})
+	return out, nil
+}
+
+func (m *Store) ExpireScan(ctx context.Context, scanID, reason string, now time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.scans[scanID]
+	if s.Status != store.StatusQueued && s.Status != store.StatusRunning {
+		return store.NotFound("unfinished scan")
+	}
+	for _, j := range m.jobs {
+		if j.ScanID == scanID {
+			m.discard(j, reason, now)
+			return nil
+		}
+	}
+	return store.NotFound("job")
+}
+
+func (m *Store) EnqueueDueScans(ctx context.Context, now time.Time, limit int) ([]store.Scan, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var due []store.Site
+	for _, s := range m.sites {
+		if s.Schedule != store.ScheduleOff && s.NextScanAt != nil && !s.NextScanAt.After(now) {
+			due = append(due, s)
+		}
+	}
+	sort.Slice(due, func(a, b int) bool {
+		if !due[a].NextScanAt.Equal(*due[b].NextScanAt) {
+			return due[a].NextScanAt.Before(*due[b].NextScanAt)
+		}
+		return due[a].ID < due[b].ID
+	})
+	out := []store.Scan{}
+	for _, site := range due[:min(limit, len(due))] {
+		sc := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerSchedule, CreatedAt: now}
+		switch err := m.enqueue(sc, store.QueueScan, now); {
+		case errors.Is(err, store.ErrScanActive): // one is in flight: it serves as this period's scan
+		case err != nil:
+			return nil, err
+		default:
+			sc.Status, sc.CreatedAt = store.StatusQueued, store.Now(now)
+			out = append(out, sc)
+		}
+		site.NextScanAt = store.NextScanAt(site.Schedule, *site.NextScanAt, now)
+		m.sites[site.ID] = site
+	}
+	return out, nil
+}

@@ -1,0 +1,44 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"sitepulse/store/postgres"
+	"sitepulse/store/storetest"
+)
+
+// The job listener survives a database restart: its connection is cut and refused for a
+// while, it reconnects by itself, wakes the dispatcher once back (notifications may have been
+// missed), and later enqueues wake it again.
+func TestListenJobsSurvivesDatabaseRestart(t *testing.T) {
+	p, dsn := storetest.PostgresDSN(t)
+	proxy := storetest.NewProxy(t, dsn)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	wake, err := postgres.ListenJobs(ctx, proxy.DSN(dsn), func(err error) { t.Logf("listener: %v", err) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := newUser(t, p, "listen-restart@example.com")
+	site := newSite(t, p, u, "listen-restart")
+
+	proxy.Cut()
+	time.Sleep(2 * time.Second)
+	proxy.Restore()
+	restored := time.Now()
+	// The wake-up for the reconnect (or another test's enqueue) comes first.
+	select {
+	case <-wake:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no wake-up within 20 s of the database coming back")
+	}
+	for deadline := time.Now().Add(20 * time.Second); proxy.Conns() == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the listener did not reconnect within 20 s")
+		}
+	}
+	t.Logf("listener reconnected %s after the restore", time.Since(restored).Round(time.Millisecond))
+	wakesOnEnqueue(t, p, site, wake, " after the restart")
+}

@@ -1,0 +1,150 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/lib/pq"
+
+	"sitepulse/store"
+)
+
+func (p *Store) CreatePlatformState(ctx context.Context, stateHash, userID string, now, expiresAt time.Time) error {
+	if !uuidOK(userID) {
+		return store.NotFound("user")
+	}
+	return p.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM platform_states WHERE user_id = $1 AND (expires_at <= $2 OR state_hash IN
+			(SELECT state_hash FROM platform_states WHERE user_id = $1 AND expires_at > $2 ORDER BY expires_at DESC OFFSET $3))`,
+			userID, store.Now(now), store.MaxPlatformStates-1); err != nil {
+			return pgErr("drop stale platform states", err)
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO platform_states (state_hash, user_id, expires_at) VALUES ($1, $2, $3)`,
+			stateHash, userID, store.Now(expiresAt))
+		return pgErr("create platform state", err)
+	})
+}
+
+func (p *Store) TakePlatformState(ctx context.Context, stateHash, userID string, now time.Time) error {
+	if !uuidOK(userID) {
+		return store.NotFound("platform state")
+	}
+	// Expired states go first, so abandoned connects do not pile up.
+	if _, err := p.db.ExecContext(ctx, `DELETE FROM platform_states WHERE expires_at <= $1`, store.Now(now)); err != nil {
+		return pgErr("platform state", err)
+	}
+	// Deleted whoever presents it, so a state is tried once; it counts only for its user, unexpired.
+	var owner string
+	var expires time.Time
+	err := p.db.QueryRowContext(ctx, `DELETE FROM platform_states WHERE state_hash = $1 RETURNING user_id, expires_at`,
+		stateHash).Scan(&owner, &expires)
+	if err == nil && (owner != userID || !expires.After(now)) {
+		err = sql.ErrNoRows
+	}
+	return pgErr("platform state", err)
+}
+
+func (p *Store) SavePlatformConnection(ctx context.Context, c store.PlatformConnection) error {
+	if !uuidOK(c.UserID) {
+		return store.NotFound("user")
+	}
+	_, err := p.db.ExecContext(ctx, `INSERT INTO platform_connections (user_id, token_sealed, disabled_at, created_at)
+		VALUES ($1, $2, NULL, $3)
+		ON CONFLICT (user_id) DO UPDATE SET token_sealed = EXCLUDED.token_sealed, disabled_at = NULL, created_at = EXCLUDED.created_at`,
+		c.UserID, c.TokenSealed, store.Now(c.CreatedAt))
+	return pgErr("save platform connection", err)
+}
+
+func (p *Store) PlatformConnection(ctx context.Context, userID string) (store.PlatformConnection, error) {
+	if !uuidOK(userID) {
+		return store.PlatformConnection{}, store.NotFound("platform connection")
+	}
+	var c store.PlatformConnection
+	var disabled sql.NullTime
+	err := p.db.QueryRowContext(ctx, `SELECT user_id, token_sealed, disabled_at, created_at FROM platform_connections WHERE user_id = $1`,
+		userID).Scan(&c.UserID, &c.TokenSealed, &disabled, &c.CreatedAt)
+	c.DisabledAt, c.CreatedAt = timePtr(disabled), c.CreatedAt.UTC()
+	return c, pgErr("platform connection", err)
+}
+
+func (p *Store) DisablePlatformConnection(ctx context.Context, userID string, now time.Time) error {
+	if !uuidOK(userID) {
+		return store.NotFound("platform connection")
+	}
+	res, err := p.db.ExecContext(ctx, `UPDATE platform_connections SET disabled_at = coalesce(disabled_at, $2) WHERE user_id = $1`,
+		userID, store.Now(now))
+	return pgErr("disable platform connection", affected(res, err, sql.ErrNoRows))
+}
+
+func (p *Store) DisconnectPlatform(ctx context.Context, userID string) error {
+	if !uuidOK(userID) {
+		return nil
+	}
+	return p.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE sites SET platform_site_id = NULL, platform_verified = false, platform_webhook_id = NULL
+			WHERE user_id = $1 AND platform_verified`, userID); err != nil {
+			return pgErr("unlink platform sites", err)
+		}
+		_, err := tx.ExecContext(ctx, `DELETE FROM platform_connections WHERE user_id = $1`, userID)
+		return pgErr("delete platform connection", err)
+	})
+}
+
+func (p *Store) ImportPlatformSite(ctx context.Context, s store.Site, maxSites int) (store.Site, bool, error) {
+	if !uuidOK(s.ID, s.UserID) || s.PlatformSiteID == "" {
+		return store.Site{}, false, store.NotFound("site")
+	}
+	var out store.Site
+	var created bool
+	err := p.tx(ctx, func(tx *sql.Tx) error {
+		old, err := scanSite(tx.QueryRowContext(ctx, `SELECT `+siteCols+` FROM sites WHERE platform_site_id = $1 FOR UPDATE`, s.PlatformSiteID))
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return pgErr("import platform site", err)
+		case old.UserID == s.UserID:
+			out, err = scanSite(tx.QueryRowContext(ctx, `UPDATE sites SET name = $2, domain = $3, last_published = coalesce($4, last_published),
+				pages = $5, platform_verified = true WHERE id = $1 RETURNING `+siteCols,
+				old.ID, s.Name, s.Domain, nullTime(s.LastPublished), pq.StringArray(nonNil(s.Pages))))
+			return pgErr("import platform site", err)
+		case old.PlatformVerified:
+			return fmt.Errorf("import platform site: another account's connection holds it: %w", store.ErrConflict)
+		default: // another user's hand-typed link: dropped, the site and its history stay theirs
+			if _, err := tx.ExecContext(ctx, `UPDATE sites SET platform_site_id = NULL WHERE id = $1`, old.ID); err != nil {
+				return pgErr("import platform site", err)
+			}
+		}
+		if err := withinSites(ctx, tx, s.UserID, maxSites); err != nil {
+			return err
+		}
+		created = true
+		out, err = scanSite(tx.QueryRowContext(ctx, `INSERT INTO sites
+			(id, user_id, name, domain, platform_site_id, platform_verified, last_published, pages, created_at)
+			VALUES ($1, $2, $3, $4, $5, true, $6, $7, $8) RETURNING `+siteCols,
+			s.ID, s.UserID, s.Name, s.Domain, s.PlatformSiteID, nullTime(s.LastPublished), pq.StringArray(nonNil(s.Pages)), store.Now(s.CreatedAt)))
+		return pgErr("import platform site", err)
+	})
+	return out, created && err == nil, err
+}
+
+func (p *Store) SetPlatformWebhook(ctx context.Context, userID, siteID, webhookID string) error {
+	if !uuidOK(userID, siteID) {
+		return store.NotFound("site")
+	}
+	res, err := p.db.ExecContext(ctx, `UPDATE sites SET platform_webhook_id = $3 WHERE id = $1 AND user_id = $2`,
+		siteID, userID, nullString(webhookID))
+	return pgErr("set platform webhook", affected(res, err, sql.ErrNoRows))
+}
+
+func (p *Store) SetSitePages(ctx context.Context, userID, siteID, platformSiteID string, pages []string) error {
+	if !uuidOK(userID, siteID) || platformSiteID == "" {
+		return store.NotFound("site")
+	}
+	res, err := p.db.ExecContext(ctx, `UPDATE sites SET pages = $4
+		WHERE id = $1 AND user_id = $2 AND platform_site_id = $3 AND platform_verified`,
+		siteID, userID, platformSiteID, pq.StringArray(nonNil(pages)))
+	return pgErr("set site pages", affected(res, err, sql.ErrNoRows))
+}

@@ -1,0 +1,255 @@
+// Package postgres is the store.Store on PostgreSQL (lib/pq): its SQL, the embedded migrations,
+// the job queue and its LISTEN/NOTIFY wake-ups.
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lib/pq"
+
+	"sitepulse/store"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// migrationLock is the advisory lock key held while migrating, so processes starting together
+// apply the schema once.
+const migrationLock = 0x5173_7075 // "Sipu"
+
+// maxConns caps each process's connections to Postgres (max_connections is 100 by default).
+const maxConns = 32
+
+// Store is the store.Store on PostgreSQL.
+type Store struct {
+	db      *sql.DB
+	dsn     string        // for the LISTEN connection of WakeOnJobs
+	budgets budgetCache   // what budget checks read, per site (budget.go)
+	prep    preparedStmts // hot-path statements (prepared.go)
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open connects to dsn, applies pending migrations and returns the store.
+func Open(ctx context.Context, dsn string) (*Store, error) {
+	db, err := sql.Open("postgres", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres: %w", err)
+	}
+	// As many idle connections as open ones: with fewer, a burst above the idle cap closes a
+	// connection on every release and opens one (a new Postgres backend, its statements
+	// prepared again) on the next request; budget-check at 64 connections fell from 17k to
+	// 10k req/s with a 50 ms p99. Idle ones are closed after five minutes.
+	db.SetMaxOpenConns(maxConns)
+	db.SetMaxIdleConns(maxConns)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("connect to postgres: %w", err)
+	}
+	p := &Store{db: db, dsn: dsn}
+	if err := p.migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *Store) Name() string { return "postgres" }
+
+func (p *Store) Ping(ctx context.Context) error { return p.db.PingContext(ctx) }
+func (p *Store) Close() error                   { return p.db.Close() }
+
+// migrate applies the embedded migrations in order, each in its own transaction, under a
+// session advisory lock held on one connection.
+func (p *Store) migrate(ctx context.Context) error {
+	conn, err := p.db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, migrationLock); err != nil {
+		return fmt.Errorf("migrate: lock: %w", err)
+	}
+	defer conn.ExecContext(context.Background(), `SELECT pg_advisory_unlock($1)`, migrationLock)
+
+	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	seen := map[int]string{}
+	for _, name := range names {
+		base := strings.TrimPrefix(name, "migrations/")
+		version, err := strconv.Atoi(strings.SplitN(base, "_", 2)[0])
+		if err != nil {
+			return fmt.Errorf("migrate: %s has no version number", base)
+		}
+		// Two branches that each added the next number would otherwise have the second file
+		// skipped as applied, silently.
+		if other, ok := seen[version]; ok {
+			return fmt.Errorf("migrate: %s and %s have the same version number", other, base)
+		}
+		seen[version] = base
+		var applied bool
+		if err := conn.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = $1)`, version).Scan(&applied); err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		if applied {
+			continue
+		}
+		body, err := migrations.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		tx, err := conn.BeginTx(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("migrate %s: %w", base, err)
+		}
+		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migrate %s: %w", base, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version) VALUES ($1)`, version); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migrate %s: %w", base, err)
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("migrate %s: %w", base, err)
+		}
+	}
+	return nil
+}
+
+// MigrationsApplied lists the applied migration versions (tests check the schema went in once).
+func (p *Store) MigrationsApplied(ctx context.Context) ([]int, error) {
+	return queryAll(ctx, p.db, "migrations", func(r rowScanner) (v int, err error) { return v, r.Scan(&v) },
+		`SELECT version FROM schema_migrations ORDER BY version`)
+}
+
+// pgErr maps driver errors onto the store's sentinels.
+func pgErr(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%s: %w", what, store.ErrNotFound)
+	}
+	var pe *pq.Error
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "23505":
+			if pe.Constraint == "scans_in_flight" {
+				return fmt.Errorf("%s: %w", what, store.ErrScanActive)
+			}
+			return fmt.Errorf("%s: %w", what, store.ErrConflict)
+		case "23503": // foreign key: the parent row is gone
+			return fmt.Errorf("%s: %w", what, store.ErrNotFound)
+		case "22P02": // invalid text representation, e.g. a malformed uuid
+			return fmt.Errorf("%s: %w", what, store.ErrNotFound)
+		}
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// affected turns "no row changed" into err.
+func affected(res sql.Result, err error, none error) error {
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return none
+	}
+	return nil
+}
+
+// rowScanner is a *sql.Row or *sql.Rows.
+type rowScanner interface{ Scan(...any) error }
+
+// querier is a *sql.DB or *sql.Tx.
+type querier interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}
+
+// queryAll runs a query and scans every row with scan; an empty result is an empty, non-nil
+// slice, as the memory store returns.
+func queryAll[T any](ctx context.Context, q querier, what string, scan func(rowScanner) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, pgErr(what, err)
+	}
+	defer rows.Close()
+	out := []T{}
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, pgErr(what, err)
+		}
+		out = append(out, v)
+	}
+	return out, pgErr(what, rows.Err())
+}
+
+// tx runs fn in a transaction.
+func (p *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := p.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// uuidOK guards queries against ids that are not canonical (lower-case) uuids: Postgres would
+// reject them with a type error, or match an upper-case spelling the memory store would not, and
+// the caller means "no such row". API boundaries canonicalise ids with CanonicalID first.
+func uuidOK(ids ...string) bool {
+	for _, id := range ids {
+		if !store.ValidUUID(id) || id != strings.ToLower(id) {
+			return false
+		}
+	}
+	return true
+}
+
+func nullTime(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return store.Now(*t)
+}
+
+func timePtr(nt sql.NullTime) *time.Time {
+	if !nt.Valid {
+		return nil
+	}
+	t := nt.Time.UTC()
+	return &t
+}
+
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}

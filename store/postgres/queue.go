@@ -1,0 +1,339 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"sitepulse/store"
+)
+
+func (p *Store) EnqueueScan(ctx context.Context, s store.Scan, queue string, runAt time.Time) error {
+	return p.tx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO scans (id, site_id, status, strategy, trigger, created_at)
+			VALUES ($1, $2, 'queued', $3, $4, $5)`, s.ID, s.SiteID, s.Strategy, s.Trigger, store.Now(s.CreatedAt))
+		if err != nil {
+			return pgErr("enqueue scan", err)
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO jobs (queue, scan_id, state, max_attempts, run_at, created_at)
+			VALUES ($1, $2, 'available', $3, $4, $5)`, queue, s.ID, store.MaxAttempts, store.Now(runAt), store.Now(s.CreatedAt))
+		if err != nil {
+			return pgErr("enqueue job", err)
+		}
+		_, err = tx.ExecContext(ctx, `SELECT pg_notify($1, $2)`, NotifyChannel, queue)
+		return pgErr("notify", err)
+	})
+}
+
+// NotifyChannel is the LISTEN/NOTIFY channel EnqueueScan notifies, so dispatchers wake at once.
+const NotifyChannel = "sitepulse_jobs"
+
+const jobCols = `id, queue, scan_id, state, attempt, max_attempts, run_at, heartbeat_at, locked_by, last_error, created_at`
+
+// jobColsJ is jobCols qualified by the alias j, for the claim's UPDATE ... FROM.
+var jobColsJ = "j." + strings.ReplaceAll(jobCols, ", ", ", j.")
+
+func scanJob(row rowScanner) (store.Job, error) {
+	var j store.Job
+	var hb sql.NullTime
+	err := row.Scan(&j.ID, &j.Queue, &j.ScanID, &j.State, &j.Attempt, &j.MaxAttempts, &j.RunAt, &hb,
+		&j.LockedBy, &j.LastError, &j.CreatedAt)
+	j.RunAt, j.CreatedAt, j.HeartbeatAt = j.RunAt.UTC(), j.CreatedAt.UTC(), timePtr(hb)
+	return j, err
+}
+
+func (p *Store) ClaimJob(ctx context.Context, queue, workerID string, now time.Time) (store.Job, error) {
+	j, err := scanJob(p.db.QueryRowContext(ctx, `WITH next AS (
+			SELECT id FROM jobs WHERE queue = $1 AND state = 'available' AND run_at <= $3
+			ORDER BY run_at, id FOR UPDATE SKIP LOCKED LIMIT 1)
+		UPDATE jobs j SET state = 'running', attempt = j.attempt + 1, heartbeat_at = $3, locked_by = $2
+		FROM next WHERE j.id = next.id RETURNING `+jobColsJ, queue, workerID, store.Now(now)))
+	return j, pgErr("claim job", err)
+}
+
+// leaseCond matches a job still running under the lease's attempt.
+const leaseCond = `id = $1 AND attempt = $2 AND state = 'running'`
+
+func (p *Store) Heartbeat(ctx context.Context, l store.Lease, now time.Time) error {
+	res, err := p.db.ExecContext(ctx, `UPDATE jobs SET heartbeat_at = $3 WHERE `+leaseCond, l.JobID, l.Attempt, store.Now(now))
+	return pgErr("heartbeat", affected(res, err, store.ErrLeaseLost))
+}
+
+func (p *Store) ScanForJob(ctx context.Context, scanID string) (store.Scan, store.Site, error) {
+	if !uuidOK(scanID) {
+		return store.Scan{}, store.Site{}, store.NotFound("scan")
+	}
+	sc, err := scanScan(p.db.QueryRowContext(ctx, `SELECT `+scanCols+` FROM scans c WHERE c.id = $1`, scanID))
+	if err != nil {
+		return store.Scan{}, store.Site{}, pgErr("scan", err)
+	}
+	site, err := scanSite(p.db.QueryRowContext(ctx, `SELECT `+siteCols+` FROM sites WHERE id = $1`, sc.SiteID))
+	return sc, site, pgErr("site", err)
+}
+
+// underLease runs fn in a transaction after locking the lease's job row; ErrLeaseLost when the
+// job is no longer running under that attempt.
+func (p *Store) underLease(ctx context.Context, l store.Lease, fn func(tx *sql.Tx) error) error {
+	return p.tx(ctx, func(tx *sql.Tx) error {
+		var one int
+		err := tx.QueryRowContext(ctx, `SELECT 1 FROM jobs WHERE `+leaseCond+` FOR UPDATE`, l.JobID, l.Attempt).Scan(&one)
+		if err == sql.ErrNoRows {
+			return store.ErrLeaseLost
+		}
+		if err != nil {
+			return pgErr("lease", err)
+		}
+		return fn(tx)
+	})
+}
+
+func (p *Store) StartScan(ctx context.Context, l store.Lease, pagesTotal int, now time.Time) error {
+	return p.underLease(ctx, l, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE scans SET status = 'running', pages_total = $2,
+			started_at = coalesce(started_at, $3) WHERE id = $1`, l.ScanID, pagesTotal, store.Now(now))
+		return pgErr("start scan", err)
+	})
+}
+
+// SetAuditsInFlight checks the lease in its one statement, like the page writes.
+func (p *Store) SetAuditsInFlight(ctx context.Context, l store.Lease, n int) error {
+	res, err := p.db.ExecContext(ctx, `UPDATE scans SET audits_in_flight = $4
+		WHERE id = $3 AND EXISTS (SELECT 1 FROM jobs WHERE `+leaseCond+`)`, l.JobID, l.Attempt, l.ScanID, n)
+	if err != nil {
+		return pgErr("audits in flight", err)
+	}
+	return p.leaseCheck(ctx, res, l)
+}
+
+func (p *Store) DonePages(ctx context.Context, scanID string) ([]store.PageKey, error) {
+	if !uuidOK(scanID) {
+		return []store.PageKey{}, nil
+	}
+	return queryAll(ctx, p.db, "done pages", func(r rowScanner) (k store.PageKey, err error) { return k, r.Scan(&k.PagePath, &k.Strategy) },
+		`SELECT page_path, strategy FROM page_results WHERE scan_id = $1 ORDER BY page_path, strategy`, scanID)
+}
+
+// The page writes check the lease inside their one statement, so a stale worker writes nothing,
+// and move pages_done in the same statement.
+func (p *Store) SavePageResult(ctx context.Context, l store.Lease, r store.PageResult) error {
+	res, err := p.db.ExecContext(ctx, `WITH lease AS (SELECT 1 FROM jobs WHERE `+leaseCond+`),
+		up AS (INSERT INTO page_results (scan_id, page_path, strategy, page_url, result, error)
+			SELECT $3, $4, $5, $6, $7, '' FROM lease
+			ON CONFLICT (scan_id, page_path, strategy) DO UPDATE
+				SET page_url = EXCLUDED.page_url, result = EXCLUDED.result, error = ''
+			RETURNING (xmax = 0) AS inserted)
+		UPDATE scans SET pages_done = pages_done + 1 FROM up WHERE id = $3 AND up.inserted`,
+		l.JobID, l.Attempt, l.ScanID, r.PagePath, r.Strategy, r.PageURL, store.EncodeResult(r))
+	if err != nil {
+		return pgErr("save page result", err)
+	}
+	return p.leaseCheck(ctx, res, l)
+}
+
+func (p *Store) SavePageError(ctx context.Context, l store.Lease, e store.PageError) error {
+	res, err := p.db.ExecContext(ctx, `WITH lease AS (SELECT 1 FROM jobs WHERE `+leaseCond+`),
+		up AS (INSERT INTO page_results (scan_id, page_path, strategy, page_url, result, error)
+			SELECT $3, $4, $5, $6, NULL, $7 FROM lease
+			ON CONFLICT (scan_id, page_path, strategy) DO UPDATE
+				SET page_url = EXCLUDED.page_url, error = EXCLUDED.error WHERE page_results.result IS NULL
+			RETURNING (xmax = 0) AS inserted)
+		UPDATE scans SET pages_done = pages_done + 1 FROM up WHERE id = $3 AND up.inserted`,
+		l.JobID, l.Attempt, l.ScanID, e.PagePath, e.Strategy, e.PageURL, e.Error)
+	if err != nil {
+		return pgErr("save page error", err)
+	}
+	return p.leaseCheck(ctx, res, l)
+}
+
+// leaseCheck tells a write that changed no scan row apart: a replaced row (fine) or a lost lease.
+func (p *Store) leaseCheck(ctx context.Context, res sql.Result, l store.Lease) error {
+	if n, _ := res.RowsAffected(); n > 0 {
+		return nil
+	}
+	var one int
+	err := p.db.QueryRowContext(ctx, `SELECT 1 FROM jobs WHERE `+leaseCond, l.JobID, l.Attempt).Scan(&one)
+	if err == sql.ErrNoRows {
+		return store.ErrLeaseLost
+	}
+	return pgErr("lease", err)
+}
+
+func (p *Store) CompleteScan(ctx context.Context, l store.Lease, scores store.ScanScores, now time.Time) error {
+	raw, err := json.Marshal(scores)
+	if err != nil {
+		return err
+	}
+	return p.underLease(ctx, l, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE jobs SET state = 'completed' WHERE id = $1`, l.JobID); err != nil {
+			return pgErr("complete job", err)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE scans SET status = 'complete', scores = $2, completed_at = $3,
+			error = '' WHERE id = $1`, l.ScanID, raw, store.Now(now)); err != nil {
+			return pgErr("complete scan", err)
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE sites SET health_score = $2
+			WHERE id = (SELECT site_id FROM scans WHERE id = $1)`, l.ScanID, scores.Health)
+		return pgErr("site health", err)
+	})
+}
+
+func (p *Store) FailScan(ctx context.Context, l store.Lease, reason string, now time.Time) error {
+	return p.underLease(ctx, l, func(tx *sql.Tx) error {
+		return discardTx(ctx, tx, l.JobID, l.ScanID, reason, now)
+	})
+}
+
+func discardTx(ctx context.Context, tx *sql.Tx, jobID int64, scanID, reason string, now time.Time) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE jobs SET state = 'discarded', last_error = $2 WHERE id = $1`, jobID, reason); err != nil {
+		return pgErr("discard job", err)
+	}
+	_, err := tx.ExecContext(ctx, `UPDATE scans SET status = 'failed', error = $2, completed_at = $3 WHERE id = $1`,
+		scanID, reason, store.Now(now))
+	return pgErr("fail scan", err)
+}
+
+func (p *Store) RetryJob(ctx context.Context, l store.Lease, runAt time.Time, reason string) error {
+	res, err := p.db.ExecContext(ctx, `UPDATE jobs SET state = 'available', run_at = $3, last_error = $4,
+		locked_by = '' WHERE `+leaseCond, l.JobID, l.Attempt, store.Now(runAt), reason)
+	return pgErr("retry job", affected(res, err, store.ErrLeaseLost))
+}
+
+func (p *Store) SnoozeJob(ctx context.Context, l store.Lease, runAt time.Time, reason string) error {
+	res, err := p.db.ExecContext(ctx, `UPDATE jobs SET state = 'available', run_at = $3, last_error = $4,
+		locked_by = '', max_attempts = max_attempts + 1 WHERE `+leaseCond, l.JobID, l.Attempt, store.Now(runAt), reason)
+	return pgErr("snooze job", affected(res, err, store.ErrLeaseLost))
+}
+
+func (p *Store) RescueJobs(ctx context.Context, staleBefore, now time.Time) (int, error) {
+	n := 0
+	err := p.tx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT id, scan_id, attempt >= max_attempts FROM jobs
+			WHERE state = 'running' AND heartbeat_at < $1 FOR UPDATE SKIP LOCKED`, store.Now(staleBefore))
+		if err != nil {
+			return pgErr("rescue", err)
+		}
+		type stale struct {
+			id     int64
+			scanID string
+			spent  bool
+		}
+		var jobs []stale
+		for rows.Next() {
+			var s stale
+			if err := rows.Scan(&s.id, &s.scanID, &s.spent); err != nil {
+				rows.Close()
+				return pgErr("rescue", err)
+			}
+			jobs = append(jobs, s)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return pgErr("rescue", err)
+		}
+		for _, j := range jobs {
+			if j.spent {
+				if err := discardTx(ctx, tx, j.id, j.scanID, store.RescueGiveUp, now); err != nil {
+					return err
+				}
+				continue
+			}
+			// run_at is kept: the job goes back to its place in the queue, ahead of later ones.
+			if _, err := tx.ExecContext(ctx, `UPDATE jobs SET state = 'available', last_error = $2,
+				locked_by = '' WHERE id = $1`, j.id, store.RescueReason); err != nil {
+				return pgErr("rescue", err)
+			}
+		}
+		n = len(jobs)
+		return nil
+	})
+	return n, err
+}
+
+func (p *Store) Job(ctx context.Context, id int64) (store.Job, error) {
+	j, err := scanJob(p.db.QueryRowContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = $1`, id))
+	return j, pgErr("job", err)
+}
+
+func (p *Store) OverdueScans(ctx context.Context, startedBefore time.Time) ([]store.OverdueScan, error) {
+	return queryAll(ctx, p.db, "overdue scans", func(row rowScanner) (store.OverdueScan, error) {
+		var o store.OverdueScan
+		var scores []byte
+		var started, completed sql.NullTime
+		err := row.Scan(&o.ID, &o.SiteID, &o.Status, &o.Strategy, &o.Trigger, &o.PagesTotal, &o.PagesDone,
+			&scores, &o.Error, &o.CreatedAt, &started, &completed, &o.AuditsInFlight, &o.UserID, &o.LastError)
+		if err != nil {
+			return o, err
+		}
+		o.CreatedAt, o.StartedAt, o.CompletedAt = o.CreatedAt.UTC(), timePtr(started), timePtr(completed)
+		return o, json.Unmarshal(scores, &o.Scores)
+	}, `SELECT `+scanCols+`, s.user_id, j.last_error FROM scans c
+		JOIN sites s ON s.id = c.site_id JOIN jobs j ON j.scan_id = c.id AND j.queue = $2
+		WHERE c.status IN ('queued', 'running') AND coalesce(c.started_at, c.created_at) < $1
+		ORDER BY coalesce(c.started_at, c.created_at), c.id`, store.Now(startedBefore), store.QueueScan)
+}
+
+func (p *Store) ExpireScan(ctx context.Context, scanID, reason string, now time.Time) error {
+	return p.tx(ctx, func(tx *sql.Tx) error {
+		var jobID int64
+		err := tx.QueryRowContext(ctx, `SELECT j.id FROM scans c JOIN jobs j ON j.scan_id = c.id
+			WHERE c.id = $1 AND c.status IN ('queued', 'running') FOR UPDATE OF c, j`, scanID).Scan(&jobID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return store.NotFound("unfinished scan")
+		}
+		if err != nil {
+			return pgErr("expire scan", err)
+		}
+		return discardTx(ctx, tx, jobID, scanID, reason, now)
+	})
+}
+
+func (p *Store) EnqueueDueScans(ctx context.Context, now time.Time, limit int) ([]store.Scan, error) {
+	out := []store.Scan{}
+	err := p.tx(ctx, func(tx *sql.Tx) error {
+		out = out[:0]
+		type dueSite struct {
+			id, schedule string
+			due          time.Time
+		}
+		due, err := queryAll(ctx, tx, "due sites", func(row rowScanner) (dueSite, error) {
+			var d dueSite
+			return d, row.Scan(&d.id, &d.schedule, &d.due)
+		}, `SELECT id, scan_schedule, next_scan_at FROM sites
+			WHERE next_scan_at <= $1 AND scan_schedule <> 'off'
+			ORDER BY next_scan_at, id LIMIT $2 FOR UPDATE SKIP LOCKED`, store.Now(now), limit)
+		if err != nil {
+			return err
+		}
+		for _, d := range due {
+			sc := store.Scan{ID: store.NewID(), SiteID: d.id, Status: store.StatusQueued, Strategy: store.StrategyBoth, Trigger: store.TriggerSchedule, CreatedAt: store.Now(now)}
+			// A scan in flight (the partial unique index) serves as this period's scan.
+			res, err := tx.ExecContext(ctx, `INSERT INTO scans (id, site_id, status, strategy, trigger, created_at)
+				VALUES ($1, $2, 'queued', $3, $4, $5)
+				ON CONFLICT (site_id) WHERE status IN ('queued', 'running') DO NOTHING`,
+				sc.ID, sc.SiteID, sc.Strategy, sc.Trigger, sc.CreatedAt)
+			if err != nil {
+				return pgErr("enqueue scheduled scan", err)
+			}
+			if n, _ := res.RowsAffected(); n == 1 {
+				if _, err := tx.ExecContext(ctx, `INSERT INTO jobs (queue, scan_id, state, max_attempts, run_at, created_at)
+					VALUES ($1, $2, 'available', $3, $4, $4)`, store.QueueScan, sc.ID, store.MaxAttempts, sc.CreatedAt); err != nil {
+					return pgErr("enqueue scheduled job", err)
+				}
+				out = append(out, sc)
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE sites SET next_scan_at = $2 WHERE id = $1`,
+				d.id, nullTime(store.NextScanAt(d.schedule, d.due.UTC(), now))); err != nil {
+				return pgErr("move next scan", err)
+			}
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		_, err = tx.ExecContext(ctx, `SELECT pg_notify($1, $2)`, NotifyChannel, store.QueueScan)
+		return pgErr("notify", err)
+	})
+	return out, err
+}

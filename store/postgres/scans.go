@@ -1,0 +1,201 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"sitepulse/store"
+)
+
+const scanCols = `c.id, c.site_id, c.status, c.strategy, c.trigger, c.pages_total, c.pages_done, c.scores,
+	c.error, c.created_at, c.started_at, c.completed_at, c.audits_in_flight`
+
+func scanScan(row rowScanner) (store.Scan, error) {
+	var s store.Scan
+	var scores []byte
+	var started, completed sql.NullTime
+	err := row.Scan(&s.ID, &s.SiteID, &s.Status, &s.Strategy, &s.Trigger, &s.PagesTotal, &s.PagesDone,
+		&scores, &s.Error, &s.CreatedAt, &started, &completed, &s.AuditsInFlight)
+	if err != nil {
+		return s, err
+	}
+	if err := json.Unmarshal(scores, &s.Scores); err != nil {
+		return s, fmt.Errorf("scan %s scores: %w", s.ID, err)
+	}
+	s.CreatedAt, s.StartedAt, s.CompletedAt = s.CreatedAt.UTC(), timePtr(started), timePtr(completed)
+	return s, nil
+}
+
+func (p *Store) Scan(ctx context.Context, userID, scanID string) (store.Scan, error) {
+	if !uuidOK(userID, scanID) {
+		return store.Scan{}, store.NotFound("scan")
+	}
+	s, err := scanScan(p.db.QueryRowContext(ctx, `SELECT `+scanCols+` FROM scans c
+		JOIN sites s ON s.id = c.site_id WHERE c.id = $1 AND s.user_id = $2`, scanID, userID))
+	return s, pgErr("scan", err)
+}
+
+func (p *Store) ScansOf(ctx context.Context, userID, siteID string, limit int) ([]store.Scan, error) {
+	return p.scansOf(ctx, userID, siteID, limit, `TRUE ORDER BY c.created_at DESC, c.id DESC`)
+}
+
+func (p *Store) ScanWait(ctx context.Context, userID, scanID string) (store.ScanWait, error) {
+	var w store.ScanWait
+	if !uuidOK(userID, scanID) {
+		return w, nil
+	}
+	err := p.db.QueryRowContext(ctx, `SELECT j.last_error, j.run_at FROM jobs j
+		JOIN scans c ON c.id = j.scan_id JOIN sites s ON s.id = c.site_id
+		WHERE j.scan_id = $1 AND s.user_id = $2 AND j.state = 'available' AND j.last_error <> ''
+		ORDER BY j.id DESC LIMIT 1`, scanID, userID).Scan(&w.Reason, &w.RunAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.ScanWait{}, nil
+	}
+	w.RunAt = w.RunAt.UTC()
+	return w, pgErr("scan wait", err)
+}
+
+func (p *Store) LastScans(ctx context.Context, userID string) (map[string]store.Scan, error) {
+	out := map[string]store.Scan{}
+	if !uuidOK(userID) {
+		return out, nil
+	}
+	scans, err := queryAll(ctx, p.db, "last scans", scanScan, `SELECT `+scanCols+` FROM sites s
+		CROSS JOIN LATERAL (SELECT * FROM scans WHERE site_id = s.id ORDER BY created_at DESC, id DESC LIMIT 1) c
+		WHERE s.user_id = $1`, userID)
+	for _, sc := range scans {
+		out[sc.SiteID] = sc
+	}
+	return out, err
+}
+
+func (p *Store) CompletedScans(ctx context.Context, userID, siteID string, limit int) ([]store.Scan, error) {
+	return p.scansOf(ctx, userID, siteID, limit, `c.status = 'complete' ORDER BY c.completed_at DESC, c.id DESC`)
+}
+
+func (p *Store) LatestCompletedScan(ctx context.Context, userID, siteID string) (store.Scan, error) {
+	scans, err := p.CompletedScans(ctx, userID, siteID, 1)
+	if err != nil {
+		return store.Scan{}, err
+	}
+	if len(scans) == 0 {
+		return store.Scan{}, store.NotFound("completed scan")
+	}
+	return scans[0], nil
+}
+
+// scansOf checks the owner in the same query; only an empty answer needs a second look to tell
+// "not yours" from "no scans".
+func (p *Store) scansOf(ctx context.Context, userID, siteID string, limit int, where string) ([]store.Scan, error) {
+	if !uuidOK(userID, siteID) {
+		return nil, store.NotFound("site")
+	}
+	if limit <= 0 {
+		limit = 1 << 30
+	}
+	scans, err := queryAll(ctx, p.db, "scans", scanScan, `SELECT `+scanCols+` FROM scans c JOIN sites s ON s.id = c.site_id
+		WHERE c.site_id = $1 AND s.user_id = $3 AND `+where+` LIMIT $2`, siteID, limit, userID)
+	if err != nil || len(scans) > 0 {
+		return scans, err
+	}
+	if err := p.owns(ctx, p.db, userID, siteID); err != nil {
+		return nil, err
+	}
+	return scans, nil
+}
+
+// ownsScan answers whether userID owns the site of scanID.
+func (p *Store) ownsScan(ctx context.Context, userID, scanID string) error {
+	if !uuidOK(userID, scanID) {
+		return store.NotFound("scan")
+	}
+	var one int
+	err := p.db.QueryRowContext(ctx, `SELECT 1 FROM scans c JOIN sites s ON s.id = c.site_id
+		WHERE c.id = $1 AND s.user_id = $2`, scanID, userID).Scan(&one)
+	return pgErr("scan", err)
+}
+
+func (p *Store) PageResults(ctx context.Context, userID, scanID string) ([]store.PageResult, error) {
+	out := []store.PageResult{}
+	err := p.EachPageResult(ctx, userID, scanID, func(r store.PageResult) error {
+		out = append(out, r)
+		return nil
+	})
+	return out, err
+}
+
+func (p *Store) EachPageResult(ctx context.Context, userID, scanID string, fn func(store.PageResult) error) error {
+	if !uuidOK(userID, scanID) {
+		return store.NotFound("scan")
+	}
+	// One query: the owner check rides along, so a scan of someone else streams nothing and an
+	// empty result needs the second look below to tell "not yours" from "no results".
+	rows, err := p.db.QueryContext(ctx, `SELECT r.result FROM page_results r
+		JOIN scans c ON c.id = r.scan_id JOIN sites s ON s.id = c.site_id
+		WHERE r.scan_id = $1 AND s.user_id = $2 AND r.result IS NOT NULL
+		ORDER BY r.page_path, r.strategy`, scanID, userID)
+	if err != nil {
+		return pgErr("page results", err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var raw []byte
+		if err := rows.Scan(&raw); err != nil {
+			return pgErr("page results", err)
+		}
+		r, err := store.DecodeResult(raw)
+		if err != nil {
+			return fmt.Errorf("page result of scan %s: %w", scanID, err)
+		}
+		r.ScanID = scanID
+		n++
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return pgErr("page results", err)
+	}
+	if n == 0 {
+		return p.ownsScan(ctx, userID, scanID)
+	}
+	return nil
+}
+
+func (p *Store) PageResult(ctx context.Context, userID, scanID, pagePath, strategy string) (store.PageResult, error) {
+	if !uuidOK(userID, scanID) {
+		return store.PageResult{}, store.NotFound("scan")
+	}
+	var raw []byte
+	err := p.db.QueryRowContext(ctx, `SELECT r.result FROM page_results r
+		JOIN scans c ON c.id = r.scan_id JOIN sites s ON s.id = c.site_id
+		WHERE r.scan_id = $1 AND s.user_id = $2 AND r.page_path = $3 AND r.strategy = $4 AND r.result IS NOT NULL`,
+		scanID, userID, pagePath, strategy).Scan(&raw)
+	if err == sql.ErrNoRows {
+		if err := p.ownsScan(ctx, userID, scanID); err != nil {
+			return store.PageResult{}, err
+		}
+		return store.PageResult{}, store.NotFound("page result")
+	}
+	if err != nil {
+		return store.PageResult{}, pgErr("page result", err)
+	}
+	r, err := store.DecodeResult(raw)
+	r.ScanID = scanID
+	return r, err
+}
+
+func (p *Store) PageErrors(ctx context.Context, userID, scanID string) ([]store.PageError, error) {
+	if err := p.ownsScan(ctx, userID, scanID); err != nil {
+		return nil, err
+	}
+	return queryAll(ctx, p.db, "page errors", func(r rowScanner) (store.PageError, error) {
+		e := store.PageError{ScanID: scanID}
+		return e, r.Scan(&e.PagePath, &e.PageURL, &e.Strategy, &e.Error)
+	}, `SELECT page_path, page_url, strategy, error FROM page_results WHERE scan_id = $1 AND result IS NULL
+		ORDER BY page_path, strategy`, scanID)
+}

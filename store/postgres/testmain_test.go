@@ -1,0 +1,9 @@
+package postgres_test
+
+import (
+	"testing"
+
+	"sitepulse/store/storetest"
+)
+
+func TestMain(m *testing.M) { storetest.Main(m) }
