@@ -252,7 +252,7 @@ func openStore(ctx context.Context, cfg config) (store.Store, error) {
 	}
 	connectCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	p, err := postgres.Open(connectCtx, cfg.DatabaseURL)
+	p, err := postgres.Open(connectCtx, cfg.DatabaseURL, postgres.Pool{MaxConns: cfg.DBMaxConns})
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -44,6 +45,9 @@ func startRun(t *testing.T, env map[string]string) (base string, logs *syncBuffe
 	t.Helper()
 	addr := freeAddr(t)
 	env["ADDR"] = addr
+	if env["DATABASE_URL"] != "" && env["DATABASE_MAX_CONNS"] == "" {
+		env["DATABASE_MAX_CONNS"] = strconv.Itoa(storetest.ChildMaxConns)
+	}
 	if env["BASE_URL"] == "" {
 		env["BASE_URL"] = "http://" + addr
 	}
@@ -169,6 +173,8 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 	}{
 		{map[string]string{"SCAN_WORKERS": "three"}, nil, "SCAN_WORKERS"},
 		{map[string]string{"SCAN_WORKERS": "0"}, nil, "SCAN_WORKERS"},
+		{map[string]string{"DATABASE_MAX_CONNS": "0"}, nil, "DATABASE_MAX_CONNS"},
+		{map[string]string{"DATABASE_MAX_CONNS": "many"}, nil, "DATABASE_MAX_CONNS"},
 		{map[string]string{"MAX_PAGES_PER_SCAN": "-1"}, nil, "MAX_PAGES_PER_SCAN"},
 		{map[string]string{"SCAN_LEASE_SECONDS": "1"}, nil, "SCAN_LEASE_SECONDS"},
 		{map[string]string{"SCAN_LEASE_SECONDS": "2m"}, nil, "SCAN_LEASE_SECONDS"},

@@ -107,7 +107,7 @@ func open(ctx context.Context) (*postgres.Store, error) {
 	if dsn == "" {
 		return nil, errors.New("DATABASE_URL is not set")
 	}
-	return postgres.Open(ctx, dsn)
+	return postgres.Open(ctx, dsn, postgres.Pool{})
 }
 
 // seed creates the demo account (its site has two completed scans from the real fixtures, for
