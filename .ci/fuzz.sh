@@ -14,12 +14,14 @@ t="${FUZZTIME:-60s}"
 min="${FUZZMIN:-1s}"
 [ $# -gt 0 ] || set -- \
 	./mcp:FuzzServe \
+	./mcp:FuzzServeRequest \
 	./handlers:FuzzPlatformWebhook \
 	./handlers:FuzzBearer \
 	./handlers:FuzzReportPath \
 	./handlers:FuzzCSVRow \
 	./oauth:FuzzMatchRedirectURI \
 	./oauth:FuzzTokenEndpoints \
+	./store:FuzzDisplayTextProblem \
 	./scanner/lighthouse:FuzzExtract
 fail=0
 for target in "$@"; do
