@@ -44,6 +44,9 @@ type Pool struct {
 	// MaxLifetime replaces a connection this old, so a failover, a pooler's rebalancing or a
 	// server setting change reaches every process in time; 0 means 30 minutes.
 	MaxLifetime time.Duration
+	// ConnectPatience is how long opening a connection keeps trying while Postgres refuses it as
+	// one too many (see waitingConnector); 0 means 10 seconds.
+	ConnectPatience time.Duration
 }
 
 // Store is the store.Store on PostgreSQL.
@@ -59,10 +62,14 @@ var _ store.Store = (*Store)(nil)
 // Open connects to dsn through a pool bounded by pool, applies pending migrations and returns
 // the store.
 func Open(ctx context.Context, dsn string, pool Pool) (*Store, error) {
-	db, err := sql.Open("postgres", dsn)
+	if pool.ConnectPatience <= 0 {
+		pool.ConnectPatience = 10 * time.Second
+	}
+	connector, err := pq.NewConnector(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
+	db := sql.OpenDB(waitingConnector{Connector: connector, patience: pool.ConnectPatience})
 	if pool.MaxConns <= 0 {
 		pool.MaxConns = DefaultMaxConns
 	}

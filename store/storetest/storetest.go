@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"sitepulse/store"
 	"sitepulse/store/memory"
@@ -90,10 +91,11 @@ func PostgresDSN(t testing.TB) (*postgres.Store, string) {
 }
 
 // Open opens and migrates a Postgres store on dsn with a pool of MaxConns connections, closed in
-// t.Cleanup (before the schema is dropped).
+// t.Cleanup (before the schema is dropped). A connection refused as one too many is tried again
+// for up to 30 s: the backends of the tests that just closed their stores may not have exited.
 func Open(t testing.TB, dsn string) *postgres.Store {
 	t.Helper()
-	p, err := postgres.Open(context.Background(), dsn, postgres.Pool{MaxConns: MaxConns})
+	p, err := postgres.Open(context.Background(), dsn, postgres.Pool{MaxConns: MaxConns, ConnectPatience: 30 * time.Second})
 	if err != nil {
 		t.Fatalf("open postgres: %v", err)
 	}
