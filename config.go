@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/base64"
 	"flag"
 	"fmt"
 	"io"
@@ -8,6 +9,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"sitepulse/store"
 )
 
 // config is the service settings: environment variables, each mirrored by a flag that wins over it.
@@ -27,6 +30,7 @@ type config struct {
 	PlatformAuthURL string
 	PlatformAPIURL  string
 	PlatformKey     string
+	AuthKey         string
 	SMTPAddr        string
 	SMTPFrom        string
 	SMTPUsername    string
@@ -51,6 +55,11 @@ type config struct {
 	SchedulePoll     int
 	DiscoveryTimeout int
 	Demo             bool
+}
+
+// siteRules are the rules of a site that depend on the configuration.
+func (c config) siteRules() store.SiteRules {
+	return store.SiteRules{AllowPrivate: c.ScanAllowPrivate, MaxPages: c.MaxPagesPerScan}
 }
 
 // setting is one configuration value: its variable, flag, default and meaning. The table is the
@@ -83,15 +92,16 @@ func (c *config) settings() []setting {
 		{env: "PLATFORM_AUTHORIZE_URL", def: "https://webflow.com/oauth/authorize", help: "the platform's OAuth authorize page", str: &c.PlatformAuthURL},
 		{env: "PLATFORM_API_URL", def: "https://api.webflow.com", help: "the platform's API origin: {it}/oauth/access_token and {it}/v2/...", str: &c.PlatformAPIURL},
 		{env: "PLATFORM_TOKEN_KEY", help: "AES-256-GCM keys sealing platform tokens at rest: base64 32-byte keys, comma-separated, the first seals (openssl rand -base64 32)", str: &c.PlatformKey, secret: true},
-		{env: "SMTP_ADDR", help: "host:port of the SMTP server; empty logs digests instead", str: &c.SMTPAddr},
-		{env: "SMTP_FROM", def: "SitePulse <sitepulse@localhost>", help: "From address of digest e-mails", str: &c.SMTPFrom},
+		{env: "AUTH_KEY", help: "base64 key of at least 32 bytes signing device cookies (a browser that signed in before is not counted against an account's failed-login cap); the same on every replica; empty: a random key for this process (openssl rand -base64 32)", str: &c.AuthKey, secret: true},
+		{env: "SMTP_ADDR", help: "host:port of the SMTP server; empty logs digests and sign-up messages instead", str: &c.SMTPAddr},
+		{env: "SMTP_FROM", def: "SitePulse <sitepulse@localhost>", help: "From address of digest and sign-up e-mails", str: &c.SMTPFrom},
 		{env: "SMTP_USERNAME", help: "SMTP user (PLAIN auth)", str: &c.SMTPUsername},
 		{env: "SMTP_PASSWORD", help: "SMTP password", str: &c.SMTPPassword, secret: true},
 		{env: "SCAN_WORKERS", def: "3", help: "scans audited at once by this process", num: &c.ScanWorkers, min: 1},
 		{env: "SCAN_LEASE_SECONDS", def: "120", help: "seconds a running scan may go without a heartbeat before another process takes it over", num: &c.ScanLease, min: 2},
 		{env: "SCAN_DEADLINE_SECONDS", def: "1800", help: "seconds after its start a scan not yet complete is failed with the reason, freeing its site", num: &c.ScanDeadline, min: 1},
 		{env: "SCHEDULE_POLL_SECONDS", def: "60", help: "how often this process's scheduler enqueues the scans of sites whose daily or weekly scan is due", num: &c.SchedulePoll, min: 1},
-		{env: "MAX_PAGES_PER_SCAN", def: "50", help: "page discovery cap", num: &c.MaxPagesPerScan, min: 1},
+		{env: "MAX_PAGES_PER_SCAN", def: "50", help: "most pages a scan audits and a site saves (the site form refuses more)", num: &c.MaxPagesPerScan, min: 1},
 		{env: "DISCOVERY_TIMEOUT_SECONDS", def: "30", help: "seconds one scan may spend reading its site's sitemap and child sitemaps; past it, the pages found are audited", num: &c.DiscoveryTimeout, min: 1},
 		{env: "PSI_RATE_LIMIT", def: "400", help: "PSI calls per 100 seconds, shared by all workers of this process", num: &c.PSIRateLimit, min: 1},
 		{env: "PSI_MAX_INFLIGHT", def: "64", help: "PSI audits in flight at once, shared fairly by all scans of this process; a 429 lowers it (and the rate) for a while", num: &c.PSIMaxInFlight, min: 1},
@@ -180,6 +190,11 @@ func (c *config) validate() error {
 	}
 	if c.DatabaseURL != "" && !strings.HasPrefix(c.DatabaseURL, "postgres://") && !strings.HasPrefix(c.DatabaseURL, "postgresql://") && !strings.Contains(c.DatabaseURL, "=") {
 		return fmt.Errorf("DATABASE_URL: want a Postgres URL (postgres://user@host/db) or key=value DSN")
+	}
+	if c.AuthKey != "" {
+		if k, err := base64.StdEncoding.DecodeString(c.AuthKey); err != nil || len(k) < 32 {
+			return fmt.Errorf("AUTH_KEY: want base64 of at least 32 bytes (openssl rand -base64 32)")
+		}
 	}
 	if c.SMTPAddr != "" && !strings.Contains(c.SMTPAddr, ":") {
 		return fmt.Errorf("SMTP_ADDR=%q: want host:port", c.SMTPAddr)

@@ -30,7 +30,9 @@ func seedDemo(ctx context.Context, st store.Store, cfg config, stdout io.Writer,
 	if cfg.PlatformSecret == "" {
 		log.Info("PLATFORM_CLIENT_SECRET not set: the publish webhook uses the demo's secret, made up for this process")
 	}
-	d, err := demo.Seed(ctx, st, demoFixtures, time.Now(), store.PasswordIterations)
+	fx := demoFixtures
+	fx.MaxPages = cfg.MaxPagesPerScan
+	d, err := demo.Seed(ctx, st, fx, time.Now(), store.PasswordIterations)
 	if err != nil {
 		return "", nil, fmt.Errorf("demo: %w", err)
 	}

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -103,11 +104,23 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	// Client ID Metadata Documents, which anyone can point at any URL, through the guard.
 	authServer := oauth.New(oauth.Config{Store: st, BaseURL: cfg.BaseURL, Log: log, MetadataClient: guard.Client()})
 	mcpServer := mcp.New(mcp.Config{Store: st, BaseURL: cfg.BaseURL, Log: log})
+	var authKey []byte
+	if cfg.AuthKey != "" {
+		authKey, _ = base64.StdEncoding.DecodeString(cfg.AuthKey) // checked by loadConfig
+	} else {
+		log.Info("AUTH_KEY not set: device cookies are signed with a random key for this process, so browsers count as new after a restart or on another replica")
+	}
+	var mail func(ctx context.Context, to, subject, body string) error // nil: logged instead
+	if cfg.SMTPAddr != "" {
+		mail = (&notify.Digest{SMTPAddr: cfg.SMTPAddr, From: cfg.SMTPFrom, Username: cfg.SMTPUsername, Password: cfg.SMTPPassword}).Send
+	}
 	handler, err := handlers.NewHandler(handlers.Deps{
 		Store: st, Log: log, BaseURL: cfg.BaseURL,
-		OAuth: authServer, MCP: mcpServer, PlatformSecret: cfg.PlatformSecret, DemoWebhookSecret: demoSecret, DemoPlatformID: demo.PlatformID, MaxSitesPerUser: cfg.MaxSitesPerUser,
+		OAuth: authServer, MCP: mcpServer, PlatformSecret: cfg.PlatformSecret, DemoWebhookSecret: demoSecret, DemoPlatformID: demo.PlatformID,
+		MaxSitesPerUser: cfg.MaxSitesPerUser, SiteRules: cfg.siteRules(),
 		SessionIdle: time.Duration(cfg.SessionIdleMins) * time.Minute, Replayed: replay.Serves,
 		Platform: connector, PlatformClientID: cfg.PlatformID, PlatformAuthorizeURL: cfg.PlatformAuthURL,
+		AuthKey: authKey, Mail: mail,
 	})
 	if err != nil {
 		return err
@@ -187,6 +200,7 @@ func platformConnector(cfg config, st store.Store, log *slog.Logger) (*platform.
 		Keys:       keys,
 		WebhookURL: cfg.BaseURL + "/api/webhooks/platform",
 		MaxSites:   cfg.MaxSitesPerUser,
+		MaxPages:   cfg.MaxPagesPerScan,
 		Log:        log,
 		Now:        time.Now,
 	}, nil
@@ -247,10 +261,13 @@ func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Au
 	})
 }
 
-// openStore opens Postgres when DATABASE_URL is set, else the in-memory store.
+// openStore opens Postgres when DATABASE_URL is set, else the in-memory store; either checks
+// every site it writes against the configured rules.
 func openStore(ctx context.Context, cfg config) (store.Store, error) {
 	if cfg.DatabaseURL == "" {
-		return memory.New(), nil
+		m := memory.New()
+		m.Rules = cfg.siteRules()
+		return m, nil
 	}
 	connectCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -258,6 +275,7 @@ func openStore(ctx context.Context, cfg config) (store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.Rules = cfg.siteRules()
 	return p, nil
 }
 

@@ -3,7 +3,6 @@ package handlers
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"sort"
@@ -129,7 +128,12 @@ type scanEvent struct {
 	AuditsInFlight int       `json:"auditsInFlight"` // of a running scan
 	Progress       string    `json:"progress"`       // the counts in words (progress.Line)
 	Waiting        *scanWait `json:"waiting,omitempty"`
+	// Message ends a stream whose scan went away: status "deleted", "This site was deleted".
+	Message string `json:"message,omitempty"`
 }
+
+// scanDeleted is the stream's last event when the scan's site was deleted while it was open.
+const scanDeleted = "deleted"
 
 // scanWait is why an unfinished scan waits: its last attempt failed, PSI is paused (the
 // breaker), or its worker shut down, and when it runs again.
@@ -148,7 +152,8 @@ func (s *server) scanWait(ctx context.Context, userID, scanID string) (*scanWait
 }
 
 // handleScanEvents streams a scan's progress as server-sent events: an event `status` at once
-// and then every poll interval, ending after a terminal status (complete or failed). The server's
+// and then every poll interval, ending after a terminal status (complete or failed). The status
+// comes from the scan's shared poller (scanHub), within the caps on live streams. The server's
 // WriteTimeout would cut a long stream, so each write first pushes the deadline out.
 func (s *server) handleScanEvents() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -156,60 +161,43 @@ func (s *server) handleScanEvents() http.Handler {
 		if !ok {
 			return
 		}
-		interval := s.ScanPollInterval
-		if interval <= 0 {
-			interval = defaultScanPoll
+		v := visitorFrom(r.Context())
+		sub, refused := s.scanFeeds.subscribe(v.Session.TokenHash, v.User.ID, scan.ID)
+		if sub == nil {
+			w.Header().Set("Retry-After", "60")
+			s.renderError(w, r, http.StatusTooManyRequests, refused)
+			return
 		}
-		uid := visitorFrom(r.Context()).User.ID
+		defer sub.Close()
 		rc := http.NewResponseController(w)
 		h := w.Header()
 		h.Set("Content-Type", "text/event-stream")
 		h.Set("Cache-Control", "no-store")
 		h.Set("X-Accel-Buffering", "no")
 		w.WriteHeader(http.StatusOK)
-		ticker := time.NewTicker(interval)
-		defer ticker.Stop()
 		for {
-			_ = rc.SetWriteDeadline(time.Now().Add(interval + 30*time.Second))
-			ev := scanEvent{ScanID: scan.ID, Status: scan.Status, PagesDone: scan.PagesDone, PagesTotal: scan.PagesTotal}
-			if scan.Status == store.StatusRunning {
-				ev.AuditsInFlight = scan.AuditsInFlight
+			_ = rc.SetWriteDeadline(time.Now().Add(s.scanFeeds.every + 30*time.Second))
+			if err := rc.Flush(); err != nil {
+				return
 			}
-			if !terminal(scan.Status) {
-				errs, err := s.Store.PageErrors(r.Context(), uid, scan.ID)
-				if err != nil {
-					return // the store failed; the script stops listening when the stream ends
+			var ev scanEvent
+			select {
+			case <-r.Context().Done():
+				return
+			case e, ok := <-sub.C:
+				if !ok {
+					return // the store failed; the page's script reconnects
 				}
-				ev.PagesFailed, ev.Progress = len(errs), newProgress(scan, len(errs)).Line()
-				if ev.Waiting, err = s.scanWait(r.Context(), uid, scan.ID); err != nil {
-					return
-				}
+				ev = e
 			}
 			b, _ := json.Marshal(ev)
 			if _, err := fmt.Fprintf(w, "event: status\ndata: %s\n\n", b); err != nil {
 				return
 			}
-			if err := rc.Flush(); err != nil {
+			if terminal(ev.Status) || ev.Status == scanDeleted {
+				_ = rc.Flush()
 				return
 			}
-			if terminal(scan.Status) {
-				return
-			}
-			select {
-			case <-r.Context().Done():
-				return
-			case <-ticker.C:
-			}
-			next, err := s.Store.Scan(r.Context(), uid, scan.ID)
-			if err != nil {
-				// The scan was deleted with its site, or the store failed: end the stream; the
-				// page's script stops listening when the stream ends without a terminal status.
-				if !errors.Is(err, store.ErrNotFound) && r.Context().Err() == nil {
-					s.Log.Error("scan events", "scan", scan.ID, "err", err)
-				}
-				return
-			}
-			scan = next
 		}
 	})
 }
@@ -236,7 +224,7 @@ func (s *server) handlePageDetail() http.Handler {
 		if strategy == "" {
 			strategy = store.StrategyMobile
 		}
-		if (strategy != store.StrategyMobile && strategy != store.StrategyDesktop) || !strings.HasPrefix(path, "/") || len(path) > maxPagePath || !utf8.ValidString(path) || hasControl(path) {
+		if (strategy != store.StrategyMobile && strategy != store.StrategyDesktop) || !strings.HasPrefix(path, "/") || len(path) > store.MaxPagePath || !utf8.ValidString(path) || hasControl(path) {
 			s.renderError(w, r, http.StatusNotFound, "This scan has no result for that page.")
 			return
 		}
