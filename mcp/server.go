@@ -38,6 +38,11 @@ type Store interface {
 	PageResult(ctx context.Context, userID, scanID, pagePath, strategy string) (store.PageResult, error)
 	PageMetrics(ctx context.Context, userID, scanID string) ([]store.PageResult, error)
 	CreateReportWithin(ctx context.Context, r store.Report, max int) error
+	// start_scan, get_scan and the tasks extension: a "Scan now" enqueue, the site's newest
+	// scan, and cancelling an unfinished one.
+	EnqueueScan(ctx context.Context, sc store.Scan, queue string, runAt time.Time) error
+	ScansOf(ctx context.Context, userID, siteID string, limit int) ([]store.Scan, error)
+	ExpireScan(ctx context.Context, scanID, reason string, now time.Time) error
 }
 
 // Fair-use limits: one account must not be able to flood the service.
@@ -56,6 +61,7 @@ type Server struct {
 	log     *slog.Logger
 	lists   [eraCount]json.RawMessage // the tools/list result of each era, encoded once
 	metrics *metricsCache
+	quota   Quota
 }
 
 // Config is what a Server needs. Now and Log default to time.Now and a discarding logger.
@@ -64,6 +70,8 @@ type Config struct {
 	BaseURL string // {base_url}, no trailing slash: report links start with it
 	Now     func() time.Time
 	Log     *slog.Logger
+	// Quota is the accounts' daily audit budget start_scan checks; nil grants every scan.
+	Quota Quota
 }
 
 // New returns a Server.
@@ -74,7 +82,7 @@ func New(c Config) *Server {
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{store: c.Store, baseURL: c.BaseURL, now: c.Now, log: c.Log, metrics: newMetricsCache(64)}
+	s := &Server{store: c.Store, baseURL: c.BaseURL, now: c.Now, log: c.Log, metrics: newMetricsCache(64), quota: c.Quota}
 	for e := range era(eraCount) {
 		result := map[string]any{"tools": toolList(e)}
 		if e == eraModern {

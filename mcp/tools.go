@@ -24,6 +24,10 @@ type tool struct {
 	// store.ScopeWrite to publish.
 	Scope   string
 	Handler toolHandler
+	// Since is the first protocol era that lists the tool. The nine tools of the interface are
+	// in every era; the tools added after it start at 2025-06-18, so a 2025-03-26 session keeps
+	// every byte it was recorded with (testdata/session-2025-03-26.golden).
+	Since era
 }
 
 // toolHandler runs a tool. Output is the Go type of its payload, from which the tool's
@@ -181,6 +185,40 @@ var tools = []tool{
 			"expiresInDays": {Type: "integer", Minimum: intp(0), Maximum: intp(365), Default: 30, Description: "Days until the link expires, 0-365; 0 means it never expires. Default 30."},
 		}),
 	},
+	{
+		Name: "start_scan", Title: "Start a scan", ReadOnly: false, Scope: store.ScopeWrite, Handler: handler((*Server).startScan), Since: era20250618,
+		Example: "I fixed the hero image: re-audit shop.example.com and tell me whether LCP improved.",
+		Description: "Starts a Lighthouse scan of every page of the site now, as the web UI's \"Scan now\" does, and returns " +
+			"at once with its scanId and status (queued). A site has at most one scan in flight: while one is queued or " +
+			"running, this returns that scan (alreadyRunning true) instead of starting another. A scan takes minutes; " +
+			"follow it with get_scan until status is complete (its result is then what get_latest_scan returns) or " +
+			"failed (reason says why). Use it after a fix to re-audit, then compare with get_regression_report. " +
+			"When the account's daily audits are used up it is an error that says when to retry.",
+		Input: object([]string{"siteId"}, map[string]*Schema{
+			"siteId": siteIDArg(),
+			"strategy": {Type: "string", Enum: []string{"both", "mobile", "desktop"}, Default: "both",
+				Description: "Which Lighthouse runs to make: both (default, as \"Scan now\"), mobile only or desktop only."},
+		}),
+	},
+	{
+		Name: "get_scan", Title: "Progress of a scan", ReadOnly: true, Scope: store.ScopeRead, Handler: handler((*Server).getScan), Since: era20250618,
+		Example: "Is the scan I started finished yet?",
+		Description: "Returns one scan of yours, of any status: queued, running (pagesDone of pagesTotal page audits " +
+			"done), complete (result is exactly what get_latest_scan returns for this scan) or failed (reason says why). " +
+			"Use it to follow a scan start_scan started; poll no more than every few seconds.",
+		Input: object([]string{"scanId"}, map[string]*Schema{"scanId": scanIDArg()}),
+	},
+}
+
+// toolCount is how many tools era e lists, in words: the 2025-03-26 message says "nine".
+func toolCount(e era) string {
+	n := 0
+	for _, t := range tools {
+		if e >= t.Since {
+			n++
+		}
+	}
+	return map[int]string{9: "nine", 10: "ten", 11: "eleven"}[n]
 }
 
 // toolIndex finds a tool by name.
@@ -220,6 +258,9 @@ var toolIcons = []map[string]any{{
 func toolList(e era) []map[string]any {
 	out := make([]map[string]any, 0, len(tools))
 	for _, t := range tools {
+		if e < t.Since {
+			continue
+		}
 		m := map[string]any{
 			"name":        t.Name,
 			"description": t.Description,
@@ -304,8 +345,8 @@ func (s *Server) callTool(ctx context.Context, userID string, e era, params json
 		return nil, &rpcError{Code: CodeInvalidParams, Message: "Invalid arguments: params.name (the tool to call) is required"}
 	}
 	t, ok := toolIndex[*p.Name]
-	if !ok {
-		return nil, &rpcError{Code: CodeInvalidParams, Message: fmt.Sprintf("Invalid arguments: unknown tool %q; tools/list names the nine tools", *p.Name)}
+	if !ok || e < t.Since {
+		return nil, &rpcError{Code: CodeInvalidParams, Message: fmt.Sprintf("Invalid arguments: unknown tool %q; tools/list names the %s tools", *p.Name, toolCount(e))}
 	}
 	if !store.HasScope(store.ScopeFrom(ctx), t.Scope) {
 		return nil, &rpcError{Code: CodeInsufficientScope, Message: "Forbidden: " + t.Name + " needs the " + t.Scope + " scope, which this credential lacks; " +
