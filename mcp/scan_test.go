@@ -149,3 +149,164 @@ func TestStartScanQuotaAndScope(t *testing.T) {
 		t.Fatalf("get_scan with mcp:read = %v", got)
 	}
 }
+
+// modernCall sends a 2026-07-28 request as the fixture's user under ctx, declaring the tasks
+// extension when tasks is true, and returns the status and the decoded answer.
+func (f *fixture) modernCall(t testing.TB, ctx context.Context, tasks bool, method, name, params string) (int, map[string]any) {
+	t.Helper()
+	caps := `{}`
+	if tasks {
+		caps = `{"extensions":{"io.modelcontextprotocol/tasks":{}}}`
+	}
+	body := `{"jsonrpc":"2.0","id":9,"method":"` + method + `","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+		`"io.modelcontextprotocol/clientCapabilities":` + caps + `},` + params + `}}`
+	status, out := f.srv.ServeRequest(ctx, Request{UserID: f.userID, Body: []byte(body),
+		Header: map[string][]string{"Mcp-Protocol-Version": {ModernVersion}, "Mcp-Method": {method}, "Mcp-Name": {name}}})
+	var m map[string]any
+	if err := json.Unmarshal(out, &m); err != nil {
+		t.Fatalf("%s: %d %s", method, status, out)
+	}
+	return status, m
+}
+
+func (f *fixture) startTask(t testing.TB) map[string]any {
+	t.Helper()
+	status, m := f.modernCall(t, allScopes, true, "tools/call", "start_scan", `"name":"start_scan","arguments":{"siteId":"`+f.demo.SiteID+`"}`)
+	r, _ := m["result"].(map[string]any)
+	if status != 200 || r == nil || r["resultType"] != "task" || r["status"] != "working" || r["ttlMs"] != nil || r["pollIntervalMs"] == nil {
+		t.Fatalf("start_scan with the tasks extension: %d %v", status, m)
+	}
+	return r
+}
+
+func (f *fixture) getTask(t testing.TB, id string) map[string]any {
+	t.Helper()
+	status, m := f.modernCall(t, allScopes, true, "tasks/get", id, `"taskId":"`+id+`"`)
+	r, _ := m["result"].(map[string]any)
+	if status != 200 || r == nil || r["resultType"] != "complete" || r["taskId"] != id {
+		t.Fatalf("tasks/get: %d %v", status, m)
+	}
+	return r
+}
+
+// TestStartScanTask: a 2026-07-28 client that declares io.modelcontextprotocol/tasks gets a task
+// whose id is the scan's; tasks/get says working with pages done of total, then completed with
+// exactly the tool result get_latest_scan gives for that scan. A client that does not declare it
+// gets the scan at once. Unknown and other users' tasks are -32602.
+func TestStartScanTask(t *testing.T) {
+	for _, b := range storetest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			f := newFixture(t, b.Open(t))
+			_, plain := f.modernCall(t, allScopes, false, "tools/call", "start_scan", `"name":"start_scan","arguments":{"siteId":"`+f.demo.SiteID+`"}`)
+			pr, _ := plain["result"].(map[string]any)
+			if pr == nil || pr["resultType"] != "complete" {
+				t.Fatalf("start_scan without the extension = %v", plain)
+			}
+			id := pr["structuredContent"].(map[string]any)["scanId"].(string)
+			if got := f.startTask(t); got["taskId"] != id {
+				t.Fatalf("task %v, want the scan in flight %s", got["taskId"], id)
+			}
+			ctx := context.Background()
+			job, err := f.st.ClaimJob(ctx, store.QueueScan, "w", f.now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l := job.Lease()
+			if err := f.st.StartScan(ctx, l, 2, f.now); err != nil {
+				t.Fatal(err)
+			}
+			perf := 77
+			r := store.PageResult{PagePath: "/", PageURL: "https://x.test/", Strategy: store.StrategyMobile, Scores: store.PageScores{Performance: &perf}}
+			if err := f.st.SavePageResult(ctx, l, r); err != nil {
+				t.Fatal(err)
+			}
+			if got := f.getTask(t, id); got["status"] != "working" || !strings.Contains(got["statusMessage"].(string), "1 of 2 page audits done") {
+				t.Fatalf("tasks/get mid-scan = %v", got)
+			}
+			if err := f.st.SavePageError(ctx, l, store.PageError{PagePath: "/b", PageURL: "https://x.test/b", Strategy: store.StrategyMobile, Error: "PSI: 500"}); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.st.CompleteScan(ctx, l, analysis.ScanScores([]store.PageResult{r}), f.now.Add(time.Minute)); err != nil {
+				t.Fatal(err)
+			}
+			done := f.getTask(t, id)
+			_, latest := f.modernCall(t, allScopes, false, "tools/call", "get_latest_scan", `"name":"get_latest_scan","arguments":{"siteId":"`+f.demo.SiteID+`"}`)
+			got, _ := json.Marshal(done["result"])
+			want, _ := json.Marshal(latest["result"])
+			if done["status"] != "completed" || string(got) != string(want) {
+				t.Fatalf("completed task result\n%s\nwant get_latest_scan's\n%s", got, want)
+			}
+			for _, unknown := range []string{store.NewID(), "nope"} {
+				if status, m := f.modernCall(t, allScopes, true, "tasks/get", unknown, `"taskId":"`+unknown+`"`); status != 200 || errCode(m) != CodeInvalidParams {
+					t.Errorf("tasks/get of %s: %d %v", unknown, status, m)
+				}
+			}
+			f.userID = f.otherUser // another user does not see the task
+			if _, m := f.modernCall(t, allScopes, true, "tasks/get", id, `"taskId":"`+id+`"`); errCode(m) != CodeInvalidParams {
+				t.Errorf("another user's tasks/get = %v", m)
+			}
+		})
+	}
+}
+
+// TestCancelTask: tasks/cancel stops the running scan (the site is free for the next one) and the
+// task says cancelled; it needs mcp:write (403, -32003, the step-up); a finished task stays as it is.
+func TestCancelTask(t *testing.T) {
+	f := newFixture(t, storetest.Backends(t)[0].Open(t))
+	id := f.startTask(t)["taskId"].(string)
+	readOnly := store.WithScope(context.Background(), store.ScopeRead)
+	if status, m := f.modernCall(t, readOnly, true, "tasks/cancel", id, `"taskId":"`+id+`"`); status != 403 || errCode(m) != CodeInsufficientScope {
+		t.Fatalf("tasks/cancel with mcp:read: %d %v", status, m)
+	}
+	if status, m := f.modernCall(t, readOnly, true, "tools/call", "start_scan", `"name":"start_scan","arguments":{"siteId":"`+f.demo.SiteID+`"}`); status != 403 || errCode(m) != CodeInsufficientScope {
+		t.Fatalf("start_scan with mcp:read: %d %v", status, m)
+	}
+	status, m := f.modernCall(t, allScopes, true, "tasks/cancel", id, `"taskId":"`+id+`"`)
+	if r, _ := m["result"].(map[string]any); status != 200 || r == nil || r["resultType"] != "complete" {
+		t.Fatalf("tasks/cancel: %d %v", status, m)
+	}
+	if got := f.getTask(t, id); got["status"] != "cancelled" {
+		t.Fatalf("tasks/get after cancel = %v", got)
+	}
+	sc, err := f.st.Scan(context.Background(), f.userID, id)
+	if err != nil || sc.Status != store.StatusFailed {
+		t.Fatalf("scan after cancel: %+v %v", sc, err)
+	}
+	if next := f.startTask(t); next["taskId"] == id {
+		t.Fatal("start_scan after cancel answered the cancelled scan")
+	}
+	if status, m := f.modernCall(t, allScopes, true, "tasks/cancel", id, `"taskId":"`+id+`"`); status != 200 || m["result"] == nil {
+		t.Fatalf("tasks/cancel of a finished task: %d %v", status, m)
+	}
+	if got := f.getTask(t, id); got["status"] != "cancelled" {
+		t.Fatalf("a second cancel changed the task: %v", got)
+	}
+}
+
+// TestTaskFoundFromAnotherProcess: the task lives in the scan row, so a server on another
+// connection to the same Postgres (another replica, or the process restarted) finds it after the
+// server that created it is gone, mid-scan and once complete.
+func TestTaskFoundFromAnotherProcess(t *testing.T) {
+	first, dsn := storetest.PostgresDSN(t)
+	f := newFixture(t, first)
+	id := f.startTask(t)["taskId"].(string)
+	ctx := context.Background()
+	job, err := first.ClaimJob(ctx, store.QueueScan, "w", f.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.StartScan(ctx, job.Lease(), 4, f.now); err != nil {
+		t.Fatal(err)
+	}
+	first.Close() // the first process is gone mid-scan: its connections and its Server with it
+	second := storetest.Open(t, dsn)
+	f.st = second
+	f.srv = New(Config{Store: second, BaseURL: testBase, Now: func() time.Time { return f.now }})
+	if got := f.getTask(t, id); got["status"] != "working" || !strings.Contains(got["statusMessage"].(string), "0 of 4") {
+		t.Fatalf("tasks/get from the second process = %v", got)
+	}
+	status, m := f.modernCall(t, allScopes, true, "tasks/cancel", id, `"taskId":"`+id+`"`)
+	if status != 200 || m["result"] == nil || f.getTask(t, id)["status"] != "cancelled" {
+		t.Fatalf("tasks/cancel from the second process: %d %v", status, m)
+	}
+}

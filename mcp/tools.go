@@ -28,6 +28,9 @@ type tool struct {
 	// in every era; the tools added after it start at 2025-06-18, so a 2025-03-26 session keeps
 	// every byte it was recorded with (testdata/session-2025-03-26.golden).
 	Since era
+	// Task marks the tool whose result becomes a task of the tasks extension (tasks.go) for a
+	// 2026-07-28 client that declares it: start_scan.
+	Task bool
 }
 
 // toolHandler runs a tool. Output is the Go type of its payload, from which the tool's
@@ -186,7 +189,7 @@ var tools = []tool{
 		}),
 	},
 	{
-		Name: "start_scan", Title: "Start a scan", ReadOnly: false, Scope: store.ScopeWrite, Handler: handler((*Server).startScan), Since: era20250618,
+		Name: "start_scan", Title: "Start a scan", ReadOnly: false, Scope: store.ScopeWrite, Handler: handler((*Server).startScan), Since: era20250618, Task: true,
 		Example: "I fixed the hero image: re-audit shop.example.com and tell me whether LCP improved.",
 		Description: "Starts a Lighthouse scan of every page of the site now, as the web UI's \"Scan now\" does, and returns " +
 			"at once with its scanId and status (queued). A site has at most one scan in flight: while one is queued or " +

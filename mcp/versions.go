@@ -160,7 +160,7 @@ func (s *Server) serveModern(ctx context.Context, r Request, body []byte) (int, 
 	case "server/discover":
 		result = complete(cacheable(map[string]any{
 			"supportedVersions": SupportedVersions,
-			"capabilities":      map[string]any{"tools": map[string]any{}},
+			"capabilities":      map[string]any{"tools": map[string]any{}, "extensions": map[string]any{extTasks: map[string]any{}}},
 			"instructions":      instructions,
 		}))
 	case "tools/list":
@@ -179,6 +179,24 @@ func (s *Server) serveModern(ctx context.Context, r Request, body []byte) (int, 
 		tr := out.(toolResult)
 		tr.ResultType, tr.Meta = "complete", serverMeta
 		result = tr
+		if t := toolIndex[*p.Name]; t.Task && declares(caps, extTasks) {
+			if result, err = s.startTask(ctx, r.UserID, tr); err == errUnavailable {
+				return fail(503, err.Code, err.Message, nil)
+			} else if err != nil {
+				return fail(200, err.Code, err.Message, nil)
+			}
+		}
+	case "tasks/get", "tasks/cancel":
+		out, err := s.taskCall(ctx, r.UserID, *m.Method, m.Params)
+		switch {
+		case err == errUnavailable:
+			return fail(503, err.Code, err.Message, nil)
+		case err != nil && err.Code == CodeInsufficientScope:
+			return fail(403, err.Code, err.Message, nil)
+		case err != nil:
+			return fail(200, err.Code, err.Message, nil)
+		}
+		result = out
 	default:
 		return fail(404, CodeMethodNotFound, "Unknown method: "+*m.Method, nil)
 	}
