@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 )
 
@@ -55,8 +56,8 @@ func TestTrendCharts(t *testing.T) {
 
 func TestNiceCeil(t *testing.T) {
 	for in, want := range map[float64]float64{8720: 10000, 5000: 5000, 0.31: 0.5, 0.24: 0.25, 750: 1000, 1900: 2000, 0: 1} {
-		if got := niceCeil(in); got != want {
-			t.Errorf("niceCeil(%v) = %v, want %v", in, got, want)
+		if got := analysis.NiceCeil(in); got != want {
+			t.Errorf("analysis.NiceCeil(%v) = %v, want %v", in, got, want)
 		}
 	}
 }
