@@ -37,6 +37,7 @@ type Store interface {
 	PageResults(ctx context.Context, userID, scanID string) ([]store.PageResult, error)
 	PageResult(ctx context.Context, userID, scanID, pagePath, strategy string) (store.PageResult, error)
 	PageMetrics(ctx context.Context, userID, scanID string) ([]store.PageResult, error)
+	PageErrors(ctx context.Context, userID, scanID string) ([]store.PageError, error)
 	CreateReportWithin(ctx context.Context, r store.Report, max int) error
 	// start_scan, get_scan and the tasks extension: a "Scan now" enqueue, the site's newest
 	// scan, and cancelling an unfinished one.
@@ -317,9 +318,13 @@ const instructions = "SitePulse audits the pages of your sites with Lighthouse a
 func (s *Server) call(ctx context.Context, userID string, e era, method string, params json.RawMessage) (any, *rpcError) {
 	switch method {
 	case "initialize":
+		version, caps := negotiate(params), map[string]any{"tools": map[string]any{}}
+		if version != "2025-03-26" {
+			caps = uiCapabilities(false)
+		}
 		return map[string]any{
-			"protocolVersion": negotiate(params),
-			"capabilities":    map[string]any{"tools": map[string]any{}},
+			"protocolVersion": version,
+			"capabilities":    caps,
 			"serverInfo":      map[string]string{"name": ServerName, "version": ServerVersion, "title": ServerTitle},
 			"instructions":    instructions,
 		}, nil
@@ -329,6 +334,14 @@ func (s *Server) call(ctx context.Context, userID string, e era, method string, 
 		return s.lists[e], nil
 	case "tools/call":
 		return s.callTool(ctx, userID, e, params)
+	case "resources/list":
+		if e >= era20250618 {
+			return resourceList(), nil
+		}
+	case "resources/read":
+		if e >= era20250618 {
+			return readResource(e, params)
+		}
 	}
 	return nil, &rpcError{Code: CodeMethodNotFound, Message: "Unknown method: " + method}
 }

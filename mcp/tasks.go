@@ -78,12 +78,12 @@ func (s *Server) taskOf(ctx context.Context, userID string, sc store.Scan) (task
 		if err != nil {
 			return task{}, err
 		}
-		b, err := marshal(latestScanOf(in, sc))
-		if err != nil {
-			return task{}, err
+		r, rerr := s.result(ctx, userID, eraModern, toolIndex["get_latest_scan"], latestScanOf(in, sc))
+		if rerr != nil {
+			return task{}, rerr
 		}
-		t.Status, t.StatusMessage = "completed", "Scan complete: "+strconv.Itoa(sc.PagesTotal)+" page audits"
-		t.Result = toolResult{ResultType: "complete", Content: text(string(b)), StructuredContent: b, Meta: serverMeta}
+		r.ResultType, r.Meta = "complete", withServerMeta(r.Meta)
+		t.Status, t.StatusMessage, t.Result = "completed", "Scan complete: "+strconv.Itoa(sc.PagesTotal)+" page audits", r
 	}
 	return t, nil
 }

@@ -31,6 +31,8 @@ type tool struct {
 	// Task marks the tool whose result becomes a task of the tasks extension (tasks.go) for a
 	// 2026-07-28 client that declares it: start_scan.
 	Task bool
+	// View is the ui:// view (views.go) that draws the tool's result, from 2025-06-18 on.
+	View string
 }
 
 // toolHandler runs a tool. Output is the Go type of its payload, from which the tool's
@@ -100,7 +102,7 @@ var tools = []tool{
 		Input: object(nil, nil),
 	},
 	{
-		Name: "get_latest_scan", Title: "Latest scan of a site", ReadOnly: true, Scope: store.ScopeRead, Handler: handler((*Server).getLatestScan),
+		Name: "get_latest_scan", Title: "Latest scan of a site", ReadOnly: true, Scope: store.ScopeRead, Handler: handler((*Server).getLatestScan), View: "ui://sitepulse/latest-scan",
 		Example: "How is shop.example.com doing, and does it meet its budgets?",
 		Description: "Returns the latest completed scan of a site: its scanId, when it completed, how many page audits " +
 			"it holds, the strategy (mobile, desktop or both), the site-wide scores (health, performance, seo, " +
@@ -156,7 +158,7 @@ var tools = []tool{
 		}),
 	},
 	{
-		Name: "get_regression_report", Title: "Regressions since the previous scan", ReadOnly: true, Scope: store.ScopeRead, Handler: handler((*Server).getRegressionReport),
+		Name: "get_regression_report", Title: "Regressions since the previous scan", ReadOnly: true, Scope: store.ScopeRead, Handler: handler((*Server).getRegressionReport), View: "ui://sitepulse/regressions",
 		Example: "Did the last publish make anything slower?",
 		Description: "Compares the site's latest completed scan with the one before it, page by page and strategy by " +
 			"strategy, and lists what got worse: category scores that dropped by more than 5 points, and Core Web " +
@@ -166,7 +168,7 @@ var tools = []tool{
 		Input: object([]string{"siteId"}, map[string]*Schema{"siteId": siteIDArg()}),
 	},
 	{
-		Name: "get_trend", Title: "Score trend", ReadOnly: true, Scope: store.ScopeRead, Handler: handler((*Server).getTrend),
+		Name: "get_trend", Title: "Score trend", ReadOnly: true, Scope: store.ScopeRead, Handler: handler((*Server).getTrend), View: "ui://sitepulse/trend",
 		Example: "Show the performance trend of my site over the last ten scans.",
 		Description: "Returns the site's recent completed scans, oldest first, with their category scores and page " +
 			"counts, so you can tell whether performance is improving or degrading over time.",
@@ -279,6 +281,9 @@ func toolList(e era) []map[string]any {
 		if e >= era20250618 {
 			m["title"] = t.Title
 			m["outputSchema"] = outputSchema(t.Handler.Output)
+			if t.View != "" {
+				m["_meta"] = map[string]any{"ui": map[string]any{"resourceUri": t.View}}
+			}
 		}
 		if e >= era20251125 {
 			m["icons"] = toolIcons
@@ -385,10 +390,16 @@ func (s *Server) callTool(ctx context.Context, userID string, e era, params json
 		s.log.Error("mcp tool", "tool", t.Name, "err", err)
 		return nil, &rpcError{Code: CodeInternal, Message: "Internal error"}
 	}
+	return s.result(ctx, userID, e, t, payload)
+}
+
+// result wraps tool t's payload as era e wants it: the text block, and from 2025-06-18 the
+// structuredContent, resource links and what the tool's view draws.
+func (s *Server) result(ctx context.Context, userID string, e era, t *tool, payload any) (toolResult, *rpcError) {
 	b, err := marshal(payload)
 	if err != nil {
 		s.log.Error("mcp tool encode", "tool", t.Name, "err", err)
-		return nil, &rpcError{Code: CodeInternal, Message: "Internal error"}
+		return toolResult{}, &rpcError{Code: CodeInternal, Message: "Internal error"}
 	}
 	r := toolResult{Content: text(string(b))}
 	if e >= era20250618 {
@@ -397,6 +408,17 @@ func (s *Server) callTool(ctx context.Context, userID string, e era, params json
 			for _, link := range l.links() {
 				r.Content = append(r.Content, link)
 			}
+		}
+		if v, ok := payload.(viewer); ok && t.View != "" {
+			data, err := v.viewData(ctx, s, userID)
+			if store.Classify(err) == store.ErrUnavailable {
+				return toolResult{}, errUnavailable
+			}
+			if err != nil {
+				s.log.Error("mcp tool view", "tool", t.Name, "err", err)
+				return toolResult{}, &rpcError{Code: CodeInternal, Message: "Internal error"}
+			}
+			r.Meta = map[string]any{metaView: data}
 		}
 	}
 	return r, nil

@@ -99,6 +99,18 @@ func isModern(header string, body []byte) bool {
 // serverMeta identifies the server in every modern result's _meta.
 var serverMeta = map[string]any{metaServerInfo: map[string]string{"name": ServerName, "version": ServerVersion, "title": ServerTitle}}
 
+// withServerMeta is a modern result's _meta: the server's identity beside what the result has.
+func withServerMeta(meta map[string]any) map[string]any {
+	if len(meta) == 0 {
+		return serverMeta
+	}
+	out := map[string]any{metaServerInfo: serverMeta[metaServerInfo]}
+	for k, v := range meta {
+		out[k] = v
+	}
+	return out
+}
+
 // complete marks a modern result final and signs it with the server's identity.
 func complete(result map[string]any) map[string]any {
 	result["resultType"] = "complete"
@@ -160,11 +172,19 @@ func (s *Server) serveModern(ctx context.Context, r Request, body []byte) (int, 
 	case "server/discover":
 		result = complete(cacheable(map[string]any{
 			"supportedVersions": SupportedVersions,
-			"capabilities":      map[string]any{"tools": map[string]any{}, "extensions": map[string]any{extTasks: map[string]any{}}},
+			"capabilities":      uiCapabilities(true),
 			"instructions":      instructions,
 		}))
 	case "tools/list":
 		result = s.lists[eraModern]
+	case "resources/list":
+		result = complete(cacheable(resourceList()))
+	case "resources/read":
+		out, err := readResource(eraModern, m.Params)
+		if err != nil {
+			return fail(200, err.Code, err.Message, err.Data)
+		}
+		result = complete(cacheable(out))
 	case "tools/call":
 		out, err := s.callTool(ctx, r.UserID, eraModern, m.Params)
 		if err == errUnavailable {
@@ -177,7 +197,8 @@ func (s *Server) serveModern(ctx context.Context, r Request, body []byte) (int, 
 			return fail(200, err.Code, err.Message, nil)
 		}
 		tr := out.(toolResult)
-		tr.ResultType, tr.Meta = "complete", serverMeta
+		tr.ResultType = "complete"
+		tr.Meta = withServerMeta(tr.Meta)
 		result = tr
 		if t := toolIndex[*p.Name]; t.Task && declares(caps, extTasks) {
 			if result, err = s.startTask(ctx, r.UserID, tr); err == errUnavailable {
