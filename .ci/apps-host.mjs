@@ -258,19 +258,24 @@ try {
           await page.evaluate(([h, r, t]) => window.show(h, r, t), [view, result, theme]);
           const frame = page.frames().find((f) => f !== page.mainFrame());
           await frame.waitForFunction(() => !document.getElementById('app').textContent.startsWith('Waiting'));
-          await page.waitForFunction(() => window.sized > 0);
+          // The host sized the iframe to the view's own height (ui/notifications/size-changed).
+          const height = await frame.evaluate(() => Math.ceil(document.documentElement.getBoundingClientRect().height));
+          await page.waitForFunction((h) => document.querySelector('iframe').style.height === `${h}px`, height);
+          await frame.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
           const text = await frame.evaluate(() => document.getElementById('app').innerText);
           const pwned = await page.evaluate(() => window.pwned);
           const doc = await frame.evaluate(() => ({ theme: document.documentElement.getAttribute('data-theme'), imgs: document.images.length, scripts: document.querySelectorAll('#app script').length }));
           const file = join(shots, `${label}-${width}-${theme}.png`);
-          await page.screenshot({ path: file, fullPage: true });
+          await page.setViewportSize({ width, height: Math.max(200, height) }); // the whole view in the viewport: Chromium paints an out-of-process iframe only there
+          await frame.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+          await page.screenshot({ path: file });
           await page.close();
           assert(errors.length === 0, `console errors: ${errors.join(' | ')}`);
           assert(requests.length === 0, `requests: ${requests.join(', ')}`);
           assert(pwned.length === 0 && doc.imgs === 0 && doc.scripts === 0, `markup ran: ${pwned} imgs ${doc.imgs}`);
           assert(doc.theme === theme, `theme ${doc.theme}`);
           if (label.endsWith('hostile') && tool === 'get_latest_scan') assert(text.includes('<script>'), 'the hostile name is not shown as text');
-          return `${text.replace(/\s+/g, ' ').slice(0, 70)}…`;
+          return `${height} px high: ${text.replace(/\s+/g, ' ').slice(0, 60)}…`;
         });
       }
     }
