@@ -123,7 +123,7 @@ func (spentQuota) Check(string, time.Time) error {
 }
 
 // TestStartScanQuotaAndScope: past the daily audits start_scan is a tool error that says when to
-// retry and starts nothing; another user's site is not found; a read-only credential is refused
+// retry and starts nothing; another user's site and scan are not found; a read-only credential is refused
 // with -32003 (403, the step-up), and get_scan is allowed to it.
 func TestStartScanQuotaAndScope(t *testing.T) {
 	f := newFixture(t, storetest.Backends(t)[0].Open(t))
@@ -138,6 +138,11 @@ func TestStartScanQuotaAndScope(t *testing.T) {
 	r = f.call2025(t, allScopes, "start_scan", map[string]any{"siteId": f.otherSite})
 	if r["isError"] != true || textOf(t, r) != string(errSiteNotFound) {
 		t.Fatalf("start_scan of another user's site = %v", r)
+	}
+	other := *f
+	other.userID = f.otherUser
+	if r := other.call2025(t, allScopes, "get_scan", map[string]any{"scanId": f.latestID}); r["isError"] != true || textOf(t, r) != string(errScanNotFound) {
+		t.Fatalf("get_scan of another user's scan = %v", r)
 	}
 	readOnly := store.WithScope(context.Background(), store.ScopeRead)
 	status, out := f.srv.ServeRequest(readOnly, Request{UserID: f.userID, Header: map[string][]string{"Mcp-Protocol-Version": {"2025-11-25"}},

@@ -118,7 +118,7 @@ func (s *Server) taskCall(ctx context.Context, userID, method string, params jso
 	if err == nil {
 		t, err = s.taskOf(ctx, userID, sc)
 	}
-	if store.Classify(err) == store.ErrUnavailable {
+	if store.Classify(err) == store.ErrUnavailable || err == error(errUnavailable) {
 		return nil, errUnavailable
 	}
 	if err != nil {
@@ -143,7 +143,7 @@ func (s *Server) startTask(ctx context.Context, userID string, r toolResult) (an
 			t, err = s.taskOf(ctx, userID, sc)
 		}
 	}
-	if store.Classify(err) == store.ErrUnavailable {
+	if store.Classify(err) == store.ErrUnavailable || err == error(errUnavailable) {
 		return nil, errUnavailable
 	}
 	if err != nil {

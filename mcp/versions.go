@@ -66,8 +66,10 @@ const (
 
 // modernParams is what the modern rules read of a request's params.
 type modernParams struct {
-	Meta map[string]json.RawMessage `json:"_meta"`
-	Name *string                    `json:"name"`
+	Meta   map[string]json.RawMessage `json:"_meta"`
+	Name   *string                    `json:"name"`
+	URI    *string                    `json:"uri"`
+	TaskID *string                    `json:"taskId"`
 }
 
 // isModern tells a 2026-07-28 request from a legacy one: it names 2026-07-28 in its header, or
@@ -162,9 +164,19 @@ func (s *Server) serveModern(ctx context.Context, r Request, body []byte) (int, 
 	if h := r.Header.Get("Mcp-Method"); h != *m.Method {
 		return fail(400, CodeHeaderMismatch, "Header mismatch: Mcp-Method header "+quote(h)+" does not match body method "+quote(*m.Method), nil)
 	}
-	if *m.Method == "tools/call" && p.Name != nil {
-		if h, ok := headerName(r.Header.Get("Mcp-Name")); !ok || h != *p.Name {
-			return fail(400, CodeHeaderMismatch, "Header mismatch: Mcp-Name header "+quote(r.Header.Get("Mcp-Name"))+" does not match params.name "+quote(*p.Name), nil)
+	// Mcp-Name mirrors the field that names what the request acts on.
+	field, name := "", (*string)(nil)
+	switch *m.Method {
+	case "tools/call":
+		field, name = "name", p.Name
+	case "resources/read":
+		field, name = "uri", p.URI
+	case "tasks/get", "tasks/cancel":
+		field, name = "taskId", p.TaskID
+	}
+	if name != nil {
+		if h, ok := headerName(r.Header.Get("Mcp-Name")); !ok || h != *name {
+			return fail(400, CodeHeaderMismatch, "Header mismatch: Mcp-Name header "+quote(r.Header.Get("Mcp-Name"))+" does not match params."+field+" "+quote(*name), nil)
 		}
 	}
 	var result any

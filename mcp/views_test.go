@@ -119,3 +119,23 @@ func TestViewData(t *testing.T) {
 		t.Errorf("2025-03-26 get_trend has _meta")
 	}
 }
+
+// TestMcpNameOfNewMethods: a 2026-07-28 request's Mcp-Name must mirror params.uri for
+// resources/read and params.taskId for tasks/get and tasks/cancel, as it mirrors params.name for
+// tools/call (400, -32020), so an intermediary routing by the header never routes wrong.
+func TestMcpNameOfNewMethods(t *testing.T) {
+	f := newFixture(t, memory.New())
+	for _, c := range []struct{ method, field, value string }{
+		{"resources/read", "uri", "ui://sitepulse/trend"},
+		{"tasks/get", "taskId", f.latestID},
+		{"tasks/cancel", "taskId", f.latestID},
+	} {
+		params := `"` + c.field + `":"` + c.value + `"`
+		if status, m := f.modern(t, c.method, "something-else", params); status != 400 || errCode(m) != CodeHeaderMismatch {
+			t.Errorf("%s with another Mcp-Name: %d %v", c.method, status, m)
+		}
+		if status, m := f.modern(t, c.method, c.value, params); status != 200 || m["result"] == nil {
+			t.Errorf("%s with its Mcp-Name: %d %v", c.method, status, m)
+		}
+	}
+}
