@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
 
 	"sitepulse/store"
 )
@@ -223,7 +224,10 @@ func toolCount(e era) string {
 			n++
 		}
 	}
-	return map[int]string{9: "nine", 10: "ten", 11: "eleven"}[n]
+	if w, ok := map[int]string{9: "nine", 10: "ten", 11: "eleven", 12: "twelve"}[n]; ok {
+		return w
+	}
+	return strconv.Itoa(n)
 }
 
 // toolIndex finds a tool by name.
