@@ -56,7 +56,7 @@ func trendCharts(points []trendPoint) []trendChart {
 	charts := []trendChart{
 		{ID: "scores", Label: "Scores", SVG: trendSVG(points), Legend: trendSeries},
 		{ID: "health", Label: "Health", Note: "Health is the mean of the four scores.",
-			SVG: lineChart(fmt.Sprintf("Health of the last %d completed scans, oldest first", len(points)), at, analysis.ScoreScale,
+			SVG: lineChart(fmt.Sprintf("Health of the last %d completed scans, oldest first", len(points)), at, analysis.ScoreScale.Titled("Health"),
 				[]analysis.ChartLine{{Label: "Health", Class: "s-health", Values: score("health")}})},
 	}
 	for _, name := range trendVitals {
@@ -69,7 +69,7 @@ func trendCharts(points []trendPoint) []trendChart {
 			}
 		}
 		top = analysis.NiceCeil(top)
-		scale := analysis.ChartScale{Max: top, Grid: []float64{0, m.Bands.Good, m.Bands.Poor, top}, Format: func(v float64) string { return formatVital(name, v) }}
+		scale := analysis.ChartScale{Title: m.Label, Max: top, Grid: []float64{0, m.Bands.Good, m.Bands.Poor, top}, Format: func(v float64) string { return formatVital(name, v) }}
 		charts = append(charts, trendChart{ID: name, Label: m.Label,
 			Note: m.Title + " of the slowest page (mobile when scanned). Grid lines mark web.dev's good and poor thresholds.",
 			SVG:  lineChart(fmt.Sprintf("%s of the last %d completed scans, oldest first", m.Title, len(points)), at, scale, []analysis.ChartLine{{Label: m.Label, Class: "s-vital", Values: values}})})

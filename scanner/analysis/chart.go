@@ -21,17 +21,22 @@ type ChartLine struct {
 	Values       []*float64
 }
 
-// ChartScale is a chart's y axis from 0 to Max, with grid lines at Grid and values written by
-// Format. Each grid line is labelled, except one at Max too close to the line below it.
+// ChartScale is a chart's y axis from 0 to Max, titled Title, with grid lines at Grid (in
+// ascending order) and values written by Format. A grid line is labelled unless its label would
+// crowd the labelled one below it.
 type ChartScale struct {
+	Title  string
 	Max    float64
 	Grid   []float64
 	Format func(float64) string
 }
 
+// Titled is the scale with another title.
+func (c ChartScale) Titled(title string) ChartScale { c.Title = title; return c }
+
 // ScoreScale is the axis of 0-100 scores: grid at the rating bands, 50 and 90 separating poor,
 // needs improvement and good.
-var ScoreScale = ChartScale{Max: 100, Grid: []float64{0, 50, 90, 100}, Format: func(v float64) string { return strconv.Itoa(int(v)) }}
+var ScoreScale = ChartScale{Title: "Score", Max: 100, Grid: []float64{0, 50, 90, 100}, Format: func(v float64) string { return strconv.Itoa(int(v)) }}
 
 // ScoreSeries are the lines of the scores chart, in legend order: the interface's four
 // categories, with the class names that colour them.
@@ -62,47 +67,53 @@ func ScoresChart(at []time.Time, scores []store.ScanScores) string {
 	return LineChart(fmt.Sprintf("Scores of the last %d completed scans, oldest first", len(at)), at, ScoreScale, lines)
 }
 
-// Chart geometry in viewBox units; the SVG scales to its container.
+// Chart geometry in viewBox units; the SVG scales to its container. The labels are sized for the
+// phone stylesheet, whose axis font is ChartPhoneFont units high (about 13 px on a 375 px screen;
+// the desktop's is smaller): a character takes about 0.6 of it, and tick labels closer than
+// ChartTickGap would touch.
 const (
 	chartW, chartH                               = 640, 220
-	chartLeft, chartRight, chartTop, chartBottom = 40, 12, 10, 28
+	chartLeft, chartRight, chartTop, chartBottom = 40, 12, 10, 36
+	ChartPhoneFont                               = 26
+	ChartTickGap                                 = ChartPhoneFont
+	chartTitleW                                  = ChartPhoneFont + 6 // the rotated y-axis title's column
 )
 
 // LineChart draws lines over time as an inline SVG, oldest point on the left. A missing value
 // breaks its line instead of dropping to zero; a line with no value at all is not drawn. Every
 // label is a number or a date the function formats itself; they are escaped all the same.
 func LineChart(label string, at []time.Time, scale ChartScale, lines []ChartLine) string {
-	// The axis labels need room on the left: up to 12 units a character, the phone stylesheet's
-	// 20-unit font.
-	left := chartLeft
-	labelled := func(i int) bool {
-		g := scale.Grid[i]
-		return g != scale.Max || i == 0 || g-scale.Grid[i-1] > scale.Max*0.12 // a label would crowd the one below
-	}
+	plotH := float64(chartH - chartTop - chartBottom)
+	y := func(v float64) float64 { return chartTop + plotH*(1-v/scale.Max) }
+	// A tick is labelled when it is far enough above the last labelled one; the labels, and the
+	// title beside them, need room on the left.
+	labelled := make([]bool, len(scale.Grid))
+	left, last := chartLeft, math.Inf(1)
 	for i, g := range scale.Grid {
-		if labelled(i) {
-			left = max(left, 8+12*len([]rune(scale.Format(g))))
+		if last-y(g) >= ChartTickGap {
+			labelled[i], last = true, y(g)
+			left = max(left, chartTitleW+8+int(math.Ceil(0.6*ChartPhoneFont*float64(len([]rune(scale.Format(g)))))))
 		}
 	}
 	plotW := float64(chartW - left - chartRight)
-	plotH := float64(chartH - chartTop - chartBottom)
 	x := func(i int) float64 {
 		if len(at) == 1 {
 			return float64(left) + plotW/2
 		}
 		return float64(left) + plotW*float64(i)/float64(len(at)-1)
 	}
-	y := func(v float64) float64 { return chartTop + plotH*(1-v/scale.Max) }
 
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg class="trend" viewBox="0 0 %d %d" role="img" aria-label="%s" xmlns="http://www.w3.org/2000/svg">`,
 		chartW, chartH, html.EscapeString(label))
 	for i, g := range scale.Grid {
 		fmt.Fprintf(&b, `<line class="grid" x1="%d" y1="%s" x2="%d" y2="%s"/>`, left, num(y(g)), chartW-chartRight, num(y(g)))
-		if labelled(i) {
+		if labelled[i] {
 			fmt.Fprintf(&b, `<text class="axis" x="%d" y="%s" text-anchor="end">%s</text>`, left-6, num(y(g)+4), html.EscapeString(scale.Format(g)))
 		}
 	}
+	fmt.Fprintf(&b, `<text class="axis-title" transform="translate(%d %s) rotate(-90)" text-anchor="middle">%s</text>`,
+		ChartPhoneFont-4, num(chartTop+plotH/2), html.EscapeString(scale.Title))
 	// Dates under the first and last points (and the middle one when there are many).
 	labels := []int{0}
 	if len(at) > 4 {
@@ -118,7 +129,7 @@ func LineChart(label string, at []time.Time, scale ChartScale, lines []ChartLine
 		} else if len(at) > 1 && i == len(at)-1 {
 			anchor = "end"
 		}
-		fmt.Fprintf(&b, `<text class="axis" x="%s" y="%d" text-anchor="%s">%s</text>`, num(x(i)), chartH-8, anchor,
+		fmt.Fprintf(&b, `<text class="axis date" x="%s" y="%d" text-anchor="%s">%s</text>`, num(x(i)), chartH-6, anchor,
 			html.EscapeString(at[i].UTC().Format("2 Jan")))
 	}
 	for _, l := range lines {
