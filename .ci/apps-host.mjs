@@ -66,7 +66,11 @@ async function connect(tasks) {
   };
   const transport = new v2.StreamableHTTPClientTransport(new URL(`${base}/api/mcp`),
     { fetch: fetchTap, requestInit: { headers: { Authorization: `Bearer ${apiKey}` } } });
-  const capabilities = tasks ? { extensions: { 'io.modelcontextprotocol/tasks': {} } } : {};
+  // A host that draws views declares the ui extension (2026-07-28 results carry the views' data
+  // only for such a client); the task client declares the tasks extension too.
+  const extensions = { 'io.modelcontextprotocol/ui': { mimeTypes: ['text/html;profile=mcp-app'] } };
+  if (tasks) extensions['io.modelcontextprotocol/tasks'] = {};
+  const capabilities = { extensions };
   const client = new v2.Client({ name: 'sitepulse-apps-ci', version: '1.0.0' }, { capabilities, versionNegotiation: { mode: { pin: '2026-07-28' } } });
   await client.connect(transport);
   const call = async (name, args) => {

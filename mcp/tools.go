@@ -413,7 +413,7 @@ func (s *Server) result(ctx context.Context, userID string, e era, t *tool, payl
 				r.Content = append(r.Content, link)
 			}
 		}
-		if v, ok := payload.(viewer); ok && t.View != "" {
+		if v, ok := payload.(viewer); ok && t.View != "" && !noViews(ctx) {
 			data, err := v.viewData(ctx, s, userID)
 			if store.Classify(err) == store.ErrUnavailable {
 				return toolResult{}, errUnavailable

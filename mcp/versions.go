@@ -179,6 +179,9 @@ func (s *Server) serveModern(ctx context.Context, r Request, body []byte) (int, 
 			return fail(400, CodeHeaderMismatch, "Header mismatch: Mcp-Name header "+quote(r.Header.Get("Mcp-Name"))+" does not match params."+field+" "+quote(*name), nil)
 		}
 	}
+	if !declares(caps, extUI) {
+		ctx = context.WithValue(ctx, noViewsKey{}, true)
+	}
 	var result any
 	switch *m.Method {
 	case "server/discover":

@@ -108,6 +108,13 @@ func readResource(e era, params json.RawMessage) (map[string]any, *rpcError) {
 // CodeResourceNotFound is the legacy eras' error for resources/read of an unknown uri.
 const CodeResourceNotFound = -32002
 
+// noViewsKey marks the context of a 2026-07-28 request whose client did not declare the ui
+// extension: it cannot draw a view, so its results go without the view's data (for a site of
+// many pages, most of a get_latest_scan answer's bytes).
+type noViewsKey struct{}
+
+func noViews(ctx context.Context) bool { return ctx.Value(noViewsKey{}) != nil }
+
 // viewer is a payload a view draws: viewData is what the view needs beyond the payload, for the
 // result's _meta (metaView); nil when the payload is all.
 type viewer interface {
@@ -139,7 +146,9 @@ type viewVital struct {
 }
 
 func (l latestScan) viewData(ctx context.Context, s *Server, userID string) (any, error) {
-	results, err := s.store.PageMetrics(ctx, userID, l.ScanID)
+	// The scan is the caller's (get_latest_scan found it through the owner-scoped budget
+	// inputs) and complete: its metrics come from the server's cache when they are there.
+	results, err := s.pageMetrics(ctx, userID, store.Scan{ID: l.ScanID, Status: store.StatusComplete})
 	if err != nil {
 		return nil, err
 	}

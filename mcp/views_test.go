@@ -139,3 +139,23 @@ func TestMcpNameOfNewMethods(t *testing.T) {
 		}
 	}
 }
+
+// TestViewDataOnlyForHostsThatDrawIt: a 2026-07-28 request carries its client's capabilities, so
+// the view's data (the latest scan's every page, in _meta) rides only on the results of a client
+// that declares io.modelcontextprotocol/ui; a legacy request cannot say, and gets it from
+// 2025-06-18 on.
+func TestViewDataOnlyForHostsThatDrawIt(t *testing.T) {
+	f := newFixture(t, memory.New())
+	call := func(caps string) map[string]any {
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_latest_scan","arguments":{"siteId":"` + f.demo.SiteID + `"},` +
+			`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + caps + `}}}`
+		_, m := f.send(t, f.userID, map[string]string{"MCP-Protocol-Version": ModernVersion, "Mcp-Method": "tools/call", "Mcp-Name": "get_latest_scan"}, body)
+		return m["result"].(map[string]any)["_meta"].(map[string]any)
+	}
+	if meta := call(`{}`); meta[metaView] != nil || meta[metaServerInfo] == nil {
+		t.Errorf("a client without the ui extension got the view's data: %v", meta)
+	}
+	if meta := call(`{"extensions":{"io.modelcontextprotocol/ui":{"mimeTypes":["text/html;profile=mcp-app"]}}}`); meta[metaView] == nil {
+		t.Errorf("a host declaring the ui extension got no view data: %v", meta)
+	}
+}
