@@ -754,7 +754,7 @@ func TestTrendSVG(t *testing.T) {
 		}(), want: []string{">1 Nov<", ">11 Nov<", ">20 Nov<", "last 20 completed scans"}, circles: 80, paths: 4},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got := string(trendSVG(tt.points, nil))
+			got := string(trendSVG(tt.points))
 			if len(tt.points) == 0 {
 				if got != "" {
 					t.Errorf("got %q, want nothing", got)
