@@ -21,7 +21,8 @@ import (
 // Queue is what the workers need of the store: the job queue, and a scan's stored results and
 // errors read back to score it.
 type Queue interface {
-	store.Queue
+	store.Jobs
+	store.ScanRecords
 	PageResults(ctx context.Context, userID, scanID string) ([]store.PageResult, error)
 	PageErrors(ctx context.Context, userID, scanID string) ([]store.PageError, error)
 	// LatestCompletedScan and PageMetrics read the previous scan a page's audit is confirmed
@@ -220,7 +221,7 @@ func (p *Pool) dispatch(jobs chan<- store.Job, ready <-chan struct{}) {
 		case <-ready:
 		}
 		for {
-			job, err := p.cfg.Store.ClaimJob(p.jobsCtx, store.QueueScan, p.cfg.WorkerID, p.cfg.Now())
+			job, err := p.cfg.Store.ClaimJob(p.jobsCtx, store.KindScan, p.cfg.WorkerID, p.cfg.Now())
 			if err == nil {
 				jobs <- job
 				break

@@ -63,7 +63,7 @@ func (r *rig) addSite(name string, pages []string) store.Site {
 func (r *rig) enqueue(site store.Site) store.Scan {
 	r.t.Helper()
 	sc := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: time.Now()}
-	if err := r.st.EnqueueScan(context.Background(), sc, store.QueueScan, time.Now()); err != nil {
+	if err := r.st.EnqueueScan(context.Background(), sc, store.KindScan, time.Now()); err != nil {
 		r.t.Fatal(err)
 	}
 	return sc
@@ -279,7 +279,7 @@ func testRescueResumes(t *testing.T, st store.Store) {
 	r := newRig(t, st)
 	sc := r.enqueue(r.site)
 	t0 := time.Now()
-	job, err := st.ClaimJob(ctx, store.QueueScan, "doomed", t0)
+	job, err := st.ClaimJob(ctx, store.KindScan, "doomed", t0)
 	if err != nil {
 		t.Fatal(err)
 	}

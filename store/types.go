@@ -1,6 +1,9 @@
 package store
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // User is an account holder. Every site, key, token and report belongs to one.
 type User struct {
@@ -255,10 +258,13 @@ type AlertRule struct {
 	CreatedAt time.Time
 }
 
-// Job is a unit of queued work. A scan job's payload is its scan id.
+// Job is a unit of queued work: its Kind names the worker that runs it and Args is the JSON that
+// worker reads (River's JobArgs). A scan job's args are {"scanId": ...}, and ScanID repeats it for
+// the scan kinds (KindScan, KindDemo) only, so a digest about a scan is not taken for its scan job.
 type Job struct {
 	ID          int64
-	Queue       string
+	Kind        string
+	Args        json.RawMessage
 	ScanID      string
 	State       string
 	Attempt     int
@@ -268,7 +274,26 @@ type Job struct {
 	LockedBy    string
 	LastError   string
 	CreatedAt   time.Time
+	// FinalizedAt is when the job was completed or discarded; the cleaner deletes it a week later.
+	FinalizedAt *time.Time
 }
+
+// JobArgs is what a job carries: Kind names its worker, and the value is stored as JSON.
+type JobArgs interface {
+	Kind() string
+}
+
+// ScanJob is the args of the job that runs a scan.
+type ScanJob struct {
+	ScanID string `json:"scanId"`
+}
+
+// Kind is KindScan.
+func (ScanJob) Kind() string { return KindScan }
+
+// IsScanKind answers whether jobs of kind run a scan, so that their ScanID is the scan they run
+// and giving them up fails it.
+func IsScanKind(kind string) bool { return kind == KindScan || kind == KindDemo }
 
 // Snoozes is how many times the job was put back by SnoozeJob: each one raised MaxAttempts by
 // one without spending an attempt. Attempt - Snoozes is the number of real attempts made.
@@ -297,11 +322,20 @@ const (
 	JobDiscarded = "discarded"
 )
 
-// Queues. The worker pool claims from QueueScan; demo scans are recorded on QueueDemo so that
-// no worker ever audits them.
+// Job kinds the store itself knows: the scan kinds. A scan job of KindScan is claimed by the
+// pool; demo scans are recorded as KindDemo, which no worker is registered for, so that no worker
+// ever audits them. Other kinds (the digest, ...) belong to the packages that run them.
 const (
-	QueueScan = "scan"
-	QueueDemo = "demo"
+	KindScan = "scan"
+	KindDemo = "demo"
+)
+
+// QueueScan and QueueDemo are the kinds' names from before jobs had kinds.
+//
+// Deprecated: use KindScan and KindDemo.
+const (
+	QueueScan = KindScan
+	QueueDemo = KindDemo
 )
 
 // Lease is a worker's claim on a job. Writes made under a lease are ignored once the lease is

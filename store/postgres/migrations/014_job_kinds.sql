@@ -1,0 +1,20 @@
+-- One durable queue for every kind of work (issue 27): a job has a kind, which names the worker
+-- that runs it, and JSON args. Scan jobs keep running as kind 'scan' with args {"scanId": ...};
+-- scan_id now follows from the args of the scan kinds, so a follow-up job about a scan (a
+-- digest) is never taken for its scan job, and still goes when its site is deleted.
+ALTER TABLE jobs RENAME COLUMN queue TO kind;
+ALTER TABLE jobs ADD COLUMN args jsonb NOT NULL DEFAULT '{}';
+UPDATE jobs SET args = jsonb_build_object('scanId', scan_id);
+ALTER TABLE jobs DROP COLUMN scan_id;
+ALTER TABLE jobs ADD COLUMN scan_id uuid GENERATED ALWAYS AS (
+    CASE WHEN kind IN ('scan', 'demo') THEN (args->>'scanId')::uuid END) STORED
+    REFERENCES scans ON DELETE CASCADE;
+CREATE INDEX jobs_scan ON jobs (scan_id);
+
+-- Finished jobs are deleted a week after they finished (the cleaner).
+ALTER TABLE jobs ADD COLUMN finalized_at timestamptz;
+UPDATE jobs SET finalized_at = coalesce(heartbeat_at, run_at) WHERE state IN ('completed', 'discarded');
+CREATE INDEX jobs_finalized ON jobs (finalized_at) WHERE state IN ('completed', 'discarded');
+
+DROP INDEX jobs_runnable;
+CREATE INDEX jobs_runnable ON jobs (kind, run_at, id) WHERE state = 'available';
