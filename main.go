@@ -214,6 +214,9 @@ func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Au
 	if connector != nil { // a nil *Connector in the interface would not be nil
 		refresher = connector
 	}
+	// Every kind of job runs through the one queue; a kind is registered here with its worker.
+	digest := &notify.Digest{Store: st, SMTPAddr: cfg.SMTPAddr, From: cfg.SMTPFrom, Username: cfg.SMTPUsername,
+		Password: cfg.SMTPPassword, BaseURL: cfg.BaseURL, Log: log}
 	return scanner.NewPool(scanner.PoolConfig{
 		Store: st, Auditor: auditor, Capacity: capacity, Replay: replay, Log: log, Workers: cfg.ScanWorkers, Wake: wake, Platform: refresher,
 		ConfirmRuns:   cfg.ConfirmRuns,
@@ -222,8 +225,8 @@ func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Au
 		ScheduleEvery: time.Duration(cfg.SchedulePoll) * time.Second,
 		Discovery:     discover.Discovery{MaxPages: cfg.MaxPagesPerScan, Client: fetch},
 		Quota:         psi.NewAccountQuota(cfg.UserDailyAudits, st),
-		Digest: &notify.Digest{Store: st, SMTPAddr: cfg.SMTPAddr, From: cfg.SMTPFrom, Username: cfg.SMTPUsername,
-			Password: cfg.SMTPPassword, BaseURL: cfg.BaseURL, Log: log},
+		Kinds:         []scanner.KindWorker{scanner.Work(1, digest.Work)},
+		Then:          notify.AfterScan,
 	})
 }
 

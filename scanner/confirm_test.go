@@ -26,10 +26,12 @@ const (
 func (r *rig) confirmScan(fake *scantest.PSI, digest *notify.Digest) store.Scan {
 	r.t.Helper()
 	p := r.pool(func(c *PoolConfig) {
-		c.Auditor, c.Digest, c.ConfirmRuns = psi.New(psi.Config{Endpoint: fake.Endpoint()}), digest, 2
+		c.Auditor, c.ConfirmRuns = psi.New(psi.Config{Endpoint: fake.Endpoint()}), 2
+		withDigest(c, digest)
 	})
 	sc := r.wait(r.enqueue(r.site).ID)
 	p.Stop(context.Background())
+	r.sendDigests(p)
 	return sc
 }
 

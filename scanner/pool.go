@@ -8,13 +8,14 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"sitepulse/store"
 
 	"sitepulse/scanner/discover"
-	"sitepulse/scanner/notify"
 	"sitepulse/scanner/psi"
 )
 
@@ -38,7 +39,12 @@ type PoolConfig struct {
 	// Replay audits the demo site instead of Auditor (see Replay); nil replays nothing.
 	Replay    *Replay
 	Discovery discover.Discovery
-	Digest    *notify.Digest // e-mails regressions after a scan completes; nil sends none
+	// Kinds are the workers of the other kinds of job this process runs (the digest, ...),
+	// beside the scan kind the pool runs itself; see Work.
+	Kinds []KindWorker
+	// Then gives the follow-up jobs of a completed scan (the digest), enqueued in the
+	// transaction that completes it, so a crash right after loses none; nil enqueues none.
+	Then func(scanID string) []store.JobArgs
 	// Platform refreshes a connected site's pages before a publish's scan; nil keeps the saved list.
 	Platform PageRefresher
 	// Quota is USER_DAILY_AUDITS, each account's daily audit budget; nil grants everything.
@@ -75,6 +81,10 @@ type PoolConfig struct {
 	Deadline time.Duration
 	// Backoff is the wait before a failed job's next attempt. Default attempt^4 s ±10%.
 	Backoff func(attempt int) time.Duration
+	// KeepJobs is how long finished jobs are kept before the cleaner deletes them. Default a week.
+	KeepJobs time.Duration
+	// CleanEvery is how often the cleaner runs. Default 1 h.
+	CleanEvery time.Duration
 	// ReleaseGrace bounds how long Stop waits for cancelled jobs to release their leases. Default 5 s.
 	ReleaseGrace time.Duration
 	Now          func() time.Time
@@ -86,11 +96,13 @@ type PageRefresher interface {
 	RefreshPages(ctx context.Context, site store.Site) ([]string, error)
 }
 
-// Pool is one dispatcher claiming scan jobs and handing them to Workers goroutines, plus the
-// rescuer. Several processes may run pools on one Postgres: claims skip locked rows, and every
-// write is made under the job's lease.
+// Pool runs the job queue in this process: per kind of job, one dispatcher claiming its jobs
+// and handing them to its workers (SCAN_WORKERS for scans), plus the scheduler, the rescuer and
+// the cleaner. Several processes may run pools on one Postgres: claims skip locked rows, and
+// every write is made under the job's lease.
 type Pool struct {
 	cfg      PoolConfig
+	kinds    map[string]KindWorker
 	stop     chan struct{} // closed by Stop: claim nothing more
 	jobsCtx  context.Context
 	cancel   context.CancelCauseFunc
@@ -141,6 +153,12 @@ func NewPool(cfg PoolConfig) *Pool {
 	if cfg.Backoff == nil {
 		cfg.Backoff = JobBackoff
 	}
+	if cfg.KeepJobs <= 0 {
+		cfg.KeepJobs = 7 * 24 * time.Hour
+	}
+	if cfg.CleanEvery <= 0 {
+		cfg.CleanEvery = time.Hour
+	}
 	if cfg.ReleaseGrace <= 0 {
 		cfg.ReleaseGrace = 5 * time.Second
 	}
@@ -149,6 +167,10 @@ func NewPool(cfg PoolConfig) *Pool {
 	}
 	p := &Pool{cfg: cfg, stop: make(chan struct{}), replayed: psi.NewCapacity(psi.CapacityConfig{MaxInFlight: cfg.Capacity.MaxInFlight()})}
 	p.jobsCtx, p.cancel = context.WithCancelCause(context.Background())
+	p.kinds = map[string]KindWorker{store.KindScan: {kind: store.KindScan, workers: cfg.Workers, work: p.workScan}}
+	for _, k := range cfg.Kinds {
+		p.kinds[k.kind] = k
+	}
 	return p
 }
 
@@ -158,31 +180,45 @@ func JobBackoff(attempt int) time.Duration {
 	return jitter(d, 0.1)
 }
 
-// Start runs the dispatcher, the workers, the rescuer and the scheduler until Stop.
+// Start runs each kind's dispatcher and workers, the scheduler, the rescuer and the cleaner
+// until Stop.
 func (p *Pool) Start() {
-	jobs := make(chan store.Job)
-	ready := make(chan struct{}, p.cfg.Workers)
-	for i := range p.cfg.Workers {
+	var wakes []chan struct{}
+	for _, k := range p.kinds {
+		jobs := make(chan store.Job)
+		ready := make(chan struct{}, k.workers)
+		wake := make(chan struct{}, 1)
+		wakes = append(wakes, wake)
+		for i := range k.workers {
+			p.wg.Add(1)
+			go func() {
+				defer p.wg.Done()
+				p.worker(i+1, k, jobs, ready)
+			}()
+		}
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
-			p.worker(i+1, jobs, ready)
+			p.dispatch(k, wake, jobs, ready)
 		}()
 	}
-	p.wg.Add(3)
-	go func() {
-		defer p.wg.Done()
-		p.dispatch(jobs, ready)
-	}()
-	go func() {
-		defer p.wg.Done()
-		p.scheduler()
-	}()
-	go func() {
-		defer p.wg.Done()
-		p.rescuer()
-	}()
-	p.cfg.Log.Info("scanner started", "workers", p.cfg.Workers, "worker_id", p.cfg.WorkerID,
+	loops := []func(){p.scheduler, p.rescuer, p.cleaner}
+	if p.cfg.Wake != nil {
+		loops = append(loops, func() { p.fanOut(wakes) })
+	}
+	for _, loop := range loops {
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			loop()
+		}()
+	}
+	kinds := make([]string, 0, len(p.kinds))
+	for k := range p.kinds {
+		kinds = append(kinds, k)
+	}
+	slices.Sort(kinds)
+	p.cfg.Log.Info("scanner started", "workers", p.cfg.Workers, "kinds", strings.Join(kinds, ","), "worker_id", p.cfg.WorkerID,
 		"max_inflight", p.cfg.Capacity.MaxInFlight(), "notify", p.cfg.Wake != nil, "poll", p.cfg.Poll)
 }
 
@@ -206,167 +242,6 @@ func (p *Pool) Stop(ctx context.Context) error {
 		return nil
 	case <-time.After(p.cfg.ReleaseGrace):
 		return errors.New("scanner: workers did not stop; their jobs will be rescued after the lease")
-	}
-}
-
-// dispatch claims a job whenever a worker is idle, waking on notifications and on the poll.
-func (p *Pool) dispatch(jobs chan<- store.Job, ready <-chan struct{}) {
-	defer close(jobs)
-	poll := time.NewTicker(p.cfg.Poll)
-	defer poll.Stop()
-	for {
-		select {
-		case <-p.stop:
-			return
-		case <-ready:
-		}
-		for {
-			job, err := p.cfg.Store.ClaimJob(p.jobsCtx, store.KindScan, p.cfg.WorkerID, p.cfg.Now())
-			if err == nil {
-				jobs <- job
-				break
-			}
-			switch {
-			case errors.Is(err, store.ErrNotFound):
-			case store.Classify(err) == store.ErrUnavailable: // a restart: the next poll tries again
-				p.cfg.Log.Warn("scanner: claim failed: database unavailable", "err", err)
-			default:
-				p.cfg.Log.Error("scanner: claim failed", "err", err)
-			}
-			select {
-			case <-p.stop:
-				return
-			case <-p.cfg.Wake:
-			case <-poll.C:
-			}
-		}
-	}
-}
-
-func (p *Pool) worker(n int, jobs <-chan store.Job, ready chan<- struct{}) {
-	for {
-		ready <- struct{}{}
-		job, ok := <-jobs
-		if !ok {
-			return
-		}
-		p.run(n, job)
-	}
-}
-
-// rescuer returns jobs of dead workers to the queue, or fails their scans on the last attempt,
-// and fails the scans past their deadline.
-func (p *Pool) rescuer() {
-	t := time.NewTicker(p.cfg.RescueEvery)
-	defer t.Stop()
-	for {
-		now := p.cfg.Now()
-		n, err := p.cfg.Store.RescueJobs(p.jobsCtx, now.Add(-p.cfg.Lease), now)
-		if err != nil {
-			p.cfg.Log.Error("scanner: rescue failed", "err", err)
-		} else if n > 0 {
-			p.cfg.Log.Warn("scanner: rescued stale jobs", "jobs", n)
-		}
-		p.expireOverdue(p.jobsCtx)
-		select {
-		case <-p.stop:
-			return
-		case <-t.C:
-		}
-	}
-}
-
-// run works one job under its lease, with heartbeats, and settles it: done, retried later,
-// failed, or released at shutdown.
-func (p *Pool) run(worker int, job store.Job) {
-	lease := job.Lease()
-	attempt := job.Attempt - job.Snoozes() // real attempts: a snooze spends none
-	log := p.cfg.Log.With("worker", worker, "job", job.ID, "scan", job.ScanID, "attempt", attempt)
-	ctx, cancel := context.WithCancelCause(p.jobsCtx)
-	defer cancel(nil)
-	hbDone := make(chan struct{})
-	go func() {
-		defer close(hbDone)
-		t := time.NewTicker(p.cfg.Heartbeat)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				err := p.cfg.Store.Heartbeat(ctx, lease, p.cfg.Now())
-				if errors.Is(err, store.ErrLeaseLost) {
-					cancel(errLeaseLost)
-					return
-				}
-				if err != nil && ctx.Err() == nil {
-					log.Warn("scanner: heartbeat failed", "err", err)
-				}
-			}
-		}
-	}()
-	done, err := p.scan(ctx, log, job)
-	cancel(nil)
-	<-hbDone
-	if err == nil {
-		if done != nil && p.cfg.Digest != nil {
-			dctx, stop := context.WithTimeout(p.jobsCtx, 2*time.Minute)
-			defer stop()
-			p.cfg.Digest.AfterScan(dctx, done.site, done.scanID, done.results)
-		}
-		return
-	}
-	// Settling uses a fresh context: the job's own may be the thing that was cancelled. It
-	// outlasts a database restart (whileUnavailable), so the job is not left running until
-	// the rescuer's lease lapses.
-	settle, stop := context.WithTimeout(context.Background(), p.cfg.Lease/2+10*time.Second)
-	defer stop()
-	now := p.cfg.Now()
-	var unavailable *psi.UnavailableError
-	switch {
-	case errors.Is(err, store.ErrLeaseLost) || errors.Is(context.Cause(ctx), errLeaseLost):
-		log.Warn("scanner: lease lost; the job belongs to another worker now", "err", err)
-	case errors.Is(context.Cause(ctx), errShutdown):
-		// Not the job's fault: the attempt is not spent.
-		if err := p.cfg.Store.SnoozeJob(settle, lease, now, "released at shutdown"); err != nil {
-			log.Warn("scanner: could not release the job; the rescuer will", "err", err)
-			return
-		}
-		log.Info("scanner: job released at shutdown; another worker resumes it")
-	case errors.As(err, &unavailable):
-		// PSI cannot be used until then: the scan waits without spending an attempt, keeping the
-		// pages already stored. The jitter spreads the snoozed scans over a few seconds.
-		at := later(unavailable.Until, now).Add(jitter(2500*time.Millisecond, 1))
-		if err := p.whileUnavailable(settle, log, "snooze job", func(ctx context.Context) error {
-			return p.cfg.Store.SnoozeJob(ctx, lease, at, unavailable.Error()+"; scan snoozed")
-		}); err != nil {
-			log.Warn("scanner: could not snooze the job; the rescuer will return it", "err", err)
-			return
-		}
-		// What waits: PSI (breaker, daily quota) or this account (its daily audits).
-		what := unavailable.What
-		if what == "" {
-			what = "PSI unavailable"
-		}
-		log.Warn(fmt.Sprintf("scanner: %s until %s, scan snoozed", what, unavailable.Until.UTC().Format(time.RFC3339)),
-			"reason", unavailable.Reason, "resumes_at", at.UTC().Format(time.RFC3339))
-	case job.Attempt < job.MaxAttempts:
-		wait := p.cfg.Backoff(attempt)
-		log.Warn("scanner: attempt failed; retrying", "err", err, "retry_in", wait.Round(time.Millisecond))
-		msg := err.Error()
-		if err := p.whileUnavailable(settle, log, "retry job", func(ctx context.Context) error {
-			return p.cfg.Store.RetryJob(ctx, lease, now.Add(wait), msg)
-		}); err != nil {
-			log.Warn("scanner: could not schedule the retry", "err", err)
-		}
-	default:
-		reason := fmt.Sprintf("gave up after %d attempts: %v", attempt, err)
-		log.Error("scanner: scan failed", "reason", reason)
-		if err := p.whileUnavailable(settle, log, "fail scan", func(ctx context.Context) error {
-			return p.cfg.Store.FailScan(ctx, lease, reason, now)
-		}); err != nil {
-			log.Warn("scanner: could not fail the scan", "err", err)
-		}
 	}
 }
 

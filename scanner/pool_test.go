@@ -449,10 +449,38 @@ func testTwoPools(t *testing.T, st store.Store) {
 // scanWith runs one scan of site on a pool of its own auditing from a fixture PSI, and stops it.
 func (r *rig) scanWith(site store.Site, fake *scantest.PSI, digest *notify.Digest) store.Scan {
 	r.t.Helper()
-	p := r.pool(func(c *PoolConfig) { c.Auditor, c.Digest = psi.New(psi.Config{Endpoint: fake.Endpoint()}), digest })
+	p := r.pool(func(c *PoolConfig) {
+		c.Auditor = psi.New(psi.Config{Endpoint: fake.Endpoint()})
+		withDigest(c, digest)
+	})
 	sc := r.wait(r.enqueue(site).ID)
 	p.Stop(context.Background())
+	r.sendDigests(p)
 	return sc
+}
+
+// withDigest registers digest's worker and enqueues a digest job when a scan completes, as run does.
+// A nil digest registers none.
+func withDigest(c *PoolConfig, digest *notify.Digest) {
+	if digest == nil {
+		return
+	}
+	c.Kinds, c.Then = []KindWorker{Work(1, digest.Work)}, notify.AfterScan
+}
+
+// sendDigests runs, on a stopped pool, the digest jobs its workers had not claimed yet: one
+// step at a time, in the test's goroutine, so the test reads their effect without waiting.
+func (r *rig) sendDigests(p *Pool) {
+	r.t.Helper()
+	for p.kinds[notify.KindDigest].work != nil {
+		ran, err := p.WorkOnce(context.Background(), notify.KindDigest)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		if !ran {
+			return
+		}
+	}
 }
 
 func testDigest(t *testing.T, st store.Store) {
