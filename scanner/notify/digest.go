@@ -4,8 +4,8 @@ package notify
 
 import (
 	"context"
-	"errors"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"mime"

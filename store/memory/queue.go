@@ -1,8 +1,8 @@
 package memory
 
 import (
-	"encoding/json"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
