@@ -486,16 +486,16 @@ func (r *rig) sendDigests(p *Pool) {
 func testDigest(t *testing.T, st store.Store) {
 	r := newRig(t, st)
 	before := scantest.NewPSI(t, "../testdata/psi-before")
-	smtpSrv := newFakeSMTP(t, false)
-	digest := &notify.Digest{Store: st, SMTPAddr: smtpSrv.addr, From: "SitePulse <sitepulse@example.com>", BaseURL: "http://sitepulse.test",
+	smtpSrv := scantest.NewSMTP(t, false)
+	digest := &notify.Digest{Store: st, SMTPAddr: smtpSrv.Addr, From: "SitePulse <sitepulse@example.com>", BaseURL: "http://sitepulse.test",
 		Log: slog.New(slog.NewTextHandler(r.logs, nil))}
 
 	r.scanWith(r.site, before, digest)
-	if n := len(smtpSrv.messages()); n != 0 {
+	if n := len(smtpSrv.Messages()); n != 0 {
 		t.Fatalf("the first scan sent %d digests, want 0 (nothing to compare with)", n)
 	}
 	latest := r.scanWith(r.site, r.psi, digest)
-	msgs := smtpSrv.messages()
+	msgs := smtpSrv.Messages()
 	if len(msgs) != 1 {
 		t.Fatalf("%d digests, want 1; logs:\n%s", len(msgs), r.logs.String())
 	}
@@ -507,16 +507,16 @@ func testDigest(t *testing.T, st store.Store) {
 		t.Fatal("the fixtures should regress")
 	}
 	m := msgs[0]
-	if m.from != "sitepulse@example.com" || m.to != r.user.Email {
-		t.Errorf("envelope %s -> %s", m.from, m.to)
+	if m.From != "sitepulse@example.com" || m.To != r.user.Email {
+		t.Errorf("envelope %s -> %s", m.From, m.To)
 	}
 	for _, want := range []string{"Subject: SitePulse: ", "regressions on Sample", "Page", "Metric", latest.ID} {
-		if !strings.Contains(m.data, want) {
-			t.Errorf("message lacks %q:\n%s", want, m.data)
+		if !strings.Contains(m.Data, want) {
+			t.Errorf("message lacks %q:\n%s", want, m.Data)
 		}
 	}
 	for _, reg := range regs {
-		if !strings.Contains(m.data, reg.PagePath+" ") || !strings.Contains(m.data, notify.FmtMetric(reg.Metric, reg.From)) || !strings.Contains(m.data, notify.FmtMetric(reg.Metric, reg.To)) {
+		if !strings.Contains(m.Data, reg.PagePath+" ") || !strings.Contains(m.Data, notify.FmtMetric(reg.Metric, reg.From)) || !strings.Contains(m.Data, notify.FmtMetric(reg.Metric, reg.To)) {
 			t.Errorf("message lacks %+v", reg)
 		}
 	}
@@ -528,7 +528,7 @@ func testDigest(t *testing.T, st store.Store) {
 	quiet := r.addSite("Quiet", scantest.SamplePages())
 	r.scanWith(quiet, before, digest)
 	r.scanWith(quiet, r.psi, digest)
-	if n := len(smtpSrv.messages()); n != 1 {
+	if n := len(smtpSrv.Messages()); n != 1 {
 		t.Errorf("%d digests with notifications off, want still 1", n)
 	}
 
@@ -536,7 +536,7 @@ func testDigest(t *testing.T, st store.Store) {
 	if err := st.SetNotifyRegressions(context.Background(), r.user.ID, true); err != nil {
 		t.Fatal(err)
 	}
-	digest.SMTPAddr = newFakeSMTP(t, true).addr
+	digest.SMTPAddr = scantest.NewSMTP(t, true).Addr
 	loud := r.addSite("Loud", scantest.SamplePages())
 	r.scanWith(loud, before, digest)
 	if sc := r.scanWith(loud, r.psi, digest); sc.Status != store.StatusComplete {
