@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"time"
 
-	"sitepulse/scanner"
 	"sitepulse/scanner/demo"
 	"sitepulse/store"
 )
@@ -25,7 +24,7 @@ var demoFixtures = demo.Fixtures{FS: fixtures, Before: "testdata/psi-before", La
 // webhook secret the process runs with and the replay of the demo site's audits. Without
 // PLATFORM_CLIENT_SECRET it makes one up for this process, so the printed webhook line works;
 // a configured secret is never printed.
-func seedDemo(ctx context.Context, st store.Store, cfg config, stdout io.Writer, log *slog.Logger) (webhookSecret string, replay *scanner.Replay, err error) {
+func seedDemo(ctx context.Context, st store.Store, cfg config, stdout io.Writer, log *slog.Logger) (webhookSecret string, replay *demo.Replay, err error) {
 	webhookSecret, secretShown := cfg.PlatformSecret, "$PLATFORM_CLIENT_SECRET"
 	if webhookSecret == "" {
 		webhookSecret, _ = store.NewSecret("whsec_")
@@ -41,7 +40,7 @@ func seedDemo(ctx context.Context, st store.Store, cfg config, stdout io.Writer,
 	if err != nil {
 		return "", nil, fmt.Errorf("demo replay: %w", err)
 	}
-	replay = scanner.NewReplay(scanner.ReplayConfig{Runs: runs, SiteIDs: []string{d.SiteID}, Domain: demo.Domain, Log: log})
+	replay = demo.NewReplay(demo.ReplayConfig{Runs: runs, SiteIDs: []string{d.SiteID}, Domain: demo.Domain, Log: log})
 	log.Info("demo site audits are replayed from recorded Lighthouse runs, offline", "site", d.SiteID, "runs", len(runs))
 	log.Info("demo ready", "site", d.SiteID, "new_account", d.Created)
 	fmt.Fprintf(stdout, "demo login: %s %s\n", d.Email, d.Password)

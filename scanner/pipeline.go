@@ -114,7 +114,7 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, job store.Job) error 
 	}
 	log.Info("scan started", "pages", len(pages), "pages_from", source, "audits", len(pairs),
 		"already_stored", len(pairs)-len(todo), "strategy", scan.Strategy, "trigger", scan.Trigger,
-		"replay", p.cfg.Replay.Serves(site))
+		"replay", p.replayed(site))
 
 	// Audit as many pairs at once as the capacity grants this scan; the first store failure
 	// stops the rest. PSI becoming unavailable starts no more audits but lets those in flight

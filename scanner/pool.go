@@ -34,10 +34,9 @@ type Queue interface {
 
 // PoolConfig configures the worker pool. Zero values get the defaults noted.
 type PoolConfig struct {
-	Store   Queue
-	Auditor Auditor
-	// Replay audits the demo site instead of Auditor (see Replay); nil replays nothing.
-	Replay    *Replay
+	Store Queue
+	// Auditor audits the pages; a SiteAuditor chooses one per site (main's demo replay).
+	Auditor   Auditor
 	Discovery discover.Discovery
 	// Kinds are the workers of the other kinds of job this process runs (the digest, ...),
 	// beside the scan kind the pool runs itself; see Work.
@@ -101,14 +100,14 @@ type PageRefresher interface {
 // the cleaner. Several processes may run pools on one Postgres: claims skip locked rows, and
 // every write is made under the job's lease.
 type Pool struct {
-	cfg      PoolConfig
-	kinds    map[string]KindWorker
-	stop     chan struct{} // closed by Stop: claim nothing more
-	jobsCtx  context.Context
-	cancel   context.CancelCauseFunc
-	wg       sync.WaitGroup
-	stopOnce sync.Once
-	replayed *psi.Capacity // the replayed scans' audits: they call nothing, so no rate limit
+	cfg            PoolConfig
+	kinds          map[string]KindWorker
+	stop           chan struct{} // closed by Stop: claim nothing more
+	jobsCtx        context.Context
+	cancel         context.CancelCauseFunc
+	wg             sync.WaitGroup
+	stopOnce       sync.Once
+	replayCapacity *psi.Capacity // the replayed scans' audits: they call nothing, so no rate limit
 }
 
 // errShutdown cancels running jobs when Stop's deadline passes; they release their leases.
@@ -165,7 +164,7 @@ func NewPool(cfg PoolConfig) *Pool {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	p := &Pool{cfg: cfg, stop: make(chan struct{}), replayed: psi.NewCapacity(psi.CapacityConfig{MaxInFlight: cfg.Capacity.MaxInFlight()})}
+	p := &Pool{cfg: cfg, stop: make(chan struct{}), replayCapacity: psi.NewCapacity(psi.CapacityConfig{MaxInFlight: cfg.Capacity.MaxInFlight()})}
 	p.jobsCtx, p.cancel = context.WithCancelCause(context.Background())
 	p.kinds = map[string]KindWorker{store.KindScan: {kind: store.KindScan, workers: cfg.Workers, work: p.workScan}}
 	for _, k := range cfg.Kinds {
