@@ -19,9 +19,9 @@ import (
 	"sitepulse/scanner/psi"
 )
 
-// Queue is what the workers need of the store: the job queue, and a scan's stored results and
-// errors read back to score it.
-type Queue interface {
+// Store is what the pool needs of the store: the job queue, the scan records, and a scan's
+// stored results and errors read back to score it.
+type Store interface {
 	store.Jobs
 	store.ScanRecords
 	PageResults(ctx context.Context, userID, scanID string) ([]store.PageResult, error)
@@ -34,7 +34,7 @@ type Queue interface {
 
 // PoolConfig configures the worker pool. Zero values get the defaults noted.
 type PoolConfig struct {
-	Store Queue
+	Store Store
 	// Auditor audits the pages; a SiteAuditor chooses one per site (main's demo replay).
 	Auditor   Auditor
 	Discovery discover.Discovery
