@@ -148,3 +148,36 @@ func TestCleanOnceDeletesJobsFinishedAWeekAgo(t *testing.T) {
 		t.Error("WorkOnce of a kind with no worker: no error")
 	}
 }
+
+// A job whose worker died is returned to the queue by the rescuer's step once its lease has
+// lapsed, and the next claim runs it.
+func TestRescueOnceReturnsADeadWorkersJob(t *testing.T) {
+	ctx := context.Background()
+	st := memory.New()
+	ran := 0
+	p := NewPool(PoolConfig{Store: st, Lease: time.Minute,
+		Kinds: []KindWorker{Work(1, func(context.Context, store.Job, tally) error { ran++; return nil })}})
+	t0 := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	j, err := st.EnqueueJob(ctx, tally{}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.ClaimJob(ctx, "tally", "dead", t0); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		at   time.Time
+		want int
+	}{{t0.Add(time.Minute), 0}, {t0.Add(time.Minute + time.Second), 1}} {
+		p.cfg.Now = func() time.Time { return tt.at }
+		if n, err := p.RescueOnce(ctx); n != tt.want || err != nil {
+			t.Fatalf("RescueOnce at +%s = %d, %v; want %d", tt.at.Sub(t0), n, err, tt.want)
+		}
+	}
+	if ok, err := p.WorkOnce(ctx, "tally"); !ok || err != nil || ran != 1 {
+		t.Fatalf("WorkOnce = %v, %v, ran %d; want the rescued job run once", ok, err, ran)
+	}
+	if got, _ := st.Job(ctx, j.ID); got.State != store.JobCompleted || got.Attempt != 2 {
+		t.Errorf("job = %+v, want completed on its second attempt", got)
+	}
+}
