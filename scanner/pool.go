@@ -19,11 +19,31 @@ import (
 	"sitepulse/scanner/psi"
 )
 
-// Store is what the pool needs of the store: the job queue, the scan records, and a scan's
+// Store is what the pool needs of the store: the job queue's claims and settlements
+// (store.Jobs), a scan's records written under its lease (store.ScanRecords), and a scan's
 // stored results and errors read back to score it.
 type Store interface {
-	store.Jobs
-	store.ScanRecords
+	ClaimJob(ctx context.Context, kind, workerID string, now time.Time) (store.Job, error)
+	Heartbeat(ctx context.Context, l store.Lease, now time.Time) error
+	CompleteJob(ctx context.Context, l store.Lease, now time.Time) error
+	DiscardJob(ctx context.Context, l store.Lease, reason string, now time.Time) error
+	RetryJob(ctx context.Context, l store.Lease, runAt time.Time, reason string) error
+	SnoozeJob(ctx context.Context, l store.Lease, runAt time.Time, reason string) error
+	RescueJobs(ctx context.Context, staleBefore, now time.Time) (int, error)
+	CleanJobs(ctx context.Context, finishedBefore time.Time, limit int) (int, error)
+
+	ScanForJob(ctx context.Context, scanID string) (store.Scan, store.Site, error)
+	StartScan(ctx context.Context, l store.Lease, pagesTotal int, now time.Time) error
+	DonePages(ctx context.Context, scanID string) ([]store.PageKey, error)
+	SavePageResult(ctx context.Context, l store.Lease, r store.PageResult) error
+	SavePageError(ctx context.Context, l store.Lease, e store.PageError) error
+	SetAuditsInFlight(ctx context.Context, l store.Lease, n int) error
+	CompleteScan(ctx context.Context, l store.Lease, scores store.ScanScores, now time.Time, then ...store.JobArgs) error
+	FailScan(ctx context.Context, l store.Lease, reason string, now time.Time) error
+	EnqueueDueScans(ctx context.Context, now time.Time, limit int) ([]store.Scan, error)
+	OverdueScans(ctx context.Context, startedBefore time.Time) ([]store.OverdueScan, error)
+	ExpireScan(ctx context.Context, scanID, reason string, now time.Time) error
+
 	PageResults(ctx context.Context, userID, scanID string) ([]store.PageResult, error)
 	PageErrors(ctx context.Context, userID, scanID string) ([]store.PageError, error)
 	// LatestCompletedScan and PageMetrics read the previous scan a page's audit is confirmed

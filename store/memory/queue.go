@@ -27,6 +27,9 @@ func (m *Store) EnqueueJob(ctx context.Context, args store.JobArgs, runAt time.T
 // insertJob stores a job of kind with args as JSON, as Postgres does: a scan kind's ScanID is
 // its args' scanId.
 func (m *Store) insertJob(kind string, args any, runAt, createdAt time.Time) (store.Job, error) {
+	if kind == "" {
+		return store.Job{}, fmt.Errorf("job args %T: no kind", args)
+	}
 	raw, err := json.Marshal(args)
 	if err != nil {
 		return store.Job{}, fmt.Errorf("job args of kind %s: %w", kind, err)

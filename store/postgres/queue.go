@@ -35,6 +35,9 @@ func (p *Store) EnqueueJob(ctx context.Context, args store.JobArgs, runAt time.T
 // insertJob stores a job of kind with args as JSON in tx and notifies the dispatchers, who hear
 // of it when tx commits.
 func insertJob(ctx context.Context, tx *sql.Tx, kind string, args any, runAt, createdAt time.Time) (store.Job, error) {
+	if kind == "" {
+		return store.Job{}, fmt.Errorf("job args %T: no kind", args)
+	}
 	raw, err := json.Marshal(args)
 	if err != nil {
 		return store.Job{}, fmt.Errorf("job args of kind %s: %w", kind, err)

@@ -16,7 +16,15 @@ type noteJob struct {
 
 func (noteJob) Kind() string { return "note" }
 
+// noKind is args that forgot their kind.
+type noKind struct{}
+
+func (noKind) Kind() string { return "" }
+
 func testJobKinds(t *testing.T, s store.Store) {
+	if _, err := s.EnqueueJob(ctx, noKind{}, t0); err == nil {
+		t.Error("a job without a kind was enqueued")
+	}
 	j, err := s.EnqueueJob(ctx, noteJob{N: 7}, t0)
 	must(t, err)
 	if j.ID == 0 || j.Kind != "note" || j.State != store.JobAvailable || j.ScanID != "" {
