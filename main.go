@@ -92,8 +92,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		log.Info("scanner stopped")
 	}()
 
-	// The authorization server issues the access tokens the MCP endpoint accepts.
-	authServer := oauth.New(oauth.Config{Store: st, BaseURL: cfg.BaseURL, Log: log})
+	// The authorization server issues the access tokens the MCP endpoint accepts. It fetches
+	// Client ID Metadata Documents, which anyone can point at any URL, through the guard.
+	authServer := oauth.New(oauth.Config{Store: st, BaseURL: cfg.BaseURL, Log: log, MetadataClient: guard.Client()})
 	mcpServer := mcp.New(mcp.Config{Store: st, BaseURL: cfg.BaseURL, Log: log})
 	handler, err := handlers.NewHandler(handlers.Deps{
 		Store: st, Log: log, BaseURL: cfg.BaseURL,
@@ -225,10 +226,11 @@ func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Au
 		Lease:         time.Duration(cfg.ScanLease) * time.Second,
 		Deadline:      time.Duration(cfg.ScanDeadline) * time.Second,
 		ScheduleEvery: time.Duration(cfg.SchedulePoll) * time.Second,
-		Discovery:     discover.Discovery{MaxPages: cfg.MaxPagesPerScan, Client: fetch},
-		Quota:         psi.NewAccountQuota(cfg.UserDailyAudits, st),
-		Kinds:         []scanner.KindWorker{scanner.Work(1, digest.Work)},
-		Then:          notify.AfterScan,
+		Discovery: discover.Discovery{MaxPages: cfg.MaxPagesPerScan, Client: fetch,
+			Deadline: time.Duration(cfg.DiscoveryTimeout) * time.Second},
+		Quota: psi.NewAccountQuota(cfg.UserDailyAudits, st),
+		Kinds: []scanner.KindWorker{scanner.Work(1, digest.Work)},
+		Then:  notify.AfterScan,
 	})
 }
 

@@ -17,7 +17,7 @@ import (
 type KindWorker struct {
 	kind    string
 	workers int
-	work    func(ctx context.Context, log *slog.Logger, job store.Job) error
+	work    func(ctx context.Context, log *slog.Logger, slot *slot, job store.Job) error
 }
 
 // Kind is the kind of job the worker runs.
@@ -30,7 +30,7 @@ func (k KindWorker) Kind() string { return k.kind }
 // discarded. Delivery is at least once, so fn must be idempotent.
 func Work[T store.JobArgs](workers int, fn func(ctx context.Context, job store.Job, args T) error) KindWorker {
 	var zero T
-	return KindWorker{kind: zero.Kind(), workers: max(workers, 1), work: func(ctx context.Context, _ *slog.Logger, job store.Job) error {
+	return KindWorker{kind: zero.Kind(), workers: max(workers, 1), work: func(ctx context.Context, _ *slog.Logger, _ *slot, job store.Job) error {
 		var args T
 		if err := json.Unmarshal(job.Args, &args); err != nil {
 			return fmt.Errorf("job %d of kind %s: args %s: %w", job.ID, job.Kind, job.Args, err)
@@ -48,30 +48,35 @@ type Snooze struct {
 
 func (s *Snooze) Error() string { return s.Reason }
 
-// dispatch claims a job of k whenever one of its workers is idle, waking on notifications and
-// on the poll.
-func (p *Pool) dispatch(k KindWorker, wake <-chan struct{}, jobs chan<- store.Job, ready <-chan struct{}) {
-	defer close(jobs)
+// dispatch claims a job of k whenever one of its worker slots is free, waking on
+// notifications and on the poll, and runs it in a goroutine of its own. It holds the slot only
+// while it claims: a scan that discovered its pages may be waiting for it.
+func (p *Pool) dispatch(k KindWorker, wake <-chan struct{}) {
+	slots := p.slots[k.kind]
 	poll := time.NewTicker(p.cfg.Poll)
 	defer poll.Stop()
 	for {
+		var n int
 		select {
 		case <-p.stop:
 			return
-		case <-ready:
+		case n = <-slots:
 		}
-		for {
-			job, err := p.claim(p.jobsCtx, k.kind)
-			if err == nil {
-				jobs <- job
-				break
-			}
-			select {
-			case <-p.stop:
-				return
-			case <-wake:
-			case <-poll.C:
-			}
+		job, err := p.claim(p.jobsCtx, k.kind)
+		if err == nil {
+			p.wg.Add(1)
+			go func() {
+				defer p.wg.Done()
+				p.run(p.jobsCtx, &slot{slots: slots, n: n, held: true}, k, job)
+			}()
+			continue
+		}
+		slots <- n
+		select {
+		case <-p.stop:
+			return
+		case <-wake:
+		case <-poll.C:
 		}
 	}
 }
@@ -90,41 +95,37 @@ func (p *Pool) claim(ctx context.Context, kind string) (store.Job, error) {
 	return job, err
 }
 
-// WorkOnce is one step of a kind's dispatcher and worker, in the caller's goroutine: it claims
-// one runnable job of kind and runs it to its settlement. It answers whether there was one.
+// WorkOnce is one step of a kind's dispatcher, in the caller's goroutine: it takes one of the
+// kind's worker slots, claims one runnable job of kind and runs it to its settlement. It
+// answers whether there was one.
 func (p *Pool) WorkOnce(ctx context.Context, kind string) (bool, error) {
 	k, ok := p.kinds[kind]
 	if !ok {
 		return false, fmt.Errorf("scanner: no worker registered for kind %q", kind)
 	}
-	job, err := p.claim(ctx, kind)
-	if errors.Is(err, store.ErrNotFound) {
-		return false, nil
-	}
-	if err != nil {
+	s := &slot{slots: p.slots[kind]}
+	if err := s.take(ctx); err != nil {
 		return false, err
 	}
-	p.run(ctx, 0, k, job)
-	return true, nil
-}
-
-func (p *Pool) worker(n int, k KindWorker, jobs <-chan store.Job, ready chan<- struct{}) {
-	for {
-		ready <- struct{}{}
-		job, ok := <-jobs
-		if !ok {
-			return
+	job, err := p.claim(ctx, kind)
+	if err != nil {
+		s.release()
+		if errors.Is(err, store.ErrNotFound) {
+			return false, nil
 		}
-		p.run(p.jobsCtx, n, k, job)
+		return false, err
 	}
+	p.run(ctx, s, k, job)
+	return true, nil
 }
 
 // run works one job under its lease, with heartbeats, and settles it: done, retried later,
 // snoozed, given up, or released at shutdown.
-func (p *Pool) run(parent context.Context, worker int, k KindWorker, job store.Job) {
+func (p *Pool) run(parent context.Context, s *slot, k KindWorker, job store.Job) {
+	defer s.release()
 	lease := job.Lease()
 	attempt := job.Attempt - job.Snoozes() // real attempts: a snooze spends none
-	log := p.cfg.Log.With("worker", worker, "job", job.ID, "kind", job.Kind)
+	log := p.cfg.Log.With("worker", s.n, "job", job.ID, "kind", job.Kind)
 	if job.ScanID != "" {
 		log = log.With("scan", job.ScanID)
 	}
@@ -152,7 +153,7 @@ func (p *Pool) run(parent context.Context, worker int, k KindWorker, job store.J
 			}
 		}
 	}()
-	err := k.work(ctx, log, job)
+	err := k.work(ctx, log, s, job)
 	leaseLost := errors.Is(context.Cause(ctx), errLeaseLost)
 	shutdown := errors.Is(context.Cause(ctx), errShutdown)
 	cancel(nil)

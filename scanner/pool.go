@@ -120,15 +120,27 @@ type PageRefresher interface {
 // the cleaner. Several processes may run pools on one Postgres: claims skip locked rows, and
 // every write is made under the job's lease.
 type Pool struct {
-	cfg            PoolConfig
-	kinds          map[string]KindWorker
-	stop           chan struct{} // closed by Stop: claim nothing more
-	jobsCtx        context.Context
-	cancel         context.CancelCauseFunc
-	wg             sync.WaitGroup
-	stopOnce       sync.Once
-	replayCapacity *psi.Capacity // the replayed scans' audits: they call nothing, so no rate limit
+	cfg      PoolConfig
+	kinds    map[string]KindWorker
+	stop     chan struct{} // closed by Stop: claim nothing more
+	jobsCtx  context.Context
+	cancel   context.CancelCauseFunc
+	wg       sync.WaitGroup
+	stopOnce sync.Once
+	// replayCapacity takes the replayed scans' audits: they call nothing, so no rate limit.
+	replayCapacity *psi.Capacity
+	// slots are each kind's worker slots free now, by worker number: a job holds one from its
+	// claim to its end, except a scan while it discovers its pages (see scan).
+	slots map[string]chan int
+	// discovering counts each account's scans discovering their pages now, outside a slot.
+	discoveringMu sync.Mutex
+	discovering   map[string]int
 }
+
+// accountDiscoveries is how many scans of one account may discover their pages at once in a
+// process; the account's other scans are snoozed meanwhile, so a tenant with many slow
+// sitemaps cannot have the queue claimed for them while another tenant's scan waits.
+const accountDiscoveries = 2
 
 // errShutdown cancels running jobs when Stop's deadline passes; they release their leases.
 var errShutdown = errors.New("the scanner is shutting down")
@@ -184,11 +196,18 @@ func NewPool(cfg PoolConfig) *Pool {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	p := &Pool{cfg: cfg, stop: make(chan struct{}), replayCapacity: psi.NewCapacity(psi.CapacityConfig{MaxInFlight: cfg.Capacity.MaxInFlight()})}
+	p := &Pool{cfg: cfg, stop: make(chan struct{}), replayCapacity: psi.NewCapacity(psi.CapacityConfig{MaxInFlight: cfg.Capacity.MaxInFlight()}),
+		slots: map[string]chan int{}, discovering: map[string]int{}}
 	p.jobsCtx, p.cancel = context.WithCancelCause(context.Background())
 	p.kinds = map[string]KindWorker{store.KindScan: {kind: store.KindScan, workers: cfg.Workers, work: p.workScan}}
 	for _, k := range cfg.Kinds {
 		p.kinds[k.kind] = k
+	}
+	for _, k := range p.kinds {
+		p.slots[k.kind] = make(chan int, k.workers)
+		for n := range k.workers {
+			p.slots[k.kind] <- n + 1
+		}
 	}
 	return p
 }
@@ -199,26 +218,18 @@ func JobBackoff(attempt int) time.Duration {
 	return jitter(d, 0.1)
 }
 
-// Start runs each kind's dispatcher and workers, the scheduler, the rescuer and the cleaner
-// until Stop.
+// Start runs each kind's dispatcher, which claims a job whenever one of the kind's worker
+// slots is free and runs it in a goroutine of its own, the scheduler, the rescuer and the
+// cleaner, until Stop.
 func (p *Pool) Start() {
 	var wakes []chan struct{}
 	for _, k := range p.kinds {
-		jobs := make(chan store.Job)
-		ready := make(chan struct{}, k.workers)
 		wake := make(chan struct{}, 1)
 		wakes = append(wakes, wake)
-		for i := range k.workers {
-			p.wg.Add(1)
-			go func() {
-				defer p.wg.Done()
-				p.worker(i+1, k, jobs, ready)
-			}()
-		}
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
-			p.dispatch(k, wake, jobs, ready)
+			p.dispatch(k, wake)
 		}()
 	}
 	loops := []func(){p.scheduler, p.rescuer, p.cleaner}
@@ -262,6 +273,53 @@ func (p *Pool) Stop(ctx context.Context) error {
 	case <-time.After(p.cfg.ReleaseGrace):
 		return errors.New("scanner: workers did not stop; their jobs will be rescued after the lease")
 	}
+}
+
+// slot is the worker slot a running job holds, which a scan gives back while it discovers pages.
+type slot struct {
+	slots chan int // its kind's free slots
+	n     int      // the worker number, for the log
+	held  bool
+}
+
+// release gives the slot back, so the dispatcher can claim another job.
+func (s *slot) release() {
+	if s.held {
+		s.held = false
+		s.slots <- s.n
+	}
+}
+
+// take waits for a free slot again, or for ctx to end.
+func (s *slot) take(ctx context.Context) error {
+	if s.held {
+		return nil
+	}
+	select {
+	case s.n = <-s.slots:
+		s.held = true
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// enterDiscovery counts a scan of the account as discovering, unless accountDiscoveries are
+// already; leave undoes it.
+func (p *Pool) enterDiscovery(userID string) (leave func(), ok bool) {
+	p.discoveringMu.Lock()
+	defer p.discoveringMu.Unlock()
+	if p.discovering[userID] >= accountDiscoveries {
+		return nil, false
+	}
+	p.discovering[userID]++
+	return func() {
+		p.discoveringMu.Lock()
+		defer p.discoveringMu.Unlock()
+		if p.discovering[userID]--; p.discovering[userID] == 0 {
+			delete(p.discovering, userID)
+		}
+	}, true
 }
 
 // jitter spreads d by ±frac so retries from many workers do not arrive together.
