@@ -271,6 +271,8 @@ type Job struct {
 	State       string
 	Attempt     int
 	MaxAttempts int
+	// Snoozed is how many times SnoozeJob put the job back (see Snoozes).
+	Snoozed     int
 	RunAt       time.Time
 	HeartbeatAt *time.Time
 	LockedBy    string
@@ -283,6 +285,15 @@ type Job struct {
 // JobArgs is what a job carries: Kind names its worker, and the value is stored as JSON.
 type JobArgs interface {
 	Kind() string
+}
+
+// MaxAttemptsOf is how many attempts a job of args gets: MaxAttempts, unless args asks for more
+// with a MaxAttempts() method (a digest outlasts an SMTP outage).
+func MaxAttemptsOf(args any) int {
+	if a, ok := args.(interface{ MaxAttempts() int }); ok && a.MaxAttempts() > 0 {
+		return a.MaxAttempts()
+	}
+	return MaxAttempts
 }
 
 // ScanJob is the args of the job that runs a scan.
@@ -299,7 +310,7 @@ func IsScanKind(kind string) bool { return kind == KindScan || kind == KindDemo 
 
 // Snoozes is how many times the job was put back by SnoozeJob: each one raised MaxAttempts by
 // one without spending an attempt. Attempt - Snoozes is the number of real attempts made.
-func (j Job) Snoozes() int { return max(j.MaxAttempts-MaxAttempts, 0) }
+func (j Job) Snoozes() int { return j.Snoozed }
 
 // ScanWait says why an unfinished scan is waiting for its next attempt: its job was put back
 // (a retry after a failed attempt, a snooze while PSI is unavailable, a release at shutdown)

@@ -31,6 +31,10 @@ type DigestJob struct {
 // Kind is KindDigest.
 func (DigestJob) Kind() string { return KindDigest }
 
+// MaxAttempts lets a digest outlast an SMTP outage: with the pool's backoff (attempt^4 s) its 10
+// attempts span about 4 hours.
+func (DigestJob) MaxAttempts() int { return 10 }
+
 // AfterScan is the follow-up jobs of a completed scan the digest asks for: its own.
 func AfterScan(scanID string) []store.JobArgs { return []store.JobArgs{DigestJob{ScanID: scanID}} }
 

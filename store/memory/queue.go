@@ -34,7 +34,7 @@ func (m *Store) insertJob(kind string, args any, runAt, createdAt time.Time) (st
 	if err != nil {
 		return store.Job{}, fmt.Errorf("job args of kind %s: %w", kind, err)
 	}
-	j := store.Job{Kind: kind, Args: raw, State: store.JobAvailable, MaxAttempts: store.MaxAttempts,
+	j := store.Job{Kind: kind, Args: raw, State: store.JobAvailable, MaxAttempts: store.MaxAttemptsOf(args),
 		RunAt: store.Now(runAt), CreatedAt: store.Now(createdAt)}
 	if store.IsScanKind(kind) {
 		var a store.ScanJob
@@ -324,6 +324,7 @@ func (m *Store) SnoozeJob(ctx context.Context, l store.Lease, runAt time.Time, r
 	}
 	j.State, j.RunAt, j.LastError, j.LockedBy = store.JobAvailable, store.Now(runAt), reason, ""
 	j.MaxAttempts++
+	j.Snoozed++
 	m.jobs[j.ID] = j
 	return nil
 }

@@ -58,7 +58,8 @@ func TestPostgresMigrationGivesScanJobsTheScanKind(t *testing.T) {
 	exec(`INSERT INTO scans (id, site_id, status, strategy, trigger, created_at) VALUES ($1, $2, 'complete', 'both', 'manual', $3)`, done, site, t0)
 	exec(`INSERT INTO scans (id, site_id, status, strategy, trigger, created_at) VALUES ($1, $2, 'queued', 'both', 'manual', $3)`, queued, site, t0)
 	exec(`INSERT INTO jobs (queue, scan_id, state, attempt, run_at, heartbeat_at, created_at) VALUES ('scan', $1, 'completed', 1, $2, $3, $2)`, done, t0, t0.Add(time.Minute))
-	exec(`INSERT INTO jobs (queue, scan_id, state, run_at, created_at) VALUES ('scan', $1, 'available', $2, $2)`, queued, t0)
+	// Snoozed once: a snooze raised max_attempts by one.
+	exec(`INSERT INTO jobs (queue, scan_id, state, attempt, max_attempts, run_at, created_at) VALUES ('scan', $1, 'available', 1, 4, $2, $2)`, queued, t0)
 
 	st := storetest.Open(t, dsn)
 	j, err := st.ClaimJob(ctx, store.KindScan, "w", t0)
@@ -66,7 +67,8 @@ func TestPostgresMigrationGivesScanJobsTheScanKind(t *testing.T) {
 		t.Fatalf("the queued scan's job after the migration: %v", err)
 	}
 	var args store.ScanJob
-	if err := json.Unmarshal(j.Args, &args); err != nil || args.ScanID != queued || j.ScanID != queued || j.Kind != store.KindScan {
+	if err := json.Unmarshal(j.Args, &args); err != nil || args.ScanID != queued || j.ScanID != queued || j.Kind != store.KindScan ||
+		j.Attempt != 2 || j.MaxAttempts != 4 || j.Snoozes() != 1 {
 		t.Errorf("migrated job = %+v, args %s", j, j.Args)
 	}
 	finished, err := st.Job(ctx, j.ID-1)

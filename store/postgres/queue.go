@@ -43,7 +43,7 @@ func insertJob(ctx context.Context, tx *sql.Tx, kind string, args any, runAt, cr
 		return store.Job{}, fmt.Errorf("job args of kind %s: %w", kind, err)
 	}
 	j, err := scanJob(tx.QueryRowContext(ctx, `INSERT INTO jobs (kind, args, state, max_attempts, run_at, created_at)
-		VALUES ($1, $2, 'available', $3, $4, $5) RETURNING `+jobCols, kind, raw, store.MaxAttempts, store.Now(runAt), store.Now(createdAt)))
+		VALUES ($1, $2, 'available', $3, $4, $5) RETURNING `+jobCols, kind, raw, store.MaxAttemptsOf(args), store.Now(runAt), store.Now(createdAt)))
 	if err != nil {
 		return j, pgErr("enqueue job", err)
 	}
@@ -55,7 +55,7 @@ func insertJob(ctx context.Context, tx *sql.Tx, kind string, args any, runAt, cr
 // dispatchers wake at once.
 const NotifyChannel = "sitepulse_jobs"
 
-const jobCols = `id, kind, args, coalesce(scan_id::text, ''), state, attempt, max_attempts, run_at, heartbeat_at, locked_by, last_error, created_at, finalized_at`
+const jobCols = `id, kind, args, coalesce(scan_id::text, ''), state, attempt, max_attempts, snoozes, run_at, heartbeat_at, locked_by, last_error, created_at, finalized_at`
 
 // jobColsJ is jobCols with its id qualified by the alias j, for the claim's UPDATE ... FROM.
 const jobColsJ = "j." + jobCols
@@ -64,7 +64,7 @@ func scanJob(row rowScanner) (store.Job, error) {
 	var j store.Job
 	var hb, fin sql.NullTime
 	var args []byte
-	err := row.Scan(&j.ID, &j.Kind, &args, &j.ScanID, &j.State, &j.Attempt, &j.MaxAttempts, &j.RunAt, &hb,
+	err := row.Scan(&j.ID, &j.Kind, &args, &j.ScanID, &j.State, &j.Attempt, &j.MaxAttempts, &j.Snoozed, &j.RunAt, &hb,
 		&j.LockedBy, &j.LastError, &j.CreatedAt, &fin)
 	j.Args = json.RawMessage(args)
 	j.RunAt, j.CreatedAt, j.HeartbeatAt, j.FinalizedAt = j.RunAt.UTC(), j.CreatedAt.UTC(), timePtr(hb), timePtr(fin)
@@ -276,7 +276,7 @@ func (p *Store) RetryJob(ctx context.Context, l store.Lease, runAt time.Time, re
 
 func (p *Store) SnoozeJob(ctx context.Context, l store.Lease, runAt time.Time, reason string) error {
 	res, err := p.db.ExecContext(ctx, `UPDATE jobs SET state = 'available', run_at = $3, last_error = $4,
-		locked_by = '', max_attempts = max_attempts + 1 WHERE `+leaseCond, l.JobID, l.Attempt, store.Now(runAt), reason)
+		locked_by = '', max_attempts = max_attempts + 1, snoozes = snoozes + 1 WHERE `+leaseCond, l.JobID, l.Attempt, store.Now(runAt), reason)
 	return pgErr("snooze job", affected(res, err, store.ErrLeaseLost))
 }
 

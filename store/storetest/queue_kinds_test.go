@@ -16,6 +16,12 @@ type noteJob struct {
 
 func (noteJob) Kind() string { return "note" }
 
+// patientJob is a kind that asks for more attempts than MaxAttempts.
+type patientJob struct{}
+
+func (patientJob) Kind() string     { return "patient" }
+func (patientJob) MaxAttempts() int { return 10 }
+
 // noKind is args that forgot their kind.
 type noKind struct{}
 
@@ -53,6 +59,21 @@ func testJobKinds(t *testing.T, s store.Store) {
 		t.Errorf("completed job = %+v", done)
 	}
 	wantErr(t, s.RetryJob(ctx, got.Lease(), t0, "late"), store.ErrLeaseLost)
+
+	// A kind may ask for more attempts; a snooze still spends none of them.
+	p, err := s.EnqueueJob(ctx, patientJob{}, t0)
+	must(t, err)
+	if p.MaxAttempts != 10 || p.Snoozes() != 0 {
+		t.Errorf("patient job = %+v, want 10 attempts", p)
+	}
+	p, err = s.ClaimJob(ctx, "patient", "w", t0)
+	must(t, err)
+	must(t, s.SnoozeJob(ctx, p.Lease(), t0, "not now"))
+	p, err = s.ClaimJob(ctx, "patient", "w", t0)
+	must(t, err)
+	if p.Attempt != 2 || p.MaxAttempts != 11 || p.Snoozes() != 1 {
+		t.Errorf("patient job after a snooze = %+v, want attempt 2 of 11 with 1 snooze", p)
+	}
 
 	// Discarding a job of another kind fails no scan.
 	d, err := s.EnqueueJob(ctx, noteJob{N: 8}, t0)

@@ -11,6 +11,11 @@ ALTER TABLE jobs ADD COLUMN scan_id uuid GENERATED ALWAYS AS (
     REFERENCES scans ON DELETE CASCADE;
 CREATE INDEX jobs_scan ON jobs (scan_id);
 
+-- A kind may ask for more attempts than 3 (a digest outlasts an SMTP outage), so a snooze, which
+-- raises max_attempts by one without spending an attempt, is counted apart.
+ALTER TABLE jobs ADD COLUMN snoozes integer NOT NULL DEFAULT 0;
+UPDATE jobs SET snoozes = greatest(max_attempts - 3, 0);
+
 -- Finished jobs are deleted a week after they finished (the cleaner).
 ALTER TABLE jobs ADD COLUMN finalized_at timestamptz;
 UPDATE jobs SET finalized_at = coalesce(heartbeat_at, run_at) WHERE state IN ('completed', 'discarded');
