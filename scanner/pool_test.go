@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -544,6 +545,9 @@ func testDigest(t *testing.T, st store.Store) {
 	}
 	if !strings.Contains(r.logs.String(), "digest: sending failed") {
 		t.Errorf("the SMTP failure was not logged")
+	}
+	if !regexp.MustCompile(`msg="scanner: attempt failed; retrying" .*kind=digest`).MatchString(r.logs.String()) {
+		t.Errorf("the digest's job was not retried; logs:\n%s", r.logs.String())
 	}
 }
 
