@@ -98,7 +98,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	mcpServer := mcp.New(mcp.Config{Store: st, BaseURL: cfg.BaseURL, Log: log})
 	handler, err := handlers.NewHandler(handlers.Deps{
 		Store: st, Log: log, BaseURL: cfg.BaseURL,
-		OAuth: authServer, MCP: mcpServer, PlatformSecret: webhookSecret, MaxSitesPerUser: cfg.MaxSitesPerUser,
+		OAuth: authServer, MCP: mcpServer, PlatformSecret: webhookSecret, MaxSitesPerUser: cfg.MaxSitesPerUser, SiteRules: cfg.siteRules(),
 		SessionIdle: time.Duration(cfg.SessionIdleMins) * time.Minute, Replayed: replay.Serves,
 		Platform: connector, PlatformClientID: cfg.PlatformID, PlatformAuthorizeURL: cfg.PlatformAuthURL,
 	})
@@ -171,6 +171,7 @@ func platformConnector(cfg config, st store.Store, log *slog.Logger) (*platform.
 		Keys:       keys,
 		WebhookURL: cfg.BaseURL + "/api/webhooks/platform",
 		MaxSites:   cfg.MaxSitesPerUser,
+		MaxPages:   cfg.MaxPagesPerScan,
 		Log:        log,
 		Now:        time.Now,
 	}, nil
@@ -234,10 +235,13 @@ func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Au
 	})
 }
 
-// openStore opens Postgres when DATABASE_URL is set, else the in-memory store.
+// openStore opens Postgres when DATABASE_URL is set, else the in-memory store; either checks
+// every site it writes against the configured rules.
 func openStore(ctx context.Context, cfg config) (store.Store, error) {
 	if cfg.DatabaseURL == "" {
-		return memory.New(), nil
+		m := memory.New()
+		m.Rules = cfg.siteRules()
+		return m, nil
 	}
 	connectCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -245,6 +249,7 @@ func openStore(ctx context.Context, cfg config) (store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.Rules = cfg.siteRules()
 	return p, nil
 }
 

@@ -62,6 +62,9 @@ type Deps struct {
 	SessionIdle time.Duration
 	// MaxSitesPerUser is MAX_SITES_PER_USER, the most sites one account may have; 0 means 50.
 	MaxSitesPerUser int
+	// SiteRules are the store's rules of a site (SCAN_ALLOW_PRIVATE, MAX_PAGES_PER_SCAN), for
+	// the pages to state them; the store checks them on every write.
+	SiteRules store.SiteRules
 	// Platform connects sites from the platform; nil when PLATFORM_CLIENT_ID is not
 	// set, and the UI says connecting is off.
 	Platform *platform.Connector

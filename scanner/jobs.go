@@ -175,6 +175,13 @@ func (p *Pool) run(parent context.Context, s *slot, k KindWorker, job store.Job)
 			log.Warn("scanner: could not complete the job; the rescuer will return it", "err", err)
 		}
 	case errors.Is(err, store.ErrLeaseLost) || leaseLost:
+		// Deleting a site deletes its scans and their jobs, which also ends the lease.
+		if job.ScanID != "" {
+			if _, _, serr := p.cfg.Store.ScanForJob(settle, job.ScanID); errors.Is(serr, store.ErrNotFound) {
+				log.Info("scanner: the site was deleted while it was scanned; the scan stopped with it")
+				return
+			}
+		}
 		log.Warn("scanner: lease lost; the job belongs to another worker now", "err", err)
 	case shutdown:
 		// Not the job's fault: the attempt is not spent.

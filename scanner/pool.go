@@ -38,6 +38,7 @@ type Store interface {
 	SavePageResult(ctx context.Context, l store.Lease, r store.PageResult) error
 	SavePageError(ctx context.Context, l store.Lease, e store.PageError) error
 	SetAuditsInFlight(ctx context.Context, l store.Lease, n int) error
+	SetPagesFound(ctx context.Context, l store.Lease, audited, found int) error
 	CompleteScan(ctx context.Context, l store.Lease, scores store.ScanScores, now time.Time, then ...store.JobArgs) error
 	FailScan(ctx context.Context, l store.Lease, reason string, now time.Time) error
 	EnqueueDueScans(ctx context.Context, now time.Time, limit int) ([]store.Scan, error)

@@ -190,6 +190,10 @@ type ScanRecords interface {
 	SavePageError(ctx context.Context, l Lease, e PageError) error
 	// SetAuditsInFlight records how many audits of the scan are in flight now, for its page.
 	SetAuditsInFlight(ctx context.Context, l Lease, n int) error
+	// SetPagesFound records how many pages the scan audits and how many discovery found before
+	// MAX_PAGES_PER_SCAN, so its pages can say "50 of 80 pages audited"; it never lowers the
+	// found count an enqueue set (the platform's full list at import).
+	SetPagesFound(ctx context.Context, l Lease, audited, found int) error
 	// CompleteScan marks scan and job done, stores the scores, sets the site's health and
 	// enqueues the follow-up jobs then (the digest), runnable at now, in the same transaction:
 	// a crash after it loses none of them (River's JobCompleteTx).
