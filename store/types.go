@@ -269,8 +269,9 @@ type AlertRule struct {
 }
 
 // Job is a unit of queued work: its Kind names the worker that runs it and Args is the JSON that
-// worker reads (River's JobArgs). A scan job's args are {"scanId": ...}, and ScanID repeats it for
-// the scan kinds (KindScan, KindDemo) only, so a digest about a scan is not taken for its scan job.
+// worker reads (River's JobArgs). ScanID is the scan a scan job runs (EnqueueScan sets it, whatever
+// the kind's name; its args are {"scanId": ...} too): giving the job up fails that scan. It is
+// empty for other jobs, whose args may still name a scan: a digest is not its scan's job.
 type Job struct {
 	ID          int64
 	Kind        string
@@ -312,10 +313,6 @@ type ScanJob struct {
 // Kind is KindScan.
 func (ScanJob) Kind() string { return KindScan }
 
-// IsScanKind answers whether jobs of kind run a scan, so that their ScanID is the scan they run
-// and giving them up fails it.
-func IsScanKind(kind string) bool { return kind == KindScan || kind == KindDemo }
-
 // Snoozes is how many times the job was put back by SnoozeJob: each one raised MaxAttempts by
 // one without spending an attempt. Attempt - Snoozes is the number of real attempts made.
 func (j Job) Snoozes() int { return j.Snoozed }
@@ -343,9 +340,9 @@ const (
 	JobDiscarded = "discarded"
 )
 
-// Job kinds the store itself knows: the scan kinds. A scan job of KindScan is claimed by the
-// pool; demo scans are recorded as KindDemo, which no worker is registered for, so that no worker
-// ever audits them. Other kinds (the digest, ...) belong to the packages that run them.
+// Job kinds the store itself knows: the scans'. A scan job of KindScan is claimed by the pool;
+// demo scans are recorded as KindDemo, which no worker is registered for, so that no worker ever
+// audits them. Other kinds (the digest, ...) belong to the packages that run them.
 const (
 	KindScan = "scan"
 	KindDemo = "demo"

@@ -20,13 +20,13 @@ func (m *Store) EnqueueScan(ctx context.Context, s store.Scan, kind string, runA
 func (m *Store) EnqueueJob(ctx context.Context, args store.JobArgs, runAt time.Time) (store.Job, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	j, err := m.insertJob(args.Kind(), args, runAt, time.Now())
+	j, err := m.insertJob(args.Kind(), args, "", runAt, time.Now())
 	return cloneJob(j), err
 }
 
 // insertJob stores a job of kind with args as JSON, as Postgres does: a scan kind's ScanID is
 // its args' scanId.
-func (m *Store) insertJob(kind string, args any, runAt, createdAt time.Time) (store.Job, error) {
+func (m *Store) insertJob(kind string, args any, scanID string, runAt, createdAt time.Time) (store.Job, error) {
 	if kind == "" {
 		return store.Job{}, fmt.Errorf("job args %T: no kind", args)
 	}
@@ -34,15 +34,8 @@ func (m *Store) insertJob(kind string, args any, runAt, createdAt time.Time) (st
 	if err != nil {
 		return store.Job{}, fmt.Errorf("job args of kind %s: %w", kind, err)
 	}
-	j := store.Job{Kind: kind, Args: raw, State: store.JobAvailable, MaxAttempts: store.MaxAttemptsOf(args),
+	j := store.Job{Kind: kind, Args: raw, ScanID: scanID, State: store.JobAvailable, MaxAttempts: store.MaxAttemptsOf(args),
 		RunAt: store.Now(runAt), CreatedAt: store.Now(createdAt)}
-	if store.IsScanKind(kind) {
-		var a store.ScanJob
-		if err := json.Unmarshal(raw, &a); err != nil {
-			return store.Job{}, fmt.Errorf("job args of kind %s: %w", kind, err)
-		}
-		j.ScanID = a.ScanID
-	}
 	m.nextJob++
 	j.ID = m.nextJob
 	m.jobs[j.ID] = j
@@ -67,7 +60,7 @@ func (m *Store) enqueue(s store.Scan, kind string, runAt time.Time) error {
 	s.Status = store.StatusQueued
 	s.CreatedAt = store.Now(s.CreatedAt)
 	s.StartedAt, s.CompletedAt = nil, nil
-	if _, err := m.insertJob(kind, store.ScanJob{ScanID: s.ID}, runAt, s.CreatedAt); err != nil {
+	if _, err := m.insertJob(kind, store.ScanJob{ScanID: s.ID}, s.ID, runAt, s.CreatedAt); err != nil {
 		return err
 	}
 	m.scans[s.ID] = cloneScan(s)
@@ -227,7 +220,7 @@ func (m *Store) CompleteScan(ctx context.Context, l store.Lease, scores store.Sc
 	// The follow-ups first: a failure leaves everything as it was, as Postgres's rollback does.
 	var added []int64
 	for _, args := range then {
-		f, err := m.insertJob(args.Kind(), args, now, now)
+		f, err := m.insertJob(args.Kind(), args, "", now, now)
 		if err != nil {
 			for _, id := range added {
 				delete(m.jobs, id)

@@ -18,7 +18,7 @@ func (p *Store) EnqueueScan(ctx context.Context, s store.Scan, kind string, runA
 		if err != nil {
 			return pgErr("enqueue scan", err)
 		}
-		_, err = insertJob(ctx, tx, kind, store.ScanJob{ScanID: s.ID}, runAt, s.CreatedAt)
+		_, err = insertJob(ctx, tx, kind, store.ScanJob{ScanID: s.ID}, s.ID, runAt, s.CreatedAt)
 		return err
 	})
 }
@@ -26,7 +26,7 @@ func (p *Store) EnqueueScan(ctx context.Context, s store.Scan, kind string, runA
 func (p *Store) EnqueueJob(ctx context.Context, args store.JobArgs, runAt time.Time) (store.Job, error) {
 	var j store.Job
 	err := p.tx(ctx, func(tx *sql.Tx) (err error) {
-		j, err = insertJob(ctx, tx, args.Kind(), args, runAt, time.Now())
+		j, err = insertJob(ctx, tx, args.Kind(), args, "", runAt, time.Now())
 		return err
 	})
 	return j, err
@@ -34,7 +34,7 @@ func (p *Store) EnqueueJob(ctx context.Context, args store.JobArgs, runAt time.T
 
 // insertJob stores a job of kind with args as JSON in tx and notifies the dispatchers, who hear
 // of it when tx commits.
-func insertJob(ctx context.Context, tx *sql.Tx, kind string, args any, runAt, createdAt time.Time) (store.Job, error) {
+func insertJob(ctx context.Context, tx *sql.Tx, kind string, args any, scanID string, runAt, createdAt time.Time) (store.Job, error) {
 	if kind == "" {
 		return store.Job{}, fmt.Errorf("job args %T: no kind", args)
 	}
@@ -42,8 +42,9 @@ func insertJob(ctx context.Context, tx *sql.Tx, kind string, args any, runAt, cr
 	if err != nil {
 		return store.Job{}, fmt.Errorf("job args of kind %s: %w", kind, err)
 	}
-	j, err := scanJob(tx.QueryRowContext(ctx, `INSERT INTO jobs (kind, args, state, max_attempts, run_at, created_at)
-		VALUES ($1, $2, 'available', $3, $4, $5) RETURNING `+jobCols, kind, raw, store.MaxAttemptsOf(args), store.Now(runAt), store.Now(createdAt)))
+	j, err := scanJob(tx.QueryRowContext(ctx, `INSERT INTO jobs (kind, args, scan_id, state, max_attempts, run_at, created_at)
+		VALUES ($1, $2, NULLIF($3, '')::uuid, 'available', $4, $5, $6) RETURNING `+jobCols,
+		kind, raw, scanID, store.MaxAttemptsOf(args), store.Now(runAt), store.Now(createdAt)))
 	if err != nil {
 		return j, pgErr("enqueue job", err)
 	}
@@ -207,7 +208,7 @@ func (p *Store) CompleteScan(ctx context.Context, l store.Lease, scores store.Sc
 			return pgErr("complete job", err)
 		}
 		for _, args := range then {
-			if _, err := insertJob(ctx, tx, args.Kind(), args, now, now); err != nil {
+			if _, err := insertJob(ctx, tx, args.Kind(), args, "", now, now); err != nil {
 				return err
 			}
 		}
@@ -400,7 +401,7 @@ func (p *Store) EnqueueDueScans(ctx context.Context, now time.Time, limit int) (
 				return pgErr("enqueue scheduled scan", err)
 			}
 			if n, _ := res.RowsAffected(); n == 1 {
-				if _, err := insertJob(ctx, tx, store.KindScan, store.ScanJob{ScanID: sc.ID}, sc.CreatedAt, sc.CreatedAt); err != nil {
+				if _, err := insertJob(ctx, tx, store.KindScan, store.ScanJob{ScanID: sc.ID}, sc.ID, sc.CreatedAt, sc.CreatedAt); err != nil {
 					return err
 				}
 				out = append(out, sc)

@@ -110,6 +110,20 @@ func testCompleteScanFollowUps(t *testing.T, s store.Store) {
 	wantErr(t, err, store.ErrNotFound)
 
 	must(t, s.CompleteScan(ctx, j.Lease(), store.ScanScores{Performance: &perf}, t0.Add(time.Minute), follow))
+
+	// A scan enqueued under a kind of its own (one no worker runs, as a test parks it) is still
+	// that job's scan, and giving the job up fails it.
+	other := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: "both", Trigger: "manual", CreatedAt: t0}
+	must(t, s.EnqueueScan(ctx, other, "parked", t0))
+	parked, err := s.ClaimJob(ctx, "parked", "w", t0)
+	must(t, err)
+	if parked.ScanID != other.ID {
+		t.Errorf("parked scan job = %+v, want scan %s", parked, other.ID)
+	}
+	must(t, s.DiscardJob(ctx, parked.Lease(), "parked for good", t0))
+	if got, err := s.Scan(ctx, a.ID, other.ID); err != nil || got.Status != store.StatusFailed {
+		t.Errorf("parked scan after its job was given up = %+v, %v; want failed", got, err)
+	}
 	must(t, s.CompleteJob(ctx, j.Lease(), t0.Add(time.Minute))) // its worker finished it: nothing to do
 	n, err := s.ClaimJob(ctx, "note", "w", t0.Add(time.Minute))
 	must(t, err)

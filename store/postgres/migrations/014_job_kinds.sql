@@ -1,14 +1,12 @@
 -- One durable queue for every kind of work (issue 27): a job has a kind, which names the worker
--- that runs it, and JSON args. Scan jobs keep running as kind 'scan' with args {"scanId": ...};
--- scan_id now follows from the args of the scan kinds, so a follow-up job about a scan (a
--- digest) is never taken for its scan job, and still goes when its site is deleted.
+-- that runs it, and JSON args. Scan jobs keep running as kind 'scan' with args {"scanId": ...}.
+-- scan_id stays the scan a scan job runs (EnqueueScan sets it, whatever the kind's name), so that
+-- giving the job up fails that scan and deleting the site deletes the job; it is NULL for other
+-- jobs, whose args may still name a scan (a digest is not its scan's job).
 ALTER TABLE jobs RENAME COLUMN queue TO kind;
 ALTER TABLE jobs ADD COLUMN args jsonb NOT NULL DEFAULT '{}';
 UPDATE jobs SET args = jsonb_build_object('scanId', scan_id);
-ALTER TABLE jobs DROP COLUMN scan_id;
-ALTER TABLE jobs ADD COLUMN scan_id uuid GENERATED ALWAYS AS (
-    CASE WHEN kind IN ('scan', 'demo') THEN (args->>'scanId')::uuid END) STORED
-    REFERENCES scans ON DELETE CASCADE;
+ALTER TABLE jobs ALTER COLUMN scan_id DROP NOT NULL;
 CREATE INDEX jobs_scan ON jobs (scan_id);
 
 -- A kind may ask for more attempts than 3 (a digest outlasts an SMTP outage), so a snooze, which
