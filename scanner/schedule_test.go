@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"sitepulse/scanner/psi"
 	"sitepulse/store"
 	"sitepulse/store/storetest"
 )
@@ -23,21 +24,25 @@ func TestScheduledScan(t *testing.T) {
 			if err := st.UpdateSite(ctx, r.site); err != nil {
 				t.Fatal(err)
 			}
-			r.pool(func(c *PoolConfig) { c.ScheduleEvery = 20 * time.Millisecond })
-			var scans []store.Scan
-			for deadline := time.Now().Add(30 * time.Second); len(scans) == 0; time.Sleep(10 * time.Millisecond) {
-				scans, _ = st.ScansOf(ctx, r.user.ID, r.site.ID, 10)
-				if time.Now().After(deadline) {
-					t.Fatalf("no scheduled scan; logs:\n%s", r.logs.String())
-				}
+			// The pool's loops, one step at a time: the scheduler's, then the scan worker's.
+			p := NewPool(PoolConfig{Store: st, Auditor: psi.New(psi.Config{Endpoint: r.psi.Endpoint(), Key: "k"})})
+			if n, err := p.ScheduleOnce(ctx); n != 1 || err != nil {
+				t.Fatalf("ScheduleOnce = %d, %v; want 1 scan", n, err)
 			}
-			done := r.wait(scans[0].ID)
-			if done.Status != store.StatusComplete || done.Trigger != store.TriggerSchedule || done.Strategy != store.StrategyBoth {
-				t.Errorf("scheduled scan = %s by %s on %s", done.Status, done.Trigger, done.Strategy)
+			scans, err := st.ScansOf(ctx, r.user.ID, r.site.ID, 10)
+			if err != nil || len(scans) != 1 {
+				t.Fatalf("scans %+v, %v; want 1", scans, err)
 			}
-			time.Sleep(100 * time.Millisecond) // a few more scheduler passes find nothing due
-			if scans, _ = st.ScansOf(ctx, r.user.ID, r.site.ID, 10); len(scans) != 1 {
-				t.Errorf("%d scans, want 1", len(scans))
+			if ran, err := p.WorkOnce(ctx, store.KindScan); !ran || err != nil {
+				t.Fatalf("WorkOnce = %v, %v", ran, err)
+			}
+			done, err := st.Scan(ctx, r.user.ID, scans[0].ID)
+			if err != nil || done.Status != store.StatusComplete || done.Trigger != store.TriggerSchedule || done.Strategy != store.StrategyBoth {
+				t.Errorf("scheduled scan = %s by %s on %s (%v)", done.Status, done.Trigger, done.Strategy, err)
+			}
+			// More passes find nothing due.
+			if n, err := p.ScheduleOnce(ctx); n != 0 || err != nil {
+				t.Errorf("ScheduleOnce again = %d, %v; want 0", n, err)
 			}
 			site, _ := st.Site(ctx, r.user.ID, r.site.ID)
 			if site.NextScanAt == nil || !site.NextScanAt.Equal(due.Add(24*time.Hour)) {
