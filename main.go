@@ -89,7 +89,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	auditor, capacity := newAuditor(cfg, guard, log)
 	// The demo site's audits are replayed offline; every other site's go to the real auditor.
-	pool := newPool(ctx, cfg, st, demo.Replaying(replay, auditor), capacity, guard.Client(), connector, log)
+	chKeys, err := channelKeys(cfg, st, log)
+	if err != nil {
+		return err
+	}
+	pool := newPool(ctx, cfg, st, demo.Replaying(replay, auditor), capacity, guard.Client(), connector, chKeys, log)
 	pool.Start()
 	// Deferred after the store's Close, so it runs before it: HTTP server, scanner, store.
 	defer func() {
@@ -114,10 +118,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	var mail func(ctx context.Context, to, subject, body string) error // nil: logged instead
 	if cfg.SMTPAddr != "" {
 		mail = (&notify.Digest{SMTPAddr: cfg.SMTPAddr, From: cfg.SMTPFrom, Username: cfg.SMTPUsername, Password: cfg.SMTPPassword}).Send
-	}
-	chKeys, err := channelKeys(cfg, st, log)
-	if err != nil {
-		return err
 	}
 	handler, err := handlers.NewHandler(handlers.Deps{
 		Store: st, Log: log, BaseURL: cfg.BaseURL,
@@ -163,6 +163,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	log.Info("HTTP server stopped")
 	return nil
+}
+
+// noKeys opens nothing: Postgres without PLATFORM_TOKEN_KEY, where a delivery of a channel
+// saved under a key fails with the words Deliverer gives.
+type noKeys struct{}
+
+func (noKeys) OpenFor(purpose, sealed, owner string) (string, error) {
+	return "", errors.New("PLATFORM_TOKEN_KEY is not set")
 }
 
 // channelKeys seal alert channel URLs and secrets with PLATFORM_TOKEN_KEY, as platform tokens
@@ -253,7 +261,7 @@ func newAuditor(cfg config, guard netguard.Guard, log *slog.Logger) (scanner.Aud
 // newPool is the scan worker pool with its regression digest. A store that can announce new
 // jobs (Postgres LISTEN/NOTIFY) wakes the dispatcher at once; it polls either way. Sitemaps
 // are fetched with fetch, the guarded client.
-func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Auditor, capacity *psi.Capacity, fetch *http.Client, connector *platform.Connector, log *slog.Logger) *scanner.Pool {
+func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Auditor, capacity *psi.Capacity, fetch *http.Client, connector *platform.Connector, chKeys *platform.Keys, log *slog.Logger) *scanner.Pool {
 	var wake <-chan struct{}
 	if w, ok := st.(store.JobWaker); ok {
 		ch, err := w.WakeOnJobs(ctx, func(err error) { log.Warn("job notifications", "err", err) })
@@ -270,6 +278,14 @@ func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Au
 	// Every kind of job runs through the one queue; a kind is registered here with its worker.
 	digest := &notify.Digest{Store: st, SMTPAddr: cfg.SMTPAddr, From: cfg.SMTPFrom, Username: cfg.SMTPUsername,
 		Password: cfg.SMTPPassword, BaseURL: cfg.BaseURL, Log: log}
+	// A finished scan's alerts are planned by an `alerts` job and sent by a `delivery` job per
+	// event and channel, through the outbound guard (fetch).
+	var opener notify.Opener = noKeys{}
+	if chKeys != nil { // a nil *Keys in the interface would not be nil
+		opener = chKeys
+	}
+	alerts := &notify.Alerts{Store: st, Planner: &notify.Planner{Store: st, BaseURL: cfg.BaseURL, Now: time.Now}}
+	deliverer := &notify.Deliverer{Store: st, Keys: opener, Client: fetch, Now: time.Now}
 	return scanner.NewPool(scanner.PoolConfig{
 		Store: st, Auditor: auditor, Capacity: capacity, Log: log, Workers: cfg.ScanWorkers, Wake: wake, Platform: refresher,
 		ConfirmRuns:   cfg.ConfirmRuns,
@@ -279,7 +295,7 @@ func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Au
 		Discovery: discover.Discovery{MaxPages: cfg.MaxPagesPerScan, Client: fetch,
 			Deadline: time.Duration(cfg.DiscoveryTimeout) * time.Second},
 		Quota: psi.NewAccountQuota(cfg.UserDailyAudits, st),
-		Kinds: []scanner.KindWorker{scanner.Work(1, digest.Work)},
+		Kinds: []scanner.KindWorker{scanner.Work(1, digest.Work), scanner.Work(1, alerts.Work), scanner.Work(4, deliverer.Work)},
 		Then:  notify.AfterScan,
 	})
 }

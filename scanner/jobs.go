@@ -48,6 +48,10 @@ type Snooze struct {
 
 func (s *Snooze) Error() string { return s.Reason }
 
+// A worker's error with a RetryAt() time.Time method (notify's delivery, which honours a
+// receiver's Retry-After) retries its job at that time instead of the pool's backoff; it spends
+// an attempt like any retry. An interface, so a kind's package need not import the pool.
+
 // dispatch claims a job of k whenever one of its worker slots is free, waking on
 // notifications and on the poll, and runs it in a goroutine of its own. It holds the slot only
 // while it claims: a scan that discovered its pages may be waiting for it.
@@ -165,6 +169,7 @@ func (p *Pool) run(parent context.Context, s *slot, k KindWorker, job store.Job)
 	defer stop()
 	now := p.cfg.Now()
 	var snooze *Snooze
+	var later interface{ RetryAt() time.Time }
 	switch {
 	case err == nil:
 		if err := p.whileUnavailable(settle, log, "complete job", func(ctx context.Context) error {
@@ -195,6 +200,15 @@ func (p *Pool) run(parent context.Context, s *slot, k KindWorker, job store.Job)
 			return p.cfg.Store.SnoozeJob(ctx, lease, snooze.Until, snooze.Reason)
 		}); err != nil {
 			log.Warn("scanner: could not snooze the job; the rescuer will return it", "err", err)
+		}
+	case job.Attempt < job.MaxAttempts && errors.As(err, &later):
+		// The work says when to try again (a receiver's Retry-After): spent, as any retry.
+		log.Info("scanner: attempt failed; retrying at the time the work asked", "err", err, "retry_at", later.RetryAt())
+		msg := err.Error()
+		if err := p.whileUnavailable(settle, log, "retry job", func(ctx context.Context) error {
+			return p.cfg.Store.RetryJob(ctx, lease, later.RetryAt(), msg)
+		}); err != nil {
+			log.Warn("scanner: could not schedule the retry", "err", err)
 		}
 	case job.Attempt < job.MaxAttempts:
 		wait := p.cfg.Backoff(attempt)

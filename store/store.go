@@ -347,6 +347,11 @@ type Channels interface {
 	// and answers the state before, in one step, so of two scans completing together exactly
 	// one sees a transition (system: scan completion).
 	SwapBudgetState(ctx context.Context, siteID string, broken bool) (was bool, err error)
+	// PlanDeliveries stores, in one transaction, a pending delivery per element of ds (by
+	// channel and event id) and, for each one new, its job jobs[i] runnable at now: planning a
+	// finished scan's alerts again (a retried job) duplicates nothing, and a crash loses none.
+	// A delivery whose channel is not the user's (deleted since) is skipped.
+	PlanDeliveries(ctx context.Context, userID string, ds []Delivery, jobs []JobArgs, now time.Time) (planned int, err error)
 	// SetChannelFailing marks a channel of the user failing since a time, or not failing (nil);
 	// a channel already failing keeps its first time.
 	SetChannelFailing(ctx context.Context, userID, channelID string, since *time.Time) error

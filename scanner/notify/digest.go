@@ -35,8 +35,10 @@ func (DigestJob) Kind() string { return KindDigest }
 // attempts span about 4 hours.
 func (DigestJob) MaxAttempts() int { return 10 }
 
-// AfterScan is the follow-up jobs of a completed scan the digest asks for: its own.
-func AfterScan(scanID string) []store.JobArgs { return []store.JobArgs{DigestJob{ScanID: scanID}} }
+// AfterScan is the follow-up jobs of a completed scan: its digest and the planning of its alerts.
+func AfterScan(scanID string) []store.JobArgs {
+	return []store.JobArgs{DigestJob{ScanID: scanID}, AlertsJob{ScanID: scanID}}
+}
 
 // DigestStore is what the digest reads: the scan and its site, the two latest completed scans,
 // their results, the owner.

@@ -76,7 +76,12 @@ func (p *Planner) Plan(ctx context.Context, site store.Site, scan store.Scan) ([
 	} else if scan.Status != store.StatusFailed {
 		return nil, errors.New("notify: planning alerts of an unfinished scan")
 	}
-	events := Events(o, p.Now(), func() string { return "evt_" + store.NewID() })
+	// An event's id is its scan's and its type's (a scan causes at most one of each), so planning
+	// a scan again finds the deliveries it already stored.
+	events := Events(o, p.Now(), func() string { return "" })
+	for i := range events {
+		events[i].ID = "evt_" + scan.ID + "_" + events[i].Type
+	}
 	if len(events) == 0 {
 		return nil, nil
 	}

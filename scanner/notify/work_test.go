@@ -21,7 +21,7 @@ func TestDigestWork(t *testing.T) {
 	if got := store.MaxAttemptsOf(DigestJob{}); got <= store.MaxAttempts {
 		t.Errorf("a digest gets %d attempts, want more than a scan's %d", got, store.MaxAttempts)
 	}
-	if jobs := AfterScan("s1"); len(jobs) != 1 || jobs[0] != (DigestJob{ScanID: "s1"}) {
+	if jobs := AfterScan("s1"); len(jobs) != 2 || jobs[0] != (DigestJob{ScanID: "s1"}) || jobs[1] != (AlertsJob{ScanID: "s1"}) {
 		t.Errorf("AfterScan = %+v", jobs)
 	}
 }

@@ -167,3 +167,36 @@ func (m *Store) SetChannelFailing(ctx context.Context, userID, channelID string,
 	m.channels[channelID] = c
 	return nil
 }
+
+func (m *Store) PlanDeliveries(ctx context.Context, userID string, ds []store.Delivery, jobs []store.JobArgs, now time.Time) (int, error) {
+	if len(ds) != len(jobs) {
+		return 0, fmt.Errorf("plan deliveries: %d deliveries, %d jobs", len(ds), len(jobs))
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	saved := len(m.channelDeliveries)
+	nextJob := m.nextJob
+	for i, d := range ds {
+		c, ok := m.channels[d.ChannelID]
+		if !ok || c.UserID != userID || slices.ContainsFunc(m.channelDeliveries, func(o store.Delivery) bool {
+			return o.ChannelID == d.ChannelID && o.EventID == d.EventID
+		}) {
+			continue
+		}
+		d.State, d.Attempts, d.NextAt, d.LastStatus, d.LastError = store.DeliveryPending, 0, nil, 0, ""
+		d.CreatedAt = store.Now(d.CreatedAt)
+		m.channelDeliveries = append(m.channelDeliveries, d)
+		if _, err := m.insertJob(jobs[i].Kind(), jobs[i], "", now, now); err != nil {
+			// all or nothing, as the Postgres transaction
+			m.channelDeliveries = m.channelDeliveries[:saved]
+			for id := nextJob + 1; id <= m.nextJob; id++ {
+				delete(m.jobs, id)
+			}
+			m.nextJob = nextJob
+			return 0, err
+		}
+		n++
+	}
+	return n, nil
+}

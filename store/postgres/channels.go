@@ -131,3 +131,37 @@ func (p *Store) SetChannelFailing(ctx context.Context, userID, channelID string,
 		ELSE coalesce(failing_since, $3) END WHERE id = $1 AND user_id = $2`, channelID, userID, nullTime(since))
 	return pgErr("set channel failing", affected(res, err, store.NotFound("channel")))
 }
+
+func (p *Store) PlanDeliveries(ctx context.Context, userID string, ds []store.Delivery, jobs []store.JobArgs, now time.Time) (int, error) {
+	if len(ds) != len(jobs) {
+		return 0, fmt.Errorf("plan deliveries: %d deliveries, %d jobs", len(ds), len(jobs))
+	}
+	if !uuidOK(userID) {
+		return 0, nil
+	}
+	n := 0
+	err := p.tx(ctx, func(tx *sql.Tx) error {
+		n = 0
+		for i, d := range ds {
+			if !uuidOK(d.ChannelID, d.ID) {
+				continue
+			}
+			res, err := tx.ExecContext(ctx, `INSERT INTO deliveries (id, channel_id, event_id, event_type, state, attempts, created_at)
+				SELECT $1, c.id, $4, $5, 'pending', 0, $6 FROM channels c WHERE c.id = $2 AND c.user_id = $3
+				ON CONFLICT (channel_id, event_id) DO NOTHING`,
+				d.ID, d.ChannelID, userID, d.EventID, d.EventType, store.Now(d.CreatedAt))
+			if err != nil {
+				return pgErr("plan delivery", err)
+			}
+			if k, _ := res.RowsAffected(); k == 0 {
+				continue // planned before, or its channel is gone
+			}
+			if _, err := insertJob(ctx, tx, jobs[i].Kind(), jobs[i], "", now, now); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	return n, err
+}
