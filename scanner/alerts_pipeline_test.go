@@ -310,3 +310,46 @@ func testAlertsTwoProcesses(t *testing.T, st store.Store) {
 		}
 	}
 }
+
+func TestAlertsOnScanFailure(t *testing.T) {
+	for _, b := range storetest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			testAlertsOnScanFailure(t, b.Open(t))
+		})
+	}
+}
+
+// A scan that fails (no page could be audited) sends scan.failed with its reason: the store
+// enqueued its alerts job in the transaction that failed it.
+func testAlertsOnScanFailure(t *testing.T, st store.Store) {
+	r := newRig(t, st)
+	keys := platform.RandomKeys()
+	rc := newReceivers(t, nil)
+	r.addChannel(keys, store.ChannelWebhook, rc.srv.URL+"/failed", store.EventScanFailed)
+	r.addChannel(keys, store.ChannelWebhook, rc.srv.URL+"/regressions", store.EventRegressionConfirmed)
+	site := r.addSite("Broken", []string{"/missing"})
+	p := r.pool(nil)
+	sc := r.wait(r.enqueue(site).ID)
+	p.Stop(context.Background())
+	if sc.Status != store.StatusFailed {
+		t.Fatalf("scan %s, want failed", sc.Status)
+	}
+	clock := newFakeClock(time.Now().Add(time.Second))
+	deliverer := &notify.Deliverer{Store: st, Keys: keys, Client: rc.guard().Client(), Now: clock.Now}
+	alerts := &notify.Alerts{Store: st, Planner: &notify.Planner{Store: st, BaseURL: "http://sitepulse.test", Now: clock.Now}}
+	ap := NewPool(PoolConfig{Store: st, Log: slog.New(slog.NewTextHandler(r.logs, nil)), Now: clock.Now, Lease: 2 * time.Second,
+		Heartbeat: 50 * time.Millisecond, Kinds: []KindWorker{Work(1, alerts.Work), Work(1, deliverer.Work)}})
+	if n := drain(t, ap, notify.KindAlerts); n != 1 {
+		t.Fatalf("%d alerts jobs after a failed scan, want 1; logs:\n%s", n, r.logs.String())
+	}
+	if n := drain(t, ap, notify.KindDelivery); n != 1 {
+		t.Fatalf("%d deliveries, want 1 (scan.failed to its one subscriber)", n)
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if len(rc.bodies["/failed"]) != 1 || !strings.Contains(rc.bodies["/failed"][0], `"type":"scan.failed"`) ||
+		!strings.Contains(rc.bodies["/failed"][0], "no page could be audited") || len(rc.bodies["/regressions"]) != 0 {
+		t.Errorf("received %v", rc.bodies)
+	}
+}

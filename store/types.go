@@ -348,6 +348,22 @@ const (
 	KindDemo = "demo"
 )
 
+// KindAlerts is the job that plans a finished scan's alerts (notify's worker). Whichever way a
+// scan fails (its pipeline, its worker giving up, the rescuer, the deadline), the store enqueues
+// one in the transaction that fails it, so scan.failed is never lost; a completed scan's comes
+// with CompleteScan's follow-up jobs.
+const KindAlerts = "alerts"
+
+// AlertsJob is the args of a KindAlerts job.
+type AlertsJob struct {
+	ScanID string `json:"scanId"`
+}
+
+func (AlertsJob) Kind() string { return KindAlerts }
+
+// MaxAttempts: planning outlasts a short database outage, as the digest does.
+func (AlertsJob) MaxAttempts() int { return 10 }
+
 // QueueScan and QueueDemo are the kinds' names from before jobs had kinds.
 //
 // Deprecated: use KindScan and KindDemo.

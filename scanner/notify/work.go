@@ -8,22 +8,15 @@ import (
 	"sitepulse/store"
 )
 
-// Job kinds of alerts: planning a finished scan's deliveries, and one delivery.
+// Job kinds of alerts: planning a finished scan's deliveries (the store enqueues it when a scan
+// fails, CompleteScan through AfterScan when one completes), and one delivery.
 const (
-	KindAlerts   = "alerts"
+	KindAlerts   = store.KindAlerts
 	KindDelivery = "delivery"
 )
 
-// AlertsJob plans the alerts of a finished scan: enqueued in the transaction that completes it
-// (PoolConfig.Then, AfterScan), beside the digest.
-type AlertsJob struct {
-	ScanID string `json:"scanId"`
-}
-
-func (AlertsJob) Kind() string { return KindAlerts }
-
-// MaxAttempts: planning outlasts a short database outage, as the digest does.
-func (AlertsJob) MaxAttempts() int { return 10 }
+// AlertsJob plans the alerts of a finished scan.
+type AlertsJob = store.AlertsJob
 
 // Kind makes a Dispatch the args of a `delivery` job.
 func (Dispatch) Kind() string { return KindDelivery }

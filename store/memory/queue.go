@@ -295,9 +295,12 @@ func (m *Store) discard(j store.Job, reason string, now time.Time) {
 	if j.ScanID == "" {
 		return
 	}
-	s := m.scans[j.ScanID]
+	s, ok := m.scans[j.ScanID]
 	s.Status, s.Error, s.CompletedAt = store.StatusFailed, reason, tp(now)
 	m.scans[s.ID] = s
+	if ok { // its alerts, as Postgres enqueues them
+		m.insertJob(store.KindAlerts, store.AlertsJob{ScanID: s.ID}, "", now, now)
+	}
 }
 
 func (m *Store) RetryJob(ctx context.Context, l store.Lease, runAt time.Time, reason string) error {

@@ -240,7 +240,11 @@ func discardTx(ctx context.Context, tx *sql.Tx, jobID int64, reason string, now 
 	}
 	_, err := tx.ExecContext(ctx, `UPDATE scans SET status = 'failed', error = $2, completed_at = $3 WHERE id = $1`,
 		scanID.String, reason, store.Now(now))
-	return pgErr("fail scan", err)
+	if err != nil {
+		return pgErr("fail scan", err)
+	}
+	_, err = insertJob(ctx, tx, store.KindAlerts, store.AlertsJob{ScanID: scanID.String}, "", now, now)
+	return err
 }
 
 func (p *Store) DiscardJob(ctx context.Context, l store.Lease, reason string, now time.Time) error {
