@@ -7,14 +7,17 @@
 // # Jobs have kinds
 //
 // Every kind of work is a job in one table, jobs(kind, args jsonb, ...): scans (kind "scan",
-// args {"scanId"}), the digest e-mail (notify.KindDigest), and the kinds to come. Per kind the
+// args {"scanId"}), the digest e-mail (notify.KindDigest), the planning of a finished scan's
+// alerts (notify.KindAlerts) and each alert's delivery (notify.KindDelivery). Per kind the
 // pool runs one dispatcher, which claims runnable jobs with FOR UPDATE SKIP LOCKED and wakes on
 // LISTEN/NOTIFY or its poll, and that kind's workers. Every job is settled the same way: done,
-// retried with backoff (attempt^4 s) until its attempts are spent and then discarded, snoozed
+// retried with backoff (attempt^4 s; or at the time its error's RetryAt() names, as a delivery
+// honouring Retry-After does) until its attempts are spent and then discarded, snoozed
 // without spending an attempt (return a *Snooze), or released at shutdown; a worker that
 // loses its lease writes nothing more; the rescuer returns the jobs of dead processes; the
 // cleaner deletes finished jobs a week later. Follow-up work is enqueued in the transaction that
-// causes it: CompleteScan enqueues PoolConfig.Then (the digest), so a crash loses none of it.
+// causes it: CompleteScan enqueues PoolConfig.Then (the digest and the alerts), a failed scan's
+// transaction its alerts, and the alerts job the deliveries, so a crash loses none of it.
 //
 // Adding a kind is a few lines, in the package that does the work:
 //
@@ -37,7 +40,8 @@
 //   - netguard: the outbound guard every user-directed request goes through;
 //   - discover: page discovery from sitemaps, bounded per scan in time, decoded bytes and
 //     children at once (the pool runs it outside a worker slot, pipeline.go's discover);
-//   - notify: the digest e-mail, a job of its own kind;
+//   - notify: the digest e-mail and the alert channels: planning a finished scan's alerts and
+//     delivering each, jobs of their own kinds;
 //   - analysis: the pure analysis every surface shares (scores, regressions, budgets, severity,
 //     third-party impact);
 //   - platform: the Webflow client and connector;
