@@ -120,20 +120,34 @@ func (p *Store) ownsScan(ctx context.Context, userID, scanID string) error {
 
 func (p *Store) PageResults(ctx context.Context, userID, scanID string) ([]store.PageResult, error) {
 	out := []store.PageResult{}
-	err := p.EachPageResult(ctx, userID, scanID, func(r store.PageResult) error {
+	err := p.eachResult(ctx, `r.result`, userID, scanID, func(r store.PageResult) error {
 		out = append(out, r)
 		return nil
 	})
 	return out, err
 }
 
+// exportResultSQL is the part of a stored result store.ExportFields keeps, cut out in the
+// database: the export decodes a few hundred bytes of each result rather than all of it.
+const exportResultSQL = `jsonb_build_object('pageUrl', r.result->'pageUrl', 'pagePath', r.result->'pagePath',
+	'strategy', r.result->'strategy', 'lighthouseVersion', r.result->'lighthouseVersion', 'runs', r.result->'runs',
+	'scores', r.result->'scores', 'coreWebVitals', r.result->'coreWebVitals', 'crux', r.result->'crux',
+	'opportunities', r.result->'opportunities', 'thirdPartyScripts', r.result->'thirdPartyScripts',
+	'a11yIssues', r.result->'a11yIssues')`
+
 func (p *Store) EachPageResult(ctx context.Context, userID, scanID string, fn func(store.PageResult) error) error {
+	return p.eachResult(ctx, exportResultSQL, userID, scanID, fn)
+}
+
+// eachResult streams column (the stored result, or a part of it) of each successful result of
+// a scan of userID's, in page order.
+func (p *Store) eachResult(ctx context.Context, column, userID, scanID string, fn func(store.PageResult) error) error {
 	if !uuidOK(userID, scanID) {
 		return store.NotFound("scan")
 	}
 	// One query: the owner check rides along, so a scan of someone else streams nothing and an
 	// empty result needs the second look below to tell "not yours" from "no results".
-	rows, err := p.db.QueryContext(ctx, `SELECT r.result FROM page_results r
+	rows, err := p.db.QueryContext(ctx, `SELECT `+column+` FROM page_results r
 		JOIN scans c ON c.id = r.scan_id JOIN sites s ON s.id = c.site_id
 		WHERE r.scan_id = $1 AND s.user_id = $2 AND r.result IS NOT NULL
 		ORDER BY r.page_path, r.strategy`, scanID, userID)

@@ -808,6 +808,17 @@ func testPageUpsert(t *testing.T, s store.Store) {
 	if fmt.Sprint(streamed) != "[/ mobile /c desktop]" {
 		t.Errorf("streamed %v", streamed)
 	}
+	// The stream carries what an export writes of each result, and nothing else.
+	whole, err := s.PageResults(ctx, a.ID, sc.ID)
+	must(t, err)
+	i := 0
+	must(t, s.EachPageResult(ctx, a.ID, sc.ID, func(r store.PageResult) error {
+		if want := store.ExportFields(whole[i]); !reflect.DeepEqual(r, want) {
+			t.Errorf("streamed %+v\nwant %+v", r, want)
+		}
+		i++
+		return nil
+	}))
 	stop := errors.New("stop")
 	if err := s.EachPageResult(ctx, a.ID, sc.ID, func(store.PageResult) error { return stop }); err != stop {
 		t.Errorf("callback error not returned: %v", err)
