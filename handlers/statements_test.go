@@ -29,7 +29,7 @@ func TestStatementsPerRequest(t *testing.T) {
 		c                    cred
 		wantFirst, wantAgain int
 	}{
-		{"site page", "GET", "/sites/" + a.siteID, "", cookie(a.session), 12, 12},
+		{"site page", "GET", "/sites/" + a.siteID, "", cookie(a.session), 9, 8},
 		{"export", "GET", "/api/sites/" + a.siteID + "/export", "", cookie(a.session), 5, 5},
 		{"budget check", "POST", "/api/external/budget-check", `{"siteId":"` + a.siteID + `"}`, bearer(a.apiKey), 3, 1},
 		{"MCP list_sites", "POST", "/api/mcp", mcp("list_sites", "", ""), bearer(a.accessToken), 2, 2},

@@ -204,12 +204,37 @@ func (p *Store) PageResult(ctx context.Context, userID, scanID, pagePath, strate
 }
 
 func (p *Store) PageErrors(ctx context.Context, userID, scanID string) ([]store.PageError, error) {
-	if err := p.ownsScan(ctx, userID, scanID); err != nil {
-		return nil, err
+	if !uuidOK(userID, scanID) {
+		return nil, store.NotFound("scan")
 	}
-	return queryAll(ctx, p.db, "page errors", func(r rowScanner) (store.PageError, error) {
-		e := store.PageError{ScanID: scanID}
-		return e, r.Scan(&e.PagePath, &e.PageURL, &e.Strategy, &e.Error)
-	}, `SELECT page_path, page_url, strategy, error FROM page_results WHERE scan_id = $1 AND result IS NULL
-		ORDER BY page_path, strategy`, scanID)
+	// One statement: the owned scan left-joined to its errors gives one row of NULLs when it has
+	// none and no row when it is not the user's.
+	rows, err := p.db.QueryContext(ctx, `SELECT r.page_path, r.page_url, r.strategy, r.error
+		FROM scans c JOIN sites s ON s.id = c.site_id
+		LEFT JOIN page_results r ON r.scan_id = c.id AND r.result IS NULL
+		WHERE c.id = $1 AND s.user_id = $2
+		ORDER BY r.page_path, r.strategy`, scanID, userID)
+	if err != nil {
+		return nil, pgErr("page errors", err)
+	}
+	defer rows.Close()
+	out := []store.PageError{}
+	owned := false
+	for rows.Next() {
+		owned = true
+		var path, url, strategy, msg sql.NullString
+		if err := rows.Scan(&path, &url, &strategy, &msg); err != nil {
+			return nil, pgErr("page errors", err)
+		}
+		if path.Valid {
+			out = append(out, store.PageError{ScanID: scanID, PagePath: path.String, PageURL: url.String, Strategy: strategy.String, Error: msg.String})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, pgErr("page errors", err)
+	}
+	if !owned {
+		return nil, store.NotFound("scan")
+	}
+	return out, nil
 }
