@@ -2,13 +2,11 @@ package storetest
 
 import (
 	"context"
-	"database/sql"
 	"database/sql/driver"
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/lib/pq"
+	"time"
 
 	"sitepulse/store/postgres"
 )
@@ -41,23 +39,13 @@ func (c *Statements) add(query string) {
 	c.mu.Unlock()
 }
 
-var (
-	countingMu      sync.Mutex
-	countingByDSN   = map[string]*Statements{}
-	registerCounter sync.Once
-)
-
-// CountingPostgres is Postgres (in a schema of its own) opened through a driver that counts the
-// statements it sends.
+// CountingPostgres is Postgres (in a schema of its own) opened through a connector that counts
+// the statements it sends.
 func CountingPostgres(t testing.TB) (*postgres.Store, *Statements) {
 	t.Helper()
-	dsn := SchemaDSN(t)
-	registerCounter.Do(func() { sql.Register("postgres-counting", countingDriver{}) })
 	c := &Statements{}
-	countingMu.Lock()
-	countingByDSN[dsn] = c
-	countingMu.Unlock()
-	p, err := postgres.OpenDriver(context.Background(), "postgres-counting", dsn)
+	wrap := func(inner driver.Connector) driver.Connector { return countingConnector{inner: inner, c: c} }
+	p, err := postgres.Open(context.Background(), SchemaDSN(t), postgres.Pool{MaxConns: MaxConns, ConnectPatience: 30 * time.Second, Wrap: wrap})
 	if err != nil {
 		t.Fatalf("open postgres: %v", err)
 	}
@@ -66,18 +54,20 @@ func CountingPostgres(t testing.TB) (*postgres.Store, *Statements) {
 	return p, c
 }
 
-type countingDriver struct{}
+type countingConnector struct {
+	inner driver.Connector
+	c     *Statements
+}
 
-func (countingDriver) Open(dsn string) (driver.Conn, error) {
-	countingMu.Lock()
-	c := countingByDSN[dsn]
-	countingMu.Unlock()
-	inner, err := pq.Open(dsn)
+func (cc countingConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	inner, err := cc.inner.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &countingConn{inner: inner, c: c}, nil
+	return &countingConn{inner: inner, c: cc.c}, nil
 }
+
+func (cc countingConnector) Driver() driver.Driver { return cc.inner.Driver() }
 
 // innerConn is what lib/pq's connection implements.
 type innerConn interface {
