@@ -191,6 +191,9 @@ func testSessions(t *testing.T, s store.Store) {
 	if got.UserID != u.ID || got.CSRF != "c" || !got.ExpiresAt.Equal(t0.Add(time.Hour)) || !got.SeenAt.Equal(t0) {
 		t.Errorf("got %+v", got)
 	}
+	if gu := got.User; gu.ID != u.ID || gu.Email != u.Email || gu.PasswordHash != u.PasswordHash || gu.NotifyRegressions != u.NotifyRegressions || !gu.CreatedAt.Equal(u.CreatedAt) {
+		t.Errorf("the session's user is %+v, want %+v", got.User, u)
+	}
 	must(t, s.TouchSession(ctx, hash, t0.Add(30*time.Minute)))
 	if got, _ := s.SessionByHash(ctx, hash, t0.Add(31*time.Minute)); !got.SeenAt.Equal(t0.Add(30 * time.Minute)) {
 		t.Errorf("seen at %v after a touch, want %v", got.SeenAt, t0.Add(30*time.Minute))
