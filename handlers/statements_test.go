@@ -34,7 +34,7 @@ func TestStatementsPerRequest(t *testing.T) {
 		{"budget check", "POST", "/api/external/budget-check", `{"siteId":"` + a.siteID + `"}`, bearer(a.apiKey), 2, 1},
 		{"MCP list_sites", "POST", "/api/mcp", mcp("list_sites", "", ""), bearer(a.accessToken), 2, 2},
 		{"MCP get_latest_scan", "POST", "/api/mcp", mcp("get_latest_scan", "siteId", a.siteID), bearer(a.accessToken), 2, 2},
-		{"MCP get_page_details", "POST", "/api/mcp", mcp("get_page_details", "scanId", a.scanID), bearer(a.accessToken), 4, 3},
+		{"MCP get_page_details", "POST", "/api/mcp", mcp("get_page_details", "scanId", a.scanID), bearer(a.accessToken), 4, 2},
 		{"MCP get_lcp_elements", "POST", "/api/mcp", mcp("get_lcp_elements", "scanId", a.scanID), bearer(a.accessToken), 2, 2},
 		{"MCP get_third_party_scripts", "POST", "/api/mcp", mcp("get_third_party_scripts", "siteId", a.siteID), bearer(a.accessToken), 3, 2},
 		{"MCP get_accessibility_issues", "POST", "/api/mcp", mcp("get_accessibility_issues", "siteId", a.siteID), bearer(a.accessToken), 3, 2},

@@ -52,8 +52,9 @@ func (s *Server) pageMetrics(ctx context.Context, userID string, scan store.Scan
 	return m, nil
 }
 
-// analysisCache keeps the answers of analyses of completed scans (latestAnalysis), keyed by
-// the analysis and the scan: small values, at most max of them, dropping the oldest.
+// analysisCache keeps answers read from completed scans, keyed by what was asked and the scan:
+// the site analyses of latestAnalysis (small) and get_page_details' pages (a decoded result
+// each, some tens of KB), at most max of them, dropping the oldest.
 type analysisCache struct {
 	mu    sync.Mutex
 	byKey map[string]any
