@@ -30,7 +30,7 @@ func TestStatementsPerRequest(t *testing.T) {
 		wantFirst, wantAgain int
 	}{
 		{"site page", "GET", "/sites/" + a.siteID, "", cookie(a.session), 8, 7},
-		{"export", "GET", "/api/sites/" + a.siteID + "/export", "", cookie(a.session), 4, 4},
+		{"export", "GET", "/api/sites/" + a.siteID + "/export", "", cookie(a.session), 4, 3},
 		{"budget check", "POST", "/api/external/budget-check", `{"siteId":"` + a.siteID + `"}`, bearer(a.apiKey), 2, 1},
 		{"MCP list_sites", "POST", "/api/mcp", mcp("list_sites", "", ""), bearer(a.accessToken), 2, 2},
 		{"MCP get_latest_scan", "POST", "/api/mcp", mcp("get_latest_scan", "siteId", a.siteID), bearer(a.accessToken), 2, 2},
