@@ -51,7 +51,7 @@ func TestStatementsPerRequest(t *testing.T) {
 				}
 				counted.Reset()
 				resp, body := f.do(t, c.method, c.path, contentType, c.body, c.c)
-				if resp.StatusCode != 200 || strings.Contains(body, `"isError":true`) {
+				if resp.StatusCode != 200 || strings.Contains(body, `"isError":true`) || (c.path == "/api/mcp" && !strings.Contains(body, `"result"`)) {
 					t.Fatalf("status %d: %.300s", resp.StatusCode, body)
 				}
 				sent := counted.Sent()
