@@ -16,7 +16,7 @@ type PlanStore interface {
 	Budgets(ctx context.Context, userID, siteID string) (map[string]store.Budget, error)
 	AlertRules(ctx context.Context, userID, siteID string) ([]store.AlertRule, error)
 	PublishesOfScans(ctx context.Context, userID string, scanIDs []string) (map[string]store.Publish, error)
-	SwapBudgetState(ctx context.Context, siteID string, broken bool) (bool, error)
+	SwapBudgetState(ctx context.Context, siteID, scanID string, broken bool) (bool, error)
 	ChannelsOf(ctx context.Context, userID string) ([]store.Channel, error)
 }
 
@@ -70,7 +70,7 @@ func (p *Planner) Plan(ctx context.Context, site store.Site, scan store.Scan) ([
 			return nil, err
 		}
 		o.Violations = analysis.CheckBudgets(scan.Scores, o.Latest, budgets, rules)
-		if o.BudgetsWereBroken, err = p.Store.SwapBudgetState(ctx, site.ID, len(o.Violations) > 0); err != nil {
+		if o.BudgetsWereBroken, err = p.Store.SwapBudgetState(ctx, site.ID, scan.ID, len(o.Violations) > 0); err != nil {
 			return nil, err
 		}
 	} else if scan.Status != store.StatusFailed {

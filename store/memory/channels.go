@@ -140,14 +140,19 @@ func (m *Store) DeliveriesOf(ctx context.Context, userID, channelID string, limi
 	return out, nil
 }
 
-func (m *Store) SwapBudgetState(ctx context.Context, siteID string, broken bool) (bool, error) {
+func (m *Store) SwapBudgetState(ctx context.Context, siteID, scanID string, broken bool) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.sites[siteID]; !ok {
 		return false, store.NotFound("site")
 	}
+	last := m.budgetsSwap[siteID]
+	if last.scanID == scanID {
+		return last.was, nil // the same scan again: the first answer
+	}
 	was := m.budgetsBroken[siteID]
 	m.budgetsBroken[siteID] = broken
+	m.budgetsSwap[siteID] = budgetSwap{scanID: scanID, was: was}
 	return was, nil
 }
 
@@ -199,4 +204,10 @@ func (m *Store) PlanDeliveries(ctx context.Context, userID string, ds []store.De
 		n++
 	}
 	return n, nil
+}
+
+// budgetSwap is the scan that last swapped a site's budget state and the state it found.
+type budgetSwap struct {
+	scanID string
+	was    bool
 }

@@ -50,6 +50,7 @@ type Store struct {
 	// deliveries, the publish webhook's replay guard.
 	channelDeliveries []store.Delivery
 	budgetsBroken     map[string]bool // the budget state alerts compare with, by site (channels.go)
+	budgetsSwap       map[string]budgetSwap
 }
 
 type memResult struct {
@@ -84,6 +85,7 @@ func New() *Store {
 		connections:    map[string]store.PlatformConnection{},
 		channels:       map[string]store.Channel{},
 		budgetsBroken:  map[string]bool{},
+		budgetsSwap:    map[string]budgetSwap{},
 	}
 }
 

@@ -113,13 +113,18 @@ func (p *Store) DeliveriesOf(ctx context.Context, userID, channelID string, limi
 	return out, err
 }
 
-func (p *Store) SwapBudgetState(ctx context.Context, siteID string, broken bool) (bool, error) {
-	if !uuidOK(siteID) {
+func (p *Store) SwapBudgetState(ctx context.Context, siteID, scanID string, broken bool) (bool, error) {
+	if !uuidOK(siteID, scanID) {
 		return false, store.NotFound("site")
 	}
 	var was bool
-	err := p.db.QueryRowContext(ctx, `WITH old AS (SELECT id, budgets_broken FROM sites WHERE id = $1 FOR UPDATE)
-		UPDATE sites s SET budgets_broken = $2 FROM old WHERE s.id = old.id RETURNING old.budgets_broken`, siteID, broken).Scan(&was)
+	err := p.db.QueryRowContext(ctx, `WITH old AS (SELECT id, budgets_broken, budgets_were_broken,
+			budgets_scan_id IS NOT DISTINCT FROM $3::uuid AS again FROM sites WHERE id = $1 FOR UPDATE)
+		UPDATE sites s SET budgets_broken = CASE WHEN old.again THEN old.budgets_broken ELSE $2 END,
+			budgets_were_broken = CASE WHEN old.again THEN old.budgets_were_broken ELSE old.budgets_broken END,
+			budgets_scan_id = $3
+		FROM old WHERE s.id = old.id
+		RETURNING CASE WHEN old.again THEN old.budgets_were_broken ELSE old.budgets_broken END`, siteID, broken, scanID).Scan(&was)
 	return was, pgErr("swap budget state", err)
 }
 

@@ -88,7 +88,7 @@ func testBudgetState(t *testing.T, s store.Store) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			was, err := s.SwapBudgetState(ctx, site.ID, true)
+			was, err := s.SwapBudgetState(ctx, site.ID, store.NewID(), true)
 			if err != nil {
 				t.Error(err)
 			}
@@ -106,13 +106,23 @@ func testBudgetState(t *testing.T, s store.Store) {
 	if transitions != 1 {
 		t.Errorf("%d of 10 concurrent swaps saw pass turn to fail, want 1", transitions)
 	}
-	if was, _ := s.SwapBudgetState(ctx, site.ID, false); !was {
+	recovery := store.NewID()
+	if was, _ := s.SwapBudgetState(ctx, site.ID, recovery, false); !was {
 		t.Error("the state before recovery was not broken")
 	}
-	if was, _ := s.SwapBudgetState(ctx, other.ID, false); was {
+	// The same scan again (its alerts job retried): the same answer, nothing moved.
+	for range 2 {
+		if was, err := s.SwapBudgetState(ctx, site.ID, recovery, true); err != nil || !was {
+			t.Errorf("the recovery's scan swapping again = %v, %v; want its first answer (broken)", was, err)
+		}
+	}
+	if was, _ := s.SwapBudgetState(ctx, site.ID, store.NewID(), false); was {
+		t.Error("a retried swap moved the state: the next scan found it broken")
+	}
+	if was, _ := s.SwapBudgetState(ctx, other.ID, store.NewID(), false); was {
 		t.Error("another site's state moved")
 	}
-	_, err := s.SwapBudgetState(ctx, store.NewID(), true)
+	_, err := s.SwapBudgetState(ctx, store.NewID(), store.NewID(), true)
 	wantErr(t, err, store.ErrNotFound)
 }
 

@@ -44,7 +44,7 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 		{"20 concurrent reports within a cap of 3 active ones create exactly 3; revoked and expired ones do not count", testReportCap},
 		{"budgets and alert rules belong to a site", testBudgetsAndRules},
 		{"an alert channel is its owner's, validated, capped, and keeps one delivery row per event", testChannels},
-		{"the budget state alerts compare with swaps in one step: ten concurrent breaks see one transition", testBudgetState},
+		{"the budget state alerts compare with swaps in one step: ten concurrent breaks see one transition; the same scan again gets its first answer", testBudgetState},
 		{"a channel is marked failing from its first failure until it recovers", testChannelFailing},
 		{"a publish keeps who published what and its scan, for its site's owner only", testPublishes},
 		{"a platform connect state is taken once, by its user, before it expires", testPlatformStates},
