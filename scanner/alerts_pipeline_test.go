@@ -399,3 +399,58 @@ func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	c.n.Add(1)
 	return c.next.RoundTrip(req)
 }
+
+func TestAlertsBudgetTransitions(t *testing.T) {
+	for _, b := range storetest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			testAlertsBudgetTransitions(t, b.Open(t))
+		})
+	}
+}
+
+// Budgets broken three scans in a row send one budget.broken; the scan that meets them again
+// sends one budget.recovered. Each scan's alerts are planned before the next scan, as the
+// budgets are read when planning.
+func testAlertsBudgetTransitions(t *testing.T, st store.Store) {
+	ctx := context.Background()
+	r := newRig(t, st)
+	keys := platform.RandomKeys()
+	rc := newReceivers(t, nil)
+	r.addChannel(keys, store.ChannelWebhook, rc.srv.URL+"/budgets", store.EventBudgetBroken, store.EventBudgetRecovered)
+	deliverer := &notify.Deliverer{Store: st, Keys: keys, Client: rc.guard().Client(), Now: time.Now}
+	alerts := &notify.Alerts{Store: st, Planner: &notify.Planner{Store: st, BaseURL: "http://sitepulse.test", Now: time.Now}}
+	ap := NewPool(PoolConfig{Store: st, Log: slog.New(slog.NewTextHandler(r.logs, nil)), Lease: 2 * time.Second,
+		Heartbeat: 50 * time.Millisecond, Kinds: []KindWorker{Work(1, alerts.Work), Work(1, deliverer.Work)}})
+	types := func() []string {
+		rc.mu.Lock()
+		defer rc.mu.Unlock()
+		var out []string
+		for _, req := range rc.got["/budgets"] {
+			out = append(out, req.Header.Get("X-SitePulse-Event"))
+		}
+		return out
+	}
+	if err := st.SetBudgets(ctx, r.user.ID, r.site.ID, map[string]store.Budget{"performance": {Threshold: 100}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if sc := r.scanThen(r.site, r.psi); sc.Status != store.StatusComplete {
+			t.Fatalf("scan %d: %s", i, sc.Status)
+		}
+		drain(t, ap, notify.KindAlerts)
+		drain(t, ap, notify.KindDelivery)
+	}
+	if got := types(); len(got) != 1 || got[0] != store.EventBudgetBroken {
+		t.Fatalf("after three scans over budget: %v, want one budget.broken; logs:\n%s", got, r.logs.String())
+	}
+	if err := st.SetBudgets(ctx, r.user.ID, r.site.ID, map[string]store.Budget{"performance": {Threshold: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	r.scanThen(r.site, r.psi)
+	drain(t, ap, notify.KindAlerts)
+	drain(t, ap, notify.KindDelivery)
+	if got := types(); len(got) != 2 || got[1] != store.EventBudgetRecovered {
+		t.Errorf("after the scan within budget: %v, want budget.broken then budget.recovered", got)
+	}
+}
