@@ -13,21 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"sitepulse/scanner/scantest"
 	"sitepulse/store/storetest"
 )
-
-// syncBuffer is a log sink safe for the server goroutines and the test to share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
@@ -40,7 +28,7 @@ func freeAddr(t *testing.T) string {
 }
 
 // startRun runs the real program with env and waits for /healthz.
-func startRun(t *testing.T, env map[string]string) (base string, logs *syncBuffer, stop func() error) {
+func startRun(t *testing.T, env map[string]string) (base string, logs *scantest.LogBuffer, stop func() error) {
 	t.Helper()
 	addr := freeAddr(t)
 	env["ADDR"] = addr
@@ -48,7 +36,7 @@ func startRun(t *testing.T, env map[string]string) (base string, logs *syncBuffe
 		env["BASE_URL"] = "http://" + addr
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	logs = &syncBuffer{}
+	logs = &scantest.LogBuffer{}
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, nil, func(k string) string { return env[k] }, logs) }()
 	base = "http://" + addr

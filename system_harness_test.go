@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"sitepulse/scanner/scantest"
 )
 
 // childEnv marks a re-executed test binary that is to be the real program, not a test.
@@ -45,7 +47,7 @@ type child struct {
 	name string
 	cmd  *exec.Cmd
 	base string
-	log  *syncBuffer
+	log  *scantest.LogBuffer
 	done chan error
 }
 
@@ -55,7 +57,7 @@ type child struct {
 func startChild(t *testing.T, name string, env map[string]string) *child {
 	t.Helper()
 	addr := freeAddr(t)
-	c := &child{name: name, base: "http://" + addr, log: &syncBuffer{}, done: make(chan error, 1)}
+	c := &child{name: name, base: "http://" + addr, log: &scantest.LogBuffer{}, done: make(chan error, 1)}
 	c.cmd = exec.Command(os.Args[0], "-test.run=^"+regexp.QuoteMeta(t.Name())+"$")
 	c.cmd.Env = append(os.Environ(), childEnv+"=1", "ADDR="+addr, "BASE_URL="+c.base)
 	for k, v := range env {

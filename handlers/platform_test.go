@@ -40,32 +40,15 @@ type platformRig struct {
 	st     store.Store
 	double *platformtest.Platform
 	conn   *platform.Connector
-	logs   *syncBuffer
+	logs   *scantest.LogBuffer
 
 	mu    sync.Mutex
 	waits []time.Duration
 }
 
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 func newPlatformRig(t *testing.T, st store.Store) *platformRig {
 	t.Helper()
-	r := &platformRig{st: st, double: platformtest.New(t, appID, appSecret), logs: &syncBuffer{}}
+	r := &platformRig{st: st, double: platformtest.New(t, appID, appSecret), logs: &scantest.LogBuffer{}}
 	r.double.Sample()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

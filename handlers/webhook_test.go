@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -35,19 +34,6 @@ func sign(secret, body string) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-// lockedBuf is a log sink shared by handler goroutines and the test.
-type lockedBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-func (l *lockedBuf) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
-
 // webhookRig is a SitePulse handler with a platform secret, a fixed clock and a fixed jitter,
 // and one user owning a site connected as platform site "plat-1".
 type webhookRig struct {
@@ -58,12 +44,12 @@ type webhookRig struct {
 	jitter time.Duration
 	user   store.User
 	site   store.Site
-	logs   *lockedBuf
+	logs   *scantest.LogBuffer
 }
 
 func newWebhookRig(t *testing.T, st store.Store, secret string) *webhookRig {
 	t.Helper()
-	w := &webhookRig{t: t, st: st, now: time.Now().UTC().Truncate(time.Millisecond), jitter: 3 * time.Second, logs: &lockedBuf{}}
+	w := &webhookRig{t: t, st: st, now: time.Now().UTC().Truncate(time.Millisecond), jitter: 3 * time.Second, logs: &scantest.LogBuffer{}}
 	h, err := NewHandler(withServers(Deps{Store: st, BaseURL: "http://sitepulse.test", PasswordIterations: 1000,
 		Now: func() time.Time { return w.now }, PlatformSecret: secret, WebhookJitter: func() time.Duration { return w.jitter },
 		Log: slog.New(slog.NewTextHandler(w.logs, nil))}))

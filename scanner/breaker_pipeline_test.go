@@ -53,7 +53,7 @@ func (j *jobLog) job(t *testing.T, scanID string) (store.Job, bool) {
 type breakerRig struct {
 	*rig
 	jobs  *jobLog
-	clock *fakeClock
+	clock *scantest.Clock
 	psi   *psi.Client
 }
 
@@ -61,7 +61,7 @@ const breakerOpenFor = time.Minute
 
 func newBreakerRig(t *testing.T, st store.Store, start time.Time, daily int) *breakerRig {
 	jobs := &jobLog{Store: st, jobs: map[string]int64{}}
-	r := &breakerRig{rig: newRig(t, jobs), jobs: jobs, clock: newFakeClock(start)}
+	r := &breakerRig{rig: newRig(t, jobs), jobs: jobs, clock: scantest.NewClock(start)}
 	log := slog.New(slog.NewTextHandler(r.logs, nil))
 	cfg := psi.Config{Endpoint: r.rig.psi.Endpoint(), Key: testKey, Timeout: 2 * time.Second, Attempts: 2,
 		Backoff: time.Millisecond, QuotaBackoff: time.Millisecond, Now: r.clock.Now, Log: log,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,26 +16,6 @@ import (
 
 // testKey is the PSI key of the psi tests.
 const testKey = "AIzaSECRET-key_123"
-
-// fakeClock is a clock tests move by hand; safe for the pool's goroutines.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newFakeClock(t time.Time) *fakeClock { return &fakeClock{now: t} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 func quotaUser(t *testing.T, st store.Store, name string) string {
 	t.Helper()

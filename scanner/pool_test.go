@@ -1,7 +1,6 @@
 package scanner
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -21,15 +20,6 @@ import (
 	"sitepulse/scanner/psi"
 )
 
-// syncBuf is a log sink the pool's goroutines and the test share.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
-func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 // rig is a store with one user and site, a fake PSI over the real fixtures, and pools on them.
 type rig struct {
 	t    *testing.T
@@ -37,12 +27,12 @@ type rig struct {
 	psi  *scantest.PSI
 	user store.User
 	site store.Site
-	logs *syncBuf
+	logs *scantest.LogBuffer
 }
 
 func newRig(t *testing.T, st store.Store) *rig {
 	t.Helper()
-	r := &rig{t: t, st: st, psi: scantest.NewPSI(t, "../testdata/psi"), logs: &syncBuf{}}
+	r := &rig{t: t, st: st, psi: scantest.NewPSI(t, "../testdata/psi"), logs: &scantest.LogBuffer{}}
 	r.user = store.User{ID: store.NewID(), Email: "owner-" + store.NewID()[:8] + "@example.com", PasswordHash: "x", NotifyRegressions: true, CreatedAt: time.Now()}
 	if err := st.CreateUser(context.Background(), r.user); err != nil {
 		t.Fatal(err)

@@ -6,30 +6,11 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"sitepulse/scanner/scantest"
 )
-
-// fakeClock is a clock tests move by hand; safe for the pool's goroutines.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newFakeClock(t time.Time) *fakeClock { return &fakeClock{now: t} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 // bStep is one step of a breaker script: move the clock, then either ask to go (and check the
 // answer) or record an audit's verdict.
@@ -86,7 +67,7 @@ func TestBreaker(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clock := newFakeClock(t0)
+			clock := scantest.NewClock(t0)
 			b := NewBreaker(BreakerConfig{Failures: 3, OpenFor: T, Now: clock.Now})
 			for i, s := range tt.steps {
 				clock.Advance(s.advance)
@@ -120,7 +101,7 @@ func TestBreakerWaitersFollowTheProbe(t *testing.T) {
 		verdict psiVerdict
 		wantErr bool
 	}{{psiAnswered, false}, {psiTrouble, true}} {
-		clock := newFakeClock(time.Date(2026, 1, 15, 12, 0, 0, 0, time.UTC))
+		clock := scantest.NewClock(time.Date(2026, 1, 15, 12, 0, 0, 0, time.UTC))
 		b := NewBreaker(BreakerConfig{Failures: 1, OpenFor: time.Minute, Now: clock.Now})
 		b.record(false, psiTrouble, "x")
 		clock.Advance(time.Minute)
@@ -145,7 +126,7 @@ func TestBreakerWaitersFollowTheProbe(t *testing.T) {
 		}
 	}
 	// A waiter whose job is cancelled stops waiting.
-	clock := newFakeClock(time.Date(2026, 1, 15, 12, 0, 0, 0, time.UTC))
+	clock := scantest.NewClock(time.Date(2026, 1, 15, 12, 0, 0, 0, time.UTC))
 	b := NewBreaker(BreakerConfig{Failures: 1, OpenFor: time.Minute, Now: clock.Now})
 	b.record(false, psiTrouble, "x")
 	clock.Advance(time.Minute)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"sitepulse/scanner/scantest"
 )
 
 // eventually fails the test unless cond holds within 5 s.
@@ -118,7 +120,7 @@ func TestCapacityDoesNotQueueAtTheRate(t *testing.T) {
 // A 429 brings the cap down to the calls in flight less one, pauses calls for its Retry-After
 // and lowers the rate limit; both climb back a step per Recover after the pause.
 func TestCapacityThrottle(t *testing.T) {
-	clock := newFakeClock(time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC))
+	clock := scantest.NewClock(time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC))
 	lim := NewRateLimiter(100, time.Minute)
 	lim.now = clock.Now
 	c := NewCapacity(CapacityConfig{MaxInFlight: 10, Limiter: lim, Recover: 10 * time.Second, Now: clock.Now})

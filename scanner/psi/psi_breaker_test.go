@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"sitepulse/scanner/scantest"
 )
 
 // The PSI client tells its breaker what each audit says of PSI, and stops calling while it is
@@ -49,7 +51,7 @@ func TestPSIBreaker(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv, calls, _ := fakePSI(t, tt.replies)
-			clock := newFakeClock(now)
+			clock := scantest.NewClock(now)
 			b := NewBreaker(BreakerConfig{Failures: 3, OpenFor: time.Minute, Now: clock.Now})
 			cfg := Config{Endpoint: srv.URL + "/runPagespeed", Key: testKey, Attempts: 2, Timeout: 50 * time.Millisecond,
 				Backoff: time.Millisecond, Breaker: b, Now: clock.Now,
