@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,12 +19,14 @@ import (
 // jobLog records the jobs a store hands out, so a test can read a scan's job.
 type jobLog struct {
 	store.Store
-	mu   sync.Mutex
-	jobs map[string]int64 // scan id -> job id
+	mu     sync.Mutex
+	jobs   map[string]int64 // scan id -> job id
+	claims atomic.Int32     // ClaimJob calls answered, a job or none
 }
 
 func (j *jobLog) ClaimJob(ctx context.Context, queue, workerID string, now time.Time) (store.Job, error) {
 	job, err := j.Store.ClaimJob(ctx, queue, workerID, now)
+	defer j.claims.Add(1)
 	if err == nil {
 		j.mu.Lock()
 		j.jobs[job.ScanID] = job.ID
@@ -63,7 +66,7 @@ func newBreakerRig(t *testing.T, st store.Store, start time.Time, daily int) *br
 	jobs := &jobLog{Store: st, jobs: map[string]int64{}}
 	r := &breakerRig{rig: newRig(t, jobs), jobs: jobs, clock: scantest.NewClock(start)}
 	log := slog.New(slog.NewTextHandler(r.logs, nil))
-	cfg := psi.Config{Endpoint: r.rig.psi.Endpoint(), Key: testKey, Timeout: 2 * time.Second, Attempts: 2,
+	cfg := psi.Config{Endpoint: r.rig.psi.Endpoint(), Client: r.rig.psi.Client(), Key: testKey, Timeout: 2 * time.Second, Attempts: 2,
 		Backoff: time.Millisecond, QuotaBackoff: time.Millisecond, Now: r.clock.Now, Log: log,
 		Breaker: psi.NewBreaker(psi.BreakerConfig{Failures: 3, OpenFor: breakerOpenFor, Now: r.clock.Now, Log: log})}
 	if daily > 0 {

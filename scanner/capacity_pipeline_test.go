@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"testing"
 	"time"
 
@@ -62,7 +61,7 @@ func (r *rig) adaptivePSI(endpoint string, n int, window time.Duration, maxInFli
 		// Five attempts: under -race beside the whole suite, one audit of the quarter-quota case
 		// once met three 429s in a row and ended as a page error.
 		c.Auditor = psi.New(psi.Config{Endpoint: endpoint, Key: "k", Timeout: 10 * time.Second, Attempts: 5, Backoff: 10 * time.Millisecond,
-			QuotaBackoff: 50 * time.Millisecond, Limiter: limiter, Capacity: capacity, Log: log, Client: &http.Client{}})
+			QuotaBackoff: 50 * time.Millisecond, Limiter: limiter, Capacity: capacity, Log: log})
 		c.Lease = 10 * time.Second
 	}
 }

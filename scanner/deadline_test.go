@@ -67,7 +67,7 @@ func TestScanDeadline(t *testing.T) {
 			r.psi.FailAll(scantest.Fault{Status: 503, Body: `{"error":{"code":503,"message":"The service is currently unavailable."}}`})
 			log := slog.New(slog.NewTextHandler(r.logs, nil))
 			pool := r.pool(func(c *PoolConfig) {
-				c.Auditor = psi.New(psi.Config{Endpoint: r.psi.Endpoint(), Backoff: time.Millisecond, Log: log,
+				c.Auditor = psi.New(psi.Config{Endpoint: r.psi.Endpoint(), Client: r.psi.Client(), Backoff: time.Millisecond, Log: log,
 					Breaker: psi.NewBreaker(psi.BreakerConfig{Failures: 2, OpenFor: 100 * time.Millisecond, Log: log})})
 				c.Deadline, c.RescueEvery = 500*time.Millisecond, 50*time.Millisecond
 			})

@@ -64,7 +64,7 @@ func TestAccountQuotaSharedByReplicas(t *testing.T) {
 	jobsA := &jobLog{Store: stA, jobs: map[string]int64{}}
 	jobsB := &jobLog{Store: storetest.Open(t, dsn), jobs: map[string]int64{}}
 	a := newRig(t, jobsA)
-	b := &rig{t: t, st: jobsB, psi: scantest.NewPSI(t, "../testdata/psi"), user: a.user, logs: a.logs}
+	b := &rig{t: t, st: jobsB, psi: scantest.NewInProcess("../testdata/psi"), user: a.user, logs: a.logs}
 	greedyPages := []string{"/", "/about", "/blog/", "/pricing"} // 8 audits a scan
 	first, second := a.addSite("Greedy one", greedyPages), a.addSite("Greedy two", greedyPages)
 	other := &rig{t: t, st: jobsA, psi: a.psi, logs: a.logs, user: store.User{ID: quotaUser(t, jobsA, "other")}}

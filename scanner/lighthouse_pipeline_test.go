@@ -95,7 +95,7 @@ func TestLighthouseRealScan(t *testing.T) {
 	flags := `--headless=new --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking --disable-component-update --disable-sync --host-resolver-rules="` + rules + `"`
 
 	st := memory.New()
-	r := &rig{t: t, st: st, logs: &scantest.LogBuffer{}, psi: scantest.NewPSI(t, "../testdata/psi")} // the PSI is unused
+	r := &rig{t: t, st: st, logs: &scantest.LogBuffer{}, psi: scantest.NewInProcess("../testdata/psi")} // the PSI is unused
 	r.user = store.User{ID: store.NewID(), Email: "lh@example.com", PasswordHash: "x", CreatedAt: time.Now()}
 	if err := st.CreateUser(context.Background(), r.user); err != nil {
 		t.Fatal(err)
