@@ -99,15 +99,18 @@ func (p *PSI) Client() *http.Client {
 	if p.Server != nil {
 		return p.Server.Client()
 	}
-	return &http.Client{Transport: inProcess{p}}
+	return &http.Client{Transport: Transport(http.HandlerFunc(p.serve))}
 }
 
-// inProcess answers a request by calling the fake's handler directly.
-type inProcess struct{ p *PSI }
+// Transport answers every request by calling h in the caller's goroutine: an HTTP double
+// without a socket, which a testing/synctest bubble can hold.
+func Transport(h http.Handler) http.RoundTripper { return inProcess{h} }
+
+type inProcess struct{ h http.Handler }
 
 func (t inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
 	rec := httptest.NewRecorder()
-	t.p.serve(rec, req)
+	t.h.ServeHTTP(rec, req)
 	if err := req.Context().Err(); err != nil { // the client gave up (a Hang fault, a timeout)
 		return nil, err
 	}
