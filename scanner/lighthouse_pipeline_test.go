@@ -14,8 +14,8 @@ import (
 
 	"sitepulse/scanner/scantest"
 	"sitepulse/store"
-	"sitepulse/store/storetest"
 	"sitepulse/store/memory"
+	"sitepulse/store/storetest"
 	"strings"
 	"testing"
 	"time"
