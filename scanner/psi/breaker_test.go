@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"sitepulse/scanner/scantest"
@@ -97,6 +98,10 @@ func TestBreaker(t *testing.T) {
 // While the probe is in flight the other audits wait for its verdict rather than being turned
 // away: a probe that succeeds lets them all go, one that fails refuses them.
 func TestBreakerWaitersFollowTheProbe(t *testing.T) {
+	synctest.Test(t, testBreakerWaitersFollowTheProbe)
+}
+
+func testBreakerWaitersFollowTheProbe(t *testing.T) {
 	for _, tt := range []struct {
 		verdict psiVerdict
 		wantErr bool
@@ -118,6 +123,7 @@ func TestBreakerWaitersFollowTheProbe(t *testing.T) {
 				results <- err
 			}()
 		}
+		synctest.Wait() // the three wait for the probe's verdict
 		b.record(true, tt.verdict, "x")
 		for range 3 {
 			if err := <-results; (err != nil) != tt.wantErr || err != nil && !errors.Is(err, ErrPSIUnavailable) {
