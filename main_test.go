@@ -40,26 +40,23 @@ func startRun(t *testing.T, env map[string]string) (base string, logs *scantest.
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, nil, func(k string) string { return env[k] }, logs) }()
 	base = "http://" + addr
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		resp, err := http.Get(base + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
+	var exited error
+	healthy := storetest.Eventually(func() bool {
 		select {
-		case err := <-done:
-			cancel()
-			t.Fatalf("run returned early: %v\n%s", err, logs)
+		case exited = <-done:
+			return true
 		default:
 		}
-		if time.Now().After(deadline) {
-			cancel()
-			t.Fatalf("server did not become healthy:\n%s", logs)
+		resp, err := http.Get(base + "/healthz")
+		if err != nil {
+			return false
 		}
-		time.Sleep(20 * time.Millisecond)
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	if !healthy || exited != nil {
+		cancel()
+		t.Fatalf("server did not become healthy (run returned %v):\n%s", exited, logs)
 	}
 	var once sync.Once
 	var runErr error
@@ -68,7 +65,7 @@ func startRun(t *testing.T, env map[string]string) (base string, logs *scantest.
 			cancel()
 			select {
 			case runErr = <-done:
-			case <-time.After(30 * time.Second):
+			case <-time.After(storetest.Timeout()):
 				runErr = fmt.Errorf("run did not return after cancel")
 			}
 		})

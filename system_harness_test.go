@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"sitepulse/scanner/scantest"
+	"sitepulse/store/storetest"
 )
 
 // childEnv marks a re-executed test binary that is to be the real program, not a test.
@@ -69,23 +70,26 @@ func startChild(t *testing.T, name string, env map[string]string) *child {
 	}
 	go func() { c.done <- c.cmd.Wait() }()
 	t.Cleanup(func() { c.kill() })
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if resp, err := http.Get(c.base + "/healthz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return c
-			}
-		}
+	exited := false
+	healthy := storetest.Eventually(func() bool {
 		select {
 		case err := <-c.done:
 			c.done <- err
-			t.Fatalf("%s exited before it was healthy: %v\n%s", name, err, c.log)
+			exited = true
+			return true
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s was not healthy in 30 s:\n%s", name, c.log)
+		resp, err := http.Get(c.base + "/healthz")
+		if err != nil {
+			return false
 		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	if !healthy || exited {
+		t.Fatalf("%s was not healthy (exited: %v):\n%s", name, exited, c.log)
 	}
+	return c
 }
 
 // kill sends SIGKILL, no shutdown and no lease released, and waits for the process to go.
@@ -105,8 +109,8 @@ func (c *child) stop(t *testing.T) {
 		if err != nil {
 			t.Errorf("%s: exit after SIGTERM: %v\n%s", c.name, err, c.log)
 		}
-	case <-time.After(40 * time.Second):
-		t.Errorf("%s did not exit 40 s after SIGTERM", c.name)
+	case <-time.After(storetest.Timeout()):
+		t.Errorf("%s did not exit %s after SIGTERM", c.name, storetest.Timeout())
 		c.kill()
 	}
 }
