@@ -132,20 +132,17 @@ func (r *platformRig) sites(t *testing.T, userID string) map[string]store.Site {
 // waitScan waits for a scan to finish (a deadline, not a speed assertion) and returns it.
 func (r *platformRig) waitScan(t *testing.T, userID, scanID string) store.Scan {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		sc, err := r.st.Scan(context.Background(), userID, scanID)
-		if err != nil {
+	var sc store.Scan
+	if !storetest.Eventually(func() bool {
+		var err error
+		if sc, err = r.st.Scan(context.Background(), userID, scanID); err != nil {
 			t.Fatal(err)
 		}
-		if sc.Status == store.StatusComplete || sc.Status == store.StatusFailed {
-			return sc
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("scan %s still %s; logs:\n%s", scanID, sc.Status, r.logs.String())
-		}
-		time.Sleep(10 * time.Millisecond)
+		return sc.Status == store.StatusComplete || sc.Status == store.StatusFailed
+	}) {
+		t.Fatalf("scan %s still %s; logs:\n%s", scanID, sc.Status, r.logs.String())
 	}
+	return sc
 }
 
 func paths(t *testing.T, st store.Store, userID, scanID string) string {

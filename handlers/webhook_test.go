@@ -503,8 +503,7 @@ func TestPublishToCompleteScan(t *testing.T) {
 			pool.Start()
 			defer pool.Stop(ctx)
 			seen := map[string]bool{scans[0].Status: true}
-			deadline := time.Now().Add(30 * time.Second)
-			for {
+			storetest.Eventually(func() bool {
 				sc, err := st.Scan(ctx, w.user.ID, id)
 				if err != nil {
 					t.Fatal(err)
@@ -513,11 +512,8 @@ func TestPublishToCompleteScan(t *testing.T) {
 				if sc.Status == store.StatusRunning {
 					release()
 				}
-				if sc.Status == store.StatusComplete || sc.Status == store.StatusFailed || time.Now().After(deadline) {
-					break
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
+				return sc.Status == store.StatusComplete || sc.Status == store.StatusFailed
+			})
 			if !seen[store.StatusQueued] || !seen[store.StatusRunning] || !seen[store.StatusComplete] {
 				t.Fatalf("statuses seen %v, want queued, running and complete; logs:\n%s", seen, w.logs.String())
 			}
