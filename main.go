@@ -220,8 +220,9 @@ func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Au
 		Lease:         time.Duration(cfg.ScanLease) * time.Second,
 		Deadline:      time.Duration(cfg.ScanDeadline) * time.Second,
 		ScheduleEvery: time.Duration(cfg.SchedulePoll) * time.Second,
-		Discovery:     discover.Discovery{MaxPages: cfg.MaxPagesPerScan, Client: fetch},
-		Quota:         psi.NewAccountQuota(cfg.UserDailyAudits, st),
+		Discovery: discover.Discovery{MaxPages: cfg.MaxPagesPerScan, Client: fetch,
+			Deadline: time.Duration(cfg.DiscoveryTimeout) * time.Second},
+		Quota: psi.NewAccountQuota(cfg.UserDailyAudits, st),
 		Digest: &notify.Digest{Store: st, SMTPAddr: cfg.SMTPAddr, From: cfg.SMTPFrom, Username: cfg.SMTPUsername,
 			Password: cfg.SMTPPassword, BaseURL: cfg.BaseURL, Log: log},
 	})
