@@ -42,7 +42,7 @@ func (j *jobLog) ClaimJob(ctx context.Context, queue, workerID string, now time.
 }
 
 // job reads the job of a scan, once it was claimed.
-func (j *jobLog) job(t *testing.T, scanID string) (store.Job, bool) {
+func (j *jobLog) job(t testing.TB, scanID string) (store.Job, bool) {
 	t.Helper()
 	j.mu.Lock()
 	id, ok := j.jobs[scanID]

@@ -22,7 +22,7 @@ import (
 
 // rig is a store with one user and site, a fake PSI over the real fixtures, and pools on them.
 type rig struct {
-	t    *testing.T
+	t    testing.TB
 	st   store.Store
 	psi  *scantest.PSI
 	user store.User
@@ -30,7 +30,7 @@ type rig struct {
 	logs *scantest.LogBuffer
 }
 
-func newRig(t *testing.T, st store.Store) *rig {
+func newRig(t testing.TB, st store.Store) *rig {
 	t.Helper()
 	r := &rig{t: t, st: st, psi: scantest.NewInProcess("../testdata/psi"), logs: &scantest.LogBuffer{}}
 	r.user = store.User{ID: store.NewID(), Email: "owner-" + store.NewID()[:8] + "@example.com", PasswordHash: "x", NotifyRegressions: true, CreatedAt: time.Now()}
