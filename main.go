@@ -90,12 +90,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		log.Info("scanner stopped")
 	}()
 
-	// The authorization server issues the access tokens the MCP endpoint accepts.
-	authServer := oauth.New(oauth.Config{Store: st, BaseURL: cfg.BaseURL, Log: log})
+	// The authorization server issues the access tokens the MCP endpoint accepts. It fetches
+	// Client ID Metadata Documents, which anyone can point at any URL, through the guard.
+	authServer := oauth.New(oauth.Config{Store: st, BaseURL: cfg.BaseURL, Log: log, MetadataClient: guard.Client()})
 	mcpServer := mcp.New(mcp.Config{Store: st, BaseURL: cfg.BaseURL, Log: log})
 	handler, err := handlers.NewHandler(handlers.Deps{
 		Store: st, Log: log, BaseURL: cfg.BaseURL,
-		OAuth: authServer, MCP: mcpServer, PlatformSecret: webhookSecret, MaxSitesPerUser: cfg.MaxSitesPerUser,
+		OAuth: authServer, MCP: mcpServer, PlatformSecret: webhookSecret, MaxSitesPerUser: cfg.MaxSitesPerUser, SiteRules: cfg.siteRules(),
 		SessionIdle: time.Duration(cfg.SessionIdleMins) * time.Minute, Replayed: replay.Serves,
 		Platform: connector, PlatformClientID: cfg.PlatformID, PlatformAuthorizeURL: cfg.PlatformAuthURL,
 	})
@@ -168,6 +169,7 @@ func platformConnector(cfg config, st store.Store, log *slog.Logger) (*platform.
 		Keys:       keys,
 		WebhookURL: cfg.BaseURL + "/api/webhooks/platform",
 		MaxSites:   cfg.MaxSitesPerUser,
+		MaxPages:   cfg.MaxPagesPerScan,
 		Log:        log,
 		Now:        time.Now,
 	}, nil
@@ -228,10 +230,13 @@ func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Au
 	})
 }
 
-// openStore opens Postgres when DATABASE_URL is set, else the in-memory store.
+// openStore opens Postgres when DATABASE_URL is set, else the in-memory store; either checks
+// every site it writes against the configured rules.
 func openStore(ctx context.Context, cfg config) (store.Store, error) {
 	if cfg.DatabaseURL == "" {
-		return memory.New(), nil
+		m := memory.New()
+		m.Rules = cfg.siteRules()
+		return m, nil
 	}
 	connectCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -239,6 +244,7 @@ func openStore(ctx context.Context, cfg config) (store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.Rules = cfg.siteRules()
 	return p, nil
 }
 

@@ -18,7 +18,8 @@ const retryAfterSeconds = 5
 // JSON routes, the error page elsewhere).
 //
 //	store.ErrNotFound    404 with notFound as the message ("" says "not found")
-//	store.ErrConflict    409
+//	store.ErrInvalid     422 with the rules' messages (what a site may be, store.Site.Validate)
+//	store.ErrConflict    409; a store.DuplicateError names the owner's site on that domain
 //	store.ErrUnavailable 503 with Retry-After, a warning: nothing is wrong with the request or with us
 //	client went away     499 (nginx's "client closed request"), nobody reads it
 //	anything else        500 without details, logged as an error
@@ -30,8 +31,14 @@ func (s *server) error(w http.ResponseWriter, r *http.Request, err error, notFou
 		if message == "" {
 			message = "not found"
 		}
+	case store.ErrInvalid:
+		status, message = http.StatusUnprocessableEntity, store.InvalidMessage(err)
 	case store.ErrConflict:
 		status, message = http.StatusConflict, "conflict: the resource changed or already exists"
+		var dup *store.DuplicateError
+		if errors.As(err, &dup) {
+			message = "conflict: " + dup.Error() + " (/sites/" + dup.SiteID + ")"
+		}
 	case store.ErrUnavailable:
 		s.Log.Warn("database unavailable", "method", r.Method, "path", logPath(r), "route", r.Pattern, "err", err)
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"math"
 	"net/http"
+	"net/url"
 	"path"
 	"strconv"
 	"strings"
@@ -42,6 +43,8 @@ type page struct {
 var ratingClass = map[string]string{analysis.RatingGood: "good", analysis.RatingNI: "ni", analysis.RatingPoor: "poor"}
 
 var templateFuncs = template.FuncMap{
+	// pathEscape puts an id that may hold "/" or ":" (a client_id URL) into one path segment.
+	"pathEscape": url.PathEscape,
 	// score shows a 0-100 score, or a dash when Lighthouse gave none.
 	"score": func(p *int) string {
 		if p == nil {

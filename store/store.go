@@ -156,6 +156,10 @@ type Queue interface {
 	SavePageError(ctx context.Context, l Lease, e PageError) error
 	// SetAuditsInFlight records how many audits of the scan are in flight now, for its page.
 	SetAuditsInFlight(ctx context.Context, l Lease, n int) error
+	// SetPagesFound records how many pages the scan audits and how many discovery found before
+	// MAX_PAGES_PER_SCAN, so its pages can say "50 of 80 pages audited"; it never lowers the
+	// found count an enqueue set (the platform's full list at import).
+	SetPagesFound(ctx context.Context, l Lease, audited, found int) error
 	// CompleteScan marks scan and job done, stores the scores, and sets the site's health.
 	CompleteScan(ctx context.Context, l Lease, scores ScanScores, now time.Time) error
 	// FailScan discards the job and marks the scan failed with a reason.
@@ -209,6 +213,10 @@ const MaxPlatformStates = 5
 type OAuth interface {
 	CreateClient(ctx context.Context, c OAuthClient) error
 	Client(ctx context.Context, clientID string) (OAuthClient, error)
+	// SaveMetadataClient stores or updates a client known by its Client ID Metadata Document
+	// (its id is the document's https URL), so codes and tokens can name it; a registered
+	// client's id is ErrConflict.
+	SaveMetadataClient(ctx context.Context, c OAuthClient) error
 	// DeleteUnusedClients deletes the clients registered before createdBefore that were never
 	// used: no pending request, code, token or consent names them. It answers how many.
 	DeleteUnusedClients(ctx context.Context, createdBefore time.Time) (int, error)

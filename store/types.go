@@ -1,6 +1,9 @@
 package store
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // User is an account holder. Every site, key, token and report belongs to one.
 type User struct {
@@ -28,6 +31,7 @@ type APIKey struct {
 	Name       string
 	KeyHash    string
 	Prefix     string // the first characters of the key, shown so a user can tell keys apart
+	Scope      string // ScopeRead, or ScopeAll when its creator let it publish reports
 	CreatedAt  time.Time
 	LastUsedAt *time.Time
 }
@@ -85,6 +89,11 @@ type Scan struct {
 	Trigger    string
 	PagesTotal int // page/strategy pairs to audit; known once discovery ran
 	PagesDone  int // pairs with a result or an error
+	// PagesFound is how many pages discovery found (the saved list, the sitemap's or the
+	// platform's) before MAX_PAGES_PER_SCAN cut it, and PagesAudited how many of them the scan
+	// audits; 0 when not recorded. (PagesTotal counts pairs, and a discovery note.)
+	PagesFound   int
+	PagesAudited int
 	// AuditsInFlight is how many pairs the running attempt is auditing now, as its worker last
 	// wrote it (about every second); 0 once the attempt stops auditing.
 	AuditsInFlight int
@@ -94,6 +103,9 @@ type Scan struct {
 	StartedAt      *time.Time
 	CompletedAt    *time.Time
 }
+
+// Capped reports that discovery found more pages than the scan audits (MAX_PAGES_PER_SCAN).
+func (s Scan) Capped() bool { return s.PagesAudited > 0 && s.PagesFound > s.PagesAudited }
 
 // ScanScores are the rounded means over a scan's page results.
 type ScanScores struct {
@@ -326,6 +338,10 @@ type OAuthClient struct {
 	Scope        string
 	CreatedAt    time.Time
 }
+
+// IsMetadataClientID answers whether a client id is the https URL of a Client ID Metadata
+// Document rather than an id this server issued (c_...) at registration.
+func IsMetadataClientID(id string) bool { return strings.HasPrefix(id, "https://") }
 
 // AuthRequest is a validated authorize request waiting for the user's consent. The consent form
 // carries only its id; the server's copy wins over anything the browser sends.

@@ -43,14 +43,34 @@ func (c *Clock) Set(t time.Time) {
 // LogBuffer is the one log sink the code under test's goroutines and the test share: an
 // slog handler writes to it while the test reads it.
 type LogBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu    sync.Mutex
+	b     bytes.Buffer
+	wrote chan struct{}
 }
 
 func (l *LogBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	select {
+	case l.written() <- struct{}{}:
+	default:
+	}
 	return l.b.Write(p)
+}
+
+// Written receives after something was written, for a test that waits for a line: read
+// String, and wait on Written while the line is not there.
+func (l *LogBuffer) Written() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.written()
+}
+
+func (l *LogBuffer) written() chan struct{} {
+	if l.wrote == nil {
+		l.wrote = make(chan struct{}, 1)
+	}
+	return l.wrote
 }
 
 // String is everything written so far.

@@ -94,19 +94,36 @@ func (p *Store) DisconnectPlatform(ctx context.Context, userID string) error {
 }
 
 func (p *Store) ImportPlatformSite(ctx context.Context, s store.Site, maxSites int) (store.Site, bool, error) {
+	s.Schedule = ""
+	s.Normalize()
+	if err := s.Validate(p.Rules); err != nil {
+		return store.Site{}, false, err
+	}
 	if !uuidOK(s.ID, s.UserID) || s.PlatformSiteID == "" {
 		return store.Site{}, false, store.NotFound("site")
 	}
 	var out store.Site
 	var created bool
 	err := p.tx(ctx, func(tx *sql.Tx) error {
+		if err := lockUser(ctx, tx, s.UserID); err != nil {
+			return err
+		}
 		old, err := scanSite(tx.QueryRowContext(ctx, `SELECT `+siteCols+` FROM sites WHERE platform_site_id = $1 FOR UPDATE`, s.PlatformSiteID))
+		mine := s.ID // the user's site this import writes: a duplicate is another one
+		if err == nil && old.UserID == s.UserID {
+			mine = old.ID
+		}
+		if err := sameDomain(ctx, tx, s.UserID, s.Domain, mine); err != nil {
+			return err
+		}
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 		case err != nil:
 			return pgErr("import platform site", err)
 		case old.UserID == s.UserID:
-			out, err = scanSite(tx.QueryRowContext(ctx, `UPDATE sites SET name = $2, domain = $3, last_published = coalesce($4, last_published),
+			// lastPublished never moves backwards: a publish seen by the webhook is newer
+			// than the platform's listing read before it.
+			out, err = scanSite(tx.QueryRowContext(ctx, `UPDATE sites SET name = $2, domain = $3, last_published = greatest(last_published, $4),
 				pages = $5, platform_verified = true WHERE id = $1 RETURNING `+siteCols,
 				old.ID, s.Name, s.Domain, nullTime(s.LastPublished), pq.StringArray(nonNil(s.Pages))))
 			return pgErr("import platform site", err)
@@ -140,6 +157,10 @@ func (p *Store) SetPlatformWebhook(ctx context.Context, userID, siteID, webhookI
 }
 
 func (p *Store) SetSitePages(ctx context.Context, userID, siteID, platformSiteID string, pages []string) error {
+	pages, err := store.ValidPages(pages, p.Rules)
+	if err != nil {
+		return err
+	}
 	if !uuidOK(userID, siteID) || platformSiteID == "" {
 		return store.NotFound("site")
 	}

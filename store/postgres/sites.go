@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -12,28 +13,63 @@ import (
 )
 
 func (p *Store) CreateSite(ctx context.Context, s store.Site) error {
+	s.Normalize()
+	if err := s.Validate(p.Rules); err != nil {
+		return err
+	}
 	return insertSite(ctx, p.db, s)
 }
 
-// CreateSiteWithin locks the user's row, so creations for one user take turns at the count.
+// CreateSiteWithin locks the user's row, so creations for one user take turns at the count
+// and at the domain check.
 func (p *Store) CreateSiteWithin(ctx context.Context, s store.Site, max int) error {
-	if !uuidOK(s.UserID) {
+	s.Normalize()
+	if err := s.Validate(p.Rules); err != nil {
+		return err
+	}
+	if !uuidOK(s.UserID, s.ID) {
 		return store.NotFound("user")
 	}
 	return p.tx(ctx, func(tx *sql.Tx) error {
 		if err := withinSites(ctx, tx, s.UserID, max); err != nil {
 			return err
 		}
+		if err := sameDomain(ctx, tx, s.UserID, s.Domain, s.ID); err != nil {
+			return err
+		}
 		return insertSite(ctx, tx, s)
 	})
+}
+
+// sameDomain answers a *store.DuplicateError when the user has a site other than exceptSite on
+// the domain (store.DomainKey), naming the oldest. The caller holds the user's row lock
+// (withinSites or lockUser), so two writes for one user cannot both pass.
+func sameDomain(ctx context.Context, tx *sql.Tx, userID, domain, exceptSite string) error {
+	var id, name string
+	err := tx.QueryRowContext(ctx, `SELECT id, name FROM sites
+		WHERE user_id = $1 AND id <> $2 AND regexp_replace(domain, '^https?://', '') = $3
+		ORDER BY created_at, id LIMIT 1`, userID, exceptSite, store.DomainKey(domain)).Scan(&id, &name)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil
+	case err != nil:
+		return pgErr("same domain", err)
+	}
+	return &store.DuplicateError{Domain: store.DomainKey(domain), SiteID: id, Name: name}
+}
+
+// lockUser takes the user's row lock for the rest of the transaction.
+func lockUser(ctx context.Context, tx *sql.Tx, userID string) error {
+	_, err := tx.ExecContext(ctx, `SELECT 1 FROM users WHERE id = $1 FOR UPDATE`, userID)
+	return pgErr("lock user", err)
 }
 
 // withinSites locks the user's row and answers ErrLimit when the user already has max sites.
 // The count is a statement of its own: taken after the lock, it sees every site committed by
 // the creation that held it (a subquery of the locking statement would not).
 func withinSites(ctx context.Context, tx *sql.Tx, userID string, max int) error {
-	if _, err := tx.ExecContext(ctx, `SELECT 1 FROM users WHERE id = $1 FOR UPDATE`, userID); err != nil {
-		return pgErr("lock user", err)
+	if err := lockUser(ctx, tx, userID); err != nil {
+		return err
 	}
 	var n int
 	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sites WHERE user_id = $1`, userID).Scan(&n); err != nil {
@@ -68,15 +104,27 @@ func nonNil(s []string) []string {
 }
 
 func (p *Store) UpdateSite(ctx context.Context, s store.Site) error {
+	s.Normalize()
+	if err := s.Validate(p.Rules); err != nil {
+		return err
+	}
 	if !uuidOK(s.ID, s.UserID) {
 		return store.NotFound("site")
 	}
-	res, err := p.db.ExecContext(ctx, `UPDATE sites SET name = $3, domain = $4,
-		founding = $5, pages = $6, scan_schedule = $7,
-		next_scan_at = CASE WHEN scan_schedule IS DISTINCT FROM $7 THEN $8 ELSE next_scan_at END
-		WHERE id = $1 AND user_id = $2`,
-		s.ID, s.UserID, s.Name, s.Domain, s.Founding, pq.StringArray(nonNil(s.Pages)), store.ScheduleOrDefault(s.Schedule), nullTime(s.NextScanAt))
-	return pgErr("update site", affected(res, err, sql.ErrNoRows))
+	return p.tx(ctx, func(tx *sql.Tx) error {
+		if err := lockUser(ctx, tx, s.UserID); err != nil {
+			return err
+		}
+		if err := sameDomain(ctx, tx, s.UserID, s.Domain, s.ID); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE sites SET name = $3, domain = $4,
+			founding = $5, pages = $6, scan_schedule = $7,
+			next_scan_at = CASE WHEN scan_schedule IS DISTINCT FROM $7 THEN $8 ELSE next_scan_at END
+			WHERE id = $1 AND user_id = $2`,
+			s.ID, s.UserID, s.Name, s.Domain, s.Founding, pq.StringArray(nonNil(s.Pages)), store.ScheduleOrDefault(s.Schedule), nullTime(s.NextScanAt))
+		return pgErr("update site", affected(res, err, sql.ErrNoRows))
+	})
 }
 
 func (p *Store) DeleteSite(ctx context.Context, userID, siteID string) error {
@@ -132,7 +180,7 @@ func (p *Store) MarkPublished(ctx context.Context, siteID string, at time.Time) 
 	if !uuidOK(siteID) {
 		return store.NotFound("site")
 	}
-	res, err := p.db.ExecContext(ctx, `UPDATE sites SET last_published = $2 WHERE id = $1`, siteID, store.Now(at))
+	res, err := p.db.ExecContext(ctx, `UPDATE sites SET last_published = greatest(last_published, $2) WHERE id = $1`, siteID, store.Now(at))
 	return pgErr("mark published", affected(res, err, sql.ErrNoRows))
 }
 
@@ -170,6 +218,9 @@ func (p *Store) Budgets(ctx context.Context, userID, siteID string) (map[string]
 }
 
 func (p *Store) SetBudgets(ctx context.Context, userID, siteID string, budgets map[string]store.Budget) error {
+	if err := store.ValidBudgets(budgets); err != nil {
+		return err
+	}
 	return p.tx(ctx, func(tx *sql.Tx) error {
 		if err := p.owns(ctx, tx, userID, siteID); err != nil {
 			return err

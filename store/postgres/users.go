@@ -78,17 +78,17 @@ func (p *Store) DeleteSession(ctx context.Context, tokenHash string) error {
 }
 
 func (p *Store) CreateAPIKey(ctx context.Context, k store.APIKey) error {
-	_, err := p.db.ExecContext(ctx, `INSERT INTO api_keys (id, user_id, name, key_hash, prefix, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6)`, k.ID, k.UserID, k.Name, k.KeyHash, k.Prefix, store.Now(k.CreatedAt))
+	_, err := p.db.ExecContext(ctx, `INSERT INTO api_keys (id, user_id, name, key_hash, prefix, scope, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)`, k.ID, k.UserID, k.Name, k.KeyHash, k.Prefix, k.Scope, store.Now(k.CreatedAt))
 	return pgErr("create api key", err)
 }
 
-const keyCols = `id, user_id, name, key_hash, prefix, created_at, last_used_at`
+const keyCols = `id, user_id, name, key_hash, prefix, scope, created_at, last_used_at`
 
 func scanKey(row rowScanner) (store.APIKey, error) {
 	var k store.APIKey
 	var used sql.NullTime
-	err := row.Scan(&k.ID, &k.UserID, &k.Name, &k.KeyHash, &k.Prefix, &k.CreatedAt, &used)
+	err := row.Scan(&k.ID, &k.UserID, &k.Name, &k.KeyHash, &k.Prefix, &k.Scope, &k.CreatedAt, &used)
 	k.CreatedAt, k.LastUsedAt = k.CreatedAt.UTC(), timePtr(used)
 	return k, err
 }
