@@ -247,3 +247,44 @@ func TestIdealWall(t *testing.T) {
 		})
 	}
 }
+
+// Two scans asking for a slot at the same instant (one tick of a coarse clock; on fake time,
+// always) are still served in turn. They were ordered by the time they asked, and on a tie each
+// waiter could find the other fairest, so both waited for a change that never came: the
+// memory-store breaker pipeline test hung so about one run in six under synctest.
+func TestCapacityTiesAreServed(t *testing.T) { synctest.Test(t, testCapacityTiesAreServed) }
+
+func testCapacityTiesAreServed(t *testing.T) {
+	c := NewCapacity(CapacityConfig{MaxInFlight: 1})
+	ctx := t.Context()
+	holder := c.Share()
+	if err := holder.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	granted := make(chan *Share, 2)
+	for range 2 {
+		s := c.Share()
+		go func() {
+			if s.Acquire(ctx) == nil {
+				granted <- s
+			}
+		}()
+	}
+	settled(t, "both scans wait", func() bool { return c.waiters() == 2 })
+	for range 20 { // the slot passes back and forth between them
+		holder.Release()
+		synctest.Wait()
+		select {
+		case holder = <-granted:
+		default:
+			t.Fatalf("a slot is free and two scans wait, but neither got it (%d waiting)", c.waiters())
+		}
+		s := holder
+		go func() {
+			if s.Acquire(ctx) == nil {
+				granted <- s
+			}
+		}()
+		synctest.Wait()
+	}
+}
