@@ -202,3 +202,8 @@ func (d *Digest) send(ctx context.Context, to, subject, body string) error {
 	}
 	return c.Quit()
 }
+
+// Send delivers one message with the digest's SMTP settings; sign-up messages use it too.
+func (d *Digest) Send(ctx context.Context, to, subject, body string) error {
+	return d.send(ctx, to, subject, body)
+}
