@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -60,7 +61,8 @@ func startChild(t *testing.T, name string, env map[string]string) *child {
 	addr := freeAddr(t)
 	c := &child{name: name, base: "http://" + addr, log: &scantest.LogBuffer{}, done: make(chan error, 1)}
 	c.cmd = exec.Command(os.Args[0], "-test.run=^"+regexp.QuoteMeta(t.Name())+"$")
-	c.cmd.Env = append(os.Environ(), childEnv+"=1", "ADDR="+addr, "BASE_URL="+c.base)
+	c.cmd.Env = append(os.Environ(), childEnv+"=1", "ADDR="+addr, "BASE_URL="+c.base,
+		"DATABASE_MAX_CONNS="+strconv.Itoa(storetest.ChildMaxConns)) // env may raise it
 	for k, v := range env {
 		c.cmd.Env = append(c.cmd.Env, k+"="+v)
 	}
