@@ -93,7 +93,8 @@ func TestLighthouseRealScan(t *testing.T) {
 	rules := fmt.Sprintf("MAP cdn.widgetly.test:80 127.0.0.1:%d,MAP static.hotjar.com:80 127.0.0.1:%d,MAP * ~NOTFOUND,EXCLUDE 127.0.0.1,EXCLUDE localhost", third, third)
 	flags := `--headless=new --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking --disable-component-update --disable-sync --host-resolver-rules="` + rules + `"`
 
-	st := storetest.WithRules(memory.New(), store.SiteRules{AllowPrivate: true})                        // the sample site is served on 127.0.0.1
+	st := memory.New()
+	st.Rules = store.SiteRules{AllowPrivate: true}                                                      // the sample site is a server on 127.0.0.1
 	r := &rig{t: t, st: st, logs: &scantest.LogBuffer{}, psi: scantest.NewInProcess("../testdata/psi")} // the PSI is unused
 	r.user = store.User{ID: store.NewID(), Email: "lh@example.com", PasswordHash: "x", CreatedAt: time.Now()}
 	if err := st.CreateUser(context.Background(), r.user); err != nil {
