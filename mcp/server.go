@@ -45,6 +45,7 @@ type Store interface {
 	EnqueueScan(ctx context.Context, sc store.Scan, queue string, runAt time.Time) error
 	ScansOf(ctx context.Context, userID, siteID string, limit int) ([]store.Scan, error)
 	ExpireScan(ctx context.Context, scanID, reason string, now time.Time) error
+	PublishesOfScans(ctx context.Context, userID string, scanIDs []string) (map[string]store.Publish, error)
 }
 
 // Fair-use limits: one account must not be able to flood the service.

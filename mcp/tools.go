@@ -165,7 +165,8 @@ var tools = []tool{
 			"strategy, and lists what got worse: category scores that dropped by more than 5 points, and Core Web " +
 			"Vitals that crossed into a worse web.dev band (LCP 2500/4000 ms, CLS 0.1/0.25, INP 200/500 ms, FCP " +
 			"1800/3000 ms, TTFB 800/1800 ms), each with from, to, delta (to - from) and the page. Use it for " +
-			"\"why did my site get slower\" after a publish. previousScanId is null when the site has one scan only.",
+			"\"why did my site get slower\" after a publish: publishedBy and publishedAt name the publish that started " +
+			"the latest scan (null when no publish did). previousScanId is null when the site has one scan only.",
 		Input: object([]string{"siteId"}, map[string]*Schema{"siteId": siteIDArg()}),
 	},
 	{

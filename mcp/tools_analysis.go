@@ -60,6 +60,10 @@ type regressionReport struct {
 	HasRegression         bool                  `json:"hasRegression"`
 	RegressionCount       int                   `json:"regressionCount"`
 	Regressions           []analysis.Regression `json:"regressions"`
+	// PublishedBy and PublishedAt name the publish that started the latest scan; null when no
+	// publish did (a scheduled or manual scan), PublishedBy also when the platform named nobody.
+	PublishedBy *string `json:"publishedBy"`
+	PublishedAt *string `json:"publishedAt"`
 }
 
 func (s *Server) getRegressionReport(ctx context.Context, userID string, a args) (regressionReport, error) {
@@ -71,6 +75,16 @@ func (s *Server) getRegressionReport(ctx context.Context, userID string, a args)
 		return regressionReport{}, errNoScanYet
 	}
 	out := regressionReport{LatestScanID: scans[0].ID, LatestScanCompletedAt: iso(scans[0].CompletedAt), Regressions: []analysis.Regression{}}
+	pubs, err := s.store.PublishesOfScans(ctx, userID, []string{scans[0].ID})
+	if err != nil {
+		return regressionReport{}, err
+	}
+	if p, ok := pubs[scans[0].ID]; ok {
+		out.PublishedAt = iso(&p.PublishedOn)
+		if p.PublishedBy != "" {
+			out.PublishedBy = &p.PublishedBy
+		}
+	}
 	if len(scans) == 2 {
 		prevID := scans[1].ID
 		out.PreviousScanID = &prevID
