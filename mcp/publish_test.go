@@ -15,7 +15,12 @@ func TestRegressionReportSaysWhoPublished(t *testing.T) {
 	for _, b := range storetest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
 			f := newFixture(t, b.Open(t))
-			got := payload(t, f.tool(t, f.userID, "get_regression_report", map[string]any{"siteId": f.demo.SiteID}))
+			// 2025-03-26 keeps the payload it was promised: the two fields came later.
+			old := payload(t, f.tool(t, f.userID, "get_regression_report", map[string]any{"siteId": f.demo.SiteID}))
+			if _, ok := old["publishedBy"]; ok {
+				t.Errorf("a 2025-03-26 client got publishedBy: %v", old)
+			}
+			got := payload(t, f.reportAt20251125(t, f.userID, f.demo.SiteID))
 			if got["publishedBy"] != "Ana" || got["publishedAt"] != f.now.Add(-time.Hour).Format(time.RFC3339) {
 				t.Errorf("publishedBy %v, publishedAt %v; want Ana at %s", got["publishedBy"], got["publishedAt"], f.now.Add(-time.Hour).Format(time.RFC3339))
 			}
@@ -36,7 +41,7 @@ func TestRegressionReportSaysWhoPublished(t *testing.T) {
 			perf := 90
 			must(f.st.SavePageResult(ctx, j.Lease(), store.PageResult{PagePath: "/", PageURL: "https://other.test/", Strategy: "mobile", Scores: store.PageScores{Performance: &perf}}))
 			must(f.st.CompleteScan(ctx, j.Lease(), store.ScanScores{Performance: &perf}, f.now))
-			got = payload(t, f.tool(t, f.otherUser, "get_regression_report", map[string]any{"siteId": f.otherSite}))
+			got = payload(t, f.reportAt20251125(t, f.otherUser, f.otherSite))
 			if v, ok := got["publishedBy"]; !ok || v != nil {
 				t.Errorf("publishedBy = %v (present %t), want null", v, ok)
 			}
@@ -45,4 +50,17 @@ func TestRegressionReportSaysWhoPublished(t *testing.T) {
 			}
 		})
 	}
+}
+
+// reportAt20251125 calls get_regression_report of siteID as userID at 2025-11-25, an era whose
+// payload has publishedBy and publishedAt.
+func (f *fixture) reportAt20251125(t *testing.T, userID, siteID string) map[string]any {
+	t.Helper()
+	_, m := f.send(t, userID, map[string]string{"Mcp-Protocol-Version": "2025-11-25"},
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_regression_report","arguments":{"siteId":"`+siteID+`"}}}`)
+	r, ok := m["result"].(map[string]any)
+	if !ok {
+		t.Fatalf("get_regression_report: %v", m)
+	}
+	return r
 }
