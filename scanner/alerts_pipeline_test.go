@@ -92,7 +92,7 @@ func (r *rig) addChannel(keys *platform.Keys, kind, url string, events ...string
 func (r *rig) scanThen(site store.Site, fake *scantest.PSI) store.Scan {
 	r.t.Helper()
 	p := r.pool(func(c *PoolConfig) {
-		c.Auditor = psi.New(psi.Config{Endpoint: fake.Endpoint()})
+		c.Auditor = psi.New(psi.Config{Endpoint: fake.Endpoint(), Client: fake.Client()})
 		c.Then = notify.AfterScan
 	})
 	sc := r.wait(r.enqueue(site).ID)
@@ -143,13 +143,13 @@ func testAlertsFire(t *testing.T, st store.Store) {
 	// A channel for other events only receives nothing.
 	r.addChannel(keys, store.ChannelSlack, base+"/budgets", store.EventBudgetBroken)
 
-	r.scanThen(r.site, scantest.NewPSI(t, "../testdata/psi-before"))
+	r.scanThen(r.site, scantest.NewInProcess("../testdata/psi-before"))
 	latest := r.scanThen(r.site, r.psi)
 	if latest.Status != store.StatusComplete {
 		t.Fatalf("scan %s: %s", latest.Status, latest.Error)
 	}
 
-	clock := newFakeClock(time.Now().Add(time.Second))
+	clock := scantest.NewClock(time.Now().Add(time.Second))
 	deliverer := &notify.Deliverer{Store: st, Keys: keys, Client: rc.guard().Client(), Now: clock.Now}
 	alerts := &notify.Alerts{Store: st, Planner: &notify.Planner{Store: st, BaseURL: "http://sitepulse.test", Now: clock.Now}}
 	p := NewPool(PoolConfig{Store: st, Log: slog.New(slog.NewTextHandler(r.logs, nil)), Now: clock.Now, Lease: 2 * time.Second, Heartbeat: 50 * time.Millisecond,
@@ -370,7 +370,7 @@ func testAlertsOnScanFailure(t *testing.T, st store.Store) {
 	if sc.Status != store.StatusFailed {
 		t.Fatalf("scan %s, want failed", sc.Status)
 	}
-	clock := newFakeClock(time.Now().Add(time.Second))
+	clock := scantest.NewClock(time.Now().Add(time.Second))
 	deliverer := &notify.Deliverer{Store: st, Keys: keys, Client: rc.guard().Client(), Now: clock.Now}
 	alerts := &notify.Alerts{Store: st, Planner: &notify.Planner{Store: st, BaseURL: "http://sitepulse.test", Now: clock.Now}}
 	ap := NewPool(PoolConfig{Store: st, Log: slog.New(slog.NewTextHandler(r.logs, nil)), Now: clock.Now, Lease: 2 * time.Second,

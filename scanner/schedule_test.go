@@ -25,7 +25,7 @@ func TestScheduledScan(t *testing.T) {
 				t.Fatal(err)
 			}
 			// The pool's loops, one step at a time: the scheduler's, then the scan worker's.
-			p := NewPool(PoolConfig{Store: st, Auditor: psi.New(psi.Config{Endpoint: r.psi.Endpoint(), Key: "k"})})
+			p := NewPool(PoolConfig{Store: st, Auditor: psi.New(psi.Config{Endpoint: r.psi.Endpoint(), Client: r.psi.Client(), Key: "k"})})
 			if n, err := p.ScheduleOnce(ctx); n != 1 || err != nil {
 				t.Fatalf("ScheduleOnce = %d, %v; want 1 scan", n, err)
 			}
