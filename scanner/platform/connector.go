@@ -52,7 +52,7 @@ func (c *Connector) Connect(ctx context.Context, userID, code, redirectURI strin
 	if err != nil {
 		return err
 	}
-	return c.Store.SavePlatformConnection(ctx, store.PlatformConnection{UserID: userID, TokenSealed: sealed, CreatedAt: c.Now()})
+	return c.Store.SavePlatformConnection(ctx, store.PlatformConnection{WorkspaceID: store.PersonalWorkspace(userID), TokenSealed: sealed, CreatedAt: c.Now()})
 }
 
 // token opens the user's token: ErrNotConnected, or ErrReconnect when the connection is disabled.

@@ -37,7 +37,12 @@ type Store struct {
 	// platform connections (platform.go)
 	platformStates map[string]memState
 	connections    map[string]store.PlatformConnection
-	audits         map[string]map[time.Time]int // audits spent by account and UTC day (audits.go)
+	audits         map[string]map[time.Time]int // audits spent by workspace and UTC day (audits.go)
+	// workspaces (workspaces.go)
+	workspaces  map[string]store.Workspace
+	members     map[memberKey]store.Member
+	invitations map[string]store.Invitation
+	activity    []store.Activity
 }
 
 type memResult struct {
@@ -70,6 +75,9 @@ func New() *Store {
 		deliveries:     map[string]time.Time{},
 		platformStates: map[string]memState{},
 		connections:    map[string]store.PlatformConnection{},
+		workspaces:     map[string]store.Workspace{},
+		members:        map[memberKey]store.Member{},
+		invitations:    map[string]store.Invitation{},
 	}
 }
 

@@ -45,17 +45,25 @@ func (m *Store) CreateSite(ctx context.Context, s store.Site) error {
 func (m *Store) CreateSiteWithin(ctx context.Context, s store.Site, max int) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if err := m.withinSites(s.UserID, max); err != nil {
+	if err := m.withinSites(siteWorkspace(s), max); err != nil {
 		return err
 	}
 	return m.createSiteLocked(s)
 }
 
-// withinSites answers ErrLimit when the user already has max sites; the caller holds m.mu.
-func (m *Store) withinSites(userID string, max int) error {
+// siteWorkspace is the workspace a new site goes to: its own, else its creator's personal one.
+func siteWorkspace(s store.Site) string {
+	if s.WorkspaceID != "" {
+		return s.WorkspaceID
+	}
+	return store.PersonalWorkspace(s.UserID)
+}
+
+// withinSites answers ErrLimit when the workspace already has max sites; the caller holds m.mu.
+func (m *Store) withinSites(workspaceID string, max int) error {
 	n := 0
 	for _, o := range m.sites {
-		if o.UserID == userID {
+		if o.WorkspaceID == workspaceID {
 			n++
 		}
 	}
@@ -68,6 +76,10 @@ func (m *Store) withinSites(userID string, max int) error {
 func (m *Store) createSiteLocked(s store.Site) error {
 	if _, ok := m.users[s.UserID]; !ok {
 		return store.NotFound("user")
+	}
+	s.WorkspaceID = siteWorkspace(s)
+	if !m.canEdit(s.UserID, s.WorkspaceID) {
+		return store.NotFound("workspace")
 	}
 	if m.platformTaken(s.PlatformSiteID, "") {
 		return fmt.Errorf("platform site id %q: %w", s.PlatformSiteID, store.ErrConflict)
@@ -88,7 +100,7 @@ func (m *Store) UpdateSite(ctx context.Context, s store.Site) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	old, ok := m.sites[s.ID]
-	if !ok || old.UserID != s.UserID {
+	if !ok || !m.canEdit(s.UserID, old.WorkspaceID) {
 		return store.NotFound("site")
 	}
 	old.Name, old.Domain, old.Founding = s.Name, s.Domain, s.Founding
@@ -107,7 +119,7 @@ func (m *Store) DeleteSite(ctx context.Context, userID, siteID string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s, ok := m.sites[siteID]
-	if !ok || s.UserID != userID {
+	if !ok || !m.canEdit(userID, s.WorkspaceID) {
 		return store.NotFound("site")
 	}
 	delete(m.sites, siteID)
@@ -137,9 +149,19 @@ func (m *Store) DeleteSite(ctx context.Context, userID, siteID string) error {
 	return nil
 }
 
+// ownedSite finds a site userID may read: a member of its workspace.
 func (m *Store) ownedSite(userID, siteID string) (store.Site, bool) {
 	s, ok := m.sites[siteID]
-	if !ok || s.UserID != userID {
+	if !ok || !m.canRead(userID, s.WorkspaceID) {
+		return store.Site{}, false
+	}
+	return s, true
+}
+
+// editableSite finds a site userID may change: an owner or editor of its workspace.
+func (m *Store) editableSite(userID, siteID string) (store.Site, bool) {
+	s, ok := m.sites[siteID]
+	if !ok || !m.canEdit(userID, s.WorkspaceID) {
 		return store.Site{}, false
 	}
 	return s, true
@@ -160,7 +182,7 @@ func (m *Store) SitesOf(ctx context.Context, userID string) ([]store.Site, error
 	defer m.mu.Unlock()
 	out := []store.Site{}
 	for _, s := range m.sites {
-		if s.UserID == userID {
+		if m.canRead(userID, s.WorkspaceID) {
 			out = append(out, cloneSite(s))
 		}
 	}
@@ -220,7 +242,7 @@ func (m *Store) siteBudgets(siteID string) map[string]store.Budget {
 func (m *Store) SetBudgets(ctx context.Context, userID, siteID string, budgets map[string]store.Budget) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, ok := m.ownedSite(userID, siteID); !ok {
+	if _, ok := m.editableSite(userID, siteID); !ok {
 		return store.NotFound("site")
 	}
 	b := map[string]store.Budget{}
@@ -265,7 +287,7 @@ func sortRules(out []store.AlertRule) {
 func (m *Store) AddAlertRule(ctx context.Context, userID string, r store.AlertRule) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, ok := m.ownedSite(userID, r.SiteID); !ok {
+	if _, ok := m.editableSite(userID, r.SiteID); !ok {
 		return store.NotFound("site")
 	}
 	r.CreatedAt = store.Now(r.CreatedAt)
@@ -277,7 +299,7 @@ func (m *Store) UpdateAlertRule(ctx context.Context, userID string, r store.Aler
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	old, ok := m.rules[r.ID]
-	if _, owned := m.ownedSite(userID, r.SiteID); !ok || !owned || old.SiteID != r.SiteID {
+	if _, owned := m.editableSite(userID, r.SiteID); !ok || !owned || old.SiteID != r.SiteID {
 		return store.NotFound("alert rule")
 	}
 	old.Metric, old.Operator, old.Threshold = r.Metric, r.Operator, r.Threshold
@@ -289,7 +311,7 @@ func (m *Store) DeleteAlertRule(ctx context.Context, userID, siteID, ruleID stri
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r, ok := m.rules[ruleID]
-	if _, owned := m.ownedSite(userID, siteID); !ok || !owned || r.SiteID != siteID {
+	if _, owned := m.editableSite(userID, siteID); !ok || !owned || r.SiteID != siteID {
 		return store.NotFound("alert rule")
 	}
 	delete(m.rules, ruleID)
