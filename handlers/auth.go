@@ -56,29 +56,31 @@ func (s *server) requireBearer(p bearerPolicy, next http.Handler) http.Handler {
 			s.unauthorized(w, p, "", "missing bearer token: send Authorization: Bearer <key>")
 			return
 		}
-		userID, err := s.verifyBearer(r.Context(), p, token)
+		principal, err := s.verifyBearer(r.Context(), p, token)
 		if err != nil {
 			s.bearerFailure(w, r, p, err)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(store.WithUserID(r.Context(), userID)))
+		next.ServeHTTP(w, r.WithContext(store.WithPrincipal(r.Context(), principal)))
 	})
 }
 
-// verifyBearer finds the user of a token by its prefix. Each kind is looked up by its hash only;
-// a token of the wrong kind for the route is simply not found.
-func (s *server) verifyBearer(ctx context.Context, p bearerPolicy, token string) (string, error) {
+// verifyBearer finds the principal of a token by its prefix: an API key acts for its workspace
+// only, an access token as its user. Each kind is looked up by its hash only; a token of the
+// wrong kind for the route is simply not found.
+func (s *server) verifyBearer(ctx context.Context, p bearerPolicy, token string) (store.Principal, error) {
 	switch {
 	case isAPIKey(token):
 		k, err := s.Store.APIKeyByHash(ctx, store.HashSecret(token), s.Now())
 		if err != nil {
-			return "", err
+			return store.Principal{}, err
 		}
-		return k.UserID, nil
+		return store.Principal{UserID: k.UserID, KeyWorkspaceID: k.WorkspaceID, KeyPublish: true}, nil
 	case p.accessTokens && len(token) <= maxBearerLen:
-		return s.tokens.VerifyAccessToken(ctx, token) // it refuses what is not an access token
+		userID, err := s.tokens.VerifyAccessToken(ctx, token) // it refuses what is not an access token
+		return store.Principal{UserID: userID}, err
 	}
-	return "", store.ErrNotFound
+	return store.Principal{}, store.ErrNotFound
 }
 
 // isAPIKey says whether a token has an API key's shape: the prefix and at most maxBearerLen bytes.

@@ -19,6 +19,8 @@ const retryAfterSeconds = 5
 //
 //	store.ErrNotFound    404 with notFound as the message ("" says "not found")
 //	store.ErrConflict    409
+//	store.ErrForbidden   403: a member whose role does not allow it (a non-member gets 404)
+//	store.ErrGone        410: an invitation used, revoked or expired
 //	store.ErrUnavailable 503 with Retry-After, a warning: nothing is wrong with the request or with us
 //	client went away     499 (nginx's "client closed request"), nobody reads it
 //	anything else        500 without details, logged as an error
@@ -32,6 +34,10 @@ func (s *server) error(w http.ResponseWriter, r *http.Request, err error, notFou
 		}
 	case store.ErrConflict:
 		status, message = http.StatusConflict, "conflict: the resource changed or already exists"
+	case store.ErrForbidden:
+		status, message = http.StatusForbidden, "forbidden: your role in this workspace does not allow this"
+	case store.ErrGone:
+		status, message = http.StatusGone, "gone: this link was used, revoked or has expired"
 	case store.ErrUnavailable:
 		s.Log.Warn("database unavailable", "method", r.Method, "path", logPath(r), "route", r.Pattern, "err", err)
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))

@@ -68,6 +68,9 @@ func (s *server) handleExport() http.Handler {
 			return
 		}
 		site, err := s.Store.Site(ctx, userID, store.CanonicalID(siteID))
+		if err == nil { // after the argument checks, so a bad format is 422 whatever the site
+			_, err = s.authorize(ctx, site.WorkspaceID, store.ActRead)
+		}
 		if err != nil {
 			s.error(w, r, err, "site not found")
 			return

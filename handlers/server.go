@@ -29,6 +29,7 @@ type Store interface {
 	store.Reports
 	store.Webhooks
 	store.Platform
+	store.Workspaces
 	EnqueueScan(ctx context.Context, s store.Scan, queue string, runAt time.Time) error
 	Consents(ctx context.Context, userID string) ([]store.Consent, error)
 	RevokeConsent(ctx context.Context, userID, clientID string, now time.Time) error

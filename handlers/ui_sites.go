@@ -75,23 +75,6 @@ func (s *server) handleHome() http.Handler {
 	})
 }
 
-// ownSite loads a site of the signed-in user from the path, answering 404 itself for a site that
-// does not exist or belongs to someone else.
-func (s *server) ownSite(w http.ResponseWriter, r *http.Request) (store.Site, bool) {
-	v := visitorFrom(r.Context())
-	id := store.CanonicalID(r.PathValue("siteId"))
-	var site store.Site
-	err := store.ErrNotFound
-	if store.ValidUUID(id) {
-		site, err = s.Store.Site(r.Context(), v.User.ID, id)
-	}
-	if err != nil {
-		s.error(w, r, err, "There is no such site in your account.")
-		return site, false
-	}
-	return site, true
-}
-
 // siteForm is the add/edit form: what the person typed, and a message per field.
 type siteForm struct {
 	ID       string // empty when adding

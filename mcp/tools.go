@@ -59,9 +59,10 @@ var tools = []tool{
 	{
 		Name: "list_sites", Title: "List sites", ReadOnly: true, run: (*Server).listSites,
 		Example: "Which of my sites is in the worst shape?",
-		Description: "Lists the sites you own in SitePulse: for each its id, name, domain, current health score " +
+		Description: "Lists the sites of every SitePulse workspace you belong to (your own and your teams'): for each " +
+			"its id, name, domain, current health score " +
 			"(0-100, the mean of the four Lighthouse category scores of its latest scan; null before the first scan), " +
-			"when it was last published, and whether it is a founding site. Call this first: every other tool " +
+			"when it was last published, whether it is a founding site, and its workspace (id and name). Call this first: every other tool " +
 			"takes a siteId from here, or a scanId reached through one.",
 		Input: object(nil, nil),
 	},
@@ -248,7 +249,11 @@ func (s *Server) callTool(ctx context.Context, userID string, params json.RawMes
 	if msg := validate(t.Input, a); msg != "" {
 		return nil, &rpcError{CodeInvalidParams, "Invalid arguments: " + msg}
 	}
-	payload, err := t.run(s, ctx, userID, a)
+	err := s.authorize(ctx, userID, t, a)
+	var payload any
+	if err == nil {
+		payload, err = t.run(s, ctx, userID, a)
+	}
 	var te toolError
 	if errors.As(err, &te) {
 		return toolResult{Content: []content{{Type: "text", Text: te.Error()}}, IsError: true}, nil

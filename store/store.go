@@ -72,8 +72,10 @@ type Sites interface {
 	UpdateSite(ctx context.Context, s Site) error
 	DeleteSite(ctx context.Context, userID, siteID string) error
 	Site(ctx context.Context, userID, siteID string) (Site, error)
-	// SitesOf lists a user's sites by name.
+	// SitesOf lists the sites of every workspace the user belongs to, by name.
 	SitesOf(ctx context.Context, userID string) ([]Site, error)
+	// SitesIn lists the sites of one of the user's workspaces, by name (an API key's view).
+	SitesIn(ctx context.Context, userID, workspaceID string) ([]Site, error)
 	// SiteByPlatformID finds a site by the platform's id (system: the publish webhook).
 	SiteByPlatformID(ctx context.Context, platformSiteID string) (Site, error)
 	// MarkPublished sets a site's lastPublished (system: the publish webhook).

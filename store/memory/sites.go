@@ -178,11 +178,19 @@ func (m *Store) Site(ctx context.Context, userID, siteID string) (store.Site, er
 }
 
 func (m *Store) SitesOf(ctx context.Context, userID string) ([]store.Site, error) {
+	return m.sitesWhere(func(s store.Site) bool { return m.canRead(userID, s.WorkspaceID) })
+}
+
+func (m *Store) SitesIn(ctx context.Context, userID, workspaceID string) ([]store.Site, error) {
+	return m.sitesWhere(func(s store.Site) bool { return s.WorkspaceID == workspaceID && m.canRead(userID, s.WorkspaceID) })
+}
+
+func (m *Store) sitesWhere(keep func(store.Site) bool) ([]store.Site, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := []store.Site{}
 	for _, s := range m.sites {
-		if m.canRead(userID, s.WorkspaceID) {
+		if keep(s) {
 			out = append(out, cloneSite(s))
 		}
 	}

@@ -135,6 +135,14 @@ func (p *Store) SitesOf(ctx context.Context, userID string) ([]store.Site, error
 	return queryAll(ctx, p.db, "sites", scanSite, `SELECT `+siteCols+` FROM sites WHERE `+readable("workspace_id", 1)+` ORDER BY name, id`, userID)
 }
 
+func (p *Store) SitesIn(ctx context.Context, userID, workspaceID string) ([]store.Site, error) {
+	if !uuidOK(userID, workspaceID) {
+		return []store.Site{}, nil
+	}
+	return queryAll(ctx, p.db, "sites", scanSite, `SELECT `+siteCols+` FROM sites WHERE workspace_id = $2 AND `+readable("workspace_id", 1)+`
+		ORDER BY name, id`, userID, workspaceID)
+}
+
 func (p *Store) SiteByPlatformID(ctx context.Context, platformSiteID string) (store.Site, error) {
 	if platformSiteID == "" {
 		return store.Site{}, store.NotFound("site")
