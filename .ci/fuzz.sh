@@ -14,6 +14,7 @@ t="${FUZZTIME:-60s}"
 min="${FUZZMIN:-1s}"
 [ $# -gt 0 ] || set -- \
 	./mcp:FuzzServe \
+	./mcp:FuzzServeRequest \
 	./handlers:FuzzPlatformWebhook \
 	./handlers:FuzzBearer \
 	./handlers:FuzzReportPath \

@@ -118,6 +118,7 @@ func (s *server) handleMCPDocs() http.Handler {
 			BaseURL, MCPURL, ResourceMetadata string
 			Scope                             string
 			Tools                             []mcp.ToolDoc
-		}{s.BaseURL, s.BaseURL + oauth.MCPPath, s.BaseURL + "/.well-known/oauth-protected-resource", oauth.Scope, mcp.ToolDocs()}})
+			Versions                          []string
+		}{s.BaseURL, s.BaseURL + oauth.MCPPath, s.BaseURL + "/.well-known/oauth-protected-resource", oauth.Scope, mcp.ToolDocs(), mcp.SupportedVersions}})
 	})
 }

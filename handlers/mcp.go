@@ -16,10 +16,6 @@ import (
 // check, bearer authentication, body cap and the transport's statuses. The protocol and the tools
 // are package mcp's.
 
-// mcpProtocolVersions are the MCP-Protocol-Version header values accepted. The server speaks
-// 2025-03-26; clients that negotiated it may still send a later revision's header.
-var mcpProtocolVersions = map[string]bool{"2024-11-05": true, "2025-03-26": true, "2025-06-18": true, "2025-11-25": true}
-
 // handleMCP answers POST /api/mcp for an authenticated user.
 func (s *server) handleMCP(m *mcp.Server) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -32,11 +28,9 @@ func (s *server) handleMCP(m *mcp.Server) http.Handler {
 			writeRPCError(w, http.StatusBadRequest, mcp.CodeParseError, "Parse error: the body could not be read")
 			return
 		}
-		if v := r.Header.Get("MCP-Protocol-Version"); v != "" && !mcpProtocolVersions[v] {
-			writeRPCError(w, http.StatusBadRequest, mcp.CodeInvalidRequest, "Invalid Request: unsupported MCP-Protocol-Version "+v+"; this server speaks "+mcp.ProtocolVersion)
-			return
-		}
-		status, out := m.Serve(r.Context(), store.UserIDFrom(r.Context()), body)
+		// The protocol version (MCP-Protocol-Version, and from 2026-07-28 Mcp-Method and
+		// Mcp-Name) is package mcp's to judge: it travels with the body.
+		status, out := m.ServeRequest(r.Context(), mcp.Request{UserID: store.UserIDFrom(r.Context()), Header: r.Header, Body: body})
 		w.Header().Set("Cache-Control", "no-store")
 		if out == nil {
 			w.WriteHeader(status)

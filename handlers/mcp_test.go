@@ -110,6 +110,12 @@ func TestMCPEndpoint(t *testing.T) {
 		{"other scheme", "POST", key, ping, map[string]string{"Origin": "https://sitepulse.test"}, 403, "", ""},
 		{"supported protocol header", "POST", key, ping, map[string]string{"MCP-Protocol-Version": "2025-03-26"}, 200, `"result":{}`, ""},
 		{"unsupported protocol header", "POST", key, ping, map[string]string{"MCP-Protocol-Version": "1999-01-01"}, 400, "MCP-Protocol-Version", ""},
+		{"a 2026-07-28 request: headers and _meta reach package mcp", "POST", key, `{"jsonrpc":"2.0","id":9,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`,
+			map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "server/discover"}, 200, `"resultType":"complete"`, ""},
+		{"a 2026-07-28 request with a mismatched Mcp-Method", "POST", key, `{"jsonrpc":"2.0","id":9,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`,
+			map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"}, 400, `"code":-32020`, ""},
+		{"a 2026-07-28 unknown method is 404", "POST", key, `{"jsonrpc":"2.0","id":9,"method":"nope","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`,
+			map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "nope"}, 404, `"code":-32601`, ""},
 		{"body over 1 MiB", "POST", key, `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"` + strings.Repeat("a", 1<<20) + `"}}`, nil, 413, "", ""},
 		{"batch", "POST", key, `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping"}]`, nil, 200, `[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","id":2,"result":{}}]`, ""},
 	}

@@ -505,6 +505,7 @@ func TestOAuthRoutes(t *testing.T) {
 		{"the resource metadata is also served path-suffixed", "GET", "/.well-known/oauth-protected-resource/api/mcp", 200, `"resource":"http://sitepulse.test/api/mcp"`},
 		{"the documentation page the metadata names exists", "GET", "/docs/mcp", 200, "http://sitepulse.test/api/mcp"},
 		{"the documentation page lists the nine tools with an example prompt", "GET", "/docs/mcp", 200, "<h2>The 9 tools</h2>"},
+		{"the documentation page names the protocol versions spoken", "GET", "/docs/mcp", 200, "<code>2026-07-28</code>, <code>2025-11-25</code>, <code>2025-06-18</code>, <code>2025-03-26</code>"},
 		{"the documentation page names each tool", "GET", "/docs/mcp", 200, "<code>get_regression_report</code> · Regressions since the previous scan</dt><dd class=\"muted\">“Did the last publish make anything slower?”</dd>"},
 		{"a CORS preflight for the token endpoint is answered", "OPTIONS", "/api/oauth/token", 204, ""},
 		{"a CORS preflight for the metadata is answered", "OPTIONS", "/.well-known/oauth-authorization-server", 204, ""},

@@ -22,8 +22,8 @@ func TestProtocol(t *testing.T) {
 	}{
 		{"initialize", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
 			200, 0, "", 1.0, `"capabilities":{"tools":{}},"instructions"`},
-		{"initialize answers 2025-03-26 to another version", `{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2099-01-01"}}`,
-			200, 0, "", 2.0, `"protocolVersion":"2025-03-26"`},
+		{"initialize answers 2025-11-25 to a version it does not speak", `{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2099-01-01"}}`,
+			200, 0, "", 2.0, `"protocolVersion":"2025-11-25"`},
 		{"serverInfo", `{"jsonrpc":"2.0","id":"s","method":"initialize","params":{}}`,
 			200, 0, "", "s", `"serverInfo":{"name":"sitepulse","title":"SitePulse performance data","version":"0.1.0"}`},
 		{"ping is empty", `{"jsonrpc":"2.0","id":3,"method":"ping"}`, 200, 0, "", 3.0, `{}`},

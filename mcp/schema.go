@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"reflect"
 	"sort"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"sitepulse/store"
@@ -135,4 +137,125 @@ func jsonType(v any) string {
 		return "an object"
 	}
 	return fmt.Sprintf("%T", v)
+}
+
+// outputSchema is the JSON Schema of what encoding/json makes of a value of type t. It is the
+// one derivation of every tool's outputSchema from the Go type its handler returns (tool.Output),
+// so the schema a client validates structuredContent against cannot drift from the payload:
+// a struct is an object whose properties are its JSON fields (embedded structs flattened, the
+// shallower field winning as in encoding/json), required unless omitempty, and nothing else
+// (additionalProperties false); a pointer, slice or map may also be null, as encoding/json
+// writes a nil one.
+func outputSchema(t reflect.Type) map[string]any {
+	return typeSchema(t, 0)
+}
+
+func typeSchema(t reflect.Type, depth int) map[string]any {
+	if depth > 32 {
+		panic("mcp: outputSchema: type nests too deep: " + t.String())
+	}
+	nullable := func(m map[string]any) map[string]any {
+		if typ, ok := m["type"].(string); ok {
+			m["type"] = []string{typ, "null"}
+		}
+		return m
+	}
+	if t == reflect.TypeFor[time.Time]() {
+		return map[string]any{"type": "string", "format": "date-time"}
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		return nullable(typeSchema(t.Elem(), depth+1))
+	case reflect.Bool:
+		return map[string]any{"type": "boolean"}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return map[string]any{"type": "integer"}
+	case reflect.Float32, reflect.Float64:
+		return map[string]any{"type": "number"}
+	case reflect.String:
+		return map[string]any{"type": "string"}
+	case reflect.Interface:
+		return map[string]any{}
+	case reflect.Slice:
+		return nullable(map[string]any{"type": "array", "items": typeSchema(t.Elem(), depth+1)})
+	case reflect.Array:
+		return map[string]any{"type": "array", "items": typeSchema(t.Elem(), depth+1)}
+	case reflect.Map:
+		if t.Key().Kind() != reflect.String {
+			panic("mcp: outputSchema: map key is not a string: " + t.String())
+		}
+		m := map[string]any{"type": "object"}
+		if t.Elem().Kind() != reflect.Interface {
+			m["additionalProperties"] = typeSchema(t.Elem(), depth+1)
+		}
+		return nullable(m)
+	case reflect.Struct:
+		props := map[string]any{}
+		required := []string{}
+		for _, f := range jsonFields(t) {
+			props[f.name] = typeSchema(f.typ, depth+1)
+			if !f.omitEmpty {
+				required = append(required, f.name)
+			}
+		}
+		sort.Strings(required)
+		return map[string]any{"type": "object", "properties": props, "required": required, "additionalProperties": false}
+	}
+	panic("mcp: outputSchema: no JSON Schema for " + t.String())
+}
+
+type jsonField struct {
+	name      string
+	typ       reflect.Type
+	omitEmpty bool
+	depth     int
+}
+
+// jsonFields lists the fields encoding/json writes for struct type t.
+func jsonFields(t reflect.Type) []jsonField {
+	byName := map[string]jsonField{}
+	var order []string
+	var walk func(t reflect.Type, depth int)
+	walk = func(t reflect.Type, depth int) {
+		for i := range t.NumField() {
+			sf := t.Field(i)
+			tag := sf.Tag.Get("json")
+			if tag == "-" {
+				continue
+			}
+			name, opts, _ := strings.Cut(tag, ",")
+			if sf.Anonymous && name == "" {
+				ft := sf.Type
+				if ft.Kind() == reflect.Pointer {
+					ft = ft.Elem()
+				}
+				if ft.Kind() == reflect.Struct {
+					walk(ft, depth+1)
+					continue
+				}
+			}
+			if !sf.IsExported() {
+				continue
+			}
+			if name == "" {
+				name = sf.Name
+			}
+			f := jsonField{name: name, typ: sf.Type, omitEmpty: strings.Contains(","+opts+",", ",omitempty,") || strings.Contains(","+opts+",", ",omitzero,"), depth: depth}
+			if old, ok := byName[name]; ok {
+				if old.depth <= depth {
+					continue
+				}
+			} else {
+				order = append(order, name)
+			}
+			byName[name] = f
+		}
+	}
+	walk(t, 0)
+	out := make([]jsonField, 0, len(order))
+	for _, n := range order {
+		out = append(out, byName[n])
+	}
+	return out
 }

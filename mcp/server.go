@@ -1,7 +1,10 @@
-// Package mcp is SitePulse's MCP server: JSON-RPC 2.0 over stateless Streamable HTTP (protocol
-// 2025-03-26), with one table of read-only tools over the authenticated user's own data and one
-// tool that creates a shareable client report. It knows nothing of HTTP authentication: the
-// handlers package verifies the bearer credential and hands Serve the user's id and the body.
+// Package mcp is SitePulse's MCP server: JSON-RPC 2.0 over stateless Streamable HTTP, dual-era
+// (versions.go): the legacy protocol versions 2025-03-26, 2025-06-18 and 2025-11-25 (initialize,
+// then each request judged by its MCP-Protocol-Version header) and the modern 2026-07-28 (no
+// handshake, every request self-describing). One table of read-only tools over the authenticated
+// user's own data and one tool that creates a shareable client report serves every version; the
+// versions differ only in envelopes. It knows nothing of HTTP authentication: the handlers package
+// verifies the bearer credential and hands ServeRequest the user's id, the headers and the body.
 package mcp
 
 import (
@@ -10,17 +13,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"strings"
 	"time"
 
 	"sitepulse/store"
 )
 
-// Protocol and server identity (interface "Versioning").
+// Server identity (interface "Versioning"). The protocol versions spoken are in versions.go.
 const (
-	ProtocolVersion = "2025-03-26"
-	ServerName      = "sitepulse"
-	ServerVersion   = "0.1.0"
-	ServerTitle     = "SitePulse performance data"
+	ServerName    = "sitepulse"
+	ServerVersion = "0.1.0"
+	ServerTitle   = "SitePulse performance data"
 )
 
 // Store is the part of the store the tools read and write. Every method is scoped to the
@@ -54,7 +58,7 @@ type Server struct {
 	baseURL string
 	now     func() time.Time
 	log     *slog.Logger
-	list    json.RawMessage // the tools/list result, encoded once
+	lists   [eraCount]json.RawMessage // the tools/list result of each era, encoded once
 	metrics *metricsCache
 }
 
@@ -75,27 +79,37 @@ func New(c Config) *Server {
 		c.Log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{store: c.Store, baseURL: c.BaseURL, now: c.Now, log: c.Log, metrics: newMetricsCache(64)}
-	b, err := json.Marshal(map[string]any{"tools": toolList()})
-	if err != nil {
-		panic(err) // the tool table is a constant; it always encodes
+	for e := range era(eraCount) {
+		result := map[string]any{"tools": toolList(e)}
+		if e == eraModern {
+			result = complete(cacheable(result))
+		}
+		b, err := json.Marshal(result)
+		if err != nil {
+			panic(err) // the tool table is a constant; it always encodes
+		}
+		s.lists[e] = b
 	}
-	s.list = b
 	return s
 }
 
-// JSON-RPC 2.0 error codes.
+// JSON-RPC 2.0 error codes, and the MCP codes of 2026-07-28.
 const (
 	CodeParseError     = -32700
 	CodeInvalidRequest = -32600
 	CodeMethodNotFound = -32601
 	CodeInvalidParams  = -32602
 	CodeInternal       = -32603
+
+	CodeHeaderMismatch             = -32020
+	CodeUnsupportedProtocolVersion = -32022
 )
 
 // rpcError is a JSON-RPC error object.
 type rpcError struct {
 	Code    int    `json:"code"`
 	Message string `json:"message"`
+	Data    any    `json:"data,omitempty"`
 }
 
 func (e *rpcError) Error() string { return e.Message }
@@ -110,54 +124,93 @@ type response struct {
 
 var nullID = json.RawMessage("null")
 
+func errorResponse(id json.RawMessage, code int, message string) response {
+	return response{JSONRPC: "2.0", ID: id, Error: &rpcError{Code: code, Message: message}}
+}
+
 // errUnavailable answers a tool call that failed because the database cannot be reached (a
 // restart, a failover). A lone request carrying it is HTTP 503, as every other surface answers
 // then, so clients retry instead of reading it as a bug.
-var errUnavailable = &rpcError{CodeInternal, "Internal error: the database is unavailable; retry shortly"}
+var errUnavailable = &rpcError{Code: CodeInternal, Message: "Internal error: the database is unavailable; retry shortly"}
 
-// Serve answers one HTTP request body for a user: the HTTP status and the JSON body, nil for
-// 202 Accepted (a body of notifications or responses only). A body that is not JSON is 400 with
-// a -32700 error; a lone invalid request is 400 with -32600; a lone request that found the
-// database unreachable is 503; anything else is 200.
+// Request is one POST to the MCP endpoint: the caller, the transport headers (MCP-Protocol-Version;
+// from 2026-07-28 also Mcp-Method and Mcp-Name) and the body.
+type Request struct {
+	UserID string
+	Header http.Header
+	Body   []byte
+}
+
+// Serve answers a body sent without MCP headers, as a 2025-03-26 client sends it.
 func (s *Server) Serve(ctx context.Context, userID string, body []byte) (int, []byte) {
-	body = bytes.TrimSpace(body)
+	return s.ServeRequest(ctx, Request{UserID: userID, Body: body})
+}
+
+// ServeRequest answers one HTTP request: the HTTP status and the JSON body, nil for 202 Accepted
+// (a body of notifications or responses only). A body that is not JSON is 400 with a -32700
+// error. A request that carries 2026-07-28's per-request _meta (or its MCP-Protocol-Version) is
+// served by the modern rules (serveModern); any other by the legacy era its header names, where a
+// lone invalid request is 400 with -32600, a lone request that found the database unreachable is
+// 503, and anything else is 200.
+func (s *Server) ServeRequest(ctx context.Context, r Request) (int, []byte) {
+	body := bytes.TrimSpace(r.Body)
 	if !json.Valid(body) {
-		return 400, encode(response{JSONRPC: "2.0", ID: nullID, Error: &rpcError{CodeParseError, "Parse error: the body is not valid JSON"}})
+		return 400, encode(errorResponse(nullID, CodeParseError, "Parse error: the body is not valid JSON"))
+	}
+	version := r.Header.Get("MCP-Protocol-Version")
+	if body[0] != '[' && isModern(version, body) {
+		return s.serveModern(ctx, r, body)
+	}
+	e, ok := legacyEra(version)
+	if body[0] == '[' && version == ModernVersion {
+		e, ok = eraModern, true
+	}
+	if !ok {
+		return 400, encode(errorResponse(nullID, CodeInvalidRequest, "Invalid Request: unsupported MCP-Protocol-Version "+version+
+			"; this server speaks "+strings.Join(SupportedVersions, ", ")))
 	}
 	if body[0] == '[' {
-		var batch []json.RawMessage
-		if err := json.Unmarshal(body, &batch); err != nil {
-			return 400, encode(response{JSONRPC: "2.0", ID: nullID, Error: &rpcError{CodeParseError, "Parse error: " + err.Error()}})
-		}
-		if len(batch) == 0 {
-			return 400, encode(response{JSONRPC: "2.0", ID: nullID, Error: &rpcError{CodeInvalidRequest, "Invalid Request: empty batch"}})
-		}
-		if len(batch) > MaxBatch {
-			return 400, encode(response{JSONRPC: "2.0", ID: nullID, Error: &rpcError{CodeInvalidRequest,
-				fmt.Sprintf("Invalid Request: a batch may carry at most %d calls; this one has %d", MaxBatch, len(batch))}})
-		}
-		out := make([]response, 0, len(batch))
-		for _, msg := range batch {
-			if r, ok := s.handle(ctx, userID, msg); ok {
-				out = append(out, r)
-			}
-		}
-		if len(out) == 0 {
-			return 202, nil
-		}
-		return 200, encode(out)
+		return s.serveBatch(ctx, r.UserID, e, version, body)
 	}
-	r, ok := s.handle(ctx, userID, body)
+	resp, ok := s.handle(ctx, r.UserID, e, body)
 	if !ok {
 		return 202, nil
 	}
-	if r.Error != nil && r.Error.Code == CodeInvalidRequest {
-		return 400, encode(r)
+	if resp.Error != nil && resp.Error.Code == CodeInvalidRequest {
+		return 400, encode(resp)
 	}
-	if r.Error == errUnavailable {
-		return 503, encode(r)
+	if resp.Error == errUnavailable {
+		return 503, encode(resp)
 	}
-	return 200, encode(r)
+	return 200, encode(resp)
+}
+
+// serveBatch answers a JSON-RPC batch: a 2025-03-26 client may send one; 2025-06-18 removed them.
+func (s *Server) serveBatch(ctx context.Context, userID string, e era, version string, body []byte) (int, []byte) {
+	if e >= era20250618 {
+		return 400, encode(errorResponse(nullID, CodeInvalidRequest, "Invalid Request: JSON-RPC batches are not part of MCP "+version+"; send one request per POST"))
+	}
+	var batch []json.RawMessage
+	if err := json.Unmarshal(body, &batch); err != nil {
+		return 400, encode(errorResponse(nullID, CodeParseError, "Parse error: "+err.Error()))
+	}
+	if len(batch) == 0 {
+		return 400, encode(errorResponse(nullID, CodeInvalidRequest, "Invalid Request: empty batch"))
+	}
+	if len(batch) > MaxBatch {
+		return 400, encode(errorResponse(nullID, CodeInvalidRequest,
+			fmt.Sprintf("Invalid Request: a batch may carry at most %d calls; this one has %d", MaxBatch, len(batch))))
+	}
+	out := make([]response, 0, len(batch))
+	for _, msg := range batch {
+		if r, ok := s.handle(ctx, userID, e, msg); ok {
+			out = append(out, r)
+		}
+	}
+	if len(out) == 0 {
+		return 202, nil
+	}
+	return 200, encode(out)
 }
 
 // marshal is json.Marshal without HTML escaping: payloads hold HTML snippets and selectors
@@ -175,7 +228,7 @@ func marshal(v any) ([]byte, error) {
 func encode(v any) []byte {
 	b, err := marshal(v)
 	if err != nil {
-		b, _ = json.Marshal(response{JSONRPC: "2.0", ID: nullID, Error: &rpcError{CodeInternal, "Internal error"}})
+		b, _ = json.Marshal(errorResponse(nullID, CodeInternal, "Internal error"))
 	}
 	return b
 }
@@ -190,16 +243,17 @@ type message struct {
 	Error   json.RawMessage `json:"error"`
 }
 
-// handle answers one message; ok is false when nothing is owed (a notification or a response).
-func (s *Server) handle(ctx context.Context, userID string, raw json.RawMessage) (response, bool) {
-	invalid := func(id json.RawMessage, why string) (response, bool) {
-		return response{JSONRPC: "2.0", ID: id, Error: &rpcError{CodeInvalidRequest, "Invalid Request: " + why}}, true
+// parse reads one message. owed is false when nothing is to be answered (a notification or a
+// client's response); bad is the answer to a message that is not a valid request.
+func parse(raw json.RawMessage) (m message, id json.RawMessage, owed bool, bad *response) {
+	invalid := func(id json.RawMessage, why string) (message, json.RawMessage, bool, *response) {
+		r := errorResponse(id, CodeInvalidRequest, "Invalid Request: "+why)
+		return m, id, true, &r
 	}
-	var m message
 	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
 		return invalid(nullID, "a message must be a JSON object")
 	}
-	id := nullID
+	id = nullID
 	hasID := len(m.ID) > 0
 	if hasID {
 		switch m.ID[0] {
@@ -214,40 +268,51 @@ func (s *Server) handle(ctx context.Context, userID string, raw json.RawMessage)
 	}
 	if m.Method == nil {
 		if hasID && (m.Result != nil || m.Error != nil) {
-			return response{}, false // a client's response to a server request: nothing to answer
+			return m, id, false, nil // a client's response to a server request: nothing to answer
 		}
 		return invalid(id, "method is missing")
 	}
-	if !hasID {
-		return response{}, false // a notification, notifications/initialized included
+	return m, id, hasID, nil // without an id: a notification, notifications/initialized included
+}
+
+// handle answers one message of legacy era e; ok is false when nothing is owed.
+func (s *Server) handle(ctx context.Context, userID string, e era, raw json.RawMessage) (response, bool) {
+	m, id, owed, bad := parse(raw)
+	if bad != nil {
+		return *bad, true
+	}
+	if !owed {
+		return response{}, false
 	}
 	if len(m.Params) > 0 && m.Params[0] != '{' && string(m.Params) != "null" {
-		return response{JSONRPC: "2.0", ID: id, Error: &rpcError{CodeInvalidParams, "Invalid arguments: params must be an object"}}, true
+		return errorResponse(id, CodeInvalidParams, "Invalid arguments: params must be an object"), true
 	}
-	result, err := s.call(ctx, userID, *m.Method, m.Params)
+	result, err := s.call(ctx, userID, e, *m.Method, m.Params)
 	if err != nil {
 		return response{JSONRPC: "2.0", ID: id, Error: err}, true
 	}
 	return response{JSONRPC: "2.0", ID: id, Result: result}, true
 }
 
-// call runs one method.
-func (s *Server) call(ctx context.Context, userID, method string, params json.RawMessage) (any, *rpcError) {
+const instructions = "SitePulse audits the pages of your sites with Lighthouse after every publish. " +
+	"Start with list_sites, then use the site's id with the other tools; scan ids come from get_latest_scan or get_trend."
+
+// call runs one method of legacy era e.
+func (s *Server) call(ctx context.Context, userID string, e era, method string, params json.RawMessage) (any, *rpcError) {
 	switch method {
 	case "initialize":
 		return map[string]any{
-			"protocolVersion": ProtocolVersion,
+			"protocolVersion": negotiate(params),
 			"capabilities":    map[string]any{"tools": map[string]any{}},
 			"serverInfo":      map[string]string{"name": ServerName, "version": ServerVersion, "title": ServerTitle},
-			"instructions": "SitePulse audits the pages of your sites with Lighthouse after every publish. " +
-				"Start with list_sites, then use the site's id with the other tools; scan ids come from get_latest_scan or get_trend.",
+			"instructions":    instructions,
 		}, nil
 	case "ping":
 		return struct{}{}, nil
 	case "tools/list":
-		return s.list, nil
+		return s.lists[e], nil
 	case "tools/call":
-		return s.callTool(ctx, userID, params)
+		return s.callTool(ctx, userID, e, params)
 	}
-	return nil, &rpcError{CodeMethodNotFound, "Unknown method: " + method}
+	return nil, &rpcError{Code: CodeMethodNotFound, Message: "Unknown method: " + method}
 }

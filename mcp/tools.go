@@ -2,14 +2,17 @@ package mcp
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 
 	"sitepulse/store"
 )
 
-// tool is one entry of the tool table.
+// tool is one entry of the tool table. Every protocol version reads the same table; the eras
+// differ only in how much of it tools/list shows and how a result is wrapped.
 type tool struct {
 	Name        string
 	Title       string
@@ -17,7 +20,28 @@ type tool struct {
 	Example     string // a prompt that leads a model to the tool, for the connect guide (/docs/mcp)
 	Input       *Schema
 	ReadOnly    bool
-	run         func(s *Server, ctx context.Context, userID string, a args) (any, error)
+	Handler     toolHandler
+}
+
+// toolHandler runs a tool. Output is the Go type of its payload, from which the tool's
+// outputSchema is derived (outputSchema): the type the code returns is the schema clients get.
+type toolHandler struct {
+	run    func(s *Server, ctx context.Context, userID string, a args) (any, error)
+	Output reflect.Type
+}
+
+// handler makes a toolHandler of a tool method, recording the payload type it returns.
+func handler[T any](f func(*Server, context.Context, string, args) (T, error)) toolHandler {
+	return toolHandler{
+		run: func(s *Server, ctx context.Context, userID string, a args) (any, error) {
+			v, err := f(s, ctx, userID, a)
+			if err != nil {
+				return nil, err
+			}
+			return v, nil
+		},
+		Output: reflect.TypeFor[T](),
+	}
 }
 
 // toolError is a tool failure the model should read: it travels as an isError result, not a
@@ -57,7 +81,7 @@ func object(required []string, props map[string]*Schema) *Schema {
 // tools is the table of every tool the server offers, in the order tools/list shows them.
 var tools = []tool{
 	{
-		Name: "list_sites", Title: "List sites", ReadOnly: true, run: (*Server).listSites,
+		Name: "list_sites", Title: "List sites", ReadOnly: true, Handler: handler((*Server).listSites),
 		Example: "Which of my sites is in the worst shape?",
 		Description: "Lists the sites of every SitePulse workspace you belong to (your own and your teams'): for each " +
 			"its id, name, domain, current health score " +
@@ -67,7 +91,7 @@ var tools = []tool{
 		Input: object(nil, nil),
 	},
 	{
-		Name: "get_latest_scan", Title: "Latest scan of a site", ReadOnly: true, run: (*Server).getLatestScan,
+		Name: "get_latest_scan", Title: "Latest scan of a site", ReadOnly: true, Handler: handler((*Server).getLatestScan),
 		Example: "How is shop.example.com doing, and does it meet its budgets?",
 		Description: "Returns the latest completed scan of a site: its scanId, when it completed, how many page audits " +
 			"it holds, the strategy (mobile, desktop or both), the site-wide scores (health, performance, seo, " +
@@ -78,7 +102,7 @@ var tools = []tool{
 		Input: object([]string{"siteId"}, map[string]*Schema{"siteId": siteIDArg()}),
 	},
 	{
-		Name: "get_page_details", Title: "Full audit of one page", ReadOnly: true, run: (*Server).getPageDetails,
+		Name: "get_page_details", Title: "Full audit of one page", ReadOnly: true, Handler: handler((*Server).getPageDetails),
 		Example: "Why is the pricing page slow on mobile?",
 		Description: "Returns everything Lighthouse measured for one page of a scan and one strategy: category scores, " +
 			"lab Core Web Vitals (lcp, cls, fcp, ttfb, tbt, speedIndex, tti in ms, cls unitless; inp from field data), " +
@@ -93,7 +117,7 @@ var tools = []tool{
 		}),
 	},
 	{
-		Name: "get_lcp_elements", Title: "LCP and layout-shift elements", ReadOnly: true, run: (*Server).getLCPElements,
+		Name: "get_lcp_elements", Title: "LCP and layout-shift elements", ReadOnly: true, Handler: handler((*Server).getLCPElements),
 		Example: "Which element is the Largest Contentful Paint on each page?",
 		Description: "For every page of a scan (one strategy), returns the Largest Contentful Paint time in ms and the " +
 			"element that was painted last (CSS selector and HTML snippet), the cumulative layout shift and the " +
@@ -102,7 +126,7 @@ var tools = []tool{
 		Input: object([]string{"scanId"}, map[string]*Schema{"scanId": scanIDArg(), "strategy": strategyArg()}),
 	},
 	{
-		Name: "get_third_party_scripts", Title: "Third-party script impact", ReadOnly: true, run: (*Server).getThirdPartyScripts,
+		Name: "get_third_party_scripts", Title: "Third-party script impact", ReadOnly: true, Handler: handler((*Server).getThirdPartyScripts),
 		Example: "Which third-party scripts slow my site down the most?",
 		Description: "Aggregates the third-party scripts (analytics, chat widgets, tag managers, fonts...) across the pages " +
 			"of the site's latest completed scan (mobile results): per domain the total bytes transferred, the mean " +
@@ -111,7 +135,7 @@ var tools = []tool{
 		Input: object([]string{"siteId"}, map[string]*Schema{"siteId": siteIDArg()}),
 	},
 	{
-		Name: "get_accessibility_issues", Title: "Accessibility issues", ReadOnly: true, run: (*Server).getAccessibilityIssues,
+		Name: "get_accessibility_issues", Title: "Accessibility issues", ReadOnly: true, Handler: handler((*Server).getAccessibilityIssues),
 		Example: "List the critical accessibility issues on my site.",
 		Description: "Lists the failing accessibility audits of the site's latest completed scan, grouped by audit id: " +
 			"title, what it means, severity (critical when the audit scored 0, serious below 0.5, moderate below 0.75, " +
@@ -123,7 +147,7 @@ var tools = []tool{
 		}),
 	},
 	{
-		Name: "get_regression_report", Title: "Regressions since the previous scan", ReadOnly: true, run: (*Server).getRegressionReport,
+		Name: "get_regression_report", Title: "Regressions since the previous scan", ReadOnly: true, Handler: handler((*Server).getRegressionReport),
 		Example: "Did the last publish make anything slower?",
 		Description: "Compares the site's latest completed scan with the one before it, page by page and strategy by " +
 			"strategy, and lists what got worse: category scores that dropped by more than 5 points, and Core Web " +
@@ -133,7 +157,7 @@ var tools = []tool{
 		Input: object([]string{"siteId"}, map[string]*Schema{"siteId": siteIDArg()}),
 	},
 	{
-		Name: "get_trend", Title: "Score trend", ReadOnly: true, run: (*Server).getTrend,
+		Name: "get_trend", Title: "Score trend", ReadOnly: true, Handler: handler((*Server).getTrend),
 		Example: "Show the performance trend of my site over the last ten scans.",
 		Description: "Returns the site's recent completed scans, oldest first, with their category scores and page " +
 			"counts, so you can tell whether performance is improving or degrading over time.",
@@ -143,7 +167,7 @@ var tools = []tool{
 		}),
 	},
 	{
-		Name: "generate_client_report", Title: "Create a shareable client report", ReadOnly: false, run: (*Server).generateClientReport,
+		Name: "generate_client_report", Title: "Create a shareable client report", ReadOnly: false, Handler: handler((*Server).generateClientReport),
 		Example: "Make a report of the latest scan I can send to my client.",
 		Description: "Creates a shareable web page of one completed scan (scores, Core Web Vitals of every page with " +
 			"their ratings, top opportunities) that anyone with the link can open without logging in, and returns " +
@@ -178,11 +202,23 @@ func ToolDocs() []ToolDoc {
 	return out
 }
 
-// toolList is the tools/list view of the table.
-func toolList() []map[string]any {
+// toolIcon is every tool's icon from 2025-11-25 on: a small inline SVG (a gauge), so a client
+// fetches nothing to show it.
+const toolIcon = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24"><circle cx="12" cy="12" r="10" fill="#0b7a55"/>` +
+	`<path d="M6 15a6 6 0 0 1 12 0" fill="none" stroke="#fff" stroke-width="2"/><path d="M12 15l3-5" stroke="#fff" stroke-width="2"/></svg>`
+
+var toolIcons = []map[string]any{{
+	"src":      "data:image/svg+xml;base64," + base64.StdEncoding.EncodeToString([]byte(toolIcon)),
+	"mimeType": "image/svg+xml",
+	"sizes":    []string{"any"},
+}}
+
+// toolList is the tools/list view of the table as protocol era e shows it, in the table's
+// order: 2025-06-18 adds title and outputSchema, 2025-11-25 adds icons.
+func toolList(e era) []map[string]any {
 	out := make([]map[string]any, 0, len(tools))
 	for _, t := range tools {
-		out = append(out, map[string]any{
+		m := map[string]any{
 			"name":        t.Name,
 			"description": t.Description,
 			"inputSchema": t.Input,
@@ -193,7 +229,15 @@ func toolList() []map[string]any {
 				"idempotentHint":  t.ReadOnly,
 				"openWorldHint":   false,
 			},
-		})
+		}
+		if e >= era20250618 {
+			m["title"] = t.Title
+			m["outputSchema"] = outputSchema(t.Handler.Output)
+		}
+		if e >= era20251125 {
+			m["icons"] = toolIcons
+		}
+		out = append(out, m)
 	}
 	return out
 }
@@ -215,48 +259,77 @@ func (a args) integer(name string, def int) int {
 	return def
 }
 
-// content is one item of a tool result.
-type content struct {
+// textContent is a text item of a tool result.
+type textContent struct {
 	Type string `json:"type"`
 	Text string `json:"text"`
 }
 
-// toolResult is the tools/call result envelope.
-type toolResult struct {
-	Content []content `json:"content"`
-	IsError bool      `json:"isError,omitempty"`
+func text(s string) []any { return []any{textContent{Type: "text", Text: s}} }
+
+// resourceLink is a resource_link item of a tool result (2025-06-18 and later).
+type resourceLink struct {
+	Type        string `json:"type"`
+	URI         string `json:"uri"`
+	Name        string `json:"name"`
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+	MimeType    string `json:"mimeType,omitempty"`
 }
 
-// callTool validates a tools/call request against the tool's schema and runs it.
-func (s *Server) callTool(ctx context.Context, userID string, params json.RawMessage) (any, *rpcError) {
+// linker is a payload that points at a resource: from 2025-06-18 its links follow the text.
+type linker interface{ links() []resourceLink }
+
+// toolResult is the tools/call result envelope. The 2025-03-26 envelope is content and isError
+// only; structuredContent is the payload's JSON again (2025-06-18 and later); resultType and
+// _meta are 2026-07-28's.
+type toolResult struct {
+	ResultType        string          `json:"resultType,omitempty"`
+	Content           []any           `json:"content"`
+	StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
+	IsError           bool            `json:"isError,omitempty"`
+	Meta              map[string]any  `json:"_meta,omitempty"`
+}
+
+// callTool validates a tools/call request against the tool's schema and runs it, wrapping the
+// payload as era e wants it.
+func (s *Server) callTool(ctx context.Context, userID string, e era, params json.RawMessage) (any, *rpcError) {
 	var p struct {
 		Name      *string         `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
 	}
 	if len(params) == 0 || json.Unmarshal(params, &p) != nil || p.Name == nil {
-		return nil, &rpcError{CodeInvalidParams, "Invalid arguments: params.name (the tool to call) is required"}
+		return nil, &rpcError{Code: CodeInvalidParams, Message: "Invalid arguments: params.name (the tool to call) is required"}
 	}
 	t, ok := toolIndex[*p.Name]
 	if !ok {
-		return nil, &rpcError{CodeInvalidParams, fmt.Sprintf("Invalid arguments: unknown tool %q; tools/list names the nine tools", *p.Name)}
+		return nil, &rpcError{Code: CodeInvalidParams, Message: fmt.Sprintf("Invalid arguments: unknown tool %q; tools/list names the nine tools", *p.Name)}
+	}
+	// Invalid arguments are a JSON-RPC error up to 2025-06-18 and a tool execution error the
+	// model can correct from 2025-11-25, with the same words.
+	invalid := func(msg string) (any, *rpcError) {
+		if e >= era20251125 {
+			return toolResult{Content: text("Invalid arguments: " + msg), IsError: true}, nil
+		}
+		return nil, &rpcError{Code: CodeInvalidParams, Message: "Invalid arguments: " + msg}
 	}
 	a := args{}
 	if len(p.Arguments) > 0 && string(p.Arguments) != "null" {
 		if p.Arguments[0] != '{' || json.Unmarshal(p.Arguments, &a) != nil {
-			return nil, &rpcError{CodeInvalidParams, "Invalid arguments: arguments must be an object"}
+			return invalid("arguments must be an object")
 		}
 	}
 	if msg := validate(t.Input, a); msg != "" {
-		return nil, &rpcError{CodeInvalidParams, "Invalid arguments: " + msg}
+		return invalid(msg)
 	}
 	err := s.authorize(ctx, userID, t, a)
 	var payload any
 	if err == nil {
-		payload, err = t.run(s, ctx, userID, a)
+		payload, err = t.Handler.run(s, ctx, userID, a)
 	}
 	var te toolError
 	if errors.As(err, &te) {
-		return toolResult{Content: []content{{Type: "text", Text: te.Error()}}, IsError: true}, nil
+		return toolResult{Content: text(te.Error()), IsError: true}, nil
 	}
 	if store.Classify(err) == store.ErrUnavailable {
 		s.log.Warn("mcp tool: database unavailable", "tool", t.Name, "err", err)
@@ -264,12 +337,21 @@ func (s *Server) callTool(ctx context.Context, userID string, params json.RawMes
 	}
 	if err != nil {
 		s.log.Error("mcp tool", "tool", t.Name, "err", err)
-		return nil, &rpcError{CodeInternal, "Internal error"}
+		return nil, &rpcError{Code: CodeInternal, Message: "Internal error"}
 	}
 	b, err := marshal(payload)
 	if err != nil {
 		s.log.Error("mcp tool encode", "tool", t.Name, "err", err)
-		return nil, &rpcError{CodeInternal, "Internal error"}
+		return nil, &rpcError{Code: CodeInternal, Message: "Internal error"}
 	}
-	return toolResult{Content: []content{{Type: "text", Text: string(b)}}}, nil
+	r := toolResult{Content: text(string(b))}
+	if e >= era20250618 {
+		r.StructuredContent = b
+		if l, ok := payload.(linker); ok {
+			for _, link := range l.links() {
+				r.Content = append(r.Content, link)
+			}
+		}
+	}
+	return r, nil
 }

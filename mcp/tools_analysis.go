@@ -23,30 +23,34 @@ func (s *Server) latestResults(ctx context.Context, userID string, a args) ([]st
 	return s.store.PageResults(ctx, userID, scans[0].ID)
 }
 
-func (s *Server) getThirdPartyScripts(ctx context.Context, userID string, a args) (any, error) {
-	results, err := s.latestResults(ctx, userID, a)
-	if err != nil {
-		return nil, err
-	}
-	scripts, pages := analysis.ThirdParties(results)
-	return struct {
-		Scripts       []analysis.ThirdPartyImpact `json:"scripts"`
-		PagesAnalyzed int                         `json:"pagesAnalyzed"`
-	}{scripts, pages}, nil
+type thirdPartyResult struct {
+	Scripts       []analysis.ThirdPartyImpact `json:"scripts"`
+	PagesAnalyzed int                         `json:"pagesAnalyzed"`
 }
 
-func (s *Server) getAccessibilityIssues(ctx context.Context, userID string, a args) (any, error) {
+func (s *Server) getThirdPartyScripts(ctx context.Context, userID string, a args) (thirdPartyResult, error) {
 	results, err := s.latestResults(ctx, userID, a)
 	if err != nil {
-		return nil, err
+		return thirdPartyResult{}, err
+	}
+	scripts, pages := analysis.ThirdParties(results)
+	return thirdPartyResult{scripts, pages}, nil
+}
+
+type a11yResult struct {
+	Issues                []analysis.A11yGroup `json:"issues"`
+	Count                 int                  `json:"count"`
+	PagesAnalyzed         int                  `json:"pagesAnalyzed"`
+	AvgAccessibilityScore *int                 `json:"avgAccessibilityScore"`
+}
+
+func (s *Server) getAccessibilityIssues(ctx context.Context, userID string, a args) (a11yResult, error) {
+	results, err := s.latestResults(ctx, userID, a)
+	if err != nil {
+		return a11yResult{}, err
 	}
 	sum := analysis.AccessibilityIssues(results, a.str("severity", "all"))
-	return struct {
-		Issues                []analysis.A11yGroup `json:"issues"`
-		Count                 int                  `json:"count"`
-		PagesAnalyzed         int                  `json:"pagesAnalyzed"`
-		AvgAccessibilityScore *int                 `json:"avgAccessibilityScore"`
-	}{sum.Issues, len(sum.Issues), sum.PagesAnalyzed, sum.AvgAccessibilityScore}, nil
+	return a11yResult{sum.Issues, len(sum.Issues), sum.PagesAnalyzed, sum.AvgAccessibilityScore}, nil
 }
 
 type regressionReport struct {
@@ -58,13 +62,13 @@ type regressionReport struct {
 	Regressions           []analysis.Regression `json:"regressions"`
 }
 
-func (s *Server) getRegressionReport(ctx context.Context, userID string, a args) (any, error) {
+func (s *Server) getRegressionReport(ctx context.Context, userID string, a args) (regressionReport, error) {
 	scans, err := s.completedScans(ctx, userID, a.str("siteId", ""), 2)
 	if err != nil {
-		return nil, err
+		return regressionReport{}, err
 	}
 	if len(scans) == 0 {
-		return nil, errNoScanYet
+		return regressionReport{}, errNoScanYet
 	}
 	out := regressionReport{LatestScanID: scans[0].ID, LatestScanCompletedAt: iso(scans[0].CompletedAt), Regressions: []analysis.Regression{}}
 	if len(scans) == 2 {
@@ -82,10 +86,10 @@ func (s *Server) getRegressionReport(ctx context.Context, userID string, a args)
 		latest, err := s.pageMetrics(ctx, userID, scans[0])
 		<-done
 		if err != nil {
-			return nil, err
+			return regressionReport{}, err
 		}
 		if prevErr != nil {
-			return nil, prevErr
+			return regressionReport{}, prevErr
 		}
 		out.Regressions = analysis.Regressions(previous, latest)
 	}

@@ -17,10 +17,10 @@ type pageDetails struct {
 	Crux *store.Crux `json:"crux"`
 }
 
-func (s *Server) getPageDetails(ctx context.Context, userID string, a args) (any, error) {
+func (s *Server) getPageDetails(ctx context.Context, userID string, a args) (pageDetails, error) {
 	sc, err := s.scan(ctx, userID, a.str("scanId", ""))
 	if err != nil {
-		return nil, err
+		return pageDetails{}, err
 	}
 	strategy := a.str("strategy", store.StrategyMobile)
 	path, ok := a["pagePath"].(string)
@@ -28,20 +28,20 @@ func (s *Server) getPageDetails(ctx context.Context, userID string, a args) (any
 		// The worst page is chosen on scores alone, then only its full result is read.
 		metrics, err := s.pageMetrics(ctx, userID, sc)
 		if err != nil {
-			return nil, err
+			return pageDetails{}, err
 		}
 		worst, found := analysis.WorstPage(metrics, strategy)
 		if !found {
-			return nil, toolError(fmt.Sprintf("This scan has no %s results (status %s).", strategy, sc.Status))
+			return pageDetails{}, toolError(fmt.Sprintf("This scan has no %s results (status %s).", strategy, sc.Status))
 		}
 		path = worst.PagePath
 	}
 	r, err := s.store.PageResult(ctx, userID, sc.ID, path, strategy)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, toolError(fmt.Sprintf("No %s result for page %q in this scan. get_lcp_elements lists the scan's pages.", strategy, path))
+		return pageDetails{}, toolError(fmt.Sprintf("No %s result for page %q in this scan. get_lcp_elements lists the scan's pages.", strategy, path))
 	}
 	if err != nil {
-		return nil, err
+		return pageDetails{}, err
 	}
 	d := pageDetails{PageResult: r}
 	if r.Crux.HasCruxData {
@@ -68,15 +68,19 @@ type lcpPage struct {
 	ClsElements []clsElement `json:"clsElements"`
 }
 
-func (s *Server) getLCPElements(ctx context.Context, userID string, a args) (any, error) {
+type lcpResult struct {
+	Pages []lcpPage `json:"pages"`
+}
+
+func (s *Server) getLCPElements(ctx context.Context, userID string, a args) (lcpResult, error) {
 	strategy := a.str("strategy", store.StrategyMobile)
 	// PageResults checks the scan is the user's itself: no separate read of the scan.
 	results, err := s.store.PageResults(ctx, userID, a.str("scanId", ""))
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, errScanNotFound
+		return lcpResult{}, errScanNotFound
 	}
 	if err != nil {
-		return nil, err
+		return lcpResult{}, err
 	}
 	pages := []lcpPage{}
 	for _, r := range results {
@@ -92,5 +96,5 @@ func (s *Server) getLCPElements(ctx context.Context, userID string, a args) (any
 		}
 		pages = append(pages, p)
 	}
-	return map[string]any{"pages": pages}, nil
+	return lcpResult{pages}, nil
 }

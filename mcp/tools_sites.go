@@ -34,9 +34,14 @@ type workspaceItem struct {
 	Name string `json:"name"`
 }
 
+type siteList struct {
+	Sites []siteItem `json:"sites"`
+	Count int        `json:"count"`
+}
+
 // listSites answers the sites of every workspace the user belongs to; an API key's, of its
 // workspace only.
-func (s *Server) listSites(ctx context.Context, userID string, _ args) (any, error) {
+func (s *Server) listSites(ctx context.Context, userID string, _ args) (siteList, error) {
 	var sites []store.Site
 	var err error
 	if ws := store.PrincipalFrom(ctx).KeyWorkspaceID; ws != "" {
@@ -45,11 +50,11 @@ func (s *Server) listSites(ctx context.Context, userID string, _ args) (any, err
 		sites, err = s.store.SitesOf(ctx, userID)
 	}
 	if err != nil {
-		return nil, err
+		return siteList{}, err
 	}
 	workspaces, err := s.store.WorkspacesOf(ctx, userID)
 	if err != nil {
-		return nil, err
+		return siteList{}, err
 	}
 	names := make(map[string]string, len(workspaces))
 	for _, w := range workspaces {
@@ -61,10 +66,7 @@ func (s *Server) listSites(ctx context.Context, userID string, _ args) (any, err
 			LastPublished: iso(st.LastPublished), Founding: st.Founding,
 			Workspace: workspaceItem{ID: st.WorkspaceID, Name: names[st.WorkspaceID]}})
 	}
-	return struct {
-		Sites []siteItem `json:"sites"`
-		Count int        `json:"count"`
-	}{out, len(out)}, nil
+	return siteList{out, len(out)}, nil
 }
 
 // completedScans lists a site's completed scans, newest first, at most limit. CompletedScans
@@ -114,15 +116,15 @@ func budgetObject(budgets map[string]store.Budget) map[string]any {
 
 // getLatestScan reads what a budget check reads (store.BudgetInputs: the site, its latest
 // completed scan and budgets, kept per process on Postgres and checked by one lookup).
-func (s *Server) getLatestScan(ctx context.Context, userID string, a args) (any, error) {
+func (s *Server) getLatestScan(ctx context.Context, userID string, a args) (latestScan, error) {
 	in, err := s.store.BudgetInputs(ctx, userID, store.CanonicalID(a.str("siteId", "")))
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return nil, errSiteNotFound
+		return latestScan{}, errSiteNotFound
 	case err != nil:
-		return nil, err
+		return latestScan{}, err
 	case in.Scan == nil:
-		return nil, errNoScanYet
+		return latestScan{}, errNoScanYet
 	}
 	sc := in.Scan
 	return latestScan{ScanID: sc.ID, SiteName: in.SiteName, Domain: in.SiteDomain, CompletedAt: iso(sc.CompletedAt),
@@ -139,18 +141,20 @@ type trendItem struct {
 	PagesTotal    int     `json:"pagesTotal"`
 }
 
-func (s *Server) getTrend(ctx context.Context, userID string, a args) (any, error) {
+type trendResult struct {
+	Scans []trendItem `json:"scans"`
+	Count int         `json:"count"`
+}
+
+func (s *Server) getTrend(ctx context.Context, userID string, a args) (trendResult, error) {
 	scans, err := s.completedScans(ctx, userID, a.str("siteId", ""), a.integer("limit", 20))
 	if err != nil {
-		return nil, err
+		return trendResult{}, err
 	}
 	out := make([]trendItem, len(scans))
 	for i, sc := range scans { // newest first from the store; the trend reads oldest first
 		out[len(scans)-1-i] = trendItem{ScanID: sc.ID, CompletedAt: iso(sc.CompletedAt), Performance: sc.Scores.Performance,
 			SEO: sc.Scores.SEO, Accessibility: sc.Scores.Accessibility, BestPractices: sc.Scores.BestPractices, PagesTotal: sc.PagesTotal}
 	}
-	return struct {
-		Scans []trendItem `json:"scans"`
-		Count int         `json:"count"`
-	}{out, len(out)}, nil
+	return trendResult{out, len(out)}, nil
 }
