@@ -78,7 +78,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	auditor, capacity := newAuditor(cfg, guard, log)
-	pool := newPool(ctx, cfg, st, auditor, capacity, replay, guard.Client(), connector, log)
+	// One mailer: the regression digests and the workspace invitations.
+	digest := &notify.Digest{Store: st, SMTPAddr: cfg.SMTPAddr, From: cfg.SMTPFrom, Username: cfg.SMTPUsername,
+		Password: cfg.SMTPPassword, BaseURL: cfg.BaseURL, Log: log}
+	var mail func(ctx context.Context, to, subject, body string) error
+	if cfg.SMTPAddr != "" {
+		mail = digest.Send
+	}
+	pool := newPool(ctx, cfg, st, auditor, capacity, replay, guard.Client(), connector, digest, log)
 	pool.Start()
 	// Deferred after the store's Close, so it runs before it: HTTP server, scanner, store.
 	defer func() {
@@ -95,7 +102,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	mcpServer := mcp.New(mcp.Config{Store: st, BaseURL: cfg.BaseURL, Log: log})
 	handler, err := handlers.NewHandler(handlers.Deps{
 		Store: st, Log: log, BaseURL: cfg.BaseURL,
-		OAuth: authServer, MCP: mcpServer, PlatformSecret: webhookSecret, MaxSitesPerUser: cfg.MaxSitesPerUser,
+		OAuth: authServer, MCP: mcpServer, PlatformSecret: webhookSecret, MaxSitesPerWorkspace: cfg.MaxSitesPerWorkspace, MaxWorkspacesPerUser: cfg.MaxWorkspaces, Mail: mail,
 		SessionIdle: time.Duration(cfg.SessionIdleMins) * time.Minute, Replayed: replay.Serves,
 		Platform: connector, PlatformClientID: cfg.PlatformID, PlatformAuthorizeURL: cfg.PlatformAuthURL,
 	})
@@ -167,7 +174,7 @@ func platformConnector(cfg config, st store.Store, log *slog.Logger) (*platform.
 		Client:     platform.NewClient(platform.ClientConfig{APIURL: cfg.PlatformAPIURL, ClientID: cfg.PlatformID, ClientSecret: cfg.PlatformSecret}),
 		Keys:       keys,
 		WebhookURL: cfg.BaseURL + "/api/webhooks/platform",
-		MaxSites:   cfg.MaxSitesPerUser,
+		MaxSites:   cfg.MaxSitesPerWorkspace,
 		Log:        log,
 		Now:        time.Now,
 	}, nil
@@ -200,7 +207,7 @@ func newAuditor(cfg config, guard netguard.Guard, log *slog.Logger) (scanner.Aud
 // newPool is the scan worker pool with its regression digest. A store that can announce new
 // jobs (Postgres LISTEN/NOTIFY) wakes the dispatcher at once; it polls either way. Sitemaps
 // are fetched with fetch, the guarded client; the demo site's audits are replayed.
-func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Auditor, capacity *psi.Capacity, replay *scanner.Replay, fetch *http.Client, connector *platform.Connector, log *slog.Logger) *scanner.Pool {
+func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Auditor, capacity *psi.Capacity, replay *scanner.Replay, fetch *http.Client, connector *platform.Connector, digest *notify.Digest, log *slog.Logger) *scanner.Pool {
 	var wake <-chan struct{}
 	if w, ok := st.(store.JobWaker); ok {
 		ch, err := w.WakeOnJobs(ctx, func(err error) { log.Warn("job notifications", "err", err) })
@@ -222,8 +229,7 @@ func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Au
 		ScheduleEvery: time.Duration(cfg.SchedulePoll) * time.Second,
 		Discovery:     discover.Discovery{MaxPages: cfg.MaxPagesPerScan, Client: fetch},
 		Quota:         psi.NewAccountQuota(cfg.UserDailyAudits, st),
-		Digest: &notify.Digest{Store: st, SMTPAddr: cfg.SMTPAddr, From: cfg.SMTPFrom, Username: cfg.SMTPUsername,
-			Password: cfg.SMTPPassword, BaseURL: cfg.BaseURL, Log: log},
+		Digest:        digest,
 	})
 }
 

@@ -21,7 +21,7 @@ func TestSitesPerUserCap(t *testing.T) {
 			st := b.Open(t)
 			ts := &testServer{store: st, now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
 			h, err := NewHandler(withServers(Deps{Store: st, BaseURL: "http://sitepulse.test", Now: func() time.Time { return ts.now },
-				PasswordIterations: 1000, MaxSitesPerUser: 2}))
+				PasswordIterations: 1000, MaxSitesPerWorkspace: 2}))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -203,7 +203,7 @@ func (s *server) handlePlatformImport() http.Handler {
 				case errors.Is(res.Err, store.ErrConflict):
 					d.Results[i].Err = errors.New("another SitePulse account has connected this site")
 				case errors.Is(res.Err, store.ErrLimit):
-					d.Results[i].Err = fmt.Errorf("this account already has %d sites, the most one account may have here", s.MaxSitesPerUser)
+					d.Results[i].Err = fmt.Errorf("this account already has %d sites, the most one account may have here", s.MaxSitesPerWorkspace)
 				default:
 					d.Results[i].Err = errors.New("the platform could not be reached; tick it again to finish")
 					status = http.StatusBadGateway

@@ -67,6 +67,20 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 	mux.Handle("POST /platform/import", s.requireUser(s.handlePlatformImport()))
 	mux.Handle("POST /platform/disconnect", s.requireUser(s.handlePlatformDisconnect()))
 
+	// Workspaces (README "Teams"): members with roles, invitations, activity. onWorkspace names
+	// the action each route takes in the workspace; the invitation link is the credential of
+	// GET /invite/{token}, and accepting it needs the invited e-mail's session (and CSRF).
+	mux.Handle("POST /workspaces", s.requireUser(s.handleCreateWorkspace()))
+	mux.Handle("GET /workspaces/{workspaceId}", s.requireUser(s.onWorkspace(store.ActRead, s.handleWorkspace())))
+	mux.Handle("POST /workspaces/{workspaceId}/invitations", s.requireUser(s.onWorkspace(store.ActManage, s.handleInvite())))
+	mux.Handle("POST /workspaces/{workspaceId}/invitations/{invitationId}/revoke", s.requireUser(s.onWorkspace(store.ActManage, s.handleRevokeInvitation())))
+	mux.Handle("POST /workspaces/{workspaceId}/members/{userId}", s.requireUser(s.onWorkspace(store.ActManage, s.handleSetRole())))
+	mux.Handle("POST /workspaces/{workspaceId}/members/{userId}/remove", s.requireUser(s.onWorkspace(store.ActManage, s.handleRemoveMember())))
+	mux.Handle("POST /workspaces/{workspaceId}/leave", s.requireUser(s.onWorkspace(store.ActLeave, s.handleLeaveWorkspace())))
+	mux.Handle("POST /workspaces/{workspaceId}/notifications", s.requireUser(s.onWorkspace(store.ActRead, s.handleMemberNotify())))
+	mux.Handle("GET /invite/{token}", s.withVisitor(s.handleInvitation()))
+	mux.Handle("POST /invite/{token}", s.requireUser(s.handleAcceptInvitation()))
+
 	// Budget check for CI and scan export (README "Budget check in CI", "Export").
 	// The check takes API keys only, as requireBearer(apiKeyOnly) would, but verifies the key
 	// itself in the same store round trip that reads the site (budget.go). The export takes the

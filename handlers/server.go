@@ -61,8 +61,15 @@ type Deps struct {
 	PlatformSecret string
 	// SessionIdle is SESSION_IDLE_MINUTES: a session unused this long ends; 0 means 7 days.
 	SessionIdle time.Duration
-	// MaxSitesPerUser is MAX_SITES_PER_USER, the most sites one account may have; 0 means 50.
-	MaxSitesPerUser int
+	// MaxSitesPerWorkspace is MAX_SITES_PER_WORKSPACE, the most sites one workspace may have;
+	// 0 means 50.
+	MaxSitesPerWorkspace int
+	// MaxWorkspacesPerUser is MAX_WORKSPACES_PER_USER, the most workspaces one account may own;
+	// 0 means 10.
+	MaxWorkspacesPerUser int
+	// Mail sends an e-mail (the invitation links); nil when SMTP_ADDR is not set, and links are
+	// only shown to the inviter.
+	Mail func(ctx context.Context, to, subject, body string) error
 	// Platform connects sites from the platform; nil when PLATFORM_CLIENT_ID is not
 	// set, and the UI says connecting is off.
 	Platform *platform.Connector
@@ -108,8 +115,11 @@ func NewHandler(d Deps) (http.Handler, error) {
 	if d.SessionIdle <= 0 {
 		d.SessionIdle = 7 * 24 * time.Hour
 	}
-	if d.MaxSitesPerUser <= 0 {
-		d.MaxSitesPerUser = 50
+	if d.MaxSitesPerWorkspace <= 0 {
+		d.MaxSitesPerWorkspace = 50
+	}
+	if d.MaxWorkspacesPerUser <= 0 {
+		d.MaxWorkspacesPerUser = 10
 	}
 	if d.PasswordIterations == 0 {
 		d.PasswordIterations = store.PasswordIterations

@@ -216,10 +216,10 @@ func (s *server) handleCreateSite() http.Handler {
 		if len(f.Errors) == 0 {
 			site.ID, site.UserID, site.CreatedAt = store.NewID(), v.User.ID, s.Now()
 			site.NextScanAt = store.NextScanAt(site.Schedule, s.Now(), s.Now())
-			err := s.Store.CreateSiteWithin(r.Context(), site, s.MaxSitesPerUser)
+			err := s.Store.CreateSiteWithin(r.Context(), site, s.MaxSitesPerWorkspace)
 			switch {
 			case errors.Is(err, store.ErrLimit):
-				f.Errors["form"] = fmt.Sprintf("This account already has %d sites, the most one account may have here. Delete a site to add another.", s.MaxSitesPerUser)
+				f.Errors["form"] = fmt.Sprintf("This account already has %d sites, the most one account may have here. Delete a site to add another.", s.MaxSitesPerWorkspace)
 			case err != nil:
 				s.error(w, r, err, "")
 				return

@@ -36,7 +36,7 @@ type Connector struct {
 	Keys   *Keys
 	// WebhookURL is {BASE_URL}/api/webhooks/platform, the target of every site_publish webhook.
 	WebhookURL string
-	// MaxSites is MAX_SITES_PER_USER: an import past it creates no site (store.ErrLimit).
+	// MaxSites is MAX_SITES_PER_WORKSPACE: an import past it creates no site (store.ErrLimit).
 	MaxSites int
 	Log      *slog.Logger
 	Now      func() time.Time
