@@ -41,15 +41,15 @@ type config struct {
 	PSIBreakerSecs  int
 	// ScanAllowPrivate lets scans fetch internal addresses: for self-hosters who
 	// audit intranet or staging sites.
-	ScanAllowPrivate bool
+	ScanAllowPrivate     bool
 	MaxSitesPerWorkspace int
 	MaxWorkspaces        int
 	UserDailyAudits      int
-	SessionIdleMins  int
-	ConfirmRuns      int
-	ScanDeadline     int
-	SchedulePoll     int
-	Demo             bool
+	SessionIdleMins      int
+	ConfirmRuns          int
+	ScanDeadline         int
+	SchedulePoll         int
+	Demo                 bool
 }
 
 // setting is one configuration value: its variable, flag, default and meaning. The table is the

@@ -128,7 +128,9 @@ var ownershipCases = []ownershipCase{
 	{name: "inviting into A's workspace", route: "POST /workspaces/{workspaceId}/invitations", method: "POST", path: wsPath("/invitations"),
 		form: url.Values{"email": {"b2@example.com"}, "role": {"owner"}}, cred: asCookie, status: 404, intact: membersIntact},
 	{name: "revoking an invitation of A's workspace", route: "POST /workspaces/{workspaceId}/invitations/{invitationId}/revoke", method: "POST",
-		path: func(a, _ apiAccount) string { return "/workspaces/" + a.userID + "/invitations/" + a.reportID + "/revoke" }, form: url.Values{}, cred: asCookie, status: 404},
+		path: func(a, _ apiAccount) string {
+			return "/workspaces/" + a.userID + "/invitations/" + a.reportID + "/revoke"
+		}, form: url.Values{}, cred: asCookie, status: 404},
 	{name: "changing a role in A's workspace", route: "POST /workspaces/{workspaceId}/members/{userId}", method: "POST",
 		path: func(a, _ apiAccount) string { return "/workspaces/" + a.userID + "/members/" + a.userID }, form: url.Values{"role": {"viewer"}}, cred: asCookie, status: 404, intact: membersIntact},
 	{name: "removing A from A's workspace", route: "POST /workspaces/{workspaceId}/members/{userId}/remove", method: "POST",
