@@ -49,6 +49,7 @@ type config struct {
 	ConfirmRuns          int
 	ScanDeadline         int
 	SchedulePoll         int
+	DiscoveryTimeout     int
 	Demo                 bool
 }
 
@@ -92,6 +93,7 @@ func (c *config) settings() []setting {
 		{env: "SCAN_DEADLINE_SECONDS", def: "1800", help: "seconds after its start a scan not yet complete is failed with the reason, freeing its site", num: &c.ScanDeadline, min: 1},
 		{env: "SCHEDULE_POLL_SECONDS", def: "60", help: "how often this process's scheduler enqueues the scans of sites whose daily or weekly scan is due", num: &c.SchedulePoll, min: 1},
 		{env: "MAX_PAGES_PER_SCAN", def: "50", help: "page discovery cap", num: &c.MaxPagesPerScan, min: 1},
+		{env: "DISCOVERY_TIMEOUT_SECONDS", def: "30", help: "seconds one scan may spend reading its site's sitemap and child sitemaps; past it, the pages found are audited", num: &c.DiscoveryTimeout, min: 1},
 		{env: "PSI_RATE_LIMIT", def: "400", help: "PSI calls per 100 seconds, shared by all workers of this process", num: &c.PSIRateLimit, min: 1},
 		{env: "PSI_MAX_INFLIGHT", def: "64", help: "PSI audits in flight at once, shared fairly by all scans of this process; a 429 lowers it (and the rate) for a while", num: &c.PSIMaxInFlight, min: 1},
 		{env: "PSI_DAILY_LIMIT", def: "25000", help: "PSI calls per quota day (to midnight America/Los_Angeles), shared by all workers of this process; reaching it pauses scans until the reset", num: &c.PSIDailyLimit, min: 1},

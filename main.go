@@ -227,9 +227,10 @@ func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Au
 		Lease:         time.Duration(cfg.ScanLease) * time.Second,
 		Deadline:      time.Duration(cfg.ScanDeadline) * time.Second,
 		ScheduleEvery: time.Duration(cfg.SchedulePoll) * time.Second,
-		Discovery:     discover.Discovery{MaxPages: cfg.MaxPagesPerScan, Client: fetch},
-		Quota:         psi.NewAccountQuota(cfg.UserDailyAudits, st),
-		Digest:        digest,
+		Discovery: discover.Discovery{MaxPages: cfg.MaxPagesPerScan, Client: fetch,
+			Deadline: time.Duration(cfg.DiscoveryTimeout) * time.Second},
+		Quota:  psi.NewAccountQuota(cfg.UserDailyAudits, st),
+		Digest: digest,
 	})
 }
 

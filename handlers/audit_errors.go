@@ -30,8 +30,11 @@ func groupAuditErrors(errs []store.PageError) []errorGroup {
 		groups[i].Pages = append(groups[i].Pages, e)
 	}
 	sort.SliceStable(groups, func(i, j int) bool { return len(groups[i].Pages) > len(groups[j].Pages) })
-	for i := range groups {
-		groups[i].Sentence = explainAuditError(len(groups[i].Pages), groups[i].Raw)
+	for i, g := range groups {
+		groups[i].Sentence = explainAuditError(len(g.Pages), g.Raw)
+		if g.Pages[0].Strategy == analysis.DiscoveryNote { // a note of the scan, not an audit
+			groups[i].Sentence = "The scan audited fewer pages than its sitemap lists: " + g.Raw + "."
+		}
 	}
 	return groups
 }

@@ -55,3 +55,13 @@ func TestGroupAuditErrors(t *testing.T) {
 		t.Error("no errors, want no groups")
 	}
 }
+
+// A scan whose page discovery stopped at a limit says so among its errors, as a note of the
+// scan rather than "1 audit failed".
+func TestGroupAuditErrorsTellsTheDiscoveryNote(t *testing.T) {
+	note := "page discovery stopped at its deadline of 30s; the pages found before it were audited"
+	got := groupAuditErrors([]store.PageError{{PagePath: "/sitemap.xml", Strategy: "discovery", Error: note}})
+	if want := "The scan audited fewer pages than its sitemap lists: " + note + "."; len(got) != 1 || got[0].Sentence != want {
+		t.Errorf("groups %+v, want one with the sentence %q", got, want)
+	}
+}

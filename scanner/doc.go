@@ -7,9 +7,11 @@
 // Each stage of an audit lives in a package of its own:
 //   - psi: the PageSpeed Insights client, rate limiter, capacity, breaker, daily quota and the
 //     per-account daily audit budget;
-//   - lighthouse: the local Lighthouse runner and the extraction of page results from reports;
+//   - lighthouse: the local Lighthouse runner, the guarded proxy all of its Chrome's requests go
+//     through (proxy.go), and the extraction of page results from reports;
 //   - netguard: the outbound guard every user-directed request goes through;
-//   - discover: page discovery from sitemaps, bounded;
+//   - discover: page discovery from sitemaps, bounded per scan in time, decoded bytes and
+//     children at once (the pool runs it outside a worker slot, pipeline.go's discover);
 //   - notify: the digest e-mail;
 //   - analysis: the pure analysis every surface shares (scores, regressions, budgets, severity,
 //     third-party impact);

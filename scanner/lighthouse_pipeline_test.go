@@ -108,7 +108,15 @@ func TestLighthouseRealScan(t *testing.T) {
 	if err := st.CreateSite(context.Background(), site); err != nil {
 		t.Fatal(err)
 	}
-	lh := lighthouse.New(lighthouse.Config{Command: cmd, ChromePath: chrome, ChromeFlags: flags, Timeout: 4 * time.Minute, Guard: netguard.Guard{AllowPrivate: true}})
+	// Chrome sends every request to the run's proxy, so the proxy maps the third parties.
+	thirdParty := map[string]string{"cdn.widgetly.test:80": fmt.Sprintf("127.0.0.1:%d", third), "static.hotjar.com:80": fmt.Sprintf("127.0.0.1:%d", third)}
+	dial := func(ctx context.Context, network, address string) (net.Conn, error) {
+		if to, ok := thirdParty[address]; ok {
+			address = to
+		}
+		return netguard.Guard{AllowPrivate: true}.DialContext(ctx, network, address)
+	}
+	lh := lighthouse.New(lighthouse.Config{Command: cmd, ChromePath: chrome, ChromeFlags: flags, Timeout: 4 * time.Minute, Guard: netguard.Guard{AllowPrivate: true}, Dial: dial})
 	r.pool(func(c *PoolConfig) {
 		c.Auditor, c.Workers, c.Capacity, c.Lease = lh, 1, psi.NewCapacity(psi.CapacityConfig{MaxInFlight: 1}), time.Minute
 		c.Log = slog.New(slog.NewTextHandler(r.logs, nil))

@@ -1,6 +1,7 @@
 package scanner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -31,7 +32,7 @@ func strategiesOf(strategy string) []string {
 // error as it arrives, then complete the scan with its scores, or fail it when no page could
 // be audited. An error means the attempt failed and the caller settles the job. A completed
 // scan is returned for the digest, which runs after the job's lease is let go.
-func (p *Pool) scan(ctx context.Context, log *slog.Logger, job store.Job) (*completed, error) {
+func (p *Pool) scan(ctx context.Context, log *slog.Logger, slot *slot, job store.Job) (*completed, error) {
 	lease := job.Lease()
 	began := p.cfg.Now()
 	scan, site, err := p.cfg.Store.ScanForJob(ctx, job.ScanID)
@@ -59,19 +60,21 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, job store.Job) (*comp
 			site.Pages = fresh
 		}
 	}
-	pages, source, note := p.cfg.Discovery.Pages(ctx, site)
+	pages, source, note, err := p.discover(ctx, log, slot, site)
+	if err != nil {
+		return nil, err
+	}
 	if note != nil {
 		log.Warn("scanner: sitemap trouble", "pages_from", source, "reason", note)
 	}
+	var limited *discover.LimitError
+	errors.As(note, &limited)
 	type pair struct{ path, strategy string }
 	var pairs []pair
 	for _, path := range pages {
 		for _, s := range strategiesOf(scan.Strategy) {
 			pairs = append(pairs, pair{path, s})
 		}
-	}
-	if err := p.cfg.Store.StartScan(ctx, lease, len(pairs), p.cfg.Now()); err != nil {
-		return nil, fmt.Errorf("start scan: %w", err)
 	}
 	done, err := p.cfg.Store.DonePages(ctx, scan.ID)
 	if err != nil {
@@ -80,6 +83,21 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, job store.Job) (*comp
 	stored := map[store.PageKey]bool{}
 	for _, k := range done {
 		stored[k] = true
+	}
+	noteKey := store.PageKey{PagePath: "/sitemap.xml", Strategy: analysis.DiscoveryNote}
+	total := len(pairs)
+	if limited != nil || stored[noteKey] {
+		total++ // the note (of this attempt or an earlier one) counts as done, so the progress ends at its total
+	}
+	if err := p.cfg.Store.StartScan(ctx, lease, total, p.cfg.Now()); err != nil {
+		return nil, fmt.Errorf("start scan: %w", err)
+	}
+	if limited != nil {
+		pe := store.PageError{PagePath: noteKey.PagePath, PageURL: discover.SiteOrigin(site.Domain) + noteKey.PagePath,
+			Strategy: noteKey.Strategy, Error: limited.Error()}
+		if err := p.cfg.Store.SavePageError(ctx, lease, pe); err != nil {
+			return nil, fmt.Errorf("save the discovery note: %w", err)
+		}
 	}
 	var todo []pair
 	for _, pr := range pairs {
@@ -179,9 +197,18 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, job store.Job) (*comp
 	}
 	if len(results) == 0 {
 		reason := "no page could be audited"
-		if len(pageErrs) > 0 {
-			e := pageErrs[0]
-			reason = fmt.Sprintf("no page could be audited (%d of %d failed); %s %s: %s", len(pageErrs), len(pairs), e.PagePath, e.Strategy, e.Error)
+		var audits []store.PageError // the discovery note is not an audit
+		for _, e := range pageErrs {
+			if e.Strategy != analysis.DiscoveryNote {
+				audits = append(audits, e)
+			}
+		}
+		if len(audits) > 0 {
+			e := audits[0]
+			reason = fmt.Sprintf("no page could be audited (%d of %d failed); %s %s: %s", len(audits), len(pairs), e.PagePath, e.Strategy, e.Error)
+		}
+		if limited != nil {
+			reason += "; " + limited.Error()
 		}
 		if err := p.whileUnavailable(ctx, log, "fail scan", func(ctx context.Context) error {
 			return p.cfg.Store.FailScan(ctx, lease, reason, p.cfg.Now())
@@ -206,6 +233,31 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, job store.Job) (*comp
 		"audits_made", len(todo), "audits_wall", auditWall.Round(time.Millisecond),
 		"ideal", ideal.Round(time.Millisecond), "vs_ideal", ratio(auditWall, ideal))
 	return &completed{site: site, scanID: scan.ID, results: results}, nil
+}
+
+// discover finds the site's pages. Reading a sitemap is in the tenant's hands (a slow server
+// holds it up to the discovery deadline), so the scan gives its worker slot back meanwhile and
+// takes one again to audit: another tenant's scan is claimed and audited meanwhile instead of
+// waiting. One account discovers at most accountDiscoveries scans at once; its others are
+// snoozed, so its scans cannot take over the queue either.
+func (p *Pool) discover(ctx context.Context, log *slog.Logger, slot *slot, site store.Site) (pages []string, source string, note, err error) {
+	if len(site.Pages) > 0 { // saved paths: nothing to fetch
+		pages, source, note = p.cfg.Discovery.Pages(ctx, site)
+		return pages, source, note, nil
+	}
+	leave, ok := p.enterDiscovery(site.UserID)
+	if !ok {
+		wait := cmp.Or(p.cfg.Discovery.Deadline, discover.DefaultDiscoveryDeadline) / 6
+		return nil, "", nil, &psi.UnavailableError{What: "this account's other scans are discovering their pages",
+			Until: p.cfg.Now().Add(wait), Reason: fmt.Sprintf("an account discovers at most %d scans' pages at once", accountDiscoveries)}
+	}
+	slot.release()
+	pages, source, note = p.cfg.Discovery.Pages(ctx, site)
+	leave()
+	if err := slot.take(ctx); err != nil {
+		return nil, "", nil, err
+	}
+	return pages, source, note, nil
 }
 
 // completed is a scan that just completed, for the digest.

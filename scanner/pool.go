@@ -96,7 +96,18 @@ type Pool struct {
 	wg       sync.WaitGroup
 	stopOnce sync.Once
 	replayed *psi.Capacity // the replayed scans' audits: they call nothing, so no rate limit
+	// slots are the worker slots free now, by worker number: a scan holds one from its claim
+	// to its end, except while it discovers its pages (see scan).
+	slots chan int
+	// discovering counts each account's scans discovering their pages now, outside a slot.
+	discoveringMu sync.Mutex
+	discovering   map[string]int
 }
+
+// accountDiscoveries is how many scans of one account may discover their pages at once in a
+// process; the account's other scans are snoozed meanwhile, so a tenant with many slow
+// sitemaps cannot have the queue claimed for them while another tenant's scan waits.
+const accountDiscoveries = 2
 
 // errShutdown cancels running jobs when Stop's deadline passes; they release their leases.
 var errShutdown = errors.New("the scanner is shutting down")
@@ -146,7 +157,11 @@ func NewPool(cfg PoolConfig) *Pool {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	p := &Pool{cfg: cfg, stop: make(chan struct{}), replayed: psi.NewCapacity(psi.CapacityConfig{MaxInFlight: cfg.Capacity.MaxInFlight()})}
+	p := &Pool{cfg: cfg, stop: make(chan struct{}), replayed: psi.NewCapacity(psi.CapacityConfig{MaxInFlight: cfg.Capacity.MaxInFlight()}),
+		slots: make(chan int, cfg.Workers), discovering: map[string]int{}}
+	for n := range cfg.Workers {
+		p.slots <- n + 1
+	}
 	p.jobsCtx, p.cancel = context.WithCancelCause(context.Background())
 	return p
 }
@@ -157,21 +172,13 @@ func JobBackoff(attempt int) time.Duration {
 	return jitter(d, 0.1)
 }
 
-// Start runs the dispatcher, the workers, the rescuer and the scheduler until Stop.
+// Start runs the dispatcher, the rescuer and the scheduler until Stop. The dispatcher claims
+// a job whenever a worker slot is free and runs it in a goroutine of its own.
 func (p *Pool) Start() {
-	jobs := make(chan store.Job)
-	ready := make(chan struct{}, p.cfg.Workers)
-	for i := range p.cfg.Workers {
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
-			p.worker(i+1, jobs, ready)
-		}()
-	}
 	p.wg.Add(3)
 	go func() {
 		defer p.wg.Done()
-		p.dispatch(jobs, ready)
+		p.dispatch()
 	}()
 	go func() {
 		defer p.wg.Done()
@@ -208,49 +215,90 @@ func (p *Pool) Stop(ctx context.Context) error {
 	}
 }
 
-// dispatch claims a job whenever a worker is idle, waking on notifications and on the poll.
-func (p *Pool) dispatch(jobs chan<- store.Job, ready <-chan struct{}) {
-	defer close(jobs)
+// dispatch claims a job whenever a worker slot is free, waking on notifications and on the
+// poll. It holds the slot only while it claims: a scan that discovered its pages may be
+// waiting for it.
+func (p *Pool) dispatch() {
 	poll := time.NewTicker(p.cfg.Poll)
 	defer poll.Stop()
 	for {
+		var n int
 		select {
 		case <-p.stop:
 			return
-		case <-ready:
+		case n = <-p.slots:
 		}
-		for {
-			job, err := p.cfg.Store.ClaimJob(p.jobsCtx, store.QueueScan, p.cfg.WorkerID, p.cfg.Now())
-			if err == nil {
-				jobs <- job
-				break
-			}
-			switch {
-			case errors.Is(err, store.ErrNotFound):
-			case store.Classify(err) == store.ErrUnavailable: // a restart: the next poll tries again
-				p.cfg.Log.Warn("scanner: claim failed: database unavailable", "err", err)
-			default:
-				p.cfg.Log.Error("scanner: claim failed", "err", err)
-			}
-			select {
-			case <-p.stop:
-				return
-			case <-p.cfg.Wake:
-			case <-poll.C:
-			}
+		job, err := p.cfg.Store.ClaimJob(p.jobsCtx, store.QueueScan, p.cfg.WorkerID, p.cfg.Now())
+		if err == nil {
+			p.wg.Add(1)
+			go func() {
+				defer p.wg.Done()
+				p.run(&slot{p: p, n: n, held: true}, job)
+			}()
+			continue
+		}
+		p.slots <- n
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case store.Classify(err) == store.ErrUnavailable: // a restart: the next poll tries again
+			p.cfg.Log.Warn("scanner: claim failed: database unavailable", "err", err)
+		default:
+			p.cfg.Log.Error("scanner: claim failed", "err", err)
+		}
+		select {
+		case <-p.stop:
+			return
+		case <-p.cfg.Wake:
+		case <-poll.C:
 		}
 	}
 }
 
-func (p *Pool) worker(n int, jobs <-chan store.Job, ready chan<- struct{}) {
-	for {
-		ready <- struct{}{}
-		job, ok := <-jobs
-		if !ok {
-			return
-		}
-		p.run(n, job)
+// slot is the worker slot a running job holds, which it gives back while it discovers pages.
+type slot struct {
+	p    *Pool
+	n    int // the worker number, for the log
+	held bool
+}
+
+// release gives the slot back, so the dispatcher can claim another job.
+func (s *slot) release() {
+	if s.held {
+		s.held = false
+		s.p.slots <- s.n
 	}
+}
+
+// take waits for a free slot again, or for ctx to end.
+func (s *slot) take(ctx context.Context) error {
+	if s.held {
+		return nil
+	}
+	select {
+	case s.n = <-s.p.slots:
+		s.held = true
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// enterDiscovery counts a scan of the account as discovering, unless accountDiscoveries are
+// already; leave undoes it.
+func (p *Pool) enterDiscovery(userID string) (leave func(), ok bool) {
+	p.discoveringMu.Lock()
+	defer p.discoveringMu.Unlock()
+	if p.discovering[userID] >= accountDiscoveries {
+		return nil, false
+	}
+	p.discovering[userID]++
+	return func() {
+		p.discoveringMu.Lock()
+		defer p.discoveringMu.Unlock()
+		if p.discovering[userID]--; p.discovering[userID] == 0 {
+			delete(p.discovering, userID)
+		}
+	}, true
 }
 
 // rescuer returns jobs of dead workers to the queue, or fails their scans on the last attempt,
@@ -277,10 +325,11 @@ func (p *Pool) rescuer() {
 
 // run works one job under its lease, with heartbeats, and settles it: done, retried later,
 // failed, or released at shutdown.
-func (p *Pool) run(worker int, job store.Job) {
+func (p *Pool) run(s *slot, job store.Job) {
+	defer s.release()
 	lease := job.Lease()
 	attempt := job.Attempt - job.Snoozes() // real attempts: a snooze spends none
-	log := p.cfg.Log.With("worker", worker, "job", job.ID, "scan", job.ScanID, "attempt", attempt)
+	log := p.cfg.Log.With("worker", s.n, "job", job.ID, "scan", job.ScanID, "attempt", attempt)
 	ctx, cancel := context.WithCancelCause(p.jobsCtx)
 	defer cancel(nil)
 	hbDone := make(chan struct{})
@@ -304,7 +353,7 @@ func (p *Pool) run(worker int, job store.Job) {
 			}
 		}
 	}()
-	done, err := p.scan(ctx, log, job)
+	done, err := p.scan(ctx, log, s, job)
 	cancel(nil)
 	<-hbDone
 	if err == nil {

@@ -2,6 +2,11 @@ package analysis
 
 import "strings"
 
+// DiscoveryNote is the strategy of the one page error a scan records when its page discovery
+// stopped at a limit (deadline, byte budget): not an audit, but the scan page's errors are where
+// a scan says what went wrong, so the note is told there, beside the audits of what was found.
+const DiscoveryNote = "discovery"
+
 // auditCauses turn the error texts an audit leaves (psi.go, lighthouse.go, breaker.go) into what
 // happened and what to do, tried in order: a row matches when its text holds every word in
 // match. cause follows a subject ("3 audits", "Its audits").

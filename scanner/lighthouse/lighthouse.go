@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -36,9 +37,13 @@ type Config struct {
 	// Timeout bounds one run. Default 3 min.
 	Timeout time.Duration
 	// Guard checks the address of every page before Chrome loads it, and Chrome is pinned to
-	// the address checked (--host-resolver-rules), so it cannot resolve another one.
+	// the address checked (--host-resolver-rules). Every request Chrome then makes goes
+	// through a ChromeProxy started for the run, which dials with the Guard.
 	Guard netguard.Guard
-	Log   *slog.Logger
+	// Dial replaces the Guard's dial in the proxy; nil is Guard.DialContext. Tests use it to
+	// map a made-up host to a local server.
+	Dial func(ctx context.Context, network, address string) (net.Conn, error)
+	Log  *slog.Logger
 }
 
 // Runner runs the Lighthouse CLI and extracts its report like a PSI one (without field data).
@@ -77,10 +82,20 @@ func New(cfg Config) *Runner {
 	return &Runner{cfg: cfg, argv: strings.Fields(cfg.Command)}
 }
 
+// ChromeNetworkFlags send every request of Chrome to the run's proxy (proxy is its URL): the
+// <-loopback> rule removes Chrome's implicit bypass of localhost and 127.0.0.1, and QUIC is off
+// so that nothing leaves beside the proxy. Chrome gives the proxy host names unresolved, so DNS,
+// DNS-over-HTTPS included, never chooses a destination. There is no switch to turn DoH off (the
+// DnsOverHttps feature is gone by Chrome 156; DnsOverHttpsMode is a policy), and a
+// --disable-features here would replace the list chrome-launcher passes before it.
+func ChromeNetworkFlags(proxy string) string {
+	return "--proxy-server=" + proxy + " --proxy-bypass-list=<-loopback> --disable-quic"
+}
+
 // Args are the arguments of one run after the configured command. A valid pin maps the page's
-// host to the address the Guard checked.
-func (l *Runner) Args(pageURL, strategy string, pin netip.Addr, host string) []string {
-	flags := l.cfg.ChromeFlags
+// host to the address the Guard checked; proxy is the run's ChromeProxy.
+func (l *Runner) Args(pageURL, strategy string, pin netip.Addr, host, proxy string) []string {
+	flags := l.cfg.ChromeFlags + " " + ChromeNetworkFlags(proxy)
 	if pin.IsValid() && host != pin.String() {
 		to := pin.String()
 		if pin.Is6() {
@@ -112,14 +127,24 @@ func (l *Runner) Audit(ctx context.Context, pageURL, strategy string) (store.Pag
 	if err != nil {
 		return store.PageResult{}, err
 	}
+	dial := l.cfg.Dial
+	if dial == nil {
+		dial = l.cfg.Guard.DialContext
+	}
+	proxy, err := StartChromeProxy(dial, l.cfg.Log)
+	if err != nil {
+		return store.PageResult{}, err
+	}
+	defer proxy.Close()
 	started := time.Now()
 	defer func() {
 		l.cfg.Log.Info("lighthouse run", "url", pageURL, "strategy", strategy,
-			"waited", started.Sub(asked).Round(time.Millisecond), "ran", time.Since(started).Round(time.Millisecond))
+			"waited", started.Sub(asked).Round(time.Millisecond), "ran", time.Since(started).Round(time.Millisecond),
+			"refused", proxy.Refused())
 	}()
 	runCtx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
 	defer cancel()
-	cmd := exec.CommandContext(runCtx, l.argv[0], append(l.argv[1:], l.Args(pageURL, strategy, pin, host)...)...)
+	cmd := exec.CommandContext(runCtx, l.argv[0], append(l.argv[1:], l.Args(pageURL, strategy, pin, host, proxy.URL())...)...)
 	cmd.Env = os.Environ()
 	if l.cfg.ChromePath != "" {
 		cmd.Env = append(cmd.Env, "CHROME_PATH="+l.cfg.ChromePath)

@@ -23,17 +23,19 @@ func TestLighthouseArgs(t *testing.T) {
 	if !reflect.DeepEqual(l.argv, []string{"node", "/opt/lh/cli/index.js"}) {
 		t.Errorf("argv = %q", l.argv)
 	}
+	// Every request of Chrome goes to the run's proxy, loopback included; QUIC and DoH are off.
+	flags := "--headless=new --no-sandbox --proxy-server=http://127.0.0.1:5555 --proxy-bypass-list=<-loopback> --disable-quic"
 	tests := []struct {
 		strategy string
 		want     []string
 	}{
 		{"mobile", []string{"https://x.test/", "--output=json", "--output-path=stdout",
-			"--only-categories=performance,accessibility,best-practices,seo", "--chrome-flags=--headless=new --no-sandbox", "--quiet"}},
+			"--only-categories=performance,accessibility,best-practices,seo", "--chrome-flags=" + flags, "--quiet"}},
 		{"desktop", []string{"https://x.test/", "--output=json", "--output-path=stdout",
-			"--only-categories=performance,accessibility,best-practices,seo", "--chrome-flags=--headless=new --no-sandbox", "--quiet", "--preset=desktop"}},
+			"--only-categories=performance,accessibility,best-practices,seo", "--chrome-flags=" + flags, "--quiet", "--preset=desktop"}},
 	}
 	for _, tt := range tests {
-		if got := l.Args("https://x.test/", tt.strategy, netip.Addr{}, ""); !reflect.DeepEqual(got, tt.want) {
+		if got := l.Args("https://x.test/", tt.strategy, netip.Addr{}, "", "http://127.0.0.1:5555"); !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("%s args = %q, want %q", tt.strategy, got, tt.want)
 		}
 	}

@@ -105,22 +105,10 @@ func (g Guard) check(host string, ap netip.AddrPort) error {
 // redirects (each checked again when it connects), ignores proxy settings (a proxy would
 // connect for it) and gives up after 15 s.
 func (g Guard) Client() *http.Client {
-	dial := func(ctx context.Context, network, address string) (net.Conn, error) {
-		host, _, _ := net.SplitHostPort(address)
-		d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second,
-			Control: func(_, resolved string, _ syscall.RawConn) error {
-				ap, err := netip.ParseAddrPort(resolved)
-				if err != nil {
-					return fmt.Errorf("refused to connect to %s: unparsable address %q", host, resolved)
-				}
-				return g.check(host, ap)
-			}}
-		return d.DialContext(ctx, network, address)
-	}
 	return &http.Client{
 		Timeout: 15 * time.Second,
 		Transport: &http.Transport{
-			Proxy: nil, DialContext: dial, ForceAttemptHTTP2: true,
+			Proxy: nil, DialContext: g.DialContext, ForceAttemptHTTP2: true,
 			TLSHandshakeTimeout: 10 * time.Second, ResponseHeaderTimeout: 15 * time.Second,
 			MaxIdleConns: 20, IdleConnTimeout: 60 * time.Second,
 		},
@@ -134,6 +122,22 @@ func (g Guard) Client() *http.Client {
 			return nil
 		},
 	}
+}
+
+// DialContext connects to address (host:port) unless the address it resolves to is refused:
+// the check runs on each resolved address just before the connection is made, so DNS
+// rebinding cannot slip past it. It is the dialer of Client and of Chrome's proxy.
+func (g Guard) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	host, _, _ := net.SplitHostPort(address)
+	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second,
+		Control: func(_, resolved string, _ syscall.RawConn) error {
+			ap, err := netip.ParseAddrPort(resolved)
+			if err != nil {
+				return fmt.Errorf("refused to connect to %s: unparsable address %q", host, resolved)
+			}
+			return g.check(host, ap)
+		}}
+	return d.DialContext(ctx, network, address)
 }
 
 // CheckURL resolves the host of an http(s) URL and answers the address to pin the fetch to:
