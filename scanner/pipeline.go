@@ -48,7 +48,7 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, slot *slot, job store
 			return nil, err
 		}
 	}
-	if err := p.cfg.Quota.Check(site.UserID, p.cfg.Now()); err != nil { // the account's budget is spent
+	if err := p.cfg.Quota.Check(site.WorkspaceID, p.cfg.Now()); err != nil { // the workspace's budget is spent
 		return nil, err
 	}
 	if p.cfg.Platform != nil && scan.Trigger == store.TriggerWebhook && site.PlatformVerified {

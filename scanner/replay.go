@@ -105,7 +105,7 @@ func (p *Pool) takeAudit(site store.Site) error {
 	if p.cfg.Replay.Serves(site) {
 		return nil
 	}
-	return p.cfg.Quota.Take(site.UserID, p.cfg.Now())
+	return p.cfg.Quota.Take(site.WorkspaceID, p.cfg.Now())
 }
 
 func (p *Pool) auditorFor(site store.Site) Auditor {

@@ -40,6 +40,7 @@ type Users interface {
 	UserByEmail(ctx context.Context, email string) (User, error)
 	UserByID(ctx context.Context, id string) (User, error)
 	SetPasswordHash(ctx context.Context, userID, hash string) error
+	// SetNotifyRegressions sets the account's regression e-mails, and its personal workspace's.
 	SetNotifyRegressions(ctx context.Context, userID string, on bool) error
 
 	CreateSession(ctx context.Context, s Session) error

@@ -18,16 +18,18 @@ import (
 	"sitepulse/store"
 )
 
-// DigestStore is what the digest reads: the two latest completed scans, their results, the owner.
+// DigestStore is what the digest reads: the two latest completed scans, their results, the
+// members of the site's workspace.
 type DigestStore interface {
 	CompletedScans(ctx context.Context, userID, siteID string, limit int) ([]store.Scan, error)
 	PageResults(ctx context.Context, userID, scanID string) ([]store.PageResult, error)
 	UserByID(ctx context.Context, id string) (store.User, error)
+	Members(ctx context.Context, workspaceID string) ([]store.Member, error)
 }
 
-// Digest e-mails a site's owner the regressions of a completed scan against the previous
-// completed one: one message per completed scan, only when there are
-// regressions and the owner has notifications on. Without an SMTP address the message is
+// Digest e-mails the regressions of a completed scan against the previous completed one to
+// every member of the site's workspace who has regression e-mails on for it (a per-member
+// setting): one message per member per completed scan, only when there are regressions. Without an SMTP address the message is
 // logged instead. A failing SMTP server is logged and never fails the scan.
 type Digest struct {
 	Store DigestStore
@@ -48,7 +50,17 @@ func (d *Digest) AfterScan(ctx context.Context, site store.Site, scanID string, 
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("site", site.Name, "scan", scanID)
-	scans, err := d.Store.CompletedScans(ctx, site.UserID, site.ID, 3)
+	members, err := d.Store.Members(ctx, site.WorkspaceID)
+	if err != nil {
+		log.Warn("digest: reading the workspace's members failed", "err", err)
+		return
+	}
+	// The scans are read as a member: whoever added the site may have left the workspace.
+	reader := site.UserID
+	if len(members) > 0 {
+		reader = members[0].UserID
+	}
+	scans, err := d.Store.CompletedScans(ctx, reader, site.ID, 3)
 	if err != nil {
 		log.Warn("digest: reading scans failed", "err", err)
 		return
@@ -63,7 +75,7 @@ func (d *Digest) AfterScan(ctx context.Context, site store.Site, scanID string, 
 	if previous == nil {
 		return // the site's first scan: nothing to compare with
 	}
-	before, err := d.Store.PageResults(ctx, site.UserID, previous.ID)
+	before, err := d.Store.PageResults(ctx, reader, previous.ID)
 	if err != nil {
 		log.Warn("digest: reading the previous scan failed", "err", err)
 		return
@@ -72,25 +84,38 @@ func (d *Digest) AfterScan(ctx context.Context, site store.Site, scanID string, 
 	if len(regs) == 0 {
 		return
 	}
-	owner, err := d.Store.UserByID(ctx, site.UserID)
-	if err != nil {
-		log.Warn("digest: reading the owner failed", "err", err)
-		return
+	var to []string
+	for _, m := range members {
+		if m.NotifyRegressions {
+			to = append(to, m.Email)
+		}
 	}
-	if !owner.NotifyRegressions {
-		log.Info("digest: regressions found; the owner turned notifications off", "regressions", len(regs))
+	if len(members) == 0 { // a site outside any workspace (tests, older callers): its owner's setting
+		owner, err := d.Store.UserByID(ctx, site.UserID)
+		if err != nil {
+			log.Warn("digest: reading the owner failed", "err", err)
+			return
+		}
+		if owner.NotifyRegressions {
+			to = append(to, owner.Email)
+		}
+	}
+	if len(to) == 0 {
+		log.Info("digest: regressions found; every member turned notifications off", "regressions", len(regs))
 		return
 	}
 	subject, body := d.compose(site, scanID, previous.ID, regs)
-	if d.SMTPAddr == "" {
-		log.Info("digest (SMTP_ADDR not set, so logged instead of sent)", "to", owner.Email, "subject", subject, "body", body)
-		return
+	for _, addr := range to {
+		if d.SMTPAddr == "" {
+			log.Info("digest (SMTP_ADDR not set, so logged instead of sent)", "to", addr, "subject", subject, "body", body)
+			continue
+		}
+		if err := d.send(ctx, addr, subject, body); err != nil {
+			log.Warn("digest: sending failed; the scan is complete regardless", "to", addr, "smtp", d.SMTPAddr, "err", err)
+			continue
+		}
+		log.Info("digest sent", "to", addr, "regressions", len(regs))
 	}
-	if err := d.send(ctx, owner.Email, subject, body); err != nil {
-		log.Warn("digest: sending failed; the scan is complete regardless", "to", owner.Email, "smtp", d.SMTPAddr, "err", err)
-		return
-	}
-	log.Info("digest sent", "to", owner.Email, "regressions", len(regs))
 }
 
 // compose writes the digest: one line per regression with page, strategy, metric, from and to.
@@ -110,7 +135,7 @@ func (d *Digest) compose(site store.Site, scanID, previousID string, regs []anal
 	if d.BaseURL != "" {
 		fmt.Fprintf(&b, "Site: %s/sites/%s\n", strings.TrimRight(d.BaseURL, "/"), site.ID)
 	}
-	b.WriteString("\nYou get this e-mail because regression notifications are on in your SitePulse settings.\n")
+	b.WriteString("\nYou get this e-mail because regression e-mails are on for this workspace in SitePulse.\n")
 	return subject, b.String()
 }
 

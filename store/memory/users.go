@@ -49,8 +49,16 @@ func (m *Store) SetPasswordHash(ctx context.Context, userID, hash string) error 
 	return m.updateUser(userID, func(u *store.User) { u.PasswordHash = hash })
 }
 
+// SetNotifyRegressions sets the account's setting, which is its personal workspace's too.
 func (m *Store) SetNotifyRegressions(ctx context.Context, userID string, on bool) error {
-	return m.updateUser(userID, func(u *store.User) { u.NotifyRegressions = on })
+	return m.updateUser(userID, func(u *store.User) {
+		u.NotifyRegressions = on
+		k := memberKey{store.PersonalWorkspace(userID), userID}
+		if mb, ok := m.members[k]; ok {
+			mb.NotifyRegressions = on
+			m.members[k] = mb
+		}
+	})
 }
 
 func (m *Store) updateUser(id string, f func(*store.User)) error {

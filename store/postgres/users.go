@@ -57,7 +57,9 @@ func (p *Store) SetNotifyRegressions(ctx context.Context, userID string, on bool
 	if !uuidOK(userID) {
 		return store.NotFound("user")
 	}
-	res, err := p.db.ExecContext(ctx, `UPDATE users SET notify_regressions = $2 WHERE id = $1`, userID, on)
+	// The account's setting is its personal workspace's (the digest reads memberships).
+	res, err := p.db.ExecContext(ctx, `WITH m AS (UPDATE memberships SET notify_regressions = $2 WHERE workspace_id = $1 AND user_id = $1)
+		UPDATE users SET notify_regressions = $2 WHERE id = $1`, userID, on)
 	return pgErr("set notifications", affected(res, err, sql.ErrNoRows))
 }
 
