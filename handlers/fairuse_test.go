@@ -14,8 +14,8 @@ import (
 	"sitepulse/store/storetest"
 )
 
-// An account may have at most MAX_SITES_PER_USER sites; the next is refused with a sentence.
-func TestSitesPerUserCap(t *testing.T) {
+// A workspace may have at most MAX_SITES_PER_WORKSPACE sites; the next is refused with a sentence.
+func TestSitesPerWorkspaceCap(t *testing.T) {
 	for _, b := range storetest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
 			st := b.Open(t)
@@ -35,7 +35,7 @@ func TestSitesPerUserCap(t *testing.T) {
 					t.Fatalf("site %d: %d, want %d", i+1, resp.StatusCode, want)
 				}
 				if want != http.StatusSeeOther {
-					contains(t, body, "already has 2 sites, the most one account may have")
+					contains(t, body, "already has 2 sites, the most one workspace may have")
 				}
 			}
 			// Parallel posts of another account all pass the first count; the cap holds anyway.

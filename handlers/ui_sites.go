@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -83,6 +84,9 @@ type siteForm struct {
 	Pages    string // one path a line
 	Schedule string // off, daily or weekly
 	Errors   map[string]string
+	// Workspace receives a new site; Workspaces are those the visitor may add sites to.
+	Workspace  string
+	Workspaces []store.Workspace
 }
 
 func formOf(site store.Site) siteForm {
@@ -202,24 +206,59 @@ func truncate(s string, n int) string {
 	return string([]rune(s)[:n]) + "…"
 }
 
+// editableWorkspaces are the workspaces the visitor may add sites to, personal first.
+func (s *server) editableWorkspaces(ctx context.Context, userID string) ([]store.Workspace, error) {
+	all, err := s.Store.WorkspacesOf(ctx, userID)
+	var out []store.Workspace
+	for _, w := range all {
+		if w.Role.Can(store.ActEdit) {
+			out = append(out, w)
+		}
+	}
+	return out, err
+}
+
 func (s *server) handleNewSite() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.render(w, r, http.StatusOK, "site_form", page{Title: "Add a site", Data: siteForm{}})
+		v := visitorFrom(r.Context())
+		f := siteForm{Workspace: store.CanonicalID(r.URL.Query().Get("workspace"))}
+		var err error
+		if f.Workspaces, err = s.editableWorkspaces(r.Context(), v.User.ID); err != nil {
+			s.error(w, r, err, "")
+			return
+		}
+		if f.Workspace == "" {
+			f.Workspace = store.PersonalWorkspace(v.User.ID)
+		}
+		s.render(w, r, http.StatusOK, "site_form", page{Title: "Add a site", Data: f})
 	})
 }
 
 func (s *server) handleCreateSite() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v := visitorFrom(r.Context())
-		var f siteForm
+		f := siteForm{Workspace: store.CanonicalID(r.PostForm.Get("workspace"))}
+		if f.Workspace == "" {
+			f.Workspace = store.PersonalWorkspace(v.User.ID)
+		}
+		// The site goes into a workspace the visitor may edit: 404 for another's, 403 for a viewer.
+		if _, err := s.authorize(r.Context(), f.Workspace, store.ActEdit); err != nil {
+			s.error(w, r, err, "There is no such workspace in your account.")
+			return
+		}
+		var err error
+		if f.Workspaces, err = s.editableWorkspaces(r.Context(), v.User.ID); err != nil {
+			s.error(w, r, err, "")
+			return
+		}
 		site := f.parse(r)
 		if len(f.Errors) == 0 {
-			site.ID, site.UserID, site.CreatedAt = store.NewID(), v.User.ID, s.Now()
+			site.ID, site.UserID, site.WorkspaceID, site.CreatedAt = store.NewID(), v.User.ID, f.Workspace, s.Now()
 			site.NextScanAt = store.NextScanAt(site.Schedule, s.Now(), s.Now())
 			err := s.Store.CreateSiteWithin(r.Context(), site, s.MaxSitesPerWorkspace)
 			switch {
 			case errors.Is(err, store.ErrLimit):
-				f.Errors["form"] = fmt.Sprintf("This account already has %d sites, the most one account may have here. Delete a site to add another.", s.MaxSitesPerWorkspace)
+				f.Errors["form"] = fmt.Sprintf("This workspace already has %d sites, the most one workspace may have here. Delete a site to add another.", s.MaxSitesPerWorkspace)
 			case err != nil:
 				s.error(w, r, err, "")
 				return
@@ -286,6 +325,7 @@ func (s *server) handleDeleteSite() http.Handler {
 			s.error(w, r, err, "")
 			return
 		}
+		s.activity(r.Context(), site.WorkspaceID, "deleted the site", site.Name)
 		s.Log.Info("site deleted", "user", v.User.ID, "site", site.ID)
 		http.Redirect(w, r, "/?done=site-deleted", http.StatusSeeOther)
 	})
