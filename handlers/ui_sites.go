@@ -39,11 +39,21 @@ type siteRow struct {
 	LastScan *store.Scan
 }
 
-// homePage is the sites list and the platform connection's state.
+// homePage is the sites list, grouped by workspace, and the platform connection's state.
 type homePage struct {
-	Sites    []siteRow
+	Sites    []siteRow // every site, for a visitor in one workspace: the list as it always was
+	Groups   []siteGroup
 	Platform platformStatus
 }
+
+// siteGroup is one workspace's sites on the sites list.
+type siteGroup struct {
+	Workspace store.Workspace
+	Sites     []siteRow
+}
+
+// Grouped says whether the list shows workspaces: only once the visitor is in more than one.
+func (h homePage) Grouped() bool { return len(h.Groups) > 1 }
 
 // handleHome lists the signed-in user's sites.
 func (s *server) handleHome() http.Handler {
@@ -59,6 +69,16 @@ func (s *server) handleHome() http.Handler {
 			s.error(w, r, err, "")
 			return
 		}
+		workspaces, err := s.Store.WorkspacesOf(r.Context(), v.User.ID)
+		if err != nil {
+			s.error(w, r, err, "")
+			return
+		}
+		groups := make([]siteGroup, len(workspaces))
+		at := make(map[string]int, len(workspaces))
+		for i, ws := range workspaces {
+			groups[i].Workspace, at[ws.ID] = ws, i
+		}
 		rows := make([]siteRow, 0, len(sites))
 		for _, site := range sites {
 			row := siteRow{Site: site}
@@ -66,13 +86,16 @@ func (s *server) handleHome() http.Handler {
 				row.LastScan = &sc
 			}
 			rows = append(rows, row)
+			if i, ok := at[site.WorkspaceID]; ok {
+				groups[i].Sites = append(groups[i].Sites, row)
+			}
 		}
 		platform, err := s.platformStatus(r)
 		if err != nil {
 			s.error(w, r, err, "")
 			return
 		}
-		s.render(w, r, http.StatusOK, "home", page{Title: "Sites", Flash: uiFlash(r), Data: homePage{Sites: rows, Platform: platform}})
+		s.render(w, r, http.StatusOK, "home", page{Title: "Sites", Flash: uiFlash(r), Data: homePage{Sites: rows, Groups: groups, Platform: platform}})
 	})
 }
 
