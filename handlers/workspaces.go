@@ -28,6 +28,8 @@ type workspaceData struct {
 	Form     inviteForm
 	Sites    int
 	Personal bool
+	// Platform is the workspace's platform connection, shown to owners.
+	Platform platformStatus
 }
 
 // inviteForm is the invitation form and its errors.
@@ -64,6 +66,10 @@ func (s *server) workspacePage(w http.ResponseWriter, r *http.Request, status in
 	}
 	if d.CanManage {
 		if d.Invitations, err = s.Store.Invitations(ctx, d.Workspace.ID, s.Now()); err != nil {
+			s.error(w, r, err, "")
+			return
+		}
+		if d.Platform, err = s.platformStatusOf(r, d.Workspace.ID); err != nil {
 			s.error(w, r, err, "")
 			return
 		}

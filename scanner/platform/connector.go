@@ -13,7 +13,7 @@ import (
 // Store is what a Connector needs of the store.
 type Store interface {
 	store.Platform
-	SitesOf(ctx context.Context, userID string) ([]store.Site, error)
+	SitesIn(ctx context.Context, userID, workspaceID string) ([]store.Site, error)
 	SiteByPlatformID(ctx context.Context, platformSiteID string) (store.Site, error)
 	ScansOf(ctx context.Context, userID, siteID string, limit int) ([]store.Scan, error)
 	EnqueueScan(ctx context.Context, s store.Scan, queue string, runAt time.Time) error
@@ -42,22 +42,23 @@ type Connector struct {
 	Now      func() time.Time
 }
 
-// Connect exchanges an authorization code and keeps the token, sealed.
-func (c *Connector) Connect(ctx context.Context, userID, code, redirectURI string) error {
+// Connect exchanges an authorization code and keeps the token, sealed, as the workspace's
+// connection (a personal workspace's id is its user's, so older sealed tokens still open).
+func (c *Connector) Connect(ctx context.Context, workspaceID, code, redirectURI string) error {
 	token, err := c.Client.Exchange(ctx, code, redirectURI)
 	if err != nil {
 		return err
 	}
-	sealed, err := c.Keys.Seal(token, userID)
+	sealed, err := c.Keys.Seal(token, workspaceID)
 	if err != nil {
 		return err
 	}
-	return c.Store.SavePlatformConnection(ctx, store.PlatformConnection{WorkspaceID: store.PersonalWorkspace(userID), TokenSealed: sealed, CreatedAt: c.Now()})
+	return c.Store.SavePlatformConnection(ctx, store.PlatformConnection{WorkspaceID: workspaceID, TokenSealed: sealed, CreatedAt: c.Now()})
 }
 
 // token opens the user's token: ErrNotConnected, or ErrReconnect when the connection is disabled.
-func (c *Connector) token(ctx context.Context, userID string) (string, error) {
-	conn, err := c.Store.PlatformConnection(ctx, userID)
+func (c *Connector) token(ctx context.Context, workspaceID string) (string, error) {
+	conn, err := c.Store.PlatformConnection(ctx, workspaceID)
 	if errors.Is(err, store.ErrNotFound) {
 		return "", ErrNotConnected
 	}
@@ -67,25 +68,25 @@ func (c *Connector) token(ctx context.Context, userID string) (string, error) {
 	if conn.DisabledAt != nil {
 		return "", ErrReconnect
 	}
-	token, err := c.Keys.Open(conn.TokenSealed, userID)
+	token, err := c.Keys.Open(conn.TokenSealed, workspaceID)
 	if err != nil {
-		c.Log.Warn("platform: a sealed token does not open; the user must reconnect", "user", userID, "err", err)
-		return "", c.disable(ctx, userID)
+		c.Log.Warn("platform: a sealed token does not open; the workspace's owner must reconnect", "workspace", workspaceID, "err", err)
+		return "", c.disable(ctx, workspaceID)
 	}
 	return token, nil
 }
 
 // refused turns a 401 into ErrReconnect, disabling the connection; other errors pass.
-func (c *Connector) refused(ctx context.Context, userID string, err error) error {
+func (c *Connector) refused(ctx context.Context, workspaceID string, err error) error {
 	if !errors.Is(err, ErrUnauthorized) {
 		return err
 	}
-	c.Log.Info("platform: the token was refused (revoked on the platform); connection disabled", "user", userID)
-	return c.disable(ctx, userID)
+	c.Log.Info("platform: the token was refused (revoked on the platform); connection disabled", "workspace", workspaceID)
+	return c.disable(ctx, workspaceID)
 }
 
-func (c *Connector) disable(ctx context.Context, userID string) error {
-	if err := c.Store.DisablePlatformConnection(ctx, userID, c.Now()); err != nil && !errors.Is(err, store.ErrNotFound) {
+func (c *Connector) disable(ctx context.Context, workspaceID string) error {
+	if err := c.Store.DisablePlatformConnection(ctx, workspaceID, c.Now()); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
 	return ErrReconnect
@@ -103,14 +104,14 @@ type Choice struct {
 
 // Choices lists the platform sites the user's connection sees, each marked as already
 // imported, available, or held by another account.
-func (c *Connector) Choices(ctx context.Context, userID string) ([]Choice, error) {
-	token, err := c.token(ctx, userID)
+func (c *Connector) Choices(ctx context.Context, workspaceID string) ([]Choice, error) {
+	token, err := c.token(ctx, workspaceID)
 	if err != nil {
 		return nil, err
 	}
 	sites, err := c.Client.Sites(ctx, token)
 	if err != nil {
-		return nil, c.refused(ctx, userID, err)
+		return nil, c.refused(ctx, workspaceID, err)
 	}
 	out := make([]Choice, 0, len(sites))
 	for _, s := range sites {
@@ -120,7 +121,7 @@ func (c *Connector) Choices(ctx context.Context, userID string) ([]Choice, error
 		case errors.Is(err, store.ErrNotFound):
 		case err != nil:
 			return nil, err
-		case local.UserID == userID:
+		case local.WorkspaceID == workspaceID:
 			ch.Mine = local.ID
 		case local.PlatformVerified:
 			ch.Unavailable = true
@@ -145,14 +146,14 @@ type Imported struct {
 // try resumes without duplicating: pages, then the site (upserted on its platform id), then the
 // webhook (created only when the site's list lacks it), then a first scan when the site has
 // none. Ids the connection does not see are ignored. ErrReconnect stops everything.
-func (c *Connector) Import(ctx context.Context, userID string, platformIDs []string) ([]Imported, error) {
-	token, err := c.token(ctx, userID)
+func (c *Connector) Import(ctx context.Context, userID, workspaceID string, platformIDs []string) ([]Imported, error) {
+	token, err := c.token(ctx, workspaceID)
 	if err != nil {
 		return nil, err
 	}
 	sites, err := c.Client.Sites(ctx, token)
 	if err != nil {
-		return nil, c.refused(ctx, userID, err)
+		return nil, c.refused(ctx, workspaceID, err)
 	}
 	byID := map[string]Site{}
 	for _, s := range sites {
@@ -166,16 +167,16 @@ func (c *Connector) Import(ctx context.Context, userID string, platformIDs []str
 			continue
 		}
 		seen[id] = true
-		res := c.importOne(ctx, userID, token, ps)
+		res := c.importOne(ctx, userID, workspaceID, token, ps)
 		if errors.Is(res.Err, ErrUnauthorized) {
-			return out, c.refused(ctx, userID, res.Err)
+			return out, c.refused(ctx, workspaceID, res.Err)
 		}
 		out = append(out, res)
 	}
 	return out, nil
 }
 
-func (c *Connector) importOne(ctx context.Context, userID, token string, ps Site) Imported {
+func (c *Connector) importOne(ctx context.Context, userID, workspaceID, token string, ps Site) Imported {
 	res := Imported{PlatformID: ps.ID, Name: ps.DisplayName}
 	pages, err := c.Client.Pages(ctx, token, ps.ID)
 	if err != nil {
@@ -187,7 +188,7 @@ func (c *Connector) importOne(ctx context.Context, userID, token string, ps Site
 	if name == "" {
 		name = ps.ShortName
 	}
-	site, created, err := c.Store.ImportPlatformSite(ctx, store.Site{ID: store.NewID(), UserID: userID, Name: name,
+	site, created, err := c.Store.ImportPlatformSite(ctx, store.Site{ID: store.NewID(), UserID: userID, WorkspaceID: workspaceID, Name: name,
 		Domain: ps.Domain(), PlatformSiteID: ps.ID, LastPublished: ps.LastPublished, Pages: paths, CreatedAt: c.Now()}, c.MaxSites)
 	if err != nil {
 		res.Err = err
@@ -259,13 +260,13 @@ func (c *Connector) RefreshPages(ctx context.Context, site store.Site) ([]string
 	if !site.PlatformVerified || site.PlatformSiteID == "" {
 		return nil, ErrNotConnected
 	}
-	token, err := c.token(ctx, site.UserID)
+	token, err := c.token(ctx, site.WorkspaceID)
 	if err != nil {
 		return nil, err
 	}
 	pages, err := c.Client.Pages(ctx, token, site.PlatformSiteID)
 	if err != nil {
-		return nil, c.refused(ctx, site.UserID, err)
+		return nil, c.refused(ctx, site.WorkspaceID, err)
 	}
 	paths := PublishedPaths(pages)
 	if len(paths) == 0 {
@@ -281,12 +282,12 @@ func (c *Connector) RefreshPages(ctx context.Context, site store.Site) ([]string
 // sites (they keep their history). A webhook the platform will not delete (token already
 // revoked, platform down) does not stop it: it is counted in left and, once the sites are
 // unlinked, its publishes find no site.
-func (c *Connector) Disconnect(ctx context.Context, userID string) (deleted, left int, err error) {
-	sites, err := c.Store.SitesOf(ctx, userID)
+func (c *Connector) Disconnect(ctx context.Context, userID, workspaceID string) (deleted, left int, err error) {
+	sites, err := c.Store.SitesIn(ctx, userID, workspaceID)
 	if err != nil {
 		return 0, 0, err
 	}
-	token, terr := c.token(ctx, userID)
+	token, terr := c.token(ctx, workspaceID)
 	for _, s := range sites {
 		if !s.PlatformVerified || s.PlatformWebhookID == "" {
 			continue
@@ -302,7 +303,7 @@ func (c *Connector) Disconnect(ctx context.Context, userID string) (deleted, lef
 		}
 		deleted++
 	}
-	if err := c.Store.DisconnectPlatform(ctx, userID); err != nil {
+	if err := c.Store.DisconnectPlatform(ctx, workspaceID); err != nil {
 		return deleted, left, fmt.Errorf("disconnect: %w", err)
 	}
 	c.Log.Info("platform: disconnected", "user", userID, "webhooks_deleted", deleted, "webhooks_left", left)
