@@ -97,8 +97,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		log.Info("scanner stopped")
 	}()
 
-	// The authorization server issues the access tokens the MCP endpoint accepts.
-	authServer := oauth.New(oauth.Config{Store: st, BaseURL: cfg.BaseURL, Log: log})
+	// The authorization server issues the access tokens the MCP endpoint accepts. It fetches
+	// Client ID Metadata Documents, which anyone can point at any URL, through the guard.
+	authServer := oauth.New(oauth.Config{Store: st, BaseURL: cfg.BaseURL, Log: log, MetadataClient: guard.Client()})
 	mcpServer := mcp.New(mcp.Config{Store: st, BaseURL: cfg.BaseURL, Log: log})
 	handler, err := handlers.NewHandler(handlers.Deps{
 		Store: st, Log: log, BaseURL: cfg.BaseURL,

@@ -21,6 +21,7 @@ min="${FUZZMIN:-1s}"
 	./handlers:FuzzCSVRow \
 	./oauth:FuzzMatchRedirectURI \
 	./oauth:FuzzTokenEndpoints \
+	./store:FuzzDisplayTextProblem \
 	./scanner/lighthouse:FuzzExtract
 fail=0
 for target in "$@"; do

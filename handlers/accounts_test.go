@@ -203,6 +203,14 @@ func TestAPIKeys(t *testing.T) {
 		t.Fatalf("key not stored by hash: %v", err)
 	}
 
+	if k.Scope != store.ScopeRead {
+		t.Errorf("a key made without ticking \"may publish reports\" has scope %q, want %q", k.Scope, store.ScopeRead)
+	}
+	_, body = b.post("/settings/api-keys", url.Values{"csrf_token": {b.csrf}, "name": {"Reporter"}, "publish": {"on"}})
+	if pk, err := ts.store.APIKeyByHash(t.Context(), store.HashSecret(keyRe.FindString(body)), ts.now); err != nil || pk.Scope != store.ScopeAll {
+		t.Errorf("a key made with \"may publish reports\" ticked: scope %q, %v; want %q", pk.Scope, err, store.ScopeAll)
+	}
+
 	resp, body = b.post("/settings/api-keys", url.Values{"csrf_token": {b.csrf}, "name": {"  "}})
 	wantStatus(t, resp, http.StatusUnprocessableEntity)
 	contains(t, body, "Give the key a name")

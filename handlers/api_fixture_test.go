@@ -77,7 +77,7 @@ func newAPIFixture(t testing.TB, st store.Store) *apiFixture {
 	f.b = apiAccount{userID: b.ID, siteName: "Bee Site"}
 	key, hash := store.NewSecret("svc_")
 	f.b.apiKey, f.b.apiKeyID = key, store.NewID()
-	must(t, st.CreateAPIKey(ctx, store.APIKey{ID: f.b.apiKeyID, UserID: b.ID, Name: "ci", KeyHash: hash, Prefix: key[:12], CreatedAt: f.now}))
+	must(t, st.CreateAPIKey(ctx, store.APIKey{ID: f.b.apiKeyID, UserID: b.ID, Name: "ci", KeyHash: hash, Prefix: key[:12], Scope: store.ScopeAll, CreatedAt: f.now}))
 	f.b.siteID = f.newSite(t, b.ID, f.b.siteName)
 	f.credentials(t, &f.b)
 	return f
@@ -98,7 +98,7 @@ func (f *apiFixture) credentials(t testing.TB, acc *apiAccount) {
 	at, atHash := store.NewSecret("at_")
 	acc.accessToken = at
 	must(t, f.st.CreateTokens(ctx, store.OAuthToken{TokenHash: atHash, Kind: store.TokenAccess, ClientID: acc.clientID, UserID: acc.userID,
-		FamilyID: store.NewID(), Scope: "mcp:read", CreatedAt: f.now, ExpiresAt: f.now.Add(24 * time.Hour)}))
+		FamilyID: store.NewID(), Scope: store.ScopeAll, CreatedAt: f.now, ExpiresAt: f.now.Add(24 * time.Hour)}))
 }
 
 func (f *apiFixture) newSite(t testing.TB, userID, name string) string {

@@ -11,9 +11,9 @@ import (
 
 // AccessTokens verifies OAuth access tokens (at_...): what /api/mcp needs of the OAuth server.
 type AccessTokens interface {
-	// VerifyAccessToken returns the user of a valid, unexpired, unrevoked access token, and
-	// store.ErrNotFound for any other token.
-	VerifyAccessToken(ctx context.Context, token string) (userID string, err error)
+	// VerifyAccessToken returns the user and granted scope of a valid, unexpired, unrevoked
+	// access token, and store.ErrNotFound for any other token.
+	VerifyAccessToken(ctx context.Context, token string) (userID, scope string, err error)
 }
 
 // Bearer credential prefixes (interface "Credentials").
@@ -46,9 +46,10 @@ func bearerToken(r *http.Request) string {
 	return strings.TrimSpace(h[len(scheme):])
 }
 
-// requireBearer authenticates a request by its bearer credential and puts the user's id in the
-// context (store.UserIDFrom). Without credentials the answer is 401 with a bare challenge; with a
-// bad, expired, revoked or unaccepted one, 401 with error="invalid_token".
+// requireBearer authenticates a request by its bearer credential and puts the user's id and the
+// credential's scope in the context (store.UserIDFrom, store.ScopeFrom). Without credentials the
+// answer is 401 with a bare challenge; with a bad, expired, revoked or unaccepted one, 401 with
+// error="invalid_token".
 func (s *server) requireBearer(p bearerPolicy, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token := bearerToken(r)
@@ -56,31 +57,44 @@ func (s *server) requireBearer(p bearerPolicy, next http.Handler) http.Handler {
 			s.unauthorized(w, p, "", "missing bearer token: send Authorization: Bearer <key>")
 			return
 		}
-		principal, err := s.verifyBearer(r.Context(), p, token)
+		principal, scope, err := s.verifyBearer(r.Context(), p, token)
 		if err != nil {
 			s.bearerFailure(w, r, p, err)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(store.WithPrincipal(r.Context(), principal)))
+		ctx := store.WithScope(store.WithPrincipal(r.Context(), principal), scope)
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 
-// verifyBearer finds the principal of a token by its prefix: an API key acts for its workspace
-// only, an access token as its user. Each kind is looked up by its hash only; a token of the
-// wrong kind for the route is simply not found.
-func (s *server) verifyBearer(ctx context.Context, p bearerPolicy, token string) (store.Principal, error) {
+// verifyBearer finds the principal and scope of a token by its prefix: an API key acts for its
+// workspace only, an access token as its user. Each kind is looked up by its hash only; a
+// token of the wrong kind for the route is simply not found. A credential stored without a
+// scope may read: reading is what every credential could always do.
+func (s *server) verifyBearer(ctx context.Context, p bearerPolicy, token string) (principal store.Principal, scope string, err error) {
 	switch {
 	case isAPIKey(token):
 		k, err := s.Store.APIKeyByHash(ctx, store.HashSecret(token), s.Now())
 		if err != nil {
-			return store.Principal{}, err
+			return store.Principal{}, "", err
 		}
-		return store.Principal{UserID: k.UserID, KeyWorkspaceID: k.WorkspaceID, KeyPublish: true}, nil
+		scope = k.Scope
+		if scope == "" {
+			scope = store.ScopeRead
+		}
+		return store.Principal{UserID: k.UserID, KeyWorkspaceID: k.WorkspaceID, KeyPublish: store.HasScope(scope, store.ScopeWrite)}, scope, nil
 	case p.accessTokens && len(token) <= maxBearerLen:
-		userID, err := s.tokens.VerifyAccessToken(ctx, token) // it refuses what is not an access token
-		return store.Principal{UserID: userID}, err
+		var userID string
+		userID, scope, err = s.tokens.VerifyAccessToken(ctx, token) // it refuses what is not an access token
+		if err != nil {
+			return store.Principal{}, "", err
+		}
+		if scope == "" {
+			scope = store.ScopeRead
+		}
+		return store.Principal{UserID: userID}, scope, nil
 	}
-	return store.Principal{}, store.ErrNotFound
+	return store.Principal{}, "", store.ErrNotFound
 }
 
 // isAPIKey says whether a token has an API key's shape: the prefix and at most maxBearerLen bytes.
@@ -103,14 +117,28 @@ func (s *server) bearerFailure(w http.ResponseWriter, r *http.Request, p bearerP
 }
 
 // unauthorized writes a 401 with its WWW-Authenticate challenge (RFC 6750 §3, RFC 9728 §5.1).
+// The MCP endpoint's names the scope to ask for first, mcp:read: a client asks for mcp:write
+// when a tool needs it (insufficientScope), so a token can do no more than the user needed.
 func (s *server) unauthorized(w http.ResponseWriter, p bearerPolicy, code, message string) {
 	challenge := `Bearer realm="sitepulse"`
 	if code != "" {
 		challenge += `, error="` + code + `"`
 	}
 	if p.resourceMetadata {
-		challenge += `, resource_metadata="` + s.BaseURL + `/.well-known/oauth-protected-resource"`
+		challenge += `, resource_metadata="` + s.resourceMetadataURL() + `", scope="` + store.ScopeRead + `"`
 	}
 	w.Header().Set("WWW-Authenticate", challenge)
 	writeError(w, http.StatusUnauthorized, message)
+}
+
+func (s *server) resourceMetadataURL() string {
+	return s.BaseURL + "/.well-known/oauth-protected-resource"
+}
+
+// insufficientScope is the challenge of a 403 from the MCP endpoint: the credential is valid
+// but may not make the call (RFC 6750 §3.1). It names every scope, the ones the client holds
+// and mcp:write, so the client can step up by authorizing again with them (MCP 2025-11-25
+// authorization, "Scope challenge handling").
+func (s *server) insufficientScope(w http.ResponseWriter) {
+	w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="`+store.ScopeAll+`", resource_metadata="`+s.resourceMetadataURL()+`"`)
 }

@@ -14,11 +14,11 @@ import (
 
 type fakeTokens map[string]string
 
-func (f fakeTokens) VerifyAccessToken(_ context.Context, token string) (string, error) {
+func (f fakeTokens) VerifyAccessToken(_ context.Context, token string) (string, string, error) {
 	if u, ok := f[token]; ok {
-		return u, nil
+		return u, store.ScopeRead, nil
 	}
-	return "", store.ErrNotFound
+	return "", "", store.ErrNotFound
 }
 
 func TestRequireBearer(t *testing.T) {
@@ -52,8 +52,8 @@ func TestRequireBearer(t *testing.T) {
 		{"Basic auth is not a bearer", apiKeyOnly, "Basic YTpi", 401, `Bearer realm="sitepulse"`},
 		{"MCP takes an API key", mcpBearer, "Bearer " + key, 200, ""},
 		{"MCP takes an access token", mcpBearer, "Bearer at_good", 200, ""},
-		{"MCP refuses an unknown access token", mcpBearer, "Bearer at_bad", 401, `error="invalid_token", resource_metadata="https://sp.example/.well-known/oauth-protected-resource"`},
-		{"MCP without a token points at the metadata", mcpBearer, "", 401, `Bearer realm="sitepulse", resource_metadata="https://sp.example/.well-known/oauth-protected-resource"`},
+		{"MCP refuses an unknown access token", mcpBearer, "Bearer at_bad", 401, `error="invalid_token", resource_metadata="https://sp.example/.well-known/oauth-protected-resource", scope="mcp:read"`},
+		{"MCP without a token points at the metadata and names the scope to ask for", mcpBearer, "", 401, `Bearer realm="sitepulse", resource_metadata="https://sp.example/.well-known/oauth-protected-resource", scope="mcp:read"`},
 		{"garbage is refused", mcpBearer, "Bearer garbage", 401, `error="invalid_token"`},
 		{"an oversized token is refused", mcpBearer, "Bearer svc_" + strings.Repeat("a", 5000), 401, `error="invalid_token"`},
 	}

@@ -49,7 +49,7 @@ func (s *server) handleBudgetCheck() http.Handler {
 		siteID, problem := uuidField(req.SiteID)
 		if err != nil || problem != "" {
 			// A bad request from a bad key is a 401 all the same.
-			if _, kerr := s.verifyBearer(r.Context(), apiKeyOnly, token); kerr != nil {
+			if _, _, kerr := s.verifyBearer(r.Context(), apiKeyOnly, token); kerr != nil {
 				s.bearerFailure(w, r, apiKeyOnly, kerr)
 				return
 			}

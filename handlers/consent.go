@@ -24,6 +24,20 @@ func (s *server) handleAuthorize() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// No Referer from this page: its URL carries the request's state and challenge.
 		w.Header().Set("Referrer-Policy", "no-referrer")
+		if store.IsMetadataClientID(r.URL.Query().Get("client_id")) {
+			// Such a client_id makes the server fetch a URL of the requester's choosing: only
+			// for a signed-in user, and a bounded number of times per address.
+			if visitorFrom(r.Context()) == nil {
+				http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+				return
+			}
+			if ok, wait := s.metadataIP.allow(clientIP(r)); !ok {
+				secs := strconv.Itoa(int(wait.Seconds()) + 1)
+				w.Header().Set("Retry-After", secs)
+				s.renderError(w, r, http.StatusTooManyRequests, "Too many app sign-in requests from your address. Try again in "+secs+" seconds.")
+				return
+			}
+		}
 		req, err := s.OAuth.Authorize(r.Context(), r.URL.RawQuery)
 		var refused *oauth.AuthorizeError
 		if errors.As(err, &refused) {
@@ -57,8 +71,34 @@ func (s *server) handleAuthorize() http.Handler {
 			s.error(w, r, err, "")
 			return
 		}
-		s.render(w, r, http.StatusOK, "consent", page{Title: "Connect an app", Data: p})
+		s.render(w, r, http.StatusOK, "consent", page{Title: "Connect an app", Data: consentData{p, scopesOf(p.Scope)}})
 	})
+}
+
+// consentData is what the consent page shows: the pending request and, in plain words, what
+// each scope it asks for allows.
+type consentData struct {
+	oauth.Pending
+	Scopes []scopeDoc
+}
+
+// scopeDoc is a scope in the words the consent page and the connect guide use.
+type scopeDoc struct{ Name, Allows string }
+
+var scopeDocs = []scopeDoc{
+	{store.ScopeRead, "Read your sites, their scans and page results, trends, regressions, third-party scripts and accessibility issues. It cannot change anything."},
+	{store.ScopeWrite, "Publish: create shareable report links of your scans, which anyone who has the link can open without logging in. You can revoke them under Reports."},
+}
+
+// scopesOf describes the scopes of a space-separated scope string.
+func scopesOf(scope string) []scopeDoc {
+	var out []scopeDoc
+	for _, d := range scopeDocs {
+		if store.HasScope(scope, d.Name) {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // handleConsent is POST /oauth/consent: the consent page's answer. The form carries only the
@@ -116,9 +156,9 @@ func (s *server) handleMCPDocs() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.render(w, r, http.StatusOK, "docs_mcp", page{Title: "Connect an AI assistant (MCP)", Data: struct {
 			BaseURL, MCPURL, ResourceMetadata string
-			Scope                             string
+			Scopes                            []scopeDoc
 			Tools                             []mcp.ToolDoc
 			Versions                          []string
-		}{s.BaseURL, s.BaseURL + oauth.MCPPath, s.BaseURL + "/.well-known/oauth-protected-resource", oauth.Scope, mcp.ToolDocs(), mcp.SupportedVersions}})
+		}{s.BaseURL, s.BaseURL + oauth.MCPPath, s.resourceMetadataURL(), scopeDocs, mcp.ToolDocs(), mcp.SupportedVersions}})
 	})
 }

@@ -37,8 +37,11 @@ func (s *server) handleMCP(m *mcp.Server) http.Handler {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		if status == http.StatusServiceUnavailable {
+		switch status {
+		case http.StatusServiceUnavailable:
 			w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
+		case http.StatusForbidden:
+			s.insufficientScope(w)
 		}
 		w.WriteHeader(status)
 		w.Write(out)

@@ -42,9 +42,9 @@ func newMCPServer(t *testing.T) *mcpServer {
 		GrantTypes: []string{"authorization_code"}, AuthMethod: "none", CreatedAt: ms.now}); err != nil {
 		t.Fatal(err)
 	}
-	for token, userID := range map[string]string{"at_demo": u.ID, "at_other": other.ID} {
+	for token, grant := range map[string]struct{ userID, scope string }{"at_demo": {u.ID, store.ScopeAll}, "at_other": {other.ID, store.ScopeAll}, "at_read": {u.ID, store.ScopeRead}} {
 		if err := ms.st.CreateTokens(ctx, store.OAuthToken{TokenHash: store.HashSecret(token), Kind: store.TokenAccess, ClientID: "test-client",
-			UserID: userID, FamilyID: store.NewID(), CreatedAt: ms.now, ExpiresAt: ms.now.Add(time.Hour)}); err != nil {
+			UserID: grant.userID, FamilyID: store.NewID(), Scope: grant.scope, CreatedAt: ms.now, ExpiresAt: ms.now.Add(time.Hour)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -82,6 +82,7 @@ func TestMCPEndpoint(t *testing.T) {
 	ms := newMCPServer(t)
 	key := ms.demo.APIKey
 	ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	report := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"generate_client_report","arguments":{"scanId":"` + ms.demo.LatestScanID + `"}}}`
 	cases := []struct {
 		name, method, token, body string
 		headers                   map[string]string
@@ -91,7 +92,11 @@ func TestMCPEndpoint(t *testing.T) {
 	}{
 		{"API key", "POST", key, ping, nil, 200, `{"jsonrpc":"2.0","id":1,"result":{}}`, ""},
 		{"access token", "POST", "at_demo", ping, nil, 200, `"result":{}`, ""},
-		{"no token", "POST", "", ping, nil, 401, `"error"`, `Bearer realm="sitepulse", resource_metadata="http://sitepulse.test/.well-known/oauth-protected-resource"`},
+		{"no token", "POST", "", ping, nil, 401, `"error"`, `Bearer realm="sitepulse", resource_metadata="http://sitepulse.test/.well-known/oauth-protected-resource", scope="mcp:read"`},
+		{"a read-only token publishing a report is 403 with a step-up challenge", "POST", "at_read", report, nil, 403, `"code":-32003`,
+			`Bearer error="insufficient_scope", scope="mcp:read mcp:write", resource_metadata="http://sitepulse.test/.well-known/oauth-protected-resource"`},
+		{"a read-only token reads", "POST", "at_read", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_sites"}}`, nil, 200, `"result"`, ""},
+		{"a token with mcp:write publishes a report", "POST", "at_demo", report, nil, 200, `/report/`, ""},
 		{"unknown API key", "POST", "svc_nope", ping, nil, 401, "", `error="invalid_token", resource_metadata="http://sitepulse.test/.well-known/oauth-protected-resource"`},
 		{"unknown access token", "POST", "at_nope", ping, nil, 401, "", `error="invalid_token"`},
 		{"garbage token", "POST", "garbage", ping, nil, 401, "", `error="invalid_token"`},

@@ -213,6 +213,31 @@ func TestAuthorizationFlow(t *testing.T) {
 				t.Error("form-action would block the 303 to an app's redirect URI")
 			}
 		})
+		t.Run("the consent page says in plain words what each scope asked for allows", func(t *testing.T) {
+			b := b.in(t)
+			path, _ := authorizePath(client, cb, "st")
+			_, body := b.get(path + "&scope=mcp%3Aread+mcp%3Awrite+offline_access")
+			for _, want := range []string{"It cannot change anything.", "(scope <code>mcp:read</code>)", "create shareable report links", "(scope <code>mcp:write</code>)"} {
+				contains(t, body, want)
+			}
+			_, body = b.get(path)
+			if strings.Contains(body, "mcp:write") {
+				t.Error("a request for mcp:read shows mcp:write")
+			}
+		})
+		t.Run("a client name mixing Latin and Cyrillic letters is shown with a warning and the redirect host", func(t *testing.T) {
+			b := b.in(t)
+			spoof := ot.register(t, "Cl\u0430ude", "https://claude.evil.example/cb")
+			path, _ := authorizePath(spoof, "https://claude.evil.example/cb", "st")
+			_, body := b.get(path)
+			for _, want := range []string{"Cl\u0430ude", `role="alert"`, "mixes letters of different alphabets", "claude.evil.example"} {
+				contains(t, body, want)
+			}
+			_, body = b.get(func() string { p, _ := authorizePath(client, cb, "st"); return p }())
+			if strings.Contains(body, "different alphabets") {
+				t.Error("a single-script name is warned about")
+			}
+		})
 		t.Run("Approve sends a 303 with code and state; the tokens work on MCP until revoked", func(t *testing.T) {
 			b := b.in(t)
 			path, verifier := authorizePath(client, cb, "st/1+2")
@@ -506,7 +531,7 @@ func TestOAuthRoutes(t *testing.T) {
 		{"the documentation page the metadata names exists", "GET", "/docs/mcp", 200, "http://sitepulse.test/api/mcp"},
 		{"the documentation page lists the nine tools with an example prompt", "GET", "/docs/mcp", 200, "<h2>The 9 tools</h2>"},
 		{"the documentation page names the protocol versions spoken", "GET", "/docs/mcp", 200, "<code>2026-07-28</code>, <code>2025-11-25</code>, <code>2025-06-18</code>, <code>2025-03-26</code>"},
-		{"the documentation page names each tool", "GET", "/docs/mcp", 200, "<code>get_regression_report</code> · Regressions since the previous scan</dt><dd class=\"muted\">“Did the last publish make anything slower?”</dd>"},
+		{"the documentation page names each tool and its scope", "GET", "/docs/mcp", 200, "<code>get_regression_report</code> · Regressions since the previous scan <span class=\"muted\">(mcp:read)</span></dt><dd class=\"muted\">“Did the last publish make anything slower?”</dd>"},
 		{"a CORS preflight for the token endpoint is answered", "OPTIONS", "/api/oauth/token", 204, ""},
 		{"a CORS preflight for the metadata is answered", "OPTIONS", "/.well-known/oauth-authorization-server", 204, ""},
 		{"GET on the token endpoint is 405 in JSON", "GET", "/api/oauth/token", 405, `{"error":`},

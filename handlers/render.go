@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"math"
 	"net/http"
+	"net/url"
 	"path"
 	"strconv"
 	"strings"
@@ -49,6 +50,8 @@ func (p page) CanEdit() bool { return p.Workspace.Role.Can(store.ActEdit) }
 var ratingClass = map[string]string{analysis.RatingGood: "good", analysis.RatingNI: "ni", analysis.RatingPoor: "poor"}
 
 var templateFuncs = template.FuncMap{
+	// pathEscape puts an id that may hold "/" or ":" (a client_id URL) into one path segment.
+	"pathEscape": url.PathEscape,
 	// score shows a 0-100 score, or a dash when Lighthouse gave none.
 	"score": func(p *int) string {
 		if p == nil {

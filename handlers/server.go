@@ -96,6 +96,7 @@ type server struct {
 	signupIP   *limiter
 	registerIP *limiter // dynamic client registration
 	revokeIP   *limiter // token revocation (RFC 7009 §5)
+	metadataIP *limiter // authorization requests that name a Client ID Metadata Document URL
 }
 
 // NewHandler returns the whole service as one http.Handler.
@@ -147,6 +148,7 @@ func NewHandler(d Deps) (http.Handler, error) {
 		signupIP:   newLimiter(10, 6*time.Minute, d.Now),  // 10 sign-ups, then one per 6 min
 		registerIP: newLimiter(30, 10*time.Second, d.Now), // 30 registrations, then one per 10 s
 		revokeIP:   newLimiter(60, time.Second, d.Now),    // 60 revocations, then one a second
+		metadataIP: newLimiter(30, 2*time.Second, d.Now),  // 30 metadata-document requests, then one per 2 s
 	}
 	s.cookieName = "session"
 	if s.secure {

@@ -77,13 +77,19 @@ func (s *server) handleCreateAPIKey() http.Handler {
 			s.error(w, r, err, "There is no such workspace in your account.")
 			return
 		}
+		// A key reads unless its creator lets it publish: a key pasted into a CI job or a chat
+		// client should not be able to put data on the public web by default.
+		scope := store.ScopeRead
+		if r.PostForm.Get("publish") == "on" {
+			scope = store.ScopeAll
+		}
 		secret, hash := store.NewSecret("svc_")
-		k := store.APIKey{ID: store.NewID(), UserID: v.User.ID, WorkspaceID: ws, Name: name, KeyHash: hash, Prefix: secret[:keyPrefixLen], CreatedAt: s.Now()}
+		k := store.APIKey{ID: store.NewID(), UserID: v.User.ID, WorkspaceID: ws, Name: name, KeyHash: hash, Prefix: secret[:keyPrefixLen], Scope: scope, CreatedAt: s.Now()}
 		if err := s.Store.CreateAPIKey(r.Context(), k); err != nil {
 			s.error(w, r, err, "")
 			return
 		}
-		s.Log.Info("api key created", "user", v.User.ID, "key", k.ID)
+		s.Log.Info("api key created", "user", v.User.ID, "key", k.ID, "scope", k.Scope)
 		// The key is shown in this response only; a reload asks the browser to resend, which
 		// makes another key rather than revealing this one again.
 		s.settingsPage(w, r, http.StatusCreated, settingsData{NewKey: secret, NewName: name}, "")
@@ -127,7 +133,7 @@ func (s *server) handleRevokeApp() http.Handler {
 		v := visitorFrom(r.Context())
 		id := r.PathValue("clientID")
 		err := store.ErrNotFound
-		if oauth.ValidClientID(id) {
+		if oauth.ValidClientID(id) || store.IsMetadataClientID(id) {
 			err = s.Store.RevokeConsent(r.Context(), v.User.ID, id, s.Now())
 		}
 		if err != nil {

@@ -113,21 +113,21 @@ func BenchmarkToolsCallPostgres(b *testing.B) {
 	})
 	for _, c := range cases {
 		body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + c.params + `}`)
-		if status, out := srv.Serve(ctx, u.ID, body); status != 200 || len(out) < 500 {
+		if status, out := srv.Serve(allScopes, u.ID, body); status != 200 || len(out) < 500 {
 			b.Fatalf("%s: %d %s", c.name, status, out)
 		}
 		// warm: one server, as in production, where completed scans' metrics stay cached.
 		b.Run(c.name+"/warm", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				srv.Serve(ctx, u.ID, body)
+				srv.Serve(allScopes, u.ID, body)
 			}
 		})
 		// cold: a new server per call, so every read goes to Postgres.
 		b.Run(c.name+"/cold", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				New(Config{Store: st, BaseURL: testBase}).Serve(ctx, u.ID, body)
+				New(Config{Store: st, BaseURL: testBase}).Serve(allScopes, u.ID, body)
 			}
 		})
 	}

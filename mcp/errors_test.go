@@ -1,7 +1,9 @@
 package mcp
 
 import (
+	"context"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -150,5 +152,95 @@ func TestInvalidArguments(t *testing.T) {
 	reports, _ := f.st.ReportsOf(t.Context(), f.userID)
 	if len(reports) != 0 {
 		t.Errorf("invalid calls created reports: %v", reports)
+	}
+}
+
+// Each tool names the scope it needs in the tool table; a credential without it gets a 403
+// that the handlers package turns into an insufficient_scope challenge, so clients can step up
+// (MCP 2025-11-25 authorization, "Scope challenge handling").
+func TestToolScopes(t *testing.T) {
+	f := newFixture(t, memory.New())
+	readOnly := store.WithScope(context.Background(), store.ScopeRead)
+	call := func(ctx context.Context, name, args string) (int, string) {
+		status, out := f.srv.Serve(ctx, f.userID, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"`+name+`","arguments":`+args+`}}`))
+		return status, string(out)
+	}
+	for _, tl := range tools {
+		t.Run(tl.Name+" needs "+tl.Scope+", and is read-only exactly when that is mcp:read", func(t *testing.T) {
+			if tl.Scope != store.ScopeRead && tl.Scope != store.ScopeWrite {
+				t.Fatalf("scope %q", tl.Scope)
+			}
+			if tl.ReadOnly != (tl.Scope == store.ScopeRead) {
+				t.Errorf("ReadOnly %v with scope %s", tl.ReadOnly, tl.Scope)
+			}
+		})
+	}
+	report := `{"scanId":"` + f.latestID + `"}`
+	t.Run("a read-only credential calling generate_client_report gets 403 and no report", func(t *testing.T) {
+		status, out := call(readOnly, "generate_client_report", report)
+		if status != 403 || !strings.Contains(out, `"code":-32003`) || !strings.Contains(out, "mcp:write") {
+			t.Errorf("status %d %s, want 403 naming mcp:write", status, out)
+		}
+	})
+	t.Run("a context without any scope may not publish either", func(t *testing.T) {
+		if status, out := call(context.Background(), "generate_client_report", report); status != 403 {
+			t.Errorf("status %d %s, want 403", status, out)
+		}
+	})
+	t.Run("a read-only credential still reads", func(t *testing.T) {
+		if status, out := call(readOnly, "list_sites", `{}`); status != 200 || strings.Contains(out, `"error"`) {
+			t.Errorf("status %d %s", status, out)
+		}
+	})
+	t.Run("a batch holding a call it may not make is 403 as a whole", func(t *testing.T) {
+		body := `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"generate_client_report","arguments":` + report + `}}]`
+		if status, out := f.srv.Serve(readOnly, f.userID, []byte(body)); status != 403 {
+			t.Errorf("status %d %s, want 403", status, out)
+		}
+	})
+	t.Run("every protocol version answers the read-only credential 403 with -32003", func(t *testing.T) {
+		meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},`
+		for _, c := range []struct{ version, method, name, body string }{
+			{"2025-06-18", "", "", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"generate_client_report","arguments":` + report + `}}`},
+			{"2025-11-25", "", "", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"generate_client_report","arguments":` + report + `}}`},
+			{"2026-07-28", "tools/call", "generate_client_report", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{` + meta + `"name":"generate_client_report","arguments":` + report + `}}`},
+		} {
+			h := http.Header{"Mcp-Protocol-Version": {c.version}}
+			if c.method != "" {
+				h.Set("Mcp-Method", c.method)
+				h.Set("Mcp-Name", c.name)
+			}
+			status, out := f.srv.ServeRequest(readOnly, Request{UserID: f.userID, Header: h, Body: []byte(c.body)})
+			if status != 403 || !strings.Contains(string(out), `"code":-32003`) {
+				t.Errorf("%s: status %d %s, want 403 with -32003", c.version, status, out)
+			}
+		}
+	})
+	t.Run("a credential with mcp:write publishes", func(t *testing.T) {
+		if status, out := call(allScopes, "generate_client_report", report); status != 200 || !strings.Contains(out, "/report/") {
+			t.Errorf("status %d %s", status, out)
+		}
+	})
+}
+
+// Report titles are shown to whoever opens the link: the domain's display-text rule applies,
+// as an invalid argument.
+func TestReportTitleRefusesInvisibleCharacters(t *testing.T) {
+	f := newFixture(t, memory.New())
+	for name, title := range map[string]string{
+		"a right-to-left override": "Invoice\u202Egnp.exe",
+		"a NUL byte":               "Report\x00",
+		"a Hangul filler":          "Report\u3164",
+		"a zero-width space":       "Re\u200Bport",
+	} {
+		t.Run(name, func(t *testing.T) {
+			args, _ := json.Marshal(map[string]any{"scanId": f.latestID, "title": title})
+			status, m := f.rpc(t, f.userID, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"generate_client_report","arguments":`+string(args)+`}}`)
+			e, _ := m["error"].(map[string]any)
+			msg, _ := e["message"].(string)
+			if status != 200 || e["code"] != float64(CodeInvalidParams) || !strings.HasPrefix(msg, "Invalid arguments: title must not contain") {
+				t.Errorf("status %d, %v; want -32602 Invalid arguments: title must not contain ...", status, m)
+			}
+		})
 	}
 }

@@ -21,7 +21,7 @@ func TestBatchLimit(t *testing.T) {
 		}
 		return "[" + strings.Join(calls, ",") + "]"
 	}
-	if status, out := f.srv.Serve(context.Background(), f.userID, []byte(batch(MaxBatch))); status != 200 || !strings.HasPrefix(string(out), "[") {
+	if status, out := f.srv.Serve(allScopes, f.userID, []byte(batch(MaxBatch))); status != 200 || !strings.HasPrefix(string(out), "[") {
 		t.Errorf("a batch of %d: %d %.100s, want 200 and an array", MaxBatch, status, out)
 	}
 	status, m := f.rpc(t, f.userID, batch(MaxBatch+1))

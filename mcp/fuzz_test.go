@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"net/http"
 	"testing"
@@ -55,7 +54,7 @@ func FuzzServe(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		status, out := fx.srv.Serve(context.Background(), fx.userID, body)
+		status, out := fx.srv.Serve(allScopes, fx.userID, body)
 		checkAnswer(t, body, status, out)
 	})
 }
@@ -89,7 +88,7 @@ func FuzzServeRequest(f *testing.F) {
 				h.Set(k, v)
 			}
 		}
-		status, out := fx.srv.ServeRequest(context.Background(), Request{UserID: fx.userID, Header: h, Body: body})
+		status, out := fx.srv.ServeRequest(allScopes, Request{UserID: fx.userID, Header: h, Body: body})
 		checkAnswer(t, body, status, out)
 	})
 }

@@ -63,10 +63,14 @@ func newFixture(t testing.TB, st store.Store) *fixture {
 	return f
 }
 
+// allScopes is the context of a credential that may read and publish, as the handlers
+// package hands Serve after checking the bearer token.
+var allScopes = store.WithScope(context.Background(), store.ScopeAll)
+
 // rpc sends one body as userID and returns the HTTP status and the decoded response.
 func (f *fixture) rpc(t testing.TB, userID, body string) (int, map[string]any) {
 	t.Helper()
-	status, out := f.srv.Serve(context.Background(), userID, []byte(body))
+	status, out := f.srv.Serve(allScopes, userID, []byte(body))
 	if out == nil {
 		return status, nil
 	}

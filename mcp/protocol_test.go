@@ -98,7 +98,7 @@ func TestBatch(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			status, out := f.srv.Serve(t.Context(), f.userID, []byte(c.body))
+			status, out := f.srv.Serve(allScopes, f.userID, []byte(c.body))
 			if status != c.status {
 				t.Fatalf("status %d, want %d: %s", status, c.status, out)
 			}

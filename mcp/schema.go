@@ -28,6 +28,9 @@ type Schema struct {
 	Minimum              *int               `json:"minimum,omitempty"`
 	Maximum              *int               `json:"maximum,omitempty"`
 	Default              any                `json:"default,omitempty"`
+	// displayText marks a string others will see (a report's title): the domain's rule
+	// against invisible and control characters applies (store.DisplayTextProblem).
+	displayText bool
 }
 
 func intp(v int) *int { return &v }
@@ -87,6 +90,11 @@ func validateValue(name string, p *Schema, v any) string {
 		}
 		if p.MaxLength != nil && n > *p.MaxLength {
 			return fmt.Sprintf("%s must be at most %d characters, got %d", name, *p.MaxLength, n)
+		}
+		if p.displayText {
+			if why := store.DisplayTextProblem(str); why != "" {
+				return name + " " + why
+			}
 		}
 		if p.Format == "uuid" && !store.ValidUUID(str) {
 			return fmt.Sprintf("%s must be a uuid such as 3f2c5a8e-1b7d-4c9a-9e2f-6a1d0c4b8e71, got %q", name, str)

@@ -100,6 +100,10 @@ const (
 	CodeMethodNotFound = -32601
 	CodeInvalidParams  = -32602
 	CodeInternal       = -32603
+	// CodeInsufficientScope answers a call the credential's scope (store.ScopeFrom) does not
+	// allow; it travels with HTTP 403, which handlers turns into an insufficient_scope
+	// challenge. -32003 is in JSON-RPC's range for server-defined errors.
+	CodeInsufficientScope = -32003
 
 	CodeHeaderMismatch             = -32020
 	CodeUnsupportedProtocolVersion = -32022
@@ -151,7 +155,8 @@ func (s *Server) Serve(ctx context.Context, userID string, body []byte) (int, []
 // error. A request that carries 2026-07-28's per-request _meta (or its MCP-Protocol-Version) is
 // served by the modern rules (serveModern); any other by the legacy era its header names, where a
 // lone invalid request is 400 with -32600, a lone request that found the database unreachable is
-// 503, and anything else is 200.
+// 503, a body with a call the context's scope does not allow is 403 with -32003 (in every era),
+// and anything else is 200.
 func (s *Server) ServeRequest(ctx context.Context, r Request) (int, []byte) {
 	body := bytes.TrimSpace(r.Body)
 	if !json.Valid(body) {
@@ -179,6 +184,9 @@ func (s *Server) ServeRequest(ctx context.Context, r Request) (int, []byte) {
 	if resp.Error != nil && resp.Error.Code == CodeInvalidRequest {
 		return 400, encode(resp)
 	}
+	if resp.Error != nil && resp.Error.Code == CodeInsufficientScope {
+		return 403, encode(resp)
+	}
 	if resp.Error == errUnavailable {
 		return 503, encode(resp)
 	}
@@ -202,15 +210,19 @@ func (s *Server) serveBatch(ctx context.Context, userID string, e era, version s
 			fmt.Sprintf("Invalid Request: a batch may carry at most %d calls; this one has %d", MaxBatch, len(batch))))
 	}
 	out := make([]response, 0, len(batch))
+	status := 200
 	for _, msg := range batch {
 		if r, ok := s.handle(ctx, userID, e, msg); ok {
 			out = append(out, r)
+			if r.Error != nil && r.Error.Code == CodeInsufficientScope {
+				status = 403 // the client steps up for the whole batch
+			}
 		}
 	}
 	if len(out) == 0 {
 		return 202, nil
 	}
-	return 200, encode(out)
+	return status, encode(out)
 }
 
 // marshal is json.Marshal without HTML escaping: payloads hold HTML snippets and selectors

@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -127,7 +126,7 @@ func TestSession20250326Golden(t *testing.T) {
 				h.Set("MCP-Protocol-Version", header)
 			}
 			got := recordSession(t, f, session20250326(f), func(userID, body string) (int, []byte) {
-				return f.srv.ServeRequest(context.Background(), Request{UserID: userID, Header: h, Body: []byte(body)})
+				return f.srv.ServeRequest(allScopes, Request{UserID: userID, Header: h, Body: []byte(body)})
 			})
 			if header == "" {
 				checkGolden(t, "session-2025-03-26.golden", got)
@@ -152,7 +151,7 @@ func TestSessionGoldenLaterVersions(t *testing.T) {
 			steps[0].body = strings.Replace(steps[0].body, "2025-03-26", version, 1)
 			h := http.Header{"Mcp-Protocol-Version": {version}}
 			got := recordSession(t, f, steps, func(userID, body string) (int, []byte) {
-				return f.srv.ServeRequest(context.Background(), Request{UserID: userID, Header: h, Body: []byte(body)})
+				return f.srv.ServeRequest(allScopes, Request{UserID: userID, Header: h, Body: []byte(body)})
 			})
 			checkGolden(t, "session-"+version+".golden", got)
 		})
@@ -182,7 +181,7 @@ func TestSessionGoldenModern(t *testing.T) {
 			b, _ := json.Marshal(m)
 			body = string(b)
 		}
-		return f.srv.ServeRequest(context.Background(), Request{UserID: userID, Header: h, Body: []byte(body)})
+		return f.srv.ServeRequest(allScopes, Request{UserID: userID, Header: h, Body: []byte(body)})
 	})
 	checkGolden(t, "session-2026-07-28.golden", got)
 }

@@ -20,7 +20,10 @@ type tool struct {
 	Example     string // a prompt that leads a model to the tool, for the connect guide (/docs/mcp)
 	Input       *Schema
 	ReadOnly    bool
-	Handler     toolHandler
+	// Scope is the OAuth scope a credential needs to call the tool: store.ScopeRead to read,
+	// store.ScopeWrite to publish.
+	Scope   string
+	Handler toolHandler
 }
 
 // toolHandler runs a tool. Output is the Go type of its payload, from which the tool's
@@ -81,7 +84,7 @@ func object(required []string, props map[string]*Schema) *Schema {
 // tools is the table of every tool the server offers, in the order tools/list shows them.
 var tools = []tool{
 	{
-		Name: "list_sites", Title: "List sites", ReadOnly: true, Handler: handler((*Server).listSites),
+		Name: "list_sites", Title: "List sites", ReadOnly: true, Scope: store.ScopeRead, Handler: handler((*Server).listSites),
 		Example: "Which of my sites is in the worst shape?",
 		Description: "Lists the sites of every SitePulse workspace you belong to (your own and your teams'): for each " +
 			"its id, name, domain, current health score " +
@@ -91,7 +94,7 @@ var tools = []tool{
 		Input: object(nil, nil),
 	},
 	{
-		Name: "get_latest_scan", Title: "Latest scan of a site", ReadOnly: true, Handler: handler((*Server).getLatestScan),
+		Name: "get_latest_scan", Title: "Latest scan of a site", ReadOnly: true, Scope: store.ScopeRead, Handler: handler((*Server).getLatestScan),
 		Example: "How is shop.example.com doing, and does it meet its budgets?",
 		Description: "Returns the latest completed scan of a site: its scanId, when it completed, how many page audits " +
 			"it holds, the strategy (mobile, desktop or both), the site-wide scores (health, performance, seo, " +
@@ -102,7 +105,7 @@ var tools = []tool{
 		Input: object([]string{"siteId"}, map[string]*Schema{"siteId": siteIDArg()}),
 	},
 	{
-		Name: "get_page_details", Title: "Full audit of one page", ReadOnly: true, Handler: handler((*Server).getPageDetails),
+		Name: "get_page_details", Title: "Full audit of one page", ReadOnly: true, Scope: store.ScopeRead, Handler: handler((*Server).getPageDetails),
 		Example: "Why is the pricing page slow on mobile?",
 		Description: "Returns everything Lighthouse measured for one page of a scan and one strategy: category scores, " +
 			"lab Core Web Vitals (lcp, cls, fcp, ttfb, tbt, speedIndex, tti in ms, cls unitless; inp from field data), " +
@@ -117,7 +120,7 @@ var tools = []tool{
 		}),
 	},
 	{
-		Name: "get_lcp_elements", Title: "LCP and layout-shift elements", ReadOnly: true, Handler: handler((*Server).getLCPElements),
+		Name: "get_lcp_elements", Title: "LCP and layout-shift elements", ReadOnly: true, Scope: store.ScopeRead, Handler: handler((*Server).getLCPElements),
 		Example: "Which element is the Largest Contentful Paint on each page?",
 		Description: "For every page of a scan (one strategy), returns the Largest Contentful Paint time in ms and the " +
 			"element that was painted last (CSS selector and HTML snippet), the cumulative layout shift and the " +
@@ -126,7 +129,7 @@ var tools = []tool{
 		Input: object([]string{"scanId"}, map[string]*Schema{"scanId": scanIDArg(), "strategy": strategyArg()}),
 	},
 	{
-		Name: "get_third_party_scripts", Title: "Third-party script impact", ReadOnly: true, Handler: handler((*Server).getThirdPartyScripts),
+		Name: "get_third_party_scripts", Title: "Third-party script impact", ReadOnly: true, Scope: store.ScopeRead, Handler: handler((*Server).getThirdPartyScripts),
 		Example: "Which third-party scripts slow my site down the most?",
 		Description: "Aggregates the third-party scripts (analytics, chat widgets, tag managers, fonts...) across the pages " +
 			"of the site's latest completed scan (mobile results): per domain the total bytes transferred, the mean " +
@@ -135,7 +138,7 @@ var tools = []tool{
 		Input: object([]string{"siteId"}, map[string]*Schema{"siteId": siteIDArg()}),
 	},
 	{
-		Name: "get_accessibility_issues", Title: "Accessibility issues", ReadOnly: true, Handler: handler((*Server).getAccessibilityIssues),
+		Name: "get_accessibility_issues", Title: "Accessibility issues", ReadOnly: true, Scope: store.ScopeRead, Handler: handler((*Server).getAccessibilityIssues),
 		Example: "List the critical accessibility issues on my site.",
 		Description: "Lists the failing accessibility audits of the site's latest completed scan, grouped by audit id: " +
 			"title, what it means, severity (critical when the audit scored 0, serious below 0.5, moderate below 0.75, " +
@@ -147,7 +150,7 @@ var tools = []tool{
 		}),
 	},
 	{
-		Name: "get_regression_report", Title: "Regressions since the previous scan", ReadOnly: true, Handler: handler((*Server).getRegressionReport),
+		Name: "get_regression_report", Title: "Regressions since the previous scan", ReadOnly: true, Scope: store.ScopeRead, Handler: handler((*Server).getRegressionReport),
 		Example: "Did the last publish make anything slower?",
 		Description: "Compares the site's latest completed scan with the one before it, page by page and strategy by " +
 			"strategy, and lists what got worse: category scores that dropped by more than 5 points, and Core Web " +
@@ -157,7 +160,7 @@ var tools = []tool{
 		Input: object([]string{"siteId"}, map[string]*Schema{"siteId": siteIDArg()}),
 	},
 	{
-		Name: "get_trend", Title: "Score trend", ReadOnly: true, Handler: handler((*Server).getTrend),
+		Name: "get_trend", Title: "Score trend", ReadOnly: true, Scope: store.ScopeRead, Handler: handler((*Server).getTrend),
 		Example: "Show the performance trend of my site over the last ten scans.",
 		Description: "Returns the site's recent completed scans, oldest first, with their category scores and page " +
 			"counts, so you can tell whether performance is improving or degrading over time.",
@@ -167,7 +170,7 @@ var tools = []tool{
 		}),
 	},
 	{
-		Name: "generate_client_report", Title: "Create a shareable client report", ReadOnly: false, Handler: handler((*Server).generateClientReport),
+		Name: "generate_client_report", Title: "Create a shareable client report", ReadOnly: false, Scope: store.ScopeWrite, Handler: handler((*Server).generateClientReport),
 		Example: "Make a report of the latest scan I can send to my client.",
 		Description: "Creates a shareable web page of one completed scan (scores, Core Web Vitals of every page with " +
 			"their ratings, top opportunities) that anyone with the link can open without logging in, and returns " +
@@ -175,7 +178,7 @@ var tools = []tool{
 			"after expiresInDays days (0: never).",
 		Input: object([]string{"scanId"}, map[string]*Schema{
 			"scanId":        scanIDArg(),
-			"title":         {Type: "string", MinLength: intp(1), MaxLength: intp(200), Description: "The report's heading; default \"<site name> Performance Report\"."},
+			"title":         {Type: "string", MinLength: intp(1), MaxLength: intp(200), displayText: true, Description: "The report's heading; default \"<site name> Performance Report\"."},
 			"expiresInDays": {Type: "integer", Minimum: intp(0), Maximum: intp(365), Default: 30, Description: "Days until the link expires, 0-365; 0 means it never expires. Default 30."},
 		}),
 	},
@@ -191,13 +194,13 @@ var toolIndex = func() map[string]*tool {
 }()
 
 // ToolDoc is one tool as the connect guide lists it.
-type ToolDoc struct{ Name, Title, Example string }
+type ToolDoc struct{ Name, Title, Example, Scope string }
 
 // ToolDocs lists every tool in tools/list order, for the connect guide.
 func ToolDocs() []ToolDoc {
 	out := make([]ToolDoc, len(tools))
 	for i, t := range tools {
-		out[i] = ToolDoc{t.Name, t.Title, t.Example}
+		out[i] = ToolDoc{t.Name, t.Title, t.Example, t.Scope}
 	}
 	return out
 }
@@ -304,6 +307,10 @@ func (s *Server) callTool(ctx context.Context, userID string, e era, params json
 	t, ok := toolIndex[*p.Name]
 	if !ok {
 		return nil, &rpcError{Code: CodeInvalidParams, Message: fmt.Sprintf("Invalid arguments: unknown tool %q; tools/list names the nine tools", *p.Name)}
+	}
+	if !store.HasScope(store.ScopeFrom(ctx), t.Scope) {
+		return nil, &rpcError{Code: CodeInsufficientScope, Message: "Forbidden: " + t.Name + " needs the " + t.Scope + " scope, which this credential lacks; " +
+			"authorize again asking for it, or use an API key that may publish reports"}
 	}
 	// Invalid arguments are a JSON-RPC error up to 2025-06-18 and a tool execution error the
 	// model can correct from 2025-11-25, with the same words.

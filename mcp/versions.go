@@ -170,6 +170,9 @@ func (s *Server) serveModern(ctx context.Context, r Request, body []byte) (int, 
 		if err == errUnavailable {
 			return fail(503, err.Code, err.Message, nil)
 		}
+		if err != nil && err.Code == CodeInsufficientScope {
+			return fail(403, err.Code, err.Message, nil)
+		}
 		if err != nil {
 			return fail(200, err.Code, err.Message, nil)
 		}

@@ -28,7 +28,7 @@ func (f *fixture) send(t testing.TB, userID string, headers map[string]string, b
 			h.Set(k, v)
 		}
 	}
-	status, out := f.srv.ServeRequest(context.Background(), Request{UserID: userID, Header: h, Body: []byte(body)})
+	status, out := f.srv.ServeRequest(allScopes, Request{UserID: userID, Header: h, Body: []byte(body)})
 	if out == nil {
 		return status, nil
 	}
@@ -157,7 +157,7 @@ func TestBatchesPerVersion(t *testing.T) {
 			if c.version != "" {
 				h.Set("MCP-Protocol-Version", c.version)
 			}
-			status, out := f.srv.ServeRequest(context.Background(), Request{UserID: f.userID, Header: h, Body: []byte(batch)})
+			status, out := f.srv.ServeRequest(allScopes, Request{UserID: f.userID, Header: h, Body: []byte(batch)})
 			if status != c.status {
 				t.Fatalf("status %d, want %d: %s", status, c.status, out)
 			}
@@ -634,7 +634,7 @@ func BenchmarkToolsCallPerVersion(b *testing.B) {
 			req := Request{UserID: f.userID, Header: h, Body: []byte(body)}
 			b.ReportAllocs()
 			for b.Loop() {
-				if status, out := f.srv.ServeRequest(context.Background(), req); status != 200 {
+				if status, out := f.srv.ServeRequest(allScopes, req); status != 200 {
 					b.Fatalf("status %d: %s", status, out)
 				}
 			}

@@ -34,6 +34,7 @@ type AuthorizeError struct {
 	ClientName  string // the client's self-asserted name, when the client is known
 	redirectURI string
 	state       string
+	issuer      string // RFC 9207's iss
 }
 
 // Loopback answers whether Location is a loopback URI, which may be redirected to at once.
@@ -52,7 +53,7 @@ func (e *AuthorizeError) Location() string {
 	if e.redirectURI == "" {
 		return ""
 	}
-	return withParams(e.redirectURI, answer("error", e.Code, "error_description", cleanDescription(e.Description), "state", e.state))
+	return withParams(e.redirectURI, answer("error", e.Code, "error_description", cleanDescription(e.Description), "state", e.state, "iss", e.issuer))
 }
 
 // answer builds the query of an authorization response, leaving out empty values.
@@ -98,9 +99,19 @@ func (s *Server) Authorize(ctx context.Context, rawQuery string) (AuthorizeReque
 		return AuthorizeRequest{}, page("client_id is missing")
 	}
 	var req AuthorizeRequest
-	if ValidClientID(clientID) {
+	switch {
+	case ValidClientID(clientID):
 		req.Client, err = s.store.Client(ctx, clientID)
-	} else {
+	case store.IsMetadataClientID(clientID):
+		if req.Client, err = s.metadataClient(ctx, clientID); err != nil {
+			return AuthorizeRequest{}, err
+		}
+		// Stored so that the request, code, tokens and consent can name it; the document's
+		// latest name and redirect URIs replace the last ones.
+		if err := s.store.SaveMetadataClient(ctx, req.Client); err != nil {
+			return AuthorizeRequest{}, fmt.Errorf("save metadata client: %w", err)
+		}
+	default:
 		err = store.ErrNotFound
 	}
 	switch {
@@ -122,7 +133,7 @@ func (s *Server) Authorize(ctx context.Context, rawQuery string) (AuthorizeReque
 
 	// From here on the redirect URI is trusted: errors go back to the client.
 	refuse := func(code, description string) error {
-		return &AuthorizeError{Code: code, Description: description, ClientName: req.Client.Name, redirectURI: req.RedirectURI, state: req.State}
+		return &AuthorizeError{Code: code, Description: description, ClientName: req.Client.Name, redirectURI: req.RedirectURI, state: req.State, issuer: s.issuer}
 	}
 	// refuseWith sends back a parameter check's *Error.
 	refuseWith := func(err error) error {
@@ -160,9 +171,7 @@ func (s *Server) Authorize(ctx context.Context, rawQuery string) (AuthorizeReque
 		return AuthorizeRequest{}, refuse(errInvalidRequest, "code_challenge must be the base64url SHA-256 of the code_verifier (43 characters)")
 	}
 	req.CodeChallenge = challenge
-	if req.Scope, err = checkScope(scope); err != nil {
-		return AuthorizeRequest{}, refuseWith(err)
-	}
+	req.Scope = grantScope(scope)
 	if err := s.checkResource(q["resource"]); err != nil {
 		return AuthorizeRequest{}, refuseWith(err)
 	}
@@ -194,7 +203,13 @@ type Pending struct {
 	ID           string
 	ClientName   string
 	RedirectHost string
-	Scope        string
+	// ClientHost is the host of a client known by its metadata document's URL: who published
+	// the name. Empty for a registered client.
+	ClientHost string
+	Scope      string
+	// MixedScripts is set when the client's name mixes scripts whose letters look alike
+	// ("Cl" + Cyrillic "а" + "ude"): the page warns that it may imitate another app's name.
+	MixedScripts bool
 }
 
 // Begin stores a checked request for the signed-in user and returns what the consent page shows.
@@ -208,7 +223,14 @@ func (s *Server) Begin(ctx context.Context, userID string, req AuthorizeRequest)
 	if err != nil {
 		return Pending{}, fmt.Errorf("store authorization request: %w", err)
 	}
-	return Pending{ID: id, ClientName: req.Client.Name, RedirectHost: redirectHost(req.RedirectURI), Scope: req.Scope}, nil
+	p := Pending{ID: id, ClientName: req.Client.Name, RedirectHost: redirectHost(req.RedirectURI), Scope: req.Scope,
+		MixedScripts: store.MixedScripts(req.Client.Name)}
+	if store.IsMetadataClientID(req.Client.ID) {
+		if u, err := url.Parse(req.Client.ID); err == nil {
+			p.ClientHost = u.Host
+		}
+	}
+	return p, nil
 }
 
 // Decide answers a pending request of the user and returns where to send the browser: on
@@ -227,7 +249,7 @@ func (s *Server) Decide(ctx context.Context, userID, pendingID string, approve b
 	if !approve {
 		s.log.Info("authorization denied", "user", userID, "client", req.ClientID)
 		return withParams(req.RedirectURI, answer("error", errAccessDenied,
-			"error_description", "the user denied the request", "state", req.State)), nil
+			"error_description", "the user denied the request", "state", req.State, "iss", s.issuer)), nil
 	}
 	code, hash := store.NewSecret(prefixCode)
 	err = s.store.CreateCode(ctx, store.AuthCode{
@@ -241,5 +263,5 @@ func (s *Server) Decide(ctx context.Context, userID, pendingID string, approve b
 		return "", fmt.Errorf("save consent: %w", err)
 	}
 	s.log.Info("authorization approved", "user", userID, "client", req.ClientID)
-	return withParams(req.RedirectURI, answer("code", code, "state", req.State)), nil
+	return withParams(req.RedirectURI, answer("code", code, "state", req.State, "iss", s.issuer)), nil
 }

@@ -61,7 +61,8 @@ func TestAuthorize(t *testing.T) {
 			{"a code_challenge that is not a SHA-256 goes back as invalid_request", set("code_challenge", "short"), false, "invalid_request", "xyz-state"},
 			{"a missing code_challenge_method goes back as invalid_request", del("code_challenge_method"), false, "invalid_request", "xyz-state"},
 			{"code_challenge_method=plain goes back as invalid_request", set("code_challenge_method", "plain"), false, "invalid_request", "xyz-state"},
-			{"a scope other than mcp:read goes back as invalid_scope", set("scope", "admin"), false, "invalid_scope", "xyz-state"},
+			{"an unknown scope is dropped, not refused", set("scope", "admin"), false, "", ""},
+			{"offline_access beside mcp:read is dropped, not refused", set("scope", "offline_access mcp:read"), false, "", ""},
 			{"a foreign resource goes back as invalid_target", set("resource", "https://other.example/mcp"), false, "invalid_target", "xyz-state"},
 			{"a foreign resource beside ours goes back as invalid_target", set("resource", testBase+"/api/mcp", "https://other.example/mcp"), false, "invalid_target", "xyz-state"},
 			{"a repeated state goes back without a state", set("state", "a", "b"), false, "invalid_request", ""},
@@ -100,7 +101,7 @@ func TestAuthorize(t *testing.T) {
 					t.Fatalf("location %q does not keep the registered URI and its query", loc)
 				}
 				q, _ := url.ParseQuery(strings.TrimPrefix(loc, cb+"&"))
-				if q.Get("error") != tt.code || q.Get("error_description") == "" || q.Get("state") != tt.state || q.Has("code") {
+				if q.Get("error") != tt.code || q.Get("error_description") == "" || q.Get("state") != tt.state || q.Has("code") || q.Get("iss") != testBase {
 					t.Errorf("error redirect %q", loc)
 				}
 				if q.Has("state") != (tt.state != "") {
@@ -108,6 +109,12 @@ func TestAuthorize(t *testing.T) {
 				}
 			})
 		}
+		t.Run("mcp:write is granted when asked for, with mcp:read, whatever else is asked", func(t *testing.T) {
+			req, err := f.srv.Authorize(ctx, set("scope", "mcp:write offline_access"))
+			if err != nil || req.Scope != "mcp:read mcp:write" {
+				t.Errorf("scope %q, %v; want mcp:read mcp:write", req.Scope, err)
+			}
+		})
 		t.Run("a resource is kept with the request", func(t *testing.T) {
 			req, err := f.srv.Authorize(ctx, set("resource", testBase+"/api/mcp"))
 			if err != nil || req.Resource != testBase+"/api/mcp" {
@@ -151,6 +158,9 @@ func TestDecide(t *testing.T) {
 			if !strings.HasPrefix(loc, cb+"&code=ac_") || !strings.HasSuffix(loc, "&state=xyz-state") {
 				t.Fatalf("location %q", loc)
 			}
+			if q, _ := url.ParseQuery(strings.TrimPrefix(loc, cb+"&")); q.Get("iss") != testBase {
+				t.Errorf("location %q: want iss=%s (RFC 9207)", loc, testBase)
+			}
 			code, _ := url.ParseQuery(strings.TrimPrefix(loc, cb+"&"))
 			got, err := f.st.Code(ctx, store.HashSecret(code.Get("code")))
 			if err != nil {
@@ -175,7 +185,7 @@ func TestDecide(t *testing.T) {
 				t.Fatal(err)
 			}
 			q, _ := url.ParseQuery(strings.TrimPrefix(loc, cb+"&"))
-			if !strings.HasPrefix(loc, cb+"&") || q.Get("error") != "access_denied" || q.Get("error_description") == "" || q.Get("state") != "xyz-state" || q.Has("code") {
+			if !strings.HasPrefix(loc, cb+"&") || q.Get("error") != "access_denied" || q.Get("error_description") == "" || q.Get("state") != "xyz-state" || q.Has("code") || q.Get("iss") != testBase {
 				t.Errorf("location %q", loc)
 			}
 		})

@@ -30,6 +30,7 @@ type Error struct {
 	Status      int
 	Code        string
 	Description string
+	basic       bool // a failed client_secret_basic: the 401 carries a Basic challenge (RFC 6749 §5.2)
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Description }
@@ -53,6 +54,9 @@ func WriteError(w http.ResponseWriter, status int, code, description string) {
 func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	var e *Error
 	if errors.As(err, &e) {
+		if e.basic {
+			w.Header().Set("WWW-Authenticate", `Basic realm="sitepulse"`)
+		}
 		WriteError(w, e.Status, e.Code, e.Description)
 		return
 	}

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"sitepulse/store"
 )
 
 // maxFormBody caps the token and revocation request bodies: a legitimate one is well under 2 KiB.
@@ -77,13 +79,30 @@ func (s *Server) checkResource(values []string) error {
 	return nil
 }
 
-// checkScope validates a requested scope: absent, or space-separated values each of which is
-// mcp:read. It returns the scope to grant.
-func checkScope(scope string) (string, error) {
-	for _, v := range strings.Fields(scope) {
-		if v != Scope {
-			return "", badRequest(errInvalidScope, "the only scope is "+Scope)
+// grantScope is the scope an authorization request gets: the supported scopes it names,
+// unknown ones (offline_access, openid) dropped rather than refused (RFC 6749 §3.3 lets the
+// server grant less; the token response says what), mcp:read always with mcp:write, and
+// DefaultScope when it names none.
+func grantScope(requested string) string {
+	known := store.KnownScopes(requested)
+	if store.HasScope(known, store.ScopeWrite) {
+		return store.ScopeAll
+	}
+	return DefaultScope
+}
+
+// narrowScope is the scope of a refresh: the granted one, or the supported part of the
+// requested one when it asks for less (RFC 6749 §6). Asking for a scope the grant lacks is
+// invalid_scope: more needs the user's consent again.
+func narrowScope(granted, requested string) (string, error) {
+	known := store.KnownScopes(requested)
+	if known == "" {
+		return granted, nil
+	}
+	for _, s := range strings.Fields(known) {
+		if !store.HasScope(granted, s) {
+			return "", badRequest(errInvalidScope, s+" was not granted; ask the user again at the authorization endpoint")
 		}
 	}
-	return Scope, nil
+	return known, nil
 }

@@ -222,7 +222,7 @@ func wantOAuthError(t *testing.T, rec *httptest.ResponseRecorder, status int, co
 // alive answers whether an access token is accepted.
 func (f *fixture) alive(t testing.TB, at string) bool {
 	t.Helper()
-	_, err := f.srv.VerifyAccessToken(ctx, at)
+	_, _, err := f.srv.VerifyAccessToken(ctx, at)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		t.Fatal(err)
 	}

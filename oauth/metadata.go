@@ -3,9 +3,12 @@ package oauth
 import (
 	"encoding/json"
 	"net/http"
+
+	"sitepulse/store"
 )
 
-// asMetadata is the authorization server metadata (RFC 8414), exactly the interface's fields.
+// asMetadata is the authorization server metadata (RFC 8414): the interface's fields and the
+// two that MCP 2025-11-25 clients look for.
 type asMetadata struct {
 	Issuer                            string   `json:"issuer"`
 	AuthorizationEndpoint             string   `json:"authorization_endpoint"`
@@ -19,6 +22,12 @@ type asMetadata struct {
 	TokenEndpointAuthMethodsSupported []string `json:"token_endpoint_auth_methods_supported"`
 	CodeChallengeMethodsSupported     []string `json:"code_challenge_methods_supported"`
 	ServiceDocumentation              string   `json:"service_documentation"`
+	// AuthorizationResponseIssParameterSupported: every authorization response, errors
+	// included, carries iss (RFC 9207), so a client can tell which server answered.
+	AuthorizationResponseIssParameterSupported bool `json:"authorization_response_iss_parameter_supported"`
+	// ClientIDMetadataDocumentSupported: an https URL is accepted as a client_id and its
+	// document fetched (draft-ietf-oauth-client-id-metadata-document).
+	ClientIDMetadataDocumentSupported bool `json:"client_id_metadata_document_supported"`
 }
 
 // prMetadata is the protected resource metadata of the MCP endpoint (RFC 9728).
@@ -36,6 +45,7 @@ const (
 	grantRefresh = "refresh_token"
 	authNone     = "none"
 	authPost     = "client_secret_post"
+	authBasic    = "client_secret_basic"
 )
 
 // metadata encodes both documents once: they depend only on BASE_URL.
@@ -46,18 +56,21 @@ func (s *Server) metadata() (as, prm []byte) {
 		TokenEndpoint:                     s.issuer + "/api/oauth/token",
 		RegistrationEndpoint:              s.issuer + "/api/oauth/register",
 		RevocationEndpoint:                s.issuer + "/api/oauth/revoke",
-		ScopesSupported:                   []string{Scope},
+		ScopesSupported:                   store.Scopes,
 		ResponseTypesSupported:            []string{"code"},
 		ResponseModesSupported:            []string{"query"},
 		GrantTypesSupported:               []string{grantCode, grantRefresh},
-		TokenEndpointAuthMethodsSupported: []string{authNone, authPost},
+		TokenEndpointAuthMethodsSupported: []string{authNone, authPost, authBasic},
 		CodeChallengeMethodsSupported:     []string{"S256"},
 		ServiceDocumentation:              s.issuer + DocumentationPath,
+
+		AuthorizationResponseIssParameterSupported: true,
+		ClientIDMetadataDocumentSupported:          s.fetch != nil,
 	})
 	prm, _ = json.Marshal(prMetadata{
 		Resource:               s.resource,
 		AuthorizationServers:   []string{s.issuer},
-		ScopesSupported:        []string{Scope},
+		ScopesSupported:        store.Scopes,
 		BearerMethodsSupported: []string{"header"},
 		ResourceDocumentation:  s.issuer + DocumentationPath,
 	})

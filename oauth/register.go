@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"sitepulse/store"
@@ -90,20 +89,20 @@ func (s *Server) register(r *http.Request) (store.OAuthClient, string, error) {
 	}
 	c.AuthMethod = authNone
 	if m := req.TokenEndpointAuthMethod; m != nil && *m != "" {
-		if *m != authNone && *m != authPost {
-			return store.OAuthClient{}, "", invalidMetadata("token_endpoint_auth_method must be none or client_secret_post")
+		if *m != authNone && *m != authPost && *m != authBasic {
+			return store.OAuthClient{}, "", invalidMetadata("token_endpoint_auth_method must be none, client_secret_post or client_secret_basic")
 		}
 		c.AuthMethod = *m
 	}
-	c.Scope = Scope
-	if req.Scope != nil {
-		if _, err := checkScope(*req.Scope); err != nil {
-			return store.OAuthClient{}, "", invalidMetadata("scope must be " + Scope)
-		}
+	// The scopes the client may ask for: the supported ones it names, unknown ones dropped;
+	// every scope when it names none.
+	c.Scope = store.ScopeAll
+	if req.Scope != nil && store.KnownScopes(*req.Scope) != "" {
+		c.Scope = store.KnownScopes(*req.Scope)
 	}
 	c.ID, _ = store.NewSecret(prefixClient)
 	var secret string
-	if c.AuthMethod == authPost {
+	if c.AuthMethod != authNone {
 		secret, c.SecretHash = store.NewSecret(prefixSecret)
 	}
 	s.sweepClients(r.Context())
@@ -171,16 +170,13 @@ func checkClientName(name *string) (string, error) {
 		return "", invalidMetadata("client_name is required: the name people see on the consent page")
 	}
 	n := strings.TrimSpace(*name)
-	if !utf8.ValidString(n) || utf8.RuneCountInString(n) > maxClientName {
+	// Invisible and formatting characters (U+202E, zero-width joiners, Hangul fillers, the
+	// Braille blank) can make a name on the consent page read as another app's.
+	if why := store.DisplayTextProblem(n); why != "" {
+		return "", invalidMetadata("client_name " + why)
+	}
+	if utf8.RuneCountInString(n) > maxClientName {
 		return "", invalidMetadata("client_name must be at most 200 characters")
-	}
-	if strings.IndexFunc(n, func(r rune) bool { return unicode.IsControl(r) || r == utf8.RuneError }) >= 0 {
-		return "", invalidMetadata("client_name must not contain control characters")
-	}
-	// Format characters (bidi overrides such as U+202E, zero-width joiners) can make a name on
-	// the consent page read as another app's.
-	if strings.IndexFunc(n, func(r rune) bool { return unicode.Is(unicode.Cf, r) }) >= 0 {
-		return "", invalidMetadata("client_name must not contain invisible formatting characters (Unicode category Cf, such as U+202E)")
 	}
 	return n, nil
 }

@@ -46,7 +46,7 @@ func TestRegister(t *testing.T) {
 		})
 		t.Run("a registration with only a name and redirect URIs gets the defaults", func(t *testing.T) {
 			c := f.register(t, "", "https://a.example/cb")
-			if c.TokenEndpointAuthMethod != "none" || c.Scope != "mcp:read" || !reflect.DeepEqual(c.GrantTypes, []string{"authorization_code", "refresh_token"}) {
+			if c.TokenEndpointAuthMethod != "none" || c.Scope != "mcp:read mcp:write" || !reflect.DeepEqual(c.GrantTypes, []string{"authorization_code", "refresh_token"}) {
 				t.Errorf("defaults: %+v", c)
 			}
 		})
@@ -100,8 +100,11 @@ func TestRegister(t *testing.T) {
 			{"the implicit grant is a validation error", `{"client_name":"x","redirect_uris":["https://a.example/cb"],"grant_types":["implicit"]}`, 422, "invalid_client_metadata"},
 			{"refresh_token without authorization_code is a validation error", `{"client_name":"x","redirect_uris":["https://a.example/cb"],"grant_types":["refresh_token"]}`, 422, "invalid_client_metadata"},
 			{"a huge grant_types array is a validation error", `{"client_name":"x","redirect_uris":["https://a.example/cb"],"grant_types":[` + strings.Repeat(`"refresh_token",`, 500) + `"authorization_code"]}`, 422, "invalid_client_metadata"},
-			{"client_secret_basic is a validation error", `{"client_name":"x","redirect_uris":["https://a.example/cb"],"token_endpoint_auth_method":"client_secret_basic"}`, 422, "invalid_client_metadata"},
-			{"a scope other than mcp:read is a validation error", `{"client_name":"x","redirect_uris":["https://a.example/cb"],"scope":"mcp:read admin"}`, 422, "invalid_client_metadata"},
+			{"private_key_jwt is a validation error", `{"client_name":"x","redirect_uris":["https://a.example/cb"],"token_endpoint_auth_method":"private_key_jwt"}`, 422, "invalid_client_metadata"},
+			{"a client_name followed by Hangul fillers (U+3164) is a validation error", "{\"client_name\":\"Claude\u3164\u3164\",\"redirect_uris\":[\"https://a.example/cb\"]}", 422, "invalid_client_metadata"},
+			{"a client_name with a Braille blank (U+2800) is a validation error", "{\"client_name\":\"A\u2800B\",\"redirect_uris\":[\"https://a.example/cb\"]}", 422, "invalid_client_metadata"},
+			{"a client_name with a halfwidth Hangul filler (U+FFA0) is a validation error", "{\"client_name\":\"Cl\uffa0aude\",\"redirect_uris\":[\"https://a.example/cb\"]}", 422, "invalid_client_metadata"},
+			{"a client_name with a variation selector is a validation error", "{\"client_name\":\"Claude\ufe0f\",\"redirect_uris\":[\"https://a.example/cb\"]}", 422, "invalid_client_metadata"},
 			{"an empty body is not JSON", ``, 400, "invalid_client_metadata"},
 			{"a JSON array is not a JSON object", `[]`, 400, "invalid_client_metadata"},
 			{"garbage is not JSON", `client_name=x`, 400, "invalid_client_metadata"},
@@ -113,6 +116,44 @@ func TestRegister(t *testing.T) {
 				wantOAuthError(t, f.registerRaw(tt.body), tt.status, tt.code)
 			})
 		}
+		t.Run("client_secret_basic registers a confidential client with a secret", func(t *testing.T) {
+			c := f.register(t, "client_secret_basic", "https://a.example/cb")
+			if c.TokenEndpointAuthMethod != "client_secret_basic" || !strings.HasPrefix(c.ClientSecret, "cs_") {
+				t.Errorf("client %+v", c)
+			}
+		})
+		t.Run("unknown scopes are dropped from the registration, not refused", func(t *testing.T) {
+			rec := f.registerRaw(`{"client_name":"x","redirect_uris":["https://a.example/cb"],"scope":"mcp:read admin offline_access"}`)
+			if rec.Code != http.StatusCreated || !strings.Contains(rec.Body.String(), `"scope":"mcp:read"`) {
+				t.Errorf("%d %s, want 201 with scope mcp:read", rec.Code, rec.Body)
+			}
+		})
+		t.Run("a registration without scope may ask for every scope", func(t *testing.T) {
+			rec := f.registerRaw(`{"client_name":"x","redirect_uris":["https://a.example/cb"]}`)
+			if rec.Code != http.StatusCreated || !strings.Contains(rec.Body.String(), `"scope":"mcp:read mcp:write"`) {
+				t.Errorf("%d %s, want 201 with scope mcp:read mcp:write", rec.Code, rec.Body)
+			}
+		})
+		t.Run("a Latin name with a Cyrillic letter registers, and the consent page is told it mixes scripts", func(t *testing.T) {
+			rec := f.registerRaw("{\"client_name\":\"Cl\u0430ude\",\"redirect_uris\":[\"https://a.example/cb\"]}")
+			if rec.Code != http.StatusCreated {
+				t.Fatalf("%d %s", rec.Code, rec.Body)
+			}
+			var c clientInfo
+			json.Unmarshal(rec.Body.Bytes(), &c)
+			_, challenge := pkcePair()
+			req, err := f.srv.Authorize(ctx, authorizeQuery(c, "https://a.example/cb", challenge).Encode())
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := f.srv.Begin(ctx, f.user.ID, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !p.MixedScripts || p.RedirectHost != "a.example" {
+				t.Errorf("pending %+v, want MixedScripts and the redirect host", p)
+			}
+		})
 		t.Run("the accepted redirect URI shapes all register", func(t *testing.T) {
 			for _, uri := range []string{"http://localhost:53682/callback", "com.example.mcpcheck:/oauth/callback", "https://client.example/cb",
 				"http://[::1]:3000/cb", "cursor://anysphere.cursor-mcp/oauth/callback"} {

@@ -41,8 +41,8 @@ func (s *Server) revoke(r *http.Request) error {
 		return badRequest(errInvalidRequest, "token is missing")
 	}
 	clientID := ""
-	if len(form["client_id"]) > 0 {
-		c, err := s.authenticateClient(ctx, form)
+	if len(form["client_id"]) > 0 || r.Header.Get("Authorization") != "" {
+		c, err := s.authenticateClient(ctx, form, r.Header.Get("Authorization"))
 		if err != nil {
 			return err
 		}

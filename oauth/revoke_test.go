@@ -96,10 +96,10 @@ func TestVerifyAccessToken(t *testing.T) {
 	eachBackend(t, func(t *testing.T, f *fixture) {
 		g := f.newGrant(t)
 		r := f.tokens(t, f.token(g.exchangeForm()))
-		t.Run("a live access token gives its user", func(t *testing.T) {
-			u, err := f.srv.VerifyAccessToken(ctx, r.AccessToken)
-			if err != nil || u != f.user.ID {
-				t.Errorf("user %q, %v", u, err)
+		t.Run("a live access token gives its user and its scope", func(t *testing.T) {
+			u, scope, err := f.srv.VerifyAccessToken(ctx, r.AccessToken)
+			if err != nil || u != f.user.ID || scope != "mcp:read" {
+				t.Errorf("user %q, scope %q, %v", u, scope, err)
 			}
 		})
 		for name, tok := range map[string]string{
@@ -110,7 +110,7 @@ func TestVerifyAccessToken(t *testing.T) {
 			"an empty token is not found":            "",
 		} {
 			t.Run(name, func(t *testing.T) {
-				if _, err := f.srv.VerifyAccessToken(ctx, tok); !errors.Is(err, store.ErrNotFound) {
+				if _, _, err := f.srv.VerifyAccessToken(ctx, tok); !errors.Is(err, store.ErrNotFound) {
 					t.Errorf("err %v, want ErrNotFound", err)
 				}
 			})

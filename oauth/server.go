@@ -1,16 +1,20 @@
 // Package oauth is SitePulse's OAuth 2.1 authorization server for MCP clients: its metadata
-// (RFC 8414, RFC 9728), dynamic client registration (RFC 7591), the authorization code grant
-// with PKCE S256, refresh-token rotation with reuse detection, revocation (RFC 7009), and the
+// (RFC 8414, RFC 9728), dynamic client registration (RFC 7591) and Client ID Metadata
+// Documents, the authorization code grant with PKCE S256 and iss on every authorization
+// response (RFC 9207), client_secret_post and client_secret_basic, the scopes mcp:read and
+// mcp:write, refresh-token rotation with reuse detection, revocation (RFC 7009), and the
 // verification of the access tokens it issues.
 //
 // It knows nothing of sessions or pages. The handlers package signs the user in, shows the
 // consent page and calls Authorize, Begin and Decide; every other endpoint is an http.Handler
-// made here. It imports only store.
+// made here. It imports only store; the HTTP client that fetches metadata documents through the
+// outbound guard is handed in by main.
 package oauth
 
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -18,8 +22,10 @@ import (
 	"sitepulse/store"
 )
 
-// Scope is the only scope (interface, Authentication rule 4). It allows every MCP tool.
-const Scope = "mcp:read"
+// DefaultScope is what an authorization request without a known scope gets (interface, GET
+// /oauth/authorize): reading. Publishing (mcp:write) is asked for, by name or after a 403
+// insufficient_scope challenge.
+const DefaultScope = store.ScopeRead
 
 // Lifetimes (interface, Limits).
 const (
@@ -64,6 +70,9 @@ type Config struct {
 	// 90-day limits.
 	Now func() time.Time
 	Log *slog.Logger
+	// MetadataClient fetches Client ID Metadata Documents. main gives it the outbound guard's
+	// client, so no document is read from an internal address; nil turns the mechanism off.
+	MetadataClient *http.Client
 }
 
 // Server is the authorization server.
@@ -75,6 +84,8 @@ type Server struct {
 	log      *slog.Logger
 	asMeta   []byte
 	prmMeta  []byte
+	fetch    *http.Client // nil: Client ID Metadata Documents are off
+	cimd     metadataCache
 
 	sweepMu   sync.Mutex
 	lastSweep time.Time
@@ -93,6 +104,12 @@ func New(cfg Config) *Server {
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MetadataClient != nil {
+		// A copy that never follows a redirect: the document must be at its URL.
+		c := *cfg.MetadataClient
+		c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		s.fetch = &c
 	}
 	s.resource = s.issuer + MCPPath
 	s.asMeta, s.prmMeta = s.metadata()

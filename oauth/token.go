@@ -3,6 +3,7 @@ package oauth
 import (
 	"context"
 	"crypto/subtle"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -53,27 +54,41 @@ func (s *Server) token(r *http.Request) (tokenResponse, error) {
 	case "":
 		return tokenResponse{}, badRequest(errInvalidRequest, "grant_type is missing")
 	case grantCode:
-		return s.exchangeCode(r.Context(), form)
+		return s.exchangeCode(r.Context(), form, r.Header.Get("Authorization"))
 	case grantRefresh:
-		return s.refresh(r.Context(), form)
+		return s.refresh(r.Context(), form, r.Header.Get("Authorization"))
 	}
 	return tokenResponse{}, badRequest(errUnsupportedGrantType, "grant_type must be authorization_code or refresh_token")
 }
 
 // authenticateClient finds the client of a token or revocation request. Public clients name
-// themselves; confidential ones prove it with client_secret_post, compared by hash in constant
-// time.
-func (s *Server) authenticateClient(ctx context.Context, form url.Values) (store.OAuthClient, error) {
+// themselves; confidential ones prove it with client_secret_post (the secret in the body) or
+// client_secret_basic (HTTP Basic in the Authorization header, RFC 6749 §2.3.1), either one,
+// never both; the secret is compared by hash in constant time.
+func (s *Server) authenticateClient(ctx context.Context, form url.Values, authorization string) (store.OAuthClient, error) {
 	vals, err := params(form, "client_id", "client_secret")
 	if err != nil {
 		return store.OAuthClient{}, err
 	}
 	id, secret := vals[0], vals[1]
+	basic := false
+	if authorization != "" {
+		bid, bsecret, err := basicCredentials(authorization)
+		switch {
+		case err != nil:
+			return store.OAuthClient{}, err
+		case secret != "":
+			return store.OAuthClient{}, badRequest(errInvalidRequest, "send the client secret once: in the Authorization header or in the body, not both")
+		case id != "" && id != bid:
+			return store.OAuthClient{}, badRequest(errInvalidRequest, "client_id in the body differs from the one in the Authorization header")
+		}
+		id, secret, basic = bid, bsecret, true
+	}
 	if id == "" {
 		return store.OAuthClient{}, badRequest(errInvalidRequest, "client_id is missing")
 	}
 	unknown := badRequest(errInvalidClient, "the client_id is not registered here")
-	if !ValidClientID(id) {
+	if !ValidClientID(id) && !store.IsMetadataClientID(id) {
 		return store.OAuthClient{}, unknown
 	}
 	c, err := s.store.Client(ctx, id)
@@ -86,7 +101,7 @@ func (s *Server) authenticateClient(ctx context.Context, form url.Values) (store
 	if c.SecretHash == "" {
 		return c, nil
 	}
-	bad := &Error{Status: http.StatusUnauthorized, Code: errInvalidClient, Description: "client authentication failed: send the client_secret issued at registration (client_secret_post)"}
+	bad := &Error{Status: http.StatusUnauthorized, Code: errInvalidClient, Description: "client authentication failed: send the client_secret issued at registration (client_secret_post or client_secret_basic)", basic: basic}
 	if secret == "" || len(secret) > maxSecretLen {
 		return store.OAuthClient{}, bad
 	}
@@ -96,13 +111,37 @@ func (s *Server) authenticateClient(ctx context.Context, form url.Values) (store
 	return c, nil
 }
 
+// basicCredentials decodes "Authorization: Basic ...": base64 of the form-urlencoded client id
+// and secret joined by a colon (RFC 6749 §2.3.1). Anything else is invalid_request.
+func basicCredentials(authorization string) (id, secret string, err error) {
+	const scheme = "basic "
+	if len(authorization) <= len(scheme) || !strings.EqualFold(authorization[:len(scheme)], scheme) || len(authorization) > 4*maxSecretLen {
+		return "", "", badRequest(errInvalidRequest, "the Authorization header must be HTTP Basic client credentials")
+	}
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(authorization[len(scheme):]))
+	if err != nil {
+		return "", "", badRequest(errInvalidRequest, "the Basic credentials are not base64")
+	}
+	rawID, rawSecret, ok := strings.Cut(string(raw), ":")
+	if !ok {
+		return "", "", badRequest(errInvalidRequest, "the Basic credentials must be client_id:client_secret")
+	}
+	if id, err = url.QueryUnescape(rawID); err == nil {
+		secret, err = url.QueryUnescape(rawSecret)
+	}
+	if err != nil {
+		return "", "", badRequest(errInvalidRequest, "the Basic credentials must be form-urlencoded before base64 (RFC 6749 §2.3.1)")
+	}
+	return id, secret, nil
+}
+
 // exchangeCode is the authorization_code grant. A code is redeemed once: a later redemption
 // that passes every check (same client, redirect_uri and verifier), and the losers of
 // concurrent ones, get invalid_grant and revoke every token issued from the code (RFC 6749
 // §4.1.2, RFC 9700 §4.5): the code leaked somewhere, and its tokens may be in a thief's hands.
 // A replay that fails a check (another client, a wrong verifier) revokes nothing, or anyone
 // could end a grant by guessing at it (OAuth 2.1 §7.5.3).
-func (s *Server) exchangeCode(ctx context.Context, form url.Values) (tokenResponse, error) {
+func (s *Server) exchangeCode(ctx context.Context, form url.Values, authorization string) (tokenResponse, error) {
 	vals, err := params(form, "code", "redirect_uri", "code_verifier")
 	if err != nil {
 		return tokenResponse{}, err
@@ -116,7 +155,7 @@ func (s *Server) exchangeCode(ctx context.Context, form url.Values) (tokenRespon
 	case verifier == "":
 		return tokenResponse{}, badRequest(errInvalidRequest, "code_verifier is missing (PKCE is required)")
 	}
-	client, err := s.authenticateClient(ctx, form)
+	client, err := s.authenticateClient(ctx, form, authorization)
 	if err != nil {
 		return tokenResponse{}, err
 	}
@@ -166,7 +205,7 @@ func (s *Server) exchangeCode(ctx context.Context, form url.Values) (tokenRespon
 // refresh is the refresh_token grant with rotation: the presented token is used up and a new
 // access and refresh token replace it. A used refresh token presented again means one of its
 // holders is a thief, so the whole family is revoked.
-func (s *Server) refresh(ctx context.Context, form url.Values) (tokenResponse, error) {
+func (s *Server) refresh(ctx context.Context, form url.Values, authorization string) (tokenResponse, error) {
 	vals, err := params(form, "refresh_token", "scope")
 	if err != nil {
 		return tokenResponse{}, err
@@ -175,14 +214,11 @@ func (s *Server) refresh(ctx context.Context, form url.Values) (tokenResponse, e
 	if presented == "" {
 		return tokenResponse{}, badRequest(errInvalidRequest, "refresh_token is missing")
 	}
-	client, err := s.authenticateClient(ctx, form)
+	client, err := s.authenticateClient(ctx, form, authorization)
 	if err != nil {
 		return tokenResponse{}, err
 	}
 	if err := s.checkResource(form["resource"]); err != nil {
-		return tokenResponse{}, err
-	}
-	if _, err := checkScope(scope); err != nil {
 		return tokenResponse{}, err
 	}
 	invalid := badRequest(errInvalidGrant, "the refresh token is unknown, expired or revoked")
@@ -212,7 +248,11 @@ func (s *Server) refresh(ctx context.Context, form url.Values) (tokenResponse, e
 	if now.After(old.ExpiresAt) {
 		return tokenResponse{}, badRequest(errInvalidGrant, "the refresh token expired: refresh tokens live 90 days")
 	}
-	resp, tokens := s.issue(client, old.UserID, old.FamilyID, old.Scope, now)
+	granted, err := narrowScope(old.Scope, scope)
+	if err != nil {
+		return tokenResponse{}, err
+	}
+	resp, tokens := s.issue(client, old.UserID, old.FamilyID, granted, now)
 	switch err := s.store.RotateRefresh(ctx, hash, now, tokens...); {
 	case errors.Is(err, store.ErrConflict):
 		return tokenResponse{}, s.reused(ctx, "refresh token", old.ClientID, old.FamilyID, now)

@@ -1,8 +1,10 @@
 package oauth
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
@@ -210,7 +212,7 @@ func TestTokenErrors(t *testing.T) {
 			{"a repeated refresh_token is invalid_request", refresh(func(v url.Values) { v.Add("refresh_token", live.RefreshToken) }), 400, "invalid_request"},
 			{"an unknown refresh token is invalid_grant", refresh(func(v url.Values) { v.Set("refresh_token", "rt_unknown") }), 400, "invalid_grant"},
 			{"an access token presented as a refresh token is invalid_grant", refresh(func(v url.Values) { v.Set("refresh_token", live.AccessToken) }), 400, "invalid_grant"},
-			{"a refresh asking for more than mcp:read is invalid_scope", refresh(func(v url.Values) { v.Set("scope", "mcp:read admin") }), 400, "invalid_scope"},
+			{"a refresh asking for mcp:write beyond its grant of mcp:read is invalid_scope", refresh(func(v url.Values) { v.Set("scope", "mcp:read mcp:write") }), 400, "invalid_scope"},
 			{"a refresh for a foreign resource is invalid_target", refresh(func(v url.Values) { v.Set("resource", "https://other.example/mcp") }), 400, "invalid_target"},
 			{"a refresh by an unknown client is invalid_client", refresh(func(v url.Values) { v.Set("client_id", "c_unknown") }), 400, "invalid_client"},
 		}
@@ -240,6 +242,111 @@ func TestTokenErrors(t *testing.T) {
 			rf.Set("resource", testBase+"/api/mcp")
 			rf.Set("scope", "mcp:read")
 			f.tokens(t, f.token(rf))
+		})
+	})
+}
+
+func TestScopesGranted(t *testing.T) {
+	eachBackend(t, func(t *testing.T, f *fixture) {
+		c := f.register(t, "none", "http://127.0.0.1/callback")
+		grantWith := func(t *testing.T, scope string) tokenResponse {
+			verifier, challenge := pkcePair()
+			q := authorizeQuery(c, "http://127.0.0.1/callback", challenge)
+			if scope != "" {
+				q.Set("scope", scope)
+			}
+			return f.tokens(t, f.token(f.approve(t, c, q, verifier).exchangeForm()))
+		}
+		t.Run("offline_access is dropped and the token response says mcp:read was granted", func(t *testing.T) {
+			if r := grantWith(t, "mcp:read offline_access"); r.Scope != "mcp:read" {
+				t.Errorf("scope %q, want mcp:read", r.Scope)
+			}
+		})
+		t.Run("no scope grants mcp:read only", func(t *testing.T) {
+			if r := grantWith(t, ""); r.Scope != "mcp:read" {
+				t.Errorf("scope %q, want mcp:read", r.Scope)
+			}
+		})
+		t.Run("mcp:write is granted with mcp:read, and its access token carries both", func(t *testing.T) {
+			r := grantWith(t, "mcp:write")
+			if r.Scope != "mcp:read mcp:write" {
+				t.Errorf("scope %q, want mcp:read mcp:write", r.Scope)
+			}
+			_, scope, err := f.srv.VerifyAccessToken(ctx, r.AccessToken)
+			if err != nil || scope != "mcp:read mcp:write" {
+				t.Errorf("VerifyAccessToken scope %q, %v", scope, err)
+			}
+		})
+		t.Run("a refresh may narrow the scope, drops unknown ones, and says what it granted", func(t *testing.T) {
+			r := grantWith(t, "mcp:read mcp:write")
+			rf := refreshForm(c.ClientID, r.RefreshToken)
+			rf.Set("scope", "mcp:read offline_access")
+			if r2 := f.tokens(t, f.token(rf)); r2.Scope != "mcp:read" {
+				t.Errorf("refreshed scope %q, want mcp:read", r2.Scope)
+			}
+		})
+	})
+}
+
+// RFC 6749 §2.3.1: the client id and secret are form-urlencoded, joined by a colon, base64
+// encoded, and sent as HTTP Basic credentials.
+func TestClientSecretBasic(t *testing.T) {
+	eachBackend(t, func(t *testing.T, f *fixture) {
+		c := f.register(t, "client_secret_basic", "https://server.example/cb")
+		basic := func(id, secret string) string {
+			return "Basic " + base64.StdEncoding.EncodeToString([]byte(url.QueryEscape(id)+":"+url.QueryEscape(secret)))
+		}
+		send := func(form url.Values, authorization string) *httptest.ResponseRecorder {
+			req := httptest.NewRequest("POST", "/api/oauth/token", strings.NewReader(form.Encode()))
+			req.Header.Set("Content-Type", formType)
+			if authorization != "" {
+				req.Header.Set("Authorization", authorization)
+			}
+			rec := httptest.NewRecorder()
+			f.srv.HandleToken().ServeHTTP(rec, req)
+			return rec
+		}
+		newCode := func(t *testing.T) url.Values {
+			verifier, challenge := pkcePair()
+			form := f.approve(t, c, authorizeQuery(c, "https://server.example/cb", challenge), verifier).exchangeForm()
+			form.Del("client_id")
+			return form
+		}
+		t.Run("the right credentials in the Authorization header get tokens, without client_id in the body", func(t *testing.T) {
+			r := f.tokens(t, send(newCode(t), basic(c.ClientID, c.ClientSecret)))
+			t.Run("and a refresh with them rotates", func(t *testing.T) {
+				f.tokens(t, send(url.Values{"grant_type": {"refresh_token"}, "refresh_token": {r.RefreshToken}}, basic(c.ClientID, c.ClientSecret)))
+			})
+		})
+		t.Run("a wrong secret is 401 invalid_client with a Basic challenge", func(t *testing.T) {
+			rec := send(newCode(t), basic(c.ClientID, "cs_wrong"))
+			wantOAuthError(t, rec, 401, "invalid_client")
+			if got := rec.Header().Get("WWW-Authenticate"); !strings.HasPrefix(got, "Basic") {
+				t.Errorf("WWW-Authenticate %q, want a Basic challenge (RFC 6749 §5.2)", got)
+			}
+		})
+		t.Run("credentials not form-encoded before base64 still match when they need no encoding", func(t *testing.T) {
+			raw := "Basic " + base64.StdEncoding.EncodeToString([]byte(c.ClientID+":"+c.ClientSecret))
+			f.tokens(t, send(newCode(t), raw))
+		})
+		t.Run("Basic credentials and a client_secret in the body together are invalid_request", func(t *testing.T) {
+			form := newCode(t)
+			form.Set("client_secret", c.ClientSecret)
+			wantOAuthError(t, send(form, basic(c.ClientID, c.ClientSecret)), 400, "invalid_request")
+		})
+		t.Run("a body client_id other than the Basic one is invalid_request", func(t *testing.T) {
+			form := newCode(t)
+			form.Set("client_id", "c_other")
+			wantOAuthError(t, send(form, basic(c.ClientID, c.ClientSecret)), 400, "invalid_request")
+		})
+		t.Run("a Basic header that is not base64 is invalid_request", func(t *testing.T) {
+			wantOAuthError(t, send(newCode(t), "Basic !!!"), 400, "invalid_request")
+		})
+		t.Run("client_secret_post works for the same client too", func(t *testing.T) {
+			form := newCode(t)
+			form.Set("client_id", c.ClientID)
+			form.Set("client_secret", c.ClientSecret)
+			f.tokens(t, send(form, ""))
 		})
 	})
 }

@@ -215,6 +215,10 @@ const MaxPlatformStates = 5
 type OAuth interface {
 	CreateClient(ctx context.Context, c OAuthClient) error
 	Client(ctx context.Context, clientID string) (OAuthClient, error)
+	// SaveMetadataClient stores or updates a client known by its Client ID Metadata Document
+	// (its id is the document's https URL), so codes and tokens can name it; a registered
+	// client's id is ErrConflict.
+	SaveMetadataClient(ctx context.Context, c OAuthClient) error
 	// DeleteUnusedClients deletes the clients registered before createdBefore that were never
 	// used: no pending request, code, token or consent names them. It answers how many.
 	DeleteUnusedClients(ctx context.Context, createdBefore time.Time) (int, error)

@@ -1,6 +1,9 @@
 package store
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // User is an account holder. Every site, key, token and report belongs to one.
 type User struct {
@@ -31,6 +34,7 @@ type APIKey struct {
 	Name          string
 	KeyHash       string
 	Prefix        string // the first characters of the key, shown so a user can tell keys apart
+	Scope         string // ScopeRead, or ScopeAll when its creator let it publish reports
 	CreatedAt     time.Time
 	LastUsedAt    *time.Time
 }
@@ -331,6 +335,10 @@ type OAuthClient struct {
 	Scope        string
 	CreatedAt    time.Time
 }
+
+// IsMetadataClientID answers whether a client id is the https URL of a Client ID Metadata
+// Document rather than an id this server issued (c_...) at registration.
+func IsMetadataClientID(id string) bool { return strings.HasPrefix(id, "https://") }
 
 // AuthRequest is a validated authorize request waiting for the user's consent. The consent form
 // carries only its id; the server's copy wins over anything the browser sends.

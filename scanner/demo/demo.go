@@ -82,7 +82,7 @@ func Seed(ctx context.Context, st store.Store, fx Fixtures, now time.Time, itera
 		}
 	}
 	key, keyHash := store.NewSecret("svc_")
-	if err := st.CreateAPIKey(ctx, store.APIKey{ID: store.NewID(), UserID: u.ID, Name: apiKeyName, KeyHash: keyHash, Prefix: key[:12], CreatedAt: now}); err != nil {
+	if err := st.CreateAPIKey(ctx, store.APIKey{ID: store.NewID(), UserID: u.ID, Name: apiKeyName, KeyHash: keyHash, Prefix: key[:12], Scope: store.ScopeAll, CreatedAt: now}); err != nil {
 		return d, fmt.Errorf("demo api key: %w", err)
 	}
 	d.APIKey = key

@@ -22,6 +22,22 @@ func (m *Store) CreateClient(ctx context.Context, c store.OAuthClient) error {
 	return nil
 }
 
+func (m *Store) SaveMetadataClient(ctx context.Context, c store.OAuthClient) error {
+	if !store.IsMetadataClientID(c.ID) {
+		return fmt.Errorf("client %s is a registered one: %w", c.ID, store.ErrConflict)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c.CreatedAt = store.Now(c.CreatedAt)
+	if old, ok := m.clients[c.ID]; ok {
+		c.CreatedAt = old.CreatedAt
+	}
+	c.SecretHash = ""
+	c.RedirectURIs, c.GrantTypes = slices.Clone(c.RedirectURIs), slices.Clone(c.GrantTypes)
+	m.clients[c.ID] = c
+	return nil
+}
+
 func (m *Store) Client(ctx context.Context, clientID string) (store.OAuthClient, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -19,6 +19,20 @@ func (p *Store) CreateClient(ctx context.Context, c store.OAuthClient) error {
 	return pgErr("create client", err)
 }
 
+func (p *Store) SaveMetadataClient(ctx context.Context, c store.OAuthClient) error {
+	if !store.IsMetadataClientID(c.ID) {
+		return fmt.Errorf("client %s is a registered one: %w", c.ID, store.ErrConflict)
+	}
+	_, err := p.db.ExecContext(ctx, `INSERT INTO oauth_clients
+		(id, name, redirect_uris, grant_types, auth_method, secret_hash, scope, created_at)
+		VALUES ($1, $2, $3, $4, $5, '', $6, $7)
+		ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, redirect_uris = EXCLUDED.redirect_uris,
+			grant_types = EXCLUDED.grant_types, auth_method = EXCLUDED.auth_method, scope = EXCLUDED.scope
+		WHERE oauth_clients.secret_hash = ''`, c.ID, c.Name, pq.StringArray(nonNil(c.RedirectURIs)),
+		pq.StringArray(nonNil(c.GrantTypes)), c.AuthMethod, c.Scope, store.Now(c.CreatedAt))
+	return pgErr("save metadata client", err)
+}
+
 func (p *Store) Client(ctx context.Context, clientID string) (store.OAuthClient, error) {
 	var c store.OAuthClient
 	var uris, grants pq.StringArray

@@ -97,19 +97,19 @@ func (p *Store) CreateAPIKey(ctx context.Context, k store.APIKey) error {
 	if !uuidOK(k.UserID, k.WorkspaceID) {
 		return store.NotFound("workspace")
 	}
-	res, err := p.db.ExecContext(ctx, `INSERT INTO api_keys (id, user_id, name, key_hash, prefix, created_at, workspace_id)
-		SELECT $1, $2, $3, $4, $5, $6, $7 WHERE `+writable("$7::uuid", 2),
-		k.ID, k.UserID, k.Name, k.KeyHash, k.Prefix, store.Now(k.CreatedAt), k.WorkspaceID)
+	res, err := p.db.ExecContext(ctx, `INSERT INTO api_keys (id, user_id, name, key_hash, prefix, scope, created_at, workspace_id)
+		SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE `+writable("$8::uuid", 2),
+		k.ID, k.UserID, k.Name, k.KeyHash, k.Prefix, k.Scope, store.Now(k.CreatedAt), k.WorkspaceID)
 	return pgErr("create api key", affected(res, err, sql.ErrNoRows))
 }
 
-const keyCols = `k.id, k.user_id, k.name, k.key_hash, k.prefix, k.created_at, k.last_used_at, k.workspace_id, w.name
+const keyCols = `k.id, k.user_id, k.name, k.key_hash, k.prefix, k.scope, k.created_at, k.last_used_at, k.workspace_id, w.name
 	FROM api_keys k JOIN workspaces w ON w.id = k.workspace_id`
 
 func scanKey(row rowScanner) (store.APIKey, error) {
 	var k store.APIKey
 	var used sql.NullTime
-	err := row.Scan(&k.ID, &k.UserID, &k.Name, &k.KeyHash, &k.Prefix, &k.CreatedAt, &used, &k.WorkspaceID, &k.WorkspaceName)
+	err := row.Scan(&k.ID, &k.UserID, &k.Name, &k.KeyHash, &k.Prefix, &k.Scope, &k.CreatedAt, &used, &k.WorkspaceID, &k.WorkspaceName)
 	k.CreatedAt, k.LastUsedAt = k.CreatedAt.UTC(), timePtr(used)
 	return k, err
 }

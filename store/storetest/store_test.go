@@ -35,6 +35,8 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 		{"page metrics carry every score and vital in its own field", testPageMetricsEveryValue},
 		{"sessions are found by hash until they expire, and record when they were last seen", testSessions},
 		{"api keys are found by hash, record their use and stop working when revoked", testAPIKeys},
+		{"an api key keeps the scope it was made with", testAPIKeyScope},
+		{"a metadata-document client is saved again with its document's latest name and redirect URIs", testSaveMetadataClient},
 		{"every read of a site and its data is scoped to its owner", testOwnerScoping},
 		{"platform site ids are unique but may be empty on many sites", testPlatformIDs},
 		{"20 concurrent creations within a cap of 3 sites create exactly 3", testSiteCap},
@@ -188,6 +190,46 @@ func testSessions(t *testing.T, s store.Store) {
 	must(t, s.DeleteSession(ctx, hash))
 	_, err = s.SessionByHash(ctx, hash, t0)
 	wantErr(t, err, store.ErrNotFound)
+}
+
+func testAPIKeyScope(t *testing.T, s store.Store) {
+	a := newUser(t, s, "a@example.com")
+	for _, scope := range []string{store.ScopeRead, store.ScopeAll} {
+		secret, hash := store.NewSecret("svc_")
+		must(t, s.CreateAPIKey(ctx, store.APIKey{ID: store.NewID(), UserID: a.ID, Name: scope, KeyHash: hash, Prefix: secret[:12], Scope: scope, CreatedAt: t0}))
+		got, err := s.APIKeyByHash(ctx, hash, t0)
+		must(t, err)
+		if got.Scope != scope {
+			t.Errorf("APIKeyByHash(...).Scope = %q, want %q", got.Scope, scope)
+		}
+	}
+	keys, err := s.APIKeys(ctx, a.ID)
+	must(t, err)
+	for _, k := range keys {
+		if k.Scope != k.Name {
+			t.Errorf("APIKeys: key %q has scope %q", k.Name, k.Scope)
+		}
+	}
+}
+
+func testSaveMetadataClient(t *testing.T, s store.Store) {
+	const id = "https://app.example/client.json"
+	c := store.OAuthClient{ID: id, Name: "App", RedirectURIs: []string{"https://app.example/cb"}, GrantTypes: []string{"authorization_code"}, AuthMethod: "none", Scope: store.ScopeAll, CreatedAt: t0}
+	must(t, s.SaveMetadataClient(ctx, c))
+	c.Name, c.RedirectURIs, c.CreatedAt = "App 2", []string{"https://app.example/cb2"}, t0.Add(time.Hour)
+	must(t, s.SaveMetadataClient(ctx, c))
+	got, err := s.Client(ctx, id)
+	must(t, err)
+	if got.Name != "App 2" || len(got.RedirectURIs) != 1 || got.RedirectURIs[0] != "https://app.example/cb2" || !got.CreatedAt.Equal(t0) {
+		t.Errorf("client = %+v, want the second document's name and redirect URIs, first saved at %s", got, t0)
+	}
+	// A registered client is never overwritten through this door.
+	must(t, s.CreateClient(ctx, store.OAuthClient{ID: "c_reg", Name: "Registered", RedirectURIs: []string{"https://r/cb"}, AuthMethod: "client_secret_post", SecretHash: "h", Scope: store.ScopeRead, CreatedAt: t0}))
+	wantErr(t, s.SaveMetadataClient(ctx, store.OAuthClient{ID: "c_reg", Name: "Hijack", AuthMethod: "none", CreatedAt: t0}), store.ErrConflict)
+	got, _ = s.Client(ctx, "c_reg")
+	if got.Name != "Registered" || got.SecretHash != "h" {
+		t.Errorf("registered client = %+v, want it unchanged", got)
+	}
 }
 
 func testAPIKeys(t *testing.T, s store.Store) {
