@@ -257,3 +257,23 @@ func TestConfigBaseURLFollowsAddr(t *testing.T) {
 		}
 	}
 }
+
+// MAX_SITES_PER_USER keeps working as the old name of MAX_SITES_PER_WORKSPACE; the new name wins.
+func TestConfigMaxSitesOldName(t *testing.T) {
+	for _, tt := range []struct {
+		env  map[string]string
+		want int
+	}{
+		{map[string]string{}, 50},
+		{map[string]string{"MAX_SITES_PER_USER": "7"}, 7},
+		{map[string]string{"MAX_SITES_PER_USER": "7", "MAX_SITES_PER_WORKSPACE": "9"}, 9},
+	} {
+		c, err := loadConfig(nil, func(k string) string { return tt.env[k] }, &bytes.Buffer{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.MaxSitesPerWorkspace != tt.want || c.MaxWorkspaces != 10 {
+			t.Errorf("%v: MaxSitesPerWorkspace %d, MaxWorkspaces %d; want %d and 10", tt.env, c.MaxSitesPerWorkspace, c.MaxWorkspaces, tt.want)
+		}
+	}
+}
