@@ -28,6 +28,8 @@ type workspaceData struct {
 	Form     inviteForm
 	Sites    int
 	Personal bool
+	// CanLeave is false for the last owner: a workspace always keeps one.
+	CanLeave bool
 	// Platform is the workspace's platform connection, shown to owners.
 	Platform platformStatus
 }
@@ -59,11 +61,16 @@ func (s *server) workspacePage(w http.ResponseWriter, r *http.Request, status in
 		s.error(w, r, err, "")
 		return
 	}
+	owners := 0
 	for _, m := range d.Members {
 		if m.UserID == uid {
 			d.Me = m
 		}
+		if m.Role == store.RoleOwner {
+			owners++
+		}
 	}
+	d.CanLeave = d.Me.Role != store.RoleOwner || owners > 1
 	if d.CanManage {
 		if d.Invitations, err = s.Store.Invitations(ctx, d.Workspace.ID, s.Now()); err != nil {
 			s.error(w, r, err, "")
