@@ -97,6 +97,15 @@ func (m *Store) ReportScan(ctx context.Context, r store.Report) (store.Scan, sto
 	m.mu.Lock()
 	s, ok := m.scans[r.ScanID]
 	site, siteOK := m.sites[s.SiteID]
+	// Read as a member of the report's workspace, as Postgres does.
+	for k, mb := range m.members {
+		if k[0] == r.WorkspaceID && r.WorkspaceID != "" {
+			r.UserID = k[1]
+			if mb.Role == store.RoleOwner {
+				break
+			}
+		}
+	}
 	m.mu.Unlock()
 	if !ok || !siteOK || !m.canRead(r.UserID, site.WorkspaceID) {
 		return store.Scan{}, store.Site{}, nil, store.NotFound("scan")

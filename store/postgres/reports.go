@@ -85,6 +85,16 @@ func (p *Store) ReportScan(ctx context.Context, r store.Report) (store.Scan, sto
 	if !uuidOK(r.UserID, r.ScanID) {
 		return store.Scan{}, store.Site{}, nil, store.NotFound("scan")
 	}
+	// The report is its workspace's: it is read as one of its members (a workspace always has
+	// an owner), so it outlives its maker's membership.
+	if uuidOK(r.WorkspaceID) {
+		var member string
+		err := p.db.QueryRowContext(ctx, `SELECT user_id FROM memberships WHERE workspace_id = $1 ORDER BY role = 'owner' DESC LIMIT 1`, r.WorkspaceID).Scan(&member)
+		if err != nil {
+			return store.Scan{}, store.Site{}, nil, pgErr("report's workspace", err)
+		}
+		r.UserID = member
+	}
 	sc, err := p.Scan(ctx, r.UserID, r.ScanID)
 	if err != nil {
 		return store.Scan{}, store.Site{}, nil, err

@@ -327,3 +327,24 @@ func testActivity(t *testing.T, s store.Store) {
 		t.Fatalf("activity %+v, want the two latest, newest first, with the actor's e-mail", acts)
 	}
 }
+
+// A client report is its workspace's: it still opens after its maker leaves the workspace.
+func TestReportOutlivesItsMaker(t *testing.T) {
+	for _, b := range storetest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			s := b.Open(t)
+			owner, editor := newUser(t, s, "o@example.com"), newUser(t, s, "e@example.com")
+			w := team(t, s, owner, "Agency", map[store.User]store.Role{editor: store.RoleEditor})
+			site := teamSite(t, s, owner, w, "shop")
+			sc := completedScan(t, s, site, t0, 80)
+			rep := store.Report{ID: store.NewID(), TokenHash: "rep-hash", ScanID: sc.ID, UserID: editor.ID, Title: "r", CreatedAt: t0}
+			must(t, s.CreateReport(ctx, rep))
+			must(t, s.RemoveMember(ctx, w.ID, editor.ID))
+			got, err := s.ReportByHash(ctx, "rep-hash")
+			must(t, err)
+			if _, _, results, err := s.ReportScan(ctx, got); err != nil || len(results) != 1 {
+				t.Fatalf("the report after its maker left: %d results, %v", len(results), err)
+			}
+		})
+	}
+}
