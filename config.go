@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"sitepulse/store"
 )
 
 // config is the service settings: environment variables, each mirrored by a flag that wins over it.
@@ -53,6 +55,11 @@ type config struct {
 	Demo                 bool
 }
 
+// siteRules are the rules of a site that depend on the configuration.
+func (c config) siteRules() store.SiteRules {
+	return store.SiteRules{AllowPrivate: c.ScanAllowPrivate, MaxPages: c.MaxPagesPerScan}
+}
+
 // setting is one configuration value: its variable, flag, default and meaning. The table is the
 // one place that lists them; the README's configuration table mirrors it.
 type setting struct {
@@ -92,7 +99,7 @@ func (c *config) settings() []setting {
 		{env: "SCAN_LEASE_SECONDS", def: "120", help: "seconds a running scan may go without a heartbeat before another process takes it over", num: &c.ScanLease, min: 2},
 		{env: "SCAN_DEADLINE_SECONDS", def: "1800", help: "seconds after its start a scan not yet complete is failed with the reason, freeing its site", num: &c.ScanDeadline, min: 1},
 		{env: "SCHEDULE_POLL_SECONDS", def: "60", help: "how often this process's scheduler enqueues the scans of sites whose daily or weekly scan is due", num: &c.SchedulePoll, min: 1},
-		{env: "MAX_PAGES_PER_SCAN", def: "50", help: "page discovery cap", num: &c.MaxPagesPerScan, min: 1},
+		{env: "MAX_PAGES_PER_SCAN", def: "50", help: "most pages a scan audits and a site saves (the site form refuses more)", num: &c.MaxPagesPerScan, min: 1},
 		{env: "DISCOVERY_TIMEOUT_SECONDS", def: "30", help: "seconds one scan may spend reading its site's sitemap and child sitemaps; past it, the pages found are audited", num: &c.DiscoveryTimeout, min: 1},
 		{env: "PSI_RATE_LIMIT", def: "400", help: "PSI calls per 100 seconds, shared by all workers of this process", num: &c.PSIRateLimit, min: 1},
 		{env: "PSI_MAX_INFLIGHT", def: "64", help: "PSI audits in flight at once, shared fairly by all scans of this process; a 429 lowers it (and the rate) for a while", num: &c.PSIMaxInFlight, min: 1},

@@ -32,7 +32,9 @@ func seedDemo(ctx context.Context, st store.Store, cfg config, stdout io.Writer,
 		secretShown = webhookSecret
 		log.Info("PLATFORM_CLIENT_SECRET not set: the demo uses a random one for this process")
 	}
-	d, err := demo.Seed(ctx, st, demoFixtures, time.Now(), store.PasswordIterations)
+	fx := demoFixtures
+	fx.MaxPages = cfg.MaxPagesPerScan
+	d, err := demo.Seed(ctx, st, fx, time.Now(), store.PasswordIterations)
 	if err != nil {
 		return "", nil, fmt.Errorf("demo: %w", err)
 	}

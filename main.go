@@ -104,6 +104,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	handler, err := handlers.NewHandler(handlers.Deps{
 		Store: st, Log: log, BaseURL: cfg.BaseURL,
 		OAuth: authServer, MCP: mcpServer, PlatformSecret: webhookSecret, MaxSitesPerWorkspace: cfg.MaxSitesPerWorkspace, MaxWorkspacesPerUser: cfg.MaxWorkspaces, Mail: mail,
+		SiteRules:   cfg.siteRules(),
 		SessionIdle: time.Duration(cfg.SessionIdleMins) * time.Minute, Replayed: replay.Serves,
 		Platform: connector, PlatformClientID: cfg.PlatformID, PlatformAuthorizeURL: cfg.PlatformAuthURL,
 	})
@@ -176,6 +177,7 @@ func platformConnector(cfg config, st store.Store, log *slog.Logger) (*platform.
 		Keys:       keys,
 		WebhookURL: cfg.BaseURL + "/api/webhooks/platform",
 		MaxSites:   cfg.MaxSitesPerWorkspace,
+		MaxPages:   cfg.MaxPagesPerScan,
 		Log:        log,
 		Now:        time.Now,
 	}, nil
@@ -235,10 +237,13 @@ func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Au
 	})
 }
 
-// openStore opens Postgres when DATABASE_URL is set, else the in-memory store.
+// openStore opens Postgres when DATABASE_URL is set, else the in-memory store; either checks
+// every site it writes against the configured rules.
 func openStore(ctx context.Context, cfg config) (store.Store, error) {
 	if cfg.DatabaseURL == "" {
-		return memory.New(), nil
+		m := memory.New()
+		m.Rules = cfg.siteRules()
+		return m, nil
 	}
 	connectCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -246,6 +251,7 @@ func openStore(ctx context.Context, cfg config) (store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.Rules = cfg.siteRules()
 	return p, nil
 }
 

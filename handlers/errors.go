@@ -18,7 +18,8 @@ const retryAfterSeconds = 5
 // JSON routes, the error page elsewhere).
 //
 //	store.ErrNotFound    404 with notFound as the message ("" says "not found")
-//	store.ErrConflict    409
+//	store.ErrInvalid     422 with the rules' messages (what a site may be, store.Site.Validate)
+//	store.ErrConflict    409; a store.DuplicateError names the workspace's site on that domain
 //	store.ErrForbidden   403: a member whose role does not allow it (a non-member gets 404)
 //	store.ErrGone        410: an invitation used, revoked or expired
 //	store.ErrUnavailable 503 with Retry-After, a warning: nothing is wrong with the request or with us
@@ -32,8 +33,14 @@ func (s *server) error(w http.ResponseWriter, r *http.Request, err error, notFou
 		if message == "" {
 			message = "not found"
 		}
+	case store.ErrInvalid:
+		status, message = http.StatusUnprocessableEntity, store.InvalidMessage(err)
 	case store.ErrConflict:
 		status, message = http.StatusConflict, "conflict: the resource changed or already exists"
+		var dup *store.DuplicateError
+		if errors.As(err, &dup) {
+			message = "conflict: " + dup.Error() + " (/sites/" + dup.SiteID + ")"
+		}
 	case store.ErrForbidden:
 		status, message = http.StatusForbidden, "forbidden: your role in this workspace does not allow this"
 	case store.ErrGone:

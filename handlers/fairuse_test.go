@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -30,7 +31,7 @@ func TestSitesPerWorkspaceCap(t *testing.T) {
 			br := ts.browser(t)
 			br.signup("many-sites@example.com")
 			for i, want := range []int{http.StatusSeeOther, http.StatusSeeOther, http.StatusUnprocessableEntity} {
-				resp, body := br.postCSRF("/sites", url.Values{"name": {"Shop"}, "domain": {"shop.example.com"}})
+				resp, body := br.postCSRF("/sites", url.Values{"name": {"Shop"}, "domain": {fmt.Sprintf("shop%d.example.com", i)}})
 				if resp.StatusCode != want {
 					t.Fatalf("site %d: %d, want %d", i+1, resp.StatusCode, want)
 				}
@@ -42,11 +43,11 @@ func TestSitesPerWorkspaceCap(t *testing.T) {
 			other := ts.browser(t)
 			other.signup("parallel-sites@example.com")
 			var wg sync.WaitGroup
-			for range 12 {
+			for i := range 12 {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					other.postCSRF("/sites", url.Values{"name": {"Shop"}, "domain": {"shop.example.com"}})
+					other.postCSRF("/sites", url.Values{"name": {"Shop"}, "domain": {fmt.Sprintf("shop%d.example.com", i)}})
 				}()
 			}
 			wg.Wait()

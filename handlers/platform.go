@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -70,8 +71,16 @@ func (s *server) platformStatusOf(r *http.Request, workspaceID string) (platform
 type platformPage struct {
 	Status  platformStatus
 	Choices []platform.Choice
-	Results []platform.Imported
+	Results []importResult
 	Error   string
+	// MaxPages is MAX_PAGES_PER_SCAN, for the results to say where it cut a site's pages.
+	MaxPages int
+}
+
+// importResult is one ticked site's outcome on the import page.
+type importResult struct {
+	platform.Imported
+	Duplicate *store.DuplicateError // refused: the user's site on the same domain, linked
 }
 
 func (s *server) platformRedirectURI() string { return s.BaseURL + "/platform/callback" }
@@ -238,28 +247,42 @@ func (s *server) handlePlatformImport() http.Handler {
 			s.renderPlatform(w, r, http.StatusUnprocessableEntity, d)
 			return
 		}
-		d.Results, err = s.Platform.Import(r.Context(), visitorFrom(r.Context()).User.ID, ws, ids)
+		results, err := s.Platform.Import(r.Context(), visitorFrom(r.Context()).User.ID, ws, ids)
 		if status, ok := s.platformFault(w, r, err, &d); !ok {
 			s.renderPlatform(w, r, status, d)
 			return
 		}
 		// 502 only when the platform failed; a site refused here (another account's, the site
-		// cap) or none the connection sees is the request's: 409 and 422.
-		failed, status := false, http.StatusConflict
-		for i, res := range d.Results {
+		// cap, the user's site on the same domain: 409; data that breaks the rules of a site:
+		// 422) or none the connection sees is the request's. The others are imported.
+		failed, status, scans := false, http.StatusConflict, 0
+		d.MaxPages = s.SiteRules.PageLimit()
+		for _, res := range results {
+			out := importResult{Imported: res}
+			var dup *store.DuplicateError
+			if res.Scan != "" {
+				scans++
+			}
 			if res.Err != nil {
 				failed = true
 				s.Log.Warn("platform: site import failed", "platform_site", res.PlatformID, "err", res.Err)
 				switch {
+				case errors.As(res.Err, &dup):
+					out.Duplicate = dup
+					out.Err = errors.New("you already have a site for " + dup.Domain + ":")
+				case errors.Is(res.Err, store.ErrInvalid):
+					out.Err = errors.New("its data on the platform breaks SitePulse's rules: " + store.InvalidMessage(res.Err))
+					status = max(status, http.StatusUnprocessableEntity)
 				case errors.Is(res.Err, store.ErrConflict):
-					d.Results[i].Err = errors.New("another SitePulse account has connected this site")
+					out.Err = errors.New("another SitePulse account has connected this site")
 				case errors.Is(res.Err, store.ErrLimit):
-					d.Results[i].Err = fmt.Errorf("this workspace already has %d sites, the most one workspace may have here", s.MaxSitesPerWorkspace)
+					out.Err = fmt.Errorf("this workspace already has %d sites, the most one workspace may have here", s.MaxSitesPerWorkspace)
 				default:
-					d.Results[i].Err = errors.New("the platform could not be reached; tick it again to finish")
+					out.Err = errors.New("the platform could not be reached; tick it again to finish")
 					status = http.StatusBadGateway
 				}
 			}
+			d.Results = append(d.Results, out)
 		}
 		if failed || len(d.Results) == 0 {
 			if len(d.Results) == 0 {
@@ -270,7 +293,7 @@ func (s *server) handlePlatformImport() http.Handler {
 			s.renderPlatform(w, r, status, d)
 			return
 		}
-		http.Redirect(w, r, "/?done=platform-imported", http.StatusSeeOther)
+		http.Redirect(w, r, "/?done=platform-imported&scans="+strconv.Itoa(scans), http.StatusSeeOther)
 	})
 }
 

@@ -264,7 +264,7 @@ func TestPlatformConnectImportPublishDisconnect(t *testing.T) {
 			r.double.Fail(1, http.StatusServiceUnavailable)
 			r.takeWaits()
 			resp, body = a.postCSRF("/platform/import", url.Values{"site": {northwind, acme}})
-			if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/?done=platform-imported" {
+			if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/?done=platform-imported&scans=2" {
 				t.Fatalf("import: %d\n%.800s", resp.StatusCode, body)
 			}
 			if got := fmt.Sprint(r.takeWaits()); got != "[2s 1s]" { // one call: try 1 is 429, try 2 is 503, try 3 succeeds
@@ -290,9 +290,14 @@ func TestPlatformConnectImportPublishDisconnect(t *testing.T) {
 				}
 			}
 
-			t.Run("importing twice makes no second site, webhook or scan", func(t *testing.T) {
+			t.Run("importing twice makes no second site, webhook or scan, and says so", func(t *testing.T) {
 				resp, _ := a.postCSRF("/platform/import", url.Values{"site": {northwind, acme}})
 				wantStatus(t, resp, http.StatusSeeOther)
+				if loc := resp.Header.Get("Location"); loc != "/?done=platform-imported&scans=0" {
+					t.Errorf("Location %q, want no scan queued", loc)
+				} else if _, body := a.get(loc); !strings.Contains(body, "No scan queued") || strings.Contains(body, "first scans are running") {
+					t.Errorf("the re-import's message does not say that no scan was queued:\n%.2000s", body)
+				}
 				if got := r.sites(t, a.userID); len(got) != 2 || got[northwind].ID != nw.ID {
 					t.Errorf("sites after a second import: %+v", got)
 				}
@@ -447,8 +452,12 @@ func TestPlatformImportFollowsPagination(t *testing.T) {
 				t.Fatalf("import: %d\n%.600s", resp.StatusCode, body)
 			}
 			site := r.sites(t, a.userID)[big.ID]
-			if len(site.Pages) != 207 || site.Pages[0] != "/p/001" || site.Pages[206] != "/p/229" {
-				t.Errorf("%d pages (%v...), want 207 published", len(site.Pages), site.Pages[:min(3, len(site.Pages))])
+			// 207 published; the site keeps MAX_PAGES_PER_SCAN of them, and its first scan knows all.
+			if len(site.Pages) != 50 || site.Pages[0] != "/p/001" || site.Pages[49] != "/p/055" {
+				t.Errorf("%d pages (%v...), want the first 50 of 207 published", len(site.Pages), site.Pages[:min(3, len(site.Pages))])
+			}
+			if scans, _ := r.st.ScansOf(context.Background(), a.userID, site.ID, 1); len(scans) != 1 || scans[0].PagesFound != 207 {
+				t.Errorf("first scan %+v, want 207 pages found", scans)
 			}
 			if n := r.double.Calls("GET /v2/sites/" + big.ID + "/pages"); n != 3 {
 				t.Errorf("%d page list calls, want 3 (limit 100: 0, 100, 200)", n)

@@ -213,7 +213,7 @@ var roleCases = []roleCase{
 	// Sites.
 	{route: "GET /{$}", method: "GET", path: fixedPath("/"), want: all(200)},
 	{route: "GET /sites/new", method: "GET", path: fixedPath("/sites/new"), want: all(200)},
-	{route: "POST /sites", method: "POST", path: fixedPath("/sites"), form: url.Values{"name": {"New"}, "domain": {"new.example.com"}, "workspace": {"<ws>"}},
+	{route: "POST /sites", method: "POST", path: fixedPath("/sites"), form: url.Values{"name": {"New"}, "domain": {"<role>.example.com"}, "workspace": {"<ws>"}},
 		want: edits},
 	{route: "GET /sites/{siteId}", method: "GET", path: site(""), want: reads},
 	{route: "GET /sites/{siteId}/edit", method: "GET", path: site("/edit"), want: [nRoles]int{200, 200, 403, 404, 404}},
@@ -239,7 +239,7 @@ func (f *rolesFixture) send(t *testing.T, tc roleCase, r int) (*http.Response, s
 	t.Helper()
 	acc := f.roles[r]
 	fill := func(s string) string {
-		return strings.NewReplacer("<ws>", f.ws, "<site>", f.a.siteID).Replace(s)
+		return strings.NewReplacer("<ws>", f.ws, "<site>", f.a.siteID, "<role>", strings.ReplaceAll(roleNames[r], " ", "-")).Replace(s)
 	}
 	var ct, body string
 	switch {

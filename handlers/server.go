@@ -70,6 +70,9 @@ type Deps struct {
 	// Mail sends an e-mail (the invitation links); nil when SMTP_ADDR is not set, and links are
 	// only shown to the inviter.
 	Mail func(ctx context.Context, to, subject, body string) error
+	// SiteRules are the store's rules of a site (SCAN_ALLOW_PRIVATE, MAX_PAGES_PER_SCAN), for
+	// the pages to state them; the store checks them on every write.
+	SiteRules store.SiteRules
 	// Platform connects sites from the platform; nil when PLATFORM_CLIENT_ID is not
 	// set, and the UI says connecting is off.
 	Platform *platform.Connector

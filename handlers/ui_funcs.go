@@ -65,7 +65,9 @@ var uiFuncs = template.FuncMap{
 		}
 		return t
 	},
-	"list":      func(s ...string) []string { return s },
+	"list": func(s ...string) []string { return s },
+	// clip shortens a name a platform may have made any length, for a list.
+	"clip":      func(s string) string { return truncate(s, store.MaxSiteName) },
 	"trimFloat": func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) },
 }
 

@@ -129,7 +129,12 @@ type scanEvent struct {
 	AuditsInFlight int       `json:"auditsInFlight"` // of a running scan
 	Progress       string    `json:"progress"`       // the counts in words (progress.Line)
 	Waiting        *scanWait `json:"waiting,omitempty"`
+	// Message ends a stream whose scan went away: status "deleted", "This site was deleted".
+	Message string `json:"message,omitempty"`
 }
+
+// scanDeleted is the stream's last event when the scan's site was deleted while it was open.
+const scanDeleted = "deleted"
 
 // scanWait is why an unfinished scan waits: its last attempt failed, PSI is paused (the
 // breaker), or its worker shut down, and when it runs again.
@@ -201,10 +206,16 @@ func (s *server) handleScanEvents() http.Handler {
 			case <-ticker.C:
 			}
 			next, err := s.Store.Scan(r.Context(), uid, scan.ID)
+			if errors.Is(err, store.ErrNotFound) {
+				// The scan was deleted with its site: say so, and the page stops listening.
+				b, _ := json.Marshal(scanEvent{ScanID: scan.ID, Status: scanDeleted, Message: "This site was deleted"})
+				fmt.Fprintf(w, "event: status\ndata: %s\n\n", b)
+				_ = rc.Flush()
+				return
+			}
 			if err != nil {
-				// The scan was deleted with its site, or the store failed: end the stream; the
-				// page's script stops listening when the stream ends without a terminal status.
-				if !errors.Is(err, store.ErrNotFound) && r.Context().Err() == nil {
+				// The store failed: end the stream; the page's script reconnects.
+				if r.Context().Err() == nil {
 					s.Log.Error("scan events", "scan", scan.ID, "err", err)
 				}
 				return
@@ -236,7 +247,7 @@ func (s *server) handlePageDetail() http.Handler {
 		if strategy == "" {
 			strategy = store.StrategyMobile
 		}
-		if (strategy != store.StrategyMobile && strategy != store.StrategyDesktop) || !strings.HasPrefix(path, "/") || len(path) > maxPagePath || !utf8.ValidString(path) || hasControl(path) {
+		if (strategy != store.StrategyMobile && strategy != store.StrategyDesktop) || !strings.HasPrefix(path, "/") || len(path) > store.MaxPagePath || !utf8.ValidString(path) || hasControl(path) {
 			s.renderError(w, r, http.StatusNotFound, "This scan has no result for that page.")
 			return
 		}

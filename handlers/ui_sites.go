@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
-	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -27,11 +24,23 @@ var uiFlashes = map[string]string{
 	"rule-added":            "Alert rule added.",
 	"rule-deleted":          "Alert rule deleted.",
 	"report-revoked":        "Report revoked. Its link now answers “gone”.",
-	"platform-imported":     "Sites imported. Their first scans are running; each publish on the platform scans again.",
 	"platform-disconnected": "Platform disconnected: SitePulse's webhooks were removed and its access forgotten. The sites and their scans stay here.",
 }
 
-func uiFlash(r *http.Request) string { return uiFlashes[r.URL.Query().Get("done")] }
+func uiFlash(r *http.Request) string {
+	q := r.URL.Query()
+	if q.Get("done") == "platform-imported" { // says what the import did: the only number a flash takes
+		switch n, _ := strconv.Atoi(q.Get("scans")); {
+		case n <= 0:
+			return "Sites imported: names, domains and pages refreshed. No scan queued: each site already has scans. Each publish on the platform scans again."
+		case n == 1:
+			return "Sites imported. 1 first scan queued; each publish on the platform scans again."
+		default:
+			return "Sites imported. " + strconv.Itoa(n) + " first scans queued; each publish on the platform scans again."
+		}
+	}
+	return uiFlashes[q.Get("done")]
+}
 
 // siteRow is a site on the sites list with its most recent scan of any status.
 type siteRow struct {
@@ -99,14 +108,18 @@ func (s *server) handleHome() http.Handler {
 	})
 }
 
-// siteForm is the add/edit form: what the person typed, and a message per field.
+// siteForm is the add/edit form: what the person typed, and a message per field. The rules
+// are the site's own (store.Site.Validate), checked by the store's write: the form shows what
+// the store refused.
 type siteForm struct {
-	ID       string // empty when adding
-	Name     string
-	Domain   string
-	Pages    string // one path a line
-	Schedule string // off, daily or weekly
-	Errors   map[string]string
+	ID        string // empty when adding
+	Name      string
+	Domain    string
+	Pages     string // one path a line
+	Schedule  string // off, daily or weekly
+	Errors    map[string]string
+	Duplicate *store.DuplicateError // the domain is the workspace's other site: the form links it
+	MaxPages  int                   // MAX_PAGES_PER_SCAN, for the hint
 	// Workspace receives a new site; Workspaces are those the visitor may add sites to.
 	Workspace  string
 	Workspaces []store.Workspace
@@ -119,103 +132,30 @@ func formOf(site store.Site) siteForm {
 // Schedules are the choices of the form's schedule field.
 func (siteForm) Schedules() []string { return store.Schedules }
 
-// Limits of the site form.
-const (
-	maxSiteName  = 100
-	maxPagePaths = 200
-	maxPagePath  = 2000
-)
-
-// parse validates the form into a site; Errors is empty when it is valid.
+// parse reads the form into a site for the store to normalise and validate.
 func (f *siteForm) parse(r *http.Request) store.Site {
 	f.Name = strings.TrimSpace(r.PostForm.Get("name"))
 	f.Domain = strings.TrimSpace(r.PostForm.Get("domain"))
 	f.Pages = r.PostForm.Get("pages")
 	f.Schedule = strings.TrimSpace(r.PostForm.Get("schedule"))
-	if f.Schedule == "" {
-		f.Schedule = store.ScheduleOff
-	}
 	f.Errors = map[string]string{}
-	site := store.Site{Name: f.Name, Pages: []string{}, Schedule: f.Schedule}
-	if !slices.Contains(store.Schedules, f.Schedule) {
-		f.Errors["schedule"] = "Choose off, daily or weekly."
-	}
-
-	if n := utf8.RuneCountInString(f.Name); n == 0 || n > maxSiteName || !utf8.ValidString(f.Name) || hasControl(f.Name) {
-		f.Errors["name"] = "Give the site a name of 1 to 100 characters."
-	}
-	if d, ok := normalizeDomain(f.Domain); ok {
-		site.Domain = d
-	} else {
-		f.Errors["domain"] = "Enter a host such as example.com, or an origin such as https://staging.example.com:8443 (no path)."
-	}
-	for _, line := range strings.Split(f.Pages, "\n") {
-		p := strings.TrimSpace(line)
-		if p == "" {
-			continue
-		}
-		if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || len(p) > maxPagePath || !utf8.ValidString(p) || hasControl(p) || strings.ContainsAny(p, " \t#") {
-			f.Errors["pages"] = "Each page path starts with a single “/”, such as /pricing, and has no spaces or #fragment: “" + truncate(p, 60) + "” does not."
-			break
-		}
-		if !slices.Contains(site.Pages, p) {
-			site.Pages = append(site.Pages, p)
-		}
-	}
-	if f.Errors["pages"] == "" && len(site.Pages) > maxPagePaths {
-		f.Errors["pages"] = "At most " + strconv.Itoa(maxPagePaths) + " page paths."
-	}
-	return site
+	return store.Site{Name: f.Name, Domain: f.Domain, Pages: strings.Split(f.Pages, "\n"), Schedule: f.Schedule}
 }
 
-// normalizeDomain accepts a host ("example.com", "localhost:8080") or an http(s) origin
-// ("https://staging.example.com") and returns it lower-cased, without a trailing slash.
-func normalizeDomain(in string) (string, bool) {
-	in = strings.TrimSuffix(in, "/")
-	if in == "" || len(in) > 253+8+6 {
-		return "", false
+// refused puts a store write's refusal on the form: the rules' messages by field, or the
+// owner's other site on the same domain. ok is false for any other error.
+func (f *siteForm) refused(err error) (status int, ok bool) {
+	var dup *store.DuplicateError
+	switch {
+	case errors.As(err, &dup):
+		f.Duplicate = dup
+		f.Errors["domain"] = "You already have a site for " + dup.Domain + ":"
+		return http.StatusConflict, true
+	case errors.Is(err, store.ErrInvalid):
+		f.Errors = store.FieldErrors(err)
+		return http.StatusUnprocessableEntity, true
 	}
-	host, origin := in, ""
-	if strings.Contains(in, "://") {
-		u, err := url.Parse(in)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.User != nil || u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
-			return "", false
-		}
-		host, origin = u.Host, strings.ToLower(u.Scheme)+"://"
-	}
-	host = strings.ToLower(host)
-	name, port := host, ""
-	if h, p, err := net.SplitHostPort(host); err == nil {
-		name, port = h, p
-		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return "", false
-		}
-	}
-	if !validHostname(name) {
-		return "", false
-	}
-	if port != "" {
-		return origin + name + ":" + port, true
-	}
-	return origin + name, true
-}
-
-// validHostname accepts DNS names of letters, digits and hyphens, and IPv4 addresses.
-func validHostname(h string) bool {
-	if h == "" || len(h) > 253 {
-		return false
-	}
-	for _, label := range strings.Split(h, ".") {
-		if label == "" || len(label) > 63 || strings.HasPrefix(label, "-") || strings.HasSuffix(label, "-") {
-			return false
-		}
-		for _, c := range label {
-			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-				return false
-			}
-		}
-	}
-	return true
+	return 0, false
 }
 
 func hasControl(s string) bool {
@@ -244,7 +184,7 @@ func (s *server) editableWorkspaces(ctx context.Context, userID string) ([]store
 func (s *server) handleNewSite() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v := visitorFrom(r.Context())
-		f := siteForm{Workspace: store.CanonicalID(r.URL.Query().Get("workspace"))}
+		f := siteForm{MaxPages: s.SiteRules.PageLimit(), Workspace: store.CanonicalID(r.URL.Query().Get("workspace"))}
 		var err error
 		if f.Workspaces, err = s.editableWorkspaces(r.Context(), v.User.ID); err != nil {
 			s.error(w, r, err, "")
@@ -260,7 +200,7 @@ func (s *server) handleNewSite() http.Handler {
 func (s *server) handleCreateSite() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v := visitorFrom(r.Context())
-		f := siteForm{Workspace: store.CanonicalID(r.PostForm.Get("workspace"))}
+		f := siteForm{MaxPages: s.SiteRules.PageLimit(), Workspace: store.CanonicalID(r.PostForm.Get("workspace"))}
 		if f.Workspace == "" {
 			f.Workspace = store.PersonalWorkspace(v.User.ID)
 		}
@@ -275,23 +215,24 @@ func (s *server) handleCreateSite() http.Handler {
 			return
 		}
 		site := f.parse(r)
-		if len(f.Errors) == 0 {
-			site.ID, site.UserID, site.WorkspaceID, site.CreatedAt = store.NewID(), v.User.ID, f.Workspace, s.Now()
-			site.NextScanAt = store.NextScanAt(site.Schedule, s.Now(), s.Now())
-			err := s.Store.CreateSiteWithin(r.Context(), site, s.MaxSitesPerWorkspace)
-			switch {
-			case errors.Is(err, store.ErrLimit):
-				f.Errors["form"] = fmt.Sprintf("This workspace already has %d sites, the most one workspace may have here. Delete a site to add another.", s.MaxSitesPerWorkspace)
-			case err != nil:
-				s.error(w, r, err, "")
-				return
-			default:
-				s.Log.Info("site created", "user", v.User.ID, "site", site.ID)
-				http.Redirect(w, r, "/sites/"+site.ID+"?done=site-added", http.StatusSeeOther)
-				return
-			}
+		site.ID, site.UserID, site.WorkspaceID, site.CreatedAt = store.NewID(), v.User.ID, f.Workspace, s.Now()
+		site.NextScanAt = store.NextScanAt(site.Schedule, s.Now(), s.Now())
+		err = s.Store.CreateSiteWithin(r.Context(), site, s.MaxSitesPerWorkspace)
+		status, refused := f.refused(err)
+		switch {
+		case refused:
+		case errors.Is(err, store.ErrLimit):
+			status, f.Errors["form"] = http.StatusUnprocessableEntity,
+				fmt.Sprintf("This workspace already has %d sites, the most one workspace may have here. Delete a site to add another.", s.MaxSitesPerWorkspace)
+		case err != nil:
+			s.error(w, r, err, "")
+			return
+		default:
+			s.Log.Info("site created", "user", v.User.ID, "site", site.ID)
+			http.Redirect(w, r, "/sites/"+site.ID+"?done=site-added", http.StatusSeeOther)
+			return
 		}
-		s.render(w, r, http.StatusUnprocessableEntity, "site_form", page{Title: "Add a site", Data: f})
+		s.render(w, r, status, "site_form", page{Title: "Add a site", Data: f})
 	})
 }
 
@@ -301,7 +242,9 @@ func (s *server) handleEditSite() http.Handler {
 		if !ok {
 			return
 		}
-		s.render(w, r, http.StatusOK, "site_form", page{Title: "Edit " + site.Name, Data: formOf(site)})
+		f := formOf(site)
+		f.MaxPages = s.SiteRules.PageLimit()
+		s.render(w, r, http.StatusOK, "site_form", page{Title: "Edit " + site.Name, Data: f})
 	})
 }
 
@@ -311,23 +254,23 @@ func (s *server) handleUpdateSite() http.Handler {
 		if !ok {
 			return
 		}
-		f := siteForm{ID: old.ID}
+		f := siteForm{ID: old.ID, MaxPages: s.SiteRules.PageLimit()}
 		site := f.parse(r)
-		if len(f.Errors) == 0 {
-			site.ID, site.UserID, site.Founding = old.ID, old.UserID, old.Founding
-			// Taken only if the schedule changes: a new schedule starts a period from now.
-			site.NextScanAt = store.NextScanAt(site.Schedule, s.Now(), s.Now())
-			err := s.Store.UpdateSite(r.Context(), site)
-			switch {
-			case err != nil:
-				s.error(w, r, err, "There is no such site in your account.")
-				return
-			default:
-				http.Redirect(w, r, "/sites/"+site.ID+"?done=site-saved", http.StatusSeeOther)
-				return
-			}
+		site.ID, site.UserID, site.Founding = old.ID, old.UserID, old.Founding
+		// Taken only if the schedule changes: a new schedule starts a period from now.
+		site.NextScanAt = store.NextScanAt(site.Schedule, s.Now(), s.Now())
+		err := s.Store.UpdateSite(r.Context(), site)
+		status, refused := f.refused(err)
+		switch {
+		case refused:
+		case err != nil:
+			s.error(w, r, err, "There is no such site in your account.")
+			return
+		default:
+			http.Redirect(w, r, "/sites/"+site.ID+"?done=site-saved", http.StatusSeeOther)
+			return
 		}
-		s.render(w, r, http.StatusUnprocessableEntity, "site_form", page{Title: "Edit " + old.Name, Data: f})
+		s.render(w, r, status, "site_form", page{Title: "Edit " + old.Name, Data: f})
 	})
 }
 
@@ -339,6 +282,7 @@ func (s *server) handleDeleteSite() http.Handler {
 		}
 		if r.PostForm.Get("confirm") != "yes" {
 			f := formOf(site)
+			f.MaxPages = s.SiteRules.PageLimit()
 			f.Errors = map[string]string{"confirm": "Tick the box to confirm that the site and all its scans should be deleted."}
 			s.render(w, r, http.StatusUnprocessableEntity, "site_form", page{Title: "Edit " + site.Name, Data: f})
 			return

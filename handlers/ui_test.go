@@ -275,7 +275,8 @@ func testSiteForm(t *testing.T, f *uiFixture) {
 		{"an empty name", "name", " ", "name of 1 to 100"},
 		{"a name too long", "name", strings.Repeat("n", 101), "name of 1 to 100"},
 		{"an empty domain", "domain", "", "Enter a host"},
-		{"a domain with a path", "domain", "https://shop.example.com/blog", "Enter a host"},
+		{"localhost", "domain", "localhost:8080", "SCAN_ALLOW_PRIVATE is off"},
+		{"an IP literal", "domain", "http://10.0.0.1/", "SCAN_ALLOW_PRIVATE is off"},
 		{"a domain with another scheme", "domain", "ftp://shop.example.com", "Enter a host"},
 		{"a domain with spaces", "domain", "shop example.com", "Enter a host"},
 		{"a domain with credentials", "domain", "https://u:p@shop.example.com", "Enter a host"},
@@ -311,7 +312,7 @@ func testSiteForm(t *testing.T, f *uiFixture) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if site.Domain != "https://shop.example.com:8443" || site.PlatformSiteID != "" || strings.Join(site.Pages, ",") != "/,/pricing" {
+	if site.Domain != "shop.example.com:8443" || site.PlatformSiteID != "" || strings.Join(site.Pages, ",") != "/,/pricing" {
 		t.Errorf("stored %+v", site)
 	}
 	_, body := f.a.get(loc)
@@ -337,24 +338,6 @@ func testSiteForm(t *testing.T, f *uiFixture) {
 	wantStatus(t, resp, http.StatusSeeOther)
 	resp, _ = f.a.get("/sites/" + id)
 	wantStatus(t, resp, http.StatusNotFound)
-}
-
-func TestNormalizeDomain(t *testing.T) {
-	for _, tt := range []struct {
-		in, want string
-		ok       bool
-	}{
-		{"example.com", "example.com", true}, {"Example.COM/", "example.com", true}, {"localhost:8080", "localhost:8080", true},
-		{"http://127.0.0.1:8080", "http://127.0.0.1:8080", true}, {"https://a-b.example", "https://a-b.example", true},
-		{"", "", false}, {"-a.example", "", false}, {"a..example", "", false}, {"https://", "", false},
-		{"https://example.com?q=1", "", false}, {"https://example.com#x", "", false}, {"javascript:alert(1)", "", false},
-		{"exa_mple.com", "", false}, {"example.com:0", "", false}, {"http://[::1]:80", "", false},
-	} {
-		got, ok := normalizeDomain(tt.in)
-		if got != tt.want || ok != tt.ok {
-			t.Errorf("normalizeDomain(%q) = %q, %v; want %q, %v", tt.in, got, ok, tt.want, tt.ok)
-		}
-	}
 }
 
 func TestScanNow(t *testing.T) { eachBackend(t, 0, testScanNow) }
@@ -679,6 +662,36 @@ func testScanEvents(t *testing.T, f *uiFixture) {
 		})
 		if first == nil || first.Waiting == nil || first.Waiting.Reason != reason || !first.Waiting.RunAt.Equal(runAt) {
 			t.Errorf("first event %+v, want it waiting for %q", first, reason)
+		}
+	})
+
+	t.Run("a scan whose site is deleted while it runs ends its stream saying so", func(t *testing.T) {
+		site := store.Site{ID: store.NewID(), UserID: f.a.userID, Name: "Doomed", Domain: "doomed.example", CreatedAt: f.ts.now}
+		if err := st.CreateSite(ctx, site); err != nil {
+			t.Fatal(err)
+		}
+		scan := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: f.ts.now}
+		if err := st.EnqueueScan(ctx, scan, store.QueueScan, f.ts.now); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := f.a.c.Get(f.ts.URL + "/sites/" + site.ID + "/scans/" + scan.ID + "/events")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var got []scanEvent
+		readEvents(t, resp, func(e scanEvent) bool {
+			if len(got) == 0 {
+				if err := st.DeleteSite(ctx, f.a.userID, site.ID); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got = append(got, e)
+			return true // the server ends the stream itself
+		})
+		last := got[len(got)-1]
+		if len(got) < 2 || got[0].Status != store.StatusQueued || last.Status != "deleted" || last.Message != "This site was deleted" {
+			t.Errorf("events %+v, want queued then deleted with its message", got)
 		}
 	})
 

@@ -60,7 +60,7 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, slot *slot, job store
 			site.Pages = fresh
 		}
 	}
-	pages, source, note, err := p.discover(ctx, log, slot, site)
+	pages, found, source, note, err := p.discover(ctx, log, slot, site)
 	if err != nil {
 		return nil, err
 	}
@@ -92,6 +92,9 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, slot *slot, job store
 	if err := p.cfg.Store.StartScan(ctx, lease, total, p.cfg.Now()); err != nil {
 		return nil, fmt.Errorf("start scan: %w", err)
 	}
+	if err := p.cfg.Store.SetPagesFound(ctx, lease, len(pages), found); err != nil {
+		return nil, fmt.Errorf("record pages found: %w", err)
+	}
 	if limited != nil {
 		pe := store.PageError{PagePath: noteKey.PagePath, PageURL: discover.SiteOrigin(site.Domain) + noteKey.PagePath,
 			Strategy: noteKey.Strategy, Error: limited.Error()}
@@ -109,7 +112,7 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, slot *slot, job store
 	if err != nil {
 		return nil, fmt.Errorf("read the previous scan: %w", err)
 	}
-	log.Info("scan started", "pages", len(pages), "pages_from", source, "audits", len(pairs),
+	log.Info("scan started", "pages", len(pages), "pages_found", found, "pages_from", source, "audits", len(pairs),
 		"already_stored", len(pairs)-len(todo), "strategy", scan.Strategy, "trigger", scan.Trigger,
 		"replay", p.cfg.Replay.Serves(site))
 
@@ -240,24 +243,24 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, slot *slot, job store
 // takes one again to audit: another tenant's scan is claimed and audited meanwhile instead of
 // waiting. One account discovers at most accountDiscoveries scans at once; its others are
 // snoozed, so its scans cannot take over the queue either.
-func (p *Pool) discover(ctx context.Context, log *slog.Logger, slot *slot, site store.Site) (pages []string, source string, note, err error) {
+func (p *Pool) discover(ctx context.Context, log *slog.Logger, slot *slot, site store.Site) (pages []string, found int, source string, note, err error) {
 	if len(site.Pages) > 0 { // saved paths: nothing to fetch
-		pages, source, note = p.cfg.Discovery.Pages(ctx, site)
-		return pages, source, note, nil
+		pages, found, source, note = p.cfg.Discovery.PagesFound(ctx, site)
+		return pages, found, source, note, nil
 	}
 	leave, ok := p.enterDiscovery(site.UserID)
 	if !ok {
 		wait := cmp.Or(p.cfg.Discovery.Deadline, discover.DefaultDiscoveryDeadline) / 6
-		return nil, "", nil, &psi.UnavailableError{What: "this account's other scans are discovering their pages",
+		return nil, 0, "", nil, &psi.UnavailableError{What: "this account's other scans are discovering their pages",
 			Until: p.cfg.Now().Add(wait), Reason: fmt.Sprintf("an account discovers at most %d scans' pages at once", accountDiscoveries)}
 	}
 	slot.release()
-	pages, source, note = p.cfg.Discovery.Pages(ctx, site)
+	pages, found, source, note = p.cfg.Discovery.PagesFound(ctx, site)
 	leave()
 	if err := slot.take(ctx); err != nil {
-		return nil, "", nil, err
+		return nil, 0, "", nil, err
 	}
-	return pages, source, note, nil
+	return pages, found, source, note, nil
 }
 
 // completed is a scan that just completed, for the digest.

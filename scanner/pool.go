@@ -373,6 +373,11 @@ func (p *Pool) run(s *slot, job store.Job) {
 	var unavailable *psi.UnavailableError
 	switch {
 	case errors.Is(err, store.ErrLeaseLost) || errors.Is(context.Cause(ctx), errLeaseLost):
+		// Deleting a site deletes its scans and their jobs, which also ends the lease.
+		if _, _, serr := p.cfg.Store.ScanForJob(settle, job.ScanID); errors.Is(serr, store.ErrNotFound) {
+			log.Info("scanner: the site was deleted while it was scanned; the scan stopped with it")
+			return
+		}
 		log.Warn("scanner: lease lost; the job belongs to another worker now", "err", err)
 	case errors.Is(context.Cause(ctx), errShutdown):
 		// Not the job's fault: the attempt is not spent.

@@ -42,6 +42,7 @@ type rig struct {
 
 func newRig(t *testing.T, st store.Store) *rig {
 	t.Helper()
+	st = storetest.WithRules(st, store.SiteRules{AllowPrivate: true}) // its sites may be test servers on 127.0.0.1
 	r := &rig{t: t, st: st, psi: scantest.NewPSI(t, "../testdata/psi"), logs: &syncBuf{}}
 	r.user = store.User{ID: store.NewID(), Email: "owner-" + store.NewID()[:8] + "@example.com", PasswordHash: "x", NotifyRegressions: true, CreatedAt: time.Now()}
 	if err := st.CreateUser(context.Background(), r.user); err != nil {

@@ -34,14 +34,14 @@ var (
 func NotFound(what string) error { return fmt.Errorf("%s: %w", what, ErrNotFound) }
 
 // Classify is the one mapping from what went wrong in a store call to the sentinel its caller
-// acts on: ErrNotFound, ErrConflict, ErrScanActive, ErrLeaseLost, or ErrUnavailable for the
+// acts on: ErrNotFound, ErrConflict, ErrInvalid, ErrScanActive, ErrLeaseLost, or ErrUnavailable for the
 // driver's and the network's connection failures. Any other error (a bug: a 500) comes back
 // as it is, and nil as nil.
 func Classify(err error) error {
 	if err == nil {
 		return nil
 	}
-	for _, sentinel := range []error{ErrNotFound, ErrConflict, ErrScanActive, ErrLeaseLost, ErrUnavailable, ErrForbidden, ErrGone} {
+	for _, sentinel := range []error{ErrNotFound, ErrConflict, ErrInvalid, ErrScanActive, ErrLeaseLost, ErrUnavailable, ErrForbidden, ErrGone} {
 		if errors.Is(err, sentinel) {
 			return sentinel
 		}

@@ -161,6 +161,10 @@ type Queue interface {
 	SavePageError(ctx context.Context, l Lease, e PageError) error
 	// SetAuditsInFlight records how many audits of the scan are in flight now, for its page.
 	SetAuditsInFlight(ctx context.Context, l Lease, n int) error
+	// SetPagesFound records how many pages the scan audits and how many discovery found before
+	// MAX_PAGES_PER_SCAN, so its pages can say "50 of 80 pages audited"; it never lowers the
+	// found count an enqueue set (the platform's full list at import).
+	SetPagesFound(ctx context.Context, l Lease, audited, found int) error
 	// CompleteScan marks scan and job done, stores the scores, and sets the site's health.
 	CompleteScan(ctx context.Context, l Lease, scores ScanScores, now time.Time) error
 	// FailScan discards the job and marks the scan failed with a reason.

@@ -94,6 +94,11 @@ type Scan struct {
 	Trigger    string
 	PagesTotal int // page/strategy pairs to audit; known once discovery ran
 	PagesDone  int // pairs with a result or an error
+	// PagesFound is how many pages discovery found (the saved list, the sitemap's or the
+	// platform's) before MAX_PAGES_PER_SCAN cut it, and PagesAudited how many of them the scan
+	// audits; 0 when not recorded. (PagesTotal counts pairs, and a discovery note.)
+	PagesFound   int
+	PagesAudited int
 	// AuditsInFlight is how many pairs the running attempt is auditing now, as its worker last
 	// wrote it (about every second); 0 once the attempt stops auditing.
 	AuditsInFlight int
@@ -103,6 +108,9 @@ type Scan struct {
 	StartedAt      *time.Time
 	CompletedAt    *time.Time
 }
+
+// Capped reports that discovery found more pages than the scan audits (MAX_PAGES_PER_SCAN).
+func (s Scan) Capped() bool { return s.PagesAudited > 0 && s.PagesFound > s.PagesAudited }
 
 // ScanScores are the rounded means over a scan's page results.
 type ScanScores struct {

@@ -23,6 +23,21 @@
   es.addEventListener("status", function (e) {
     var d;
     try { d = JSON.parse(e.data); } catch (err) { return; }
+    if (d.status === "deleted") { // the site was deleted while the page was open
+      es.close();
+      status.textContent = "deleted";
+      status.className = "tag none";
+      bar.style.display = "none";
+      count.textContent = d.message + ", with its scans. ";
+      var back = document.createElement("a");
+      back.href = "/";
+      back.textContent = "Back to your sites";
+      count.appendChild(back);
+      if (wait) wait.hidden = true;
+      var hint = box.querySelector(".hint");
+      if (hint) hint.hidden = true;
+      return;
+    }
     status.textContent = d.status;
     status.className = "tag " + ({ complete: "good", failed: "poor", running: "ni" }[d.status] || "none");
     if (d.pagesTotal > 0) {

@@ -40,6 +40,9 @@ type Seeded struct {
 type Fixtures struct {
 	FS             fs.FS
 	Before, Latest string // directories of PSI responses, e.g. "testdata/psi-before", "testdata/psi"
+	// MaxPages is MAX_PAGES_PER_SCAN: the demo site saves at most this many of its pages, as
+	// any site may; 0 saves them all.
+	MaxPages int
 }
 
 // Seed creates the demo account, an API key and the demo site with two completed scans
@@ -104,6 +107,9 @@ func Seed(ctx context.Context, st store.Store, fx Fixtures, now time.Time, itera
 	}
 	site := store.Site{ID: store.NewID(), UserID: u.ID, Name: SiteName, Domain: Domain, PlatformSiteID: PlatformID,
 		Founding: true, Pages: pathsOf(latest), CreatedAt: now.Add(-48 * time.Hour)}
+	if fx.MaxPages > 0 && len(site.Pages) > fx.MaxPages {
+		site.Pages = site.Pages[:fx.MaxPages]
+	}
 	if err := st.CreateSite(ctx, site); err != nil {
 		return d, fmt.Errorf("demo site: %w", err)
 	}

@@ -81,12 +81,20 @@ var errDiscoveryDeadline = errors.New("discovery deadline")
 // refused sitemap (an internal address, a *BlockedError) falls back to "/", and the reason is
 // returned beside the pages for the log; a *LimitError among them says a limit stopped it.
 func (d Discovery) Pages(ctx context.Context, site store.Site) (pages []string, source string, note error) {
+	pages, _, source, note = d.PagesFound(ctx, site)
+	return pages, source, note
+}
+
+// PagesFound is Pages with how many pages were found before MAX_PAGES_PER_SCAN cut the list,
+// for the scan's pages to say so. A sitemap index is read only until the cap is reached, so
+// found is then at least the cap, not every page of every child.
+func (d Discovery) PagesFound(ctx context.Context, site store.Site) (pages []string, found int, source string, note error) {
 	limit := d.MaxPages
 	if limit <= 0 {
 		limit = 50
 	}
 	if len(site.Pages) > 0 {
-		return capPaths(site.Pages, limit), "saved", nil
+		return capPaths(site.Pages, limit), len(uniquePaths(site.Pages)), "saved", nil
 	}
 	client := d.Client
 	if client == nil {
@@ -119,12 +127,12 @@ func (d Discovery) Pages(ctx context.Context, site store.Site) (pages []string, 
 		err = &LimitError{Limit: fmt.Sprintf("budget of %s of sitemap XML", mib(r.budget.max))}
 	}
 	if len(paths) > 0 {
-		return capPaths(paths, limit), "sitemap", err // err: children that failed or were refused
+		return capPaths(paths, limit), len(uniquePaths(paths)), "sitemap", err // err: children that failed or were refused
 	}
 	if err == nil {
 		err = errors.New("sitemap lists no pages")
 	}
-	return []string{"/"}, "root", err
+	return []string{"/"}, 1, "root", err
 }
 
 // mib writes a byte count in MiB: "10 MiB".

@@ -38,6 +38,9 @@ type Connector struct {
 	WebhookURL string
 	// MaxSites is MAX_SITES_PER_WORKSPACE: an import past it creates no site (store.ErrLimit).
 	MaxSites int
+	// MaxPages is MAX_PAGES_PER_SCAN: a site keeps at most this many of its published pages
+	// (a scan audits no more; its pages say how many there were); 0 means store.DefaultMaxPages.
+	MaxPages int
 	Log      *slog.Logger
 	Now      func() time.Time
 }
@@ -136,7 +139,8 @@ type Imported struct {
 	PlatformID string
 	Name       string
 	SiteID     string // the SitePulse site; empty when the import failed
-	Pages      int
+	Pages      int    // published pages saved: at most MaxPages
+	Found      int    // published pages the platform lists
 	Created    bool
 	Scan       string // the first scan enqueued, if this import enqueued it
 	Err        error  // why this site was not (fully) imported; a second try resumes
@@ -184,17 +188,21 @@ func (c *Connector) importOne(ctx context.Context, userID, workspaceID, token st
 		return res
 	}
 	paths := PublishedPaths(pages)
+	saved := c.capPages(paths)
 	name := ps.DisplayName
 	if name == "" {
 		name = ps.ShortName
 	}
+	// The store normalises and validates what the platform lists as it does what people type:
+	// a site that breaks the rules is refused (store.ErrInvalid) and the others go on.
 	site, created, err := c.Store.ImportPlatformSite(ctx, store.Site{ID: store.NewID(), UserID: userID, WorkspaceID: workspaceID, Name: name,
-		Domain: ps.Domain(), PlatformSiteID: ps.ID, LastPublished: ps.LastPublished, Pages: paths, CreatedAt: c.Now()}, c.MaxSites)
+		Domain: ps.Domain(), PlatformSiteID: ps.ID, LastPublished: ps.LastPublished, Pages: saved, CreatedAt: c.Now()}, c.MaxSites)
+	res.Found = len(paths)
 	if err != nil {
 		res.Err = err
 		return res
 	}
-	res.SiteID, res.Created, res.Pages = site.ID, created, len(paths)
+	res.SiteID, res.Created, res.Pages = site.ID, created, len(saved)
 	hookID, err := c.ensureWebhook(ctx, token, ps.ID)
 	if err != nil {
 		res.Err = err
@@ -213,7 +221,8 @@ func (c *Connector) importOne(ctx context.Context, userID, workspaceID, token st
 	}
 	if len(scans) == 0 {
 		now := c.Now()
-		scan := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerImport, CreatedAt: now}
+		scan := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerImport, CreatedAt: now,
+			PagesFound: len(paths)}
 		switch err := c.Store.EnqueueScan(ctx, scan, store.QueueScan, now); {
 		case errors.Is(err, store.ErrScanActive):
 		case err != nil:
@@ -223,9 +232,18 @@ func (c *Connector) importOne(ctx context.Context, userID, workspaceID, token st
 			res.Scan = scan.ID
 		}
 	}
-	c.Log.Info("platform: site imported", "user", userID, "site", site.ID, "platform_site", ps.ID, "pages", len(paths),
+	c.Log.Info("platform: site imported", "user", userID, "site", site.ID, "platform_site", ps.ID, "pages", len(saved), "pages_found", len(paths),
 		"created", created, "webhook", hookID, "first_scan", res.Scan)
 	return res
+}
+
+// capPages is the first MaxPages of a site's published paths: what a site keeps.
+func (c *Connector) capPages(paths []string) []string {
+	limit := c.MaxPages
+	if limit <= 0 {
+		limit = store.DefaultMaxPages
+	}
+	return paths[:min(len(paths), limit)]
 }
 
 // ensureWebhook returns the site's site_publish webhook to WebhookURL, creating it only when
@@ -253,8 +271,8 @@ func (c *Connector) ensureWebhook(ctx context.Context, token, platformSiteID str
 	}
 }
 
-// RefreshPages reads a verified site's published pages from the platform and saves them, so a
-// publish's scan audits pages published since the import. Any failure leaves the saved list;
+// RefreshPages reads a verified site's published pages from the platform and saves the first
+// MaxPages, so a publish's scan audits pages published since the import; it returns them all. Any failure leaves the saved list;
 // the caller audits that.
 func (c *Connector) RefreshPages(ctx context.Context, site store.Site) ([]string, error) {
 	if !site.PlatformVerified || site.PlatformSiteID == "" {
@@ -272,10 +290,10 @@ func (c *Connector) RefreshPages(ctx context.Context, site store.Site) ([]string
 	if len(paths) == 0 {
 		return nil, errors.New("the platform lists no published page")
 	}
-	if err := c.Store.SetSitePages(ctx, site.UserID, site.ID, site.PlatformSiteID, paths); err != nil {
+	if err := c.Store.SetSitePages(ctx, site.UserID, site.ID, site.PlatformSiteID, c.capPages(paths)); err != nil {
 		return nil, err
 	}
-	return paths, nil
+	return paths, nil // all of them: the scan caps the list and says how many there were
 }
 
 // Disconnect deletes the webhooks SitePulse registered, then forgets the token and unlinks the

@@ -13,6 +13,10 @@ import (
 // Store is the in-memory store.Store. One mutex guards everything: it is meant for a laptop and for
 // tests, and its answers must equal Postgres's (the contract suite checks that).
 type Store struct {
+	// Rules are the site rules every site write checks (SCAN_ALLOW_PRIVATE, MAX_PAGES_PER_SCAN);
+	// set before use.
+	Rules store.SiteRules
+
 	mu         sync.Mutex
 	users      map[string]store.User
 	sessions   map[string]store.Session

@@ -111,11 +111,25 @@ func (m *Store) DisconnectPlatform(ctx context.Context, workspaceID string) erro
 }
 
 func (m *Store) ImportPlatformSite(ctx context.Context, s store.Site, maxSites int) (store.Site, bool, error) {
+	s.Schedule = ""
+	s.Normalize()
+	if err := s.Validate(m.Rules); err != nil {
+		return store.Site{}, false, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s.WorkspaceID = siteWorkspace(s)
 	if _, ok := m.users[s.UserID]; !ok || s.PlatformSiteID == "" {
 		return store.Site{}, false, store.NotFound("site")
+	}
+	mine := s.ID // the workspace's site this import would write: a duplicate is another one
+	for _, old := range m.sites {
+		if old.PlatformSiteID == s.PlatformSiteID && old.WorkspaceID == s.WorkspaceID {
+			mine = old.ID
+		}
+	}
+	if err := m.sameDomain(s.WorkspaceID, s.Domain, mine); err != nil {
+		return store.Site{}, false, err
 	}
 	for id, old := range m.sites {
 		if old.PlatformSiteID != s.PlatformSiteID {
@@ -130,7 +144,7 @@ func (m *Store) ImportPlatformSite(ctx context.Context, s store.Site, maxSites i
 		switch {
 		case old.WorkspaceID == s.WorkspaceID:
 			old.Name, old.Domain, old.Pages, old.PlatformVerified = s.Name, s.Domain, slices.Clone(s.Pages), true
-			if s.LastPublished != nil {
+			if s.LastPublished != nil && (old.LastPublished == nil || s.LastPublished.After(*old.LastPublished)) { // never backwards
 				old.LastPublished = tp(*s.LastPublished)
 			}
 			m.sites[id] = cloneSite(old)
@@ -167,6 +181,10 @@ func (m *Store) SetPlatformWebhook(ctx context.Context, userID, siteID, webhookI
 }
 
 func (m *Store) SetSitePages(ctx context.Context, userID, siteID, platformSiteID string, pages []string) error {
+	pages, err := store.ValidPages(pages, m.Rules)
+	if err != nil {
+		return err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s, ok := m.ownedSite(userID, siteID)

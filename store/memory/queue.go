@@ -108,6 +108,10 @@ func (m *Store) SetAuditsInFlight(ctx context.Context, l store.Lease, n int) err
 	return m.updateLeasedScan(l, func(s *store.Scan) { s.AuditsInFlight = n })
 }
 
+func (m *Store) SetPagesFound(ctx context.Context, l store.Lease, audited, found int) error {
+	return m.updateLeasedScan(l, func(s *store.Scan) { s.PagesAudited, s.PagesFound = audited, max(s.PagesFound, found) })
+}
+
 // updateLeasedScan changes the scan of a job the lease still holds.
 func (m *Store) updateLeasedScan(l store.Lease, change func(*store.Scan)) error {
 	m.mu.Lock()

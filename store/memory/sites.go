@@ -37,15 +37,26 @@ func (m *Store) platformTaken(platformID, exceptSite string) bool {
 }
 
 func (m *Store) CreateSite(ctx context.Context, s store.Site) error {
+	s.Normalize()
+	if err := s.Validate(m.Rules); err != nil {
+		return err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.createSiteLocked(s)
 }
 
 func (m *Store) CreateSiteWithin(ctx context.Context, s store.Site, max int) error {
+	s.Normalize()
+	if err := s.Validate(m.Rules); err != nil {
+		return err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err := m.withinSites(siteWorkspace(s), max); err != nil {
+		return err
+	}
+	if err := m.sameDomain(siteWorkspace(s), s.Domain, s.ID); err != nil {
 		return err
 	}
 	return m.createSiteLocked(s)
@@ -57,6 +68,24 @@ func siteWorkspace(s store.Site) string {
 		return s.WorkspaceID
 	}
 	return store.PersonalWorkspace(s.UserID)
+}
+
+// sameDomain answers a *store.DuplicateError when the workspace has a site other than
+// exceptSite on the domain (store.DomainKey); the caller holds m.mu. Of several, the oldest is
+// named.
+func (m *Store) sameDomain(workspaceID, domain, exceptSite string) error {
+	var first *store.Site
+	for _, o := range m.sites {
+		if o.WorkspaceID == workspaceID && o.ID != exceptSite && store.DomainKey(o.Domain) == store.DomainKey(domain) &&
+			(first == nil || o.CreatedAt.Before(first.CreatedAt) || (o.CreatedAt.Equal(first.CreatedAt) && o.ID < first.ID)) {
+			o := o
+			first = &o
+		}
+	}
+	if first != nil {
+		return &store.DuplicateError{Domain: store.DomainKey(domain), SiteID: first.ID, Name: first.Name}
+	}
+	return nil
 }
 
 // withinSites answers ErrLimit when the workspace already has max sites; the caller holds m.mu.
@@ -97,11 +126,18 @@ func (m *Store) createSiteLocked(s store.Site) error {
 }
 
 func (m *Store) UpdateSite(ctx context.Context, s store.Site) error {
+	s.Normalize()
+	if err := s.Validate(m.Rules); err != nil {
+		return err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	old, ok := m.sites[s.ID]
 	if !ok || !m.canEdit(s.UserID, old.WorkspaceID) {
 		return store.NotFound("site")
+	}
+	if err := m.sameDomain(old.WorkspaceID, s.Domain, s.ID); err != nil {
+		return err
 	}
 	old.Name, old.Domain, old.Founding = s.Name, s.Domain, s.Founding
 	old.Pages = slices.Clone(s.Pages)
@@ -224,7 +260,9 @@ func (m *Store) MarkPublished(ctx context.Context, siteID string, at time.Time) 
 	if !ok {
 		return store.NotFound("site")
 	}
-	s.LastPublished = tp(at)
+	if s.LastPublished == nil || at.After(*s.LastPublished) { // never backwards
+		s.LastPublished = tp(at)
+	}
 	m.sites[siteID] = s
 	return nil
 }
@@ -248,6 +286,9 @@ func (m *Store) siteBudgets(siteID string) map[string]store.Budget {
 }
 
 func (m *Store) SetBudgets(ctx context.Context, userID, siteID string, budgets map[string]store.Budget) error {
+	if err := store.ValidBudgets(budgets); err != nil {
+		return err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.editableSite(userID, siteID); !ok {

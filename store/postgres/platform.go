@@ -94,6 +94,11 @@ func (p *Store) DisconnectPlatform(ctx context.Context, workspaceID string) erro
 }
 
 func (p *Store) ImportPlatformSite(ctx context.Context, s store.Site, maxSites int) (store.Site, bool, error) {
+	s.Schedule = ""
+	s.Normalize()
+	if err := s.Validate(p.Rules); err != nil {
+		return store.Site{}, false, err
+	}
 	s.WorkspaceID = siteWorkspace(s)
 	if !uuidOK(s.ID, s.UserID, s.WorkspaceID) || s.PlatformSiteID == "" {
 		return store.Site{}, false, store.NotFound("site")
@@ -101,13 +106,25 @@ func (p *Store) ImportPlatformSite(ctx context.Context, s store.Site, maxSites i
 	var out store.Site
 	var created bool
 	err := p.tx(ctx, func(tx *sql.Tx) error {
+		if err := lockWorkspace(ctx, tx, s.WorkspaceID); err != nil {
+			return err
+		}
 		old, err := scanSite(tx.QueryRowContext(ctx, `SELECT `+siteCols+` FROM sites WHERE platform_site_id = $1 FOR UPDATE`, s.PlatformSiteID))
+		mine := s.ID // the workspace's site this import writes: a duplicate is another one
+		if err == nil && old.WorkspaceID == s.WorkspaceID {
+			mine = old.ID
+		}
+		if err := sameDomain(ctx, tx, s.WorkspaceID, s.Domain, mine); err != nil {
+			return err
+		}
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 		case err != nil:
 			return pgErr("import platform site", err)
 		case old.WorkspaceID == s.WorkspaceID:
-			out, err = scanSite(tx.QueryRowContext(ctx, `UPDATE sites SET name = $2, domain = $3, last_published = coalesce($4, last_published),
+			// lastPublished never moves backwards: a publish seen by the webhook is newer
+			// than the platform's listing read before it.
+			out, err = scanSite(tx.QueryRowContext(ctx, `UPDATE sites SET name = $2, domain = $3, last_published = greatest(last_published, $4),
 				pages = $5, platform_verified = true WHERE id = $1 RETURNING `+siteCols,
 				old.ID, s.Name, s.Domain, nullTime(s.LastPublished), pq.StringArray(nonNil(s.Pages))))
 			return pgErr("import platform site", err)
@@ -141,6 +158,10 @@ func (p *Store) SetPlatformWebhook(ctx context.Context, userID, siteID, webhookI
 }
 
 func (p *Store) SetSitePages(ctx context.Context, userID, siteID, platformSiteID string, pages []string) error {
+	pages, err := store.ValidPages(pages, p.Rules)
+	if err != nil {
+		return err
+	}
 	if !uuidOK(userID, siteID) || platformSiteID == "" {
 		return store.NotFound("site")
 	}

@@ -32,6 +32,10 @@ const maxConns = 32
 
 // Store is the store.Store on PostgreSQL.
 type Store struct {
+	// Rules are the site rules every site write checks (SCAN_ALLOW_PRIVATE, MAX_PAGES_PER_SCAN);
+	// set before use.
+	Rules store.SiteRules
+
 	db      *sql.DB
 	dsn     string        // for the LISTEN connection of WakeOnJobs
 	budgets budgetCache   // what budget checks read, per site (budget.go)

@@ -13,8 +13,8 @@ import (
 
 func (p *Store) EnqueueScan(ctx context.Context, s store.Scan, queue string, runAt time.Time) error {
 	return p.tx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO scans (id, site_id, status, strategy, trigger, created_at)
-			VALUES ($1, $2, 'queued', $3, $4, $5)`, s.ID, s.SiteID, s.Strategy, s.Trigger, store.Now(s.CreatedAt))
+		_, err := tx.ExecContext(ctx, `INSERT INTO scans (id, site_id, status, strategy, trigger, created_at, pages_found)
+			VALUES ($1, $2, 'queued', $3, $4, $5, $6)`, s.ID, s.SiteID, s.Strategy, s.Trigger, store.Now(s.CreatedAt), s.PagesFound)
 		if err != nil {
 			return pgErr("enqueue scan", err)
 		}
@@ -96,6 +96,16 @@ func (p *Store) StartScan(ctx context.Context, l store.Lease, pagesTotal int, no
 			started_at = coalesce(started_at, $3) WHERE id = $1`, l.ScanID, pagesTotal, store.Now(now))
 		return pgErr("start scan", err)
 	})
+}
+
+// SetPagesFound checks the lease in its one statement, like SetAuditsInFlight.
+func (p *Store) SetPagesFound(ctx context.Context, l store.Lease, audited, found int) error {
+	res, err := p.db.ExecContext(ctx, `UPDATE scans SET pages_audited = $4, pages_found = greatest(pages_found, $5)
+		WHERE id = $3 AND EXISTS (SELECT 1 FROM jobs WHERE `+leaseCond+`)`, l.JobID, l.Attempt, l.ScanID, audited, found)
+	if err != nil {
+		return pgErr("pages found", err)
+	}
+	return p.leaseCheck(ctx, res, l)
 }
 
 // SetAuditsInFlight checks the lease in its one statement, like the page writes.
@@ -263,7 +273,7 @@ func (p *Store) OverdueScans(ctx context.Context, startedBefore time.Time) ([]st
 		var scores []byte
 		var started, completed sql.NullTime
 		err := row.Scan(&o.ID, &o.SiteID, &o.Status, &o.Strategy, &o.Trigger, &o.PagesTotal, &o.PagesDone,
-			&scores, &o.Error, &o.CreatedAt, &started, &completed, &o.AuditsInFlight, &o.UserID, &o.LastError)
+			&scores, &o.Error, &o.CreatedAt, &started, &completed, &o.AuditsInFlight, &o.PagesFound, &o.PagesAudited, &o.UserID, &o.LastError)
 		if err != nil {
 			return o, err
 		}

@@ -11,14 +11,14 @@ import (
 )
 
 const scanCols = `c.id, c.site_id, c.status, c.strategy, c.trigger, c.pages_total, c.pages_done, c.scores,
-	c.error, c.created_at, c.started_at, c.completed_at, c.audits_in_flight`
+	c.error, c.created_at, c.started_at, c.completed_at, c.audits_in_flight, c.pages_found, c.pages_audited`
 
 func scanScan(row rowScanner) (store.Scan, error) {
 	var s store.Scan
 	var scores []byte
 	var started, completed sql.NullTime
 	err := row.Scan(&s.ID, &s.SiteID, &s.Status, &s.Strategy, &s.Trigger, &s.PagesTotal, &s.PagesDone,
-		&scores, &s.Error, &s.CreatedAt, &started, &completed, &s.AuditsInFlight)
+		&scores, &s.Error, &s.CreatedAt, &started, &completed, &s.AuditsInFlight, &s.PagesFound, &s.PagesAudited)
 	if err != nil {
 		return s, err
 	}

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -12,17 +13,29 @@ import (
 )
 
 func (p *Store) CreateSite(ctx context.Context, s store.Site) error {
+	s.Normalize()
+	if err := s.Validate(p.Rules); err != nil {
+		return err
+	}
 	return insertSite(ctx, p.db, s)
 }
 
-// CreateSiteWithin locks the workspace's row, so creations in one workspace take turns at the count.
+// CreateSiteWithin locks the workspace's row, so creations in one workspace take turns at the
+// count and at the domain check.
 func (p *Store) CreateSiteWithin(ctx context.Context, s store.Site, max int) error {
+	s.Normalize()
+	if err := s.Validate(p.Rules); err != nil {
+		return err
+	}
 	s.WorkspaceID = siteWorkspace(s)
-	if !uuidOK(s.UserID, s.WorkspaceID) {
+	if !uuidOK(s.UserID, s.ID, s.WorkspaceID) {
 		return store.NotFound("user")
 	}
 	return p.tx(ctx, func(tx *sql.Tx) error {
 		if err := withinSites(ctx, tx, s.WorkspaceID, max); err != nil {
+			return err
+		}
+		if err := sameDomain(ctx, tx, s.WorkspaceID, s.Domain, s.ID); err != nil {
 			return err
 		}
 		return insertSite(ctx, tx, s)
@@ -37,12 +50,36 @@ func siteWorkspace(s store.Site) string {
 	return store.PersonalWorkspace(s.UserID)
 }
 
+// sameDomain answers a *store.DuplicateError when the workspace has a site other than
+// exceptSite on the domain (store.DomainKey), naming the oldest. The caller holds the
+// workspace's row lock (withinSites or lockWorkspace), so two writes in one workspace cannot
+// both pass.
+func sameDomain(ctx context.Context, tx *sql.Tx, workspaceID, domain, exceptSite string) error {
+	var id, name string
+	err := tx.QueryRowContext(ctx, `SELECT id, name FROM sites
+		WHERE workspace_id = $1 AND id <> $2 AND regexp_replace(domain, '^https?://', '') = $3
+		ORDER BY created_at, id LIMIT 1`, workspaceID, exceptSite, store.DomainKey(domain)).Scan(&id, &name)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil
+	case err != nil:
+		return pgErr("same domain", err)
+	}
+	return &store.DuplicateError{Domain: store.DomainKey(domain), SiteID: id, Name: name}
+}
+
+// lockWorkspace takes the workspace's row lock for the rest of the transaction.
+func lockWorkspace(ctx context.Context, tx *sql.Tx, workspaceID string) error {
+	_, err := tx.ExecContext(ctx, `SELECT 1 FROM workspaces WHERE id = $1 FOR UPDATE`, workspaceID)
+	return pgErr("lock workspace", err)
+}
+
 // withinSites locks the workspace's row and answers ErrLimit when it already has max sites
 // (MAX_SITES_PER_WORKSPACE). The count is a statement of its own: taken after the lock, it sees
 // every site committed by the creation that held it (a subquery of the locking statement would not).
 func withinSites(ctx context.Context, tx *sql.Tx, workspaceID string, max int) error {
-	if _, err := tx.ExecContext(ctx, `SELECT 1 FROM workspaces WHERE id = $1 FOR UPDATE`, workspaceID); err != nil {
-		return pgErr("lock workspace", err)
+	if err := lockWorkspace(ctx, tx, workspaceID); err != nil {
+		return err
 	}
 	var n int
 	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sites WHERE workspace_id = $1`, workspaceID).Scan(&n); err != nil {
@@ -83,15 +120,33 @@ func nonNil(s []string) []string {
 }
 
 func (p *Store) UpdateSite(ctx context.Context, s store.Site) error {
+	s.Normalize()
+	if err := s.Validate(p.Rules); err != nil {
+		return err
+	}
 	if !uuidOK(s.ID, s.UserID) {
 		return store.NotFound("site")
 	}
-	res, err := p.db.ExecContext(ctx, `UPDATE sites SET name = $3, domain = $4,
-		founding = $5, pages = $6, scan_schedule = $7,
-		next_scan_at = CASE WHEN scan_schedule IS DISTINCT FROM $7 THEN $8 ELSE next_scan_at END
-		WHERE id = $1 AND `+writable("workspace_id", 2),
-		s.ID, s.UserID, s.Name, s.Domain, s.Founding, pq.StringArray(nonNil(s.Pages)), store.ScheduleOrDefault(s.Schedule), nullTime(s.NextScanAt))
-	return pgErr("update site", affected(res, err, sql.ErrNoRows))
+	return p.tx(ctx, func(tx *sql.Tx) error {
+		// The site's workspace, where the user may edit, is locked for the domain check.
+		var ws string
+		err := tx.QueryRowContext(ctx, `SELECT workspace_id FROM sites WHERE id = $1 AND `+writable("workspace_id", 2), s.ID, s.UserID).Scan(&ws)
+		if err != nil {
+			return pgErr("update site", err)
+		}
+		if err := lockWorkspace(ctx, tx, ws); err != nil {
+			return err
+		}
+		if err := sameDomain(ctx, tx, ws, s.Domain, s.ID); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE sites SET name = $3, domain = $4,
+			founding = $5, pages = $6, scan_schedule = $7,
+			next_scan_at = CASE WHEN scan_schedule IS DISTINCT FROM $7 THEN $8 ELSE next_scan_at END
+			WHERE id = $1 AND `+writable("workspace_id", 2),
+			s.ID, s.UserID, s.Name, s.Domain, s.Founding, pq.StringArray(nonNil(s.Pages)), store.ScheduleOrDefault(s.Schedule), nullTime(s.NextScanAt))
+		return pgErr("update site", affected(res, err, sql.ErrNoRows))
+	})
 }
 
 func (p *Store) DeleteSite(ctx context.Context, userID, siteID string) error {
@@ -155,7 +210,7 @@ func (p *Store) MarkPublished(ctx context.Context, siteID string, at time.Time) 
 	if !uuidOK(siteID) {
 		return store.NotFound("site")
 	}
-	res, err := p.db.ExecContext(ctx, `UPDATE sites SET last_published = $2 WHERE id = $1`, siteID, store.Now(at))
+	res, err := p.db.ExecContext(ctx, `UPDATE sites SET last_published = greatest(last_published, $2) WHERE id = $1`, siteID, store.Now(at))
 	return pgErr("mark published", affected(res, err, sql.ErrNoRows))
 }
 
@@ -204,6 +259,9 @@ func (p *Store) Budgets(ctx context.Context, userID, siteID string) (map[string]
 }
 
 func (p *Store) SetBudgets(ctx context.Context, userID, siteID string, budgets map[string]store.Budget) error {
+	if err := store.ValidBudgets(budgets); err != nil {
+		return err
+	}
 	return p.tx(ctx, func(tx *sql.Tx) error {
 		if err := p.mayEdit(ctx, tx, userID, siteID); err != nil {
 			return err

@@ -185,10 +185,10 @@ func budgetInputsFollow(t *testing.T, reader, writer store.Store) {
 	check("after a rename", func(in store.BudgetInputs) string {
 		return unless(in.SiteName == "shop renamed" && in.SiteDomain == "shop.test", "site %q %q", in.SiteName, in.SiteDomain)
 	})
-	site.Domain = "https://shop.example"
+	site.Domain = "shop2.example"
 	must(t, writer.UpdateSite(ctx, site))
 	check("after a new domain", func(in store.BudgetInputs) string {
-		return unless(in.SiteDomain == "https://shop.example", "site domain %q", in.SiteDomain)
+		return unless(in.SiteDomain == "shop2.example", "site domain %q", in.SiteDomain)
 	})
 
 	must(t, writer.SetBudgets(ctx, a.ID, site.ID, map[string]store.Budget{"performance": {Threshold: 50}, "lcp": {Threshold: 2500, Strategy: store.StrategyMobile}}))

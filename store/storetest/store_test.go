@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -82,6 +83,11 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 		{"webhook deliveries are seen once per window and forgotten after it", testDeliveries},
 		{"an account's daily audits are taken up to the limit, by 40 concurrent takers too, afresh each UTC day", testAuditBudget},
 		{"deleting a site deletes its scans and reports", testDeleteSite},
+		{"every site write normalises the site and refuses one that breaks the rules, writing nothing", testSiteWritesValidate},
+		{"a second site of one owner on the same normalised domain is refused, naming the first", testSameDomain},
+		{"a site's lastPublished never moves backwards", testLastPublishedForward},
+		{"a scan records the pages discovery found, under its lease, never lowered", testPagesFound},
+		{"a budget is a finite threshold of at least 0 for a known strategy", testBudgetsValidate},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -117,7 +123,13 @@ func newUser(t testing.TB, s store.Store, email string) store.User {
 
 func newSite(t testing.TB, s store.Store, u store.User, name string) store.Site {
 	t.Helper()
-	site := store.Site{ID: store.NewID(), UserID: u.ID, Name: name, Domain: name + ".test", Pages: []string{"/"}, CreatedAt: t0}
+	host := strings.Map(func(r rune) rune { // a name such as "b's" or "never scanned" as a host name
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, strings.ToLower(name))
+	site := store.Site{ID: store.NewID(), UserID: u.ID, Name: name, Domain: host + ".test", Pages: []string{"/"}, CreatedAt: t0}
 	must(t, s.CreateSite(ctx, site))
 	return site
 }
@@ -1050,11 +1062,11 @@ func testSiteCap(t *testing.T, s store.Store) {
 	newSite(t, s, b, "b's")
 	var created, refused atomic.Int32
 	var wg sync.WaitGroup
-	for range 20 {
+	for i := range 20 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := s.CreateSiteWithin(ctx, store.Site{ID: store.NewID(), UserID: a.ID, Name: "s", Domain: "s.example", CreatedAt: t0}, 3)
+			err := s.CreateSiteWithin(ctx, store.Site{ID: store.NewID(), UserID: a.ID, Name: "s", Domain: fmt.Sprintf("s%d.example", i), CreatedAt: t0}, 3)
 			switch {
 			case err == nil:
 				created.Add(1)

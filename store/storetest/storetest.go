@@ -38,6 +38,19 @@ func Backends(t testing.TB) []Backend {
 	return b
 }
 
+// WithRules sets the site rules of a store this package opened, as main does from the
+// configuration: tests whose sites are servers on 127.0.0.1 allow private addresses, as
+// SCAN_ALLOW_PRIVATE would.
+func WithRules(st store.Store, r store.SiteRules) store.Store {
+	switch s := st.(type) {
+	case *memory.Store:
+		s.Rules = r
+	case *postgres.Store:
+		s.Rules = r
+	}
+	return st
+}
+
 // Postgres returns a migrated Postgres store in a fresh schema; it skips the test when
 // DATABASE_URL is unset, and fails it under CI=true.
 func Postgres(t testing.TB) *postgres.Store {
