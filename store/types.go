@@ -42,7 +42,7 @@ type APIKey struct {
 // Site is a site connected from the platform.
 type Site struct {
 	ID     string
-	UserID string // who added it
+	UserID string // who added it, or the workspace's oldest owner once they left it
 	// WorkspaceID owns it; empty on creation means the creator's personal workspace.
 	WorkspaceID    string
 	Name           string

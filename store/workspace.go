@@ -199,6 +199,8 @@ type Workspaces interface {
 	// workspace would be left without an owner.
 	SetRole(ctx context.Context, workspaceID, userID string, role Role) error
 	// RemoveMember ends a membership (removal or leaving); ErrConflict when it is the last owner.
+	// The sites the member added pass to the workspace's oldest owner, so a site's UserID is
+	// always a member who may read it (the scanner reads a site's scans as its user).
 	RemoveMember(ctx context.Context, workspaceID, userID string) error
 	// SetMemberNotify sets a member's regression e-mails for the workspace.
 	SetMemberNotify(ctx context.Context, workspaceID, userID string, on bool) error

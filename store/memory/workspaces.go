@@ -149,6 +149,20 @@ func (m *Store) RemoveMember(ctx context.Context, workspaceID, userID string) er
 		return err
 	}
 	delete(m.members, memberKey{workspaceID, userID})
+	// The sites they added pass to an owner, as Postgres does (the oldest owner).
+	var heir store.Member
+	for _, mb := range m.members {
+		if mb.WorkspaceID == workspaceID && mb.Role == store.RoleOwner &&
+			(heir.UserID == "" || mb.CreatedAt.Before(heir.CreatedAt) || mb.CreatedAt.Equal(heir.CreatedAt) && mb.UserID < heir.UserID) {
+			heir = mb
+		}
+	}
+	for id, s := range m.sites {
+		if s.WorkspaceID == workspaceID && s.UserID == userID {
+			s.UserID = heir.UserID
+			m.sites[id] = s
+		}
+	}
 	return nil
 }
 

@@ -123,7 +123,14 @@ func (p *Store) RemoveMember(ctx context.Context, workspaceID, userID string) er
 			return err
 		}
 		res, err := tx.ExecContext(ctx, `DELETE FROM memberships WHERE workspace_id = $1 AND user_id = $2`, workspaceID, userID)
-		return pgErr("remove member", affected(res, err, sql.ErrNoRows))
+		if err := affected(res, err, sql.ErrNoRows); err != nil {
+			return pgErr("remove member", err)
+		}
+		// The sites they added pass to an owner: the scanner reads a site's scans as its user.
+		_, err = tx.ExecContext(ctx, `UPDATE sites SET user_id = (SELECT user_id FROM memberships
+			WHERE workspace_id = $1 AND role = 'owner' ORDER BY created_at, user_id LIMIT 1)
+			WHERE workspace_id = $1 AND user_id = $2`, workspaceID, userID)
+		return pgErr("remove member", err)
 	})
 }
 

@@ -348,3 +348,26 @@ func TestReportOutlivesItsMaker(t *testing.T) {
 		})
 	}
 }
+
+// A site outlives its adder's membership: it passes to an owner, so the scanner, which reads a
+// site's scans as its user, still can.
+func TestSitePassesToAnOwner(t *testing.T) {
+	for _, b := range storetest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			s := b.Open(t)
+			owner, editor := newUser(t, s, "o@example.com"), newUser(t, s, "e@example.com")
+			w := team(t, s, owner, "Agency", map[store.User]store.Role{editor: store.RoleEditor})
+			site := teamSite(t, s, editor, w, "shop")
+			must(t, s.RemoveMember(ctx, w.ID, editor.ID))
+			got, err := s.Site(ctx, owner.ID, site.ID)
+			must(t, err)
+			if got.UserID != owner.ID {
+				t.Fatalf("site's user %q after its adder left, want the owner %q", got.UserID, owner.ID)
+			}
+			sc := completedScan(t, s, got, t0, 80)
+			if _, err := s.PageResults(ctx, got.UserID, sc.ID); err != nil {
+				t.Fatalf("reading the site's scan as its user: %v", err)
+			}
+		})
+	}
+}
