@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -189,4 +190,34 @@ func callTool(t *testing.T, ts *testServer, token, tool, siteID string) (string,
 		t.Fatalf("MCP answer: %s", body)
 	}
 	return out.Result.Content[0].Text, out.Result.IsError
+}
+
+// An owner may hold at most store.MaxPendingInvitations pending invitations, and bad input is
+// a 422 with the field's message, never a 500.
+func TestInvitationLimitsAndBadInput(t *testing.T) {
+	st := storetest.Backends(t)[0].Open(t)
+	ts := newTestServer(t, st)
+	own := ts.browser(t)
+	own.signup("owner@example.com")
+	ws := "/workspaces/" + ts.storeUser(t, "owner@example.com")
+	for _, bad := range []url.Values{{"email": {"not an address"}, "role": {"viewer"}}, {"email": {"x@example.com"}, "role": {"admin"}}} {
+		bad.Set("csrf_token", own.csrf)
+		resp, _ := own.post(ws+"/invitations", bad)
+		wantStatus(t, resp, http.StatusUnprocessableEntity)
+	}
+	for i := range store.MaxPendingInvitations {
+		resp, _ := own.post(ws+"/invitations", url.Values{"csrf_token": {own.csrf}, "email": {fmt.Sprintf("p%d@example.com", i)}, "role": {"viewer"}})
+		wantStatus(t, resp, http.StatusCreated)
+	}
+	resp, body := own.post(ws+"/invitations", url.Values{"csrf_token": {own.csrf}, "email": {"one-more@example.com"}, "role": {"viewer"}})
+	wantStatus(t, resp, http.StatusUnprocessableEntity)
+	contains(t, body, "pending invitations, the most it may hold")
+	for _, name := range []string{"", "\u202eevil", strings.Repeat("n", 101)} {
+		resp, _ := own.post("/workspaces", url.Values{"csrf_token": {own.csrf}, "name": {name}})
+		wantStatus(t, resp, http.StatusUnprocessableEntity)
+	}
+	resp, _ = own.post("/workspaces/not-a-uuid/invitations", url.Values{"csrf_token": {own.csrf}, "email": {"a@example.com"}, "role": {"viewer"}})
+	wantStatus(t, resp, http.StatusNotFound)
+	resp, _ = own.get("/invite/inv_" + strings.Repeat("x", 300))
+	wantStatus(t, resp, http.StatusNotFound)
 }

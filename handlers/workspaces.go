@@ -156,6 +156,16 @@ func (s *server) handleInvite() http.Handler {
 			s.workspacePage(w, r, http.StatusUnprocessableEntity, workspaceData{Form: f})
 			return
 		}
+		pending, err := s.Store.Invitations(ctx, ws.ID, s.Now())
+		if err != nil {
+			s.error(w, r, err, "")
+			return
+		}
+		if len(pending) >= store.MaxPendingInvitations {
+			f.Errors["email"] = fmt.Sprintf("This workspace already has %d pending invitations, the most it may hold. Revoke some, or wait for them to be used or expire.", store.MaxPendingInvitations)
+			s.workspacePage(w, r, http.StatusUnprocessableEntity, workspaceData{Form: f})
+			return
+		}
 		token, hash := store.NewSecret("inv_")
 		inv.TokenHash = hash
 		if err := s.Store.CreateInvitation(ctx, inv); err != nil {

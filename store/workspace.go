@@ -131,6 +131,10 @@ type Member struct {
 	NotifyRegressions bool // this member's regression e-mails for this workspace
 }
 
+// MaxPendingInvitations is how many pending invitations one workspace may hold: each may be
+// e-mailed, and a workspace must not become a way to mail strangers in bulk.
+const MaxPendingInvitations = 50
+
 // InvitationTTL is how long an invitation link works.
 const InvitationTTL = 7 * 24 * time.Hour
 
