@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/base64"
 	"flag"
 	"fmt"
 	"io"
@@ -28,6 +29,7 @@ type config struct {
 	PlatformAuthURL string
 	PlatformAPIURL  string
 	PlatformKey     string
+	AuthKey         string
 	SMTPAddr        string
 	SMTPFrom        string
 	SMTPUsername    string
@@ -91,8 +93,9 @@ func (c *config) settings() []setting {
 		{env: "PLATFORM_AUTHORIZE_URL", def: "https://webflow.com/oauth/authorize", help: "the platform's OAuth authorize page", str: &c.PlatformAuthURL},
 		{env: "PLATFORM_API_URL", def: "https://api.webflow.com", help: "the platform's API origin: {it}/oauth/access_token and {it}/v2/...", str: &c.PlatformAPIURL},
 		{env: "PLATFORM_TOKEN_KEY", help: "AES-256-GCM keys sealing platform tokens at rest: base64 32-byte keys, comma-separated, the first seals (openssl rand -base64 32)", str: &c.PlatformKey, secret: true},
-		{env: "SMTP_ADDR", help: "host:port of the SMTP server; empty logs digests instead", str: &c.SMTPAddr},
-		{env: "SMTP_FROM", def: "SitePulse <sitepulse@localhost>", help: "From address of digest e-mails", str: &c.SMTPFrom},
+		{env: "AUTH_KEY", help: "base64 key of at least 32 bytes signing device cookies (a browser that signed in before is not counted against an account's failed-login cap); the same on every replica; empty: a random key for this process (openssl rand -base64 32)", str: &c.AuthKey, secret: true},
+		{env: "SMTP_ADDR", help: "host:port of the SMTP server; empty logs digests and sign-up messages instead", str: &c.SMTPAddr},
+		{env: "SMTP_FROM", def: "SitePulse <sitepulse@localhost>", help: "From address of digest and sign-up e-mails", str: &c.SMTPFrom},
 		{env: "SMTP_USERNAME", help: "SMTP user (PLAIN auth)", str: &c.SMTPUsername},
 		{env: "SMTP_PASSWORD", help: "SMTP password", str: &c.SMTPPassword, secret: true},
 		{env: "SCAN_WORKERS", def: "3", help: "scans audited at once by this process", num: &c.ScanWorkers, min: 1},
@@ -192,6 +195,11 @@ func (c *config) validate() error {
 	}
 	if c.DatabaseURL != "" && !strings.HasPrefix(c.DatabaseURL, "postgres://") && !strings.HasPrefix(c.DatabaseURL, "postgresql://") && !strings.Contains(c.DatabaseURL, "=") {
 		return fmt.Errorf("DATABASE_URL: want a Postgres URL (postgres://user@host/db) or key=value DSN")
+	}
+	if c.AuthKey != "" {
+		if k, err := base64.StdEncoding.DecodeString(c.AuthKey); err != nil || len(k) < 32 {
+			return fmt.Errorf("AUTH_KEY: want base64 of at least 32 bytes (openssl rand -base64 32)")
+		}
 	}
 	if c.SMTPAddr != "" && !strings.Contains(c.SMTPAddr, ":") {
 		return fmt.Errorf("SMTP_ADDR=%q: want host:port", c.SMTPAddr)

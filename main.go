@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -78,13 +79,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	auditor, capacity := newAuditor(cfg, guard, log)
-	// One mailer: the regression digests and the workspace invitations.
+	// One mailer: the regression digests, the sign-up messages and the workspace invitations.
 	digest := &notify.Digest{Store: st, SMTPAddr: cfg.SMTPAddr, From: cfg.SMTPFrom, Username: cfg.SMTPUsername,
 		Password: cfg.SMTPPassword, BaseURL: cfg.BaseURL, Log: log}
-	var mail func(ctx context.Context, to, subject, body string) error
-	if cfg.SMTPAddr != "" {
-		mail = digest.Send
-	}
 	pool := newPool(ctx, cfg, st, auditor, capacity, replay, guard.Client(), connector, digest, log)
 	pool.Start()
 	// Deferred after the store's Close, so it runs before it: HTTP server, scanner, store.
@@ -101,12 +98,23 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	// Client ID Metadata Documents, which anyone can point at any URL, through the guard.
 	authServer := oauth.New(oauth.Config{Store: st, BaseURL: cfg.BaseURL, Log: log, MetadataClient: guard.Client()})
 	mcpServer := mcp.New(mcp.Config{Store: st, BaseURL: cfg.BaseURL, Log: log})
+	var authKey []byte
+	if cfg.AuthKey != "" {
+		authKey, _ = base64.StdEncoding.DecodeString(cfg.AuthKey) // checked by loadConfig
+	} else {
+		log.Info("AUTH_KEY not set: device cookies are signed with a random key for this process, so browsers count as new after a restart or on another replica")
+	}
+	var mail func(ctx context.Context, to, subject, body string) error // nil: logged instead
+	if cfg.SMTPAddr != "" {
+		mail = digest.Send
+	}
 	handler, err := handlers.NewHandler(handlers.Deps{
 		Store: st, Log: log, BaseURL: cfg.BaseURL,
-		OAuth: authServer, MCP: mcpServer, PlatformSecret: webhookSecret, MaxSitesPerWorkspace: cfg.MaxSitesPerWorkspace, MaxWorkspacesPerUser: cfg.MaxWorkspaces, Mail: mail,
+		OAuth: authServer, MCP: mcpServer, PlatformSecret: webhookSecret, MaxSitesPerWorkspace: cfg.MaxSitesPerWorkspace, MaxWorkspacesPerUser: cfg.MaxWorkspaces,
 		SiteRules:   cfg.siteRules(),
 		SessionIdle: time.Duration(cfg.SessionIdleMins) * time.Minute, Replayed: replay.Serves,
 		Platform: connector, PlatformClientID: cfg.PlatformID, PlatformAuthorizeURL: cfg.PlatformAuthURL,
+		AuthKey: authKey, Mail: mail,
 	})
 	if err != nil {
 		return err

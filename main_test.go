@@ -181,6 +181,8 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{map[string]string{"PLATFORM_API_URL": "api.webflow.com"}, nil, "PLATFORM_API_URL"},
 		{map[string]string{"PLATFORM_CLIENT_ID": "app"}, nil, "PLATFORM_CLIENT_SECRET"},
 		{map[string]string{"PLATFORM_CLIENT_ID": "app", "PLATFORM_CLIENT_SECRET": "s", "PLATFORM_TOKEN_KEY": "short"}, nil, "PLATFORM_TOKEN_KEY"},
+		{map[string]string{"AUTH_KEY": "short"}, nil, "AUTH_KEY"},
+		{map[string]string{"AUTH_KEY": "not base64 at all, but long enough to be a key!!"}, nil, "AUTH_KEY"},
 		{map[string]string{}, []string{"-scan-workers", "x"}, "SCAN_WORKERS"},
 	} {
 		var out bytes.Buffer
@@ -197,7 +199,8 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 // -h lists every setting but shows no secret taken from the environment as a default.
 func TestConfigHelpShowsNoSecret(t *testing.T) {
 	env := map[string]string{"PLATFORM_TOKEN_KEY": "token-key-value", "PLATFORM_CLIENT_SECRET": "client-secret-value",
-		"SMTP_PASSWORD": "smtp-password-value", "PAGESPEED_API_KEY": "psi-key-value", "DATABASE_URL": "postgres://u:db-password-value@h/db"}
+		"SMTP_PASSWORD": "smtp-password-value", "PAGESPEED_API_KEY": "psi-key-value", "DATABASE_URL": "postgres://u:db-password-value@h/db",
+		"AUTH_KEY": "YXV0aC1rZXktdmFsdWUtb2YtdGhpcnR5LXR3by1ieXRlcyE="}
 	var out bytes.Buffer
 	if _, err := loadConfig([]string{"-h"}, func(k string) string { return env[k] }, &out); err == nil {
 		t.Fatal("-h did not stop")

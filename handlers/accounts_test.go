@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"sitepulse/store"
 	"sitepulse/store/memory"
@@ -40,7 +41,10 @@ func TestSignupLoginLogout(t *testing.T) {
 		t.Fatal("no session cookie")
 	}
 	resp, _ = b.post("/signup", url.Values{"email": {"ANN@example.com"}, "password": {"another password"}})
-	wantStatus(t, resp, http.StatusConflict)
+	wantStatus(t, resp, http.StatusOK) // as for a new e-mail; the owner is told by e-mail
+	if m := b.mail.next(t, "ANN@example.com"); !strings.Contains(m.body, "already has an account") {
+		t.Errorf("the owner's message: %q", m.body)
+	}
 
 	resp, _ = b.post("/logout", url.Values{"csrf_token": {b.csrf}})
 	wantStatus(t, resp, http.StatusSeeOther)
@@ -77,7 +81,11 @@ func TestSessionCookieAttributes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rec := newRecorder(h, "POST", "/signup", "email=a%40example.com&password=long+enough+pw")
+		hash, _ := store.HashPassword("long enough pw", 1000)
+		if err := st.CreateUser(t.Context(), store.User{ID: store.NewID(), Email: "a@example.com", PasswordHash: hash}); err != nil {
+			t.Fatal(err)
+		}
+		rec := newRecorder(h, "POST", "/login", "email=a%40example.com&password=long+enough+pw")
 		set := rec.Header().Get("Set-Cookie")
 		for _, want := range []string{tt.name + "=", "Path=/", "HttpOnly", "SameSite=Lax", "Max-Age=2592000"} {
 			if !strings.Contains(set, want) {
@@ -351,4 +359,189 @@ func TestHealth(t *testing.T) {
 	resp, _ = http.Get(ok.URL + "/healthz")
 	resp.Body.Close()
 	wantStatus(t, resp, http.StatusOK)
+}
+
+// Sign-up refuses a password of blanks or one of the most common, saying why.
+func TestSignupRefusesWeakPasswords(t *testing.T) {
+	ts := newTestServer(t, memory.New())
+	for pw, want := range map[string]string{
+		"12345678": "10,000 most common passwords",
+		"        ": "not only spaces",
+		"short":    "at least 8 characters",
+	} {
+		resp, body := ts.browser(t).post("/signup", url.Values{"email": {"weak@example.com"}, "password": {pw}})
+		wantStatus(t, resp, http.StatusUnprocessableEntity)
+		contains(t, body, want)
+	}
+	if _, err := ts.store.UserByEmail(t.Context(), "weak@example.com"); err == nil {
+		t.Error("an account was made with a weak password")
+	}
+}
+
+// loginWith posts a login from an injected client address with the given cookies.
+func loginWith(h http.Handler, addr, email, password string, cookies ...*http.Cookie) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodPost, "/login", strings.NewReader(url.Values{"email": {email}, "password": {password}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.RemoteAddr = addr
+	for _, c := range cookies {
+		req.AddCookie(c)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+// deviceCookie is the device cookie a response set, or nil.
+func deviceCookie(rec *httptest.ResponseRecorder) *http.Cookie {
+	for _, c := range rec.Result().Cookies() {
+		if strings.HasSuffix(c.Name, "device") && c.MaxAge > 0 {
+			return c
+		}
+	}
+	return nil
+}
+
+// Guessing spread over many addresses is bounded per account: 100 failed logins a day, then
+// one a minute, counted in the store across addresses. A browser that signed in to the account
+// before carries a signed device cookie and is not counted against that cap, so the owner is
+// not locked out; the cookie works only for its own account and only as signed.
+func TestLoginCapPerAccountAcrossAddresses(t *testing.T) {
+	ts := newTestServer(t, memory.New())
+	h := ts.Config.Handler
+	ts.browser(t).signup("ann@example.com")
+	ts.browser(t).signup("bob@example.com")
+	owner := loginWith(h, "198.51.100.7:5000", "ann@example.com", "correct horse battery")
+	if owner.Code != http.StatusSeeOther {
+		t.Fatalf("owner's login: %d", owner.Code)
+	}
+	device := deviceCookie(owner)
+	if device == nil || !device.HttpOnly || device.Path != "/" {
+		t.Fatalf("no HttpOnly device cookie on a successful login: %v", owner.Result().Cookies())
+	}
+	bobDevice := deviceCookie(loginWith(h, "198.51.100.8:5000", "bob@example.com", "correct horse battery"))
+
+	// 12 addresses guess 10 times each (each address's own limit); 100 of the 120 are checked.
+	count := map[int]int{}
+	for a := range 12 {
+		for range 10 {
+			count[loginWith(h, fmt.Sprintf("203.0.113.%d:4000", a+1), "ann@example.com", "guess guess").Code]++
+		}
+	}
+	if count[http.StatusUnauthorized] != 100 || count[http.StatusTooManyRequests] != 20 {
+		t.Errorf("120 guesses from 12 addresses: %v, want 100 checked (401) and 20 refused (429)", count)
+	}
+	// An address with no history and the right password is refused too, without a device cookie.
+	rec := loginWith(h, "192.0.2.77:1", "ann@example.com", "correct horse battery")
+	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" {
+		t.Errorf("right password from a fresh browser past the cap: %d, want 429 with Retry-After", rec.Code)
+	}
+	// A forged, a tampered and another account's device cookie count like no cookie.
+	forged := &http.Cookie{Name: device.Name, Value: "v1.x.y.z"}
+	tampered := &http.Cookie{Name: device.Name, Value: device.Value[:len(device.Value)-2] + "AA"}
+	for name, c := range map[string]*http.Cookie{"forged": forged, "tampered": tampered, "bob's": bobDevice} {
+		if got := loginWith(h, "192.0.2.78:1", "ann@example.com", "correct horse battery", c).Code; got != http.StatusTooManyRequests {
+			t.Errorf("%s device cookie: %d, want 429", name, got)
+		}
+	}
+	// The owner's browser gets in at once, from yet another address.
+	if got := loginWith(h, "192.0.2.99:1", "ann@example.com", "correct horse battery", device).Code; got != http.StatusSeeOther {
+		t.Errorf("owner's browser past the cap: %d, want 303", got)
+	}
+	// Another account is not affected.
+	if got := loginWith(h, "192.0.2.79:1", "bob@example.com", "correct horse battery").Code; got != http.StatusSeeOther {
+		t.Errorf("another account: %d, want 303", got)
+	}
+	// Past the cap, one attempt a minute from anywhere.
+	ts.now = ts.now.Add(time.Minute)
+	if got := loginWith(h, "192.0.2.80:1", "ann@example.com", "guess guess").Code; got != http.StatusUnauthorized {
+		t.Errorf("a minute later: %d, want one attempt checked (401)", got)
+	}
+	if got := loginWith(h, "192.0.2.81:1", "ann@example.com", "correct horse battery").Code; got != http.StatusTooManyRequests {
+		t.Errorf("second attempt of that minute: %d, want 429", got)
+	}
+	// A day after the first failure the count starts again.
+	ts.now = ts.now.Add(24 * time.Hour)
+	if got := loginWith(h, "192.0.2.82:1", "ann@example.com", "correct horse battery").Code; got != http.StatusSeeOther {
+		t.Errorf("a day later: %d, want 303", got)
+	}
+}
+
+// Sign-up answers alike whether or not the e-mail has an account: the same page, no session,
+// and an e-mail to the address, which either carries the link that creates the account or tells
+// the owner they already have one. Following the link (a GET shows a button; only the POST
+// creates) signs the new user in; a link that was tampered with or is older than a day does not.
+func TestSignupAnswersAlikeForKnownAndNewEmails(t *testing.T) {
+	ts := newTestServer(t, memory.New())
+	ts.browser(t).signup("ann@example.com")
+
+	attacker := ts.browser(t)
+	answer := func(email string) (int, string, []*http.Cookie) {
+		resp, body := attacker.post("/signup", url.Values{"email": {email}, "password": {"a long new password"}})
+		return resp.StatusCode, strings.ReplaceAll(body, email, "EMAIL"), resp.Cookies()
+	}
+	knownStatus, knownBody, knownCookies := answer("ann@example.com")
+	newStatus, newBody, newCookies := answer("new@example.com")
+	if knownStatus != http.StatusOK || newStatus != knownStatus || knownBody != newBody {
+		t.Errorf("known e-mail: %d, new e-mail: %d; bodies equal: %v", knownStatus, newStatus, knownBody == newBody)
+	}
+	if len(knownCookies) != 0 || len(newCookies) != 0 {
+		t.Errorf("cookies: known %v, new %v; want none", knownCookies, newCookies)
+	}
+	contains(t, newBody, "Check your e-mail")
+	if _, err := ts.store.UserByEmail(t.Context(), "new@example.com"); err == nil {
+		t.Error("the account exists before its link was followed")
+	}
+
+	owner := attacker.mail.next(t, "ann@example.com")
+	if !strings.Contains(owner.body, "already has an account") || !strings.Contains(owner.body, "http://sitepulse.test/login") || confirmLinkRe.MatchString(owner.body) {
+		t.Errorf("the owner's message: %q", owner.body)
+	}
+	m := attacker.mail.next(t, "new@example.com")
+	link := confirmLinkRe.FindStringSubmatch(m.body)
+	if link == nil {
+		t.Fatalf("no link in %q", m.body)
+	}
+	resp, body := attacker.get(link[1])
+	wantStatus(t, resp, http.StatusOK)
+	contains(t, body, "new@example.com")
+	if _, err := ts.store.UserByEmail(t.Context(), "new@example.com"); err == nil {
+		t.Error("a GET of the link created the account")
+	}
+	token := regexp.MustCompile(`name="token" value="([^"]+)"`).FindStringSubmatch(body)[1]
+
+	for name, bad := range map[string]string{"tampered": token[:len(token)-3] + "AAA", "empty": "", "garbage": "x.y"} {
+		resp, _ := attacker.post("/signup/confirm", url.Values{"token": {bad}})
+		wantStatus(t, resp, http.StatusBadRequest)
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("%s token: %d", name, resp.StatusCode)
+		}
+	}
+	later := ts.now
+	ts.now = ts.now.Add(25 * time.Hour)
+	resp, body = attacker.post("/signup/confirm", url.Values{"token": {token}})
+	wantStatus(t, resp, http.StatusBadRequest)
+	contains(t, body, "expired")
+	ts.now = later
+
+	resp, _ = attacker.post("/signup/confirm", url.Values{"token": {token}})
+	wantStatus(t, resp, http.StatusSeeOther)
+	u, err := ts.store.UserByEmail(t.Context(), "new@example.com")
+	if err != nil {
+		t.Fatal("no account after the link was followed")
+	}
+	if ok, _ := store.CheckPassword(u.PasswordHash, "a long new password", 1000); !ok {
+		t.Error("the account does not have the password given at sign-up")
+	}
+	var session, device bool
+	for _, c := range resp.Cookies() {
+		session = session || c.Name == "session"
+		device = device || c.Name == "device"
+	}
+	if !session || !device {
+		t.Errorf("cookies after confirming: %v, want a session and a device cookie", resp.Cookies())
+	}
+	// The link again, once the account exists: it says so, without making another.
+	resp, body = ts.browser(t).post("/signup/confirm", url.Values{"token": {token}})
+	wantStatus(t, resp, http.StatusConflict)
+	contains(t, body, "Log in")
 }

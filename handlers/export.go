@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"sitepulse/store"
 )
@@ -98,7 +100,7 @@ func (s *server) handleExport() http.Handler {
 		}
 
 		http.NewResponseController(w).SetWriteDeadline(time.Now().Add(exportDeadline))
-		out := &exportWriter{w: w, format: format, filename: exportFilename(site.Name, scan.ID) + "." + format}
+		out := &exportWriter{w: w, format: format, disposition: contentDisposition(site.Name, scan.ID, format)}
 		err = s.Store.EachPageResult(ctx, userID, scan.ID, out.row)
 		if err == nil {
 			err = out.finish()
@@ -114,36 +116,83 @@ func (s *server) handleExport() http.Handler {
 	})
 }
 
+// maxFilename caps the export's file name in bytes, extension included, so a long site name
+// cannot make a header that proxies reject.
+const maxFilename = 100
+
+// contentDisposition is the export's Content-Disposition: the ASCII file name of exportFilename
+// and, when the site name has letters beyond ASCII, RFC 6266's filename* in UTF-8 (RFC 5987),
+// both at most maxFilename bytes.
+func contentDisposition(siteName, scanID, format string) string {
+	suffix := "-scan-" + scanID[:8] + "." + format
+	ascii := exportFilename(siteName, scanID) + "." + format
+	cd := "attachment; filename=" + ascii
+	if name := slugName(siteName, true, maxFilename-len(suffix)); name != "" && name+suffix != ascii {
+		cd += "; filename*=UTF-8''" + rfc5987(name+suffix)
+	}
+	return cd
+}
+
 // exportFilename is the export's file name without extension: the site name lower-cased, every run
-// of other than a-z0-9 replaced by "-", trimmed, then "-scan-" and the scan id's first 8
-// characters. A name with nothing left becomes "site".
+// of other than a-z0-9 replaced by "-", trimmed and cut so that the name with its extension
+// stays within maxFilename bytes, then "-scan-" and the scan id's first 8 characters. A name
+// with nothing left becomes "site".
 func exportFilename(siteName, scanID string) string {
+	suffix := "-scan-" + scanID[:8]
+	name := slugName(siteName, false, maxFilename-len(suffix)-len(".json"))
+	if name == "" {
+		name = "site"
+	}
+	return name + suffix
+}
+
+// slugName lower-cases name and replaces every run of other than letters and digits (ASCII
+// only, or any script when anyScript is set) by "-", trimmed, at most max bytes, cut between
+// characters.
+func slugName(name string, anyScript bool, max int) string {
 	var b strings.Builder
 	dash := false
-	for _, c := range strings.ToLower(siteName) {
-		if 'a' <= c && c <= 'z' || '0' <= c && c <= '9' {
+	for _, c := range strings.ToLower(name) {
+		keep := 'a' <= c && c <= 'z' || '0' <= c && c <= '9'
+		if anyScript && c >= utf8.RuneSelf {
+			keep = unicode.IsLetter(c) || unicode.IsDigit(c)
+		}
+		switch {
+		case keep && b.Len()+utf8.RuneLen(c) <= max:
 			b.WriteRune(c)
 			dash = false
-		} else if !dash {
+		case keep:
+			return strings.Trim(b.String(), "-")
+		case !dash && b.Len() < max:
 			b.WriteByte('-')
 			dash = true
 		}
 	}
-	name := strings.Trim(b.String(), "-")
-	if name == "" {
-		name = "site"
+	return strings.Trim(b.String(), "-")
+}
+
+// rfc5987 percent-encodes s but for RFC 5987's attr-char.
+func rfc5987(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$&+-.^_`|~", c) >= 0 {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
 	}
-	return name + "-scan-" + scanID[:8]
+	return b.String()
 }
 
 // exportWriter writes rows of one format, sending the headers with the first.
 type exportWriter struct {
-	w        http.ResponseWriter
-	buf      *bufio.Writer
-	format   string
-	filename string
-	started  bool
-	rows     int
+	w           http.ResponseWriter
+	buf         *bufio.Writer
+	format      string
+	disposition string
+	started     bool
+	rows        int
 }
 
 func (e *exportWriter) start() error {
@@ -154,7 +203,7 @@ func (e *exportWriter) start() error {
 	} else {
 		h.Set("Content-Type", "application/json")
 	}
-	h.Set("Content-Disposition", "attachment; filename="+e.filename)
+	h.Set("Content-Disposition", e.disposition)
 	h.Set("Cache-Control", "no-store")
 	e.w.WriteHeader(http.StatusOK)
 	e.buf = bufio.NewWriterSize(e.w, 32<<10)

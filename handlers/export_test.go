@@ -7,12 +7,14 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"reflect"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"sitepulse/store"
 	"sitepulse/store/memory"
@@ -335,5 +337,40 @@ func TestExportStreamErrors(t *testing.T) {
 				t.Error("the truncated download read as complete")
 			}
 		})
+	}
+}
+
+// A hostile site name cannot make a header proxies reject: the file name is at most 100 bytes,
+// and a name with letters beyond ASCII also gets RFC 6266's filename* (RFC 5987 UTF-8),
+// cut at a character boundary.
+func TestExportContentDispositionCapped(t *testing.T) {
+	id := "0123abcd-0000-4000-8000-000000000000"
+	for _, tt := range []struct {
+		name, format, want string
+	}{
+		{"Demo Site", "csv", "attachment; filename=demo-site-scan-0123abcd.csv"},
+		{"Ünïcode & Co. (EU)!", "json", "attachment; filename=n-code-co-eu-scan-0123abcd.json; filename*=UTF-8''%C3%BCn%C3%AFcode-co-eu-scan-0123abcd.json"},
+		{"日本", "csv", "attachment; filename=site-scan-0123abcd.csv; filename*=UTF-8''%E6%97%A5%E6%9C%AC-scan-0123abcd.csv"},
+	} {
+		if got := contentDisposition(tt.name, id, tt.format); got != tt.want {
+			t.Errorf("contentDisposition(%q) = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+	for _, name := range []string{strings.Repeat("a", 100000), strings.Repeat("é", 100000), strings.Repeat("a b ", 30000), "x" + strings.Repeat("日", 40)} {
+		for _, format := range []string{"csv", "json"} {
+			cd := contentDisposition(name, id, format)
+			ascii, rest, _ := strings.Cut(strings.TrimPrefix(cd, "attachment; filename="), "; ")
+			if len(ascii) > 100 || !strings.HasSuffix(ascii, "-scan-0123abcd."+format) {
+				t.Errorf("%.10q: filename %q (%d bytes), want at most 100 ending in the scan", name, ascii, len(ascii))
+			}
+			if rest == "" {
+				continue
+			}
+			enc, ok := strings.CutPrefix(rest, "filename*=UTF-8''")
+			dec, err := url.PathUnescape(enc)
+			if !ok || err != nil || len(dec) > 100 || !utf8.ValidString(dec) || !strings.HasSuffix(dec, "-scan-0123abcd."+format) {
+				t.Errorf("%.10q: filename* %q decodes to %q (%d bytes): want valid UTF-8 of at most 100 bytes", name, rest, dec, len(dec))
+			}
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -8,6 +9,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,6 +31,9 @@ func withServers(d Deps) Deps {
 	st := d.Store.(store.Store) // tests hand in a whole store, as run() does
 	d.OAuth = oauth.New(oauth.Config{Store: st, BaseURL: d.BaseURL, Now: d.Now, Log: d.Log})
 	d.MCP = mcp.New(mcp.Config{Store: st, BaseURL: d.BaseURL, Now: d.Now, Log: d.Log})
+	if d.Mail == nil {
+		d.Mail = outboxFor(st).send
+	}
 	return d
 }
 
@@ -52,11 +57,12 @@ type browser struct {
 	base   string
 	csrf   string
 	userID string
+	mail   *outbox // of the server's store
 }
 
 func (ts *testServer) browser(t *testing.T) *browser {
 	jar, _ := cookiejar.New(nil)
-	return &browser{t: t, base: ts.URL, c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error {
+	return &browser{t: t, base: ts.URL, mail: outboxFor(ts.store), c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error {
 		return http.ErrUseLastResponse
 	}}}
 }
@@ -91,14 +97,82 @@ func readBody(t *testing.T, resp *http.Response) string {
 
 var csrfRe = regexp.MustCompile(`name="csrf_token" value="([^"]+)"`)
 
-// signup creates an account, leaves the browser signed in and remembers its CSRF token.
+// signup creates an account through the e-mailed link, leaves the browser signed in and
+// remembers its CSRF token.
 func (b *browser) signup(email string) {
 	b.t.Helper()
 	resp, _ := b.post("/signup", url.Values{"email": {email}, "password": {"correct horse battery"}})
-	if resp.StatusCode != http.StatusSeeOther {
+	if resp.StatusCode != http.StatusOK {
 		b.t.Fatalf("signup: %d", resp.StatusCode)
 	}
+	b.confirm(b.mail.next(b.t, email))
 	b.refreshCSRF()
+}
+
+var confirmLinkRe = regexp.MustCompile(`https?://[^/\s]+(/signup/confirm\?token=[A-Za-z0-9_-]+)`)
+
+// confirm follows the sign-up link of a message and creates the account.
+func (b *browser) confirm(m sentMail) {
+	b.t.Helper()
+	link := confirmLinkRe.FindStringSubmatch(m.body)
+	if link == nil {
+		b.t.Fatalf("no sign-up link in %q", m.body)
+	}
+	resp, body := b.get(link[1])
+	if resp.StatusCode != http.StatusOK {
+		b.t.Fatalf("confirm page: %d", resp.StatusCode)
+	}
+	token := regexp.MustCompile(`name="token" value="([^"]+)"`).FindStringSubmatch(body)
+	if token == nil {
+		b.t.Fatalf("no token on the confirm page: %.300s", body)
+	}
+	resp, _ = b.post("/signup/confirm", url.Values{"token": {token[1]}})
+	if resp.StatusCode != http.StatusSeeOther {
+		b.t.Fatalf("confirm: %d", resp.StatusCode)
+	}
+}
+
+// sentMail is a message the service sent.
+type sentMail struct{ to, subject, body string }
+
+// outbox keeps the messages a handler sent, by recipient; one per store, so each test has its
+// own.
+type outbox struct {
+	mu sync.Mutex
+	to map[string]chan sentMail
+}
+
+var outboxes sync.Map // store.Store -> *outbox
+
+func outboxFor(st store.Store) *outbox {
+	o, _ := outboxes.LoadOrStore(st, &outbox{to: map[string]chan sentMail{}})
+	return o.(*outbox)
+}
+
+func (o *outbox) box(to string) chan sentMail {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.to[to] == nil {
+		o.to[to] = make(chan sentMail, 16)
+	}
+	return o.to[to]
+}
+
+func (o *outbox) send(_ context.Context, to, subject, body string) error {
+	o.box(to) <- sentMail{to, subject, body}
+	return nil
+}
+
+// next waits for the next message to a recipient (they are sent in the background).
+func (o *outbox) next(t testing.TB, to string) sentMail {
+	t.Helper()
+	select {
+	case m := <-o.box(to):
+		return m
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no e-mail to %s", to)
+		return sentMail{}
+	}
 }
 
 func (b *browser) refreshCSRF() {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"path"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -133,10 +134,13 @@ func (w *loggingWriter) Flush() {
 var secretPaths = []string{"/report/"}
 
 // logPath is the request's path as logs may show it, at every level: without the query (codes,
-// states) and with a secret in the path (a report token) redacted.
+// states) and with a secret in the path (a report token) redacted. The path is judged as the
+// router sees it after cleaning, so //report/<token> or /x/../report/<token>, which the router
+// redirects to the report, are redacted too.
 func logPath(r *http.Request) string {
+	cleaned := path.Clean("/" + r.URL.Path)
 	for _, prefix := range secretPaths {
-		if strings.HasPrefix(r.URL.Path, prefix) && len(r.URL.Path) > len(prefix) {
+		if strings.HasPrefix(cleaned, prefix) && len(cleaned) > len(prefix) {
 			return prefix + "[redacted]"
 		}
 	}

@@ -131,6 +131,8 @@ var roleCases = []roleCase{
 	{route: "GET /favicon.ico", method: "GET", path: fixedPath("/favicon.ico"), want: all(301)},
 	{route: "GET /signup", method: "GET", path: fixedPath("/signup"), want: all(303)}, // signed in: to the sites
 	{route: "POST /signup", method: "POST", path: fixedPath("/signup"), form: url.Values{"email": {"x"}, "password": {"short"}}, want: all(422)},
+	{route: "GET /signup/confirm", method: "GET", path: fixedPath("/signup/confirm?token=forged"), want: all(400)},
+	{route: "POST /signup/confirm", method: "POST", path: fixedPath("/signup/confirm"), form: url.Values{"token": {"forged"}}, want: all(400)},
 	{route: "GET /login", method: "GET", path: fixedPath("/login"), want: all(303)}, // signed in: to the sites
 	{route: "POST /login", method: "POST", path: fixedPath("/login"), form: url.Values{"email": {"nobody@example.com"}, "password": {"wrong password"}}, want: all(401)},
 	{route: "POST /logout", method: "POST", path: fixedPath("/logout"), form: url.Values{}, want: all(303), fresh: true},

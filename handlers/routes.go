@@ -16,6 +16,8 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 	// Accounts.
 	mux.Handle("GET /signup", s.handleSignupPage())
 	mux.Handle("POST /signup", s.handleSignup())
+	mux.Handle("GET /signup/confirm", s.handleSignupConfirmPage())
+	mux.Handle("POST /signup/confirm", s.handleSignupConfirm())
 	mux.Handle("GET /login", s.handleLoginPage())
 	mux.Handle("POST /login", s.handleLogin())
 	mux.Handle("POST /logout", s.requireUser(s.handleLogout()))

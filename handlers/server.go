@@ -5,6 +5,7 @@ package handlers
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -67,9 +68,6 @@ type Deps struct {
 	// MaxWorkspacesPerUser is MAX_WORKSPACES_PER_USER, the most workspaces one account may own;
 	// 0 means 10.
 	MaxWorkspacesPerUser int
-	// Mail sends an e-mail (the invitation links); nil when SMTP_ADDR is not set, and links are
-	// only shown to the inviter.
-	Mail func(ctx context.Context, to, subject, body string) error
 	// SiteRules are the store's rules of a site (SCAN_ALLOW_PRIVATE, MAX_PAGES_PER_SCAN), for
 	// the pages to state them; the store checks them on every write.
 	SiteRules store.SiteRules
@@ -84,22 +82,37 @@ type Deps struct {
 	Replayed func(store.Site) bool
 	// WebhookJitter delays each webhook scan (0-5 s); nil picks one at random. Tests inject one.
 	WebhookJitter func() time.Duration
+	// Mail sends an e-mail (the sign-up messages, the workspace invitations); nil logs the
+	// sign-up messages instead (no SMTP_ADDR), and an invitation link is only shown to its inviter.
+	Mail func(ctx context.Context, to, subject, body string) error
+	// AuthKey is AUTH_KEY, the secret that device cookies are signed and sign-up links sealed
+	// with (keys derived from it); nil makes a random one, which lasts only for this process.
+	AuthKey []byte
+	// MaxEventStreams caps the live progress streams of the process; 0 means 1000. A session
+	// has at most 10.
+	MaxEventStreams int
+	// AccountLogins caps the failed logins of one account across every address, counted in the
+	// store; zero means 100 a day, then one a minute.
+	AccountLogins store.LoginLimit
 }
 
 // server holds the dependencies every handler shares.
 type server struct {
 	Deps
-	base       *url.URL
-	secure     bool // BaseURL is https: Secure, __Host- cookies and HSTS
-	cookieName string
-	pages      *pages
-	tokens     AccessTokens // the OAuth server's; tests put in their own
-	loginIP    *limiter
-	loginPair  *limiter // per (account, address)
-	signupIP   *limiter
-	registerIP *limiter // dynamic client registration
-	revokeIP   *limiter // token revocation (RFC 7009 §5)
-	metadataIP *limiter // authorization requests that name a Client ID Metadata Document URL
+	base        *url.URL
+	secure      bool // BaseURL is https: Secure, __Host- cookies and HSTS
+	cookieName  string
+	pages       *pages
+	tokens      AccessTokens // the OAuth server's; tests put in their own
+	loginIP     *limiter
+	loginPair   *limiter // per (account, address)
+	signupIP    *limiter
+	registerIP  *limiter // dynamic client registration
+	revokeIP    *limiter // token revocation (RFC 7009 §5)
+	deviceLimit *limiter // per device cookie: its attempts are not counted against the account
+	deviceKey   []byte
+	scanFeeds   *scanHub // the pollers of live progress streams
+	metadataIP  *limiter // authorization requests that name a Client ID Metadata Document URL
 }
 
 // NewHandler returns the whole service as one http.Handler.
@@ -125,6 +138,13 @@ func NewHandler(d Deps) (http.Handler, error) {
 	if d.MaxWorkspacesPerUser <= 0 {
 		d.MaxWorkspacesPerUser = 10
 	}
+	if d.AccountLogins == (store.LoginLimit{}) {
+		d.AccountLogins = store.LoginLimit{Burst: 100, Window: 24 * time.Hour, Every: time.Minute}
+	}
+	if len(d.AuthKey) == 0 {
+		d.AuthKey = make([]byte, 32)
+		rand.Read(d.AuthKey)
+	}
 	if d.PasswordIterations == 0 {
 		d.PasswordIterations = store.PasswordIterations
 	}
@@ -141,18 +161,29 @@ func NewHandler(d Deps) (http.Handler, error) {
 		return nil, err
 	}
 	s := &server{
-		Deps:       d,
-		base:       base,
-		secure:     base.Scheme == "https",
-		pages:      pg,
-		tokens:     d.OAuth,
-		loginIP:    newLimiter(20, time.Minute/10, d.Now), // 20 failures, then one per 6 s
-		loginPair:  newLimiter(10, time.Minute, d.Now),    // 10 failures for one account from one address, then one a minute
-		signupIP:   newLimiter(10, 6*time.Minute, d.Now),  // 10 sign-ups, then one per 6 min
-		registerIP: newLimiter(30, 10*time.Second, d.Now), // 30 registrations, then one per 10 s
-		revokeIP:   newLimiter(60, time.Second, d.Now),    // 60 revocations, then one a second
-		metadataIP: newLimiter(30, 2*time.Second, d.Now),  // 30 metadata-document requests, then one per 2 s
+		Deps:        d,
+		base:        base,
+		secure:      base.Scheme == "https",
+		pages:       pg,
+		tokens:      d.OAuth,
+		loginIP:     newLimiter(20, time.Minute/10, d.Now), // 20 failures, then one per 6 s
+		loginPair:   newLimiter(10, time.Minute, d.Now),    // 10 failures for one account from one address, then one a minute
+		signupIP:    newLimiter(10, 6*time.Minute, d.Now),  // 10 sign-ups, then one per 6 min
+		registerIP:  newLimiter(30, 10*time.Second, d.Now), // 30 registrations, then one per 10 s
+		revokeIP:    newLimiter(60, time.Second, d.Now),    // 60 revocations, then one a second
+		deviceLimit: newLimiter(10, time.Minute, d.Now),    // 10 failures from one known browser, then one a minute
+		deviceKey:   deriveKey(d.AuthKey, "device cookie"),
+		metadataIP:  newLimiter(30, 2*time.Second, d.Now), // 30 metadata-document requests, then one per 2 s
 	}
+	interval := d.ScanPollInterval
+	if interval <= 0 {
+		interval = defaultScanPoll
+	}
+	if d.MaxEventStreams <= 0 {
+		d.MaxEventStreams = defaultMaxStreams
+	}
+	s.scanFeeds = newScanHub(s.readScanEvent, realTicker, interval, maxStreamsPerSession, d.MaxEventStreams)
+	s.scanFeeds.log = d.Log
 	s.cookieName = "session"
 	if s.secure {
 		s.cookieName = "__Host-session"

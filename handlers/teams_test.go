@@ -49,6 +49,10 @@ func TestTeamEndToEnd(t *testing.T) {
 				if m == nil {
 					t.Fatalf("no invitation link shown: %.400s", body)
 				}
+				// With SMTP set the link is e-mailed too.
+				if sent := outboxFor(st).next(t, email); !strings.Contains(sent.body, m[0]) {
+					t.Errorf("the invitation e-mail lacks the link: %q", sent.body)
+				}
 				return "/invite/" + m[1]
 			}
 			join := func(email, link string) *browser {

@@ -3,7 +3,6 @@ package handlers
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"sort"
@@ -153,7 +152,8 @@ func (s *server) scanWait(ctx context.Context, userID, scanID string) (*scanWait
 }
 
 // handleScanEvents streams a scan's progress as server-sent events: an event `status` at once
-// and then every poll interval, ending after a terminal status (complete or failed). The server's
+// and then every poll interval, ending after a terminal status (complete or failed). The status
+// comes from the scan's shared poller (scanHub), within the caps on live streams. The server's
 // WriteTimeout would cut a long stream, so each write first pushes the deadline out.
 func (s *server) handleScanEvents() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -161,66 +161,43 @@ func (s *server) handleScanEvents() http.Handler {
 		if !ok {
 			return
 		}
-		interval := s.ScanPollInterval
-		if interval <= 0 {
-			interval = defaultScanPoll
+		v := visitorFrom(r.Context())
+		sub, refused := s.scanFeeds.subscribe(v.Session.TokenHash, v.User.ID, scan.ID)
+		if sub == nil {
+			w.Header().Set("Retry-After", "60")
+			s.renderError(w, r, http.StatusTooManyRequests, refused)
+			return
 		}
-		uid := visitorFrom(r.Context()).User.ID
+		defer sub.Close()
 		rc := http.NewResponseController(w)
 		h := w.Header()
 		h.Set("Content-Type", "text/event-stream")
 		h.Set("Cache-Control", "no-store")
 		h.Set("X-Accel-Buffering", "no")
 		w.WriteHeader(http.StatusOK)
-		ticker := time.NewTicker(interval)
-		defer ticker.Stop()
 		for {
-			_ = rc.SetWriteDeadline(time.Now().Add(interval + 30*time.Second))
-			ev := scanEvent{ScanID: scan.ID, Status: scan.Status, PagesDone: scan.PagesDone, PagesTotal: scan.PagesTotal}
-			if scan.Status == store.StatusRunning {
-				ev.AuditsInFlight = scan.AuditsInFlight
+			_ = rc.SetWriteDeadline(time.Now().Add(s.scanFeeds.every + 30*time.Second))
+			if err := rc.Flush(); err != nil {
+				return
 			}
-			if !terminal(scan.Status) {
-				errs, err := s.Store.PageErrors(r.Context(), uid, scan.ID)
-				if err != nil {
-					return // the store failed; the script stops listening when the stream ends
+			var ev scanEvent
+			select {
+			case <-r.Context().Done():
+				return
+			case e, ok := <-sub.C:
+				if !ok {
+					return // the store failed; the page's script reconnects
 				}
-				ev.PagesFailed, ev.Progress = len(errs), newProgress(scan, len(errs)).Line()
-				if ev.Waiting, err = s.scanWait(r.Context(), uid, scan.ID); err != nil {
-					return
-				}
+				ev = e
 			}
 			b, _ := json.Marshal(ev)
 			if _, err := fmt.Fprintf(w, "event: status\ndata: %s\n\n", b); err != nil {
 				return
 			}
-			if err := rc.Flush(); err != nil {
-				return
-			}
-			if terminal(scan.Status) {
-				return
-			}
-			select {
-			case <-r.Context().Done():
-				return
-			case <-ticker.C:
-			}
-			next, err := s.Store.Scan(r.Context(), uid, scan.ID)
-			if errors.Is(err, store.ErrNotFound) {
-				// The scan was deleted with its site: say so, and the page stops listening.
-				b, _ := json.Marshal(scanEvent{ScanID: scan.ID, Status: scanDeleted, Message: "This site was deleted"})
-				fmt.Fprintf(w, "event: status\ndata: %s\n\n", b)
+			if terminal(ev.Status) || ev.Status == scanDeleted {
 				_ = rc.Flush()
 				return
 			}
-			if err != nil {
-				// The store failed: end the stream; the page's script reconnects.
-				if r.Context().Err() == nil {
-					s.Log.Error("scan events", "scan", scan.ID, "err", err)
-				}
-				return
-			}
-			scan = next
 		}
 	})
 }

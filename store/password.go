@@ -5,10 +5,13 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
+	_ "embed"
 	"encoding/base64"
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
+	"unicode/utf8"
 )
 
 // PasswordIterations is the PBKDF2-SHA256 work factor (OWASP 2023: 600,000).
@@ -50,4 +53,39 @@ func CheckPassword(stored, password string, want int) (ok, rehash bool) {
 	}
 	ok = subtle.ConstantTimeCompare(got, key) == 1
 	return ok, ok && iterations < want
+}
+
+// commonPasswordList is the 10,000 most common passwords, one a line, most common first: the
+// first 10,000 entries of the "passwords" frequency list of zxcvbn 4.4.2 (npm; MIT, see
+// common_passwords.LICENSE), lower-case.
+//
+//go:embed common_passwords.txt
+var commonPasswordList string
+
+// commonPasswords is commonPasswordList as a set, built on first use.
+var commonPasswords = sync.OnceValue(func() map[string]struct{} {
+	set := make(map[string]struct{}, 10000)
+	for _, p := range strings.Split(strings.TrimSpace(commonPasswordList), "\n") {
+		set[p] = struct{}{}
+	}
+	return set
+})
+
+// PasswordProblem says why a new password is refused, or "" when it is fine. It follows NIST
+// SP 800-63B: at least 8 characters, not all blank, not one of the 10,000 most common passwords
+// (compared case-insensitively), and no composition rules; at most 1024 bytes, so hashing it
+// stays cheap.
+func PasswordProblem(password string) string {
+	switch {
+	case utf8.RuneCountInString(password) < 8:
+		return "Use at least 8 characters."
+	case len(password) > 1024:
+		return "Use at most 1024 characters."
+	case strings.TrimSpace(password) == "":
+		return "Use a password that is not only spaces."
+	}
+	if _, common := commonPasswords()[strings.ToLower(password)]; common {
+		return "This is one of the 10,000 most common passwords, which attackers try first. Choose another; a few unrelated words make a strong one."
+	}
+	return ""
 }

@@ -62,3 +62,27 @@ func TestSecrets(t *testing.T) {
 		t.Error("upper-case uuid refused")
 	}
 }
+
+// NIST SP 800-63B: at least 8 characters that are not all blank, no composition rules, and not
+// one of the most common passwords; the refusal says why.
+func TestPasswordProblem(t *testing.T) {
+	for _, tt := range []struct{ pw, want string }{
+		{"correct horse battery", ""},
+		{"Tr0ub4dor&3x", ""},
+		{"seven77", "at least 8 characters"},
+		{"        ", "not only spaces"},
+		{"\t \u00a0\u3000 \n  ", "not only spaces"},
+		{"12345678", "one of the 10,000 most common"},
+		{"password", "one of the 10,000 most common"},
+		{"PassWord1", "one of the 10,000 most common"},
+		{"roberto1", "one of the 10,000 most common"}, // the list's 9,998th
+		{"bluenote", ""},                              // past the first 10,000
+		{"iloveyou", "one of the 10,000 most common"},
+		{strings.Repeat("x", 1025), "at most 1024"},
+	} {
+		got := store.PasswordProblem(tt.pw)
+		if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
+			t.Errorf("PasswordProblem(%q) = %q, want it to say %q", tt.pw, got, tt.want)
+		}
+	}
+}

@@ -57,6 +57,25 @@ type Users interface {
 	// at most once per KeyUseGranularity so that a busy key costs reads, not writes.
 	APIKeyByHash(ctx context.Context, keyHash string, now time.Time) (APIKey, error)
 	RevokeAPIKey(ctx context.Context, userID, keyID string, now time.Time) error
+
+	// TakeLoginAttempt counts an attempt to log in to the account named by key (a hash of the
+	// e-mail as typed, lower-cased, so that an e-mail with no account is counted alike) before
+	// its password is checked, whichever address it comes from (system: the login throttle).
+	// ok is false, with how long to wait, once limit.Burst attempts were counted within
+	// limit.Window and the last one was less than limit.Every ago. The take is atomic: parallel
+	// attempts cannot get past the limit.
+	TakeLoginAttempt(ctx context.Context, key string, now time.Time, limit LoginLimit) (ok bool, wait time.Duration, err error)
+	// ClearLoginAttempts forgets key's count: the right password was given.
+	ClearLoginAttempts(ctx context.Context, key string) error
+}
+
+// LoginLimit bounds the failed logins of one account across every address (NIST SP 800-63B
+// §5.2.2): Burst attempts within Window of the first, then one every Every until the window
+// ends.
+type LoginLimit struct {
+	Burst  int
+	Window time.Duration
+	Every  time.Duration
 }
 
 // Sites holds sites, their budgets and alert rules.

@@ -157,11 +157,6 @@ func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
-// Send delivers one message through net/smtp, as the digests go: the workspace invitations'.
-func (d *Digest) Send(ctx context.Context, to, subject, body string) error {
-	return d.send(ctx, to, subject, body)
-}
-
 // send delivers one message through net/smtp, bounded by Timeout. It uses STARTTLS when the
 // server offers it and PLAIN auth when a user name is configured.
 func (d *Digest) send(ctx context.Context, to, subject, body string) error {
@@ -231,4 +226,10 @@ func (d *Digest) send(ctx context.Context, to, subject, body string) error {
 		return err
 	}
 	return c.Quit()
+}
+
+// Send delivers one message with the digest's SMTP settings; sign-up messages and workspace
+// invitations use it too.
+func (d *Digest) Send(ctx context.Context, to, subject, body string) error {
+	return d.send(ctx, to, subject, body)
 }

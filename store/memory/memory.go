@@ -42,6 +42,8 @@ type Store struct {
 	platformStates map[string]memState
 	connections    map[string]store.PlatformConnection
 	audits         map[string]map[time.Time]int // audits spent by workspace and UTC day (audits.go)
+	logins         map[string]memLogin          // login attempts by account key (logins.go)
+	loginsSwept    time.Time
 	// workspaces (workspaces.go)
 	workspaces  map[string]store.Workspace
 	members     map[memberKey]store.Member

@@ -1,0 +1,83 @@
+package handlers
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// deviceTTL is how long a device cookie vouches for a browser; every login renews it.
+const deviceTTL = 365 * 24 * time.Hour
+
+// A device cookie marks a browser that has signed in to an account before (OWASP "Slow down
+// online guessing attacks with device cookies"): the per-account cap on failed logins does not
+// count such a browser's attempts, so guessing from elsewhere cannot lock the owner out. It is
+// "v1.<user id>.<nonce>.<expiry>.<HMAC-SHA256>", signed with a key derived from AUTH_KEY and
+// bound to the account; the nonce names the device for its own, smaller limit (deviceLimit).
+func (s *server) deviceName() string {
+	if s.secure {
+		return "__Host-device"
+	}
+	return "device"
+}
+
+// deviceMAC signs a device cookie's fields.
+func (s *server) deviceMAC(userID, nonce, expiry string) string {
+	m := hmac.New(sha256.New, s.deviceKey)
+	m.Write([]byte("v1\x00" + userID + "\x00" + nonce + "\x00" + expiry))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// setDevice gives the browser a fresh device cookie for userID.
+func (s *server) setDevice(w http.ResponseWriter, userID string) {
+	b := make([]byte, 16)
+	rand.Read(b)
+	nonce := base64.RawURLEncoding.EncodeToString(b)
+	expiry := strconv.FormatInt(s.Now().Add(deviceTTL).Unix(), 10)
+	http.SetCookie(w, &http.Cookie{
+		Name: s.deviceName(), Value: "v1." + userID + "." + nonce + "." + expiry + "." + s.deviceMAC(userID, nonce, expiry),
+		Path: "/", MaxAge: int(deviceTTL.Seconds()), HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode,
+	})
+}
+
+// device returns the nonce of the request's device cookie when it is signed by this service,
+// unexpired and bound to userID; "" otherwise. The signature is compared in constant time.
+func (s *server) device(r *http.Request, userID string) string {
+	c, err := r.Cookie(s.deviceName())
+	if err != nil || userID == "" {
+		return ""
+	}
+	parts := strings.Split(c.Value, ".")
+	if len(parts) != 5 || parts[0] != "v1" {
+		return ""
+	}
+	uid, nonce, expiry, mac := parts[1], parts[2], parts[3], parts[4]
+	if !hmac.Equal([]byte(mac), []byte(s.deviceMAC(uid, nonce, expiry))) || uid != userID {
+		return ""
+	}
+	if exp, err := strconv.ParseInt(expiry, 10, 64); err != nil || !s.Now().Before(time.Unix(exp, 0)) {
+		return ""
+	}
+	return nonce
+}
+
+// accountKey names an account for the store's login count: a hash of the e-mail as typed,
+// lower-cased, so that an e-mail with no account is counted alike and no e-mail is stored.
+func accountKey(email string) string {
+	sum := sha256.Sum256([]byte("login\x00" + strings.ToLower(email)))
+	return hex.EncodeToString(sum[:])
+}
+
+// deriveKey derives a key for one purpose from AUTH_KEY, so that one secret serves several
+// signatures that cannot be swapped for each other.
+func deriveKey(authKey []byte, purpose string) []byte {
+	m := hmac.New(sha256.New, authKey)
+	m.Write([]byte("sitepulse " + purpose))
+	return m.Sum(nil)
+}
