@@ -90,6 +90,7 @@ func (s *server) handleCreateAPIKey() http.Handler {
 			return
 		}
 		s.Log.Info("api key created", "user", v.User.ID, "key", k.ID, "scope", k.Scope)
+		s.activity(r.Context(), ws, "created the API key", name)
 		// The key is shown in this response only; a reload asks the browser to resend, which
 		// makes another key rather than revealing this one again.
 		s.settingsPage(w, r, http.StatusCreated, settingsData{NewKey: secret, NewName: name}, "")

@@ -225,3 +225,40 @@ func TestInvitationLimitsAndBadInput(t *testing.T) {
 	resp, _ = own.get("/invite/inv_" + strings.Repeat("x", 300))
 	wantStatus(t, resp, http.StatusNotFound)
 }
+
+// An edit is checked against the role of who makes it, not of who added the site: an editor
+// changes a site whose adder was made a viewer, and the viewer no longer can.
+func TestEditsAreTheEditorsNotTheAdders(t *testing.T) {
+	st := storetest.Backends(t)[0].Open(t)
+	ts := newTestServer(t, st)
+	own := ts.browser(t)
+	own.signup("owner@example.com")
+	resp, _ := own.post("/workspaces", url.Values{"csrf_token": {own.csrf}, "name": {"Acme"}})
+	wsPath := strings.TrimSuffix(resp.Header.Get("Location"), "?done=created")
+	join := func(email string) *browser {
+		_, body := own.post(wsPath+"/invitations", url.Values{"csrf_token": {own.csrf}, "email": {email}, "role": {"editor"}})
+		link := "/invite/" + inviteLinkRe.FindStringSubmatch(body)[1]
+		outboxFor(st).next(t, email)
+		br := ts.browser(t)
+		br.signup(email)
+		resp, _ := br.post(link, url.Values{"csrf_token": {br.csrf}})
+		wantStatus(t, resp, http.StatusSeeOther)
+		return br
+	}
+	adder, editor := join("adder@example.com"), join("editor@example.com")
+	resp, _ = adder.post("/sites", url.Values{"csrf_token": {adder.csrf}, "workspace": {strings.TrimPrefix(wsPath, "/workspaces/")}, "name": {"Shop"}, "domain": {"shop.example.com"}})
+	wantStatus(t, resp, http.StatusSeeOther)
+	sitePath, _, _ := strings.Cut(resp.Header.Get("Location"), "?")
+	resp, _ = own.post(wsPath+"/members/"+ts.storeUser(t, "adder@example.com"), url.Values{"csrf_token": {own.csrf}, "role": {"viewer"}})
+	wantStatus(t, resp, http.StatusSeeOther)
+	resp, _ = editor.post(sitePath, url.Values{"csrf_token": {editor.csrf}, "name": {"Renamed"}, "domain": {"shop.example.com"}})
+	wantStatus(t, resp, http.StatusSeeOther)
+	resp, _ = adder.post(sitePath, url.Values{"csrf_token": {adder.csrf}, "name": {"Taken back"}, "domain": {"shop.example.com"}})
+	wantStatus(t, resp, http.StatusForbidden)
+	_, body := own.get(sitePath)
+	contains(t, body, "Renamed")
+	_, body = own.get(wsPath)
+	for _, want := range []string{"added the site", "changed the role to viewer", "changed the site"} {
+		contains(t, body, want)
+	}
+}

@@ -229,6 +229,7 @@ func (s *server) handleCreateSite() http.Handler {
 			return
 		default:
 			s.Log.Info("site created", "user", v.User.ID, "site", site.ID)
+			s.activity(r.Context(), f.Workspace, "added the site", site.Name)
 			http.Redirect(w, r, "/sites/"+site.ID+"?done=site-added", http.StatusSeeOther)
 			return
 		}
@@ -256,7 +257,8 @@ func (s *server) handleUpdateSite() http.Handler {
 		}
 		f := siteForm{ID: old.ID, MaxPages: s.SiteRules.PageLimit()}
 		site := f.parse(r)
-		site.ID, site.UserID, site.Founding = old.ID, old.UserID, old.Founding
+		// UserID is who asks: the store checks their role in the site's workspace.
+		site.ID, site.UserID, site.Founding = old.ID, visitorFrom(r.Context()).User.ID, old.Founding
 		// Taken only if the schedule changes: a new schedule starts a period from now.
 		site.NextScanAt = store.NextScanAt(site.Schedule, s.Now(), s.Now())
 		err := s.Store.UpdateSite(r.Context(), site)
@@ -267,6 +269,7 @@ func (s *server) handleUpdateSite() http.Handler {
 			s.error(w, r, err, "There is no such site in your account.")
 			return
 		default:
+			s.activity(r.Context(), old.WorkspaceID, "changed the site", site.Name)
 			http.Redirect(w, r, "/sites/"+site.ID+"?done=site-saved", http.StatusSeeOther)
 			return
 		}
