@@ -109,9 +109,31 @@ func TestTeamEndToEnd(t *testing.T) {
 				t.Fatalf("the editor's MCP call: %v %.200s", isErr, text)
 			}
 
-			// The owner removes the editor: the very next requests are refused.
-			resp, _ = own.post(wsPath+"/members/"+editorID+"/remove", url.Values{"csrf_token": {own.csrf}})
-			wantStatus(t, resp, http.StatusSeeOther)
+			// The editor follows a queued scan's progress; the owner removes the editor meanwhile:
+			// the open stream ends at its next poll, and the very next requests are refused.
+			queued := store.Scan{ID: store.NewID(), SiteID: siteID, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: ts.now}
+			must(t, st.EnqueueScan(ctx, queued, store.QueueScan, ts.now))
+			stream, err := ed.c.Get(ts.URL + sitePath + "/scans/" + queued.ID + "/events")
+			must(t, err)
+			defer stream.Body.Close()
+			wantStatus(t, stream, http.StatusOK)
+			var after []scanEvent
+			first := true
+			readEvents(t, stream, func(e scanEvent) bool {
+				if first {
+					first = false
+					resp, _ := own.post(wsPath+"/members/"+editorID+"/remove", url.Values{"csrf_token": {own.csrf}})
+					wantStatus(t, resp, http.StatusSeeOther)
+					return true
+				}
+				after = append(after, e)
+				return true
+			})
+			for _, e := range after {
+				if e.Status == store.StatusQueued || e.Status == store.StatusRunning {
+					t.Errorf("the removed editor's open stream still reads the scan: %+v", e)
+				}
+			}
 			resp, _ = ed.get(sitePath)
 			wantStatus(t, resp, http.StatusNotFound)
 			resp, _ = ed.get(sitePath + "/scans/" + scanID + "/events")
