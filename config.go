@@ -18,6 +18,7 @@ type config struct {
 	Addr            string
 	BaseURL         string
 	DatabaseURL     string
+	DBMaxConns      int
 	PageSpeedURL    string
 	PageSpeedKey    string
 	AuditBackend    string
@@ -81,6 +82,7 @@ func (c *config) settings() []setting {
 		{env: "ADDR", def: ":8080", help: "listen address", str: &c.Addr},
 		{env: "BASE_URL", help: "public base URL: OAuth issuer, report links (default: http:// and ADDR, a wildcard host as localhost)", str: &c.BaseURL},
 		{env: "DATABASE_URL", help: "Postgres DSN; empty runs on the in-memory store", str: &c.DatabaseURL, secret: true},
+		{env: "DATABASE_MAX_CONNS", def: "20", help: "Postgres connections this process may open (plus one for job notifications); replicas x (this + 1) + headroom must fit in max_connections", num: &c.DBMaxConns, min: 1},
 		{env: "PAGESPEED_API_URL", def: "https://www.googleapis.com/pagespeedonline/v5/runPagespeed", help: "PageSpeed Insights endpoint", str: &c.PageSpeedURL},
 		{env: "PAGESPEED_API_KEY", help: "PageSpeed Insights API key", str: &c.PageSpeedKey, secret: true},
 		{env: "AUDIT_BACKEND", def: "psi", help: "psi or lighthouse", str: &c.AuditBackend},

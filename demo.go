@@ -22,15 +22,13 @@ var fixtures embed.FS
 var demoFixtures = demo.Fixtures{FS: fixtures, Before: "testdata/psi-before", Latest: "testdata/psi"}
 
 // seedDemo creates (or refreshes) the demo account and prints how to use it, and returns the
-// webhook secret the process runs with and the replay of the demo site's audits. Without
-// PLATFORM_CLIENT_SECRET it makes one up for this process, so the printed webhook line works;
-// a configured secret is never printed.
-func seedDemo(ctx context.Context, st store.Store, cfg config, stdout io.Writer, log *slog.Logger) (webhookSecret string, replay *scanner.Replay, err error) {
-	webhookSecret, secretShown := cfg.PlatformSecret, "$PLATFORM_CLIENT_SECRET"
-	if webhookSecret == "" {
-		webhookSecret, _ = store.NewSecret("whsec_")
-		secretShown = webhookSecret
-		log.Info("PLATFORM_CLIENT_SECRET not set: the demo uses a random one for this process")
+// demo's webhook secret and the replay of the demo site's audits. The secret is made up for this
+// process and printed in the webhook line, so the line works in any shell; with
+// PLATFORM_CLIENT_SECRET configured (never printed) it signs publishes of the demo site only.
+func seedDemo(ctx context.Context, st store.Store, cfg config, stdout io.Writer, log *slog.Logger) (demoSecret string, replay *scanner.Replay, err error) {
+	demoSecret, _ = store.NewSecret("whsec_")
+	if cfg.PlatformSecret == "" {
+		log.Info("PLATFORM_CLIENT_SECRET not set: the publish webhook uses the demo's secret, made up for this process")
 	}
 	fx := demoFixtures
 	fx.MaxPages = cfg.MaxPagesPerScan
@@ -48,8 +46,8 @@ func seedDemo(ctx context.Context, st store.Store, cfg config, stdout io.Writer,
 	log.Info("demo ready", "site", d.SiteID, "new_account", d.Created)
 	fmt.Fprintf(stdout, "demo login: %s %s\n", d.Email, d.Password)
 	fmt.Fprintf(stdout, "demo api key: %s\n", d.APIKey)
-	for _, line := range demo.Curl(cfg.BaseURL, d, secretShown) {
+	for _, line := range demo.Curl(cfg.BaseURL, d, demoSecret) {
 		fmt.Fprintln(stdout, line)
 	}
-	return webhookSecret, replay, nil
+	return demoSecret, replay, nil
 }

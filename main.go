@@ -20,6 +20,7 @@ import (
 	"sitepulse/mcp"
 	"sitepulse/oauth"
 	"sitepulse/scanner"
+	"sitepulse/scanner/demo"
 	"sitepulse/scanner/discover"
 	"sitepulse/scanner/lighthouse"
 	"sitepulse/scanner/netguard"
@@ -49,6 +50,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	log := slog.New(slog.NewTextHandler(stdout, &slog.HandlerOptions{Level: logLevel(getenv("LOG_LEVEL"))}))
 
+	// The address is taken first: a process that cannot serve must not print demo credentials
+	// that no server will accept.
+	ln, err := listen(cfg.Addr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close() // on an early return; Serve and Shutdown close it otherwise
+
 	st, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
@@ -61,10 +70,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}()
 	log.Info("store ready", "store", st.Name())
 
-	webhookSecret := cfg.PlatformSecret
+	var demoSecret string
 	var replay *scanner.Replay // the demo site's audits, answered offline; nil without the demo
 	if st.Name() == "memory" || cfg.Demo {
-		if webhookSecret, replay, err = seedDemo(ctx, st, cfg, stdout, log); err != nil {
+		if demoSecret, replay, err = seedDemo(ctx, st, cfg, stdout, log); err != nil {
 			return err
 		}
 	}
@@ -110,8 +119,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	handler, err := handlers.NewHandler(handlers.Deps{
 		Store: st, Log: log, BaseURL: cfg.BaseURL,
-		OAuth: authServer, MCP: mcpServer, PlatformSecret: webhookSecret, MaxSitesPerWorkspace: cfg.MaxSitesPerWorkspace, MaxWorkspacesPerUser: cfg.MaxWorkspaces,
-		SiteRules:   cfg.siteRules(),
+		OAuth: authServer, MCP: mcpServer, PlatformSecret: cfg.PlatformSecret, DemoWebhookSecret: demoSecret, DemoPlatformID: demo.PlatformID,
+		MaxSitesPerWorkspace: cfg.MaxSitesPerWorkspace, MaxWorkspacesPerUser: cfg.MaxWorkspaces, SiteRules: cfg.siteRules(),
 		SessionIdle: time.Duration(cfg.SessionIdleMins) * time.Minute, Replayed: replay.Serves,
 		Platform: connector, PlatformClientID: cfg.PlatformID, PlatformAuthorizeURL: cfg.PlatformAuthURL,
 		AuthKey: authKey, Mail: mail,
@@ -129,10 +138,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
 	log.Info("listening", "addr", ln.Addr().String(), "base_url", cfg.BaseURL)
 
@@ -155,6 +160,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	log.Info("HTTP server stopped")
 	return nil
+}
+
+// listen binds addr. A busy address is the common mistake (a second `go run .`), so its error
+// says which address and how to pick another.
+func listen(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, fmt.Errorf("listen on %s: address already in use (is SitePulse already running?); stop that process, or choose another address with -addr 127.0.0.1:8081 or ADDR=127.0.0.1:8081", addr)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	return ln, nil
 }
 
 // platformConnector connects sites from the platform when PLATFORM_CLIENT_ID is set; nil turns
@@ -255,7 +273,7 @@ func openStore(ctx context.Context, cfg config) (store.Store, error) {
 	}
 	connectCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	p, err := postgres.Open(connectCtx, cfg.DatabaseURL)
+	p, err := postgres.Open(connectCtx, cfg.DatabaseURL, postgres.Pool{MaxConns: cfg.DBMaxConns})
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -44,6 +45,9 @@ func startRun(t *testing.T, env map[string]string) (base string, logs *syncBuffe
 	t.Helper()
 	addr := freeAddr(t)
 	env["ADDR"] = addr
+	if env["DATABASE_URL"] != "" && env["DATABASE_MAX_CONNS"] == "" {
+		env["DATABASE_MAX_CONNS"] = strconv.Itoa(storetest.ChildMaxConns)
+	}
 	if env["BASE_URL"] == "" {
 		env["BASE_URL"] = "http://" + addr
 	}
@@ -169,6 +173,8 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 	}{
 		{map[string]string{"SCAN_WORKERS": "three"}, nil, "SCAN_WORKERS"},
 		{map[string]string{"SCAN_WORKERS": "0"}, nil, "SCAN_WORKERS"},
+		{map[string]string{"DATABASE_MAX_CONNS": "0"}, nil, "DATABASE_MAX_CONNS"},
+		{map[string]string{"DATABASE_MAX_CONNS": "many"}, nil, "DATABASE_MAX_CONNS"},
 		{map[string]string{"MAX_PAGES_PER_SCAN": "-1"}, nil, "MAX_PAGES_PER_SCAN"},
 		{map[string]string{"SCAN_LEASE_SECONDS": "1"}, nil, "SCAN_LEASE_SECONDS"},
 		{map[string]string{"SCAN_LEASE_SECONDS": "2m"}, nil, "SCAN_LEASE_SECONDS"},
@@ -277,6 +283,33 @@ func TestConfigMaxSitesOldName(t *testing.T) {
 		}
 		if c.MaxSitesPerWorkspace != tt.want || c.MaxWorkspaces != 10 {
 			t.Errorf("%v: MaxSitesPerWorkspace %d, MaxWorkspaces %d; want %d and 10", tt.env, c.MaxSitesPerWorkspace, c.MaxWorkspaces, tt.want)
+		}
+	}
+}
+
+// TestRunOnABusyPortPrintsNoDemo is issue 24's port clash: a second `go run .` on a taken
+// address must not print demo credentials that belong to no server, and must say which address
+// is taken and how to choose another.
+func TestRunOnABusyPortPrintsNoDemo(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	addr := taken.Addr().String()
+	var out syncBuffer
+	err = run(context.Background(), nil, func(k string) string { return map[string]string{"ADDR": addr}[k] }, &out)
+	if err == nil {
+		t.Fatal("run on a taken address returned nil")
+	}
+	for _, want := range []string{addr, "already in use", "-addr"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	for _, leak := range []string{"demo login", "demo api key", "curl "} {
+		if strings.Contains(out.String(), leak) {
+			t.Errorf("a server that never served printed %q:\n%s", leak, out.String())
 		}
 	}
 }

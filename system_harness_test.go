@@ -15,10 +15,13 @@ import (
 	"os/exec"
 	"os/signal"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"sitepulse/store/storetest"
 )
 
 // childEnv marks a re-executed test binary that is to be the real program, not a test.
@@ -57,7 +60,8 @@ func startChild(t *testing.T, name string, env map[string]string) *child {
 	addr := freeAddr(t)
 	c := &child{name: name, base: "http://" + addr, log: &syncBuffer{}, done: make(chan error, 1)}
 	c.cmd = exec.Command(os.Args[0], "-test.run=^"+regexp.QuoteMeta(t.Name())+"$")
-	c.cmd.Env = append(os.Environ(), childEnv+"=1", "ADDR="+addr, "BASE_URL="+c.base)
+	c.cmd.Env = append(os.Environ(), childEnv+"=1", "ADDR="+addr, "BASE_URL="+c.base,
+		"DATABASE_MAX_CONNS="+strconv.Itoa(storetest.ChildMaxConns)) // env may raise it
 	for k, v := range env {
 		c.cmd.Env = append(c.cmd.Env, k+"="+v)
 	}

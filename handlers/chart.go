@@ -65,7 +65,7 @@ func trendCharts(points []trendPoint) []trendChart {
 	charts := []trendChart{
 		{ID: "scores", Label: "Scores", SVG: trendSVG(points), Legend: trendSeries},
 		{ID: "health", Label: "Health", Note: "Health is the mean of the four scores.",
-			SVG: lineChart(fmt.Sprintf("Health of the last %d completed scans, oldest first", len(points)), at, scoreScale,
+			SVG: lineChart(fmt.Sprintf("Health of the last %d completed scans, oldest first", len(points)), at, scoreScale.titled("Health"),
 				[]chartLine{{Label: "Health", Class: "s-health", Values: score("health")}})},
 	}
 	for _, name := range trendVitals {
@@ -78,7 +78,7 @@ func trendCharts(points []trendPoint) []trendChart {
 			}
 		}
 		top = niceCeil(top)
-		scale := chartScale{Max: top, Grid: []float64{0, m.Bands.Good, m.Bands.Poor, top}, Format: func(v float64) string { return formatVital(name, v) }}
+		scale := chartScale{Title: m.Label, Max: top, Grid: []float64{0, m.Bands.Good, m.Bands.Poor, top}, Format: func(v float64) string { return formatVital(name, v) }}
 		charts = append(charts, trendChart{ID: name, Label: m.Label,
 			Note: m.Title + " of the slowest page (mobile when scanned). Grid lines mark web.dev's good and poor thresholds.",
 			SVG:  lineChart(fmt.Sprintf("%s of the last %d completed scans, oldest first", m.Title, len(points)), at, scale, []chartLine{{Label: m.Label, Class: "s-vital", Values: values}})})
@@ -114,59 +114,70 @@ type chartLine struct {
 	Values       []*float64
 }
 
-// chartScale is a chart's y axis from 0 to Max, with grid lines at Grid and values written by
-// Format. Each grid line is labelled, except one at Max too close to the line below it.
+// chartScale is a chart's y axis from 0 to Max, titled Title, with grid lines at Grid (in
+// ascending order) and values written by Format. A grid line is labelled unless its label would
+// crowd the labelled one below it.
 type chartScale struct {
+	Title  string
 	Max    float64
 	Grid   []float64
 	Format func(float64) string
 }
 
+// titled is the scale with another title.
+func (c chartScale) titled(title string) chartScale { c.Title = title; return c }
+
 // scoreScale is the axis of 0-100 scores: grid at the rating bands, 50 and 90 separating poor,
 // needs improvement and good.
-var scoreScale = chartScale{Max: 100, Grid: []float64{0, 50, 90, 100}, Format: func(v float64) string { return strconv.Itoa(int(v)) }}
+var scoreScale = chartScale{Title: "Score", Max: 100, Grid: []float64{0, 50, 90, 100}, Format: func(v float64) string { return strconv.Itoa(int(v)) }}
 
-// Chart geometry in viewBox units; the SVG scales to its container.
+// Chart geometry in viewBox units; the SVG scales to its container. The labels are sized for the
+// phone stylesheet, whose axis font is chartPhoneFont units high (about 13 px on a 375 px screen;
+// the desktop's is smaller): a character takes about 0.6 of it, and tick labels closer than
+// chartTickGap would touch.
 const (
 	chartW, chartH                               = 640, 220
-	chartLeft, chartRight, chartTop, chartBottom = 40, 12, 10, 28
+	chartLeft, chartRight, chartTop, chartBottom = 40, 12, 10, 36
+	chartPhoneFont                               = 26
+	chartTickGap                                 = chartPhoneFont
+	chartTitleW                                  = chartPhoneFont + 6 // the rotated y-axis title's column
 )
 
 // lineChart draws lines over time as an inline SVG, oldest point on the left. A missing value
 // breaks its line instead of dropping to zero; a line with no value at all is not drawn. Every
 // label is a number or a date the function formats itself; they are escaped all the same.
 func lineChart(label string, at []time.Time, scale chartScale, lines []chartLine) template.HTML {
-	// The axis labels need room on the left: up to 12 units a character, the phone stylesheet's
-	// 20-unit font.
-	left := chartLeft
-	labelled := func(i int) bool {
-		g := scale.Grid[i]
-		return g != scale.Max || i == 0 || g-scale.Grid[i-1] > scale.Max*0.12 // a label would crowd the one below
-	}
+	plotH := float64(chartH - chartTop - chartBottom)
+	y := func(v float64) float64 { return chartTop + plotH*(1-v/scale.Max) }
+	// A tick is labelled when it is far enough above the last labelled one; the labels, and the
+	// title beside them, need room on the left.
+	labelled := make([]bool, len(scale.Grid))
+	left, last := chartLeft, math.Inf(1)
 	for i, g := range scale.Grid {
-		if labelled(i) {
-			left = max(left, 8+12*len([]rune(scale.Format(g))))
+		if last-y(g) >= chartTickGap {
+			labelled[i], last = true, y(g)
+			left = max(left, chartTitleW+8+int(math.Ceil(0.6*chartPhoneFont*float64(len([]rune(scale.Format(g)))))))
 		}
 	}
 	plotW := float64(chartW - left - chartRight)
-	plotH := float64(chartH - chartTop - chartBottom)
 	x := func(i int) float64 {
 		if len(at) == 1 {
 			return float64(left) + plotW/2
 		}
 		return float64(left) + plotW*float64(i)/float64(len(at)-1)
 	}
-	y := func(v float64) float64 { return chartTop + plotH*(1-v/scale.Max) }
 
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg class="trend" viewBox="0 0 %d %d" role="img" aria-label="%s" xmlns="http://www.w3.org/2000/svg">`,
 		chartW, chartH, html.EscapeString(label))
 	for i, g := range scale.Grid {
 		fmt.Fprintf(&b, `<line class="grid" x1="%d" y1="%s" x2="%d" y2="%s"/>`, left, num(y(g)), chartW-chartRight, num(y(g)))
-		if labelled(i) {
+		if labelled[i] {
 			fmt.Fprintf(&b, `<text class="axis" x="%d" y="%s" text-anchor="end">%s</text>`, left-6, num(y(g)+4), html.EscapeString(scale.Format(g)))
 		}
 	}
+	fmt.Fprintf(&b, `<text class="axis-title" transform="translate(%d %s) rotate(-90)" text-anchor="middle">%s</text>`,
+		chartPhoneFont-4, num(chartTop+plotH/2), html.EscapeString(scale.Title))
 	// Dates under the first and last points (and the middle one when there are many).
 	labels := []int{0}
 	if len(at) > 4 {
@@ -182,7 +193,7 @@ func lineChart(label string, at []time.Time, scale chartScale, lines []chartLine
 		} else if len(at) > 1 && i == len(at)-1 {
 			anchor = "end"
 		}
-		fmt.Fprintf(&b, `<text class="axis" x="%s" y="%d" text-anchor="%s">%s</text>`, num(x(i)), chartH-8, anchor,
+		fmt.Fprintf(&b, `<text class="axis date" x="%s" y="%d" text-anchor="%s">%s</text>`, num(x(i)), chartH-6, anchor,
 			html.EscapeString(at[i].UTC().Format("2 Jan")))
 	}
 	for _, l := range lines {

@@ -1,6 +1,8 @@
 package handlers
 
 import (
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -58,5 +60,59 @@ func TestNiceCeil(t *testing.T) {
 		if got := niceCeil(in); got != want {
 			t.Errorf("niceCeil(%v) = %v, want %v", in, got, want)
 		}
+	}
+}
+
+// TestChartAxes is issue 24's chart: the y axis says what it measures, its tick labels never
+// crowd each other (the phone stylesheet draws them 26 units high), and the dates under the
+// chart do not overlap at that size either.
+func TestChartAxes(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	i := func(v int) *int { return &v }
+	var points []trendPoint
+	for d := 1; d <= 9; d++ {
+		points = append(points, trendPoint{At: time.Date(2026, 11, d, 9, 0, 0, 0, time.UTC),
+			Scores: store.ScanScores{Health: i(80), Performance: i(70)},
+			// A 40 s LCP puts the top at 50 s: 0, 2.5 s and 4 s would sit within 15 units.
+			Vitals: map[string]*float64{"lcp": f(40000), "cls": f(0.05), "tbt": f(300)}})
+	}
+	tick := regexp.MustCompile(`<text class="axis" x="[0-9.]+" y="([0-9.]+)" text-anchor="end">`)
+	date := regexp.MustCompile(`<text class="axis date" x="([0-9.]+)" y="[0-9.]+" text-anchor="(start|middle|end)">([^<]*)<`)
+	for _, c := range trendCharts(points) {
+		t.Run(c.ID, func(t *testing.T) {
+			svg := string(c.SVG)
+			want := map[string]string{"scores": "Score", "health": "Health", "lcp": "LCP", "cls": "CLS", "tbt": "TBT"}[c.ID]
+			if !strings.Contains(svg, `class="axis-title"`) || !strings.Contains(svg, ">"+want+"<") {
+				t.Errorf("the y axis has no title %q:\n%s", want, svg)
+			}
+			var ys []float64
+			for _, m := range tick.FindAllStringSubmatch(svg, -1) {
+				y, _ := strconv.ParseFloat(m[1], 64)
+				ys = append(ys, y)
+			}
+			if len(ys) < 2 {
+				t.Fatalf("%d tick labels, want at least 0 and one more:\n%s", len(ys), svg)
+			}
+			for k := 1; k < len(ys); k++ {
+				if gap := ys[k-1] - ys[k]; gap < chartTickGap {
+					t.Errorf("tick labels %v and %v are %v units apart, want at least %v", ys[k-1], ys[k], gap, chartTickGap)
+				}
+			}
+			dates := date.FindAllStringSubmatch(svg, -1)
+			if len(dates) < 2 {
+				t.Fatalf("%d date labels:\n%s", len(dates), svg)
+			}
+			// Each date's extent at the phone size (about 0.6 em a character), by its anchor.
+			lastRight := -1.0
+			for _, m := range dates {
+				x, _ := strconv.ParseFloat(m[1], 64)
+				w := 0.6 * chartPhoneFont * float64(len([]rune(m[3])))
+				left := map[string]float64{"start": x, "middle": x - w/2, "end": x - w}[m[2]]
+				if left < lastRight+8 {
+					t.Errorf("date %q at %v overlaps the one before it (ends at %v)", m[3], left, lastRight)
+				}
+				lastRight = left + w
+			}
+		})
 	}
 }

@@ -60,6 +60,11 @@ type Deps struct {
 	// PlatformSecret is PLATFORM_CLIENT_SECRET, the HMAC key of the publish webhook; empty
 	// makes the webhook answer 503 rather than accept unsigned posts.
 	PlatformSecret string
+	// DemoWebhookSecret, when set, also signs publishes of the demo site (DemoPlatformID) and
+	// nothing else: the demo's secret, made up per process and printed in its webhook line. Without
+	// PlatformSecret it signs every publish, as the demo's in-memory service has no other.
+	DemoWebhookSecret string
+	DemoPlatformID    string
 	// SessionIdle is SESSION_IDLE_MINUTES: a session unused this long ends; 0 means 7 days.
 	SessionIdle time.Duration
 	// MaxSitesPerWorkspace is MAX_SITES_PER_WORKSPACE, the most sites one workspace may have;

@@ -61,12 +61,16 @@ type webhookRig struct {
 	logs   *lockedBuf
 }
 
-func newWebhookRig(t *testing.T, st store.Store, secret string) *webhookRig {
+func newWebhookRig(t *testing.T, st store.Store, secret string, opts ...func(*Deps)) *webhookRig {
 	t.Helper()
 	w := &webhookRig{t: t, st: st, now: time.Now().UTC().Truncate(time.Millisecond), jitter: 3 * time.Second, logs: &lockedBuf{}}
-	h, err := NewHandler(withServers(Deps{Store: st, BaseURL: "http://sitepulse.test", PasswordIterations: 1000,
+	d := Deps{Store: st, BaseURL: "http://sitepulse.test", PasswordIterations: 1000,
 		Now: func() time.Time { return w.now }, PlatformSecret: secret, WebhookJitter: func() time.Duration { return w.jitter },
-		Log: slog.New(slog.NewTextHandler(w.logs, nil))}))
+		Log: slog.New(slog.NewTextHandler(w.logs, nil))}
+	for _, o := range opts {
+		o(&d)
+	}
+	h, err := NewHandler(withServers(d))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,6 +368,29 @@ func TestPlatformWebhookWithoutSecretIs503(t *testing.T) {
 	}
 	if n := len(w.scans()); n != 0 {
 		t.Errorf("%d scans, want 0", n)
+	}
+}
+
+// The demo's printed secret signs publishes of the demo site even when PLATFORM_CLIENT_SECRET is
+// configured (the Webflow offline flow, issue 24), and nothing else then; alone, it signs all.
+func TestPlatformWebhookDemoSecretSignsOnlyTheDemoSite(t *testing.T) {
+	const demoSecret = "whsec_demo"
+	demoSite := func(d *Deps) { d.DemoWebhookSecret, d.DemoPlatformID = demoSecret, "demo-site" }
+	for _, tt := range []struct {
+		name, platformSecret, platformID string
+		want                             int
+	}{
+		{"with a configured secret, the demo site is published", webhookSecret, "demo-site", 200},
+		{"with a configured secret, another site is 401", webhookSecret, "other-site", 401},
+		{"without one, the demo secret is the webhook's secret", "", "other-site", 200},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWebhookRig(t, memory.New(), tt.platformSecret, demoSite)
+			body := fmt.Sprintf(`{"siteId":%q,"_id":"evt-1"}`, tt.platformID)
+			if status, got := w.post(body, sign(demoSecret, body)); status != tt.want {
+				t.Errorf("got %d %s, want %d", status, got, tt.want)
+			}
+		})
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"net/http"
 	"os"
@@ -36,12 +37,38 @@ import (
 // platformID names load site i; the webhook bodies use the same names.
 func platformID(i int) string { return fmt.Sprintf("load-site-%03d", i) }
 
+// usage lists the commands: what `loadkit -h` prints.
+const usage = `usage: loadkit COMMAND [flags]
+
+commands:
+  seed     -sites 100                                    demo account + the load sites (reads DATABASE_URL); prints shell exports
+  bodies   -sites 100 -n 1000 -secret S -out FILE        signed webhook bodies for wrk (-secret defaults to PLATFORM_CLIENT_SECRET)
+  psi      -addr 127.0.0.1:8791 -delay 1s                the PageSpeed Insights double (-fixtures testdata/psi)
+  count    -want 100 -timeout 5m                         waits for the load sites' scans to end (reads DATABASE_URL)
+  platform -addr 127.0.0.1:8792 -client-id ID -secret S  the Webflow double
+
+loadkit COMMAND -h lists every flag.
+`
+
 func main() {
-	if len(os.Args) < 2 {
-		log.Fatal("usage: loadkit seed|bodies|psi|count|platform [flags]")
+	if err := run(os.Args[1:], os.Stdout); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func run(args []string, stdout io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stdout, usage)
+		return errors.New("no command")
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return nil
 	}
 	ctx := context.Background()
-	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
+	fs := flag.NewFlagSet("loadkit "+args[0], flag.ContinueOnError)
+	fs.SetOutput(stdout)
 	sites := fs.Int("sites", 100, "number of load sites")
 	n := fs.Int("n", 1000, "bodies: number of signed publishes")
 	secret := fs.String("secret", os.Getenv("PLATFORM_CLIENT_SECRET"), "bodies: webhook secret")
@@ -52,26 +79,27 @@ func main() {
 	want := fs.Int("want", 100, "count: expected number of scans")
 	timeout := fs.Duration("timeout", 5*time.Minute, "count: how long to wait for scans to end")
 	clientID := fs.String("client-id", os.Getenv("PLATFORM_CLIENT_ID"), "platform: the app's client id")
-	fs.Parse(os.Args[2:])
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
 
-	var err error
-	switch os.Args[1] {
+	switch args[0] {
 	case "seed":
-		err = seed(ctx, *sites)
+		return seed(ctx, *sites)
 	case "bodies":
-		err = bodies(*sites, *n, *secret, *out)
+		return bodies(*sites, *n, *secret, *out)
 	case "psi":
-		err = psiDouble(*addr, *fixtures, *delay)
+		return psiDouble(*addr, *fixtures, *delay)
 	case "count":
-		err = count(ctx, *want, *timeout)
+		return count(ctx, *want, *timeout)
 	case "platform":
-		err = platformDouble(*addr, *clientID, *secret)
-	default:
-		err = fmt.Errorf("unknown command %q", os.Args[1])
+		return platformDouble(*addr, *clientID, *secret)
 	}
-	if err != nil {
-		log.Fatal(err)
-	}
+	fmt.Fprint(stdout, usage)
+	return fmt.Errorf("unknown command %q", args[0])
 }
 
 func open(ctx context.Context) (*postgres.Store, error) {
@@ -79,7 +107,7 @@ func open(ctx context.Context) (*postgres.Store, error) {
 	if dsn == "" {
 		return nil, errors.New("DATABASE_URL is not set")
 	}
-	return postgres.Open(ctx, dsn)
+	return postgres.Open(ctx, dsn, postgres.Pool{})
 }
 
 // seed creates the demo account (its site has two completed scans from the real fixtures, for

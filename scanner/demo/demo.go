@@ -206,19 +206,16 @@ func recordDemoScan(ctx context.Context, st store.Store, site store.Site, result
 }
 
 // Curl returns ready-to-paste commands against a running service: the budget check, MCP
-// tools/list, and a signed publish webhook (the signature computed by openssl from the secret).
-// A webhookSecret that names a variable ("$PLATFORM_CLIENT_SECRET") is left for the shell to
-// expand, so a configured secret is never printed.
+// tools/list, and a signed publish webhook. The webhook line makes a fresh delivery id (`_id`,
+// which with the body is what the 24-hour replay guard keys on) and signs the body with openssl
+// each time it runs, so pasting it again publishes again; webhookSecret is the demo's own secret,
+// printed, so the line works in any shell.
 func Curl(baseURL string, d Seeded, webhookSecret string) []string {
 	q := func(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
-	secret := q(webhookSecret)
-	if strings.HasPrefix(webhookSecret, "$") {
-		secret = `"` + webhookSecret + `"`
-	}
 	return []string{
 		fmt.Sprintf(`curl -s -X POST %s/api/external/budget-check -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -d '{"siteId":"%s"}'`, baseURL, d.APIKey, d.SiteID),
 		fmt.Sprintf(`curl -s -X POST %s/api/mcp -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' -d '{"jsonrpc":"2.0","id":1,"method":"tools/list"}'`, baseURL, d.APIKey),
-		fmt.Sprintf(`body='{"siteId":"%s"}'; curl -s -X POST %s/api/webhooks/platform -H 'Content-Type: application/json' -H "x-platform-signature: $(printf %%s "$body" | openssl dgst -sha256 -hmac %s -hex | sed 's/^.* //')" -d "$body"`,
-			PlatformID, baseURL, secret),
+		fmt.Sprintf(`body='{"siteId":"%s","_id":"'$(openssl rand -hex 12)'"}'; curl -s -X POST %s/api/webhooks/platform -H 'Content-Type: application/json' -H "x-platform-signature: $(printf %%s "$body" | openssl dgst -sha256 -hmac %s -hex | sed 's/^.* //')" -d "$body"`,
+			PlatformID, baseURL, q(webhookSecret)),
 	}
 }

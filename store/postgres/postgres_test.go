@@ -20,7 +20,7 @@ func TestPostgresConcurrentMigrations(t *testing.T) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			stores[i], errs[i] = postgres.Open(context.Background(), dsn)
+			stores[i], errs[i] = postgres.Open(context.Background(), dsn, postgres.Pool{MaxConns: 2})
 		}(i)
 	}
 	wg.Wait()

@@ -11,7 +11,9 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"sitepulse/store"
 	"sitepulse/store/memory"
@@ -19,6 +21,40 @@ import (
 
 	_ "github.com/lib/pq"
 )
+
+// Connection budget: the suite passes on a server with 20 connections free (issue 24). A test's
+// store opens at most MaxConns connections, a SitePulse process a system test starts at most
+// ChildMaxConns (as DATABASE_MAX_CONNS), and at most schemaSlots Postgres tests of one test binary
+// hold a schema at once (the others wait in SchemaDSN); with a job listener and a second store on
+// one schema that stays under 20 per binary. Concurrency tests run their goroutines on these
+// small pools: they wait for a connection, and still race each other inside Postgres.
+const (
+	MaxConns      = 4
+	ChildMaxConns = 3
+	schemaSlots   = 3
+)
+
+var slots = make(chan struct{}, schemaSlots)
+
+// adminDB is the one connection a test binary creates and drops schemas on: opening one per
+// schema churned two Postgres backends per test, and on a loaded machine backends that had not
+// yet exited still counted against the connection limit.
+var adminDB struct {
+	once sync.Once
+	db   *sql.DB
+	err  error
+}
+
+func admin(dsn string) (*sql.DB, error) {
+	adminDB.once.Do(func() {
+		adminDB.db, adminDB.err = sql.Open("postgres", dsn)
+		if adminDB.err == nil {
+			adminDB.db.SetMaxOpenConns(1)
+			adminDB.db.SetMaxIdleConns(1)
+		}
+	})
+	return adminDB.db, adminDB.err
+}
 
 // Backend names a store implementation for t.Run.
 type Backend struct {
@@ -67,11 +103,12 @@ func PostgresDSN(t testing.TB) (*postgres.Store, string) {
 	return Open(t, dsn), dsn
 }
 
-// Open opens and migrates a Postgres store on dsn, closed in t.Cleanup (before the schema is
-// dropped).
+// Open opens and migrates a Postgres store on dsn with a pool of MaxConns connections, closed in
+// t.Cleanup (before the schema is dropped). A connection refused as one too many is tried again
+// for up to 30 s: the backends of the tests that just closed their stores may not have exited.
 func Open(t testing.TB, dsn string) *postgres.Store {
 	t.Helper()
-	p, err := postgres.Open(context.Background(), dsn)
+	p, err := postgres.Open(context.Background(), dsn, postgres.Pool{MaxConns: MaxConns, ConnectPatience: 30 * time.Second})
 	if err != nil {
 		t.Fatalf("open postgres: %v", err)
 	}
@@ -90,21 +127,17 @@ func SchemaDSN(t testing.TB) string {
 		}
 		t.Skip("DATABASE_URL not set; skipping the Postgres test")
 	}
-	admin, err := sql.Open("postgres", base)
+	slots <- struct{}{}
+	t.Cleanup(func() { <-slots }) // registered first, so it runs after the schema is dropped
+	db, err := admin(base)
 	if err != nil {
 		t.Fatalf("open postgres: %v", err)
 	}
-	defer admin.Close()
 	schema := "t_" + strings.ReplaceAll(store.NewID(), "-", "")[:20]
-	if _, err := admin.Exec(`CREATE SCHEMA ` + schema); err != nil {
+	if _, err := db.Exec(`CREATE SCHEMA ` + schema); err != nil {
 		t.Fatalf("create schema: %v", err)
 	}
 	t.Cleanup(func() {
-		db, err := sql.Open("postgres", base)
-		if err != nil {
-			return
-		}
-		defer db.Close()
 		if _, err := db.Exec(`DROP SCHEMA ` + schema + ` CASCADE`); err != nil {
 			t.Logf("drop schema %s: %v", schema, err)
 		}

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestDemoWebhookLineWorksEachTimeItIsPasted runs the printed webhook line in a shell, twice, as
+// a newcomer pastes it (issue 24): each paste is a new delivery, not a replay the 24-hour guard
+// ignores, and with PLATFORM_CLIENT_SECRET configured on the server (the Webflow offline flow)
+// the line works in a shell that does not have it.
+func TestDemoWebhookLineWorksEachTimeItIsPasted(t *testing.T) {
+	for _, tool := range []string{"bash", "openssl", "curl"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not installed: %v", tool, err)
+		}
+	}
+	for _, tt := range []struct {
+		name string
+		env  map[string]string
+	}{
+		{"secret made up for the demo", map[string]string{}},
+		{"PLATFORM_CLIENT_SECRET set on the server only", map[string]string{"PLATFORM_CLIENT_ID": "dev-app", "PLATFORM_CLIENT_SECRET": "dev-secret"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, logs, _ := startRun(t, tt.env)
+			var line string
+			for _, l := range strings.Split(logs.String(), "\n") {
+				if strings.Contains(l, "/api/webhooks/platform") {
+					line = l
+				}
+			}
+			if line == "" {
+				t.Fatalf("no webhook line printed:\n%s", logs)
+			}
+			for i := 1; i <= 2; i++ {
+				sh := exec.Command("bash", "-c", line)
+				sh.Env = []string{"PATH=" + os.Getenv("PATH")} // a fresh terminal: no PLATFORM_CLIENT_SECRET
+				out, err := sh.CombinedOutput()
+				if err != nil || strings.TrimSpace(string(out)) != `{"ok":true}` {
+					t.Fatalf("paste %d: %v %s\nline: %s", i, err, out, line)
+				}
+			}
+			got := logs.String()
+			if strings.Contains(got, "delivery seen within 24 hours") {
+				t.Errorf("the second paste was taken for a replay:\n%s", got)
+			}
+			if n := strings.Count(got, "scan enqueued") + strings.Count(got, "SCAN_ALREADY_ACTIVE"); n != 2 {
+				t.Errorf("%d pastes reached the site, want 2:\n%s", n, got)
+			}
+		})
+	}
+}
