@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 )
 
@@ -57,8 +58,8 @@ func TestTrendCharts(t *testing.T) {
 
 func TestNiceCeil(t *testing.T) {
 	for in, want := range map[float64]float64{8720: 10000, 5000: 5000, 0.31: 0.5, 0.24: 0.25, 750: 1000, 1900: 2000, 0: 1} {
-		if got := niceCeil(in); got != want {
-			t.Errorf("niceCeil(%v) = %v, want %v", in, got, want)
+		if got := analysis.NiceCeil(in); got != want {
+			t.Errorf("analysis.NiceCeil(%v) = %v, want %v", in, got, want)
 		}
 	}
 }
@@ -94,8 +95,8 @@ func TestChartAxes(t *testing.T) {
 				t.Fatalf("%d tick labels, want at least 0 and one more:\n%s", len(ys), svg)
 			}
 			for k := 1; k < len(ys); k++ {
-				if gap := ys[k-1] - ys[k]; gap < chartTickGap {
-					t.Errorf("tick labels %v and %v are %v units apart, want at least %v", ys[k-1], ys[k], gap, chartTickGap)
+				if gap := ys[k-1] - ys[k]; gap < analysis.ChartTickGap {
+					t.Errorf("tick labels %v and %v are %v units apart, want at least %v", ys[k-1], ys[k], gap, analysis.ChartTickGap)
 				}
 			}
 			dates := date.FindAllStringSubmatch(svg, -1)
@@ -106,7 +107,7 @@ func TestChartAxes(t *testing.T) {
 			lastRight := -1.0
 			for _, m := range dates {
 				x, _ := strconv.ParseFloat(m[1], 64)
-				w := 0.6 * chartPhoneFont * float64(len([]rune(m[3])))
+				w := 0.6 * analysis.ChartPhoneFont * float64(len([]rune(m[3])))
 				left := map[string]float64{"start": x, "middle": x - w/2, "end": x - w}[m[2]]
 				if left < lastRight+8 {
 					t.Errorf("date %q at %v overlaps the one before it (ends at %v)", m[3], left, lastRight)

@@ -11,11 +11,11 @@ import (
 // the site of scanId) is read for the user, scoped in SQL to their workspaces, and
 // store.Authorize decides with the membership read for this very call. A site outside the
 // principal's reach is the same tool error as an unknown id; a member whose role does not
-// allow a writing tool gets a tool error saying so. Tools without a site (list_sites) pass.
+// allow the tool's action gets a tool error saying so. Tools without a site (list_sites) pass.
 func (s *Server) authorize(ctx context.Context, userID string, t *tool, a args) error {
-	action := store.ActRead
-	if !t.ReadOnly {
-		action = store.ActReport
+	action := t.Action
+	if action == "" {
+		action = store.ActRead
 	}
 	var siteID string
 	notFound := errSiteNotFound
@@ -35,10 +35,21 @@ func (s *Server) authorize(ctx context.Context, userID string, t *tool, a args) 
 	default:
 		return nil
 	}
-	site, err := s.store.Site(ctx, userID, siteID)
-	if errors.Is(err, store.ErrNotFound) {
+	switch err := s.authorizeSite(ctx, userID, siteID, action); {
+	case errors.Is(err, store.ErrNotFound):
 		return notFound
+	case errors.Is(err, store.ErrForbidden):
+		return toolError(forbidden(action))
+	default:
+		return err
 	}
+}
+
+// authorizeSite asks store.Authorize whether the request's principal may do action on a site
+// of the user's: nil, store.ErrNotFound (not the user's, or outside an API key's workspace) or
+// store.ErrForbidden (the role does not allow it). tasks/get and tasks/cancel ask it too.
+func (s *Server) authorizeSite(ctx context.Context, userID, siteID string, action store.Action) error {
+	site, err := s.store.Site(ctx, userID, siteID)
 	if err != nil {
 		return err
 	}
@@ -51,15 +62,13 @@ func (s *Server) authorize(ctx context.Context, userID string, t *tool, a args) 
 	if p.UserID == "" { // Serve's caller named the user without a principal: a user's call
 		p = store.Principal{UserID: userID}
 	}
-	switch err := store.Authorize(p, w, action); {
-	case errors.Is(err, store.ErrNotFound):
-		return notFound
-	case errors.Is(err, store.ErrForbidden):
-		return errForbidden
-	default:
-		return err
-	}
+	return store.Authorize(p, w, action)
 }
 
-// errForbidden is a writing tool called by a viewer (or an API key not allowed to publish).
-const errForbidden = toolError("Your role in this site's workspace is viewer: you can read its data but not create reports. Ask an owner of the workspace for the editor role.")
+// forbidden is the message of a call the principal's role does not allow.
+func forbidden(a store.Action) string {
+	if a == store.ActReport {
+		return "Your role in this site's workspace does not allow creating reports: viewers (and API keys not allowed to publish) read only. Ask an owner of the workspace for the editor role."
+	}
+	return "Your role in this site's workspace does not allow this: viewers, and API keys, read only. Ask an owner of the workspace for the editor role."
+}

@@ -95,6 +95,7 @@ func TestLighthouseRealScan(t *testing.T) {
 	flags := `--headless=new --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking --disable-component-update --disable-sync --host-resolver-rules="` + rules + `"`
 
 	st := memory.New()
+	st.Rules = store.SiteRules{AllowPrivate: true}                                        // the sample site is a server on 127.0.0.1
 	r := &rig{t: t, st: st, logs: &syncBuf{}, psi: scantest.NewPSI(t, "../testdata/psi")} // the PSI is unused
 	r.user = store.User{ID: store.NewID(), Email: "lh@example.com", PasswordHash: "x", CreatedAt: time.Now()}
 	if err := st.CreateUser(context.Background(), r.user); err != nil {
