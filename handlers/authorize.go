@@ -26,6 +26,16 @@ func (s *server) authorize(ctx context.Context, workspaceID string, a store.Acti
 	return w, store.Authorize(p, w, a)
 }
 
+// authorizeSite is authorize for the workspace of a site the user can read.
+func (s *server) authorizeSite(ctx context.Context, userID, siteID string, a store.Action) error {
+	site, err := s.Store.Site(ctx, userID, siteID)
+	if err != nil {
+		return err
+	}
+	_, err = s.authorize(ctx, site.WorkspaceID, a)
+	return err
+}
+
 type siteKey struct{}
 type workspaceKey struct{}
 

@@ -34,10 +34,15 @@ type trendChart struct {
 }
 
 // trendCharts are the site page's trend tabs: the four scores, health, then each of trendVitals
-// against its web.dev bands. With no points there are none.
-func trendCharts(points []trendPoint) []trendChart {
+// against its web.dev bands, each marking the publishes by who published. With no points there
+// are none.
+func trendCharts(points []trendPoint, publishes []store.Publish) []trendChart {
 	if len(points) == 0 {
 		return nil
+	}
+	marks := make([]analysis.ChartMark, len(publishes))
+	for i, p := range publishes {
+		marks[i] = analysis.ChartMark{At: p.PublishedOn, Label: p.Line()}
 	}
 	at := make([]time.Time, len(points))
 	for i, p := range points {
@@ -54,10 +59,10 @@ func trendCharts(points []trendPoint) []trendChart {
 		return out
 	}
 	charts := []trendChart{
-		{ID: "scores", Label: "Scores", SVG: trendSVG(points), Legend: trendSeries},
+		{ID: "scores", Label: "Scores", SVG: trendSVG(points, marks...), Legend: trendSeries},
 		{ID: "health", Label: "Health", Note: "Health is the mean of the four scores.",
 			SVG: lineChart(fmt.Sprintf("Health of the last %d completed scans, oldest first", len(points)), at, analysis.ScoreScale.Titled("Health"),
-				[]analysis.ChartLine{{Label: "Health", Class: "s-health", Values: score("health")}})},
+				[]analysis.ChartLine{{Label: "Health", Class: "s-health", Values: score("health")}}, marks...)},
 	}
 	for _, name := range trendVitals {
 		m, _ := analysis.Lookup(name)
@@ -72,23 +77,23 @@ func trendCharts(points []trendPoint) []trendChart {
 		scale := analysis.ChartScale{Title: m.Label, Max: top, Grid: []float64{0, m.Bands.Good, m.Bands.Poor, top}, Format: func(v float64) string { return formatVital(name, v) }}
 		charts = append(charts, trendChart{ID: name, Label: m.Label,
 			Note: m.Title + " of the slowest page (mobile when scanned). Grid lines mark web.dev's good and poor thresholds.",
-			SVG:  lineChart(fmt.Sprintf("%s of the last %d completed scans, oldest first", m.Title, len(points)), at, scale, []analysis.ChartLine{{Label: m.Label, Class: "s-vital", Values: values}})})
+			SVG:  lineChart(fmt.Sprintf("%s of the last %d completed scans, oldest first", m.Title, len(points)), at, scale, []analysis.ChartLine{{Label: m.Label, Class: "s-vital", Values: values}}, marks...)})
 	}
 	return charts
 }
 
 // trendSVG draws scans' category scores (0-100), oldest scan on the left, with the chart code the
 // MCP trend view shares (analysis.ScoresChart).
-func trendSVG(points []trendPoint) template.HTML {
+func trendSVG(points []trendPoint, marks ...analysis.ChartMark) template.HTML {
 	at := make([]time.Time, len(points))
 	scores := make([]store.ScanScores, len(points))
 	for i, p := range points {
 		at[i], scores[i] = p.At, p.Scores
 	}
-	return template.HTML(analysis.ScoresChart(at, scores))
+	return template.HTML(analysis.ScoresChart(at, scores, marks...))
 }
 
 // lineChart is analysis.LineChart as the site page's templates take it.
-func lineChart(label string, at []time.Time, scale analysis.ChartScale, lines []analysis.ChartLine) template.HTML {
-	return template.HTML(analysis.LineChart(label, at, scale, lines))
+func lineChart(label string, at []time.Time, scale analysis.ChartScale, lines []analysis.ChartLine, marks ...analysis.ChartMark) template.HTML {
+	return template.HTML(analysis.LineChart(label, at, scale, lines, marks...))
 }

@@ -151,6 +151,13 @@ var roleCases = []roleCase{
 	{route: "POST /settings/connected-apps/{clientID}/revoke", method: "POST", path: func(f *rolesFixture) string { return "/settings/connected-apps/" + f.a.clientID + "/revoke" },
 		form: url.Values{}, want: [nRoles]int{303, 404, 404, 404, 404}, fresh: true},
 
+	// Alert channels are still the account's (issue 21 moves them into the workspace): each
+	// visitor reaches only their own, the same for every role.
+	{route: "GET /settings/notifications", method: "GET", path: fixedPath("/settings/notifications"), want: all(200)},
+	{route: "POST /settings/channels", method: "POST", path: fixedPath("/settings/channels"), form: url.Values{"kind": {"nope"}}, want: all(503)}, // no sealing key in the fixture: channels are off
+	{route: "POST /settings/channels/{channelId}/test", method: "POST", path: fixedPath("/settings/channels/00000000-0000-4000-8000-000000000000/test"), form: url.Values{}, want: all(404)},
+	{route: "POST /settings/channels/{channelId}/delete", method: "POST", path: fixedPath("/settings/channels/00000000-0000-4000-8000-000000000000/delete"), form: url.Values{}, want: all(404)},
+
 	// OAuth authorization server and the docs: no workspace's data.
 	{route: "GET /.well-known/oauth-authorization-server", method: "GET", path: fixedPath("/.well-known/oauth-authorization-server"), want: all(200)},
 	{route: "GET /.well-known/oauth-authorization-server/api/mcp", method: "GET", path: fixedPath("/.well-known/oauth-authorization-server/api/mcp"), want: all(200)},

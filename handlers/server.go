@@ -15,6 +15,7 @@ import (
 
 	"sitepulse/mcp"
 	"sitepulse/oauth"
+	"sitepulse/scanner/netguard"
 	"sitepulse/scanner/platform"
 	"sitepulse/store"
 )
@@ -31,6 +32,7 @@ type Store interface {
 	store.Webhooks
 	store.Platform
 	store.Workspaces
+	store.Channels
 	EnqueueScan(ctx context.Context, s store.Scan, queue string, runAt time.Time) error
 	Consents(ctx context.Context, userID string) ([]store.Consent, error)
 	RevokeConsent(ctx context.Context, userID, clientID string, now time.Time) error
@@ -79,6 +81,14 @@ type Deps struct {
 	// Platform connects sites from the platform; nil when PLATFORM_CLIENT_ID is not
 	// set, and the UI says connecting is off.
 	Platform *platform.Connector
+	// ChannelKeys seal alert channel URLs and secrets (PLATFORM_TOKEN_KEY); nil when Postgres
+	// runs without the key, and the Notifications page says channels cannot be saved.
+	ChannelKeys *platform.Keys
+	// Guard is the outbound guard alert channels are checked against at save and sent through.
+	Guard netguard.Guard
+	// ChannelAllowHTTP lets a channel URL be plain http (SCAN_ALLOW_PRIVATE, and tests); https
+	// otherwise.
+	ChannelAllowHTTP bool
 	// PlatformClientID and PlatformAuthorizeURL build the authorize redirect.
 	PlatformClientID     string
 	PlatformAuthorizeURL string
@@ -104,20 +114,21 @@ type Deps struct {
 // server holds the dependencies every handler shares.
 type server struct {
 	Deps
-	base        *url.URL
-	secure      bool // BaseURL is https: Secure, __Host- cookies and HSTS
-	cookieName  string
-	pages       *pages
-	tokens      AccessTokens // the OAuth server's; tests put in their own
-	loginIP     *limiter
-	loginPair   *limiter // per (account, address)
-	signupIP    *limiter
-	registerIP  *limiter // dynamic client registration
-	revokeIP    *limiter // token revocation (RFC 7009 §5)
-	deviceLimit *limiter // per device cookie: its attempts are not counted against the account
-	deviceKey   []byte
-	scanFeeds   *scanHub // the pollers of live progress streams
-	metadataIP  *limiter // authorization requests that name a Client ID Metadata Document URL
+	base          *url.URL
+	secure        bool // BaseURL is https: Secure, __Host- cookies and HSTS
+	cookieName    string
+	pages         *pages
+	tokens        AccessTokens // the OAuth server's; tests put in their own
+	loginIP       *limiter
+	loginPair     *limiter // per (account, address)
+	signupIP      *limiter
+	registerIP    *limiter // dynamic client registration
+	revokeIP      *limiter // token revocation (RFC 7009 §5)
+	deviceLimit   *limiter // per device cookie: its attempts are not counted against the account
+	deviceKey     []byte
+	scanFeeds     *scanHub      // the pollers of live progress streams
+	metadataIP    *limiter      // authorization requests that name a Client ID Metadata Document URL
+	budgetAnswers budgetAnswers // budget.go
 }
 
 // NewHandler returns the whole service as one http.Handler.

@@ -49,6 +49,7 @@ type Store interface {
 	EnqueueScan(ctx context.Context, sc store.Scan, queue string, runAt time.Time) error
 	ScansOf(ctx context.Context, userID, siteID string, limit int) ([]store.Scan, error)
 	ExpireScan(ctx context.Context, scanID, reason string, now time.Time) error
+	PublishesOfScans(ctx context.Context, userID string, scanIDs []string) (map[string]store.Publish, error)
 }
 
 // Fair-use limits: one account must not be able to flood the service.
@@ -61,13 +62,14 @@ const (
 
 // Server answers MCP requests.
 type Server struct {
-	store   Store
-	baseURL string
-	now     func() time.Time
-	log     *slog.Logger
-	lists   [eraCount]json.RawMessage // the tools/list result of each era, encoded once
-	metrics *metricsCache
-	quota   Quota
+	store    Store
+	baseURL  string
+	now      func() time.Time
+	log      *slog.Logger
+	lists    [eraCount]json.RawMessage // the tools/list result of each era, encoded once
+	metrics  *metricsCache
+	analyses *analysisCache // latestAnalysis
+	quota    Quota
 }
 
 // Config is what a Server needs. Now and Log default to time.Now and a discarding logger.
@@ -88,7 +90,7 @@ func New(c Config) *Server {
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{store: c.Store, baseURL: c.BaseURL, now: c.Now, log: c.Log, metrics: newMetricsCache(64), quota: c.Quota}
+	s := &Server{store: c.Store, baseURL: c.BaseURL, now: c.Now, log: c.Log, metrics: newMetricsCache(64), analyses: &analysisCache{max: 256}, quota: c.Quota}
 	for e := range era(eraCount) {
 		result := map[string]any{"tools": toolList(e)}
 		if e == eraModern {

@@ -339,6 +339,11 @@ type resourceLink struct {
 // linker is a payload that points at a resource: from 2025-06-18 its links follow the text.
 type linker interface{ links() []resourceLink }
 
+// legacier is a payload that gained fields after 2025-03-26: legacy is the payload as that era's
+// clients were promised it, so a 2025-03-26 session keeps every byte it was recorded with; the
+// later eras declare the new fields in their outputSchema.
+type legacier interface{ legacy() any }
+
 // toolResult is the tools/call result envelope. The 2025-03-26 envelope is content and isError
 // only; structuredContent is the payload's JSON again (2025-06-18 and later); resultType and
 // _meta are 2026-07-28's.
@@ -412,6 +417,12 @@ func (s *Server) result(ctx context.Context, userID string, e era, t *tool, payl
 	if err != nil {
 		s.log.Error("mcp tool encode", "tool", t.Name, "err", err)
 		return toolResult{}, &rpcError{Code: CodeInternal, Message: "Internal error"}
+	}
+	if l, ok := payload.(legacier); ok && e < era20250618 {
+		if b, err = marshal(l.legacy()); err != nil {
+			s.log.Error("mcp tool encode", "tool", t.Name, "err", err)
+			return toolResult{}, &rpcError{Code: CodeInternal, Message: "Internal error"}
+		}
 	}
 	r := toolResult{Content: text(string(b))}
 	if e >= era20250618 {

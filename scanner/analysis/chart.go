@@ -47,8 +47,15 @@ var ScoreSeries = []struct{ Metric, Label, Class string }{
 	{"seo", "SEO", "s-seo"},
 }
 
-// ScoresChart draws scans' category scores (0-100), oldest scan (first) on the left; "" for none.
-func ScoresChart(at []time.Time, scores []store.ScanScores) string {
+// ChartMark is an event marked on a chart's time axis, a publish: a dashed line titled Label.
+type ChartMark struct {
+	At    time.Time
+	Label string
+}
+
+// ScoresChart draws scans' category scores (0-100), oldest scan (first) on the left, with the
+// marks; "" for none.
+func ScoresChart(at []time.Time, scores []store.ScanScores, marks ...ChartMark) string {
 	if len(at) == 0 {
 		return ""
 	}
@@ -64,7 +71,7 @@ func ScoresChart(at []time.Time, scores []store.ScanScores) string {
 			}
 		}
 	}
-	return LineChart(fmt.Sprintf("Scores of the last %d completed scans, oldest first", len(at)), at, ScoreScale, lines)
+	return LineChart(fmt.Sprintf("Scores of the last %d completed scans, oldest first", len(at)), at, ScoreScale, lines, marks...)
 }
 
 // Chart geometry in viewBox units; the SVG scales to its container. The labels are sized for the
@@ -80,9 +87,11 @@ const (
 )
 
 // LineChart draws lines over time as an inline SVG, oldest point on the left. A missing value
-// breaks its line instead of dropping to zero; a line with no value at all is not drawn. Every
-// label is a number or a date the function formats itself; they are escaped all the same.
-func LineChart(label string, at []time.Time, scale ChartScale, lines []ChartLine) string {
+// breaks its line instead of dropping to zero; a line with no value at all is not drawn. Each
+// mark is a dashed line behind the lines, placed in time between the points around it (at the
+// right edge when it came after the last); one before the first point is off the chart. Every
+// label is escaped.
+func LineChart(label string, at []time.Time, scale ChartScale, lines []ChartLine, marks ...ChartMark) string {
 	plotH := float64(chartH - chartTop - chartBottom)
 	y := func(v float64) float64 { return chartTop + plotH*(1-v/scale.Max) }
 	// A tick is labelled when it is far enough above the last labelled one; the labels, and the
@@ -132,6 +141,14 @@ func LineChart(label string, at []time.Time, scale ChartScale, lines []ChartLine
 		fmt.Fprintf(&b, `<text class="axis date" x="%s" y="%d" text-anchor="%s">%s</text>`, num(x(i)), chartH-6, anchor,
 			html.EscapeString(at[i].UTC().Format("2 Jan")))
 	}
+	for _, m := range marks {
+		mx, ok := timeX(at, m.At, x)
+		if !ok {
+			continue
+		}
+		fmt.Fprintf(&b, `<g class="publish"><line x1="%s" y1="%d" x2="%s" y2="%d"/><path d="M%s %d l5 -8 h-10 z"/><title>%s</title></g>`,
+			num(mx), chartTop, num(mx), chartH-chartBottom, num(mx), chartTop, html.EscapeString(m.Label))
+	}
 	for _, l := range lines {
 		var d strings.Builder
 		pen := "M"
@@ -155,6 +172,24 @@ func LineChart(label string, at []time.Time, scale ChartScale, lines []ChartLine
 	}
 	b.WriteString(`</svg>`)
 	return b.String()
+}
+
+// timeX places t on a chart whose points, at the times at, sit at x(i): between the two points
+// around it in proportion to time, at the last point when t is after it; false before the first.
+func timeX(at []time.Time, t time.Time, x func(int) float64) (float64, bool) {
+	if len(at) == 0 || t.Before(at[0]) {
+		return 0, false
+	}
+	for i := 0; i+1 < len(at); i++ {
+		if t.Before(at[i+1]) {
+			span := at[i+1].Sub(at[i])
+			if span <= 0 {
+				return x(i), true
+			}
+			return x(i) + (x(i+1)-x(i))*float64(t.Sub(at[i]))/float64(span), true
+		}
+	}
+	return x(len(at) - 1), true
 }
 
 // NiceCeil rounds v up to 1, 2, 2.5 or 5 times a power of ten, for an axis top people read.

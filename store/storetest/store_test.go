@@ -43,6 +43,10 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 		{"20 concurrent creations within a cap of 3 sites create exactly 3", testSiteCap},
 		{"20 concurrent reports within a cap of 3 active ones create exactly 3; revoked and expired ones do not count", testReportCap},
 		{"budgets and alert rules belong to a site", testBudgetsAndRules},
+		{"an alert channel is its owner's, validated, capped, and keeps one delivery row per event", testChannels},
+		{"the budget state alerts compare with swaps in one step: ten concurrent breaks see one transition", testBudgetState},
+		{"a channel is marked failing from its first failure until it recovers", testChannelFailing},
+		{"a publish keeps who published what and its scan, for its site's owner only", testPublishes},
 		{"a platform connect state is taken once, by its user, before it expires", testPlatformStates},
 		{"a user keeps at most MaxPlatformStates live connect states, and no expired one", testPlatformStateCap},
 		{"a platform connection is saved sealed, disabled on refusal, forgotten on disconnect", testPlatformConnection},
@@ -190,6 +194,9 @@ func testSessions(t *testing.T, s store.Store) {
 	must(t, err)
 	if got.UserID != u.ID || got.CSRF != "c" || !got.ExpiresAt.Equal(t0.Add(time.Hour)) || !got.SeenAt.Equal(t0) {
 		t.Errorf("got %+v", got)
+	}
+	if gu := got.User; gu.ID != u.ID || gu.Email != u.Email || gu.PasswordHash != u.PasswordHash || gu.NotifyRegressions != u.NotifyRegressions || !gu.CreatedAt.Equal(u.CreatedAt) {
+		t.Errorf("the session's user is %+v, want %+v", got.User, u)
 	}
 	must(t, s.TouchSession(ctx, hash, t0.Add(30*time.Minute)))
 	if got, _ := s.SessionByHash(ctx, hash, t0.Add(31*time.Minute)); !got.SeenAt.Equal(t0.Add(30 * time.Minute)) {
@@ -808,6 +815,17 @@ func testPageUpsert(t *testing.T, s store.Store) {
 	if fmt.Sprint(streamed) != "[/ mobile /c desktop]" {
 		t.Errorf("streamed %v", streamed)
 	}
+	// The stream carries what an export writes of each result, and nothing else.
+	whole, err := s.PageResults(ctx, a.ID, sc.ID)
+	must(t, err)
+	i := 0
+	must(t, s.EachPageResult(ctx, a.ID, sc.ID, func(r store.PageResult) error {
+		if want := store.ExportFields(whole[i]); !reflect.DeepEqual(r, want) {
+			t.Errorf("streamed %+v\nwant %+v", r, want)
+		}
+		i++
+		return nil
+	}))
 	stop := errors.New("stop")
 	if err := s.EachPageResult(ctx, a.ID, sc.ID, func(store.PageResult) error { return stop }); err != stop {
 		t.Errorf("callback error not returned: %v", err)
