@@ -212,7 +212,7 @@ func (p *Store) PageErrors(ctx context.Context, userID, scanID string) ([]store.
 	rows, err := p.db.QueryContext(ctx, `SELECT r.page_path, r.page_url, r.strategy, r.error
 		FROM scans c JOIN sites s ON s.id = c.site_id
 		LEFT JOIN page_results r ON r.scan_id = c.id AND r.result IS NULL
-		WHERE c.id = $1 AND s.user_id = $2
+		WHERE c.id = $1 AND `+readable("s.workspace_id", 2)+`
 		ORDER BY r.page_path, r.strategy`, scanID, userID)
 	if err != nil {
 		return nil, pgErr("page errors", err)
