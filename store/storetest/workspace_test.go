@@ -98,6 +98,12 @@ func testMembershipScoping(t *testing.T, s store.Store) {
 		if _, err := s.Scan(ctx, u.ID, sc.ID); err != nil {
 			t.Fatalf("member %s: scan: %v", u.Email, err)
 		}
+		if _, err := s.PageErrors(ctx, u.ID, sc.ID); err != nil {
+			t.Fatalf("member %s: page errors: %v", u.Email, err)
+		}
+		if _, err := s.PublishesOfScans(ctx, u.ID, []string{sc.ID}); err != nil {
+			t.Fatalf("member %s: publishes of scans: %v", u.Email, err)
+		}
 		sites, err := s.SitesOf(ctx, u.ID)
 		must(t, err)
 		if len(sites) != 1 || sites[0].ID != site.ID || sites[0].WorkspaceID != w.ID {
@@ -111,6 +117,8 @@ func testMembershipScoping(t *testing.T, s store.Store) {
 		_, err = s.Scan(ctx, u.ID, sc.ID)
 		wantErr(t, err, store.ErrNotFound)
 		_, err = s.PageResults(ctx, u.ID, sc.ID)
+		wantErr(t, err, store.ErrNotFound)
+		_, err = s.PageErrors(ctx, u.ID, sc.ID)
 		wantErr(t, err, store.ErrNotFound)
 		_, err = s.Workspace(ctx, u.ID, w.ID)
 		wantErr(t, err, store.ErrNotFound)
