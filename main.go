@@ -88,12 +88,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	auditor, capacity := newAuditor(cfg, guard, log)
-	// The demo site's audits are replayed offline; every other site's go to the real auditor.
+	// One mailer: the regression digests, the sign-up messages and the workspace invitations.
+	digest := &notify.Digest{Store: st, SMTPAddr: cfg.SMTPAddr, From: cfg.SMTPFrom, Username: cfg.SMTPUsername,
+		Password: cfg.SMTPPassword, BaseURL: cfg.BaseURL, Log: log}
 	chKeys, err := channelKeys(cfg, st, log)
 	if err != nil {
 		return err
 	}
-	pool := newPool(ctx, cfg, st, demo.Replaying(replay, auditor), capacity, guard.Client(), connector, chKeys, log)
+	// The demo site's audits are replayed offline; every other site's go to the real auditor.
+	pool := newPool(ctx, cfg, st, demo.Replaying(replay, auditor), capacity, guard.Client(), connector, digest, chKeys, log)
 	pool.Start()
 	// Deferred after the store's Close, so it runs before it: HTTP server, scanner, store.
 	defer func() {
@@ -117,12 +120,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	var mail func(ctx context.Context, to, subject, body string) error // nil: logged instead
 	if cfg.SMTPAddr != "" {
-		mail = (&notify.Digest{SMTPAddr: cfg.SMTPAddr, From: cfg.SMTPFrom, Username: cfg.SMTPUsername, Password: cfg.SMTPPassword}).Send
+		mail = digest.Send
 	}
 	handler, err := handlers.NewHandler(handlers.Deps{
 		Store: st, Log: log, BaseURL: cfg.BaseURL,
 		OAuth: authServer, MCP: mcpServer, PlatformSecret: cfg.PlatformSecret, DemoWebhookSecret: demoSecret, DemoPlatformID: demo.PlatformID,
-		MaxSitesPerUser: cfg.MaxSitesPerUser, SiteRules: cfg.siteRules(),
+		MaxSitesPerWorkspace: cfg.MaxSitesPerWorkspace, MaxWorkspacesPerUser: cfg.MaxWorkspaces, SiteRules: cfg.siteRules(),
 		SessionIdle: time.Duration(cfg.SessionIdleMins) * time.Minute, Replayed: replay.Serves,
 		Platform: connector, PlatformClientID: cfg.PlatformID, PlatformAuthorizeURL: cfg.PlatformAuthURL,
 		ChannelKeys: chKeys, Guard: guard, ChannelAllowHTTP: cfg.ScanAllowPrivate,
@@ -227,7 +230,7 @@ func platformConnector(cfg config, st store.Store, log *slog.Logger) (*platform.
 		Client:     platform.NewClient(platform.ClientConfig{APIURL: cfg.PlatformAPIURL, ClientID: cfg.PlatformID, ClientSecret: cfg.PlatformSecret}),
 		Keys:       keys,
 		WebhookURL: cfg.BaseURL + "/api/webhooks/platform",
-		MaxSites:   cfg.MaxSitesPerUser,
+		MaxSites:   cfg.MaxSitesPerWorkspace,
 		MaxPages:   cfg.MaxPagesPerScan,
 		Log:        log,
 		Now:        time.Now,
@@ -261,7 +264,7 @@ func newAuditor(cfg config, guard netguard.Guard, log *slog.Logger) (scanner.Aud
 // newPool is the scan worker pool with its regression digest. A store that can announce new
 // jobs (Postgres LISTEN/NOTIFY) wakes the dispatcher at once; it polls either way. Sitemaps
 // are fetched with fetch, the guarded client.
-func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Auditor, capacity *psi.Capacity, fetch *http.Client, connector *platform.Connector, chKeys *platform.Keys, log *slog.Logger) *scanner.Pool {
+func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Auditor, capacity *psi.Capacity, fetch *http.Client, connector *platform.Connector, digest *notify.Digest, chKeys *platform.Keys, log *slog.Logger) *scanner.Pool {
 	var wake <-chan struct{}
 	if w, ok := st.(store.JobWaker); ok {
 		ch, err := w.WakeOnJobs(ctx, func(err error) { log.Warn("job notifications", "err", err) })
@@ -276,8 +279,6 @@ func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Au
 		refresher = connector
 	}
 	// Every kind of job runs through the one queue; a kind is registered here with its worker.
-	digest := &notify.Digest{Store: st, SMTPAddr: cfg.SMTPAddr, From: cfg.SMTPFrom, Username: cfg.SMTPUsername,
-		Password: cfg.SMTPPassword, BaseURL: cfg.BaseURL, Log: log}
 	// A finished scan's alerts are planned by an `alerts` job and sent by a `delivery` job per
 	// event and channel, through the outbound guard (fetch).
 	var opener notify.Opener = noKeys{}
