@@ -104,7 +104,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	// The authorization server issues the access tokens the MCP endpoint accepts. It fetches
 	// Client ID Metadata Documents, which anyone can point at any URL, through the guard.
 	authServer := oauth.New(oauth.Config{Store: st, BaseURL: cfg.BaseURL, Log: log, MetadataClient: guard.Client()})
-	mcpServer := mcp.New(mcp.Config{Store: st, BaseURL: cfg.BaseURL, Log: log})
+	mcpServer := mcp.New(mcp.Config{Store: st, BaseURL: cfg.BaseURL, Log: log, Quota: psi.NewAccountQuota(cfg.UserDailyAudits, st)})
 	var authKey []byte
 	if cfg.AuthKey != "" {
 		authKey, _ = base64.StdEncoding.DecodeString(cfg.AuthKey) // checked by loadConfig
@@ -115,12 +115,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if cfg.SMTPAddr != "" {
 		mail = (&notify.Digest{SMTPAddr: cfg.SMTPAddr, From: cfg.SMTPFrom, Username: cfg.SMTPUsername, Password: cfg.SMTPPassword}).Send
 	}
+	chKeys, err := channelKeys(cfg, st, log)
+	if err != nil {
+		return err
+	}
 	handler, err := handlers.NewHandler(handlers.Deps{
 		Store: st, Log: log, BaseURL: cfg.BaseURL,
 		OAuth: authServer, MCP: mcpServer, PlatformSecret: cfg.PlatformSecret, DemoWebhookSecret: demoSecret, DemoPlatformID: demo.PlatformID,
 		MaxSitesPerUser: cfg.MaxSitesPerUser, SiteRules: cfg.siteRules(),
 		SessionIdle: time.Duration(cfg.SessionIdleMins) * time.Minute, Replayed: replay.Serves,
 		Platform: connector, PlatformClientID: cfg.PlatformID, PlatformAuthorizeURL: cfg.PlatformAuthURL,
+		ChannelKeys: chKeys, Guard: guard, ChannelAllowHTTP: cfg.ScanAllowPrivate,
 		AuthKey: authKey, Mail: mail,
 	})
 	if err != nil {
@@ -158,6 +163,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	log.Info("HTTP server stopped")
 	return nil
+}
+
+// channelKeys seal alert channel URLs and secrets with PLATFORM_TOKEN_KEY, as platform tokens
+// are; the in-memory store gets a random key, and Postgres without the key gets none (the
+// Notifications page then says channels cannot be saved, rather than the service not starting).
+func channelKeys(cfg config, st store.Store, log *slog.Logger) (*platform.Keys, error) {
+	switch {
+	case cfg.PlatformKey != "":
+		return platform.ParseKeys(cfg.PlatformKey)
+	case st.Name() == "memory":
+		return platform.RandomKeys(), nil
+	}
+	log.Info("PLATFORM_TOKEN_KEY not set: alert channels cannot be saved")
+	return nil, nil
 }
 
 // listen binds addr. A busy address is the common mistake (a second `go run .`), so its error

@@ -30,6 +30,7 @@ type apiAccount struct {
 	siteName    string
 	ruleID      string // an alert rule of the site (A only)
 	reportID    string // a client report of the latest scan (A only)
+	channelID   string // an alert channel
 }
 
 // apiFixture is a running service with two users. A is the demo account (real scans built from
@@ -91,6 +92,9 @@ func (f *apiFixture) credentials(t testing.TB, acc *apiAccount) {
 	acc.csrf, _ = store.NewSecret("")
 	acc.session = token
 	must(t, f.st.CreateSession(ctx, store.Session{TokenHash: hash, UserID: acc.userID, CSRF: acc.csrf, CreatedAt: f.now, ExpiresAt: f.now.Add(time.Hour)}))
+	acc.channelID = store.NewID()
+	must(t, f.st.CreateChannel(ctx, store.Channel{ID: acc.channelID, UserID: acc.userID, Kind: store.ChannelSlack, Name: "chat",
+		URLSealed: "k.sealed", Events: []string{store.EventScanFailed}, CreatedAt: f.now}))
 	acc.clientID = "c_" + strings.ReplaceAll(store.NewID(), "-", "")
 	must(t, f.st.CreateClient(ctx, store.OAuthClient{ID: acc.clientID, Name: "Test client", RedirectURIs: []string{"http://127.0.0.1/cb"},
 		GrantTypes: []string{"authorization_code", "refresh_token"}, AuthMethod: "none", Scope: "mcp:read", CreatedAt: f.now}))

@@ -7,11 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 )
 
 func TestTrendCharts(t *testing.T) {
-	if trendCharts(nil) != nil {
+	if trendCharts(nil, nil) != nil {
 		t.Error("no scans, want no charts")
 	}
 	f := func(v float64) *float64 { return &v }
@@ -21,7 +22,7 @@ func TestTrendCharts(t *testing.T) {
 		{At: day(1), Scores: store.ScanScores{Health: i(82)}, Vitals: map[string]*float64{"lcp": f(3600), "cls": f(0.01)}},
 		{At: day(2), Scores: store.ScanScores{Health: i(77)}, Vitals: map[string]*float64{"lcp": f(8305), "cls": f(0.39)}},
 	}
-	charts := trendCharts(points)
+	charts := trendCharts(points, nil)
 	var ids []string
 	for _, c := range charts {
 		ids = append(ids, c.ID)
@@ -57,8 +58,44 @@ func TestTrendCharts(t *testing.T) {
 
 func TestNiceCeil(t *testing.T) {
 	for in, want := range map[float64]float64{8720: 10000, 5000: 5000, 0.31: 0.5, 0.24: 0.25, 750: 1000, 1900: 2000, 0: 1} {
-		if got := niceCeil(in); got != want {
-			t.Errorf("niceCeil(%v) = %v, want %v", in, got, want)
+		if got := analysis.NiceCeil(in); got != want {
+			t.Errorf("analysis.NiceCeil(%v) = %v, want %v", in, got, want)
+		}
+	}
+}
+
+// TestTrendChartMarksPublishes: each publish is a marker on every trend chart, placed in time
+// between the scans around it, named by who published and when, its text escaped.
+func TestTrendChartMarksPublishes(t *testing.T) {
+	i := func(v int) *int { return &v }
+	day := func(d int) time.Time { return time.Date(2026, 11, d, 9, 0, 0, 0, time.UTC) }
+	var points []trendPoint
+	for d := 1; d <= 3; d++ {
+		points = append(points, trendPoint{At: day(d), Scores: store.ScanScores{Health: i(80), Performance: i(80)}, Vitals: map[string]*float64{}})
+	}
+	publishes := []store.Publish{
+		{PublishedBy: "<b>Ana</b>", PublishedOn: day(1).Add(12 * time.Hour)}, // halfway from the first scan to the second
+		{PublishedOn: day(3).Add(time.Hour)},                                 // after the last scan: its scan is not done yet
+		{PublishedBy: "Old", PublishedOn: day(1).Add(-time.Hour)},            // before the chart: not drawn
+	}
+	charts := trendCharts(points, publishes)
+	for _, c := range charts[:2] { // the score charts: scans at x 72, 350 and 628
+		got := string(c.SVG)
+		for _, want := range []string{
+			`<g class="publish"><line x1="211" y1="10" x2="211" y2="184"/>`, `<title>Published by &lt;b&gt;Ana&lt;/b&gt;, 1 Nov 21:00</title>`,
+			`<line x1="628" y1="10" x2="628" y2="184"/>`, `<title>Published 3 Nov 10:00</title>`,
+		} {
+			if !strings.Contains(got, want) {
+				t.Errorf("%s chart lacks %q:\n%s", c.ID, want, got)
+			}
+		}
+		if strings.Contains(got, "Old") || strings.Count(got, `class="publish"`) != 2 {
+			t.Errorf("%s chart draws %d markers, want 2:\n%s", c.ID, strings.Count(got, `class="publish"`), got)
+		}
+	}
+	for _, c := range charts[2:] {
+		if strings.Count(string(c.SVG), `class="publish"`) != 2 {
+			t.Errorf("%s chart lacks the publish markers", c.ID)
 		}
 	}
 }
@@ -78,7 +115,7 @@ func TestChartAxes(t *testing.T) {
 	}
 	tick := regexp.MustCompile(`<text class="axis" x="[0-9.]+" y="([0-9.]+)" text-anchor="end">`)
 	date := regexp.MustCompile(`<text class="axis date" x="([0-9.]+)" y="[0-9.]+" text-anchor="(start|middle|end)">([^<]*)<`)
-	for _, c := range trendCharts(points) {
+	for _, c := range trendCharts(points, nil) {
 		t.Run(c.ID, func(t *testing.T) {
 			svg := string(c.SVG)
 			want := map[string]string{"scores": "Score", "health": "Health", "lcp": "LCP", "cls": "CLS", "tbt": "TBT"}[c.ID]
@@ -94,8 +131,8 @@ func TestChartAxes(t *testing.T) {
 				t.Fatalf("%d tick labels, want at least 0 and one more:\n%s", len(ys), svg)
 			}
 			for k := 1; k < len(ys); k++ {
-				if gap := ys[k-1] - ys[k]; gap < chartTickGap {
-					t.Errorf("tick labels %v and %v are %v units apart, want at least %v", ys[k-1], ys[k], gap, chartTickGap)
+				if gap := ys[k-1] - ys[k]; gap < analysis.ChartTickGap {
+					t.Errorf("tick labels %v and %v are %v units apart, want at least %v", ys[k-1], ys[k], gap, analysis.ChartTickGap)
 				}
 			}
 			dates := date.FindAllStringSubmatch(svg, -1)
@@ -106,7 +143,7 @@ func TestChartAxes(t *testing.T) {
 			lastRight := -1.0
 			for _, m := range dates {
 				x, _ := strconv.ParseFloat(m[1], 64)
-				w := 0.6 * chartPhoneFont * float64(len([]rune(m[3])))
+				w := 0.6 * analysis.ChartPhoneFont * float64(len([]rune(m[3])))
 				left := map[string]float64{"start": x, "middle": x - w/2, "end": x - w}[m[2]]
 				if left < lastRight+8 {
 					t.Errorf("date %q at %v overlaps the one before it (ends at %v)", m[3], left, lastRight)

@@ -87,7 +87,7 @@ type scopeDoc struct{ Name, Allows string }
 
 var scopeDocs = []scopeDoc{
 	{store.ScopeRead, "Read your sites, their scans and page results, trends, regressions, third-party scripts and accessibility issues. It cannot change anything."},
-	{store.ScopeWrite, "Publish: create shareable report links of your scans, which anyone who has the link can open without logging in. You can revoke them under Reports."},
+	{store.ScopeWrite, "Publish and scan: create shareable report links of your scans, which anyone who has the link can open without logging in (revoke them under Reports), and start scans of your sites, as Scan now does."},
 }
 
 // scopesOf describes the scopes of a space-separated scope string.

@@ -61,6 +61,18 @@ var ownershipCases = []ownershipCase{
 				t.Errorf("A's key stopped working: %v", err)
 			}
 		}},
+	{name: "testing A's alert channel", route: "POST /settings/channels/{channelId}/test", method: "POST", path: func(a, _ apiAccount) string { return "/settings/channels/" + a.channelID + "/test" },
+		form: url.Values{}, cred: asCookie, status: 404, intact: func(t *testing.T, f *apiFixture) {
+			if d, err := f.st.DeliveriesOf(context.Background(), f.a.userID, f.a.channelID, 50); err != nil || len(d) != 0 {
+				t.Errorf("A's channel got deliveries: %v %v", d, err)
+			}
+		}},
+	{name: "deleting A's alert channel", route: "POST /settings/channels/{channelId}/delete", method: "POST", path: func(a, _ apiAccount) string { return "/settings/channels/" + a.channelID + "/delete" },
+		form: url.Values{}, cred: asCookie, status: 404, intact: func(t *testing.T, f *apiFixture) {
+			if _, err := f.st.Channel(context.Background(), f.a.userID, f.a.channelID); err != nil {
+				t.Errorf("A's channel is gone: %v", err)
+			}
+		}},
 	{name: "disconnecting A's OAuth app", route: "POST /settings/connected-apps/{clientID}/revoke", method: "POST", path: func(a, _ apiAccount) string { return "/settings/connected-apps/" + a.clientID + "/revoke" },
 		form: url.Values{}, cred: asCookie, status: 404, intact: func(t *testing.T, f *apiFixture) {
 			apps, _ := f.st.Consents(context.Background(), f.a.userID)

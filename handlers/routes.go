@@ -25,6 +25,11 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 	mux.Handle("POST /settings/api-keys", s.requireUser(s.handleCreateAPIKey()))
 	mux.Handle("POST /settings/api-keys/{keyID}/revoke", s.requireUser(s.handleRevokeAPIKey()))
 	mux.Handle("POST /settings/notifications", s.requireUser(s.handleNotifications()))
+	// Alert channels (issue 21), under /settings until workspaces land.
+	mux.Handle("GET /settings/notifications", s.requireUser(s.handleNotificationsPage()))
+	mux.Handle("POST /settings/channels", s.requireUser(s.handleCreateChannel()))
+	mux.Handle("POST /settings/channels/{channelId}/test", s.requireUser(s.handleTestChannel()))
+	mux.Handle("POST /settings/channels/{channelId}/delete", s.requireUser(s.handleDeleteChannel()))
 	mux.Handle("POST /settings/connected-apps/{clientID}/revoke", s.requireUser(s.handleRevokeApp()))
 
 	// OAuth 2.1 authorization server for MCP clients (README "Connect an MCP client"). The

@@ -15,6 +15,7 @@ import (
 
 	"sitepulse/mcp"
 	"sitepulse/oauth"
+	"sitepulse/scanner/netguard"
 	"sitepulse/scanner/platform"
 	"sitepulse/store"
 )
@@ -30,6 +31,7 @@ type Store interface {
 	store.Reports
 	store.Webhooks
 	store.Platform
+	store.Channels
 	EnqueueScan(ctx context.Context, s store.Scan, queue string, runAt time.Time) error
 	Consents(ctx context.Context, userID string) ([]store.Consent, error)
 	RevokeConsent(ctx context.Context, userID, clientID string, now time.Time) error
@@ -74,6 +76,14 @@ type Deps struct {
 	// Platform connects sites from the platform; nil when PLATFORM_CLIENT_ID is not
 	// set, and the UI says connecting is off.
 	Platform *platform.Connector
+	// ChannelKeys seal alert channel URLs and secrets (PLATFORM_TOKEN_KEY); nil when Postgres
+	// runs without the key, and the Notifications page says channels cannot be saved.
+	ChannelKeys *platform.Keys
+	// Guard is the outbound guard alert channels are checked against at save and sent through.
+	Guard netguard.Guard
+	// ChannelAllowHTTP lets a channel URL be plain http (SCAN_ALLOW_PRIVATE, and tests); https
+	// otherwise.
+	ChannelAllowHTTP bool
 	// PlatformClientID and PlatformAuthorizeURL build the authorize redirect.
 	PlatformClientID     string
 	PlatformAuthorizeURL string

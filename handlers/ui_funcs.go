@@ -3,6 +3,7 @@ package handlers
 import (
 	"html/template"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -66,6 +67,7 @@ var uiFuncs = template.FuncMap{
 		return t
 	},
 	"list": func(s ...string) []string { return s },
+	"has":  func(list []string, s string) bool { return slices.Contains(list, s) },
 	// clip shortens a name a platform may have made any length, for a list.
 	"clip":      func(s string) string { return truncate(s, store.MaxSiteName) },
 	"trimFloat": func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) },

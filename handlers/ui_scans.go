@@ -49,6 +49,7 @@ func terminal(status string) bool {
 type scanPageData struct {
 	Site     store.Site
 	Scan     store.Scan
+	Publish  *store.Publish // the publish that started the scan; nil when none did
 	Terminal bool
 	Replay   bool      // the site's audits are replayed from recorded runs (the demo)
 	Wait     *scanWait // why an unfinished scan waits for its next attempt; nil when it does not
@@ -113,6 +114,14 @@ func (s *server) handleScan() http.Handler {
 			}
 		}
 		d.Scores = strategySummaries(d.Results)
+		pubs, err := s.Store.PublishesOfScans(r.Context(), uid, []string{scan.ID})
+		if err != nil {
+			s.error(w, r, err, "")
+			return
+		}
+		if p, ok := pubs[scan.ID]; ok {
+			d.Publish = &p
+		}
 		s.render(w, r, http.StatusOK, "scan", page{Title: "Scan of " + site.Name, Data: d})
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -334,6 +335,8 @@ func strategySummaries(results []store.PageResult) []strategyView {
 type sitePageData struct {
 	Site        store.Site
 	Latest      *store.Scan
+	Publish     *store.Publish  // the publish that started the latest scan; nil when none did
+	Publishes   []store.Publish // the latest three the trend marks, newest first
 	Strategies  []strategyView
 	Charts      []trendChart // the trend's tabs
 	ChartScans  int
@@ -349,6 +352,9 @@ type sitePageData struct {
 	ScanActive  bool // "Scan now" was refused: SCAN_ALREADY_ACTIVE
 	Replay      bool // the site's audits are replayed from recorded runs (the demo)
 }
+
+// chartPublishes is how many publishes the trend chart marks, the latest ones.
+const chartPublishes = 50
 
 // handleSite is a site's page: latest scores per strategy, vitals, trend, history, regressions.
 func (s *server) handleSite() http.Handler {
@@ -414,9 +420,27 @@ func (s *server) handleSite() http.Handler {
 				points = append(points, p)
 			}
 		}
-		d.Charts, d.ChartScans = trendCharts(points), len(points)
+		var publishes []store.Publish
+		if len(points) > 0 {
+			// The chart marks the publishes since its first scan (chartPublishes at most).
+			if publishes, err = s.Store.Publishes(ctx, uid, site.ID, points[0].At, chartPublishes); err != nil {
+				s.error(w, r, err, "")
+				return
+			}
+		}
+		d.Charts, d.ChartScans = trendCharts(points, publishes), len(points)
+		d.Publishes = publishes[max(0, len(publishes)-3):]
+		slices.Reverse(d.Publishes)
 		if len(completed) > 0 {
 			d.Latest = &completed[0]
+			pubs, err := s.Store.PublishesOfScans(ctx, uid, []string{completed[0].ID})
+			if err != nil {
+				s.error(w, r, err, "")
+				return
+			}
+			if p, ok := pubs[completed[0].ID]; ok {
+				d.Publish = &p
+			}
 			latest := metrics[0]
 			d.Strategies = strategySummaries(latest)
 			if len(completed) > 1 {

@@ -108,6 +108,11 @@ func testUIPages(t *testing.T, f *uiFixture) {
 			[]string{`<code id="site-id">` + f.site + `</code>`, `data-copy="site-id"`, `/static/copy.js`, "GitHub Actions step",
 				"curl -sS -X POST http://sitepulse.test/api/external/budget-check", `{&#34;siteId&#34;:&#34;` + f.site + `&#34;}`,
 				"secrets.SITEPULSE_API_KEY", `href="/settings#api-keys"`}},
+		{"the site page says who published before the latest scan and marks the publish on the trend", "/sites/" + f.site,
+			[]string{`<span class="published">Published by Ana, 1 Nov 10:00</span>`, `<g class="publish">`, "<title>Published by Ana, 1 Nov 10:00</title>",
+				"Dashed lines mark the 1 publish since the first scan of the chart"}},
+		{"the scan page a publish started says who published", "/sites/" + f.site + "/scans/" + f.scan,
+			[]string{`<span class="published">Published by Ana, 1 Nov 10:00</span>`}},
 		{"the scan page lists every page and strategy", "/sites/" + f.site + "/scans/" + f.scan,
 			[]string{"/pricing", "desktop", "mobile", "Export CSV", "page?path=%2fpricing&amp;strategy=mobile", ">replay</span>"}},
 		{"the drill-down shows opportunities, LCP element, shifts, third parties, accessibility", pageOf,
@@ -132,6 +137,16 @@ func testUIPages(t *testing.T, f *uiFixture) {
 			}
 		})
 	}
+}
+
+func TestScanNotStartedByAPublishNamesNoPublisher(t *testing.T) {
+	eachBackend(t, 0, func(t *testing.T, f *uiFixture) {
+		resp, body := f.a.get("/sites/" + f.site + "/scans/" + f.prevScan)
+		wantStatus(t, resp, http.StatusOK)
+		if strings.Contains(body, `class="published"`) {
+			t.Errorf("the previous scan, started by no publish, names a publisher")
+		}
+	})
 }
 
 func TestNotFoundNavigation(t *testing.T) { eachBackend(t, 0, testNotFoundNavigation) }

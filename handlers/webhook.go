@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -129,6 +130,8 @@ func (s *server) handlePlatformWebhook() http.Handler {
 		scan := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerWebhook, CreatedAt: now}
 		runAt := now.Add(s.WebhookJitter())
 		err = s.Store.EnqueueScan(r.Context(), scan, store.QueueScan, runAt)
+		pub := publishOf(event, webflow, now)
+		pub.ID, pub.SiteID = store.NewID(), site.ID
 		switch {
 		case errors.Is(err, store.ErrScanActive):
 			s.Log.Warn("webhook: SCAN_ALREADY_ACTIVE: the site already has a queued or running scan", "site", site.ID)
@@ -136,7 +139,13 @@ func (s *server) handlePlatformWebhook() http.Handler {
 			s.failDelivery(w, r, keys, err)
 			return
 		default:
+			pub.ScanID = scan.ID
 			s.Log.Info("webhook: publish; scan enqueued", "site", site.ID, "scan", scan.ID, "run_at", runAt.UTC().Format(time.RFC3339Nano))
+		}
+		// Who published is a detail of the publish, not its effect: the scan is enqueued, so a
+		// failure here is logged and the delivery still acknowledged (a retry would not scan).
+		if err := s.Store.RecordPublish(r.Context(), pub); err != nil {
+			s.Log.Warn("webhook: could not record who published", "site", site.ID, "err", err)
 		}
 		oauth.WriteJSON(w, http.StatusOK, ok)
 	})
@@ -184,6 +193,40 @@ func publishedSiteID(event map[string]json.RawMessage, webflow bool) string {
 		json.Unmarshal(payload["siteId"], &id)
 	}
 	return id
+}
+
+// publishOf reads what a verified site_publish says about the publish, from the top level in the
+// interface's shape or from payload in Webflow's: publishedBy (a string, or an object's
+// displayName, name or id, in that order), publishedOn (RFC 3339; now when absent or unreadable),
+// domains (the strings among them) and the event's _id. Fields of another type are ignored: the
+// publish is a fact whatever the details say.
+func publishOf(event map[string]json.RawMessage, webflow bool, now time.Time) store.Publish {
+	fields := event
+	if webflow {
+		fields = nil
+		json.Unmarshal(event["payload"], &fields)
+	}
+	p := store.Publish{PublishedOn: now}
+	json.Unmarshal(event["_id"], &p.PlatformEventID)
+	if json.Unmarshal(fields["publishedBy"], &p.PublishedBy) != nil {
+		var by struct{ DisplayName, Name, ID string }
+		json.Unmarshal(fields["publishedBy"], &by)
+		p.PublishedBy = cmp.Or(by.DisplayName, by.Name, by.ID)
+	}
+	var on string
+	if json.Unmarshal(fields["publishedOn"], &on) == nil {
+		if t, err := time.Parse(time.RFC3339Nano, on); err == nil {
+			p.PublishedOn = t
+		}
+	}
+	var domains []any
+	json.Unmarshal(fields["domains"], &domains)
+	for _, d := range domains {
+		if d, ok := d.(string); ok {
+			p.Domains = append(p.Domains, d)
+		}
+	}
+	return p
 }
 
 // validSignature checks x-platform-signature: the lower-case hex HMAC-SHA256 of the raw body

@@ -1,9 +1,10 @@
 // Package mcp is SitePulse's MCP server: JSON-RPC 2.0 over stateless Streamable HTTP, dual-era
 // (versions.go): the legacy protocol versions 2025-03-26, 2025-06-18 and 2025-11-25 (initialize,
 // then each request judged by its MCP-Protocol-Version header) and the modern 2026-07-28 (no
-// handshake, every request self-describing). One table of read-only tools over the authenticated
-// user's own data and one tool that creates a shareable client report serves every version; the
-// versions differ only in envelopes. It knows nothing of HTTP authentication: the handlers package
+// handshake, every request self-describing). One table of tools over the authenticated user's own
+// data serves every version: read-only ones, one that creates a shareable client report and one
+// that starts a scan (a task of the tasks extension, tasks.go); three ui:// views draw results in
+// hosts that render MCP Apps (views.go). The versions differ only in envelopes. It knows nothing of HTTP authentication: the handlers package
 // verifies the bearer credential and hands ServeRequest the user's id, the headers and the body.
 package mcp
 
@@ -37,7 +38,14 @@ type Store interface {
 	PageResults(ctx context.Context, userID, scanID string) ([]store.PageResult, error)
 	PageResult(ctx context.Context, userID, scanID, pagePath, strategy string) (store.PageResult, error)
 	PageMetrics(ctx context.Context, userID, scanID string) ([]store.PageResult, error)
+	PageErrors(ctx context.Context, userID, scanID string) ([]store.PageError, error)
 	CreateReportWithin(ctx context.Context, r store.Report, max int) error
+	// start_scan, get_scan and the tasks extension: a "Scan now" enqueue, the site's newest
+	// scan, and cancelling an unfinished one.
+	EnqueueScan(ctx context.Context, sc store.Scan, queue string, runAt time.Time) error
+	ScansOf(ctx context.Context, userID, siteID string, limit int) ([]store.Scan, error)
+	ExpireScan(ctx context.Context, scanID, reason string, now time.Time) error
+	PublishesOfScans(ctx context.Context, userID string, scanIDs []string) (map[string]store.Publish, error)
 }
 
 // Fair-use limits: one account must not be able to flood the service.
@@ -56,6 +64,7 @@ type Server struct {
 	log     *slog.Logger
 	lists   [eraCount]json.RawMessage // the tools/list result of each era, encoded once
 	metrics *metricsCache
+	quota   Quota
 }
 
 // Config is what a Server needs. Now and Log default to time.Now and a discarding logger.
@@ -64,6 +73,8 @@ type Config struct {
 	BaseURL string // {base_url}, no trailing slash: report links start with it
 	Now     func() time.Time
 	Log     *slog.Logger
+	// Quota is the accounts' daily audit budget start_scan checks; nil grants every scan.
+	Quota Quota
 }
 
 // New returns a Server.
@@ -74,7 +85,7 @@ func New(c Config) *Server {
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{store: c.Store, baseURL: c.BaseURL, now: c.Now, log: c.Log, metrics: newMetricsCache(64)}
+	s := &Server{store: c.Store, baseURL: c.BaseURL, now: c.Now, log: c.Log, metrics: newMetricsCache(64), quota: c.Quota}
 	for e := range era(eraCount) {
 		result := map[string]any{"tools": toolList(e)}
 		if e == eraModern {
@@ -309,9 +320,13 @@ const instructions = "SitePulse audits the pages of your sites with Lighthouse a
 func (s *Server) call(ctx context.Context, userID string, e era, method string, params json.RawMessage) (any, *rpcError) {
 	switch method {
 	case "initialize":
+		version, caps := negotiate(params), map[string]any{"tools": map[string]any{}}
+		if version != "2025-03-26" {
+			caps = uiCapabilities(false)
+		}
 		return map[string]any{
-			"protocolVersion": negotiate(params),
-			"capabilities":    map[string]any{"tools": map[string]any{}},
+			"protocolVersion": version,
+			"capabilities":    caps,
 			"serverInfo":      map[string]string{"name": ServerName, "version": ServerVersion, "title": ServerTitle},
 			"instructions":    instructions,
 		}, nil
@@ -321,6 +336,14 @@ func (s *Server) call(ctx context.Context, userID string, e era, method string, 
 		return s.lists[e], nil
 	case "tools/call":
 		return s.callTool(ctx, userID, e, params)
+	case "resources/list":
+		if e >= era20250618 {
+			return resourceList(), nil
+		}
+	case "resources/read":
+		if e >= era20250618 {
+			return readResource(e, params)
+		}
 	}
 	return nil, &rpcError{Code: CodeMethodNotFound, Message: "Unknown method: " + method}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
 
 	"sitepulse/store"
 )
@@ -24,6 +25,15 @@ type tool struct {
 	// store.ScopeWrite to publish.
 	Scope   string
 	Handler toolHandler
+	// Since is the first protocol era that lists the tool. The nine tools of the interface are
+	// in every era; the tools added after it start at 2025-06-18, so a 2025-03-26 session keeps
+	// every byte it was recorded with (testdata/session-2025-03-26.golden).
+	Since era
+	// Task marks the tool whose result becomes a task of the tasks extension (tasks.go) for a
+	// 2026-07-28 client that declares it: start_scan.
+	Task bool
+	// View is the ui:// view (views.go) that draws the tool's result, from 2025-06-18 on.
+	View string
 }
 
 // toolHandler runs a tool. Output is the Go type of its payload, from which the tool's
@@ -93,7 +103,7 @@ var tools = []tool{
 		Input: object(nil, nil),
 	},
 	{
-		Name: "get_latest_scan", Title: "Latest scan of a site", ReadOnly: true, Scope: store.ScopeRead, Handler: handler((*Server).getLatestScan),
+		Name: "get_latest_scan", Title: "Latest scan of a site", ReadOnly: true, Scope: store.ScopeRead, Handler: handler((*Server).getLatestScan), View: "ui://sitepulse/latest-scan",
 		Example: "How is shop.example.com doing, and does it meet its budgets?",
 		Description: "Returns the latest completed scan of a site: its scanId, when it completed, how many page audits " +
 			"it holds, the strategy (mobile, desktop or both), the site-wide scores (health, performance, seo, " +
@@ -149,7 +159,7 @@ var tools = []tool{
 		}),
 	},
 	{
-		Name: "get_regression_report", Title: "Regressions since the previous scan", ReadOnly: true, Scope: store.ScopeRead, Handler: handler((*Server).getRegressionReport),
+		Name: "get_regression_report", Title: "Regressions since the previous scan", ReadOnly: true, Scope: store.ScopeRead, Handler: handler((*Server).getRegressionReport), View: "ui://sitepulse/regressions",
 		Example: "Did the last publish make anything slower?",
 		Description: "Compares the site's latest completed scan with the one before it, page by page and strategy by " +
 			"strategy, and lists what got worse: category scores that dropped by more than 5 points, and Core Web " +
@@ -159,7 +169,7 @@ var tools = []tool{
 		Input: object([]string{"siteId"}, map[string]*Schema{"siteId": siteIDArg()}),
 	},
 	{
-		Name: "get_trend", Title: "Score trend", ReadOnly: true, Scope: store.ScopeRead, Handler: handler((*Server).getTrend),
+		Name: "get_trend", Title: "Score trend", ReadOnly: true, Scope: store.ScopeRead, Handler: handler((*Server).getTrend), View: "ui://sitepulse/trend",
 		Example: "Show the performance trend of my site over the last ten scans.",
 		Description: "Returns the site's recent completed scans, oldest first, with their category scores and page " +
 			"counts, so you can tell whether performance is improving or degrading over time.",
@@ -181,6 +191,43 @@ var tools = []tool{
 			"expiresInDays": {Type: "integer", Minimum: intp(0), Maximum: intp(365), Default: 30, Description: "Days until the link expires, 0-365; 0 means it never expires. Default 30."},
 		}),
 	},
+	{
+		Name: "start_scan", Title: "Start a scan", ReadOnly: false, Scope: store.ScopeWrite, Handler: handler((*Server).startScan), Since: era20250618, Task: true,
+		Example: "I fixed the hero image: re-audit shop.example.com and tell me whether LCP improved.",
+		Description: "Starts a Lighthouse scan of every page of the site now, as the web UI's \"Scan now\" does, and returns " +
+			"at once with its scanId and status (queued). A site has at most one scan in flight: while one is queued or " +
+			"running, this returns that scan (alreadyRunning true) instead of starting another. A scan takes minutes; " +
+			"follow it with get_scan until status is complete (its result is then what get_latest_scan returns) or " +
+			"failed (reason says why). Use it after a fix to re-audit, then compare with get_regression_report. " +
+			"When the account's daily audits are used up it is an error that says when to retry.",
+		Input: object([]string{"siteId"}, map[string]*Schema{
+			"siteId": siteIDArg(),
+			"strategy": {Type: "string", Enum: []string{"both", "mobile", "desktop"}, Default: "both",
+				Description: "Which Lighthouse runs to make: both (default, as \"Scan now\"), mobile only or desktop only."},
+		}),
+	},
+	{
+		Name: "get_scan", Title: "Progress of a scan", ReadOnly: true, Scope: store.ScopeRead, Handler: handler((*Server).getScan), Since: era20250618,
+		Example: "Is the scan I started finished yet?",
+		Description: "Returns one scan of yours, of any status: queued, running (pagesDone of pagesTotal page audits " +
+			"done), complete (result is exactly what get_latest_scan returns for this scan) or failed (reason says why). " +
+			"Use it to follow a scan start_scan started; poll no more than every few seconds.",
+		Input: object([]string{"scanId"}, map[string]*Schema{"scanId": scanIDArg()}),
+	},
+}
+
+// toolCount is how many tools era e lists, in words: the 2025-03-26 message says "nine".
+func toolCount(e era) string {
+	n := 0
+	for _, t := range tools {
+		if e >= t.Since {
+			n++
+		}
+	}
+	if w, ok := map[int]string{9: "nine", 10: "ten", 11: "eleven", 12: "twelve"}[n]; ok {
+		return w
+	}
+	return strconv.Itoa(n)
 }
 
 // toolIndex finds a tool by name.
@@ -220,6 +267,9 @@ var toolIcons = []map[string]any{{
 func toolList(e era) []map[string]any {
 	out := make([]map[string]any, 0, len(tools))
 	for _, t := range tools {
+		if e < t.Since {
+			continue
+		}
 		m := map[string]any{
 			"name":        t.Name,
 			"description": t.Description,
@@ -235,6 +285,9 @@ func toolList(e era) []map[string]any {
 		if e >= era20250618 {
 			m["title"] = t.Title
 			m["outputSchema"] = outputSchema(t.Handler.Output)
+			if t.View != "" {
+				m["_meta"] = map[string]any{"ui": map[string]any{"resourceUri": t.View}}
+			}
 		}
 		if e >= era20251125 {
 			m["icons"] = toolIcons
@@ -282,6 +335,11 @@ type resourceLink struct {
 // linker is a payload that points at a resource: from 2025-06-18 its links follow the text.
 type linker interface{ links() []resourceLink }
 
+// legacier is a payload that gained fields after 2025-03-26: legacy is the payload as that era's
+// clients were promised it, so a 2025-03-26 session keeps every byte it was recorded with; the
+// later eras declare the new fields in their outputSchema.
+type legacier interface{ legacy() any }
+
 // toolResult is the tools/call result envelope. The 2025-03-26 envelope is content and isError
 // only; structuredContent is the payload's JSON again (2025-06-18 and later); resultType and
 // _meta are 2026-07-28's.
@@ -304,8 +362,8 @@ func (s *Server) callTool(ctx context.Context, userID string, e era, params json
 		return nil, &rpcError{Code: CodeInvalidParams, Message: "Invalid arguments: params.name (the tool to call) is required"}
 	}
 	t, ok := toolIndex[*p.Name]
-	if !ok {
-		return nil, &rpcError{Code: CodeInvalidParams, Message: fmt.Sprintf("Invalid arguments: unknown tool %q; tools/list names the nine tools", *p.Name)}
+	if !ok || e < t.Since {
+		return nil, &rpcError{Code: CodeInvalidParams, Message: fmt.Sprintf("Invalid arguments: unknown tool %q; tools/list names the %s tools", *p.Name, toolCount(e))}
 	}
 	if !store.HasScope(store.ScopeFrom(ctx), t.Scope) {
 		return nil, &rpcError{Code: CodeInsufficientScope, Message: "Forbidden: " + t.Name + " needs the " + t.Scope + " scope, which this credential lacks; " +
@@ -341,10 +399,22 @@ func (s *Server) callTool(ctx context.Context, userID string, e era, params json
 		s.log.Error("mcp tool", "tool", t.Name, "err", err)
 		return nil, &rpcError{Code: CodeInternal, Message: "Internal error"}
 	}
+	return s.result(ctx, userID, e, t, payload)
+}
+
+// result wraps tool t's payload as era e wants it: the text block, and from 2025-06-18 the
+// structuredContent, resource links and what the tool's view draws.
+func (s *Server) result(ctx context.Context, userID string, e era, t *tool, payload any) (toolResult, *rpcError) {
 	b, err := marshal(payload)
 	if err != nil {
 		s.log.Error("mcp tool encode", "tool", t.Name, "err", err)
-		return nil, &rpcError{Code: CodeInternal, Message: "Internal error"}
+		return toolResult{}, &rpcError{Code: CodeInternal, Message: "Internal error"}
+	}
+	if l, ok := payload.(legacier); ok && e < era20250618 {
+		if b, err = marshal(l.legacy()); err != nil {
+			s.log.Error("mcp tool encode", "tool", t.Name, "err", err)
+			return toolResult{}, &rpcError{Code: CodeInternal, Message: "Internal error"}
+		}
 	}
 	r := toolResult{Content: text(string(b))}
 	if e >= era20250618 {
@@ -353,6 +423,17 @@ func (s *Server) callTool(ctx context.Context, userID string, e era, params json
 			for _, link := range l.links() {
 				r.Content = append(r.Content, link)
 			}
+		}
+		if v, ok := payload.(viewer); ok && t.View != "" && !noViews(ctx) {
+			data, err := v.viewData(ctx, s, userID)
+			if store.Classify(err) == store.ErrUnavailable {
+				return toolResult{}, errUnavailable
+			}
+			if err != nil {
+				s.log.Error("mcp tool view", "tool", t.Name, "err", err)
+				return toolResult{}, &rpcError{Code: CodeInternal, Message: "Internal error"}
+			}
+			r.Meta = map[string]any{metaView: data}
 		}
 	}
 	return r, nil

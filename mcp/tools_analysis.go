@@ -53,7 +53,8 @@ func (s *Server) getAccessibilityIssues(ctx context.Context, userID string, a ar
 	return a11yResult{sum.Issues, len(sum.Issues), sum.PagesAnalyzed, sum.AvgAccessibilityScore}, nil
 }
 
-type regressionReport struct {
+// regressionCore is get_regression_report as the interface's 2025-03-26 payload has it.
+type regressionCore struct {
 	LatestScanID          string                `json:"latestScanId"`
 	LatestScanCompletedAt *string               `json:"latestScanCompletedAt"`
 	PreviousScanID        *string               `json:"previousScanId"`
@@ -61,6 +62,17 @@ type regressionReport struct {
 	RegressionCount       int                   `json:"regressionCount"`
 	Regressions           []analysis.Regression `json:"regressions"`
 }
+
+type regressionReport struct {
+	regressionCore
+	// PublishedBy and PublishedAt name the publish that started the latest scan; null when no
+	// publish did (a scheduled or manual scan), PublishedBy also when the platform named nobody.
+	PublishedBy *string `json:"publishedBy"`
+	PublishedAt *string `json:"publishedAt"`
+}
+
+// legacy leaves out publishedBy and publishedAt, which came after 2025-03-26.
+func (r regressionReport) legacy() any { return r.regressionCore }
 
 func (s *Server) getRegressionReport(ctx context.Context, userID string, a args) (regressionReport, error) {
 	scans, err := s.completedScans(ctx, userID, a.str("siteId", ""), 2)
@@ -70,7 +82,17 @@ func (s *Server) getRegressionReport(ctx context.Context, userID string, a args)
 	if len(scans) == 0 {
 		return regressionReport{}, errNoScanYet
 	}
-	out := regressionReport{LatestScanID: scans[0].ID, LatestScanCompletedAt: iso(scans[0].CompletedAt), Regressions: []analysis.Regression{}}
+	out := regressionReport{regressionCore: regressionCore{LatestScanID: scans[0].ID, LatestScanCompletedAt: iso(scans[0].CompletedAt), Regressions: []analysis.Regression{}}}
+	pubs, err := s.store.PublishesOfScans(ctx, userID, []string{scans[0].ID})
+	if err != nil {
+		return regressionReport{}, err
+	}
+	if p, ok := pubs[scans[0].ID]; ok {
+		out.PublishedAt = iso(&p.PublishedOn)
+		if p.PublishedBy != "" {
+			out.PublishedBy = &p.PublishedBy
+		}
+	}
 	if len(scans) == 2 {
 		prevID := scans[1].ID
 		out.PreviousScanID = &prevID

@@ -102,9 +102,13 @@ func (s *Server) getLatestScan(ctx context.Context, userID string, a args) (late
 	case in.Scan == nil:
 		return latestScan{}, errNoScanYet
 	}
-	sc := in.Scan
+	return latestScanOf(in, *in.Scan), nil
+}
+
+// latestScanOf is get_latest_scan's payload of a completed scan of the site in.
+func latestScanOf(in store.BudgetInputs, sc store.Scan) latestScan {
 	return latestScan{ScanID: sc.ID, SiteName: in.SiteName, Domain: in.SiteDomain, CompletedAt: iso(sc.CompletedAt),
-		PagesTotal: sc.PagesTotal, Strategy: sc.Strategy, Scores: sc.Scores, Budget: budgetObject(in.Budgets)}, nil
+		PagesTotal: sc.PagesTotal, Strategy: sc.Strategy, Scores: sc.Scores, Budget: budgetObject(in.Budgets)}
 }
 
 type trendItem struct {

@@ -66,8 +66,10 @@ const (
 
 // modernParams is what the modern rules read of a request's params.
 type modernParams struct {
-	Meta map[string]json.RawMessage `json:"_meta"`
-	Name *string                    `json:"name"`
+	Meta   map[string]json.RawMessage `json:"_meta"`
+	Name   *string                    `json:"name"`
+	URI    *string                    `json:"uri"`
+	TaskID *string                    `json:"taskId"`
 }
 
 // isModern tells a 2026-07-28 request from a legacy one: it names 2026-07-28 in its header, or
@@ -98,6 +100,18 @@ func isModern(header string, body []byte) bool {
 
 // serverMeta identifies the server in every modern result's _meta.
 var serverMeta = map[string]any{metaServerInfo: map[string]string{"name": ServerName, "version": ServerVersion, "title": ServerTitle}}
+
+// withServerMeta is a modern result's _meta: the server's identity beside what the result has.
+func withServerMeta(meta map[string]any) map[string]any {
+	if len(meta) == 0 {
+		return serverMeta
+	}
+	out := map[string]any{metaServerInfo: serverMeta[metaServerInfo]}
+	for k, v := range meta {
+		out[k] = v
+	}
+	return out
+}
 
 // complete marks a modern result final and signs it with the server's identity.
 func complete(result map[string]any) map[string]any {
@@ -150,21 +164,42 @@ func (s *Server) serveModern(ctx context.Context, r Request, body []byte) (int, 
 	if h := r.Header.Get("Mcp-Method"); h != *m.Method {
 		return fail(400, CodeHeaderMismatch, "Header mismatch: Mcp-Method header "+quote(h)+" does not match body method "+quote(*m.Method), nil)
 	}
-	if *m.Method == "tools/call" && p.Name != nil {
-		if h, ok := headerName(r.Header.Get("Mcp-Name")); !ok || h != *p.Name {
-			return fail(400, CodeHeaderMismatch, "Header mismatch: Mcp-Name header "+quote(r.Header.Get("Mcp-Name"))+" does not match params.name "+quote(*p.Name), nil)
+	// Mcp-Name mirrors the field that names what the request acts on.
+	field, name := "", (*string)(nil)
+	switch *m.Method {
+	case "tools/call":
+		field, name = "name", p.Name
+	case "resources/read":
+		field, name = "uri", p.URI
+	case "tasks/get", "tasks/cancel":
+		field, name = "taskId", p.TaskID
+	}
+	if name != nil {
+		if h, ok := headerName(r.Header.Get("Mcp-Name")); !ok || h != *name {
+			return fail(400, CodeHeaderMismatch, "Header mismatch: Mcp-Name header "+quote(r.Header.Get("Mcp-Name"))+" does not match params."+field+" "+quote(*name), nil)
 		}
+	}
+	if !declares(caps, extUI) {
+		ctx = context.WithValue(ctx, noViewsKey{}, true)
 	}
 	var result any
 	switch *m.Method {
 	case "server/discover":
 		result = complete(cacheable(map[string]any{
 			"supportedVersions": SupportedVersions,
-			"capabilities":      map[string]any{"tools": map[string]any{}},
+			"capabilities":      uiCapabilities(true),
 			"instructions":      instructions,
 		}))
 	case "tools/list":
 		result = s.lists[eraModern]
+	case "resources/list":
+		result = complete(cacheable(resourceList()))
+	case "resources/read":
+		out, err := readResource(eraModern, m.Params)
+		if err != nil {
+			return fail(200, err.Code, err.Message, err.Data)
+		}
+		result = complete(cacheable(out))
 	case "tools/call":
 		out, err := s.callTool(ctx, r.UserID, eraModern, m.Params)
 		if err == errUnavailable {
@@ -177,8 +212,27 @@ func (s *Server) serveModern(ctx context.Context, r Request, body []byte) (int, 
 			return fail(200, err.Code, err.Message, nil)
 		}
 		tr := out.(toolResult)
-		tr.ResultType, tr.Meta = "complete", serverMeta
+		tr.ResultType = "complete"
+		tr.Meta = withServerMeta(tr.Meta)
 		result = tr
+		if t := toolIndex[*p.Name]; t.Task && declares(caps, extTasks) {
+			if result, err = s.startTask(ctx, r.UserID, tr); err == errUnavailable {
+				return fail(503, err.Code, err.Message, nil)
+			} else if err != nil {
+				return fail(200, err.Code, err.Message, nil)
+			}
+		}
+	case "tasks/get", "tasks/cancel":
+		out, err := s.taskCall(ctx, r.UserID, *m.Method, m.Params)
+		switch {
+		case err == errUnavailable:
+			return fail(503, err.Code, err.Message, nil)
+		case err != nil && err.Code == CodeInsufficientScope:
+			return fail(403, err.Code, err.Message, nil)
+		case err != nil:
+			return fail(200, err.Code, err.Message, nil)
+		}
+		result = out
 	default:
 		return fail(404, CodeMethodNotFound, "Unknown method: "+*m.Method, nil)
 	}

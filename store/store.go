@@ -24,6 +24,7 @@ type Store interface {
 	Reports
 	Webhooks
 	Platform
+	Channels
 	// Name is "memory" or "postgres", for the health check and the log.
 	Name() string
 	// Ping answers whether the store can serve requests.
@@ -319,6 +320,39 @@ type Webhooks interface {
 	// ForgetDelivery drops the keys of a delivery whose effect failed, so the platform's retry
 	// of it is not taken for a replay.
 	ForgetDelivery(ctx context.Context, keys ...string) error
+	// RecordPublish keeps what the platform said about a publish, normalized (system: the
+	// publish webhook). Its ScanID is empty or a scan of the same site.
+	RecordPublish(ctx context.Context, p Publish) error
+	// Publishes lists a site's publishes on or after since, oldest first, at most limit (the
+	// latest ones when there are more); ErrNotFound when the site is not the user's.
+	Publishes(ctx context.Context, userID, siteID string, since time.Time, limit int) ([]Publish, error)
+	// PublishesOfScans gives the publish that started each scan, by scan id; a scan not
+	// started by a publish, or not the user's, has no entry.
+	PublishesOfScans(ctx context.Context, userID string, scanIDs []string) (map[string]Publish, error)
+}
+
+// Channels are where an account's alerts go, and the record of what was sent to each.
+type Channels interface {
+	// CreateChannel validates and stores a channel; ErrLimit past MaxChannelsPerUser.
+	CreateChannel(ctx context.Context, c Channel) error
+	// ChannelsOf lists the user's channels, oldest first.
+	ChannelsOf(ctx context.Context, userID string) ([]Channel, error)
+	Channel(ctx context.Context, userID, channelID string) (Channel, error)
+	// DeleteChannel deletes a channel of the user and its deliveries.
+	DeleteChannel(ctx context.Context, userID, channelID string) error
+	// RecordDelivery inserts or updates (by channel and event id) a delivery to a channel of
+	// the user; ErrNotFound when the channel is not the user's.
+	RecordDelivery(ctx context.Context, userID string, d Delivery) error
+	// SwapBudgetState sets the budget state a site's latest completed scan left (broken or not)
+	// and answers the state before, in one step, so of two scans completing together exactly
+	// one sees a transition (system: scan completion).
+	SwapBudgetState(ctx context.Context, siteID string, broken bool) (was bool, err error)
+	// SetChannelFailing marks a channel of the user failing since a time, or not failing (nil);
+	// a channel already failing keeps its first time.
+	SetChannelFailing(ctx context.Context, userID, channelID string, since *time.Time) error
+	// DeliveriesOf lists a channel's deliveries, newest first, at most limit; ErrNotFound when
+	// the channel is not the user's.
+	DeliveriesOf(ctx context.Context, userID, channelID string, limit int) ([]Delivery, error)
 }
 
 // SessionTouchGranularity is how stale a session's SeenAt may be: a session used again within

@@ -24,7 +24,9 @@ const (
 	SiteName   = "Demo Site"
 	Domain     = "demo.sitepulse.test"
 	PlatformID = "demo-site"
-	apiKeyName = "demo" // the key Seed hands out; a key named otherwise is the user's own
+	// DemoPublisher published the demo site before its latest scan.
+	DemoPublisher = "Ana"
+	apiKeyName    = "demo" // the key Seed hands out; a key named otherwise is the user's own
 )
 
 // Seeded is what Seed made: the credentials to print and the site to point curl at.
@@ -129,6 +131,11 @@ func Seed(ctx context.Context, st store.Store, fx Fixtures, now time.Time, itera
 	}
 	if d.LatestScanID, err = recordDemoScan(ctx, st, site, latest, publishedAt.Add(2*time.Minute)); err != nil {
 		return d, err
+	}
+	// The publish that started the latest scan, as the platform's webhook records it.
+	if err := st.RecordPublish(ctx, store.Publish{ID: store.NewID(), SiteID: site.ID, PublishedBy: DemoPublisher,
+		PublishedOn: publishedAt, Domains: []string{Domain}, ScanID: d.LatestScanID}); err != nil {
+		return d, fmt.Errorf("demo publish: %w", err)
 	}
 	return d, nil
 }

@@ -73,25 +73,44 @@ func (k *Keys) add(raw []byte) error {
 	return nil
 }
 
-// aad binds a sealed token to its owner: a sealed value copied to another user's row does not open.
-func aad(userID string) []byte { return []byte("sitepulse platform token\x00" + userID) }
+// aad binds a sealed value to its purpose and owner: a sealed value copied to another user's row,
+// or from an alert channel's URL to the platform token, does not open.
+func aad(purpose, owner string) []byte { return []byte("sitepulse " + purpose + "\x00" + owner) }
+
+// Purposes of sealed values.
+const (
+	PurposePlatformToken = "platform token"
+	PurposeChannelURL    = "alert channel url"
+	PurposeChannelSecret = "alert channel secret"
+)
 
 // Seal encrypts a token of userID under the first key: "<key id>.<base64url(nonce|ciphertext)>".
 func (k *Keys) Seal(token, userID string) (string, error) {
+	return k.SealFor(PurposePlatformToken, token, userID)
+}
+
+// Open decrypts a token Seal made for userID with any of the keys.
+func (k *Keys) Open(sealed, userID string) (string, error) {
+	return k.OpenFor(PurposePlatformToken, sealed, userID)
+}
+
+// SealFor encrypts a value of owner for one purpose under the first key.
+func (k *Keys) SealFor(purpose, value, owner string) (string, error) {
+	token, userID := value, owner
 	key := k.keys[0]
 	nonce := make([]byte, key.aead.NonceSize())
 	if _, err := rand.Read(nonce); err != nil {
 		return "", err
 	}
-	ct := key.aead.Seal(nonce, nonce, []byte(token), aad(userID))
+	ct := key.aead.Seal(nonce, nonce, []byte(token), aad(purpose, userID))
 	return key.id + "." + base64.RawURLEncoding.EncodeToString(ct), nil
 }
 
 // errSealed hides why a sealed token did not open: unknown key, tampering or another owner.
 var errSealed = errors.New("the sealed platform token does not open with PLATFORM_TOKEN_KEY")
 
-// Open decrypts a token Seal made for userID with any of the keys.
-func (k *Keys) Open(sealed, userID string) (string, error) {
+// OpenFor decrypts a value SealFor sealed for the same purpose and owner, with any of the keys.
+func (k *Keys) OpenFor(purpose, sealed, userID string) (string, error) {
 	id, body, ok := strings.Cut(sealed, ".")
 	if !ok {
 		return "", errSealed
@@ -105,7 +124,7 @@ func (k *Keys) Open(sealed, userID string) (string, error) {
 			continue
 		}
 		n := key.aead.NonceSize()
-		plain, err := key.aead.Open(nil, ct[:n], ct[n:], aad(userID))
+		plain, err := key.aead.Open(nil, ct[:n], ct[n:], aad(purpose, userID))
 		if err != nil {
 			return "", errSealed
 		}

@@ -44,6 +44,12 @@ type Store struct {
 	audits         map[string]map[time.Time]int // audits spent by account and UTC day (audits.go)
 	logins         map[string]memLogin          // login attempts by account key (logins.go)
 	loginsSwept    time.Time
+	publishes      []store.Publish          // in the order recorded (publishes.go)
+	channels       map[string]store.Channel // alert channels by id (channels.go)
+	// channelDeliveries are the alert deliveries, in the order recorded (channels.go); not
+	// deliveries, the publish webhook's replay guard.
+	channelDeliveries []store.Delivery
+	budgetsBroken     map[string]bool // the budget state alerts compare with, by site (channels.go)
 }
 
 type memResult struct {
@@ -76,6 +82,8 @@ func New() *Store {
 		deliveries:     map[string]time.Time{},
 		platformStates: map[string]memState{},
 		connections:    map[string]store.PlatformConnection{},
+		channels:       map[string]store.Channel{},
+		budgetsBroken:  map[string]bool{},
 	}
 }
 

@@ -1,0 +1,341 @@
+#!/usr/bin/env node
+// MCP Apps and tasks against a running SitePulse, with the real host side: a test host page in
+// headless Chromium embeds @modelcontextprotocol/ext-apps 2.0.4's AppBridge (what chat clients
+// embed), fetches each ui:// view with @modelcontextprotocol/client 2.4.0, renders it in a
+// sandboxed iframe and hands it a real tool result: the demo data and edge data (a site with no
+// scan, a scan whose pages all failed, a site named with <script> and <img onerror>). It checks
+// no console error, no network request from the view, and that the hostile name shows as text
+// and never runs; screenshots at 360 and 800 px, light and dark. The tools' and resources'
+// _meta are validated with the package's schema.json. Then the scan loop: start_scan as a task
+// (client 2.4.0 declaring io.modelcontextprotocol/tasks) to completed with get_latest_scan's
+// result, a second call answering the same scan, tasks/cancel; and without the extension through
+// get_scan. See .ci/README.md ("MCP Apps and tasks").
+//
+// Env: BASE_URL (http://127.0.0.1:PORT), API_KEY, LOGIN_EMAIL, LOGIN_PASSWORD (the demo login,
+// for the edge sites), INTEROP_DIR (default /tmp/interop-apps, with esbuild installed),
+// SHOTS (screenshot directory, default /tmp/sitepulse-apps-shots), CHROMIUM (default /usr/bin/chromium).
+// Prints PASS/FAIL lines and "N passed, M failed"; exit 1 on a failure.
+import { createRequire } from 'node:module';
+import { createServer } from 'node:http';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { join } from 'node:path';
+
+const kit = process.env.INTEROP_DIR ?? '/tmp/interop-apps';
+const require = createRequire(join(kit, 'package.json'));
+const v2 = require('@modelcontextprotocol/client');
+const { chromium } = require('playwright-core');
+const Ajv2020 = require('ajv/dist/2020').default;
+
+const base = (process.env.BASE_URL ?? '').replace(/\/$/, '');
+const apiKey = process.env.API_KEY ?? '';
+if (!/^http:\/\/127\.0\.0\.1(:\d+)?$/.test(base) || !apiKey) {
+  console.error('BASE_URL (http://127.0.0.1:PORT) and API_KEY are required');
+  process.exit(2);
+}
+const shots = process.env.SHOTS ?? '/tmp/sitepulse-apps-shots';
+mkdirSync(shots, { recursive: true });
+
+let passed = 0, failed = 0;
+function check(name, ok, detail = '') {
+  if (ok) passed++; else failed++;
+  console.log(`${ok ? 'PASS' : 'FAIL'} ${name}${detail ? ` — ${detail}` : ''}`);
+}
+async function step(name, fn) {
+  try {
+    const detail = await fn();
+    check(name, true, typeof detail === 'string' ? detail : '');
+  } catch (e) {
+    check(name, false, e?.message ?? String(e));
+  }
+}
+function assert(cond, msg) { if (!cond) throw new Error(msg); }
+const tick = (ms) => new Promise((r) => setTimeout(r, ms)); // polling pace of a client, not a test wait
+
+// --- the MCP client: 2.4.0 at 2026-07-28, optionally declaring the tasks extension ------------
+// tap keeps the last raw answer: 2.4.0 refuses a resultType "task" (UNSUPPORTED_RESULT_TYPE) after
+// it arrived, so the task is read from the wire; tasks/get and tasks/cancel go through
+// client.request with a schema, the SDK's door for extension methods.
+const anySchema = { '~standard': { version: 1, vendor: 'ci', validate: (value) => ({ value }) } };
+async function connect(tasks) {
+  const tap = { last: null };
+  const fetchTap = async (url, init) => {
+    const res = await fetch(url, init);
+    try { tap.last = JSON.parse(await res.clone().text()); } catch { tap.last = null; }
+    return res;
+  };
+  const transport = new v2.StreamableHTTPClientTransport(new URL(`${base}/api/mcp`),
+    { fetch: fetchTap, requestInit: { headers: { Authorization: `Bearer ${apiKey}` } } });
+  // A host that draws views declares the ui extension (2026-07-28 results carry the views' data
+  // only for such a client); the task client declares the tasks extension too.
+  const extensions = { 'io.modelcontextprotocol/ui': { mimeTypes: ['text/html;profile=mcp-app'] } };
+  if (tasks) extensions['io.modelcontextprotocol/tasks'] = {};
+  const capabilities = { extensions };
+  const client = new v2.Client({ name: 'sitepulse-apps-ci', version: '1.0.0' }, { capabilities, versionNegotiation: { mode: { pin: '2026-07-28' } } });
+  await client.connect(transport);
+  const call = async (name, args) => {
+    try {
+      return await client.callTool({ name, arguments: args });
+    } catch (e) {
+      if (e?.code === 'UNSUPPORTED_RESULT_TYPE' && tap.last?.result?.resultType === 'task') return tap.last.result;
+      throw e;
+    }
+  };
+  const task = (method, taskId) => client.request({ method, params: { taskId } }, anySchema);
+  return { client, call, task };
+}
+
+// --- edge data through the web UI --------------------------------------------------------------
+async function webSession() {
+  const email = process.env.LOGIN_EMAIL, password = process.env.LOGIN_PASSWORD;
+  assert(email && password, 'LOGIN_EMAIL and LOGIN_PASSWORD are required for the edge sites');
+  let cookie = '';
+  const jar = (res) => { for (const c of res.headers.getSetCookie?.() ?? []) cookie = [cookie, c.split(';')[0]].filter(Boolean).join('; '); };
+  const csrfOf = async (path) => {
+    const res = await fetch(base + path, { headers: { cookie }, redirect: 'manual' });
+    jar(res);
+    return (await res.text()).match(/name="csrf_token" value="([^"]+)"/)?.[1] ?? '';
+  };
+  const post = async (path, form) => {
+    const res = await fetch(base + path, { method: 'POST', redirect: 'manual',
+      headers: { cookie, 'content-type': 'application/x-www-form-urlencoded', origin: base }, body: new URLSearchParams(form).toString() });
+    jar(res);
+    return res;
+  };
+  const res = await post('/login', { email, password, csrf_token: await csrfOf('/login') });
+  assert(res.status === 303 || res.status === 302, `login answered ${res.status}`);
+  const add = async (name, domain, pages) => {
+    const r = await post('/sites', { name, domain, pages, schedule: 'off', csrf_token: await csrfOf('/sites/new') });
+    const id = r.headers.get('location')?.match(/\/sites\/([0-9a-f-]{36})/)?.[1];
+    assert(id, `creating ${name} answered ${r.status}`);
+    return id;
+  };
+  return { add };
+}
+
+// waitScan follows a scan with get_scan until it is no longer queued or running.
+async function waitScan(call, scanId) {
+  for (let i = 0; i < 120; i++) {
+    const s = (await call('get_scan', { scanId })).structuredContent;
+    if (s.status !== 'queued' && s.status !== 'running') return s;
+    await tick(500);
+  }
+  throw new Error(`scan ${scanId} did not finish in 60 s`);
+}
+
+// --- the host page ------------------------------------------------------------------------------
+// The AppBridge bundle: ext-apps' app-bridge export with its dependencies, bundled by esbuild
+// from the kit (the package ships ESM with bare imports, which a page cannot load as they are).
+function bridgeBundle() {
+  const out = join(kit, 'bridge.bundle.js');
+  if (!existsSync(out)) {
+    writeFileSync(join(kit, 'bridge-entry.mjs'), "export { AppBridge, PostMessageTransport } from '@modelcontextprotocol/ext-apps/app-bridge';\n");
+    execFileSync(join(kit, 'node_modules/.bin/esbuild'), ['--bundle', '--format=esm', '--platform=browser', `--outfile=${out}`,
+      '--log-level=warning', join(kit, 'bridge-entry.mjs')], { cwd: kit });
+  }
+  return readFileSync(out);
+}
+const hostPage = `<!doctype html><html><head><meta charset="utf-8"><style>body{margin:0}iframe{border:0;width:100%;display:block}</style></head>
+<body><script type="module">
+import { AppBridge, PostMessageTransport } from '/bridge.js';
+window.pwned = [];
+window.addEventListener('message', (e) => { if (typeof e.data === 'string' && e.data.startsWith('pwned')) window.pwned.push(e.data); });
+// show renders one view in a sandboxed iframe (scripts only: an opaque origin, no same-origin
+// access, no forms, no popups) and hands it the tool result once it has initialized.
+window.show = async (html, result, theme) => {
+  document.body.querySelectorAll('iframe').forEach((f) => f.remove());
+  const iframe = document.createElement('iframe');
+  iframe.setAttribute('sandbox', 'allow-scripts');
+  iframe.style.height = '40px';
+  document.body.appendChild(iframe);
+  const bridge = new AppBridge(null, { name: 'sitepulse-ci-host', version: '1.0.0' }, {},
+    { hostContext: { theme, locale: 'de-DE', displayMode: 'inline', platform: 'web' } });
+  window.sized = 0;
+  bridge.onsizechange = ({ height }) => { if (height) { iframe.style.height = height + 'px'; window.sized++; } };
+  const ready = new Promise((r) => { bridge.oninitialized = r; });
+  await bridge.connect(new PostMessageTransport(iframe.contentWindow, iframe.contentWindow));
+  iframe.srcdoc = html;
+  await ready;
+  await bridge.sendToolResult(result);
+  return true;
+};
+window.hostReady = true;
+</script></body></html>`;
+
+async function hostServer() {
+  const bundle = bridgeBundle();
+  const srv = createServer((req, res) => {
+    if (req.url === '/') { res.writeHead(200, { 'content-type': 'text/html' }); res.end(hostPage); return; }
+    if (req.url === '/favicon.ico') { res.writeHead(204); res.end(); return; }
+    if (req.url === '/bridge.js') { res.writeHead(200, { 'content-type': 'text/javascript' }); res.end(bundle); return; }
+    res.writeHead(404); res.end();
+  });
+  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
+  return { srv, url: `http://127.0.0.1:${srv.address().port}` };
+}
+
+// --- run -----------------------------------------------------------------------------------------
+const modern = await connect(true);
+const plain = await connect(false);
+const sites = (await plain.call('list_sites', {})).structuredContent.sites;
+const demo = sites.find((s) => s.name === 'Demo Site') ?? sites[0];
+
+// The package's own schema validates the _meta of the tools and of the resources.
+const schema = JSON.parse(readFileSync(join(kit, 'node_modules/@modelcontextprotocol/ext-apps/dist/src/generated/schema.json'), 'utf8'));
+const ajv = new Ajv2020({ strict: false });
+ajv.addSchema(schema);
+const validator = (def) => ajv.getSchema(`${schema.$id}#/$defs/${def}`) ?? ajv.compile({ $ref: `${schema.$id}#/$defs/${def}` });
+const views = {};
+await step('tools: _meta.ui of get_latest_scan, get_trend, get_regression_report valid per schema.json (McpUiToolMeta)', async () => {
+  const tools = (await plain.client.listTools()).tools;
+  const validate = validator('McpUiToolMeta');
+  const linked = tools.filter((t) => t._meta?.ui);
+  for (const t of linked) {
+    assert(validate(t._meta.ui), `${t.name}: ${ajv.errorsText(validate.errors)}`);
+    views[t.name] = t._meta.ui.resourceUri;
+  }
+  assert(linked.map((t) => t.name).sort().join() === 'get_latest_scan,get_regression_report,get_trend', `linked: ${linked.map((t) => t.name)}`);
+  return Object.values(views).join(', ');
+});
+const html = {};
+await step('resources: list and read each view, mimeType text/html;profile=mcp-app, _meta.ui valid (McpUiResourceMeta), csp empty', async () => {
+  const validate = validator('McpUiResourceMeta');
+  const listed = (await plain.client.listResources()).resources;
+  for (const r of listed) assert(validate(r._meta?.ui), `${r.uri} (list): ${ajv.errorsText(validate.errors)}`);
+  for (const uri of Object.values(views)) {
+    assert(listed.some((r) => r.uri === uri), `${uri} not listed`);
+    const c = (await plain.client.readResource({ uri })).contents[0];
+    assert(c.mimeType === 'text/html;profile=mcp-app', `${uri}: ${c.mimeType}`);
+    assert(validate(c._meta?.ui), `${uri}: ${ajv.errorsText(validate.errors)}`);
+    assert(Object.keys(c._meta.ui.csp ?? {}).length === 0, `${uri}: csp ${JSON.stringify(c._meta.ui.csp)}`);
+    html[uri] = c.text;
+  }
+  return `${listed.length} views, ${Object.values(html).map((h) => h.length).join('/')} bytes`;
+});
+await step('resources/read of an unknown ui:// uri is an error', async () => {
+  try { await plain.client.readResource({ uri: 'ui://sitepulse/nope' }); } catch (e) { return `code ${e.code}`; }
+  throw new Error('no error');
+});
+
+// Edge sites: none scanned; one whose every page fails; one named with markup, a page failing.
+const web = await webSession();
+// At most 100 characters (MAX site name): an <img onerror> and a <script>, each posting to the host.
+const hostile = `<img src=x onerror=parent.postMessage('pwned1','*')><script>parent.postMessage('pwned2')</script>`;
+const edge = {}, run = Date.now().toString(36); // fresh domains: a domain is one site
+
+await step('edge sites: created, and scanned with start_scan + get_scan (no tasks extension)', async () => {
+  edge.never = await web.add('Edge: never scanned', `never-${run}.example`, '/');
+  edge.failing = await web.add('Edge: every page fails', `failing-${run}.example`, '/broken\n/a/broken');
+  edge.hostile = await web.add(hostile, `hostile-${run}.example`, '/\n/broken');
+  const out = [];
+  for (const id of [edge.failing, edge.hostile]) {
+    const started = (await plain.call('start_scan', { siteId: id })).structuredContent;
+    assert(started.status === 'queued' || started.status === 'running', `start_scan: ${JSON.stringify(started)}`);
+    const done = await waitScan(plain.call, started.scanId);
+    out.push(`${done.status} ${done.pagesDone}/${done.pagesTotal}${done.reason ? ` (${done.reason.slice(0, 60)})` : ''}`);
+  }
+  return out.join('; ');
+});
+
+const cases = [
+  ['latest-demo', 'get_latest_scan', demo.id], ['trend-demo', 'get_trend', demo.id], ['regressions-demo', 'get_regression_report', demo.id],
+  ['latest-never', 'get_latest_scan', edge.never], ['trend-never', 'get_trend', edge.never], ['regressions-never', 'get_regression_report', edge.never],
+  ['latest-failing', 'get_latest_scan', edge.failing],
+  ['latest-hostile', 'get_latest_scan', edge.hostile], ['trend-hostile', 'get_trend', edge.hostile], ['regressions-hostile', 'get_regression_report', edge.hostile],
+];
+const { srv, url: hostURL } = await hostServer();
+const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: ['--no-sandbox'] });
+try {
+  for (const [label, tool, siteId] of cases) {
+    const result = await plain.call(tool, { siteId });
+    const view = html[views[tool]];
+    for (const width of [360, 800]) {
+      for (const theme of ['light', 'dark']) {
+        await step(`view ${label} at ${width} px, ${theme}: renders, no console error, no request, nothing runs`, async () => {
+          const page = await browser.newPage({ viewport: { width, height: 600 }, colorScheme: theme });
+          const errors = [], requests = [];
+          page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+          page.on('pageerror', (e) => errors.push(e.message));
+          page.on('request', (r) => { if (!r.url().startsWith(hostURL)) requests.push(r.url()); });
+          await page.goto(hostURL);
+          await page.waitForFunction(() => window.hostReady === true);
+          await page.evaluate(([h, r, t]) => window.show(h, r, t), [view, result, theme]);
+          const frame = page.frames().find((f) => f !== page.mainFrame());
+          await frame.waitForFunction(() => !document.getElementById('app').textContent.startsWith('Waiting'));
+          // The host sized the iframe to the view's own height (ui/notifications/size-changed).
+          const height = await frame.evaluate(() => Math.ceil(document.documentElement.getBoundingClientRect().height));
+          await page.waitForFunction((h) => document.querySelector('iframe').style.height === `${h}px`, height);
+          await frame.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+          const text = await frame.evaluate(() => document.getElementById('app').innerText);
+          const pwned = await page.evaluate(() => window.pwned);
+          const doc = await frame.evaluate(() => ({ theme: document.documentElement.getAttribute('data-theme'), imgs: document.images.length, scripts: document.querySelectorAll('#app script').length }));
+          const file = join(shots, `${label}-${width}-${theme}.png`);
+          await page.setViewportSize({ width, height: Math.max(200, height) }); // the whole view in the viewport: Chromium paints an out-of-process iframe only there
+          await frame.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+          await page.screenshot({ path: file });
+          await page.close();
+          assert(errors.length === 0, `console errors: ${errors.join(' | ')}`);
+          assert(requests.length === 0, `requests: ${requests.join(', ')}`);
+          assert(pwned.length === 0 && doc.imgs === 0 && doc.scripts === 0, `markup ran: ${pwned} imgs ${doc.imgs}`);
+          assert(doc.theme === theme, `theme ${doc.theme}`);
+          if (label.endsWith('hostile') && tool === 'get_latest_scan') assert(text.includes('<script>'), 'the hostile name is not shown as text');
+          return `${height} px high: ${text.replace(/\s+/g, ' ').slice(0, 60)}…`;
+        });
+      }
+    }
+  }
+} finally {
+  await browser.close();
+  srv.close();
+}
+
+// --- the scan loop ------------------------------------------------------------------------------
+await step('tasks: start_scan on the demo site is a task (resultType task, taskId = scanId, ttlMs null)', async () => {
+  const t = await modern.call('start_scan', { siteId: demo.id });
+  assert(t.resultType === 'task' && t.status === 'working' && t.ttlMs === null && t.pollIntervalMs > 0, JSON.stringify(t));
+  const again = await modern.call('start_scan', { siteId: demo.id });
+  assert(again.taskId === t.taskId, `second call: ${again.taskId}, want ${t.taskId}`);
+  const seen = new Set();
+  let got;
+  for (let i = 0; i < 120; i++) {
+    got = await modern.task('tasks/get', t.taskId);
+    seen.add(got.statusMessage ?? got.status);
+    if (got.status !== 'working') break;
+    await tick(got.pollIntervalMs ?? 1000);
+  }
+  assert(got.status === 'completed', `ended ${got.status}: ${JSON.stringify(got).slice(0, 200)}`);
+  const latest = await modern.call('get_latest_scan', { siteId: demo.id });
+  assert(JSON.stringify(got.result.structuredContent) === JSON.stringify(latest.structuredContent), 'completed result differs from get_latest_scan');
+  assert(JSON.stringify(got.result.content) === JSON.stringify(latest.content), 'text differs');
+  return `a second call answered the same task; ${[...seen].slice(-3).join(' → ')}; completed = get_latest_scan (${latest.structuredContent.scanId})`;
+});
+await step('tasks: tasks/cancel stops a running scan; tasks/get says cancelled; the site is free again', async () => {
+  const t = await modern.call('start_scan', { siteId: demo.id });
+  assert(t.resultType === 'task', JSON.stringify(t));
+  await modern.task('tasks/cancel', t.taskId);
+  const got = await modern.task('tasks/get', t.taskId);
+  assert(got.status === 'cancelled', `status ${got.status}`);
+  const s = (await plain.call('get_scan', { scanId: t.taskId })).structuredContent;
+  assert(s.status === 'failed', `scan ${s.status}`);
+  const next = await modern.call('start_scan', { siteId: demo.id });
+  assert(next.taskId !== t.taskId, 'start_scan answered the cancelled scan');
+  await modern.task('tasks/cancel', next.taskId);
+  return `scan ${s.status}: ${s.reason}`;
+});
+await step('no extension: start_scan gives the scan at once, get_scan follows it to complete = get_latest_scan', async () => {
+  const started = await plain.call('start_scan', { siteId: demo.id });
+  assert(!started.resultType || started.resultType === 'complete', 'a task without the extension');
+  const again = (await plain.call('start_scan', { siteId: demo.id })).structuredContent;
+  assert(again.scanId === started.structuredContent.scanId && again.alreadyRunning, 'second call started another scan');
+  const done = await waitScan(plain.call, started.structuredContent.scanId);
+  const latest = (await plain.call('get_latest_scan', { siteId: demo.id })).structuredContent;
+  assert(done.status === 'complete' && JSON.stringify(done.result) === JSON.stringify(latest), `get_scan ${done.status}`);
+  return `complete ${done.pagesDone}/${done.pagesTotal}`;
+});
+await step('tasks/get of an unknown task is a JSON-RPC error', async () => {
+  try { await modern.task('tasks/get', '00000000-0000-4000-8000-000000000000'); } catch (e) { return `code ${e.code}`; }
+  throw new Error('no error');
+});
+
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);

@@ -1,0 +1,124 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"sitepulse/store"
+)
+
+// This file holds the tools that start a scan and follow it: start_scan and get_scan. A scan
+// an agent starts is a "Scan now" scan (handlers' handleScanNow): the same enqueue, so the same
+// rules (one scan in flight per site), and the account's daily audit quota checked first.
+
+// Quota is the account's daily audit budget (psi.AccountQuota): Check answers an error that
+// says until when the account's scans wait, or nil.
+type Quota interface {
+	Check(userID string, now time.Time) error
+}
+
+// scanState is a scan as start_scan and get_scan show it. Result is what get_latest_scan
+// returns for this scan once it is complete; Reason is why a failed scan failed.
+type scanState struct {
+	ScanID         string      `json:"scanId"`
+	SiteID         string      `json:"siteId"`
+	Status         string      `json:"status"`
+	Strategy       string      `json:"strategy"`
+	PagesDone      int         `json:"pagesDone"`
+	PagesTotal     int         `json:"pagesTotal"`
+	AlreadyRunning bool        `json:"alreadyRunning"`
+	CreatedAt      *string     `json:"createdAt"`
+	CompletedAt    *string     `json:"completedAt"`
+	Reason         *string     `json:"reason"`
+	Result         *latestScan `json:"result"`
+}
+
+// startScan enqueues a manual scan of the site, or answers the scan already in flight.
+func (s *Server) startScan(ctx context.Context, userID string, a args) (scanState, error) {
+	site, err := s.store.Site(ctx, userID, store.CanonicalID(a.str("siteId", "")))
+	if errors.Is(err, store.ErrNotFound) {
+		return scanState{}, errSiteNotFound
+	}
+	if err != nil {
+		return scanState{}, err
+	}
+	now := s.now()
+	sc := store.Scan{ID: store.NewID(), SiteID: site.ID, Status: store.StatusQueued, Strategy: a.str("strategy", store.StrategyBoth),
+		Trigger: store.TriggerManual, CreatedAt: now}
+	if active, ok, err := s.activeScan(ctx, userID, site.ID); err != nil || ok {
+		active.AlreadyRunning = ok
+		return active, err
+	}
+	if s.quota != nil {
+		if err := s.quota.Check(userID, now); err != nil {
+			return scanState{}, toolError("Cannot start a scan now: " + err.Error() + ". Retry after that time; get_latest_scan still reads the last completed scan.")
+		}
+	}
+	err = s.store.EnqueueScan(ctx, sc, store.QueueScan, now)
+	if errors.Is(err, store.ErrScanActive) { // another call won the race: answer its scan
+		active, _, err := s.activeScan(ctx, userID, site.ID)
+		active.AlreadyRunning = true
+		return active, err
+	}
+	if err != nil {
+		return scanState{}, err
+	}
+	s.log.Info("scan enqueued", "site", site.ID, "scan", sc.ID, "trigger", store.TriggerManual, "via", "mcp")
+	return s.scanState(ctx, userID, sc)
+}
+
+// activeScan is the site's queued or running scan, if it has one.
+func (s *Server) activeScan(ctx context.Context, userID, siteID string) (scanState, bool, error) {
+	scans, err := s.store.ScansOf(ctx, userID, siteID, 1)
+	if err != nil || len(scans) == 0 || !inFlight(scans[0]) {
+		return scanState{}, false, err
+	}
+	st, err := s.scanState(ctx, userID, scans[0])
+	return st, err == nil, err
+}
+
+func inFlight(sc store.Scan) bool {
+	return sc.Status == store.StatusQueued || sc.Status == store.StatusRunning
+}
+
+// getScan reads one scan of the user.
+func (s *Server) getScan(ctx context.Context, userID string, a args) (scanState, error) {
+	sc, err := s.scan(ctx, userID, store.CanonicalID(a.str("scanId", "")))
+	if err != nil {
+		return scanState{}, err
+	}
+	return s.scanState(ctx, userID, sc)
+}
+
+// scanState shows a scan: with get_latest_scan's payload once complete, its reason once failed.
+func (s *Server) scanState(ctx context.Context, userID string, sc store.Scan) (scanState, error) {
+	st := scanState{ScanID: sc.ID, SiteID: sc.SiteID, Status: sc.Status, Strategy: sc.Strategy, PagesDone: sc.PagesDone,
+		PagesTotal: sc.PagesTotal, CreatedAt: iso(&sc.CreatedAt), CompletedAt: iso(sc.CompletedAt)}
+	switch sc.Status {
+	case store.StatusFailed:
+		reason := sc.Error
+		st.Reason = &reason
+	case store.StatusComplete:
+		in, err := s.store.BudgetInputs(ctx, userID, sc.SiteID)
+		if err != nil {
+			return scanState{}, err
+		}
+		r := latestScanOf(in, sc)
+		st.Result = &r
+	}
+	return st, nil
+}
+
+// cancelScan fails the user's unfinished scan as cancelled; a finished scan is left as it is.
+func (s *Server) cancelScan(ctx context.Context, userID, scanID string) error {
+	sc, err := s.scan(ctx, userID, scanID)
+	if err != nil || !inFlight(sc) {
+		return err
+	}
+	err = s.store.ExpireScan(ctx, sc.ID, "Cancelled through MCP (tasks/cancel)", s.now())
+	if errors.Is(err, store.ErrNotFound) { // it finished meanwhile
+		return nil
+	}
+	return err
+}

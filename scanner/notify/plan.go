@@ -1,0 +1,88 @@
+package notify
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"sitepulse/scanner/analysis"
+	"sitepulse/store"
+)
+
+// PlanStore is what planning a finished scan's alerts reads, and the budget state it swaps.
+type PlanStore interface {
+	CompletedScans(ctx context.Context, userID, siteID string, limit int) ([]store.Scan, error)
+	PageMetrics(ctx context.Context, userID, scanID string) ([]store.PageResult, error)
+	Budgets(ctx context.Context, userID, siteID string) (map[string]store.Budget, error)
+	AlertRules(ctx context.Context, userID, siteID string) ([]store.AlertRule, error)
+	PublishesOfScans(ctx context.Context, userID string, scanIDs []string) (map[string]store.Publish, error)
+	SwapBudgetState(ctx context.Context, siteID string, broken bool) (bool, error)
+	ChannelsOf(ctx context.Context, userID string) ([]store.Channel, error)
+}
+
+// Planner turns a finished scan into the deliveries it causes: its Outcome (the previous
+// completed scan, the kept results, the budgets, the publish), the events, and the channels
+// that receive them. It is what scan completion calls to enqueue `delivery` jobs; the budget
+// state is swapped here, so it belongs in the transaction that completes the scan.
+type Planner struct {
+	Store   PlanStore
+	BaseURL string
+	Now     func() time.Time
+}
+
+// Plan answers the dispatches of a finished (complete or failed) scan of site.
+func (p *Planner) Plan(ctx context.Context, site store.Site, scan store.Scan) ([]Dispatch, error) {
+	uid := site.UserID
+	o := Outcome{Workspace: EventRef{ID: uid, Name: "Personal"}, Site: site, Scan: scan,
+		ScanURL: p.BaseURL + "/sites/" + site.ID + "/scans/" + scan.ID}
+	pubs, err := p.Store.PublishesOfScans(ctx, uid, []string{scan.ID})
+	if err != nil {
+		return nil, err
+	}
+	if pub, ok := pubs[scan.ID]; ok {
+		o.Publish = &pub
+	}
+	if scan.Status == store.StatusComplete {
+		if o.Latest, err = p.Store.PageMetrics(ctx, uid, scan.ID); err != nil {
+			return nil, err
+		}
+		scans, err := p.Store.CompletedScans(ctx, uid, site.ID, 3)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range scans {
+			if s.ID != scan.ID && (scan.CompletedAt == nil || s.CompletedAt == nil || !s.CompletedAt.After(*scan.CompletedAt)) {
+				if o.Previous, err = p.Store.PageMetrics(ctx, uid, s.ID); err != nil {
+					return nil, err
+				}
+				if o.Previous == nil {
+					o.Previous = []store.PageResult{}
+				}
+				break
+			}
+		}
+		budgets, err := p.Store.Budgets(ctx, uid, site.ID)
+		if err != nil {
+			return nil, err
+		}
+		rules, err := p.Store.AlertRules(ctx, uid, site.ID)
+		if err != nil {
+			return nil, err
+		}
+		o.Violations = analysis.CheckBudgets(scan.Scores, o.Latest, budgets, rules)
+		if o.BudgetsWereBroken, err = p.Store.SwapBudgetState(ctx, site.ID, len(o.Violations) > 0); err != nil {
+			return nil, err
+		}
+	} else if scan.Status != store.StatusFailed {
+		return nil, errors.New("notify: planning alerts of an unfinished scan")
+	}
+	events := Events(o, p.Now(), func() string { return "evt_" + store.NewID() })
+	if len(events) == 0 {
+		return nil, nil
+	}
+	channels, err := p.Store.ChannelsOf(ctx, uid)
+	if err != nil {
+		return nil, err
+	}
+	return Route(uid, events, channels), nil
+}

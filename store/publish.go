@@ -1,0 +1,64 @@
+package store
+
+import (
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Publish is what the platform said about a publish of a site: who published (a display name,
+// or the platform's user id when it gives no name), when, to which domains, and the scan it
+// started (empty when a scan of the site was already in flight).
+type Publish struct {
+	ID              string
+	SiteID          string
+	PlatformEventID string
+	PublishedBy     string
+	PublishedOn     time.Time
+	Domains         []string
+	ScanID          string
+}
+
+// Publish limits: what the platform sends is shown on pages and in alerts, so it is kept short.
+const (
+	maxPublishedBy    = 100
+	maxPublishDomains = 20
+	maxDomainLen      = 253
+)
+
+// Normalize makes what a platform wrote safe to keep and show: names and domains that fail the
+// display-text rule are dropped (a publish is a fact; refusing it would lose its scan), long
+// ones cut, domains capped at 20.
+func (p *Publish) Normalize() {
+	p.PublishedBy = displayOrEmpty(p.PublishedBy, maxPublishedBy)
+	p.PlatformEventID = displayOrEmpty(p.PlatformEventID, 200)
+	var domains []string
+	for _, d := range p.Domains {
+		if d = displayOrEmpty(d, maxDomainLen); d != "" && len(domains) < maxPublishDomains {
+			domains = append(domains, d)
+		}
+	}
+	p.Domains = domains
+}
+
+// displayOrEmpty trims s, and cuts it to max runes; "" when it breaks the display-text rule.
+func displayOrEmpty(s string, max int) string {
+	s = strings.TrimSpace(s)
+	if DisplayTextProblem(s) != "" {
+		return ""
+	}
+	if utf8.RuneCountInString(s) > max {
+		s = strings.TrimSpace(string([]rune(s)[:max]))
+	}
+	return s
+}
+
+// Line is how pages, the trend chart and alerts say who published: "Published by Ana, 24 Nov
+// 14:02" (UTC), or "Published 24 Nov 14:02" when the platform named nobody.
+func (p Publish) Line() string {
+	at := p.PublishedOn.UTC().Format("2 Jan 15:04")
+	if p.PublishedBy == "" {
+		return "Published " + at
+	}
+	return "Published by " + p.PublishedBy + ", " + at
+}
