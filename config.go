@@ -110,7 +110,7 @@ func (c *config) settings() []setting {
 		{env: "REGRESSION_CONFIRM_RUNS", def: "2", help: "re-audits of a page whose audit regressed against the previous scan, the median run kept; 0 turns confirmation off", num: &c.ConfirmRuns},
 		{env: "SCAN_ALLOW_PRIVATE", def: "false", help: "true lets scans fetch loopback, private and link-local addresses (intranet or staging sites); never on a multi-tenant service", boolean: &c.ScanAllowPrivate},
 		{env: "MAX_SITES_PER_USER", def: "50", help: "sites one account may have", num: &c.MaxSitesPerUser, min: 1},
-		{env: "USER_DAILY_AUDITS", def: "2000", help: "audits one account's scans may make per UTC day (counted in the store, so shared by every replica); past it, its scans wait for the next day", num: &c.UserDailyAudits, min: 1},
+		{env: "USER_DAILY_AUDITS", def: "6000", help: "audits one account's scans may make per UTC day (counted in the store, so shared by every replica); past it, its scans wait for the next day", num: &c.UserDailyAudits, min: 1},
 		{env: "SESSION_IDLE_MINUTES", def: "10080", help: "minutes without a request after which a browser session ends (default 7 days; sessions end after 30 days regardless)", num: &c.SessionIdleMins, min: 1},
 		{env: "PSI_BREAKER_SECONDS", def: "60", help: "seconds the PSI breaker stays open before one probe audit", num: &c.PSIBreakerSecs, min: 1},
 	}

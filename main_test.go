@@ -293,3 +293,19 @@ func TestRunOnABusyPortPrintsNoDemo(t *testing.T) {
 		}
 	}
 }
+
+// The default daily audit budget covers a full account scanned daily, as issue 25 asks: every
+// site of the sites cap, every page of the pages cap, mobile and desktop, plus a fifth for the
+// re-audits that confirm regressions.
+func TestDefaultAuditBudgetCoversAFullAccountScannedDaily(t *testing.T) {
+	var out strings.Builder
+	c, err := loadConfig(nil, func(string) string { return "" }, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	need := c.MaxSitesPerUser * c.MaxPagesPerScan * 2 * 6 / 5
+	if c.UserDailyAudits < need {
+		t.Errorf("USER_DAILY_AUDITS defaults to %d, want at least %d (%d sites x %d pages x 2 strategies x 1.2)",
+			c.UserDailyAudits, need, c.MaxSitesPerUser, c.MaxPagesPerScan)
+	}
+}

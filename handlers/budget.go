@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"sync"
 	"time"
 
-	"sitepulse/oauth"
 	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 )
@@ -69,15 +69,78 @@ func (s *server) handleBudgetCheck() http.Handler {
 			s.error(w, r, err, "site not found")
 			return
 		}
-		resp := budgetCheckResponse{Site: in.SiteName, Violations: []analysis.Violation{}}
-		if in.Scan != nil {
-			resp.Violations = analysis.CheckBudgets(in.Scan.Scores, in.Results, in.Budgets, in.Rules)
-			resp.Pass = len(resp.Violations) == 0
-			resp.Scores, resp.ScanID, resp.ScannedAt = &in.Scan.Scores, &in.Scan.ID, in.Scan.CompletedAt
+		body, ok := s.budgetAnswers.get(siteID, in.Version)
+		if !ok {
+			resp := budgetCheckResponse{Site: in.SiteName, Violations: []analysis.Violation{}}
+			if in.Scan != nil {
+				resp.Violations = analysis.CheckBudgets(in.Scan.Scores, in.Results, in.Budgets, in.Rules)
+				resp.Pass = len(resp.Violations) == 0
+				resp.Scores, resp.ScanID, resp.ScannedAt = &in.Scan.Scores, &in.Scan.ID, in.Scan.CompletedAt
+			}
+			b, err := json.Marshal(resp)
+			if err != nil {
+				s.error(w, r, err, "")
+				return
+			}
+			body = append(b, '\n')
+			s.budgetAnswers.put(siteID, in.Version, body)
 		}
-		w.Header().Set("Cache-Control", "no-store")
-		oauth.WriteJSON(w, http.StatusOK, resp)
+		h := w.Header()
+		h["Content-Type"] = jsonContentType
+		h["Cache-Control"] = noStoreValue
+		w.Write(body)
 	})
+}
+
+// Header values of the budget check's answer, shared so that a request allocates none.
+var (
+	jsonContentType = []string{"application/json"}
+	noStoreValue    = []string{"no-store"}
+)
+
+// budgetAnswers keeps, per site, the encoded answer of its last budget check and the budget
+// version of the inputs it was computed from (store.BudgetInputs.Version). The store reads
+// that version in the statement that authenticates the caller and checks the site is theirs,
+// and it moves with every write the answer depends on (the site's name, budgets, rules and
+// latest completed scan), so a kept answer is served only to its owner and never stale: a
+// check then costs the statement, a map lookup and one write. Version 0 (a store that keeps no
+// versions) is never kept. Bounded by entries; it starts over when full.
+type budgetAnswers struct {
+	mu      sync.Mutex
+	entries map[string]budgetAnswer
+}
+
+type budgetAnswer struct {
+	version int64
+	body    []byte
+}
+
+// maxBudgetAnswers bounds the answers kept: a few hundred bytes each.
+const maxBudgetAnswers = 10_000
+
+func (c *budgetAnswers) get(siteID string, version int64) ([]byte, bool) {
+	if version == 0 {
+		return nil, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[siteID]
+	return e.body, ok && e.version == version
+}
+
+func (c *budgetAnswers) put(siteID string, version int64, body []byte) {
+	if version == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.entries[siteID]; ok && old.version > version {
+		return // a concurrent check kept a newer answer
+	}
+	if c.entries == nil || len(c.entries) >= maxBudgetAnswers {
+		c.entries = map[string]budgetAnswer{}
+	}
+	c.entries[siteID] = budgetAnswer{version: version, body: body}
 }
 
 // uuidField reads a required uuid from a JSON value: the id in the stores' canonical form, or

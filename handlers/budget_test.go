@@ -211,3 +211,50 @@ func wantScoreKeys(t *testing.T, scores map[string]any) {
 		}
 	}
 }
+
+// TestBudgetCheckAnswerFollowsEveryChange checks a site again after each change the answer
+// depends on: the answer a process keeps per site is never served once its inputs moved.
+func TestBudgetCheckAnswerFollowsEveryChange(t *testing.T) {
+	for _, b := range storetest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			st := b.Open(t)
+			f := newAPIFixture(t, st)
+			ctx, a := context.Background(), f.a
+			check := func() budgetBody {
+				t.Helper()
+				resp, body := f.do(t, "POST", "/api/external/budget-check", "application/json", `{"siteId":"`+a.siteID+`"}`, bearer(a.apiKey))
+				if resp.StatusCode != 200 {
+					t.Fatalf("status %d: %s", resp.StatusCode, body)
+				}
+				var got budgetBody
+				must(t, json.Unmarshal([]byte(body), &got))
+				return got
+			}
+			first := check()
+			if again := check(); !reflect.DeepEqual(again, first) {
+				t.Fatalf("the same inputs answered differently:\n%+v\n%+v", first, again)
+			}
+
+			must(t, st.SetBudgets(ctx, a.userID, a.siteID, map[string]store.Budget{}))
+			unbudgeted := check()
+			if len(unbudgeted.Violations) >= len(first.Violations) {
+				t.Errorf("after the budgets were removed: %d violations, want fewer than %d", len(unbudgeted.Violations), len(first.Violations))
+			}
+			must(t, st.AddAlertRule(ctx, a.userID, store.AlertRule{ID: store.NewID(), SiteID: a.siteID, Metric: "performance", Operator: store.OpMin, Threshold: 101, CreatedAt: f.now}))
+			if got := check(); len(got.Violations) != len(unbudgeted.Violations)+1 {
+				t.Errorf("after a rule no scan meets: %d violations, want %d", len(got.Violations), len(unbudgeted.Violations)+1)
+			}
+			site, err := st.Site(ctx, a.userID, a.siteID)
+			must(t, err)
+			site.Name = "Renamed Site"
+			must(t, st.UpdateSite(ctx, site))
+			if got := check(); got.Site != "Renamed Site" {
+				t.Errorf("after a rename the answer names %q", got.Site)
+			}
+			scan := f.recordScan(t, a.siteID, fixtureResults(t, "fast.mobile", "fast.desktop"), f.now.Add(time.Hour))
+			if got := check(); got.ScanID == nil || *got.ScanID != scan {
+				t.Errorf("after a new scan the answer is of scan %v, want %s", got.ScanID, scan)
+			}
+		})
+	}
+}

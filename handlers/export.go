@@ -69,19 +69,24 @@ func (s *server) handleExport() http.Handler {
 			writeError(w, http.StatusNotFound, "site not found")
 			return
 		}
-		site, err := s.Store.Site(ctx, userID, store.CanonicalID(siteID))
+		// The budget check's inputs name the site and its latest completed scan: one statement
+		// (the site's budget version) while this process holds them.
+		site, err := s.Store.BudgetInputs(ctx, userID, store.CanonicalID(siteID))
 		if err != nil {
 			s.error(w, r, err, "site not found")
 			return
 		}
 		var scan store.Scan
-		if scanID != "" {
+		switch {
+		case scanID != "":
 			scan, err = s.Store.Scan(ctx, userID, store.CanonicalID(scanID))
-			if err == nil && scan.SiteID != site.ID {
+			if err == nil && scan.SiteID != store.CanonicalID(siteID) {
 				err = store.ErrNotFound
 			}
-		} else {
-			scan, err = s.Store.LatestCompletedScan(ctx, userID, site.ID)
+		case site.Scan == nil:
+			err = store.NotFound("completed scan")
+		default:
+			scan = *site.Scan
 		}
 		if err != nil {
 			msg := "site has no completed scan"
@@ -97,7 +102,7 @@ func (s *server) handleExport() http.Handler {
 		}
 
 		http.NewResponseController(w).SetWriteDeadline(time.Now().Add(exportDeadline))
-		out := &exportWriter{w: w, format: format, disposition: contentDisposition(site.Name, scan.ID, format)}
+		out := &exportWriter{w: w, format: format, disposition: contentDisposition(site.SiteName, scan.ID, format)}
 		err = s.Store.EachPageResult(ctx, userID, scan.ID, out.row)
 		if err == nil {
 			err = out.finish()

@@ -108,20 +108,21 @@ type Deps struct {
 // server holds the dependencies every handler shares.
 type server struct {
 	Deps
-	base        *url.URL
-	secure      bool // BaseURL is https: Secure, __Host- cookies and HSTS
-	cookieName  string
-	pages       *pages
-	tokens      AccessTokens // the OAuth server's; tests put in their own
-	loginIP     *limiter
-	loginPair   *limiter // per (account, address)
-	signupIP    *limiter
-	registerIP  *limiter // dynamic client registration
-	revokeIP    *limiter // token revocation (RFC 7009 §5)
-	deviceLimit *limiter // per device cookie: its attempts are not counted against the account
-	deviceKey   []byte
-	scanFeeds   *scanHub // the pollers of live progress streams
-	metadataIP  *limiter // authorization requests that name a Client ID Metadata Document URL
+	base          *url.URL
+	secure        bool // BaseURL is https: Secure, __Host- cookies and HSTS
+	cookieName    string
+	pages         *pages
+	tokens        AccessTokens // the OAuth server's; tests put in their own
+	loginIP       *limiter
+	loginPair     *limiter // per (account, address)
+	signupIP      *limiter
+	registerIP    *limiter // dynamic client registration
+	revokeIP      *limiter // token revocation (RFC 7009 §5)
+	deviceLimit   *limiter // per device cookie: its attempts are not counted against the account
+	deviceKey     []byte
+	scanFeeds     *scanHub      // the pollers of live progress streams
+	metadataIP    *limiter      // authorization requests that name a Client ID Metadata Document URL
+	budgetAnswers budgetAnswers // budget.go
 }
 
 // NewHandler returns the whole service as one http.Handler.

@@ -54,14 +54,7 @@ func (s *server) loadVisitor(r *http.Request) (*visitor, error) {
 			return nil, err
 		}
 	}
-	u, err := s.Store.UserByID(r.Context(), sess.UserID)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &visitor{User: u, Session: sess}, nil
+	return &visitor{User: sess.User, Session: sess}, nil
 }
 
 // withVisitor puts the visitor, if any, in the request context for pages that work both ways.

@@ -447,18 +447,15 @@ func (s *server) handleSite() http.Handler {
 				d.Previous = &completed[1]
 				d.Regressions = analysis.Regressions(metrics[1], latest)
 			}
-			budgets, err := s.Store.Budgets(ctx, uid, site.ID)
+			// The budget check's inputs: one statement (the site's budget version) while this
+			// process holds them, where Budgets and AlertRules checked the owner twice.
+			in, err := s.Store.BudgetInputs(ctx, uid, site.ID)
 			if err != nil {
 				s.error(w, r, err, "")
 				return
 			}
-			rules, err := s.Store.AlertRules(ctx, uid, site.ID)
-			if err != nil {
-				s.error(w, r, err, "")
-				return
-			}
-			d.HasBudgets = len(budgets)+len(rules) > 0
-			d.Violations = analysis.CheckBudgets(d.Latest.Scores, latest, budgets, rules)
+			d.HasBudgets = len(in.Budgets)+len(in.Rules) > 0
+			d.Violations = analysis.CheckBudgets(d.Latest.Scores, latest, in.Budgets, in.Rules)
 		}
 		s.render(w, r, http.StatusOK, "site", page{Title: site.Name, Flash: uiFlash(r), Data: d})
 	})

@@ -51,3 +51,37 @@ func (s *Server) pageMetrics(ctx context.Context, userID string, scan store.Scan
 	}
 	return m, nil
 }
+
+// analysisCache keeps answers read from completed scans, keyed by what was asked and the scan:
+// the site analyses of latestAnalysis (small) and get_page_details' pages (a decoded result
+// each, some tens of KB), at most max of them, dropping the oldest.
+type analysisCache struct {
+	mu    sync.Mutex
+	byKey map[string]any
+	order []string
+	max   int
+}
+
+func (c *analysisCache) get(key string) (any, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.byKey[key]
+	return v, ok
+}
+
+func (c *analysisCache) put(key string, v any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.byKey[key]; ok {
+		return
+	}
+	if c.byKey == nil {
+		c.byKey = map[string]any{}
+	}
+	if len(c.order) >= c.max {
+		delete(c.byKey, c.order[0])
+		c.order = c.order[1:]
+	}
+	c.byKey[key] = v
+	c.order = append(c.order, key)
+}

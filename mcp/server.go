@@ -58,13 +58,14 @@ const (
 
 // Server answers MCP requests.
 type Server struct {
-	store   Store
-	baseURL string
-	now     func() time.Time
-	log     *slog.Logger
-	lists   [eraCount]json.RawMessage // the tools/list result of each era, encoded once
-	metrics *metricsCache
-	quota   Quota
+	store    Store
+	baseURL  string
+	now      func() time.Time
+	log      *slog.Logger
+	lists    [eraCount]json.RawMessage // the tools/list result of each era, encoded once
+	metrics  *metricsCache
+	analyses *analysisCache // latestAnalysis
+	quota    Quota
 }
 
 // Config is what a Server needs. Now and Log default to time.Now and a discarding logger.
@@ -85,7 +86,7 @@ func New(c Config) *Server {
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{store: c.Store, baseURL: c.BaseURL, now: c.Now, log: c.Log, metrics: newMetricsCache(64), quota: c.Quota}
+	s := &Server{store: c.Store, baseURL: c.BaseURL, now: c.Now, log: c.Log, metrics: newMetricsCache(64), analyses: &analysisCache{max: 256}, quota: c.Quota}
 	for e := range era(eraCount) {
 		result := map[string]any{"tools": toolList(e)}
 		if e == eraModern {

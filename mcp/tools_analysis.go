@@ -11,16 +11,30 @@ import (
 // get_accessibility_issues, get_regression_report. The analysis itself is package scanner's,
 // shared with the budget check and the pipeline.
 
-// latestResults reads the full page results of the latest completed scan of the site a names.
-func (s *Server) latestResults(ctx context.Context, userID string, a args) ([]store.PageResult, error) {
+// latestAnalysis answers an analysis (named name, with its arguments) of the full page results
+// of the latest completed scan of the site a names. A completed scan's results never change, so
+// the answer is kept per scan: once kept, the tool costs the one statement that finds the
+// caller's latest scan, instead of also reading and decoding every result of it again.
+func latestAnalysis[T any](ctx context.Context, s *Server, userID string, a args, name string, analyze func([]store.PageResult) T) (T, error) {
+	var zero T
 	scans, err := s.completedScans(ctx, userID, a.str("siteId", ""), 1)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
 	if len(scans) == 0 {
-		return nil, errNoScanYet
+		return zero, errNoScanYet
 	}
-	return s.store.PageResults(ctx, userID, scans[0].ID)
+	key := name + " " + scans[0].ID
+	if v, ok := s.analyses.get(key); ok {
+		return v.(T), nil
+	}
+	results, err := s.store.PageResults(ctx, userID, scans[0].ID)
+	if err != nil {
+		return zero, err
+	}
+	v := analyze(results)
+	s.analyses.put(key, v)
+	return v, nil
 }
 
 type thirdPartyResult struct {
@@ -29,12 +43,10 @@ type thirdPartyResult struct {
 }
 
 func (s *Server) getThirdPartyScripts(ctx context.Context, userID string, a args) (thirdPartyResult, error) {
-	results, err := s.latestResults(ctx, userID, a)
-	if err != nil {
-		return thirdPartyResult{}, err
-	}
-	scripts, pages := analysis.ThirdParties(results)
-	return thirdPartyResult{scripts, pages}, nil
+	return latestAnalysis(ctx, s, userID, a, "third-party", func(results []store.PageResult) thirdPartyResult {
+		scripts, pages := analysis.ThirdParties(results)
+		return thirdPartyResult{scripts, pages}
+	})
 }
 
 type a11yResult struct {
@@ -45,12 +57,11 @@ type a11yResult struct {
 }
 
 func (s *Server) getAccessibilityIssues(ctx context.Context, userID string, a args) (a11yResult, error) {
-	results, err := s.latestResults(ctx, userID, a)
-	if err != nil {
-		return a11yResult{}, err
-	}
-	sum := analysis.AccessibilityIssues(results, a.str("severity", "all"))
-	return a11yResult{sum.Issues, len(sum.Issues), sum.PagesAnalyzed, sum.AvgAccessibilityScore}, nil
+	severity := a.str("severity", "all")
+	return latestAnalysis(ctx, s, userID, a, "a11y "+severity, func(results []store.PageResult) a11yResult {
+		sum := analysis.AccessibilityIssues(results, severity)
+		return a11yResult{sum.Issues, len(sum.Issues), sum.PagesAnalyzed, sum.AvgAccessibilityScore}
+	})
 }
 
 // regressionCore is get_regression_report as the interface's 2025-03-26 payload has it.

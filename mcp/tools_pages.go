@@ -36,6 +36,14 @@ func (s *Server) getPageDetails(ctx context.Context, userID string, a args) (pag
 		}
 		path = worst.PagePath
 	}
+	// A completed scan's results never change: its pages' answers are kept (analysisCache), so
+	// a page read again costs the owner-scoped scan lookup alone.
+	key := "page " + sc.ID + " " + strategy + " " + path
+	if sc.Status == store.StatusComplete {
+		if v, ok := s.analyses.get(key); ok {
+			return v.(pageDetails), nil
+		}
+	}
 	r, err := s.store.PageResult(ctx, userID, sc.ID, path, strategy)
 	if errors.Is(err, store.ErrNotFound) {
 		return pageDetails{}, toolError(fmt.Sprintf("No %s result for page %q in this scan. get_lcp_elements lists the scan's pages.", strategy, path))
@@ -46,6 +54,9 @@ func (s *Server) getPageDetails(ctx context.Context, userID string, a args) (pag
 	d := pageDetails{PageResult: r}
 	if r.Crux.HasCruxData {
 		d.Crux = &r.Crux
+	}
+	if sc.Status == store.StatusComplete {
+		s.analyses.put(key, d)
 	}
 	return d, nil
 }

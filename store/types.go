@@ -23,6 +23,9 @@ type Session struct {
 	CreatedAt time.Time
 	ExpiresAt time.Time
 	SeenAt    time.Time // the last request, to SessionTouchGranularity; CreateSession sets CreatedAt
+	// User is the session's user, read by SessionByHash in the same statement (every signed-in
+	// request needs both); CreateSession ignores it.
+	User User
 }
 
 // APIKey is a long-lived `svc_` credential for CI and MCP clients.

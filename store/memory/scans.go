@@ -153,12 +153,18 @@ func (m *Store) sortedResults(scanID string) []memResult {
 }
 
 func (m *Store) PageResults(ctx context.Context, userID, scanID string) ([]store.PageResult, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.ownedScan(userID, scanID); !ok {
+		return nil, store.NotFound("scan")
+	}
 	out := []store.PageResult{}
-	err := m.EachPageResult(ctx, userID, scanID, func(r store.PageResult) error {
-		out = append(out, r)
-		return nil
-	})
-	return out, err
+	for _, r := range m.sortedResults(scanID) {
+		if r.result != nil {
+			out = append(out, clonePageResult(*r.result))
+		}
+	}
+	return out, nil
 }
 
 func (m *Store) EachPageResult(ctx context.Context, userID, scanID string, fn func(store.PageResult) error) error {
@@ -170,7 +176,7 @@ func (m *Store) EachPageResult(ctx context.Context, userID, scanID string, fn fu
 	var results []store.PageResult
 	for _, r := range m.sortedResults(scanID) {
 		if r.result != nil {
-			results = append(results, clonePageResult(*r.result))
+			results = append(results, store.ExportFields(clonePageResult(*r.result)))
 		}
 	}
 	m.mu.Unlock()

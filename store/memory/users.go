@@ -92,6 +92,11 @@ func (m *Store) SessionByHash(ctx context.Context, tokenHash string, now time.Ti
 	if !ok || !s.ExpiresAt.After(now) {
 		return store.Session{}, store.NotFound("session")
 	}
+	u, ok := m.users[s.UserID]
+	if !ok {
+		return store.Session{}, store.NotFound("session")
+	}
+	s.User = u
 	return s, nil
 }
 

@@ -46,7 +46,7 @@ func newBenchService(b *testing.B) *benchService {
 	pg := storetest.Postgres(b)
 	ctx := context.Background()
 	now := time.Now()
-	d, err := demo.Seed(ctx, pg, demo.Fixtures{FS: os.DirFS(".."), Before: "testdata/psi-before", Latest: "testdata/psi"}, now, 1000)
+	d, err := demo.Seed(ctx, pg, demo.Fixtures{FS: os.DirFS("../.."), Before: "testdata/psi-before", Latest: "testdata/psi"}, now, 1000)
 	if err != nil {
 		b.Fatal(err)
 	}

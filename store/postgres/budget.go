@@ -103,7 +103,7 @@ func (p *Store) BudgetInputsByKey(ctx context.Context, keyHash, siteID string, n
 // otherwise loads the inputs and keeps them.
 func (p *Store) budgetInputs(ctx context.Context, userID, siteID string, version int64) (store.BudgetInputs, error) {
 	if in, ok := p.budgets.get(siteID, version); ok {
-		in.UserID = userID
+		in.UserID, in.Version = userID, version
 		return in, nil
 	}
 	in, version, err := p.loadBudgetInputs(ctx, userID, siteID)
@@ -111,7 +111,7 @@ func (p *Store) budgetInputs(ctx context.Context, userID, siteID string, version
 		return store.BudgetInputs{}, err
 	}
 	p.budgets.put(siteID, version, in)
-	in.UserID = userID
+	in.UserID, in.Version = userID, version
 	return in, nil
 }
 

@@ -5,6 +5,7 @@ package postgres
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"embed"
 	"errors"
 	"fmt"
@@ -47,6 +48,9 @@ type Pool struct {
 	// ConnectPatience is how long opening a connection keeps trying while Postgres refuses it as
 	// one too many (see waitingConnector); 0 means 10 seconds.
 	ConnectPatience time.Duration
+	// Wrap, when set, wraps the connector every connection is opened through: the tests that
+	// count statements per request wrap it in a counting one (storetest.CountingPostgres).
+	Wrap func(driver.Connector) driver.Connector
 }
 
 // Store is the store.Store on PostgreSQL.
@@ -73,7 +77,11 @@ func Open(ctx context.Context, dsn string, pool Pool) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
-	db := sql.OpenDB(waitingConnector{Connector: connector, patience: pool.ConnectPatience})
+	var c driver.Connector = waitingConnector{Connector: connector, patience: pool.ConnectPatience}
+	if pool.Wrap != nil {
+		c = pool.Wrap(c)
+	}
+	db := sql.OpenDB(c)
 	if pool.MaxConns <= 0 {
 		pool.MaxConns = DefaultMaxConns
 	}

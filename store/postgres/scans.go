@@ -120,20 +120,34 @@ func (p *Store) ownsScan(ctx context.Context, userID, scanID string) error {
 
 func (p *Store) PageResults(ctx context.Context, userID, scanID string) ([]store.PageResult, error) {
 	out := []store.PageResult{}
-	err := p.EachPageResult(ctx, userID, scanID, func(r store.PageResult) error {
+	err := p.eachResult(ctx, `r.result`, userID, scanID, func(r store.PageResult) error {
 		out = append(out, r)
 		return nil
 	})
 	return out, err
 }
 
+// exportResultSQL is the part of a stored result store.ExportFields keeps, cut out in the
+// database: the export decodes a few hundred bytes of each result rather than all of it.
+const exportResultSQL = `jsonb_build_object('pageUrl', r.result->'pageUrl', 'pagePath', r.result->'pagePath',
+	'strategy', r.result->'strategy', 'lighthouseVersion', r.result->'lighthouseVersion', 'runs', r.result->'runs',
+	'scores', r.result->'scores', 'coreWebVitals', r.result->'coreWebVitals', 'crux', r.result->'crux',
+	'opportunities', r.result->'opportunities', 'thirdPartyScripts', r.result->'thirdPartyScripts',
+	'a11yIssues', r.result->'a11yIssues')`
+
 func (p *Store) EachPageResult(ctx context.Context, userID, scanID string, fn func(store.PageResult) error) error {
+	return p.eachResult(ctx, exportResultSQL, userID, scanID, fn)
+}
+
+// eachResult streams column (the stored result, or a part of it) of each successful result of
+// a scan of userID's, in page order.
+func (p *Store) eachResult(ctx context.Context, column, userID, scanID string, fn func(store.PageResult) error) error {
 	if !uuidOK(userID, scanID) {
 		return store.NotFound("scan")
 	}
 	// One query: the owner check rides along, so a scan of someone else streams nothing and an
 	// empty result needs the second look below to tell "not yours" from "no results".
-	rows, err := p.db.QueryContext(ctx, `SELECT r.result FROM page_results r
+	rows, err := p.db.QueryContext(ctx, `SELECT `+column+` FROM page_results r
 		JOIN scans c ON c.id = r.scan_id JOIN sites s ON s.id = c.site_id
 		WHERE r.scan_id = $1 AND s.user_id = $2 AND r.result IS NOT NULL
 		ORDER BY r.page_path, r.strategy`, scanID, userID)
@@ -190,12 +204,37 @@ func (p *Store) PageResult(ctx context.Context, userID, scanID, pagePath, strate
 }
 
 func (p *Store) PageErrors(ctx context.Context, userID, scanID string) ([]store.PageError, error) {
-	if err := p.ownsScan(ctx, userID, scanID); err != nil {
-		return nil, err
+	if !uuidOK(userID, scanID) {
+		return nil, store.NotFound("scan")
 	}
-	return queryAll(ctx, p.db, "page errors", func(r rowScanner) (store.PageError, error) {
-		e := store.PageError{ScanID: scanID}
-		return e, r.Scan(&e.PagePath, &e.PageURL, &e.Strategy, &e.Error)
-	}, `SELECT page_path, page_url, strategy, error FROM page_results WHERE scan_id = $1 AND result IS NULL
-		ORDER BY page_path, strategy`, scanID)
+	// One statement: the owned scan left-joined to its errors gives one row of NULLs when it has
+	// none and no row when it is not the user's.
+	rows, err := p.db.QueryContext(ctx, `SELECT r.page_path, r.page_url, r.strategy, r.error
+		FROM scans c JOIN sites s ON s.id = c.site_id
+		LEFT JOIN page_results r ON r.scan_id = c.id AND r.result IS NULL
+		WHERE c.id = $1 AND s.user_id = $2
+		ORDER BY r.page_path, r.strategy`, scanID, userID)
+	if err != nil {
+		return nil, pgErr("page errors", err)
+	}
+	defer rows.Close()
+	out := []store.PageError{}
+	owned := false
+	for rows.Next() {
+		owned = true
+		var path, url, strategy, msg sql.NullString
+		if err := rows.Scan(&path, &url, &strategy, &msg); err != nil {
+			return nil, pgErr("page errors", err)
+		}
+		if path.Valid {
+			out = append(out, store.PageError{ScanID: scanID, PagePath: path.String, PageURL: url.String, Strategy: strategy.String, Error: msg.String})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, pgErr("page errors", err)
+	}
+	if !owned {
+		return nil, store.NotFound("scan")
+	}
+	return out, nil
 }

@@ -65,10 +65,14 @@ func (p *Store) TouchSession(ctx context.Context, tokenHash string, now time.Tim
 
 func (p *Store) SessionByHash(ctx context.Context, tokenHash string, now time.Time) (store.Session, error) {
 	var s store.Session
-	err := p.db.QueryRowContext(ctx, `SELECT token_hash, user_id, csrf, created_at, expires_at, seen_at FROM sessions
-		WHERE token_hash = $1 AND expires_at > $2`, tokenHash, now).
-		Scan(&s.TokenHash, &s.UserID, &s.CSRF, &s.CreatedAt, &s.ExpiresAt, &s.SeenAt)
-	s.CreatedAt, s.ExpiresAt, s.SeenAt = s.CreatedAt.UTC(), s.ExpiresAt.UTC(), s.SeenAt.UTC()
+	u := &s.User
+	err := p.db.QueryRowContext(ctx, `SELECT s.token_hash, s.user_id, s.csrf, s.created_at, s.expires_at, s.seen_at,
+		u.id, u.email, u.password_hash, u.notify_regressions, u.created_at
+		FROM sessions s JOIN users u ON u.id = s.user_id
+		WHERE s.token_hash = $1 AND s.expires_at > $2`, tokenHash, now).
+		Scan(&s.TokenHash, &s.UserID, &s.CSRF, &s.CreatedAt, &s.ExpiresAt, &s.SeenAt,
+			&u.ID, &u.Email, &u.PasswordHash, &u.NotifyRegressions, &u.CreatedAt)
+	s.CreatedAt, s.ExpiresAt, s.SeenAt, u.CreatedAt = s.CreatedAt.UTC(), s.ExpiresAt.UTC(), s.SeenAt.UTC(), u.CreatedAt.UTC()
 	return s, pgErr("session", err)
 }
 

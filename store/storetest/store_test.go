@@ -198,6 +198,9 @@ func testSessions(t *testing.T, s store.Store) {
 	if got.UserID != u.ID || got.CSRF != "c" || !got.ExpiresAt.Equal(t0.Add(time.Hour)) || !got.SeenAt.Equal(t0) {
 		t.Errorf("got %+v", got)
 	}
+	if gu := got.User; gu.ID != u.ID || gu.Email != u.Email || gu.PasswordHash != u.PasswordHash || gu.NotifyRegressions != u.NotifyRegressions || !gu.CreatedAt.Equal(u.CreatedAt) {
+		t.Errorf("the session's user is %+v, want %+v", got.User, u)
+	}
 	must(t, s.TouchSession(ctx, hash, t0.Add(30*time.Minute)))
 	if got, _ := s.SessionByHash(ctx, hash, t0.Add(31*time.Minute)); !got.SeenAt.Equal(t0.Add(30 * time.Minute)) {
 		t.Errorf("seen at %v after a touch, want %v", got.SeenAt, t0.Add(30*time.Minute))
@@ -815,6 +818,17 @@ func testPageUpsert(t *testing.T, s store.Store) {
 	if fmt.Sprint(streamed) != "[/ mobile /c desktop]" {
 		t.Errorf("streamed %v", streamed)
 	}
+	// The stream carries what an export writes of each result, and nothing else.
+	whole, err := s.PageResults(ctx, a.ID, sc.ID)
+	must(t, err)
+	i := 0
+	must(t, s.EachPageResult(ctx, a.ID, sc.ID, func(r store.PageResult) error {
+		if want := store.ExportFields(whole[i]); !reflect.DeepEqual(r, want) {
+			t.Errorf("streamed %+v\nwant %+v", r, want)
+		}
+		i++
+		return nil
+	}))
 	stop := errors.New("stop")
 	if err := s.EachPageResult(ctx, a.ID, sc.ID, func(store.PageResult) error { return stop }); err != stop {
 		t.Errorf("callback error not returned: %v", err)

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# The budget check against a bare Postgres read, side by side in one run (issue 25): ROUNDS (5)
+# paired rounds, each `wrk -t2 -c16` on POST /api/external/budget-check of a real SitePulse
+# process, then `pgbench -S -c16 -j2` (the built-in primary-key select) on the same Postgres,
+# DURATION (5) seconds each. Prints each round's requests/s, p99 and ratio, then min/median/max
+# of the ratio and the load average before and after: the machine may be shared, and both sides
+# suffer alike. Needs Postgres on 127.0.0.1:5432 (PGURL), wrk, pgbench, createdb/dropdb.
+# Creates databases sitepulse_bvp and sitepulse_bvp_pgbench and drops them at the end; listens on
+# 127.0.0.1:${BVP_PORT:-8796} only.
+#   .ci/budget-vs-pgbench.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PGURL=${PGURL:-postgres://postgres@127.0.0.1:5432}
+DB=sitepulse_bvp
+PGB=sitepulse_bvp_pgbench
+PORT=${BVP_PORT:-8796}
+ROUNDS=${ROUNDS:-5}
+DURATION=${DURATION:-5}
+export DATABASE_URL="$PGURL/$DB?sslmode=disable"
+base="http://127.0.0.1:$PORT"
+work=$(mktemp -d)
+svc=
+
+cleanup() {
+  if [ -n "$svc" ]; then kill "$svc" 2>/dev/null || true; wait "$svc" 2>/dev/null || true; fi
+  dropdb --if-exists --maintenance-db="$PGURL/postgres" "$DB" || true
+  dropdb --if-exists --maintenance-db="$PGURL/postgres" "$PGB" || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+for d in "$DB" "$PGB"; do
+  dropdb --if-exists --maintenance-db="$PGURL/postgres" "$d"
+  createdb --maintenance-db="$PGURL/postgres" "$d"
+done
+pgbench -q -i -s 1 "$PGURL/$PGB" >/dev/null 2>&1
+
+go build -o "$work/sitepulse" .
+go build -o "$work/loadkit" ./.ci/loadkit
+eval "$("$work/loadkit" seed -sites 1)" # LOAD_KEY, LOAD_SITE, ...
+ADDR="127.0.0.1:$PORT" BASE_URL="$base" PLATFORM_CLIENT_SECRET=x LOG_LEVEL=warn "$work/sitepulse" >"$work/sitepulse.log" 2>&1 &
+svc=$!
+for _ in $(seq 1 50); do curl -sf "$base/healthz" >/dev/null && break; sleep 0.2; done
+curl -sf "$base/healthz" >/dev/null || { cat "$work/sitepulse.log"; exit 1; }
+curl -sf -X POST -H "Authorization: Bearer $LOAD_KEY" -H 'Content-Type: application/json' \
+  -d '{"siteId":"'"$LOAD_SITE"'"}' "$base/api/external/budget-check" >/dev/null # warm: inputs loaded
+
+export WRK_METHOD=POST WRK_PATH=/api/external/budget-check WRK_BEARER="$LOAD_KEY"
+export WRK_BODY='{"siteId":"'"$LOAD_SITE"'"}'
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+printf '%-6s %12s %10s %14s %12s %7s\n' round budget_rps p99_ms pgbench_tps pgb_lat_ms ratio
+ratios=()
+for i in $(seq 1 "$ROUNDS"); do
+  out=$(wrk -t2 -c16 -d"${DURATION}s" --latency -s .ci/wrk.lua "$base")
+  res=$(grep '^RESULT' <<<"$out")
+  rps=$(sed -E 's/.* rps=([0-9.]+).*/\1/' <<<"$res")
+  p99=$(sed -E 's/.* p99_ms=([0-9.]+).*/\1/' <<<"$res")
+  bad=$(sed -E 's/.* non200=([0-9]+).*/\1/' <<<"$res")
+  [ "$bad" = 0 ] || { echo "round $i: $bad answers were not 200"; exit 1; }
+  pg=$(pgbench -n -S -c16 -j2 -T"$DURATION" "$PGURL/$PGB" 2>/dev/null)
+  tps=$(awk '/^tps/ {print $3; exit}' <<<"$pg")
+  lat=$(awk '/^latency average/ {print $4; exit}' <<<"$pg")
+  ratio=$(awk -v a="$rps" -v b="$tps" 'BEGIN {printf "%.2f", a / b}')
+  ratios+=("$ratio")
+  printf '%-6s %12.0f %10s %14.0f %12s %7s\n' "$i" "$rps" "$p99" "$tps" "$lat" "$ratio"
+done
+sorted=$(printf '%s\n' "${ratios[@]}" | sort -n)
+echo "ratio min/median/max: $(head -1 <<<"$sorted") / $(sed -n "$(( (ROUNDS + 1) / 2 ))p" <<<"$sorted") / $(tail -1 <<<"$sorted")"
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -1,0 +1,56 @@
+package handlers
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"sitepulse/store/storetest"
+)
+
+// BenchmarkReadsPostgres measures a request end to end through the HTTP server on Postgres for
+// the reads issue 25 trims: the site page, the export, the budget check and MCP's
+// get_latest_scan. The demo site gets 20 completed scans of 50 pages, each audited mobile and
+// desktop, so the site page's trend reads a full window.
+func BenchmarkReadsPostgres(b *testing.B) {
+	f := newAPIFixture(b, storetest.Postgres(b))
+	a := f.a
+	fixtures := fixtureResults(b, "home.mobile", "home.desktop", "about.mobile", "about.desktop", "blog.mobile", "blog.desktop")
+	for s := 0; s < 20; s++ {
+		var results = fixtures[:0:0]
+		for p := 0; p < 50; p++ {
+			for _, r := range fixtures[:2] {
+				r.PagePath = fmt.Sprintf("/page-%02d", p)
+				r.PageURL = "https://demo.sitepulse.test" + r.PagePath
+				results = append(results, r)
+			}
+		}
+		f.recordScan(b, a.siteID, results, f.now.Add(time.Duration(s+1)*time.Minute*5))
+	}
+	mcp := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_latest_scan","arguments":{"siteId":"` + a.siteID + `"}}}`
+	cases := []struct {
+		name, method, path, body string
+		c                        cred
+	}{
+		{"site page", "GET", "/sites/" + a.siteID, "", cookie(a.session)},
+		{"export csv", "GET", "/api/sites/" + a.siteID + "/export", "", cookie(a.session)},
+		{"export json", "GET", "/api/sites/" + a.siteID + "/export?format=json", "", cookie(a.session)},
+		{"budget check", "POST", "/api/external/budget-check", `{"siteId":"` + a.siteID + `"}`, bearer(a.apiKey)},
+		{"MCP get_latest_scan", "POST", "/api/mcp", mcp, bearer(a.accessToken)},
+	}
+	for _, c := range cases {
+		contentType := ""
+		if c.body != "" {
+			contentType = "application/json"
+		}
+		if resp, body := f.do(b, c.method, c.path, contentType, c.body, c.c); resp.StatusCode != 200 {
+			b.Fatalf("%s: %d %.300s", c.name, resp.StatusCode, body)
+		}
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				f.do(b, c.method, c.path, contentType, c.body, c.c)
+			}
+		})
+	}
+}

@@ -1,0 +1,67 @@
+package handlers
+
+import (
+	"strings"
+	"testing"
+
+	"sitepulse/store/storetest"
+)
+
+// TestStatementsPerRequest counts the SQL statements each read sends to Postgres (queries,
+// execs, BEGIN and COMMIT; a statement's preparation is not counted), the first time and
+// again, and fails when a count grows past the one recorded here: issue 25's budget of
+// statements per request. Lower a number when a change makes it smaller.
+func TestStatementsPerRequest(t *testing.T) {
+	st, counted := storetest.CountingPostgres(t)
+	f := newAPIFixture(t, st)
+	a := f.a
+	mcp := func(tool, arg, id string) string {
+		args := "{}"
+		if arg != "" {
+			args = `{"` + arg + `":"` + id + `"}`
+		}
+		return `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `","arguments":` + args + `}}`
+	}
+	cases := []struct {
+		name                 string
+		method, path         string
+		body                 string
+		c                    cred
+		wantFirst, wantAgain int
+	}{
+		// Main's publish marks (Publishes: owner check and window; PublishesOfScans) added 3.
+		{"site page", "GET", "/sites/" + a.siteID, "", cookie(a.session), 11, 10},
+		{"export", "GET", "/api/sites/" + a.siteID + "/export", "", cookie(a.session), 4, 3},
+		{"budget check", "POST", "/api/external/budget-check", `{"siteId":"` + a.siteID + `"}`, bearer(a.apiKey), 2, 1},
+		{"MCP list_sites", "POST", "/api/mcp", mcp("list_sites", "", ""), bearer(a.accessToken), 2, 2},
+		{"MCP get_latest_scan", "POST", "/api/mcp", mcp("get_latest_scan", "siteId", a.siteID), bearer(a.accessToken), 2, 2},
+		{"MCP get_page_details", "POST", "/api/mcp", mcp("get_page_details", "scanId", a.scanID), bearer(a.accessToken), 4, 2},
+		{"MCP get_lcp_elements", "POST", "/api/mcp", mcp("get_lcp_elements", "scanId", a.scanID), bearer(a.accessToken), 2, 2},
+		{"MCP get_third_party_scripts", "POST", "/api/mcp", mcp("get_third_party_scripts", "siteId", a.siteID), bearer(a.accessToken), 3, 2},
+		{"MCP get_accessibility_issues", "POST", "/api/mcp", mcp("get_accessibility_issues", "siteId", a.siteID), bearer(a.accessToken), 3, 2},
+		{"MCP get_regression_report", "POST", "/api/mcp", mcp("get_regression_report", "siteId", a.siteID), bearer(a.accessToken), 4, 3}, // + PublishesOfScans
+		{"MCP get_trend", "POST", "/api/mcp", mcp("get_trend", "siteId", a.siteID), bearer(a.accessToken), 2, 2},
+		{"MCP generate_client_report", "POST", "/api/mcp", mcp("generate_client_report", "scanId", a.scanID), bearer(a.accessToken), 8, 8},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for i, want := range []int{c.wantFirst, c.wantAgain} {
+				contentType := ""
+				if c.body != "" {
+					contentType = "application/json"
+				}
+				counted.Reset()
+				resp, body := f.do(t, c.method, c.path, contentType, c.body, c.c)
+				if resp.StatusCode != 200 || strings.Contains(body, `"isError":true`) || (c.path == "/api/mcp" && !strings.Contains(body, `"result"`)) {
+					t.Fatalf("status %d: %.300s", resp.StatusCode, body)
+				}
+				sent := counted.Sent()
+				if len(sent) > want {
+					t.Errorf("request %d sent %d statements, want at most %d:\n%s", i+1, len(sent), want, strings.Join(sent, "\n"))
+				} else {
+					t.Logf("request %d: %d statements", i+1, len(sent))
+				}
+			}
+		})
+	}
+}
