@@ -14,21 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"sitepulse/scanner/scantest"
 	"sitepulse/store/storetest"
 )
-
-// syncBuffer is a log sink safe for the server goroutines and the test to share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
@@ -41,7 +29,7 @@ func freeAddr(t *testing.T) string {
 }
 
 // startRun runs the real program with env and waits for /healthz.
-func startRun(t *testing.T, env map[string]string) (base string, logs *syncBuffer, stop func() error) {
+func startRun(t *testing.T, env map[string]string) (base string, logs *scantest.LogBuffer, stop func() error) {
 	t.Helper()
 	addr := freeAddr(t)
 	env["ADDR"] = addr
@@ -52,30 +40,27 @@ func startRun(t *testing.T, env map[string]string) (base string, logs *syncBuffe
 		env["BASE_URL"] = "http://" + addr
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	logs = &syncBuffer{}
+	logs = &scantest.LogBuffer{}
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, nil, func(k string) string { return env[k] }, logs) }()
 	base = "http://" + addr
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		resp, err := http.Get(base + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
+	var exited error
+	healthy := storetest.Eventually(func() bool {
 		select {
-		case err := <-done:
-			cancel()
-			t.Fatalf("run returned early: %v\n%s", err, logs)
+		case exited = <-done:
+			return true
 		default:
 		}
-		if time.Now().After(deadline) {
-			cancel()
-			t.Fatalf("server did not become healthy:\n%s", logs)
+		resp, err := http.Get(base + "/healthz")
+		if err != nil {
+			return false
 		}
-		time.Sleep(20 * time.Millisecond)
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	if !healthy || exited != nil {
+		cancel()
+		t.Fatalf("server did not become healthy (run returned %v):\n%s", exited, logs)
 	}
 	var once sync.Once
 	var runErr error
@@ -84,7 +69,7 @@ func startRun(t *testing.T, env map[string]string) (base string, logs *syncBuffe
 			cancel()
 			select {
 			case runErr = <-done:
-			case <-time.After(30 * time.Second):
+			case <-time.After(storetest.Timeout()):
 				runErr = fmt.Errorf("run did not return after cancel")
 			}
 		})
@@ -277,7 +262,7 @@ func TestRunOnABusyPortPrintsNoDemo(t *testing.T) {
 	}
 	defer taken.Close()
 	addr := taken.Addr().String()
-	var out syncBuffer
+	var out scantest.LogBuffer
 	err = run(context.Background(), nil, func(k string) string { return map[string]string{"ADDR": addr}[k] }, &out)
 	if err == nil {
 		t.Fatal("run on a taken address returned nil")

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"sitepulse/scanner/scantest"
 	"sitepulse/store/storetest"
 )
 
@@ -48,7 +49,7 @@ type child struct {
 	name string
 	cmd  *exec.Cmd
 	base string
-	log  *syncBuffer
+	log  *scantest.LogBuffer
 	done chan error
 }
 
@@ -58,7 +59,7 @@ type child struct {
 func startChild(t *testing.T, name string, env map[string]string) *child {
 	t.Helper()
 	addr := freeAddr(t)
-	c := &child{name: name, base: "http://" + addr, log: &syncBuffer{}, done: make(chan error, 1)}
+	c := &child{name: name, base: "http://" + addr, log: &scantest.LogBuffer{}, done: make(chan error, 1)}
 	c.cmd = exec.Command(os.Args[0], "-test.run=^"+regexp.QuoteMeta(t.Name())+"$")
 	c.cmd.Env = append(os.Environ(), childEnv+"=1", "ADDR="+addr, "BASE_URL="+c.base,
 		"DATABASE_MAX_CONNS="+strconv.Itoa(storetest.ChildMaxConns)) // env may raise it
@@ -71,23 +72,26 @@ func startChild(t *testing.T, name string, env map[string]string) *child {
 	}
 	go func() { c.done <- c.cmd.Wait() }()
 	t.Cleanup(func() { c.kill() })
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if resp, err := http.Get(c.base + "/healthz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return c
-			}
-		}
+	exited := false
+	healthy := storetest.Eventually(func() bool {
 		select {
 		case err := <-c.done:
 			c.done <- err
-			t.Fatalf("%s exited before it was healthy: %v\n%s", name, err, c.log)
+			exited = true
+			return true
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s was not healthy in 30 s:\n%s", name, c.log)
+		resp, err := http.Get(c.base + "/healthz")
+		if err != nil {
+			return false
 		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	if !healthy || exited {
+		t.Fatalf("%s was not healthy (exited: %v):\n%s", name, exited, c.log)
 	}
+	return c
 }
 
 // kill sends SIGKILL, no shutdown and no lease released, and waits for the process to go.
@@ -107,8 +111,8 @@ func (c *child) stop(t *testing.T) {
 		if err != nil {
 			t.Errorf("%s: exit after SIGTERM: %v\n%s", c.name, err, c.log)
 		}
-	case <-time.After(40 * time.Second):
-		t.Errorf("%s did not exit 40 s after SIGTERM", c.name)
+	case <-time.After(storetest.Timeout()):
+		t.Errorf("%s did not exit %s after SIGTERM", c.name, storetest.Timeout())
 		c.kill()
 	}
 }

@@ -142,28 +142,26 @@ func (r *scaleRig) siteScans(t *testing.T) [][]store.Scan {
 }
 
 // waitEnded waits until every site's scan has ended, complete or failed.
-func (r *scaleRig) waitEnded(t *testing.T, within time.Duration) [][]store.Scan {
+func (r *scaleRig) waitEnded(t *testing.T) [][]store.Scan {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		all := r.siteScans(t)
-		ended := 0
+	var all [][]store.Scan
+	ended := 0
+	if storetest.Eventually(func() bool {
+		all, ended = r.siteScans(t), 0
 		for _, scans := range all {
 			if len(scans) > 0 && (scans[0].Status == store.StatusComplete || scans[0].Status == store.StatusFailed) {
 				ended++
 			}
 		}
-		if ended == len(r.sites) {
-			return all
-		}
-		if time.Now().After(deadline) {
-			for _, p := range r.procs {
-				t.Logf("%s log:\n%s", p.name, p.log)
-			}
-			t.Fatalf("%d of %d scans ended in %s", ended, len(r.sites), within)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return ended == len(r.sites)
+	}) {
+		return all
 	}
+	for _, p := range r.procs {
+		t.Logf("%s log:\n%s", p.name, p.log)
+	}
+	t.Fatalf("%d of %d scans ended in %s", ended, len(r.sites), storetest.Timeout())
+	return nil
 }
 
 // check asserts what both scenarios promise: each site has exactly one scan, complete, with
@@ -279,7 +277,7 @@ func TestSystemScaleOutTwoProcessesShareThePublishes(t *testing.T) {
 	sites := envInt(t, "SITEPULSE_SCALE_SITES", 20)
 	r := newScaleRig(t, sites, 2, nil)
 	r.publishAll(t)
-	all := r.waitEnded(t, 30*time.Second+time.Duration(sites)*time.Second)
+	all := r.waitEnded(t)
 	for _, p := range r.procs {
 		p.stop(t)
 	}
@@ -317,13 +315,10 @@ func TestSystemScaleOutKilledProcessScansAreFinishedByTheOther(t *testing.T) {
 
 	// Kill the victim once it has a scan part-way done and the survivor is scanning too.
 	var killedMid []string // the victim's scans that were running at the kill
-	for deadline := time.Now().Add(30 * time.Second); killedMid == nil; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the processes were never both mid-scan:\n%s\n%s", victim.log, survivor.log)
-		}
+	midScan := storetest.Eventually(func() bool {
 		vl, sl := readScanLog(victim.log.String()), readScanLog(survivor.log.String())
 		if len(sl.started) == 0 {
-			continue
+			return false
 		}
 		partWay := false
 		for id := range vl.started {
@@ -344,8 +339,13 @@ func TestSystemScaleOutKilledProcessScansAreFinishedByTheOther(t *testing.T) {
 				}
 			}
 		}
+		return killedMid != nil
+	})
+	if !midScan {
+		t.Fatalf("the processes were never both mid-scan:\n%s\n%s", victim.log, survivor.log)
 	}
 	// A COMMIT the victim sent just before it died may still land: give Postgres a moment.
+	// Not an event: a dead process's last packet announces nothing.
 	time.Sleep(300 * time.Millisecond)
 	stored := map[string][]store.PageKey{} // scan id -> pairs stored when the victim died
 	for _, id := range killedMid {
@@ -357,7 +357,7 @@ func TestSystemScaleOutKilledProcessScansAreFinishedByTheOther(t *testing.T) {
 	}
 	killedAt := time.Now()
 
-	all := r.waitEnded(t, 30*time.Second+time.Duration(sites)*time.Second)
+	all := r.waitEnded(t)
 	survivor.stop(t)
 	logs := r.check(t, all)
 	for _, id := range killedMid {

@@ -36,17 +36,11 @@ func TestSystemKilledProcessScanIsFinishedByAnother(t *testing.T) {
 	env := map[string]string{"DATABASE_URL": dsn, "PAGESPEED_API_URL": psi.Endpoint(), "SCAN_WORKERS": "1", "PSI_MAX_INFLIGHT": "2"}
 
 	child := startChild(t, "child", env)
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	if !storetest.Eventually(func() bool {
 		sc, err := st.Scan(ctx, user.ID, scan.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if sc.PagesDone >= 4 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the child stored %d pages in 30 s:\n%s", sc.PagesDone, child.log)
-		}
+		return err == nil && sc.PagesDone >= 4
+	}) {
+		t.Fatalf("the child did not store 4 pages:\n%s", child.log)
 	}
 	child.kill() // SIGKILL: no shutdown, no release
 	before, err := st.DonePages(ctx, scan.ID)
@@ -64,12 +58,10 @@ func TestSystemKilledProcessScanIsFinishedByAnother(t *testing.T) {
 
 	_, logs, stop := startRun(t, env)
 	var done store.Scan
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	storetest.Eventually(func() bool {
 		done, _ = st.Scan(ctx, user.ID, scan.ID)
-		if done.Status == store.StatusComplete || done.Status == store.StatusFailed || time.Now().After(deadline) {
-			break
-		}
-	}
+		return done.Status == store.StatusComplete || done.Status == store.StatusFailed
+	})
 	stop()
 	if done.Status != store.StatusComplete || done.PagesDone != 10 {
 		t.Fatalf("scan = %s %d/10 (%s):\n%s", done.Status, done.PagesDone, done.Error, logs)
@@ -109,10 +101,8 @@ func TestSystemScansOnPublish(t *testing.T) {
 	if got := post("whsec_wired"); got != http.StatusOK {
 		t.Fatalf("publish: %d", got)
 	}
-	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(logs.String(), `msg="scan complete"`); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no scan completed:\n%s", logs)
-		}
+	if !storetest.Eventually(func() bool { return strings.Contains(logs.String(), `msg="scan complete"`) }) {
+		t.Fatalf("no scan completed:\n%s", logs)
 	}
 	stop()
 	for _, want := range []string{"trigger=webhook", "replay=true", "results=10", "replay: demo audit answered from a recorded Lighthouse run"} {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"sitepulse/scanner/scantest"
 	"sitepulse/store/memory"
 	"sitepulse/store/storetest"
 )
@@ -64,7 +65,7 @@ func TestSitesPerUserCap(t *testing.T) {
 
 // A report token in a path never reaches the log, whatever the level.
 func TestReportTokenRedactedFromLogs(t *testing.T) {
-	var logs lockedBuf
+	var logs scantest.LogBuffer
 	h, err := NewHandler(withServers(Deps{Store: memory.New(), BaseURL: "http://sitepulse.test",
 		Log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}))
 	if err != nil {

@@ -40,32 +40,15 @@ type platformRig struct {
 	st     store.Store
 	double *platformtest.Platform
 	conn   *platform.Connector
-	logs   *syncBuffer
+	logs   *scantest.LogBuffer
 
 	mu    sync.Mutex
 	waits []time.Duration
 }
 
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 func newPlatformRig(t *testing.T, st store.Store) *platformRig {
 	t.Helper()
-	r := &platformRig{st: st, double: platformtest.New(t, appID, appSecret), logs: &syncBuffer{}}
+	r := &platformRig{st: st, double: platformtest.New(t, appID, appSecret), logs: &scantest.LogBuffer{}}
 	r.double.Sample()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -149,20 +132,17 @@ func (r *platformRig) sites(t *testing.T, userID string) map[string]store.Site {
 // waitScan waits for a scan to finish (a deadline, not a speed assertion) and returns it.
 func (r *platformRig) waitScan(t *testing.T, userID, scanID string) store.Scan {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		sc, err := r.st.Scan(context.Background(), userID, scanID)
-		if err != nil {
+	var sc store.Scan
+	if !storetest.Eventually(func() bool {
+		var err error
+		if sc, err = r.st.Scan(context.Background(), userID, scanID); err != nil {
 			t.Fatal(err)
 		}
-		if sc.Status == store.StatusComplete || sc.Status == store.StatusFailed {
-			return sc
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("scan %s still %s; logs:\n%s", scanID, sc.Status, r.logs.String())
-		}
-		time.Sleep(10 * time.Millisecond)
+		return sc.Status == store.StatusComplete || sc.Status == store.StatusFailed
+	}) {
+		t.Fatalf("scan %s still %s; logs:\n%s", scanID, sc.Status, r.logs.String())
 	}
+	return sc
 }
 
 func paths(t *testing.T, st store.Store, userID, scanID string) string {

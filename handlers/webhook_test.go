@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -35,19 +34,6 @@ func sign(secret, body string) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-// lockedBuf is a log sink shared by handler goroutines and the test.
-type lockedBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-func (l *lockedBuf) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
-
 // webhookRig is a SitePulse handler with a platform secret, a fixed clock and a fixed jitter,
 // and one user owning a site connected as platform site "plat-1".
 type webhookRig struct {
@@ -58,12 +44,12 @@ type webhookRig struct {
 	jitter time.Duration
 	user   store.User
 	site   store.Site
-	logs   *lockedBuf
+	logs   *scantest.LogBuffer
 }
 
 func newWebhookRig(t *testing.T, st store.Store, secret string, opts ...func(*Deps)) *webhookRig {
 	t.Helper()
-	w := &webhookRig{t: t, st: st, now: time.Now().UTC().Truncate(time.Millisecond), jitter: 3 * time.Second, logs: &lockedBuf{}}
+	w := &webhookRig{t: t, st: st, now: time.Now().UTC().Truncate(time.Millisecond), jitter: 3 * time.Second, logs: &scantest.LogBuffer{}}
 	d := Deps{Store: st, BaseURL: "http://sitepulse.test", PasswordIterations: 1000,
 		Now: func() time.Time { return w.now }, PlatformSecret: secret, WebhookJitter: func() time.Duration { return w.jitter },
 		Log: slog.New(slog.NewTextHandler(w.logs, nil))}
@@ -544,8 +530,7 @@ func TestPublishToCompleteScan(t *testing.T) {
 			pool.Start()
 			defer pool.Stop(ctx)
 			seen := map[string]bool{scans[0].Status: true}
-			deadline := time.Now().Add(30 * time.Second)
-			for {
+			storetest.Eventually(func() bool {
 				sc, err := st.Scan(ctx, w.user.ID, id)
 				if err != nil {
 					t.Fatal(err)
@@ -554,11 +539,8 @@ func TestPublishToCompleteScan(t *testing.T) {
 				if sc.Status == store.StatusRunning {
 					release()
 				}
-				if sc.Status == store.StatusComplete || sc.Status == store.StatusFailed || time.Now().After(deadline) {
-					break
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
+				return sc.Status == store.StatusComplete || sc.Status == store.StatusFailed
+			})
 			if !seen[store.StatusQueued] || !seen[store.StatusRunning] || !seen[store.StatusComplete] {
 				t.Fatalf("statuses seen %v, want queued, running and complete; logs:\n%s", seen, w.logs.String())
 			}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,12 +19,20 @@ import (
 // jobLog records the jobs a store hands out, so a test can read a scan's job.
 type jobLog struct {
 	store.Store
-	mu   sync.Mutex
-	jobs map[string]int64 // scan id -> job id
+	mu        sync.Mutex
+	jobs      map[string]int64 // scan id -> job id
+	claims    atomic.Int32     // ClaimJob calls answered, a job or none
+	duePasses atomic.Int32     // EnqueueDueScans calls answered: scheduler passes
+}
+
+func (j *jobLog) EnqueueDueScans(ctx context.Context, now time.Time, limit int) ([]store.Scan, error) {
+	defer j.duePasses.Add(1)
+	return j.Store.EnqueueDueScans(ctx, now, limit)
 }
 
 func (j *jobLog) ClaimJob(ctx context.Context, queue, workerID string, now time.Time) (store.Job, error) {
 	job, err := j.Store.ClaimJob(ctx, queue, workerID, now)
+	defer j.claims.Add(1)
 	if err == nil {
 		j.mu.Lock()
 		j.jobs[job.ScanID] = job.ID
@@ -33,7 +42,7 @@ func (j *jobLog) ClaimJob(ctx context.Context, queue, workerID string, now time.
 }
 
 // job reads the job of a scan, once it was claimed.
-func (j *jobLog) job(t *testing.T, scanID string) (store.Job, bool) {
+func (j *jobLog) job(t testing.TB, scanID string) (store.Job, bool) {
 	t.Helper()
 	j.mu.Lock()
 	id, ok := j.jobs[scanID]
@@ -53,7 +62,7 @@ func (j *jobLog) job(t *testing.T, scanID string) (store.Job, bool) {
 type breakerRig struct {
 	*rig
 	jobs  *jobLog
-	clock *fakeClock
+	clock *scantest.Clock
 	psi   *psi.Client
 }
 
@@ -61,9 +70,9 @@ const breakerOpenFor = time.Minute
 
 func newBreakerRig(t *testing.T, st store.Store, start time.Time, daily int) *breakerRig {
 	jobs := &jobLog{Store: st, jobs: map[string]int64{}}
-	r := &breakerRig{rig: newRig(t, jobs), jobs: jobs, clock: newFakeClock(start)}
+	r := &breakerRig{rig: newRig(t, jobs), jobs: jobs, clock: scantest.NewClock(start)}
 	log := slog.New(slog.NewTextHandler(r.logs, nil))
-	cfg := psi.Config{Endpoint: r.rig.psi.Endpoint(), Key: testKey, Timeout: 2 * time.Second, Attempts: 2,
+	cfg := psi.Config{Endpoint: r.rig.psi.Endpoint(), Client: r.rig.psi.Client(), Key: testKey, Timeout: 2 * time.Second, Attempts: 2,
 		Backoff: time.Millisecond, QuotaBackoff: time.Millisecond, Now: r.clock.Now, Log: log,
 		Breaker: psi.NewBreaker(psi.BreakerConfig{Failures: 3, OpenFor: breakerOpenFor, Now: r.clock.Now, Log: log})}
 	if daily > 0 {
@@ -80,16 +89,16 @@ func newBreakerRig(t *testing.T, st store.Store, start time.Time, daily int) *br
 // waitSnoozed waits until the scan's job is back in the queue after a snooze, and returns it.
 func (r *breakerRig) waitSnoozed(scanID string, snoozes int) store.Job {
 	r.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if j, ok := r.jobs.job(r.t, scanID); ok && j.State == store.JobAvailable && j.Snoozes() == snoozes {
-			return j
-		}
-		if time.Now().After(deadline) {
-			r.t.Fatalf("the scan's job was not snoozed %d times after 30 s; logs:\n%s", snoozes, r.logs.String())
-		}
-		time.Sleep(5 * time.Millisecond)
+	var j store.Job
+	snoozed := storetest.Eventually(func() bool {
+		var ok bool
+		j, ok = r.jobs.job(r.t, scanID)
+		return ok && j.State == store.JobAvailable && j.Snoozes() == snoozes
+	})
+	if !snoozed {
+		r.t.Fatalf("the scan's job was not snoozed %d times after %s; logs:\n%s", snoozes, storetest.Timeout(), r.logs.String())
 	}
+	return j
 }
 
 // checkSnoozed checks a job snoozed until the breaker's reopen time: not before it, a few
@@ -109,25 +118,12 @@ func (r *breakerRig) checkSnoozed(j store.Job, until time.Time, wantReason strin
 }
 
 func TestBreakerPipeline(t *testing.T) {
-	for _, b := range storetest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			tests := []struct {
-				name string
-				fn   func(t *testing.T, st store.Store)
-			}{
-				{"a 403 opens the breaker, snoozes the scan, and one probe after T lets it complete", testBreakerKeyRejected},
-				{"N audits failing with 500s open the breaker; pages already failed keep their errors", testBreakerServerErrors},
-				{"the daily limit reached snoozes the scan until the quota resets", testBreakerDailyLimit},
-				{"Lighthouse runtime errors never open the breaker", testBreakerRuntimeErrors},
-			}
-			for _, tt := range tests {
-				t.Run(tt.name, func(t *testing.T) {
-					t.Parallel()
-					tt.fn(t, b.Open(t))
-				})
-			}
-		})
-	}
+	onStores(t,
+		storeTest{name: "a 403 opens the breaker, snoozes the scan, and one probe after T lets it complete", fn: testBreakerKeyRejected},
+		storeTest{name: "N audits failing with 500s open the breaker; pages already failed keep their errors", fn: testBreakerServerErrors},
+		storeTest{name: "the daily limit reached snoozes the scan until the quota resets", fn: testBreakerDailyLimit},
+		storeTest{name: "Lighthouse runtime errors never open the breaker", fn: testBreakerRuntimeErrors},
+	)
 }
 
 func testBreakerKeyRejected(t *testing.T, st store.Store) {

@@ -111,3 +111,25 @@ func timeScans(b *testing.B, sites, pages int, latency time.Duration, warm bool)
 	}
 	return last.Sub(began), each
 }
+
+// BenchmarkQuota429s prints the 429s the adaptive capacity meets on real time, through a real
+// socket and the machine's scheduler, in the two cases TestTimeToResults bounds on fake time:
+// a key refusing more than 8 calls at once, and a key with a quarter of the configured rate
+// (three scans of 20 audits each). Run it with
+//
+//	go test ./scanner -run '^$' -bench Quota429s -benchtime 3x
+func BenchmarkQuota429s(b *testing.B) {
+	for _, c := range []quotaCase{quotaAtOnce, quotaRate} {
+		b.Run(c.name, func(b *testing.B) {
+			var all, later int
+			for b.Loop() {
+				r := newRig(b, memory.New())
+				r.psi = scantest.NewPSI(b, "../testdata/psi")
+				a, l := runQuotaCase(b, r, c)
+				all, later = all+a, later+l
+			}
+			b.ReportMetric(float64(all)/float64(b.N), "429s/op")
+			b.ReportMetric(float64(later)/float64(b.N), "late-429s/op")
+		})
+	}
+}

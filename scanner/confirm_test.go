@@ -26,7 +26,7 @@ const (
 func (r *rig) confirmScan(fake *scantest.PSI, digest *notify.Digest) store.Scan {
 	r.t.Helper()
 	p := r.pool(func(c *PoolConfig) {
-		c.Auditor, c.ConfirmRuns = psi.New(psi.Config{Endpoint: fake.Endpoint()}), 2
+		c.Auditor, c.ConfirmRuns = psi.New(psi.Config{Endpoint: fake.Endpoint(), Client: fake.Client()}), 2
 		withDigest(c, digest)
 	})
 	sc := r.wait(r.enqueue(r.site).ID)
@@ -41,7 +41,7 @@ func TestConfirmedRegressions(t *testing.T) {
 			t.Parallel()
 			st := b.Open(t)
 			r := newRig(t, st)
-			fake := scantest.NewPSI(t, beforeDir)
+			fake := scantest.NewInProcess(beforeDir)
 			smtpSrv := scantest.NewSMTP(t, false)
 			digest := &notify.Digest{Store: st, SMTPAddr: smtpSrv.Addr, From: "SitePulse <sitepulse@example.com>", BaseURL: "http://sitepulse.test",
 				Log: slog.New(slog.NewTextHandler(r.logs, nil))}
@@ -99,7 +99,7 @@ func TestConfirmedRegressions(t *testing.T) {
 func TestConfirmationKeepsTheRunsThatSucceeded(t *testing.T) {
 	st := memory.New()
 	r := newRig(t, st)
-	fake := scantest.NewPSI(t, beforeDir)
+	fake := scantest.NewInProcess(beforeDir)
 	r.confirmScan(fake, nil)
 	// Home on mobile regresses, then both re-audits fail: the one run that succeeded is kept.
 	fake.Sequence("/", "mobile", afterDir, t.TempDir())
@@ -124,9 +124,9 @@ func TestConfirmationKeepsTheRunsThatSucceeded(t *testing.T) {
 func TestReauditsCountAgainstTheDailyLimit(t *testing.T) {
 	st := memory.New()
 	r := newRig(t, st)
-	fake := scantest.NewPSI(t, beforeDir)
+	fake := scantest.NewInProcess(beforeDir)
 	daily := psi.NewDailyCounter(10 + 14)
-	client := psi.New(psi.Config{Endpoint: fake.Endpoint(), Daily: daily})
+	client := psi.New(psi.Config{Endpoint: fake.Endpoint(), Client: fake.Client(), Daily: daily})
 	scan := func() store.Scan {
 		p := r.pool(func(c *PoolConfig) { c.Auditor, c.ConfirmRuns = client, 2 })
 		defer p.Stop(context.Background())
@@ -149,11 +149,11 @@ func TestReauditsSpendTheAccountsDailyAudits(t *testing.T) {
 	st := memory.New()
 	r := newRig(t, st)
 	home := r.addSite("Home", []string{"/"})
-	fake := scantest.NewPSI(t, beforeDir)
+	fake := scantest.NewInProcess(beforeDir)
 	quota := psi.NewAccountQuota(2+3, st) // the first scan's 2 audits, the second's 2 and one re-audit
 	scan := func() store.Scan {
 		p := r.pool(func(c *PoolConfig) {
-			c.Auditor, c.ConfirmRuns, c.Quota, c.Capacity = psi.New(psi.Config{Endpoint: fake.Endpoint()}), 2, quota, psi.NewCapacity(psi.CapacityConfig{MaxInFlight: 1})
+			c.Auditor, c.ConfirmRuns, c.Quota, c.Capacity = psi.New(psi.Config{Endpoint: fake.Endpoint(), Client: fake.Client()}), 2, quota, psi.NewCapacity(psi.CapacityConfig{MaxInFlight: 1})
 		})
 		defer p.Stop(context.Background())
 		return r.wait(r.enqueue(home).ID)

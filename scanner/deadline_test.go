@@ -9,7 +9,6 @@ import (
 
 	"sitepulse/scanner/scantest"
 	"sitepulse/store"
-	"sitepulse/store/storetest"
 
 	"sitepulse/scanner/psi"
 )
@@ -59,40 +58,36 @@ func TestDeadlineReason(t *testing.T) {
 // A PSI answering 503 to everything opens the breaker, so the scan is snoozed again and again:
 // the deadline ends it, failed with the reason, and the site's next scan runs.
 func TestScanDeadline(t *testing.T) {
-	for _, b := range storetest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			t.Parallel()
-			st := b.Open(t)
-			r := newRig(t, st)
-			r.psi.FailAll(scantest.Fault{Status: 503, Body: `{"error":{"code":503,"message":"The service is currently unavailable."}}`})
-			log := slog.New(slog.NewTextHandler(r.logs, nil))
-			pool := r.pool(func(c *PoolConfig) {
-				c.Auditor = psi.New(psi.Config{Endpoint: r.psi.Endpoint(), Backoff: time.Millisecond, Log: log,
-					Breaker: psi.NewBreaker(psi.BreakerConfig{Failures: 2, OpenFor: 100 * time.Millisecond, Log: log})})
-				c.Deadline, c.RescueEvery = 500*time.Millisecond, 50*time.Millisecond
-			})
-			failed := r.wait(r.enqueue(r.site).ID)
-			if failed.Status != store.StatusFailed || !strings.HasPrefix(failed.Error, "Its audits got server errors from PageSpeed Insights") {
-				t.Fatalf("scan = %s with %q, want failed with the reason", failed.Status, failed.Error)
-			}
-			if failed.CompletedAt == nil {
-				t.Error("a failed scan has no end time")
-			}
-
-			pool.Stop(context.Background())
-
-			// PSI is back; the next scan gets the default deadline, so a slow machine does not fail it.
-			r.psi.Heal()
-			pool = r.pool(nil)
-			next := r.wait(r.enqueue(r.site).ID)
-			if next.Status != store.StatusComplete {
-				t.Fatalf("next scan = %s (%s), want complete", next.Status, next.Error)
-			}
-			if !strings.Contains(r.logs.String(), "scan failed: deadline passed") {
-				t.Error("the deadline was not logged")
-			}
+	onStores(t, storeTest{name: "the deadline ends a snoozed scan", fn: func(t *testing.T, st store.Store) {
+		r := newRig(t, st)
+		r.psi.FailAll(scantest.Fault{Status: 503, Body: `{"error":{"code":503,"message":"The service is currently unavailable."}}`})
+		log := slog.New(slog.NewTextHandler(r.logs, nil))
+		pool := r.pool(func(c *PoolConfig) {
+			c.Auditor = psi.New(psi.Config{Endpoint: r.psi.Endpoint(), Client: r.psi.Client(), Backoff: time.Millisecond, Log: log,
+				Breaker: psi.NewBreaker(psi.BreakerConfig{Failures: 2, OpenFor: 100 * time.Millisecond, Log: log})})
+			c.Deadline, c.RescueEvery = 500*time.Millisecond, 50*time.Millisecond
 		})
-	}
+		failed := r.wait(r.enqueue(r.site).ID)
+		if failed.Status != store.StatusFailed || !strings.HasPrefix(failed.Error, "Its audits got server errors from PageSpeed Insights") {
+			t.Fatalf("scan = %s with %q, want failed with the reason", failed.Status, failed.Error)
+		}
+		if failed.CompletedAt == nil {
+			t.Error("a failed scan has no end time")
+		}
+
+		pool.Stop(context.Background())
+
+		// PSI is back; the next scan gets the default deadline, so a slow machine does not fail it.
+		r.psi.Heal()
+		pool = r.pool(nil)
+		next := r.wait(r.enqueue(r.site).ID)
+		if next.Status != store.StatusComplete {
+			t.Fatalf("next scan = %s (%s), want complete", next.Status, next.Error)
+		}
+		if !strings.Contains(r.logs.String(), "scan failed: deadline passed") {
+			t.Error("the deadline was not logged")
+		}
+	}})
 }
 
 func TestParkedForQuota(t *testing.T) {

@@ -17,42 +17,37 @@ import (
 // One account that spends its daily budget waits with a clear message; another account's scan
 // goes on and completes.
 func TestAccountQuotaPipeline(t *testing.T) {
-	for _, b := range storetest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			jobs := &jobLog{Store: b.Open(t), jobs: map[string]int64{}}
-			r := newRig(t, jobs) // the owner's site: five pages, ten audits
-			other := &rig{t: t, st: jobs, psi: r.psi, logs: r.logs}
-			other.user = store.User{ID: store.NewID(), Email: "other-" + store.NewID()[:8] + "@example.com", PasswordHash: "x", CreatedAt: time.Now()}
-			if err := jobs.CreateUser(context.Background(), other.user); err != nil {
-				t.Fatal(err)
-			}
-			otherSite := other.addSite("Other", []string{"/", "/fast"})
-			r.pool(func(c *PoolConfig) {
-				c.Quota, c.Capacity = psi.NewAccountQuota(4, jobs), psi.NewCapacity(psi.CapacityConfig{MaxInFlight: 1})
-			})
-			greedy := r.enqueue(r.site)
-			if sc := other.wait(other.enqueue(otherSite).ID); sc.Status != store.StatusComplete {
-				t.Errorf("the other account's scan: %s (%s), want complete", sc.Status, sc.Error)
-			}
-			deadline := time.Now().Add(30 * time.Second)
-			for {
-				j, ok := jobs.job(t, greedy.ID)
-				if ok && j.State == store.JobAvailable && j.Snoozes() > 0 {
-					if !strings.Contains(j.LastError, "daily budget of 4 audits (USER_DAILY_AUDITS) is used up") || j.Attempt-j.Snoozes() != 0 {
-						t.Errorf("job: %q after %d attempts and %d snoozes, want the budget named and no attempt spent", j.LastError, j.Attempt, j.Snoozes())
-					}
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("the greedy scan was not snoozed; logs:\n%s", r.logs.String())
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
-			if results, errs := r.results(greedy.ID); len(results)+len(errs) != 4 {
-				t.Errorf("%d audits stored for the greedy scan, want its budget of 4", len(results)+len(errs))
-			}
+	onStores(t, storeTest{name: "a spent account waits, another completes", fn: func(t *testing.T, st store.Store) {
+		jobs := &jobLog{Store: st, jobs: map[string]int64{}}
+		r := newRig(t, jobs) // the owner's site: five pages, ten audits
+		other := &rig{t: t, st: jobs, psi: r.psi, logs: r.logs}
+		other.user = store.User{ID: store.NewID(), Email: "other-" + store.NewID()[:8] + "@example.com", PasswordHash: "x", CreatedAt: time.Now()}
+		if err := jobs.CreateUser(context.Background(), other.user); err != nil {
+			t.Fatal(err)
+		}
+		otherSite := other.addSite("Other", []string{"/", "/fast"})
+		r.pool(func(c *PoolConfig) {
+			c.Quota, c.Capacity = psi.NewAccountQuota(4, jobs), psi.NewCapacity(psi.CapacityConfig{MaxInFlight: 1})
 		})
-	}
+		greedy := r.enqueue(r.site)
+		if sc := other.wait(other.enqueue(otherSite).ID); sc.Status != store.StatusComplete {
+			t.Errorf("the other account's scan: %s (%s), want complete", sc.Status, sc.Error)
+		}
+		var j store.Job
+		if !storetest.Eventually(func() bool {
+			var ok bool
+			j, ok = jobs.job(t, greedy.ID)
+			return ok && j.State == store.JobAvailable && j.Snoozes() > 0
+		}) {
+			t.Fatalf("the greedy scan was not snoozed; logs:\n%s", r.logs.String())
+		}
+		if !strings.Contains(j.LastError, "daily budget of 4 audits (USER_DAILY_AUDITS) is used up") || j.Attempt-j.Snoozes() != 0 {
+			t.Errorf("job: %q after %d attempts and %d snoozes, want the budget named and no attempt spent", j.LastError, j.Attempt, j.Snoozes())
+		}
+		if results, errs := r.results(greedy.ID); len(results)+len(errs) != 4 {
+			t.Errorf("%d audits stored for the greedy scan, want its budget of 4", len(results)+len(errs))
+		}
+	}})
 }
 
 // Two replicas on one Postgres share an account's daily budget: each pool has its own store
@@ -64,7 +59,7 @@ func TestAccountQuotaSharedByReplicas(t *testing.T) {
 	jobsA := &jobLog{Store: stA, jobs: map[string]int64{}}
 	jobsB := &jobLog{Store: storetest.Open(t, dsn), jobs: map[string]int64{}}
 	a := newRig(t, jobsA)
-	b := &rig{t: t, st: jobsB, psi: scantest.NewPSI(t, "../testdata/psi"), user: a.user, logs: a.logs}
+	b := &rig{t: t, st: jobsB, psi: scantest.NewInProcess("../testdata/psi"), user: a.user, logs: a.logs}
 	greedyPages := []string{"/", "/about", "/blog/", "/pricing"} // 8 audits a scan
 	first, second := a.addSite("Greedy one", greedyPages), a.addSite("Greedy two", greedyPages)
 	other := &rig{t: t, st: jobsA, psi: a.psi, logs: a.logs, user: store.User{ID: quotaUser(t, jobsA, "other")}}
@@ -83,20 +78,16 @@ func TestAccountQuotaSharedByReplicas(t *testing.T) {
 		sc, err := jobsA.Scan(context.Background(), a.user.ID, scans[0].ID)
 		return err == nil && sc.Status == store.StatusRunning
 	}
-	for deadline := time.Now().Add(30 * time.Second); !running(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("replica A did not start the first scan; logs:\n%s", a.logs.String())
-		}
+	if !storetest.Eventually(running) {
+		t.Fatalf("replica A did not start the first scan; logs:\n%s", a.logs.String())
 	}
 	replica(b, "replica B", jobsB) // A works one scan at a time: B takes the second
 	if sc := other.wait(other.enqueue(otherSite).ID); sc.Status != store.StatusComplete {
 		t.Errorf("the other account's scan: %s (%s), want complete", sc.Status, sc.Error)
 	}
 	for _, sc := range scans {
-		for deadline := time.Now().Add(30 * time.Second); !snoozed(t, sc.ID, jobsA, jobsB); time.Sleep(5 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("greedy scan %s was not snoozed; logs:\n%s", sc.ID, a.logs.String())
-			}
+		if !storetest.Eventually(func() bool { return snoozed(t, sc.ID, jobsA, jobsB) }) {
+			t.Fatalf("greedy scan %s was not snoozed; logs:\n%s", sc.ID, a.logs.String())
 		}
 	}
 	audited := 0

@@ -15,6 +15,7 @@ import (
 	"sitepulse/scanner/scantest"
 	"sitepulse/store"
 	"sitepulse/store/memory"
+	"sitepulse/store/storetest"
 	"strings"
 	"testing"
 	"time"
@@ -69,16 +70,14 @@ func serveSample(t *testing.T, docroot string) int {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/robots.txt", port)); err == nil {
+	storetest.WaitFor(t, "serve.py "+docroot+" to answer", func() bool {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/robots.txt", port))
+		if err == nil {
 			resp.Body.Close()
-			return port
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve.py %s did not start", docroot)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err == nil
+	})
+	return port
 }
 
 // A real Lighthouse, through the pool, over the sample site served locally: the scan completes
@@ -95,8 +94,8 @@ func TestLighthouseRealScan(t *testing.T) {
 	flags := `--headless=new --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking --disable-component-update --disable-sync --host-resolver-rules="` + rules + `"`
 
 	st := memory.New()
-	st.Rules = store.SiteRules{AllowPrivate: true}                                        // the sample site is a server on 127.0.0.1
-	r := &rig{t: t, st: st, logs: &syncBuf{}, psi: scantest.NewPSI(t, "../testdata/psi")} // the PSI is unused
+	st.Rules = store.SiteRules{AllowPrivate: true}                                                      // the sample site is a server on 127.0.0.1
+	r := &rig{t: t, st: st, logs: &scantest.LogBuffer{}, psi: scantest.NewInProcess("../testdata/psi")} // the PSI is unused
 	r.user = store.User{ID: store.NewID(), Email: "lh@example.com", PasswordHash: "x", CreatedAt: time.Now()}
 	if err := st.CreateUser(context.Background(), r.user); err != nil {
 		t.Fatal(err)
@@ -130,6 +129,8 @@ func TestLighthouseRealScan(t *testing.T) {
 		if got.Status == store.StatusComplete || got.Status == store.StatusFailed || time.Now().After(deadline) {
 			break
 		}
+		// A real Chromium audits for minutes, beyond storetest.Timeout: this polls its outcome,
+		// which no event of the pool's announces.
 		time.Sleep(500 * time.Millisecond)
 	}
 	results, errs := r.results(sc.ID)

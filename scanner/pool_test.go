@@ -1,7 +1,6 @@
 package scanner
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -22,29 +21,20 @@ import (
 	"sitepulse/scanner/psi"
 )
 
-// syncBuf is a log sink the pool's goroutines and the test share.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
-func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 // rig is a store with one user and site, a fake PSI over the real fixtures, and pools on them.
 type rig struct {
-	t    *testing.T
+	t    testing.TB
 	st   store.Store
 	psi  *scantest.PSI
 	user store.User
 	site store.Site
-	logs *syncBuf
+	logs *scantest.LogBuffer
 }
 
-func newRig(t *testing.T, st store.Store) *rig {
+func newRig(t testing.TB, st store.Store) *rig {
 	t.Helper()
 	st = storetest.WithRules(st, store.SiteRules{AllowPrivate: true}) // its sites may be test servers on 127.0.0.1
-	r := &rig{t: t, st: st, psi: scantest.NewPSI(t, "../testdata/psi"), logs: &syncBuf{}}
+	r := &rig{t: t, st: st, psi: scantest.NewInProcess("../testdata/psi"), logs: &scantest.LogBuffer{}}
 	r.user = store.User{ID: store.NewID(), Email: "owner-" + store.NewID()[:8] + "@example.com", PasswordHash: "x", NotifyRegressions: true, CreatedAt: time.Now()}
 	if err := st.CreateUser(context.Background(), r.user); err != nil {
 		t.Fatal(err)
@@ -76,7 +66,7 @@ func (r *rig) pool(mod func(*PoolConfig)) *Pool {
 	r.t.Helper()
 	cfg := PoolConfig{
 		Store: r.st, Log: slog.New(slog.NewTextHandler(r.logs, nil)),
-		Auditor: psi.New(psi.Config{Endpoint: r.psi.Endpoint(), Key: "k", Timeout: 2 * time.Second, Backoff: time.Millisecond,
+		Auditor: psi.New(psi.Config{Endpoint: r.psi.Endpoint(), Client: r.psi.Client(), Key: "k", Timeout: 2 * time.Second, Backoff: time.Millisecond,
 			QuotaBackoff: time.Millisecond, Log: slog.New(slog.NewTextHandler(r.logs, nil))}),
 		Poll: 10 * time.Millisecond, Lease: 2 * time.Second, Heartbeat: 50 * time.Millisecond,
 		Backoff: func(int) time.Duration { return 10 * time.Millisecond },
@@ -94,23 +84,21 @@ func (r *rig) pool(mod func(*PoolConfig)) *Pool {
 	return p
 }
 
-// wait polls the scan until it is in a terminal state and returns it.
+// wait waits for the scan to end (complete or failed) and returns it.
 func (r *rig) wait(scanID string) store.Scan {
 	r.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		sc, err := r.st.Scan(context.Background(), r.user.ID, scanID)
-		if err != nil {
+	var sc store.Scan
+	ended := storetest.Eventually(func() bool {
+		var err error
+		if sc, err = r.st.Scan(context.Background(), r.user.ID, scanID); err != nil {
 			r.t.Fatal(err)
 		}
-		if sc.Status == store.StatusComplete || sc.Status == store.StatusFailed {
-			return sc
-		}
-		if time.Now().After(deadline) {
-			r.t.Fatalf("scan still %s after 30 s (%d/%d done); logs:\n%s", sc.Status, sc.PagesDone, sc.PagesTotal, r.logs.String())
-		}
-		time.Sleep(10 * time.Millisecond)
+		return sc.Status == store.StatusComplete || sc.Status == store.StatusFailed
+	})
+	if !ended {
+		r.t.Fatalf("scan still %s after %s (%d/%d done); logs:\n%s", sc.Status, storetest.Timeout(), sc.PagesDone, sc.PagesTotal, r.logs.String())
 	}
+	return sc
 }
 
 func (r *rig) results(scanID string) ([]store.PageResult, []store.PageError) {
@@ -127,29 +115,18 @@ func (r *rig) results(scanID string) ([]store.PageResult, []store.PageError) {
 }
 
 func TestPipeline(t *testing.T) {
-	for _, b := range storetest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			tests := []struct {
-				name string
-				fn   func(t *testing.T, st store.Store)
-			}{
-				{"a scan goes queued, running, complete with one result per page and strategy", testScanCompletes},
-				{"PSI faults end the scan with per-page reasons and no stuck worker", testPSIFaults},
-				{"a scan where no page could be audited fails with the reason", testNoPageSucceeded},
-				{"an abandoned lease is rescued and resumed without losing or repeating a page", testRescueResumes},
-				{"a failing attempt is retried, and fails the scan after three", testJobRetries},
-				{"shutdown releases running jobs and another pool resumes them", testShutdownReleases},
-				{"two pools on one store never audit a page of a scan twice", testTwoPools},
-				{"a scan with regressions e-mails one digest; a broken SMTP server fails nothing", testDigest},
-			}
-			for _, tt := range tests {
-				t.Run(tt.name, func(t *testing.T) {
-					t.Parallel()
-					tt.fn(t, b.Open(t))
-				})
-			}
-		})
-	}
+	onStores(t,
+		storeTest{name: "a scan goes queued, running, complete with one result per page and strategy", fn: testScanCompletes},
+		storeTest{name: "PSI faults end the scan with per-page reasons and no stuck worker", fn: testPSIFaults},
+		storeTest{name: "a scan where no page could be audited fails with the reason", fn: testNoPageSucceeded},
+		storeTest{name: "an abandoned lease is rescued and resumed without losing or repeating a page", fn: testRescueResumes},
+		storeTest{name: "a failing attempt is retried: two failures, then success", fn: jobRetries(2, store.StatusComplete, "")},
+		storeTest{name: "a failing attempt is retried, and fails the scan after three", fn: jobRetries(3, store.StatusFailed,
+			"gave up after 3 attempts: start scan: connection reset by peer")},
+		storeTest{name: "shutdown releases running jobs and another pool resumes them", fn: testShutdownReleases},
+		storeTest{name: "two pools on one store never audit a page of a scan twice", fn: testTwoPools},
+		storeTest{name: "a scan with regressions e-mails one digest; a broken SMTP server fails nothing", fn: testDigest, realIO: true},
+	)
 }
 
 func testScanCompletes(t *testing.T, st store.Store) {
@@ -161,11 +138,10 @@ func testScanCompletes(t *testing.T, st store.Store) {
 		t.Errorf("status after enqueue = %s, want queued", got.Status)
 	}
 	pool := r.pool(nil)
-	deadline := time.Now().Add(10 * time.Second)
-	for got.Status != store.StatusRunning && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
+	storetest.Eventually(func() bool {
 		got, _ = st.Scan(context.Background(), r.user.ID, sc.ID)
-	}
+		return got.Status == store.StatusRunning
+	})
 	if got.Status != store.StatusRunning || got.PagesTotal != 10 {
 		t.Fatalf("while PSI works: status %s, pagesTotal %d; want running, 10", got.Status, got.PagesTotal)
 	}
@@ -220,7 +196,7 @@ func testPSIFaults(t *testing.T, st store.Store) {
 	r.pool(func(c *PoolConfig) {
 		// 1 s: with a scan's audits all in flight at once, a healthy answer under -race on a
 		// loaded 2-core machine took over 200 ms, and a timed-out call is retried.
-		c.Auditor = psi.New(psi.Config{Endpoint: r.psi.Endpoint(), Timeout: time.Second, Attempts: 2,
+		c.Auditor = psi.New(psi.Config{Endpoint: r.psi.Endpoint(), Client: r.psi.Client(), Timeout: time.Second, Attempts: 2,
 			Backoff: time.Millisecond, QuotaBackoff: time.Millisecond, Log: slog.New(slog.NewTextHandler(r.logs, nil))})
 	})
 	sc := r.wait(r.enqueue(r.site).ID)
@@ -289,7 +265,7 @@ func testRescueResumes(t *testing.T, st store.Store) {
 	if err := st.StartScan(ctx, dead, 10, t0); err != nil {
 		t.Fatal(err)
 	}
-	client := psi.New(psi.Config{Endpoint: r.psi.Endpoint()})
+	client := psi.New(psi.Config{Endpoint: r.psi.Endpoint(), Client: r.psi.Client()})
 	for _, k := range []store.PageKey{{PagePath: "/", Strategy: "mobile"}, {PagePath: "/", Strategy: "desktop"}, {PagePath: "/blog/", Strategy: "mobile"}} {
 		res, err := client.Audit(ctx, "https://sample.test"+k.PagePath, k.Strategy)
 		if err != nil {
@@ -339,42 +315,33 @@ func (f *flakyStore) StartScan(ctx context.Context, l store.Lease, n int, now ti
 	return f.Store.StartScan(ctx, l, n, now)
 }
 
-func testJobRetries(t *testing.T, st store.Store) {
-	tests := []struct {
-		name       string
-		failures   int32
-		wantStatus string
-		wantError  string
-	}{
-		{"two failures, then success", 2, store.StatusComplete, ""},
-		{"three failures", 3, store.StatusFailed, "gave up after 3 attempts: start scan: connection reset by peer"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			flaky := &flakyStore{Store: st}
-			flaky.failures.Store(tt.failures)
-			r := newRig(t, flaky)
-			site := r.addSite("Flaky "+tt.name, []string{"/fast"})
-			var attempts []int
-			var mu sync.Mutex
-			r.pool(func(c *PoolConfig) {
-				c.Backoff = func(a int) time.Duration {
-					mu.Lock()
-					attempts = append(attempts, a)
-					mu.Unlock()
-					return 10 * time.Millisecond
-				}
-			})
-			sc := r.wait(r.enqueue(site).ID)
-			if sc.Status != tt.wantStatus || sc.Error != tt.wantError {
-				t.Errorf("scan = %s %q, want %s %q", sc.Status, sc.Error, tt.wantStatus, tt.wantError)
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if len(attempts) != 2 || attempts[0] != 1 || attempts[1] != 2 {
-				t.Errorf("backoff asked for attempts %v, want [1 2]", attempts)
+// jobRetries is a scan whose attempts fail to start failures times: backoff is asked for
+// attempts 1 and 2, and the third failure fails the scan.
+func jobRetries(failures int32, wantStatus, wantError string) func(t *testing.T, st store.Store) {
+	return func(t *testing.T, st store.Store) {
+		flaky := &flakyStore{Store: st}
+		flaky.failures.Store(failures)
+		r := newRig(t, flaky)
+		site := r.addSite("Flaky", []string{"/fast"})
+		var attempts []int
+		var mu sync.Mutex
+		r.pool(func(c *PoolConfig) {
+			c.Backoff = func(a int) time.Duration {
+				mu.Lock()
+				attempts = append(attempts, a)
+				mu.Unlock()
+				return 10 * time.Millisecond
 			}
 		})
+		sc := r.wait(r.enqueue(site).ID)
+		if sc.Status != wantStatus || sc.Error != wantError {
+			t.Errorf("scan = %s %q, want %s %q", sc.Status, sc.Error, wantStatus, wantError)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(attempts) != 2 || attempts[0] != 1 || attempts[1] != 2 {
+			t.Errorf("backoff asked for attempts %v, want [1 2]", attempts)
+		}
 	}
 }
 
@@ -385,15 +352,10 @@ func testShutdownReleases(t *testing.T, st store.Store) {
 	release := r.psi.Hold()
 	defer release()
 	sc := r.enqueue(r.site)
-	first := NewPool(PoolConfig{Store: jobs, Auditor: psi.New(psi.Config{Endpoint: r.psi.Endpoint()}),
+	first := NewPool(PoolConfig{Store: jobs, Auditor: psi.New(psi.Config{Endpoint: r.psi.Endpoint(), Client: r.psi.Client()}),
 		Poll: 10 * time.Millisecond, Lease: time.Minute, Log: slog.New(slog.NewTextHandler(r.logs, nil))})
 	first.Start()
-	for deadline := time.Now().Add(10 * time.Second); r.psi.Total() == 0; {
-		if time.Now().After(deadline) {
-			t.Fatal("no PSI call")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	storetest.WaitFor(t, "a PSI call", func() bool { return r.psi.Total() > 0 })
 	stopCtx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
 	if err := first.Stop(stopCtx); err != nil {
@@ -452,7 +414,7 @@ func testTwoPools(t *testing.T, st store.Store) {
 func (r *rig) scanWith(site store.Site, fake *scantest.PSI, digest *notify.Digest) store.Scan {
 	r.t.Helper()
 	p := r.pool(func(c *PoolConfig) {
-		c.Auditor = psi.New(psi.Config{Endpoint: fake.Endpoint()})
+		c.Auditor = psi.New(psi.Config{Endpoint: fake.Endpoint(), Client: fake.Client()})
 		withDigest(c, digest)
 	})
 	sc := r.wait(r.enqueue(site).ID)
@@ -487,7 +449,7 @@ func (r *rig) sendDigests(p *Pool) {
 
 func testDigest(t *testing.T, st store.Store) {
 	r := newRig(t, st)
-	before := scantest.NewPSI(t, "../testdata/psi-before")
+	before := scantest.NewInProcess("../testdata/psi-before")
 	smtpSrv := scantest.NewSMTP(t, false)
 	digest := &notify.Digest{Store: st, SMTPAddr: smtpSrv.Addr, From: "SitePulse <sitepulse@example.com>", BaseURL: "http://sitepulse.test",
 		Log: slog.New(slog.NewTextHandler(r.logs, nil))}
@@ -562,10 +524,12 @@ func TestPoolWakesOnNotify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := newRig(t, st)
+	jobs := &jobLog{Store: st, jobs: map[string]int64{}}
+	r := newRig(t, jobs)
 	site := r.addSite("Notified", []string{"/fast"})
 	p := r.pool(func(c *PoolConfig) { c.Poll, c.Wake = time.Hour, wake })
-	time.Sleep(100 * time.Millisecond) // the dispatcher has found the queue empty and waits
+	// The dispatcher has found the queue empty and waits for a wake-up or its hour.
+	storetest.WaitFor(t, "the dispatcher's first claim", func() bool { return jobs.claims.Load() > 0 })
 	if sc := r.wait(r.enqueue(site).ID); sc.Status != store.StatusComplete {
 		t.Errorf("scan = %s", sc.Status)
 	}

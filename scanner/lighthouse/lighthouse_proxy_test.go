@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"sitepulse/scanner/netguard"
+	"sitepulse/scanner/scantest"
 )
 
 // publicSite stands in for a public site: a loopback server the guard is told to let through
@@ -98,7 +99,7 @@ exit 1
 	if err := os.WriteFile(cli, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuf{}
+	logs := &scantest.LogBuffer{}
 	l := New(Config{Command: cli, Guard: guard, Log: slog.New(slog.NewTextHandler(logs, nil))})
 	l.Audit(context.Background(), public.URL+"/", "mobile")
 	codes, err := os.ReadFile(out)
@@ -129,7 +130,7 @@ func TestLighthouseRealChromeStaysOutside(t *testing.T) {
 	cmd, chrome := lighthouseCLI(t)
 	internal, hits := internalService(t)
 	public, guard := publicSite(t, hostilePage(internal.URL))
-	logs := &syncBuf{}
+	logs := &scantest.LogBuffer{}
 	l := New(Config{Command: cmd, ChromePath: chrome, Timeout: 3 * time.Minute, Guard: guard,
 		ChromeFlags: "--headless=new --no-sandbox --disable-gpu --no-first-run --disable-background-networking --disable-component-update --disable-sync",
 		Log:         slog.New(slog.NewTextHandler(logs, nil))})

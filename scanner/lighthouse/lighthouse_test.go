@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"sitepulse/scanner/netguard"
+	"sitepulse/scanner/scantest"
 )
 
 func TestLighthouseArgs(t *testing.T) {
@@ -78,7 +79,7 @@ func TestLighthouseCommandOutcomes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			logs := &syncBuf{}
+			logs := &scantest.LogBuffer{}
 			l := New(Config{Command: tt.command, Timeout: tt.timeout, Guard: netguard.Guard{AllowPrivate: true},
 				Log: slog.New(slog.NewTextHandler(logs, nil))})
 			r, err := l.Audit(context.Background(), "http://127.0.0.1:8701/fast", "desktop")

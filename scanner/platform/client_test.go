@@ -8,65 +8,74 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
+
+	"sitepulse/scanner/scantest"
 )
 
 // TestClientRetries: 429 waits its Retry-After, 5xx and timeouts back off, refusals do not retry.
 func TestClientRetries(t *testing.T) {
-	ok := func(w http.ResponseWriter) {
+	ok := func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, `{"sites":[{"id":"s1","displayName":"One","shortName":"one"}]}`)
 	}
 	tests := []struct {
 		name      string
-		answers   []func(w http.ResponseWriter) // one per call; the last repeats
+		answers   []func(w http.ResponseWriter, r *http.Request) // one per call; the last repeats
 		wantWaits string
 		wantErr   error
 		wantCalls int
 	}{
-		{"a 429 waits its Retry-After", []func(http.ResponseWriter){
-			func(w http.ResponseWriter) { w.Header().Set("Retry-After", "3"); w.WriteHeader(429) }, ok}, "[3s]", nil, 2},
-		{"a 429 beyond the longest wait fails at once", []func(http.ResponseWriter){
-			func(w http.ResponseWriter) { w.Header().Set("Retry-After", "3600"); w.WriteHeader(429) }}, "[]", ErrUnavailable, 1},
-		{"5xx backs off and recovers", []func(http.ResponseWriter){
-			func(w http.ResponseWriter) { w.WriteHeader(503) }, func(w http.ResponseWriter) { w.WriteHeader(500) },
-			func(w http.ResponseWriter) { w.WriteHeader(502) }, ok}, "[500ms 1s 2s]", nil, 4},
-		{"5xx that lasts gives up after four tries", []func(http.ResponseWriter){
-			func(w http.ResponseWriter) { w.WriteHeader(500) }}, "[500ms 1s 2s]", ErrUnavailable, 4},
-		{"a timeout is retried", []func(http.ResponseWriter){
-			func(w http.ResponseWriter) { time.Sleep(300 * time.Millisecond) }, ok}, "[500ms]", nil, 2},
-		{"a 401 is a revoked token, not retried", []func(http.ResponseWriter){
-			func(w http.ResponseWriter) { w.WriteHeader(401) }}, "[]", ErrUnauthorized, 1},
-		{"an answer that is not JSON is retried", []func(http.ResponseWriter){
-			func(w http.ResponseWriter) { fmt.Fprint(w, "<html>") }, ok}, "[500ms]", nil, 2},
+		{"a 429 waits its Retry-After", []func(http.ResponseWriter, *http.Request){
+			func(w http.ResponseWriter, r *http.Request) { w.Header().Set("Retry-After", "3"); w.WriteHeader(429) }, ok}, "[3s]", nil, 2},
+		{"a 429 beyond the longest wait fails at once", []func(http.ResponseWriter, *http.Request){
+			func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Retry-After", "3600")
+				w.WriteHeader(429)
+			}}, "[]", ErrUnavailable, 1},
+		{"5xx backs off and recovers", []func(http.ResponseWriter, *http.Request){
+			func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(503) }, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) },
+			func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(502) }, ok}, "[500ms 1s 2s]", nil, 4},
+		{"5xx that lasts gives up after four tries", []func(http.ResponseWriter, *http.Request){
+			func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) }}, "[500ms 1s 2s]", ErrUnavailable, 4},
+		{"a timeout is retried", []func(http.ResponseWriter, *http.Request){
+			func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }, ok}, "[500ms]", nil, 2},
+		{"a 401 is a revoked token, not retried", []func(http.ResponseWriter, *http.Request){
+			func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(401) }}, "[]", ErrUnauthorized, 1},
+		{"an answer that is not JSON is retried", []func(http.ResponseWriter, *http.Request){
+			func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "<html>") }, ok}, "[500ms]", nil, 2},
 	}
 	for _, tt := range tests {
+		// In a synctest bubble with the API in process: the client's 100 ms timeout is fake
+		// time, met by the hanging answer only, however slowly the machine serves the others.
 		t.Run(tt.name, func(t *testing.T) {
-			var mu sync.Mutex
-			calls := 0
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				mu.Lock()
-				i := min(calls, len(tt.answers)-1)
-				calls++
-				mu.Unlock()
-				if r.Header.Get("Authorization") != "Bearer tok" {
-					t.Errorf("Authorization %q", r.Header.Get("Authorization"))
+			synctest.Test(t, func(t *testing.T) {
+				var mu sync.Mutex
+				calls := 0
+				api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					mu.Lock()
+					i := min(calls, len(tt.answers)-1)
+					calls++
+					mu.Unlock()
+					if r.Header.Get("Authorization") != "Bearer tok" {
+						t.Errorf("Authorization %q", r.Header.Get("Authorization"))
+					}
+					tt.answers[i](w, r)
+				})
+				var waits []time.Duration
+				c := NewClient(ClientConfig{APIURL: "http://api.test", HTTP: &http.Client{Timeout: 100 * time.Millisecond, Transport: scantest.Transport(api)},
+					Sleep: func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil }})
+				sites, err := c.Sites(context.Background(), "tok")
+				if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
+					t.Fatalf("err %v, want %v", err, tt.wantErr)
 				}
-				tt.answers[i](w)
-			}))
-			defer srv.Close()
-			var waits []time.Duration
-			c := NewClient(ClientConfig{APIURL: srv.URL, HTTP: &http.Client{Timeout: 100 * time.Millisecond},
-				Sleep: func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil }})
-			sites, err := c.Sites(context.Background(), "tok")
-			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
-				t.Fatalf("err %v, want %v", err, tt.wantErr)
-			}
-			if err == nil && (len(sites) != 1 || sites[0].Domain() != "one.webflow.io") {
-				t.Errorf("sites %+v", sites)
-			}
-			if got := fmt.Sprint(waits); got != tt.wantWaits || calls != tt.wantCalls {
-				t.Errorf("waits %s after %d calls, want %s after %d", got, calls, tt.wantWaits, tt.wantCalls)
-			}
+				if err == nil && (len(sites) != 1 || sites[0].Domain() != "one.webflow.io") {
+					t.Errorf("sites %+v", sites)
+				}
+				if got := fmt.Sprint(waits); got != tt.wantWaits || calls != tt.wantCalls {
+					t.Errorf("waits %s after %d calls, want %s after %d", got, calls, tt.wantWaits, tt.wantCalls)
+				}
+			})
 		})
 	}
 }

@@ -6,30 +6,12 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
+
+	"sitepulse/scanner/scantest"
 )
-
-// fakeClock is a clock tests move by hand; safe for the pool's goroutines.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newFakeClock(t time.Time) *fakeClock { return &fakeClock{now: t} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 // bStep is one step of a breaker script: move the clock, then either ask to go (and check the
 // answer) or record an audit's verdict.
@@ -86,7 +68,7 @@ func TestBreaker(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clock := newFakeClock(t0)
+			clock := scantest.NewClock(t0)
 			b := NewBreaker(BreakerConfig{Failures: 3, OpenFor: T, Now: clock.Now})
 			for i, s := range tt.steps {
 				clock.Advance(s.advance)
@@ -116,11 +98,15 @@ func TestBreaker(t *testing.T) {
 // While the probe is in flight the other audits wait for its verdict rather than being turned
 // away: a probe that succeeds lets them all go, one that fails refuses them.
 func TestBreakerWaitersFollowTheProbe(t *testing.T) {
+	synctest.Test(t, testBreakerWaitersFollowTheProbe)
+}
+
+func testBreakerWaitersFollowTheProbe(t *testing.T) {
 	for _, tt := range []struct {
 		verdict psiVerdict
 		wantErr bool
 	}{{psiAnswered, false}, {psiTrouble, true}} {
-		clock := newFakeClock(time.Date(2026, 1, 15, 12, 0, 0, 0, time.UTC))
+		clock := scantest.NewClock(time.Date(2026, 1, 15, 12, 0, 0, 0, time.UTC))
 		b := NewBreaker(BreakerConfig{Failures: 1, OpenFor: time.Minute, Now: clock.Now})
 		b.record(false, psiTrouble, "x")
 		clock.Advance(time.Minute)
@@ -137,6 +123,7 @@ func TestBreakerWaitersFollowTheProbe(t *testing.T) {
 				results <- err
 			}()
 		}
+		synctest.Wait() // the three wait for the probe's verdict
 		b.record(true, tt.verdict, "x")
 		for range 3 {
 			if err := <-results; (err != nil) != tt.wantErr || err != nil && !errors.Is(err, ErrPSIUnavailable) {
@@ -145,7 +132,7 @@ func TestBreakerWaitersFollowTheProbe(t *testing.T) {
 		}
 	}
 	// A waiter whose job is cancelled stops waiting.
-	clock := newFakeClock(time.Date(2026, 1, 15, 12, 0, 0, 0, time.UTC))
+	clock := scantest.NewClock(time.Date(2026, 1, 15, 12, 0, 0, 0, time.UTC))
 	b := NewBreaker(BreakerConfig{Failures: 1, OpenFor: time.Minute, Now: clock.Now})
 	b.record(false, psiTrouble, "x")
 	clock.Advance(time.Minute)

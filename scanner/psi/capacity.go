@@ -40,7 +40,13 @@ type Capacity struct {
 	limit   int           // the cap now, 1..MaxInFlight
 	audits  int           // audits holding a slot
 	calls   int           // calls holding a call slot: waiting for the rate limit, or sent
-	waiting map[*Share]time.Time
+	// waiting is the order in which the waiting shares asked: a count, not a time, so that two
+	// shares asking within one tick of a coarse clock (or at once on a fake one) are still
+	// ordered, and every waiter agrees on which is the fairest. With equal times the choice
+	// followed map order, differently for each waiter, and two waiters could each find the
+	// other fairest and wait for a change that never came.
+	waiting map[*Share]uint64
+	asked   uint64        // the count of Acquire calls, for waiting
 	pause   time.Time     // no call is sent before this (Retry-After)
 	step    time.Time     // the next recovery step; zero when whole
 	every   time.Duration // the recovery period now, Recover doubled by each failed probe
@@ -63,7 +69,7 @@ func NewCapacity(cfg CapacityConfig) *Capacity {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Capacity{cfg: cfg, changed: make(chan struct{}), limit: cfg.MaxInFlight, waiting: map[*Share]time.Time{},
+	return &Capacity{cfg: cfg, changed: make(chan struct{}), limit: cfg.MaxInFlight, waiting: map[*Share]uint64{},
 		every: cfg.Recover}
 }
 
@@ -81,7 +87,8 @@ func (c *Capacity) Share() *Share { return &Share{c: c} }
 func (s *Share) Acquire(ctx context.Context) error {
 	c := s.c
 	c.mu.Lock()
-	c.waiting[s] = c.cfg.Now()
+	c.asked++
+	c.waiting[s] = c.asked
 	for {
 		c.recoverLocked()
 		room, retry := c.roomLocked()
@@ -164,10 +171,10 @@ func (s *Share) InFlight() int {
 // fairestLocked is the waiting share with the fewest audits in flight, the longest waiting on a tie.
 func (c *Capacity) fairestLocked() *Share {
 	var best *Share
-	var since time.Time
+	var first uint64
 	for s, at := range c.waiting {
-		if best == nil || s.inFlight < best.inFlight || s.inFlight == best.inFlight && at.Before(since) {
-			best, since = s, at
+		if best == nil || s.inFlight < best.inFlight || s.inFlight == best.inFlight && at < first {
+			best, first = s, at
 		}
 	}
 	return best

@@ -39,9 +39,18 @@ const badKeyBody = `{"error":{"code":400,"message":"API key not valid. Please pa
 // fakePSI answers calls from a script, one reply per call (the last repeats).
 func fakePSI(t *testing.T, replies []psiReply) (*httptest.Server, *atomic.Int32, chan struct{}) {
 	t.Helper()
+	h, calls, release := psiScript(t, replies)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv, calls, release
+}
+
+// psiScript is fakePSI's handler, for a test that calls it in process (scantest.Transport).
+func psiScript(t *testing.T, replies []psiReply) (http.Handler, *atomic.Int32, chan struct{}) {
+	t.Helper()
 	var calls atomic.Int32
 	release := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n := int(calls.Add(1))
 		rep := replies[min(n, len(replies))-1]
 		if rep.hang {
@@ -61,9 +70,9 @@ func fakePSI(t *testing.T, replies []psiReply) (*httptest.Server, *atomic.Int32,
 			return
 		}
 		w.Write([]byte(rep.body))
-	}))
-	t.Cleanup(func() { close(release); srv.Close() })
-	return srv, &calls, release
+	})
+	t.Cleanup(func() { close(release) })
+	return h, &calls, release
 }
 
 func TestPSIAudit(t *testing.T) {

@@ -3,10 +3,8 @@ package scantest
 import (
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"sort"
 	"sync"
-	"testing"
 	"time"
 )
 
@@ -24,7 +22,6 @@ type MixConfig struct {
 // proportions of its MixConfig, and otherwise with the real fixture as PSI does. It records
 // when each call arrived, so a test can measure calls per window against a rate limit.
 type Mix struct {
-	*httptest.Server
 	psi *PSI
 
 	mu        sync.Mutex
@@ -44,13 +41,17 @@ const (
 	KindGarbage     = "garbage"
 )
 
-// NewMix starts the fake on 127.0.0.1 over the fixtures in dir; it stops when the test ends.
-func NewMix(t testing.TB, dir string, cfg MixConfig) *Mix {
-	m := &Mix{psi: newPSI(dir), kinds: map[string]int{}} // its fixtures, served by m's own server
+// NewMix is the fake over the fixtures in dir. It has no listener: its Client answers in
+// process, so a test can run it inside a testing/synctest bubble.
+func NewMix(dir string, cfg MixConfig) *Mix {
+	m := &Mix{psi: newPSI(dir), kinds: map[string]int{}} // its fixtures, served by m itself
 	m.Set(cfg)
-	m.Server = httptest.NewServer(http.HandlerFunc(m.serve))
-	t.Cleanup(m.Close)
 	return m
+}
+
+// Client is an HTTP client that reaches the fake in process.
+func (m *Mix) Client() *http.Client {
+	return &http.Client{Transport: Transport(http.HandlerFunc(m.serve))}
 }
 
 // Set changes the mix for the calls that follow; MixConfig{} answers every call cleanly.
@@ -65,7 +66,7 @@ func (m *Mix) Set(cfg MixConfig) {
 }
 
 // Endpoint is the PAGESPEED_API_URL of the fake.
-func (m *Mix) Endpoint() string { return m.URL + "/pagespeedonline/v5/runPagespeed" }
+func (m *Mix) Endpoint() string { return "http://psi.test/pagespeedonline/v5/runPagespeed" }
 
 // Kinds counts the answers given, by kind.
 func (m *Mix) Kinds() map[string]int {

@@ -79,8 +79,43 @@ func Handler(dir string, delay time.Duration) http.Handler {
 	return http.HandlerFunc(p.serve)
 }
 
+// NewInProcess is the fake without a listener: its Client answers in the caller's own
+// goroutine, so a pipeline test can run inside a testing/synctest bubble (where a goroutine
+// blocked on a socket would keep fake time from moving) and its Delay and Hold run on the
+// bubble's clock.
+func NewInProcess(dir string) *PSI { return newPSI(dir) }
+
 // Endpoint is the PAGESPEED_API_URL of the fake.
-func (p *PSI) Endpoint() string { return p.URL + "/pagespeedonline/v5/runPagespeed" }
+func (p *PSI) Endpoint() string {
+	if p.Server == nil {
+		return "http://psi.test/pagespeedonline/v5/runPagespeed"
+	}
+	return p.URL + "/pagespeedonline/v5/runPagespeed"
+}
+
+// Client is an HTTP client that reaches the fake: through its listener when it has one, in
+// process otherwise.
+func (p *PSI) Client() *http.Client {
+	if p.Server != nil {
+		return p.Server.Client()
+	}
+	return &http.Client{Transport: Transport(http.HandlerFunc(p.serve))}
+}
+
+// Transport answers every request by calling h in the caller's goroutine: an HTTP double
+// without a socket, which a testing/synctest bubble can hold.
+func Transport(h http.Handler) http.RoundTripper { return inProcess{h} }
+
+type inProcess struct{ h http.Handler }
+
+func (t inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	t.h.ServeHTTP(rec, req)
+	if err := req.Context().Err(); err != nil { // the client gave up (a Hang fault, a timeout)
+		return nil, err
+	}
+	return rec.Result(), nil
+}
 
 // sequence is the fixture directories of one page's calls from call after+1 on.
 type sequence struct {

@@ -3,7 +3,6 @@ package postgres_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"sitepulse/store"
 	"sitepulse/store/postgres"
@@ -25,9 +24,9 @@ func TestListenJobsWakesOnEnqueue(t *testing.T) {
 	wakesOnEnqueue(t, p, site, wake, "")
 }
 
-// wakesOnEnqueue fails the test unless an enqueue for site wakes the listener within 10 s. A
-// wake-up already pending, such as one another test's enqueue caused (notifications are
-// database-wide), is drained first. when ends the failure message.
+// wakesOnEnqueue fails the test unless an enqueue for site wakes the listener within
+// storetest.Timeout. A wake-up already pending, such as one another test's enqueue caused
+// (notifications are database-wide), is drained first. when ends the failure message.
 func wakesOnEnqueue(t *testing.T, p *postgres.Store, site store.Site, wake <-chan struct{}, when string) {
 	t.Helper()
 	select {
@@ -35,9 +34,5 @@ func wakesOnEnqueue(t *testing.T, p *postgres.Store, site store.Site, wake <-cha
 	default:
 	}
 	enqueue(t, p, site, t0)
-	select {
-	case <-wake:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no wake-up within 10 s of an enqueue" + when)
-	}
+	storetest.Recv(t, wake, "a wake-up after an enqueue"+when)
 }
