@@ -46,15 +46,16 @@ type config struct {
 	PSIBreakerSecs  int
 	// ScanAllowPrivate lets scans fetch internal addresses: for self-hosters who
 	// audit intranet or staging sites.
-	ScanAllowPrivate bool
-	MaxSitesPerUser  int
-	UserDailyAudits  int
-	SessionIdleMins  int
-	ConfirmRuns      int
-	ScanDeadline     int
-	SchedulePoll     int
-	DiscoveryTimeout int
-	Demo             bool
+	ScanAllowPrivate     bool
+	MaxSitesPerWorkspace int
+	MaxWorkspaces        int
+	UserDailyAudits      int
+	SessionIdleMins      int
+	ConfirmRuns          int
+	ScanDeadline         int
+	SchedulePoll         int
+	DiscoveryTimeout     int
+	Demo                 bool
 }
 
 // siteRules are the rules of a site that depend on the configuration.
@@ -72,6 +73,8 @@ type setting struct {
 	min            int
 	// secret values are read from the environment but never shown as a flag default in -h.
 	secret bool
+	// alias is an older name of the variable, still read when env is unset.
+	alias string
 }
 
 func (c *config) settings() []setting {
@@ -109,8 +112,9 @@ func (c *config) settings() []setting {
 		{env: "PSI_BREAKER_FAILURES", def: "5", help: "consecutive audits finding PSI in trouble (5xx, timeouts, network) that open the PSI breaker", num: &c.PSIBreakerFails, min: 1},
 		{env: "REGRESSION_CONFIRM_RUNS", def: "2", help: "re-audits of a page whose audit regressed against the previous scan, the median run kept; 0 turns confirmation off", num: &c.ConfirmRuns},
 		{env: "SCAN_ALLOW_PRIVATE", def: "false", help: "true lets scans fetch loopback, private and link-local addresses (intranet or staging sites); never on a multi-tenant service", boolean: &c.ScanAllowPrivate},
-		{env: "MAX_SITES_PER_USER", def: "50", help: "sites one account may have", num: &c.MaxSitesPerUser, min: 1},
-		{env: "USER_DAILY_AUDITS", def: "6000", help: "audits one account's scans may make per UTC day (counted in the store, so shared by every replica); past it, its scans wait for the next day", num: &c.UserDailyAudits, min: 1},
+		{env: "MAX_SITES_PER_WORKSPACE", def: "50", help: "sites one workspace may have (MAX_SITES_PER_USER, its former name, is still read)", num: &c.MaxSitesPerWorkspace, min: 1, alias: "MAX_SITES_PER_USER"},
+		{env: "MAX_WORKSPACES_PER_USER", def: "10", help: "workspaces one account may own, its personal one included", num: &c.MaxWorkspaces, min: 1},
+		{env: "USER_DAILY_AUDITS", def: "6000", help: "audits the scans of one workspace may make per UTC day (counted in the store, so shared by every replica); past it, its scans wait for the next day", num: &c.UserDailyAudits, min: 1},
 		{env: "SESSION_IDLE_MINUTES", def: "10080", help: "minutes without a request after which a browser session ends (default 7 days; sessions end after 30 days regardless)", num: &c.SessionIdleMins, min: 1},
 		{env: "PSI_BREAKER_SECONDS", def: "60", help: "seconds the PSI breaker stays open before one probe audit", num: &c.PSIBreakerSecs, min: 1},
 	}
@@ -124,6 +128,9 @@ func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (co
 	raw := map[string]*string{}
 	for _, s := range c.settings() {
 		v := getenv(s.env)
+		if v == "" && s.alias != "" {
+			v = getenv(s.alias)
+		}
 		if v == "" {
 			v = s.def
 		}

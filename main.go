@@ -88,8 +88,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	auditor, capacity := newAuditor(cfg, guard, log)
+	// One mailer: the regression digests, the sign-up messages and the workspace invitations.
+	digest := &notify.Digest{Store: st, SMTPAddr: cfg.SMTPAddr, From: cfg.SMTPFrom, Username: cfg.SMTPUsername,
+		Password: cfg.SMTPPassword, BaseURL: cfg.BaseURL, Log: log}
 	// The demo site's audits are replayed offline; every other site's go to the real auditor.
-	pool := newPool(ctx, cfg, st, demo.Replaying(replay, auditor), capacity, guard.Client(), connector, log)
+	pool := newPool(ctx, cfg, st, demo.Replaying(replay, auditor), capacity, guard.Client(), connector, digest, log)
 	pool.Start()
 	// Deferred after the store's Close, so it runs before it: HTTP server, scanner, store.
 	defer func() {
@@ -113,7 +116,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	var mail func(ctx context.Context, to, subject, body string) error // nil: logged instead
 	if cfg.SMTPAddr != "" {
-		mail = (&notify.Digest{SMTPAddr: cfg.SMTPAddr, From: cfg.SMTPFrom, Username: cfg.SMTPUsername, Password: cfg.SMTPPassword}).Send
+		mail = digest.Send
 	}
 	chKeys, err := channelKeys(cfg, st, log)
 	if err != nil {
@@ -122,7 +125,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	handler, err := handlers.NewHandler(handlers.Deps{
 		Store: st, Log: log, BaseURL: cfg.BaseURL,
 		OAuth: authServer, MCP: mcpServer, PlatformSecret: cfg.PlatformSecret, DemoWebhookSecret: demoSecret, DemoPlatformID: demo.PlatformID,
-		MaxSitesPerUser: cfg.MaxSitesPerUser, SiteRules: cfg.siteRules(),
+		MaxSitesPerWorkspace: cfg.MaxSitesPerWorkspace, MaxWorkspacesPerUser: cfg.MaxWorkspaces, SiteRules: cfg.siteRules(),
 		SessionIdle: time.Duration(cfg.SessionIdleMins) * time.Minute, Replayed: replay.Serves,
 		Platform: connector, PlatformClientID: cfg.PlatformID, PlatformAuthorizeURL: cfg.PlatformAuthURL,
 		ChannelKeys: chKeys, Guard: guard, ChannelAllowHTTP: cfg.ScanAllowPrivate,
@@ -219,7 +222,7 @@ func platformConnector(cfg config, st store.Store, log *slog.Logger) (*platform.
 		Client:     platform.NewClient(platform.ClientConfig{APIURL: cfg.PlatformAPIURL, ClientID: cfg.PlatformID, ClientSecret: cfg.PlatformSecret}),
 		Keys:       keys,
 		WebhookURL: cfg.BaseURL + "/api/webhooks/platform",
-		MaxSites:   cfg.MaxSitesPerUser,
+		MaxSites:   cfg.MaxSitesPerWorkspace,
 		MaxPages:   cfg.MaxPagesPerScan,
 		Log:        log,
 		Now:        time.Now,
@@ -253,7 +256,7 @@ func newAuditor(cfg config, guard netguard.Guard, log *slog.Logger) (scanner.Aud
 // newPool is the scan worker pool with its regression digest. A store that can announce new
 // jobs (Postgres LISTEN/NOTIFY) wakes the dispatcher at once; it polls either way. Sitemaps
 // are fetched with fetch, the guarded client.
-func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Auditor, capacity *psi.Capacity, fetch *http.Client, connector *platform.Connector, log *slog.Logger) *scanner.Pool {
+func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Auditor, capacity *psi.Capacity, fetch *http.Client, connector *platform.Connector, digest *notify.Digest, log *slog.Logger) *scanner.Pool {
 	var wake <-chan struct{}
 	if w, ok := st.(store.JobWaker); ok {
 		ch, err := w.WakeOnJobs(ctx, func(err error) { log.Warn("job notifications", "err", err) })
@@ -268,8 +271,6 @@ func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Au
 		refresher = connector
 	}
 	// Every kind of job runs through the one queue; a kind is registered here with its worker.
-	digest := &notify.Digest{Store: st, SMTPAddr: cfg.SMTPAddr, From: cfg.SMTPFrom, Username: cfg.SMTPUsername,
-		Password: cfg.SMTPPassword, BaseURL: cfg.BaseURL, Log: log}
 	return scanner.NewPool(scanner.PoolConfig{
 		Store: st, Auditor: auditor, Capacity: capacity, Log: log, Workers: cfg.ScanWorkers, Wake: wake, Platform: refresher,
 		ConfirmRuns:   cfg.ConfirmRuns,

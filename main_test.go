@@ -252,6 +252,26 @@ func TestConfigBaseURLFollowsAddr(t *testing.T) {
 	}
 }
 
+// MAX_SITES_PER_USER keeps working as the old name of MAX_SITES_PER_WORKSPACE; the new name wins.
+func TestConfigMaxSitesOldName(t *testing.T) {
+	for _, tt := range []struct {
+		env  map[string]string
+		want int
+	}{
+		{map[string]string{}, 50},
+		{map[string]string{"MAX_SITES_PER_USER": "7"}, 7},
+		{map[string]string{"MAX_SITES_PER_USER": "7", "MAX_SITES_PER_WORKSPACE": "9"}, 9},
+	} {
+		c, err := loadConfig(nil, func(k string) string { return tt.env[k] }, &bytes.Buffer{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.MaxSitesPerWorkspace != tt.want || c.MaxWorkspaces != 10 {
+			t.Errorf("%v: MaxSitesPerWorkspace %d, MaxWorkspaces %d; want %d and 10", tt.env, c.MaxSitesPerWorkspace, c.MaxWorkspaces, tt.want)
+		}
+	}
+}
+
 // TestRunOnABusyPortPrintsNoDemo is issue 24's port clash: a second `go run .` on a taken
 // address must not print demo credentials that belong to no server, and must say which address
 // is taken and how to choose another.
@@ -279,7 +299,7 @@ func TestRunOnABusyPortPrintsNoDemo(t *testing.T) {
 	}
 }
 
-// The default daily audit budget covers a full account scanned daily, as issue 25 asks: every
+// The default daily audit budget covers a full workspace scanned daily, as issue 25 asks: every
 // site of the sites cap, every page of the pages cap, mobile and desktop, plus a fifth for the
 // re-audits that confirm regressions.
 func TestDefaultAuditBudgetCoversAFullAccountScannedDaily(t *testing.T) {
@@ -288,9 +308,9 @@ func TestDefaultAuditBudgetCoversAFullAccountScannedDaily(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	need := c.MaxSitesPerUser * c.MaxPagesPerScan * 2 * 6 / 5
+	need := c.MaxSitesPerWorkspace * c.MaxPagesPerScan * 2 * 6 / 5
 	if c.UserDailyAudits < need {
 		t.Errorf("USER_DAILY_AUDITS defaults to %d, want at least %d (%d sites x %d pages x 2 strategies x 1.2)",
-			c.UserDailyAudits, need, c.MaxSitesPerUser, c.MaxPagesPerScan)
+			c.UserDailyAudits, need, c.MaxSitesPerWorkspace, c.MaxPagesPerScan)
 	}
 }

@@ -44,12 +44,19 @@ type apiFixture struct {
 
 var fixtureNow = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 
-func newAPIFixture(t testing.TB, st store.Store) *apiFixture {
+func newAPIFixture(t testing.TB, st store.Store) *apiFixture { return newAPIFixtureWith(t, st, nil) }
+
+// newAPIFixtureWith is newAPIFixture with the handler's dependencies changed by with.
+func newAPIFixtureWith(t testing.TB, st store.Store, with func(*Deps)) *apiFixture {
 	t.Helper()
 	ctx := context.Background()
 	f := &apiFixture{st: st, now: fixtureNow}
 	clock := func() time.Time { return f.now }
-	h, err := NewHandler(withServers(Deps{Store: st, BaseURL: "http://sitepulse.test", Now: clock, PasswordIterations: 1000}))
+	deps := Deps{Store: st, BaseURL: "http://sitepulse.test", Now: clock, PasswordIterations: 1000}
+	if with != nil {
+		with(&deps)
+	}
+	h, err := NewHandler(withServers(deps))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,39 +57,44 @@ func (s *server) requireBearer(p bearerPolicy, next http.Handler) http.Handler {
 			s.unauthorized(w, p, "", "missing bearer token: send Authorization: Bearer <key>")
 			return
 		}
-		userID, scope, err := s.verifyBearer(r.Context(), p, token)
+		principal, scope, err := s.verifyBearer(r.Context(), p, token)
 		if err != nil {
 			s.bearerFailure(w, r, p, err)
 			return
 		}
-		ctx := store.WithScope(store.WithUserID(r.Context(), userID), scope)
+		ctx := store.WithScope(store.WithPrincipal(r.Context(), principal), scope)
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 
-// verifyBearer finds the user and scope of a token by its prefix. Each kind is looked up by its
-// hash only; a token of the wrong kind for the route is simply not found. A credential stored
-// without a scope may read: reading is what every credential could always do.
-func (s *server) verifyBearer(ctx context.Context, p bearerPolicy, token string) (userID, scope string, err error) {
+// verifyBearer finds the principal and scope of a token by its prefix: an API key acts for its
+// workspace only, an access token as its user. Each kind is looked up by its hash only; a
+// token of the wrong kind for the route is simply not found. A credential stored without a
+// scope may read: reading is what every credential could always do.
+func (s *server) verifyBearer(ctx context.Context, p bearerPolicy, token string) (principal store.Principal, scope string, err error) {
 	switch {
 	case isAPIKey(token):
 		k, err := s.Store.APIKeyByHash(ctx, store.HashSecret(token), s.Now())
 		if err != nil {
-			return "", "", err
+			return store.Principal{}, "", err
 		}
-		userID, scope = k.UserID, k.Scope
+		scope = k.Scope
+		if scope == "" {
+			scope = store.ScopeRead
+		}
+		return store.Principal{UserID: k.UserID, KeyWorkspaceID: k.WorkspaceID, KeyPublish: store.HasScope(scope, store.ScopeWrite)}, scope, nil
 	case p.accessTokens && len(token) <= maxBearerLen:
+		var userID string
 		userID, scope, err = s.tokens.VerifyAccessToken(ctx, token) // it refuses what is not an access token
 		if err != nil {
-			return "", "", err
+			return store.Principal{}, "", err
 		}
-	default:
-		return "", "", store.ErrNotFound
+		if scope == "" {
+			scope = store.ScopeRead
+		}
+		return store.Principal{UserID: userID}, scope, nil
 	}
-	if scope == "" {
-		scope = store.ScopeRead
-	}
-	return userID, scope, nil
+	return store.Principal{}, "", store.ErrNotFound
 }
 
 // isAPIKey says whether a token has an API key's shape: the prefix and at most maxBearerLen bytes.

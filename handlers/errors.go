@@ -19,7 +19,9 @@ const retryAfterSeconds = 5
 //
 //	store.ErrNotFound    404 with notFound as the message ("" says "not found")
 //	store.ErrInvalid     422 with the rules' messages (what a site may be, store.Site.Validate)
-//	store.ErrConflict    409; a store.DuplicateError names the owner's site on that domain
+//	store.ErrConflict    409; a store.DuplicateError names the workspace's site on that domain
+//	store.ErrForbidden   403: a member whose role does not allow it (a non-member gets 404)
+//	store.ErrGone        410: an invitation used, revoked or expired
 //	store.ErrUnavailable 503 with Retry-After, a warning: nothing is wrong with the request or with us
 //	client went away     499 (nginx's "client closed request"), nobody reads it
 //	anything else        500 without details, logged as an error
@@ -39,6 +41,10 @@ func (s *server) error(w http.ResponseWriter, r *http.Request, err error, notFou
 		if errors.As(err, &dup) {
 			message = "conflict: " + dup.Error() + " (/sites/" + dup.SiteID + ")"
 		}
+	case store.ErrForbidden:
+		status, message = http.StatusForbidden, "forbidden: your role in this workspace does not allow this"
+	case store.ErrGone:
+		status, message = http.StatusGone, "gone: this link was used, revoked or has expired"
 	case store.ErrUnavailable:
 		s.Log.Warn("database unavailable", "method", r.Method, "path", logPath(r), "route", r.Pattern, "err", err)
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))

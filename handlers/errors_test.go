@@ -40,6 +40,13 @@ func (d *downStore) SitesOf(ctx context.Context, userID string) ([]store.Site, e
 	return d.Store.SitesOf(ctx, userID)
 }
 
+func (d *downStore) SitesIn(ctx context.Context, userID, workspaceID string) ([]store.Site, error) {
+	if d.down.Load() {
+		return nil, errRefused
+	}
+	return d.Store.SitesIn(ctx, userID, workspaceID)
+}
+
 func (d *downStore) BudgetInputsByKey(ctx context.Context, keyHash, siteID string, now time.Time) (store.BudgetInputs, error) {
 	if d.down.Load() {
 		return store.BudgetInputs{}, errRefused

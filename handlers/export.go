@@ -72,6 +72,9 @@ func (s *server) handleExport() http.Handler {
 		// The budget check's inputs name the site and its latest completed scan: one statement
 		// (the site's budget version) while this process holds them.
 		site, err := s.Store.BudgetInputs(ctx, userID, store.CanonicalID(siteID))
+		if err == nil { // after the argument checks, so a bad format is 422 whatever the site
+			err = s.authorizeSite(ctx, userID, store.CanonicalID(siteID), store.ActRead)
+		}
 		if err != nil {
 			s.error(w, r, err, "site not found")
 			return

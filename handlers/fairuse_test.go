@@ -16,14 +16,14 @@ import (
 	"sitepulse/store/storetest"
 )
 
-// An account may have at most MAX_SITES_PER_USER sites; the next is refused with a sentence.
-func TestSitesPerUserCap(t *testing.T) {
+// A workspace may have at most MAX_SITES_PER_WORKSPACE sites; the next is refused with a sentence.
+func TestSitesPerWorkspaceCap(t *testing.T) {
 	for _, b := range storetest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
 			st := b.Open(t)
 			ts := &testServer{store: st, now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
 			h, err := NewHandler(withServers(Deps{Store: st, BaseURL: "http://sitepulse.test", Now: func() time.Time { return ts.now },
-				PasswordIterations: 1000, MaxSitesPerUser: 2}))
+				PasswordIterations: 1000, MaxSitesPerWorkspace: 2}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -37,7 +37,7 @@ func TestSitesPerUserCap(t *testing.T) {
 					t.Fatalf("site %d: %d, want %d", i+1, resp.StatusCode, want)
 				}
 				if want != http.StatusSeeOther {
-					contains(t, body, "already has 2 sites, the most one account may have")
+					contains(t, body, "already has 2 sites, the most one workspace may have")
 				}
 			}
 			// Parallel posts of another account all pass the first count; the cap holds anyway.

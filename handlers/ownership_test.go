@@ -135,6 +135,24 @@ var ownershipCases = []ownershipCase{
 	// The public report is reached by its secret token, never by an id: a guessed one is unknown.
 	{name: "a report link that was never issued", route: "GET /report/{token}", method: "GET", path: func(a, _ apiAccount) string { return "/report/" + a.reportID }, cred: asCookie, status: 404},
 
+	// Workspaces: A's personal workspace has A's user id; B is no member of it.
+	{name: "A's workspace page", route: "GET /workspaces/{workspaceId}", method: "GET", path: wsPath(""), cred: asCookie, status: 404},
+	{name: "inviting into A's workspace", route: "POST /workspaces/{workspaceId}/invitations", method: "POST", path: wsPath("/invitations"),
+		form: url.Values{"email": {"b2@example.com"}, "role": {"owner"}}, cred: asCookie, status: 404, intact: membersIntact},
+	{name: "revoking an invitation of A's workspace", route: "POST /workspaces/{workspaceId}/invitations/{invitationId}/revoke", method: "POST",
+		path: func(a, _ apiAccount) string {
+			return "/workspaces/" + a.userID + "/invitations/" + a.reportID + "/revoke"
+		}, form: url.Values{}, cred: asCookie, status: 404},
+	{name: "changing a role in A's workspace", route: "POST /workspaces/{workspaceId}/members/{userId}", method: "POST",
+		path: func(a, _ apiAccount) string { return "/workspaces/" + a.userID + "/members/" + a.userID }, form: url.Values{"role": {"viewer"}}, cred: asCookie, status: 404, intact: membersIntact},
+	{name: "removing A from A's workspace", route: "POST /workspaces/{workspaceId}/members/{userId}/remove", method: "POST",
+		path: func(a, _ apiAccount) string { return "/workspaces/" + a.userID + "/members/" + a.userID + "/remove" }, form: url.Values{}, cred: asCookie, status: 404, intact: membersIntact},
+	{name: "leaving A's workspace", route: "POST /workspaces/{workspaceId}/leave", method: "POST", path: wsPath("/leave"), form: url.Values{}, cred: asCookie, status: 404, intact: membersIntact},
+	{name: "A's workspace notifications", route: "POST /workspaces/{workspaceId}/notifications", method: "POST", path: wsPath("/notifications"), form: url.Values{}, cred: asCookie, status: 404, intact: membersIntact},
+	// Invitations are reached by their secret token: a guessed one is unknown.
+	{name: "an invitation link that was never issued", route: "GET /invite/{token}", method: "GET", path: func(a, _ apiAccount) string { return "/invite/inv_" + a.reportID }, cred: asCookie, status: 404},
+	{name: "accepting an invitation that was never issued", route: "POST /invite/{token}", method: "POST", path: func(a, _ apiAccount) string { return "/invite/inv_" + a.userID }, form: url.Values{}, cred: asCookie, status: 404},
+
 	// MCP (ids in the JSON-RPC body): B's key gets the tool error, never A's data.
 	{name: "MCP get_latest_scan of A's site", route: "POST /api/mcp", method: "POST", path: fixed("/api/mcp"),
 		json: mcpCall("get_latest_scan", "siteId", func(a apiAccount) string { return a.siteID }), cred: asBearer, status: 200},
@@ -155,6 +173,21 @@ func scanPath(suffix string) func(a, b apiAccount) string {
 func mcpCall(tool, arg string, id func(a apiAccount) string) func(a apiAccount) string {
 	return func(a apiAccount) string {
 		return `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `","arguments":{"` + arg + `":"` + id(a) + `"}}}`
+	}
+}
+
+func wsPath(suffix string) func(a, b apiAccount) string {
+	return func(a, _ apiAccount) string { return "/workspaces/" + a.userID + suffix }
+}
+
+// membersIntact: A's personal workspace still has A alone, as owner, and no invitation.
+func membersIntact(t *testing.T, f *apiFixture) {
+	ms, _ := f.st.Members(context.Background(), f.a.userID)
+	if len(ms) != 1 || ms[0].UserID != f.a.userID || ms[0].Role != store.RoleOwner || !ms[0].NotifyRegressions {
+		t.Errorf("A's workspace members after B's request: %+v", ms)
+	}
+	if inv, _ := f.st.Invitations(context.Background(), f.a.userID, f.now); len(inv) != 0 {
+		t.Errorf("B invited into A's workspace: %+v", inv)
 	}
 }
 

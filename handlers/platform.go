@@ -24,14 +24,39 @@ type platformStatus struct {
 	Configured bool // PLATFORM_CLIENT_ID is set
 	Connected  bool
 	Reconnect  bool // the platform refused the token: connect again
+	Workspace  string
+}
+
+// platformWorkspace is the workspace a platform route acts for: the form's or query's
+// workspace, else the visitor's personal one. Connecting, importing and disconnecting are an
+// owner's actions (store.ActManage); the failure is answered here.
+func (s *server) platformWorkspace(w http.ResponseWriter, r *http.Request) (string, bool) {
+	ws := r.URL.Query().Get("workspace")
+	if r.Method == http.MethodPost {
+		ws = r.PostForm.Get("workspace")
+	}
+	ws = store.CanonicalID(ws)
+	if ws == "" {
+		ws = store.PersonalWorkspace(visitorFrom(r.Context()).User.ID)
+	}
+	if _, err := s.authorize(r.Context(), ws, store.ActManage); err != nil {
+		s.error(w, r, err, "There is no such workspace in your account.")
+		return "", false
+	}
+	return ws, true
 }
 
 func (s *server) platformStatus(r *http.Request) (platformStatus, error) {
-	st := platformStatus{Configured: s.Platform != nil}
+	return s.platformStatusOf(r, store.PersonalWorkspace(visitorFrom(r.Context()).User.ID))
+}
+
+// platformStatusOf is the state of a workspace's platform connection.
+func (s *server) platformStatusOf(r *http.Request, workspaceID string) (platformStatus, error) {
+	st := platformStatus{Configured: s.Platform != nil, Workspace: workspaceID}
 	if !st.Configured {
 		return st, nil
 	}
-	c, err := s.Store.PlatformConnection(r.Context(), visitorFrom(r.Context()).User.ID)
+	c, err := s.Store.PlatformConnection(r.Context(), workspaceID)
 	if errors.Is(err, store.ErrNotFound) {
 		return st, nil
 	}
@@ -74,7 +99,15 @@ func (s *server) handlePlatformConnect() http.Handler {
 			return
 		}
 		v := visitorFrom(r.Context())
-		state, hash := store.NewSecret("")
+		ws, ok := s.platformWorkspace(w, r)
+		if !ok {
+			return
+		}
+		// The state names the workspace it connects; single use and bound to the visitor, it
+		// cannot be replayed into another workspace, and the callback asks the role again.
+		secret, _ := store.NewSecret("")
+		state := ws + "." + secret
+		hash := store.HashSecret(state)
 		if err := s.Store.CreatePlatformState(r.Context(), hash, v.User.ID, s.Now(), s.Now().Add(platformStateTTL)); err != nil {
 			s.error(w, r, err, "")
 			return
@@ -117,20 +150,34 @@ func (s *server) handlePlatformCallback() http.Handler {
 			s.renderPlatform(w, r, http.StatusBadRequest, platformPage{Error: "The platform did not grant access (it answered “" + truncate(q.Get("error"), 60) + "”). Nothing was connected."})
 			return
 		}
-		if err := s.Platform.Connect(r.Context(), v.User.ID, q.Get("code"), s.platformRedirectURI()); err != nil {
+		ws, _, _ := strings.Cut(state, ".")
+		if _, err := s.authorize(r.Context(), ws, store.ActManage); err != nil {
+			s.error(w, r, err, "There is no such workspace in your account.")
+			return
+		}
+		if err := s.Platform.Connect(r.Context(), ws, q.Get("code"), s.platformRedirectURI()); err != nil {
 			s.Log.Warn("platform: code exchange failed", "user", v.User.ID, "err", err)
 			s.renderPlatform(w, r, http.StatusBadGateway, platformPage{Error: "The platform did not accept the connection. Nothing was connected; try again in a moment."})
 			return
 		}
-		s.Log.Info("platform: connected", "user", v.User.ID)
-		http.Redirect(w, r, "/platform/import", http.StatusSeeOther)
+		s.Log.Info("platform: connected", "user", v.User.ID, "workspace", ws)
+		s.activity(r.Context(), ws, "connected the platform", "")
+		next := "/platform/import"
+		if ws != store.PersonalWorkspace(v.User.ID) {
+			next += "?workspace=" + ws
+		}
+		http.Redirect(w, r, next, http.StatusSeeOther)
 	})
 }
 
 // handlePlatformImportPage lists the platform sites the user's connection sees, to tick.
 func (s *server) handlePlatformImportPage() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		st, err := s.platformStatus(r)
+		ws, ok := s.platformWorkspace(w, r)
+		if !ok {
+			return
+		}
+		st, err := s.platformStatusOf(r, ws)
 		if err != nil {
 			s.error(w, r, err, "")
 			return
@@ -140,7 +187,7 @@ func (s *server) handlePlatformImportPage() http.Handler {
 			s.renderPlatform(w, r, http.StatusOK, d)
 			return
 		}
-		d.Choices, err = s.Platform.Choices(r.Context(), visitorFrom(r.Context()).User.ID)
+		d.Choices, err = s.Platform.Choices(r.Context(), ws)
 		if status, ok := s.platformFault(w, r, err, &d); !ok {
 			s.renderPlatform(w, r, status, d)
 			return
@@ -172,7 +219,11 @@ func (s *server) platformFault(w http.ResponseWriter, r *http.Request, err error
 // place; the page says which failed, and ticking them again resumes without duplicates.
 func (s *server) handlePlatformImport() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		st, err := s.platformStatus(r)
+		ws, ok := s.platformWorkspace(w, r)
+		if !ok {
+			return
+		}
+		st, err := s.platformStatusOf(r, ws)
 		if err != nil {
 			s.error(w, r, err, "")
 			return
@@ -188,7 +239,7 @@ func (s *server) handlePlatformImport() http.Handler {
 			if len(ids) > maxImportSites {
 				d.Error = fmt.Sprintf("Tick at most %d sites at a time.", maxImportSites)
 			}
-			d.Choices, err = s.Platform.Choices(r.Context(), visitorFrom(r.Context()).User.ID)
+			d.Choices, err = s.Platform.Choices(r.Context(), ws)
 			if status, ok := s.platformFault(w, r, err, &d); !ok {
 				s.renderPlatform(w, r, status, d)
 				return
@@ -196,7 +247,7 @@ func (s *server) handlePlatformImport() http.Handler {
 			s.renderPlatform(w, r, http.StatusUnprocessableEntity, d)
 			return
 		}
-		results, err := s.Platform.Import(r.Context(), visitorFrom(r.Context()).User.ID, ids)
+		results, err := s.Platform.Import(r.Context(), visitorFrom(r.Context()).User.ID, ws, ids)
 		if status, ok := s.platformFault(w, r, err, &d); !ok {
 			s.renderPlatform(w, r, status, d)
 			return
@@ -225,7 +276,7 @@ func (s *server) handlePlatformImport() http.Handler {
 				case errors.Is(res.Err, store.ErrConflict):
 					out.Err = errors.New("another SitePulse account has connected this site")
 				case errors.Is(res.Err, store.ErrLimit):
-					out.Err = fmt.Errorf("this account already has %d sites, the most one account may have here", s.MaxSitesPerUser)
+					out.Err = fmt.Errorf("this workspace already has %d sites, the most one workspace may have here", s.MaxSitesPerWorkspace)
 				default:
 					out.Err = errors.New("the platform could not be reached; tick it again to finish")
 					status = http.StatusBadGateway
@@ -238,7 +289,7 @@ func (s *server) handlePlatformImport() http.Handler {
 				d.Error = "None of the ticked sites is one your connection sees."
 				status = http.StatusUnprocessableEntity
 			}
-			d.Choices, _ = s.Platform.Choices(r.Context(), visitorFrom(r.Context()).User.ID)
+			d.Choices, _ = s.Platform.Choices(r.Context(), ws)
 			s.renderPlatform(w, r, status, d)
 			return
 		}
@@ -254,10 +305,15 @@ func (s *server) handlePlatformDisconnect() http.Handler {
 			s.renderPlatform(w, r, http.StatusNotFound, platformPage{})
 			return
 		}
-		if _, _, err := s.Platform.Disconnect(r.Context(), visitorFrom(r.Context()).User.ID); err != nil {
+		ws, ok := s.platformWorkspace(w, r)
+		if !ok {
+			return
+		}
+		if _, _, err := s.Platform.Disconnect(r.Context(), visitorFrom(r.Context()).User.ID, ws); err != nil {
 			s.error(w, r, err, "")
 			return
 		}
+		s.activity(r.Context(), ws, "disconnected the platform", "")
 		http.Redirect(w, r, "/?done=platform-disconnected", http.StatusSeeOther)
 	})
 }

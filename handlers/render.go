@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"sitepulse/scanner/analysis"
+	"sitepulse/store"
 )
 
 //go:embed templates/*.html
@@ -37,7 +38,13 @@ type page struct {
 	Data    any
 	// Public pages (a client report) are read by people with no account: no site navigation.
 	Public bool
+	// Workspace is the workspace the page is about, with the visitor's role (onSite,
+	// onWorkspace): the buttons a role cannot use are not shown.
+	Workspace store.Workspace
 }
+
+// CanEdit says whether the visitor may change the page's site: an owner or editor.
+func (p page) CanEdit() bool { return p.Workspace.Role.Can(store.ActEdit) }
 
 // ratingClass maps an analysis rating to the stylesheet's colour classes.
 var ratingClass = map[string]string{analysis.RatingGood: "good", analysis.RatingNI: "ni", analysis.RatingPoor: "poor"}
@@ -143,6 +150,9 @@ func (s *server) render(w http.ResponseWriter, r *http.Request, status int, name
 	}
 	if p.Visitor != nil && p.CSRF == "" {
 		p.CSRF = p.Visitor.Session.CSRF
+	}
+	if p.Workspace.ID == "" {
+		p.Workspace = workspaceFrom(r.Context())
 	}
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, "layout", p); err != nil {

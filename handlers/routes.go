@@ -2,6 +2,8 @@ package handlers
 
 import (
 	"net/http"
+
+	"sitepulse/store"
 )
 
 // addRoutes is the map of the service: every route SitePulse answers is registered here.
@@ -72,6 +74,20 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 	mux.Handle("POST /platform/import", s.requireUser(s.handlePlatformImport()))
 	mux.Handle("POST /platform/disconnect", s.requireUser(s.handlePlatformDisconnect()))
 
+	// Workspaces (README "Teams"): members with roles, invitations, activity. onWorkspace names
+	// the action each route takes in the workspace; the invitation link is the credential of
+	// GET /invite/{token}, and accepting it needs the invited e-mail's session (and CSRF).
+	mux.Handle("POST /workspaces", s.requireUser(s.handleCreateWorkspace()))
+	mux.Handle("GET /workspaces/{workspaceId}", s.requireUser(s.onWorkspace(store.ActRead, s.handleWorkspace())))
+	mux.Handle("POST /workspaces/{workspaceId}/invitations", s.requireUser(s.onWorkspace(store.ActManage, s.handleInvite())))
+	mux.Handle("POST /workspaces/{workspaceId}/invitations/{invitationId}/revoke", s.requireUser(s.onWorkspace(store.ActManage, s.handleRevokeInvitation())))
+	mux.Handle("POST /workspaces/{workspaceId}/members/{userId}", s.requireUser(s.onWorkspace(store.ActManage, s.handleSetRole())))
+	mux.Handle("POST /workspaces/{workspaceId}/members/{userId}/remove", s.requireUser(s.onWorkspace(store.ActManage, s.handleRemoveMember())))
+	mux.Handle("POST /workspaces/{workspaceId}/leave", s.requireUser(s.onWorkspace(store.ActLeave, s.handleLeaveWorkspace())))
+	mux.Handle("POST /workspaces/{workspaceId}/notifications", s.requireUser(s.onWorkspace(store.ActRead, s.handleMemberNotify())))
+	mux.Handle("GET /invite/{token}", s.withVisitor(s.handleInvitation()))
+	mux.Handle("POST /invite/{token}", s.requireUser(s.handleAcceptInvitation()))
+
 	// Budget check for CI and scan export (README "Budget check in CI", "Export").
 	// The check takes API keys only, as requireBearer(apiKeyOnly) would, but verifies the key
 	// itself in the same store round trip that reads the site (budget.go). The export takes the
@@ -80,22 +96,24 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 	mux.Handle("GET /api/sites/{siteId}/export", s.requireSession(s.handleExport()))
 
 	// Web UI: sites, scans with live progress,
-	// budgets and alert rules, client reports. Every page is owner-scoped; every POST checks CSRF.
+	// budgets and alert rules, client reports. Every page is workspace-scoped; every POST checks
+	// CSRF. onSite names what each route does in the site's workspace (authorize.go): a viewer
+	// reads, an editor or owner changes.
 	mux.Handle("GET /{$}", s.requireUser(s.handleHome()))
 	mux.Handle("GET /sites/new", s.requireUser(s.handleNewSite()))
 	mux.Handle("POST /sites", s.requireUser(s.handleCreateSite()))
-	mux.Handle("GET /sites/{siteId}", s.requireUser(s.handleSite()))
-	mux.Handle("GET /sites/{siteId}/edit", s.requireUser(s.handleEditSite()))
-	mux.Handle("POST /sites/{siteId}", s.requireUser(s.handleUpdateSite()))
-	mux.Handle("POST /sites/{siteId}/delete", s.requireUser(s.handleDeleteSite()))
-	mux.Handle("POST /sites/{siteId}/scan", s.requireUser(s.handleScanNow()))
-	mux.Handle("GET /sites/{siteId}/scans/{scanId}", s.requireUser(s.handleScan()))
-	mux.Handle("GET /sites/{siteId}/scans/{scanId}/events", s.requireUser(s.handleScanEvents()))
-	mux.Handle("GET /sites/{siteId}/scans/{scanId}/page", s.requireUser(s.handlePageDetail()))
-	mux.Handle("GET /sites/{siteId}/budgets", s.requireUser(s.handleBudgets()))
-	mux.Handle("POST /sites/{siteId}/budgets", s.requireUser(s.handleSaveBudgets()))
-	mux.Handle("POST /sites/{siteId}/alert-rules", s.requireUser(s.handleAddRule()))
-	mux.Handle("POST /sites/{siteId}/alert-rules/{ruleId}/delete", s.requireUser(s.handleDeleteRule()))
+	mux.Handle("GET /sites/{siteId}", s.requireUser(s.onSite(store.ActRead, s.handleSite())))
+	mux.Handle("GET /sites/{siteId}/edit", s.requireUser(s.onSite(store.ActEdit, s.handleEditSite())))
+	mux.Handle("POST /sites/{siteId}", s.requireUser(s.onSite(store.ActEdit, s.handleUpdateSite())))
+	mux.Handle("POST /sites/{siteId}/delete", s.requireUser(s.onSite(store.ActEdit, s.handleDeleteSite())))
+	mux.Handle("POST /sites/{siteId}/scan", s.requireUser(s.onSite(store.ActEdit, s.handleScanNow())))
+	mux.Handle("GET /sites/{siteId}/scans/{scanId}", s.requireUser(s.onSite(store.ActRead, s.handleScan())))
+	mux.Handle("GET /sites/{siteId}/scans/{scanId}/events", s.requireUser(s.onSite(store.ActRead, s.handleScanEvents())))
+	mux.Handle("GET /sites/{siteId}/scans/{scanId}/page", s.requireUser(s.onSite(store.ActRead, s.handlePageDetail())))
+	mux.Handle("GET /sites/{siteId}/budgets", s.requireUser(s.onSite(store.ActRead, s.handleBudgets())))
+	mux.Handle("POST /sites/{siteId}/budgets", s.requireUser(s.onSite(store.ActEdit, s.handleSaveBudgets())))
+	mux.Handle("POST /sites/{siteId}/alert-rules", s.requireUser(s.onSite(store.ActEdit, s.handleAddRule())))
+	mux.Handle("POST /sites/{siteId}/alert-rules/{ruleId}/delete", s.requireUser(s.onSite(store.ActEdit, s.handleDeleteRule())))
 	mux.Handle("GET /reports", s.requireUser(s.handleReports()))
 	mux.Handle("POST /reports/{reportId}/revoke", s.requireUser(s.handleRevokeReport()))
 }

@@ -31,6 +31,7 @@ type Store interface {
 	store.Reports
 	store.Webhooks
 	store.Platform
+	store.Workspaces
 	store.Channels
 	EnqueueScan(ctx context.Context, s store.Scan, queue string, runAt time.Time) error
 	Consents(ctx context.Context, userID string) ([]store.Consent, error)
@@ -68,8 +69,12 @@ type Deps struct {
 	DemoPlatformID    string
 	// SessionIdle is SESSION_IDLE_MINUTES: a session unused this long ends; 0 means 7 days.
 	SessionIdle time.Duration
-	// MaxSitesPerUser is MAX_SITES_PER_USER, the most sites one account may have; 0 means 50.
-	MaxSitesPerUser int
+	// MaxSitesPerWorkspace is MAX_SITES_PER_WORKSPACE, the most sites one workspace may have;
+	// 0 means 50.
+	MaxSitesPerWorkspace int
+	// MaxWorkspacesPerUser is MAX_WORKSPACES_PER_USER, the most workspaces one account may own;
+	// 0 means 10.
+	MaxWorkspacesPerUser int
 	// SiteRules are the store's rules of a site (SCAN_ALLOW_PRIVATE, MAX_PAGES_PER_SCAN), for
 	// the pages to state them; the store checks them on every write.
 	SiteRules store.SiteRules
@@ -92,7 +97,8 @@ type Deps struct {
 	Replayed func(store.Site) bool
 	// WebhookJitter delays each webhook scan (0-5 s); nil picks one at random. Tests inject one.
 	WebhookJitter func() time.Duration
-	// Mail sends an e-mail (the sign-up messages); nil logs them instead (no SMTP_ADDR).
+	// Mail sends an e-mail (the sign-up messages, the workspace invitations); nil logs the
+	// sign-up messages instead (no SMTP_ADDR), and an invitation link is only shown to its inviter.
 	Mail func(ctx context.Context, to, subject, body string) error
 	// AuthKey is AUTH_KEY, the secret that device cookies are signed and sign-up links sealed
 	// with (keys derived from it); nil makes a random one, which lasts only for this process.
@@ -142,8 +148,11 @@ func NewHandler(d Deps) (http.Handler, error) {
 	if d.SessionIdle <= 0 {
 		d.SessionIdle = 7 * 24 * time.Hour
 	}
-	if d.MaxSitesPerUser <= 0 {
-		d.MaxSitesPerUser = 50
+	if d.MaxSitesPerWorkspace <= 0 {
+		d.MaxSitesPerWorkspace = 50
+	}
+	if d.MaxWorkspacesPerUser <= 0 {
+		d.MaxWorkspacesPerUser = 10
 	}
 	if d.AccountLogins == (store.LoginLimit{}) {
 		d.AccountLogins = store.LoginLimit{Burst: 100, Window: 24 * time.Hour, Every: time.Minute}

@@ -18,6 +18,8 @@ type settingsData struct {
 	KeyError string
 	Notify   bool
 	Apps     []store.Consent
+	// Workspaces are those the visitor may make keys for; a key reads its workspace only.
+	Workspaces []store.Workspace
 }
 
 func (s *server) settingsPage(w http.ResponseWriter, r *http.Request, status int, d settingsData, flash string) {
@@ -29,6 +31,10 @@ func (s *server) settingsPage(w http.ResponseWriter, r *http.Request, status int
 	}
 	apps, err := s.Store.Consents(r.Context(), v.User.ID)
 	if err != nil {
+		s.error(w, r, err, "")
+		return
+	}
+	if d.Workspaces, err = s.editableWorkspaces(r.Context(), v.User.ID); err != nil {
 		s.error(w, r, err, "")
 		return
 	}
@@ -62,6 +68,15 @@ func (s *server) handleCreateAPIKey() http.Handler {
 			s.settingsPage(w, r, http.StatusUnprocessableEntity, settingsData{NewName: name, KeyError: "Give the key a name of 1 to 100 characters, such as \"GitHub Actions\"."}, "")
 			return
 		}
+		// A key reads one workspace, as a viewer: made by an owner or editor of it.
+		ws := store.CanonicalID(r.PostForm.Get("workspace"))
+		if ws == "" {
+			ws = store.PersonalWorkspace(v.User.ID)
+		}
+		if _, err := s.authorize(r.Context(), ws, store.ActEdit); err != nil {
+			s.error(w, r, err, "There is no such workspace in your account.")
+			return
+		}
 		// A key reads unless its creator lets it publish: a key pasted into a CI job or a chat
 		// client should not be able to put data on the public web by default.
 		scope := store.ScopeRead
@@ -69,12 +84,13 @@ func (s *server) handleCreateAPIKey() http.Handler {
 			scope = store.ScopeAll
 		}
 		secret, hash := store.NewSecret("svc_")
-		k := store.APIKey{ID: store.NewID(), UserID: v.User.ID, Name: name, KeyHash: hash, Prefix: secret[:keyPrefixLen], Scope: scope, CreatedAt: s.Now()}
+		k := store.APIKey{ID: store.NewID(), UserID: v.User.ID, WorkspaceID: ws, Name: name, KeyHash: hash, Prefix: secret[:keyPrefixLen], Scope: scope, CreatedAt: s.Now()}
 		if err := s.Store.CreateAPIKey(r.Context(), k); err != nil {
 			s.error(w, r, err, "")
 			return
 		}
 		s.Log.Info("api key created", "user", v.User.ID, "key", k.ID, "scope", k.Scope)
+		s.activity(r.Context(), ws, "created the API key", name)
 		// The key is shown in this response only; a reload asks the browser to resend, which
 		// makes another key rather than revealing this one again.
 		s.settingsPage(w, r, http.StatusCreated, settingsData{NewKey: secret, NewName: name}, "")

@@ -152,6 +152,7 @@ func (s *server) handleSaveBudgets() http.Handler {
 			s.error(w, r, err, "")
 			return
 		}
+		s.activity(r.Context(), site.WorkspaceID, "changed the budgets of", site.Name)
 		http.Redirect(w, r, "/sites/"+site.ID+"/budgets?done=budgets-saved", http.StatusSeeOther)
 	})
 }
@@ -202,6 +203,7 @@ func (s *server) handleAddRule() http.Handler {
 			s.error(w, r, err, "")
 			return
 		}
+		s.activity(r.Context(), site.WorkspaceID, "set an alert rule on", site.Name)
 		http.Redirect(w, r, "/sites/"+site.ID+"/budgets?done=rule-added#rules", http.StatusSeeOther)
 	})
 }
@@ -222,6 +224,7 @@ func (s *server) handleDeleteRule() http.Handler {
 			s.error(w, r, err, "That alert rule does not exist or was already deleted.")
 			return
 		}
+		s.activity(r.Context(), site.WorkspaceID, "deleted an alert rule of", site.Name)
 		http.Redirect(w, r, "/sites/"+site.ID+"/budgets?done=rule-deleted#rules", http.StatusSeeOther)
 	})
 }

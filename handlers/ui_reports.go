@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"net/http"
 
 	"sitepulse/store"
@@ -11,6 +12,8 @@ type reportRow struct {
 	store.Report
 	SiteName string
 	State    string // active, expired or revoked
+	// CanRevoke: the visitor is an owner or editor of the report's workspace.
+	CanRevoke bool
 }
 
 // handleReports lists the client reports the user made through MCP (generate_client_report).
@@ -31,10 +34,20 @@ func (s *server) handleReports() http.Handler {
 		for _, site := range sites {
 			names[site.ID] = site.Name
 		}
+		workspaces, err := s.Store.WorkspacesOf(r.Context(), uid)
+		if err != nil {
+			s.error(w, r, err, "")
+			return
+		}
+		roles := make(map[string]store.Role, len(workspaces))
+		for _, ws := range workspaces {
+			roles[ws.ID] = ws.Role
+		}
 		now := s.Now()
 		rows := make([]reportRow, 0, len(reports))
 		for _, rep := range reports {
-			rows = append(rows, reportRow{Report: rep, SiteName: names[rep.SiteID], State: reportState(rep, now)})
+			rows = append(rows, reportRow{Report: rep, SiteName: names[rep.SiteID], State: reportState(rep, now),
+				CanRevoke: roles[rep.WorkspaceID].Can(store.ActEdit)})
 		}
 		s.render(w, r, http.StatusOK, "reports", page{Title: "Client reports", Flash: uiFlash(r), Data: rows})
 	})
@@ -44,8 +57,12 @@ func (s *server) handleRevokeReport() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		uid := visitorFrom(r.Context()).User.ID
 		id := store.CanonicalID(r.PathValue("reportId"))
-		err := store.ErrNotFound
+		// The report is read in the visitor's workspaces, then the role asked: a viewer gets 403.
+		err := error(store.ErrNotFound)
 		if store.ValidUUID(id) {
+			err = s.authorizeReport(r.Context(), uid, id)
+		}
+		if err == nil {
 			err = s.Store.RevokeReport(r.Context(), uid, id, s.Now())
 		}
 		if err != nil {
@@ -55,4 +72,20 @@ func (s *server) handleRevokeReport() http.Handler {
 		s.Log.Info("report revoked", "user", uid, "report", id)
 		http.Redirect(w, r, "/reports?done=report-revoked", http.StatusSeeOther)
 	})
+}
+
+// authorizeReport answers whether the visitor may revoke report id: store.ErrNotFound outside
+// their workspaces, store.ErrForbidden for a viewer.
+func (s *server) authorizeReport(ctx context.Context, userID, id string) error {
+	reports, err := s.Store.ReportsOf(ctx, userID)
+	if err != nil {
+		return err
+	}
+	for _, rep := range reports {
+		if rep.ID == id {
+			_, err := s.authorize(ctx, rep.WorkspaceID, store.ActEdit)
+			return err
+		}
+	}
+	return store.ErrNotFound
 }

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -48,11 +49,21 @@ type siteRow struct {
 	LastScan *store.Scan
 }
 
-// homePage is the sites list and the platform connection's state.
+// homePage is the sites list, grouped by workspace, and the platform connection's state.
 type homePage struct {
-	Sites    []siteRow
+	Sites    []siteRow // every site, for a visitor in one workspace: the list as it always was
+	Groups   []siteGroup
 	Platform platformStatus
 }
+
+// siteGroup is one workspace's sites on the sites list.
+type siteGroup struct {
+	Workspace store.Workspace
+	Sites     []siteRow
+}
+
+// Grouped says whether the list shows workspaces: only once the visitor is in more than one.
+func (h homePage) Grouped() bool { return len(h.Groups) > 1 }
 
 // handleHome lists the signed-in user's sites.
 func (s *server) handleHome() http.Handler {
@@ -68,6 +79,16 @@ func (s *server) handleHome() http.Handler {
 			s.error(w, r, err, "")
 			return
 		}
+		workspaces, err := s.Store.WorkspacesOf(r.Context(), v.User.ID)
+		if err != nil {
+			s.error(w, r, err, "")
+			return
+		}
+		groups := make([]siteGroup, len(workspaces))
+		at := make(map[string]int, len(workspaces))
+		for i, ws := range workspaces {
+			groups[i].Workspace, at[ws.ID] = ws, i
+		}
 		rows := make([]siteRow, 0, len(sites))
 		for _, site := range sites {
 			row := siteRow{Site: site}
@@ -75,31 +96,17 @@ func (s *server) handleHome() http.Handler {
 				row.LastScan = &sc
 			}
 			rows = append(rows, row)
+			if i, ok := at[site.WorkspaceID]; ok {
+				groups[i].Sites = append(groups[i].Sites, row)
+			}
 		}
 		platform, err := s.platformStatus(r)
 		if err != nil {
 			s.error(w, r, err, "")
 			return
 		}
-		s.render(w, r, http.StatusOK, "home", page{Title: "Sites", Flash: uiFlash(r), Data: homePage{Sites: rows, Platform: platform}})
+		s.render(w, r, http.StatusOK, "home", page{Title: "Sites", Flash: uiFlash(r), Data: homePage{Sites: rows, Groups: groups, Platform: platform}})
 	})
-}
-
-// ownSite loads a site of the signed-in user from the path, answering 404 itself for a site that
-// does not exist or belongs to someone else.
-func (s *server) ownSite(w http.ResponseWriter, r *http.Request) (store.Site, bool) {
-	v := visitorFrom(r.Context())
-	id := store.CanonicalID(r.PathValue("siteId"))
-	var site store.Site
-	err := store.ErrNotFound
-	if store.ValidUUID(id) {
-		site, err = s.Store.Site(r.Context(), v.User.ID, id)
-	}
-	if err != nil {
-		s.error(w, r, err, "There is no such site in your account.")
-		return site, false
-	}
-	return site, true
 }
 
 // siteForm is the add/edit form: what the person typed, and a message per field. The rules
@@ -112,8 +119,11 @@ type siteForm struct {
 	Pages     string // one path a line
 	Schedule  string // off, daily or weekly
 	Errors    map[string]string
-	Duplicate *store.DuplicateError // the domain is the owner's other site: the form links it
+	Duplicate *store.DuplicateError // the domain is the workspace's other site: the form links it
 	MaxPages  int                   // MAX_PAGES_PER_SCAN, for the hint
+	// Workspace receives a new site; Workspaces are those the visitor may add sites to.
+	Workspace  string
+	Workspaces []store.Workspace
 }
 
 func formOf(site store.Site) siteForm {
@@ -160,31 +170,67 @@ func truncate(s string, n int) string {
 	return string([]rune(s)[:n]) + "…"
 }
 
+// editableWorkspaces are the workspaces the visitor may add sites to, personal first.
+func (s *server) editableWorkspaces(ctx context.Context, userID string) ([]store.Workspace, error) {
+	all, err := s.Store.WorkspacesOf(ctx, userID)
+	var out []store.Workspace
+	for _, w := range all {
+		if w.Role.Can(store.ActEdit) {
+			out = append(out, w)
+		}
+	}
+	return out, err
+}
+
 func (s *server) handleNewSite() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.render(w, r, http.StatusOK, "site_form", page{Title: "Add a site", Data: siteForm{MaxPages: s.SiteRules.PageLimit()}})
+		v := visitorFrom(r.Context())
+		f := siteForm{MaxPages: s.SiteRules.PageLimit(), Workspace: store.CanonicalID(r.URL.Query().Get("workspace"))}
+		var err error
+		if f.Workspaces, err = s.editableWorkspaces(r.Context(), v.User.ID); err != nil {
+			s.error(w, r, err, "")
+			return
+		}
+		if f.Workspace == "" {
+			f.Workspace = store.PersonalWorkspace(v.User.ID)
+		}
+		s.render(w, r, http.StatusOK, "site_form", page{Title: "Add a site", Data: f})
 	})
 }
 
 func (s *server) handleCreateSite() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v := visitorFrom(r.Context())
-		f := siteForm{MaxPages: s.SiteRules.PageLimit()}
+		f := siteForm{MaxPages: s.SiteRules.PageLimit(), Workspace: store.CanonicalID(r.PostForm.Get("workspace"))}
+		if f.Workspace == "" {
+			f.Workspace = store.PersonalWorkspace(v.User.ID)
+		}
+		// The site goes into a workspace the visitor may edit: 404 for another's, 403 for a viewer.
+		if _, err := s.authorize(r.Context(), f.Workspace, store.ActEdit); err != nil {
+			s.error(w, r, err, "There is no such workspace in your account.")
+			return
+		}
+		var err error
+		if f.Workspaces, err = s.editableWorkspaces(r.Context(), v.User.ID); err != nil {
+			s.error(w, r, err, "")
+			return
+		}
 		site := f.parse(r)
-		site.ID, site.UserID, site.CreatedAt = store.NewID(), v.User.ID, s.Now()
+		site.ID, site.UserID, site.WorkspaceID, site.CreatedAt = store.NewID(), v.User.ID, f.Workspace, s.Now()
 		site.NextScanAt = store.NextScanAt(site.Schedule, s.Now(), s.Now())
-		err := s.Store.CreateSiteWithin(r.Context(), site, s.MaxSitesPerUser)
+		err = s.Store.CreateSiteWithin(r.Context(), site, s.MaxSitesPerWorkspace)
 		status, refused := f.refused(err)
 		switch {
 		case refused:
 		case errors.Is(err, store.ErrLimit):
 			status, f.Errors["form"] = http.StatusUnprocessableEntity,
-				fmt.Sprintf("This account already has %d sites, the most one account may have here. Delete a site to add another.", s.MaxSitesPerUser)
+				fmt.Sprintf("This workspace already has %d sites, the most one workspace may have here. Delete a site to add another.", s.MaxSitesPerWorkspace)
 		case err != nil:
 			s.error(w, r, err, "")
 			return
 		default:
 			s.Log.Info("site created", "user", v.User.ID, "site", site.ID)
+			s.activity(r.Context(), f.Workspace, "added the site", site.Name)
 			http.Redirect(w, r, "/sites/"+site.ID+"?done=site-added", http.StatusSeeOther)
 			return
 		}
@@ -212,7 +258,8 @@ func (s *server) handleUpdateSite() http.Handler {
 		}
 		f := siteForm{ID: old.ID, MaxPages: s.SiteRules.PageLimit()}
 		site := f.parse(r)
-		site.ID, site.UserID, site.Founding = old.ID, old.UserID, old.Founding
+		// UserID is who asks: the store checks their role in the site's workspace.
+		site.ID, site.UserID, site.Founding = old.ID, visitorFrom(r.Context()).User.ID, old.Founding
 		// Taken only if the schedule changes: a new schedule starts a period from now.
 		site.NextScanAt = store.NextScanAt(site.Schedule, s.Now(), s.Now())
 		err := s.Store.UpdateSite(r.Context(), site)
@@ -223,6 +270,7 @@ func (s *server) handleUpdateSite() http.Handler {
 			s.error(w, r, err, "There is no such site in your account.")
 			return
 		default:
+			s.activity(r.Context(), old.WorkspaceID, "changed the site", site.Name)
 			http.Redirect(w, r, "/sites/"+site.ID+"?done=site-saved", http.StatusSeeOther)
 			return
 		}
@@ -248,6 +296,7 @@ func (s *server) handleDeleteSite() http.Handler {
 			s.error(w, r, err, "")
 			return
 		}
+		s.activity(r.Context(), site.WorkspaceID, "deleted the site", site.Name)
 		s.Log.Info("site deleted", "user", v.User.ID, "site", site.ID)
 		http.Redirect(w, r, "/?done=site-deleted", http.StatusSeeOther)
 	})

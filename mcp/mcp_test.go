@@ -16,7 +16,7 @@ func TestToolGolden(t *testing.T) {
 		t.Run(b.Name, func(t *testing.T) {
 			f := newFixture(t, b.Open(t))
 			site, latest := f.demo.SiteID, f.latestID
-			ids := map[string]string{site: "<siteId>", latest: "<latestScanId>", f.previousID: "<previousScanId>"}
+			ids := map[string]string{site: "<siteId>", latest: "<latestScanId>", f.previousID: "<previousScanId>", f.userID: "<workspaceId>"}
 			cases := []struct {
 				golden, tool string
 				args         map[string]any

@@ -28,9 +28,13 @@ const (
 	ServerTitle   = "SitePulse performance data"
 )
 
-// Store is the part of the store the tools read and write. Every method is scoped to the user.
+// Store is the part of the store the tools read and write. Every method is scoped to the
+// workspaces the user belongs to.
 type Store interface {
 	SitesOf(ctx context.Context, userID string) ([]store.Site, error)
+	SitesIn(ctx context.Context, userID, workspaceID string) ([]store.Site, error)
+	WorkspacesOf(ctx context.Context, userID string) ([]store.Workspace, error)
+	Workspace(ctx context.Context, userID, workspaceID string) (store.Workspace, error)
 	Site(ctx context.Context, userID, siteID string) (store.Site, error)
 	BudgetInputs(ctx context.Context, userID, siteID string) (store.BudgetInputs, error)
 	Scan(ctx context.Context, userID, scanID string) (store.Scan, error)

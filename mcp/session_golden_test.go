@@ -83,7 +83,7 @@ func recordSession(t *testing.T, f *fixture, steps []goldenStep, send func(userI
 	for _, m := range reportToken.FindAllStringSubmatch(text, -1) {
 		text = strings.ReplaceAll(text, m[1], "<token>")
 	}
-	for id, label := range map[string]string{f.demo.SiteID: "<siteId>", f.latestID: "<latestScanId>", f.previousID: "<previousScanId>", f.otherSite: "<otherSiteId>"} {
+	for id, label := range map[string]string{f.demo.SiteID: "<siteId>", f.latestID: "<latestScanId>", f.previousID: "<previousScanId>", f.otherSite: "<otherSiteId>", f.userID: "<workspaceId>"} {
 		text = strings.ReplaceAll(text, id, label)
 	}
 	return []byte(text)

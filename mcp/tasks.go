@@ -106,6 +106,20 @@ func (s *Server) taskCall(ctx context.Context, userID, method string, params jso
 			"authorize again asking for it, or use an API key that may publish reports"}
 	}
 	sc, err := s.scan(ctx, userID, store.CanonicalID(p.TaskID))
+	if err == nil { // the role of the scan's workspace: members follow a task, editors cancel it
+		action := store.ActRead
+		if method == "tasks/cancel" {
+			action = store.ActEdit
+		}
+		switch aerr := s.authorizeSite(ctx, userID, sc.SiteID, action); {
+		case errors.Is(aerr, store.ErrNotFound):
+			err = errScanNotFound
+		case errors.Is(aerr, store.ErrForbidden):
+			return nil, &rpcError{Code: CodeInsufficientScope, Message: "Forbidden: " + forbidden(action)}
+		case aerr != nil:
+			err = aerr
+		}
+	}
 	if errors.Is(err, errScanNotFound) {
 		return nil, &rpcError{Code: CodeInvalidParams, Message: "Invalid params: unknown task " + quote(p.TaskID)}
 	}

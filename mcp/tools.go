@@ -23,7 +23,10 @@ type tool struct {
 	ReadOnly    bool
 	// Scope is the OAuth scope a credential needs to call the tool: store.ScopeRead to read,
 	// store.ScopeWrite to publish.
-	Scope   string
+	Scope string
+	// Action is what the tool does in its site's workspace, for store.Authorize (authorize.go):
+	// store.ActRead when empty.
+	Action  store.Action
 	Handler toolHandler
 	// Since is the first protocol era that lists the tool. The nine tools of the interface are
 	// in every era; the tools added after it start at 2025-06-18, so a 2025-03-26 session keeps
@@ -96,9 +99,10 @@ var tools = []tool{
 	{
 		Name: "list_sites", Title: "List sites", ReadOnly: true, Scope: store.ScopeRead, Handler: handler((*Server).listSites),
 		Example: "Which of my sites is in the worst shape?",
-		Description: "Lists the sites you own in SitePulse: for each its id, name, domain, current health score " +
+		Description: "Lists the sites of every SitePulse workspace you belong to (your own and your teams'): for each " +
+			"its id, name, domain, current health score " +
 			"(0-100, the mean of the four Lighthouse category scores of its latest scan; null before the first scan), " +
-			"when it was last published, and whether it is a founding site. Call this first: every other tool " +
+			"when it was last published, whether it is a founding site, and its workspace (id and name). Call this first: every other tool " +
 			"takes a siteId from here, or a scanId reached through one.",
 		Input: object(nil, nil),
 	},
@@ -179,7 +183,7 @@ var tools = []tool{
 		}),
 	},
 	{
-		Name: "generate_client_report", Title: "Create a shareable client report", ReadOnly: false, Scope: store.ScopeWrite, Handler: handler((*Server).generateClientReport),
+		Name: "generate_client_report", Title: "Create a shareable client report", ReadOnly: false, Scope: store.ScopeWrite, Action: store.ActReport, Handler: handler((*Server).generateClientReport),
 		Example: "Make a report of the latest scan I can send to my client.",
 		Description: "Creates a shareable web page of one completed scan (scores, Core Web Vitals of every page with " +
 			"their ratings, top opportunities) that anyone with the link can open without logging in, and returns " +
@@ -192,7 +196,7 @@ var tools = []tool{
 		}),
 	},
 	{
-		Name: "start_scan", Title: "Start a scan", ReadOnly: false, Scope: store.ScopeWrite, Handler: handler((*Server).startScan), Since: era20250618, Task: true,
+		Name: "start_scan", Title: "Start a scan", ReadOnly: false, Scope: store.ScopeWrite, Action: store.ActEdit, Handler: handler((*Server).startScan), Since: era20250618, Task: true,
 		Example: "I fixed the hero image: re-audit shop.example.com and tell me whether LCP improved.",
 		Description: "Starts a Lighthouse scan of every page of the site now, as the web UI's \"Scan now\" does, and returns " +
 			"at once with its scanId and status (queued). A site has at most one scan in flight: while one is queued or " +
@@ -386,7 +390,11 @@ func (s *Server) callTool(ctx context.Context, userID string, e era, params json
 	if msg := validate(t.Input, a); msg != "" {
 		return invalid(msg)
 	}
-	payload, err := t.Handler.run(s, ctx, userID, a)
+	err := s.authorize(ctx, userID, t, a)
+	var payload any
+	if err == nil {
+		payload, err = t.Handler.run(s, ctx, userID, a)
+	}
 	var te toolError
 	if errors.As(err, &te) {
 		return toolResult{Content: text(te.Error()), IsError: true}, nil

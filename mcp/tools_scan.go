@@ -51,7 +51,7 @@ func (s *Server) startScan(ctx context.Context, userID string, a args) (scanStat
 		return active, err
 	}
 	if s.quota != nil {
-		if err := s.quota.Check(userID, now); err != nil {
+		if err := s.quota.Check(site.WorkspaceID, now); err != nil { // USER_DAILY_AUDITS is the workspace's
 			return scanState{}, toolError("Cannot start a scan now: " + err.Error() + ". Retry after that time; get_latest_scan still reads the last completed scan.")
 		}
 	}

@@ -19,12 +19,19 @@ func iso(t *time.Time) *string {
 }
 
 type siteItem struct {
-	ID            string  `json:"id"`
-	Name          string  `json:"name"`
-	Domain        string  `json:"domain"`
-	HealthScore   *int    `json:"healthScore"`
-	LastPublished *string `json:"lastPublished"`
-	Founding      bool    `json:"founding"`
+	ID            string        `json:"id"`
+	Name          string        `json:"name"`
+	Domain        string        `json:"domain"`
+	HealthScore   *int          `json:"healthScore"`
+	LastPublished *string       `json:"lastPublished"`
+	Founding      bool          `json:"founding"`
+	Workspace     workspaceItem `json:"workspace"`
+}
+
+// workspaceItem names the workspace a site belongs to.
+type workspaceItem struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
 }
 
 type siteList struct {
@@ -32,15 +39,32 @@ type siteList struct {
 	Count int        `json:"count"`
 }
 
+// listSites answers the sites of every workspace the user belongs to; an API key's, of its
+// workspace only.
 func (s *Server) listSites(ctx context.Context, userID string, _ args) (siteList, error) {
-	sites, err := s.store.SitesOf(ctx, userID)
+	var sites []store.Site
+	var err error
+	if ws := store.PrincipalFrom(ctx).KeyWorkspaceID; ws != "" {
+		sites, err = s.store.SitesIn(ctx, userID, ws)
+	} else {
+		sites, err = s.store.SitesOf(ctx, userID)
+	}
 	if err != nil {
 		return siteList{}, err
+	}
+	workspaces, err := s.store.WorkspacesOf(ctx, userID)
+	if err != nil {
+		return siteList{}, err
+	}
+	names := make(map[string]string, len(workspaces))
+	for _, w := range workspaces {
+		names[w.ID] = w.Name
 	}
 	out := make([]siteItem, 0, len(sites))
 	for _, st := range sites {
 		out = append(out, siteItem{ID: st.ID, Name: st.Name, Domain: st.Domain, HealthScore: st.HealthScore,
-			LastPublished: iso(st.LastPublished), Founding: st.Founding})
+			LastPublished: iso(st.LastPublished), Founding: st.Founding,
+			Workspace: workspaceItem{ID: st.WorkspaceID, Name: names[st.WorkspaceID]}})
 	}
 	return siteList{out, len(out)}, nil
 }

@@ -69,7 +69,7 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, slot *slot, job store
 			return err
 		}
 	}
-	if err := p.cfg.Quota.Check(site.UserID, p.cfg.Now()); err != nil { // the account's budget is spent
+	if err := p.cfg.Quota.Check(site.WorkspaceID, p.cfg.Now()); err != nil { // the workspace's budget is spent
 		return err
 	}
 	if p.cfg.Platform != nil && scan.Trigger == store.TriggerWebhook && site.PlatformVerified {

@@ -41,7 +41,7 @@ func Classify(err error) error {
 	if err == nil {
 		return nil
 	}
-	for _, sentinel := range []error{ErrNotFound, ErrConflict, ErrInvalid, ErrScanActive, ErrLeaseLost, ErrUnavailable} {
+	for _, sentinel := range []error{ErrNotFound, ErrConflict, ErrInvalid, ErrScanActive, ErrLeaseLost, ErrUnavailable, ErrForbidden, ErrGone} {
 		if errors.Is(err, sentinel) {
 			return sentinel
 		}

@@ -2,8 +2,9 @@
 // implementations: Postgres, the real store, and an in-memory store that gives the same answers
 // so `go run .` works on a machine with no database. One contract suite runs against both.
 //
-// Every read a user can cause is scoped to its owner: methods that serve a user take the user's
-// id and answer ErrNotFound for rows of anyone else. Methods without a user id serve the system
+// Every read a user can cause is scoped to the workspaces the user is a member of: methods that
+// serve a user take the user's id and answer ErrNotFound for rows of any other workspace; their
+// writes also need the role owner or editor there (DESIGN §9). Methods without a user id serve the system
 // (the scan pipeline, the webhook, bearer verification) and say so in their doc comment.
 package store
 
@@ -24,6 +25,7 @@ type Store interface {
 	Reports
 	Webhooks
 	Platform
+	Workspaces
 	Channels
 	// Name is "memory" or "postgres", for the health check and the log.
 	Name() string
@@ -41,6 +43,7 @@ type Users interface {
 	UserByEmail(ctx context.Context, email string) (User, error)
 	UserByID(ctx context.Context, id string) (User, error)
 	SetPasswordHash(ctx context.Context, userID, hash string) error
+	// SetNotifyRegressions sets the account's regression e-mails, and its personal workspace's.
 	SetNotifyRegressions(ctx context.Context, userID string, on bool) error
 
 	CreateSession(ctx context.Context, s Session) error
@@ -82,8 +85,8 @@ type LoginLimit struct {
 type Sites interface {
 	// CreateSite stores a site; ErrConflict when its platform site id is taken.
 	CreateSite(ctx context.Context, s Site) error
-	// CreateSiteWithin is CreateSite for a user with fewer than max sites, else ErrLimit:
-	// atomic, so concurrent creations cannot pass the cap together (MAX_SITES_PER_USER).
+	// CreateSiteWithin is CreateSite into a workspace with fewer than max sites, else ErrLimit:
+	// atomic, so concurrent creations cannot pass the cap together (MAX_SITES_PER_WORKSPACE).
 	CreateSiteWithin(ctx context.Context, s Site, max int) error
 	// UpdateSite changes name, domain, founding, pages and schedule of a site of s.UserID, and
 	// its next scheduled scan to s.NextScanAt only when the schedule changes: the scheduler owns
@@ -92,8 +95,10 @@ type Sites interface {
 	UpdateSite(ctx context.Context, s Site) error
 	DeleteSite(ctx context.Context, userID, siteID string) error
 	Site(ctx context.Context, userID, siteID string) (Site, error)
-	// SitesOf lists a user's sites by name.
+	// SitesOf lists the sites of every workspace the user belongs to, by name.
 	SitesOf(ctx context.Context, userID string) ([]Site, error)
+	// SitesIn lists the sites of one of the user's workspaces, by name (an API key's view).
+	SitesIn(ctx context.Context, userID, workspaceID string) ([]Site, error)
 	// SiteByPlatformID finds a site by the platform's id (system: the publish webhook).
 	SiteByPlatformID(ctx context.Context, platformSiteID string) (Site, error)
 	// MarkPublished sets a site's lastPublished (system: the publish webhook).
@@ -236,17 +241,17 @@ type ScanRecords interface {
 	ExpireScan(ctx context.Context, scanID, reason string, now time.Time) error
 }
 
-// AuditLedger counts each account's daily audits in the database every replica shares
-// (USER_DAILY_AUDITS).
+// AuditLedger counts each workspace's daily audits in the database every replica shares
+// (USER_DAILY_AUDITS, a per-workspace budget).
 type AuditLedger interface {
-	// TakeAudit spends one of the user's audits of now's UTC day when fewer than limit are
-	// spent, and answers whether it did: atomic, so concurrent takes from any number of
-	// processes never spend more than limit (USER_DAILY_AUDITS). Counts of days before
-	// yesterday are forgotten on the way. ErrNotFound when the user does not exist.
-	TakeAudit(ctx context.Context, userID string, now time.Time, limit int) (bool, error)
-	// AuditsTaken answers how many of the user's audits of now's UTC day are spent; 0 for an
-	// unknown user.
-	AuditsTaken(ctx context.Context, userID string, now time.Time) (int, error)
+	// TakeAudit spends one of the workspace's audits of now's UTC day when fewer than limit
+	// are spent, and answers whether it did: atomic, so concurrent takes from any number of
+	// processes never spend more than limit. Counts of days before yesterday are forgotten on
+	// the way. ErrNotFound when the workspace does not exist.
+	TakeAudit(ctx context.Context, workspaceID string, now time.Time, limit int) (bool, error)
+	// AuditsTaken answers how many of the workspace's audits of now's UTC day are spent; 0 for
+	// an unknown workspace.
+	AuditsTaken(ctx context.Context, workspaceID string, now time.Time) (int, error)
 }
 
 // MaxPendingAuthRequests is how many unanswered consent pages one user may have open at once.
@@ -371,22 +376,23 @@ type Platform interface {
 	// ErrNotFound for a forged, replayed, expired or someone else's state. Expired states of
 	// anyone are deleted on the way.
 	TakePlatformState(ctx context.Context, stateHash, userID string, now time.Time) error
-	// SavePlatformConnection stores or replaces a user's connection, enabled.
+	// SavePlatformConnection stores or replaces a workspace's connection, enabled.
 	SavePlatformConnection(ctx context.Context, c PlatformConnection) error
-	// PlatformConnection reads a user's connection; ErrNotFound when there is none.
-	PlatformConnection(ctx context.Context, userID string) (PlatformConnection, error)
-	// DisablePlatformConnection marks a user's connection refused by the platform: reconnect.
-	DisablePlatformConnection(ctx context.Context, userID string, now time.Time) error
-	// DisconnectPlatform forgets a user's connection and unlinks every site it imported
+	// PlatformConnection reads a workspace's connection; ErrNotFound when there is none.
+	PlatformConnection(ctx context.Context, workspaceID string) (PlatformConnection, error)
+	// DisablePlatformConnection marks a workspace's connection refused by the platform: reconnect.
+	DisablePlatformConnection(ctx context.Context, workspaceID string, now time.Time) error
+	// DisconnectPlatform forgets a workspace's connection and unlinks every site it imported
 	// (platform id, verification and webhook id cleared); the sites and their history stay.
-	DisconnectPlatform(ctx context.Context, userID string) error
-	// ImportPlatformSite links platform site s.PlatformSiteID to a site of s.UserID through a
-	// verified connection, in one transaction, idempotently: the user's site that already has
-	// the id (verified or typed by hand) is updated (name, domain, lastPublished, pages) and
-	// marked verified; otherwise s is created verified, and another user's hand-typed link to
-	// the same id is dropped (that site keeps its history). created says which. ErrConflict
-	// when another user's verified connection holds the platform site; ErrLimit when s would
-	// be created and the user already has maxSites sites (counted as CreateSiteWithin does).
+	DisconnectPlatform(ctx context.Context, workspaceID string) error
+	// ImportPlatformSite links platform site s.PlatformSiteID to a site of workspace
+	// s.WorkspaceID (s.UserID's personal one when empty) through a verified connection, in one
+	// transaction, idempotently: the workspace's site that already has the id (verified or
+	// typed by hand) is updated (name, domain, lastPublished, pages) and marked verified;
+	// otherwise s is created verified, and another workspace's hand-typed link to the same id
+	// is dropped (that site keeps its history). created says which. ErrConflict when another
+	// workspace's verified connection holds the platform site; ErrLimit when s would be created
+	// and the workspace already has maxSites sites (counted as CreateSiteWithin does).
 	ImportPlatformSite(ctx context.Context, s Site, maxSites int) (site Site, created bool, err error)
 	// SetPlatformWebhook records the webhook registered for a user's site.
 	SetPlatformWebhook(ctx context.Context, userID, siteID, webhookID string) error

@@ -30,20 +30,25 @@ type Session struct {
 
 // APIKey is a long-lived `svc_` credential for CI and MCP clients.
 type APIKey struct {
-	ID         string
-	UserID     string
-	Name       string
-	KeyHash    string
-	Prefix     string // the first characters of the key, shown so a user can tell keys apart
-	Scope      string // ScopeRead, or ScopeAll when its creator let it publish reports
-	CreatedAt  time.Time
-	LastUsedAt *time.Time
+	ID     string
+	UserID string // who made it; it stops working when they leave the workspace
+	// WorkspaceID is the workspace whose sites it reads, as a viewer (and publishes reports).
+	WorkspaceID   string
+	WorkspaceName string // filled by APIKeys
+	Name          string
+	KeyHash       string
+	Prefix        string // the first characters of the key, shown so a user can tell keys apart
+	Scope         string // ScopeRead, or ScopeAll when its creator let it publish reports
+	CreatedAt     time.Time
+	LastUsedAt    *time.Time
 }
 
 // Site is a site connected from the platform.
 type Site struct {
-	ID             string
-	UserID         string
+	ID     string
+	UserID string // who added it, or the workspace's oldest owner once they left it
+	// WorkspaceID owns it; empty on creation means the creator's personal workspace.
+	WorkspaceID    string
 	Name           string
 	Domain         string // a host ("example.com", https assumed) or an origin ("http://staging:8080")
 	PlatformSiteID string // empty when the site is not connected to the platform
@@ -452,18 +457,20 @@ type Report struct {
 	TokenHash string
 	ScanID    string
 	SiteID    string // the scan's site: filled by reads, ignored by CreateReport
-	UserID    string
-	Title     string
-	CreatedAt time.Time
-	ExpiresAt *time.Time // nil: never expires
-	RevokedAt *time.Time
+	UserID    string // who made it
+	// WorkspaceID owns it: the scan's site's workspace, set by CreateReport.
+	WorkspaceID string
+	Title       string
+	CreatedAt   time.Time
+	ExpiresAt   *time.Time // nil: never expires
+	RevokedAt   *time.Time
 }
 
-// PlatformConnection is a user's connection to the site-builder platform. The access token is
+// PlatformConnection is a workspace's connection to the site-builder platform. The access token is
 // kept only sealed (AES-GCM, see package platform); Disabled is set when the platform refused
 // it (revoked there): the user must reconnect.
 type PlatformConnection struct {
-	UserID      string
+	WorkspaceID string
 	TokenSealed string
 	DisabledAt  *time.Time
 	CreatedAt   time.Time

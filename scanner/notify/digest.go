@@ -23,9 +23,12 @@ import (
 // KindDigest is the kind of the digest's jobs.
 const KindDigest = "digest"
 
-// DigestJob is the args of the job that sends the digest of a completed scan.
+// DigestJob is the args of the job that sends the digest of a completed scan. To is empty for the
+// job the scan's completion enqueues; it fans out into one job per recipient (To set), so a retry
+// after a failed send reaches only the member it failed for, never the ones already mailed.
 type DigestJob struct {
 	ScanID string `json:"scanId"`
+	To     string `json:"to,omitempty"`
 }
 
 // Kind is KindDigest.
@@ -39,19 +42,21 @@ func (DigestJob) MaxAttempts() int { return 10 }
 func AfterScan(scanID string) []store.JobArgs { return []store.JobArgs{DigestJob{ScanID: scanID}} }
 
 // DigestStore is what the digest reads: the scan and its site, the two latest completed scans,
-// their results, the owner.
+// their results, the members of the site's workspace; and where it enqueues a job per recipient.
 type DigestStore interface {
 	ScanForJob(ctx context.Context, scanID string) (store.Scan, store.Site, error)
 	CompletedScans(ctx context.Context, userID, siteID string, limit int) ([]store.Scan, error)
 	PageResults(ctx context.Context, userID, scanID string) ([]store.PageResult, error)
 	UserByID(ctx context.Context, id string) (store.User, error)
+	Members(ctx context.Context, workspaceID string) ([]store.Member, error)
+	EnqueueJob(ctx context.Context, args store.JobArgs, runAt time.Time) (store.Job, error)
 }
 
-// Digest e-mails a site's owner the regressions of a completed scan against the previous
-// completed one: one message per completed scan, only when there are
-// regressions and the owner has notifications on. Without an SMTP address the message is
-// logged instead. A failing SMTP server is logged and never fails the scan: the job is retried
-// with backoff, on any process.
+// Digest e-mails the regressions of a completed scan against the previous completed one to
+// every member of the site's workspace who has regression e-mails on for it (a per-member
+// setting): one message per member per completed scan, only when there are regressions. Without
+// an SMTP address the message is logged instead. A failing SMTP server is logged and never fails
+// the scan: the recipient's job is retried with backoff, on any process.
 type Digest struct {
 	Store DigestStore
 	// SMTPAddr is host:port (SMTP_ADDR); empty logs digests instead of sending them.
@@ -81,11 +86,20 @@ func (d *Digest) Work(ctx context.Context, _ store.Job, args DigestJob) error {
 		return fmt.Errorf("digest: read the scan: %w", err)
 	}
 	log = log.With("site", site.Name, "scan", scanID)
-	results, err := d.Store.PageResults(ctx, site.UserID, scanID)
+	members, err := d.Store.Members(ctx, site.WorkspaceID)
+	if err != nil {
+		return fmt.Errorf("digest: read the members: %w", err)
+	}
+	// The scans are read as a member: whoever added the site may have left the workspace.
+	reader := site.UserID
+	if len(members) > 0 {
+		reader = members[0].UserID
+	}
+	results, err := d.Store.PageResults(ctx, reader, scanID)
 	if err != nil {
 		return fmt.Errorf("digest: read the results: %w", err)
 	}
-	scans, err := d.Store.CompletedScans(ctx, site.UserID, site.ID, 3)
+	scans, err := d.Store.CompletedScans(ctx, reader, site.ID, 3)
 	if err != nil {
 		return fmt.Errorf("digest: read the scans: %w", err)
 	}
@@ -101,7 +115,7 @@ func (d *Digest) Work(ctx context.Context, _ store.Job, args DigestJob) error {
 	if previous == nil {
 		return nil // the site's first scan (nothing to compare with), or long superseded
 	}
-	before, err := d.Store.PageResults(ctx, site.UserID, previous.ID)
+	before, err := d.Store.PageResults(ctx, reader, previous.ID)
 	if err != nil {
 		return fmt.Errorf("digest: read the previous scan: %w", err)
 	}
@@ -109,24 +123,45 @@ func (d *Digest) Work(ctx context.Context, _ store.Job, args DigestJob) error {
 	if len(regs) == 0 {
 		return nil
 	}
-	owner, err := d.Store.UserByID(ctx, site.UserID)
-	if err != nil {
-		return fmt.Errorf("digest: read the owner: %w", err)
+	var to []string
+	for _, m := range members {
+		if m.NotifyRegressions && (args.To == "" || args.To == m.Email) {
+			to = append(to, m.Email)
+		}
 	}
-	if !owner.NotifyRegressions {
-		log.Info("digest: regressions found; the owner turned notifications off", "regressions", len(regs))
+	if len(members) == 0 { // a site outside any workspace (tests, older callers): its owner's setting
+		owner, err := d.Store.UserByID(ctx, site.UserID)
+		if err != nil {
+			return fmt.Errorf("digest: read the owner: %w", err)
+		}
+		if owner.NotifyRegressions && (args.To == "" || args.To == owner.Email) {
+			to = append(to, owner.Email)
+		}
+	}
+	if len(to) == 0 {
+		log.Info("digest: regressions found; no member to tell (notifications off, or the member left)", "regressions", len(regs))
 		return nil
 	}
+	if args.To == "" && len(to) > 1 {
+		// One job per recipient, so a failed send is retried for that member alone.
+		for _, addr := range to {
+			if _, err := d.Store.EnqueueJob(ctx, DigestJob{ScanID: scanID, To: addr}, time.Now()); err != nil {
+				return fmt.Errorf("digest: enqueue a recipient's digest: %w", err)
+			}
+		}
+		return nil
+	}
+	addr := to[0]
 	subject, body := d.compose(site, scanID, previous.ID, regs)
 	if d.SMTPAddr == "" {
-		log.Info("digest (SMTP_ADDR not set, so logged instead of sent)", "to", owner.Email, "subject", subject, "body", body)
+		log.Info("digest (SMTP_ADDR not set, so logged instead of sent)", "to", addr, "subject", subject, "body", body)
 		return nil
 	}
-	if err := d.send(ctx, owner.Email, subject, body); err != nil {
-		log.Warn("digest: sending failed; the scan is complete regardless and the digest is retried", "to", owner.Email, "smtp", d.SMTPAddr, "err", err)
+	if err := d.send(ctx, addr, subject, body); err != nil {
+		log.Warn("digest: sending failed; the scan is complete regardless and the digest is retried", "to", addr, "smtp", d.SMTPAddr, "err", err)
 		return fmt.Errorf("digest: send: %w", err)
 	}
-	log.Info("digest sent", "to", owner.Email, "regressions", len(regs))
+	log.Info("digest sent", "to", addr, "regressions", len(regs))
 	return nil
 }
 
@@ -147,7 +182,7 @@ func (d *Digest) compose(site store.Site, scanID, previousID string, regs []anal
 	if d.BaseURL != "" {
 		fmt.Fprintf(&b, "Site: %s/sites/%s\n", strings.TrimRight(d.BaseURL, "/"), site.ID)
 	}
-	b.WriteString("\nYou get this e-mail because regression notifications are on in your SitePulse settings.\n")
+	b.WriteString("\nYou get this e-mail because regression e-mails are on for this workspace in SitePulse.\n")
 	return subject, b.String()
 }
 
@@ -240,7 +275,8 @@ func (d *Digest) send(ctx context.Context, to, subject, body string) error {
 	return c.Quit()
 }
 
-// Send delivers one message with the digest's SMTP settings; sign-up messages use it too.
+// Send delivers one message with the digest's SMTP settings; sign-up messages and workspace
+// invitations use it too.
 func (d *Digest) Send(ctx context.Context, to, subject, body string) error {
 	return d.send(ctx, to, subject, body)
 }

@@ -13,7 +13,7 @@ import (
 // Store is what a Connector needs of the store.
 type Store interface {
 	store.Platform
-	SitesOf(ctx context.Context, userID string) ([]store.Site, error)
+	SitesIn(ctx context.Context, userID, workspaceID string) ([]store.Site, error)
 	SiteByPlatformID(ctx context.Context, platformSiteID string) (store.Site, error)
 	ScansOf(ctx context.Context, userID, siteID string, limit int) ([]store.Scan, error)
 	EnqueueScan(ctx context.Context, s store.Scan, queue string, runAt time.Time) error
@@ -36,7 +36,7 @@ type Connector struct {
 	Keys   *Keys
 	// WebhookURL is {BASE_URL}/api/webhooks/platform, the target of every site_publish webhook.
 	WebhookURL string
-	// MaxSites is MAX_SITES_PER_USER: an import past it creates no site (store.ErrLimit).
+	// MaxSites is MAX_SITES_PER_WORKSPACE: an import past it creates no site (store.ErrLimit).
 	MaxSites int
 	// MaxPages is MAX_PAGES_PER_SCAN: a site keeps at most this many of its published pages
 	// (a scan audits no more; its pages say how many there were); 0 means store.DefaultMaxPages.
@@ -45,22 +45,23 @@ type Connector struct {
 	Now      func() time.Time
 }
 
-// Connect exchanges an authorization code and keeps the token, sealed.
-func (c *Connector) Connect(ctx context.Context, userID, code, redirectURI string) error {
+// Connect exchanges an authorization code and keeps the token, sealed, as the workspace's
+// connection (a personal workspace's id is its user's, so older sealed tokens still open).
+func (c *Connector) Connect(ctx context.Context, workspaceID, code, redirectURI string) error {
 	token, err := c.Client.Exchange(ctx, code, redirectURI)
 	if err != nil {
 		return err
 	}
-	sealed, err := c.Keys.Seal(token, userID)
+	sealed, err := c.Keys.Seal(token, workspaceID)
 	if err != nil {
 		return err
 	}
-	return c.Store.SavePlatformConnection(ctx, store.PlatformConnection{UserID: userID, TokenSealed: sealed, CreatedAt: c.Now()})
+	return c.Store.SavePlatformConnection(ctx, store.PlatformConnection{WorkspaceID: workspaceID, TokenSealed: sealed, CreatedAt: c.Now()})
 }
 
 // token opens the user's token: ErrNotConnected, or ErrReconnect when the connection is disabled.
-func (c *Connector) token(ctx context.Context, userID string) (string, error) {
-	conn, err := c.Store.PlatformConnection(ctx, userID)
+func (c *Connector) token(ctx context.Context, workspaceID string) (string, error) {
+	conn, err := c.Store.PlatformConnection(ctx, workspaceID)
 	if errors.Is(err, store.ErrNotFound) {
 		return "", ErrNotConnected
 	}
@@ -70,25 +71,25 @@ func (c *Connector) token(ctx context.Context, userID string) (string, error) {
 	if conn.DisabledAt != nil {
 		return "", ErrReconnect
 	}
-	token, err := c.Keys.Open(conn.TokenSealed, userID)
+	token, err := c.Keys.Open(conn.TokenSealed, workspaceID)
 	if err != nil {
-		c.Log.Warn("platform: a sealed token does not open; the user must reconnect", "user", userID, "err", err)
-		return "", c.disable(ctx, userID)
+		c.Log.Warn("platform: a sealed token does not open; the workspace's owner must reconnect", "workspace", workspaceID, "err", err)
+		return "", c.disable(ctx, workspaceID)
 	}
 	return token, nil
 }
 
 // refused turns a 401 into ErrReconnect, disabling the connection; other errors pass.
-func (c *Connector) refused(ctx context.Context, userID string, err error) error {
+func (c *Connector) refused(ctx context.Context, workspaceID string, err error) error {
 	if !errors.Is(err, ErrUnauthorized) {
 		return err
 	}
-	c.Log.Info("platform: the token was refused (revoked on the platform); connection disabled", "user", userID)
-	return c.disable(ctx, userID)
+	c.Log.Info("platform: the token was refused (revoked on the platform); connection disabled", "workspace", workspaceID)
+	return c.disable(ctx, workspaceID)
 }
 
-func (c *Connector) disable(ctx context.Context, userID string) error {
-	if err := c.Store.DisablePlatformConnection(ctx, userID, c.Now()); err != nil && !errors.Is(err, store.ErrNotFound) {
+func (c *Connector) disable(ctx context.Context, workspaceID string) error {
+	if err := c.Store.DisablePlatformConnection(ctx, workspaceID, c.Now()); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
 	return ErrReconnect
@@ -106,14 +107,14 @@ type Choice struct {
 
 // Choices lists the platform sites the user's connection sees, each marked as already
 // imported, available, or held by another account.
-func (c *Connector) Choices(ctx context.Context, userID string) ([]Choice, error) {
-	token, err := c.token(ctx, userID)
+func (c *Connector) Choices(ctx context.Context, workspaceID string) ([]Choice, error) {
+	token, err := c.token(ctx, workspaceID)
 	if err != nil {
 		return nil, err
 	}
 	sites, err := c.Client.Sites(ctx, token)
 	if err != nil {
-		return nil, c.refused(ctx, userID, err)
+		return nil, c.refused(ctx, workspaceID, err)
 	}
 	out := make([]Choice, 0, len(sites))
 	for _, s := range sites {
@@ -123,7 +124,7 @@ func (c *Connector) Choices(ctx context.Context, userID string) ([]Choice, error
 		case errors.Is(err, store.ErrNotFound):
 		case err != nil:
 			return nil, err
-		case local.UserID == userID:
+		case local.WorkspaceID == workspaceID:
 			ch.Mine = local.ID
 		case local.PlatformVerified:
 			ch.Unavailable = true
@@ -149,14 +150,14 @@ type Imported struct {
 // try resumes without duplicating: pages, then the site (upserted on its platform id), then the
 // webhook (created only when the site's list lacks it), then a first scan when the site has
 // none. Ids the connection does not see are ignored. ErrReconnect stops everything.
-func (c *Connector) Import(ctx context.Context, userID string, platformIDs []string) ([]Imported, error) {
-	token, err := c.token(ctx, userID)
+func (c *Connector) Import(ctx context.Context, userID, workspaceID string, platformIDs []string) ([]Imported, error) {
+	token, err := c.token(ctx, workspaceID)
 	if err != nil {
 		return nil, err
 	}
 	sites, err := c.Client.Sites(ctx, token)
 	if err != nil {
-		return nil, c.refused(ctx, userID, err)
+		return nil, c.refused(ctx, workspaceID, err)
 	}
 	byID := map[string]Site{}
 	for _, s := range sites {
@@ -170,16 +171,16 @@ func (c *Connector) Import(ctx context.Context, userID string, platformIDs []str
 			continue
 		}
 		seen[id] = true
-		res := c.importOne(ctx, userID, token, ps)
+		res := c.importOne(ctx, userID, workspaceID, token, ps)
 		if errors.Is(res.Err, ErrUnauthorized) {
-			return out, c.refused(ctx, userID, res.Err)
+			return out, c.refused(ctx, workspaceID, res.Err)
 		}
 		out = append(out, res)
 	}
 	return out, nil
 }
 
-func (c *Connector) importOne(ctx context.Context, userID, token string, ps Site) Imported {
+func (c *Connector) importOne(ctx context.Context, userID, workspaceID, token string, ps Site) Imported {
 	res := Imported{PlatformID: ps.ID, Name: ps.DisplayName}
 	pages, err := c.Client.Pages(ctx, token, ps.ID)
 	if err != nil {
@@ -194,7 +195,7 @@ func (c *Connector) importOne(ctx context.Context, userID, token string, ps Site
 	}
 	// The store normalises and validates what the platform lists as it does what people type:
 	// a site that breaks the rules is refused (store.ErrInvalid) and the others go on.
-	site, created, err := c.Store.ImportPlatformSite(ctx, store.Site{ID: store.NewID(), UserID: userID, Name: name,
+	site, created, err := c.Store.ImportPlatformSite(ctx, store.Site{ID: store.NewID(), UserID: userID, WorkspaceID: workspaceID, Name: name,
 		Domain: ps.Domain(), PlatformSiteID: ps.ID, LastPublished: ps.LastPublished, Pages: saved, CreatedAt: c.Now()}, c.MaxSites)
 	res.Found = len(paths)
 	if err != nil {
@@ -277,13 +278,13 @@ func (c *Connector) RefreshPages(ctx context.Context, site store.Site) ([]string
 	if !site.PlatformVerified || site.PlatformSiteID == "" {
 		return nil, ErrNotConnected
 	}
-	token, err := c.token(ctx, site.UserID)
+	token, err := c.token(ctx, site.WorkspaceID)
 	if err != nil {
 		return nil, err
 	}
 	pages, err := c.Client.Pages(ctx, token, site.PlatformSiteID)
 	if err != nil {
-		return nil, c.refused(ctx, site.UserID, err)
+		return nil, c.refused(ctx, site.WorkspaceID, err)
 	}
 	paths := PublishedPaths(pages)
 	if len(paths) == 0 {
@@ -299,12 +300,12 @@ func (c *Connector) RefreshPages(ctx context.Context, site store.Site) ([]string
 // sites (they keep their history). A webhook the platform will not delete (token already
 // revoked, platform down) does not stop it: it is counted in left and, once the sites are
 // unlinked, its publishes find no site.
-func (c *Connector) Disconnect(ctx context.Context, userID string) (deleted, left int, err error) {
-	sites, err := c.Store.SitesOf(ctx, userID)
+func (c *Connector) Disconnect(ctx context.Context, userID, workspaceID string) (deleted, left int, err error) {
+	sites, err := c.Store.SitesIn(ctx, userID, workspaceID)
 	if err != nil {
 		return 0, 0, err
 	}
-	token, terr := c.token(ctx, userID)
+	token, terr := c.token(ctx, workspaceID)
 	for _, s := range sites {
 		if !s.PlatformVerified || s.PlatformWebhookID == "" {
 			continue
@@ -320,7 +321,7 @@ func (c *Connector) Disconnect(ctx context.Context, userID string) (deleted, lef
 		}
 		deleted++
 	}
-	if err := c.Store.DisconnectPlatform(ctx, userID); err != nil {
+	if err := c.Store.DisconnectPlatform(ctx, workspaceID); err != nil {
 		return deleted, left, fmt.Errorf("disconnect: %w", err)
 	}
 	c.Log.Info("platform: disconnected", "user", userID, "webhooks_deleted", deleted, "webhooks_left", left)

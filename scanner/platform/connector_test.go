@@ -52,7 +52,7 @@ func TestImportWebhookCreatedThenFailed(t *testing.T) {
 	c, double, userID := connected(t)
 	create := "POST /v2/sites/" + acme + "/webhooks"
 	double.FailAfterCall(create, 1)
-	res, err := c.Import(ctx, userID, []string{acme})
+	res, err := c.Import(ctx, userID, userID, []string{acme})
 	if err != nil || len(res) != 1 || res[0].Err != nil {
 		t.Fatalf("import %+v, %v", res, err)
 	}
@@ -60,11 +60,11 @@ func TestImportWebhookCreatedThenFailed(t *testing.T) {
 	if len(hooks) != 1 || double.Calls(create) != 1 {
 		t.Fatalf("%d creates left webhooks %+v, want 1 create and 1 webhook", double.Calls(create), hooks)
 	}
-	sites, _ := c.Store.SitesOf(ctx, userID)
+	sites, _ := c.Store.SitesIn(ctx, userID, userID)
 	if len(sites) != 1 || sites[0].PlatformWebhookID != hooks[0].ID {
 		t.Fatalf("site %+v keeps another id than the platform's %s", sites, hooks[0].ID)
 	}
-	if deleted, left, err := c.Disconnect(ctx, userID); err != nil || deleted != 1 || left != 0 || len(double.Webhooks(acme)) != 0 {
+	if deleted, left, err := c.Disconnect(ctx, userID, userID); err != nil || deleted != 1 || left != 0 || len(double.Webhooks(acme)) != 0 {
 		t.Errorf("disconnect deleted %d, left %d (%v); platform holds %+v", deleted, left, err, double.Webhooks(acme))
 	}
 }
@@ -76,7 +76,7 @@ func TestImportWebhookNotCreatedIsTriedAgain(t *testing.T) {
 	c, double, userID := connected(t)
 	create := "POST /v2/sites/" + acme + "/webhooks"
 	double.FailCall(create, 2)
-	res, err := c.Import(ctx, userID, []string{acme})
+	res, err := c.Import(ctx, userID, userID, []string{acme})
 	if err != nil || len(res) != 1 || res[0].Err != nil {
 		t.Fatalf("import %+v, %v", res, err)
 	}

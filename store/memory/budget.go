@@ -35,6 +35,12 @@ func (m *Store) BudgetInputsByKey(ctx context.Context, keyHash, siteID string, n
 	if err != nil {
 		return store.BudgetInputs{}, err
 	}
+	m.mu.Lock()
+	site, ok := m.sites[siteID]
+	m.mu.Unlock()
+	if !ok || site.WorkspaceID != k.WorkspaceID { // the key reads its workspace only
+		return store.BudgetInputs{UserID: k.UserID}, store.NotFound("site")
+	}
 	in, err := m.BudgetInputs(ctx, k.UserID, siteID)
 	in.UserID = k.UserID
 	return in, err

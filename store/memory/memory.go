@@ -41,7 +41,7 @@ type Store struct {
 	// platform connections (platform.go)
 	platformStates map[string]memState
 	connections    map[string]store.PlatformConnection
-	audits         map[string]map[time.Time]int // audits spent by account and UTC day (audits.go)
+	audits         map[string]map[time.Time]int // audits spent by workspace and UTC day (audits.go)
 	logins         map[string]memLogin          // login attempts by account key (logins.go)
 	loginsSwept    time.Time
 	publishes      []store.Publish          // in the order recorded (publishes.go)
@@ -50,6 +50,11 @@ type Store struct {
 	// deliveries, the publish webhook's replay guard.
 	channelDeliveries []store.Delivery
 	budgetsBroken     map[string]bool // the budget state alerts compare with, by site (channels.go)
+	// workspaces (workspaces.go)
+	workspaces  map[string]store.Workspace
+	members     map[memberKey]store.Member
+	invitations map[string]store.Invitation
+	activity    []store.Activity
 }
 
 type memResult struct {
@@ -84,6 +89,9 @@ func New() *Store {
 		connections:    map[string]store.PlatformConnection{},
 		channels:       map[string]store.Channel{},
 		budgetsBroken:  map[string]bool{},
+		workspaces:     map[string]store.Workspace{},
+		members:        map[memberKey]store.Member{},
+		invitations:    map[string]store.Invitation{},
 	}
 }
 

@@ -64,18 +64,18 @@ func (m *Store) TakePlatformState(ctx context.Context, stateHash, userID string,
 func (m *Store) SavePlatformConnection(ctx context.Context, c store.PlatformConnection) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, ok := m.users[c.UserID]; !ok {
-		return store.NotFound("user")
+	if _, ok := m.workspaces[c.WorkspaceID]; !ok {
+		return store.NotFound("workspace")
 	}
 	c.DisabledAt, c.CreatedAt = nil, store.Now(c.CreatedAt)
-	m.connections[c.UserID] = c
+	m.connections[c.WorkspaceID] = c
 	return nil
 }
 
-func (m *Store) PlatformConnection(ctx context.Context, userID string) (store.PlatformConnection, error) {
+func (m *Store) PlatformConnection(ctx context.Context, workspaceID string) (store.PlatformConnection, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	c, ok := m.connections[userID]
+	c, ok := m.connections[workspaceID]
 	if !ok {
 		return store.PlatformConnection{}, store.NotFound("platform connection")
 	}
@@ -83,30 +83,30 @@ func (m *Store) PlatformConnection(ctx context.Context, userID string) (store.Pl
 	return c, nil
 }
 
-func (m *Store) DisablePlatformConnection(ctx context.Context, userID string, now time.Time) error {
+func (m *Store) DisablePlatformConnection(ctx context.Context, workspaceID string, now time.Time) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	c, ok := m.connections[userID]
+	c, ok := m.connections[workspaceID]
 	if !ok {
 		return store.NotFound("platform connection")
 	}
 	if c.DisabledAt == nil {
 		c.DisabledAt = tp(now)
 	}
-	m.connections[userID] = c
+	m.connections[workspaceID] = c
 	return nil
 }
 
-func (m *Store) DisconnectPlatform(ctx context.Context, userID string) error {
+func (m *Store) DisconnectPlatform(ctx context.Context, workspaceID string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for id, s := range m.sites {
-		if s.UserID == userID && s.PlatformVerified {
+		if s.WorkspaceID == workspaceID && s.PlatformVerified {
 			s.PlatformSiteID, s.PlatformVerified, s.PlatformWebhookID = "", false, ""
 			m.sites[id] = s
 		}
 	}
-	delete(m.connections, userID)
+	delete(m.connections, workspaceID)
 	return nil
 }
 
@@ -118,30 +118,31 @@ func (m *Store) ImportPlatformSite(ctx context.Context, s store.Site, maxSites i
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	s.WorkspaceID = siteWorkspace(s)
 	if _, ok := m.users[s.UserID]; !ok || s.PlatformSiteID == "" {
 		return store.Site{}, false, store.NotFound("site")
 	}
-	mine := s.ID // the user's site this import would write: a duplicate is another one
+	mine := s.ID // the workspace's site this import would write: a duplicate is another one
 	for _, old := range m.sites {
-		if old.PlatformSiteID == s.PlatformSiteID && old.UserID == s.UserID {
+		if old.PlatformSiteID == s.PlatformSiteID && old.WorkspaceID == s.WorkspaceID {
 			mine = old.ID
 		}
 	}
-	if err := m.sameDomain(s.UserID, s.Domain, mine); err != nil {
+	if err := m.sameDomain(s.WorkspaceID, s.Domain, mine); err != nil {
 		return store.Site{}, false, err
 	}
 	for id, old := range m.sites {
 		if old.PlatformSiteID != s.PlatformSiteID {
 			continue
 		}
-		if old.UserID != s.UserID && !old.PlatformVerified {
-			// s will be created: the cap is checked before the other user's link is dropped.
-			if err := m.withinSites(s.UserID, maxSites); err != nil {
+		if old.WorkspaceID != s.WorkspaceID && !old.PlatformVerified {
+			// s will be created: the cap is checked before the other workspace's link is dropped.
+			if err := m.withinSites(s.WorkspaceID, maxSites); err != nil {
 				return store.Site{}, false, err
 			}
 		}
 		switch {
-		case old.UserID == s.UserID:
+		case old.WorkspaceID == s.WorkspaceID:
 			old.Name, old.Domain, old.Pages, old.PlatformVerified = s.Name, s.Domain, slices.Clone(s.Pages), true
 			if s.LastPublished != nil && (old.LastPublished == nil || s.LastPublished.After(*old.LastPublished)) { // never backwards
 				old.LastPublished = tp(*s.LastPublished)
@@ -149,13 +150,13 @@ func (m *Store) ImportPlatformSite(ctx context.Context, s store.Site, maxSites i
 			m.sites[id] = cloneSite(old)
 			return cloneSite(old), false, nil
 		case old.PlatformVerified:
-			return store.Site{}, false, fmt.Errorf("import platform site: another account's connection holds it: %w", store.ErrConflict)
-		default: // another user's hand-typed link: dropped, the site and its history stay theirs
+			return store.Site{}, false, fmt.Errorf("import platform site: another workspace's connection holds it: %w", store.ErrConflict)
+		default: // another workspace's hand-typed link: dropped, the site and its history stay theirs
 			old.PlatformSiteID = ""
 			m.sites[id] = old
 		}
 	}
-	if err := m.withinSites(s.UserID, maxSites); err != nil {
+	if err := m.withinSites(s.WorkspaceID, maxSites); err != nil {
 		return store.Site{}, false, err
 	}
 	s.CreatedAt, s.PlatformVerified, s.PlatformWebhookID = store.Now(s.CreatedAt), true, ""

@@ -45,6 +45,7 @@ func (m *Store) createReportLocked(r store.Report) error {
 	}
 	r.RevokedAt = nil
 	r.SiteID = m.scans[r.ScanID].SiteID
+	r.WorkspaceID = m.sites[r.SiteID].WorkspaceID
 	m.reports[r.ID] = cloneReport(r)
 	return nil
 }
@@ -65,7 +66,7 @@ func (m *Store) ReportsOf(ctx context.Context, userID string) ([]store.Report, e
 	defer m.mu.Unlock()
 	out := []store.Report{}
 	for _, r := range m.reports {
-		if r.UserID == userID {
+		if m.canRead(userID, r.WorkspaceID) {
 			out = append(out, cloneReport(r))
 		}
 	}
@@ -82,7 +83,7 @@ func (m *Store) RevokeReport(ctx context.Context, userID, reportID string, now t
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r, ok := m.reports[reportID]
-	if !ok || r.UserID != userID {
+	if !ok || !m.canEdit(userID, r.WorkspaceID) {
 		return store.NotFound("report")
 	}
 	if r.RevokedAt == nil {
@@ -96,8 +97,17 @@ func (m *Store) ReportScan(ctx context.Context, r store.Report) (store.Scan, sto
 	m.mu.Lock()
 	s, ok := m.scans[r.ScanID]
 	site, siteOK := m.sites[s.SiteID]
+	// Read as a member of the report's workspace, as Postgres does.
+	for k, mb := range m.members {
+		if k[0] == r.WorkspaceID && r.WorkspaceID != "" {
+			r.UserID = k[1]
+			if mb.Role == store.RoleOwner {
+				break
+			}
+		}
+	}
 	m.mu.Unlock()
-	if !ok || !siteOK || site.UserID != r.UserID {
+	if !ok || !siteOK || !m.canRead(r.UserID, site.WorkspaceID) {
 		return store.Scan{}, store.Site{}, nil, store.NotFound("scan")
 	}
 	results, err := m.PageResults(ctx, r.UserID, r.ScanID)

@@ -69,7 +69,7 @@ func (m *Store) LastScans(ctx context.Context, userID string) (map[string]store.
 	defer m.mu.Unlock()
 	out := map[string]store.Scan{}
 	for _, sc := range m.scans {
-		if site, ok := m.sites[sc.SiteID]; !ok || site.UserID != userID {
+		if site, ok := m.sites[sc.SiteID]; !ok || !m.canRead(userID, site.WorkspaceID) {
 			continue
 		}
 		last, ok := out[sc.SiteID]

@@ -53,21 +53,30 @@ func (m *Store) CreateSiteWithin(ctx context.Context, s store.Site, max int) err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if err := m.withinSites(s.UserID, max); err != nil {
+	if err := m.withinSites(siteWorkspace(s), max); err != nil {
 		return err
 	}
-	if err := m.sameDomain(s.UserID, s.Domain, s.ID); err != nil {
+	if err := m.sameDomain(siteWorkspace(s), s.Domain, s.ID); err != nil {
 		return err
 	}
 	return m.createSiteLocked(s)
 }
 
-// sameDomain answers a *store.DuplicateError when the user has a site other than exceptSite on
-// the domain (store.DomainKey); the caller holds m.mu. Of several, the oldest is named.
-func (m *Store) sameDomain(userID, domain, exceptSite string) error {
+// siteWorkspace is the workspace a new site goes to: its own, else its creator's personal one.
+func siteWorkspace(s store.Site) string {
+	if s.WorkspaceID != "" {
+		return s.WorkspaceID
+	}
+	return store.PersonalWorkspace(s.UserID)
+}
+
+// sameDomain answers a *store.DuplicateError when the workspace has a site other than
+// exceptSite on the domain (store.DomainKey); the caller holds m.mu. Of several, the oldest is
+// named.
+func (m *Store) sameDomain(workspaceID, domain, exceptSite string) error {
 	var first *store.Site
 	for _, o := range m.sites {
-		if o.UserID == userID && o.ID != exceptSite && store.DomainKey(o.Domain) == store.DomainKey(domain) &&
+		if o.WorkspaceID == workspaceID && o.ID != exceptSite && store.DomainKey(o.Domain) == store.DomainKey(domain) &&
 			(first == nil || o.CreatedAt.Before(first.CreatedAt) || (o.CreatedAt.Equal(first.CreatedAt) && o.ID < first.ID)) {
 			o := o
 			first = &o
@@ -79,11 +88,11 @@ func (m *Store) sameDomain(userID, domain, exceptSite string) error {
 	return nil
 }
 
-// withinSites answers ErrLimit when the user already has max sites; the caller holds m.mu.
-func (m *Store) withinSites(userID string, max int) error {
+// withinSites answers ErrLimit when the workspace already has max sites; the caller holds m.mu.
+func (m *Store) withinSites(workspaceID string, max int) error {
 	n := 0
 	for _, o := range m.sites {
-		if o.UserID == userID {
+		if o.WorkspaceID == workspaceID {
 			n++
 		}
 	}
@@ -96,6 +105,10 @@ func (m *Store) withinSites(userID string, max int) error {
 func (m *Store) createSiteLocked(s store.Site) error {
 	if _, ok := m.users[s.UserID]; !ok {
 		return store.NotFound("user")
+	}
+	s.WorkspaceID = siteWorkspace(s)
+	if !m.canEdit(s.UserID, s.WorkspaceID) {
+		return store.NotFound("workspace")
 	}
 	if m.platformTaken(s.PlatformSiteID, "") {
 		return fmt.Errorf("platform site id %q: %w", s.PlatformSiteID, store.ErrConflict)
@@ -120,10 +133,10 @@ func (m *Store) UpdateSite(ctx context.Context, s store.Site) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	old, ok := m.sites[s.ID]
-	if !ok || old.UserID != s.UserID {
+	if !ok || !m.canEdit(s.UserID, old.WorkspaceID) {
 		return store.NotFound("site")
 	}
-	if err := m.sameDomain(s.UserID, s.Domain, s.ID); err != nil {
+	if err := m.sameDomain(old.WorkspaceID, s.Domain, s.ID); err != nil {
 		return err
 	}
 	old.Name, old.Domain, old.Founding = s.Name, s.Domain, s.Founding
@@ -142,7 +155,7 @@ func (m *Store) DeleteSite(ctx context.Context, userID, siteID string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s, ok := m.sites[siteID]
-	if !ok || s.UserID != userID {
+	if !ok || !m.canEdit(userID, s.WorkspaceID) {
 		return store.NotFound("site")
 	}
 	delete(m.sites, siteID)
@@ -172,9 +185,19 @@ func (m *Store) DeleteSite(ctx context.Context, userID, siteID string) error {
 	return nil
 }
 
+// ownedSite finds a site userID may read: a member of its workspace.
 func (m *Store) ownedSite(userID, siteID string) (store.Site, bool) {
 	s, ok := m.sites[siteID]
-	if !ok || s.UserID != userID {
+	if !ok || !m.canRead(userID, s.WorkspaceID) {
+		return store.Site{}, false
+	}
+	return s, true
+}
+
+// editableSite finds a site userID may change: an owner or editor of its workspace.
+func (m *Store) editableSite(userID, siteID string) (store.Site, bool) {
+	s, ok := m.sites[siteID]
+	if !ok || !m.canEdit(userID, s.WorkspaceID) {
 		return store.Site{}, false
 	}
 	return s, true
@@ -191,11 +214,19 @@ func (m *Store) Site(ctx context.Context, userID, siteID string) (store.Site, er
 }
 
 func (m *Store) SitesOf(ctx context.Context, userID string) ([]store.Site, error) {
+	return m.sitesWhere(func(s store.Site) bool { return m.canRead(userID, s.WorkspaceID) })
+}
+
+func (m *Store) SitesIn(ctx context.Context, userID, workspaceID string) ([]store.Site, error) {
+	return m.sitesWhere(func(s store.Site) bool { return s.WorkspaceID == workspaceID && m.canRead(userID, s.WorkspaceID) })
+}
+
+func (m *Store) sitesWhere(keep func(store.Site) bool) ([]store.Site, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := []store.Site{}
 	for _, s := range m.sites {
-		if s.UserID == userID {
+		if keep(s) {
 			out = append(out, cloneSite(s))
 		}
 	}
@@ -260,7 +291,7 @@ func (m *Store) SetBudgets(ctx context.Context, userID, siteID string, budgets m
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, ok := m.ownedSite(userID, siteID); !ok {
+	if _, ok := m.editableSite(userID, siteID); !ok {
 		return store.NotFound("site")
 	}
 	b := map[string]store.Budget{}
@@ -305,7 +336,7 @@ func sortRules(out []store.AlertRule) {
 func (m *Store) AddAlertRule(ctx context.Context, userID string, r store.AlertRule) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, ok := m.ownedSite(userID, r.SiteID); !ok {
+	if _, ok := m.editableSite(userID, r.SiteID); !ok {
 		return store.NotFound("site")
 	}
 	r.CreatedAt = store.Now(r.CreatedAt)
@@ -317,7 +348,7 @@ func (m *Store) UpdateAlertRule(ctx context.Context, userID string, r store.Aler
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	old, ok := m.rules[r.ID]
-	if _, owned := m.ownedSite(userID, r.SiteID); !ok || !owned || old.SiteID != r.SiteID {
+	if _, owned := m.editableSite(userID, r.SiteID); !ok || !owned || old.SiteID != r.SiteID {
 		return store.NotFound("alert rule")
 	}
 	old.Metric, old.Operator, old.Threshold = r.Metric, r.Operator, r.Threshold
@@ -329,7 +360,7 @@ func (m *Store) DeleteAlertRule(ctx context.Context, userID, siteID, ruleID stri
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r, ok := m.rules[ruleID]
-	if _, owned := m.ownedSite(userID, siteID); !ok || !owned || r.SiteID != siteID {
+	if _, owned := m.editableSite(userID, siteID); !ok || !owned || r.SiteID != siteID {
 		return store.NotFound("alert rule")
 	}
 	delete(m.rules, ruleID)

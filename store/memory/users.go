@@ -20,6 +20,7 @@ func (m *Store) CreateUser(ctx context.Context, u store.User) error {
 	}
 	u.CreatedAt = store.Now(u.CreatedAt)
 	m.users[u.ID] = u
+	m.addPersonalWorkspace(u)
 	return nil
 }
 
@@ -48,8 +49,16 @@ func (m *Store) SetPasswordHash(ctx context.Context, userID, hash string) error 
 	return m.updateUser(userID, func(u *store.User) { u.PasswordHash = hash })
 }
 
+// SetNotifyRegressions sets the account's setting, which is its personal workspace's too.
 func (m *Store) SetNotifyRegressions(ctx context.Context, userID string, on bool) error {
-	return m.updateUser(userID, func(u *store.User) { u.NotifyRegressions = on })
+	return m.updateUser(userID, func(u *store.User) {
+		u.NotifyRegressions = on
+		k := memberKey{store.PersonalWorkspace(userID), userID}
+		if mb, ok := m.members[k]; ok {
+			mb.NotifyRegressions = on
+			m.members[k] = mb
+		}
+	})
 }
 
 func (m *Store) updateUser(id string, f func(*store.User)) error {
@@ -113,6 +122,13 @@ func (m *Store) CreateAPIKey(ctx context.Context, k store.APIKey) error {
 	if _, ok := m.users[k.UserID]; !ok {
 		return store.NotFound("user")
 	}
+	if k.WorkspaceID == "" {
+		k.WorkspaceID = store.PersonalWorkspace(k.UserID)
+	}
+	if !m.canEdit(k.UserID, k.WorkspaceID) {
+		return store.NotFound("workspace")
+	}
+	k.WorkspaceName = ""
 	for _, o := range m.apiKeys {
 		if o.KeyHash == k.KeyHash {
 			return fmt.Errorf("api key: %w", store.ErrConflict)
@@ -130,6 +146,7 @@ func (m *Store) APIKeys(ctx context.Context, userID string) ([]store.APIKey, err
 	for _, k := range m.apiKeys {
 		if k.UserID == userID && !m.revoked[k.ID] {
 			k.LastUsedAt = cloneTime(k.LastUsedAt)
+			k.WorkspaceName = m.workspaces[k.WorkspaceID].Name
 			out = append(out, k)
 		}
 	}
@@ -146,12 +163,14 @@ func (m *Store) APIKeyByHash(ctx context.Context, keyHash string, now time.Time)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for id, k := range m.apiKeys {
-		if k.KeyHash == keyHash && !m.revoked[id] {
+		// A key works while its maker is a member of its workspace.
+		if k.KeyHash == keyHash && !m.revoked[id] && m.canRead(k.UserID, k.WorkspaceID) {
 			if k.LastUsedAt == nil || !k.LastUsedAt.After(store.Now(now).Add(-store.KeyUseGranularity)) {
 				k.LastUsedAt = tp(now)
 				m.apiKeys[id] = k
 			}
 			k.LastUsedAt = cloneTime(k.LastUsedAt)
+			k.WorkspaceName = m.workspaces[k.WorkspaceID].Name
 			return k, nil
 		}
 	}

@@ -18,20 +18,21 @@ import (
 // version (budgetKeySQL, budgetVersionSQL), and loads the inputs (budgetInputsSQL) only when
 // the version it holds is not the site's.
 
-// budgetKeySQL authenticates an unrevoked API key by hash ($2) and finds its user's site $1:
-// no row means no caller (an unknown or revoked key); a NULL version means the site is not
-// the caller's.
+// budgetKeySQL authenticates an unrevoked API key by hash ($2), whose maker is still a member of
+// its workspace, and finds site $1 in that workspace: no row means no caller (an unknown or
+// revoked key, or its maker left); a NULL version means the site is not the key's to read.
 const budgetKeySQL = `SELECT k.id, k.user_id, k.last_used_at, s.budget_version FROM api_keys k
-	LEFT JOIN sites s ON s.id = $1 AND s.user_id = k.user_id
-	WHERE k.key_hash = $2 AND k.revoked_at IS NULL`
+	LEFT JOIN sites s ON s.id = $1 AND s.workspace_id = k.workspace_id
+	WHERE k.key_hash = $2 AND k.revoked_at IS NULL
+		AND EXISTS (SELECT 1 FROM memberships m WHERE m.workspace_id = k.workspace_id AND m.user_id = k.user_id)`
 
 // budgetVersionSQL finds the version of site $1 of user $2.
-const budgetVersionSQL = `SELECT budget_version FROM sites WHERE id = $1 AND user_id = $2`
+var budgetVersionSQL = `SELECT budget_version FROM sites WHERE id = $1 AND ` + readable("workspace_id", 2)
 
 // budgetInputsSQL loads site $1 of user $2 with its version, all in one snapshot, so what is
 // kept is labelled with the version it was read at. Only the small sub-objects of each stored
 // result leave the database.
-const budgetInputsSQL = `SELECT s.budget_version, s.name, s.domain, c.id, c.status, c.strategy, c.trigger,
+var budgetInputsSQL = `SELECT s.budget_version, s.name, s.domain, c.id, c.status, c.strategy, c.trigger,
 	c.pages_total, c.pages_done, c.scores, c.error, c.created_at, c.started_at, c.completed_at,
 	(SELECT coalesce(json_object_agg(b.metric, json_build_object('threshold', b.threshold, 'strategy', b.strategy)), '{}')
 		FROM budgets b WHERE b.site_id = s.id),
@@ -45,7 +46,7 @@ FROM sites s
 LEFT JOIN LATERAL (SELECT id, status, strategy, trigger, pages_total, pages_done, scores, error,
 	created_at, started_at, completed_at FROM scans WHERE site_id = s.id AND status = 'complete'
 	ORDER BY completed_at DESC, id DESC LIMIT 1) c ON TRUE
-WHERE s.id = $1 AND s.user_id = $2`
+WHERE s.id = $1 AND ` + readable("s.workspace_id", 2)
 
 // noSite is a well-formed id no site has, for a lookup whose site id is malformed.
 const noSite = "00000000-0000-0000-0000-000000000000"

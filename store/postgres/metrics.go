@@ -19,11 +19,11 @@ import (
 // The twelve numbers travel as one float8[]: lib/pq hands over an array's text as it is, where it
 // parses and boxes each float8 column into an interface (one allocation per value, 4,800 for
 // 200 pages); parseMetrics reads the array text itself.
-const pageMetricsSQL = `SELECT r.page_path, r.page_url, r.strategy,
+var pageMetricsSQL = `SELECT r.page_path, r.page_url, r.strategy,
 	ARRAY[r.m_performance, r.m_seo, r.m_accessibility, r.m_best_practices,
 	r.m_lcp, r.m_cls, r.m_inp, r.m_fcp, r.m_ttfb, r.m_tbt, r.m_speed_index, r.m_tti]
 	FROM page_results r JOIN scans c ON c.id = r.scan_id JOIN sites s ON s.id = c.site_id
-	WHERE r.scan_id = $1 AND s.user_id = $2 AND r.result IS NOT NULL
+	WHERE r.scan_id = $1 AND ` + readable("s.workspace_id", 2) + ` AND r.result IS NOT NULL
 	ORDER BY r.page_path, r.strategy`
 
 func (p *Store) PageMetrics(ctx context.Context, userID, scanID string) ([]store.PageResult, error) {
@@ -68,11 +68,11 @@ func (p *Store) PageMetrics(ctx context.Context, userID, scanID string) ([]store
 // rows come from its own index scan in page order (the LATERAL runs once per scan), so nothing
 // sorts the rows of all scans together; with "scan_id = ANY" and one ORDER BY it measured slower
 // than one query per scan.
-const pageMetricsOfSQL = `SELECT r.scan_id, r.page_path, r.page_url, r.strategy,
+var pageMetricsOfSQL = `SELECT r.scan_id, r.page_path, r.page_url, r.strategy,
 	ARRAY[r.m_performance, r.m_seo, r.m_accessibility, r.m_best_practices,
 	r.m_lcp, r.m_cls, r.m_inp, r.m_fcp, r.m_ttfb, r.m_tbt, r.m_speed_index, r.m_tti]
 	FROM unnest($1::uuid[]) AS q(id)
-	JOIN scans c ON c.id = q.id JOIN sites s ON s.id = c.site_id AND s.user_id = $2
+	JOIN scans c ON c.id = q.id JOIN sites s ON s.id = c.site_id AND ` + readable("s.workspace_id", 2) + `
 	CROSS JOIN LATERAL (SELECT r.scan_id, r.page_path, r.page_url, r.strategy, r.m_performance, r.m_seo, r.m_accessibility,
 		r.m_best_practices, r.m_lcp, r.m_cls, r.m_inp, r.m_fcp, r.m_ttfb, r.m_tbt, r.m_speed_index, r.m_tti
 		FROM page_results r WHERE r.scan_id = q.id AND r.result IS NOT NULL

@@ -56,7 +56,8 @@ func TestMigration011KeepsOldGrants(t *testing.T) {
 	for _, f := range files[i:] {
 		apply(f)
 	}
-	if _, err := db.Exec(`INSERT INTO api_keys (id, user_id, name, key_hash, prefix, created_at) VALUES ('00000000-0000-4000-8000-000000000005', '` + user + `', 'new', 'h2', 'svc_y', now())`); err != nil {
+	// Since migration 013 a key belongs to a workspace: the user's personal one has the user's id.
+	if _, err := db.Exec(`INSERT INTO api_keys (id, user_id, name, key_hash, prefix, created_at, workspace_id) VALUES ('00000000-0000-4000-8000-000000000005', '` + user + `', 'new', 'h2', 'svc_y', now(), '` + user + `')`); err != nil {
 		t.Fatal(err)
 	}
 	for q, want := range map[string]string{

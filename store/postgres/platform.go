@@ -22,7 +22,7 @@ func (p *Store) CreatePlatformState(ctx context.Context, stateHash, userID strin
 			userID, store.Now(now), store.MaxPlatformStates-1); err != nil {
 			return pgErr("drop stale platform states", err)
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO platform_states (state_hash, user_id, expires_at) VALUES ($1, $2, $3)`,
+		_, err := tx.ExecContext(ctx, `INSERT INTO platform_states (state_hash, user_id, expires_at, workspace_id) VALUES ($1, $2, $3, $2)`,
 			stateHash, userID, store.Now(expiresAt))
 		return pgErr("create platform state", err)
 	})
@@ -48,47 +48,47 @@ func (p *Store) TakePlatformState(ctx context.Context, stateHash, userID string,
 }
 
 func (p *Store) SavePlatformConnection(ctx context.Context, c store.PlatformConnection) error {
-	if !uuidOK(c.UserID) {
-		return store.NotFound("user")
+	if !uuidOK(c.WorkspaceID) {
+		return store.NotFound("workspace")
 	}
-	_, err := p.db.ExecContext(ctx, `INSERT INTO platform_connections (user_id, token_sealed, disabled_at, created_at)
+	_, err := p.db.ExecContext(ctx, `INSERT INTO platform_connections (workspace_id, token_sealed, disabled_at, created_at)
 		VALUES ($1, $2, NULL, $3)
-		ON CONFLICT (user_id) DO UPDATE SET token_sealed = EXCLUDED.token_sealed, disabled_at = NULL, created_at = EXCLUDED.created_at`,
-		c.UserID, c.TokenSealed, store.Now(c.CreatedAt))
+		ON CONFLICT (workspace_id) DO UPDATE SET token_sealed = EXCLUDED.token_sealed, disabled_at = NULL, created_at = EXCLUDED.created_at`,
+		c.WorkspaceID, c.TokenSealed, store.Now(c.CreatedAt))
 	return pgErr("save platform connection", err)
 }
 
-func (p *Store) PlatformConnection(ctx context.Context, userID string) (store.PlatformConnection, error) {
-	if !uuidOK(userID) {
+func (p *Store) PlatformConnection(ctx context.Context, workspaceID string) (store.PlatformConnection, error) {
+	if !uuidOK(workspaceID) {
 		return store.PlatformConnection{}, store.NotFound("platform connection")
 	}
 	var c store.PlatformConnection
 	var disabled sql.NullTime
-	err := p.db.QueryRowContext(ctx, `SELECT user_id, token_sealed, disabled_at, created_at FROM platform_connections WHERE user_id = $1`,
-		userID).Scan(&c.UserID, &c.TokenSealed, &disabled, &c.CreatedAt)
+	err := p.db.QueryRowContext(ctx, `SELECT workspace_id, token_sealed, disabled_at, created_at FROM platform_connections WHERE workspace_id = $1`,
+		workspaceID).Scan(&c.WorkspaceID, &c.TokenSealed, &disabled, &c.CreatedAt)
 	c.DisabledAt, c.CreatedAt = timePtr(disabled), c.CreatedAt.UTC()
 	return c, pgErr("platform connection", err)
 }
 
-func (p *Store) DisablePlatformConnection(ctx context.Context, userID string, now time.Time) error {
-	if !uuidOK(userID) {
+func (p *Store) DisablePlatformConnection(ctx context.Context, workspaceID string, now time.Time) error {
+	if !uuidOK(workspaceID) {
 		return store.NotFound("platform connection")
 	}
-	res, err := p.db.ExecContext(ctx, `UPDATE platform_connections SET disabled_at = coalesce(disabled_at, $2) WHERE user_id = $1`,
-		userID, store.Now(now))
+	res, err := p.db.ExecContext(ctx, `UPDATE platform_connections SET disabled_at = coalesce(disabled_at, $2) WHERE workspace_id = $1`,
+		workspaceID, store.Now(now))
 	return pgErr("disable platform connection", affected(res, err, sql.ErrNoRows))
 }
 
-func (p *Store) DisconnectPlatform(ctx context.Context, userID string) error {
-	if !uuidOK(userID) {
+func (p *Store) DisconnectPlatform(ctx context.Context, workspaceID string) error {
+	if !uuidOK(workspaceID) {
 		return nil
 	}
 	return p.tx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE sites SET platform_site_id = NULL, platform_verified = false, platform_webhook_id = NULL
-			WHERE user_id = $1 AND platform_verified`, userID); err != nil {
+			WHERE workspace_id = $1 AND platform_verified`, workspaceID); err != nil {
 			return pgErr("unlink platform sites", err)
 		}
-		_, err := tx.ExecContext(ctx, `DELETE FROM platform_connections WHERE user_id = $1`, userID)
+		_, err := tx.ExecContext(ctx, `DELETE FROM platform_connections WHERE workspace_id = $1`, workspaceID)
 		return pgErr("delete platform connection", err)
 	})
 }
@@ -99,28 +99,29 @@ func (p *Store) ImportPlatformSite(ctx context.Context, s store.Site, maxSites i
 	if err := s.Validate(p.Rules); err != nil {
 		return store.Site{}, false, err
 	}
-	if !uuidOK(s.ID, s.UserID) || s.PlatformSiteID == "" {
+	s.WorkspaceID = siteWorkspace(s)
+	if !uuidOK(s.ID, s.UserID, s.WorkspaceID) || s.PlatformSiteID == "" {
 		return store.Site{}, false, store.NotFound("site")
 	}
 	var out store.Site
 	var created bool
 	err := p.tx(ctx, func(tx *sql.Tx) error {
-		if err := lockUser(ctx, tx, s.UserID); err != nil {
+		if err := lockWorkspace(ctx, tx, s.WorkspaceID); err != nil {
 			return err
 		}
 		old, err := scanSite(tx.QueryRowContext(ctx, `SELECT `+siteCols+` FROM sites WHERE platform_site_id = $1 FOR UPDATE`, s.PlatformSiteID))
-		mine := s.ID // the user's site this import writes: a duplicate is another one
-		if err == nil && old.UserID == s.UserID {
+		mine := s.ID // the workspace's site this import writes: a duplicate is another one
+		if err == nil && old.WorkspaceID == s.WorkspaceID {
 			mine = old.ID
 		}
-		if err := sameDomain(ctx, tx, s.UserID, s.Domain, mine); err != nil {
+		if err := sameDomain(ctx, tx, s.WorkspaceID, s.Domain, mine); err != nil {
 			return err
 		}
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 		case err != nil:
 			return pgErr("import platform site", err)
-		case old.UserID == s.UserID:
+		case old.WorkspaceID == s.WorkspaceID:
 			// lastPublished never moves backwards: a publish seen by the webhook is newer
 			// than the platform's listing read before it.
 			out, err = scanSite(tx.QueryRowContext(ctx, `UPDATE sites SET name = $2, domain = $3, last_published = greatest(last_published, $4),
@@ -128,20 +129,20 @@ func (p *Store) ImportPlatformSite(ctx context.Context, s store.Site, maxSites i
 				old.ID, s.Name, s.Domain, nullTime(s.LastPublished), pq.StringArray(nonNil(s.Pages))))
 			return pgErr("import platform site", err)
 		case old.PlatformVerified:
-			return fmt.Errorf("import platform site: another account's connection holds it: %w", store.ErrConflict)
-		default: // another user's hand-typed link: dropped, the site and its history stay theirs
+			return fmt.Errorf("import platform site: another workspace's connection holds it: %w", store.ErrConflict)
+		default: // another workspace's hand-typed link: dropped, the site and its history stay theirs
 			if _, err := tx.ExecContext(ctx, `UPDATE sites SET platform_site_id = NULL WHERE id = $1`, old.ID); err != nil {
 				return pgErr("import platform site", err)
 			}
 		}
-		if err := withinSites(ctx, tx, s.UserID, maxSites); err != nil {
+		if err := withinSites(ctx, tx, s.WorkspaceID, maxSites); err != nil {
 			return err
 		}
 		created = true
 		out, err = scanSite(tx.QueryRowContext(ctx, `INSERT INTO sites
-			(id, user_id, name, domain, platform_site_id, platform_verified, last_published, pages, created_at)
-			VALUES ($1, $2, $3, $4, $5, true, $6, $7, $8) RETURNING `+siteCols,
-			s.ID, s.UserID, s.Name, s.Domain, s.PlatformSiteID, nullTime(s.LastPublished), pq.StringArray(nonNil(s.Pages)), store.Now(s.CreatedAt)))
+			(id, user_id, name, domain, platform_site_id, platform_verified, last_published, pages, created_at, workspace_id)
+			VALUES ($1, $2, $3, $4, $5, true, $6, $7, $8, $9) RETURNING `+siteCols,
+			s.ID, s.UserID, s.Name, s.Domain, s.PlatformSiteID, nullTime(s.LastPublished), pq.StringArray(nonNil(s.Pages)), store.Now(s.CreatedAt), s.WorkspaceID))
 		return pgErr("import platform site", err)
 	})
 	return out, created && err == nil, err
@@ -151,7 +152,7 @@ func (p *Store) SetPlatformWebhook(ctx context.Context, userID, siteID, webhookI
 	if !uuidOK(userID, siteID) {
 		return store.NotFound("site")
 	}
-	res, err := p.db.ExecContext(ctx, `UPDATE sites SET platform_webhook_id = $3 WHERE id = $1 AND user_id = $2`,
+	res, err := p.db.ExecContext(ctx, `UPDATE sites SET platform_webhook_id = $3 WHERE id = $1 AND `+readable("workspace_id", 2),
 		siteID, userID, nullString(webhookID))
 	return pgErr("set platform webhook", affected(res, err, sql.ErrNoRows))
 }
@@ -165,7 +166,7 @@ func (p *Store) SetSitePages(ctx context.Context, userID, siteID, platformSiteID
 		return store.NotFound("site")
 	}
 	res, err := p.db.ExecContext(ctx, `UPDATE sites SET pages = $4
-		WHERE id = $1 AND user_id = $2 AND platform_site_id = $3 AND platform_verified`,
+		WHERE id = $1 AND `+readable("workspace_id", 2)+` AND platform_site_id = $3 AND platform_verified`,
 		siteID, userID, platformSiteID, pq.StringArray(nonNil(pages)))
 	return pgErr("set site pages", affected(res, err, sql.ErrNoRows))
 }

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -118,7 +119,10 @@ func (p *Store) Close() error       { return p.db.Close() }
 
 // migrate applies the embedded migrations in order, each in its own transaction, under a
 // session advisory lock held on one connection.
-func (p *Store) migrate(ctx context.Context) error {
+func (p *Store) migrate(ctx context.Context) error { return p.migrateTo(ctx, math.MaxInt) }
+
+// migrateTo is migrate stopping after version upTo: the migration tests build an older schema.
+func (p *Store) migrateTo(ctx context.Context, upTo int) error {
 	conn, err := p.db.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
@@ -151,6 +155,9 @@ func (p *Store) migrate(ctx context.Context) error {
 			return fmt.Errorf("migrate: %s and %s have the same version number", other, base)
 		}
 		seen[version] = base
+		if version > upTo {
+			break
+		}
 		var applied bool
 		if err := conn.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = $1)`, version).Scan(&applied); err != nil {
 			return fmt.Errorf("migrate: %w", err)

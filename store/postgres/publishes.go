@@ -58,7 +58,7 @@ func (p *Store) PublishesOfScans(ctx context.Context, userID string, scanIDs []s
 		return out, nil
 	}
 	list, err := queryAll(ctx, p.db, "publishes of scans", scanPublish, `SELECT `+publishCols+` FROM publishes p
-		JOIN sites s ON s.id = p.site_id WHERE s.user_id = $1 AND p.scan_id = ANY($2::uuid[])`, userID, pq.StringArray(ids))
+		JOIN sites s ON s.id = p.site_id WHERE `+readable("s.workspace_id", 1)+` AND p.scan_id = ANY($2::uuid[])`, userID, pq.StringArray(ids))
 	for _, pub := range list {
 		out[pub.ScanID] = pub
 	}

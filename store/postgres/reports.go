@@ -40,21 +40,21 @@ func insertReport(ctx context.Context, db execer, r store.Report) error {
 	if !uuidOK(r.UserID, r.ScanID) {
 		return store.NotFound("scan")
 	}
-	res, err := db.ExecContext(ctx, `INSERT INTO reports (id, token_hash, scan_id, user_id, title, created_at, expires_at)
-		SELECT $1, $2, c.id, $4, $5, $6, $7 FROM scans c JOIN sites s ON s.id = c.site_id
-		WHERE c.id = $3 AND s.user_id = $4`,
+	res, err := db.ExecContext(ctx, `INSERT INTO reports (id, token_hash, scan_id, user_id, title, created_at, expires_at, workspace_id)
+		SELECT $1, $2, c.id, $4, $5, $6, $7, s.workspace_id FROM scans c JOIN sites s ON s.id = c.site_id
+		WHERE c.id = $3 AND `+readable("s.workspace_id", 4),
 		r.ID, r.TokenHash, r.ScanID, r.UserID, r.Title, store.Now(r.CreatedAt), nullTime(r.ExpiresAt))
 	return pgErr("create report", affected(res, err, sql.ErrNoRows))
 }
 
 // reportCols are a report's columns and its scan's site, from reports r JOIN scans c.
-const reportCols = `r.id, r.token_hash, r.scan_id, c.site_id, r.user_id, r.title, r.created_at, r.expires_at, r.revoked_at
+const reportCols = `r.id, r.token_hash, r.scan_id, c.site_id, r.user_id, r.workspace_id, r.title, r.created_at, r.expires_at, r.revoked_at
 	FROM reports r JOIN scans c ON c.id = r.scan_id`
 
 func scanReport(row rowScanner) (store.Report, error) {
 	var r store.Report
 	var exp, rev sql.NullTime
-	err := row.Scan(&r.ID, &r.TokenHash, &r.ScanID, &r.SiteID, &r.UserID, &r.Title, &r.CreatedAt, &exp, &rev)
+	err := row.Scan(&r.ID, &r.TokenHash, &r.ScanID, &r.SiteID, &r.UserID, &r.WorkspaceID, &r.Title, &r.CreatedAt, &exp, &rev)
 	r.CreatedAt, r.ExpiresAt, r.RevokedAt = r.CreatedAt.UTC(), timePtr(exp), timePtr(rev)
 	return r, err
 }
@@ -68,7 +68,7 @@ func (p *Store) ReportsOf(ctx context.Context, userID string) ([]store.Report, e
 	if !uuidOK(userID) {
 		return []store.Report{}, nil
 	}
-	return queryAll(ctx, p.db, "reports", scanReport, `SELECT `+reportCols+` WHERE r.user_id = $1
+	return queryAll(ctx, p.db, "reports", scanReport, `SELECT `+reportCols+` WHERE `+readable("r.workspace_id", 1)+`
 		ORDER BY r.created_at DESC, r.id DESC`, userID)
 }
 
@@ -77,13 +77,23 @@ func (p *Store) RevokeReport(ctx context.Context, userID, reportID string, now t
 		return store.NotFound("report")
 	}
 	res, err := p.db.ExecContext(ctx, `UPDATE reports SET revoked_at = coalesce(revoked_at, $3)
-		WHERE id = $1 AND user_id = $2`, reportID, userID, store.Now(now))
+		WHERE id = $1 AND `+writable("workspace_id", 2), reportID, userID, store.Now(now))
 	return pgErr("revoke report", affected(res, err, sql.ErrNoRows))
 }
 
 func (p *Store) ReportScan(ctx context.Context, r store.Report) (store.Scan, store.Site, []store.PageResult, error) {
 	if !uuidOK(r.UserID, r.ScanID) {
 		return store.Scan{}, store.Site{}, nil, store.NotFound("scan")
+	}
+	// The report is its workspace's: it is read as one of its members (a workspace always has
+	// an owner), so it outlives its maker's membership.
+	if uuidOK(r.WorkspaceID) {
+		var member string
+		err := p.db.QueryRowContext(ctx, `SELECT user_id FROM memberships WHERE workspace_id = $1 ORDER BY role = 'owner' DESC LIMIT 1`, r.WorkspaceID).Scan(&member)
+		if err != nil {
+			return store.Scan{}, store.Site{}, nil, pgErr("report's workspace", err)
+		}
+		r.UserID = member
 	}
 	sc, err := p.Scan(ctx, r.UserID, r.ScanID)
 	if err != nil {

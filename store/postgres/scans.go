@@ -34,7 +34,7 @@ func (p *Store) Scan(ctx context.Context, userID, scanID string) (store.Scan, er
 		return store.Scan{}, store.NotFound("scan")
 	}
 	s, err := scanScan(p.db.QueryRowContext(ctx, `SELECT `+scanCols+` FROM scans c
-		JOIN sites s ON s.id = c.site_id WHERE c.id = $1 AND s.user_id = $2`, scanID, userID))
+		JOIN sites s ON s.id = c.site_id WHERE c.id = $1 AND `+readable("s.workspace_id", 2), scanID, userID))
 	return s, pgErr("scan", err)
 }
 
@@ -49,7 +49,7 @@ func (p *Store) ScanWait(ctx context.Context, userID, scanID string) (store.Scan
 	}
 	err := p.db.QueryRowContext(ctx, `SELECT j.last_error, j.run_at FROM jobs j
 		JOIN scans c ON c.id = j.scan_id JOIN sites s ON s.id = c.site_id
-		WHERE j.scan_id = $1 AND s.user_id = $2 AND j.state = 'available' AND j.last_error <> ''
+		WHERE j.scan_id = $1 AND `+readable("s.workspace_id", 2)+` AND j.state = 'available' AND j.last_error <> ''
 		ORDER BY j.id DESC LIMIT 1`, scanID, userID).Scan(&w.Reason, &w.RunAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.ScanWait{}, nil
@@ -65,7 +65,7 @@ func (p *Store) LastScans(ctx context.Context, userID string) (map[string]store.
 	}
 	scans, err := queryAll(ctx, p.db, "last scans", scanScan, `SELECT `+scanCols+` FROM sites s
 		CROSS JOIN LATERAL (SELECT * FROM scans WHERE site_id = s.id ORDER BY created_at DESC, id DESC LIMIT 1) c
-		WHERE s.user_id = $1`, userID)
+		WHERE `+readable("s.workspace_id", 1), userID)
 	for _, sc := range scans {
 		out[sc.SiteID] = sc
 	}
@@ -97,7 +97,7 @@ func (p *Store) scansOf(ctx context.Context, userID, siteID string, limit int, w
 		limit = 1 << 30
 	}
 	scans, err := queryAll(ctx, p.db, "scans", scanScan, `SELECT `+scanCols+` FROM scans c JOIN sites s ON s.id = c.site_id
-		WHERE c.site_id = $1 AND s.user_id = $3 AND `+where+` LIMIT $2`, siteID, limit, userID)
+		WHERE c.site_id = $1 AND `+readable("s.workspace_id", 3)+` AND `+where+` LIMIT $2`, siteID, limit, userID)
 	if err != nil || len(scans) > 0 {
 		return scans, err
 	}
@@ -114,7 +114,7 @@ func (p *Store) ownsScan(ctx context.Context, userID, scanID string) error {
 	}
 	var one int
 	err := p.db.QueryRowContext(ctx, `SELECT 1 FROM scans c JOIN sites s ON s.id = c.site_id
-		WHERE c.id = $1 AND s.user_id = $2`, scanID, userID).Scan(&one)
+		WHERE c.id = $1 AND `+readable("s.workspace_id", 2), scanID, userID).Scan(&one)
 	return pgErr("scan", err)
 }
 
@@ -149,7 +149,7 @@ func (p *Store) eachResult(ctx context.Context, column, userID, scanID string, f
 	// empty result needs the second look below to tell "not yours" from "no results".
 	rows, err := p.db.QueryContext(ctx, `SELECT `+column+` FROM page_results r
 		JOIN scans c ON c.id = r.scan_id JOIN sites s ON s.id = c.site_id
-		WHERE r.scan_id = $1 AND s.user_id = $2 AND r.result IS NOT NULL
+		WHERE r.scan_id = $1 AND `+readable("s.workspace_id", 2)+` AND r.result IS NOT NULL
 		ORDER BY r.page_path, r.strategy`, scanID, userID)
 	if err != nil {
 		return pgErr("page results", err)
@@ -187,7 +187,7 @@ func (p *Store) PageResult(ctx context.Context, userID, scanID, pagePath, strate
 	var raw []byte
 	err := p.db.QueryRowContext(ctx, `SELECT r.result FROM page_results r
 		JOIN scans c ON c.id = r.scan_id JOIN sites s ON s.id = c.site_id
-		WHERE r.scan_id = $1 AND s.user_id = $2 AND r.page_path = $3 AND r.strategy = $4 AND r.result IS NOT NULL`,
+		WHERE r.scan_id = $1 AND `+readable("s.workspace_id", 2)+` AND r.page_path = $3 AND r.strategy = $4 AND r.result IS NOT NULL`,
 		scanID, userID, pagePath, strategy).Scan(&raw)
 	if err == sql.ErrNoRows {
 		if err := p.ownsScan(ctx, userID, scanID); err != nil {
@@ -212,7 +212,7 @@ func (p *Store) PageErrors(ctx context.Context, userID, scanID string) ([]store.
 	rows, err := p.db.QueryContext(ctx, `SELECT r.page_path, r.page_url, r.strategy, r.error
 		FROM scans c JOIN sites s ON s.id = c.site_id
 		LEFT JOIN page_results r ON r.scan_id = c.id AND r.result IS NULL
-		WHERE c.id = $1 AND s.user_id = $2
+		WHERE c.id = $1 AND `+readable("s.workspace_id", 2)+`
 		ORDER BY r.page_path, r.strategy`, scanID, userID)
 	if err != nil {
 		return nil, pgErr("page errors", err)

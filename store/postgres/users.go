@@ -8,10 +8,19 @@ import (
 	"sitepulse/store"
 )
 
+// CreateUser stores the account with its personal workspace, the user its owner, together.
 func (p *Store) CreateUser(ctx context.Context, u store.User) error {
-	_, err := p.db.ExecContext(ctx, `INSERT INTO users (id, email, password_hash, notify_regressions, created_at)
-		VALUES ($1, $2, $3, $4, $5)`, u.ID, u.Email, u.PasswordHash, u.NotifyRegressions, store.Now(u.CreatedAt))
-	return pgErr("create user", err)
+	return p.tx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO users (id, email, password_hash, notify_regressions, created_at)
+			VALUES ($1, $2, $3, $4, $5)`, u.ID, u.Email, u.PasswordHash, u.NotifyRegressions, store.Now(u.CreatedAt))
+		if err != nil {
+			return pgErr("create user", err)
+		}
+		_, err = tx.ExecContext(ctx, `WITH w AS (INSERT INTO workspaces (id, name, created_at) VALUES ($1, $2, $3))
+			INSERT INTO memberships (workspace_id, user_id, role, created_at, notify_regressions) VALUES ($1, $4, 'owner', $3, $5)`,
+			store.PersonalWorkspace(u.ID), store.PersonalWorkspaceName(u.Email), store.Now(u.CreatedAt), u.ID, u.NotifyRegressions)
+		return pgErr("create personal workspace", err)
+	})
 }
 
 const userCols = `id, email, password_hash, notify_regressions, created_at`
@@ -48,7 +57,9 @@ func (p *Store) SetNotifyRegressions(ctx context.Context, userID string, on bool
 	if !uuidOK(userID) {
 		return store.NotFound("user")
 	}
-	res, err := p.db.ExecContext(ctx, `UPDATE users SET notify_regressions = $2 WHERE id = $1`, userID, on)
+	// The account's setting is its personal workspace's (the digest reads memberships).
+	res, err := p.db.ExecContext(ctx, `WITH m AS (UPDATE memberships SET notify_regressions = $2 WHERE workspace_id = $1 AND user_id = $1)
+		UPDATE users SET notify_regressions = $2 WHERE id = $1`, userID, on)
 	return pgErr("set notifications", affected(res, err, sql.ErrNoRows))
 }
 
@@ -81,18 +92,28 @@ func (p *Store) DeleteSession(ctx context.Context, tokenHash string) error {
 	return pgErr("delete session", err)
 }
 
+// CreateAPIKey stores a key for its workspace (the maker's personal one when empty), when the
+// maker may edit there; ErrNotFound otherwise.
 func (p *Store) CreateAPIKey(ctx context.Context, k store.APIKey) error {
-	_, err := p.db.ExecContext(ctx, `INSERT INTO api_keys (id, user_id, name, key_hash, prefix, scope, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)`, k.ID, k.UserID, k.Name, k.KeyHash, k.Prefix, k.Scope, store.Now(k.CreatedAt))
-	return pgErr("create api key", err)
+	if k.WorkspaceID == "" {
+		k.WorkspaceID = store.PersonalWorkspace(k.UserID)
+	}
+	if !uuidOK(k.UserID, k.WorkspaceID) {
+		return store.NotFound("workspace")
+	}
+	res, err := p.db.ExecContext(ctx, `INSERT INTO api_keys (id, user_id, name, key_hash, prefix, scope, created_at, workspace_id)
+		SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE `+writable("$8::uuid", 2),
+		k.ID, k.UserID, k.Name, k.KeyHash, k.Prefix, k.Scope, store.Now(k.CreatedAt), k.WorkspaceID)
+	return pgErr("create api key", affected(res, err, sql.ErrNoRows))
 }
 
-const keyCols = `id, user_id, name, key_hash, prefix, scope, created_at, last_used_at`
+const keyCols = `k.id, k.user_id, k.name, k.key_hash, k.prefix, k.scope, k.created_at, k.last_used_at, k.workspace_id, w.name
+	FROM api_keys k JOIN workspaces w ON w.id = k.workspace_id`
 
 func scanKey(row rowScanner) (store.APIKey, error) {
 	var k store.APIKey
 	var used sql.NullTime
-	err := row.Scan(&k.ID, &k.UserID, &k.Name, &k.KeyHash, &k.Prefix, &k.Scope, &k.CreatedAt, &used)
+	err := row.Scan(&k.ID, &k.UserID, &k.Name, &k.KeyHash, &k.Prefix, &k.Scope, &k.CreatedAt, &used, &k.WorkspaceID, &k.WorkspaceName)
 	k.CreatedAt, k.LastUsedAt = k.CreatedAt.UTC(), timePtr(used)
 	return k, err
 }
@@ -101,12 +122,14 @@ func (p *Store) APIKeys(ctx context.Context, userID string) ([]store.APIKey, err
 	if !uuidOK(userID) {
 		return []store.APIKey{}, nil
 	}
-	return queryAll(ctx, p.db, "api keys", scanKey, `SELECT `+keyCols+` FROM api_keys
-		WHERE user_id = $1 AND revoked_at IS NULL ORDER BY created_at DESC, id DESC`, userID)
+	return queryAll(ctx, p.db, "api keys", scanKey, `SELECT `+keyCols+`
+		WHERE k.user_id = $1 AND k.revoked_at IS NULL ORDER BY k.created_at DESC, k.id DESC`, userID)
 }
 
 func (p *Store) APIKeyByHash(ctx context.Context, keyHash string, now time.Time) (store.APIKey, error) {
-	stmt, err := p.prepared(ctx, `SELECT `+keyCols+` FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL`)
+	// A key works while its maker is a member of its workspace.
+	stmt, err := p.prepared(ctx, `SELECT `+keyCols+` WHERE k.key_hash = $1 AND k.revoked_at IS NULL
+		AND EXISTS (SELECT 1 FROM memberships m WHERE m.workspace_id = k.workspace_id AND m.user_id = k.user_id)`)
 	if err != nil {
 		return store.APIKey{}, pgErr("api key", err)
 	}

@@ -59,7 +59,7 @@ func testPlatformConnection(t *testing.T, s store.Store) {
 	wantErr(t, err, store.ErrNotFound)
 	wantErr(t, s.DisablePlatformConnection(ctx, a.ID, t0), store.ErrNotFound)
 
-	must(t, s.SavePlatformConnection(ctx, store.PlatformConnection{UserID: a.ID, TokenSealed: "k1.sealed-1", CreatedAt: t0}))
+	must(t, s.SavePlatformConnection(ctx, store.PlatformConnection{WorkspaceID: a.ID, TokenSealed: "k1.sealed-1", CreatedAt: t0}))
 	c, err := s.PlatformConnection(ctx, a.ID)
 	must(t, err)
 	if c.TokenSealed != "k1.sealed-1" || c.DisabledAt != nil || !c.CreatedAt.Equal(t0) {
@@ -75,7 +75,7 @@ func testPlatformConnection(t *testing.T, s store.Store) {
 		t.Errorf("disabled at %v, want %v", c.DisabledAt, t0.Add(time.Hour))
 	}
 	// Reconnecting replaces the token and enables the connection again.
-	must(t, s.SavePlatformConnection(ctx, store.PlatformConnection{UserID: a.ID, TokenSealed: "k1.sealed-2", CreatedAt: t0.Add(3 * time.Hour)}))
+	must(t, s.SavePlatformConnection(ctx, store.PlatformConnection{WorkspaceID: a.ID, TokenSealed: "k1.sealed-2", CreatedAt: t0.Add(3 * time.Hour)}))
 	c, _ = s.PlatformConnection(ctx, a.ID)
 	if c.TokenSealed != "k1.sealed-2" || c.DisabledAt != nil {
 		t.Errorf("after reconnect = %+v", c)

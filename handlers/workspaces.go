@@ -1,0 +1,367 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"sitepulse/store"
+)
+
+// Workspaces, members and invitations (README "Teams"). Routes that act in a workspace go
+// through onWorkspace with their action (routes.go), so the role is checked before anything is
+// read or changed here.
+
+// workspaceData is the workspace page.
+type workspaceData struct {
+	Workspace   store.Workspace // with the visitor's Role
+	Members     []store.Member
+	Invitations []store.Invitation // pending; owners only
+	Activity    []store.Activity
+	Me          store.Member
+	CanManage   bool
+	// NewLink is an invitation link just made: shown once, never stored.
+	NewLink  string
+	NewEmail string
+	Form     inviteForm
+	Sites    int
+	Personal bool
+	// CanLeave is false for the last owner: a workspace always keeps one.
+	CanLeave bool
+	// Platform is the workspace's platform connection, shown to owners.
+	Platform platformStatus
+}
+
+// inviteForm is the invitation form and its errors.
+type inviteForm struct {
+	Email  string
+	Role   string
+	Errors map[string]string
+}
+
+var workspaceFlashes = map[string]string{
+	"created":        "Workspace created. Invite your team below.",
+	"invite-revoked": "Invitation revoked: its link no longer works.",
+	"role-changed":   "Role changed.",
+	"removed":        "Member removed. Their next request no longer reaches this workspace.",
+	"joined":         "Welcome to the workspace.",
+	"notify-on":      "Regression e-mails for this workspace turned on.",
+	"notify-off":     "Regression e-mails for this workspace turned off.",
+}
+
+func (s *server) workspacePage(w http.ResponseWriter, r *http.Request, status int, d workspaceData) {
+	ctx, uid := r.Context(), visitorFrom(r.Context()).User.ID
+	d.Workspace = workspaceFrom(ctx)
+	d.CanManage = d.Workspace.Role.Can(store.ActManage)
+	d.Personal = d.Workspace.ID == store.PersonalWorkspace(uid)
+	var err error
+	if d.Members, err = s.Store.Members(ctx, d.Workspace.ID); err != nil {
+		s.error(w, r, err, "")
+		return
+	}
+	owners := 0
+	for _, m := range d.Members {
+		if m.UserID == uid {
+			d.Me = m
+		}
+		if m.Role == store.RoleOwner {
+			owners++
+		}
+	}
+	d.CanLeave = d.Me.Role != store.RoleOwner || owners > 1
+	if d.CanManage {
+		if d.Invitations, err = s.Store.Invitations(ctx, d.Workspace.ID, s.Now()); err != nil {
+			s.error(w, r, err, "")
+			return
+		}
+		if d.Platform, err = s.platformStatusOf(r, d.Workspace.ID); err != nil {
+			s.error(w, r, err, "")
+			return
+		}
+	}
+	if d.Activity, err = s.Store.ActivityOf(ctx, d.Workspace.ID, store.MaxActivity); err != nil {
+		s.error(w, r, err, "")
+		return
+	}
+	sites, err := s.Store.SitesIn(ctx, uid, d.Workspace.ID)
+	if err != nil {
+		s.error(w, r, err, "")
+		return
+	}
+	d.Sites = len(sites)
+	if d.Form.Role == "" {
+		d.Form.Role = string(store.RoleViewer)
+	}
+	s.render(w, r, status, "workspace", page{Title: d.Workspace.Name, Flash: workspaceFlashes[r.URL.Query().Get("done")], Data: d})
+}
+
+func (s *server) handleWorkspace() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.workspacePage(w, r, http.StatusOK, workspaceData{})
+	})
+}
+
+// activity records a change in a workspace; a failure to record it is logged, never undoes it.
+func (s *server) activity(ctx context.Context, workspaceID, action, subject string) {
+	a := store.Activity{WorkspaceID: workspaceID, ActorID: store.UserIDFrom(ctx), Action: action, Subject: subject, At: s.Now()}
+	if err := s.Store.AddActivity(ctx, a); err != nil {
+		s.Log.Warn("activity not recorded", "workspace", workspaceID, "action", action, "err", err)
+	}
+}
+
+func (s *server) handleCreateWorkspace() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v := visitorFrom(r.Context())
+		ws := store.Workspace{ID: store.NewID(), Name: r.PostForm.Get("name"), CreatedAt: s.Now()}
+		ws.Normalize()
+		err := ws.Validate()
+		if err == nil {
+			err = s.Store.CreateWorkspace(r.Context(), ws, v.User.ID, s.MaxWorkspacesPerUser)
+		}
+		var fe *store.FieldError
+		switch {
+		case errors.As(err, &fe):
+			s.renderError(w, r, http.StatusUnprocessableEntity, "The workspace was not created: its name: "+fe.Message+".")
+			return
+		case errors.Is(err, store.ErrLimit):
+			s.renderError(w, r, http.StatusUnprocessableEntity, fmt.Sprintf("You already own %d workspaces, the most one account may own here.", s.MaxWorkspacesPerUser))
+			return
+		case err != nil:
+			s.error(w, r, err, "")
+			return
+		}
+		s.Log.Info("workspace created", "user", v.User.ID, "workspace", ws.ID)
+		http.Redirect(w, r, "/workspaces/"+ws.ID+"?done=created", http.StatusSeeOther)
+	})
+}
+
+// handleInvite makes a single-use invitation link valid store.InvitationTTL, shows it once to
+// the inviter and e-mails it when SMTP is set. Only its hash is kept.
+func (s *server) handleInvite() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, ws := r.Context(), workspaceFrom(r.Context())
+		inv := store.Invitation{ID: store.NewID(), WorkspaceID: ws.ID, Email: r.PostForm.Get("email"), Role: store.Role(r.PostForm.Get("role")),
+			InvitedBy: store.UserIDFrom(ctx), CreatedAt: s.Now(), ExpiresAt: s.Now().Add(store.InvitationTTL)}
+		inv.Normalize()
+		f := inviteForm{Email: inv.Email, Role: string(inv.Role), Errors: map[string]string{}}
+		if err := inv.Validate(); err != nil {
+			var fe *store.FieldError
+			if !errors.As(err, &fe) {
+				s.error(w, r, err, "")
+				return
+			}
+			f.Errors[fe.Field] = fe.Message
+			s.workspacePage(w, r, http.StatusUnprocessableEntity, workspaceData{Form: f})
+			return
+		}
+		pending, err := s.Store.Invitations(ctx, ws.ID, s.Now())
+		if err != nil {
+			s.error(w, r, err, "")
+			return
+		}
+		if len(pending) >= store.MaxPendingInvitations {
+			f.Errors["email"] = fmt.Sprintf("This workspace already has %d pending invitations, the most it may hold. Revoke some, or wait for them to be used or expire.", store.MaxPendingInvitations)
+			s.workspacePage(w, r, http.StatusUnprocessableEntity, workspaceData{Form: f})
+			return
+		}
+		token, hash := store.NewSecret("inv_")
+		inv.TokenHash = hash
+		if err := s.Store.CreateInvitation(ctx, inv); err != nil {
+			s.error(w, r, err, "")
+			return
+		}
+		link := s.BaseURL + "/invite/" + token
+		s.activity(ctx, ws.ID, "invited as "+string(inv.Role), inv.Email)
+		s.Log.Info("invitation created", "workspace", ws.ID, "invitation", inv.ID, "role", inv.Role)
+		if s.Mail != nil {
+			body := fmt.Sprintf("%s invited you to the SitePulse workspace %q as %s.\n\nAccept within 7 days: %s\n\nSign in (or sign up) with this e-mail address to accept.\n",
+				visitorFrom(ctx).User.Email, oneLine(ws.Name), inv.Role, link)
+			if err := s.Mail(ctx, inv.Email, "SitePulse: join "+oneLine(ws.Name), body); err != nil {
+				s.Log.Warn("invitation e-mail not sent; the link is shown to the inviter", "invitation", inv.ID, "err", err)
+			}
+		}
+		s.workspacePage(w, r, http.StatusCreated, workspaceData{NewLink: link, NewEmail: inv.Email})
+	})
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func (s *server) handleRevokeInvitation() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws := workspaceFrom(r.Context())
+		id := store.CanonicalID(r.PathValue("invitationId"))
+		err := store.ErrNotFound
+		if store.ValidUUID(id) {
+			err = s.Store.RevokeInvitation(r.Context(), ws.ID, id, s.Now())
+		}
+		if err != nil {
+			s.error(w, r, err, "That invitation does not exist, or was already used or revoked.")
+			return
+		}
+		s.activity(r.Context(), ws.ID, "revoked an invitation", "")
+		http.Redirect(w, r, "/workspaces/"+ws.ID+"?done=invite-revoked", http.StatusSeeOther)
+	})
+}
+
+// member finds the {userId} of the path among the workspace's members.
+func (s *server) member(w http.ResponseWriter, r *http.Request, ws store.Workspace) (store.Member, bool) {
+	id := store.CanonicalID(r.PathValue("userId"))
+	members, err := s.Store.Members(r.Context(), ws.ID)
+	if err != nil {
+		s.error(w, r, err, "")
+		return store.Member{}, false
+	}
+	for _, m := range members {
+		if m.UserID == id {
+			return m, true
+		}
+	}
+	s.error(w, r, store.ErrNotFound, "There is no such member in this workspace.")
+	return store.Member{}, false
+}
+
+// lastOwnerMessage answers a change that would leave a workspace without an owner.
+const lastOwnerMessage = "A workspace always keeps at least one owner: make another member owner first."
+
+func (s *server) handleSetRole() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws := workspaceFrom(r.Context())
+		m, ok := s.member(w, r, ws)
+		if !ok {
+			return
+		}
+		role, err := store.ParseRole(r.PostForm.Get("role"))
+		if err != nil {
+			s.renderError(w, r, http.StatusUnprocessableEntity, "Choose owner, editor or viewer.")
+			return
+		}
+		switch err := s.Store.SetRole(r.Context(), ws.ID, m.UserID, role); {
+		case errors.Is(err, store.ErrConflict):
+			s.renderError(w, r, http.StatusConflict, lastOwnerMessage)
+			return
+		case err != nil:
+			s.error(w, r, err, "There is no such member in this workspace.")
+			return
+		}
+		s.activity(r.Context(), ws.ID, "changed the role to "+string(role), m.Email)
+		http.Redirect(w, r, "/workspaces/"+ws.ID+"?done=role-changed", http.StatusSeeOther)
+	})
+}
+
+func (s *server) handleRemoveMember() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws := workspaceFrom(r.Context())
+		m, ok := s.member(w, r, ws)
+		if !ok {
+			return
+		}
+		switch err := s.Store.RemoveMember(r.Context(), ws.ID, m.UserID); {
+		case errors.Is(err, store.ErrConflict):
+			s.renderError(w, r, http.StatusConflict, lastOwnerMessage)
+			return
+		case err != nil:
+			s.error(w, r, err, "There is no such member in this workspace.")
+			return
+		}
+		s.activity(r.Context(), ws.ID, "removed", m.Email)
+		s.Log.Info("member removed", "workspace", ws.ID, "member", m.UserID)
+		http.Redirect(w, r, "/workspaces/"+ws.ID+"?done=removed", http.StatusSeeOther)
+	})
+}
+
+func (s *server) handleLeaveWorkspace() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, v := workspaceFrom(r.Context()), visitorFrom(r.Context())
+		switch err := s.Store.RemoveMember(r.Context(), ws.ID, v.User.ID); {
+		case errors.Is(err, store.ErrConflict):
+			s.renderError(w, r, http.StatusConflict, lastOwnerMessage)
+			return
+		case err != nil:
+			s.error(w, r, err, "")
+			return
+		}
+		s.activity(r.Context(), ws.ID, "left", v.User.Email)
+		http.Redirect(w, r, "/?done=left-workspace", http.StatusSeeOther)
+	})
+}
+
+// handleMemberNotify sets the visitor's regression e-mails for the workspace's sites.
+func (s *server) handleMemberNotify() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, v := workspaceFrom(r.Context()), visitorFrom(r.Context())
+		on := r.PostForm.Get("notify_regressions") == "on"
+		if err := s.Store.SetMemberNotify(r.Context(), ws.ID, v.User.ID, on); err != nil {
+			s.error(w, r, err, "")
+			return
+		}
+		done := "notify-off"
+		if on {
+			done = "notify-on"
+		}
+		http.Redirect(w, r, "/workspaces/"+ws.ID+"?done="+done, http.StatusSeeOther)
+	})
+}
+
+// inviteData is the invitation page.
+type inviteData struct {
+	Invitation store.Invitation
+	Token      string // to post back; the visitor holds it already
+	Matches    bool   // the signed-in visitor's e-mail is the invited one
+	Next       string // this page, for the login and sign-up links to come back to
+}
+
+// invitation reads the invitation of the {token} of the path: 404 for an unknown token, 410
+// for a used, revoked or expired one, answered here.
+func (s *server) invitation(w http.ResponseWriter, r *http.Request) (store.Invitation, string, bool) {
+	token := r.PathValue("token")
+	inv, err := store.Invitation{}, error(store.ErrNotFound)
+	if strings.HasPrefix(token, "inv_") && len(token) <= maxBearerLen {
+		inv, err = s.Store.InvitationByHash(r.Context(), store.HashSecret(token))
+	}
+	if err == nil && !inv.Usable(s.Now()) {
+		err = store.ErrGone
+	}
+	if err != nil {
+		s.error(w, r, err, "This invitation link is not valid. Ask the workspace's owner for a new one.")
+		return inv, "", false
+	}
+	return inv, token, true
+}
+
+func (s *server) handleInvitation() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inv, token, ok := s.invitation(w, r)
+		if !ok {
+			return
+		}
+		w.Header().Set("Referrer-Policy", "no-referrer") // the token is in the path
+		d := inviteData{Invitation: inv, Token: token, Next: "/invite/" + token}
+		if v := visitorFrom(r.Context()); v != nil {
+			d.Matches = strings.EqualFold(v.User.Email, inv.Email)
+		}
+		s.render(w, r, http.StatusOK, "invite", page{Title: "Join " + inv.WorkspaceName, Data: d})
+	})
+}
+
+func (s *server) handleAcceptInvitation() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inv, token, ok := s.invitation(w, r)
+		if !ok {
+			return
+		}
+		v := visitorFrom(r.Context())
+		_, err := s.Store.AcceptInvitation(r.Context(), store.HashSecret(token), v.User.ID, v.User.Email, s.Now())
+		if errors.Is(err, store.ErrForbidden) {
+			s.renderError(w, r, http.StatusForbidden, "This invitation is for another e-mail address. Sign in with the invited address to accept it.")
+			return
+		}
+		if err != nil {
+			s.error(w, r, err, "This invitation link is not valid. Ask the workspace's owner for a new one.")
+			return
+		}
+		s.Log.Info("invitation accepted", "workspace", inv.WorkspaceID, "invitation", inv.ID, "user", v.User.ID)
+		http.Redirect(w, r, "/workspaces/"+inv.WorkspaceID+"?done=joined", http.StatusSeeOther)
+	})
+}

@@ -1,0 +1,59 @@
+package store
+
+import (
+	"context"
+	"fmt"
+)
+
+// Principal is who a request acts for: a signed-in user (session), the user of an OAuth access
+// token, or an API key, which acts for its own workspace only, as a viewer, plus publishing
+// client reports when its scope allows.
+type Principal struct {
+	UserID string
+	// KeyWorkspaceID is set for an API key: the one workspace it reads.
+	KeyWorkspaceID string
+	// KeyPublish lets an API key publish client reports (generate_client_report).
+	KeyPublish bool
+}
+
+// Authorize is the one authorization question of SitePulse (DESIGN §9): may principal p do a
+// in workspace w, where w.Role is p's user's membership as read for this very request (an empty
+// Role: not a member). A non-member, and an API key outside its workspace, get ErrNotFound,
+// the same answer as an unknown id; a member whose role does not allow a gets ErrForbidden.
+// Every handler and MCP tool asks it before acting.
+func Authorize(p Principal, w Workspace, a Action) error {
+	if w.Role == "" || p.UserID == "" {
+		return NotFound("workspace")
+	}
+	role := w.Role
+	if p.KeyWorkspaceID != "" {
+		if p.KeyWorkspaceID != w.ID {
+			return NotFound("workspace")
+		}
+		if a == ActReport && p.KeyPublish && role.Can(ActReport) {
+			return nil
+		}
+		role = RoleViewer
+	}
+	if !role.Can(a) {
+		return fmt.Errorf("%s may not %s in workspace %s: %w", role, a, w.ID, ErrForbidden)
+	}
+	return nil
+}
+
+type principalKey struct{}
+
+// WithPrincipal returns a context carrying the request's principal, and its user's id
+// (UserIDFrom) for the code that needs only that.
+func WithPrincipal(ctx context.Context, p Principal) context.Context {
+	return WithUserID(context.WithValue(ctx, principalKey{}, p), p.UserID)
+}
+
+// PrincipalFrom returns the request's principal; a context with only a user id (WithUserID)
+// is that user's.
+func PrincipalFrom(ctx context.Context) Principal {
+	if p, ok := ctx.Value(principalKey{}).(Principal); ok {
+		return p
+	}
+	return Principal{UserID: UserIDFrom(ctx)}
+}

@@ -1,0 +1,317 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"sitepulse/store"
+)
+
+// memberKey is a membership's key: workspace id, user id.
+type memberKey [2]string
+
+// role is userID's role in workspaceID, "" for a non-member; the caller holds m.mu.
+func (m *Store) role(userID, workspaceID string) store.Role {
+	return m.members[memberKey{workspaceID, userID}].Role
+}
+
+// canRead answers whether userID is a member of workspaceID: the scope of every read a user
+// causes, as Postgres's readable; the caller holds m.mu.
+func (m *Store) canRead(userID, workspaceID string) bool { return m.role(userID, workspaceID) != "" }
+
+// canEdit answers whether userID is an owner or editor of workspaceID, as Postgres's writable.
+func (m *Store) canEdit(userID, workspaceID string) bool {
+	return m.role(userID, workspaceID).Can(store.ActEdit)
+}
+
+// addPersonalWorkspace makes u's personal workspace; the caller holds m.mu.
+func (m *Store) addPersonalWorkspace(u store.User) {
+	id := store.PersonalWorkspace(u.ID)
+	m.workspaces[id] = store.Workspace{ID: id, Name: store.PersonalWorkspaceName(u.Email), CreatedAt: u.CreatedAt, RetentionDays: 400}
+	m.members[memberKey{id, u.ID}] = store.Member{WorkspaceID: id, UserID: u.ID, Role: store.RoleOwner, CreatedAt: u.CreatedAt, NotifyRegressions: u.NotifyRegressions}
+}
+
+func (m *Store) CreateWorkspace(ctx context.Context, w store.Workspace, ownerID string, max int) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.users[ownerID]; !ok {
+		return store.NotFound("user")
+	}
+	n := 0
+	for _, mb := range m.members {
+		if mb.UserID == ownerID && mb.Role == store.RoleOwner {
+			n++
+		}
+	}
+	if n >= max {
+		return fmt.Errorf("%d workspaces: %w", n, store.ErrLimit)
+	}
+	if _, ok := m.workspaces[w.ID]; ok {
+		return fmt.Errorf("workspace %s: %w", w.ID, store.ErrConflict)
+	}
+	w.CreatedAt, w.RetentionDays, w.Role = store.Now(w.CreatedAt), 400, ""
+	m.workspaces[w.ID] = w
+	m.members[memberKey{w.ID, ownerID}] = store.Member{WorkspaceID: w.ID, UserID: ownerID, Role: store.RoleOwner, CreatedAt: w.CreatedAt, NotifyRegressions: true}
+	m.addActivityLocked(store.Activity{WorkspaceID: w.ID, ActorID: ownerID, Action: "created the workspace", Subject: w.Name, At: w.CreatedAt})
+	return nil
+}
+
+func (m *Store) WorkspacesOf(ctx context.Context, userID string) ([]store.Workspace, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := []store.Workspace{}
+	for k, mb := range m.members {
+		if k[1] == userID {
+			w := m.workspaces[k[0]]
+			w.Role = mb.Role
+			out = append(out, w)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if (a.ID == userID) != (b.ID == userID) {
+			return a.ID == userID
+		}
+		if strings.ToLower(a.Name) != strings.ToLower(b.Name) {
+			return strings.ToLower(a.Name) < strings.ToLower(b.Name)
+		}
+		return a.ID < b.ID
+	})
+	return out, nil
+}
+
+func (m *Store) Workspace(ctx context.Context, userID, workspaceID string) (store.Workspace, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := m.role(userID, workspaceID)
+	if r == "" {
+		return store.Workspace{}, store.NotFound("workspace")
+	}
+	w := m.workspaces[workspaceID]
+	w.Role = r
+	return w, nil
+}
+
+func (m *Store) Members(ctx context.Context, workspaceID string) ([]store.Member, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := []store.Member{}
+	for k, mb := range m.members {
+		if k[0] == workspaceID {
+			mb.Email = m.users[mb.UserID].Email
+			out = append(out, mb)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return strings.ToLower(out[i].Email) < strings.ToLower(out[j].Email) })
+	return out, nil
+}
+
+// lastOwner answers ErrConflict when workspaceID has no owner but userID; the caller holds m.mu.
+func (m *Store) lastOwner(workspaceID, userID string) error {
+	for k, mb := range m.members {
+		if k[0] == workspaceID && k[1] != userID && mb.Role == store.RoleOwner {
+			return nil
+		}
+	}
+	return fmt.Errorf("a workspace keeps at least one owner: %w", store.ErrConflict)
+}
+
+func (m *Store) SetRole(ctx context.Context, workspaceID, userID string, role store.Role) error {
+	if _, err := store.ParseRole(string(role)); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	mb, ok := m.members[memberKey{workspaceID, userID}]
+	if !ok {
+		return store.NotFound("member")
+	}
+	if role != store.RoleOwner {
+		if err := m.lastOwner(workspaceID, userID); err != nil {
+			return err
+		}
+	}
+	mb.Role = role
+	m.members[memberKey{workspaceID, userID}] = mb
+	return nil
+}
+
+func (m *Store) RemoveMember(ctx context.Context, workspaceID, userID string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.members[memberKey{workspaceID, userID}]; !ok {
+		return store.NotFound("member")
+	}
+	if err := m.lastOwner(workspaceID, userID); err != nil {
+		return err
+	}
+	delete(m.members, memberKey{workspaceID, userID})
+	// The sites they added pass to an owner, as Postgres does (the oldest owner).
+	var heir store.Member
+	for _, mb := range m.members {
+		if mb.WorkspaceID == workspaceID && mb.Role == store.RoleOwner &&
+			(heir.UserID == "" || mb.CreatedAt.Before(heir.CreatedAt) || mb.CreatedAt.Equal(heir.CreatedAt) && mb.UserID < heir.UserID) {
+			heir = mb
+		}
+	}
+	for id, s := range m.sites {
+		if s.WorkspaceID == workspaceID && s.UserID == userID {
+			s.UserID = heir.UserID
+			m.sites[id] = s
+		}
+	}
+	return nil
+}
+
+func (m *Store) SetMemberNotify(ctx context.Context, workspaceID, userID string, on bool) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	mb, ok := m.members[memberKey{workspaceID, userID}]
+	if !ok {
+		return store.NotFound("member")
+	}
+	mb.NotifyRegressions = on
+	m.members[memberKey{workspaceID, userID}] = mb
+	return nil
+}
+
+func (m *Store) CreateInvitation(ctx context.Context, inv store.Invitation) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.workspaces[inv.WorkspaceID]; !ok {
+		return store.NotFound("workspace")
+	}
+	if _, ok := m.users[inv.InvitedBy]; !ok {
+		return store.NotFound("user")
+	}
+	for _, o := range m.invitations {
+		if o.TokenHash == inv.TokenHash || o.ID == inv.ID {
+			return fmt.Errorf("invitation: %w", store.ErrConflict)
+		}
+	}
+	inv.Email = strings.ToLower(inv.Email)
+	inv.CreatedAt, inv.ExpiresAt, inv.UsedAt, inv.RevokedAt = store.Now(inv.CreatedAt), store.Now(inv.ExpiresAt), nil, nil
+	inv.WorkspaceName, inv.InviterEmail = "", ""
+	m.invitations[inv.ID] = inv
+	return nil
+}
+
+// filled is a stored invitation with what reads add; the caller holds m.mu.
+func (m *Store) filled(inv store.Invitation) store.Invitation {
+	inv.WorkspaceName = m.workspaces[inv.WorkspaceID].Name
+	inv.InviterEmail = m.users[inv.InvitedBy].Email
+	inv.UsedAt, inv.RevokedAt = cloneTime(inv.UsedAt), cloneTime(inv.RevokedAt)
+	return inv
+}
+
+func (m *Store) Invitations(ctx context.Context, workspaceID string, now time.Time) ([]store.Invitation, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := []store.Invitation{}
+	for _, inv := range m.invitations {
+		if inv.WorkspaceID == workspaceID && inv.Usable(store.Now(now)) {
+			out = append(out, m.filled(inv))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.After(out[j].CreatedAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, nil
+}
+
+func (m *Store) InvitationByHash(ctx context.Context, tokenHash string) (store.Invitation, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, inv := range m.invitations {
+		if inv.TokenHash == tokenHash {
+			return m.filled(inv), nil
+		}
+	}
+	return store.Invitation{}, store.NotFound("invitation")
+}
+
+// roleRank orders roles for an accept by a member: the higher stays.
+var roleRank = map[store.Role]int{store.RoleViewer: 1, store.RoleEditor: 2, store.RoleOwner: 3}
+
+func (m *Store) AcceptInvitation(ctx context.Context, tokenHash, userID, email string, now time.Time) (store.Invitation, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.users[userID]; !ok {
+		return store.Invitation{}, store.NotFound("user")
+	}
+	for id, inv := range m.invitations {
+		if inv.TokenHash != tokenHash {
+			continue
+		}
+		if !strings.EqualFold(inv.Email, email) {
+			return store.Invitation{}, fmt.Errorf("invitation for another address: %w", store.ErrForbidden)
+		}
+		if !inv.Usable(store.Now(now)) {
+			return store.Invitation{}, fmt.Errorf("invitation used, revoked or expired: %w", store.ErrGone)
+		}
+		inv.UsedAt = tp(now)
+		m.invitations[id] = inv
+		k := memberKey{inv.WorkspaceID, userID}
+		mb, ok := m.members[k]
+		if !ok {
+			mb = store.Member{WorkspaceID: inv.WorkspaceID, UserID: userID, CreatedAt: store.Now(now), NotifyRegressions: true}
+		}
+		if roleRank[inv.Role] > roleRank[mb.Role] {
+			mb.Role = inv.Role
+		}
+		m.members[k] = mb
+		m.addActivityLocked(store.Activity{WorkspaceID: inv.WorkspaceID, ActorID: userID, Action: "joined as " + string(inv.Role), Subject: inv.Email, At: store.Now(now)})
+		return m.filled(inv), nil
+	}
+	return store.Invitation{}, store.NotFound("invitation")
+}
+
+func (m *Store) RevokeInvitation(ctx context.Context, workspaceID, invitationID string, now time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	inv, ok := m.invitations[invitationID]
+	if !ok || inv.WorkspaceID != workspaceID || inv.UsedAt != nil || inv.RevokedAt != nil {
+		return store.NotFound("invitation")
+	}
+	inv.RevokedAt = tp(now)
+	m.invitations[invitationID] = inv
+	return nil
+}
+
+func (m *Store) AddActivity(ctx context.Context, a store.Activity) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.workspaces[a.WorkspaceID]; !ok {
+		return store.NotFound("workspace")
+	}
+	m.addActivityLocked(a)
+	return nil
+}
+
+func (m *Store) addActivityLocked(a store.Activity) {
+	a.At, a.ActorEmail = store.Now(a.At), ""
+	m.activity = append(m.activity, a)
+}
+
+func (m *Store) ActivityOf(ctx context.Context, workspaceID string, limit int) ([]store.Activity, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := []store.Activity{}
+	for i := len(m.activity) - 1; i >= 0; i-- {
+		if a := m.activity[i]; a.WorkspaceID == workspaceID {
+			a.ActorEmail = m.users[a.ActorID].Email
+			out = append(out, a)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].At.After(out[j].At) })
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}

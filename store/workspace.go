@@ -1,0 +1,229 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/mail"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Workspace owns sites, keys, reports and the platform connection; users reach them through a
+// membership. Every user has a personal workspace whose id is the user's own id (PersonalWorkspace),
+// made with the account, so a user who never creates another sees what a single account always saw.
+type Workspace struct {
+	ID            string
+	Name          string
+	CreatedAt     time.Time
+	RetentionDays int
+	// Role is the reading user's role in it: filled by the reads that take a user id.
+	Role Role
+}
+
+// PersonalWorkspace is the id of a user's personal workspace: the user's id.
+func PersonalWorkspace(userID string) string { return userID }
+
+// PersonalWorkspaceName names the workspace an account starts with after its e-mail's local part.
+func PersonalWorkspaceName(email string) string {
+	local, _, _ := strings.Cut(email, "@")
+	return local + "'s workspace"
+}
+
+// MaxWorkspaceName bounds a workspace's name, in characters.
+const MaxWorkspaceName = 100
+
+// Normalize trims the name.
+func (w *Workspace) Normalize() { w.Name = strings.TrimSpace(w.Name) }
+
+// Validate refuses an empty, overlong or invisible-character name: other members read it.
+func (w Workspace) Validate() error {
+	switch {
+	case w.Name == "":
+		return invalid("name", "a workspace needs a name")
+	case utf8.RuneCountInString(w.Name) > MaxWorkspaceName:
+		return invalid("name", fmt.Sprintf("at most %d characters", MaxWorkspaceName))
+	case !displaySafe(w.Name):
+		return invalid("name", "control or invisible characters are not allowed")
+	}
+	return nil
+}
+
+// FieldError is a workspace or invitation field that breaks a rule: handlers answer 422 with
+// its message.
+type FieldError struct{ Field, Message string }
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Message }
+
+func invalid(field, message string) error { return &FieldError{Field: field, Message: message} }
+
+// displaySafe refuses control, format (Cf: bidi overrides, zero-width) and unassigned
+// characters in a name other people read.
+func displaySafe(s string) bool {
+	for _, r := range s {
+		if r == utf8.RuneError || unicode.IsControl(r) || unicode.In(r, unicode.Cf) || !unicode.IsPrint(r) && r != ' ' {
+			return false
+		}
+	}
+	return true
+}
+
+// Role is what a member may do in a workspace.
+type Role string
+
+const (
+	RoleOwner  Role = "owner"  // everything: members, roles, the platform connection
+	RoleEditor Role = "editor" // sites, budgets, alert rules, schedules, Scan now, reports, API keys
+	RoleViewer Role = "viewer" // reads everything in the workspace, changes nothing
+)
+
+// ParseRole reads a form's or a store's role; ErrInvalid for anything else.
+func ParseRole(s string) (Role, error) {
+	switch r := Role(s); r {
+	case RoleOwner, RoleEditor, RoleViewer:
+		return r, nil
+	}
+	return "", invalid("role", "owner, editor or viewer")
+}
+
+// Action is what a request asks to do in a workspace: the one authorization question is
+// Role.Can(Action), asked by every handler and tool (handlers' authorize, mcp's tools).
+type Action string
+
+const (
+	ActRead    Action = "read"    // pages, scans, exports, MCP's reading tools
+	ActEdit    Action = "edit"    // sites, budgets, alert rules, schedules, Scan now, API keys
+	ActReport  Action = "report"  // publish a client report (an editor, or an API key allowed to)
+	ActManage  Action = "manage"  // members, roles, invitations, the platform connection
+	ActLeave   Action = "leave"   // any member leaves
+	ActConnect Action = ActManage // the platform connection is an owner's
+)
+
+// Can answers whether a member with role r may do a.
+func (r Role) Can(a Action) bool {
+	switch a {
+	case ActRead, ActLeave:
+		return r == RoleOwner || r == RoleEditor || r == RoleViewer
+	case ActEdit, ActReport:
+		return r == RoleOwner || r == RoleEditor
+	case ActManage:
+		return r == RoleOwner
+	}
+	return false
+}
+
+// ErrForbidden is a member's request their role does not allow: 403, nothing changed. A
+// non-member gets ErrNotFound instead, so a workspace's existence does not leak.
+var ErrForbidden = errors.New("forbidden")
+
+// ErrGone is an invitation already used, revoked or expired: 410, it grants nothing.
+var ErrGone = errors.New("gone")
+
+// Member is a user's membership of a workspace.
+type Member struct {
+	WorkspaceID       string
+	UserID            string
+	Email             string // filled by reads
+	Role              Role
+	CreatedAt         time.Time
+	NotifyRegressions bool // this member's regression e-mails for this workspace
+}
+
+// MaxPendingInvitations is how many pending invitations one workspace may hold: each may be
+// e-mailed, and a workspace must not become a way to mail strangers in bulk.
+const MaxPendingInvitations = 50
+
+// InvitationTTL is how long an invitation link works.
+const InvitationTTL = 7 * 24 * time.Hour
+
+// Invitation is a single-use link to join a workspace with a role, bound to an e-mail address.
+type Invitation struct {
+	ID            string
+	TokenHash     string
+	WorkspaceID   string
+	WorkspaceName string // filled by reads
+	Email         string
+	Role          Role
+	InvitedBy     string
+	InviterEmail  string // filled by reads
+	CreatedAt     time.Time
+	ExpiresAt     time.Time
+	UsedAt        *time.Time
+	RevokedAt     *time.Time
+}
+
+// Usable answers whether the invitation still grants its role at now.
+func (i Invitation) Usable(now time.Time) bool {
+	return i.UsedAt == nil && i.RevokedAt == nil && now.Before(i.ExpiresAt)
+}
+
+// Normalize trims and lower-cases the e-mail.
+func (i *Invitation) Normalize() { i.Email = strings.ToLower(strings.TrimSpace(i.Email)) }
+
+// Validate checks the e-mail and the role of a new invitation.
+func (i Invitation) Validate() error {
+	if a, err := mail.ParseAddress(i.Email); err != nil || a.Address != i.Email || len(i.Email) > 254 {
+		return invalid("email", "not an e-mail address")
+	}
+	if _, err := ParseRole(string(i.Role)); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Activity is one membership or settings change in a workspace.
+type Activity struct {
+	WorkspaceID string
+	ActorID     string
+	ActorEmail  string // filled by reads; empty when the actor's account is gone
+	Action      string // e.g. "invited", "role changed", "removed", "site deleted"
+	Subject     string // whom or what: an e-mail, a site's name
+	At          time.Time
+}
+
+// MaxActivity is how many changes the workspace page lists.
+const MaxActivity = 100
+
+// Workspaces holds workspaces, memberships, invitations and their activity. Reads that take a
+// user id answer ErrNotFound for a workspace the user is not a member of.
+type Workspaces interface {
+	// CreateWorkspace stores w with ownerID as its owner, and the activity line, when ownerID
+	// owns fewer than max workspaces; ErrLimit otherwise (MAX_WORKSPACES_PER_USER). Atomic.
+	CreateWorkspace(ctx context.Context, w Workspace, ownerID string, max int) error
+	// WorkspacesOf lists the user's workspaces by name, personal first, each with its Role.
+	WorkspacesOf(ctx context.Context, userID string) ([]Workspace, error)
+	// Workspace reads one of the user's workspaces with the user's Role, read afresh on every
+	// call: the membership check of every request.
+	Workspace(ctx context.Context, userID, workspaceID string) (Workspace, error)
+	// Members lists a workspace's members by e-mail.
+	Members(ctx context.Context, workspaceID string) ([]Member, error)
+	// SetRole changes a member's role; ErrNotFound for a non-member, ErrConflict when the
+	// workspace would be left without an owner.
+	SetRole(ctx context.Context, workspaceID, userID string, role Role) error
+	// RemoveMember ends a membership (removal or leaving); ErrConflict when it is the last owner.
+	// The sites the member added pass to the workspace's oldest owner, so a site's UserID is
+	// always a member who may read it (the scanner reads a site's scans as its user).
+	RemoveMember(ctx context.Context, workspaceID, userID string) error
+	// SetMemberNotify sets a member's regression e-mails for the workspace.
+	SetMemberNotify(ctx context.Context, workspaceID, userID string, on bool) error
+
+	CreateInvitation(ctx context.Context, inv Invitation) error
+	// Invitations lists a workspace's pending (unused, unrevoked, unexpired at now) invitations.
+	Invitations(ctx context.Context, workspaceID string, now time.Time) ([]Invitation, error)
+	// InvitationByHash finds an invitation by its token's hash (system: the token is the
+	// credential), used, revoked and expired ones included so the page can answer 410.
+	InvitationByHash(ctx context.Context, tokenHash string) (Invitation, error)
+	// AcceptInvitation makes the user a member with the invitation's role and marks it used, in
+	// one transaction: single use however many accept at once. ErrNotFound for an unknown
+	// token, ErrGone for a used, revoked or expired one, ErrForbidden when email is not the
+	// invited address. A user already a member keeps the higher of the two roles.
+	AcceptInvitation(ctx context.Context, tokenHash, userID, email string, now time.Time) (Invitation, error)
+	// RevokeInvitation revokes a pending invitation of the workspace.
+	RevokeInvitation(ctx context.Context, workspaceID, invitationID string, now time.Time) error
+
+	AddActivity(ctx context.Context, a Activity) error
+	// ActivityOf lists a workspace's latest changes, newest first, at most limit.
+	ActivityOf(ctx context.Context, workspaceID string, limit int) ([]Activity, error)
+}
