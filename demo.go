@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"time"
 
-	"sitepulse/scanner"
 	"sitepulse/scanner/demo"
 	"sitepulse/store"
 )
@@ -25,7 +24,7 @@ var demoFixtures = demo.Fixtures{FS: fixtures, Before: "testdata/psi-before", La
 // demo's webhook secret and the replay of the demo site's audits. The secret is made up for this
 // process and printed in the webhook line, so the line works in any shell; with
 // PLATFORM_CLIENT_SECRET configured (never printed) it signs publishes of the demo site only.
-func seedDemo(ctx context.Context, st store.Store, cfg config, stdout io.Writer, log *slog.Logger) (demoSecret string, replay *scanner.Replay, err error) {
+func seedDemo(ctx context.Context, st store.Store, cfg config, stdout io.Writer, log *slog.Logger) (demoSecret string, replay *demo.Replay, err error) {
 	demoSecret, _ = store.NewSecret("whsec_")
 	if cfg.PlatformSecret == "" {
 		log.Info("PLATFORM_CLIENT_SECRET not set: the publish webhook uses the demo's secret, made up for this process")
@@ -41,7 +40,7 @@ func seedDemo(ctx context.Context, st store.Store, cfg config, stdout io.Writer,
 	if err != nil {
 		return "", nil, fmt.Errorf("demo replay: %w", err)
 	}
-	replay = scanner.NewReplay(scanner.ReplayConfig{Runs: runs, SiteIDs: []string{d.SiteID}, Domain: demo.Domain, Log: log})
+	replay = demo.NewReplay(demo.ReplayConfig{Runs: runs, SiteIDs: []string{d.SiteID}, Domain: demo.Domain, Log: log})
 	log.Info("demo site audits are replayed from recorded Lighthouse runs, offline", "site", d.SiteID, "runs", len(runs))
 	log.Info("demo ready", "site", d.SiteID, "new_account", d.Created)
 	fmt.Fprintf(stdout, "demo login: %s %s\n", d.Email, d.Password)

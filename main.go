@@ -71,7 +71,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	log.Info("store ready", "store", st.Name())
 
 	var demoSecret string
-	var replay *scanner.Replay // the demo site's audits, answered offline; nil without the demo
+	var replay *demo.Replay // the demo site's audits, answered offline; nil without the demo
 	if st.Name() == "memory" || cfg.Demo {
 		if demoSecret, replay, err = seedDemo(ctx, st, cfg, stdout, log); err != nil {
 			return err
@@ -91,7 +91,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	// One mailer: the regression digests, the sign-up messages and the workspace invitations.
 	digest := &notify.Digest{Store: st, SMTPAddr: cfg.SMTPAddr, From: cfg.SMTPFrom, Username: cfg.SMTPUsername,
 		Password: cfg.SMTPPassword, BaseURL: cfg.BaseURL, Log: log}
-	pool := newPool(ctx, cfg, st, auditor, capacity, replay, guard.Client(), connector, digest, log)
+	// The demo site's audits are replayed offline; every other site's go to the real auditor.
+	pool := newPool(ctx, cfg, st, demo.Replaying(replay, auditor), capacity, guard.Client(), connector, digest, log)
 	pool.Start()
 	// Deferred after the store's Close, so it runs before it: HTTP server, scanner, store.
 	defer func() {
@@ -254,8 +255,8 @@ func newAuditor(cfg config, guard netguard.Guard, log *slog.Logger) (scanner.Aud
 
 // newPool is the scan worker pool with its regression digest. A store that can announce new
 // jobs (Postgres LISTEN/NOTIFY) wakes the dispatcher at once; it polls either way. Sitemaps
-// are fetched with fetch, the guarded client; the demo site's audits are replayed.
-func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Auditor, capacity *psi.Capacity, replay *scanner.Replay, fetch *http.Client, connector *platform.Connector, digest *notify.Digest, log *slog.Logger) *scanner.Pool {
+// are fetched with fetch, the guarded client.
+func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Auditor, capacity *psi.Capacity, fetch *http.Client, connector *platform.Connector, digest *notify.Digest, log *slog.Logger) *scanner.Pool {
 	var wake <-chan struct{}
 	if w, ok := st.(store.JobWaker); ok {
 		ch, err := w.WakeOnJobs(ctx, func(err error) { log.Warn("job notifications", "err", err) })
@@ -269,16 +270,18 @@ func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Au
 	if connector != nil { // a nil *Connector in the interface would not be nil
 		refresher = connector
 	}
+	// Every kind of job runs through the one queue; a kind is registered here with its worker.
 	return scanner.NewPool(scanner.PoolConfig{
-		Store: st, Auditor: auditor, Capacity: capacity, Replay: replay, Log: log, Workers: cfg.ScanWorkers, Wake: wake, Platform: refresher,
+		Store: st, Auditor: auditor, Capacity: capacity, Log: log, Workers: cfg.ScanWorkers, Wake: wake, Platform: refresher,
 		ConfirmRuns:   cfg.ConfirmRuns,
 		Lease:         time.Duration(cfg.ScanLease) * time.Second,
 		Deadline:      time.Duration(cfg.ScanDeadline) * time.Second,
 		ScheduleEvery: time.Duration(cfg.SchedulePoll) * time.Second,
 		Discovery: discover.Discovery{MaxPages: cfg.MaxPagesPerScan, Client: fetch,
 			Deadline: time.Duration(cfg.DiscoveryTimeout) * time.Second},
-		Quota:  psi.NewAccountQuota(cfg.UserDailyAudits, st),
-		Digest: digest,
+		Quota: psi.NewAccountQuota(cfg.UserDailyAudits, st),
+		Kinds: []scanner.KindWorker{scanner.Work(1, digest.Work)},
+		Then:  notify.AfterScan,
 	})
 }
 

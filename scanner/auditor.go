@@ -23,9 +23,54 @@ type Pausable interface {
 	Unavailable() error
 }
 
+// SiteAuditor is an Auditor that gives each site's scan an auditor of its own (main's demo:
+// the demo site replayed, every other site audited for real). The pool asks it For each scan.
+type SiteAuditor interface {
+	Auditor
+	For(site store.Site) Auditor
+}
+
+// Replayer is an Auditor that answers from recorded runs instead of auditing: its audits call
+// no one, so they spend no account's daily audits and take no slot of the shared capacity.
+type Replayer interface {
+	Auditor
+	Replays()
+}
+
 // The auditors main may choose.
 var (
 	_ Auditor = (*psi.Client)(nil)
 	_ Auditor = (*lighthouse.Runner)(nil)
-	_ Auditor = (*Replay)(nil)
 )
+
+// auditorFor is the auditor of a site's scan.
+func (p *Pool) auditorFor(site store.Site) Auditor {
+	if a, ok := p.cfg.Auditor.(SiteAuditor); ok {
+		return a.For(site)
+	}
+	return p.cfg.Auditor
+}
+
+// replayed answers whether a site's audits are replayed (see Replayer).
+func (p *Pool) replayed(site store.Site) bool {
+	_, ok := p.auditorFor(site).(Replayer)
+	return ok
+}
+
+// capacityFor is the capacity a site's scan shares: replayed audits call nothing, so they take
+// no slot of the audit capacity, whose rate limit they would never feed.
+func (p *Pool) capacityFor(site store.Site) *psi.Capacity {
+	if p.replayed(site) {
+		return p.replayCapacity
+	}
+	return p.cfg.Capacity
+}
+
+// takeAudit spends one of the site workspace's daily audits, except on a replayed site, whose
+// audits call no one and spend no quota.
+func (p *Pool) takeAudit(site store.Site) error {
+	if p.replayed(site) {
+		return nil
+	}
+	return p.cfg.Quota.Take(site.WorkspaceID, p.cfg.Now())
+}

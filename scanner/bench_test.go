@@ -59,7 +59,7 @@ func BenchmarkPipelineIngest(b *testing.B) {
 		var ids []string
 		for _, s := range sites {
 			sc := store.Scan{ID: store.NewID(), SiteID: s.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: time.Now()}
-			if err := st.EnqueueScan(ctx, sc, store.QueueScan, time.Now()); err != nil {
+			if err := st.EnqueueScan(ctx, sc, store.KindScan, time.Now()); err != nil {
 				b.Fatal(err)
 			}
 			ids = append(ids, sc.ID)

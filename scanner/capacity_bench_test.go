@@ -83,7 +83,7 @@ func timeScans(b *testing.B, sites, pages int, latency time.Duration, warm bool)
 			b.Fatal(err)
 		}
 		sc := store.Scan{ID: store.NewID(), SiteID: s.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerWebhook, CreatedAt: time.Now()}
-		if err := st.EnqueueScan(ctx, sc, store.QueueScan, time.Now()); err != nil {
+		if err := st.EnqueueScan(ctx, sc, store.KindScan, time.Now()); err != nil {
 			b.Fatal(err)
 		}
 		ids = append(ids, sc.ID)

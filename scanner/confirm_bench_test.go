@@ -64,7 +64,7 @@ func BenchmarkConfirmationCost(b *testing.B) {
 			defer pool.Stop(ctx)
 			scan := func(site store.Site) {
 				sc := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: time.Now()}
-				if err := st.EnqueueScan(ctx, sc, store.QueueScan, time.Now()); err != nil {
+				if err := st.EnqueueScan(ctx, sc, store.KindScan, time.Now()); err != nil {
 					b.Fatal(err)
 				}
 				for {

@@ -26,10 +26,12 @@ const (
 func (r *rig) confirmScan(fake *scantest.PSI, digest *notify.Digest) store.Scan {
 	r.t.Helper()
 	p := r.pool(func(c *PoolConfig) {
-		c.Auditor, c.Digest, c.ConfirmRuns = psi.New(psi.Config{Endpoint: fake.Endpoint(), Client: fake.Client()}), digest, 2
+		c.Auditor, c.ConfirmRuns = psi.New(psi.Config{Endpoint: fake.Endpoint(), Client: fake.Client()}), 2
+		withDigest(c, digest)
 	})
 	sc := r.wait(r.enqueue(r.site).ID)
 	p.Stop(context.Background())
+	r.sendDigests(p)
 	return sc
 }
 
@@ -40,8 +42,8 @@ func TestConfirmedRegressions(t *testing.T) {
 			st := b.Open(t)
 			r := newRig(t, st)
 			fake := scantest.NewInProcess(beforeDir)
-			smtpSrv := newFakeSMTP(t, false)
-			digest := &notify.Digest{Store: st, SMTPAddr: smtpSrv.addr, From: "SitePulse <sitepulse@example.com>", BaseURL: "http://sitepulse.test",
+			smtpSrv := scantest.NewSMTP(t, false)
+			digest := &notify.Digest{Store: st, SMTPAddr: smtpSrv.Addr, From: "SitePulse <sitepulse@example.com>", BaseURL: "http://sitepulse.test",
 				Log: slog.New(slog.NewTextHandler(r.logs, nil))}
 			ctx := context.Background()
 
@@ -83,8 +85,8 @@ func TestConfirmedRegressions(t *testing.T) {
 			if len(regs) == 0 {
 				t.Fatal("pricing's confirmed regression is not reported")
 			}
-			msgs := smtpSrv.messages()
-			if len(msgs) != 1 || !strings.Contains(msgs[0].data, "/pricing") {
+			msgs := smtpSrv.Messages()
+			if len(msgs) != 1 || !strings.Contains(msgs[0].Data, "/pricing") {
 				t.Fatalf("%d digests, want 1 naming /pricing", len(msgs))
 			}
 			if !strings.Contains(r.logs.String(), "regression re-audited") {

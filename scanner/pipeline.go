@@ -27,29 +27,50 @@ func strategiesOf(strategy string) []string {
 	}
 }
 
+// workScan is the worker of the scan kind: one attempt of a scan (see scan). PSI being
+// unavailable (its breaker, its daily quota, the account's daily audits) snoozes the job.
+func (p *Pool) workScan(ctx context.Context, log *slog.Logger, slot *slot, job store.Job) error {
+	err := p.scan(ctx, log, slot, job)
+	var unavailable *psi.UnavailableError
+	if !errors.As(err, &unavailable) {
+		return err
+	}
+	// PSI cannot be used until then: the scan waits without spending an attempt, keeping the
+	// pages already stored. The jitter spreads the snoozed scans over a few seconds.
+	at := later(unavailable.Until, p.cfg.Now()).Add(jitter(2500*time.Millisecond, 1))
+	// What waits: PSI (breaker, daily quota) or this account (its daily audits).
+	what := unavailable.What
+	if what == "" {
+		what = "PSI unavailable"
+	}
+	log.Warn(fmt.Sprintf("scanner: %s until %s, scan snoozed", what, unavailable.Until.UTC().Format(time.RFC3339)),
+		"reason", unavailable.Reason, "resumes_at", at.UTC().Format(time.RFC3339))
+	return &Snooze{Until: at, Reason: unavailable.Error() + "; scan snoozed"}
+}
+
 // scan runs one attempt of a scan job: discover the pages, mark the scan running,
 // audit every page/strategy pair not yet stored (so a re-run resumes), storing each result or
-// error as it arrives, then complete the scan with its scores, or fail it when no page could
-// be audited. An error means the attempt failed and the caller settles the job. A completed
-// scan is returned for the digest, which runs after the job's lease is let go.
-func (p *Pool) scan(ctx context.Context, log *slog.Logger, slot *slot, job store.Job) (*completed, error) {
+// error as it arrives, then complete the scan with its scores and its follow-up jobs (Then),
+// or fail it when no page could be audited. An error means the attempt failed and the caller
+// settles the job.
+func (p *Pool) scan(ctx context.Context, log *slog.Logger, slot *slot, job store.Job) error {
 	lease := job.Lease()
 	began := p.cfg.Now()
 	scan, site, err := p.cfg.Store.ScanForJob(ctx, job.ScanID)
 	if errors.Is(err, store.ErrNotFound) { // the site and its scans were deleted meanwhile
-		return nil, p.cfg.Store.FailScan(ctx, lease, "the site was deleted", p.cfg.Now())
+		return p.cfg.Store.FailScan(ctx, lease, "the site was deleted", p.cfg.Now())
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read scan: %w", err)
+		return fmt.Errorf("read scan: %w", err)
 	}
 	log = log.With("site", site.Name)
 	if a, ok := p.auditorFor(site).(Pausable); ok {
 		if err := a.Unavailable(); err != nil { // PSI is paused: do not even look for pages
-			return nil, err
+			return err
 		}
 	}
 	if err := p.cfg.Quota.Check(site.WorkspaceID, p.cfg.Now()); err != nil { // the workspace's budget is spent
-		return nil, err
+		return err
 	}
 	if p.cfg.Platform != nil && scan.Trigger == store.TriggerWebhook && site.PlatformVerified {
 		// A publish may have added pages since the import: ask the platform first.
@@ -62,7 +83,7 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, slot *slot, job store
 	}
 	pages, found, source, note, err := p.discover(ctx, log, slot, site)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if note != nil {
 		log.Warn("scanner: sitemap trouble", "pages_from", source, "reason", note)
@@ -78,7 +99,7 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, slot *slot, job store
 	}
 	done, err := p.cfg.Store.DonePages(ctx, scan.ID)
 	if err != nil {
-		return nil, fmt.Errorf("read stored pages: %w", err)
+		return fmt.Errorf("read stored pages: %w", err)
 	}
 	stored := map[store.PageKey]bool{}
 	for _, k := range done {
@@ -90,16 +111,16 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, slot *slot, job store
 		total++ // the note (of this attempt or an earlier one) counts as done, so the progress ends at its total
 	}
 	if err := p.cfg.Store.StartScan(ctx, lease, total, p.cfg.Now()); err != nil {
-		return nil, fmt.Errorf("start scan: %w", err)
+		return fmt.Errorf("start scan: %w", err)
 	}
 	if err := p.cfg.Store.SetPagesFound(ctx, lease, len(pages), found); err != nil {
-		return nil, fmt.Errorf("record pages found: %w", err)
+		return fmt.Errorf("record pages found: %w", err)
 	}
 	if limited != nil {
 		pe := store.PageError{PagePath: noteKey.PagePath, PageURL: discover.SiteOrigin(site.Domain) + noteKey.PagePath,
 			Strategy: noteKey.Strategy, Error: limited.Error()}
 		if err := p.cfg.Store.SavePageError(ctx, lease, pe); err != nil {
-			return nil, fmt.Errorf("save the discovery note: %w", err)
+			return fmt.Errorf("save the discovery note: %w", err)
 		}
 	}
 	var todo []pair
@@ -110,11 +131,11 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, slot *slot, job store
 	}
 	previous, err := p.previousRuns(ctx, site)
 	if err != nil {
-		return nil, fmt.Errorf("read the previous scan: %w", err)
+		return fmt.Errorf("read the previous scan: %w", err)
 	}
 	log.Info("scan started", "pages", len(pages), "pages_found", found, "pages_from", source, "audits", len(pairs),
 		"already_stored", len(pairs)-len(todo), "strategy", scan.Strategy, "trigger", scan.Trigger,
-		"replay", p.cfg.Replay.Serves(site))
+		"replay", p.replayed(site))
 
 	// Audit as many pairs at once as the capacity grants this scan; the first store failure
 	// stops the rest. PSI becoming unavailable starts no more audits but lets those in flight
@@ -179,24 +200,24 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, slot *slot, job store
 	wg.Wait()
 	stopShowing()
 	if firstErr != nil {
-		return nil, firstErr
+		return firstErr
 	}
 	if err := context.Cause(ctx); err != nil {
-		return nil, err
+		return err
 	}
 	if paused != nil {
 		done, _ := p.cfg.Store.DonePages(ctx, scan.ID)
 		log.Info("scan paused: PSI unavailable", "audits_stored", len(done), "audits", len(pairs))
-		return nil, paused
+		return paused
 	}
 
 	results, err := p.cfg.Store.PageResults(ctx, site.UserID, scan.ID)
 	if err != nil {
-		return nil, fmt.Errorf("read results: %w", err)
+		return fmt.Errorf("read results: %w", err)
 	}
 	pageErrs, err := p.cfg.Store.PageErrors(ctx, site.UserID, scan.ID)
 	if err != nil {
-		return nil, fmt.Errorf("read page errors: %w", err)
+		return fmt.Errorf("read page errors: %w", err)
 	}
 	if len(results) == 0 {
 		reason := "no page could be audited"
@@ -216,16 +237,20 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, slot *slot, job store
 		if err := p.whileUnavailable(ctx, log, "fail scan", func(ctx context.Context) error {
 			return p.cfg.Store.FailScan(ctx, lease, reason, p.cfg.Now())
 		}); err != nil {
-			return nil, fmt.Errorf("fail scan: %w", err)
+			return fmt.Errorf("fail scan: %w", err)
 		}
 		log.Error("scan failed", "reason", reason)
-		return nil, nil
+		return nil
 	}
 	scores := analysis.ScanScores(results)
+	var then []store.JobArgs
+	if p.cfg.Then != nil {
+		then = p.cfg.Then(scan.ID)
+	}
 	if err := p.whileUnavailable(ctx, log, "complete scan", func(ctx context.Context) error {
-		return p.cfg.Store.CompleteScan(ctx, lease, scores, p.cfg.Now())
+		return p.cfg.Store.CompleteScan(ctx, lease, scores, p.cfg.Now(), then...)
 	}); err != nil {
-		return nil, fmt.Errorf("complete scan: %w", err)
+		return fmt.Errorf("complete scan: %w", err)
 	}
 	auditWall := p.cfg.Now().Sub(auditsBegan)
 	ideal := capacity.Ideal(len(todo), auditTime/time.Duration(max(len(todo), 1)))
@@ -235,7 +260,7 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, slot *slot, job store
 		"seo", intOrNil(scores.SEO), "took", p.cfg.Now().Sub(began).Round(time.Millisecond),
 		"audits_made", len(todo), "audits_wall", auditWall.Round(time.Millisecond),
 		"ideal", ideal.Round(time.Millisecond), "vs_ideal", ratio(auditWall, ideal))
-	return &completed{site: site, scanID: scan.ID, results: results}, nil
+	return nil
 }
 
 // discover finds the site's pages. Reading a sitemap is in the tenant's hands (a slow server
@@ -261,13 +286,6 @@ func (p *Pool) discover(ctx context.Context, log *slog.Logger, slot *slot, site 
 		return nil, 0, "", nil, err
 	}
 	return pages, found, source, note, nil
-}
-
-// completed is a scan that just completed, for the digest.
-type completed struct {
-	site    store.Site
-	scanID  string
-	results []store.PageResult
 }
 
 // auditPage audits one pair and stores its result or its error; a result that regressed against

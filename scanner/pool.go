@@ -8,20 +8,43 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"sitepulse/store"
 
 	"sitepulse/scanner/discover"
-	"sitepulse/scanner/notify"
 	"sitepulse/scanner/psi"
 )
 
-// Queue is what the workers need of the store: the job queue, and a scan's stored results and
-// errors read back to score it.
-type Queue interface {
-	store.Queue
+// Store is what the pool needs of the store: the job queue's claims and settlements
+// (store.Jobs), a scan's records written under its lease (store.ScanRecords), and a scan's
+// stored results and errors read back to score it.
+type Store interface {
+	ClaimJob(ctx context.Context, kind, workerID string, now time.Time) (store.Job, error)
+	Heartbeat(ctx context.Context, l store.Lease, now time.Time) error
+	CompleteJob(ctx context.Context, l store.Lease, now time.Time) error
+	DiscardJob(ctx context.Context, l store.Lease, reason string, now time.Time) error
+	RetryJob(ctx context.Context, l store.Lease, runAt time.Time, reason string) error
+	SnoozeJob(ctx context.Context, l store.Lease, runAt time.Time, reason string) error
+	RescueJobs(ctx context.Context, staleBefore, now time.Time) (int, error)
+	CleanJobs(ctx context.Context, finishedBefore time.Time, limit int) (int, error)
+
+	ScanForJob(ctx context.Context, scanID string) (store.Scan, store.Site, error)
+	StartScan(ctx context.Context, l store.Lease, pagesTotal int, now time.Time) error
+	DonePages(ctx context.Context, scanID string) ([]store.PageKey, error)
+	SavePageResult(ctx context.Context, l store.Lease, r store.PageResult) error
+	SavePageError(ctx context.Context, l store.Lease, e store.PageError) error
+	SetAuditsInFlight(ctx context.Context, l store.Lease, n int) error
+	SetPagesFound(ctx context.Context, l store.Lease, audited, found int) error
+	CompleteScan(ctx context.Context, l store.Lease, scores store.ScanScores, now time.Time, then ...store.JobArgs) error
+	FailScan(ctx context.Context, l store.Lease, reason string, now time.Time) error
+	EnqueueDueScans(ctx context.Context, now time.Time, limit int) ([]store.Scan, error)
+	OverdueScans(ctx context.Context, startedBefore time.Time) ([]store.OverdueScan, error)
+	ExpireScan(ctx context.Context, scanID, reason string, now time.Time) error
+
 	PageResults(ctx context.Context, userID, scanID string) ([]store.PageResult, error)
 	PageErrors(ctx context.Context, userID, scanID string) ([]store.PageError, error)
 	// LatestCompletedScan and PageMetrics read the previous scan a page's audit is confirmed
@@ -32,12 +55,16 @@ type Queue interface {
 
 // PoolConfig configures the worker pool. Zero values get the defaults noted.
 type PoolConfig struct {
-	Store   Queue
-	Auditor Auditor
-	// Replay audits the demo site instead of Auditor (see Replay); nil replays nothing.
-	Replay    *Replay
+	Store Store
+	// Auditor audits the pages; a SiteAuditor chooses one per site (main's demo replay).
+	Auditor   Auditor
 	Discovery discover.Discovery
-	Digest    *notify.Digest // e-mails regressions after a scan completes; nil sends none
+	// Kinds are the workers of the other kinds of job this process runs (the digest, ...),
+	// beside the scan kind the pool runs itself; see Work.
+	Kinds []KindWorker
+	// Then gives the follow-up jobs of a completed scan (the digest), enqueued in the
+	// transaction that completes it, so a crash right after loses none; nil enqueues none.
+	Then func(scanID string) []store.JobArgs
 	// Platform refreshes a connected site's pages before a publish's scan; nil keeps the saved list.
 	Platform PageRefresher
 	// Quota is USER_DAILY_AUDITS, each account's daily audit budget; nil grants everything.
@@ -74,6 +101,10 @@ type PoolConfig struct {
 	Deadline time.Duration
 	// Backoff is the wait before a failed job's next attempt. Default attempt^4 s ±10%.
 	Backoff func(attempt int) time.Duration
+	// KeepJobs is how long finished jobs are kept before the cleaner deletes them. Default a week.
+	KeepJobs time.Duration
+	// CleanEvery is how often the cleaner runs. Default 1 h.
+	CleanEvery time.Duration
 	// ReleaseGrace bounds how long Stop waits for cancelled jobs to release their leases. Default 5 s.
 	ReleaseGrace time.Duration
 	Now          func() time.Time
@@ -85,20 +116,23 @@ type PageRefresher interface {
 	RefreshPages(ctx context.Context, site store.Site) ([]string, error)
 }
 
-// Pool is one dispatcher claiming scan jobs and handing them to Workers goroutines, plus the
-// rescuer. Several processes may run pools on one Postgres: claims skip locked rows, and every
-// write is made under the job's lease.
+// Pool runs the job queue in this process: per kind of job, one dispatcher claiming its jobs
+// and handing them to its workers (SCAN_WORKERS for scans), plus the scheduler, the rescuer and
+// the cleaner. Several processes may run pools on one Postgres: claims skip locked rows, and
+// every write is made under the job's lease.
 type Pool struct {
 	cfg      PoolConfig
+	kinds    map[string]KindWorker
 	stop     chan struct{} // closed by Stop: claim nothing more
 	jobsCtx  context.Context
 	cancel   context.CancelCauseFunc
 	wg       sync.WaitGroup
 	stopOnce sync.Once
-	replayed *psi.Capacity // the replayed scans' audits: they call nothing, so no rate limit
-	// slots are the worker slots free now, by worker number: a scan holds one from its claim
-	// to its end, except while it discovers its pages (see scan).
-	slots chan int
+	// replayCapacity takes the replayed scans' audits: they call nothing, so no rate limit.
+	replayCapacity *psi.Capacity
+	// slots are each kind's worker slots free now, by worker number: a job holds one from its
+	// claim to its end, except a scan while it discovers its pages (see scan).
+	slots map[string]chan int
 	// discovering counts each account's scans discovering their pages now, outside a slot.
 	discoveringMu sync.Mutex
 	discovering   map[string]int
@@ -151,18 +185,31 @@ func NewPool(cfg PoolConfig) *Pool {
 	if cfg.Backoff == nil {
 		cfg.Backoff = JobBackoff
 	}
+	if cfg.KeepJobs <= 0 {
+		cfg.KeepJobs = 7 * 24 * time.Hour
+	}
+	if cfg.CleanEvery <= 0 {
+		cfg.CleanEvery = time.Hour
+	}
 	if cfg.ReleaseGrace <= 0 {
 		cfg.ReleaseGrace = 5 * time.Second
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	p := &Pool{cfg: cfg, stop: make(chan struct{}), replayed: psi.NewCapacity(psi.CapacityConfig{MaxInFlight: cfg.Capacity.MaxInFlight()}),
-		slots: make(chan int, cfg.Workers), discovering: map[string]int{}}
-	for n := range cfg.Workers {
-		p.slots <- n + 1
-	}
+	p := &Pool{cfg: cfg, stop: make(chan struct{}), replayCapacity: psi.NewCapacity(psi.CapacityConfig{MaxInFlight: cfg.Capacity.MaxInFlight()}),
+		slots: map[string]chan int{}, discovering: map[string]int{}}
 	p.jobsCtx, p.cancel = context.WithCancelCause(context.Background())
+	p.kinds = map[string]KindWorker{store.KindScan: {kind: store.KindScan, workers: cfg.Workers, work: p.workScan}}
+	for _, k := range cfg.Kinds {
+		p.kinds[k.kind] = k
+	}
+	for _, k := range p.kinds {
+		p.slots[k.kind] = make(chan int, k.workers)
+		for n := range k.workers {
+			p.slots[k.kind] <- n + 1
+		}
+	}
 	return p
 }
 
@@ -172,23 +219,37 @@ func JobBackoff(attempt int) time.Duration {
 	return jitter(d, 0.1)
 }
 
-// Start runs the dispatcher, the rescuer and the scheduler until Stop. The dispatcher claims
-// a job whenever a worker slot is free and runs it in a goroutine of its own.
+// Start runs each kind's dispatcher, which claims a job whenever one of the kind's worker
+// slots is free and runs it in a goroutine of its own, the scheduler, the rescuer and the
+// cleaner, until Stop.
 func (p *Pool) Start() {
-	p.wg.Add(3)
-	go func() {
-		defer p.wg.Done()
-		p.dispatch()
-	}()
-	go func() {
-		defer p.wg.Done()
-		p.scheduler()
-	}()
-	go func() {
-		defer p.wg.Done()
-		p.rescuer()
-	}()
-	p.cfg.Log.Info("scanner started", "workers", p.cfg.Workers, "worker_id", p.cfg.WorkerID,
+	var wakes []chan struct{}
+	for _, k := range p.kinds {
+		wake := make(chan struct{}, 1)
+		wakes = append(wakes, wake)
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			p.dispatch(k, wake)
+		}()
+	}
+	loops := []func(){p.scheduler, p.rescuer, p.cleaner}
+	if p.cfg.Wake != nil {
+		loops = append(loops, func() { p.fanOut(wakes) })
+	}
+	for _, loop := range loops {
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			loop()
+		}()
+	}
+	kinds := make([]string, 0, len(p.kinds))
+	for k := range p.kinds {
+		kinds = append(kinds, k)
+	}
+	slices.Sort(kinds)
+	p.cfg.Log.Info("scanner started", "workers", p.cfg.Workers, "kinds", strings.Join(kinds, ","), "worker_id", p.cfg.WorkerID,
 		"max_inflight", p.cfg.Capacity.MaxInFlight(), "notify", p.cfg.Wake != nil, "poll", p.cfg.Poll)
 }
 
@@ -215,57 +276,18 @@ func (p *Pool) Stop(ctx context.Context) error {
 	}
 }
 
-// dispatch claims a job whenever a worker slot is free, waking on notifications and on the
-// poll. It holds the slot only while it claims: a scan that discovered its pages may be
-// waiting for it.
-func (p *Pool) dispatch() {
-	poll := time.NewTicker(p.cfg.Poll)
-	defer poll.Stop()
-	for {
-		var n int
-		select {
-		case <-p.stop:
-			return
-		case n = <-p.slots:
-		}
-		job, err := p.cfg.Store.ClaimJob(p.jobsCtx, store.QueueScan, p.cfg.WorkerID, p.cfg.Now())
-		if err == nil {
-			p.wg.Add(1)
-			go func() {
-				defer p.wg.Done()
-				p.run(&slot{p: p, n: n, held: true}, job)
-			}()
-			continue
-		}
-		p.slots <- n
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-		case store.Classify(err) == store.ErrUnavailable: // a restart: the next poll tries again
-			p.cfg.Log.Warn("scanner: claim failed: database unavailable", "err", err)
-		default:
-			p.cfg.Log.Error("scanner: claim failed", "err", err)
-		}
-		select {
-		case <-p.stop:
-			return
-		case <-p.cfg.Wake:
-		case <-poll.C:
-		}
-	}
-}
-
-// slot is the worker slot a running job holds, which it gives back while it discovers pages.
+// slot is the worker slot a running job holds, which a scan gives back while it discovers pages.
 type slot struct {
-	p    *Pool
-	n    int // the worker number, for the log
-	held bool
+	slots chan int // its kind's free slots
+	n     int      // the worker number, for the log
+	held  bool
 }
 
 // release gives the slot back, so the dispatcher can claim another job.
 func (s *slot) release() {
 	if s.held {
 		s.held = false
-		s.p.slots <- s.n
+		s.slots <- s.n
 	}
 }
 
@@ -275,7 +297,7 @@ func (s *slot) take(ctx context.Context) error {
 		return nil
 	}
 	select {
-	case s.n = <-s.p.slots:
+	case s.n = <-s.slots:
 		s.held = true
 		return nil
 	case <-ctx.Done():
@@ -299,128 +321,6 @@ func (p *Pool) enterDiscovery(userID string) (leave func(), ok bool) {
 			delete(p.discovering, userID)
 		}
 	}, true
-}
-
-// rescuer returns jobs of dead workers to the queue, or fails their scans on the last attempt,
-// and fails the scans past their deadline.
-func (p *Pool) rescuer() {
-	t := time.NewTicker(p.cfg.RescueEvery)
-	defer t.Stop()
-	for {
-		now := p.cfg.Now()
-		n, err := p.cfg.Store.RescueJobs(p.jobsCtx, now.Add(-p.cfg.Lease), now)
-		if err != nil {
-			p.cfg.Log.Error("scanner: rescue failed", "err", err)
-		} else if n > 0 {
-			p.cfg.Log.Warn("scanner: rescued stale jobs", "jobs", n)
-		}
-		p.expireOverdue(p.jobsCtx)
-		select {
-		case <-p.stop:
-			return
-		case <-t.C:
-		}
-	}
-}
-
-// run works one job under its lease, with heartbeats, and settles it: done, retried later,
-// failed, or released at shutdown.
-func (p *Pool) run(s *slot, job store.Job) {
-	defer s.release()
-	lease := job.Lease()
-	attempt := job.Attempt - job.Snoozes() // real attempts: a snooze spends none
-	log := p.cfg.Log.With("worker", s.n, "job", job.ID, "scan", job.ScanID, "attempt", attempt)
-	ctx, cancel := context.WithCancelCause(p.jobsCtx)
-	defer cancel(nil)
-	hbDone := make(chan struct{})
-	go func() {
-		defer close(hbDone)
-		t := time.NewTicker(p.cfg.Heartbeat)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				err := p.cfg.Store.Heartbeat(ctx, lease, p.cfg.Now())
-				if errors.Is(err, store.ErrLeaseLost) {
-					cancel(errLeaseLost)
-					return
-				}
-				if err != nil && ctx.Err() == nil {
-					log.Warn("scanner: heartbeat failed", "err", err)
-				}
-			}
-		}
-	}()
-	done, err := p.scan(ctx, log, s, job)
-	cancel(nil)
-	<-hbDone
-	if err == nil {
-		if done != nil && p.cfg.Digest != nil {
-			dctx, stop := context.WithTimeout(p.jobsCtx, 2*time.Minute)
-			defer stop()
-			p.cfg.Digest.AfterScan(dctx, done.site, done.scanID, done.results)
-		}
-		return
-	}
-	// Settling uses a fresh context: the job's own may be the thing that was cancelled. It
-	// outlasts a database restart (whileUnavailable), so the job is not left running until
-	// the rescuer's lease lapses.
-	settle, stop := context.WithTimeout(context.Background(), p.cfg.Lease/2+10*time.Second)
-	defer stop()
-	now := p.cfg.Now()
-	var unavailable *psi.UnavailableError
-	switch {
-	case errors.Is(err, store.ErrLeaseLost) || errors.Is(context.Cause(ctx), errLeaseLost):
-		// Deleting a site deletes its scans and their jobs, which also ends the lease.
-		if _, _, serr := p.cfg.Store.ScanForJob(settle, job.ScanID); errors.Is(serr, store.ErrNotFound) {
-			log.Info("scanner: the site was deleted while it was scanned; the scan stopped with it")
-			return
-		}
-		log.Warn("scanner: lease lost; the job belongs to another worker now", "err", err)
-	case errors.Is(context.Cause(ctx), errShutdown):
-		// Not the job's fault: the attempt is not spent.
-		if err := p.cfg.Store.SnoozeJob(settle, lease, now, "released at shutdown"); err != nil {
-			log.Warn("scanner: could not release the job; the rescuer will", "err", err)
-			return
-		}
-		log.Info("scanner: job released at shutdown; another worker resumes it")
-	case errors.As(err, &unavailable):
-		// PSI cannot be used until then: the scan waits without spending an attempt, keeping the
-		// pages already stored. The jitter spreads the snoozed scans over a few seconds.
-		at := later(unavailable.Until, now).Add(jitter(2500*time.Millisecond, 1))
-		if err := p.whileUnavailable(settle, log, "snooze job", func(ctx context.Context) error {
-			return p.cfg.Store.SnoozeJob(ctx, lease, at, unavailable.Error()+"; scan snoozed")
-		}); err != nil {
-			log.Warn("scanner: could not snooze the job; the rescuer will return it", "err", err)
-			return
-		}
-		// What waits: PSI (breaker, daily quota) or this account (its daily audits).
-		what := unavailable.What
-		if what == "" {
-			what = "PSI unavailable"
-		}
-		log.Warn(fmt.Sprintf("scanner: %s until %s, scan snoozed", what, unavailable.Until.UTC().Format(time.RFC3339)),
-			"reason", unavailable.Reason, "resumes_at", at.UTC().Format(time.RFC3339))
-	case job.Attempt < job.MaxAttempts:
-		wait := p.cfg.Backoff(attempt)
-		log.Warn("scanner: attempt failed; retrying", "err", err, "retry_in", wait.Round(time.Millisecond))
-		msg := err.Error()
-		if err := p.whileUnavailable(settle, log, "retry job", func(ctx context.Context) error {
-			return p.cfg.Store.RetryJob(ctx, lease, now.Add(wait), msg)
-		}); err != nil {
-			log.Warn("scanner: could not schedule the retry", "err", err)
-		}
-	default:
-		reason := fmt.Sprintf("gave up after %d attempts: %v", attempt, err)
-		log.Error("scanner: scan failed", "reason", reason)
-		if err := p.whileUnavailable(settle, log, "fail scan", func(ctx context.Context) error {
-			return p.cfg.Store.FailScan(ctx, lease, reason, now)
-		}); err != nil {
-			log.Warn("scanner: could not fail the scan", "err", err)
-		}
-	}
 }
 
 // jitter spreads d by ±frac so retries from many workers do not arrive together.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -54,7 +55,7 @@ func (r *rig) addSite(name string, pages []string) store.Site {
 func (r *rig) enqueue(site store.Site) store.Scan {
 	r.t.Helper()
 	sc := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: time.Now()}
-	if err := r.st.EnqueueScan(context.Background(), sc, store.QueueScan, time.Now()); err != nil {
+	if err := r.st.EnqueueScan(context.Background(), sc, store.KindScan, time.Now()); err != nil {
 		r.t.Fatal(err)
 	}
 	return sc
@@ -256,7 +257,7 @@ func testRescueResumes(t *testing.T, st store.Store) {
 	r := newRig(t, st)
 	sc := r.enqueue(r.site)
 	t0 := time.Now()
-	job, err := st.ClaimJob(ctx, store.QueueScan, "doomed", t0)
+	job, err := st.ClaimJob(ctx, store.KindScan, "doomed", t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -413,26 +414,52 @@ func testTwoPools(t *testing.T, st store.Store) {
 func (r *rig) scanWith(site store.Site, fake *scantest.PSI, digest *notify.Digest) store.Scan {
 	r.t.Helper()
 	p := r.pool(func(c *PoolConfig) {
-		c.Auditor, c.Digest = psi.New(psi.Config{Endpoint: fake.Endpoint(), Client: fake.Client()}), digest
+		c.Auditor = psi.New(psi.Config{Endpoint: fake.Endpoint(), Client: fake.Client()})
+		withDigest(c, digest)
 	})
 	sc := r.wait(r.enqueue(site).ID)
 	p.Stop(context.Background())
+	r.sendDigests(p)
 	return sc
+}
+
+// withDigest registers digest's worker and enqueues a digest job when a scan completes, as run does.
+// A nil digest registers none.
+func withDigest(c *PoolConfig, digest *notify.Digest) {
+	if digest == nil {
+		return
+	}
+	c.Kinds, c.Then = []KindWorker{Work(1, digest.Work)}, notify.AfterScan
+}
+
+// sendDigests runs, on a stopped pool, the digest jobs its workers had not claimed yet: one
+// step at a time, in the test's goroutine, so the test reads their effect without waiting.
+func (r *rig) sendDigests(p *Pool) {
+	r.t.Helper()
+	for p.kinds[notify.KindDigest].work != nil {
+		ran, err := p.WorkOnce(context.Background(), notify.KindDigest)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		if !ran {
+			return
+		}
+	}
 }
 
 func testDigest(t *testing.T, st store.Store) {
 	r := newRig(t, st)
 	before := scantest.NewInProcess("../testdata/psi-before")
-	smtpSrv := newFakeSMTP(t, false)
-	digest := &notify.Digest{Store: st, SMTPAddr: smtpSrv.addr, From: "SitePulse <sitepulse@example.com>", BaseURL: "http://sitepulse.test",
+	smtpSrv := scantest.NewSMTP(t, false)
+	digest := &notify.Digest{Store: st, SMTPAddr: smtpSrv.Addr, From: "SitePulse <sitepulse@example.com>", BaseURL: "http://sitepulse.test",
 		Log: slog.New(slog.NewTextHandler(r.logs, nil))}
 
 	r.scanWith(r.site, before, digest)
-	if n := len(smtpSrv.messages()); n != 0 {
+	if n := len(smtpSrv.Messages()); n != 0 {
 		t.Fatalf("the first scan sent %d digests, want 0 (nothing to compare with)", n)
 	}
 	latest := r.scanWith(r.site, r.psi, digest)
-	msgs := smtpSrv.messages()
+	msgs := smtpSrv.Messages()
 	if len(msgs) != 1 {
 		t.Fatalf("%d digests, want 1; logs:\n%s", len(msgs), r.logs.String())
 	}
@@ -444,16 +471,16 @@ func testDigest(t *testing.T, st store.Store) {
 		t.Fatal("the fixtures should regress")
 	}
 	m := msgs[0]
-	if m.from != "sitepulse@example.com" || m.to != r.user.Email {
-		t.Errorf("envelope %s -> %s", m.from, m.to)
+	if m.From != "sitepulse@example.com" || m.To != r.user.Email {
+		t.Errorf("envelope %s -> %s", m.From, m.To)
 	}
 	for _, want := range []string{"Subject: SitePulse: ", "regressions on Sample", "Page", "Metric", latest.ID} {
-		if !strings.Contains(m.data, want) {
-			t.Errorf("message lacks %q:\n%s", want, m.data)
+		if !strings.Contains(m.Data, want) {
+			t.Errorf("message lacks %q:\n%s", want, m.Data)
 		}
 	}
 	for _, reg := range regs {
-		if !strings.Contains(m.data, reg.PagePath+" ") || !strings.Contains(m.data, notify.FmtMetric(reg.Metric, reg.From)) || !strings.Contains(m.data, notify.FmtMetric(reg.Metric, reg.To)) {
+		if !strings.Contains(m.Data, reg.PagePath+" ") || !strings.Contains(m.Data, notify.FmtMetric(reg.Metric, reg.From)) || !strings.Contains(m.Data, notify.FmtMetric(reg.Metric, reg.To)) {
 			t.Errorf("message lacks %+v", reg)
 		}
 	}
@@ -465,7 +492,7 @@ func testDigest(t *testing.T, st store.Store) {
 	quiet := r.addSite("Quiet", scantest.SamplePages())
 	r.scanWith(quiet, before, digest)
 	r.scanWith(quiet, r.psi, digest)
-	if n := len(smtpSrv.messages()); n != 1 {
+	if n := len(smtpSrv.Messages()); n != 1 {
 		t.Errorf("%d digests with notifications off, want still 1", n)
 	}
 
@@ -473,7 +500,7 @@ func testDigest(t *testing.T, st store.Store) {
 	if err := st.SetNotifyRegressions(context.Background(), r.user.ID, true); err != nil {
 		t.Fatal(err)
 	}
-	digest.SMTPAddr = newFakeSMTP(t, true).addr
+	digest.SMTPAddr = scantest.NewSMTP(t, true).Addr
 	loud := r.addSite("Loud", scantest.SamplePages())
 	r.scanWith(loud, before, digest)
 	if sc := r.scanWith(loud, r.psi, digest); sc.Status != store.StatusComplete {
@@ -481,6 +508,9 @@ func testDigest(t *testing.T, st store.Store) {
 	}
 	if !strings.Contains(r.logs.String(), "digest: sending failed") {
 		t.Errorf("the SMTP failure was not logged")
+	}
+	if !regexp.MustCompile(`msg="scanner: attempt failed; retrying" .*kind=digest`).MatchString(r.logs.String()) {
+		t.Errorf("the digest's job was not retried; logs:\n%s", r.logs.String())
 	}
 }
 

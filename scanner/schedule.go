@@ -1,6 +1,25 @@
 package scanner
 
-import "time"
+import (
+	"context"
+	"time"
+)
+
+// ScheduleOnce is one step of the scheduler: it enqueues the scans of the sites due at now, in
+// batches, and answers how many.
+func (p *Pool) ScheduleOnce(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		scans, err := p.cfg.Store.EnqueueDueScans(ctx, p.cfg.Now(), scheduleBatch)
+		for _, sc := range scans {
+			p.cfg.Log.Info("scheduled scan enqueued", "scan", sc.ID, "site_id", sc.SiteID)
+		}
+		total += len(scans)
+		if err != nil || len(scans) < scheduleBatch {
+			return total, err
+		}
+	}
+}
 
 // scheduleBatch bounds the sites one scheduler pass claims, so one transaction stays short; a
 // pass that fills it runs again at once.
@@ -12,18 +31,8 @@ const scheduleBatch = 100
 // in one transaction, so however many processes run, a due site gets exactly one scan.
 func (p *Pool) scheduler() {
 	for {
-		for {
-			scans, err := p.cfg.Store.EnqueueDueScans(p.jobsCtx, p.cfg.Now(), scheduleBatch)
-			if err != nil {
-				p.cfg.Log.Error("scheduler: enqueuing due scans failed", "err", err)
-				break
-			}
-			for _, sc := range scans {
-				p.cfg.Log.Info("scheduled scan enqueued", "scan", sc.ID, "site_id", sc.SiteID)
-			}
-			if len(scans) < scheduleBatch {
-				break
-			}
+		if _, err := p.ScheduleOnce(p.jobsCtx); err != nil {
+			p.cfg.Log.Error("scheduler: enqueuing due scans failed", "err", err)
 		}
 		t := time.NewTimer(jitter(p.cfg.ScheduleEvery, 0.1))
 		select {

@@ -4,7 +4,8 @@ import "encoding/json"
 
 // Queue constants shared by both stores.
 const (
-	// MaxAttempts is how many times a scan job runs before its scan fails.
+	// MaxAttempts is how many times a job runs (a scan job before its scan fails), unless its
+	// kind asks for more (MaxAttemptsOf).
 	MaxAttempts = 3
 	// RescueReason is recorded on a job the rescuer returned to the queue.
 	RescueReason = "worker stopped sending heartbeats; job returned to the queue"

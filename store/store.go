@@ -18,7 +18,9 @@ type Store interface {
 	Users
 	Sites
 	Scans
-	Queue
+	Jobs
+	ScanRecords
+	AuditLedger
 	OAuth
 	Reports
 	Webhooks
@@ -158,18 +160,50 @@ type Scans interface {
 	PageMetricsOf(ctx context.Context, userID string, scanIDs []string) (map[string][]PageResult, error)
 }
 
-// Queue is the job queue and the scan life cycle it drives. Its methods serve the
-// system. Every write made under a Lease answers ErrLeaseLost, and changes nothing, once the job
-// is no longer running under that attempt.
-type Queue interface {
-	// EnqueueScan creates a queued scan and its job on a queue in one transaction, the job
-	// runnable at runAt. ErrScanActive when the site has a queued or running scan.
-	EnqueueScan(ctx context.Context, s Scan, queue string, runAt time.Time) error
-	// ClaimJob takes the next runnable job of a queue, marks it running under a new attempt and
+// Jobs is the one durable queue every kind of work goes through (scans, digests, and the kinds
+// to come). Its methods serve the system. Delivery is at least once, so every write a job makes
+// is idempotent. Every write made under a Lease answers ErrLeaseLost, and changes nothing, once the
+// job is no longer running under that attempt.
+type Jobs interface {
+	// EnqueueJob stores a job of args.Kind() with args as JSON, runnable at runAt, and wakes the
+	// dispatchers (JobWaker).
+	EnqueueJob(ctx context.Context, args JobArgs, runAt time.Time) (Job, error)
+	// ClaimJob takes the next runnable job of a kind, marks it running under a new attempt and
 	// returns it; ErrNotFound when none is runnable at now.
-	ClaimJob(ctx context.Context, queue, workerID string, now time.Time) (Job, error)
+	ClaimJob(ctx context.Context, kind, workerID string, now time.Time) (Job, error)
 	// Heartbeat extends the lease.
 	Heartbeat(ctx context.Context, l Lease, now time.Time) error
+	// CompleteJob marks the job completed. A job its worker already finished under this attempt
+	// (CompleteScan, FailScan) answers nil and stays as it is.
+	CompleteJob(ctx context.Context, l Lease, now time.Time) error
+	// DiscardJob gives the job up with a reason; a scan job's scan fails with it.
+	DiscardJob(ctx context.Context, l Lease, reason string, now time.Time) error
+	// RetryJob makes the job runnable again at runAt, keeping the reason.
+	RetryJob(ctx context.Context, l Lease, runAt time.Time, reason string) error
+	// SnoozeJob makes the job runnable again at runAt, keeping the reason, without spending the
+	// attempt: for a job put back through no fault of its own (shutdown, PSI unavailable).
+	// The attempt is the lease's fencing token and only ever grows, so the next claim still
+	// takes a new attempt; max_attempts grows by one instead, and the job keeps its number of
+	// real attempts.
+	SnoozeJob(ctx context.Context, l Lease, runAt time.Time, reason string) error
+	// RescueJobs returns running jobs whose heartbeat is older than staleBefore to the queue,
+	// in their place (run_at kept, so ahead of jobs queued after them), or, when they have no
+	// attempts left, discards them (failing a scan job's scan).
+	RescueJobs(ctx context.Context, staleBefore, now time.Time) (int, error)
+	// CleanJobs deletes up to limit completed or discarded jobs finalized before finishedBefore
+	// and answers how many.
+	CleanJobs(ctx context.Context, finishedBefore time.Time, limit int) (int, error)
+	// Job reads a job (system: tests and operations).
+	Job(ctx context.Context, id int64) (Job, error)
+}
+
+// ScanRecords is the life cycle of a scan, driven by its job (kind KindScan): the writes are
+// made under the job's lease. Its methods serve the system.
+type ScanRecords interface {
+	// EnqueueScan creates a queued scan and its job of kind (KindScan, or KindDemo for a scan
+	// no worker runs) in one transaction, the job runnable at runAt. ErrScanActive when the
+	// site has a queued or running scan.
+	EnqueueScan(ctx context.Context, s Scan, kind string, runAt time.Time) error
 	// ScanForJob reads the scan a job works on and its site.
 	ScanForJob(ctx context.Context, scanID string) (Scan, Site, error)
 	// StartScan marks the scan running with its number of page/strategy pairs.
@@ -186,28 +220,18 @@ type Queue interface {
 	// MAX_PAGES_PER_SCAN, so its pages can say "50 of 80 pages audited"; it never lowers the
 	// found count an enqueue set (the platform's full list at import).
 	SetPagesFound(ctx context.Context, l Lease, audited, found int) error
-	// CompleteScan marks scan and job done, stores the scores, and sets the site's health.
-	CompleteScan(ctx context.Context, l Lease, scores ScanScores, now time.Time) error
+	// CompleteScan marks scan and job done, stores the scores, sets the site's health and
+	// enqueues the follow-up jobs then (the digest), runnable at now, in the same transaction:
+	// a crash after it loses none of them (River's JobCompleteTx).
+	CompleteScan(ctx context.Context, l Lease, scores ScanScores, now time.Time, then ...JobArgs) error
 	// FailScan discards the job and marks the scan failed with a reason.
 	FailScan(ctx context.Context, l Lease, reason string, now time.Time) error
-	// RetryJob makes the job runnable again at runAt, keeping the reason.
-	RetryJob(ctx context.Context, l Lease, runAt time.Time, reason string) error
-	// SnoozeJob makes the job runnable again at runAt, keeping the reason, without spending the
-	// attempt: for a job put back through no fault of its own (shutdown, PSI unavailable).
-	// The attempt is the lease's fencing token and only ever grows, so the next claim still
-	// takes a new attempt; max_attempts grows by one instead, and the job keeps its number of
-	// real attempts.
-	SnoozeJob(ctx context.Context, l Lease, runAt time.Time, reason string) error
-	// RescueJobs returns running jobs whose heartbeat is older than staleBefore to the queue,
-	// in their place (run_at kept, so ahead of jobs queued after them), or, when they have no
-	// attempts left, discards them and fails their scans.
-	RescueJobs(ctx context.Context, staleBefore, now time.Time) (int, error)
 	// EnqueueDueScans is the scheduler's step, in one transaction: it claims up to limit sites
 	// whose next scheduled scan is due at now, skipping those another process is claiming,
-	// enqueues a scan of each (trigger schedule, both strategies, on QueueScan) unless one is in
-	// flight, and moves its next scan a period ahead (NextScanAt). It returns the scans enqueued.
+	// enqueues a scan of each (trigger schedule, both strategies, kind KindScan) unless one is
+	// in flight, and moves its next scan a period ahead (NextScanAt). It returns the scans enqueued.
 	EnqueueDueScans(ctx context.Context, now time.Time, limit int) ([]Scan, error)
-	// OverdueScans lists the queued and running scans of the scan queue that started before
+	// OverdueScans lists the queued and running scans of kind KindScan that started before
 	// startedBefore (a scan never started counts from its creation): those past the scan
 	// deadline, oldest first, each with its owner and its job's last error.
 	OverdueScans(ctx context.Context, startedBefore time.Time) ([]OverdueScan, error)
@@ -215,14 +239,15 @@ type Queue interface {
 	// worker still on it loses its lease, and the site is free for its next scan. Results
 	// already stored are kept. ErrNotFound when the scan is no longer queued or running.
 	ExpireScan(ctx context.Context, scanID, reason string, now time.Time) error
-	// Job reads a job (system: tests and operations).
-	Job(ctx context.Context, id int64) (Job, error)
+}
 
+// AuditLedger counts each workspace's daily audits in the database every replica shares
+// (USER_DAILY_AUDITS, a per-workspace budget).
+type AuditLedger interface {
 	// TakeAudit spends one of the workspace's audits of now's UTC day when fewer than limit
 	// are spent, and answers whether it did: atomic, so concurrent takes from any number of
-	// processes never spend more than limit (USER_DAILY_AUDITS, a per-workspace budget). Counts
-	// of days before yesterday are forgotten on the way. ErrNotFound when the workspace does
-	// not exist.
+	// processes never spend more than limit. Counts of days before yesterday are forgotten on
+	// the way. ErrNotFound when the workspace does not exist.
 	TakeAudit(ctx context.Context, workspaceID string, now time.Time, limit int) (bool, error)
 	// AuditsTaken answers how many of the workspace's audits of now's UTC day are spent; 0 for
 	// an unknown workspace.
@@ -394,7 +419,7 @@ func UserIDFrom(ctx context.Context) string {
 	return id
 }
 
-// JobWaker is a store that can tell the scanner at once when a job is enqueued, by this process
+// JobWaker is a store that can tell the dispatchers at once when a job is enqueued, by this process
 // or any other (Postgres: LISTEN/NOTIFY). A store without it is polled.
 type JobWaker interface {
 	WakeOnJobs(ctx context.Context, onError func(error)) (<-chan struct{}, error)

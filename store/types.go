@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/json"
 	"strings"
 	"time"
 )
@@ -275,24 +276,54 @@ type AlertRule struct {
 	CreatedAt time.Time
 }
 
-// Job is a unit of queued work. A scan job's payload is its scan id.
+// Job is a unit of queued work: its Kind names the worker that runs it and Args is the JSON that
+// worker reads (River's JobArgs). ScanID is the scan a scan job runs (EnqueueScan sets it, whatever
+// the kind's name; its args are {"scanId": ...} too): giving the job up fails that scan. It is
+// empty for other jobs, whose args may still name a scan: a digest is not its scan's job.
 type Job struct {
 	ID          int64
-	Queue       string
+	Kind        string
+	Args        json.RawMessage
 	ScanID      string
 	State       string
 	Attempt     int
 	MaxAttempts int
+	// Snoozed is how many times SnoozeJob put the job back (see Snoozes).
+	Snoozed     int
 	RunAt       time.Time
 	HeartbeatAt *time.Time
 	LockedBy    string
 	LastError   string
 	CreatedAt   time.Time
+	// FinalizedAt is when the job was completed or discarded; the cleaner deletes it a week later.
+	FinalizedAt *time.Time
 }
+
+// JobArgs is what a job carries: Kind names its worker, and the value is stored as JSON.
+type JobArgs interface {
+	Kind() string
+}
+
+// MaxAttemptsOf is how many attempts a job of args gets: MaxAttempts, unless args asks for more
+// with a MaxAttempts() method (a digest outlasts an SMTP outage).
+func MaxAttemptsOf(args any) int {
+	if a, ok := args.(interface{ MaxAttempts() int }); ok && a.MaxAttempts() > 0 {
+		return a.MaxAttempts()
+	}
+	return MaxAttempts
+}
+
+// ScanJob is the args of the job that runs a scan.
+type ScanJob struct {
+	ScanID string `json:"scanId"`
+}
+
+// Kind is KindScan.
+func (ScanJob) Kind() string { return KindScan }
 
 // Snoozes is how many times the job was put back by SnoozeJob: each one raised MaxAttempts by
 // one without spending an attempt. Attempt - Snoozes is the number of real attempts made.
-func (j Job) Snoozes() int { return max(j.MaxAttempts-MaxAttempts, 0) }
+func (j Job) Snoozes() int { return j.Snoozed }
 
 // ScanWait says why an unfinished scan is waiting for its next attempt: its job was put back
 // (a retry after a failed attempt, a snooze while PSI is unavailable, a release at shutdown)
@@ -317,11 +348,20 @@ const (
 	JobDiscarded = "discarded"
 )
 
-// Queues. The worker pool claims from QueueScan; demo scans are recorded on QueueDemo so that
-// no worker ever audits them.
+// Job kinds the store itself knows: the scans'. A scan job of KindScan is claimed by the pool;
+// demo scans are recorded as KindDemo, which no worker is registered for, so that no worker ever
+// audits them. Other kinds (the digest, ...) belong to the packages that run them.
 const (
-	QueueScan = "scan"
-	QueueDemo = "demo"
+	KindScan = "scan"
+	KindDemo = "demo"
+)
+
+// QueueScan and QueueDemo are the kinds' names from before jobs had kinds.
+//
+// Deprecated: use KindScan and KindDemo.
+const (
+	QueueScan = KindScan
+	QueueDemo = KindDemo
 )
 
 // Lease is a worker's claim on a job. Writes made under a lease are ignored once the lease is

@@ -187,10 +187,10 @@ func pathsOf(results []store.PageResult) []string {
 // claims: enqueue, claim, start, store each result, complete with the scan's scores.
 func recordDemoScan(ctx context.Context, st store.Store, site store.Site, results []store.PageResult, at time.Time) (string, error) {
 	scan := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerDemo, CreatedAt: at}
-	if err := st.EnqueueScan(ctx, scan, store.QueueDemo, at); err != nil {
+	if err := st.EnqueueScan(ctx, scan, store.KindDemo, at); err != nil {
 		return "", fmt.Errorf("demo scan: %w", err)
 	}
-	job, err := st.ClaimJob(ctx, store.QueueDemo, "demo-seed", at)
+	job, err := st.ClaimJob(ctx, store.KindDemo, "demo-seed", at)
 	if err != nil {
 		return "", fmt.Errorf("demo scan: %w", err)
 	}

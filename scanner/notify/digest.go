@@ -1,9 +1,11 @@
-// Package notify sends what a scan tells its owner: the digest e-mail after a scan completes.
+// Package notify sends what a scan tells its owner: the digest e-mail after a scan completes,
+// a job of kind KindDigest that the scan's completion enqueues in its own transaction.
 package notify
 
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"mime"
@@ -18,19 +20,43 @@ import (
 	"sitepulse/store"
 )
 
-// DigestStore is what the digest reads: the two latest completed scans, their results, the
-// members of the site's workspace.
+// KindDigest is the kind of the digest's jobs.
+const KindDigest = "digest"
+
+// DigestJob is the args of the job that sends the digest of a completed scan. To is empty for the
+// job the scan's completion enqueues; it fans out into one job per recipient (To set), so a retry
+// after a failed send reaches only the member it failed for, never the ones already mailed.
+type DigestJob struct {
+	ScanID string `json:"scanId"`
+	To     string `json:"to,omitempty"`
+}
+
+// Kind is KindDigest.
+func (DigestJob) Kind() string { return KindDigest }
+
+// MaxAttempts lets a digest outlast an SMTP outage: with the pool's backoff (attempt^4 s) its 10
+// attempts span about 4 hours.
+func (DigestJob) MaxAttempts() int { return 10 }
+
+// AfterScan is the follow-up jobs of a completed scan the digest asks for: its own.
+func AfterScan(scanID string) []store.JobArgs { return []store.JobArgs{DigestJob{ScanID: scanID}} }
+
+// DigestStore is what the digest reads: the scan and its site, the two latest completed scans,
+// their results, the members of the site's workspace; and where it enqueues a job per recipient.
 type DigestStore interface {
+	ScanForJob(ctx context.Context, scanID string) (store.Scan, store.Site, error)
 	CompletedScans(ctx context.Context, userID, siteID string, limit int) ([]store.Scan, error)
 	PageResults(ctx context.Context, userID, scanID string) ([]store.PageResult, error)
 	UserByID(ctx context.Context, id string) (store.User, error)
 	Members(ctx context.Context, workspaceID string) ([]store.Member, error)
+	EnqueueJob(ctx context.Context, args store.JobArgs, runAt time.Time) (store.Job, error)
 }
 
 // Digest e-mails the regressions of a completed scan against the previous completed one to
 // every member of the site's workspace who has regression e-mails on for it (a per-member
-// setting): one message per member per completed scan, only when there are regressions. Without an SMTP address the message is
-// logged instead. A failing SMTP server is logged and never fails the scan.
+// setting): one message per member per completed scan, only when there are regressions. Without
+// an SMTP address the message is logged instead. A failing SMTP server is logged and never fails
+// the scan: the recipient's job is retried with backoff, on any process.
 type Digest struct {
 	Store DigestStore
 	// SMTPAddr is host:port (SMTP_ADDR); empty logs digests instead of sending them.
@@ -43,79 +69,100 @@ type Digest struct {
 	Now                func() time.Time
 }
 
-// AfterScan finds the regressions of a just-completed scan and sends or logs the digest.
-func (d *Digest) AfterScan(ctx context.Context, site store.Site, scanID string, results []store.PageResult) {
+// Work is the worker of the digest's jobs: it finds the regressions of a completed scan and
+// sends or logs the digest. An error (the store, the SMTP server) retries the job; a scan
+// deleted meanwhile has nothing left to say.
+func (d *Digest) Work(ctx context.Context, _ store.Job, args DigestJob) error {
+	scanID := args.ScanID
 	log := d.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	_, site, err := d.Store.ScanForJob(ctx, scanID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("digest: read the scan: %w", err)
+	}
 	log = log.With("site", site.Name, "scan", scanID)
 	members, err := d.Store.Members(ctx, site.WorkspaceID)
 	if err != nil {
-		log.Warn("digest: reading the workspace's members failed", "err", err)
-		return
+		return fmt.Errorf("digest: read the members: %w", err)
 	}
 	// The scans are read as a member: whoever added the site may have left the workspace.
 	reader := site.UserID
 	if len(members) > 0 {
 		reader = members[0].UserID
 	}
+	results, err := d.Store.PageResults(ctx, reader, scanID)
+	if err != nil {
+		return fmt.Errorf("digest: read the results: %w", err)
+	}
 	scans, err := d.Store.CompletedScans(ctx, reader, site.ID, 3)
 	if err != nil {
-		log.Warn("digest: reading scans failed", "err", err)
-		return
+		return fmt.Errorf("digest: read the scans: %w", err)
 	}
+	// The previous scan is the one completed just before this one, even when the job runs late
+	// and a newer scan has completed since.
 	var previous *store.Scan
-	for i := range scans {
-		if scans[i].ID != scanID {
-			previous = &scans[i]
+	for i := range scans[:max(len(scans)-1, 0)] {
+		if scans[i].ID == scanID {
+			previous = &scans[i+1]
 			break
 		}
 	}
 	if previous == nil {
-		return // the site's first scan: nothing to compare with
+		return nil // the site's first scan (nothing to compare with), or long superseded
 	}
 	before, err := d.Store.PageResults(ctx, reader, previous.ID)
 	if err != nil {
-		log.Warn("digest: reading the previous scan failed", "err", err)
-		return
+		return fmt.Errorf("digest: read the previous scan: %w", err)
 	}
 	regs := analysis.Regressions(before, results)
 	if len(regs) == 0 {
-		return
+		return nil
 	}
 	var to []string
 	for _, m := range members {
-		if m.NotifyRegressions {
+		if m.NotifyRegressions && (args.To == "" || args.To == m.Email) {
 			to = append(to, m.Email)
 		}
 	}
 	if len(members) == 0 { // a site outside any workspace (tests, older callers): its owner's setting
 		owner, err := d.Store.UserByID(ctx, site.UserID)
 		if err != nil {
-			log.Warn("digest: reading the owner failed", "err", err)
-			return
+			return fmt.Errorf("digest: read the owner: %w", err)
 		}
-		if owner.NotifyRegressions {
+		if owner.NotifyRegressions && (args.To == "" || args.To == owner.Email) {
 			to = append(to, owner.Email)
 		}
 	}
 	if len(to) == 0 {
-		log.Info("digest: regressions found; every member turned notifications off", "regressions", len(regs))
-		return
+		log.Info("digest: regressions found; no member to tell (notifications off, or the member left)", "regressions", len(regs))
+		return nil
 	}
+	if args.To == "" && len(to) > 1 {
+		// One job per recipient, so a failed send is retried for that member alone.
+		for _, addr := range to {
+			if _, err := d.Store.EnqueueJob(ctx, DigestJob{ScanID: scanID, To: addr}, time.Now()); err != nil {
+				return fmt.Errorf("digest: enqueue a recipient's digest: %w", err)
+			}
+		}
+		return nil
+	}
+	addr := to[0]
 	subject, body := d.compose(site, scanID, previous.ID, regs)
-	for _, addr := range to {
-		if d.SMTPAddr == "" {
-			log.Info("digest (SMTP_ADDR not set, so logged instead of sent)", "to", addr, "subject", subject, "body", body)
-			continue
-		}
-		if err := d.send(ctx, addr, subject, body); err != nil {
-			log.Warn("digest: sending failed; the scan is complete regardless", "to", addr, "smtp", d.SMTPAddr, "err", err)
-			continue
-		}
-		log.Info("digest sent", "to", addr, "regressions", len(regs))
+	if d.SMTPAddr == "" {
+		log.Info("digest (SMTP_ADDR not set, so logged instead of sent)", "to", addr, "subject", subject, "body", body)
+		return nil
 	}
+	if err := d.send(ctx, addr, subject, body); err != nil {
+		log.Warn("digest: sending failed; the scan is complete regardless and the digest is retried", "to", addr, "smtp", d.SMTPAddr, "err", err)
+		return fmt.Errorf("digest: send: %w", err)
+	}
+	log.Info("digest sent", "to", addr, "regressions", len(regs))
+	return nil
 }
 
 // compose writes the digest: one line per regression with page, strategy, metric, from and to.

@@ -7,7 +7,7 @@ import (
 )
 
 // AuditLedger is what AccountQuota needs of the store: the accounts' audits per UTC day,
-// counted in the database every replica shares (store.Queue's TakeAudit and AuditsTaken).
+// counted in the database every replica shares (store.AuditLedger).
 type AuditLedger interface {
 	TakeAudit(ctx context.Context, userID string, now time.Time, limit int) (bool, error)
 	AuditsTaken(ctx context.Context, userID string, now time.Time) (int, error)

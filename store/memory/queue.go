@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -10,13 +11,44 @@ import (
 	"sitepulse/store"
 )
 
-func (m *Store) EnqueueScan(ctx context.Context, s store.Scan, queue string, runAt time.Time) error {
+func (m *Store) EnqueueScan(ctx context.Context, s store.Scan, kind string, runAt time.Time) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.enqueue(s, queue, runAt)
+	return m.enqueue(s, kind, runAt)
 }
 
-func (m *Store) enqueue(s store.Scan, queue string, runAt time.Time) error {
+func (m *Store) EnqueueJob(ctx context.Context, args store.JobArgs, runAt time.Time) (store.Job, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	j, err := m.insertJob(args.Kind(), args, "", runAt, time.Now())
+	return cloneJob(j), err
+}
+
+// insertJob stores a job of kind with args as JSON, as Postgres does: a scan kind's ScanID is
+// its args' scanId.
+func (m *Store) insertJob(kind string, args any, scanID string, runAt, createdAt time.Time) (store.Job, error) {
+	if kind == "" {
+		return store.Job{}, fmt.Errorf("job args %T: no kind", args)
+	}
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return store.Job{}, fmt.Errorf("job args of kind %s: %w", kind, err)
+	}
+	j := store.Job{Kind: kind, Args: raw, ScanID: scanID, State: store.JobAvailable, MaxAttempts: store.MaxAttemptsOf(args),
+		RunAt: store.Now(runAt), CreatedAt: store.Now(createdAt)}
+	m.nextJob++
+	j.ID = m.nextJob
+	m.jobs[j.ID] = j
+	return j, nil
+}
+
+func cloneJob(j store.Job) store.Job {
+	j.Args = append(json.RawMessage(nil), j.Args...)
+	j.HeartbeatAt, j.FinalizedAt = cloneTime(j.HeartbeatAt), cloneTime(j.FinalizedAt)
+	return j
+}
+
+func (m *Store) enqueue(s store.Scan, kind string, runAt time.Time) error {
 	if _, ok := m.sites[s.SiteID]; !ok {
 		return store.NotFound("site")
 	}
@@ -28,21 +60,19 @@ func (m *Store) enqueue(s store.Scan, queue string, runAt time.Time) error {
 	s.Status = store.StatusQueued
 	s.CreatedAt = store.Now(s.CreatedAt)
 	s.StartedAt, s.CompletedAt = nil, nil
-	m.scans[s.ID] = cloneScan(s)
-	m.nextJob++
-	m.jobs[m.nextJob] = store.Job{
-		ID: m.nextJob, Queue: queue, ScanID: s.ID, State: store.JobAvailable,
-		MaxAttempts: store.MaxAttempts, RunAt: store.Now(runAt), CreatedAt: s.CreatedAt,
+	if _, err := m.insertJob(kind, store.ScanJob{ScanID: s.ID}, s.ID, runAt, s.CreatedAt); err != nil {
+		return err
 	}
+	m.scans[s.ID] = cloneScan(s)
 	return nil
 }
 
-func (m *Store) ClaimJob(ctx context.Context, queue, workerID string, now time.Time) (store.Job, error) {
+func (m *Store) ClaimJob(ctx context.Context, kind, workerID string, now time.Time) (store.Job, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var best *store.Job
 	for _, j := range m.jobs {
-		if j.Queue != queue || j.State != store.JobAvailable || j.RunAt.After(now) {
+		if j.Kind != kind || j.State != store.JobAvailable || j.RunAt.After(now) {
 			continue
 		}
 		if best == nil || j.RunAt.Before(best.RunAt) || j.RunAt.Equal(best.RunAt) && j.ID < best.ID {
@@ -56,8 +86,7 @@ func (m *Store) ClaimJob(ctx context.Context, queue, workerID string, now time.T
 	j := *best
 	j.State, j.Attempt, j.HeartbeatAt, j.LockedBy = store.JobRunning, j.Attempt+1, tp(now), workerID
 	m.jobs[j.ID] = j
-	j.HeartbeatAt = cloneTime(j.HeartbeatAt)
-	return j, nil
+	return cloneJob(j), nil
 }
 
 // leased returns the job of a lease when it is still running under that attempt.
@@ -181,14 +210,26 @@ func (m *Store) putResult(scanID string, k store.PageKey, r memResult) {
 	m.scans[scanID] = s
 }
 
-func (m *Store) CompleteScan(ctx context.Context, l store.Lease, scores store.ScanScores, now time.Time) error {
+func (m *Store) CompleteScan(ctx context.Context, l store.Lease, scores store.ScanScores, now time.Time, then ...store.JobArgs) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	j, err := m.leased(l)
 	if err != nil {
 		return err
 	}
-	j.State = store.JobCompleted
+	// The follow-ups first: a failure leaves everything as it was, as Postgres's rollback does.
+	var added []int64
+	for _, args := range then {
+		f, err := m.insertJob(args.Kind(), args, "", now, now)
+		if err != nil {
+			for _, id := range added {
+				delete(m.jobs, id)
+			}
+			return err
+		}
+		added = append(added, f.ID)
+	}
+	j.State, j.FinalizedAt = store.JobCompleted, tp(now)
 	m.jobs[j.ID] = j
 	s := m.scans[l.ScanID]
 	s.Status, s.Scores, s.CompletedAt, s.Error = store.StatusComplete, cloneScores(scores), tp(now), ""
@@ -211,9 +252,49 @@ func (m *Store) FailScan(ctx context.Context, l store.Lease, reason string, now 
 	return nil
 }
 
+func (m *Store) DiscardJob(ctx context.Context, l store.Lease, reason string, now time.Time) error {
+	return m.FailScan(ctx, l, reason, now)
+}
+
+func (m *Store) CompleteJob(ctx context.Context, l store.Lease, now time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	j, ok := m.jobs[l.JobID]
+	switch {
+	case ok && j.Attempt == l.Attempt && j.State == store.JobRunning:
+		j.State, j.FinalizedAt = store.JobCompleted, tp(now)
+		m.jobs[j.ID] = j
+		return nil
+	case ok && j.Attempt == l.Attempt && (j.State == store.JobCompleted || j.State == store.JobDiscarded):
+		return nil // finished by its worker under this attempt (CompleteScan, FailScan)
+	}
+	return fmt.Errorf("job %d attempt %d: %w", l.JobID, l.Attempt, store.ErrLeaseLost)
+}
+
+func (m *Store) CleanJobs(ctx context.Context, finishedBefore time.Time, limit int) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var old []store.Job
+	for _, j := range m.jobs {
+		if (j.State == store.JobCompleted || j.State == store.JobDiscarded) && j.FinalizedAt != nil && j.FinalizedAt.Before(finishedBefore) {
+			old = append(old, j)
+		}
+	}
+	sort.Slice(old, func(a, b int) bool { return old[a].FinalizedAt.Before(*old[b].FinalizedAt) })
+	old = old[:min(limit, len(old))]
+	for _, j := range old {
+		delete(m.jobs, j.ID)
+	}
+	return len(old), nil
+}
+
+// discard discards a job and, when it runs a scan, fails the scan with the same reason.
 func (m *Store) discard(j store.Job, reason string, now time.Time) {
-	j.State, j.LastError = store.JobDiscarded, reason
+	j.State, j.LastError, j.FinalizedAt = store.JobDiscarded, reason, tp(now)
 	m.jobs[j.ID] = j
+	if j.ScanID == "" {
+		return
+	}
 	s := m.scans[j.ScanID]
 	s.Status, s.Error, s.CompletedAt = store.StatusFailed, reason, tp(now)
 	m.scans[s.ID] = s
@@ -240,6 +321,7 @@ func (m *Store) SnoozeJob(ctx context.Context, l store.Lease, runAt time.Time, r
 	}
 	j.State, j.RunAt, j.LastError, j.LockedBy = store.JobAvailable, store.Now(runAt), reason, ""
 	j.MaxAttempts++
+	j.Snoozed++
 	m.jobs[j.ID] = j
 	return nil
 }
@@ -271,8 +353,7 @@ func (m *Store) Job(ctx context.Context, id int64) (store.Job, error) {
 	if !ok {
 		return store.Job{}, store.NotFound("job")
 	}
-	j.HeartbeatAt = cloneTime(j.HeartbeatAt)
-	return j, nil
+	return cloneJob(j), nil
 }
 
 func (m *Store) OverdueScans(ctx context.Context, startedBefore time.Time) ([]store.OverdueScan, error) {
@@ -287,7 +368,7 @@ func (m *Store) OverdueScans(ctx context.Context, startedBefore time.Time) ([]st
 	out := []store.OverdueScan{}
 	for _, j := range m.jobs {
 		s := m.scans[j.ScanID]
-		if j.Queue != store.QueueScan || s.Status != store.StatusQueued && s.Status != store.StatusRunning || !began(s).Before(startedBefore) {
+		if j.Kind != store.KindScan || s.Status != store.StatusQueued && s.Status != store.StatusRunning || !began(s).Before(startedBefore) {
 			continue
 		}
 		out = append(out, store.OverdueScan{Scan: cloneScan(s), UserID: m.sites[s.SiteID].UserID, LastError: j.LastError})
@@ -309,7 +390,7 @@ func (m *Store) ExpireScan(ctx context.Context, scanID, reason string, now time.
 		return store.NotFound("unfinished scan")
 	}
 	for _, j := range m.jobs {
-		if j.ScanID == scanID {
+		if j.ScanID == scanID && j.State != store.JobCompleted && j.State != store.JobDiscarded {
 			m.discard(j, reason, now)
 			return nil
 		}
@@ -335,7 +416,7 @@ func (m *Store) EnqueueDueScans(ctx context.Context, now time.Time, limit int) (
 	out := []store.Scan{}
 	for _, site := range due[:min(limit, len(due))] {
 		sc := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerSchedule, CreatedAt: now}
-		switch err := m.enqueue(sc, store.QueueScan, now); {
+		switch err := m.enqueue(sc, store.KindScan, now); {
 		case errors.Is(err, store.ErrScanActive): // one is in flight: it serves as this period's scan
 		case err != nil:
 			return nil, err

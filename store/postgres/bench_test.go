@@ -242,10 +242,10 @@ func seedLargeScan(b *testing.B, s *benchService) (string, *http.Cookie) {
 	}
 	now := time.Now()
 	sc := store.Scan{ID: store.NewID(), SiteID: s.demo.SiteID, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: now}
-	if err := s.pg.EnqueueScan(ctx, sc, store.QueueDemo, now); err != nil {
+	if err := s.pg.EnqueueScan(ctx, sc, store.KindDemo, now); err != nil {
 		b.Fatal(err)
 	}
-	job, err := s.pg.ClaimJob(ctx, store.QueueDemo, "bench", now)
+	job, err := s.pg.ClaimJob(ctx, store.KindDemo, "bench", now)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -37,6 +37,6 @@ func newSite(t testing.TB, s store.Store, u store.User, name string) store.Site 
 func enqueue(t testing.TB, s store.Store, site store.Site, at time.Time) store.Scan {
 	t.Helper()
 	sc := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: at}
-	must(t, s.EnqueueScan(context.Background(), sc, store.QueueScan, at))
+	must(t, s.EnqueueScan(context.Background(), sc, store.KindScan, at))
 	return sc
 }

@@ -5,52 +5,79 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"strings"
+	"fmt"
 	"time"
 
 	"sitepulse/store"
 )
 
-func (p *Store) EnqueueScan(ctx context.Context, s store.Scan, queue string, runAt time.Time) error {
+func (p *Store) EnqueueScan(ctx context.Context, s store.Scan, kind string, runAt time.Time) error {
 	return p.tx(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO scans (id, site_id, status, strategy, trigger, created_at, pages_found)
 			VALUES ($1, $2, 'queued', $3, $4, $5, $6)`, s.ID, s.SiteID, s.Strategy, s.Trigger, store.Now(s.CreatedAt), s.PagesFound)
 		if err != nil {
 			return pgErr("enqueue scan", err)
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO jobs (queue, scan_id, state, max_attempts, run_at, created_at)
-			VALUES ($1, $2, 'available', $3, $4, $5)`, queue, s.ID, store.MaxAttempts, store.Now(runAt), store.Now(s.CreatedAt))
-		if err != nil {
-			return pgErr("enqueue job", err)
-		}
-		_, err = tx.ExecContext(ctx, `SELECT pg_notify($1, $2)`, NotifyChannel, queue)
-		return pgErr("notify", err)
+		_, err = insertJob(ctx, tx, kind, store.ScanJob{ScanID: s.ID}, s.ID, runAt, s.CreatedAt)
+		return err
 	})
 }
 
-// NotifyChannel is the LISTEN/NOTIFY channel EnqueueScan notifies, so dispatchers wake at once.
-const NotifyChannel = "sitepulse_jobs"
-
-const jobCols = `id, queue, scan_id, state, attempt, max_attempts, run_at, heartbeat_at, locked_by, last_error, created_at`
-
-// jobColsJ is jobCols qualified by the alias j, for the claim's UPDATE ... FROM.
-var jobColsJ = "j." + strings.ReplaceAll(jobCols, ", ", ", j.")
-
-func scanJob(row rowScanner) (store.Job, error) {
+func (p *Store) EnqueueJob(ctx context.Context, args store.JobArgs, runAt time.Time) (store.Job, error) {
 	var j store.Job
-	var hb sql.NullTime
-	err := row.Scan(&j.ID, &j.Queue, &j.ScanID, &j.State, &j.Attempt, &j.MaxAttempts, &j.RunAt, &hb,
-		&j.LockedBy, &j.LastError, &j.CreatedAt)
-	j.RunAt, j.CreatedAt, j.HeartbeatAt = j.RunAt.UTC(), j.CreatedAt.UTC(), timePtr(hb)
+	err := p.tx(ctx, func(tx *sql.Tx) (err error) {
+		j, err = insertJob(ctx, tx, args.Kind(), args, "", runAt, time.Now())
+		return err
+	})
 	return j, err
 }
 
-func (p *Store) ClaimJob(ctx context.Context, queue, workerID string, now time.Time) (store.Job, error) {
+// insertJob stores a job of kind with args as JSON in tx and notifies the dispatchers, who hear
+// of it when tx commits.
+func insertJob(ctx context.Context, tx *sql.Tx, kind string, args any, scanID string, runAt, createdAt time.Time) (store.Job, error) {
+	if kind == "" {
+		return store.Job{}, fmt.Errorf("job args %T: no kind", args)
+	}
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return store.Job{}, fmt.Errorf("job args of kind %s: %w", kind, err)
+	}
+	j, err := scanJob(tx.QueryRowContext(ctx, `INSERT INTO jobs (kind, args, scan_id, state, max_attempts, run_at, created_at)
+		VALUES ($1, $2, NULLIF($3, '')::uuid, 'available', $4, $5, $6) RETURNING `+jobCols,
+		kind, raw, scanID, store.MaxAttemptsOf(args), store.Now(runAt), store.Now(createdAt)))
+	if err != nil {
+		return j, pgErr("enqueue job", err)
+	}
+	_, err = tx.ExecContext(ctx, `SELECT pg_notify($1, $2)`, NotifyChannel, kind)
+	return j, pgErr("notify", err)
+}
+
+// NotifyChannel is the LISTEN/NOTIFY channel every enqueue notifies with the job's kind, so
+// dispatchers wake at once.
+const NotifyChannel = "sitepulse_jobs"
+
+const jobCols = `id, kind, args, coalesce(scan_id::text, ''), state, attempt, max_attempts, snoozes, run_at, heartbeat_at, locked_by, last_error, created_at, finalized_at`
+
+// jobColsJ is jobCols with its id qualified by the alias j, for the claim's UPDATE ... FROM.
+const jobColsJ = "j." + jobCols
+
+func scanJob(row rowScanner) (store.Job, error) {
+	var j store.Job
+	var hb, fin sql.NullTime
+	var args []byte
+	err := row.Scan(&j.ID, &j.Kind, &args, &j.ScanID, &j.State, &j.Attempt, &j.MaxAttempts, &j.Snoozed, &j.RunAt, &hb,
+		&j.LockedBy, &j.LastError, &j.CreatedAt, &fin)
+	j.Args = json.RawMessage(args)
+	j.RunAt, j.CreatedAt, j.HeartbeatAt, j.FinalizedAt = j.RunAt.UTC(), j.CreatedAt.UTC(), timePtr(hb), timePtr(fin)
+	return j, err
+}
+
+func (p *Store) ClaimJob(ctx context.Context, kind, workerID string, now time.Time) (store.Job, error) {
 	j, err := scanJob(p.db.QueryRowContext(ctx, `WITH next AS (
-			SELECT id FROM jobs WHERE queue = $1 AND state = 'available' AND run_at <= $3
+			SELECT id FROM jobs WHERE kind = $1 AND state = 'available' AND run_at <= $3
 			ORDER BY run_at, id FOR UPDATE SKIP LOCKED LIMIT 1)
 		UPDATE jobs j SET state = 'running', attempt = j.attempt + 1, heartbeat_at = $3, locked_by = $2
-		FROM next WHERE j.id = next.id RETURNING `+jobColsJ, queue, workerID, store.Now(now)))
+		FROM next WHERE j.id = next.id RETURNING `+jobColsJ, kind, workerID, store.Now(now)))
 	return j, pgErr("claim job", err)
 }
 
@@ -171,14 +198,19 @@ func (p *Store) leaseCheck(ctx context.Context, res sql.Result, l store.Lease) e
 	return pgErr("lease", err)
 }
 
-func (p *Store) CompleteScan(ctx context.Context, l store.Lease, scores store.ScanScores, now time.Time) error {
+func (p *Store) CompleteScan(ctx context.Context, l store.Lease, scores store.ScanScores, now time.Time, then ...store.JobArgs) error {
 	raw, err := json.Marshal(scores)
 	if err != nil {
 		return err
 	}
 	return p.underLease(ctx, l, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `UPDATE jobs SET state = 'completed' WHERE id = $1`, l.JobID); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE jobs SET state = 'completed', finalized_at = $2 WHERE id = $1`, l.JobID, store.Now(now)); err != nil {
 			return pgErr("complete job", err)
+		}
+		for _, args := range then {
+			if _, err := insertJob(ctx, tx, args.Kind(), args, "", now, now); err != nil {
+				return err
+			}
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE scans SET status = 'complete', scores = $2, completed_at = $3,
 			error = '' WHERE id = $1`, l.ScanID, raw, store.Now(now)); err != nil {
@@ -192,17 +224,59 @@ func (p *Store) CompleteScan(ctx context.Context, l store.Lease, scores store.Sc
 
 func (p *Store) FailScan(ctx context.Context, l store.Lease, reason string, now time.Time) error {
 	return p.underLease(ctx, l, func(tx *sql.Tx) error {
-		return discardTx(ctx, tx, l.JobID, l.ScanID, reason, now)
+		return discardTx(ctx, tx, l.JobID, reason, now)
 	})
 }
 
-func discardTx(ctx context.Context, tx *sql.Tx, jobID int64, scanID, reason string, now time.Time) error {
-	if _, err := tx.ExecContext(ctx, `UPDATE jobs SET state = 'discarded', last_error = $2 WHERE id = $1`, jobID, reason); err != nil {
+// discardTx discards a job and, when it runs a scan, fails the scan with the same reason.
+func discardTx(ctx context.Context, tx *sql.Tx, jobID int64, reason string, now time.Time) error {
+	var scanID sql.NullString
+	if err := tx.QueryRowContext(ctx, `UPDATE jobs SET state = 'discarded', last_error = $2, finalized_at = $3
+		WHERE id = $1 RETURNING scan_id`, jobID, reason, store.Now(now)).Scan(&scanID); err != nil {
 		return pgErr("discard job", err)
 	}
+	if !scanID.Valid {
+		return nil
+	}
 	_, err := tx.ExecContext(ctx, `UPDATE scans SET status = 'failed', error = $2, completed_at = $3 WHERE id = $1`,
-		scanID, reason, store.Now(now))
+		scanID.String, reason, store.Now(now))
 	return pgErr("fail scan", err)
+}
+
+func (p *Store) DiscardJob(ctx context.Context, l store.Lease, reason string, now time.Time) error {
+	return p.underLease(ctx, l, func(tx *sql.Tx) error {
+		return discardTx(ctx, tx, l.JobID, reason, now)
+	})
+}
+
+func (p *Store) CompleteJob(ctx context.Context, l store.Lease, now time.Time) error {
+	res, err := p.db.ExecContext(ctx, `UPDATE jobs SET state = 'completed', finalized_at = $3 WHERE `+leaseCond,
+		l.JobID, l.Attempt, store.Now(now))
+	if err != nil {
+		return pgErr("complete job", err)
+	}
+	if n, _ := res.RowsAffected(); n > 0 {
+		return nil
+	}
+	// Finished by its worker under this attempt (CompleteScan, FailScan): nothing to do.
+	var one int
+	err = p.db.QueryRowContext(ctx, `SELECT 1 FROM jobs WHERE id = $1 AND attempt = $2
+		AND state IN ('completed', 'discarded')`, l.JobID, l.Attempt).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.ErrLeaseLost
+	}
+	return pgErr("complete job", err)
+}
+
+func (p *Store) CleanJobs(ctx context.Context, finishedBefore time.Time, limit int) (int, error) {
+	res, err := p.db.ExecContext(ctx, `DELETE FROM jobs WHERE id IN (SELECT id FROM jobs
+		WHERE state IN ('completed', 'discarded') AND finalized_at < $1 ORDER BY finalized_at LIMIT $2)`,
+		store.Now(finishedBefore), limit)
+	if err != nil {
+		return 0, pgErr("clean jobs", err)
+	}
+	n, _ := res.RowsAffected()
+	return int(n), nil
 }
 
 func (p *Store) RetryJob(ctx context.Context, l store.Lease, runAt time.Time, reason string) error {
@@ -213,27 +287,26 @@ func (p *Store) RetryJob(ctx context.Context, l store.Lease, runAt time.Time, re
 
 func (p *Store) SnoozeJob(ctx context.Context, l store.Lease, runAt time.Time, reason string) error {
 	res, err := p.db.ExecContext(ctx, `UPDATE jobs SET state = 'available', run_at = $3, last_error = $4,
-		locked_by = '', max_attempts = max_attempts + 1 WHERE `+leaseCond, l.JobID, l.Attempt, store.Now(runAt), reason)
+		locked_by = '', max_attempts = max_attempts + 1, snoozes = snoozes + 1 WHERE `+leaseCond, l.JobID, l.Attempt, store.Now(runAt), reason)
 	return pgErr("snooze job", affected(res, err, store.ErrLeaseLost))
 }
 
 func (p *Store) RescueJobs(ctx context.Context, staleBefore, now time.Time) (int, error) {
 	n := 0
 	err := p.tx(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT id, scan_id, attempt >= max_attempts FROM jobs
+		rows, err := tx.QueryContext(ctx, `SELECT id, attempt >= max_attempts FROM jobs
 			WHERE state = 'running' AND heartbeat_at < $1 FOR UPDATE SKIP LOCKED`, store.Now(staleBefore))
 		if err != nil {
 			return pgErr("rescue", err)
 		}
 		type stale struct {
-			id     int64
-			scanID string
-			spent  bool
+			id    int64
+			spent bool
 		}
 		var jobs []stale
 		for rows.Next() {
 			var s stale
-			if err := rows.Scan(&s.id, &s.scanID, &s.spent); err != nil {
+			if err := rows.Scan(&s.id, &s.spent); err != nil {
 				rows.Close()
 				return pgErr("rescue", err)
 			}
@@ -245,7 +318,7 @@ func (p *Store) RescueJobs(ctx context.Context, staleBefore, now time.Time) (int
 		}
 		for _, j := range jobs {
 			if j.spent {
-				if err := discardTx(ctx, tx, j.id, j.scanID, store.RescueGiveUp, now); err != nil {
+				if err := discardTx(ctx, tx, j.id, store.RescueGiveUp, now); err != nil {
 					return err
 				}
 				continue
@@ -280,9 +353,9 @@ func (p *Store) OverdueScans(ctx context.Context, startedBefore time.Time) ([]st
 		o.CreatedAt, o.StartedAt, o.CompletedAt = o.CreatedAt.UTC(), timePtr(started), timePtr(completed)
 		return o, json.Unmarshal(scores, &o.Scores)
 	}, `SELECT `+scanCols+`, s.user_id, j.last_error FROM scans c
-		JOIN sites s ON s.id = c.site_id JOIN jobs j ON j.scan_id = c.id AND j.queue = $2
+		JOIN sites s ON s.id = c.site_id JOIN jobs j ON j.scan_id = c.id AND j.kind = $2
 		WHERE c.status IN ('queued', 'running') AND coalesce(c.started_at, c.created_at) < $1
-		ORDER BY coalesce(c.started_at, c.created_at), c.id`, store.Now(startedBefore), store.QueueScan)
+		ORDER BY coalesce(c.started_at, c.created_at), c.id`, store.Now(startedBefore), store.KindScan)
 }
 
 func (p *Store) ExpireScan(ctx context.Context, scanID, reason string, now time.Time) error {
@@ -296,7 +369,7 @@ func (p *Store) ExpireScan(ctx context.Context, scanID, reason string, now time.
 		if err != nil {
 			return pgErr("expire scan", err)
 		}
-		return discardTx(ctx, tx, jobID, scanID, reason, now)
+		return discardTx(ctx, tx, jobID, reason, now)
 	})
 }
 
@@ -328,9 +401,8 @@ func (p *Store) EnqueueDueScans(ctx context.Context, now time.Time, limit int) (
 				return pgErr("enqueue scheduled scan", err)
 			}
 			if n, _ := res.RowsAffected(); n == 1 {
-				if _, err := tx.ExecContext(ctx, `INSERT INTO jobs (queue, scan_id, state, max_attempts, run_at, created_at)
-					VALUES ($1, $2, 'available', $3, $4, $4)`, store.QueueScan, sc.ID, store.MaxAttempts, sc.CreatedAt); err != nil {
-					return pgErr("enqueue scheduled job", err)
+				if _, err := insertJob(ctx, tx, store.KindScan, store.ScanJob{ScanID: sc.ID}, sc.ID, sc.CreatedAt, sc.CreatedAt); err != nil {
+					return err
 				}
 				out = append(out, sc)
 			}
@@ -339,11 +411,7 @@ func (p *Store) EnqueueDueScans(ctx context.Context, now time.Time, limit int) (
 				return pgErr("move next scan", err)
 			}
 		}
-		if len(out) == 0 {
-			return nil
-		}
-		_, err = tx.ExecContext(ctx, `SELECT pg_notify($1, $2)`, NotifyChannel, store.QueueScan)
-		return pgErr("notify", err)
+		return nil
 	})
 	return out, err
 }

@@ -87,6 +87,9 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 		{"webhook deliveries are seen once per window and forgotten after it", testDeliveries},
 		{"an account's daily audits are taken up to the limit, by 40 concurrent takers too, afresh each UTC day", testAuditBudget},
 		{"deleting a site deletes its scans and reports", testDeleteSite},
+		{"a job of any kind carries its args and is claimed only for its kind", testJobKinds},
+		{"completing a scan enqueues its follow-up jobs in the same transaction, a lost lease none", testCompleteScanFollowUps},
+		{"finished jobs are cleaned after the cut-off, oldest first; unfinished ones never", testCleanJobs},
 		{"every site write normalises the site and refuses one that breaks the rules, writing nothing", testSiteWritesValidate},
 		{"a second site of one owner on the same normalised domain is refused, naming the first", testSameDomain},
 		{"a site's lastPublished never moves backwards", testLastPublishedForward},
@@ -141,7 +144,7 @@ func newSite(t testing.TB, s store.Store, u store.User, name string) store.Site 
 func enqueue(t testing.TB, s store.Store, site store.Site, at time.Time) store.Scan {
 	t.Helper()
 	sc := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: at}
-	must(t, s.EnqueueScan(ctx, sc, store.QueueScan, at))
+	must(t, s.EnqueueScan(ctx, sc, store.KindScan, at))
 	return sc
 }
 
@@ -151,7 +154,7 @@ func ip(v int) *int { return &v }
 func completedScan(t *testing.T, s store.Store, site store.Site, at time.Time, perf int) store.Scan {
 	t.Helper()
 	sc := enqueue(t, s, site, at)
-	j, err := s.ClaimJob(ctx, store.QueueScan, "w", at)
+	j, err := s.ClaimJob(ctx, store.KindScan, "w", at)
 	must(t, err)
 	if j.ScanID != sc.ID {
 		t.Fatalf("claimed scan %s, want %s", j.ScanID, sc.ID)
@@ -461,11 +464,11 @@ func testLatestCompleted(t *testing.T, s store.Store) {
 
 	// A failed scan, then one running and a queued one can't coexist: run one, leave it running.
 	failed := enqueue(t, s, site, t0.Add(2*time.Hour))
-	j, err := s.ClaimJob(ctx, store.QueueScan, "w", t0.Add(2*time.Hour))
+	j, err := s.ClaimJob(ctx, store.KindScan, "w", t0.Add(2*time.Hour))
 	must(t, err)
 	must(t, s.FailScan(ctx, j.Lease(), "PSI said no", t0.Add(2*time.Hour)))
 	running := enqueue(t, s, site, t0.Add(3*time.Hour))
-	j, err = s.ClaimJob(ctx, store.QueueScan, "w", t0.Add(3*time.Hour))
+	j, err = s.ClaimJob(ctx, store.KindScan, "w", t0.Add(3*time.Hour))
 	must(t, err)
 	must(t, s.StartScan(ctx, j.Lease(), 4, t0.Add(3*time.Hour)))
 
@@ -505,22 +508,22 @@ func testInFlight(t *testing.T, s store.Store) {
 	a := newUser(t, s, "a@example.com")
 	site := newSite(t, s, a, "site")
 	first := enqueue(t, s, site, t0)
-	err := s.EnqueueScan(ctx, store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: "both", Trigger: "webhook", CreatedAt: t0}, store.QueueScan, t0)
+	err := s.EnqueueScan(ctx, store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: "both", Trigger: "webhook", CreatedAt: t0}, store.KindScan, t0)
 	wantErr(t, err, store.ErrScanActive)
 	if err.Error() == "" || !errors.Is(err, store.ErrScanActive) {
 		t.Fatal(err)
 	}
-	j, err := s.ClaimJob(ctx, store.QueueScan, "w", t0)
+	j, err := s.ClaimJob(ctx, store.KindScan, "w", t0)
 	must(t, err)
 	must(t, s.StartScan(ctx, j.Lease(), 1, t0))
-	wantErr(t, s.EnqueueScan(ctx, store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: "both", Trigger: "manual", CreatedAt: t0}, store.QueueScan, t0), store.ErrScanActive)
+	wantErr(t, s.EnqueueScan(ctx, store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: "both", Trigger: "manual", CreatedAt: t0}, store.KindScan, t0), store.ErrScanActive)
 	must(t, s.CompleteScan(ctx, j.Lease(), store.ScanScores{}, t0))
 	enqueue(t, s, site, t0.Add(time.Minute)) // the site is free again
 	all, _ := s.ScansOf(ctx, a.ID, site.ID, 0)
 	if len(all) != 2 || all[1].ID != first.ID {
 		t.Errorf("scans = %v", ids(all))
 	}
-	wantErr(t, s.EnqueueScan(ctx, store.Scan{ID: store.NewID(), SiteID: store.NewID(), Strategy: "both", Trigger: "manual", CreatedAt: t0}, store.QueueScan, t0), store.ErrNotFound)
+	wantErr(t, s.EnqueueScan(ctx, store.Scan{ID: store.NewID(), SiteID: store.NewID(), Strategy: "both", Trigger: "manual", CreatedAt: t0}, store.KindScan, t0), store.ErrNotFound)
 }
 
 func testConcurrentEnqueue(t *testing.T, s store.Store) {
@@ -532,7 +535,7 @@ func testConcurrentEnqueue(t *testing.T, s store.Store) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := s.EnqueueScan(ctx, store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: "both", Trigger: "webhook", CreatedAt: t0}, store.QueueScan, t0)
+			err := s.EnqueueScan(ctx, store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: "both", Trigger: "webhook", CreatedAt: t0}, store.KindScan, t0)
 			switch {
 			case err == nil:
 				ok.Add(1)
@@ -569,7 +572,7 @@ func testConcurrentClaims(t *testing.T, s store.Store) {
 		go func(w int) {
 			defer wg.Done()
 			for {
-				j, err := s.ClaimJob(ctx, store.QueueScan, fmt.Sprint("worker", w), t0)
+				j, err := s.ClaimJob(ctx, store.KindScan, fmt.Sprint("worker", w), t0)
 				if errors.Is(err, store.ErrNotFound) {
 					return
 				}
@@ -601,26 +604,26 @@ func testRunAt(t *testing.T, s store.Store) {
 	a := newUser(t, s, "a@example.com")
 	site := newSite(t, s, a, "site")
 	sc := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: "both", Trigger: "webhook", CreatedAt: t0}
-	must(t, s.EnqueueScan(ctx, sc, store.QueueScan, t0.Add(3*time.Second)))
-	_, err := s.ClaimJob(ctx, store.QueueScan, "w", t0.Add(2*time.Second))
+	must(t, s.EnqueueScan(ctx, sc, store.KindScan, t0.Add(3*time.Second)))
+	_, err := s.ClaimJob(ctx, store.KindScan, "w", t0.Add(2*time.Second))
 	wantErr(t, err, store.ErrNotFound)
 	_, err = s.ClaimJob(ctx, "other", "w", t0.Add(time.Hour))
 	wantErr(t, err, store.ErrNotFound)
-	j, err := s.ClaimJob(ctx, store.QueueScan, "w", t0.Add(3*time.Second))
+	j, err := s.ClaimJob(ctx, store.KindScan, "w", t0.Add(3*time.Second))
 	must(t, err)
 	if j.ScanID != sc.ID || j.LockedBy != "w" || j.MaxAttempts != store.MaxAttempts {
 		t.Errorf("job = %+v", j)
 	}
 
-	// A job on another queue is never claimed from the scan queue.
+	// A job of another kind is never claimed for the scan kind.
 	other := newSite(t, s, a, "other")
 	demo := store.Scan{ID: store.NewID(), SiteID: other.ID, Strategy: "both", Trigger: store.TriggerDemo, CreatedAt: t0}
-	must(t, s.EnqueueScan(ctx, demo, store.QueueDemo, t0))
-	_, err = s.ClaimJob(ctx, store.QueueScan, "w", t0.Add(time.Hour))
+	must(t, s.EnqueueScan(ctx, demo, store.KindDemo, t0))
+	_, err = s.ClaimJob(ctx, store.KindScan, "w", t0.Add(time.Hour))
 	wantErr(t, err, store.ErrNotFound)
-	j, err = s.ClaimJob(ctx, store.QueueDemo, "w", t0)
+	j, err = s.ClaimJob(ctx, store.KindDemo, "w", t0)
 	must(t, err)
-	if j.ScanID != demo.ID || j.Queue != store.QueueDemo {
+	if j.ScanID != demo.ID || j.Kind != store.KindDemo {
 		t.Errorf("demo job = %+v", j)
 	}
 }
@@ -629,7 +632,7 @@ func testStaleWorker(t *testing.T, s store.Store) {
 	a := newUser(t, s, "a@example.com")
 	site := newSite(t, s, a, "site")
 	sc := enqueue(t, s, site, t0)
-	old, err := s.ClaimJob(ctx, store.QueueScan, "zombie", t0)
+	old, err := s.ClaimJob(ctx, store.KindScan, "zombie", t0)
 	must(t, err)
 	must(t, s.StartScan(ctx, old.Lease(), 2, t0))
 	must(t, s.SavePageResult(ctx, old.Lease(), store.PageResult{PagePath: "/", Strategy: "mobile", PageURL: "u"}))
@@ -649,7 +652,7 @@ func testStaleWorker(t *testing.T, s store.Store) {
 	if j.State != store.JobAvailable || j.LastError != store.RescueReason {
 		t.Errorf("rescued job = %+v", j)
 	}
-	fresh, err := s.ClaimJob(ctx, store.QueueScan, "rescuer", t0.Add(3*time.Minute))
+	fresh, err := s.ClaimJob(ctx, store.KindScan, "rescuer", t0.Add(3*time.Minute))
 	must(t, err)
 	if fresh.ID != old.ID || fresh.Attempt != 2 {
 		t.Fatalf("reclaimed %+v", fresh)
@@ -685,7 +688,7 @@ func testRescueGivesUp(t *testing.T, s store.Store) {
 	sc := enqueue(t, s, site, t0)
 	now := t0
 	for i := 1; i <= store.MaxAttempts; i++ {
-		j, err := s.ClaimJob(ctx, store.QueueScan, "w", now)
+		j, err := s.ClaimJob(ctx, store.KindScan, "w", now)
 		must(t, err)
 		if j.Attempt != i {
 			t.Fatalf("attempt %d, want %d", j.Attempt, i)
@@ -697,7 +700,7 @@ func testRescueGivesUp(t *testing.T, s store.Store) {
 			t.Fatalf("rescued %d", n)
 		}
 	}
-	_, err := s.ClaimJob(ctx, store.QueueScan, "w", now)
+	_, err := s.ClaimJob(ctx, store.KindScan, "w", now)
 	wantErr(t, err, store.ErrNotFound)
 	got, _ := s.Scan(ctx, a.ID, sc.ID)
 	if got.Status != store.StatusFailed || got.Error != store.RescueGiveUp {
@@ -719,14 +722,14 @@ func testRetry(t *testing.T, s store.Store) {
 		}
 	}
 	wait(a.ID, store.ScanWait{}) // queued for its first attempt
-	j, err := s.ClaimJob(ctx, store.QueueScan, "w", t0)
+	j, err := s.ClaimJob(ctx, store.KindScan, "w", t0)
 	must(t, err)
 	must(t, s.RetryJob(ctx, j.Lease(), t0.Add(16*time.Second), "PSI 503"))
 	wait(a.ID, store.ScanWait{Reason: "PSI 503", RunAt: t0.Add(16 * time.Second)})
 	wait(newUser(t, s, "b@example.com").ID, store.ScanWait{})
-	_, err = s.ClaimJob(ctx, store.QueueScan, "w", t0.Add(15*time.Second))
+	_, err = s.ClaimJob(ctx, store.KindScan, "w", t0.Add(15*time.Second))
 	wantErr(t, err, store.ErrNotFound)
-	again, err := s.ClaimJob(ctx, store.QueueScan, "w", t0.Add(16*time.Second))
+	again, err := s.ClaimJob(ctx, store.KindScan, "w", t0.Add(16*time.Second))
 	must(t, err)
 	if again.Attempt != 2 || again.LastError != "PSI 503" {
 		t.Errorf("job = %+v", again)
@@ -737,7 +740,7 @@ func testRetry(t *testing.T, s store.Store) {
 func testAuditsInFlight(t *testing.T, s store.Store) {
 	a := newUser(t, s, "a@example.com")
 	sc := enqueue(t, s, newSite(t, s, a, "site"), t0)
-	j, err := s.ClaimJob(ctx, store.QueueScan, "w", t0)
+	j, err := s.ClaimJob(ctx, store.KindScan, "w", t0)
 	must(t, err)
 	must(t, s.StartScan(ctx, j.Lease(), 40, t0))
 	must(t, s.SetAuditsInFlight(ctx, j.Lease(), 12))
@@ -758,7 +761,7 @@ func testPageUpsert(t *testing.T, s store.Store) {
 	a := newUser(t, s, "a@example.com")
 	site := newSite(t, s, a, "site")
 	sc := enqueue(t, s, site, t0)
-	j, err := s.ClaimJob(ctx, store.QueueScan, "w", t0)
+	j, err := s.ClaimJob(ctx, store.KindScan, "w", t0)
 	must(t, err)
 	l := j.Lease()
 	must(t, s.StartScan(ctx, l, 4, t0))

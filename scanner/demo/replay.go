@@ -1,4 +1,4 @@
-package scanner
+package demo
 
 import (
 	"context"
@@ -8,9 +8,8 @@ import (
 	"net/url"
 	"time"
 
+	"sitepulse/scanner"
 	"sitepulse/store"
-
-	"sitepulse/scanner/psi"
 )
 
 // ReplayConfig configures the demo site's auditor. Zero values get the defaults noted.
@@ -30,7 +29,8 @@ type ReplayConfig struct {
 // Replay audits the demo site offline: the fictional demo.sitepulse.test cannot be audited by
 // PageSpeed Insights, so its audits are answered from the real Lighthouse runs in testdata (the
 // runs the demo's seeded scans were extracted from), after a realistic delay. It makes no call
-// and spends no PSI quota. It serves only the sites it was made for, on their domain.
+// and spends no PSI quota. It serves only the sites it was made for, on their domain: main
+// puts it before the real auditor with Replaying.
 type Replay struct {
 	cfg  ReplayConfig
 	runs map[store.PageKey]store.PageResult
@@ -76,41 +76,59 @@ func (r *Replay) Audit(ctx context.Context, pageURL, strategy string) (store.Pag
 	if r.cfg.Jitter > 0 {
 		wait += rand.N(r.cfg.Jitter)
 	}
-	if err := sleepCtx(ctx, wait); err != nil {
-		return store.PageResult{}, err
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		return store.PageResult{}, ctx.Err()
 	}
 	run, ok := r.runs[store.PageKey{PagePath: path, Strategy: strategy}]
 	if !ok {
 		return store.PageResult{}, fmt.Errorf("replay: no recorded Lighthouse run of %s on %s", path, strategy)
 	}
+	var perf any
+	if run.Scores.Performance != nil {
+		perf = *run.Scores.Performance
+	}
 	r.cfg.Log.Info("replay: demo audit answered from a recorded Lighthouse run", "page", path, "strategy", strategy,
-		"performance", intOrNil(run.Scores.Performance))
+		"performance", perf)
 	run.PageURL = pageURL
 	return run, nil
 }
 
-// capacityFor is the capacity a site's scan shares: replayed audits call nothing, so they take
-// no slot of the PSI capacity, whose rate limit they would never feed.
-func (p *Pool) capacityFor(site store.Site) *psi.Capacity {
-	if p.cfg.Replay.Serves(site) {
-		return p.replayed
+// Replays marks the replay as a scanner.Replayer: its audits call no one, so they spend no
+// account's daily audits and take no slot of the PSI capacity.
+func (r *Replay) Replays() {}
+
+// Replaying is the auditor main chooses with the demo: the sites r serves are audited by r,
+// offline, every other site by next. A nil r is next itself.
+func Replaying(r *Replay, next scanner.Auditor) scanner.Auditor {
+	if r == nil {
+		return next
 	}
-	return p.cfg.Capacity
+	return &replaying{replay: r, next: next}
 }
 
-// auditorFor is the auditor of a site's scan: the replay for the demo site, else the real one.
-// takeAudit spends one of the site owner's daily audits, except on a replayed site, whose
-// audits call no one and spend no quota.
-func (p *Pool) takeAudit(site store.Site) error {
-	if p.cfg.Replay.Serves(site) {
-		return nil
-	}
-	return p.cfg.Quota.Take(site.WorkspaceID, p.cfg.Now())
+type replaying struct {
+	replay *Replay
+	next   scanner.Auditor
 }
 
-func (p *Pool) auditorFor(site store.Site) Auditor {
-	if p.cfg.Replay.Serves(site) {
-		return p.cfg.Replay
-	}
-	return p.cfg.Auditor
+// Audit is next's: a page of no known site is never the demo's.
+func (a *replaying) Audit(ctx context.Context, pageURL, strategy string) (store.PageResult, error) {
+	return a.next.Audit(ctx, pageURL, strategy)
 }
+
+// For is the auditor of a site's scan.
+func (a *replaying) For(site store.Site) scanner.Auditor {
+	if a.replay.Serves(site) {
+		return a.replay
+	}
+	return a.next
+}
+
+var (
+	_ scanner.Replayer    = (*Replay)(nil)
+	_ scanner.SiteAuditor = (*replaying)(nil)
+)

@@ -1,4 +1,4 @@
-package scanner
+package scantest
 
 import (
 	"bufio"
@@ -8,23 +8,25 @@ import (
 	"testing"
 )
 
-type smtpMessage struct{ from, to, data string }
+// SMTPMessage is one message an SMTP double received.
+type SMTPMessage struct{ From, To, Data string }
 
-// fakeSMTP is a tiny SMTP server on 127.0.0.1 that records what it is sent. A broken one
+// SMTP is a tiny SMTP server on 127.0.0.1 that records what it is sent. A broken one
 // refuses every message after the greeting.
-type fakeSMTP struct {
-	addr string
+type SMTP struct {
+	Addr string
 	mu   sync.Mutex
-	msgs []smtpMessage
+	msgs []SMTPMessage
 }
 
-func newFakeSMTP(t *testing.T, broken bool) *fakeSMTP {
+// NewSMTP starts an SMTP double until the test ends.
+func NewSMTP(t testing.TB, broken bool) *SMTP {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fakeSMTP{addr: ln.Addr().String()}
+	f := &SMTP{Addr: ln.Addr().String()}
 	t.Cleanup(func() { ln.Close() })
 	go func() {
 		for {
@@ -38,12 +40,12 @@ func newFakeSMTP(t *testing.T, broken bool) *fakeSMTP {
 	return f
 }
 
-func (f *fakeSMTP) session(conn net.Conn, broken bool) {
+func (f *SMTP) session(conn net.Conn, broken bool) {
 	defer conn.Close()
 	rd := bufio.NewReader(conn)
 	say := func(s string) { conn.Write([]byte(s + "\r\n")) }
 	say("220 fake ESMTP")
-	var m smtpMessage
+	var m SMTPMessage
 	for {
 		line, err := rd.ReadString('\n')
 		if err != nil {
@@ -56,10 +58,10 @@ func (f *fakeSMTP) session(conn net.Conn, broken bool) {
 		case broken && strings.HasPrefix(cmd, "MAIL"):
 			say("554 5.7.1 relay refused")
 		case strings.HasPrefix(cmd, "MAIL FROM:"):
-			m.from = strings.Trim(strings.TrimSpace(line)[10:], "<>")
+			m.From = strings.Trim(strings.TrimSpace(line)[10:], "<>")
 			say("250 ok")
 		case strings.HasPrefix(cmd, "RCPT TO:"):
-			m.to = strings.Trim(strings.TrimSpace(line)[8:], "<>")
+			m.To = strings.Trim(strings.TrimSpace(line)[8:], "<>")
 			say("250 ok")
 		case cmd == "DATA":
 			say("354 go on")
@@ -74,7 +76,7 @@ func (f *fakeSMTP) session(conn net.Conn, broken bool) {
 				}
 				b.WriteString(l)
 			}
-			m.data = b.String()
+			m.Data = b.String()
 			f.mu.Lock()
 			f.msgs = append(f.msgs, m)
 			f.mu.Unlock()
@@ -88,8 +90,9 @@ func (f *fakeSMTP) session(conn net.Conn, broken bool) {
 	}
 }
 
-func (f *fakeSMTP) messages() []smtpMessage {
+// Messages lists the messages received so far.
+func (f *SMTP) Messages() []SMTPMessage {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]smtpMessage(nil), f.msgs...)
+	return append([]SMTPMessage(nil), f.msgs...)
 }
