@@ -66,7 +66,7 @@ func (p *Pool) capacityFor(site store.Site) *psi.Capacity {
 	return p.cfg.Capacity
 }
 
-// takeAudit spends one of the site's workspace's daily audits, except on a replayed site, whose
+// takeAudit spends one of the site workspace's daily audits, except on a replayed site, whose
 // audits call no one and spend no quota.
 func (p *Pool) takeAudit(site store.Site) error {
 	if p.replayed(site) {

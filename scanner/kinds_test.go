@@ -181,3 +181,25 @@ func TestRescueOnceReturnsADeadWorkersJob(t *testing.T) {
 		t.Errorf("job = %+v, want completed on its second attempt", got)
 	}
 }
+
+// The scheduler's step enqueues a due site's scan once; the next step finds nothing due.
+func TestScheduleOnceEnqueuesADueSiteOnce(t *testing.T) {
+	ctx := context.Background()
+	st := memory.New()
+	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	user := store.User{ID: store.NewID(), Email: "due@example.com", PasswordHash: "x", CreatedAt: now}
+	due := now.Add(-time.Minute)
+	site := store.Site{ID: store.NewID(), UserID: user.ID, Name: "Due", Domain: "due.example.com", Schedule: store.ScheduleDaily, NextScanAt: &due, CreatedAt: now}
+	if err := st.CreateUser(ctx, user); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateSite(ctx, site); err != nil {
+		t.Fatal(err)
+	}
+	p := NewPool(PoolConfig{Store: st, Now: func() time.Time { return now }})
+	for i, want := range []int{1, 0} {
+		if n, err := p.ScheduleOnce(ctx); n != want || err != nil {
+			t.Errorf("step %d: ScheduleOnce = %d, %v; want %d", i+1, n, err, want)
+		}
+	}
+}

@@ -246,9 +246,8 @@ type ScanRecords interface {
 type AuditLedger interface {
 	// TakeAudit spends one of the workspace's audits of now's UTC day when fewer than limit
 	// are spent, and answers whether it did: atomic, so concurrent takes from any number of
-	// processes never spend more than limit (USER_DAILY_AUDITS, a per-workspace budget). Counts
-	// of days before yesterday are forgotten on the way. ErrNotFound when the workspace does
-	// not exist.
+	// processes never spend more than limit. Counts of days before yesterday are forgotten on
+	// the way. ErrNotFound when the workspace does not exist.
 	TakeAudit(ctx context.Context, workspaceID string, now time.Time, limit int) (bool, error)
 	// AuditsTaken answers how many of the workspace's audits of now's UTC day are spent; 0 for
 	// an unknown workspace.

@@ -23,9 +23,12 @@ import (
 // KindDigest is the kind of the digest's jobs.
 const KindDigest = "digest"
 
-// DigestJob is the args of the job that sends the digest of a completed scan.
+// DigestJob is the args of the job that sends the digest of a completed scan. To is empty for the
+// job the scan's completion enqueues; it fans out into one job per recipient (To set), so a retry
+// after a failed send reaches only the member it failed for, never the ones already mailed.
 type DigestJob struct {
 	ScanID string `json:"scanId"`
+	To     string `json:"to,omitempty"`
 }
 
 // Kind is KindDigest.
@@ -41,20 +44,21 @@ func AfterScan(scanID string) []store.JobArgs {
 }
 
 // DigestStore is what the digest reads: the scan and its site, the two latest completed scans,
-// their results, the members of the site's workspace.
+// their results, the members of the site's workspace; and where it enqueues a job per recipient.
 type DigestStore interface {
 	ScanForJob(ctx context.Context, scanID string) (store.Scan, store.Site, error)
 	CompletedScans(ctx context.Context, userID, siteID string, limit int) ([]store.Scan, error)
 	PageResults(ctx context.Context, userID, scanID string) ([]store.PageResult, error)
 	UserByID(ctx context.Context, id string) (store.User, error)
 	Members(ctx context.Context, workspaceID string) ([]store.Member, error)
+	EnqueueJob(ctx context.Context, args store.JobArgs, runAt time.Time) (store.Job, error)
 }
 
 // Digest e-mails the regressions of a completed scan against the previous completed one to
 // every member of the site's workspace who has regression e-mails on for it (a per-member
-// setting): one message per member per completed scan, only when there are regressions.
-// Without an SMTP address the message is logged instead. A failing SMTP server is logged and
-// never fails the scan: the job is retried with backoff, on any process.
+// setting): one message per member per completed scan, only when there are regressions. Without
+// an SMTP address the message is logged instead. A failing SMTP server is logged and never fails
+// the scan: the recipient's job is retried with backoff, on any process.
 type Digest struct {
 	Store DigestStore
 	// SMTPAddr is host:port (SMTP_ADDR); empty logs digests instead of sending them.
@@ -86,7 +90,7 @@ func (d *Digest) Work(ctx context.Context, _ store.Job, args DigestJob) error {
 	log = log.With("site", site.Name, "scan", scanID)
 	members, err := d.Store.Members(ctx, site.WorkspaceID)
 	if err != nil {
-		return fmt.Errorf("digest: read the workspace's members: %w", err)
+		return fmt.Errorf("digest: read the members: %w", err)
 	}
 	// The scans are read as a member: whoever added the site may have left the workspace.
 	reader := site.UserID
@@ -123,7 +127,7 @@ func (d *Digest) Work(ctx context.Context, _ store.Job, args DigestJob) error {
 	}
 	var to []string
 	for _, m := range members {
-		if m.NotifyRegressions {
+		if m.NotifyRegressions && (args.To == "" || args.To == m.Email) {
 			to = append(to, m.Email)
 		}
 	}
@@ -132,30 +136,35 @@ func (d *Digest) Work(ctx context.Context, _ store.Job, args DigestJob) error {
 		if err != nil {
 			return fmt.Errorf("digest: read the owner: %w", err)
 		}
-		if owner.NotifyRegressions {
+		if owner.NotifyRegressions && (args.To == "" || args.To == owner.Email) {
 			to = append(to, owner.Email)
 		}
 	}
 	if len(to) == 0 {
-		log.Info("digest: regressions found; every member turned notifications off", "regressions", len(regs))
+		log.Info("digest: regressions found; no member to tell (notifications off, or the member left)", "regressions", len(regs))
 		return nil
 	}
-	subject, body := d.compose(site, scanID, previous.ID, regs)
-	var failed error
-	for _, addr := range to {
-		if d.SMTPAddr == "" {
-			log.Info("digest (SMTP_ADDR not set, so logged instead of sent)", "to", addr, "subject", subject, "body", body)
-			continue
+	if args.To == "" && len(to) > 1 {
+		// One job per recipient, so a failed send is retried for that member alone.
+		for _, addr := range to {
+			if _, err := d.Store.EnqueueJob(ctx, DigestJob{ScanID: scanID, To: addr}, time.Now()); err != nil {
+				return fmt.Errorf("digest: enqueue a recipient's digest: %w", err)
+			}
 		}
-		if err := d.send(ctx, addr, subject, body); err != nil {
-			log.Warn("digest: sending failed; the scan is complete regardless and the digest is retried", "to", addr, "smtp", d.SMTPAddr, "err", err)
-			failed = fmt.Errorf("digest: send: %w", err)
-			continue
-		}
-		log.Info("digest sent", "to", addr, "regressions", len(regs))
+		return nil
 	}
-	// A retry sends to every recipient again: at least once, as every job.
-	return failed
+	addr := to[0]
+	subject, body := d.compose(site, scanID, previous.ID, regs)
+	if d.SMTPAddr == "" {
+		log.Info("digest (SMTP_ADDR not set, so logged instead of sent)", "to", addr, "subject", subject, "body", body)
+		return nil
+	}
+	if err := d.send(ctx, addr, subject, body); err != nil {
+		log.Warn("digest: sending failed; the scan is complete regardless and the digest is retried", "to", addr, "smtp", d.SMTPAddr, "err", err)
+		return fmt.Errorf("digest: send: %w", err)
+	}
+	log.Info("digest sent", "to", addr, "regressions", len(regs))
+	return nil
 }
 
 // compose writes the digest: one line per regression with page, strategy, metric, from and to.

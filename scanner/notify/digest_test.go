@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"sitepulse/scanner/analysis"
 	"sitepulse/store"
@@ -33,17 +34,18 @@ func TestDigestCompose(t *testing.T) {
 
 // membersStore is a DigestStore of one site's two scans and its workspace's members.
 type membersStore struct {
-	members []store.Member
-	reader  string // the user the scans were read as
+	members  []store.Member
+	reader   string          // the user the scans were read as
+	enqueued []store.JobArgs // the jobs the digest enqueued
+}
+
+func (m *membersStore) ScanForJob(_ context.Context, scanID string) (store.Scan, store.Site, error) {
+	return store.Scan{ID: scanID}, store.Site{ID: "s1", UserID: "u-gone", WorkspaceID: "w1", Name: "Shop"}, nil
 }
 
 func (m *membersStore) CompletedScans(_ context.Context, userID, siteID string, limit int) ([]store.Scan, error) {
 	m.reader = userID
 	return []store.Scan{{ID: "new"}, {ID: "old"}}, nil
-}
-
-func (m *membersStore) ScanForJob(_ context.Context, scanID string) (store.Scan, store.Site, error) {
-	return store.Scan{ID: scanID}, store.Site{ID: "s1", UserID: "u-gone", WorkspaceID: "w1", Name: "Shop"}, nil
 }
 
 func (m *membersStore) PageResults(_ context.Context, userID, scanID string) ([]store.PageResult, error) {
@@ -62,8 +64,14 @@ func (m *membersStore) Members(context.Context, string) ([]store.Member, error) 
 	return m.members, nil
 }
 
+func (m *membersStore) EnqueueJob(_ context.Context, args store.JobArgs, _ time.Time) (store.Job, error) {
+	m.enqueued = append(m.enqueued, args)
+	return store.Job{}, nil
+}
+
 // The digest of a workspace's site goes to every member with regression e-mails on for it,
-// and to no one else; its scans are read as a member, whoever added the site.
+// and to no one else, one job per recipient so that a retry mails only the member it failed
+// for; its scans are read as a member, whoever added the site.
 func TestDigestGoesToMembersWithNotificationsOn(t *testing.T) {
 	st := &membersStore{members: []store.Member{
 		{UserID: "u-owner", Email: "owner@example.com", Role: store.RoleOwner, NotifyRegressions: true},
@@ -72,13 +80,23 @@ func TestDigestGoesToMembersWithNotificationsOn(t *testing.T) {
 	}}
 	var logs bytes.Buffer
 	d := &Digest{Store: st, Log: slog.New(slog.NewTextHandler(&logs, nil))}
-	if err := d.Work(context.Background(), store.Job{}, DigestJob{ScanID: "new"}); err != nil {
+	ctx := context.Background()
+	if err := d.Work(ctx, store.Job{}, DigestJob{ScanID: "new"}); err != nil {
 		t.Fatal(err)
+	}
+	want := []store.JobArgs{DigestJob{ScanID: "new", To: "owner@example.com"}, DigestJob{ScanID: "new", To: "viewer@example.com"}}
+	if len(st.enqueued) != len(want) || st.enqueued[0] != want[0] || st.enqueued[1] != want[1] {
+		t.Fatalf("enqueued %v, want one job per member with e-mails on: %v", st.enqueued, want)
+	}
+	for _, j := range st.enqueued {
+		if err := d.Work(ctx, store.Job{}, j.(DigestJob)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	out := logs.String()
 	for _, want := range []string{"to=owner@example.com", "to=viewer@example.com"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("no digest %s:\n%s", want, out)
+		if strings.Count(out, want) != 1 {
+			t.Errorf("want one digest %s:\n%s", want, out)
 		}
 	}
 	if strings.Contains(out, "editor@example.com") || st.reader != "u-owner" {
