@@ -99,6 +99,7 @@ const (
 	ActManage  Action = "manage"  // members, roles, invitations, the platform connection
 	ActLeave   Action = "leave"   // any member leaves
 	ActConnect Action = ActManage // the platform connection is an owner's
+	ActDelete  Action = ActManage // deleting the workspace is an owner's
 )
 
 // Can answers whether a member with role r may do a.
