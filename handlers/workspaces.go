@@ -301,6 +301,25 @@ func (s *server) handleDeleteWorkspace() http.Handler {
 			s.renderError(w, r, http.StatusUnprocessableEntity, fmt.Sprintf("The workspace was not deleted: type its name, %q, to confirm.", ws.Name))
 			return
 		}
+		// Another account's personal workspace (its id is that account's): refused before the
+		// platform's webhooks are touched.
+		switch _, err := s.Store.UserByID(r.Context(), ws.ID); {
+		case err == nil:
+			s.renderError(w, r, http.StatusConflict, personalMessage)
+			return
+		case !errors.Is(err, store.ErrNotFound):
+			s.error(w, r, err, "")
+			return
+		}
+		// SitePulse's webhooks on the platform are removed first, as Disconnect does; a failure
+		// is logged and deletes nothing less: the webhooks of an unknown site are ignored.
+		if s.Platform != nil {
+			if _, err := s.Store.PlatformConnection(r.Context(), ws.ID); err == nil {
+				if _, left, err := s.Platform.Disconnect(r.Context(), v.User.ID, ws.ID); err != nil || left > 0 {
+					s.Log.Warn("workspace deletion: platform not fully disconnected", "workspace", ws.ID, "webhooks_left", left, "err", err)
+				}
+			}
+		}
 		switch err := s.Store.DeleteWorkspace(r.Context(), v.User.ID, ws.ID); {
 		case errors.Is(err, store.ErrConflict):
 			s.renderError(w, r, http.StatusConflict, personalMessage)
