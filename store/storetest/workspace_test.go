@@ -26,7 +26,7 @@ func TestWorkspaces(t *testing.T) {
 		{"an API key reads only its workspace, and only while its maker is a member", testKeyWorkspace},
 		{"the site cap counts a workspace's sites, whoever added them", testWorkspaceSiteCap},
 		{"activity lists a workspace's changes, newest first, with their actor", testActivity},
-		{"an owner deletes a workspace with its sites, keys, reports, invitations, members and activity; a personal one stays", testDeleteWorkspace},
+		{"an owner deletes a workspace with its sites, keys, reports, invitations, members, activity and connection; a personal one stays", testDeleteWorkspace},
 	}
 	for _, b := range storetest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
@@ -394,6 +394,7 @@ func testDeleteWorkspace(t *testing.T, s store.Store) {
 	must(t, s.CreateInvitation(ctx, store.Invitation{ID: store.NewID(), TokenHash: "inv-hash", WorkspaceID: w.ID, Email: "x@example.com",
 		Role: store.RoleViewer, InvitedBy: owner.ID, CreatedAt: t0, ExpiresAt: t0.Add(store.InvitationTTL)}))
 	must(t, s.AddActivity(ctx, store.Activity{WorkspaceID: w.ID, ActorID: owner.ID, Action: "invited", Subject: "x@example.com", At: t0}))
+	must(t, s.SavePlatformConnection(ctx, store.PlatformConnection{WorkspaceID: w.ID, TokenSealed: "k1.sealed-1", CreatedAt: t0}))
 	mine := newSite(t, s, owner, "mine")
 
 	wantErr(t, s.DeleteWorkspace(ctx, stranger.ID, w.ID), store.ErrNotFound)
@@ -426,6 +427,8 @@ func testDeleteWorkspace(t *testing.T, s store.Store) {
 	_, err = s.APIKeyByHash(ctx, "key-hash", t0)
 	wantErr(t, err, store.ErrNotFound)
 	_, err = s.InvitationByHash(ctx, "inv-hash")
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.PlatformConnection(ctx, w.ID)
 	wantErr(t, err, store.ErrNotFound)
 	if acts, err := s.ActivityOf(ctx, w.ID, store.MaxActivity); err != nil || len(acts) != 0 {
 		t.Fatalf("a deleted workspace's activity: %+v, %v; want none", acts, err)
