@@ -396,6 +396,12 @@ func testDeleteWorkspace(t *testing.T, s store.Store) {
 	must(t, s.AddActivity(ctx, store.Activity{WorkspaceID: w.ID, ActorID: owner.ID, Action: "invited", Subject: "x@example.com", At: t0}))
 	must(t, s.SavePlatformConnection(ctx, store.PlatformConnection{WorkspaceID: w.ID, TokenSealed: "k1.sealed-1", CreatedAt: t0}))
 	mine := newSite(t, s, owner, "mine")
+	running := enqueue(t, s, site, t0)
+	job, err := s.ClaimJob(ctx, store.QueueScan, "worker", t0)
+	must(t, err)
+	if job.ScanID != running.ID {
+		t.Fatalf("claimed %s, want the workspace's scan", job.ScanID)
+	}
 
 	wantErr(t, s.DeleteWorkspace(ctx, stranger.ID, w.ID), store.ErrNotFound)
 	wantErr(t, s.DeleteWorkspace(ctx, editor.ID, w.ID), store.ErrForbidden)
@@ -406,12 +412,13 @@ func testDeleteWorkspace(t *testing.T, s store.Store) {
 	tok := store.NewID()
 	must(t, s.CreateInvitation(ctx, store.Invitation{ID: store.NewID(), TokenHash: tok, WorkspaceID: home.ID, Email: owner.Email,
 		Role: store.RoleOwner, InvitedBy: editor.ID, CreatedAt: t0, ExpiresAt: t0.Add(store.InvitationTTL)}))
-	_, err := s.AcceptInvitation(ctx, tok, owner.ID, owner.Email, t0)
+	_, err = s.AcceptInvitation(ctx, tok, owner.ID, owner.Email, t0)
 	must(t, err)
 	wantErr(t, s.DeleteWorkspace(ctx, owner.ID, home.ID), store.ErrConflict)
 	if _, err := s.Site(ctx, editor.ID, site.ID); err != nil {
 		t.Fatalf("refused deletions changed nothing, yet the site is %v", err)
 	}
+	must(t, s.Heartbeat(ctx, job.Lease(), t0))
 
 	must(t, s.DeleteWorkspace(ctx, owner.ID, w.ID))
 	for _, u := range []store.User{owner, editor, viewer} {
@@ -421,6 +428,10 @@ func testDeleteWorkspace(t *testing.T, s store.Store) {
 	_, err = s.Site(ctx, owner.ID, site.ID)
 	wantErr(t, err, store.ErrNotFound)
 	_, err = s.Scan(ctx, owner.ID, sc.ID)
+	wantErr(t, err, store.ErrNotFound)
+	// The running scan stops as when its site is deleted: its worker's lease is lost.
+	wantErr(t, s.Heartbeat(ctx, job.Lease(), t0.Add(time.Second)), store.ErrLeaseLost)
+	_, _, err = s.ScanForJob(ctx, running.ID)
 	wantErr(t, err, store.ErrNotFound)
 	_, err = s.ReportByHash(ctx, "rep-hash")
 	wantErr(t, err, store.ErrNotFound)
