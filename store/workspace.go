@@ -99,6 +99,7 @@ const (
 	ActManage  Action = "manage"  // members, roles, invitations, the platform connection
 	ActLeave   Action = "leave"   // any member leaves
 	ActConnect Action = ActManage // the platform connection is an owner's
+	ActDelete  Action = ActManage // deleting the workspace is an owner's
 )
 
 // Can answers whether a member with role r may do a.
@@ -206,6 +207,12 @@ type Workspaces interface {
 	// The sites the member added pass to the workspace's oldest owner, so a site's UserID is
 	// always a member who may read it (the scanner reads a site's scans as its user).
 	RemoveMember(ctx context.Context, workspaceID, userID string) error
+	// DeleteWorkspace deletes a workspace userID owns with everything it holds, in one
+	// transaction: its sites (their scans, results and queued jobs, as DeleteSite), API keys,
+	// reports, invitations, memberships, activity and the platform connection. ErrNotFound for a
+	// non-member, ErrForbidden for a member who is not an owner, ErrConflict for a personal
+	// workspace (some account's home: its id is a user's id).
+	DeleteWorkspace(ctx context.Context, userID, workspaceID string) error
 	// SetMemberNotify sets a member's regression e-mails for the workspace.
 	SetMemberNotify(ctx context.Context, workspaceID, userID string, on bool) error
 
