@@ -96,6 +96,7 @@ const (
 	ActRead    Action = "read"    // pages, scans, exports, MCP's reading tools
 	ActEdit    Action = "edit"    // sites, budgets, alert rules, schedules, Scan now, API keys
 	ActReport  Action = "report"  // publish a client report (an editor, or an API key allowed to)
+	ActScan    Action = "scan"    // start or cancel a scan through MCP (an editor, or an API key allowed to write)
 	ActManage  Action = "manage"  // members, roles, invitations, the platform connection
 	ActLeave   Action = "leave"   // any member leaves
 	ActConnect Action = ActManage // the platform connection is an owner's
@@ -107,7 +108,7 @@ func (r Role) Can(a Action) bool {
 	switch a {
 	case ActRead, ActLeave:
 		return r == RoleOwner || r == RoleEditor || r == RoleViewer
-	case ActEdit, ActReport:
+	case ActEdit, ActReport, ActScan:
 		return r == RoleOwner || r == RoleEditor
 	case ActManage:
 		return r == RoleOwner
