@@ -206,6 +206,8 @@ var roleCases = []roleCase{
 			return "/workspaces/" + f.ws + "/members/" + f.roles[editor].userID + "/remove"
 		},
 		form: url.Values{}, want: manages, fresh: true},
+	// The team's workspace is the owner's personal one: even its owner may not delete it.
+	{route: "POST /workspaces/{workspaceId}/delete", method: "POST", path: team("/delete"), form: url.Values{}, want: [nRoles]int{409, 403, 403, 404, 404}, fresh: true},
 	// The owner is the only owner: leaving is refused until another member is made owner.
 	{route: "POST /workspaces/{workspaceId}/leave", method: "POST", path: team("/leave"), form: url.Values{}, want: [nRoles]int{409, 303, 303, 404, 404}, fresh: true},
 	{route: "POST /workspaces/{workspaceId}/notifications", method: "POST", path: team("/notifications"), form: url.Values{}, want: [nRoles]int{303, 303, 303, 404, 404}},

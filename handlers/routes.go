@@ -83,6 +83,7 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 	mux.Handle("POST /workspaces/{workspaceId}/invitations/{invitationId}/revoke", s.requireUser(s.onWorkspace(store.ActManage, s.handleRevokeInvitation())))
 	mux.Handle("POST /workspaces/{workspaceId}/members/{userId}", s.requireUser(s.onWorkspace(store.ActManage, s.handleSetRole())))
 	mux.Handle("POST /workspaces/{workspaceId}/members/{userId}/remove", s.requireUser(s.onWorkspace(store.ActManage, s.handleRemoveMember())))
+	mux.Handle("POST /workspaces/{workspaceId}/delete", s.requireUser(s.onWorkspace(store.ActDelete, s.handleDeleteWorkspace())))
 	mux.Handle("POST /workspaces/{workspaceId}/leave", s.requireUser(s.onWorkspace(store.ActLeave, s.handleLeaveWorkspace())))
 	mux.Handle("POST /workspaces/{workspaceId}/notifications", s.requireUser(s.onWorkspace(store.ActRead, s.handleMemberNotify())))
 	mux.Handle("GET /invite/{token}", s.withVisitor(s.handleInvitation()))

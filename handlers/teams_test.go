@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -282,5 +283,108 @@ func TestEditsAreTheEditorsNotTheAdders(t *testing.T) {
 	_, body = own.get(wsPath)
 	for _, want := range []string{"added the site", "changed the role to viewer", "changed the site"} {
 		contains(t, body, want)
+	}
+}
+
+// An owner deletes a workspace from its page by typing its name: its sites, report links and API
+// keys stop working at once and its members lose it; a viewer's forged POST is 403 with nothing
+// changed, a wrong name 422, and a personal workspace is refused (409) and shows no button.
+func TestDeleteWorkspace(t *testing.T) {
+	for _, b := range storetest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			st := b.Open(t)
+			ts := newTestServer(t, st)
+			ctx := context.Background()
+			own := ts.browser(t)
+			own.signup("owner@example.com")
+			ownerID := ts.storeUser(t, "owner@example.com")
+			resp, _ := own.post("/workspaces", url.Values{"csrf_token": {own.csrf}, "name": {"Acme agency"}})
+			wsPath := strings.TrimSuffix(resp.Header.Get("Location"), "?done=created")
+			ws := strings.TrimPrefix(wsPath, "/workspaces/")
+			resp, _ = own.post("/sites", url.Values{"csrf_token": {own.csrf}, "workspace": {ws}, "name": {"Acme shop"}, "domain": {"shop.acme.test"}})
+			wantStatus(t, resp, http.StatusSeeOther)
+			sitePath, _, _ := strings.Cut(resp.Header.Get("Location"), "?")
+			siteID := strings.TrimPrefix(sitePath, "/sites/")
+			scanID := completeScan(t, st, siteID, ts.now)
+			reportToken, reportHash := store.NewSecret("")
+			must(t, st.CreateReport(ctx, store.Report{ID: store.NewID(), TokenHash: reportHash, ScanID: scanID, UserID: ownerID, Title: "For the client", CreatedAt: ts.now}))
+			key, keyHash := store.NewSecret("svc_")
+			must(t, st.CreateAPIKey(ctx, store.APIKey{ID: store.NewID(), UserID: ownerID, WorkspaceID: ws, Name: "ci", KeyHash: keyHash, Prefix: key[:8], CreatedAt: ts.now}))
+			budgetCheck := func() int {
+				t.Helper()
+				req, err := http.NewRequest("POST", ts.URL+"/api/external/budget-check", strings.NewReader(`{"siteId":"`+siteID+`"}`))
+				must(t, err)
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Authorization", "Bearer "+key)
+				resp, err := http.DefaultClient.Do(req)
+				must(t, err)
+				resp.Body.Close()
+				return resp.StatusCode
+			}
+			if code := budgetCheck(); code != http.StatusOK {
+				t.Fatalf("the workspace's key before deletion: %d", code)
+			}
+			resp, _ = own.get("/report/" + reportToken)
+			wantStatus(t, resp, http.StatusOK)
+
+			_, body := own.post(wsPath+"/invitations", url.Values{"csrf_token": {own.csrf}, "email": {"viewer@example.com"}, "role": {"viewer"}})
+			link := "/invite/" + inviteLinkRe.FindStringSubmatch(body)[1]
+			outboxFor(st).next(t, "viewer@example.com")
+			vw := ts.browser(t)
+			vw.signup("viewer@example.com")
+			resp, _ = vw.post(link, url.Values{"csrf_token": {vw.csrf}})
+			wantStatus(t, resp, http.StatusSeeOther)
+
+			// The button is the owner's, and never on a personal workspace.
+			_, body = own.get(wsPath)
+			contains(t, body, ">Delete workspace</button>")
+			_, body = vw.get(wsPath)
+			if strings.Contains(body, ">Delete workspace</button>") {
+				t.Errorf("the viewer sees Delete workspace")
+			}
+			_, body = own.get("/workspaces/" + ownerID)
+			if strings.Contains(body, ">Delete workspace</button>") {
+				t.Errorf("the personal workspace shows Delete workspace")
+			}
+
+			// Refusals change nothing.
+			resp, _ = vw.post(wsPath+"/delete", url.Values{"csrf_token": {vw.csrf}, "confirm": {"Acme agency"}})
+			wantStatus(t, resp, http.StatusForbidden)
+			resp, body = own.post(wsPath+"/delete", url.Values{"csrf_token": {own.csrf}, "confirm": {"Acme"}})
+			wantStatus(t, resp, http.StatusUnprocessableEntity)
+			contains(t, body, "type its name")
+			resp, body = own.post("/workspaces/"+ownerID+"/delete", url.Values{"csrf_token": {own.csrf}, "confirm": {"owner's workspace"}})
+			wantStatus(t, resp, http.StatusConflict)
+			contains(t, body, "A personal workspace cannot be deleted")
+			resp, _ = own.post(wsPath+"/delete", url.Values{"confirm": {"Acme agency"}})
+			wantStatus(t, resp, http.StatusForbidden) // no CSRF token
+			resp, _ = vw.get(sitePath)
+			wantStatus(t, resp, http.StatusOK)
+
+			resp, _ = own.post(wsPath+"/delete", url.Values{"csrf_token": {own.csrf}, "confirm": {" Acme agency "}})
+			wantStatus(t, resp, http.StatusSeeOther)
+			if loc := resp.Header.Get("Location"); loc != "/?done=workspace-deleted" {
+				t.Fatalf("redirect to %q, want the sites list", loc)
+			}
+			_, body = own.get("/?done=workspace-deleted")
+			contains(t, body, "Workspace deleted")
+			for _, br := range []*browser{own, vw} {
+				resp, _ = br.get(wsPath)
+				wantStatus(t, resp, http.StatusNotFound)
+				resp, _ = br.get(sitePath)
+				wantStatus(t, resp, http.StatusNotFound)
+			}
+			if resp, _ = own.get("/report/" + reportToken); resp.StatusCode != http.StatusNotFound && resp.StatusCode != http.StatusGone {
+				t.Errorf("the deleted workspace's report link answers %d, want 404 or 410", resp.StatusCode)
+			}
+			if code := budgetCheck(); code != http.StatusUnauthorized {
+				t.Errorf("the deleted workspace's API key answers %d, want 401", code)
+			}
+			if _, err := st.Scan(ctx, ownerID, scanID); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("the deleted workspace's scan: %v", err)
+			}
+			resp, _ = own.get("/workspaces/" + ownerID)
+			wantStatus(t, resp, http.StatusOK)
+		})
 	}
 }

@@ -21,6 +21,7 @@ var uiFlashes = map[string]string{
 	"site-added":            "Site added. Press “Scan now” to audit it, or wait for the next publish.",
 	"site-saved":            "Site saved.",
 	"site-deleted":          "Site deleted, with its scans, budgets and reports.",
+	"workspace-deleted":     "Workspace deleted, with its sites, scans, reports, API keys, invitations and members.",
 	"budgets-saved":         "Budgets saved.",
 	"rule-added":            "Alert rule added.",
 	"rule-deleted":          "Alert rule deleted.",

@@ -30,6 +30,9 @@ type workspaceData struct {
 	Personal bool
 	// CanLeave is false for the last owner: a workspace always keeps one.
 	CanLeave bool
+	// CanDelete shows the "Delete workspace" form: owners, and never a personal workspace (the
+	// visitor's or, for a co-owner, another account's home).
+	CanDelete bool
 	// Platform is the workspace's platform connection, shown to owners.
 	Platform platformStatus
 }
@@ -79,6 +82,16 @@ func (s *server) workspacePage(w http.ResponseWriter, r *http.Request, status in
 		if d.Platform, err = s.platformStatusOf(r, d.Workspace.ID); err != nil {
 			s.error(w, r, err, "")
 			return
+		}
+		if !d.Personal {
+			// Another account's personal workspace has that account's id.
+			switch _, err := s.Store.UserByID(ctx, d.Workspace.ID); {
+			case errors.Is(err, store.ErrNotFound):
+				d.CanDelete = true
+			case err != nil:
+				s.error(w, r, err, "")
+				return
+			}
 		}
 	}
 	if d.Activity, err = s.Store.ActivityOf(ctx, d.Workspace.ID, store.MaxActivity); err != nil {
@@ -268,6 +281,55 @@ func (s *server) handleRemoveMember() http.Handler {
 		s.activity(r.Context(), ws.ID, "removed", m.Email)
 		s.Log.Info("member removed", "workspace", ws.ID, "member", m.UserID)
 		http.Redirect(w, r, "/workspaces/"+ws.ID+"?done=removed", http.StatusSeeOther)
+	})
+}
+
+// personalMessage refuses to delete a personal workspace.
+const personalMessage = "A personal workspace cannot be deleted: it is its account's home. Delete its sites one by one instead."
+
+// handleDeleteWorkspace deletes the workspace and everything in it (store.DeleteWorkspace): its
+// API keys stop working and its reports' links stop opening at once, and a running scan of one
+// of its sites stops as when the site is deleted. The owner types the workspace's name to confirm.
+func (s *server) handleDeleteWorkspace() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, v := workspaceFrom(r.Context()), visitorFrom(r.Context())
+		if ws.ID == store.PersonalWorkspace(v.User.ID) {
+			s.renderError(w, r, http.StatusConflict, personalMessage)
+			return
+		}
+		if strings.TrimSpace(r.PostForm.Get("confirm")) != ws.Name {
+			s.renderError(w, r, http.StatusUnprocessableEntity, fmt.Sprintf("The workspace was not deleted: type its name, %q, to confirm.", ws.Name))
+			return
+		}
+		// Another account's personal workspace (its id is that account's): refused before the
+		// platform's webhooks are touched.
+		switch _, err := s.Store.UserByID(r.Context(), ws.ID); {
+		case err == nil:
+			s.renderError(w, r, http.StatusConflict, personalMessage)
+			return
+		case !errors.Is(err, store.ErrNotFound):
+			s.error(w, r, err, "")
+			return
+		}
+		// SitePulse's webhooks on the platform are removed first, as Disconnect does; a failure
+		// is logged and deletes nothing less: the webhooks of an unknown site are ignored.
+		if s.Platform != nil {
+			if _, err := s.Store.PlatformConnection(r.Context(), ws.ID); err == nil {
+				if _, left, err := s.Platform.Disconnect(r.Context(), v.User.ID, ws.ID); err != nil || left > 0 {
+					s.Log.Warn("workspace deletion: platform not fully disconnected", "workspace", ws.ID, "webhooks_left", left, "err", err)
+				}
+			}
+		}
+		switch err := s.Store.DeleteWorkspace(r.Context(), v.User.ID, ws.ID); {
+		case errors.Is(err, store.ErrConflict):
+			s.renderError(w, r, http.StatusConflict, personalMessage)
+			return
+		case err != nil:
+			s.error(w, r, err, "There is no such workspace in your account.")
+			return
+		}
+		s.Log.Info("workspace deleted", "user", v.User.ID, "workspace", ws.ID)
+		http.Redirect(w, r, "/?done=workspace-deleted", http.StatusSeeOther)
 	})
 }
 

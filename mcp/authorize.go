@@ -70,5 +70,8 @@ func forbidden(a store.Action) string {
 	if a == store.ActReport {
 		return "Your role in this site's workspace does not allow creating reports: viewers (and API keys not allowed to publish) read only. Ask an owner of the workspace for the editor role."
 	}
+	if a == store.ActScan {
+		return "Your role in this site's workspace does not allow starting or cancelling scans: viewers (and API keys not allowed to write) read only. Ask an owner of the workspace for the editor role."
+	}
 	return "Your role in this site's workspace does not allow this: viewers, and API keys, read only. Ask an owner of the workspace for the editor role."
 }

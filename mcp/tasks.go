@@ -109,7 +109,7 @@ func (s *Server) taskCall(ctx context.Context, userID, method string, params jso
 	if err == nil { // the role of the scan's workspace: members follow a task, editors cancel it
 		action := store.ActRead
 		if method == "tasks/cancel" {
-			action = store.ActEdit
+			action = store.ActScan
 		}
 		switch aerr := s.authorizeSite(ctx, userID, sc.SiteID, action); {
 		case errors.Is(aerr, store.ErrNotFound):

@@ -196,7 +196,7 @@ var tools = []tool{
 		}),
 	},
 	{
-		Name: "start_scan", Title: "Start a scan", ReadOnly: false, Scope: store.ScopeWrite, Action: store.ActEdit, Handler: handler((*Server).startScan), Since: era20250618, Task: true,
+		Name: "start_scan", Title: "Start a scan", ReadOnly: false, Scope: store.ScopeWrite, Action: store.ActScan, Handler: handler((*Server).startScan), Since: era20250618, Task: true,
 		Example: "I fixed the hero image: re-audit shop.example.com and tell me whether LCP improved.",
 		Description: "Starts a Lighthouse scan of every page of the site now, as the web UI's \"Scan now\" does, and returns " +
 			"at once with its scanId and status (queued). A site has at most one scan in flight: while one is queued or " +

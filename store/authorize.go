@@ -7,12 +7,14 @@ import (
 
 // Principal is who a request acts for: a signed-in user (session), the user of an OAuth access
 // token, or an API key, which acts for its own workspace only, as a viewer, plus publishing
-// client reports when its scope allows.
+// client reports and starting scans when its scope allows (mcp:write: a CI pipeline that
+// publishes a site also starts its scan).
 type Principal struct {
 	UserID string
 	// KeyWorkspaceID is set for an API key: the one workspace it reads.
 	KeyWorkspaceID string
-	// KeyPublish lets an API key publish client reports (generate_client_report).
+	// KeyPublish is an API key's mcp:write: it may publish client reports (generate_client_report)
+	// and start or cancel scans (start_scan, tasks/cancel).
 	KeyPublish bool
 }
 
@@ -30,7 +32,7 @@ func Authorize(p Principal, w Workspace, a Action) error {
 		if p.KeyWorkspaceID != w.ID {
 			return NotFound("workspace")
 		}
-		if a == ActReport && p.KeyPublish && role.Can(ActReport) {
+		if (a == ActReport || a == ActScan) && p.KeyPublish && role.Can(a) {
 			return nil
 		}
 		role = RoleViewer

@@ -33,6 +33,11 @@ func TestAuthorize(t *testing.T) {
 		{"a key without publishing makes no report", key, RoleEditor, ws, ActReport, ErrForbidden},
 		{"a publishing key makes reports", publishingKey, RoleEditor, ws, ActReport, nil},
 		{"a publishing key of a viewer makes none", publishingKey, RoleViewer, ws, ActReport, ErrForbidden},
+		{"a writing key starts scans", publishingKey, RoleEditor, ws, ActScan, nil},
+		{"a read-only key starts none", key, RoleOwner, ws, ActScan, ErrForbidden},
+		{"a writing key of a viewer starts none", publishingKey, RoleViewer, ws, ActScan, ErrForbidden},
+		{"a writing key still does not edit sites", publishingKey, RoleOwner, ws, ActEdit, ErrForbidden},
+		{"a viewer starts no scan", user, RoleViewer, ws, ActScan, ErrForbidden},
 		{"a key outside its workspace gets not found", key, RoleOwner, other, ActRead, ErrNotFound},
 		{"no principal gets not found", Principal{}, RoleOwner, ws, ActRead, ErrNotFound},
 	}

@@ -96,9 +96,11 @@ const (
 	ActRead    Action = "read"    // pages, scans, exports, MCP's reading tools
 	ActEdit    Action = "edit"    // sites, budgets, alert rules, schedules, Scan now, API keys
 	ActReport  Action = "report"  // publish a client report (an editor, or an API key allowed to)
+	ActScan    Action = "scan"    // start or cancel a scan through MCP (an editor, or an API key allowed to write)
 	ActManage  Action = "manage"  // members, roles, invitations, the platform connection
 	ActLeave   Action = "leave"   // any member leaves
 	ActConnect Action = ActManage // the platform connection is an owner's
+	ActDelete  Action = ActManage // deleting the workspace is an owner's
 )
 
 // Can answers whether a member with role r may do a.
@@ -106,7 +108,7 @@ func (r Role) Can(a Action) bool {
 	switch a {
 	case ActRead, ActLeave:
 		return r == RoleOwner || r == RoleEditor || r == RoleViewer
-	case ActEdit, ActReport:
+	case ActEdit, ActReport, ActScan:
 		return r == RoleOwner || r == RoleEditor
 	case ActManage:
 		return r == RoleOwner
@@ -206,6 +208,12 @@ type Workspaces interface {
 	// The sites the member added pass to the workspace's oldest owner, so a site's UserID is
 	// always a member who may read it (the scanner reads a site's scans as its user).
 	RemoveMember(ctx context.Context, workspaceID, userID string) error
+	// DeleteWorkspace deletes a workspace userID owns with everything it holds, in one
+	// transaction: its sites (their scans, results and queued jobs, as DeleteSite), API keys,
+	// reports, invitations, memberships, activity and the platform connection. ErrNotFound for a
+	// non-member, ErrForbidden for a member who is not an owner, ErrConflict for a personal
+	// workspace (some account's home: its id is a user's id).
+	DeleteWorkspace(ctx context.Context, userID, workspaceID string) error
 	// SetMemberNotify sets a member's regression e-mails for the workspace.
 	SetMemberNotify(ctx context.Context, workspaceID, userID string, on bool) error
 

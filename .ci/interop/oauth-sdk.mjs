@@ -85,7 +85,8 @@ async function listAndCall(provider) {
   try {
     await withTimeout(c.connect(new StreamableHTTPClientTransport(new URL(mcpUrl), { authProvider: provider })), STEP_MS, 'connect');
     const tools = (await withTimeout(c.listTools(), STEP_MS, 'tools/list')).tools.map((t) => t.name);
-    assertSameSet(tools, TOOL_NAMES, 'tools');
+    // The SDK speaks 2025-11-25, which lists the interface's nine tools and the two scan tools.
+    assertSameSet(tools, [...TOOL_NAMES, 'start_scan', 'get_scan'], 'tools');
     const res = await withTimeout(c.callTool({ name: 'list_sites', arguments: {} }), STEP_MS, 'list_sites');
     assert(!res.isError && /"sites"/.test(res.content?.[0]?.text || ''), `list_sites: ${JSON.stringify(res).slice(0, 200)}`);
   } finally { await c.close().catch(() => {}); }
@@ -122,7 +123,7 @@ try {
       return `iss=${iss}`;
     });
     if (ok) {
-      await R.check(`SDK client (${method}) lists the 9 tools and calls list_sites`, () => listAndCall(provider));
+      await R.check(`SDK client (${method}) lists the tools and calls list_sites`, () => listAndCall(provider));
       await R.check(`SDK refreshes with ${method} on a stale access token`, async () => {
         const before = provider._tokens;
         provider._tokens = { ...before, access_token: 'at_ci_stale' };
@@ -164,7 +165,7 @@ try {
       assert(fetches >= 1, 'SitePulse never fetched the document');
       return `iss=${iss}, document fetched ${fetches}x`;
     });
-    if (ok) await R.check('SDK client (metadata document) lists the 9 tools and calls list_sites', () => listAndCall(provider));
+    if (ok) await R.check('SDK client (metadata document) lists the tools and calls list_sites', () => listAndCall(provider));
   }
 
   // 4: step-up from mcp:read to mcp:write.

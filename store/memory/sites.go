@@ -158,6 +158,14 @@ func (m *Store) DeleteSite(ctx context.Context, userID, siteID string) error {
 	if !ok || !m.canEdit(userID, s.WorkspaceID) {
 		return store.NotFound("site")
 	}
+	m.dropSite(siteID)
+	return nil
+}
+
+// dropSite deletes a site with its budgets, rules, scans, results, queued jobs and the reports
+// of its scans; the caller holds m.mu. A running scan's job is gone, so its worker stops as
+// Postgres's cascade makes it stop.
+func (m *Store) dropSite(siteID string) {
 	delete(m.sites, siteID)
 	delete(m.budgets, siteID)
 	for id, r := range m.rules {
@@ -182,7 +190,6 @@ func (m *Store) DeleteSite(ctx context.Context, userID, siteID string) error {
 			}
 		}
 	}
-	return nil
 }
 
 // ownedSite finds a site userID may read: a member of its workspace.

@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -163,6 +164,52 @@ func (m *Store) RemoveMember(ctx context.Context, workspaceID, userID string) er
 			m.sites[id] = s
 		}
 	}
+	return nil
+}
+
+func (m *Store) DeleteWorkspace(ctx context.Context, userID, workspaceID string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	mb, ok := m.members[memberKey{workspaceID, userID}]
+	if !ok {
+		return store.NotFound("workspace")
+	}
+	if mb.Role != store.RoleOwner {
+		return store.ErrForbidden
+	}
+	if _, personal := m.users[workspaceID]; personal {
+		return fmt.Errorf("a personal workspace is its account's home: %w", store.ErrConflict)
+	}
+	for id, s := range m.sites {
+		if s.WorkspaceID == workspaceID {
+			m.dropSite(id)
+		}
+	}
+	for id, k := range m.apiKeys {
+		if k.WorkspaceID == workspaceID {
+			delete(m.apiKeys, id)
+			delete(m.revoked, id)
+		}
+	}
+	for id, r := range m.reports {
+		if r.WorkspaceID == workspaceID {
+			delete(m.reports, id)
+		}
+	}
+	for id, inv := range m.invitations {
+		if inv.WorkspaceID == workspaceID {
+			delete(m.invitations, id)
+		}
+	}
+	for k := range m.members {
+		if k[0] == workspaceID {
+			delete(m.members, k)
+		}
+	}
+	m.activity = slices.DeleteFunc(m.activity, func(a store.Activity) bool { return a.WorkspaceID == workspaceID })
+	delete(m.connections, workspaceID)
+	delete(m.audits, workspaceID)
+	delete(m.workspaces, workspaceID)
 	return nil
 }
 

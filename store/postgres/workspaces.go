@@ -134,6 +134,40 @@ func (p *Store) RemoveMember(ctx context.Context, workspaceID, userID string) er
 	})
 }
 
+func (p *Store) DeleteWorkspace(ctx context.Context, userID, workspaceID string) error {
+	if !uuidOK(userID, workspaceID) {
+		return store.NotFound("workspace")
+	}
+	return p.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `SELECT 1 FROM workspaces WHERE id = $1 FOR UPDATE`, workspaceID); err != nil {
+			return pgErr("lock workspace", err)
+		}
+		var role string
+		err := tx.QueryRowContext(ctx, `SELECT role FROM memberships WHERE workspace_id = $1 AND user_id = $2`, workspaceID, userID).Scan(&role)
+		if errors.Is(err, sql.ErrNoRows) {
+			return store.NotFound("workspace")
+		}
+		if err != nil {
+			return pgErr("delete workspace", err)
+		}
+		if store.Role(role) != store.RoleOwner {
+			return store.ErrForbidden
+		}
+		var personal bool
+		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM users WHERE id = $1)`, workspaceID).Scan(&personal); err != nil {
+			return pgErr("delete workspace", err)
+		}
+		if personal {
+			return fmt.Errorf("a personal workspace is its account's home: %w", store.ErrConflict)
+		}
+		// Sites (and through them scans, results, jobs, budgets, rules), API keys, reports,
+		// invitations, memberships, activity and the platform connection reference the
+		// workspace ON DELETE CASCADE (migration 013).
+		res, err := tx.ExecContext(ctx, `DELETE FROM workspaces WHERE id = $1`, workspaceID)
+		return pgErr("delete workspace", affected(res, err, sql.ErrNoRows))
+	})
+}
+
 func (p *Store) SetMemberNotify(ctx context.Context, workspaceID, userID string, on bool) error {
 	if !uuidOK(workspaceID, userID) {
 		return store.NotFound("member")

@@ -26,6 +26,7 @@ func TestWorkspaces(t *testing.T) {
 		{"an API key reads only its workspace, and only while its maker is a member", testKeyWorkspace},
 		{"the site cap counts a workspace's sites, whoever added them", testWorkspaceSiteCap},
 		{"activity lists a workspace's changes, newest first, with their actor", testActivity},
+		{"an owner deletes a workspace with its sites, keys, reports, invitations, members, activity and connection; a personal one stays", testDeleteWorkspace},
 	}
 	for _, b := range storetest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
@@ -378,4 +379,76 @@ func TestSitePassesToAnOwner(t *testing.T) {
 			}
 		})
 	}
+}
+
+// An owner deletes a workspace with everything it holds; a personal workspace stays, and only
+// an owner may delete.
+func testDeleteWorkspace(t *testing.T, s store.Store) {
+	owner, editor, viewer, stranger := newUser(t, s, "o@example.com"), newUser(t, s, "e@example.com"),
+		newUser(t, s, "v@example.com"), newUser(t, s, "s@example.com")
+	w := team(t, s, owner, "Agency", map[store.User]store.Role{editor: store.RoleEditor, viewer: store.RoleViewer})
+	site := teamSite(t, s, editor, w, "shop")
+	sc := completedScan(t, s, site, t0, 80)
+	must(t, s.CreateReport(ctx, store.Report{ID: store.NewID(), TokenHash: "rep-hash", ScanID: sc.ID, UserID: owner.ID, Title: "r", CreatedAt: t0}))
+	must(t, s.CreateAPIKey(ctx, store.APIKey{ID: store.NewID(), UserID: editor.ID, WorkspaceID: w.ID, Name: "ci", KeyHash: "key-hash", Prefix: "svc_", CreatedAt: t0}))
+	must(t, s.CreateInvitation(ctx, store.Invitation{ID: store.NewID(), TokenHash: "inv-hash", WorkspaceID: w.ID, Email: "x@example.com",
+		Role: store.RoleViewer, InvitedBy: owner.ID, CreatedAt: t0, ExpiresAt: t0.Add(store.InvitationTTL)}))
+	must(t, s.AddActivity(ctx, store.Activity{WorkspaceID: w.ID, ActorID: owner.ID, Action: "invited", Subject: "x@example.com", At: t0}))
+	must(t, s.SavePlatformConnection(ctx, store.PlatformConnection{WorkspaceID: w.ID, TokenSealed: "k1.sealed-1", CreatedAt: t0}))
+	mine := newSite(t, s, owner, "mine")
+	running := enqueue(t, s, site, t0)
+	job, err := s.ClaimJob(ctx, store.QueueScan, "worker", t0)
+	must(t, err)
+	if job.ScanID != running.ID {
+		t.Fatalf("claimed %s, want the workspace's scan", job.ScanID)
+	}
+
+	wantErr(t, s.DeleteWorkspace(ctx, stranger.ID, w.ID), store.ErrNotFound)
+	wantErr(t, s.DeleteWorkspace(ctx, editor.ID, w.ID), store.ErrForbidden)
+	wantErr(t, s.DeleteWorkspace(ctx, viewer.ID, w.ID), store.ErrForbidden)
+	wantErr(t, s.DeleteWorkspace(ctx, owner.ID, store.PersonalWorkspace(owner.ID)), store.ErrConflict)
+	// Made an owner of someone else's personal workspace, still not deletable: it is their home.
+	home := store.Workspace{ID: store.PersonalWorkspace(editor.ID)}
+	tok := store.NewID()
+	must(t, s.CreateInvitation(ctx, store.Invitation{ID: store.NewID(), TokenHash: tok, WorkspaceID: home.ID, Email: owner.Email,
+		Role: store.RoleOwner, InvitedBy: editor.ID, CreatedAt: t0, ExpiresAt: t0.Add(store.InvitationTTL)}))
+	_, err = s.AcceptInvitation(ctx, tok, owner.ID, owner.Email, t0)
+	must(t, err)
+	wantErr(t, s.DeleteWorkspace(ctx, owner.ID, home.ID), store.ErrConflict)
+	if _, err := s.Site(ctx, editor.ID, site.ID); err != nil {
+		t.Fatalf("refused deletions changed nothing, yet the site is %v", err)
+	}
+	must(t, s.Heartbeat(ctx, job.Lease(), t0))
+
+	must(t, s.DeleteWorkspace(ctx, owner.ID, w.ID))
+	for _, u := range []store.User{owner, editor, viewer} {
+		_, err := s.Workspace(ctx, u.ID, w.ID)
+		wantErr(t, err, store.ErrNotFound)
+	}
+	_, err = s.Site(ctx, owner.ID, site.ID)
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.Scan(ctx, owner.ID, sc.ID)
+	wantErr(t, err, store.ErrNotFound)
+	// The running scan stops as when its site is deleted: its worker's lease is lost.
+	wantErr(t, s.Heartbeat(ctx, job.Lease(), t0.Add(time.Second)), store.ErrLeaseLost)
+	_, _, err = s.ScanForJob(ctx, running.ID)
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.ReportByHash(ctx, "rep-hash")
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.APIKeyByHash(ctx, "key-hash", t0)
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.InvitationByHash(ctx, "inv-hash")
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.PlatformConnection(ctx, w.ID)
+	wantErr(t, err, store.ErrNotFound)
+	if acts, err := s.ActivityOf(ctx, w.ID, store.MaxActivity); err != nil || len(acts) != 0 {
+		t.Fatalf("a deleted workspace's activity: %+v, %v; want none", acts, err)
+	}
+	if ms, err := s.Members(ctx, w.ID); err != nil || len(ms) != 0 {
+		t.Fatalf("a deleted workspace's members: %+v, %v; want none", ms, err)
+	}
+	if _, err := s.Site(ctx, owner.ID, mine.ID); err != nil {
+		t.Fatalf("the owner's personal site after deleting another workspace: %v", err)
+	}
+	wantErr(t, s.DeleteWorkspace(ctx, owner.ID, w.ID), store.ErrNotFound)
 }
