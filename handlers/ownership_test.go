@@ -148,6 +148,7 @@ var ownershipCases = []ownershipCase{
 	{name: "removing A from A's workspace", route: "POST /workspaces/{workspaceId}/members/{userId}/remove", method: "POST",
 		path: func(a, _ apiAccount) string { return "/workspaces/" + a.userID + "/members/" + a.userID + "/remove" }, form: url.Values{}, cred: asCookie, status: 404, intact: membersIntact},
 	{name: "leaving A's workspace", route: "POST /workspaces/{workspaceId}/leave", method: "POST", path: wsPath("/leave"), form: url.Values{}, cred: asCookie, status: 404, intact: membersIntact},
+	{name: "deleting A's workspace", route: "POST /workspaces/{workspaceId}/delete", method: "POST", path: wsPath("/delete"), form: url.Values{"name": {"A"}}, cred: asCookie, status: 404, intact: membersIntact},
 	{name: "A's workspace notifications", route: "POST /workspaces/{workspaceId}/notifications", method: "POST", path: wsPath("/notifications"), form: url.Values{}, cred: asCookie, status: 404, intact: membersIntact},
 	// Invitations are reached by their secret token: a guessed one is unknown.
 	{name: "an invitation link that was never issued", route: "GET /invite/{token}", method: "GET", path: func(a, _ apiAccount) string { return "/invite/inv_" + a.reportID }, cred: asCookie, status: 404},
