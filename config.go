@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"sitepulse/scanner/platform"
 	"sitepulse/store"
 )
 
@@ -201,6 +202,11 @@ func (c *config) validate() error {
 	if c.AuthKey != "" {
 		if k, err := base64.StdEncoding.DecodeString(c.AuthKey); err != nil || len(k) < 32 {
 			return fmt.Errorf("AUTH_KEY: want base64 of at least 32 bytes (openssl rand -base64 32)")
+		}
+	}
+	if c.PlatformKey != "" { // checked here, before the address is taken: a bad key is a config error
+		if _, err := platform.ParseKeys(c.PlatformKey); err != nil {
+			return err
 		}
 	}
 	if c.SMTPAddr != "" && !strings.Contains(c.SMTPAddr, ":") {

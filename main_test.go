@@ -189,7 +189,7 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 
 // -h lists every setting but shows no secret taken from the environment as a default.
 func TestConfigHelpShowsNoSecret(t *testing.T) {
-	env := map[string]string{"PLATFORM_TOKEN_KEY": "token-key-value", "PLATFORM_CLIENT_SECRET": "client-secret-value",
+	env := map[string]string{"PLATFORM_TOKEN_KEY": "dG9rZW4ta2V5LXZhbHVlLXRva2VuLWtleS12YWx1ZSE=", "PLATFORM_CLIENT_SECRET": "client-secret-value",
 		"SMTP_PASSWORD": "smtp-password-value", "PAGESPEED_API_KEY": "psi-key-value", "DATABASE_URL": "postgres://u:db-password-value@h/db",
 		"AUTH_KEY": "YXV0aC1rZXktdmFsdWUtb2YtdGhpcnR5LXR3by1ieXRlcyE="}
 	var out bytes.Buffer
@@ -205,7 +205,7 @@ func TestConfigHelpShowsNoSecret(t *testing.T) {
 		t.Error("-h does not list PLATFORM_TOKEN_KEY")
 	}
 	c, err := loadConfig(nil, func(k string) string { return env[k] }, &out)
-	if err != nil || c.PlatformKey != "token-key-value" || c.SMTPPassword != "smtp-password-value" {
+	if err != nil || c.PlatformKey != "dG9rZW4ta2V5LXZhbHVlLXRva2VuLWtleS12YWx1ZSE=" || c.SMTPPassword != "smtp-password-value" {
 		t.Errorf("secrets not read from the environment: %v", err)
 	}
 	c, err = loadConfig([]string{"-platform-client-secret", "from-flag"}, func(k string) string { return env[k] }, &out)
