@@ -39,17 +39,17 @@ func TestSystemDigestSurvivesAKillAfterTheScanCompletes(t *testing.T) {
 	}
 	waitComplete := func(scanID string, logs interface{ String() string }) {
 		t.Helper()
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-			sc, err := st.Scan(ctx, user.ID, scanID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if sc.Status == store.StatusComplete {
-				return
-			}
-			if sc.Status == store.StatusFailed || time.Now().After(deadline) {
-				t.Fatalf("scan %s (%s):\n%s", sc.Status, sc.Error, logs)
-			}
+		var sc store.Scan
+		var err error
+		storetest.Eventually(func() bool {
+			sc, err = st.Scan(ctx, user.ID, scanID)
+			return err != nil || sc.Status == store.StatusComplete || sc.Status == store.StatusFailed
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sc.Status != store.StatusComplete {
+			t.Fatalf("scan %s (%s):\n%s", sc.Status, sc.Error, logs)
 		}
 	}
 	env := func(psi *scantest.PSI, smtp *scantest.SMTP) map[string]string {
@@ -80,17 +80,15 @@ func TestSystemDigestSurvivesAKillAfterTheScanCompletes(t *testing.T) {
 	// executing in Postgres after the kill.
 
 	_, logs, stop = startRun(t, env(scantest.NewPSI(t, "testdata/psi"), sent))
-	for deadline := time.Now().Add(30 * time.Second); len(sent.Messages()) == 0; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			var jobs []string
-			for id := int64(1); id <= 8; id++ {
-				if j, err := st.Job(ctx, id); err == nil {
-					jobs = append(jobs, fmt.Sprintf("%+v", j))
-				}
+	if !storetest.Eventually(func() bool { return len(sent.Messages()) > 0 }) {
+		var jobs []string
+		for id := int64(1); id <= 8; id++ {
+			if j, err := st.Job(ctx, id); err == nil {
+				jobs = append(jobs, fmt.Sprintf("%+v", j))
 			}
-			t.Fatalf("no digest sent by the second process in 30 s; jobs:\n%s\nthe killed one said:\n%s\nthe second:\n%s",
-				strings.Join(jobs, "\n"), child.log, logs)
 		}
+		t.Fatalf("no digest sent by the second process in %s; jobs:\n%s\nthe killed one said:\n%s\nthe second:\n%s",
+			storetest.Timeout(), strings.Join(jobs, "\n"), child.log, logs)
 	}
 	if err := stop(); err != nil {
 		t.Fatal(err)
