@@ -16,6 +16,7 @@ import (
 	"sitepulse/mcp"
 	"sitepulse/oauth"
 	"sitepulse/store"
+	"sitepulse/store/storetest"
 )
 
 // testServer is a running SitePulse handler on a memory store, with a clock tests can move.
@@ -169,7 +170,7 @@ func (o *outbox) next(t testing.TB, to string) sentMail {
 	select {
 	case m := <-o.box(to):
 		return m
-	case <-time.After(10 * time.Second):
+	case <-time.After(storetest.Timeout()):
 		t.Fatalf("no e-mail to %s", to)
 		return sentMail{}
 	}

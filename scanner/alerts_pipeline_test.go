@@ -300,7 +300,7 @@ func testAlertsTwoProcesses(t *testing.T, st store.Store) {
 			c.WorkerID, c.Kinds = id, []KindWorker{Work(4, dl.Work)}
 		}))
 	}
-	timeout := time.After(30 * time.Second)
+	timeout := time.After(storetest.Timeout())
 	start := time.Now()
 	for range events + 1 {
 		select {

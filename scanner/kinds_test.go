@@ -77,7 +77,7 @@ func testTwoPoolsShareAKind(t *testing.T, st, other store.Store) {
 		ids[n] = j.ID
 	}
 
-	timeout := time.After(60 * time.Second)
+	timeout := time.After(storetest.Timeout())
 	for range jobs {
 		select {
 		case <-done:

@@ -18,6 +18,7 @@ import (
 
 	"sitepulse/scanner/netguard"
 	"sitepulse/store"
+	"sitepulse/store/storetest"
 )
 
 // countingTransport counts the body bytes the discovery reads, after the transport's own
@@ -242,7 +243,7 @@ func TestDiscoveryReadsChildrenAFewAtATime(t *testing.T) {
 		for range fetches {
 			select {
 			case <-arrived:
-			case <-time.After(10 * time.Second): // a guard against a hang, not a measurement
+			case <-time.After(storetest.Timeout()): // a guard against a hang, not a measurement
 			}
 		}
 		close(release)
