@@ -54,3 +54,35 @@ func BenchmarkReadsPostgres(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSitePagePostgres measures the site page on Postgres as a site's history grows: 10
+// and 120 completed scans of 50 pages, each audited mobile and desktop (issue 25: the trend
+// reads per-scan summaries, so the page's cost should not grow with history).
+func BenchmarkSitePagePostgres(b *testing.B) {
+	for _, scans := range []int{10, 120} {
+		b.Run(fmt.Sprintf("scans=%d", scans), func(b *testing.B) {
+			f := newAPIFixture(b, storetest.Postgres(b))
+			a := f.a
+			fixtures := fixtureResults(b, "home.mobile", "home.desktop")
+			results := fixtures[:0:0]
+			for p := 0; p < 50; p++ {
+				for _, r := range fixtures {
+					r.PagePath = fmt.Sprintf("/page-%02d", p)
+					r.PageURL = "https://demo.sitepulse.test" + r.PagePath
+					results = append(results, r)
+				}
+			}
+			for s := 0; s < scans; s++ {
+				f.recordScan(b, a.siteID, results, f.now.Add(time.Duration(s+1)*time.Minute*5))
+			}
+			path := "/sites/" + a.siteID
+			if resp, body := f.do(b, "GET", path, "", "", cookie(a.session)); resp.StatusCode != 200 {
+				b.Fatalf("%d %.300s", resp.StatusCode, body)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				f.do(b, "GET", path, "", "", cookie(a.session))
+			}
+		})
+	}
+}

@@ -111,6 +111,13 @@ type Scan struct {
 	CreatedAt      time.Time
 	StartedAt      *time.Time
 	CompletedAt    *time.Time
+	// Summary is a completed scan's per-strategy scores and worst vitals, written in the
+	// transaction that completes it and kept forever (nil before completion).
+	Summary *ScanSummary `json:"-"`
+	// Bytes is about how much the scan takes in the store (its row, summary and page rows),
+	// recorded when it finishes; pruning its page details at DetailsPrunedAt subtracts theirs.
+	Bytes int64 `json:"-"`
+	DetailsPrunedAt *time.Time `json:"-"`
 }
 
 // Capped reports that discovery found more pages than the scan audits (MAX_PAGES_PER_SCAN).

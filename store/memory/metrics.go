@@ -11,14 +11,7 @@ func (m *Store) PageMetrics(ctx context.Context, userID, scanID string) ([]store
 		m.mu.Unlock()
 		return nil, store.NotFound("scan")
 	}
-	out := []store.PageResult{}
-	for _, r := range m.sortedResults(scanID) {
-		if r.result != nil {
-			p := metricsOf(scanID, r.result)
-			p.PageURL = r.result.PageURL
-			out = append(out, p)
-		}
-	}
+	out := m.metricsLocked(scanID)
 	m.mu.Unlock()
 	if len(out) > 0 {
 		// As PageResults: a cancelled request gets its context's error, not rows.
@@ -68,4 +61,17 @@ func copyPtr[T any](p *T) *T {
 	}
 	v := *p
 	return &v
+}
+
+// metricsLocked is PageMetrics of a scan, with m.mu held.
+func (m *Store) metricsLocked(scanID string) []store.PageResult {
+	out := []store.PageResult{}
+	for _, r := range m.sortedResults(scanID) {
+		if r.result != nil {
+			p := metricsOf(scanID, r.result)
+			p.PageURL = r.result.PageURL
+			out = append(out, p)
+		}
+	}
+	return out
 }

@@ -233,6 +233,8 @@ func (m *Store) CompleteScan(ctx context.Context, l store.Lease, scores store.Sc
 	m.jobs[j.ID] = j
 	s := m.scans[l.ScanID]
 	s.Status, s.Scores, s.CompletedAt, s.Error = store.StatusComplete, cloneScores(scores), tp(now), ""
+	summary := store.Summarize(m.metricsLocked(s.ID))
+	s.Summary, s.Bytes = &summary, m.scanBytes(s.ID)
 	m.scans[s.ID] = s
 	if site, ok := m.sites[s.SiteID]; ok {
 		site.HealthScore = cloneScores(scores).Health
@@ -297,6 +299,7 @@ func (m *Store) discard(j store.Job, reason string, now time.Time) {
 	}
 	s, ok := m.scans[j.ScanID]
 	s.Status, s.Error, s.CompletedAt = store.StatusFailed, reason, tp(now)
+	s.Bytes = m.scanBytes(s.ID)
 	m.scans[s.ID] = s
 	if ok { // its alerts, as Postgres enqueues them
 		m.insertJob(store.KindAlerts, store.AlertsJob{ScanID: s.ID}, "", now, now)

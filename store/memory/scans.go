@@ -8,8 +8,9 @@ import (
 )
 
 func cloneScan(s store.Scan) store.Scan {
-	s.StartedAt, s.CompletedAt = cloneTime(s.StartedAt), cloneTime(s.CompletedAt)
+	s.StartedAt, s.CompletedAt, s.DetailsPrunedAt = cloneTime(s.StartedAt), cloneTime(s.CompletedAt), cloneTime(s.DetailsPrunedAt)
 	s.Scores = cloneScores(s.Scores)
+	// The summary is never changed once written: its copies may share it.
 	return s
 }
 

@@ -212,8 +212,10 @@ func (p *Store) CompleteScan(ctx context.Context, l store.Lease, scores store.Sc
 				return err
 			}
 		}
+		// The summary and size are computed where the rows are, in this transaction: the trends
+		// read them for ever after (scan_summary, migration 018).
 		if _, err := tx.ExecContext(ctx, `UPDATE scans SET status = 'complete', scores = $2, completed_at = $3,
-			error = '' WHERE id = $1`, l.ScanID, raw, store.Now(now)); err != nil {
+			error = '', summary = scan_summary($1), bytes = scan_bytes($1) WHERE id = $1`, l.ScanID, raw, store.Now(now)); err != nil {
 			return pgErr("complete scan", err)
 		}
 		_, err := tx.ExecContext(ctx, `UPDATE sites SET health_score = $2
@@ -238,7 +240,7 @@ func discardTx(ctx context.Context, tx *sql.Tx, jobID int64, reason string, now 
 	if !scanID.Valid {
 		return nil
 	}
-	_, err := tx.ExecContext(ctx, `UPDATE scans SET status = 'failed', error = $2, completed_at = $3 WHERE id = $1`,
+	_, err := tx.ExecContext(ctx, `UPDATE scans SET status = 'failed', error = $2, completed_at = $3, bytes = scan_bytes($1) WHERE id = $1`,
 		scanID.String, reason, store.Now(now))
 	if err != nil {
 		return pgErr("fail scan", err)
@@ -347,10 +349,11 @@ func (p *Store) Job(ctx context.Context, id int64) (store.Job, error) {
 func (p *Store) OverdueScans(ctx context.Context, startedBefore time.Time) ([]store.OverdueScan, error) {
 	return queryAll(ctx, p.db, "overdue scans", func(row rowScanner) (store.OverdueScan, error) {
 		var o store.OverdueScan
-		var scores []byte
-		var started, completed sql.NullTime
+		var scores, summary []byte
+		var started, completed, pruned sql.NullTime
 		err := row.Scan(&o.ID, &o.SiteID, &o.Status, &o.Strategy, &o.Trigger, &o.PagesTotal, &o.PagesDone,
-			&scores, &o.Error, &o.CreatedAt, &started, &completed, &o.AuditsInFlight, &o.PagesFound, &o.PagesAudited, &o.UserID, &o.LastError)
+			&scores, &o.Error, &o.CreatedAt, &started, &completed, &o.AuditsInFlight, &o.PagesFound, &o.PagesAudited,
+			&summary, &o.Bytes, &pruned, &o.UserID, &o.LastError)
 		if err != nil {
 			return o, err
 		}

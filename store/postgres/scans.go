@@ -11,21 +11,29 @@ import (
 )
 
 const scanCols = `c.id, c.site_id, c.status, c.strategy, c.trigger, c.pages_total, c.pages_done, c.scores,
-	c.error, c.created_at, c.started_at, c.completed_at, c.audits_in_flight, c.pages_found, c.pages_audited`
+	c.error, c.created_at, c.started_at, c.completed_at, c.audits_in_flight, c.pages_found, c.pages_audited,
+	c.summary, c.bytes, c.details_pruned_at`
 
 func scanScan(row rowScanner) (store.Scan, error) {
 	var s store.Scan
-	var scores []byte
-	var started, completed sql.NullTime
+	var scores, summary []byte
+	var started, completed, pruned sql.NullTime
 	err := row.Scan(&s.ID, &s.SiteID, &s.Status, &s.Strategy, &s.Trigger, &s.PagesTotal, &s.PagesDone,
-		&scores, &s.Error, &s.CreatedAt, &started, &completed, &s.AuditsInFlight, &s.PagesFound, &s.PagesAudited)
+		&scores, &s.Error, &s.CreatedAt, &started, &completed, &s.AuditsInFlight, &s.PagesFound, &s.PagesAudited,
+		&summary, &s.Bytes, &pruned)
 	if err != nil {
 		return s, err
 	}
 	if err := json.Unmarshal(scores, &s.Scores); err != nil {
 		return s, fmt.Errorf("scan %s scores: %w", s.ID, err)
 	}
-	s.CreatedAt, s.StartedAt, s.CompletedAt = s.CreatedAt.UTC(), timePtr(started), timePtr(completed)
+	if summary != nil {
+		s.Summary = new(store.ScanSummary)
+		if err := json.Unmarshal(summary, s.Summary); err != nil {
+			return s, fmt.Errorf("scan %s summary: %w", s.ID, err)
+		}
+	}
+	s.CreatedAt, s.StartedAt, s.CompletedAt, s.DetailsPrunedAt = s.CreatedAt.UTC(), timePtr(started), timePtr(completed), timePtr(pruned)
 	return s, nil
 }
 

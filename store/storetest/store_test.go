@@ -95,6 +95,9 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 		{"a site's lastPublished never moves backwards", testLastPublishedForward},
 		{"a scan records the pages discovery found, under its lease, never lowered", testPagesFound},
 		{"a budget is a finite threshold of at least 0 for a known strategy", testBudgetsValidate},
+		{"a completed scan keeps its summary, written at completion: each strategy's scores and worst pages", testScanSummary},
+		{"pruning removes old page details in batches, never a running scan's, the latest two completed nor a workspace's that keeps them; summaries stay", testPruneDetails},
+		{"at most one prune job is queued or running, and one an hour", testEnqueuePrune},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

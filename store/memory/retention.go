@@ -1,0 +1,145 @@
+package memory
+
+import (
+	"context"
+	"encoding/json"
+	"sort"
+	"time"
+
+	"sitepulse/store"
+)
+
+// rowBytes is about how much a page row takes, as Postgres's page_row_bytes counts it: 150 B
+// and its result as JSON (uncompressed here) and text.
+func rowBytes(r memResult) int64 {
+	n := int64(150 + len(r.err.Error))
+	if r.result != nil {
+		raw, _ := json.Marshal(r.result)
+		n += int64(len(raw) + len(r.result.PagePath) + len(r.result.PageURL) + len(r.result.Strategy))
+	} else {
+		n += int64(len(r.err.PagePath) + len(r.err.PageURL) + len(r.err.Strategy))
+	}
+	return n
+}
+
+// scanBytes is scan_bytes: 300 B and the scan's page rows. m.mu is held.
+func (m *Store) scanBytes(scanID string) int64 {
+	n := int64(300)
+	for _, r := range m.results[scanID] {
+		n += rowBytes(r)
+	}
+	return n
+}
+
+// prunable answers whether scan s's page details may go at now (Postgres's prunableSQL).
+func (m *Store) prunable(s store.Scan, now time.Time, latest map[string][]string) bool {
+	if s.DetailsPrunedAt != nil || (s.Status != store.StatusComplete && s.Status != store.StatusFailed) || s.CompletedAt == nil {
+		return false
+	}
+	site, ok := m.sites[s.SiteID]
+	if !ok {
+		return false
+	}
+	w := m.workspaces[site.WorkspaceID]
+	if w.RetentionDays <= 0 || !s.CompletedAt.Before(now.AddDate(0, 0, -w.RetentionDays)) {
+		return false
+	}
+	for _, id := range latest[s.SiteID] {
+		if id == s.ID {
+			return false
+		}
+	}
+	return true
+}
+
+func (m *Store) PruneDetails(ctx context.Context, now time.Time, limit int) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	// The latest two completed scans of each site.
+	var done []store.Scan
+	for _, s := range m.scans {
+		if s.Status == store.StatusComplete && s.CompletedAt != nil {
+			done = append(done, s)
+		}
+	}
+	sort.Slice(done, func(i, j int) bool {
+		a, b := done[i], done[j]
+		if !a.CompletedAt.Equal(*b.CompletedAt) {
+			return a.CompletedAt.After(*b.CompletedAt)
+		}
+		return a.ID > b.ID
+	})
+	latest := map[string][]string{}
+	for _, s := range done {
+		if len(latest[s.SiteID]) < 2 {
+			latest[s.SiteID] = append(latest[s.SiteID], s.ID)
+		}
+	}
+	deleted := 0
+	for id, s := range m.scans {
+		if !m.prunable(s, now, latest) {
+			continue
+		}
+		for k, r := range m.results[id] {
+			if deleted == limit {
+				break
+			}
+			s.Bytes = max(s.Bytes-rowBytes(r), 0)
+			delete(m.results[id], k)
+			deleted++
+		}
+		m.scans[id] = s
+	}
+	marked := 0
+	for id, s := range m.scans {
+		if marked < limit && len(m.results[id]) == 0 && m.prunable(s, now, latest) {
+			delete(m.results, id)
+			s.DetailsPrunedAt = tp(now)
+			m.scans[id] = s
+			marked++
+		}
+	}
+	return deleted + marked, nil
+}
+
+func (m *Store) EnqueuePrune(ctx context.Context, now time.Time, every time.Duration) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, j := range m.jobs {
+		if j.Kind != store.KindPrune {
+			continue
+		}
+		if j.State == store.JobAvailable || j.State == store.JobRunning ||
+			j.State == store.JobCompleted && j.FinalizedAt != nil && j.FinalizedAt.After(now.Add(-every)) {
+			return false, nil
+		}
+	}
+	if _, err := m.insertJob(store.KindPrune, store.PruneJob{}, "", now, now); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+func (m *Store) SetRetention(ctx context.Context, workspaceID string, days int) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	w, ok := m.workspaces[workspaceID]
+	if !ok {
+		return store.NotFound("workspace")
+	}
+	w.RetentionDays = days
+	m.workspaces[workspaceID] = w
+	return nil
+}
+
+func (m *Store) WorkspaceBytes(ctx context.Context, workspaceID string) (int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var n int64
+	for _, s := range m.scans {
+		if site, ok := m.sites[s.SiteID]; ok && site.WorkspaceID == workspaceID {
+			n += s.Bytes
+		}
+	}
+	return n, nil
+}
