@@ -31,6 +31,8 @@ type Store interface {
 	SnoozeJob(ctx context.Context, l store.Lease, runAt time.Time, reason string) error
 	RescueJobs(ctx context.Context, staleBefore, now time.Time) (int, error)
 	CleanJobs(ctx context.Context, finishedBefore time.Time, limit int) (int, error)
+	PruneDetails(ctx context.Context, now time.Time, limit int) (int, error)
+	EnqueuePrune(ctx context.Context, now time.Time, every time.Duration) (bool, error)
 
 	ScanForJob(ctx context.Context, scanID string) (store.Scan, store.Site, error)
 	StartScan(ctx context.Context, l store.Lease, pagesTotal int, now time.Time) error
@@ -200,7 +202,11 @@ func NewPool(cfg PoolConfig) *Pool {
 	p := &Pool{cfg: cfg, stop: make(chan struct{}), replayCapacity: psi.NewCapacity(psi.CapacityConfig{MaxInFlight: cfg.Capacity.MaxInFlight()}),
 		slots: map[string]chan int{}, discovering: map[string]int{}}
 	p.jobsCtx, p.cancel = context.WithCancelCause(context.Background())
-	p.kinds = map[string]KindWorker{store.KindScan: {kind: store.KindScan, workers: cfg.Workers, work: p.workScan}}
+	p.kinds = map[string]KindWorker{store.KindScan: {kind: store.KindScan, workers: cfg.Workers, work: p.workScan},
+		store.KindPrune: Work(1, func(ctx context.Context, _ store.Job, _ store.PruneJob) error {
+			_, err := p.PruneOnce(ctx)
+			return err
+		})}
 	for _, k := range cfg.Kinds {
 		p.kinds[k.kind] = k
 	}

@@ -3,6 +3,8 @@ package scanner
 import (
 	"context"
 	"time"
+
+	"sitepulse/store"
 )
 
 // ScheduleOnce is one step of the scheduler: it enqueues the scans of the sites due at now, in
@@ -34,12 +36,41 @@ func (p *Pool) scheduler() {
 		if _, err := p.ScheduleOnce(p.jobsCtx); err != nil {
 			p.cfg.Log.Error("scheduler: enqueuing due scans failed", "err", err)
 		}
+		if _, err := p.cfg.Store.EnqueuePrune(p.jobsCtx, p.cfg.Now(), PruneEvery); err != nil {
+			p.cfg.Log.Error("scheduler: enqueuing the pruner failed", "err", err)
+		}
 		t := time.NewTimer(jitter(p.cfg.ScheduleEvery, 0.1))
 		select {
 		case <-p.stop:
 			t.Stop()
 			return
 		case <-t.C:
+		}
+	}
+}
+
+// PruneEvery is how often the pruner runs: every process's scheduler asks the store for a prune
+// job at each pass, and the store enqueues one only when none is queued or running and none
+// finished within PruneEvery, so however many processes run, one prunes at a time.
+const PruneEvery = time.Hour
+
+// PruneOnce is one run of the pruner (the prune job's work): it deletes the page details older
+// than their workspace's retention, store.PruneBatch rows per statement, each statement on its
+// own so no scan waits on it for long, until none is left or ctx ends. It answers how many
+// rows it changed.
+func (p *Pool) PruneOnce(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		n, err := p.cfg.Store.PruneDetails(ctx, p.cfg.Now(), store.PruneBatch)
+		total += n
+		if err != nil || n == 0 {
+			if total > 0 {
+				p.cfg.Log.Info("pruner: page details past their workspace's retention removed", "rows", total)
+			}
+			return total, err
+		}
+		if err := ctx.Err(); err != nil {
+			return total, err
 		}
 	}
 }
