@@ -116,7 +116,7 @@ type Scan struct {
 	Summary *ScanSummary `json:"-"`
 	// Bytes is about how much the scan takes in the store (its row, summary and page rows),
 	// recorded when it finishes; pruning its page details at DetailsPrunedAt subtracts theirs.
-	Bytes int64 `json:"-"`
+	Bytes           int64      `json:"-"`
 	DetailsPrunedAt *time.Time `json:"-"`
 }
 
