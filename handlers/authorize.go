@@ -45,13 +45,14 @@ func (s *server) onSite(a store.Action, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := store.CanonicalID(r.PathValue("siteId"))
 		var site store.Site
+		var ws store.Workspace
 		err := store.ErrNotFound
 		if store.ValidUUID(id) {
-			site, err = s.Store.Site(r.Context(), store.UserIDFrom(r.Context()), id)
+			// One read: the site with the user's role in its workspace.
+			site, ws, err = s.Store.SiteAndWorkspace(r.Context(), store.UserIDFrom(r.Context()), id)
 		}
-		var ws store.Workspace
 		if err == nil {
-			ws, err = s.authorize(r.Context(), site.WorkspaceID, a)
+			err = store.Authorize(store.PrincipalFrom(r.Context()), ws, a)
 		}
 		if err != nil {
 			s.error(w, r, err, "There is no such site in your account.")

@@ -86,6 +86,7 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 	mux.Handle("POST /workspaces/{workspaceId}/delete", s.requireUser(s.onWorkspace(store.ActDelete, s.handleDeleteWorkspace())))
 	mux.Handle("POST /workspaces/{workspaceId}/leave", s.requireUser(s.onWorkspace(store.ActLeave, s.handleLeaveWorkspace())))
 	mux.Handle("POST /workspaces/{workspaceId}/notifications", s.requireUser(s.onWorkspace(store.ActRead, s.handleMemberNotify())))
+	mux.Handle("POST /workspaces/{workspaceId}/retention", s.requireUser(s.onWorkspace(store.ActManage, s.handleRetention())))
 	mux.Handle("GET /invite/{token}", s.withVisitor(s.handleInvitation()))
 	mux.Handle("POST /invite/{token}", s.requireUser(s.handleAcceptInvitation()))
 

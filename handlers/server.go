@@ -33,6 +33,8 @@ type Store interface {
 	store.Platform
 	store.Workspaces
 	store.Channels
+	store.SiteViews
+	store.WorkspaceRetention
 	EnqueueScan(ctx context.Context, s store.Scan, queue string, runAt time.Time) error
 	Consents(ctx context.Context, userID string) ([]store.Consent, error)
 	RevokeConsent(ctx context.Context, userID, clientID string, now time.Time) error

@@ -57,6 +57,8 @@ type scanPageData struct {
 	Errors   []errorGroup // failed audits, identical errors told once
 	Progress progress
 	Scores   []strategyView
+	// RetentionDays is the workspace's retention, which a pruned scan's page names.
+	RetentionDays int
 }
 
 // progress is how far a scan is: audits done (with a result), failed, in all, and in flight
@@ -113,7 +115,10 @@ func (s *server) handleScan() http.Handler {
 				return
 			}
 		}
-		d.Scores = strategySummaries(d.Results)
+		d.Scores, d.RetentionDays = strategySummaries(d.Results), workspaceFrom(r.Context()).RetentionDays
+		if scan.Summary != nil { // completed: its summary stays when retention prunes its pages
+			d.Scores = strategyViews(*scan.Summary)
+		}
 		pubs, err := s.Store.PublishesOfScans(r.Context(), uid, []string{scan.ID})
 		if err != nil {
 			s.error(w, r, err, "")

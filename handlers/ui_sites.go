@@ -346,39 +346,29 @@ type vitalView struct {
 	PagePath      string
 }
 
-// strategySummary computes a strategy's scores (over that strategy's results) and
-// the worst page value of each vital.
-func strategySummary(results []store.PageResult, strategy string) strategyView {
-	var mine []store.PageResult
-	for _, r := range results {
-		if r.Strategy == strategy {
-			mine = append(mine, r)
-		}
-	}
-	sv := strategyView{Strategy: strategy, Scores: analysis.ScanScores(mine), Pages: len(mine)}
-	for _, m := range analysis.BudgetVitals() {
-		vv := vitalView{Metric: m.Name, Label: m.Label, Field: m.Field}
-		for _, r := range mine {
-			x := analysis.VitalOf(r.CoreWebVitals, m.Name)
-			if x != nil && (vv.Value == nil || *x > *vv.Value) {
-				val := *x
-				vv.Value, vv.PagePath = &val, r.PagePath
-			}
-		}
-		sv.Vitals = append(sv.Vitals, vv)
-	}
-	return sv
-}
-
-// strategySummaries are the summaries of the strategies the results have, mobile first.
-func strategySummaries(results []store.PageResult) []strategyView {
+// strategyViews are the strategies of a scan's summary, mobile first: each one's scores and the
+// worst page value of each budget vital.
+func strategyViews(sum store.ScanSummary) []strategyView {
 	var out []strategyView
-	for _, st := range []string{store.StrategyMobile, store.StrategyDesktop} {
-		if sv := strategySummary(results, st); sv.Pages > 0 {
-			out = append(out, sv)
+	for _, st := range sum.Strategies {
+		sv := strategyView{Strategy: st.Strategy, Scores: st.Scores, Pages: st.Pages}
+		for _, m := range analysis.BudgetVitals() {
+			vv := vitalView{Metric: m.Name, Label: m.Label, Field: m.Field}
+			if w, ok := st.Worst[m.Name]; ok {
+				val := w.Value
+				vv.Value, vv.PagePath = &val, w.PagePath
+			}
+			sv.Vitals = append(sv.Vitals, vv)
 		}
+		out = append(out, sv)
 	}
 	return out
+}
+
+// strategySummaries are the strategy views of results (a scan still running, or without a
+// summary).
+func strategySummaries(results []store.PageResult) []strategyView {
+	return strategyViews(store.Summarize(results))
 }
 
 // sitePageData is the site page.
@@ -416,26 +406,17 @@ func (s *server) handleSite() http.Handler {
 		ctx, uid := r.Context(), visitorFrom(r.Context()).User.ID
 		d := sitePageData{Site: site, ScanActive: r.URL.Query().Get("done") == "scan-active", CI: newCISnippet(s.BaseURL, site.ID),
 			Replay: s.Replayed(site)}
-		completed, err := s.Store.CompletedScans(ctx, uid, site.ID, 20)
+		// Two statements (issue 25): the scans, then the latest two's pages, the newest one's
+		// errors, the publishes and the budgets. The trend reads each scan's summary.
+		v, err := s.Store.SiteView(ctx, uid, site.ID, 50, 20, chartPublishes)
 		if err != nil {
 			s.error(w, r, err, "")
 			return
 		}
-		history, err := s.Store.ScansOf(ctx, uid, site.ID, 50)
-		if err != nil {
-			s.error(w, r, err, "")
-			return
-		}
+		completed, history := v.Completed, v.History
 		d.History = history
-		if len(history) > 0 {
-			errs, err := s.Store.PageErrors(ctx, uid, history[0].ID)
-			if err != nil {
-				s.error(w, r, err, "")
-				return
-			}
-			if len(errs) > 0 {
-				d.Troubled, d.Errors = &history[0], groupAuditErrors(errs)
-			}
+		if len(history) > 0 && len(v.Errors) > 0 {
+			d.Troubled, d.Errors = &history[0], groupAuditErrors(v.Errors)
 		}
 		for i := range history {
 			if history[i].Status == store.StatusQueued || history[i].Status == store.StatusRunning {
@@ -443,70 +424,44 @@ func (s *server) handleSite() http.Handler {
 				break
 			}
 		}
-		// The trend's vitals, the summaries, regressions and budgets read only scores and
-		// vitals: PageMetricsOf skips decoding every audit (the load test's site page ran at a
-		// third of the speed with PageResults), for the last completed scans in one round trip.
-		ids := make([]string, len(completed))
-		for i, c := range completed {
-			ids[i] = c.ID
-		}
-		byScan, err := s.Store.PageMetricsOf(ctx, uid, ids)
-		if err != nil {
-			s.error(w, r, err, "")
-			return
-		}
-		metrics := make([][]store.PageResult, len(completed))
-		for i, c := range completed {
-			metrics[i] = byScan[c.ID]
-		}
 		points := make([]trendPoint, 0, len(completed))
 		for i := len(completed) - 1; i >= 0; i-- {
 			c := completed[i]
 			if c.CompletedAt != nil {
 				p := trendPoint{At: *c.CompletedAt, Scores: c.Scores, Vitals: map[string]*float64{}}
 				for _, m := range trendVitals {
-					p.Vitals[m] = analysis.SiteVital(metrics[i], m)
+					p.Vitals[m] = summaryOf(c).SiteVital(m)
 				}
 				points = append(points, p)
 			}
 		}
 		var publishes []store.Publish
 		if len(points) > 0 {
-			// The chart marks the publishes since its first scan (chartPublishes at most).
-			if publishes, err = s.Store.Publishes(ctx, uid, site.ID, points[0].At, chartPublishes); err != nil {
-				s.error(w, r, err, "")
-				return
-			}
+			publishes = v.Publishes // the publishes since the chart's first scan (chartPublishes at most)
 		}
 		d.Charts, d.ChartScans = trendCharts(points, publishes), len(points)
 		d.Publishes = publishes[max(0, len(publishes)-3):]
 		slices.Reverse(d.Publishes)
 		if len(completed) > 0 {
-			d.Latest = &completed[0]
-			pubs, err := s.Store.PublishesOfScans(ctx, uid, []string{completed[0].ID})
-			if err != nil {
-				s.error(w, r, err, "")
-				return
-			}
-			if p, ok := pubs[completed[0].ID]; ok {
-				d.Publish = &p
-			}
-			latest := metrics[0]
-			d.Strategies = strategySummaries(latest)
+			d.Latest, d.Publish = &completed[0], v.Publish
+			latest := v.Metrics[completed[0].ID]
+			d.Strategies = strategyViews(summaryOf(completed[0]))
 			if len(completed) > 1 {
 				d.Previous = &completed[1]
-				d.Regressions = analysis.Regressions(metrics[1], latest)
+				d.Regressions = analysis.Regressions(v.Metrics[completed[1].ID], latest)
 			}
-			// The budget check's inputs: one statement (the site's budget version) while this
-			// process holds them, where Budgets and AlertRules checked the owner twice.
-			in, err := s.Store.BudgetInputs(ctx, uid, site.ID)
-			if err != nil {
-				s.error(w, r, err, "")
-				return
-			}
-			d.HasBudgets = len(in.Budgets)+len(in.Rules) > 0
-			d.Violations = analysis.CheckBudgets(d.Latest.Scores, latest, in.Budgets, in.Rules)
+			d.HasBudgets = len(v.Budgets)+len(v.Rules) > 0
+			d.Violations = analysis.CheckBudgets(d.Latest.Scores, latest, v.Budgets, v.Rules)
 		}
 		s.render(w, r, http.StatusOK, "site", page{Title: site.Name, Flash: uiFlash(r), Data: d})
 	})
+}
+
+// summaryOf is a completed scan's summary; the empty one when it has none (it never lacks one
+// once migration 018 ran).
+func summaryOf(sc store.Scan) store.ScanSummary {
+	if sc.Summary == nil {
+		return store.ScanSummary{}
+	}
+	return *sc.Summary
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"sitepulse/store"
@@ -35,6 +36,9 @@ type workspaceData struct {
 	CanDelete bool
 	// Platform is the workspace's platform connection, shown to owners.
 	Platform platformStatus
+	// Bytes is about how much the workspace's scans take in the database (issue 25).
+	Bytes        float64
+	MaxRetention int
 }
 
 // inviteForm is the invitation form and its errors.
@@ -52,6 +56,7 @@ var workspaceFlashes = map[string]string{
 	"joined":         "Welcome to the workspace.",
 	"notify-on":      "Regression e-mails for this workspace turned on.",
 	"notify-off":     "Regression e-mails for this workspace turned off.",
+	"retention":      "Retention saved: the pruner applies it within the hour.",
 }
 
 func (s *server) workspacePage(w http.ResponseWriter, r *http.Request, status int, d workspaceData) {
@@ -104,6 +109,12 @@ func (s *server) workspacePage(w http.ResponseWriter, r *http.Request, status in
 		return
 	}
 	d.Sites = len(sites)
+	bytes, err := s.Store.WorkspaceBytes(ctx, d.Workspace.ID)
+	if err != nil {
+		s.error(w, r, err, "")
+		return
+	}
+	d.Bytes, d.MaxRetention = float64(bytes), store.MaxRetentionDays
 	if d.Form.Role == "" {
 		d.Form.Role = string(store.RoleViewer)
 	}
@@ -425,5 +436,27 @@ func (s *server) handleAcceptInvitation() http.Handler {
 		}
 		s.Log.Info("invitation accepted", "workspace", inv.WorkspaceID, "invitation", inv.ID, "user", v.User.ID)
 		http.Redirect(w, r, "/workspaces/"+inv.WorkspaceID+"?done=joined", http.StatusSeeOther)
+	})
+}
+
+// handleRetention sets how many days the workspace keeps page details (owners: ActManage).
+func (s *server) handleRetention() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws := workspaceFrom(r.Context())
+		days, err := strconv.Atoi(strings.TrimSpace(r.PostForm.Get("retention_days")))
+		if err != nil || days < 0 || days > store.MaxRetentionDays {
+			s.renderError(w, r, http.StatusUnprocessableEntity, fmt.Sprintf("Keep page details for a whole number of days from 0 (forever) to %d.", store.MaxRetentionDays))
+			return
+		}
+		if err := s.Store.SetRetention(r.Context(), ws.ID, days); err != nil {
+			s.error(w, r, err, "")
+			return
+		}
+		what := fmt.Sprintf("set page details retention to %d days", days)
+		if days == 0 {
+			what = "set page details to be kept forever"
+		}
+		s.activity(r.Context(), ws.ID, what, "")
+		http.Redirect(w, r, "/workspaces/"+ws.ID+"?done=retention#retention", http.StatusSeeOther)
 	})
 }

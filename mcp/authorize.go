@@ -49,20 +49,33 @@ func (s *Server) authorize(ctx context.Context, userID string, t *tool, a args) 
 // of the user's: nil, store.ErrNotFound (not the user's, or outside an API key's workspace) or
 // store.ErrForbidden (the role does not allow it). tasks/get and tasks/cancel ask it too.
 func (s *Server) authorizeSite(ctx context.Context, userID, siteID string, action store.Action) error {
-	site, err := s.store.Site(ctx, userID, siteID)
+	_, w, err := s.store.SiteAndWorkspace(ctx, userID, siteID)
 	if err != nil {
 		return err
 	}
-	w, err := s.store.Workspace(ctx, userID, site.WorkspaceID)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return err
-	}
-	w.ID = site.WorkspaceID
+	return authorizeIn(ctx, userID, w, action)
+}
+
+// authorizeIn is authorizeSite's decision on workspace w read with the user's role.
+func authorizeIn(ctx context.Context, userID string, w store.Workspace, action store.Action) error {
 	p := store.PrincipalFrom(ctx)
 	if p.UserID == "" { // Serve's caller named the user without a principal: a user's call
 		p = store.Principal{UserID: userID}
 	}
 	return store.Authorize(p, w, action)
+}
+
+// decide maps authorizeIn's answer for a tool that authorizes itself (tool.Authorizes) as
+// authorize does: the same tool errors.
+func decide(ctx context.Context, userID string, w store.Workspace, action store.Action) error {
+	switch err := authorizeIn(ctx, userID, w, action); {
+	case errors.Is(err, store.ErrNotFound):
+		return errSiteNotFound
+	case errors.Is(err, store.ErrForbidden):
+		return toolError(forbidden(action))
+	default:
+		return err
+	}
 }
 
 // forbidden is the message of a call the principal's role does not allow.

@@ -36,6 +36,8 @@ type Store interface {
 	WorkspacesOf(ctx context.Context, userID string) ([]store.Workspace, error)
 	Workspace(ctx context.Context, userID, workspaceID string) (store.Workspace, error)
 	Site(ctx context.Context, userID, siteID string) (store.Site, error)
+	SiteAndWorkspace(ctx context.Context, userID, siteID string) (store.Site, store.Workspace, error)
+	CompletedScansAs(ctx context.Context, userID, siteID string, limit int) (store.Workspace, []store.Scan, error)
 	BudgetInputs(ctx context.Context, userID, siteID string) (store.BudgetInputs, error)
 	Scan(ctx context.Context, userID, scanID string) (store.Scan, error)
 	CompletedScans(ctx context.Context, userID, siteID string, limit int) ([]store.Scan, error)

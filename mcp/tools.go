@@ -37,6 +37,10 @@ type tool struct {
 	Task bool
 	// View is the ui:// view (views.go) that draws the tool's result, from 2025-06-18 on.
 	View string
+	// Authorizes marks a tool whose handler reads its site's workspace and the user's role with
+	// its own data and asks store.Authorize itself (decide) before answering: one statement
+	// less than authorize's own read (get_trend).
+	Authorizes bool
 }
 
 // toolHandler runs a tool. Output is the Go type of its payload, from which the tool's
@@ -173,7 +177,7 @@ var tools = []tool{
 		Input: object([]string{"siteId"}, map[string]*Schema{"siteId": siteIDArg()}),
 	},
 	{
-		Name: "get_trend", Title: "Score trend", ReadOnly: true, Scope: store.ScopeRead, Handler: handler((*Server).getTrend), View: "ui://sitepulse/trend",
+		Name: "get_trend", Title: "Score trend", ReadOnly: true, Scope: store.ScopeRead, Handler: handler((*Server).getTrend), View: "ui://sitepulse/trend", Authorizes: true,
 		Example: "Show the performance trend of my site over the last ten scans.",
 		Description: "Returns the site's recent completed scans, oldest first, with their category scores and page " +
 			"counts, so you can tell whether performance is improving or degrading over time.",
@@ -390,7 +394,10 @@ func (s *Server) callTool(ctx context.Context, userID string, e era, params json
 	if msg := validate(t.Input, a); msg != "" {
 		return invalid(msg)
 	}
-	err := s.authorize(ctx, userID, t, a)
+	var err error
+	if !t.Authorizes {
+		err = s.authorize(ctx, userID, t, a)
+	}
 	var payload any
 	if err == nil {
 		payload, err = t.Handler.run(s, ctx, userID, a)

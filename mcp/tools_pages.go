@@ -22,6 +22,9 @@ func (s *Server) getPageDetails(ctx context.Context, userID string, a args) (pag
 	if err != nil {
 		return pageDetails{}, err
 	}
+	if err := pruned(sc); err != nil {
+		return pageDetails{}, err
+	}
 	strategy := a.str("strategy", store.StrategyMobile)
 	path, ok := a["pagePath"].(string)
 	if !ok {
@@ -93,6 +96,15 @@ func (s *Server) getLCPElements(ctx context.Context, userID string, a args) (lcp
 	if err != nil {
 		return lcpResult{}, err
 	}
+	if len(results) == 0 { // pruned, or no result: only then is the scan read to tell
+		sc, err := s.scan(ctx, userID, a.str("scanId", ""))
+		if err != nil {
+			return lcpResult{}, err
+		}
+		if err := pruned(sc); err != nil {
+			return lcpResult{}, err
+		}
+	}
 	pages := []lcpPage{}
 	for _, r := range results {
 		if r.Strategy != strategy {
@@ -108,4 +120,15 @@ func (s *Server) getLCPElements(ctx context.Context, userID string, a args) (lcp
 		pages = append(pages, p)
 	}
 	return lcpResult{pages}, nil
+}
+
+// pruned is the tool error of a scan whose page details retention removed (issue 25): a tool
+// that reads a scan's pages says so rather than answer an empty list.
+func pruned(sc store.Scan) error {
+	if sc.DetailsPrunedAt == nil {
+		return nil
+	}
+	return toolError("The page details of this scan were removed on " + sc.DetailsPrunedAt.UTC().Format("2 Jan 2006") +
+		" by its workspace's retention setting (an owner sets how many days they are kept on the workspace page). " +
+		"Its scores remain: get_trend lists them. The latest two completed scans of each site always keep their page details: get_latest_scan gives the latest.")
 }

@@ -22,6 +22,9 @@ func (s *Server) generateClientReport(ctx context.Context, userID string, a args
 	if err != nil {
 		return clientReport{}, err
 	}
+	if err := pruned(sc); err != nil {
+		return clientReport{}, err
+	}
 	if sc.Status != store.StatusComplete {
 		return clientReport{}, toolError("This scan is " + sc.Status + ", not complete: a report can only be made of a completed scan. get_latest_scan gives the latest completed one.")
 	}

@@ -151,8 +151,16 @@ type trendResult struct {
 }
 
 func (s *Server) getTrend(ctx context.Context, userID string, a args) (trendResult, error) {
-	scans, err := s.completedScans(ctx, userID, a.str("siteId", ""), a.integer("limit", 20))
+	// The site's scans and the user's role in its workspace come in one read (tool.Authorizes),
+	// decided on before anything is answered.
+	w, scans, err := s.store.CompletedScansAs(ctx, userID, store.CanonicalID(a.str("siteId", "")), a.integer("limit", 20))
+	if errors.Is(err, store.ErrNotFound) {
+		return trendResult{}, errSiteNotFound
+	}
 	if err != nil {
+		return trendResult{}, err
+	}
+	if err := decide(ctx, userID, w, store.ActRead); err != nil {
 		return trendResult{}, err
 	}
 	out := make([]trendItem, len(scans))

@@ -28,6 +28,7 @@ type Store interface {
 	Workspaces
 	Channels
 	Retention
+	SiteViews
 	// Name is "memory" or "postgres", for the health check and the log.
 	Name() string
 	// Ping answers whether the store can serve requests.

@@ -163,3 +163,35 @@ type WorkspaceRetention interface {
 	// recorded per scan at completion, less what pruning removed, summed.
 	WorkspaceBytes(ctx context.Context, workspaceID string) (int64, error)
 }
+
+// SiteView is what a site's page shows, read together (SiteViews.SiteView): on Postgres in two
+// statements, the scans and then what depends on them.
+type SiteView struct {
+	History   []Scan // the newest scans of any status, newest first
+	Completed []Scan // the most recently completed scans first, with their summaries
+	// Metrics are PageMetrics of the latest two completed scans, by scan id: the regressions
+	// and budget checks of the latest scan need its pages (the trend reads summaries).
+	Metrics map[string][]PageResult
+	Errors  []PageError // the failed audits of the newest scan
+	// Publishes are the latest publishes since the oldest of Completed was completed, oldest
+	// first (as Publishes); Publish the one that started Completed[0], nil when none did.
+	Publishes []Publish
+	Publish   *Publish
+	Budgets   map[string]Budget
+	Rules     []AlertRule
+}
+
+// SiteViews reads a site's page.
+type SiteViews interface {
+	// SiteAndWorkspace reads one of the user's sites and its workspace with the user's Role, in
+	// one read: the membership check of a request on a site, read afresh every time.
+	SiteAndWorkspace(ctx context.Context, userID, siteID string) (Site, Workspace, error)
+	// SiteView reads a site of the user's: its history newest scans, completed most recently
+	// completed ones, and the rest of SiteView, at most publishes publishes; ErrNotFound when
+	// the site is not the user's.
+	SiteView(ctx context.Context, userID, siteID string, history, completed, publishes int) (SiteView, error)
+	// CompletedScansAs is CompletedScans with the site's workspace and the user's Role there,
+	// for the caller to authorize before it answers: one read when the site has completed
+	// scans (MCP get_trend).
+	CompletedScansAs(ctx context.Context, userID, siteID string, limit int) (Workspace, []Scan, error)
+}

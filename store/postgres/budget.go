@@ -138,17 +138,8 @@ func (p *Store) loadBudgetInputs(ctx context.Context, userID, siteID string) (st
 	if err := json.Unmarshal(budgets, &in.Budgets); err != nil {
 		return in, 0, fmt.Errorf("budgets of site %s: %w", siteID, err)
 	}
-	var rs []struct {
-		ID, Metric, Operator string
-		Threshold            float64
-		CreatedAt            time.Time
-	}
-	if err := json.Unmarshal(rules, &rs); err != nil {
-		return in, 0, fmt.Errorf("alert rules of site %s: %w", siteID, err)
-	}
-	in.Rules = make([]store.AlertRule, len(rs))
-	for i, r := range rs {
-		in.Rules[i] = store.AlertRule{ID: r.ID, SiteID: siteID, Metric: r.Metric, Operator: r.Operator, Threshold: r.Threshold, CreatedAt: r.CreatedAt.UTC()}
+	if in.Rules, err = decodeRules(siteID, rules); err != nil {
+		return in, 0, err
 	}
 	in.Results = []store.PageResult{}
 	if !id.Valid {
@@ -211,4 +202,21 @@ func (c *budgetCache) put(siteID string, version int64, in store.BudgetInputs) {
 	}
 	c.entries[siteID] = budgetEntry{version: version, in: in}
 	c.results += len(in.Results)
+}
+
+// decodeRules reads the alert rules of site siteID from budgetInputsSQL's JSON.
+func decodeRules(siteID string, raw []byte) ([]store.AlertRule, error) {
+	var rs []struct {
+		ID, Metric, Operator string
+		Threshold            float64
+		CreatedAt            time.Time
+	}
+	if err := json.Unmarshal(raw, &rs); err != nil {
+		return nil, fmt.Errorf("alert rules of site %s: %w", siteID, err)
+	}
+	out := make([]store.AlertRule, len(rs))
+	for i, r := range rs {
+		out[i] = store.AlertRule{ID: r.ID, SiteID: siteID, Metric: r.Metric, Operator: r.Operator, Threshold: r.Threshold, CreatedAt: r.CreatedAt.UTC()}
+	}
+	return out, nil
 }
