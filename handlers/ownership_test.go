@@ -150,6 +150,7 @@ var ownershipCases = []ownershipCase{
 	{name: "leaving A's workspace", route: "POST /workspaces/{workspaceId}/leave", method: "POST", path: wsPath("/leave"), form: url.Values{}, cred: asCookie, status: 404, intact: membersIntact},
 	{name: "deleting A's workspace", route: "POST /workspaces/{workspaceId}/delete", method: "POST", path: wsPath("/delete"), form: url.Values{"name": {"A"}}, cred: asCookie, status: 404, intact: membersIntact},
 	{name: "A's workspace notifications", route: "POST /workspaces/{workspaceId}/notifications", method: "POST", path: wsPath("/notifications"), form: url.Values{}, cred: asCookie, status: 404, intact: membersIntact},
+	{name: "A's workspace retention", route: "POST /workspaces/{workspaceId}/retention", method: "POST", path: wsPath("/retention"), form: url.Values{"retention_days": {"1"}}, cred: asCookie, status: 404, intact: retentionIntact},
 	// Invitations are reached by their secret token: a guessed one is unknown.
 	{name: "an invitation link that was never issued", route: "GET /invite/{token}", method: "GET", path: func(a, _ apiAccount) string { return "/invite/inv_" + a.reportID }, cred: asCookie, status: 404},
 	{name: "accepting an invitation that was never issued", route: "POST /invite/{token}", method: "POST", path: func(a, _ apiAccount) string { return "/invite/inv_" + a.userID }, form: url.Values{}, cred: asCookie, status: 404},
@@ -285,5 +286,12 @@ func TestOwnership(t *testing.T) {
 				t.Errorf("A's budget-check after B's walk: %d", resp.StatusCode)
 			}
 		})
+	}
+}
+
+func retentionIntact(t *testing.T, f *apiFixture) {
+	w, err := f.st.Workspace(context.Background(), f.a.userID, f.a.userID)
+	if err != nil || w.RetentionDays != store.DefaultRetentionDays {
+		t.Errorf("A's workspace retention after B's request: %d %v", w.RetentionDays, err)
 	}
 }

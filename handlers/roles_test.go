@@ -211,6 +211,8 @@ var roleCases = []roleCase{
 	// The owner is the only owner: leaving is refused until another member is made owner.
 	{route: "POST /workspaces/{workspaceId}/leave", method: "POST", path: team("/leave"), form: url.Values{}, want: [nRoles]int{409, 303, 303, 404, 404}, fresh: true},
 	{route: "POST /workspaces/{workspaceId}/notifications", method: "POST", path: team("/notifications"), form: url.Values{}, want: [nRoles]int{303, 303, 303, 404, 404}},
+	// Only owners set how long page details are kept.
+	{route: "POST /workspaces/{workspaceId}/retention", method: "POST", path: team("/retention"), form: url.Values{"retention_days": {"90"}}, want: manages},
 	// The invitation is for S's address: only S may accept it; its page is the link's.
 	{route: "GET /invite/{token}", method: "GET", path: func(f *rolesFixture) string { return "/invite/" + f.invitationToken }, want: all(200)},
 	{route: "POST /invite/{token}", method: "POST", path: func(f *rolesFixture) string { return "/invite/" + f.invitationToken }, form: url.Values{},

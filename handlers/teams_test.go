@@ -101,6 +101,27 @@ func TestTeamEndToEnd(t *testing.T) {
 				t.Errorf("the viewer's refused requests changed something: %d scans (was %d), budgets %v", len(scansAfter), len(scansBefore), budgets)
 			}
 
+			// Only the owner sets the workspace's retention; the page shows it and the space used.
+			resp, _ = vw.post(wsPath+"/retention", url.Values{"csrf_token": {vw.csrf}, "retention_days": {"1"}})
+			wantStatus(t, resp, http.StatusForbidden)
+			resp, _ = own.post(wsPath+"/retention", url.Values{"csrf_token": {own.csrf}, "retention_days": {"abc"}})
+			wantStatus(t, resp, http.StatusUnprocessableEntity)
+			resp, _ = own.post(wsPath+"/retention", url.Values{"retention_days": {"7"}}) // no CSRF token
+			wantStatus(t, resp, http.StatusForbidden)
+			resp, _ = own.post(wsPath+"/retention", url.Values{"csrf_token": {own.csrf}, "retention_days": {"90"}})
+			wantStatus(t, resp, http.StatusSeeOther)
+			if w, _ := st.Workspace(ctx, ts.storeUser(t, "owner@example.com"), ws); w.RetentionDays != 90 {
+				t.Errorf("retention %d after the owner set 90", w.RetentionDays)
+			}
+			_, body = vw.get(wsPath)
+			contains(t, body, "kept 90 days")
+			contains(t, body, "in the database")
+			if strings.Contains(body, `name="retention_days"`) {
+				t.Error("the viewer's workspace page shows the retention form")
+			}
+			_, body = own.get(wsPath)
+			contains(t, body, `name="retention_days"`)
+
 			// The editor works on the site, with the browser and with an MCP client.
 			editorID := ts.storeUser(t, "editor@example.com")
 			token := mcpToken(t, st, editorID, ts.now)
