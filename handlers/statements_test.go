@@ -32,7 +32,7 @@ func TestStatementsPerRequest(t *testing.T) {
 		// The site and the member's role in its workspace are one read (SiteAndWorkspace) for
 		// the site routes and the tools; the site page reads the rest in two (SiteView), its
 		// trend from per-scan summaries; get_trend reads its scans with the role.
-		{"site page", "GET", "/sites/" + a.siteID, "", cookie(a.session), 4, 4}, // session, site with role, SiteView (2)
+		{"site page", "GET", "/sites/" + a.siteID, "", cookie(a.session), 4, 4},              // session, site with role, SiteView (2)
 		{"export", "GET", "/api/sites/" + a.siteID + "/export", "", cookie(a.session), 6, 5}, // 6 cold: the site page before it no longer warms the budget inputs it reads
 		{"budget check", "POST", "/api/external/budget-check", `{"siteId":"` + a.siteID + `"}`, bearer(a.apiKey), 2, 1},
 		{"MCP list_sites", "POST", "/api/mcp", mcp("list_sites", "", ""), bearer(a.accessToken), 3, 3},
@@ -42,7 +42,7 @@ func TestStatementsPerRequest(t *testing.T) {
 		{"MCP get_third_party_scripts", "POST", "/api/mcp", mcp("get_third_party_scripts", "siteId", a.siteID), bearer(a.accessToken), 4, 3},
 		{"MCP get_accessibility_issues", "POST", "/api/mcp", mcp("get_accessibility_issues", "siteId", a.siteID), bearer(a.accessToken), 4, 3},
 		{"MCP get_regression_report", "POST", "/api/mcp", mcp("get_regression_report", "siteId", a.siteID), bearer(a.accessToken), 5, 4}, // + PublishesOfScans
-		{"MCP get_trend", "POST", "/api/mcp", mcp("get_trend", "siteId", a.siteID), bearer(a.accessToken), 2, 2}, // the token, the scans with the role,
+		{"MCP get_trend", "POST", "/api/mcp", mcp("get_trend", "siteId", a.siteID), bearer(a.accessToken), 2, 2},                         // the token, the scans with the role,
 		{"MCP generate_client_report", "POST", "/api/mcp", mcp("generate_client_report", "scanId", a.scanID), bearer(a.accessToken), 10, 10},
 	}
 	for _, c := range cases {

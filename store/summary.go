@@ -17,7 +17,7 @@ type ScanSummary struct {
 
 // StrategySummary is one strategy's part of a ScanSummary.
 type StrategySummary struct {
-	Strategy string     `json:"strategy"`
+	Strategy Strategy   `json:"strategy"`
 	Pages    int        `json:"pages"`
 	Scores   ScanScores `json:"scores"`
 	// Worst is each vital's worst page by the vital's interface name (lcp, cls, ...); a vital
@@ -33,7 +33,7 @@ type WorstPage struct {
 }
 
 // Strategy is the summary of strategy st; ok is false when the scan has no result of it.
-func (s ScanSummary) Strategy(st string) (StrategySummary, bool) {
+func (s ScanSummary) Strategy(st Strategy) (StrategySummary, bool) {
 	for _, x := range s.Strategies {
 		if x.Strategy == st {
 			return x, true
@@ -74,7 +74,7 @@ var SummaryVitals = []struct {
 // Summarize is the summary of a scan's successful results, in page order (path, then strategy).
 func Summarize(results []PageResult) ScanSummary {
 	out := ScanSummary{Strategies: []StrategySummary{}}
-	for _, st := range []string{StrategyMobile, StrategyDesktop} {
+	for _, st := range []Strategy{StrategyMobile, StrategyDesktop} {
 		sum := StrategySummary{Strategy: st, Worst: map[string]WorstPage{}}
 		var scores [4][2]int // sum, count of performance, seo, accessibility, best practices
 		for _, r := range results {

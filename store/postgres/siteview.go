@@ -162,11 +162,11 @@ func (p *Store) SiteView(ctx context.Context, userID, siteID string, history, co
 			if err := parseMetrics(raw, &nums); err != nil {
 				return v, pgErr("site details", err)
 			}
-			r := store.PageResult{ScanID: scan, PagePath: path, PageURL: url, Strategy: strategy}
+			r := store.PageResult{ScanID: scan, PagePath: path, PageURL: url, Strategy: store.Strategy(strategy)}
 			nums.into(&r)
 			v.Metrics[scan] = append(v.Metrics[scan], r)
 		case "e":
-			v.Errors = append(v.Errors, store.PageError{ScanID: scan, PagePath: path, PageURL: url, Strategy: strategy, Error: doc.String})
+			v.Errors = append(v.Errors, store.PageError{ScanID: scan, PagePath: path, PageURL: url, Strategy: store.Strategy(strategy), Error: doc.String})
 		case "p", "l":
 			var pub struct {
 				ID, SiteID, PlatformEventID, PublishedBy, ScanID string
