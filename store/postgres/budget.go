@@ -33,7 +33,7 @@ var budgetVersionSQL = `SELECT budget_version FROM sites WHERE id = $1 AND ` + r
 // kept is labelled with the version it was read at. Only the small sub-objects of each stored
 // result leave the database.
 var budgetInputsSQL = `SELECT s.budget_version, s.name, s.domain, c.id, c.status, c.strategy, c.trigger,
-	c.pages_total, c.pages_done, c.scores, c.error, c.created_at, c.started_at, c.completed_at,
+	c.pages_total, c.pages_done, c.scores, c.error, c.created_at, c.started_at, c.completed_at, c.summary, c.bytes, c.details_pruned_at,
 	(SELECT coalesce(json_object_agg(b.metric, json_build_object('threshold', b.threshold, 'strategy', b.strategy)), '{}')
 		FROM budgets b WHERE b.site_id = s.id),
 	(SELECT coalesce(json_agg(json_build_object('id', r.id, 'metric', r.metric, 'operator', r.operator,
@@ -44,7 +44,7 @@ var budgetInputsSQL = `SELECT s.budget_version, s.name, s.domain, c.id, c.status
 		FROM page_results p WHERE p.scan_id = c.id AND p.result IS NOT NULL)
 FROM sites s
 LEFT JOIN LATERAL (SELECT id, status, strategy, trigger, pages_total, pages_done, scores, error,
-	created_at, started_at, completed_at FROM scans WHERE site_id = s.id AND status = 'complete'
+	created_at, started_at, completed_at, summary, bytes, details_pruned_at FROM scans WHERE site_id = s.id AND status = 'complete'
 	ORDER BY completed_at DESC, id DESC LIMIT 1) c ON TRUE
 WHERE s.id = $1 AND ` + readable("s.workspace_id", 2)
 
@@ -123,15 +123,17 @@ func (p *Store) loadBudgetInputs(ctx context.Context, userID, siteID string) (st
 		version                                int64
 		id, status, strategy, trigger, scanErr sql.NullString
 		total, done                            sql.NullInt64
-		created, started, completed            sql.NullTime
+		created, started, completed, pruned    sql.NullTime
 		scores, budgets, rules, results        []byte
+		summary                                []byte
+		bytes                                  sql.NullInt64
 	)
 	stmt, err := p.prepared(ctx, budgetInputsSQL)
 	if err != nil {
 		return in, 0, pgErr("budget inputs", err)
 	}
 	err = stmt.QueryRowContext(ctx, siteID, userID).Scan(&version, &in.SiteName, &in.SiteDomain, &id, &status,
-		&strategy, &trigger, &total, &done, &scores, &scanErr, &created, &started, &completed, &budgets, &rules, &results)
+		&strategy, &trigger, &total, &done, &scores, &scanErr, &created, &started, &completed, &summary, &bytes, &pruned, &budgets, &rules, &results)
 	if err != nil {
 		return in, 0, pgErr("site", err)
 	}
@@ -147,9 +149,15 @@ func (p *Store) loadBudgetInputs(ctx context.Context, userID, siteID string) (st
 	}
 	sc := store.Scan{ID: id.String, SiteID: siteID, Status: store.ScanStatus(status.String), Strategy: store.Strategy(strategy.String), Trigger: trigger.String,
 		PagesTotal: int(total.Int64), PagesDone: int(done.Int64), Error: scanErr.String, CreatedAt: created.Time.UTC(),
-		StartedAt: timePtr(started), CompletedAt: timePtr(completed)}
+		StartedAt: timePtr(started), CompletedAt: timePtr(completed), Bytes: bytes.Int64, DetailsPrunedAt: timePtr(pruned)}
 	if err := json.Unmarshal(scores, &sc.Scores); err != nil {
 		return in, 0, fmt.Errorf("scan %s scores: %w", sc.ID, err)
+	}
+	if summary != nil {
+		sc.Summary = new(store.ScanSummary)
+		if err := json.Unmarshal(summary, sc.Summary); err != nil {
+			return in, 0, fmt.Errorf("scan %s summary: %w", sc.ID, err)
+		}
 	}
 	in.Scan = &sc
 	if err := json.Unmarshal(results, &in.Results); err != nil {
