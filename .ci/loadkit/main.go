@@ -7,6 +7,7 @@
 //	go run ./.ci/loadkit psi    -addr 127.0.0.1:8791 -delay 200ms
 //	go run ./.ci/loadkit count  -want 100 -timeout 5m # waits for the load sites' scans to end
 //	go run ./.ci/loadkit platform -addr 127.0.0.1:8792 -client-id ID -secret S # the platform double
+//	go run ./.ci/loadkit year -sites 50 -pages 50 -days 365 -retention 90 # a seeded year before and after retention
 //
 // seed and count read DATABASE_URL. It lives under .ci/ (not part of ./...) because it is an
 // operations tool, not part of the service.
@@ -46,6 +47,7 @@ commands:
   psi      -addr 127.0.0.1:8791 -delay 1s                the PageSpeed Insights double (-fixtures testdata/psi)
   count    -want 100 -timeout 5m                         waits for the load sites' scans to end (reads DATABASE_URL)
   platform -addr 127.0.0.1:8792 -client-id ID -secret S  the Webflow double
+  year     -sites 50 -pages 50 -days 365 -retention 90   a year of daily scans, its size before and after retention (fresh DATABASE_URL)
 
 loadkit COMMAND -h lists every flag.
 `
@@ -79,6 +81,9 @@ func run(args []string, stdout io.Writer) error {
 	want := fs.Int("want", 100, "count: expected number of scans")
 	timeout := fs.Duration("timeout", 5*time.Minute, "count: how long to wait for scans to end")
 	clientID := fs.String("client-id", os.Getenv("PLATFORM_CLIENT_ID"), "platform: the app's client id")
+	pages := fs.Int("pages", 50, "year: pages per site")
+	days := fs.Int("days", 365, "year: days of daily scans")
+	retention := fs.Int("retention", 90, "year: the retention applied, in days")
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -97,6 +102,8 @@ func run(args []string, stdout io.Writer) error {
 		return count(ctx, *want, *timeout)
 	case "platform":
 		return platformDouble(*addr, *clientID, *secret)
+	case "year":
+		return year(ctx, stdout, *fixtures, *sites, *pages, *days, *retention)
 	}
 	fmt.Fprint(stdout, usage)
 	return fmt.Errorf("unknown command %q", args[0])
@@ -203,7 +210,7 @@ func count(ctx context.Context, want int, timeout time.Duration) error {
 		if err != nil {
 			return err
 		}
-		by := map[string]int{}
+		by := map[store.ScanStatus]int{}
 		total, loadSites := 0, 0
 		for _, s := range all {
 			if !strings.HasPrefix(s.PlatformSiteID, "load-site-") {
