@@ -167,7 +167,7 @@ type WorkspaceRetention interface {
 // SiteView is what a site's page shows, read together (SiteViews.SiteView): on Postgres in two
 // statements, the scans and then what depends on them.
 type SiteView struct {
-	History   []Scan // the newest scans of any status, newest first
+	History   []Scan // the newest scans of any status, newest first, without their summaries
 	Completed []Scan // the most recently completed scans first, with their summaries
 	// Metrics are PageMetrics of the latest two completed scans, by scan id: the regressions
 	// and budget checks of the latest scan need its pages (the trend reads summaries).

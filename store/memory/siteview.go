@@ -27,6 +27,9 @@ func (m *Store) SiteView(ctx context.Context, userID, siteID string, history, co
 	if v.History, err = m.ScansOf(ctx, userID, siteID, history); err != nil {
 		return v, err
 	}
+	for i := range v.History {
+		v.History[i].Summary = nil
+	}
 	if v.Completed, err = m.CompletedScans(ctx, userID, siteID, completed); err != nil {
 		return v, err
 	}

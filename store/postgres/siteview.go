@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/lib/pq"
@@ -39,9 +40,10 @@ func (p *Store) SiteAndWorkspace(ctx context.Context, userID, siteID string) (st
 	return site, w, pgErr("site", err)
 }
 
-// siteScansSQL is the history ($3 newest scans of site $1 of user $2) and the $4 most recently
-// completed scans, in one statement, each row marked with its list: 'h' or 'c'.
-var siteScansSQL = `(SELECT 'h', ` + scanCols + ` FROM scans c JOIN sites s ON s.id = c.site_id
+// siteScansSQL is the history ($3 newest scans of site $1 of user $2, without summaries: the
+// history table shows none) and the $4 most recently completed scans, in one statement, each row
+// marked with its list: 'h' or 'c'.
+var siteScansSQL = `(SELECT 'h', ` + strings.Replace(scanCols, "c.summary", "NULL::jsonb", 1) + ` FROM scans c JOIN sites s ON s.id = c.site_id
 	WHERE c.site_id = $1 AND ` + readable("s.workspace_id", 2) + ` ORDER BY c.created_at DESC, c.id DESC LIMIT $3)
 	UNION ALL
 	(SELECT 'c', ` + scanCols + ` FROM scans c JOIN sites s ON s.id = c.site_id

@@ -237,3 +237,90 @@ func testEnqueuePrune(t *testing.T, s store.Store) {
 		t.Fatal("no prune job enqueued an hour after the last one finished")
 	}
 }
+
+func testSiteView(t *testing.T, s store.Store) {
+	a := newUser(t, s, "a@example.com")
+	b := newUser(t, s, "b@example.com")
+	site := newSite(t, s, a, "site")
+	var scans []store.Scan
+	for i := range 4 {
+		scans = append(scans, finishedScan(t, s, site, t0.Add(time.Duration(i)*time.Hour), summaryResults()[i%2:], i%2, i == 1))
+	}
+	running := enqueue(t, s, site, t0.Add(10*time.Hour))
+	for i, sc := range []store.Scan{scans[0], scans[3]} {
+		must(t, s.RecordPublish(ctx, store.Publish{ID: store.NewID(), SiteID: site.ID, PlatformEventID: fmt.Sprint("ev", i), PublishedBy: "Ann",
+			PublishedOn: sc.CreatedAt.Add(-time.Minute), Domains: []string{"x.test"}, ScanID: sc.ID}))
+	}
+	must(t, s.SetBudgets(ctx, a.ID, site.ID, map[string]store.Budget{"lcp": {Threshold: 2500}}))
+	must(t, s.AddAlertRule(ctx, a.ID, store.AlertRule{ID: store.NewID(), SiteID: site.ID, Metric: "cls", Operator: store.OpMax, Threshold: 0.1, CreatedAt: t0}))
+
+	v, err := s.SiteView(ctx, a.ID, site.ID, 3, 2, 50)
+	must(t, err)
+	history, _ := s.ScansOf(ctx, a.ID, site.ID, 3)
+	for i := range history {
+		history[i].Summary = nil
+	}
+	completed, _ := s.CompletedScans(ctx, a.ID, site.ID, 2)
+	if !reflect.DeepEqual(v.History, history) || v.History[0].ID != running.ID {
+		t.Errorf("history %+v, want %+v", v.History, history)
+	}
+	if !reflect.DeepEqual(v.Completed, completed) || len(completed) != 2 || completed[0].ID != scans[3].ID || completed[0].Summary == nil {
+		t.Errorf("completed %+v, want %+v", v.Completed, completed)
+	}
+	metrics, _ := s.PageMetricsOf(ctx, a.ID, []string{completed[0].ID, completed[1].ID})
+	if !reflect.DeepEqual(v.Metrics, metrics) {
+		t.Errorf("metrics %+v, want %+v", v.Metrics, metrics)
+	}
+	if len(v.Errors) != 0 { // the newest scan (running) has none
+		t.Errorf("errors of the running scan: %+v", v.Errors)
+	}
+	pubs, _ := s.Publishes(ctx, a.ID, site.ID, *completed[1].CompletedAt, 50)
+	if !reflect.DeepEqual(v.Publishes, pubs) || len(pubs) != 1 { // the first publish is before the window
+		t.Errorf("publishes %+v, want %+v", v.Publishes, pubs)
+	}
+	if v.Publish == nil || v.Publish.ScanID != scans[3].ID {
+		t.Errorf("the latest completed scan's publish: %+v", v.Publish)
+	}
+	budgets, _ := s.Budgets(ctx, a.ID, site.ID)
+	rules, _ := s.AlertRules(ctx, a.ID, site.ID)
+	if !reflect.DeepEqual(v.Budgets, budgets) || !reflect.DeepEqual(v.Rules, rules) {
+		t.Errorf("budgets %+v rules %+v, want %+v %+v", v.Budgets, v.Rules, budgets, rules)
+	}
+	// A wider window: every publish, and the one that started the latest completed scan.
+	v, err = s.SiteView(ctx, a.ID, site.ID, 50, 20, 50)
+	must(t, err)
+	pubs, _ = s.Publishes(ctx, a.ID, site.ID, *v.Completed[len(v.Completed)-1].CompletedAt, 50)
+	if !reflect.DeepEqual(v.Publishes, pubs) {
+		t.Errorf("publishes %+v, want %+v", v.Publishes, pubs)
+	}
+	byScan, _ := s.PublishesOfScans(ctx, a.ID, []string{v.Completed[0].ID})
+	if p, ok := byScan[v.Completed[0].ID]; ok != (v.Publish != nil) || ok && !reflect.DeepEqual(*v.Publish, p) {
+		t.Errorf("publish of the latest completed scan: %+v, want %+v", v.Publish, p)
+	}
+	errs, _ := s.PageErrors(ctx, a.ID, v.History[0].ID)
+	if !reflect.DeepEqual(v.Errors, errs) {
+		t.Errorf("errors %+v, want %+v", v.Errors, errs)
+	}
+	// Someone else's site is not found, by every read.
+	_, err = s.SiteView(ctx, b.ID, site.ID, 50, 20, 50)
+	wantErr(t, err, store.ErrNotFound)
+	_, _, err = s.SiteAndWorkspace(ctx, b.ID, site.ID)
+	wantErr(t, err, store.ErrNotFound)
+	_, _, err = s.CompletedScansAs(ctx, b.ID, site.ID, 5)
+	wantErr(t, err, store.ErrNotFound)
+	got, w, err := s.SiteAndWorkspace(ctx, a.ID, site.ID)
+	must(t, err)
+	if got.ID != site.ID || w.ID != a.ID || w.Role != store.RoleOwner || w.RetentionDays != store.DefaultRetentionDays {
+		t.Errorf("site and workspace: %+v %+v", got, w)
+	}
+	w, cs, err := s.CompletedScansAs(ctx, a.ID, site.ID, 5)
+	must(t, err)
+	if all, _ := s.CompletedScans(ctx, a.ID, site.ID, 5); w.Role != store.RoleOwner || !reflect.DeepEqual(cs, all) {
+		t.Errorf("completed scans as: %+v %+v", w, cs)
+	}
+	empty := newSite(t, s, a, "empty")
+	w, cs, err = s.CompletedScansAs(ctx, a.ID, empty.ID, 5)
+	if err != nil || len(cs) != 0 || w.Role != store.RoleOwner {
+		t.Errorf("a site without scans: %+v %+v %v", w, cs, err)
+	}
+}

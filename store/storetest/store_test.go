@@ -98,6 +98,7 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 		{"a completed scan keeps its summary, written at completion: each strategy's scores and worst pages", testScanSummary},
 		{"pruning removes old page details in batches, never a running scan's, the latest two completed nor a workspace's that keeps them; summaries stay", testPruneDetails},
 		{"at most one prune job is queued or running, and one an hour", testEnqueuePrune},
+		{"a site's page reads what the separate reads give, for the owner only", testSiteView},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
