@@ -50,6 +50,10 @@ func TestRetentionPrunedScan(t *testing.T) {
 					t.Errorf("the pruned scan's page lacks %q", want)
 				}
 			}
+			resp, body = f.do(t, "GET", "/sites/"+a.siteID+"/scans/"+old[0]+"/page?path=/&strategy=mobile", "", "", cookie(a.session))
+			if resp.StatusCode != 410 || !strings.Contains(body, "retention setting") {
+				t.Errorf("a pruned scan's page detail: %d %.200s", resp.StatusCode, body)
+			}
 			for _, tool := range []string{"get_page_details", "get_lcp_elements"} {
 				call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `","arguments":{"scanId":"` + old[0] + `"}}}`
 				_, body = f.do(t, "POST", "/api/mcp", "application/json", call, bearer(a.accessToken))

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -240,6 +241,11 @@ func (s *server) handlePageDetail() http.Handler {
 		}
 		uid := visitorFrom(r.Context()).User.ID
 		res, err := s.Store.PageResult(r.Context(), uid, scan.ID, path, strategy)
+		if errors.Is(err, store.ErrNotFound) && scan.DetailsPrunedAt != nil {
+			s.renderError(w, r, http.StatusGone, fmt.Sprintf("This scan's page details were removed on %s by the workspace's retention setting; its scores are on the scan's page.",
+				scan.DetailsPrunedAt.UTC().Format("2 Jan 2006")))
+			return
+		}
 		if err != nil {
 			s.error(w, r, err, "This scan has no result for that page.")
 			return
