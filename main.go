@@ -123,7 +123,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		mail = digest.Send
 	}
 	handler, err := handlers.NewHandler(handlers.Deps{
-		Store: st, Log: log, BaseURL: cfg.BaseURL,
+		Store: st, Auth: st, Log: log, BaseURL: cfg.BaseURL,
 		OAuth: authServer, MCP: mcpServer, PlatformSecret: cfg.PlatformSecret, DemoWebhookSecret: demoSecret, DemoPlatformID: demo.PlatformID,
 		MaxSitesPerWorkspace: cfg.MaxSitesPerWorkspace, MaxWorkspacesPerUser: cfg.MaxWorkspaces, SiteRules: cfg.siteRules(),
 		SessionIdle: time.Duration(cfg.SessionIdleMins) * time.Minute, Replayed: replay.Serves,

@@ -48,7 +48,7 @@ func newMCPServer(t *testing.T) *mcpServer {
 			t.Fatal(err)
 		}
 	}
-	h, err := NewHandler(withServers(Deps{Store: ms.st, BaseURL: "http://sitepulse.test", Now: func() time.Time { return ms.now }, PasswordIterations: 1000}))
+	h, err := NewHandler(withServers(ms.st, Deps{BaseURL: "http://sitepulse.test", Now: func() time.Time { return ms.now }, PasswordIterations: 1000}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,9 @@ type Store interface {
 // the settings get sensible defaults in NewHandler; Store, OAuth and MCP are required.
 type Deps struct {
 	Store Store
-	Log   *slog.Logger
+	// Auth finds the visitor (sessions, API keys) and checks their role (authorize.go).
+	Auth AuthStore
+	Log  *slog.Logger
 	// BaseURL is the interface's {base_url}: scheme and host, no trailing slash.
 	BaseURL string
 	// Now is the clock; tests inject one.
