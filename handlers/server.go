@@ -44,6 +44,8 @@ type Store interface {
 // the settings get sensible defaults in NewHandler; Store, OAuth and MCP are required.
 type Deps struct {
 	Store Store
+	// Reports serves the reports list and the public report page.
+	Reports ReportStore
 	// Scans serves the scan page, its progress stream and the page detail.
 	Scans ScanStore
 	// Budgets serves the budgets and alert rules page.
