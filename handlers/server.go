@@ -44,6 +44,8 @@ type Store interface {
 // the settings get sensible defaults in NewHandler; Store, OAuth and MCP are required.
 type Deps struct {
 	Store Store
+	// Webhooks serves the platform's publish webhook.
+	Webhooks WebhookStore
 	// API serves the CI budget check and the export.
 	API APIStore
 	// Reports serves the reports list and the public report page.
