@@ -29,6 +29,7 @@ type testServer struct {
 // withStore wires a whole store into every surface of d, as run() does.
 func withStore(st store.Store, d Deps) Deps {
 	d.Store = st
+	d.Health = st
 	d.Channels = st
 	d.Workspaces = st
 	d.Connections = st

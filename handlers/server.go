@@ -44,6 +44,8 @@ type Store interface {
 // the settings get sensible defaults in NewHandler; Store, OAuth and MCP are required.
 type Deps struct {
 	Store Store
+	// Health answers /healthz.
+	Health HealthStore
 	// Channels serves the notifications page: alert channels and their deliveries.
 	Channels ChannelStore
 	// Workspaces serves the workspace pages and invitations.
