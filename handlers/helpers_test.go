@@ -28,19 +28,18 @@ type testServer struct {
 
 // withStore wires a whole store into every surface of d, as run() does.
 func withStore(st store.Store, d Deps) Deps {
-	d.Store = st
-	d.Health = st
-	d.Channels = st
-	d.Workspaces = st
-	d.Connections = st
-	d.Webhooks = st
-	d.API = st
-	d.Reports = st
-	d.Scans = st
-	d.Budgets = st
-	d.Sites = st
-	d.Accounts = st
 	d.Auth = st
+	d.Accounts = st
+	d.Sites = st
+	d.Budgets = st
+	d.Scans = st
+	d.Reports = st
+	d.API = st
+	d.Webhooks = st
+	d.Connections = st
+	d.Workspaces = st
+	d.Channels = st
+	d.Health = st
 	return d
 }
 
