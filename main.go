@@ -89,7 +89,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	auditor, capacity := newAuditor(cfg, guard, log)
 	// One mailer: the regression digests, the sign-up messages and the workspace invitations.
-	digest := &notify.Digest{SMTPAddr: cfg.SMTPAddr, From: cfg.SMTPFrom, Username: cfg.SMTPUsername,
+	digest := &notify.Digest{Store: st, SMTPAddr: cfg.SMTPAddr, From: cfg.SMTPFrom, Username: cfg.SMTPUsername,
 		Password: cfg.SMTPPassword, BaseURL: cfg.BaseURL, Log: log}
 	chKeys, err := channelKeys(cfg, st, log)
 	if err != nil {
