@@ -315,3 +315,32 @@ func TestTaskFoundFromAnotherProcess(t *testing.T) {
 		t.Fatalf("tasks/cancel from the second process: %d %v", status, m)
 	}
 }
+
+// TestTaskMethodsNeedTheExtension: tasks/get, tasks/update and tasks/cancel of a request that does
+// not declare io.modelcontextprotocol/tasks are -32021 (missing required client capability, 400)
+// naming the extension, as the extension and the conformance suite's
+// sep-2663-tasks-methods-non-declaring ask; tasks/update of a task is an empty acknowledgement (a
+// scan never waits for input), of an unknown one -32602.
+func TestTaskMethodsNeedTheExtension(t *testing.T) {
+	f := newFixture(t, storetest.Backends(t)[0].Open(t))
+	id := f.startTask(t)["taskId"].(string)
+	for _, method := range []string{"tasks/get", "tasks/update", "tasks/cancel"} {
+		status, m := f.modernCall(t, allScopes, false, method, id, `"taskId":"`+id+`","inputResponses":{}`)
+		e, _ := m["error"].(map[string]any)
+		data, _ := json.Marshal(e["data"])
+		if status != 400 || errCode(m) != CodeMissingClientCapability || string(data) != `{"requiredCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}` {
+			t.Errorf("%s without the extension: %d %v", method, status, m)
+		}
+	}
+	status, m := f.modernCall(t, allScopes, true, "tasks/update", id, `"taskId":"`+id+`","inputResponses":{}`)
+	if r, _ := m["result"].(map[string]any); status != 200 || r == nil || r["resultType"] != "complete" || r["taskId"] != nil {
+		t.Errorf("tasks/update: %d %v", status, m)
+	}
+	unknown := store.NewID()
+	if status, m := f.modernCall(t, allScopes, true, "tasks/update", unknown, `"taskId":"`+unknown+`","inputResponses":{}`); status != 200 || errCode(m) != CodeInvalidParams {
+		t.Errorf("tasks/update of an unknown task: %d %v", status, m)
+	}
+	if got := f.getTask(t, id); got["status"] != "working" {
+		t.Errorf("tasks/update changed the task: %v", got)
+	}
+}

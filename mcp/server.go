@@ -121,7 +121,10 @@ const (
 	// challenge. -32003 is in JSON-RPC's range for server-defined errors.
 	CodeInsufficientScope = -32003
 
-	CodeHeaderMismatch             = -32020
+	CodeHeaderMismatch = -32020
+	// CodeMissingClientCapability answers a request that needs a capability (here the tasks
+	// extension) its _meta does not declare; HTTP 400, data.requiredCapabilities names it.
+	CodeMissingClientCapability    = -32021
 	CodeUnsupportedProtocolVersion = -32022
 )
 
