@@ -250,9 +250,12 @@ await step('edge sites: created, and scanned with start_scan + get_scan (no task
   edge.never = await web.add('Edge: never scanned', `never-${run}.example`, '/');
   edge.failing = await web.add('Edge: every page fails', `failing-${run}.example`, '/broken\n/a/broken');
   edge.hostile = await web.add(hostile, `hostile-${run}.example`, '/\n/broken');
+  // A page the PSI double answers fast once, then slow: its second scan's regression is
+  // confirmed by the re-audits (REGRESSION_CONFIRM_RUNS, 2 by default).
+  edge.slower = await web.add('Edge: slower', `slower-${run}.example`, '/slower');
   const out = [];
-  for (const id of [edge.failing, edge.hostile]) {
-    const started = (await plain.call('start_scan', { siteId: id })).structuredContent;
+  for (const [id, args] of [[edge.failing, {}], [edge.hostile, {}], [edge.slower, { strategy: 'mobile' }], [edge.slower, { strategy: 'mobile' }]]) {
+    const started = (await plain.call('start_scan', { siteId: id, ...args })).structuredContent;
     assert(started.status === 'queued' || started.status === 'running', `start_scan: ${JSON.stringify(started)}`);
     const done = await waitScan(plain.call, started.scanId);
     out.push(`${done.status} ${done.pagesDone}/${done.pagesTotal}${done.reason ? ` (${done.reason.slice(0, 60)})` : ''}`);
@@ -265,6 +268,7 @@ const cases = [
   ['latest-never', 'get_latest_scan', edge.never], ['trend-never', 'get_trend', edge.never], ['regressions-never', 'get_regression_report', edge.never],
   ['latest-failing', 'get_latest_scan', edge.failing],
   ['latest-hostile', 'get_latest_scan', edge.hostile], ['trend-hostile', 'get_trend', edge.hostile], ['regressions-hostile', 'get_regression_report', edge.hostile],
+  ['regressions-slower', 'get_regression_report', edge.slower],
 ];
 const { srv, url: hostURL } = await hostServer();
 const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: ['--no-sandbox'] });
@@ -291,7 +295,8 @@ try {
           await frame.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
           const text = await frame.evaluate(() => document.getElementById('app').innerText);
           const pwned = await page.evaluate(() => window.pwned);
-          const doc = await frame.evaluate(() => ({ theme: document.documentElement.getAttribute('data-theme'), imgs: document.images.length, scripts: document.querySelectorAll('#app script').length }));
+          const doc = await frame.evaluate(() => ({ theme: document.documentElement.getAttribute('data-theme'), imgs: document.images.length, scripts: document.querySelectorAll('#app script').length,
+            marks: document.querySelectorAll('svg.trend g.publish').length }));
           const file = join(shots, `${label}-${width}-${theme}.png`);
           await page.setViewportSize({ width, height: Math.max(200, height) }); // the whole view in the viewport: Chromium paints an out-of-process iframe only there
           await frame.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
@@ -302,6 +307,10 @@ try {
           assert(pwned.length === 0 && doc.imgs === 0 && doc.scripts === 0, `markup ran: ${pwned} imgs ${doc.imgs}`);
           assert(doc.theme === theme, `theme ${doc.theme}`);
           if (label.endsWith('hostile') && tool === 'get_latest_scan') assert(text.includes('<script>'), 'the hostile name is not shown as text');
+          // Confirmation per regression: the demo's seeded regressions were seen once, the slower page's confirmed.
+          if (label === 'regressions-demo') assert(text.includes('not confirmed · 1 run') && !/\bconfirmed · median/.test(text), 'the demo regressions are not shown unconfirmed');
+          if (label === 'regressions-slower') assert(text.includes('confirmed · median of 3 runs'), 'the slower page regression is not shown confirmed after 3 runs');
+          if (label === 'trend-demo') assert(doc.marks > 0 && doc.marks === result.structuredContent.publishes.length, `${doc.marks} publish marks for ${result.structuredContent.publishes.length} publishes`);
           return `${height} px high: ${text.replace(/\s+/g, ' ').slice(0, 60)}…`;
         });
       }
