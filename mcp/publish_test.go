@@ -82,8 +82,8 @@ func TestRegressionReportSaysConfirmed(t *testing.T) {
 			}
 			scan := func(at time.Time, results ...store.PageResult) {
 				sc := store.Scan{ID: store.NewID(), SiteID: f.otherSite, Strategy: store.StrategyMobile, Trigger: store.TriggerManual, CreatedAt: at}
-				must(f.st.EnqueueScan(ctx, sc, store.QueueScan, at))
-				j, err := f.st.ClaimJob(ctx, store.QueueScan, "w", at)
+				must(f.st.EnqueueScan(ctx, sc, store.KindScan, at))
+				j, err := f.st.ClaimJob(ctx, store.KindScan, "w", at)
 				must(err)
 				must(f.st.StartScan(ctx, j.Lease(), len(results), at))
 				for _, r := range results {
