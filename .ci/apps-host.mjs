@@ -412,7 +412,7 @@ await step('no extension: start_scan gives the scan at once, a second call the s
   return `complete ${done.pagesDone}/${done.pagesTotal}`;
 });
 
-// A read-only API key (Settings, "may publish reports" unticked: mcp:read): start_scan and
+// A read-only API key (Settings, "may publish reports and start scans" unticked: mcp:read): start_scan and
 // tasks/cancel are 403 with the insufficient_scope challenge naming mcp:write, as the client sees it.
 await step('read-only API key: start_scan and tasks/cancel get 403 insufficient_scope naming mcp:read mcp:write', async () => {
   const key = await web.key(`apps-ci read-only ${run}`, false);
