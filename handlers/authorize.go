@@ -18,7 +18,7 @@ import (
 // store.ErrNotFound or store.ErrForbidden. It returns the workspace with the user's role.
 func (s *server) authorize(ctx context.Context, workspaceID string, a store.Action) (store.Workspace, error) {
 	p := store.PrincipalFrom(ctx)
-	w, err := s.Store.Workspace(ctx, p.UserID, workspaceID)
+	w, err := s.Auth.Workspace(ctx, p.UserID, workspaceID)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return w, err
 	}
@@ -28,7 +28,7 @@ func (s *server) authorize(ctx context.Context, workspaceID string, a store.Acti
 
 // authorizeSite is authorize for the workspace of a site the user can read.
 func (s *server) authorizeSite(ctx context.Context, userID, siteID string, a store.Action) error {
-	site, err := s.Store.Site(ctx, userID, siteID)
+	site, err := s.Auth.Site(ctx, userID, siteID)
 	if err != nil {
 		return err
 	}
@@ -49,7 +49,7 @@ func (s *server) onSite(a store.Action, next http.Handler) http.Handler {
 		err := store.ErrNotFound
 		if store.ValidUUID(id) {
 			// One read: the site with the user's role in its workspace.
-			site, ws, err = s.Store.SiteAndWorkspace(r.Context(), store.UserIDFrom(r.Context()), id)
+			site, ws, err = s.Auth.SiteAndWorkspace(r.Context(), store.UserIDFrom(r.Context()), id)
 		}
 		if err == nil {
 			err = store.Authorize(store.PrincipalFrom(r.Context()), ws, a)

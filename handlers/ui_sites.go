@@ -8,12 +8,28 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 )
+
+// SiteStore is what the home page, the site form and the site page read and write: a workspace's
+// sites, their recent scans and publishes, and Scan now.
+type SiteStore interface {
+	SitesOf(ctx context.Context, userID string) ([]store.Site, error)
+	WorkspacesOf(ctx context.Context, userID string) ([]store.Workspace, error)
+	CreateSiteWithin(ctx context.Context, s store.Site, max int) error
+	UpdateSite(ctx context.Context, s store.Site) error
+	DeleteSite(ctx context.Context, userID, siteID string) error
+	EnqueueScan(ctx context.Context, s store.Scan, kind string, runAt time.Time) error
+	LastScans(ctx context.Context, userID string) (map[string]store.Scan, error)
+	ScansOf(ctx context.Context, userID, siteID string, limit int) ([]store.Scan, error)
+	// SiteView is the site page's reads but the site itself, in two statements on Postgres.
+	SiteView(ctx context.Context, userID, siteID string, history, completed, publishes int) (store.SiteView, error)
+}
 
 // uiFlashes are the confirmations a redirect may ask a web UI page to show; the query names one,
 // so no text of an attacker's choosing ever appears on a page.
@@ -70,17 +86,17 @@ func (h homePage) Grouped() bool { return len(h.Groups) > 1 }
 func (s *server) handleHome() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v := visitorFrom(r.Context())
-		sites, err := s.Store.SitesOf(r.Context(), v.User.ID)
+		sites, err := s.Sites.SitesOf(r.Context(), v.User.ID)
 		if err != nil {
 			s.error(w, r, err, "")
 			return
 		}
-		last, err := s.Store.LastScans(r.Context(), v.User.ID)
+		last, err := s.Sites.LastScans(r.Context(), v.User.ID)
 		if err != nil {
 			s.error(w, r, err, "")
 			return
 		}
-		workspaces, err := s.Store.WorkspacesOf(r.Context(), v.User.ID)
+		workspaces, err := s.Sites.WorkspacesOf(r.Context(), v.User.ID)
 		if err != nil {
 			s.error(w, r, err, "")
 			return
@@ -173,7 +189,7 @@ func truncate(s string, n int) string {
 
 // editableWorkspaces are the workspaces the visitor may add sites to, personal first.
 func (s *server) editableWorkspaces(ctx context.Context, userID string) ([]store.Workspace, error) {
-	all, err := s.Store.WorkspacesOf(ctx, userID)
+	all, err := s.Sites.WorkspacesOf(ctx, userID)
 	var out []store.Workspace
 	for _, w := range all {
 		if w.Role.Can(store.ActEdit) {
@@ -219,7 +235,7 @@ func (s *server) handleCreateSite() http.Handler {
 		site := f.parse(r)
 		site.ID, site.UserID, site.WorkspaceID, site.CreatedAt = store.NewID(), v.User.ID, f.Workspace, s.Now()
 		site.NextScanAt = store.NextScanAt(site.Schedule, s.Now(), s.Now())
-		err = s.Store.CreateSiteWithin(r.Context(), site, s.MaxSitesPerWorkspace)
+		err = s.Sites.CreateSiteWithin(r.Context(), site, s.MaxSitesPerWorkspace)
 		status, refused := f.refused(err)
 		switch {
 		case refused:
@@ -263,7 +279,7 @@ func (s *server) handleUpdateSite() http.Handler {
 		site.ID, site.UserID, site.Founding = old.ID, visitorFrom(r.Context()).User.ID, old.Founding
 		// Taken only if the schedule changes: a new schedule starts a period from now.
 		site.NextScanAt = store.NextScanAt(site.Schedule, s.Now(), s.Now())
-		err := s.Store.UpdateSite(r.Context(), site)
+		err := s.Sites.UpdateSite(r.Context(), site)
 		status, refused := f.refused(err)
 		switch {
 		case refused:
@@ -293,7 +309,7 @@ func (s *server) handleDeleteSite() http.Handler {
 			return
 		}
 		v := visitorFrom(r.Context())
-		if err := s.Store.DeleteSite(r.Context(), v.User.ID, site.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+		if err := s.Sites.DeleteSite(r.Context(), v.User.ID, site.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
 			s.error(w, r, err, "")
 			return
 		}
@@ -314,7 +330,7 @@ func (s *server) handleScanNow() http.Handler {
 		now := s.Now()
 		scan := store.Scan{ID: store.NewID(), SiteID: site.ID, Status: store.StatusQueued, Strategy: store.StrategyBoth,
 			Trigger: store.TriggerManual, CreatedAt: now}
-		err := s.Store.EnqueueScan(r.Context(), scan, store.KindScan, now)
+		err := s.Sites.EnqueueScan(r.Context(), scan, store.KindScan, now)
 		if errors.Is(err, store.ErrScanActive) {
 			s.Log.Info("scan not enqueued", "site", site.ID, "err", store.ErrScanActive.Error())
 			http.Redirect(w, r, "/sites/"+site.ID+"?done=scan-active", http.StatusSeeOther)
@@ -408,7 +424,7 @@ func (s *server) handleSite() http.Handler {
 			Replay: s.Replayed(site)}
 		// Two statements (issue 25): the scans, then the latest two's pages, the newest one's
 		// errors, the publishes and the budgets. The trend reads each scan's summary.
-		v, err := s.Store.SiteView(ctx, uid, site.ID, 50, 20, chartPublishes)
+		v, err := s.Sites.SiteView(ctx, uid, site.ID, 50, 20, chartPublishes)
 		if err != nil {
 			s.error(w, r, err, "")
 			return
