@@ -42,7 +42,7 @@ func TestStatementsPerRequest(t *testing.T) {
 		{"MCP get_third_party_scripts", "POST", "/api/mcp", mcp("get_third_party_scripts", "siteId", a.siteID), bearer(a.accessToken), 4, 3},
 		{"MCP get_accessibility_issues", "POST", "/api/mcp", mcp("get_accessibility_issues", "siteId", a.siteID), bearer(a.accessToken), 4, 3},
 		{"MCP get_regression_report", "POST", "/api/mcp", mcp("get_regression_report", "siteId", a.siteID), bearer(a.accessToken), 5, 4}, // + PublishesOfScans
-		{"MCP get_trend", "POST", "/api/mcp", mcp("get_trend", "siteId", a.siteID), bearer(a.accessToken), 2, 2},                         // the token, the scans with the role,
+		{"MCP get_trend", "POST", "/api/mcp", mcp("get_trend", "siteId", a.siteID), bearer(a.accessToken), 2, 2},                         // the token, the scans with the role
 		{"MCP generate_client_report", "POST", "/api/mcp", mcp("generate_client_report", "scanId", a.scanID), bearer(a.accessToken), 10, 10},
 	}
 	for _, c := range cases {
