@@ -62,7 +62,7 @@ func TestStatementsPerRequest(t *testing.T) {
 				if len(sent) > want {
 					t.Errorf("request %d sent %d statements, want at most %d:\n%s", i+1, len(sent), want, strings.Join(sent, "\n"))
 				} else {
-					t.Logf("request %d: %d statements", i+1, len(sent))
+					t.Logf("request %d: %d statements:\n%s", i+1, len(sent), strings.Join(sent, "\n"))
 				}
 			}
 		})

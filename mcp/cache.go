@@ -75,6 +75,21 @@ func (c *analysisCache) put(key string, v any) {
 	if _, ok := c.byKey[key]; ok {
 		return
 	}
+	c.addLocked(key, v)
+}
+
+// set is put that replaces the value a key holds.
+func (c *analysisCache) set(key string, v any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.byKey[key]; ok {
+		c.byKey[key] = v
+		return
+	}
+	c.addLocked(key, v)
+}
+
+func (c *analysisCache) addLocked(key string, v any) {
 	if c.byKey == nil {
 		c.byKey = map[string]any{}
 	}

@@ -49,7 +49,12 @@ type Store interface {
 	EnqueueScan(ctx context.Context, sc store.Scan, queue string, runAt time.Time) error
 	ScansOf(ctx context.Context, userID, siteID string, limit int) ([]store.Scan, error)
 	ExpireScan(ctx context.Context, scanID, reason string, now time.Time) error
-	PublishesOfScans(ctx context.Context, userID string, scanIDs []string) (map[string]store.Publish, error)
+	// The tools' one-statement reads (store.Reads).
+	SiteListings(ctx context.Context, userID, workspaceID string) ([]store.SiteListing, error)
+	PageDetails(ctx context.Context, userID, scanID, pagePath, strategy string) (store.PageDetails, error)
+	LatestResults(ctx context.Context, userID, siteID, knownScanID string) (store.LatestResults, error)
+	LatestTwo(ctx context.Context, userID, siteID string) (store.LatestTwo, error)
+	CreateScanReport(ctx context.Context, p store.Principal, r store.Report, max int) (store.ScanReport, error)
 }
 
 // Fair-use limits: one account must not be able to flood the service.

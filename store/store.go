@@ -27,6 +27,7 @@ type Store interface {
 	Platform
 	Workspaces
 	Channels
+	Reads
 	// Name is "memory" or "postgres", for the health check and the log.
 	Name() string
 	// Ping answers whether the store can serve requests.

@@ -1,0 +1,97 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Reads answers questions a request asks as a whole, each in one statement on Postgres with the
+// caller's workspace membership inside it (issue 25: reads that do one thing once). A site or
+// scan outside the user's workspaces is ErrNotFound, the same answer as an unknown id.
+type Reads interface {
+	// SiteListings lists the sites of every workspace the user belongs to, by name, each with
+	// its workspace's name; of workspaceID only when it is not empty (an API key's view).
+	SiteListings(ctx context.Context, userID, workspaceID string) ([]SiteListing, error)
+	// PageDetails reads one successful result of a scan of the user's: the result of pagePath
+	// and strategy, or with pagePath empty the worst page's for strategy (the lowest performance
+	// score, a page without one after every page with one, then the smaller path).
+	PageDetails(ctx context.Context, userID, scanID, pagePath, strategy string) (PageDetails, error)
+	// LatestResults reads the latest completed scan of a site of the user's and its successful
+	// results in page order, leaving the results out (nil) when that scan is knownScanID: the
+	// caller already holds what it makes of them. Scan is nil when the site has none.
+	LatestResults(ctx context.Context, userID, siteID, knownScanID string) (LatestResults, error)
+	// LatestTwo reads the two latest completed scans of a site of the user's, newest first
+	// (none, one or two), each with its page metrics as PageMetrics reads them, and the publish
+	// that started the latest.
+	LatestTwo(ctx context.Context, userID, siteID string) (LatestTwo, error)
+	// CreateScanReport stores report r of scan r.ScanID of r.UserID's, its title the site's
+	// default title (DefaultReportTitle) when r.Title is empty, when all hold: principal p may
+	// publish a report in the scan's workspace (Authorize with ActReport), the scan is complete
+	// and the user holds fewer than max active reports. Otherwise it stores nothing and says why:
+	// ErrNotFound (the scan is not the user's, or outside an API key's workspace), ErrForbidden,
+	// ErrScanNotComplete or ErrLimit. Calls racing at the cap may together pass it by as many as
+	// race: the check and the insert are one statement, not a locked transaction.
+	CreateScanReport(ctx context.Context, p Principal, r Report, max int) (ScanReport, error)
+}
+
+// SiteListing is a site with the name of its workspace.
+type SiteListing struct {
+	Site
+	WorkspaceName string
+}
+
+// PageDetails is PageDetails' answer: the scan's status and, when Found, the result.
+type PageDetails struct {
+	ScanStatus string
+	Found      bool
+	Result     PageResult
+}
+
+// LatestResults is LatestResults' answer.
+type LatestResults struct {
+	Scan    *Scan
+	Results []PageResult // nil when Scan is nil or the caller's knownScanID
+}
+
+// LatestTwo is LatestTwo's answer: Scans newest first, Metrics[i] the page metrics of Scans[i],
+// and the publish that started Scans[0] (PublishedOn nil when none did).
+type LatestTwo struct {
+	Scans       []Scan
+	Metrics     [][]PageResult
+	PublishedBy string
+	PublishedOn *time.Time
+}
+
+// ScanReport is what CreateScanReport stored: the report's title and the status of its scan.
+type ScanReport struct {
+	Title      string
+	ScanStatus string
+}
+
+// ErrScanNotComplete is a report asked of a scan that has not completed; ScanReport.ScanStatus
+// says what it is.
+var ErrScanNotComplete = errors.New("scan not complete")
+
+// DefaultReportTitle is a client report's title when none is given: "<site name> Performance
+// Report", the name cut so the title fits the 200-character limit.
+func DefaultReportTitle(siteName string) string {
+	const suffix = " Performance Report"
+	name := []rune(siteName)
+	if max := 200 - len([]rune(suffix)); len(name) > max {
+		name = name[:max]
+	}
+	return string(name) + suffix
+}
+
+// ReportRoles are the roles whose members principal p may publish a report for, in workspace
+// workspaceID (Authorize with ActReport), for a statement that checks the role itself.
+func ReportRoles(p Principal, workspaceID string) []string {
+	var out []string
+	for _, r := range []Role{RoleOwner, RoleEditor, RoleViewer} {
+		if Authorize(p, Workspace{ID: workspaceID, Role: r}, ActReport) == nil {
+			out = append(out, string(r))
+		}
+	}
+	return out
+}
