@@ -34,6 +34,8 @@ type Store interface {
 	store.Workspaces
 	store.Channels
 	EnqueueScan(ctx context.Context, s store.Scan, queue string, runAt time.Time) error
+	// ExportScan streams the export in one statement (store.Reads).
+	ExportScan(ctx context.Context, userID, siteID, scanID string, full bool, head func(siteName string, sc *store.Scan) error, row func(store.PageResult) error) error
 	Consents(ctx context.Context, userID string) ([]store.Consent, error)
 	RevokeConsent(ctx context.Context, userID, clientID string, now time.Time) error
 	Name() string

@@ -33,6 +33,26 @@ type Reads interface {
 	// ErrScanNotComplete or ErrLimit. Calls racing at the cap may together pass it by as many as
 	// race: the check and the insert are one statement, not a locked transaction.
 	CreateScanReport(ctx context.Context, p Principal, r Report, max int) (ScanReport, error)
+	// ExportScan streams the export of a site of the user's: head gets the site's name and the
+	// site's scan scanID, or with scanID empty its latest completed scan (nil when there is no
+	// such scan); then, when that scan is complete and head answered nil, row gets each
+	// successful result in page order with the fields an export writes (ExportRow). full adds
+	// the third-party scripts and accessibility issues, which only the JSON export writes.
+	// ErrNotFound when the site is not the user's.
+	ExportScan(ctx context.Context, userID, siteID, scanID string, full bool, head func(siteName string, sc *Scan) error, row func(PageResult) error) error
+}
+
+// ExportRow is what an export writes of a result (ExportScan streams only this): the page,
+// scores, the vitals LCP, CLS, INP, FCP and TTFB, CrUX, opportunities and, when full, the
+// third-party scripts and accessibility issues.
+func ExportRow(r PageResult, full bool) PageResult {
+	v := r.CoreWebVitals
+	out := PageResult{ScanID: r.ScanID, PageURL: r.PageURL, PagePath: r.PagePath, Strategy: r.Strategy, Scores: r.Scores,
+		CoreWebVitals: Vitals{LCP: v.LCP, CLS: v.CLS, INP: v.INP, FCP: v.FCP, TTFB: v.TTFB}, Crux: r.Crux, Opportunities: r.Opportunities}
+	if full {
+		out.ThirdPartyScripts, out.A11yIssues = r.ThirdPartyScripts, r.A11yIssues
+	}
+	return out
 }
 
 // SiteListing is a site with the name of its workspace.

@@ -151,3 +151,31 @@ func (m *Store) CreateScanReport(ctx context.Context, p store.Principal, r store
 	out.Title = r.Title
 	return out, m.createReportLocked(r)
 }
+
+func (m *Store) ExportScan(ctx context.Context, userID, siteID, scanID string, full bool, head func(string, *store.Scan) error, row func(store.PageResult) error) error {
+	site, err := m.Site(ctx, userID, siteID)
+	if err != nil {
+		return err
+	}
+	var sc *store.Scan
+	if scanID == "" {
+		if scans, err := m.CompletedScans(ctx, userID, siteID, 1); err == nil && len(scans) > 0 {
+			sc = &scans[0]
+		}
+	} else if s, err := m.Scan(ctx, userID, scanID); err == nil && s.SiteID == site.ID {
+		sc = &s
+	}
+	if err := head(site.Name, sc); err != nil || sc == nil || sc.Status != store.StatusComplete {
+		return err
+	}
+	results, err := m.PageResults(ctx, userID, sc.ID)
+	if err != nil {
+		return err
+	}
+	for _, r := range results {
+		if err := row(store.ExportRow(r, full)); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -279,3 +279,99 @@ func (p *Store) CreateScanReport(ctx context.Context, pr store.Principal, r stor
 	}
 	return out, fmt.Errorf("report of scan %s not stored", r.ScanID)
 }
+
+// exportScanSQL reads site $1 of user $2, its scan $3 (or with $3 NULL its latest completed
+// one) and, when that scan is complete, its successful results in page order: the page and
+// the scores and vitals from the float8 columns of migration 002, and only the parts of the
+// stored result an export writes besides (parts, one small object), so no whole result is
+// decoded. One row of NULLs when there is no such scan or it has no results; no row when the
+// site is not the user's.
+func exportScanSQL(parts string) string {
+	return `SELECT s.name, ` + scanCols + `, r.page_url, r.page_path, r.strategy,
+	ARRAY[r.m_performance, r.m_seo, r.m_accessibility, r.m_best_practices,
+	r.m_lcp, r.m_cls, r.m_inp, r.m_fcp, r.m_ttfb, r.m_tbt, r.m_speed_index, r.m_tti], ` + parts + `
+	FROM sites s
+	LEFT JOIN LATERAL (SELECT * FROM scans WHERE site_id = s.id AND ($3::uuid IS NULL AND status = 'complete' OR id = $3)
+		ORDER BY completed_at DESC, id DESC LIMIT 1) c ON TRUE
+	LEFT JOIN page_results r ON r.scan_id = c.id AND c.status = 'complete' AND r.result IS NOT NULL
+	WHERE s.id = $1 AND ` + readable("s.workspace_id", 2) + `
+	ORDER BY r.page_path, r.strategy`
+}
+
+// exportCSVSQL and exportJSONSQL are exportScanSQL with the parts the CSV export writes (CrUX,
+// opportunities) and the JSON export (the third-party scripts and accessibility issues too).
+var (
+	exportCSVSQL  = exportScanSQL(`json_build_object('crux', r.result->'crux', 'opportunities', r.result->'opportunities')`)
+	exportJSONSQL = exportScanSQL(`json_build_object('crux', r.result->'crux', 'opportunities', r.result->'opportunities',
+		'thirdPartyScripts', r.result->'thirdPartyScripts', 'a11yIssues', r.result->'a11yIssues')`)
+)
+
+func (p *Store) ExportScan(ctx context.Context, userID, siteID, scanID string, full bool, head func(string, *store.Scan) error, row func(store.PageResult) error) error {
+	if !uuidOK(userID, siteID) {
+		return store.NotFound("site")
+	}
+	if scanID != "" && !uuidOK(scanID) {
+		scanID = noSite // a well-formed id no scan has
+	}
+	query := exportCSVSQL
+	if full {
+		query = exportJSONSQL
+	}
+	rows, err := p.db.QueryContext(ctx, query, siteID, userID, optionalID(scanID))
+	if err != nil {
+		return pgErr("export", err)
+	}
+	defer rows.Close()
+	// The first row's site and scan columns are read for head; every row repeats them, and
+	// the later rows' copies go to RawBytes, which neither copies nor allocates.
+	var name string
+	var m maybeScan
+	var path, url, strategy sql.NullString
+	var metrics, parts sql.RawBytes
+	dest := append(append([]any{&name}, m.dest()...), &url, &path, &strategy, &metrics, &parts)
+	scanID = ""
+	var nums metricNums
+	first := true
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return pgErr("export", err)
+		}
+		if first {
+			first = false
+			sc, err := m.scan()
+			if err != nil {
+				return err
+			}
+			if err := head(name, sc); err != nil {
+				return err
+			}
+			scanID = m.id.String
+			skip := make([]sql.RawBytes, 1+len(m.dest()))
+			for i := range skip {
+				dest[i] = &skip[i]
+			}
+		}
+		if !path.Valid {
+			continue
+		}
+		r := store.PageResult{ScanID: scanID, PageURL: url.String, PagePath: path.String, Strategy: strategy.String}
+		if err := parseMetrics(metrics, &nums); err != nil {
+			return pgErr("export", err)
+		}
+		nums.into(&r)
+		r.CoreWebVitals.TBT, r.CoreWebVitals.SpeedIndex, r.CoreWebVitals.TTI = nil, nil, nil
+		if err := json.Unmarshal(parts, &r); err != nil {
+			return fmt.Errorf("page result %s of scan %s: %w", r.PagePath, scanID, err)
+		}
+		if err := row(r); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return pgErr("export", err)
+	}
+	if first {
+		return store.NotFound("site")
+	}
+	return nil
+}
