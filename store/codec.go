@@ -28,4 +28,3 @@ func DecodeResult(b []byte) (PageResult, error) {
 	r.Runs = max(r.Runs, 1) // stored before runs were counted: one audit
 	return r, err
 }
-
