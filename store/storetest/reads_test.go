@@ -262,3 +262,36 @@ func testCreateScanReport(t *testing.T, s store.Store) {
 		t.Errorf("%d reports stored, want 2", len(list))
 	}
 }
+
+// TestEnqueueDueScansStatements: the scheduler enqueues a batch of due sites, each a scan and
+// its job, and moves them a period ahead, in one statement on Postgres, however many are due.
+func TestEnqueueDueScansStatements(t *testing.T) {
+	s, counted := storetest.CountingPostgres(t)
+	a := newUser(t, s, "a@example.com")
+	var due []store.Site
+	for i, name := range []string{"one", "two", "three", "four"} {
+		due = append(due, scheduledSite(t, s, a, name, store.ScheduleDaily, tptr(t0.Add(time.Duration(i-10)*time.Minute))))
+	}
+	enqueue(t, s, due[3], t0.Add(-time.Hour)) // in flight: serves as this period's scan
+	for round, want := range []int{3, 0} {
+		counted.Reset()
+		got, err := s.EnqueueDueScans(ctx, t0, 10)
+		must(t, err)
+		if sent := counted.Sent(); len(sent) != 1 {
+			t.Errorf("round %d sent %d statements, want 1:\n%s", round, len(sent), strings.Join(sent, "\n"))
+		}
+		if len(got) != want {
+			t.Errorf("round %d enqueued %d scans, want %d", round, len(got), want)
+		}
+		for i, sc := range got {
+			if sc.SiteID != due[i].ID {
+				t.Errorf("scan %d of site %s, want %s: in due order", i, sc.SiteID, due[i].ID)
+			}
+		}
+	}
+	jobs, err := s.ClaimJob(ctx, store.KindScan, "w", t0)
+	must(t, err)
+	if jobs.ScanID == "" {
+		t.Error("no scan job claimable")
+	}
+}
