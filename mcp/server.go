@@ -53,7 +53,7 @@ type Store interface {
 	SiteListings(ctx context.Context, userID, workspaceID string) ([]store.SiteListing, error)
 	PageDetails(ctx context.Context, userID, scanID, pagePath, strategy string) (store.PageDetails, error)
 	LatestResults(ctx context.Context, userID, siteID, knownScanID string) (store.LatestResults, error)
-	LatestTwo(ctx context.Context, userID, siteID string) (store.LatestTwo, error)
+	LatestTwo(ctx context.Context, userID, siteID string, known []string) (store.LatestTwo, error)
 	CreateScanReport(ctx context.Context, p store.Principal, r store.Report, max int) (store.ScanReport, error)
 }
 

@@ -100,9 +100,22 @@ type regressionReport struct {
 func (r regressionReport) legacy() any { return r.regressionCore }
 
 // getRegressionReport reads the two latest completed scans, their page metrics and the latest
-// one's publish in one statement (store.LatestTwo).
+// one's publish in one statement (store.LatestTwo). Completed scans never change: the metrics of
+// the scans this server keeps (metricsCache) are named to the store, which leaves them out.
 func (s *Server) getRegressionReport(ctx context.Context, userID string, a args) (regressionReport, error) {
-	two, err := s.store.LatestTwo(ctx, userID, store.CanonicalID(a.str("siteId", "")))
+	siteID := store.CanonicalID(a.str("siteId", ""))
+	two, err := s.store.LatestTwo(ctx, userID, siteID, s.metrics.scans())
+	var latest, previous []store.PageResult
+	if err == nil && len(two.Scans) == 2 {
+		var okLatest, okPrevious bool
+		latest, okLatest = s.metrics.keep(two.Scans[0].ID, two.Metrics[0])
+		previous, okPrevious = s.metrics.keep(two.Scans[1].ID, two.Metrics[1])
+		if !okLatest || !okPrevious { // dropped from the cache since named: read them
+			if two, err = s.store.LatestTwo(ctx, userID, siteID, nil); err == nil && len(two.Scans) == 2 {
+				latest, previous = two.Metrics[0], two.Metrics[1]
+			}
+		}
+	}
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return regressionReport{}, errSiteNotFound
@@ -122,7 +135,7 @@ func (s *Server) getRegressionReport(ctx context.Context, userID string, a args)
 	if len(scans) == 2 {
 		prevID := scans[1].ID
 		out.PreviousScanID = &prevID
-		out.Regressions = analysis.Regressions(two.Metrics[1], two.Metrics[0])
+		out.Regressions = analysis.Regressions(previous, latest)
 	}
 	out.RegressionCount = len(out.Regressions)
 	out.HasRegression = out.RegressionCount > 0

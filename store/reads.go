@@ -22,9 +22,10 @@ type Reads interface {
 	// caller already holds what it makes of them. Scan is nil when the site has none.
 	LatestResults(ctx context.Context, userID, siteID, knownScanID string) (LatestResults, error)
 	// LatestTwo reads the two latest completed scans of a site of the user's, newest first
-	// (none, one or two), each with its page metrics as PageMetrics reads them, and the publish
-	// that started the latest.
-	LatestTwo(ctx context.Context, userID, siteID string) (LatestTwo, error)
+	// (none, one or two), each with its page metrics as PageMetrics reads them but for the
+	// scans in known, whose metrics the caller holds (nil), and the publish that started the
+	// latest.
+	LatestTwo(ctx context.Context, userID, siteID string, known []string) (LatestTwo, error)
 	// CreateScanReport stores report r of scan r.ScanID of r.UserID's, its title the site's
 	// default title (DefaultReportTitle) when r.Title is empty, when all hold: principal p may
 	// publish a report in the scan's workspace (Authorize with ActReport), the scan is complete
@@ -74,8 +75,8 @@ type LatestResults struct {
 	Results []PageResult // nil when Scan is nil or the caller's knownScanID
 }
 
-// LatestTwo is LatestTwo's answer: Scans newest first, Metrics[i] the page metrics of Scans[i],
-// and the publish that started Scans[0] (PublishedOn nil when none did).
+// LatestTwo is LatestTwo's answer: Scans newest first, Metrics[i] the page metrics of Scans[i]
+// (nil when known), and the publish that started Scans[0] (PublishedOn nil when none did).
 type LatestTwo struct {
 	Scans       []Scan
 	Metrics     [][]PageResult

@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"sitepulse/store"
 )
@@ -94,16 +95,18 @@ func (m *Store) LatestResults(ctx context.Context, userID, siteID, knownScanID s
 	return out, err
 }
 
-func (m *Store) LatestTwo(ctx context.Context, userID, siteID string) (store.LatestTwo, error) {
+func (m *Store) LatestTwo(ctx context.Context, userID, siteID string, known []string) (store.LatestTwo, error) {
 	out := store.LatestTwo{Scans: []store.Scan{}, Metrics: [][]store.PageResult{}}
 	scans, err := m.CompletedScans(ctx, userID, siteID, 2)
 	if err != nil {
 		return out, err
 	}
 	for _, sc := range scans {
-		metrics, err := m.PageMetrics(ctx, userID, sc.ID)
-		if err != nil {
-			return out, err
+		var metrics []store.PageResult
+		if !slices.Contains(known, sc.ID) {
+			if metrics, err = m.PageMetrics(ctx, userID, sc.ID); err != nil {
+				return out, err
+			}
 		}
 		out.Scans, out.Metrics = append(out.Scans, sc), append(out.Metrics, metrics)
 	}

@@ -165,7 +165,7 @@ func (p *Store) LatestResults(ctx context.Context, userID, siteID, knownScanID s
 }
 
 // latestTwoSQL reads site $1 of user $2, its two latest completed scans with the publish of
-// each, and their page metrics as pageMetricsSQL reads them: newest scan first, each in page
+// each, and their page metrics as pageMetricsSQL reads them unless the scan is one of $3: newest scan first, each in page
 // order; one row of NULLs when the site has no completed scan, no row when it is not the user's.
 var latestTwoSQL = `SELECT ` + scanCols + `, c.pub_by, c.pub_on, r.page_path, r.page_url, r.strategy,
 	ARRAY[r.m_performance, r.m_seo, r.m_accessibility, r.m_best_practices,
@@ -174,16 +174,23 @@ var latestTwoSQL = `SELECT ` + scanCols + `, c.pub_by, c.pub_on, r.page_path, r.
 	LEFT JOIN LATERAL (SELECT sc.*, p.published_by AS pub_by, p.published_on AS pub_on FROM scans sc
 		LEFT JOIN publishes p ON p.scan_id = sc.id
 		WHERE sc.site_id = s.id AND sc.status = 'complete' ORDER BY sc.completed_at DESC, sc.id DESC LIMIT 2) c ON TRUE
-	LEFT JOIN page_results r ON r.scan_id = c.id AND r.result IS NOT NULL
+	LEFT JOIN page_results r ON r.scan_id = c.id AND r.result IS NOT NULL AND NOT c.id = ANY($3::uuid[])
 	WHERE s.id = $1 AND ` + readable("s.workspace_id", 2) + `
 	ORDER BY c.completed_at DESC, c.id DESC, r.page_path, r.strategy`
 
-func (p *Store) LatestTwo(ctx context.Context, userID, siteID string) (store.LatestTwo, error) {
+func (p *Store) LatestTwo(ctx context.Context, userID, siteID string, known []string) (store.LatestTwo, error) {
 	out := store.LatestTwo{Scans: []store.Scan{}, Metrics: [][]store.PageResult{}}
 	if !uuidOK(userID, siteID) {
 		return out, store.NotFound("site")
 	}
-	rows, err := p.db.QueryContext(ctx, latestTwoSQL, siteID, userID)
+	ids := pq.StringArray{}
+	isKnown := map[string]bool{}
+	for _, id := range known {
+		if uuidOK(id) {
+			ids, isKnown[id] = append(ids, id), true
+		}
+	}
+	rows, err := p.db.QueryContext(ctx, latestTwoSQL, siteID, userID, ids)
 	if err != nil {
 		return out, pgErr("latest scans", err)
 	}
@@ -211,7 +218,11 @@ func (p *Store) LatestTwo(ctx context.Context, userID, siteID string) (store.Lat
 				out.PublishedBy, out.PublishedOn = pubBy.String, timePtr(pubOn)
 			}
 			out.Scans = append(out.Scans, *sc)
-			out.Metrics = append(out.Metrics, []store.PageResult{})
+			var metrics []store.PageResult
+			if !isKnown[sc.ID] {
+				metrics = []store.PageResult{}
+			}
+			out.Metrics = append(out.Metrics, metrics)
 		}
 		if !path.Valid {
 			continue

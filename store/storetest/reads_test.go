@@ -177,13 +177,13 @@ func testLatestTwo(t *testing.T, s store.Store) {
 	a := newUser(t, s, "a@example.com")
 	c := newUser(t, s, "c@example.com")
 	site := newSite(t, s, a, "shop")
-	got, err := s.LatestTwo(ctx, a.ID, site.ID)
+	got, err := s.LatestTwo(ctx, a.ID, site.ID, nil)
 	must(t, err)
 	if len(got.Scans) != 0 || len(got.Metrics) != 0 || got.PublishedOn != nil {
 		t.Errorf("before any scan: %+v", got)
 	}
 	first := scanWith(t, s, site, t0, true, page("/", "mobile", ip(10), 1))
-	got, err = s.LatestTwo(ctx, a.ID, site.ID)
+	got, err = s.LatestTwo(ctx, a.ID, site.ID, nil)
 	must(t, err)
 	if len(got.Scans) != 1 || got.Scans[0].ID != first.ID || len(got.Metrics) != 1 || len(got.Metrics[0]) != 1 {
 		t.Errorf("after one scan: %+v", got)
@@ -191,7 +191,7 @@ func testLatestTwo(t *testing.T, s store.Store) {
 	second := scanWith(t, s, site, t0.Add(time.Hour), true, page("/z", "mobile", ip(20), 2), page("/a", "desktop", nil, 3))
 	empty := scanWith(t, s, site, t0.Add(2*time.Hour), true) // complete without results
 	must(t, s.RecordPublish(ctx, store.Publish{ID: store.NewID(), SiteID: site.ID, PublishedBy: "Ana", PublishedOn: t0.Add(3 * time.Hour), ScanID: empty.ID}))
-	got, err = s.LatestTwo(ctx, a.ID, site.ID)
+	got, err = s.LatestTwo(ctx, a.ID, site.ID, nil)
 	must(t, err)
 	m1, err := s.PageMetrics(ctx, a.ID, second.ID)
 	must(t, err)
@@ -199,12 +199,17 @@ func testLatestTwo(t *testing.T, s store.Store) {
 		!reflect.DeepEqual(got.Metrics, [][]store.PageResult{{}, m1}) {
 		t.Errorf("latest two = %+v\nwant %+v %+v and metrics [] %+v", got, empty, second, m1)
 	}
+	got, err = s.LatestTwo(ctx, a.ID, site.ID, []string{second.ID, "not-a-uuid"})
+	must(t, err)
+	if len(got.Scans) != 2 || got.Metrics[0] == nil || len(got.Metrics[0]) != 0 || got.Metrics[1] != nil {
+		t.Errorf("latest two with the second known = %+v, want its metrics left out (nil)", got.Metrics)
+	}
 	if got.PublishedBy != "Ana" || got.PublishedOn == nil || !got.PublishedOn.Equal(t0.Add(3*time.Hour)) {
 		t.Errorf("publish of the latest = %q %v, want Ana at t0+3h", got.PublishedBy, got.PublishedOn)
 	}
-	_, err = s.LatestTwo(ctx, c.ID, site.ID)
+	_, err = s.LatestTwo(ctx, c.ID, site.ID, nil)
 	wantErr(t, err, store.ErrNotFound)
-	_, err = s.LatestTwo(ctx, a.ID, "not-a-uuid")
+	_, err = s.LatestTwo(ctx, a.ID, "not-a-uuid", nil)
 	wantErr(t, err, store.ErrNotFound)
 }
 
