@@ -40,7 +40,7 @@ type Store interface {
 	Scan(ctx context.Context, userID, scanID string) (store.Scan, error)
 	CompletedScans(ctx context.Context, userID, siteID string, limit int) ([]store.Scan, error)
 	PageResults(ctx context.Context, userID, scanID string) ([]store.PageResult, error)
-	PageResult(ctx context.Context, userID, scanID, pagePath, strategy string) (store.PageResult, error)
+	PageResult(ctx context.Context, userID, scanID, pagePath string, strategy store.Strategy) (store.PageResult, error)
 	PageMetrics(ctx context.Context, userID, scanID string) ([]store.PageResult, error)
 	PageErrors(ctx context.Context, userID, scanID string) ([]store.PageError, error)
 	CreateReportWithin(ctx context.Context, r store.Report, max int) error
@@ -51,7 +51,7 @@ type Store interface {
 	ExpireScan(ctx context.Context, scanID, reason string, now time.Time) error
 	// The tools' one-statement reads (store.Reads).
 	SiteListings(ctx context.Context, userID, workspaceID string) ([]store.SiteListing, error)
-	PageDetails(ctx context.Context, userID, scanID, pagePath, strategy string) (store.PageDetails, error)
+	PageDetails(ctx context.Context, userID, scanID, pagePath string, strategy store.Strategy) (store.PageDetails, error)
 	LatestResults(ctx context.Context, userID, siteID, knownScanID string) (store.LatestResults, error)
 	LatestTwo(ctx context.Context, userID, siteID string, known []string) (store.LatestTwo, error)
 	CreateScanReport(ctx context.Context, p store.Principal, r store.Report, max int) (store.ScanReport, error)

@@ -19,7 +19,7 @@ type pageDetails struct {
 // getPageDetails reads the page, or the worst page (analysis.WorstPage's choice, made in the
 // store's one statement), with the scan's owner check in the same statement.
 func (s *Server) getPageDetails(ctx context.Context, userID string, a args) (pageDetails, error) {
-	strategy := a.str("strategy", store.StrategyMobile)
+	strategy := a.strategy(store.StrategyMobile)
 	path, named := a["pagePath"].(string)
 	d, err := s.store.PageDetails(ctx, userID, a.str("scanId", ""), path, strategy)
 	switch {
@@ -62,7 +62,7 @@ type lcpResult struct {
 }
 
 func (s *Server) getLCPElements(ctx context.Context, userID string, a args) (lcpResult, error) {
-	strategy := a.str("strategy", store.StrategyMobile)
+	strategy := a.strategy(store.StrategyMobile)
 	// PageResults checks the scan is the user's itself: no separate read of the scan.
 	results, err := s.store.PageResults(ctx, userID, a.str("scanId", ""))
 	if errors.Is(err, store.ErrNotFound) {

@@ -16,7 +16,7 @@ type Reads interface {
 	// PageDetails reads one successful result of a scan of the user's: the result of pagePath
 	// and strategy, or with pagePath empty the worst page's for strategy (the lowest performance
 	// score, a page without one after every page with one, then the smaller path).
-	PageDetails(ctx context.Context, userID, scanID, pagePath, strategy string) (PageDetails, error)
+	PageDetails(ctx context.Context, userID, scanID, pagePath string, strategy Strategy) (PageDetails, error)
 	// LatestResults reads the latest completed scan of a site of the user's and its successful
 	// results in page order, leaving the results out (nil) when that scan is knownScanID: the
 	// caller already holds what it makes of them. Scan is nil when the site has none.
@@ -64,7 +64,7 @@ type SiteListing struct {
 
 // PageDetails is PageDetails' answer: the scan's status and, when Found, the result.
 type PageDetails struct {
-	ScanStatus string
+	ScanStatus ScanStatus
 	Found      bool
 	Result     PageResult
 }
@@ -87,7 +87,7 @@ type LatestTwo struct {
 // ScanReport is what CreateScanReport stored: the report's title and the status of its scan.
 type ScanReport struct {
 	Title      string
-	ScanStatus string
+	ScanStatus ScanStatus
 }
 
 // ErrScanNotComplete is a report asked of a scan that has not completed; ScanReport.ScanStatus

@@ -31,7 +31,7 @@ func (m *Store) SiteListings(ctx context.Context, userID, workspaceID string) ([
 	return out, nil
 }
 
-func (m *Store) PageDetails(ctx context.Context, userID, scanID, pagePath, strategy string) (store.PageDetails, error) {
+func (m *Store) PageDetails(ctx context.Context, userID, scanID, pagePath string, strategy store.Strategy) (store.PageDetails, error) {
 	sc, err := m.Scan(ctx, userID, scanID)
 	if err != nil {
 		return store.PageDetails{}, err

@@ -40,7 +40,7 @@ func (m *maybeScan) scan() (*store.Scan, error) {
 	if !m.id.Valid {
 		return nil, nil
 	}
-	s := &store.Scan{ID: m.id.String, SiteID: m.siteID.String, Status: m.status.String, Strategy: m.strategy.String,
+	s := &store.Scan{ID: m.id.String, SiteID: m.siteID.String, Status: store.ScanStatus(m.status.String), Strategy: store.Strategy(m.strategy.String),
 		Trigger: m.trigger.String, PagesTotal: int(m.total.Int64), PagesDone: int(m.done.Int64), Error: m.err.String,
 		CreatedAt: m.created.Time.UTC(), StartedAt: timePtr(m.started), CompletedAt: timePtr(m.completed),
 		AuditsInFlight: int(m.inFlight.Int64), PagesFound: int(m.found.Int64), PagesAudited: int(m.audited.Int64)}
@@ -81,7 +81,7 @@ var pageDetailsSQL = `SELECT c.status, r.result FROM scans c JOIN sites s ON s.i
 		ORDER BY trunc(r.m_performance) NULLS LAST, r.page_path COLLATE "C" LIMIT 1) r ON TRUE
 	WHERE c.id = $1 AND ` + readable("s.workspace_id", 2)
 
-func (p *Store) PageDetails(ctx context.Context, userID, scanID, pagePath, strategy string) (store.PageDetails, error) {
+func (p *Store) PageDetails(ctx context.Context, userID, scanID, pagePath string, strategy store.Strategy) (store.PageDetails, error) {
 	var d store.PageDetails
 	if !uuidOK(userID, scanID) {
 		return d, store.NotFound("scan")
@@ -227,7 +227,7 @@ func (p *Store) LatestTwo(ctx context.Context, userID, siteID string, known []st
 		if !path.Valid {
 			continue
 		}
-		r := store.PageResult{ScanID: m.id.String, PagePath: path.String, PageURL: url.String, Strategy: strategy.String}
+		r := store.PageResult{ScanID: m.id.String, PagePath: path.String, PageURL: url.String, Strategy: store.Strategy(strategy.String)}
 		if err := parseMetrics(raw, &nums); err != nil {
 			return out, pgErr("latest scans", err)
 		}
@@ -365,7 +365,7 @@ func (p *Store) ExportScan(ctx context.Context, userID, siteID, scanID string, f
 		if !path.Valid {
 			continue
 		}
-		r := store.PageResult{ScanID: scanID, PageURL: url.String, PagePath: path.String, Strategy: strategy.String}
+		r := store.PageResult{ScanID: scanID, PageURL: url.String, PagePath: path.String, Strategy: store.Strategy(strategy.String)}
 		if err := parseMetrics(metrics, &nums); err != nil {
 			return pgErr("export", err)
 		}

@@ -56,7 +56,7 @@ func scanWith(t *testing.T, s store.Store, site store.Site, at time.Time, comple
 	return got
 }
 
-func page(path, strategy string, perf *int, lcp float64) store.PageResult {
+func page(path string, strategy store.Strategy, perf *int, lcp float64) store.PageResult {
 	return store.PageResult{PagePath: path, Strategy: strategy, Scores: store.PageScores{Performance: perf, SEO: ip(90)},
 		CoreWebVitals: store.Vitals{LCP: &lcp}, LCPElement: &store.Element{Selector: "img.hero" + path}}
 }
@@ -109,7 +109,11 @@ func testPageDetails(t *testing.T, s store.Store) {
 	sc := scanWith(t, s, site, t0, true,
 		page("/b", "mobile", ip(50), 1), page("/a", "mobile", ip(50), 2), page("/c", "mobile", nil, 3),
 		page("/d", "mobile", ip(90), 4), page("/a", "desktop", ip(95), 5))
-	cases := []struct{ path, strategy, want string }{
+	cases := []struct {
+		path     string
+		strategy store.Strategy
+		want     string
+	}{
 		{"", "mobile", "/a"}, // 50 twice: the smaller path; no score: last
 		{"", "desktop", "/a"},
 		{"/d", "mobile", "/d"},

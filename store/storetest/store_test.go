@@ -499,7 +499,7 @@ func testLatestCompleted(t *testing.T, s store.Store) {
 func ids(scans []store.Scan) []string {
 	var out []string
 	for _, s := range scans {
-		out = append(out, s.ID[:8]+":"+s.Status)
+		out = append(out, s.ID[:8]+":"+string(s.Status))
 	}
 	return out
 }
@@ -823,11 +823,11 @@ func testPageUpsert(t *testing.T, s store.Store) {
 			if got == nil {
 				heads = append(heads, name+" no scan")
 			} else {
-				heads = append(heads, name+" "+got.ID+" "+got.Status)
+				heads = append(heads, name+" "+got.ID+" "+string(got.Status))
 			}
 			return nil
 		}, func(r store.PageResult) error {
-			streamed = append(streamed, r.PagePath+" "+r.Strategy)
+			streamed = append(streamed, r.PagePath+" "+string(r.Strategy))
 			if want := store.ExportRow(whole[i], full); !reflect.DeepEqual(r, want) {
 				t.Errorf("streamed %+v\nwant %+v", r, want)
 			}
