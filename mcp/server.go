@@ -55,6 +55,7 @@ type Store interface {
 	LatestResults(ctx context.Context, userID, siteID, knownScanID string) (store.LatestResults, error)
 	LatestTwo(ctx context.Context, userID, siteID string, known []string) (store.LatestTwo, error)
 	CreateScanReport(ctx context.Context, p store.Principal, r store.Report, max int) (store.ScanReport, error)
+	ScanView(ctx context.Context, userID, scanID string) (store.ScanView, error)
 }
 
 // Fair-use limits: one account must not be able to flood the service.

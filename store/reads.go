@@ -34,6 +34,9 @@ type Reads interface {
 	// ErrScanNotComplete or ErrLimit. Calls racing at the cap may together pass it by as many as
 	// race: the check and the insert are one statement, not a locked transaction.
 	CreateScanReport(ctx context.Context, p Principal, r Report, max int) (ScanReport, error)
+	// ScanView reads a scan of the user's of any status with its site's name, domain and
+	// budgets: MCP's get_scan.
+	ScanView(ctx context.Context, userID, scanID string) (ScanView, error)
 	// ExportScan streams the export of a site of the user's: head gets the site's name and the
 	// site's scan scanID, or with scanID empty its latest completed scan (nil when there is no
 	// such scan); then, when that scan is complete and head answered nil, row gets each
@@ -82,6 +85,13 @@ type LatestTwo struct {
 	Metrics     [][]PageResult
 	PublishedBy string
 	PublishedOn *time.Time
+}
+
+// ScanView is ScanView's answer.
+type ScanView struct {
+	Scan
+	SiteName, SiteDomain string
+	Budgets              map[string]Budget
 }
 
 // ScanReport is what CreateScanReport stored: the report's title and the status of its scan.

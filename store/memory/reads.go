@@ -182,3 +182,16 @@ func (m *Store) ExportScan(ctx context.Context, userID, siteID, scanID string, f
 	}
 	return nil
 }
+
+func (m *Store) ScanView(ctx context.Context, userID, scanID string) (store.ScanView, error) {
+	sc, err := m.Scan(ctx, userID, scanID)
+	if err != nil {
+		return store.ScanView{}, err
+	}
+	site, err := m.Site(ctx, userID, sc.SiteID)
+	if err != nil {
+		return store.ScanView{}, err
+	}
+	budgets, err := m.Budgets(ctx, userID, sc.SiteID)
+	return store.ScanView{Scan: sc, SiteName: site.Name, SiteDomain: site.Domain, Budgets: budgets}, err
+}

@@ -386,3 +386,26 @@ func (p *Store) ExportScan(ctx context.Context, userID, siteID, scanID string, f
 	}
 	return nil
 }
+
+// scanViewSQL reads scan $1 of user $2 with its site's name, domain and budgets.
+var scanViewSQL = `SELECT ` + scanCols + `, s.name, s.domain,
+	(SELECT coalesce(json_object_agg(b.metric, json_build_object('threshold', b.threshold, 'strategy', b.strategy)), '{}')
+		FROM budgets b WHERE b.site_id = s.id)
+	FROM scans c JOIN sites s ON s.id = c.site_id WHERE c.id = $1 AND ` + readable("s.workspace_id", 2)
+
+func (p *Store) ScanView(ctx context.Context, userID, scanID string) (store.ScanView, error) {
+	var v store.ScanView
+	if !uuidOK(userID, scanID) {
+		return v, store.NotFound("scan")
+	}
+	var budgets []byte
+	sc, err := scanScan(plusScanner{p.db.QueryRowContext(ctx, scanViewSQL, scanID, userID), []any{&v.SiteName, &v.SiteDomain, &budgets}})
+	if err != nil {
+		return v, pgErr("scan", err)
+	}
+	v.Scan = sc
+	if err := json.Unmarshal(budgets, &v.Budgets); err != nil {
+		return v, fmt.Errorf("budgets of scan %s: %w", scanID, err)
+	}
+	return v, nil
+}

@@ -23,6 +23,7 @@ func TestReads(t *testing.T) {
 		{"latest results are the latest completed scan's, left out when the caller knows that scan", testLatestResults},
 		{"latest two are the two latest completed scans with their metrics and the latest's publish", testLatestTwo},
 		{"a scan report is made when role, status and cap allow, and says which did not", testCreateScanReport},
+		{"a scan view is the scan with its site's name, domain and budgets", testScanView},
 	}
 	for _, b := range storetest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
@@ -303,4 +304,24 @@ func TestEnqueueDueScansStatements(t *testing.T) {
 	if jobs.ScanID == "" {
 		t.Error("no scan job claimable")
 	}
+}
+
+func testScanView(t *testing.T, s store.Store) {
+	a := newUser(t, s, "a@example.com")
+	c := newUser(t, s, "c@example.com")
+	site := newSite(t, s, a, "shop")
+	sc := scanWith(t, s, site, t0, false)
+	budgets := map[string]store.Budget{"performance": {Threshold: 80, Strategy: store.StrategyMobile}, "lcp": {Threshold: 2500, Strategy: store.StrategyBoth}}
+	must(t, s.SetBudgets(ctx, a.ID, site.ID, budgets))
+	v, err := s.ScanView(ctx, a.ID, sc.ID)
+	must(t, err)
+	want, err := s.Budgets(ctx, a.ID, site.ID)
+	must(t, err)
+	if !reflect.DeepEqual(v.Scan, sc) || v.SiteName != site.Name || v.SiteDomain != site.Domain || !reflect.DeepEqual(v.Budgets, want) {
+		t.Errorf("scan view = %+v, want %+v of %s %s with %+v", v, sc, site.Name, site.Domain, want)
+	}
+	_, err = s.ScanView(ctx, c.ID, sc.ID)
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.ScanView(ctx, a.ID, "not-a-uuid")
+	wantErr(t, err, store.ErrNotFound)
 }
