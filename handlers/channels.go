@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/url"
@@ -11,6 +12,18 @@ import (
 	"sitepulse/scanner/platform"
 	"sitepulse/store"
 )
+
+// ChannelStore is what the notifications page reads and writes: alert channels and their deliveries.
+type ChannelStore interface {
+	ChannelsOf(ctx context.Context, userID string) ([]store.Channel, error)
+	Channel(ctx context.Context, userID, channelID string) (store.Channel, error)
+	CreateChannel(ctx context.Context, c store.Channel) error
+	DeleteChannel(ctx context.Context, userID, channelID string) error
+	DeliveriesOf(ctx context.Context, userID, channelID string, limit int) ([]store.Delivery, error)
+	RecordDelivery(ctx context.Context, userID string, d store.Delivery) error
+	SitesOf(ctx context.Context, userID string) ([]store.Site, error)
+	Site(ctx context.Context, userID, siteID string) (store.Site, error)
+}
 
 // The Notifications page lives under /settings until workspaces land (issue 21 asks for
 // /workspaces/{workspaceId}/notifications; the teams branch moves it there with the rest).
@@ -68,7 +81,7 @@ func (s *server) handleNotificationsPage() http.Handler {
 // deliveries and the sites.
 func (s *server) notificationsPage(w http.ResponseWriter, r *http.Request, status int, d notificationsData, flash string) {
 	ctx, uid := r.Context(), visitorFrom(r.Context()).User.ID
-	sites, err := s.Store.SitesOf(ctx, uid)
+	sites, err := s.Channels.SitesOf(ctx, uid)
 	if err != nil {
 		s.error(w, r, err, "")
 		return
@@ -77,7 +90,7 @@ func (s *server) notificationsPage(w http.ResponseWriter, r *http.Request, statu
 	for _, site := range sites {
 		names[site.ID] = site.Name
 	}
-	channels, err := s.Store.ChannelsOf(ctx, uid)
+	channels, err := s.Channels.ChannelsOf(ctx, uid)
 	if err != nil {
 		s.error(w, r, err, "")
 		return
@@ -94,7 +107,7 @@ func (s *server) notificationsPage(w http.ResponseWriter, r *http.Request, statu
 				v.Sites = append(v.Sites, n)
 			}
 		}
-		if v.Deliveries, err = s.Store.DeliveriesOf(ctx, uid, c.ID, store.ChannelDeliveriesShown); err != nil {
+		if v.Deliveries, err = s.Channels.DeliveriesOf(ctx, uid, c.ID, store.ChannelDeliveriesShown); err != nil {
 			s.error(w, r, err, "")
 			return
 		}
@@ -142,7 +155,7 @@ func (s *server) handleCreateChannel() http.Handler {
 			return
 		}
 		for _, id := range f.Sites {
-			if _, err := s.Store.Site(ctx, uid, store.CanonicalID(id)); err != nil {
+			if _, err := s.Channels.Site(ctx, uid, store.CanonicalID(id)); err != nil {
 				fail(http.StatusUnprocessableEntity, map[string]string{"sites": "Choose sites from the list."})
 				return
 			}
@@ -164,7 +177,7 @@ func (s *server) handleCreateChannel() http.Handler {
 				return
 			}
 		}
-		switch err := s.Store.CreateChannel(ctx, c); {
+		switch err := s.Channels.CreateChannel(ctx, c); {
 		case errors.Is(err, store.ErrInvalid):
 			fail(http.StatusUnprocessableEntity, store.FieldErrors(err))
 			return
@@ -210,7 +223,7 @@ func (s *server) channelURLProblem(r *http.Request, raw string) string {
 func (s *server) handleTestChannel() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, uid := r.Context(), visitorFrom(r.Context()).User.ID
-		c, err := s.Store.Channel(ctx, uid, store.CanonicalID(r.PathValue("channelId")))
+		c, err := s.Channels.Channel(ctx, uid, store.CanonicalID(r.PathValue("channelId")))
 		if err != nil {
 			s.error(w, r, err, "")
 			return
@@ -237,7 +250,7 @@ func (s *server) handleTestChannel() http.Handler {
 				d.State = store.DeliveryDelivered
 			}
 		}
-		if err := s.Store.RecordDelivery(ctx, uid, d); err != nil {
+		if err := s.Channels.RecordDelivery(ctx, uid, d); err != nil {
 			s.error(w, r, err, "")
 			return
 		}
@@ -252,7 +265,7 @@ func (s *server) handleTestChannel() http.Handler {
 func (s *server) handleDeleteChannel() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		uid := visitorFrom(r.Context()).User.ID
-		if err := s.Store.DeleteChannel(r.Context(), uid, store.CanonicalID(r.PathValue("channelId"))); err != nil {
+		if err := s.Channels.DeleteChannel(r.Context(), uid, store.CanonicalID(r.PathValue("channelId"))); err != nil {
 			s.error(w, r, err, "")
 			return
 		}

@@ -50,7 +50,7 @@ func newHook(t *testing.T) *hook {
 // as SCAN_ALLOW_PRIVATE never needs to be on for a test.
 func channelsServer(t *testing.T, st store.Store, hk *hook) (*testServer, *browser) {
 	ts := &testServer{store: st, now: time.Date(2026, 11, 24, 14, 2, 0, 0, time.UTC)}
-	h, err := NewHandler(withServers(Deps{Store: st, BaseURL: "http://sitepulse.test", Now: func() time.Time { return ts.now },
+	h, err := NewHandler(withServers(st, Deps{BaseURL: "http://sitepulse.test", Now: func() time.Time { return ts.now },
 		PasswordIterations: 1000, ChannelKeys: platform.RandomKeys(), ChannelAllowHTTP: true,
 		Guard: netguard.Guard{Exempt: netip.MustParseAddrPort(strings.TrimPrefix(hk.URL, "http://"))}}))
 	if err != nil {

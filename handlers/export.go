@@ -93,7 +93,7 @@ func (s *server) handleExport() http.Handler {
 			http.NewResponseController(w).SetWriteDeadline(time.Now().Add(exportDeadline))
 			return nil
 		}
-		err := s.Store.ExportScan(ctx, userID, store.CanonicalID(siteID), store.CanonicalID(scanID), format == "json", head, out.row)
+		err := s.API.ExportScan(ctx, userID, store.CanonicalID(siteID), store.CanonicalID(scanID), format == "json", head, out.row)
 		if errors.Is(err, answered) {
 			return
 		}

@@ -28,3 +28,12 @@ func DecodeResult(b []byte) (PageResult, error) {
 	r.Runs = max(r.Runs, 1) // stored before runs were counted: one audit
 	return r, err
 }
+
+// ExportFields is what an export writes of a result (store.EachPageResult streams only this):
+// the page, scores, vitals, CrUX, opportunities, third-party scripts and accessibility issues.
+// The audits, elements, diagnostics and stack packs, most of a stored result, are left out.
+func ExportFields(r PageResult) PageResult {
+	return PageResult{ScanID: r.ScanID, PageURL: r.PageURL, PagePath: r.PagePath, Strategy: r.Strategy,
+		LighthouseVersion: r.LighthouseVersion, Runs: r.Runs, Scores: r.Scores, CoreWebVitals: r.CoreWebVitals, Crux: r.Crux,
+		Opportunities: r.Opportunities, ThirdPartyScripts: r.ThirdPartyScripts, A11yIssues: r.A11yIssues}
+}

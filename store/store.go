@@ -144,6 +144,10 @@ type Scans interface {
 	LatestCompletedScan(ctx context.Context, userID, siteID string) (Scan, error)
 	// PageResults returns a scan's successful results ordered by path then strategy.
 	PageResults(ctx context.Context, userID, scanID string) ([]PageResult, error)
+	// EachPageResult streams the results PageResults returns, one at a time and with only
+	// ExportFields of each, so large scans do not sit in memory nor decode audits the caller
+	// does not read (MCP's regression confirmations read Runs; the export reads ExportScan).
+	EachPageResult(ctx context.Context, userID, scanID string, fn func(PageResult) error) error
 	// PageResult returns one result; ErrNotFound when the pair was not audited or failed.
 	PageResult(ctx context.Context, userID, scanID, pagePath string, strategy Strategy) (PageResult, error)
 	PageErrors(ctx context.Context, userID, scanID string) ([]PageError, error)

@@ -167,6 +167,30 @@ func (m *Store) PageResults(ctx context.Context, userID, scanID string) ([]store
 	return out, nil
 }
 
+func (m *Store) EachPageResult(ctx context.Context, userID, scanID string, fn func(store.PageResult) error) error {
+	m.mu.Lock()
+	if _, ok := m.ownedScan(userID, scanID); !ok {
+		m.mu.Unlock()
+		return store.NotFound("scan")
+	}
+	var results []store.PageResult
+	for _, r := range m.sortedResults(scanID) {
+		if r.result != nil {
+			results = append(results, store.ExportFields(clonePageResult(*r.result)))
+		}
+	}
+	m.mu.Unlock()
+	for _, r := range results {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (m *Store) PageResult(ctx context.Context, userID, scanID, pagePath string, strategy store.Strategy) (store.PageResult, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

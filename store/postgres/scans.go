@@ -127,6 +127,18 @@ func (p *Store) PageResults(ctx context.Context, userID, scanID string) ([]store
 	return out, err
 }
 
+// exportResultSQL is the part of a stored result store.ExportFields keeps, cut out in the
+// database: the export decodes a few hundred bytes of each result rather than all of it.
+const exportResultSQL = `jsonb_build_object('pageUrl', r.result->'pageUrl', 'pagePath', r.result->'pagePath',
+	'strategy', r.result->'strategy', 'lighthouseVersion', r.result->'lighthouseVersion', 'runs', r.result->'runs',
+	'scores', r.result->'scores', 'coreWebVitals', r.result->'coreWebVitals', 'crux', r.result->'crux',
+	'opportunities', r.result->'opportunities', 'thirdPartyScripts', r.result->'thirdPartyScripts',
+	'a11yIssues', r.result->'a11yIssues')`
+
+func (p *Store) EachPageResult(ctx context.Context, userID, scanID string, fn func(store.PageResult) error) error {
+	return p.eachResult(ctx, exportResultSQL, userID, scanID, fn)
+}
+
 // eachResult streams column (the stored result, or a part of it) of each successful result of
 // a scan of userID's, in page order.
 func (p *Store) eachResult(ctx context.Context, column, userID, scanID string, fn func(store.PageResult) error) error {

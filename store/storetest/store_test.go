@@ -318,6 +318,9 @@ func testOwnerScoping(t *testing.T, s store.Store) {
 		"CompletedScans":      func(u string) error { _, err := s.CompletedScans(ctx, u, site.ID, 10); return err },
 		"LatestCompletedScan": func(u string) error { _, err := s.LatestCompletedScan(ctx, u, site.ID); return err },
 		"PageResults":         func(u string) error { _, err := s.PageResults(ctx, u, sc.ID); return err },
+		"EachPageResult": func(u string) error {
+			return s.EachPageResult(ctx, u, sc.ID, func(store.PageResult) error { return nil })
+		},
 		"ExportScan": func(u string) error {
 			return s.ExportScan(ctx, u, site.ID, "", true, func(string, *store.Scan) error { return nil }, func(store.PageResult) error { return nil })
 		},
@@ -813,6 +816,18 @@ func testPageUpsert(t *testing.T, s store.Store) {
 	}
 	_, err = s.PageResult(ctx, a.ID, sc.ID, "/b", "mobile")
 	wantErr(t, err, store.ErrNotFound)
+	// EachPageResult streams ExportFields of each result, in page order.
+	var each []string
+	must(t, s.EachPageResult(ctx, a.ID, sc.ID, func(r store.PageResult) error {
+		each = append(each, r.PagePath+" "+string(r.Strategy))
+		if r.Runs != 1 || r.Diagnostics != nil {
+			t.Errorf("streamed %+v, want ExportFields (runs 1, no diagnostics)", r)
+		}
+		return nil
+	}))
+	if fmt.Sprint(each) != "[/ mobile /c desktop]" {
+		t.Errorf("streamed %v", each)
+	}
 	// The export streams, once the scan is complete, what an export writes of each result and
 	// nothing else, after its head: the site's name and the scan.
 	whole, err := s.PageResults(ctx, a.ID, sc.ID)
