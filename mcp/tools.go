@@ -26,8 +26,11 @@ type tool struct {
 	Scope string
 	// Action is what the tool does in its site's workspace, for store.Authorize (authorize.go):
 	// store.ActRead when empty.
-	Action  store.Action
-	Handler toolHandler
+	Action store.Action
+	// SelfAuthorizing marks a tool whose one statement checks the caller's role itself
+	// (selfAuthorized): generate_client_report.
+	SelfAuthorizing bool
+	Handler         toolHandler
 	// Since is the first protocol era that lists the tool. The nine tools of the interface are
 	// in every era; the tools added after it start at 2025-06-18, so a 2025-03-26 session keeps
 	// every byte it was recorded with (testdata/session-2025-03-26.golden).
@@ -37,10 +40,6 @@ type tool struct {
 	Task bool
 	// View is the ui:// view (views.go) that draws the tool's result, from 2025-06-18 on.
 	View string
-	// Authorizes marks a tool whose handler reads its site's workspace and the user's role with
-	// its own data and asks store.Authorize itself (decide) before answering: one statement
-	// less than authorize's own read (get_trend).
-	Authorizes bool
 }
 
 // toolHandler runs a tool. Output is the Go type of its payload, from which the tool's
@@ -177,7 +176,7 @@ var tools = []tool{
 		Input: object([]string{"siteId"}, map[string]*Schema{"siteId": siteIDArg()}),
 	},
 	{
-		Name: "get_trend", Title: "Score trend", ReadOnly: true, Scope: store.ScopeRead, Handler: handler((*Server).getTrend), View: "ui://sitepulse/trend", Authorizes: true,
+		Name: "get_trend", Title: "Score trend", ReadOnly: true, Scope: store.ScopeRead, Handler: handler((*Server).getTrend), View: "ui://sitepulse/trend",
 		Example: "Show the performance trend of my site over the last ten scans.",
 		Description: "Returns the site's recent completed scans, oldest first, with their category scores and page " +
 			"counts, so you can tell whether performance is improving or degrading over time.",
@@ -187,7 +186,7 @@ var tools = []tool{
 		}),
 	},
 	{
-		Name: "generate_client_report", Title: "Create a shareable client report", ReadOnly: false, Scope: store.ScopeWrite, Action: store.ActReport, Handler: handler((*Server).generateClientReport),
+		Name: "generate_client_report", Title: "Create a shareable client report", ReadOnly: false, Scope: store.ScopeWrite, Action: store.ActReport, SelfAuthorizing: true, Handler: handler((*Server).generateClientReport),
 		Example: "Make a report of the latest scan I can send to my client.",
 		Description: "Creates a shareable web page of one completed scan (scores, Core Web Vitals of every page with " +
 			"their ratings, top opportunities) that anyone with the link can open without logging in, and returns " +
@@ -400,10 +399,7 @@ func (s *Server) callTool(ctx context.Context, userID string, e era, params json
 		return invalid(msg)
 	}
 	ctx = context.WithValue(ctx, eraKey{}, e)
-	var err error
-	if !t.Authorizes {
-		err = s.authorize(ctx, userID, t, a)
-	}
+	err := s.authorize(ctx, userID, t, a)
 	var payload any
 	if err == nil {
 		payload, err = t.Handler.run(s, ctx, userID, a)

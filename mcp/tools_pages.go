@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 )
 
@@ -17,51 +16,32 @@ type pageDetails struct {
 	Crux *store.Crux `json:"crux"`
 }
 
+// getPageDetails reads the page, or the worst page (analysis.WorstPage's choice, made in the
+// store's one statement), with the scan's owner check in the same statement.
 func (s *Server) getPageDetails(ctx context.Context, userID string, a args) (pageDetails, error) {
-	sc, err := s.scan(ctx, userID, a.str("scanId", ""))
-	if err != nil {
-		return pageDetails{}, err
-	}
-	if err := pruned(sc); err != nil {
-		return pageDetails{}, err
-	}
 	strategy := a.strategy(store.StrategyMobile)
-	path, ok := a["pagePath"].(string)
-	if !ok {
-		// The worst page is chosen on scores alone, then only its full result is read.
-		metrics, err := s.pageMetrics(ctx, userID, sc)
-		if err != nil {
+	path, named := a["pagePath"].(string)
+	d, err := s.store.PageDetails(ctx, userID, a.str("scanId", ""), path, strategy)
+	if err == nil && !d.Found { // only then is the scan read: retention may have removed its pages
+		if err := s.prunedScan(ctx, userID, a.str("scanId", "")); err != nil {
 			return pageDetails{}, err
 		}
-		worst, found := analysis.WorstPage(metrics, strategy)
-		if !found {
-			return pageDetails{}, toolError(fmt.Sprintf("This scan has no %s results (status %s).", strategy, sc.Status))
-		}
-		path = worst.PagePath
 	}
-	// A completed scan's results never change: its pages' answers are kept (analysisCache), so
-	// a page read again costs the owner-scoped scan lookup alone.
-	key := "page " + sc.ID + " " + string(strategy) + " " + path
-	if sc.Status == store.StatusComplete {
-		if v, ok := s.analyses.get(key); ok {
-			return v.(pageDetails), nil
-		}
-	}
-	r, err := s.store.PageResult(ctx, userID, sc.ID, path, strategy)
-	if errors.Is(err, store.ErrNotFound) {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return pageDetails{}, errScanNotFound
+	case err != nil:
+		return pageDetails{}, err
+	case !d.Found && !named:
+		return pageDetails{}, toolError(fmt.Sprintf("This scan has no %s results (status %s).", strategy, d.ScanStatus))
+	case !d.Found:
 		return pageDetails{}, toolError(fmt.Sprintf("No %s result for page %q in this scan. get_lcp_elements lists the scan's pages.", strategy, path))
 	}
-	if err != nil {
-		return pageDetails{}, err
+	out := pageDetails{PageResult: d.Result}
+	if d.Result.Crux.HasCruxData {
+		out.Crux = &d.Result.Crux
 	}
-	d := pageDetails{PageResult: r}
-	if r.Crux.HasCruxData {
-		d.Crux = &r.Crux
-	}
-	if sc.Status == store.StatusComplete {
-		s.analyses.put(key, d)
-	}
-	return d, nil
+	return out, nil
 }
 
 type lcpElement struct {
@@ -97,11 +77,7 @@ func (s *Server) getLCPElements(ctx context.Context, userID string, a args) (lcp
 		return lcpResult{}, err
 	}
 	if len(results) == 0 { // pruned, or no result: only then is the scan read to tell
-		sc, err := s.scan(ctx, userID, a.str("scanId", ""))
-		if err != nil {
-			return lcpResult{}, err
-		}
-		if err := pruned(sc); err != nil {
+		if err := s.prunedScan(ctx, userID, a.str("scanId", "")); err != nil {
 			return lcpResult{}, err
 		}
 	}
@@ -131,4 +107,14 @@ func pruned(sc store.Scan) error {
 	return toolError("The page details of this scan were removed on " + sc.DetailsPrunedAt.UTC().Format("2 Jan 2006") +
 		" by its workspace's retention setting (an owner sets how many days they are kept on the workspace page). " +
 		"Its scores remain: get_trend lists them. The latest two completed scans of each site always keep their page details: get_latest_scan gives the latest.")
+}
+
+// prunedScan is pruned of scan scanID of the user, read for a tool that found none of its pages;
+// an error reading it is the tool's error.
+func (s *Server) prunedScan(ctx context.Context, userID, scanID string) error {
+	sc, err := s.scan(ctx, userID, scanID)
+	if err != nil {
+		return err
+	}
+	return pruned(sc)
 }

@@ -190,8 +190,4 @@ type SiteViews interface {
 	// completed ones, and the rest of SiteView, at most publishes publishes; ErrNotFound when
 	// the site is not the user's.
 	SiteView(ctx context.Context, userID, siteID string, history, completed, publishes int) (SiteView, error)
-	// CompletedScansAs is CompletedScans with the site's workspace and the user's Role there,
-	// for the caller to authorize before it answers: one read when the site has completed
-	// scans (MCP get_trend).
-	CompletedScansAs(ctx context.Context, userID, siteID string, limit int) (Workspace, []Scan, error)
 }

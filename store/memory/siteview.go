@@ -67,12 +67,3 @@ func (m *Store) SiteView(ctx context.Context, userID, siteID string, history, co
 	v.Rules, err = m.AlertRules(ctx, userID, siteID)
 	return v, err
 }
-
-func (m *Store) CompletedScansAs(ctx context.Context, userID, siteID string, limit int) (store.Workspace, []store.Scan, error) {
-	_, w, err := m.SiteAndWorkspace(ctx, userID, siteID)
-	if err != nil {
-		return w, nil, err
-	}
-	scans, err := m.CompletedScans(ctx, userID, siteID, limit)
-	return w, scans, err
-}

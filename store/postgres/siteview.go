@@ -208,35 +208,3 @@ func (p *Store) SiteView(ctx context.Context, userID, siteID string, history, co
 	})
 	return v, nil
 }
-
-// completedScansAsSQL is CompletedScans of site $1 of user $2, at most $3, each row with the
-// site's workspace and the user's role.
-var completedScansAsSQL = `SELECT w.id, w.name, w.created_at, w.retention_days, m.role, ` + scanCols + ` FROM scans c
-	JOIN sites s ON s.id = c.site_id JOIN memberships m ON m.workspace_id = s.workspace_id AND m.user_id = $2
-	JOIN workspaces w ON w.id = s.workspace_id
-	WHERE c.site_id = $1 AND c.status = 'complete' ORDER BY c.completed_at DESC, c.id DESC LIMIT $3`
-
-func (p *Store) CompletedScansAs(ctx context.Context, userID, siteID string, limit int) (store.Workspace, []store.Scan, error) {
-	var w store.Workspace
-	if !uuidOK(userID, siteID) {
-		return w, nil, store.NotFound("site")
-	}
-	if limit <= 0 {
-		limit = 1 << 30
-	}
-	scans, err := queryAll(ctx, p.db, "scans", func(row rowScanner) (store.Scan, error) {
-		return scanScan(rowScanFunc(func(dest ...any) error {
-			return row.Scan(append([]any{&w.ID, &w.Name, &w.CreatedAt, &w.RetentionDays, &w.Role}, dest...)...)
-		}))
-	}, completedScansAsSQL, siteID, userID, limit)
-	if err != nil {
-		return w, nil, err
-	}
-	if len(scans) > 0 {
-		w.CreatedAt = w.CreatedAt.UTC()
-		return w, scans, nil
-	}
-	// No row: no completed scan, or not the user's site; the second look tells.
-	_, w, err = p.SiteAndWorkspace(ctx, userID, siteID)
-	return w, []store.Scan{}, err
-}

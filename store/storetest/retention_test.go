@@ -306,21 +306,9 @@ func testSiteView(t *testing.T, s store.Store) {
 	wantErr(t, err, store.ErrNotFound)
 	_, _, err = s.SiteAndWorkspace(ctx, b.ID, site.ID)
 	wantErr(t, err, store.ErrNotFound)
-	_, _, err = s.CompletedScansAs(ctx, b.ID, site.ID, 5)
-	wantErr(t, err, store.ErrNotFound)
 	got, w, err := s.SiteAndWorkspace(ctx, a.ID, site.ID)
 	must(t, err)
 	if got.ID != site.ID || w.ID != a.ID || w.Role != store.RoleOwner || w.RetentionDays != store.DefaultRetentionDays {
 		t.Errorf("site and workspace: %+v %+v", got, w)
-	}
-	w, cs, err := s.CompletedScansAs(ctx, a.ID, site.ID, 5)
-	must(t, err)
-	if all, _ := s.CompletedScans(ctx, a.ID, site.ID, 5); w.Role != store.RoleOwner || !reflect.DeepEqual(cs, all) {
-		t.Errorf("completed scans as: %+v %+v", w, cs)
-	}
-	empty := newSite(t, s, a, "empty")
-	w, cs, err = s.CompletedScansAs(ctx, a.ID, empty.ID, 5)
-	if err != nil || len(cs) != 0 || w.Role != store.RoleOwner {
-		t.Errorf("a site without scans: %+v %+v %v", w, cs, err)
 	}
 }
