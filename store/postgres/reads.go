@@ -26,13 +26,14 @@ func (p plusScanner) Scan(dest ...any) error { return p.row.Scan(append(dest, p.
 type maybeScan struct {
 	id, siteID, status, strategy, trigger, err sql.NullString
 	total, done, inFlight, found, audited      sql.NullInt64
-	scores                                     []byte
-	created, started, completed                sql.NullTime
+	scores, summary                            []byte
+	created, started, completed, pruned        sql.NullTime
+	bytes                                      sql.NullInt64
 }
 
 func (m *maybeScan) dest() []any {
 	return []any{&m.id, &m.siteID, &m.status, &m.strategy, &m.trigger, &m.total, &m.done, &m.scores, &m.err,
-		&m.created, &m.started, &m.completed, &m.inFlight, &m.found, &m.audited}
+		&m.created, &m.started, &m.completed, &m.inFlight, &m.found, &m.audited, &m.summary, &m.bytes, &m.pruned}
 }
 
 // scan is the scan read, as scanScan makes it; nil when there was none.
@@ -43,9 +44,16 @@ func (m *maybeScan) scan() (*store.Scan, error) {
 	s := &store.Scan{ID: m.id.String, SiteID: m.siteID.String, Status: store.ScanStatus(m.status.String), Strategy: store.Strategy(m.strategy.String),
 		Trigger: m.trigger.String, PagesTotal: int(m.total.Int64), PagesDone: int(m.done.Int64), Error: m.err.String,
 		CreatedAt: m.created.Time.UTC(), StartedAt: timePtr(m.started), CompletedAt: timePtr(m.completed),
-		AuditsInFlight: int(m.inFlight.Int64), PagesFound: int(m.found.Int64), PagesAudited: int(m.audited.Int64)}
+		AuditsInFlight: int(m.inFlight.Int64), PagesFound: int(m.found.Int64), PagesAudited: int(m.audited.Int64),
+		Bytes: m.bytes.Int64, DetailsPrunedAt: timePtr(m.pruned)}
 	if err := json.Unmarshal(m.scores, &s.Scores); err != nil {
 		return nil, fmt.Errorf("scan %s scores: %w", s.ID, err)
+	}
+	if m.summary != nil {
+		s.Summary = new(store.ScanSummary)
+		if err := json.Unmarshal(m.summary, s.Summary); err != nil {
+			return nil, fmt.Errorf("scan %s summary: %w", s.ID, err)
+		}
 	}
 	return s, nil
 }
