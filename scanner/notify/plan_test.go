@@ -45,16 +45,16 @@ func TestPlanFromTheStore(t *testing.T) {
 			ctx := context.Background()
 			st := b.Open(t)
 			r := newAlertRig(t, st)
-			other := store.Site{ID: store.NewID(), UserID: r.user.ID, Name: "Blog", Domain: "blog.example", CreatedAt: now}
+			other := store.Site{ID: store.NewID(), UserID: r.user.ID, WorkspaceID: r.user.ID, Name: "Blog", Domain: "blog.example", CreatedAt: now}
 			if err := st.CreateSite(ctx, other); err != nil {
 				t.Fatal(err)
 			}
 			// A channel for the other site only, and one for failures only: neither hears of Shop's regression.
 			for _, c := range []store.Channel{
-				{ID: store.NewID(), UserID: r.user.ID, Kind: KindSlack, Name: "blog", URLSealed: "x", Events: []string{store.EventRegressionConfirmed}, SiteIDs: []string{other.ID}, CreatedAt: now},
-				{ID: store.NewID(), UserID: r.user.ID, Kind: KindSlack, Name: "failures", URLSealed: "x", Events: []string{store.EventScanFailed}, CreatedAt: now},
+				{ID: store.NewID(), WorkspaceID: r.user.ID, Kind: KindSlack, Name: "blog", URLSealed: "x", Events: []string{store.EventRegressionConfirmed}, SiteIDs: []string{other.ID}, CreatedAt: now},
+				{ID: store.NewID(), WorkspaceID: r.user.ID, Kind: KindSlack, Name: "failures", URLSealed: "x", Events: []string{store.EventScanFailed}, CreatedAt: now},
 			} {
-				if err := st.CreateChannel(ctx, c); err != nil {
+				if err := st.CreateChannel(ctx, r.user.ID, c); err != nil {
 					t.Fatal(err)
 				}
 			}
