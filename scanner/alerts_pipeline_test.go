@@ -27,9 +27,10 @@ import (
 // receivers stands in for Slack, Teams, Discord and webhook receivers: one local server, a path
 // per channel, each answering as its script says (the last status repeats), counting what came.
 type receivers struct {
-	srv    *httptest.Server
-	mu     sync.Mutex
-	script map[string][]int
+	srv     *httptest.Server
+	mu      sync.Mutex
+	script  map[string][]int
+	headers map[string]http.Header // sent with every answer on a path (Retry-After)
 	got    map[string][]*http.Request
 	bodies map[string][]string
 	seen   chan string // each request's path, for a test that waits for deliveries
@@ -46,6 +47,9 @@ func newReceivers(t *testing.T, script map[string][]int) *receivers {
 		status := http.StatusOK
 		if s := rc.script[req.URL.Path]; len(s) > 0 {
 			status = s[min(n, len(s)-1)]
+		}
+		for k, v := range rc.headers[req.URL.Path] {
+			w.Header()[k] = v
 		}
 		rc.mu.Unlock()
 		w.WriteHeader(status)
@@ -70,12 +74,14 @@ func (rc *receivers) guard() netguard.Guard {
 // addChannel saves a channel of the rig's user whose URL is the receivers' path.
 func (r *rig) addChannel(keys *platform.Keys, kind, url string, events ...string) store.Channel {
 	r.t.Helper()
-	sealed, err := keys.SealFor(platform.PurposeChannelURL, url, r.user.ID)
-	if err != nil {
-		r.t.Fatal(err)
+	c := store.Channel{ID: store.NewID(), WorkspaceID: r.user.ID, Kind: kind, Name: kind + " " + url[strings.LastIndex(url, "/")+1:],
+		Events: events, CreatedAt: time.Now()}
+	var err error
+	if url != "" {
+		if c.URLSealed, err = keys.SealFor(platform.PurposeChannelURL, url, r.user.ID); err != nil {
+			r.t.Fatal(err)
+		}
 	}
-	c := store.Channel{ID: store.NewID(), WorkspaceID: r.user.ID, Kind: kind, Name: kind + " " + url[strings.LastIndex(url, "/"):],
-		URLSealed: sealed, Events: events, CreatedAt: time.Now()}
 	if kind == store.ChannelWebhook {
 		if c.SecretSealed, err = keys.SealFor(platform.PurposeChannelSecret, "whsec_test", r.user.ID); err != nil {
 			r.t.Fatal(err)
