@@ -31,9 +31,9 @@ type receivers struct {
 	mu      sync.Mutex
 	script  map[string][]int
 	headers map[string]http.Header // sent with every answer on a path (Retry-After)
-	got    map[string][]*http.Request
-	bodies map[string][]string
-	seen   chan string // each request's path, for a test that waits for deliveries
+	got     map[string][]*http.Request
+	bodies  map[string][]string
+	seen    chan string // each request's path, for a test that waits for deliveries
 }
 
 func newReceivers(t *testing.T, script map[string][]int) *receivers {
