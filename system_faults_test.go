@@ -73,7 +73,7 @@ func TestSystemDatabaseRestartWhileScanning(t *testing.T) {
 			Pages: scantest.SamplePages(), CreatedAt: time.Now()}
 		scan := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: time.Now()}
 		must(st.CreateSite(ctx, site))
-		must(st.EnqueueScan(ctx, scan, store.QueueScan, time.Now()))
+		must(st.EnqueueScan(ctx, scan, store.KindScan, time.Now()))
 		sites, scans = append(sites, site), append(scans, scan)
 	}
 

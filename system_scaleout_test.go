@@ -35,7 +35,7 @@ const (
 	scaleInFlight = 8
 )
 
-var scaleStrategies = []string{store.StrategyMobile, store.StrategyDesktop}
+var scaleStrategies = []store.Strategy{store.StrategyMobile, store.StrategyDesktop}
 
 type scaleRig struct {
 	st    *postgres.Store
@@ -224,7 +224,7 @@ func (r *scaleRig) check(t *testing.T, all [][]store.Scan) []scanLog {
 }
 
 // calls is how many times all the processes asked PSI for one audit of site.
-func (r *scaleRig) calls(site store.Site, path, strategy string) (total int, per []int) {
+func (r *scaleRig) calls(site store.Site, path string, strategy store.Strategy) (total int, per []int) {
 	for _, psi := range r.psis {
 		n := psi.HostCalls(site.Domain, path, strategy)
 		total += n

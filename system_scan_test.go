@@ -27,7 +27,7 @@ func TestSystemKilledProcessScanIsFinishedByAnother(t *testing.T) {
 	site := store.Site{ID: store.NewID(), UserID: user.ID, Name: "Sample", Domain: "sample.test",
 		Pages: scantest.SamplePages(), CreatedAt: time.Now()}
 	scan := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: time.Now()}
-	for _, err := range []error{st.CreateUser(ctx, user), st.CreateSite(ctx, site), st.EnqueueScan(ctx, scan, store.QueueScan, time.Now())} {
+	for _, err := range []error{st.CreateUser(ctx, user), st.CreateSite(ctx, site), st.EnqueueScan(ctx, scan, store.KindScan, time.Now())} {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -128,7 +128,7 @@ func (h *scanHub) poll(ctx context.Context, key string, f *scanFeed, userID, sca
 		if err != nil {
 			h.log.Error("scan events", "scan", scanID, "err", err)
 		}
-		end := err != nil || terminal(ev.Status) || ev.Status == scanDeleted
+		end := err != nil || ev.Status.Terminal() || ev.Status == scanDeleted
 		h.mu.Lock()
 		if err == nil {
 			f.last = &ev
@@ -174,7 +174,7 @@ func (s *server) readScanEvent(ctx context.Context, userID, scanID string) (scan
 	if scan.Status == store.StatusRunning {
 		ev.AuditsInFlight = scan.AuditsInFlight
 	}
-	if !terminal(scan.Status) {
+	if !scan.Status.Terminal() {
 		errs, err := s.Store.PageErrors(ctx, userID, scan.ID)
 		if err != nil {
 			return ev, err

@@ -38,7 +38,7 @@ func TestScanFeedPollsOncePerScan(t *testing.T) {
 	user := store.User{ID: store.NewID(), Email: "feed@example.com", PasswordHash: "x", CreatedAt: now}
 	site := store.Site{ID: store.NewID(), UserID: user.ID, Name: "Feed", Domain: "example.test", CreatedAt: now}
 	scan := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: now}
-	for _, err := range []error{mem.CreateUser(t.Context(), user), mem.CreateSite(t.Context(), site), mem.EnqueueScan(t.Context(), scan, store.QueueScan, now)} {
+	for _, err := range []error{mem.CreateUser(t.Context(), user), mem.CreateSite(t.Context(), site), mem.EnqueueScan(t.Context(), scan, store.KindScan, now)} {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +73,7 @@ func TestScanFeedPollsOncePerScan(t *testing.T) {
 		}
 	}
 	// The scan ends: every subscriber gets the terminal status, then its channel closes.
-	job, err := mem.ClaimJob(t.Context(), store.QueueScan, "w", now.Add(time.Second))
+	job, err := mem.ClaimJob(t.Context(), store.KindScan, "w", now.Add(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestScanFeedCaps(t *testing.T) {
 func TestScanEventsPerSessionCap(t *testing.T) {
 	f := newUIFixture(t, time.Hour, memory.New())
 	scan := store.Scan{ID: store.NewID(), SiteID: f.site, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: f.ts.now}
-	if err := f.ts.store.EnqueueScan(t.Context(), scan, store.QueueScan, f.ts.now); err != nil {
+	if err := f.ts.store.EnqueueScan(t.Context(), scan, store.KindScan, f.ts.now); err != nil {
 		t.Fatal(err)
 	}
 	path := f.ts.URL + "/sites/" + f.site + "/scans/" + scan.ID + "/events"
@@ -176,7 +176,7 @@ func TestScanEventsProcessCap(t *testing.T) {
 	user := store.User{ID: store.NewID(), Email: "cap@example.com", PasswordHash: "x", CreatedAt: now}
 	site := store.Site{ID: store.NewID(), UserID: user.ID, Name: "Cap", Domain: "example.test", CreatedAt: now}
 	scan := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: now}
-	for _, err := range []error{st.CreateUser(t.Context(), user), st.CreateSite(t.Context(), site), st.EnqueueScan(t.Context(), scan, store.QueueScan, now)} {
+	for _, err := range []error{st.CreateUser(t.Context(), user), st.CreateSite(t.Context(), site), st.EnqueueScan(t.Context(), scan, store.KindScan, now)} {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -100,7 +100,7 @@ func (s *server) handleExport() http.Handler {
 			return
 		}
 		if scan.Status != store.StatusComplete {
-			writeError(w, http.StatusNotFound, "scan is "+scan.Status+", not complete: export it once it completes")
+			writeError(w, http.StatusNotFound, "scan is "+string(scan.Status)+", not complete: export it once it completes")
 			return
 		}
 
@@ -313,7 +313,7 @@ func csvRow(r store.PageResult) []string {
 		opps[i] = fmt.Sprintf("%s (%dms)", o.Title, int64(math.Round(o.SavingsMs)))
 	}
 	v, c := r.CoreWebVitals, r.Crux
-	return []string{r.PageURL, r.PagePath, r.Strategy,
+	return []string{r.PageURL, r.PagePath, string(r.Strategy),
 		score(r.Scores.Performance), score(r.Scores.SEO), score(r.Scores.Accessibility), score(r.Scores.BestPractices),
 		ms(v.LCP), cls(v.CLS), ms(v.INP), ms(v.FCP), ms(v.TTFB),
 		ms(c.LCP), cls(c.CLS), ms(c.INP), strconv.FormatBool(c.HasCruxData),
@@ -324,7 +324,7 @@ func csvRow(r store.PageResult) []string {
 type exportPage struct {
 	PageURL           string              `json:"pageUrl"`
 	PagePath          string              `json:"pagePath"`
-	Strategy          string              `json:"strategy"`
+	Strategy          store.Strategy      `json:"strategy"`
 	Scores            store.PageScores    `json:"scores"`
 	CoreWebVitals     exportVitals        `json:"coreWebVitals"`
 	Crux              store.Crux          `json:"crux"`

@@ -70,7 +70,7 @@ func testExport(t *testing.T, st store.Store) {
 		withOpps := 0
 		for i, row := range rows[1:] {
 			r := latestResults[i]
-			if row[0] != r.PageURL || row[1] != r.PagePath || row[2] != r.Strategy {
+			if row[0] != r.PageURL || row[1] != r.PagePath || row[2] != string(r.Strategy) {
 				t.Errorf("row %d = %q, want %s %s %s", i, row[:3], r.PageURL, r.PagePath, r.Strategy)
 			}
 			if r.Scores.Performance != nil && row[3] != itoa(*r.Scores.Performance) {
@@ -166,7 +166,7 @@ func testExport(t *testing.T, st store.Store) {
 	t.Run("a scan that is not complete is 404 saying so, not a CSV with only a header", func(t *testing.T) {
 		site := f.newSite(t, a.userID, "Queued Scan")
 		sc := store.Scan{ID: store.NewID(), SiteID: site, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: f.now}
-		must(t, f.st.EnqueueScan(context.Background(), sc, store.QueueDemo, f.now))
+		must(t, f.st.EnqueueScan(context.Background(), sc, store.KindDemo, f.now))
 		for _, format := range []string{"csv", "json"} {
 			resp, body := f.do(t, "GET", "/api/sites/"+site+"/export?format="+format+"&scanId="+sc.ID, "", "", cookie(a.session))
 			if resp.StatusCode != 404 || resp.Header.Get("Content-Type") != "application/json" || !strings.Contains(body, `"error":"scan is queued, not complete`) {

@@ -39,7 +39,7 @@ type reportData struct {
 	Report   store.Report
 	Site     store.Site
 	Scan     store.Scan
-	Strategy string // the strategy of the per-page figures: mobile when the scan has it
+	Strategy store.Strategy // the strategy of the per-page figures: mobile when the scan has it
 	Pages    []reportPage
 	Top      []reportOpportunity
 	// NameInTitle is true when the title already names the site, so the subtitle does not

@@ -188,10 +188,10 @@ func TestPageCapSaidWhereItHappens(t *testing.T) {
 			t.Fatal(err)
 		}
 		scan := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: f.ts.now}
-		if err := st.EnqueueScan(ctx, scan, store.QueueScan, f.ts.now); err != nil {
+		if err := st.EnqueueScan(ctx, scan, store.KindScan, f.ts.now); err != nil {
 			t.Fatal(err)
 		}
-		job, err := st.ClaimJob(ctx, store.QueueScan, "w", f.ts.now.Add(time.Second))
+		job, err := st.ClaimJob(ctx, store.KindScan, "w", f.ts.now.Add(time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -113,7 +113,7 @@ func TestTeamEndToEnd(t *testing.T) {
 			// The editor follows a queued scan's progress; the owner removes the editor meanwhile:
 			// the open stream ends at its next poll, and the very next requests are refused.
 			queued := store.Scan{ID: store.NewID(), SiteID: siteID, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: ts.now}
-			must(t, st.EnqueueScan(ctx, queued, store.QueueScan, ts.now))
+			must(t, st.EnqueueScan(ctx, queued, store.KindScan, ts.now))
 			stream, err := ed.c.Get(ts.URL + sitePath + "/scans/" + queued.ID + "/events")
 			must(t, err)
 			defer stream.Body.Close()
@@ -171,8 +171,8 @@ func completeScan(t *testing.T, st store.Store, siteID string, at time.Time) str
 	ctx := context.Background()
 	results := fixtureResults(t, "home.mobile")
 	sc := store.Scan{ID: store.NewID(), SiteID: siteID, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: at}
-	must(t, st.EnqueueScan(ctx, sc, store.QueueDemo, at))
-	job, err := st.ClaimJob(ctx, store.QueueDemo, "test", at)
+	must(t, st.EnqueueScan(ctx, sc, store.KindDemo, at))
+	job, err := st.ClaimJob(ctx, store.KindDemo, "test", at)
 	must(t, err)
 	must(t, st.StartScan(ctx, job.Lease(), len(results), at))
 	for _, r := range results {

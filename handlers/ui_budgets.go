@@ -14,8 +14,8 @@ import (
 // budgetRow is one metric of the budgets form.
 type budgetRow struct {
 	Metric, Label, Unit, Hint string
-	Value                     string // as typed, or the stored threshold
-	Strategy                  string // mobile, desktop or both
+	Value                     string         // as typed, or the stored threshold
+	Strategy                  store.Strategy // mobile, desktop or both
 	Error                     string
 }
 
@@ -25,11 +25,7 @@ func newBudgetRow(metric string) budgetRow {
 }
 
 // budgetStrategies are the strategies a budget may apply to, in the editor's order.
-var budgetStrategies = []string{store.StrategyBoth, store.StrategyMobile, store.StrategyDesktop}
-
-func validBudgetStrategy(s string) bool {
-	return s == store.StrategyBoth || s == store.StrategyMobile || s == store.StrategyDesktop
-}
+var budgetStrategies = []store.Strategy{store.StrategyBoth, store.StrategyMobile, store.StrategyDesktop}
 
 // ruleForm is the add-an-alert-rule form.
 type ruleForm struct {
@@ -45,7 +41,7 @@ type budgetsData struct {
 	Rules        []store.AlertRule
 	Rule         ruleForm
 	Metrics      []string
-	Strategies   []string
+	Strategies   []store.Strategy
 }
 
 // budgetMetrics are the names of the metrics a budget or rule may name, scores first.
@@ -128,10 +124,10 @@ func (s *server) handleSaveBudgets() http.Handler {
 			row := newBudgetRow(m)
 			row.Value = strings.TrimSpace(r.PostForm.Get("budget_" + m))
 			if st := r.PostForm.Get("strategy_" + m); st != "" {
-				row.Strategy = st
+				row.Strategy = store.Strategy(st)
 			}
 			switch {
-			case !validBudgetStrategy(row.Strategy):
+			case !row.Strategy.Valid():
 				row.Strategy, row.Error, d.BudgetsError = store.StrategyBoth, "Choose both, mobile or desktop.", true
 			case row.Value != "":
 				v, msg := parseThreshold(m, row.Value)

@@ -16,7 +16,7 @@ func TestUIFailedScan(t *testing.T) { eachBackend(t, 0, testUIFailedScan) }
 func testUIFailedScan(t *testing.T, f *uiFixture) {
 	ctx := context.Background()
 	sc := store.Scan{ID: store.NewID(), SiteID: f.site, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: f.ts.now}
-	if err := f.ts.store.EnqueueScan(ctx, sc, store.QueueScan, f.ts.now); err != nil {
+	if err := f.ts.store.EnqueueScan(ctx, sc, store.KindScan, f.ts.now); err != nil {
 		t.Fatal(err)
 	}
 	reason := "PageSpeed Insights could not be reached: check the network or PAGESPEED_API_URL. The scan was stopped 30 minutes after it started."

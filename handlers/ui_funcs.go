@@ -24,7 +24,7 @@ var uiFuncs = template.FuncMap{
 	"metricValue": metricValue,
 	// scoreOf reads a scan score by metric name, for loops over metrics.
 	"scoreOf": analysis.ScanScoreOf,
-	"statusClass": func(status string) string {
+	"statusClass": func(status store.ScanStatus) string {
 		switch status {
 		case store.StatusComplete:
 			return "good"

@@ -18,10 +18,10 @@ func testUIMedianOfRuns(t *testing.T, f *uiFixture) {
 	ctx := context.Background()
 	st := f.ts.store
 	sc := store.Scan{ID: store.NewID(), SiteID: f.site, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: f.ts.now}
-	if err := st.EnqueueScan(ctx, sc, store.QueueScan, f.ts.now); err != nil {
+	if err := st.EnqueueScan(ctx, sc, store.KindScan, f.ts.now); err != nil {
 		t.Fatal(err)
 	}
-	j, err := st.ClaimJob(ctx, store.QueueScan, "w", f.ts.now)
+	j, err := st.ClaimJob(ctx, store.KindScan, "w", f.ts.now)
 	if err != nil || j.ScanID != sc.ID {
 		t.Fatalf("claim: %v %s", err, j.ScanID)
 	}

@@ -41,10 +41,6 @@ func (s *server) ownScan(w http.ResponseWriter, r *http.Request) (store.Site, st
 	return site, scan, true
 }
 
-func terminal(status string) bool {
-	return status == store.StatusComplete || status == store.StatusFailed
-}
-
 // scanPageData is the scan page.
 type scanPageData struct {
 	Site     store.Site
@@ -93,7 +89,7 @@ func (s *server) handleScan() http.Handler {
 			return
 		}
 		uid := visitorFrom(r.Context()).User.ID
-		d := scanPageData{Site: site, Scan: scan, Terminal: terminal(scan.Status), Replay: s.Replayed(site)}
+		d := scanPageData{Site: site, Scan: scan, Terminal: scan.Status.Terminal(), Replay: s.Replayed(site)}
 		var err error
 		// The pages table and the summaries read only scores and vitals: PageMetrics, as on the
 		// site page, skips decoding every audit of the scan.
@@ -129,20 +125,20 @@ func (s *server) handleScan() http.Handler {
 // scanEvent is the payload of a `status` event, plus the audits in flight of a running scan
 // and, while the scan waits for its next attempt, why and until when.
 type scanEvent struct {
-	ScanID         string    `json:"scanId"`
-	Status         string    `json:"status"`
-	PagesDone      int       `json:"pagesDone"` // with a result or an error
-	PagesFailed    int       `json:"pagesFailed"`
-	PagesTotal     int       `json:"pagesTotal"`
-	AuditsInFlight int       `json:"auditsInFlight"` // of a running scan
-	Progress       string    `json:"progress"`       // the counts in words (progress.Line)
-	Waiting        *scanWait `json:"waiting,omitempty"`
+	ScanID         string           `json:"scanId"`
+	Status         store.ScanStatus `json:"status"`
+	PagesDone      int              `json:"pagesDone"` // with a result or an error
+	PagesFailed    int              `json:"pagesFailed"`
+	PagesTotal     int              `json:"pagesTotal"`
+	AuditsInFlight int              `json:"auditsInFlight"` // of a running scan
+	Progress       string           `json:"progress"`       // the counts in words (progress.Line)
+	Waiting        *scanWait        `json:"waiting,omitempty"`
 	// Message ends a stream whose scan went away: status "deleted", "This site was deleted".
 	Message string `json:"message,omitempty"`
 }
 
 // scanDeleted is the stream's last event when the scan's site was deleted while it was open.
-const scanDeleted = "deleted"
+const scanDeleted store.ScanStatus = "deleted"
 
 // scanWait is why an unfinished scan waits: its last attempt failed, PSI is paused (the
 // breaker), or its worker shut down, and when it runs again.
@@ -203,7 +199,7 @@ func (s *server) handleScanEvents() http.Handler {
 			if _, err := fmt.Fprintf(w, "event: status\ndata: %s\n\n", b); err != nil {
 				return
 			}
-			if terminal(ev.Status) || ev.Status == scanDeleted {
+			if ev.Status.Terminal() || ev.Status == scanDeleted {
 				_ = rc.Flush()
 				return
 			}
@@ -219,7 +215,7 @@ type pageDetailData struct {
 	A11y        []analysis.A11yGroup
 	ThirdParty  []store.ThirdParty
 	Opportunity []store.Opportunity
-	Other       string // the other strategy, when the scan has it
+	Other       store.Strategy // the other strategy, when the scan has it
 }
 
 func (s *server) handlePageDetail() http.Handler {
@@ -229,7 +225,7 @@ func (s *server) handlePageDetail() http.Handler {
 			return
 		}
 		q := r.URL.Query()
-		path, strategy := q.Get("path"), q.Get("strategy")
+		path, strategy := q.Get("path"), store.Strategy(q.Get("strategy"))
 		if strategy == "" {
 			strategy = store.StrategyMobile
 		}

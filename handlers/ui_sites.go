@@ -117,8 +117,8 @@ type siteForm struct {
 	ID        string // empty when adding
 	Name      string
 	Domain    string
-	Pages     string // one path a line
-	Schedule  string // off, daily or weekly
+	Pages     string         // one path a line
+	Schedule  store.Schedule // off, daily or weekly, as posted: the store validates it
 	Errors    map[string]string
 	Duplicate *store.DuplicateError // the domain is the workspace's other site: the form links it
 	MaxPages  int                   // MAX_PAGES_PER_SCAN, for the hint
@@ -132,14 +132,14 @@ func formOf(site store.Site) siteForm {
 }
 
 // Schedules are the choices of the form's schedule field.
-func (siteForm) Schedules() []string { return store.Schedules }
+func (siteForm) Schedules() []store.Schedule { return store.Schedules }
 
 // parse reads the form into a site for the store to normalise and validate.
 func (f *siteForm) parse(r *http.Request) store.Site {
 	f.Name = strings.TrimSpace(r.PostForm.Get("name"))
 	f.Domain = strings.TrimSpace(r.PostForm.Get("domain"))
 	f.Pages = r.PostForm.Get("pages")
-	f.Schedule = strings.TrimSpace(r.PostForm.Get("schedule"))
+	f.Schedule = store.Schedule(strings.TrimSpace(r.PostForm.Get("schedule")))
 	f.Errors = map[string]string{}
 	return store.Site{Name: f.Name, Domain: f.Domain, Pages: strings.Split(f.Pages, "\n"), Schedule: f.Schedule}
 }
@@ -314,7 +314,7 @@ func (s *server) handleScanNow() http.Handler {
 		now := s.Now()
 		scan := store.Scan{ID: store.NewID(), SiteID: site.ID, Status: store.StatusQueued, Strategy: store.StrategyBoth,
 			Trigger: store.TriggerManual, CreatedAt: now}
-		err := s.Store.EnqueueScan(r.Context(), scan, store.QueueScan, now)
+		err := s.Store.EnqueueScan(r.Context(), scan, store.KindScan, now)
 		if errors.Is(err, store.ErrScanActive) {
 			s.Log.Info("scan not enqueued", "site", site.ID, "err", store.ErrScanActive.Error())
 			http.Redirect(w, r, "/sites/"+site.ID+"?done=scan-active", http.StatusSeeOther)
@@ -331,7 +331,7 @@ func (s *server) handleScanNow() http.Handler {
 
 // strategyView is one strategy's summary of a scan on the site page.
 type strategyView struct {
-	Strategy string
+	Strategy store.Strategy
 	Scores   store.ScanScores
 	Vitals   []vitalView
 	Pages    int
@@ -348,7 +348,7 @@ type vitalView struct {
 
 // strategySummary computes a strategy's scores (over that strategy's results) and
 // the worst page value of each vital.
-func strategySummary(results []store.PageResult, strategy string) strategyView {
+func strategySummary(results []store.PageResult, strategy store.Strategy) strategyView {
 	var mine []store.PageResult
 	for _, r := range results {
 		if r.Strategy == strategy {
@@ -373,7 +373,7 @@ func strategySummary(results []store.PageResult, strategy string) strategyView {
 // strategySummaries are the summaries of the strategies the results have, mobile first.
 func strategySummaries(results []store.PageResult) []strategyView {
 	var out []strategyView
-	for _, st := range []string{store.StrategyMobile, store.StrategyDesktop} {
+	for _, st := range []store.Strategy{store.StrategyMobile, store.StrategyDesktop} {
 		if sv := strategySummary(results, st); sv.Pages > 0 {
 			out = append(out, sv)
 		}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -373,7 +374,7 @@ func testScanNow(t *testing.T, f *uiFixture) {
 	if scan.Status != store.StatusQueued || scan.Trigger != store.TriggerManual || scan.Strategy != store.StrategyBoth {
 		t.Errorf("scan %+v", scan)
 	}
-	job, err := f.ts.store.ClaimJob(ctx, store.QueueScan, "test", f.ts.now.Add(time.Second))
+	job, err := f.ts.store.ClaimJob(ctx, store.KindScan, "test", f.ts.now.Add(time.Second))
 	if err != nil || job.ScanID != scan.ID {
 		t.Errorf("job on queue scan: %+v %v", job, err)
 	}
@@ -578,7 +579,7 @@ func testScanEvents(t *testing.T, f *uiFixture) {
 
 	t.Run("a live scan streams queued, running with progress and audits in flight, complete, then ends", func(t *testing.T) {
 		scan := store.Scan{ID: store.NewID(), SiteID: f.site, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: f.ts.now}
-		if err := st.EnqueueScan(ctx, scan, store.QueueScan, f.ts.now); err != nil {
+		if err := st.EnqueueScan(ctx, scan, store.KindScan, f.ts.now); err != nil {
 			t.Fatal(err)
 		}
 		resp, err := f.a.c.Get(f.ts.URL + "/sites/" + f.site + "/scans/" + scan.ID + "/events")
@@ -587,7 +588,7 @@ func testScanEvents(t *testing.T, f *uiFixture) {
 		}
 		defer resp.Body.Close()
 		var job store.Job
-		var seen []string
+		var seen []store.ScanStatus
 		var last scanEvent
 		completed := false
 		readEvents(t, resp, func(e scanEvent) bool {
@@ -597,7 +598,7 @@ func testScanEvents(t *testing.T, f *uiFixture) {
 			}
 			switch {
 			case e.Status == store.StatusQueued && job.ID == 0:
-				if job, err = st.ClaimJob(ctx, store.QueueScan, "w", f.ts.now.Add(time.Second)); err != nil {
+				if job, err = st.ClaimJob(ctx, store.KindScan, "w", f.ts.now.Add(time.Second)); err != nil {
 					t.Fatal(err)
 				}
 				// Written before the scan runs, so that every running event carries it.
@@ -624,17 +625,17 @@ func testScanEvents(t *testing.T, f *uiFixture) {
 			}
 			return true // the server ends the stream itself
 		})
-		if strings.Join(seen, ",") != "queued,running,complete" || last.Status != store.StatusComplete {
+		if fmt.Sprint(seen) != "[queued running complete]" || last.Status != store.StatusComplete {
 			t.Errorf("statuses %v, last %+v", seen, last)
 		}
 	})
 
 	t.Run("a scan waiting for its next attempt says why and until when, on the page and in the stream", func(t *testing.T) {
 		scan := store.Scan{ID: store.NewID(), SiteID: f.site, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: f.ts.now}
-		if err := st.EnqueueScan(ctx, scan, store.QueueScan, f.ts.now); err != nil {
+		if err := st.EnqueueScan(ctx, scan, store.KindScan, f.ts.now); err != nil {
 			t.Fatal(err)
 		}
-		job, err := st.ClaimJob(ctx, store.QueueScan, "w", f.ts.now.Add(time.Second))
+		job, err := st.ClaimJob(ctx, store.KindScan, "w", f.ts.now.Add(time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -660,7 +661,7 @@ func testScanEvents(t *testing.T, f *uiFixture) {
 		readEvents(t, resp, func(e scanEvent) bool {
 			if first == nil {
 				first = &e
-				job, err := st.ClaimJob(ctx, store.QueueScan, "w", f.ts.now.Add(time.Hour))
+				job, err := st.ClaimJob(ctx, store.KindScan, "w", f.ts.now.Add(time.Hour))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -689,7 +690,7 @@ func testScanEvents(t *testing.T, f *uiFixture) {
 			t.Fatal(err)
 		}
 		scan := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: f.ts.now}
-		if err := st.EnqueueScan(ctx, scan, store.QueueScan, f.ts.now); err != nil {
+		if err := st.EnqueueScan(ctx, scan, store.KindScan, f.ts.now); err != nil {
 			t.Fatal(err)
 		}
 		resp, err := f.a.c.Get(f.ts.URL + "/sites/" + site.ID + "/scans/" + scan.ID + "/events")
@@ -798,10 +799,10 @@ func testScanPageFailedWithPageErrors(t *testing.T, f *uiFixture) {
 	ctx := context.Background()
 	st := f.ts.store
 	scan := store.Scan{ID: store.NewID(), SiteID: f.site, Strategy: store.StrategyBoth, Trigger: store.TriggerWebhook, CreatedAt: f.ts.now}
-	if err := st.EnqueueScan(ctx, scan, store.QueueScan, f.ts.now); err != nil {
+	if err := st.EnqueueScan(ctx, scan, store.KindScan, f.ts.now); err != nil {
 		t.Fatal(err)
 	}
-	job, err := st.ClaimJob(ctx, store.QueueScan, "w", f.ts.now.Add(time.Second))
+	job, err := st.ClaimJob(ctx, store.KindScan, "w", f.ts.now.Add(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -129,7 +129,7 @@ func (s *server) handlePlatformWebhook() http.Handler {
 		}
 		scan := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerWebhook, CreatedAt: now}
 		runAt := now.Add(s.WebhookJitter())
-		err = s.Store.EnqueueScan(r.Context(), scan, store.QueueScan, runAt)
+		err = s.Store.EnqueueScan(r.Context(), scan, store.KindScan, runAt)
 		pub := publishOf(event, webflow, now)
 		pub.ID, pub.SiteID = store.NewID(), site.ID
 		switch {

@@ -318,7 +318,7 @@ func TestWebflowWebhookReplay(t *testing.T) {
 				return status
 			}
 			deliver()
-			j, err := w.st.ClaimJob(ctx, store.QueueScan, "t", w.now.Add(time.Minute))
+			j, err := w.st.ClaimJob(ctx, store.KindScan, "t", w.now.Add(time.Minute))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -399,10 +399,10 @@ func TestPlatformWebhookEnqueues(t *testing.T) {
 		t.Errorf("lastPublished = %v, want %v", site.LastPublished, w.now)
 	}
 	// The jitter delays the job: not runnable before now+3s, runnable at it.
-	if _, err := w.st.ClaimJob(ctx, store.QueueScan, "t", w.now.Add(w.jitter-time.Millisecond)); !errors.Is(err, store.ErrNotFound) {
+	if _, err := w.st.ClaimJob(ctx, store.KindScan, "t", w.now.Add(w.jitter-time.Millisecond)); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("claim before the jitter: %v, want not found", err)
 	}
-	if j, err := w.st.ClaimJob(ctx, store.QueueScan, "t", w.now.Add(w.jitter)); err != nil || j.ScanID != sc.ID {
+	if j, err := w.st.ClaimJob(ctx, store.KindScan, "t", w.now.Add(w.jitter)); err != nil || j.ScanID != sc.ID {
 		t.Errorf("claim at the jitter: %v %v", j.ScanID, err)
 	}
 
@@ -432,7 +432,7 @@ func TestPlatformWebhookReplayWithin24Hours(t *testing.T) {
 			// finish ends the site's in-flight scan, so only the replay guard can stop a new one.
 			finish := func() {
 				t.Helper()
-				j, err := w.st.ClaimJob(ctx, store.QueueScan, "t", w.now.Add(time.Minute))
+				j, err := w.st.ClaimJob(ctx, store.KindScan, "t", w.now.Add(time.Minute))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -529,7 +529,7 @@ func TestPublishToCompleteScan(t *testing.T) {
 				Poll: 10 * time.Millisecond, Log: slog.New(slog.NewTextHandler(w.logs, nil))})
 			pool.Start()
 			defer pool.Stop(ctx)
-			seen := map[string]bool{scans[0].Status: true}
+			seen := map[store.ScanStatus]bool{scans[0].Status: true}
 			storetest.Eventually(func() bool {
 				sc, err := st.Scan(ctx, w.user.ID, id)
 				if err != nil {
@@ -553,7 +553,7 @@ func TestPublishToCompleteScan(t *testing.T) {
 			}
 			count := map[string]int{}
 			for _, r := range results {
-				count[r.PagePath+" "+r.Strategy]++
+				count[r.PagePath+" "+string(r.Strategy)]++
 			}
 			for _, p := range w.site.Pages {
 				for _, s := range []string{"mobile", "desktop"} {

@@ -46,7 +46,7 @@ func fixtureResults(tb testing.TB, dir string) []store.PageResult {
 func recordScan(tb testing.TB, st store.Store, site store.Site, fixtures []store.PageResult, at time.Time) string {
 	tb.Helper()
 	ctx := context.Background()
-	byStrategy := map[string][]store.PageResult{}
+	byStrategy := map[store.Strategy][]store.PageResult{}
 	for _, r := range fixtures {
 		byStrategy[r.Strategy] = append(byStrategy[r.Strategy], r)
 	}
@@ -64,7 +64,7 @@ func recordScan(tb testing.TB, st store.Store, site store.Site, fixtures []store
 	}
 	var all []store.PageResult
 	for i := 0; i < benchPages; i++ {
-		for _, strategy := range []string{store.StrategyMobile, store.StrategyDesktop} {
+		for _, strategy := range []store.Strategy{store.StrategyMobile, store.StrategyDesktop} {
 			pool := byStrategy[strategy]
 			r := pool[i%len(pool)]
 			r.PagePath = fmt.Sprintf("/page-%03d", i)

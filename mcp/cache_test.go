@@ -23,7 +23,7 @@ func TestMetricsCache(t *testing.T) {
 	s := New(Config{Store: cs})
 	s.metrics = newMetricsCache(2)
 	ctx := context.Background()
-	read := func(id, status string) {
+	read := func(id string, status store.ScanStatus) {
 		t.Helper()
 		m, err := s.pageMetrics(ctx, "u", store.Scan{ID: id, Status: status})
 		if err != nil || len(m) != 1 || m[0].PagePath != "/"+id {
@@ -31,8 +31,9 @@ func TestMetricsCache(t *testing.T) {
 		}
 	}
 	steps := []struct {
-		id, status string
-		wantReads  int
+		id        string
+		status    store.ScanStatus
+		wantReads int
 	}{
 		{"a", store.StatusComplete, 1},
 		{"a", store.StatusComplete, 1}, // cached

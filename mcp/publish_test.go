@@ -34,8 +34,8 @@ func TestRegressionReportSaysWhoPublished(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			must(f.st.EnqueueScan(ctx, sc, store.QueueScan, f.now))
-			j, err := f.st.ClaimJob(ctx, store.QueueScan, "w", f.now)
+			must(f.st.EnqueueScan(ctx, sc, store.KindScan, f.now))
+			j, err := f.st.ClaimJob(ctx, store.KindScan, "w", f.now)
 			must(err)
 			must(f.st.StartScan(ctx, j.Lease(), 1, f.now))
 			perf := 90

@@ -32,7 +32,7 @@ func (f *fixture) call2025(t testing.TB, ctx context.Context, name string, args 
 func runScan(t testing.TB, st store.Store, now time.Time, total, ok int) {
 	t.Helper()
 	ctx := context.Background()
-	job, err := st.ClaimJob(ctx, store.QueueScan, "test", now)
+	job, err := st.ClaimJob(ctx, store.KindScan, "test", now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +212,7 @@ func TestStartScanTask(t *testing.T) {
 				t.Fatalf("task %v, want the scan in flight %s", got["taskId"], id)
 			}
 			ctx := context.Background()
-			job, err := f.st.ClaimJob(ctx, store.QueueScan, "w", f.now)
+			job, err := f.st.ClaimJob(ctx, store.KindScan, "w", f.now)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -296,7 +296,7 @@ func TestTaskFoundFromAnotherProcess(t *testing.T) {
 	f := newFixture(t, first)
 	id := f.startTask(t)["taskId"].(string)
 	ctx := context.Background()
-	job, err := first.ClaimJob(ctx, store.QueueScan, "w", f.now)
+	job, err := first.ClaimJob(ctx, store.KindScan, "w", f.now)
 	if err != nil {
 		t.Fatal(err)
 	}

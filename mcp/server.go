@@ -40,7 +40,7 @@ type Store interface {
 	Scan(ctx context.Context, userID, scanID string) (store.Scan, error)
 	CompletedScans(ctx context.Context, userID, siteID string, limit int) ([]store.Scan, error)
 	PageResults(ctx context.Context, userID, scanID string) ([]store.PageResult, error)
-	PageResult(ctx context.Context, userID, scanID, pagePath, strategy string) (store.PageResult, error)
+	PageResult(ctx context.Context, userID, scanID, pagePath string, strategy store.Strategy) (store.PageResult, error)
 	PageMetrics(ctx context.Context, userID, scanID string) ([]store.PageResult, error)
 	PageErrors(ctx context.Context, userID, scanID string) ([]store.PageError, error)
 	CreateReportWithin(ctx context.Context, r store.Report, max int) error

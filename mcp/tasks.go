@@ -67,7 +67,7 @@ func (s *Server) taskOf(ctx context.Context, userID string, sc store.Scan) (task
 	switch {
 	case inFlight(sc):
 		t.Status, t.PollIntervalMs = "working", taskPollMs
-		t.StatusMessage = "Scan " + sc.Status + ": " + strconv.Itoa(sc.PagesDone) + " of " + strconv.Itoa(sc.PagesTotal) + " page audits done"
+		t.StatusMessage = "Scan " + string(sc.Status) + ": " + strconv.Itoa(sc.PagesDone) + " of " + strconv.Itoa(sc.PagesTotal) + " page audits done"
 	case sc.Status == store.StatusFailed && sc.Error == cancelReason:
 		t.Status, t.StatusMessage = "cancelled", cancelReason
 	case sc.Status == store.StatusFailed:

@@ -311,6 +311,11 @@ func (a args) str(name, def string) string {
 	return def
 }
 
+// strategy is the strategy argument, def when absent; the tool's schema enum has checked it.
+func (a args) strategy(def store.Strategy) store.Strategy {
+	return store.Strategy(a.str("strategy", string(def)))
+}
+
 func (a args) integer(name string, def int) int {
 	if v, ok := a[name].(float64); ok {
 		return int(v)

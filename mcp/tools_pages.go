@@ -22,7 +22,7 @@ func (s *Server) getPageDetails(ctx context.Context, userID string, a args) (pag
 	if err != nil {
 		return pageDetails{}, err
 	}
-	strategy := a.str("strategy", store.StrategyMobile)
+	strategy := a.strategy(store.StrategyMobile)
 	path, ok := a["pagePath"].(string)
 	if !ok {
 		// The worst page is chosen on scores alone, then only its full result is read.
@@ -38,7 +38,7 @@ func (s *Server) getPageDetails(ctx context.Context, userID string, a args) (pag
 	}
 	// A completed scan's results never change: its pages' answers are kept (analysisCache), so
 	// a page read again costs the owner-scoped scan lookup alone.
-	key := "page " + sc.ID + " " + strategy + " " + path
+	key := "page " + sc.ID + " " + string(strategy) + " " + path
 	if sc.Status == store.StatusComplete {
 		if v, ok := s.analyses.get(key); ok {
 			return v.(pageDetails), nil
@@ -84,7 +84,7 @@ type lcpResult struct {
 }
 
 func (s *Server) getLCPElements(ctx context.Context, userID string, a args) (lcpResult, error) {
-	strategy := a.str("strategy", store.StrategyMobile)
+	strategy := a.strategy(store.StrategyMobile)
 	// PageResults checks the scan is the user's itself: no separate read of the scan.
 	results, err := s.store.PageResults(ctx, userID, a.str("scanId", ""))
 	if errors.Is(err, store.ErrNotFound) {

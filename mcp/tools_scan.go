@@ -21,17 +21,17 @@ type Quota interface {
 // scanState is a scan as start_scan and get_scan show it. Result is what get_latest_scan
 // returns for this scan once it is complete; Reason is why a failed scan failed.
 type scanState struct {
-	ScanID         string      `json:"scanId"`
-	SiteID         string      `json:"siteId"`
-	Status         string      `json:"status"`
-	Strategy       string      `json:"strategy"`
-	PagesDone      int         `json:"pagesDone"`
-	PagesTotal     int         `json:"pagesTotal"`
-	AlreadyRunning bool        `json:"alreadyRunning"`
-	CreatedAt      *string     `json:"createdAt"`
-	CompletedAt    *string     `json:"completedAt"`
-	Reason         *string     `json:"reason"`
-	Result         *latestScan `json:"result"`
+	ScanID         string           `json:"scanId"`
+	SiteID         string           `json:"siteId"`
+	Status         store.ScanStatus `json:"status"`
+	Strategy       store.Strategy   `json:"strategy"`
+	PagesDone      int              `json:"pagesDone"`
+	PagesTotal     int              `json:"pagesTotal"`
+	AlreadyRunning bool             `json:"alreadyRunning"`
+	CreatedAt      *string          `json:"createdAt"`
+	CompletedAt    *string          `json:"completedAt"`
+	Reason         *string          `json:"reason"`
+	Result         *latestScan      `json:"result"`
 }
 
 // startScan enqueues a manual scan of the site, or answers the scan already in flight.
@@ -44,7 +44,7 @@ func (s *Server) startScan(ctx context.Context, userID string, a args) (scanStat
 		return scanState{}, err
 	}
 	now := s.now()
-	sc := store.Scan{ID: store.NewID(), SiteID: site.ID, Status: store.StatusQueued, Strategy: a.str("strategy", store.StrategyBoth),
+	sc := store.Scan{ID: store.NewID(), SiteID: site.ID, Status: store.StatusQueued, Strategy: a.strategy(store.StrategyBoth),
 		Trigger: store.TriggerManual, CreatedAt: now}
 	if active, ok, err := s.activeScan(ctx, userID, site.ID); err != nil || ok {
 		active.AlreadyRunning = ok
@@ -55,7 +55,7 @@ func (s *Server) startScan(ctx context.Context, userID string, a args) (scanStat
 			return scanState{}, toolError("Cannot start a scan now: " + err.Error() + ". Retry after that time; get_latest_scan still reads the last completed scan.")
 		}
 	}
-	err = s.store.EnqueueScan(ctx, sc, store.QueueScan, now)
+	err = s.store.EnqueueScan(ctx, sc, store.KindScan, now)
 	if errors.Is(err, store.ErrScanActive) { // another call won the race: answer its scan
 		active, _, err := s.activeScan(ctx, userID, site.ID)
 		active.AlreadyRunning = true

@@ -94,7 +94,7 @@ type latestScan struct {
 	Domain      string           `json:"domain"`
 	CompletedAt *string          `json:"completedAt"`
 	PagesTotal  int              `json:"pagesTotal"`
-	Strategy    string           `json:"strategy"`
+	Strategy    store.Strategy   `json:"strategy"`
 	Scores      store.ScanScores `json:"scores"`
 	Budget      map[string]any   `json:"budget"`
 }
@@ -104,7 +104,7 @@ type latestScan struct {
 // out when the site has no budgets, so an empty budget stays {}.
 func budgetObject(budgets map[string]store.Budget) map[string]any {
 	out := make(map[string]any, len(budgets)+1)
-	strategies := make(map[string]string, len(budgets))
+	strategies := make(map[string]store.Strategy, len(budgets))
 	for m, b := range budgets {
 		out[m], strategies[m] = b.Threshold, b.Strategy
 	}

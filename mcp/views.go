@@ -131,7 +131,7 @@ type latestView struct {
 type viewPage struct {
 	PagePath string              `json:"pagePath"`
 	PageURL  string              `json:"pageUrl"`
-	Strategy string              `json:"strategy"`
+	Strategy store.Strategy      `json:"strategy"`
 	Scores   store.PageScores    `json:"scores"`
 	Vitals   map[string]*float64 `json:"vitals"`
 }

@@ -13,7 +13,7 @@ import (
 // An error is final for this page: the auditor has already retried what was worth retrying,
 // and the error's text is what the scan records, so it never carries a credential.
 type Auditor interface {
-	Audit(ctx context.Context, pageURL, strategy string) (store.PageResult, error)
+	Audit(ctx context.Context, pageURL string, strategy store.Strategy) (store.PageResult, error)
 }
 
 // Pausable is an Auditor that can be unavailable for a while (PSI behind its circuit breaker or

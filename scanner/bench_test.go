@@ -13,9 +13,9 @@ import (
 )
 
 // instantPSI answers every audit at once with a real extracted result of the strategy.
-type instantPSI map[string]store.PageResult
+type instantPSI map[store.Strategy]store.PageResult
 
-func (a instantPSI) Audit(ctx context.Context, pageURL, strategy string) (store.PageResult, error) {
+func (a instantPSI) Audit(ctx context.Context, pageURL string, strategy store.Strategy) (store.PageResult, error) {
 	return a[strategy], nil
 }
 
@@ -26,8 +26,8 @@ func BenchmarkPipelineIngest(b *testing.B) {
 	st := storetest.Postgres(b)
 	ctx := context.Background()
 	audits := instantPSI{}
-	for _, s := range []string{"mobile", "desktop"} {
-		r, err := lighthouse.ExtractPSI(fixture(b, "home."+s+".json"))
+	for _, s := range []store.Strategy{"mobile", "desktop"} {
+		r, err := lighthouse.ExtractPSI(fixture(b, "home."+string(s)+".json"))
 		if err != nil {
 			b.Fatal(err)
 		}

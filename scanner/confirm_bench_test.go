@@ -87,12 +87,12 @@ func BenchmarkConfirmationCost(b *testing.B) {
 				if err := st.CreateSite(ctx, site); err != nil {
 					b.Fatal(err)
 				}
-				for _, s := range []string{"mobile", "desktop"} {
+				for _, s := range []store.Strategy{"mobile", "desktop"} {
 					fake.Sequence("/page-03", s, before)
 				}
 				scan(site) // the baseline
 				if c.regresses {
-					for _, s := range []string{"mobile", "desktop"} {
+					for _, s := range []store.Strategy{"mobile", "desktop"} {
 						fake.Sequence("/page-03", s, after)
 					}
 				}

@@ -62,8 +62,9 @@ func TestConfirmedRegressions(t *testing.T) {
 				t.Errorf("the second scan made %d PSI calls, want %d: 8 unchanged audits once, 2 suspect ones 3 times", got, want)
 			}
 			for _, c := range []struct {
-				path, strategy string
-				runs, perf     int
+				path       string
+				strategy   store.Strategy
+				runs, perf int
 			}{{"/", "mobile", 3, 49}, {"/pricing", "mobile", 3, 44}, {"/", "desktop", 1, 92}} {
 				res, err := st.PageResult(ctx, r.user.ID, sc.ID, c.path, c.strategy)
 				if err != nil {

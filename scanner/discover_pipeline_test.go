@@ -60,7 +60,7 @@ func testScanAuditsWhatDiscoveryFound(t *testing.T, st store.Store, sitemapOrigi
 	results, errs := r.results(sc.ID)
 	var got []string
 	for _, res := range results {
-		got = append(got, res.PagePath+" "+res.Strategy)
+		got = append(got, res.PagePath+" "+string(res.Strategy))
 	}
 	sort.Strings(got)
 	if want := "/ desktop,/ mobile,/about desktop,/about mobile,/fast desktop,/fast mobile"; strings.Join(got, ",") != want {

@@ -18,12 +18,12 @@ import (
 )
 
 // strategiesOf lists the audits a scan's strategy asks for, mobile first.
-func strategiesOf(strategy string) []string {
+func strategiesOf(strategy store.Strategy) []store.Strategy {
 	switch strategy {
 	case store.StrategyMobile, store.StrategyDesktop:
-		return []string{strategy}
+		return []store.Strategy{strategy}
 	default:
-		return []string{store.StrategyMobile, store.StrategyDesktop}
+		return []store.Strategy{store.StrategyMobile, store.StrategyDesktop}
 	}
 }
 
@@ -90,7 +90,10 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, slot *slot, job store
 	}
 	var limited *discover.LimitError
 	errors.As(note, &limited)
-	type pair struct{ path, strategy string }
+	type pair struct {
+		path     string
+		strategy store.Strategy
+	}
 	var pairs []pair
 	for _, path := range pages {
 		for _, s := range strategiesOf(scan.Strategy) {
@@ -291,7 +294,7 @@ func (p *Pool) discover(ctx context.Context, log *slog.Logger, slot *slot, site 
 // auditPage audits one pair and stores its result or its error; a result that regressed against
 // prev is confirmed first. It returns an error only when the attempt must stop: the store
 // failed, the lease was lost, or the job was cancelled.
-func (p *Pool) auditPage(ctx context.Context, log *slog.Logger, lease store.Lease, site store.Site, path, strategy string, prev *store.PageResult) error {
+func (p *Pool) auditPage(ctx context.Context, log *slog.Logger, lease store.Lease, site store.Site, path string, strategy store.Strategy, prev *store.PageResult) error {
 	pageURL := discover.PageURL(site, path)
 	began := p.cfg.Now()
 	if err := p.takeAudit(site); err != nil {

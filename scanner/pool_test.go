@@ -317,7 +317,7 @@ func (f *flakyStore) StartScan(ctx context.Context, l store.Lease, n int, now ti
 
 // jobRetries is a scan whose attempts fail to start failures times: backoff is asked for
 // attempts 1 and 2, and the third failure fails the scan.
-func jobRetries(failures int32, wantStatus, wantError string) func(t *testing.T, st store.Store) {
+func jobRetries(failures int32, wantStatus store.ScanStatus, wantError string) func(t *testing.T, st store.Store) {
 	return func(t *testing.T, st store.Store) {
 		flaky := &flakyStore{Store: st}
 		flaky.failures.Store(failures)
@@ -402,7 +402,7 @@ func testTwoPools(t *testing.T, st store.Store) {
 		t.Errorf("%d PSI calls for 4 scans of 10 audits, want 40", n)
 	}
 	for _, p := range scantest.SamplePages() {
-		for _, s := range []string{"mobile", "desktop"} {
+		for _, s := range []store.Strategy{"mobile", "desktop"} {
 			if n := r.psi.Calls(p, s); n != 4 {
 				t.Errorf("%s %s audited %d times over 4 scans, want 4", p, s, n)
 			}

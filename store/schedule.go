@@ -2,18 +2,34 @@ package store
 
 import "time"
 
+// Schedule is how often a site is scanned besides on publish and on demand. Users write it (the
+// site form, the JSON API), so it parses.
+type Schedule string
+
 // Scan schedules of a site: scanned on publish only, or also every day or week.
 const (
-	ScheduleOff    = "off"
-	ScheduleDaily  = "daily"
-	ScheduleWeekly = "weekly"
+	ScheduleOff    Schedule = "off"
+	ScheduleDaily  Schedule = "daily"
+	ScheduleWeekly Schedule = "weekly"
 )
 
 // Schedules lists the schedules a site may have, the default first.
-var Schedules = []string{ScheduleOff, ScheduleDaily, ScheduleWeekly}
+var Schedules = []Schedule{ScheduleOff, ScheduleDaily, ScheduleWeekly}
+
+// Valid reports whether s is one of Schedules.
+func (s Schedule) Valid() bool { return s == ScheduleOff || s == ScheduleDaily || s == ScheduleWeekly }
+
+// ParseSchedule reads a schedule a user wrote: "" is ScheduleOff; ErrInvalid for an unknown one.
+func ParseSchedule(s string) (Schedule, error) {
+	sc := ScheduleOrDefault(Schedule(s))
+	if !sc.Valid() {
+		return "", &InvalidError{"schedule", "Choose off, daily or weekly."}
+	}
+	return sc, nil
+}
 
 // SchedulePeriod is the time between two scheduled scans; 0 for off or an unknown schedule.
-func SchedulePeriod(schedule string) time.Duration {
+func SchedulePeriod(schedule Schedule) time.Duration {
 	switch schedule {
 	case ScheduleDaily:
 		return 24 * time.Hour
@@ -26,7 +42,7 @@ func SchedulePeriod(schedule string) time.Duration {
 // NextScanAt is when a scheduled scan due at due runs next, seen at now: one period later,
 // or, when that has passed too (the service was down for a while), one period after now, so a
 // site is never scanned twice to catch up. Nil when the schedule is off.
-func NextScanAt(schedule string, due, now time.Time) *time.Time {
+func NextScanAt(schedule Schedule, due, now time.Time) *time.Time {
 	period := SchedulePeriod(schedule)
 	if period == 0 {
 		return nil
@@ -39,8 +55,8 @@ func NextScanAt(schedule string, due, now time.Time) *time.Time {
 	return &next
 }
 
-// schedule is a site's stored schedule: off when not set.
-func ScheduleOrDefault(s string) string {
+// ScheduleOrDefault is a site's stored schedule: off when not set.
+func ScheduleOrDefault(s Schedule) Schedule {
 	if s == "" {
 		return ScheduleOff
 	}

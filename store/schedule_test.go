@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"testing"
 	"time"
 )
@@ -10,7 +11,7 @@ func TestNextScanAt(t *testing.T) {
 	day, week := 24*time.Hour, 7*24*time.Hour
 	tests := []struct {
 		name     string
-		schedule string
+		schedule Schedule
 		now      time.Time
 		want     time.Duration // after due; -1 for none
 	}{
@@ -34,5 +35,33 @@ func TestNextScanAt(t *testing.T) {
 				t.Errorf("next = %v, want %v", got, due.Add(tt.want))
 			}
 		})
+	}
+}
+
+func TestParseScheduleAndStrategy(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want Schedule
+		ok   bool
+	}{{"", ScheduleOff, true}, {"off", ScheduleOff, true}, {"daily", ScheduleDaily, true}, {"weekly", ScheduleWeekly, true}, {"hourly", "", false}, {"Daily", "", false}} {
+		got, err := ParseSchedule(tt.in)
+		if got != tt.want || (err == nil) != tt.ok {
+			t.Errorf("ParseSchedule(%q) = %q, %v; want %q, ok %v", tt.in, got, err, tt.want, tt.ok)
+		}
+		if err != nil && !errors.Is(err, ErrInvalid) {
+			t.Errorf("ParseSchedule(%q) error %v is not ErrInvalid", tt.in, err)
+		}
+	}
+	for _, tt := range []struct {
+		in string
+		ok bool
+	}{{"mobile", true}, {"desktop", true}, {"both", true}, {"", false}, {"tablet", false}, {"MOBILE", false}} {
+		got, err := ParseStrategy(tt.in)
+		if (err == nil) != tt.ok || (tt.ok && string(got) != tt.in) {
+			t.Errorf("ParseStrategy(%q) = %q, %v; want ok %v", tt.in, got, err, tt.ok)
+		}
+		if err != nil && !errors.Is(err, ErrInvalid) {
+			t.Errorf("ParseStrategy(%q) error %v is not ErrInvalid", tt.in, err)
+		}
 	}
 }

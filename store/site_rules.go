@@ -6,7 +6,6 @@ import (
 	"math"
 	"net/netip"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -162,7 +161,7 @@ func (s Site) Validate(r SiteRules) error {
 			}
 		}
 	}
-	if s.Schedule != "" && !slices.Contains(Schedules, s.Schedule) {
+	if s.Schedule != "" && !s.Schedule.Valid() {
 		errs = append(errs, &InvalidError{"schedule", "Choose off, daily or weekly."})
 	}
 	return errors.Join(errs...)
@@ -198,11 +197,11 @@ func (b Budget) Validate() error {
 	if math.IsNaN(b.Threshold) || math.IsInf(b.Threshold, 0) || b.Threshold < 0 {
 		return &InvalidError{"threshold", "A budget is a number of at least 0."}
 	}
-	switch b.Strategy {
-	case "", StrategyBoth, StrategyMobile, StrategyDesktop:
+	if b.Strategy == "" || b.Strategy.Valid() {
 		return nil
 	}
-	return &InvalidError{"strategy", "Choose both, mobile or desktop."}
+	_, err := ParseStrategy(string(b.Strategy))
+	return err
 }
 
 // ValidBudgets checks every budget of a site's set (the stores' SetBudgets).

@@ -148,7 +148,7 @@ type Scans interface {
 	// they do not write.
 	EachPageResult(ctx context.Context, userID, scanID string, fn func(PageResult) error) error
 	// PageResult returns one result; ErrNotFound when the pair was not audited or failed.
-	PageResult(ctx context.Context, userID, scanID, pagePath, strategy string) (PageResult, error)
+	PageResult(ctx context.Context, userID, scanID, pagePath string, strategy Strategy) (PageResult, error)
 	PageErrors(ctx context.Context, userID, scanID string) ([]PageError, error)
 	// PageMetrics returns the results PageResults returns with only PagePath, PageURL,
 	// Strategy, Scores and CoreWebVitals filled: what regressions and the worst page need,

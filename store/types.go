@@ -63,25 +63,52 @@ type Site struct {
 	Pages             []string // saved page paths; empty means discover them from the sitemap
 	// Schedule is ScheduleOff (scan on publish and on demand only), ScheduleDaily or
 	// ScheduleWeekly; NextScanAt is when the next scheduled scan is due, nil when off.
-	Schedule   string
+	Schedule   Schedule
 	NextScanAt *time.Time
 	CreatedAt  time.Time
 }
 
-// Scan statuses. Failed extends the interface's three: a scan that could not finish.
+// ScanStatus is where a scan is in its life. Failed extends the interface's three: a scan that
+// could not finish. Only the store writes it.
+type ScanStatus string
+
+// Scan statuses.
 const (
-	StatusQueued   = "queued"
-	StatusRunning  = "running"
-	StatusComplete = "complete"
-	StatusFailed   = "failed"
+	StatusQueued   ScanStatus = "queued"
+	StatusRunning  ScanStatus = "running"
+	StatusComplete ScanStatus = "complete"
+	StatusFailed   ScanStatus = "failed"
 )
 
-// Strategies and triggers.
-const (
-	StrategyMobile  = "mobile"
-	StrategyDesktop = "desktop"
-	StrategyBoth    = "both"
+// Terminal reports whether a scan in status s has stopped: complete or failed.
+func (s ScanStatus) Terminal() bool { return s == StatusComplete || s == StatusFailed }
 
+// Strategy is the device a page is audited as: mobile or desktop, or both for a scan or budget
+// that covers the two. Users write it (the JSON API, MCP, the budgets form), so it parses.
+type Strategy string
+
+// Strategies.
+const (
+	StrategyMobile  Strategy = "mobile"
+	StrategyDesktop Strategy = "desktop"
+	StrategyBoth    Strategy = "both"
+)
+
+// Valid reports whether s is one of the three strategies.
+func (s Strategy) Valid() bool {
+	return s == StrategyMobile || s == StrategyDesktop || s == StrategyBoth
+}
+
+// ParseStrategy reads a strategy a user wrote; ErrInvalid for anything but the three.
+func ParseStrategy(s string) (Strategy, error) {
+	if st := Strategy(s); st.Valid() {
+		return st, nil
+	}
+	return "", &InvalidError{"strategy", "Choose both, mobile or desktop."}
+}
+
+// Triggers: what started a scan.
+const (
 	TriggerWebhook  = "webhook"
 	TriggerManual   = "manual"
 	TriggerDemo     = "demo"
@@ -93,8 +120,8 @@ const (
 type Scan struct {
 	ID         string
 	SiteID     string
-	Status     string
-	Strategy   string
+	Status     ScanStatus
+	Strategy   Strategy
 	Trigger    string
 	PagesTotal int // page/strategy pairs to audit; known once discovery ran
 	PagesDone  int // pairs with a result or an error
@@ -128,26 +155,26 @@ type ScanScores struct {
 // PageKey names one audit of a scan.
 type PageKey struct {
 	PagePath string
-	Strategy string
+	Strategy Strategy
 }
 
 // PageError records an audit that failed after its retries.
 type PageError struct {
-	ScanID   string `json:"-"`
-	PagePath string `json:"pagePath"`
-	PageURL  string `json:"pageUrl"`
-	Strategy string `json:"strategy"`
-	Error    string `json:"error"`
+	ScanID   string   `json:"-"`
+	PagePath string   `json:"pagePath"`
+	PageURL  string   `json:"pageUrl"`
+	Strategy Strategy `json:"strategy"`
+	Error    string   `json:"error"`
 }
 
 // PageResult is the extracted Lighthouse result of one page and strategy. Its JSON is the
 // get_page_details payload; the other surfaces show a subset of it.
 type PageResult struct {
-	ScanID            string `json:"-"`
-	PageURL           string `json:"pageUrl"`
-	PagePath          string `json:"pagePath"`
-	Strategy          string `json:"strategy"`
-	LighthouseVersion string `json:"lighthouseVersion,omitempty"`
+	ScanID            string   `json:"-"`
+	PageURL           string   `json:"pageUrl"`
+	PagePath          string   `json:"pagePath"`
+	Strategy          Strategy `json:"strategy"`
+	LighthouseVersion string   `json:"lighthouseVersion,omitempty"`
 	// Runs is how many audits stand behind the result: 1, or 1 + the re-audits of a page that
 	// looked regressed, the kept one being their median (REGRESSION_CONFIRM_RUNS).
 	Runs                int            `json:"runs"`
@@ -254,8 +281,8 @@ const (
 // StrategyDesktop checks only that strategy's results, StrategyBoth (the default) the scan's
 // score for scores and the worst page, on mobile when the scan has mobile results, for vitals.
 type Budget struct {
-	Threshold float64 `json:"threshold"`
-	Strategy  string  `json:"strategy"`
+	Threshold float64  `json:"threshold"`
+	Strategy  Strategy `json:"strategy"`
 }
 
 // WithDefault stores a budget without a strategy as applying to both.
@@ -285,7 +312,7 @@ type Job struct {
 	Kind        string
 	Args        json.RawMessage
 	ScanID      string
-	State       string
+	State       JobState
 	Attempt     int
 	MaxAttempts int
 	// Snoozed is how many times SnoozeJob put the job back (see Snoozes).
@@ -340,12 +367,15 @@ type OverdueScan struct {
 	LastError string // the last error of its job: why its last attempt was put back
 }
 
+// JobState is where a job is in the queue. Only the store writes it.
+type JobState string
+
 // Job states.
 const (
-	JobAvailable = "available"
-	JobRunning   = "running"
-	JobCompleted = "completed"
-	JobDiscarded = "discarded"
+	JobAvailable JobState = "available"
+	JobRunning   JobState = "running"
+	JobCompleted JobState = "completed"
+	JobDiscarded JobState = "discarded"
 )
 
 // Job kinds the store itself knows: the scans'. A scan job of KindScan is claimed by the pool;
@@ -371,14 +401,6 @@ func (AlertsJob) Kind() string { return KindAlerts }
 
 // MaxAttempts: planning outlasts a short database outage, as the digest does.
 func (AlertsJob) MaxAttempts() int { return 10 }
-
-// QueueScan and QueueDemo are the kinds' names from before jobs had kinds.
-//
-// Deprecated: use KindScan and KindDemo.
-const (
-	QueueScan = KindScan
-	QueueDemo = KindDemo
-)
 
 // Lease is a worker's claim on a job. Writes made under a lease are ignored once the lease is
 // lost (the job was rescued and claimed again, so the attempt moved on).

@@ -99,12 +99,12 @@ func ScoreRating(score int) string {
 
 // Regression is a metric of one page that got worse between two scans.
 type Regression struct {
-	Metric   string  `json:"metric"`
-	From     float64 `json:"from"`
-	To       float64 `json:"to"`
-	Delta    float64 `json:"delta"`
-	PagePath string  `json:"pagePath"`
-	Strategy string  `json:"strategy"`
+	Metric   string         `json:"metric"`
+	From     float64        `json:"from"`
+	To       float64        `json:"to"`
+	Delta    float64        `json:"delta"`
+	PagePath string         `json:"pagePath"`
+	Strategy store.Strategy `json:"strategy"`
 }
 
 // RegressionThreshold is the score drop that counts as a regression: more than 5 points.
@@ -156,12 +156,12 @@ func Regressions(previous, latest []store.PageResult) []Regression {
 // Violation is a budget or alert rule the scan broke. PagePath and Strategy name the worst page
 // for vitals; Strategy names the strategy of a score budget that applies to one.
 type Violation struct {
-	Metric    string  `json:"metric"`
-	Threshold float64 `json:"threshold"`
-	Actual    float64 `json:"actual"`
-	Operator  string  `json:"operator"`
-	PagePath  string  `json:"pagePath,omitempty"`
-	Strategy  string  `json:"strategy,omitempty"`
+	Metric    string         `json:"metric"`
+	Threshold float64        `json:"threshold"`
+	Actual    float64        `json:"actual"`
+	Operator  string         `json:"operator"`
+	PagePath  string         `json:"pagePath,omitempty"`
+	Strategy  store.Strategy `json:"strategy,omitempty"`
 }
 
 // BudgetMetric answers whether a metric can carry a budget or alert rule, and its default
@@ -176,7 +176,7 @@ func BudgetMetric(metric string) (operator string, ok bool) {
 // actual is the value a budget of metric is checked against. For strategy both (or ""): the
 // scan's score for scores; for vitals the worst page value, on mobile results when the scan has
 // any. For mobile or desktop: the score over that strategy's results, or its worst page.
-func actual(scan store.ScanScores, results []store.PageResult, metric, strategy string) (v float64, path, strat string, ok bool) {
+func actual(scan store.ScanScores, results []store.PageResult, metric string, strategy store.Strategy) (v float64, path string, strat store.Strategy, ok bool) {
 	only := strategy
 	if only == store.StrategyBoth {
 		only = ""
@@ -237,8 +237,9 @@ func SiteVital(results []store.PageResult, metric string) *float64 {
 // first in the order of Metrics, then rules in their order.
 func CheckBudgets(scan store.ScanScores, results []store.PageResult, budgets map[string]store.Budget, rules []store.AlertRule) []Violation {
 	type check struct {
-		metric, op, strategy string
-		threshold            float64
+		metric, op string
+		strategy   store.Strategy
+		threshold  float64
 	}
 	checks := make([]check, 0, len(budgets)+len(rules))
 	for _, m := range Metrics {
@@ -416,7 +417,7 @@ func ThirdParties(results []store.PageResult) ([]ThirdPartyImpact, int) {
 	return out, len(paths)
 }
 
-func filterStrategy(results []store.PageResult, strategy string) []store.PageResult {
+func filterStrategy(results []store.PageResult, strategy store.Strategy) []store.PageResult {
 	var out []store.PageResult
 	for _, r := range results {
 		if r.Strategy == strategy {
@@ -429,7 +430,7 @@ func filterStrategy(results []store.PageResult, strategy string) []store.PageRes
 // WorstPage is the page with the lowest performance score for a strategy, ties
 // broken by path; pages without a performance score come last. ok is false when the scan has no
 // result for the strategy.
-func WorstPage(results []store.PageResult, strategy string) (store.PageResult, bool) {
+func WorstPage(results []store.PageResult, strategy store.Strategy) (store.PageResult, bool) {
 	var worst store.PageResult
 	found := false
 	for _, r := range filterStrategy(results, strategy) {

@@ -7,7 +7,7 @@ import (
 	"sitepulse/store"
 )
 
-func page(path, strategy string, perf, seo, a11y, bp *int, vitals store.Vitals) store.PageResult {
+func page(path string, strategy store.Strategy, perf, seo, a11y, bp *int, vitals store.Vitals) store.PageResult {
 	return store.PageResult{PagePath: path, Strategy: strategy, Scores: store.PageScores{Performance: perf, SEO: seo, Accessibility: a11y, BestPractices: bp}, CoreWebVitals: vitals}
 }
 

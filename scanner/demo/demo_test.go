@@ -57,7 +57,7 @@ func TestSeedDemo(t *testing.T) {
 			}
 			seen := map[string]bool{}
 			for _, r := range regs {
-				seen[r.PagePath+" "+r.Strategy+" "+r.Metric] = true
+				seen[r.PagePath+" "+string(r.Strategy)+" "+r.Metric] = true
 			}
 			for _, want := range []string{"/ mobile performance", "/ desktop performance", "/ mobile cls", "/pricing mobile performance", "/pricing mobile lcp", "/pricing mobile ttfb"} {
 				if !seen[want] {

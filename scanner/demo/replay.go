@@ -67,7 +67,7 @@ func (r *Replay) Serves(site store.Site) bool {
 
 // Audit answers with the recorded run of the page and strategy, after the delay; a page the
 // recordings lack fails the way Lighthouse fails on a page it cannot load.
-func (r *Replay) Audit(ctx context.Context, pageURL, strategy string) (store.PageResult, error) {
+func (r *Replay) Audit(ctx context.Context, pageURL string, strategy store.Strategy) (store.PageResult, error) {
 	path := "/"
 	if u, err := url.Parse(pageURL); err == nil && u.Path != "" {
 		path = u.Path
@@ -116,7 +116,7 @@ type replaying struct {
 }
 
 // Audit is next's: a page of no known site is never the demo's.
-func (a *replaying) Audit(ctx context.Context, pageURL, strategy string) (store.PageResult, error) {
+func (a *replaying) Audit(ctx context.Context, pageURL string, strategy store.Strategy) (store.PageResult, error) {
 	return a.next.Audit(ctx, pageURL, strategy)
 }
 

@@ -84,7 +84,7 @@ func TestThirdPartiesOnRealScan(t *testing.T) {
 
 func TestWorstPage(t *testing.T) {
 	results := extractAll(t, allFixtures...)
-	for strategy, want := range map[string]string{"mobile": "/", "desktop": "/"} {
+	for strategy, want := range map[store.Strategy]string{"mobile": "/", "desktop": "/"} {
 		w, ok := analysis.WorstPage(results, strategy)
 		if !ok || w.PagePath != want {
 			t.Errorf("%s: worst %q", strategy, w.PagePath)

@@ -150,7 +150,7 @@ func fromLHR(l *lhr) (store.PageResult, error) {
 	}
 	r := store.PageResult{
 		PageURL:           firstNonEmpty(l.RequestedURL, l.FinalDisplayedURL, l.FinalURL),
-		Strategy:          firstNonEmpty(l.ConfigSettings.FormFactor, l.ConfigSettings.EmulatedFormFactor),
+		Strategy:          store.Strategy(firstNonEmpty(l.ConfigSettings.FormFactor, l.ConfigSettings.EmulatedFormFactor)),
 		LighthouseVersion: l.LighthouseVersion,
 		Runs:              1,
 		Scores: store.PageScores{

@@ -38,7 +38,8 @@ func show(p any) string          { b, _ := json.Marshal(p); return string(b) }
 func TestExtractFacts(t *testing.T) {
 	tests := []struct {
 		file                string
-		strategy, path      string
+		strategy            store.Strategy
+		path                string
 		perf, a11y, bp, seo int
 		lcp                 float64
 		cls                 float64

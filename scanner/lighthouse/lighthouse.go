@@ -94,7 +94,7 @@ func ChromeNetworkFlags(proxy string) string {
 
 // Args are the arguments of one run after the configured command. A valid pin maps the page's
 // host to the address the Guard checked; proxy is the run's ChromeProxy.
-func (l *Runner) Args(pageURL, strategy string, pin netip.Addr, host, proxy string) []string {
+func (l *Runner) Args(pageURL string, strategy store.Strategy, pin netip.Addr, host, proxy string) []string {
 	flags := l.cfg.ChromeFlags + " " + ChromeNetworkFlags(proxy)
 	if pin.IsValid() && host != pin.String() {
 		to := pin.String()
@@ -121,7 +121,7 @@ const maxLHReport = 64 << 20
 // The "lighthouse run" line says how long the address check took before the run started
 // (waited) and the run itself (ran). The wait for a slot is not in it: the pipeline takes the
 // Capacity slot before it calls Audit.
-func (l *Runner) Audit(ctx context.Context, pageURL, strategy string) (store.PageResult, error) {
+func (l *Runner) Audit(ctx context.Context, pageURL string, strategy store.Strategy) (store.PageResult, error) {
 	asked := time.Now()
 	host, pin, err := l.cfg.Guard.CheckURL(ctx, pageURL)
 	if err != nil {

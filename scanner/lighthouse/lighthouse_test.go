@@ -17,6 +17,7 @@ import (
 
 	"sitepulse/scanner/netguard"
 	"sitepulse/scanner/scantest"
+	"sitepulse/store"
 )
 
 func TestLighthouseArgs(t *testing.T) {
@@ -27,7 +28,7 @@ func TestLighthouseArgs(t *testing.T) {
 	// Every request of Chrome goes to the run's proxy, loopback included; QUIC and DoH are off.
 	flags := "--headless=new --no-sandbox --proxy-server=http://127.0.0.1:5555 --proxy-bypass-list=<-loopback> --disable-quic"
 	tests := []struct {
-		strategy string
+		strategy store.Strategy
 		want     []string
 	}{
 		{"mobile", []string{"https://x.test/", "--output=json", "--output-path=stdout",

@@ -45,12 +45,12 @@ type EventSite struct {
 // EventScan is the scan the event comes from, its page and who published what started it.
 // PublishedBy and PublishedAt are null when the scan was not started by a publish.
 type EventScan struct {
-	ID          string     `json:"id"`
-	URL         string     `json:"url"`
-	Strategy    string     `json:"strategy"`
-	Trigger     string     `json:"trigger"`
-	PublishedBy *string    `json:"publishedBy"`
-	PublishedAt *time.Time `json:"publishedAt"`
+	ID          string         `json:"id"`
+	URL         string         `json:"url"`
+	Strategy    store.Strategy `json:"strategy"`
+	Trigger     string         `json:"trigger"`
+	PublishedBy *string        `json:"publishedBy"`
+	PublishedAt *time.Time     `json:"publishedAt"`
 }
 
 // EventDetail is what changed: the confirmed regressions (worst first), the broken budgets,

@@ -25,7 +25,7 @@ var (
 func ip(v int) *int         { return &v }
 func fp(v float64) *float64 { return &v }
 
-func result(path, strategy string, perf int, lcp float64) store.PageResult {
+func result(path string, strategy store.Strategy, perf int, lcp float64) store.PageResult {
 	return store.PageResult{PagePath: path, Strategy: strategy, Scores: store.PageScores{Performance: ip(perf)}, CoreWebVitals: store.Vitals{LCP: fp(lcp)}}
 }
 

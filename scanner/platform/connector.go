@@ -223,7 +223,7 @@ func (c *Connector) importOne(ctx context.Context, userID, workspaceID, token st
 		now := c.Now()
 		scan := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerImport, CreatedAt: now,
 			PagesFound: len(paths)}
-		switch err := c.Store.EnqueueScan(ctx, scan, store.QueueScan, now); {
+		switch err := c.Store.EnqueueScan(ctx, scan, store.KindScan, now); {
 		case errors.Is(err, store.ErrScanActive):
 		case err != nil:
 			res.Err = err

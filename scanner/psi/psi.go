@@ -116,7 +116,7 @@ type callOutcome struct {
 // loaded, did not paint, ...) or any other 4xx is final at once. While the breaker is open, or
 // when the audit itself finds PSI unusable (a rejected key, the day's quota spent, the failure
 // that opens the breaker), it fails with an *UnavailableError: the page was not audited.
-func (p *Client) Audit(ctx context.Context, pageURL, strategy string) (store.PageResult, error) {
+func (p *Client) Audit(ctx context.Context, pageURL string, strategy store.Strategy) (store.PageResult, error) {
 	var last callOutcome
 	probe := false // this audit holds the breaker's half-open probe
 	for attempt := 1; attempt <= p.cfg.Attempts; attempt++ {
@@ -227,8 +227,8 @@ func (p *Client) Unavailable() error {
 
 // call makes one request. Its errors never contain the request URL: a *url.Error would carry
 // the key in it.
-func (p *Client) call(ctx context.Context, pageURL, strategy string) callOutcome {
-	q := url.Values{"url": {pageURL}, "strategy": {strategy}, "category": psiCategories}
+func (p *Client) call(ctx context.Context, pageURL string, strategy store.Strategy) callOutcome {
+	q := url.Values{"url": {pageURL}, "strategy": {string(strategy)}, "category": psiCategories}
 	if p.cfg.Key != "" {
 		q.Set("key", p.cfg.Key)
 	}

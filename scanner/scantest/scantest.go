@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"sitepulse/store"
 )
 
 // Fault is a canned failure for one page and strategy.
@@ -127,18 +129,18 @@ type sequence struct {
 // the first from dirs[0], the second from dirs[1], every call after the last from the last one.
 // So a page can look regressed on one run and recover on the next. A directory without the
 // page's fixture answers PSI's ERRORED_DOCUMENT_REQUEST error.
-func (p *PSI) Sequence(path, strategy string, dirs ...string) {
+func (p *PSI) Sequence(path string, strategy store.Strategy, dirs ...string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	key := path + " " + strategy
+	key := path + " " + string(strategy)
 	p.seqs[key] = sequence{dirs: dirs, after: p.calls[key]}
 }
 
 // Fail makes every call for path and strategy answer f.
-func (p *PSI) Fail(path, strategy string, f Fault) {
+func (p *PSI) Fail(path string, strategy store.Strategy, f Fault) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.faults[path+" "+strategy] = f
+	p.faults[path+" "+string(strategy)] = f
 }
 
 // FailAll makes every call without a fault of its own answer f, as PSI does when it refuses
@@ -218,10 +220,10 @@ func (p *PSI) Arrivals() []time.Time {
 
 // HostCalls is how many requests asked for path and strategy of the page on host: with one
 // site per host, the calls of one site's scan.
-func (p *PSI) HostCalls(host, path, strategy string) int {
+func (p *PSI) HostCalls(host, path string, strategy store.Strategy) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.hostCalls[host+" "+path+" "+strategy]
+	return p.hostCalls[host+" "+path+" "+string(strategy)]
 }
 
 // MaxInFlight is the most requests the fake was answering at once, and the most distinct page
@@ -233,10 +235,10 @@ func (p *PSI) MaxInFlight() (requests, hosts int) {
 }
 
 // Calls is how many requests asked for path and strategy.
-func (p *PSI) Calls(path, strategy string) int {
+func (p *PSI) Calls(path string, strategy store.Strategy) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.calls[path+" "+strategy]
+	return p.calls[path+" "+string(strategy)]
 }
 
 // Total is how many requests the fake answered.

@@ -135,7 +135,7 @@ func (m *Store) sortedResults(scanID string) []memResult {
 	for _, r := range m.results[scanID] {
 		rows = append(rows, r)
 	}
-	key := func(r memResult) (string, string) {
+	key := func(r memResult) (string, store.Strategy) {
 		if r.result != nil {
 			return r.result.PagePath, r.result.Strategy
 		}
@@ -191,7 +191,7 @@ func (m *Store) EachPageResult(ctx context.Context, userID, scanID string, fn fu
 	return nil
 }
 
-func (m *Store) PageResult(ctx context.Context, userID, scanID, pagePath, strategy string) (store.PageResult, error) {
+func (m *Store) PageResult(ctx context.Context, userID, scanID, pagePath string, strategy store.Strategy) (store.PageResult, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.ownedScan(userID, scanID); !ok {

@@ -154,7 +154,7 @@ func (p *Store) loadBudgetInputs(ctx context.Context, userID, siteID string) (st
 	if !id.Valid {
 		return in, version, nil
 	}
-	sc := store.Scan{ID: id.String, SiteID: siteID, Status: status.String, Strategy: strategy.String, Trigger: trigger.String,
+	sc := store.Scan{ID: id.String, SiteID: siteID, Status: store.ScanStatus(status.String), Strategy: store.Strategy(strategy.String), Trigger: trigger.String,
 		PagesTotal: int(total.Int64), PagesDone: int(done.Int64), Error: scanErr.String, CreatedAt: created.Time.UTC(),
 		StartedAt: timePtr(started), CompletedAt: timePtr(completed)}
 	if err := json.Unmarshal(scores, &sc.Scores); err != nil {

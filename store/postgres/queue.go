@@ -382,8 +382,9 @@ func (p *Store) EnqueueDueScans(ctx context.Context, now time.Time, limit int) (
 	err := p.tx(ctx, func(tx *sql.Tx) error {
 		out = out[:0]
 		type dueSite struct {
-			id, schedule string
-			due          time.Time
+			id       string
+			schedule store.Schedule
+			due      time.Time
 		}
 		due, err := queryAll(ctx, tx, "due sites", func(row rowScanner) (dueSite, error) {
 			var d dueSite

@@ -180,7 +180,7 @@ func (p *Store) eachResult(ctx context.Context, column, userID, scanID string, f
 	return nil
 }
 
-func (p *Store) PageResult(ctx context.Context, userID, scanID, pagePath, strategy string) (store.PageResult, error) {
+func (p *Store) PageResult(ctx context.Context, userID, scanID, pagePath string, strategy store.Strategy) (store.PageResult, error) {
 	if !uuidOK(userID, scanID) {
 		return store.PageResult{}, store.NotFound("scan")
 	}
@@ -227,7 +227,7 @@ func (p *Store) PageErrors(ctx context.Context, userID, scanID string) ([]store.
 			return nil, pgErr("page errors", err)
 		}
 		if path.Valid {
-			out = append(out, store.PageError{ScanID: scanID, PagePath: path.String, PageURL: url.String, Strategy: strategy.String, Error: msg.String})
+			out = append(out, store.PageError{ScanID: scanID, PagePath: path.String, PageURL: url.String, Strategy: store.Strategy(strategy.String), Error: msg.String})
 		}
 	}
 	if err := rows.Err(); err != nil {

@@ -15,7 +15,7 @@ func testPageRuns(t *testing.T, s store.Store) {
 	must(t, err)
 	must(t, s.SavePageResult(ctx, j.Lease(), store.PageResult{PagePath: "/", Strategy: "mobile", Runs: 3, Scores: store.PageScores{Performance: ip(50)}}))
 	must(t, s.SavePageResult(ctx, j.Lease(), store.PageResult{PagePath: "/", Strategy: "desktop", Scores: store.PageScores{Performance: ip(90)}}))
-	for strategy, want := range map[string]int{"mobile": 3, "desktop": 1} {
+	for strategy, want := range map[store.Strategy]int{"mobile": 3, "desktop": 1} {
 		r, err := s.PageResult(ctx, a.ID, sc.ID, "/", strategy)
 		must(t, err)
 		if r.Runs != want {

@@ -24,7 +24,7 @@ func BenchmarkTrendMetrics(b *testing.B) {
 		must(b, err)
 		must(b, pg.StartScan(ctx, j.Lease(), 100, t0))
 		for p := 0; p < 50; p++ {
-			for _, st := range []string{"mobile", "desktop"} {
+			for _, st := range []store.Strategy{"mobile", "desktop"} {
 				lcp, cls := 2000.0+float64(p), 0.05
 				must(b, pg.SavePageResult(ctx, j.Lease(), store.PageResult{PagePath: fmt.Sprintf("/p%d", p), PageURL: "https://x.test/", Strategy: st,
 					Scores: store.PageScores{Performance: ip(70), SEO: ip(90)}, CoreWebVitals: store.Vitals{LCP: &lcp, CLS: &cls}}))

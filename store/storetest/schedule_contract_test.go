@@ -8,7 +8,7 @@ import (
 	"sitepulse/store"
 )
 
-func scheduledSite(t *testing.T, s store.Store, u store.User, name, schedule string, next *time.Time) store.Site {
+func scheduledSite(t *testing.T, s store.Store, u store.User, name string, schedule store.Schedule, next *time.Time) store.Site {
 	t.Helper()
 	site := store.Site{ID: store.NewID(), UserID: u.ID, Name: name, Domain: name + ".test", Schedule: schedule, NextScanAt: next, CreatedAt: t0}
 	must(t, s.CreateSite(ctx, site))

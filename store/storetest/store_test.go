@@ -499,7 +499,7 @@ func testLatestCompleted(t *testing.T, s store.Store) {
 func ids(scans []store.Scan) []string {
 	var out []string
 	for _, s := range scans {
-		out = append(out, s.ID[:8]+":"+s.Status)
+		out = append(out, s.ID[:8]+":"+string(s.Status))
 	}
 	return out
 }
@@ -812,7 +812,7 @@ func testPageUpsert(t *testing.T, s store.Store) {
 	wantErr(t, err, store.ErrNotFound)
 	var streamed []string
 	must(t, s.EachPageResult(ctx, a.ID, sc.ID, func(r store.PageResult) error {
-		streamed = append(streamed, r.PagePath+" "+r.Strategy)
+		streamed = append(streamed, r.PagePath+" "+string(r.Strategy))
 		return nil
 	}))
 	if fmt.Sprint(streamed) != "[/ mobile /c desktop]" {
