@@ -93,9 +93,27 @@ func TestSystemAlertsTwoProcessesOneKilled(t *testing.T) {
 	}
 	a.kill()
 	atKill, _ := counts()
-	if !storetest.Eventually(func() bool { distinct, _ := counts(); return distinct == events }) {
+	// Settled is every delivery recorded delivered: the ones the dead process had claimed are
+	// sent again once their leases lapse, even those whose request it had made.
+	var recs []store.Delivery
+	settled := storetest.Eventually(func() bool {
+		recs, err = st.DeliveriesOf(ctx, user.ID, user.ID, ch.ID, events)
+		if err != nil {
+			return true
+		}
+		for _, d := range recs {
+			if d.State != store.DeliveryDelivered {
+				return false
+			}
+		}
+		return len(recs) == events
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !settled {
 		distinct, total := counts()
-		t.Fatalf("%d of %d events delivered (%d requests) after the kill; b said:\n%s", distinct, events, total, b.log)
+		t.Fatalf("%d of %d events received (%d requests), not every delivery settled after the kill; b said:\n%s", distinct, events, total, b.log)
 	}
 	b.stop(t)
 	distinct, total := counts()
@@ -103,16 +121,7 @@ func TestSystemAlertsTwoProcessesOneKilled(t *testing.T) {
 	if dup := total - distinct; dup > 4 {
 		t.Errorf("%d events arrived twice, want at most the 4 the killed process could have had in flight", dup)
 	}
-	recs, err := st.DeliveriesOf(ctx, user.ID, user.ID, ch.ID, events)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range recs {
-		if d.State != store.DeliveryDelivered {
-			t.Errorf("delivery %s: %s after %d attempts (%s)", d.EventID, d.State, d.Attempts, d.LastError)
-		}
-	}
-	if len(recs) != events {
-		t.Errorf("%d delivery records, want %d", len(recs), events)
+	if distinct != events {
+		t.Errorf("%d distinct events received, want %d", distinct, events)
 	}
 }
