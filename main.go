@@ -123,7 +123,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		mail = digest.Send
 	}
 	handler, err := handlers.NewHandler(handlers.Deps{
-		Store: st, Log: log, BaseURL: cfg.BaseURL,
+		// One store, handed to every surface as the narrow interface that surface declares.
+		Auth: st, Accounts: st, Sites: st, Budgets: st, Scans: st, Reports: st, API: st, Webhooks: st,
+		Connections: st, Workspaces: st, Channels: st, Health: st,
+		Log: log, BaseURL: cfg.BaseURL,
 		OAuth: authServer, MCP: mcpServer, PlatformSecret: cfg.PlatformSecret, DemoWebhookSecret: demoSecret, DemoPlatformID: demo.PlatformID,
 		MaxSitesPerWorkspace: cfg.MaxSitesPerWorkspace, MaxWorkspacesPerUser: cfg.MaxWorkspaces, SiteRules: cfg.siteRules(),
 		SessionIdle: time.Duration(cfg.SessionIdleMins) * time.Minute, Replayed: replay.Serves,

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"sitepulse/scanner"
 	"sitepulse/scanner/scantest"
 	"sitepulse/store"
 	"sitepulse/store/storetest"
@@ -62,11 +63,15 @@ func TestSystemSchedulesTwoProcesses(t *testing.T) {
 	}) {
 		t.Fatalf("%d of %d sites were scheduled:\n%s\n%s", n, len(sites), procs[0].log, procs[1].log)
 	}
-	// Two more polls of each process (SCHEDULE_POLL_SECONDS=1) find nothing due. Not an event:
-	// the claim is that nothing more happens, and the processes announce no empty pass.
-	time.Sleep(2500 * time.Millisecond)
 	for _, p := range procs {
 		p.stop(t)
+	}
+	// Nothing more is due: the scheduler's one step on the same database, an hour past any poll
+	// the processes could have made, finds no site to scan (each next scan moved a day ahead).
+	// This asks the store what a later poll would find, rather than sleeping through two.
+	later := time.Now().Add(time.Hour)
+	if n, err := scanner.NewPool(scanner.PoolConfig{Store: st, Now: func() time.Time { return later }}).ScheduleOnce(ctx); n != 0 || err != nil {
+		t.Errorf("a scheduler pass after both processes found %d sites due (err %v), want none", n, err)
 	}
 	enqueued := 0
 	for _, p := range procs {

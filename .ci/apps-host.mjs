@@ -8,12 +8,19 @@
 // and never runs; screenshots at 360 and 800 px, light and dark. The tools' and resources'
 // _meta are validated with the package's schema.json. Then the scan loop: start_scan as a task
 // (client 2.4.0 declaring io.modelcontextprotocol/tasks) to completed with get_latest_scan's
-// result, a second call answering the same scan, tasks/cancel; and without the extension through
-// get_scan. See .ci/README.md ("MCP Apps and tasks").
+// result, a second call answering the same scan, tasks/cancel; every task shape validated with the
+// extension's own schema.json (modelcontextprotocol/ext-tasks); the tasks methods refused (-32021)
+// to a client that does not declare the extension; a read-only API key made in Settings gets the
+// 403 step-up challenge for start_scan and tasks/cancel; the account's daily audit quota, used
+// up on a second service, is a tool error that says when to retry; and without the extension
+// through get_scan. See .ci/README.md ("MCP Apps and tasks").
 //
 // Env: BASE_URL (http://127.0.0.1:PORT), API_KEY, LOGIN_EMAIL, LOGIN_PASSWORD (the demo login,
-// for the edge sites), INTEROP_DIR (default /tmp/interop-apps, with esbuild installed),
-// SHOTS (screenshot directory, default /tmp/sitepulse-apps-shots), CHROMIUM (default /usr/bin/chromium).
+// for the edge sites and the read-only key), INTEROP_DIR (default /tmp/interop-apps, with esbuild
+// installed), TASKS_SCHEMA (ext-tasks' schema/draft/schema.json, default
+// $INTEROP_DIR/ext-tasks-schema.json), QUOTA_BASE_URL and QUOTA_API_KEY (a second service started
+// with USER_DAILY_AUDITS=1; its demo key), SHOTS (screenshot directory, default
+// /tmp/sitepulse-apps-shots), CHROMIUM (default /usr/bin/chromium).
 // Prints PASS/FAIL lines and "N passed, M failed"; exit 1 on a failure.
 import { createRequire } from 'node:module';
 import { createServer } from 'node:http';
@@ -53,19 +60,26 @@ function assert(cond, msg) { if (!cond) throw new Error(msg); }
 const tick = (ms) => new Promise((r) => setTimeout(r, ms)); // polling pace of a client, not a test wait
 
 // --- the MCP client: 2.4.0 at 2026-07-28, optionally declaring the tasks extension ------------
-// tap keeps the last raw answer: 2.4.0 refuses a resultType "task" (UNSUPPORTED_RESULT_TYPE) after
-// it arrived, so the task is read from the wire; tasks/get and tasks/cancel go through
-// client.request with a schema, the SDK's door for extension methods.
+// Client 2.4.0 sends the extension in every request's clientCapabilities but has no runtime for
+// it: its 2026-07-28 codec (decodeResult in client/dist/src-*.mjs) accepts resultType "complete"
+// and "input_required" only and answers any other, "task" included, with SdkError
+// UNSUPPORTED_RESULT_TYPE before the result reaches the caller (typescript-sdk issue #2637, open;
+// the client side of the extension is draft PR #2782, "ext/tasks"). So tap keeps the last raw
+// answer of the client's own transport and the CreateTaskResult is read from it; tasks/get,
+// tasks/update and tasks/cancel go through client.request with a schema, the SDK's door for the
+// methods SEP-2663 re-defines (isExtensionReusedRequestMethod).
 const anySchema = { '~standard': { version: 1, vendor: 'ci', validate: (value) => ({ value }) } };
-async function connect(tasks) {
+async function connect(tasks, key = apiKey, url = base) {
   const tap = { last: null };
   const fetchTap = async (url, init) => {
     const res = await fetch(url, init);
+    tap.lastStatus = res.status;
+    tap.lastChallenge = res.headers.get('www-authenticate');
     try { tap.last = JSON.parse(await res.clone().text()); } catch { tap.last = null; }
     return res;
   };
-  const transport = new v2.StreamableHTTPClientTransport(new URL(`${base}/api/mcp`),
-    { fetch: fetchTap, requestInit: { headers: { Authorization: `Bearer ${apiKey}` } } });
+  const transport = new v2.StreamableHTTPClientTransport(new URL(`${url}/api/mcp`),
+    { fetch: fetchTap, requestInit: { headers: { Authorization: `Bearer ${key}` } } });
   // A host that draws views declares the ui extension (2026-07-28 results carry the views' data
   // only for such a client); the task client declares the tasks extension too.
   const extensions = { 'io.modelcontextprotocol/ui': { mimeTypes: ['text/html;profile=mcp-app'] } };
@@ -81,13 +95,12 @@ async function connect(tasks) {
       throw e;
     }
   };
-  const task = (method, taskId) => client.request({ method, params: { taskId } }, anySchema);
-  return { client, call, task };
+  const task = (method, taskId, extra = {}) => client.request({ method, params: { taskId, ...extra } }, anySchema);
+  return { client, call, task, tap };
 }
 
 // --- edge data through the web UI --------------------------------------------------------------
-async function webSession() {
-  const email = process.env.LOGIN_EMAIL, password = process.env.LOGIN_PASSWORD;
+async function webSession(base, email = process.env.LOGIN_EMAIL, password = process.env.LOGIN_PASSWORD) {
   assert(email && password, 'LOGIN_EMAIL and LOGIN_PASSWORD are required for the edge sites');
   let cookie = '';
   const jar = (res) => { for (const c of res.headers.getSetCookie?.() ?? []) cookie = [cookie, c.split(';')[0]].filter(Boolean).join('; '); };
@@ -110,7 +123,17 @@ async function webSession() {
     assert(id, `creating ${name} answered ${r.status}`);
     return id;
   };
-  return { add };
+  // key makes an API key in Settings; publish unticked, it is read-only (mcp:read).
+  const key = async (name, publish) => {
+    const form = { name, csrf_token: await csrfOf('/settings') };
+    if (publish) form.publish = 'on';
+    const r = await post('/settings/api-keys', form);
+    const html = await r.text();
+    const k = html.match(/svc_[A-Za-z0-9_-]{20,}/)?.[0];
+    assert(r.status === 201 && k, `creating key ${name} answered ${r.status}`);
+    return k;
+  };
+  return { add, key };
 }
 
 // waitScan follows a scan with get_scan until it is no longer queued or running.
@@ -218,7 +241,7 @@ await step('resources/read of an unknown ui:// uri is an error', async () => {
 });
 
 // Edge sites: none scanned; one whose every page fails; one named with markup, a page failing.
-const web = await webSession();
+const web = await webSession(base);
 // At most 100 characters (MAX site name): an <img onerror> and a <script>, each posting to the host.
 const hostile = `<img src=x onerror=parent.postMessage('pwned1','*')><script>parent.postMessage('pwned2')</script>`;
 const edge = {}, run = Date.now().toString(36); // fresh domains: a domain is one site
@@ -227,9 +250,12 @@ await step('edge sites: created, and scanned with start_scan + get_scan (no task
   edge.never = await web.add('Edge: never scanned', `never-${run}.example`, '/');
   edge.failing = await web.add('Edge: every page fails', `failing-${run}.example`, '/broken\n/a/broken');
   edge.hostile = await web.add(hostile, `hostile-${run}.example`, '/\n/broken');
+  // A page the PSI double answers fast once, then slow: its second scan's regression is
+  // confirmed by the re-audits (REGRESSION_CONFIRM_RUNS, 2 by default).
+  edge.slower = await web.add('Edge: slower', `slower-${run}.example`, '/slower');
   const out = [];
-  for (const id of [edge.failing, edge.hostile]) {
-    const started = (await plain.call('start_scan', { siteId: id })).structuredContent;
+  for (const [id, args] of [[edge.failing, {}], [edge.hostile, {}], [edge.slower, { strategy: 'mobile' }], [edge.slower, { strategy: 'mobile' }]]) {
+    const started = (await plain.call('start_scan', { siteId: id, ...args })).structuredContent;
     assert(started.status === 'queued' || started.status === 'running', `start_scan: ${JSON.stringify(started)}`);
     const done = await waitScan(plain.call, started.scanId);
     out.push(`${done.status} ${done.pagesDone}/${done.pagesTotal}${done.reason ? ` (${done.reason.slice(0, 60)})` : ''}`);
@@ -242,6 +268,7 @@ const cases = [
   ['latest-never', 'get_latest_scan', edge.never], ['trend-never', 'get_trend', edge.never], ['regressions-never', 'get_regression_report', edge.never],
   ['latest-failing', 'get_latest_scan', edge.failing],
   ['latest-hostile', 'get_latest_scan', edge.hostile], ['trend-hostile', 'get_trend', edge.hostile], ['regressions-hostile', 'get_regression_report', edge.hostile],
+  ['regressions-slower', 'get_regression_report', edge.slower],
 ];
 const { srv, url: hostURL } = await hostServer();
 const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: ['--no-sandbox'] });
@@ -268,7 +295,8 @@ try {
           await frame.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
           const text = await frame.evaluate(() => document.getElementById('app').innerText);
           const pwned = await page.evaluate(() => window.pwned);
-          const doc = await frame.evaluate(() => ({ theme: document.documentElement.getAttribute('data-theme'), imgs: document.images.length, scripts: document.querySelectorAll('#app script').length }));
+          const doc = await frame.evaluate(() => ({ theme: document.documentElement.getAttribute('data-theme'), imgs: document.images.length, scripts: document.querySelectorAll('#app script').length,
+            marks: document.querySelectorAll('svg.trend g.publish').length }));
           const file = join(shots, `${label}-${width}-${theme}.png`);
           await page.setViewportSize({ width, height: Math.max(200, height) }); // the whole view in the viewport: Chromium paints an out-of-process iframe only there
           await frame.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
@@ -279,6 +307,10 @@ try {
           assert(pwned.length === 0 && doc.imgs === 0 && doc.scripts === 0, `markup ran: ${pwned} imgs ${doc.imgs}`);
           assert(doc.theme === theme, `theme ${doc.theme}`);
           if (label.endsWith('hostile') && tool === 'get_latest_scan') assert(text.includes('<script>'), 'the hostile name is not shown as text');
+          // Confirmation per regression: the demo's seeded regressions were seen once, the slower page's confirmed.
+          if (label === 'regressions-demo') assert(text.includes('not confirmed · 1 run') && !/\bconfirmed · median/.test(text), 'the demo regressions are not shown unconfirmed');
+          if (label === 'regressions-slower') assert(text.includes('confirmed · median of 3 runs'), 'the slower page regression is not shown confirmed after 3 runs');
+          if (label === 'trend-demo') assert(doc.marks > 0 && doc.marks === result.structuredContent.publishes.length, `${doc.marks} publish marks for ${result.structuredContent.publishes.length} publishes`);
           return `${height} px high: ${text.replace(/\s+/g, ' ').slice(0, 60)}…`;
         });
       }
@@ -290,15 +322,38 @@ try {
 }
 
 // --- the scan loop ------------------------------------------------------------------------------
+// Every task shape is checked against the extension's own schema (ext-tasks schema/draft/schema.json).
+const tasksSchemaFile = process.env.TASKS_SCHEMA ?? join(kit, 'ext-tasks-schema.json');
+const tasksAjv = new Ajv2020({ strict: false, validateFormats: false }); // shapes, not uri formats
+let taskShape = () => { throw new Error(`no ext-tasks schema at ${tasksSchemaFile} (TASKS_SCHEMA)`); };
+if (existsSync(tasksSchemaFile)) {
+  const ts = JSON.parse(readFileSync(tasksSchemaFile, 'utf8'));
+  tasksAjv.addSchema(ts);
+  taskShape = (def, value) => {
+    const v = tasksAjv.getSchema(`${ts.$id}#/$defs/${def}`);
+    assert(v(value), `${def}: ${tasksAjv.errorsText(v.errors)} in ${JSON.stringify(value).slice(0, 200)}`);
+  };
+}
+const shapes = new Set();
+// checked validates the answer as it came over the wire (the client strips resultType from what
+// it hands back), and returns what the client handed back.
+const checked = (def, value) => {
+  const wire = modern.tap.last?.result;
+  assert(wire && (wire.taskId ?? null) === (value.taskId ?? null), `no wire answer for ${def}`);
+  taskShape(def, wire);
+  shapes.add(def + (wire.status ? ` (${wire.status})` : ''));
+  return value;
+};
+
 await step('tasks: start_scan on the demo site is a task (resultType task, taskId = scanId, ttlMs null)', async () => {
-  const t = await modern.call('start_scan', { siteId: demo.id });
+  const t = checked('CreateTaskResult', await modern.call('start_scan', { siteId: demo.id }));
   assert(t.resultType === 'task' && t.status === 'working' && t.ttlMs === null && t.pollIntervalMs > 0, JSON.stringify(t));
-  const again = await modern.call('start_scan', { siteId: demo.id });
+  const again = checked('CreateTaskResult', await modern.call('start_scan', { siteId: demo.id }));
   assert(again.taskId === t.taskId, `second call: ${again.taskId}, want ${t.taskId}`);
   const seen = new Set();
   let got;
   for (let i = 0; i < 120; i++) {
-    got = await modern.task('tasks/get', t.taskId);
+    got = checked('GetTaskResult', await modern.task('tasks/get', t.taskId));
     seen.add(got.statusMessage ?? got.status);
     if (got.status !== 'working') break;
     await tick(got.pollIntervalMs ?? 1000);
@@ -309,20 +364,44 @@ await step('tasks: start_scan on the demo site is a task (resultType task, taskI
   assert(JSON.stringify(got.result.content) === JSON.stringify(latest.content), 'text differs');
   return `a second call answered the same task; ${[...seen].slice(-3).join(' → ')}; completed = get_latest_scan (${latest.structuredContent.scanId})`;
 });
-await step('tasks: tasks/cancel stops a running scan; tasks/get says cancelled; the site is free again', async () => {
-  const t = await modern.call('start_scan', { siteId: demo.id });
+await step('tasks: tasks/cancel stops a running scan; tasks/get says cancelled; tasks/update acknowledged; the site is free again', async () => {
+  const t = checked('CreateTaskResult', await modern.call('start_scan', { siteId: demo.id }));
   assert(t.resultType === 'task', JSON.stringify(t));
-  await modern.task('tasks/cancel', t.taskId);
-  const got = await modern.task('tasks/get', t.taskId);
+  checked('UpdateTaskResult', await modern.task('tasks/update', t.taskId, { inputResponses: {} }));
+  const ack = checked('CancelTaskResult', await modern.task('tasks/cancel', t.taskId));
+  assert(!('taskId' in ack) && !('status' in ack), `cancel ack carries a task: ${JSON.stringify(ack)}`);
+  const got = checked('GetTaskResult', await modern.task('tasks/get', t.taskId));
   assert(got.status === 'cancelled', `status ${got.status}`);
   const s = (await plain.call('get_scan', { scanId: t.taskId })).structuredContent;
   assert(s.status === 'failed', `scan ${s.status}`);
+  checked('CancelTaskResult', await modern.task('tasks/cancel', t.taskId)); // a terminal task: the same ack
   const next = await modern.call('start_scan', { siteId: demo.id });
   assert(next.taskId !== t.taskId, 'start_scan answered the cancelled scan');
   await modern.task('tasks/cancel', next.taskId);
   return `scan ${s.status}: ${s.reason}`;
 });
-await step('no extension: start_scan gives the scan at once, get_scan follows it to complete = get_latest_scan', async () => {
+await step('tasks: every task answer valid per ext-tasks schema.json', async () => {
+  assert(shapes.size >= 5, `only ${[...shapes]}`);
+  return [...shapes].join(', ');
+});
+await step('tasks/get of an unknown task is a JSON-RPC error', async () => {
+  try { await modern.task('tasks/get', '00000000-0000-4000-8000-000000000000'); } catch (e) { return `code ${e.code}`; }
+  throw new Error('no error');
+});
+await step('no extension: tasks/get, tasks/update, tasks/cancel are -32021 naming the extension', async () => {
+  const out = [];
+  for (const method of ['tasks/get', 'tasks/update', 'tasks/cancel']) {
+    try {
+      await plain.task(method, '00000000-0000-4000-8000-000000000000', method === 'tasks/update' ? { inputResponses: {} } : {});
+      throw new Error(`${method} answered`);
+    } catch (e) {
+      assert(e.code === -32021 && e.data?.requiredCapabilities?.extensions?.['io.modelcontextprotocol/tasks'], `${method}: ${e.code} ${e.message}`);
+      out.push(`${method} ${e.code}`);
+    }
+  }
+  return out.join(', ');
+});
+await step('no extension: start_scan gives the scan at once, a second call the same scan, get_scan follows it to complete = get_latest_scan', async () => {
   const started = await plain.call('start_scan', { siteId: demo.id });
   assert(!started.resultType || started.resultType === 'complete', 'a task without the extension');
   const again = (await plain.call('start_scan', { siteId: demo.id })).structuredContent;
@@ -332,9 +411,47 @@ await step('no extension: start_scan gives the scan at once, get_scan follows it
   assert(done.status === 'complete' && JSON.stringify(done.result) === JSON.stringify(latest), `get_scan ${done.status}`);
   return `complete ${done.pagesDone}/${done.pagesTotal}`;
 });
-await step('tasks/get of an unknown task is a JSON-RPC error', async () => {
-  try { await modern.task('tasks/get', '00000000-0000-4000-8000-000000000000'); } catch (e) { return `code ${e.code}`; }
-  throw new Error('no error');
+
+// A read-only API key (Settings, "may publish reports and start scans" unticked: mcp:read): start_scan and
+// tasks/cancel are 403 with the insufficient_scope challenge naming mcp:write, as the client sees it.
+await step('read-only API key: start_scan and tasks/cancel get 403 insufficient_scope naming mcp:read mcp:write', async () => {
+  const key = await web.key(`apps-ci read-only ${run}`, false);
+  const ro = await connect(true, key);
+  const out = [];
+  for (const [what, fn] of [['start_scan', () => ro.call('start_scan', { siteId: demo.id })], ['tasks/cancel', () => ro.task('tasks/cancel', demo.id)]]) {
+    let err;
+    try { await fn(); } catch (e) { err = e; }
+    const h = ro.tap.lastChallenge ?? '';
+    assert(err && ro.tap.lastStatus === 403, `${what}: status ${ro.tap.lastStatus}, ${err ? err.message : 'no error'}`);
+    assert(/error="insufficient_scope"/.test(h) && /scope="mcp:read mcp:write"/.test(h), `${what}: WWW-Authenticate ${h}`);
+    out.push(`${what}: 403, client ${err.constructor.name} ${String(err.code ?? '')}`.trim());
+  }
+  const r = await ro.call('get_scan', { scanId: (await plain.call('get_latest_scan', { siteId: demo.id })).structuredContent.scanId });
+  assert(!r.isError, 'the read-only key cannot read a scan');
+  await ro.client.close();
+  return out.join('; ');
+});
+
+// The account's daily audit quota: a second service started with USER_DAILY_AUDITS=1. Its demo
+// workspace's first scan may run (the budget is checked before a scan, not inside it); after it
+// start_scan is a tool error that says when to retry, task-declaring client or not.
+await step('quota used up: start_scan is a tool error saying when to retry (a second service, USER_DAILY_AUDITS=1)', async () => {
+  const qBase = (process.env.QUOTA_BASE_URL ?? '').replace(/\/$/, ''), qKey = process.env.QUOTA_API_KEY ?? '';
+  assert(/^http:\/\/127\.0\.0\.1(:\d+)?$/.test(qBase) && qKey && process.env.QUOTA_LOGIN_PASSWORD, 'QUOTA_BASE_URL, QUOTA_API_KEY and QUOTA_LOGIN_PASSWORD are required');
+  // A site of its own: the demo site's audits are replayed offline and count against no quota.
+  const qweb = await webSession(qBase, process.env.LOGIN_EMAIL, process.env.QUOTA_LOGIN_PASSWORD);
+  const siteId = await qweb.add('Quota site', `quota-${run}.example`, '/');
+  const q = await connect(true, qKey, qBase);
+  const qp = await connect(false, qKey, qBase);
+  const first = await q.call('start_scan', { siteId, strategy: 'mobile' });
+  assert(first.resultType === 'task', `the first scan: ${JSON.stringify(first).slice(0, 200)}`);
+  const done = await waitScan(qp.call, first.taskId);
+  const r = await q.call('start_scan', { siteId, strategy: 'mobile' });
+  assert(r.isError && /Retry after/.test(r.content[0].text) && r.resultType !== 'task', `start_scan: ${JSON.stringify(r).slice(0, 300)}`);
+  const again = await qp.call('start_scan', { siteId });
+  assert(again.isError && again.content[0].text === r.content[0].text, 'without the extension: not the same tool error');
+  await q.client.close(); await qp.client.close();
+  return `first scan ${done.status} ${done.pagesDone}/${done.pagesTotal}; then: ${r.content[0].text}`;
 });
 
 console.log(`${passed} passed, ${failed} failed`);

@@ -13,6 +13,23 @@ import (
 	"sitepulse/store"
 )
 
+// AccountStore is what sign-up, login and the settings page read and write: the account, its
+// login attempts, its API keys and the OAuth clients it approved (the OAuth server keeps the rest).
+type AccountStore interface {
+	CreateUser(ctx context.Context, u store.User) error
+	UserByEmail(ctx context.Context, email string) (store.User, error)
+	SetPasswordHash(ctx context.Context, userID, hash string) error
+	TakeLoginAttempt(ctx context.Context, key string, now time.Time, limit store.LoginLimit) (ok bool, wait time.Duration, err error)
+	ClearLoginAttempts(ctx context.Context, key string) error
+	DeleteSession(ctx context.Context, tokenHash string) error
+	APIKeys(ctx context.Context, userID string) ([]store.APIKey, error)
+	CreateAPIKey(ctx context.Context, k store.APIKey) error
+	RevokeAPIKey(ctx context.Context, userID, keyID string, now time.Time) error
+	SetNotifyRegressions(ctx context.Context, userID string, on bool) error
+	Consents(ctx context.Context, userID string) ([]store.Consent, error)
+	RevokeConsent(ctx context.Context, userID, clientID string, now time.Time) error
+}
+
 // accountForm is the signup and login form, echoed back (without the password) on errors.
 type accountForm struct {
 	Email  string
@@ -78,7 +95,7 @@ func (s *server) handleSignup() http.Handler {
 			s.error(w, r, err, "")
 			return
 		}
-		_, err = s.Store.UserByEmail(r.Context(), form.Email)
+		_, err = s.Accounts.UserByEmail(r.Context(), form.Email)
 		switch {
 		case err == nil:
 			s.sendMail(r, form.Email, "You already have a SitePulse account",
@@ -123,7 +140,7 @@ func (s *server) handleSignupConfirm() http.Handler {
 			return
 		}
 		u := store.User{ID: store.NewID(), Email: c.Email, PasswordHash: c.Hash, NotifyRegressions: true, CreatedAt: s.Now()}
-		if err := s.Store.CreateUser(r.Context(), u); err != nil {
+		if err := s.Accounts.CreateUser(r.Context(), u); err != nil {
 			if errors.Is(err, store.ErrConflict) { // only the mailbox's owner has the link
 				form := accountForm{Email: c.Email, Next: c.Next, Errors: map[string]string{"form": "This e-mail address already has an account. Log in with its password."}}
 				s.render(w, r, http.StatusConflict, "login", page{Title: "Log in", Data: form})
@@ -199,7 +216,7 @@ func (s *server) handleLogin() http.Handler {
 			s.tooMany(w, r, "login", form, wait)
 			return
 		}
-		u, err := s.Store.UserByEmail(r.Context(), form.Email)
+		u, err := s.Accounts.UserByEmail(r.Context(), form.Email)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			s.loginIP.refund(ip)
 			s.error(w, r, err, "")
@@ -232,14 +249,14 @@ func (s *server) handleLogin() http.Handler {
 		release()
 		if rehash {
 			if h, err := store.HashPassword(password, s.PasswordIterations); err == nil {
-				if err := s.Store.SetPasswordHash(r.Context(), u.ID, h); err != nil {
+				if err := s.Accounts.SetPasswordHash(r.Context(), u.ID, h); err != nil {
 					s.Log.Warn("upgrade password hash", "user", u.ID, "err", err)
 				}
 			}
 		}
 		// A fresh session id at every login; an older session of this browser is ended.
 		if v, _ := s.loadVisitor(r); v != nil {
-			s.Store.DeleteSession(r.Context(), v.Session.TokenHash)
+			s.Accounts.DeleteSession(r.Context(), v.Session.TokenHash)
 		}
 		if err := s.startSession(w, r, u.ID); err != nil {
 			s.error(w, r, err, "")
@@ -265,14 +282,14 @@ func (s *server) takeLogin(r *http.Request, email, ip, nonce string) (release fu
 		return nil, false, wait, nil
 	}
 	key := accountKey(email)
-	ok, wait, err = s.Store.TakeLoginAttempt(r.Context(), key, s.Now(), s.AccountLogins)
+	ok, wait, err = s.Accounts.TakeLoginAttempt(r.Context(), key, s.Now(), s.AccountLogins)
 	if err != nil || !ok {
 		s.loginPair.refund(pair)
 		return nil, false, wait, err
 	}
 	return func() {
 		s.loginPair.forget(pair)
-		if err := s.Store.ClearLoginAttempts(r.Context(), key); err != nil {
+		if err := s.Accounts.ClearLoginAttempts(r.Context(), key); err != nil {
 			s.Log.Warn("clear login attempts", "err", err)
 		}
 	}, true, 0, nil

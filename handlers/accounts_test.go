@@ -77,7 +77,7 @@ func TestSignupLoginLogout(t *testing.T) {
 func TestSessionCookieAttributes(t *testing.T) {
 	for _, tt := range []struct{ base, name string }{{"http://sitepulse.test", "session"}, {"https://sitepulse.test", "__Host-session"}} {
 		st := memory.New()
-		h, err := NewHandler(withServers(Deps{Store: st, BaseURL: tt.base, PasswordIterations: 1000}))
+		h, err := NewHandler(withServers(st, Deps{BaseURL: tt.base, PasswordIterations: 1000}))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -52,11 +52,11 @@ func newAPIFixtureWith(t testing.TB, st store.Store, with func(*Deps)) *apiFixtu
 	ctx := context.Background()
 	f := &apiFixture{st: st, now: fixtureNow}
 	clock := func() time.Time { return f.now }
-	deps := Deps{Store: st, BaseURL: "http://sitepulse.test", Now: clock, PasswordIterations: 1000}
+	deps := withStore(st, Deps{BaseURL: "http://sitepulse.test", Now: clock, PasswordIterations: 1000})
 	if with != nil {
 		with(&deps)
 	}
-	h, err := NewHandler(withServers(deps))
+	h, err := NewHandler(withServers(st, deps))
 	if err != nil {
 		t.Fatal(err)
 	}

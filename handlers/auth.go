@@ -74,7 +74,7 @@ func (s *server) requireBearer(p bearerPolicy, next http.Handler) http.Handler {
 func (s *server) verifyBearer(ctx context.Context, p bearerPolicy, token string) (principal store.Principal, scope string, err error) {
 	switch {
 	case isAPIKey(token):
-		k, err := s.Store.APIKeyByHash(ctx, store.HashSecret(token), s.Now())
+		k, err := s.Auth.APIKeyByHash(ctx, store.HashSecret(token), s.Now())
 		if err != nil {
 			return store.Principal{}, "", err
 		}

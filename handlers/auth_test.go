@@ -33,7 +33,7 @@ func TestRequireBearer(t *testing.T) {
 	st.CreateAPIKey(ctx, rk)
 	st.RevokeAPIKey(ctx, u.ID, rk.ID, testNow)
 
-	s := &server{Deps: Deps{Store: st, BaseURL: "https://sp.example", Now: func() time.Time { return testNow }}, tokens: fakeTokens{"at_good": u.ID}}
+	s := &server{Deps: withStore(st, Deps{BaseURL: "https://sp.example", Now: func() time.Time { return testNow }}), tokens: fakeTokens{"at_good": u.ID}}
 	echo := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(store.UserIDFrom(r.Context()))) })
 
 	tests := []struct {

@@ -18,7 +18,7 @@ import (
 // store.ErrNotFound or store.ErrForbidden. It returns the workspace with the user's role.
 func (s *server) authorize(ctx context.Context, workspaceID string, a store.Action) (store.Workspace, error) {
 	p := store.PrincipalFrom(ctx)
-	w, err := s.Store.Workspace(ctx, p.UserID, workspaceID)
+	w, err := s.Auth.Workspace(ctx, p.UserID, workspaceID)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return w, err
 	}
@@ -28,7 +28,7 @@ func (s *server) authorize(ctx context.Context, workspaceID string, a store.Acti
 
 // authorizeSite is authorize for the workspace of a site the user can read.
 func (s *server) authorizeSite(ctx context.Context, userID, siteID string, a store.Action) error {
-	site, err := s.Store.Site(ctx, userID, siteID)
+	site, err := s.Auth.Site(ctx, userID, siteID)
 	if err != nil {
 		return err
 	}
@@ -47,7 +47,7 @@ func (s *server) onSite(a store.Action, next http.Handler) http.Handler {
 		var site store.Site
 		err := store.ErrNotFound
 		if store.ValidUUID(id) {
-			site, err = s.Store.Site(r.Context(), store.UserIDFrom(r.Context()), id)
+			site, err = s.Auth.Site(r.Context(), store.UserIDFrom(r.Context()), id)
 		}
 		var ws store.Workspace
 		if err == nil {

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -10,6 +11,15 @@ import (
 	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 )
+
+// APIStore is what the JSON API reads: the budget check's inputs (by API key, in one round trip)
+// and a completed scan's results for the export.
+type APIStore interface {
+	BudgetInputsByKey(ctx context.Context, keyHash, siteID string, now time.Time) (store.BudgetInputs, error)
+	BudgetInputs(ctx context.Context, userID, siteID string) (store.BudgetInputs, error)
+	Scan(ctx context.Context, userID, scanID string) (store.Scan, error)
+	EachPageResult(ctx context.Context, userID, scanID string, fn func(store.PageResult) error) error
+}
 
 // budgetCheckResponse is the 200 body of POST /api/external/budget-check. Every key is always
 // present, so a CI script can read it without guarding: when the site has no completed scan,
@@ -60,7 +70,7 @@ func (s *server) handleBudgetCheck() http.Handler {
 			writeValidation(w, map[string][]string{"siteId": {problem}})
 			return
 		}
-		in, err := s.Store.BudgetInputsByKey(r.Context(), store.HashSecret(token), siteID, s.Now())
+		in, err := s.API.BudgetInputsByKey(r.Context(), store.HashSecret(token), siteID, s.Now())
 		switch {
 		case errors.Is(err, store.ErrNotFound) && in.UserID == "":
 			s.bearerFailure(w, r, apiKeyOnly, err)

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -12,6 +13,18 @@ import (
 	"sitepulse/scanner/platform"
 	"sitepulse/store"
 )
+
+// ChannelStore is what the Notifications page reads and writes: a workspace's alert channels,
+// their deliveries and sites, and what a Send test needs (notify.DelivererStore).
+type ChannelStore interface {
+	ChannelsIn(ctx context.Context, userID, workspaceID string) ([]store.Channel, error)
+	CreateChannel(ctx context.Context, userID string, c store.Channel) error
+	DeleteChannel(ctx context.Context, userID, workspaceID, channelID string) error
+	DeliveriesOf(ctx context.Context, userID, workspaceID, channelID string, limit int) ([]store.Delivery, error)
+	SitesIn(ctx context.Context, userID, workspaceID string) ([]store.Site, error)
+	Site(ctx context.Context, userID, siteID string) (store.Site, error)
+	notify.DelivererStore
+}
 
 // The Notifications page of a workspace (issue 21): its alert channels, which its owners and
 // editors manage and every member reads, under /workspaces/{workspaceId}/notifications. A
@@ -86,7 +99,7 @@ func (s *server) handleNotificationsPage() http.Handler {
 // deliveries and the sites.
 func (s *server) notificationsPage(w http.ResponseWriter, r *http.Request, status int, d notificationsData, flash string) {
 	ctx, uid, ws := r.Context(), visitorFrom(r.Context()).User.ID, workspaceFrom(r.Context())
-	sites, err := s.Store.SitesIn(ctx, uid, ws.ID)
+	sites, err := s.Channels.SitesIn(ctx, uid, ws.ID)
 	if err != nil {
 		s.error(w, r, err, "")
 		return
@@ -95,7 +108,7 @@ func (s *server) notificationsPage(w http.ResponseWriter, r *http.Request, statu
 	for _, site := range sites {
 		names[site.ID] = site.Name
 	}
-	channels, err := s.Store.ChannelsIn(ctx, uid, ws.ID)
+	channels, err := s.Channels.ChannelsIn(ctx, uid, ws.ID)
 	if err != nil {
 		s.error(w, r, err, "")
 		return
@@ -115,7 +128,7 @@ func (s *server) notificationsPage(w http.ResponseWriter, r *http.Request, statu
 				v.Sites = append(v.Sites, n)
 			}
 		}
-		if v.Deliveries, err = s.Store.DeliveriesOf(ctx, uid, ws.ID, c.ID, store.ChannelDeliveriesShown); err != nil {
+		if v.Deliveries, err = s.Channels.DeliveriesOf(ctx, uid, ws.ID, c.ID, store.ChannelDeliveriesShown); err != nil {
 			s.error(w, r, err, "")
 			return
 		}
@@ -173,7 +186,7 @@ func (s *server) handleCreateChannel() http.Handler {
 			return
 		}
 		for _, id := range f.Sites {
-			if site, err := s.Store.Site(ctx, uid, store.CanonicalID(id)); err != nil || site.WorkspaceID != ws.ID {
+			if site, err := s.Channels.Site(ctx, uid, store.CanonicalID(id)); err != nil || site.WorkspaceID != ws.ID {
 				fail(http.StatusUnprocessableEntity, map[string]string{"sites": "Choose sites from the list."})
 				return
 			}
@@ -197,7 +210,7 @@ func (s *server) handleCreateChannel() http.Handler {
 				return
 			}
 		}
-		switch err := s.Store.CreateChannel(ctx, uid, c); {
+		switch err := s.Channels.CreateChannel(ctx, uid, c); {
 		case errors.Is(err, store.ErrInvalid):
 			fail(http.StatusUnprocessableEntity, store.FieldErrors(err))
 			return
@@ -245,7 +258,7 @@ func (s *server) channelURLProblem(r *http.Request, raw string) string {
 func (s *server) handleTestChannel() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, ws := r.Context(), workspaceFrom(r.Context())
-		c, err := s.Store.Channel(ctx, ws.ID, store.CanonicalID(r.PathValue("channelId")))
+		c, err := s.Channels.Channel(ctx, ws.ID, store.CanonicalID(r.PathValue("channelId")))
 		if err != nil {
 			s.error(w, r, err, "There is no such channel in this workspace.")
 			return
@@ -260,7 +273,7 @@ func (s *server) handleTestChannel() http.Handler {
 		if s.ChannelKeys != nil { // a nil *Keys in the interface would not be nil
 			keys = s.ChannelKeys
 		}
-		dl := &notify.Deliverer{Store: s.Store, Keys: keys, Client: s.Guard.Client(), BaseURL: s.BaseURL, Log: s.Log, Now: s.Now}
+		dl := &notify.Deliverer{Store: s.Channels, Keys: keys, Client: s.Guard.Client(), BaseURL: s.BaseURL, Log: s.Log, Now: s.Now}
 		if s.Mail != nil {
 			dl.Mail = s.Mail
 		}
@@ -281,9 +294,9 @@ func (s *server) handleDeleteChannel() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, uid, ws := r.Context(), visitorFrom(r.Context()).User.ID, workspaceFrom(r.Context())
 		id := store.CanonicalID(r.PathValue("channelId"))
-		c, err := s.Store.Channel(ctx, ws.ID, id)
+		c, err := s.Channels.Channel(ctx, ws.ID, id)
 		if err == nil {
-			err = s.Store.DeleteChannel(ctx, uid, ws.ID, id)
+			err = s.Channels.DeleteChannel(ctx, uid, ws.ID, id)
 		}
 		if err != nil {
 			s.error(w, r, err, "There is no such channel in this workspace.")

@@ -89,7 +89,7 @@ func (m *mailbox) to(addr string) []sentMail {
 func channelsServerMail(t *testing.T, st store.Store, hk *hook) (*testServer, *browser, *mailbox) {
 	ts := &testServer{store: st, now: time.Date(2026, 11, 24, 14, 2, 0, 0, time.UTC)}
 	mb := &mailbox{next: outboxFor(st).send}
-	h, err := NewHandler(withServers(Deps{Store: st, BaseURL: "http://sitepulse.test", Now: func() time.Time { return ts.now },
+	h, err := NewHandler(withServers(st, Deps{BaseURL: "http://sitepulse.test", Now: func() time.Time { return ts.now },
 		PasswordIterations: 1000, ChannelKeys: platform.RandomKeys(), ChannelAllowHTTP: true, Mail: mb.send,
 		Guard: netguard.Guard{Exempt: netip.MustParseAddrPort(strings.TrimPrefix(hk.URL, "http://"))}}))
 	if err != nil {

@@ -31,8 +31,8 @@ func TestMetadataDocumentClient(t *testing.T) {
 
 	st := memory.New()
 	ot := &oauthTest{testServer: &testServer{store: st, now: testNow}, now: testNow}
-	d := Deps{Store: st, BaseURL: testBaseURL, Now: ot.clock, PasswordIterations: 1000}
-	d = withServers(d)
+	d := withStore(st, Deps{BaseURL: testBaseURL, Now: ot.clock, PasswordIterations: 1000})
+	d = withServers(st, d)
 	d.OAuth = oauth.New(oauth.Config{Store: st, BaseURL: testBaseURL, Now: ot.clock, MetadataClient: doc.Client()})
 	h, err := NewHandler(d)
 	if err != nil {

@@ -166,7 +166,7 @@ func (h *scanHub) poll(ctx context.Context, key string, f *scanFeed, userID, sca
 
 // readScanEvent reads what a progress stream shows of a user's scan.
 func (s *server) readScanEvent(ctx context.Context, userID, scanID string) (scanEvent, error) {
-	scan, err := s.Store.Scan(ctx, userID, scanID)
+	scan, err := s.Scans.Scan(ctx, userID, scanID)
 	if err != nil {
 		return scanEvent{}, err
 	}
@@ -175,7 +175,7 @@ func (s *server) readScanEvent(ctx context.Context, userID, scanID string) (scan
 		ev.AuditsInFlight = scan.AuditsInFlight
 	}
 	if !scan.Status.Terminal() {
-		errs, err := s.Store.PageErrors(ctx, userID, scan.ID)
+		errs, err := s.Scans.PageErrors(ctx, userID, scan.ID)
 		if err != nil {
 			return ev, err
 		}

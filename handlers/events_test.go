@@ -43,7 +43,7 @@ func TestScanFeedPollsOncePerScan(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s := &server{Deps: Deps{Store: counting}}
+	s := &server{Deps: withStore(counting, Deps{})}
 	ticks := &manualTicker{c: make(chan time.Time)}
 	hub := newScanHub(s.readScanEvent, ticks.new, time.Second, 100, 1000)
 
@@ -166,7 +166,7 @@ func TestScanEventsPerSessionCap(t *testing.T) {
 func TestScanEventsProcessCap(t *testing.T) {
 	st := memory.New()
 	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
-	h, err := NewHandler(withServers(Deps{Store: st, BaseURL: "http://sitepulse.test", Now: func() time.Time { return now },
+	h, err := NewHandler(withServers(st, Deps{BaseURL: "http://sitepulse.test", Now: func() time.Time { return now },
 		ScanPollInterval: time.Hour, MaxEventStreams: 3}))
 	if err != nil {
 		t.Fatal(err)

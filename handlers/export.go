@@ -71,7 +71,7 @@ func (s *server) handleExport() http.Handler {
 		}
 		// The budget check's inputs name the site and its latest completed scan: one statement
 		// (the site's budget version) while this process holds them.
-		site, err := s.Store.BudgetInputs(ctx, userID, store.CanonicalID(siteID))
+		site, err := s.API.BudgetInputs(ctx, userID, store.CanonicalID(siteID))
 		if err == nil { // after the argument checks, so a bad format is 422 whatever the site
 			err = s.authorizeSite(ctx, userID, store.CanonicalID(siteID), store.ActRead)
 		}
@@ -82,7 +82,7 @@ func (s *server) handleExport() http.Handler {
 		var scan store.Scan
 		switch {
 		case scanID != "":
-			scan, err = s.Store.Scan(ctx, userID, store.CanonicalID(scanID))
+			scan, err = s.API.Scan(ctx, userID, store.CanonicalID(scanID))
 			if err == nil && scan.SiteID != store.CanonicalID(siteID) {
 				err = store.ErrNotFound
 			}
@@ -106,7 +106,7 @@ func (s *server) handleExport() http.Handler {
 
 		http.NewResponseController(w).SetWriteDeadline(time.Now().Add(exportDeadline))
 		out := &exportWriter{w: w, format: format, disposition: contentDisposition(site.SiteName, scan.ID, format)}
-		err = s.Store.EachPageResult(ctx, userID, scan.ID, out.row)
+		err = s.API.EachPageResult(ctx, userID, scan.ID, out.row)
 		if err == nil {
 			err = out.finish()
 		}

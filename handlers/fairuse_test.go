@@ -22,7 +22,7 @@ func TestSitesPerWorkspaceCap(t *testing.T) {
 		t.Run(b.Name, func(t *testing.T) {
 			st := b.Open(t)
 			ts := &testServer{store: st, now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
-			h, err := NewHandler(withServers(Deps{Store: st, BaseURL: "http://sitepulse.test", Now: func() time.Time { return ts.now },
+			h, err := NewHandler(withServers(st, Deps{BaseURL: "http://sitepulse.test", Now: func() time.Time { return ts.now },
 				PasswordIterations: 1000, MaxSitesPerWorkspace: 2}))
 			if err != nil {
 				t.Fatal(err)
@@ -66,7 +66,7 @@ func TestSitesPerWorkspaceCap(t *testing.T) {
 // A report token in a path never reaches the log, whatever the level.
 func TestReportTokenRedactedFromLogs(t *testing.T) {
 	var logs scantest.LogBuffer
-	h, err := NewHandler(withServers(Deps{Store: memory.New(), BaseURL: "http://sitepulse.test",
+	h, err := NewHandler(withServers(memory.New(), Deps{BaseURL: "http://sitepulse.test",
 		Log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}))
 	if err != nil {
 		t.Fatal(err)

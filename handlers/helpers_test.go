@@ -26,10 +26,26 @@ type testServer struct {
 	now   time.Time
 }
 
-// withServers completes d as run() does: an OAuth server and an MCP server on d's store, base
-// URL and clock.
-func withServers(d Deps) Deps {
-	st := d.Store.(store.Store) // tests hand in a whole store, as run() does
+// withStore wires a whole store into every surface of d, as run() does.
+func withStore(st store.Store, d Deps) Deps {
+	d.Auth = st
+	d.Accounts = st
+	d.Sites = st
+	d.Budgets = st
+	d.Scans = st
+	d.Reports = st
+	d.API = st
+	d.Webhooks = st
+	d.Connections = st
+	d.Workspaces = st
+	d.Channels = st
+	d.Health = st
+	return d
+}
+
+// withServers wires st into d and adds the OAuth and MCP servers over it.
+func withServers(st store.Store, d Deps) Deps {
+	d = withStore(st, d)
 	d.OAuth = oauth.New(oauth.Config{Store: st, BaseURL: d.BaseURL, Now: d.Now, Log: d.Log})
 	d.MCP = mcp.New(mcp.Config{Store: st, BaseURL: d.BaseURL, Now: d.Now, Log: d.Log})
 	if d.Mail == nil {
@@ -41,7 +57,7 @@ func withServers(d Deps) Deps {
 func newTestServer(t *testing.T, st store.Store) *testServer {
 	t.Helper()
 	ts := &testServer{store: st, now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
-	h, err := NewHandler(withServers(Deps{Store: st, BaseURL: "http://sitepulse.test",
+	h, err := NewHandler(withServers(st, Deps{BaseURL: "http://sitepulse.test",
 		Now: func() time.Time { return ts.now }, PasswordIterations: 1000}))
 	if err != nil {
 		t.Fatal(err)

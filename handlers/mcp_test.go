@@ -48,7 +48,7 @@ func newMCPServer(t *testing.T) *mcpServer {
 			t.Fatal(err)
 		}
 	}
-	h, err := NewHandler(withServers(Deps{Store: ms.st, BaseURL: "http://sitepulse.test", Now: func() time.Time { return ms.now }, PasswordIterations: 1000}))
+	h, err := NewHandler(withServers(ms.st, Deps{BaseURL: "http://sitepulse.test", Now: func() time.Time { return ms.now }, PasswordIterations: 1000}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestMCPEndpoint(t *testing.T) {
 			`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"start_scan","arguments":{"siteId":"` + ms.demo.SiteID + `"}}}`,
 			map[string]string{"MCP-Protocol-Version": "2025-11-25"}, 403, `"code":-32003`, `Bearer error="insufficient_scope", scope="mcp:read mcp:write"`},
 		{"a read-only token cancelling a task is 403 with a step-up challenge", "POST", "at_read",
-			`{"jsonrpc":"2.0","id":9,"method":"tasks/cancel","params":{"taskId":"` + ms.demo.LatestScanID + `","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`,
+			`{"jsonrpc":"2.0","id":9,"method":"tasks/cancel","params":{"taskId":"` + ms.demo.LatestScanID + `","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}}}`,
 			map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tasks/cancel", "Mcp-Name": ms.demo.LatestScanID}, 403, `"code":-32003`, `Bearer error="insufficient_scope", scope="mcp:read mcp:write"`},
 		{"a read-only token reads", "POST", "at_read", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_sites"}}`, nil, 200, `"result"`, ""},
 		{"a token with mcp:write publishes a report", "POST", "at_demo", report, nil, 200, `/report/`, ""},

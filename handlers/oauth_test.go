@@ -33,7 +33,7 @@ const testBaseURL = "http://sitepulse.test"
 func newOAuthTest(t *testing.T, st store.Store) *oauthTest {
 	t.Helper()
 	ot := &oauthTest{testServer: &testServer{store: st, now: testNow}, now: testNow}
-	d := withServers(Deps{Store: st, BaseURL: testBaseURL, Now: ot.clock, PasswordIterations: 1000})
+	d := withServers(st, Deps{BaseURL: testBaseURL, Now: ot.clock, PasswordIterations: 1000})
 	h, err := NewHandler(d)
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -12,6 +13,14 @@ import (
 	"sitepulse/scanner/platform"
 	"sitepulse/store"
 )
+
+// PlatformStore is what connecting the platform needs of the store (the Connector does the rest):
+// the OAuth state of a connect, and the workspace's connection.
+type PlatformStore interface {
+	CreatePlatformState(ctx context.Context, stateHash, userID string, now, expiresAt time.Time) error
+	TakePlatformState(ctx context.Context, stateHash, userID string, now time.Time) error
+	PlatformConnection(ctx context.Context, workspaceID string) (store.PlatformConnection, error)
+}
 
 // platformStateTTL is how long a connect may take on the platform's consent page.
 const platformStateTTL = 10 * time.Minute
@@ -56,7 +65,7 @@ func (s *server) platformStatusOf(r *http.Request, workspaceID string) (platform
 	if !st.Configured {
 		return st, nil
 	}
-	c, err := s.Store.PlatformConnection(r.Context(), workspaceID)
+	c, err := s.Connections.PlatformConnection(r.Context(), workspaceID)
 	if errors.Is(err, store.ErrNotFound) {
 		return st, nil
 	}
@@ -108,7 +117,7 @@ func (s *server) handlePlatformConnect() http.Handler {
 		secret, _ := store.NewSecret("")
 		state := ws + "." + secret
 		hash := store.HashSecret(state)
-		if err := s.Store.CreatePlatformState(r.Context(), hash, v.User.ID, s.Now(), s.Now().Add(platformStateTTL)); err != nil {
+		if err := s.Connections.CreatePlatformState(r.Context(), hash, v.User.ID, s.Now(), s.Now().Add(platformStateTTL)); err != nil {
 			s.error(w, r, err, "")
 			return
 		}
@@ -136,7 +145,7 @@ func (s *server) handlePlatformCallback() http.Handler {
 		state := q.Get("state")
 		err := store.ErrNotFound
 		if state != "" && len(state) <= 200 {
-			err = s.Store.TakePlatformState(r.Context(), store.HashSecret(state), v.User.ID, s.Now())
+			err = s.Connections.TakePlatformState(r.Context(), store.HashSecret(state), v.User.ID, s.Now())
 		}
 		if errors.Is(err, store.ErrNotFound) {
 			s.renderPlatform(w, r, http.StatusBadRequest, platformPage{Error: "This connect link is not valid: it was used already, it expired, or it was not made for your account. Nothing was connected; start again."})

@@ -65,7 +65,7 @@ func newPlatformRig(t *testing.T, st store.Store) *platformRig {
 				return nil
 			}})}
 	r.ts = &testServer{store: st, now: time.Now()}
-	h, err := NewHandler(withServers(Deps{Store: st, BaseURL: base, PasswordIterations: 1000, Log: log, Now: time.Now,
+	h, err := NewHandler(withServers(st, Deps{BaseURL: base, PasswordIterations: 1000, Log: log, Now: time.Now,
 		PlatformSecret: appSecret, Platform: r.conn, PlatformClientID: appID, PlatformAuthorizeURL: r.double.AuthorizeURL(),
 		WebhookJitter: func() time.Duration { return 0 }}))
 	if err != nil {

@@ -53,7 +53,7 @@ func (s *server) handleReport() http.Handler {
 		h.Set("X-Robots-Tag", "noindex, nofollow")
 		h.Set("Cache-Control", "no-store")
 		h.Set("Referrer-Policy", "no-referrer")
-		rep, err := s.Store.ReportByHash(r.Context(), store.HashSecret(r.PathValue("token")))
+		rep, err := s.Reports.ReportByHash(r.Context(), store.HashSecret(r.PathValue("token")))
 		if err != nil {
 			s.error(w, r, err, "There is no report at this address. Check the link you were sent.")
 			return
@@ -62,7 +62,7 @@ func (s *server) handleReport() http.Handler {
 			s.renderError(w, r, http.StatusGone, "This report has expired. Ask the person who sent it for a new link.")
 			return
 		}
-		scan, site, results, err := s.Store.ReportScan(r.Context(), rep)
+		scan, site, results, err := s.Reports.ReportScan(r.Context(), rep)
 		if errors.Is(err, store.ErrNotFound) { // the site or scan was deleted since
 			s.renderError(w, r, http.StatusGone, "The scan behind this report no longer exists.")
 			return

@@ -20,31 +20,24 @@ import (
 	"sitepulse/store"
 )
 
-// Store is what the HTTP surface reads and writes: accounts, sites, scans, reports, webhook
-// deliveries and platform connections whole; of the queue only EnqueueScan, and of OAuth only
-// the connected-apps page's two calls (the OAuth server has its own store.OAuth). main hands in
-// the whole store.
-type Store interface {
-	store.Users
-	store.Sites
-	store.Scans
-	store.Reports
-	store.Webhooks
-	store.Platform
-	store.Workspaces
-	store.Channels
-	EnqueueScan(ctx context.Context, s store.Scan, queue string, runAt time.Time) error
-	Consents(ctx context.Context, userID string) ([]store.Consent, error)
-	RevokeConsent(ctx context.Context, userID, clientID string, now time.Time) error
-	Name() string
-	Ping(ctx context.Context) error
-}
-
 // Deps is what the HTTP surface needs: the components run() built, handed in. Zero values of
-// the settings get sensible defaults in NewHandler; Store, OAuth and MCP are required.
+// the settings get sensible defaults in NewHandler; the stores, OAuth and MCP are required.
 type Deps struct {
-	Store Store
-	Log   *slog.Logger
+	// The store, one narrow interface per surface, each declared beside the handlers that use
+	// it; run() hands the same whole store to every one.
+	Auth        AuthStore      // the visitor (sessions, API keys) and their role (authorize.go)
+	Accounts    AccountStore   // sign-up, login, settings
+	Sites       SiteStore      // the home page, the site form and page, Scan now
+	Budgets     BudgetStore    // the budgets and alert rules page
+	Scans       ScanStore      // the scan page, its progress stream, the page detail
+	Reports     ReportStore    // the reports list and the public report page
+	API         APIStore       // the CI budget check and the export
+	Webhooks    WebhookStore   // the platform's publish webhook
+	Connections PlatformStore  // connecting sites from the platform
+	Workspaces  WorkspaceStore // the workspace pages and invitations
+	Channels    ChannelStore   // the notifications page: alert channels and deliveries
+	Health      HealthStore    // /healthz
+	Log         *slog.Logger
 	// BaseURL is the interface's {base_url}: scheme and host, no trailing slash.
 	BaseURL string
 	// Now is the clock; tests inject one.
@@ -169,8 +162,18 @@ func NewHandler(d Deps) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	if d.Store == nil || d.OAuth == nil || d.MCP == nil {
-		return nil, errors.New("handlers: Store, OAuth and MCP are required")
+	if d.OAuth == nil || d.MCP == nil {
+		return nil, errors.New("handlers: OAuth and MCP are required")
+	}
+	for _, dep := range []struct {
+		name string
+		v    any
+	}{{"Auth", d.Auth}, {"Accounts", d.Accounts}, {"Sites", d.Sites}, {"Budgets", d.Budgets}, {"Scans", d.Scans},
+		{"Reports", d.Reports}, {"API", d.API}, {"Webhooks", d.Webhooks}, {"Connections", d.Connections},
+		{"Workspaces", d.Workspaces}, {"Channels", d.Channels}, {"Health", d.Health}} {
+		if dep.v == nil { // a nil interface field stays nil as any
+			return nil, errors.New("handlers: Deps." + dep.name + " is required (run() hands the store to every surface)")
+		}
 	}
 	pg, err := parsePages()
 	if err != nil {

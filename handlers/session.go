@@ -12,6 +12,18 @@ import (
 	"sitepulse/store"
 )
 
+// AuthStore is what finds the visitor and what they may do, for every surface: the session
+// behind a cookie, the API key behind a bearer, the workspace and site a route names.
+type AuthStore interface {
+	SessionByHash(ctx context.Context, tokenHash string, now time.Time) (store.Session, error)
+	TouchSession(ctx context.Context, tokenHash string, now time.Time) error
+	CreateSession(ctx context.Context, s store.Session) error
+	DeleteSession(ctx context.Context, tokenHash string) error
+	APIKeyByHash(ctx context.Context, keyHash string, now time.Time) (store.APIKey, error)
+	Workspace(ctx context.Context, userID, workspaceID string) (store.Workspace, error)
+	Site(ctx context.Context, userID, siteID string) (store.Site, error)
+}
+
 // sessionTTL is the absolute lifetime of a session. Within it, a session also
 // ends after Deps.SessionIdle without a request (SESSION_IDLE_MINUTES).
 const sessionTTL = 30 * 24 * time.Hour
@@ -39,7 +51,7 @@ func (s *server) loadVisitor(r *http.Request) (*visitor, error) {
 		return nil, nil
 	}
 	now := s.Now()
-	sess, err := s.Store.SessionByHash(r.Context(), store.HashSecret(c.Value), now)
+	sess, err := s.Auth.SessionByHash(r.Context(), store.HashSecret(c.Value), now)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}
@@ -48,9 +60,9 @@ func (s *server) loadVisitor(r *http.Request) (*visitor, error) {
 	}
 	switch idle := now.Sub(sess.SeenAt); {
 	case idle > s.SessionIdle:
-		return nil, s.Store.DeleteSession(r.Context(), sess.TokenHash)
+		return nil, s.Auth.DeleteSession(r.Context(), sess.TokenHash)
 	case idle >= store.SessionTouchGranularity:
-		if err := s.Store.TouchSession(r.Context(), sess.TokenHash, now); err != nil {
+		if err := s.Auth.TouchSession(r.Context(), sess.TokenHash, now); err != nil {
 			return nil, err
 		}
 	}
@@ -128,7 +140,7 @@ func (s *server) startSession(w http.ResponseWriter, r *http.Request, userID str
 	token, hash := store.NewSecret("")
 	csrf, _ := store.NewSecret("")
 	now := s.Now()
-	err := s.Store.CreateSession(r.Context(), store.Session{
+	err := s.Auth.CreateSession(r.Context(), store.Session{
 		TokenHash: hash, UserID: userID, CSRF: csrf, CreatedAt: now, ExpiresAt: now.Add(sessionTTL),
 	})
 	if err != nil {
@@ -147,7 +159,7 @@ func (s *server) endSession(w http.ResponseWriter, r *http.Request, v *visitor) 
 		Name: s.cookieName, Value: "", Path: "/", MaxAge: -1,
 		HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode,
 	})
-	return s.Store.DeleteSession(r.Context(), v.Session.TokenHash)
+	return s.Auth.DeleteSession(r.Context(), v.Session.TokenHash)
 }
 
 // safeNext returns a local path to go to after login, or "/" for anything that could leave

@@ -24,12 +24,12 @@ type settingsData struct {
 
 func (s *server) settingsPage(w http.ResponseWriter, r *http.Request, status int, d settingsData, flash string) {
 	v := visitorFrom(r.Context())
-	keys, err := s.Store.APIKeys(r.Context(), v.User.ID)
+	keys, err := s.Accounts.APIKeys(r.Context(), v.User.ID)
 	if err != nil {
 		s.error(w, r, err, "")
 		return
 	}
-	apps, err := s.Store.Consents(r.Context(), v.User.ID)
+	apps, err := s.Accounts.Consents(r.Context(), v.User.ID)
 	if err != nil {
 		s.error(w, r, err, "")
 		return
@@ -85,7 +85,7 @@ func (s *server) handleCreateAPIKey() http.Handler {
 		}
 		secret, hash := store.NewSecret("svc_")
 		k := store.APIKey{ID: store.NewID(), UserID: v.User.ID, WorkspaceID: ws, Name: name, KeyHash: hash, Prefix: secret[:keyPrefixLen], Scope: scope, CreatedAt: s.Now()}
-		if err := s.Store.CreateAPIKey(r.Context(), k); err != nil {
+		if err := s.Accounts.CreateAPIKey(r.Context(), k); err != nil {
 			s.error(w, r, err, "")
 			return
 		}
@@ -101,7 +101,7 @@ func (s *server) handleRevokeAPIKey() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v := visitorFrom(r.Context())
 		id := store.CanonicalID(r.PathValue("keyID"))
-		err := s.Store.RevokeAPIKey(r.Context(), v.User.ID, id, s.Now())
+		err := s.Accounts.RevokeAPIKey(r.Context(), v.User.ID, id, s.Now())
 		if err != nil {
 			s.error(w, r, err, "That API key does not exist or was already revoked.")
 			return
@@ -115,7 +115,7 @@ func (s *server) handleNotifications() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v := visitorFrom(r.Context())
 		on := r.PostForm.Get("notify_regressions") == "on"
-		if err := s.Store.SetNotifyRegressions(r.Context(), v.User.ID, on); err != nil {
+		if err := s.Accounts.SetNotifyRegressions(r.Context(), v.User.ID, on); err != nil {
 			s.error(w, r, err, "")
 			return
 		}
@@ -135,7 +135,7 @@ func (s *server) handleRevokeApp() http.Handler {
 		id := r.PathValue("clientID")
 		err := store.ErrNotFound
 		if oauth.ValidClientID(id) || store.IsMetadataClientID(id) {
-			err = s.Store.RevokeConsent(r.Context(), v.User.ID, id, s.Now())
+			err = s.Accounts.RevokeConsent(r.Context(), v.User.ID, id, s.Now())
 		}
 		if err != nil {
 			s.error(w, r, err, "That app is not connected to your account.")

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"errors"
 	"math"
 	"net/http"
@@ -10,6 +11,16 @@ import (
 	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 )
+
+// BudgetStore is what the budgets page edits: a site's budgets and alert rules.
+type BudgetStore interface {
+	Budgets(ctx context.Context, userID, siteID string) (map[string]store.Budget, error)
+	SetBudgets(ctx context.Context, userID, siteID string, budgets map[string]store.Budget) error
+	AlertRules(ctx context.Context, userID, siteID string) ([]store.AlertRule, error)
+	AddAlertRule(ctx context.Context, userID string, r store.AlertRule) error
+	UpdateAlertRule(ctx context.Context, userID string, r store.AlertRule) error
+	DeleteAlertRule(ctx context.Context, userID, siteID, ruleID string) error
+}
 
 // budgetRow is one metric of the budgets form.
 type budgetRow struct {
@@ -75,7 +86,7 @@ func (s *server) budgetsPage(w http.ResponseWriter, r *http.Request, status int,
 	uid := visitorFrom(r.Context()).User.ID
 	d.Site, d.Metrics, d.Strategies = site, budgetMetrics(), budgetStrategies
 	if d.Budgets == nil {
-		budgets, err := s.Store.Budgets(r.Context(), uid, site.ID)
+		budgets, err := s.Budgets.Budgets(r.Context(), uid, site.ID)
 		if err != nil {
 			s.error(w, r, err, "")
 			return
@@ -88,7 +99,7 @@ func (s *server) budgetsPage(w http.ResponseWriter, r *http.Request, status int,
 			d.Budgets = append(d.Budgets, row)
 		}
 	}
-	rules, err := s.Store.AlertRules(r.Context(), uid, site.ID)
+	rules, err := s.Budgets.AlertRules(r.Context(), uid, site.ID)
 	if err != nil {
 		s.error(w, r, err, "")
 		return
@@ -144,7 +155,7 @@ func (s *server) handleSaveBudgets() http.Handler {
 			return
 		}
 		uid := visitorFrom(r.Context()).User.ID
-		if err := s.Store.SetBudgets(r.Context(), uid, site.ID, budgets); err != nil {
+		if err := s.Budgets.SetBudgets(r.Context(), uid, site.ID, budgets); err != nil {
 			s.error(w, r, err, "")
 			return
 		}
@@ -189,11 +200,11 @@ func (s *server) handleAddRule() http.Handler {
 		err := store.ErrNotFound
 		if old := store.CanonicalID(r.PostForm.Get("replaces")); store.ValidUUID(old) {
 			rule.ID = old
-			err = s.Store.UpdateAlertRule(r.Context(), uid, rule)
+			err = s.Budgets.UpdateAlertRule(r.Context(), uid, rule)
 		}
 		if errors.Is(err, store.ErrNotFound) {
 			rule.ID = store.NewID()
-			err = s.Store.AddAlertRule(r.Context(), uid, rule)
+			err = s.Budgets.AddAlertRule(r.Context(), uid, rule)
 		}
 		if err != nil {
 			s.error(w, r, err, "")
@@ -214,7 +225,7 @@ func (s *server) handleDeleteRule() http.Handler {
 		id := store.CanonicalID(r.PathValue("ruleId"))
 		err := store.ErrNotFound
 		if store.ValidUUID(id) {
-			err = s.Store.DeleteAlertRule(r.Context(), uid, site.ID, id)
+			err = s.Budgets.DeleteAlertRule(r.Context(), uid, site.ID, id)
 		}
 		if err != nil {
 			s.error(w, r, err, "That alert rule does not exist or was already deleted.")

@@ -3,9 +3,21 @@ package handlers
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"sitepulse/store"
 )
+
+// ReportStore is what the reports list and the public report page read: shareable reports, by
+// their owner or by their token.
+type ReportStore interface {
+	ReportsOf(ctx context.Context, userID string) ([]store.Report, error)
+	RevokeReport(ctx context.Context, userID, reportID string, now time.Time) error
+	SitesOf(ctx context.Context, userID string) ([]store.Site, error)
+	WorkspacesOf(ctx context.Context, userID string) ([]store.Workspace, error)
+	ReportByHash(ctx context.Context, tokenHash string) (store.Report, error)
+	ReportScan(ctx context.Context, r store.Report) (store.Scan, store.Site, []store.PageResult, error)
+}
 
 // reportRow is a client report on the reports page, with the scan and site it shows.
 type reportRow struct {
@@ -20,12 +32,12 @@ type reportRow struct {
 func (s *server) handleReports() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		uid := visitorFrom(r.Context()).User.ID
-		reports, err := s.Store.ReportsOf(r.Context(), uid)
+		reports, err := s.Reports.ReportsOf(r.Context(), uid)
 		if err != nil {
 			s.error(w, r, err, "")
 			return
 		}
-		sites, err := s.Store.SitesOf(r.Context(), uid)
+		sites, err := s.Reports.SitesOf(r.Context(), uid)
 		if err != nil {
 			s.error(w, r, err, "")
 			return
@@ -34,7 +46,7 @@ func (s *server) handleReports() http.Handler {
 		for _, site := range sites {
 			names[site.ID] = site.Name
 		}
-		workspaces, err := s.Store.WorkspacesOf(r.Context(), uid)
+		workspaces, err := s.Reports.WorkspacesOf(r.Context(), uid)
 		if err != nil {
 			s.error(w, r, err, "")
 			return
@@ -63,7 +75,7 @@ func (s *server) handleRevokeReport() http.Handler {
 			err = s.authorizeReport(r.Context(), uid, id)
 		}
 		if err == nil {
-			err = s.Store.RevokeReport(r.Context(), uid, id, s.Now())
+			err = s.Reports.RevokeReport(r.Context(), uid, id, s.Now())
 		}
 		if err != nil {
 			s.error(w, r, err, "There is no such report in your account.")
@@ -77,7 +89,7 @@ func (s *server) handleRevokeReport() http.Handler {
 // authorizeReport answers whether the visitor may revoke report id: store.ErrNotFound outside
 // their workspaces, store.ErrForbidden for a viewer.
 func (s *server) authorizeReport(ctx context.Context, userID, id string) error {
-	reports, err := s.Store.ReportsOf(ctx, userID)
+	reports, err := s.Reports.ReportsOf(ctx, userID)
 	if err != nil {
 		return err
 	}

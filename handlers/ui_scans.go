@@ -15,6 +15,16 @@ import (
 	"sitepulse/store"
 )
 
+// ScanStore is what the scan page, its progress stream and the page detail read of one scan.
+type ScanStore interface {
+	Scan(ctx context.Context, userID, scanID string) (store.Scan, error)
+	ScanWait(ctx context.Context, userID, scanID string) (store.ScanWait, error)
+	PageErrors(ctx context.Context, userID, scanID string) ([]store.PageError, error)
+	PageMetrics(ctx context.Context, userID, scanID string) ([]store.PageResult, error)
+	PageResult(ctx context.Context, userID, scanID, pagePath string, strategy store.Strategy) (store.PageResult, error)
+	PublishesOfScans(ctx context.Context, userID string, scanIDs []string) (map[string]store.Publish, error)
+}
+
 // defaultScanPoll is how often the scan progress stream reads the scan (interface: every 2 s).
 const defaultScanPoll = 2 * time.Second
 
@@ -29,7 +39,7 @@ func (s *server) ownScan(w http.ResponseWriter, r *http.Request) (store.Site, st
 	var scan store.Scan
 	err := store.ErrNotFound
 	if store.ValidUUID(id) {
-		scan, err = s.Store.Scan(r.Context(), visitorFrom(r.Context()).User.ID, id)
+		scan, err = s.Scans.Scan(r.Context(), visitorFrom(r.Context()).User.ID, id)
 	}
 	if err == nil && scan.SiteID != site.ID {
 		err = store.ErrNotFound
@@ -93,11 +103,11 @@ func (s *server) handleScan() http.Handler {
 		var err error
 		// The pages table and the summaries read only scores and vitals: PageMetrics, as on the
 		// site page, skips decoding every audit of the scan.
-		if d.Results, err = s.Store.PageMetrics(r.Context(), uid, scan.ID); err != nil {
+		if d.Results, err = s.Scans.PageMetrics(r.Context(), uid, scan.ID); err != nil {
 			s.error(w, r, err, "")
 			return
 		}
-		errs, err := s.Store.PageErrors(r.Context(), uid, scan.ID)
+		errs, err := s.Scans.PageErrors(r.Context(), uid, scan.ID)
 		if err != nil {
 			s.error(w, r, err, "")
 			return
@@ -110,7 +120,7 @@ func (s *server) handleScan() http.Handler {
 			}
 		}
 		d.Scores = strategySummaries(d.Results)
-		pubs, err := s.Store.PublishesOfScans(r.Context(), uid, []string{scan.ID})
+		pubs, err := s.Scans.PublishesOfScans(r.Context(), uid, []string{scan.ID})
 		if err != nil {
 			s.error(w, r, err, "")
 			return
@@ -149,7 +159,7 @@ type scanWait struct {
 
 // scanWait reads the wait of a scan; nil when it is not waiting.
 func (s *server) scanWait(ctx context.Context, userID, scanID string) (*scanWait, error) {
-	w, err := s.Store.ScanWait(ctx, userID, scanID)
+	w, err := s.Scans.ScanWait(ctx, userID, scanID)
 	if err != nil || w.Reason == "" {
 		return nil, err
 	}
@@ -234,7 +244,7 @@ func (s *server) handlePageDetail() http.Handler {
 			return
 		}
 		uid := visitorFrom(r.Context()).User.ID
-		res, err := s.Store.PageResult(r.Context(), uid, scan.ID, path, strategy)
+		res, err := s.Scans.PageResult(r.Context(), uid, scan.ID, path, strategy)
 		if err != nil {
 			s.error(w, r, err, "This scan has no result for that page.")
 			return
@@ -249,7 +259,7 @@ func (s *server) handlePageDetail() http.Handler {
 		if strategy == store.StrategyDesktop {
 			other = store.StrategyMobile
 		}
-		if _, err := s.Store.PageResult(r.Context(), uid, scan.ID, path, other); err == nil {
+		if _, err := s.Scans.PageResult(r.Context(), uid, scan.ID, path, other); err == nil {
 			d.Other = other
 		}
 		s.render(w, r, http.StatusOK, "page_detail", page{Title: path + " · " + site.Name, Data: d})

@@ -8,12 +8,32 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 )
+
+// SiteStore is what the home page, the site form and the site page read and write: a workspace's
+// sites, their recent scans and publishes, and Scan now.
+type SiteStore interface {
+	SitesOf(ctx context.Context, userID string) ([]store.Site, error)
+	WorkspacesOf(ctx context.Context, userID string) ([]store.Workspace, error)
+	CreateSiteWithin(ctx context.Context, s store.Site, max int) error
+	UpdateSite(ctx context.Context, s store.Site) error
+	DeleteSite(ctx context.Context, userID, siteID string) error
+	EnqueueScan(ctx context.Context, s store.Scan, kind string, runAt time.Time) error
+	LastScans(ctx context.Context, userID string) (map[string]store.Scan, error)
+	ScansOf(ctx context.Context, userID, siteID string, limit int) ([]store.Scan, error)
+	CompletedScans(ctx context.Context, userID, siteID string, limit int) ([]store.Scan, error)
+	PageErrors(ctx context.Context, userID, scanID string) ([]store.PageError, error)
+	PageMetricsOf(ctx context.Context, userID string, scanIDs []string) (map[string][]store.PageResult, error)
+	Publishes(ctx context.Context, userID, siteID string, since time.Time, limit int) ([]store.Publish, error)
+	PublishesOfScans(ctx context.Context, userID string, scanIDs []string) (map[string]store.Publish, error)
+	BudgetInputs(ctx context.Context, userID, siteID string) (store.BudgetInputs, error)
+}
 
 // uiFlashes are the confirmations a redirect may ask a web UI page to show; the query names one,
 // so no text of an attacker's choosing ever appears on a page.
@@ -70,17 +90,17 @@ func (h homePage) Grouped() bool { return len(h.Groups) > 1 }
 func (s *server) handleHome() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v := visitorFrom(r.Context())
-		sites, err := s.Store.SitesOf(r.Context(), v.User.ID)
+		sites, err := s.Sites.SitesOf(r.Context(), v.User.ID)
 		if err != nil {
 			s.error(w, r, err, "")
 			return
 		}
-		last, err := s.Store.LastScans(r.Context(), v.User.ID)
+		last, err := s.Sites.LastScans(r.Context(), v.User.ID)
 		if err != nil {
 			s.error(w, r, err, "")
 			return
 		}
-		workspaces, err := s.Store.WorkspacesOf(r.Context(), v.User.ID)
+		workspaces, err := s.Sites.WorkspacesOf(r.Context(), v.User.ID)
 		if err != nil {
 			s.error(w, r, err, "")
 			return
@@ -173,7 +193,7 @@ func truncate(s string, n int) string {
 
 // editableWorkspaces are the workspaces the visitor may add sites to, personal first.
 func (s *server) editableWorkspaces(ctx context.Context, userID string) ([]store.Workspace, error) {
-	all, err := s.Store.WorkspacesOf(ctx, userID)
+	all, err := s.Sites.WorkspacesOf(ctx, userID)
 	var out []store.Workspace
 	for _, w := range all {
 		if w.Role.Can(store.ActEdit) {
@@ -219,7 +239,7 @@ func (s *server) handleCreateSite() http.Handler {
 		site := f.parse(r)
 		site.ID, site.UserID, site.WorkspaceID, site.CreatedAt = store.NewID(), v.User.ID, f.Workspace, s.Now()
 		site.NextScanAt = store.NextScanAt(site.Schedule, s.Now(), s.Now())
-		err = s.Store.CreateSiteWithin(r.Context(), site, s.MaxSitesPerWorkspace)
+		err = s.Sites.CreateSiteWithin(r.Context(), site, s.MaxSitesPerWorkspace)
 		status, refused := f.refused(err)
 		switch {
 		case refused:
@@ -263,7 +283,7 @@ func (s *server) handleUpdateSite() http.Handler {
 		site.ID, site.UserID, site.Founding = old.ID, visitorFrom(r.Context()).User.ID, old.Founding
 		// Taken only if the schedule changes: a new schedule starts a period from now.
 		site.NextScanAt = store.NextScanAt(site.Schedule, s.Now(), s.Now())
-		err := s.Store.UpdateSite(r.Context(), site)
+		err := s.Sites.UpdateSite(r.Context(), site)
 		status, refused := f.refused(err)
 		switch {
 		case refused:
@@ -293,7 +313,7 @@ func (s *server) handleDeleteSite() http.Handler {
 			return
 		}
 		v := visitorFrom(r.Context())
-		if err := s.Store.DeleteSite(r.Context(), v.User.ID, site.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+		if err := s.Sites.DeleteSite(r.Context(), v.User.ID, site.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
 			s.error(w, r, err, "")
 			return
 		}
@@ -314,7 +334,7 @@ func (s *server) handleScanNow() http.Handler {
 		now := s.Now()
 		scan := store.Scan{ID: store.NewID(), SiteID: site.ID, Status: store.StatusQueued, Strategy: store.StrategyBoth,
 			Trigger: store.TriggerManual, CreatedAt: now}
-		err := s.Store.EnqueueScan(r.Context(), scan, store.KindScan, now)
+		err := s.Sites.EnqueueScan(r.Context(), scan, store.KindScan, now)
 		if errors.Is(err, store.ErrScanActive) {
 			s.Log.Info("scan not enqueued", "site", site.ID, "err", store.ErrScanActive.Error())
 			http.Redirect(w, r, "/sites/"+site.ID+"?done=scan-active", http.StatusSeeOther)
@@ -416,19 +436,19 @@ func (s *server) handleSite() http.Handler {
 		ctx, uid := r.Context(), visitorFrom(r.Context()).User.ID
 		d := sitePageData{Site: site, ScanActive: r.URL.Query().Get("done") == "scan-active", CI: newCISnippet(s.BaseURL, site.ID),
 			Replay: s.Replayed(site)}
-		completed, err := s.Store.CompletedScans(ctx, uid, site.ID, 20)
+		completed, err := s.Sites.CompletedScans(ctx, uid, site.ID, 20)
 		if err != nil {
 			s.error(w, r, err, "")
 			return
 		}
-		history, err := s.Store.ScansOf(ctx, uid, site.ID, 50)
+		history, err := s.Sites.ScansOf(ctx, uid, site.ID, 50)
 		if err != nil {
 			s.error(w, r, err, "")
 			return
 		}
 		d.History = history
 		if len(history) > 0 {
-			errs, err := s.Store.PageErrors(ctx, uid, history[0].ID)
+			errs, err := s.Sites.PageErrors(ctx, uid, history[0].ID)
 			if err != nil {
 				s.error(w, r, err, "")
 				return
@@ -450,7 +470,7 @@ func (s *server) handleSite() http.Handler {
 		for i, c := range completed {
 			ids[i] = c.ID
 		}
-		byScan, err := s.Store.PageMetricsOf(ctx, uid, ids)
+		byScan, err := s.Sites.PageMetricsOf(ctx, uid, ids)
 		if err != nil {
 			s.error(w, r, err, "")
 			return
@@ -473,7 +493,7 @@ func (s *server) handleSite() http.Handler {
 		var publishes []store.Publish
 		if len(points) > 0 {
 			// The chart marks the publishes since its first scan (chartPublishes at most).
-			if publishes, err = s.Store.Publishes(ctx, uid, site.ID, points[0].At, chartPublishes); err != nil {
+			if publishes, err = s.Sites.Publishes(ctx, uid, site.ID, points[0].At, chartPublishes); err != nil {
 				s.error(w, r, err, "")
 				return
 			}
@@ -483,7 +503,7 @@ func (s *server) handleSite() http.Handler {
 		slices.Reverse(d.Publishes)
 		if len(completed) > 0 {
 			d.Latest = &completed[0]
-			pubs, err := s.Store.PublishesOfScans(ctx, uid, []string{completed[0].ID})
+			pubs, err := s.Sites.PublishesOfScans(ctx, uid, []string{completed[0].ID})
 			if err != nil {
 				s.error(w, r, err, "")
 				return
@@ -499,7 +519,7 @@ func (s *server) handleSite() http.Handler {
 			}
 			// The budget check's inputs: one statement (the site's budget version) while this
 			// process holds them, where Budgets and AlertRules checked the owner twice.
-			in, err := s.Store.BudgetInputs(ctx, uid, site.ID)
+			in, err := s.Sites.BudgetInputs(ctx, uid, site.ID)
 			if err != nil {
 				s.error(w, r, err, "")
 				return

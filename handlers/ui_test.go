@@ -40,7 +40,7 @@ func eachBackend(t *testing.T, poll time.Duration, test func(*testing.T, *uiFixt
 func newUIFixture(t *testing.T, poll time.Duration, st store.Store) *uiFixture {
 	t.Helper()
 	ts := &testServer{store: st, now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
-	h, err := NewHandler(withServers(Deps{Store: st, BaseURL: "http://sitepulse.test",
+	h, err := NewHandler(withServers(st, Deps{BaseURL: "http://sitepulse.test",
 		Now: func() time.Time { return ts.now }, PasswordIterations: 1000, ScanPollInterval: poll,
 		Replayed: func(s store.Site) bool { return s.Domain == "demo.sitepulse.test" }}))
 	if err != nil {

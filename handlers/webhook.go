@@ -18,6 +18,17 @@ import (
 	"sitepulse/store"
 )
 
+// WebhookStore is what the publish webhook needs: the site a platform id names, the replay
+// guard of deliveries, the publish record and the scan it enqueues.
+type WebhookStore interface {
+	SiteByPlatformID(ctx context.Context, platformSiteID string) (store.Site, error)
+	SeenDelivery(ctx context.Context, bodyHash string, since, now time.Time) (bool, error)
+	ForgetDelivery(ctx context.Context, keys ...string) error
+	RecordPublish(ctx context.Context, p store.Publish) error
+	MarkPublished(ctx context.Context, siteID string, at time.Time) error
+	EnqueueScan(ctx context.Context, s store.Scan, kind string, runAt time.Time) error
+}
+
 // webhookReplayWindow is how long a delivery seen before, by its signed body or by its `_id`,
 // is acknowledged and ignored: x-platform-signature has no timestamp, and Webflow retries a
 // delivery with the same body, so this is the replay guard of both. The store keeps it, so it
@@ -95,7 +106,7 @@ func (s *server) handlePlatformWebhook() http.Handler {
 		keys := deliveryKeys(body, event["_id"])
 		for _, key := range keys {
 			var err error
-			if seen, err = s.Store.SeenDelivery(r.Context(), key, now.Add(-webhookReplayWindow), now); err != nil {
+			if seen, err = s.Webhooks.SeenDelivery(r.Context(), key, now.Add(-webhookReplayWindow), now); err != nil {
 				s.error(w, r, err, "")
 				return
 			}
@@ -113,7 +124,7 @@ func (s *server) handlePlatformWebhook() http.Handler {
 			oauth.WriteJSON(w, http.StatusOK, ok)
 			return
 		}
-		site, err := s.Store.SiteByPlatformID(r.Context(), platformID)
+		site, err := s.Webhooks.SiteByPlatformID(r.Context(), platformID)
 		if errors.Is(err, store.ErrNotFound) {
 			s.Log.Info("webhook: publish for an unknown site ignored", "platform_site_id", platformID)
 			oauth.WriteJSON(w, http.StatusOK, ok)
@@ -123,13 +134,13 @@ func (s *server) handlePlatformWebhook() http.Handler {
 			s.failDelivery(w, r, keys, err)
 			return
 		}
-		if err := s.Store.MarkPublished(r.Context(), site.ID, now); err != nil {
+		if err := s.Webhooks.MarkPublished(r.Context(), site.ID, now); err != nil {
 			s.failDelivery(w, r, keys, err)
 			return
 		}
 		scan := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerWebhook, CreatedAt: now}
 		runAt := now.Add(s.WebhookJitter())
-		err = s.Store.EnqueueScan(r.Context(), scan, store.KindScan, runAt)
+		err = s.Webhooks.EnqueueScan(r.Context(), scan, store.KindScan, runAt)
 		pub := publishOf(event, webflow, now)
 		pub.ID, pub.SiteID = store.NewID(), site.ID
 		switch {
@@ -144,7 +155,7 @@ func (s *server) handlePlatformWebhook() http.Handler {
 		}
 		// Who published is a detail of the publish, not its effect: the scan is enqueued, so a
 		// failure here is logged and the delivery still acknowledged (a retry would not scan).
-		if err := s.Store.RecordPublish(r.Context(), pub); err != nil {
+		if err := s.Webhooks.RecordPublish(r.Context(), pub); err != nil {
 			s.Log.Warn("webhook: could not record who published", "site", site.ID, "err", err)
 		}
 		oauth.WriteJSON(w, http.StatusOK, ok)
@@ -157,7 +168,7 @@ func (s *server) handlePlatformWebhook() http.Handler {
 func (s *server) failDelivery(w http.ResponseWriter, r *http.Request, keys []string, err error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Second)
 	defer cancel()
-	if ferr := s.Store.ForgetDelivery(ctx, keys...); ferr != nil {
+	if ferr := s.Webhooks.ForgetDelivery(ctx, keys...); ferr != nil {
 		s.Log.Warn("webhook: could not forget a failed delivery; its retry will be ignored", "err", ferr)
 	}
 	s.error(w, r, err, "")

@@ -50,13 +50,13 @@ type webhookRig struct {
 func newWebhookRig(t *testing.T, st store.Store, secret string, opts ...func(*Deps)) *webhookRig {
 	t.Helper()
 	w := &webhookRig{t: t, st: st, now: time.Now().UTC().Truncate(time.Millisecond), jitter: 3 * time.Second, logs: &scantest.LogBuffer{}}
-	d := Deps{Store: st, BaseURL: "http://sitepulse.test", PasswordIterations: 1000,
+	d := withStore(st, Deps{BaseURL: "http://sitepulse.test", PasswordIterations: 1000,
 		Now: func() time.Time { return w.now }, PlatformSecret: secret, WebhookJitter: func() time.Duration { return w.jitter },
-		Log: slog.New(slog.NewTextHandler(w.logs, nil))}
+		Log: slog.New(slog.NewTextHandler(w.logs, nil))})
 	for _, o := range opts {
 		o(&d)
 	}
-	h, err := NewHandler(withServers(d))
+	h, err := NewHandler(withServers(st, d))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -574,7 +574,7 @@ func TestPublishToCompleteScan(t *testing.T) {
 func FuzzPlatformWebhook(f *testing.F) {
 	st := memory.New()
 	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
-	h, err := NewHandler(withServers(Deps{Store: st, BaseURL: "http://sitepulse.test", PlatformSecret: webhookSecret, Now: func() time.Time { return now },
+	h, err := NewHandler(withServers(st, Deps{BaseURL: "http://sitepulse.test", PlatformSecret: webhookSecret, Now: func() time.Time { return now },
 		WebhookJitter: func() time.Duration { return 0 }}))
 	if err != nil {
 		f.Fatal(err)

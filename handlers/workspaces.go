@@ -6,9 +6,31 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"sitepulse/store"
 )
+
+// WorkspaceStore is what the workspace pages read and write: members and roles, invitations, the
+// activity log, and what the workspace page shows of its sites and platform connection.
+type WorkspaceStore interface {
+	CreateWorkspace(ctx context.Context, w store.Workspace, ownerID string, max int) error
+	DeleteWorkspace(ctx context.Context, userID, workspaceID string) error
+	Members(ctx context.Context, workspaceID string) ([]store.Member, error)
+	SetRole(ctx context.Context, workspaceID, userID string, role store.Role) error
+	RemoveMember(ctx context.Context, workspaceID, userID string) error
+	SetMemberNotify(ctx context.Context, workspaceID, userID string, on bool) error
+	CreateInvitation(ctx context.Context, inv store.Invitation) error
+	Invitations(ctx context.Context, workspaceID string, now time.Time) ([]store.Invitation, error)
+	InvitationByHash(ctx context.Context, tokenHash string) (store.Invitation, error)
+	AcceptInvitation(ctx context.Context, tokenHash, userID, email string, now time.Time) (store.Invitation, error)
+	RevokeInvitation(ctx context.Context, workspaceID, invitationID string, now time.Time) error
+	ActivityOf(ctx context.Context, workspaceID string, limit int) ([]store.Activity, error)
+	AddActivity(ctx context.Context, a store.Activity) error
+	PlatformConnection(ctx context.Context, workspaceID string) (store.PlatformConnection, error)
+	SitesIn(ctx context.Context, userID, workspaceID string) ([]store.Site, error)
+	UserByID(ctx context.Context, id string) (store.User, error)
+}
 
 // Workspaces, members and invitations (README "Teams"). Routes that act in a workspace go
 // through onWorkspace with their action (routes.go), so the role is checked before anything is
@@ -60,7 +82,7 @@ func (s *server) workspacePage(w http.ResponseWriter, r *http.Request, status in
 	d.CanManage = d.Workspace.Role.Can(store.ActManage)
 	d.Personal = d.Workspace.ID == store.PersonalWorkspace(uid)
 	var err error
-	if d.Members, err = s.Store.Members(ctx, d.Workspace.ID); err != nil {
+	if d.Members, err = s.Workspaces.Members(ctx, d.Workspace.ID); err != nil {
 		s.error(w, r, err, "")
 		return
 	}
@@ -75,7 +97,7 @@ func (s *server) workspacePage(w http.ResponseWriter, r *http.Request, status in
 	}
 	d.CanLeave = d.Me.Role != store.RoleOwner || owners > 1
 	if d.CanManage {
-		if d.Invitations, err = s.Store.Invitations(ctx, d.Workspace.ID, s.Now()); err != nil {
+		if d.Invitations, err = s.Workspaces.Invitations(ctx, d.Workspace.ID, s.Now()); err != nil {
 			s.error(w, r, err, "")
 			return
 		}
@@ -85,7 +107,7 @@ func (s *server) workspacePage(w http.ResponseWriter, r *http.Request, status in
 		}
 		if !d.Personal {
 			// Another account's personal workspace has that account's id.
-			switch _, err := s.Store.UserByID(ctx, d.Workspace.ID); {
+			switch _, err := s.Workspaces.UserByID(ctx, d.Workspace.ID); {
 			case errors.Is(err, store.ErrNotFound):
 				d.CanDelete = true
 			case err != nil:
@@ -94,11 +116,11 @@ func (s *server) workspacePage(w http.ResponseWriter, r *http.Request, status in
 			}
 		}
 	}
-	if d.Activity, err = s.Store.ActivityOf(ctx, d.Workspace.ID, store.MaxActivity); err != nil {
+	if d.Activity, err = s.Workspaces.ActivityOf(ctx, d.Workspace.ID, store.MaxActivity); err != nil {
 		s.error(w, r, err, "")
 		return
 	}
-	sites, err := s.Store.SitesIn(ctx, uid, d.Workspace.ID)
+	sites, err := s.Workspaces.SitesIn(ctx, uid, d.Workspace.ID)
 	if err != nil {
 		s.error(w, r, err, "")
 		return
@@ -119,7 +141,7 @@ func (s *server) handleWorkspace() http.Handler {
 // activity records a change in a workspace; a failure to record it is logged, never undoes it.
 func (s *server) activity(ctx context.Context, workspaceID, action, subject string) {
 	a := store.Activity{WorkspaceID: workspaceID, ActorID: store.UserIDFrom(ctx), Action: action, Subject: subject, At: s.Now()}
-	if err := s.Store.AddActivity(ctx, a); err != nil {
+	if err := s.Workspaces.AddActivity(ctx, a); err != nil {
 		s.Log.Warn("activity not recorded", "workspace", workspaceID, "action", action, "err", err)
 	}
 }
@@ -131,7 +153,7 @@ func (s *server) handleCreateWorkspace() http.Handler {
 		ws.Normalize()
 		err := ws.Validate()
 		if err == nil {
-			err = s.Store.CreateWorkspace(r.Context(), ws, v.User.ID, s.MaxWorkspacesPerUser)
+			err = s.Workspaces.CreateWorkspace(r.Context(), ws, v.User.ID, s.MaxWorkspacesPerUser)
 		}
 		var fe *store.FieldError
 		switch {
@@ -169,7 +191,7 @@ func (s *server) handleInvite() http.Handler {
 			s.workspacePage(w, r, http.StatusUnprocessableEntity, workspaceData{Form: f})
 			return
 		}
-		pending, err := s.Store.Invitations(ctx, ws.ID, s.Now())
+		pending, err := s.Workspaces.Invitations(ctx, ws.ID, s.Now())
 		if err != nil {
 			s.error(w, r, err, "")
 			return
@@ -181,7 +203,7 @@ func (s *server) handleInvite() http.Handler {
 		}
 		token, hash := store.NewSecret("inv_")
 		inv.TokenHash = hash
-		if err := s.Store.CreateInvitation(ctx, inv); err != nil {
+		if err := s.Workspaces.CreateInvitation(ctx, inv); err != nil {
 			s.error(w, r, err, "")
 			return
 		}
@@ -207,7 +229,7 @@ func (s *server) handleRevokeInvitation() http.Handler {
 		id := store.CanonicalID(r.PathValue("invitationId"))
 		err := store.ErrNotFound
 		if store.ValidUUID(id) {
-			err = s.Store.RevokeInvitation(r.Context(), ws.ID, id, s.Now())
+			err = s.Workspaces.RevokeInvitation(r.Context(), ws.ID, id, s.Now())
 		}
 		if err != nil {
 			s.error(w, r, err, "That invitation does not exist, or was already used or revoked.")
@@ -221,7 +243,7 @@ func (s *server) handleRevokeInvitation() http.Handler {
 // member finds the {userId} of the path among the workspace's members.
 func (s *server) member(w http.ResponseWriter, r *http.Request, ws store.Workspace) (store.Member, bool) {
 	id := store.CanonicalID(r.PathValue("userId"))
-	members, err := s.Store.Members(r.Context(), ws.ID)
+	members, err := s.Workspaces.Members(r.Context(), ws.ID)
 	if err != nil {
 		s.error(w, r, err, "")
 		return store.Member{}, false
@@ -250,7 +272,7 @@ func (s *server) handleSetRole() http.Handler {
 			s.renderError(w, r, http.StatusUnprocessableEntity, "Choose owner, editor or viewer.")
 			return
 		}
-		switch err := s.Store.SetRole(r.Context(), ws.ID, m.UserID, role); {
+		switch err := s.Workspaces.SetRole(r.Context(), ws.ID, m.UserID, role); {
 		case errors.Is(err, store.ErrConflict):
 			s.renderError(w, r, http.StatusConflict, lastOwnerMessage)
 			return
@@ -270,7 +292,7 @@ func (s *server) handleRemoveMember() http.Handler {
 		if !ok {
 			return
 		}
-		switch err := s.Store.RemoveMember(r.Context(), ws.ID, m.UserID); {
+		switch err := s.Workspaces.RemoveMember(r.Context(), ws.ID, m.UserID); {
 		case errors.Is(err, store.ErrConflict):
 			s.renderError(w, r, http.StatusConflict, lastOwnerMessage)
 			return
@@ -303,7 +325,7 @@ func (s *server) handleDeleteWorkspace() http.Handler {
 		}
 		// Another account's personal workspace (its id is that account's): refused before the
 		// platform's webhooks are touched.
-		switch _, err := s.Store.UserByID(r.Context(), ws.ID); {
+		switch _, err := s.Workspaces.UserByID(r.Context(), ws.ID); {
 		case err == nil:
 			s.renderError(w, r, http.StatusConflict, personalMessage)
 			return
@@ -314,13 +336,13 @@ func (s *server) handleDeleteWorkspace() http.Handler {
 		// SitePulse's webhooks on the platform are removed first, as Disconnect does; a failure
 		// is logged and deletes nothing less: the webhooks of an unknown site are ignored.
 		if s.Platform != nil {
-			if _, err := s.Store.PlatformConnection(r.Context(), ws.ID); err == nil {
+			if _, err := s.Workspaces.PlatformConnection(r.Context(), ws.ID); err == nil {
 				if _, left, err := s.Platform.Disconnect(r.Context(), v.User.ID, ws.ID); err != nil || left > 0 {
 					s.Log.Warn("workspace deletion: platform not fully disconnected", "workspace", ws.ID, "webhooks_left", left, "err", err)
 				}
 			}
 		}
-		switch err := s.Store.DeleteWorkspace(r.Context(), v.User.ID, ws.ID); {
+		switch err := s.Workspaces.DeleteWorkspace(r.Context(), v.User.ID, ws.ID); {
 		case errors.Is(err, store.ErrConflict):
 			s.renderError(w, r, http.StatusConflict, personalMessage)
 			return
@@ -336,7 +358,7 @@ func (s *server) handleDeleteWorkspace() http.Handler {
 func (s *server) handleLeaveWorkspace() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ws, v := workspaceFrom(r.Context()), visitorFrom(r.Context())
-		switch err := s.Store.RemoveMember(r.Context(), ws.ID, v.User.ID); {
+		switch err := s.Workspaces.RemoveMember(r.Context(), ws.ID, v.User.ID); {
 		case errors.Is(err, store.ErrConflict):
 			s.renderError(w, r, http.StatusConflict, lastOwnerMessage)
 			return
@@ -354,7 +376,7 @@ func (s *server) handleMemberNotify() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ws, v := workspaceFrom(r.Context()), visitorFrom(r.Context())
 		on := r.PostForm.Get("notify_regressions") == "on"
-		if err := s.Store.SetMemberNotify(r.Context(), ws.ID, v.User.ID, on); err != nil {
+		if err := s.Workspaces.SetMemberNotify(r.Context(), ws.ID, v.User.ID, on); err != nil {
 			s.error(w, r, err, "")
 			return
 		}
@@ -380,7 +402,7 @@ func (s *server) invitation(w http.ResponseWriter, r *http.Request) (store.Invit
 	token := r.PathValue("token")
 	inv, err := store.Invitation{}, error(store.ErrNotFound)
 	if strings.HasPrefix(token, "inv_") && len(token) <= maxBearerLen {
-		inv, err = s.Store.InvitationByHash(r.Context(), store.HashSecret(token))
+		inv, err = s.Workspaces.InvitationByHash(r.Context(), store.HashSecret(token))
 	}
 	if err == nil && !inv.Usable(s.Now()) {
 		err = store.ErrGone
@@ -414,7 +436,7 @@ func (s *server) handleAcceptInvitation() http.Handler {
 			return
 		}
 		v := visitorFrom(r.Context())
-		_, err := s.Store.AcceptInvitation(r.Context(), store.HashSecret(token), v.User.ID, v.User.Email, s.Now())
+		_, err := s.Workspaces.AcceptInvitation(r.Context(), store.HashSecret(token), v.User.ID, v.User.Email, s.Now())
 		if errors.Is(err, store.ErrForbidden) {
 			s.renderError(w, r, http.StatusForbidden, "This invitation is for another e-mail address. Sign in with the invited address to accept it.")
 			return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -107,12 +108,16 @@ func TestStartScanFollowedByGetScan(t *testing.T) {
 
 // TestGetScanFailedSaysWhy: a scan whose pages all failed is failed with its reason.
 func TestGetScanFailedSaysWhy(t *testing.T) {
-	f := newFixture(t, storetest.Backends(t)[0].Open(t))
-	id := payload(t, f.call2025(t, allScopes, "start_scan", map[string]any{"siteId": f.demo.SiteID}))["scanId"]
-	runScan(t, f.st, f.now, 2, 0)
-	got := payload(t, f.call2025(t, allScopes, "get_scan", map[string]any{"scanId": id}))
-	if got["status"] != "failed" || got["reason"] != "no page could be audited" || got["result"] != nil {
-		t.Fatalf("get_scan = %v", got)
+	for _, b := range storetest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			f := newFixture(t, b.Open(t))
+			id := payload(t, f.call2025(t, allScopes, "start_scan", map[string]any{"siteId": f.demo.SiteID}))["scanId"]
+			runScan(t, f.st, f.now, 2, 0)
+			got := payload(t, f.call2025(t, allScopes, "get_scan", map[string]any{"scanId": id}))
+			if got["status"] != "failed" || got["reason"] != "no page could be audited" || got["result"] != nil {
+				t.Fatalf("get_scan = %v", got)
+			}
+		})
 	}
 }
 
@@ -126,32 +131,40 @@ func (spentQuota) Check(string, time.Time) error {
 // retry and starts nothing; another user's site and scan are not found; a read-only credential is refused
 // with -32003 (403, the step-up), and get_scan is allowed to it.
 func TestStartScanQuotaAndScope(t *testing.T) {
-	f := newFixture(t, storetest.Backends(t)[0].Open(t))
-	f.srv.quota = spentQuota{}
-	r := f.call2025(t, allScopes, "start_scan", map[string]any{"siteId": f.demo.SiteID})
-	if r["isError"] != true || !strings.Contains(textOf(t, r), "until 23 Nov 2026, 00:00 UTC") || !strings.Contains(textOf(t, r), "Retry after") {
-		t.Fatalf("start_scan past the quota = %v", r)
-	}
-	if scans, _ := f.st.ScansOf(context.Background(), f.userID, f.demo.SiteID, 10); len(scans) != 2 {
-		t.Fatalf("%d scans: a refused start_scan enqueued one", len(scans))
-	}
-	r = f.call2025(t, allScopes, "start_scan", map[string]any{"siteId": f.otherSite})
-	if r["isError"] != true || textOf(t, r) != string(errSiteNotFound) {
-		t.Fatalf("start_scan of another user's site = %v", r)
-	}
-	other := *f
-	other.userID = f.otherUser
-	if r := other.call2025(t, allScopes, "get_scan", map[string]any{"scanId": f.latestID}); r["isError"] != true || textOf(t, r) != string(errScanNotFound) {
-		t.Fatalf("get_scan of another user's scan = %v", r)
-	}
-	readOnly := store.WithScope(context.Background(), store.ScopeRead)
-	status, out := f.srv.ServeRequest(readOnly, Request{UserID: f.userID, Header: map[string][]string{"Mcp-Protocol-Version": {"2025-11-25"}},
-		Body: []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"start_scan","arguments":{"siteId":"` + f.demo.SiteID + `"}}}`)})
-	if status != 403 || !strings.Contains(string(out), `"code":-32003`) {
-		t.Fatalf("start_scan with mcp:read: %d %s", status, out)
-	}
-	if got := payload(t, f.call2025(t, readOnly, "get_scan", map[string]any{"scanId": f.latestID})); got["status"] != "complete" {
-		t.Fatalf("get_scan with mcp:read = %v", got)
+	for _, b := range storetest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			f := newFixture(t, b.Open(t))
+			f.srv.quota = spentQuota{}
+			r := f.call2025(t, allScopes, "start_scan", map[string]any{"siteId": f.demo.SiteID})
+			if r["isError"] != true || !strings.Contains(textOf(t, r), "until 23 Nov 2026, 00:00 UTC") || !strings.Contains(textOf(t, r), "Retry after") {
+				t.Fatalf("start_scan past the quota = %v", r)
+			}
+			// A client declaring the tasks extension gets the same tool error, not a task.
+			if _, m := f.modernCall(t, allScopes, true, "tools/call", "start_scan", `"name":"start_scan","arguments":{"siteId":"`+f.demo.SiteID+`"}`); !strings.Contains(fmt.Sprint(m["result"]), "isError:true") || strings.Contains(fmt.Sprint(m["result"]), "resultType:task") {
+				t.Fatalf("start_scan past the quota, tasks extension declared = %v", m)
+			}
+			if scans, _ := f.st.ScansOf(context.Background(), f.userID, f.demo.SiteID, 10); len(scans) != 2 {
+				t.Fatalf("%d scans: a refused start_scan enqueued one", len(scans))
+			}
+			r = f.call2025(t, allScopes, "start_scan", map[string]any{"siteId": f.otherSite})
+			if r["isError"] != true || textOf(t, r) != string(errSiteNotFound) {
+				t.Fatalf("start_scan of another user's site = %v", r)
+			}
+			other := *f
+			other.userID = f.otherUser
+			if r := other.call2025(t, allScopes, "get_scan", map[string]any{"scanId": f.latestID}); r["isError"] != true || textOf(t, r) != string(errScanNotFound) {
+				t.Fatalf("get_scan of another user's scan = %v", r)
+			}
+			readOnly := store.WithScope(context.Background(), store.ScopeRead)
+			status, out := f.srv.ServeRequest(readOnly, Request{UserID: f.userID, Header: map[string][]string{"Mcp-Protocol-Version": {"2025-11-25"}},
+				Body: []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"start_scan","arguments":{"siteId":"` + f.demo.SiteID + `"}}}`)})
+			if status != 403 || !strings.Contains(string(out), `"code":-32003`) {
+				t.Fatalf("start_scan with mcp:read: %d %s", status, out)
+			}
+			if got := payload(t, f.call2025(t, readOnly, "get_scan", map[string]any{"scanId": f.latestID})); got["status"] != "complete" {
+				t.Fatalf("get_scan with mcp:read = %v", got)
+			}
+		})
 	}
 }
 
@@ -257,34 +270,38 @@ func TestStartScanTask(t *testing.T) {
 // TestCancelTask: tasks/cancel stops the running scan (the site is free for the next one) and the
 // task says cancelled; it needs mcp:write (403, -32003, the step-up); a finished task stays as it is.
 func TestCancelTask(t *testing.T) {
-	f := newFixture(t, storetest.Backends(t)[0].Open(t))
-	id := f.startTask(t)["taskId"].(string)
-	readOnly := store.WithScope(context.Background(), store.ScopeRead)
-	if status, m := f.modernCall(t, readOnly, true, "tasks/cancel", id, `"taskId":"`+id+`"`); status != 403 || errCode(m) != CodeInsufficientScope {
-		t.Fatalf("tasks/cancel with mcp:read: %d %v", status, m)
-	}
-	if status, m := f.modernCall(t, readOnly, true, "tools/call", "start_scan", `"name":"start_scan","arguments":{"siteId":"`+f.demo.SiteID+`"}`); status != 403 || errCode(m) != CodeInsufficientScope {
-		t.Fatalf("start_scan with mcp:read: %d %v", status, m)
-	}
-	status, m := f.modernCall(t, allScopes, true, "tasks/cancel", id, `"taskId":"`+id+`"`)
-	if r, _ := m["result"].(map[string]any); status != 200 || r == nil || r["resultType"] != "complete" {
-		t.Fatalf("tasks/cancel: %d %v", status, m)
-	}
-	if got := f.getTask(t, id); got["status"] != "cancelled" {
-		t.Fatalf("tasks/get after cancel = %v", got)
-	}
-	sc, err := f.st.Scan(context.Background(), f.userID, id)
-	if err != nil || sc.Status != store.StatusFailed {
-		t.Fatalf("scan after cancel: %+v %v", sc, err)
-	}
-	if next := f.startTask(t); next["taskId"] == id {
-		t.Fatal("start_scan after cancel answered the cancelled scan")
-	}
-	if status, m := f.modernCall(t, allScopes, true, "tasks/cancel", id, `"taskId":"`+id+`"`); status != 200 || m["result"] == nil {
-		t.Fatalf("tasks/cancel of a finished task: %d %v", status, m)
-	}
-	if got := f.getTask(t, id); got["status"] != "cancelled" {
-		t.Fatalf("a second cancel changed the task: %v", got)
+	for _, b := range storetest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			f := newFixture(t, b.Open(t))
+			id := f.startTask(t)["taskId"].(string)
+			readOnly := store.WithScope(context.Background(), store.ScopeRead)
+			if status, m := f.modernCall(t, readOnly, true, "tasks/cancel", id, `"taskId":"`+id+`"`); status != 403 || errCode(m) != CodeInsufficientScope {
+				t.Fatalf("tasks/cancel with mcp:read: %d %v", status, m)
+			}
+			if status, m := f.modernCall(t, readOnly, true, "tools/call", "start_scan", `"name":"start_scan","arguments":{"siteId":"`+f.demo.SiteID+`"}`); status != 403 || errCode(m) != CodeInsufficientScope {
+				t.Fatalf("start_scan with mcp:read: %d %v", status, m)
+			}
+			status, m := f.modernCall(t, allScopes, true, "tasks/cancel", id, `"taskId":"`+id+`"`)
+			if r, _ := m["result"].(map[string]any); status != 200 || r == nil || r["resultType"] != "complete" {
+				t.Fatalf("tasks/cancel: %d %v", status, m)
+			}
+			if got := f.getTask(t, id); got["status"] != "cancelled" {
+				t.Fatalf("tasks/get after cancel = %v", got)
+			}
+			sc, err := f.st.Scan(context.Background(), f.userID, id)
+			if err != nil || sc.Status != store.StatusFailed {
+				t.Fatalf("scan after cancel: %+v %v", sc, err)
+			}
+			if next := f.startTask(t); next["taskId"] == id {
+				t.Fatal("start_scan after cancel answered the cancelled scan")
+			}
+			if status, m := f.modernCall(t, allScopes, true, "tasks/cancel", id, `"taskId":"`+id+`"`); status != 200 || m["result"] == nil {
+				t.Fatalf("tasks/cancel of a finished task: %d %v", status, m)
+			}
+			if got := f.getTask(t, id); got["status"] != "cancelled" {
+				t.Fatalf("a second cancel changed the task: %v", got)
+			}
+		})
 	}
 }
 
@@ -313,5 +330,38 @@ func TestTaskFoundFromAnotherProcess(t *testing.T) {
 	status, m := f.modernCall(t, allScopes, true, "tasks/cancel", id, `"taskId":"`+id+`"`)
 	if status != 200 || m["result"] == nil || f.getTask(t, id)["status"] != "cancelled" {
 		t.Fatalf("tasks/cancel from the second process: %d %v", status, m)
+	}
+}
+
+// TestTaskMethodsNeedTheExtension: tasks/get, tasks/update and tasks/cancel of a request that does
+// not declare io.modelcontextprotocol/tasks are -32021 (missing required client capability, 400)
+// naming the extension, as the extension and the conformance suite's
+// sep-2663-tasks-methods-non-declaring ask; tasks/update of a task is an empty acknowledgement (a
+// scan never waits for input), of an unknown one -32602.
+func TestTaskMethodsNeedTheExtension(t *testing.T) {
+	for _, b := range storetest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			f := newFixture(t, b.Open(t))
+			id := f.startTask(t)["taskId"].(string)
+			for _, method := range []string{"tasks/get", "tasks/update", "tasks/cancel"} {
+				status, m := f.modernCall(t, allScopes, false, method, id, `"taskId":"`+id+`","inputResponses":{}`)
+				e, _ := m["error"].(map[string]any)
+				data, _ := json.Marshal(e["data"])
+				if status != 400 || errCode(m) != CodeMissingClientCapability || string(data) != `{"requiredCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}` {
+					t.Errorf("%s without the extension: %d %v", method, status, m)
+				}
+			}
+			status, m := f.modernCall(t, allScopes, true, "tasks/update", id, `"taskId":"`+id+`","inputResponses":{}`)
+			if r, _ := m["result"].(map[string]any); status != 200 || r == nil || r["resultType"] != "complete" || r["taskId"] != nil {
+				t.Errorf("tasks/update: %d %v", status, m)
+			}
+			unknown := store.NewID()
+			if status, m := f.modernCall(t, allScopes, true, "tasks/update", unknown, `"taskId":"`+unknown+`","inputResponses":{}`); status != 200 || errCode(m) != CodeInvalidParams {
+				t.Errorf("tasks/update of an unknown task: %d %v", status, m)
+			}
+			if got := f.getTask(t, id); got["status"] != "working" {
+				t.Errorf("tasks/update changed the task: %v", got)
+			}
+		})
 	}
 }

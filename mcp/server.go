@@ -43,6 +43,8 @@ type Store interface {
 	PageResult(ctx context.Context, userID, scanID, pagePath string, strategy store.Strategy) (store.PageResult, error)
 	PageMetrics(ctx context.Context, userID, scanID string) ([]store.PageResult, error)
 	PageErrors(ctx context.Context, userID, scanID string) ([]store.PageError, error)
+	// EachPageResult streams a scan's results for their runs: whether a regression was confirmed.
+	EachPageResult(ctx context.Context, userID, scanID string, fn func(store.PageResult) error) error
 	CreateReportWithin(ctx context.Context, r store.Report, max int) error
 	// start_scan, get_scan and the tasks extension: a "Scan now" enqueue, the site's newest
 	// scan, and cancelling an unfinished one.
@@ -50,6 +52,8 @@ type Store interface {
 	ScansOf(ctx context.Context, userID, siteID string, limit int) ([]store.Scan, error)
 	ExpireScan(ctx context.Context, scanID, reason string, now time.Time) error
 	PublishesOfScans(ctx context.Context, userID string, scanIDs []string) (map[string]store.Publish, error)
+	// Publishes are the trend view's marks, as on the site page's chart.
+	Publishes(ctx context.Context, userID, siteID string, since time.Time, limit int) ([]store.Publish, error)
 }
 
 // Fair-use limits: one account must not be able to flood the service.
@@ -117,7 +121,10 @@ const (
 	// challenge. -32003 is in JSON-RPC's range for server-defined errors.
 	CodeInsufficientScope = -32003
 
-	CodeHeaderMismatch             = -32020
+	CodeHeaderMismatch = -32020
+	// CodeMissingClientCapability answers a request that needs a capability (here the tasks
+	// extension) its _meta does not declare; HTTP 400, data.requiredCapabilities names it.
+	CodeMissingClientCapability    = -32021
 	CodeUnsupportedProtocolVersion = -32022
 )
 

@@ -88,8 +88,9 @@ func (s *Server) taskOf(ctx context.Context, userID string, sc store.Scan) (task
 	return t, nil
 }
 
-// taskCall answers tasks/get and tasks/cancel of the user: an unknown task (not a scan of the
-// user's) is -32602, as a bad argument.
+// taskCall answers tasks/get, tasks/update and tasks/cancel of the user: an unknown task (not a
+// scan of the user's) is -32602, as a bad argument. A scan never waits for input, so tasks/update
+// of a task is the empty acknowledgement the extension asks for, whatever its inputResponses.
 func (s *Server) taskCall(ctx context.Context, userID, method string, params json.RawMessage) (any, *rpcError) {
 	var p struct {
 		TaskID string `json:"taskId"`
@@ -122,6 +123,9 @@ func (s *Server) taskCall(ctx context.Context, userID, method string, params jso
 	}
 	if errors.Is(err, errScanNotFound) {
 		return nil, &rpcError{Code: CodeInvalidParams, Message: "Invalid params: unknown task " + quote(p.TaskID)}
+	}
+	if err == nil && method == "tasks/update" {
+		return complete(map[string]any{}), nil
 	}
 	if err == nil && method == "tasks/cancel" {
 		if err = s.cancelScan(ctx, userID, sc.ID); err == nil {

@@ -395,6 +395,7 @@ func (s *Server) callTool(ctx context.Context, userID string, e era, params json
 	if msg := validate(t.Input, a); msg != "" {
 		return invalid(msg)
 	}
+	ctx = context.WithValue(ctx, eraKey{}, e)
 	err := s.authorize(ctx, userID, t, a)
 	var payload any
 	if err == nil {
@@ -413,6 +414,17 @@ func (s *Server) callTool(ctx context.Context, userID string, e era, params json
 		return nil, &rpcError{Code: CodeInternal, Message: "Internal error"}
 	}
 	return s.result(ctx, userID, e, t, payload)
+}
+
+// eraKey carries the era of a tools/call to the tools: fields a 2025-03-26 payload leaves out
+// (legacier) are not read for it.
+type eraKey struct{}
+
+// typed answers whether the call's era is 2025-06-18 or later: its payload has the fields that
+// came after 2025-03-26. A call without an era (a task's result) is.
+func typed(ctx context.Context) bool {
+	e, ok := ctx.Value(eraKey{}).(era)
+	return !ok || e >= era20250618
 }
 
 // result wraps tool t's payload as era e wants it: the text block, and from 2025-06-18 the

@@ -76,13 +76,24 @@ type regressionCore struct {
 
 type regressionReport struct {
 	regressionCore
+	// Regressions shadows regressionCore's from 2025-06-18 on: each says whether it was confirmed.
+	Regressions []confirmedRegression `json:"regressions"`
 	// PublishedBy and PublishedAt name the publish that started the latest scan; null when no
 	// publish did (a scheduled or manual scan), PublishedBy also when the platform named nobody.
 	PublishedBy *string `json:"publishedBy"`
 	PublishedAt *string `json:"publishedAt"`
 }
 
-// legacy leaves out publishedBy and publishedAt, which came after 2025-03-26.
+// confirmedRegression is a regression with its confirmation: the page looked regressed, was
+// audited Runs-1 more times (REGRESSION_CONFIRM_RUNS) and the kept median run still regressed.
+// Runs 1 is a regression seen once (re-audits off, or skipped for the quota): not confirmed.
+type confirmedRegression struct {
+	analysis.Regression
+	Confirmed bool `json:"confirmed"`
+	Runs      int  `json:"runs"`
+}
+
+// legacy leaves out publishedBy, publishedAt and the confirmations, which came after 2025-03-26.
 func (r regressionReport) legacy() any { return r.regressionCore }
 
 func (s *Server) getRegressionReport(ctx context.Context, userID string, a args) (regressionReport, error) {
@@ -124,9 +135,41 @@ func (s *Server) getRegressionReport(ctx context.Context, userID string, a args)
 		if prevErr != nil {
 			return regressionReport{}, prevErr
 		}
-		out.Regressions = analysis.Regressions(previous, latest)
+		out.regressionCore.Regressions = analysis.Regressions(previous, latest)
 	}
-	out.RegressionCount = len(out.Regressions)
+	out.RegressionCount = len(out.regressionCore.Regressions)
 	out.HasRegression = out.RegressionCount > 0
+	out.Regressions = make([]confirmedRegression, len(out.regressionCore.Regressions))
+	if out.HasRegression && typed(ctx) {
+		runs, err := s.pageRuns(ctx, userID, scans[0].ID)
+		if err != nil {
+			return regressionReport{}, err
+		}
+		for i, r := range out.regressionCore.Regressions {
+			n := max(runs[store.PageKey{PagePath: r.PagePath, Strategy: r.Strategy}], 1)
+			out.Regressions[i] = confirmedRegression{Regression: r, Confirmed: n > 1, Runs: n}
+		}
+	}
 	return out, nil
+}
+
+// pageRuns is how many audits stand behind each result of a completed scan (store.PageResult's
+// Runs), by page and strategy: one streamed read of the results' export fields, then kept per
+// scan (analysisCache), since a completed scan's results never change. Only a report with
+// regressions asks.
+func (s *Server) pageRuns(ctx context.Context, userID, scanID string) (map[store.PageKey]int, error) {
+	key := "runs " + scanID
+	if v, ok := s.analyses.get(key); ok {
+		return v.(map[store.PageKey]int), nil
+	}
+	runs := map[store.PageKey]int{}
+	err := s.store.EachPageResult(ctx, userID, scanID, func(r store.PageResult) error {
+		runs[store.PageKey{PagePath: r.PagePath, Strategy: r.Strategy}] = r.Runs
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.analyses.put(key, runs)
+	return runs, nil
 }

@@ -145,10 +145,31 @@ type trendItem struct {
 	PagesTotal    int     `json:"pagesTotal"`
 }
 
-type trendResult struct {
+// trendCore is get_trend as the interface's 2025-03-26 payload has it.
+type trendCore struct {
 	Scans []trendItem `json:"scans"`
 	Count int         `json:"count"`
 }
+
+type trendResult struct {
+	trendCore
+	// Publishes are the site's publishes since the first scan of the trend (at most
+	// trendPublishes, the latest), oldest first: the trend view marks them on the chart as the
+	// site page does. From 2025-06-18 on.
+	Publishes []trendPublish `json:"publishes"`
+}
+
+type trendPublish struct {
+	PublishedAt string  `json:"publishedAt"`
+	PublishedBy *string `json:"publishedBy"`
+	ScanID      *string `json:"scanId"` // the scan the publish started; null when none did
+}
+
+// trendPublishes is how many publishes a trend carries, the latest (the site page's chart marks as many).
+const trendPublishes = 50
+
+// legacy leaves out the publishes, which came after 2025-03-26.
+func (t trendResult) legacy() any { return t.trendCore }
 
 func (s *Server) getTrend(ctx context.Context, userID string, a args) (trendResult, error) {
 	scans, err := s.completedScans(ctx, userID, a.str("siteId", ""), a.integer("limit", 20))
@@ -160,5 +181,25 @@ func (s *Server) getTrend(ctx context.Context, userID string, a args) (trendResu
 		out[len(scans)-1-i] = trendItem{ScanID: sc.ID, CompletedAt: iso(sc.CompletedAt), Performance: sc.Scores.Performance,
 			SEO: sc.Scores.SEO, Accessibility: sc.Scores.Accessibility, BestPractices: sc.Scores.BestPractices, PagesTotal: sc.PagesTotal}
 	}
-	return trendResult{out, len(out)}, nil
+	t := trendResult{trendCore: trendCore{out, len(out)}, Publishes: []trendPublish{}}
+	if len(scans) == 0 || !typed(ctx) {
+		return t, nil
+	}
+	pubs, err := s.store.Publishes(ctx, userID, scans[0].SiteID, *scans[len(scans)-1].CompletedAt, trendPublishes)
+	if err != nil {
+		return trendResult{}, err
+	}
+	for _, p := range pubs {
+		tp := trendPublish{PublishedAt: *iso(&p.PublishedOn)}
+		if p.PublishedBy != "" {
+			by := p.PublishedBy
+			tp.PublishedBy = &by
+		}
+		if p.ScanID != "" {
+			id := p.ScanID
+			tp.ScanID = &id
+		}
+		t.Publishes = append(t.Publishes, tp)
+	}
+	return t, nil
 }

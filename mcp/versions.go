@@ -171,7 +171,7 @@ func (s *Server) serveModern(ctx context.Context, r Request, body []byte) (int, 
 		field, name = "name", p.Name
 	case "resources/read":
 		field, name = "uri", p.URI
-	case "tasks/get", "tasks/cancel":
+	case "tasks/get", "tasks/update", "tasks/cancel":
 		field, name = "taskId", p.TaskID
 	}
 	if name != nil {
@@ -222,7 +222,11 @@ func (s *Server) serveModern(ctx context.Context, r Request, body []byte) (int, 
 				return fail(200, err.Code, err.Message, nil)
 			}
 		}
-	case "tasks/get", "tasks/cancel":
+	case "tasks/get", "tasks/update", "tasks/cancel":
+		if !declares(caps, extTasks) { // the methods are the extension's: only a client declaring it may use them
+			return fail(400, CodeMissingClientCapability, "Missing required client capability: "+*m.Method+" needs the "+extTasks+" extension",
+				map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{extTasks: map[string]any{}}}})
+		}
 		out, err := s.taskCall(ctx, r.UserID, *m.Method, m.Params)
 		switch {
 		case err == errUnavailable:

@@ -179,8 +179,8 @@ func (l latestScan) viewData(ctx context.Context, s *Server, userID string) (any
 	return v, nil
 }
 
-// trendView is the trend's chart, drawn by the web UI's code (analysis.ScoresChart): an SVG
-// whose every label the chart code formats and escapes itself.
+// trendView is the trend's chart, drawn by the web UI's code (analysis.ScoresChart) with the
+// publishes marked: an SVG whose every label the chart code formats and escapes itself.
 type trendView struct {
 	Chart  string                                  `json:"chart"`
 	Series []struct{ Metric, Label, Class string } `json:"series"`
@@ -200,5 +200,18 @@ func (t trendResult) viewData(context.Context, *Server, string) (any, error) {
 		at = append(at, when)
 		scores = append(scores, store.ScanScores{Performance: sc.Performance, SEO: sc.SEO, Accessibility: sc.Accessibility, BestPractices: sc.BestPractices})
 	}
-	return trendView{Chart: analysis.ScoresChart(at, scores), Series: analysis.ScoreSeries}, nil
+	// The publishes are marked as the site page marks them: a dashed line titled with who published.
+	marks := make([]analysis.ChartMark, 0, len(t.Publishes))
+	for _, p := range t.Publishes {
+		when, err := time.Parse(time.RFC3339, p.PublishedAt)
+		if err != nil {
+			return nil, err
+		}
+		pub := store.Publish{PublishedOn: when}
+		if p.PublishedBy != nil {
+			pub.PublishedBy = *p.PublishedBy
+		}
+		marks = append(marks, analysis.ChartMark{At: when, Label: pub.Line()})
+	}
+	return trendView{Chart: analysis.ScoresChart(at, scores, marks...), Series: analysis.ScoreSeries}, nil
 }

@@ -2,8 +2,8 @@ package store
 
 import "time"
 
-// Schedule is how often a site is scanned besides on publish and on demand. Users write it (the
-// site form, the JSON API), so it parses.
+// Schedule is how often a site is scanned besides on publish and on demand. Users write it on
+// the site form; Site.Validate checks it (Valid) on every write path.
 type Schedule string
 
 // Scan schedules of a site: scanned on publish only, or also every day or week.
@@ -18,15 +18,6 @@ var Schedules = []Schedule{ScheduleOff, ScheduleDaily, ScheduleWeekly}
 
 // Valid reports whether s is one of Schedules.
 func (s Schedule) Valid() bool { return s == ScheduleOff || s == ScheduleDaily || s == ScheduleWeekly }
-
-// ParseSchedule reads a schedule a user wrote: "" is ScheduleOff; ErrInvalid for an unknown one.
-func ParseSchedule(s string) (Schedule, error) {
-	sc := ScheduleOrDefault(Schedule(s))
-	if !sc.Valid() {
-		return "", &InvalidError{"schedule", "Choose off, daily or weekly."}
-	}
-	return sc, nil
-}
 
 // SchedulePeriod is the time between two scheduled scans; 0 for off or an unknown schedule.
 func SchedulePeriod(schedule Schedule) time.Duration {

@@ -38,30 +38,29 @@ func TestNextScanAt(t *testing.T) {
 	}
 }
 
-func TestParseScheduleAndStrategy(t *testing.T) {
+func TestEnumsValid(t *testing.T) {
 	for _, tt := range []struct {
-		in   string
-		want Schedule
-		ok   bool
-	}{{"", ScheduleOff, true}, {"off", ScheduleOff, true}, {"daily", ScheduleDaily, true}, {"weekly", ScheduleWeekly, true}, {"hourly", "", false}, {"Daily", "", false}} {
-		got, err := ParseSchedule(tt.in)
-		if got != tt.want || (err == nil) != tt.ok {
-			t.Errorf("ParseSchedule(%q) = %q, %v; want %q, ok %v", tt.in, got, err, tt.want, tt.ok)
-		}
-		if err != nil && !errors.Is(err, ErrInvalid) {
-			t.Errorf("ParseSchedule(%q) error %v is not ErrInvalid", tt.in, err)
+		in   Schedule
+		want bool
+	}{{"off", true}, {"daily", true}, {"weekly", true}, {"", false}, {"hourly", false}, {"Daily", false}} {
+		if got := tt.in.Valid(); got != tt.want {
+			t.Errorf("Schedule(%q).Valid() = %v, want %v", tt.in, got, tt.want)
 		}
 	}
 	for _, tt := range []struct {
-		in string
-		ok bool
+		in   Strategy
+		want bool
 	}{{"mobile", true}, {"desktop", true}, {"both", true}, {"", false}, {"tablet", false}, {"MOBILE", false}} {
-		got, err := ParseStrategy(tt.in)
-		if (err == nil) != tt.ok || (tt.ok && string(got) != tt.in) {
-			t.Errorf("ParseStrategy(%q) = %q, %v; want ok %v", tt.in, got, err, tt.ok)
+		if got := tt.in.Valid(); got != tt.want {
+			t.Errorf("Strategy(%q).Valid() = %v, want %v", tt.in, got, tt.want)
 		}
-		if err != nil && !errors.Is(err, ErrInvalid) {
-			t.Errorf("ParseStrategy(%q) error %v is not ErrInvalid", tt.in, err)
+	}
+	for _, s := range []ScanStatus{StatusQueued, StatusRunning, StatusComplete, StatusFailed} {
+		if got, want := s.Terminal(), s == StatusComplete || s == StatusFailed; got != want {
+			t.Errorf("%s.Terminal() = %v, want %v", s, got, want)
 		}
+	}
+	if err := (Budget{Threshold: 1, Strategy: "tablet"}).Validate(); !errors.Is(err, ErrInvalid) {
+		t.Errorf("a budget for strategy tablet: %v, want ErrInvalid", err)
 	}
 }

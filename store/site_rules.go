@@ -200,8 +200,7 @@ func (b Budget) Validate() error {
 	if b.Strategy == "" || b.Strategy.Valid() {
 		return nil
 	}
-	_, err := ParseStrategy(string(b.Strategy))
-	return err
+	return &InvalidError{"strategy", "Choose both, mobile or desktop."}
 }
 
 // ValidBudgets checks every budget of a site's set (the stores' SetBudgets).

@@ -84,7 +84,8 @@ const (
 func (s ScanStatus) Terminal() bool { return s == StatusComplete || s == StatusFailed }
 
 // Strategy is the device a page is audited as: mobile or desktop, or both for a scan or budget
-// that covers the two. Users write it (the JSON API, MCP, the budgets form), so it parses.
+// that covers the two. Users write it (MCP's tool arguments, checked by their schema's enum;
+// the budgets form and the page detail's query, checked by Valid).
 type Strategy string
 
 // Strategies.
@@ -97,14 +98,6 @@ const (
 // Valid reports whether s is one of the three strategies.
 func (s Strategy) Valid() bool {
 	return s == StrategyMobile || s == StrategyDesktop || s == StrategyBoth
-}
-
-// ParseStrategy reads a strategy a user wrote; ErrInvalid for anything but the three.
-func ParseStrategy(s string) (Strategy, error) {
-	if st := Strategy(s); st.Valid() {
-		return st, nil
-	}
-	return "", &InvalidError{"strategy", "Choose both, mobile or desktop."}
 }
 
 // Triggers: what started a scan.

@@ -5,8 +5,9 @@
 //   1. dynamic registration, client_secret_post;
 //   2. dynamic registration, client_secret_basic;
 //   3. a Client ID Metadata Document served by a local https server;
-//   4. a read-only (mcp:read) token calling generate_client_report: 403 insufficient_scope,
-//      the SDK steps up to "mcp:read mcp:write", the user consents again, the call succeeds.
+//   4. a read-only (mcp:read) token calling generate_client_report, then start_scan: 403
+//      insufficient_scope, the SDK steps up to "mcp:read mcp:write", the user consents again,
+//      the report is made and a scan starts.
 // Run by .ci/interop-oauth.sh from a directory whose node_modules and lib/ are the interop
 // kit's (../shared/interop). Env: BASE_URL, LOGIN_EMAIL, LOGIN_PASSWORD, CIMD_CERT, CIMD_KEY.
 // Last line: "N passed, M failed"; exit 1 on any failure.
@@ -179,17 +180,21 @@ try {
     } finally { await c.close().catch(() => {}); }
   };
   if (readOnly) {
-    await R.check('a read-only token calling generate_client_report gets 403 insufficient_scope naming mcp:read mcp:write', async () => {
-      const res = await fetch(mcpUrl, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${readOnly._tokens.access_token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'generate_client_report', arguments: { scanId: '00000000-0000-4000-8000-000000000000' } } }),
+    // start_scan is listed from 2025-06-18 on: that request names its version.
+    for (const [tool, args, version] of [['generate_client_report', { scanId: '00000000-0000-4000-8000-000000000000' }], ['start_scan', { siteId: '00000000-0000-4000-8000-000000000000' }, '2025-06-18']]) {
+      await R.check(`a read-only token calling ${tool} gets 403 insufficient_scope naming mcp:read mcp:write`, async () => {
+        const res = await fetch(mcpUrl, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${readOnly._tokens.access_token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream',
+            ...(version ? { 'mcp-protocol-version': version } : {}) },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: tool, arguments: args } }),
+        });
+        assertEq(res.status, 403, 'status');
+        const h = res.headers.get('www-authenticate') || '';
+        assert(/error="insufficient_scope"/.test(h) && /scope="mcp:read mcp:write"/.test(h) && /resource_metadata="/.test(h), `WWW-Authenticate: ${h}`);
+        return h;
       });
-      assertEq(res.status, 403, 'status');
-      const h = res.headers.get('www-authenticate') || '';
-      assert(/error="insufficient_scope"/.test(h) && /scope="mcp:read mcp:write"/.test(h) && /resource_metadata="/.test(h), `WWW-Authenticate: ${h}`);
-      return h;
-    });
+    }
     // SDK 1.32.2 answers a 403 insufficient_scope by calling auth() with the challenge's scope;
     // holding a refresh token, auth() refreshes (the refresh grant cannot widen a scope), retries
     // and gives up. Recorded as what it is, not counted.
@@ -204,7 +209,7 @@ try {
     // A client that keeps no refresh token (registered without the refresh_token grant):
     // auth() then asks the user again, for the challenge's scope.
     const provider = newProvider(cb.redirectUri, { client_name: 'CI step-up client', grant_types: ['authorization_code'], token_endpoint_auth_method: 'none' });
-    await R.check('SDK steps a read-only token up to mcp:write after the 403: consent again, iss checked, the report is made', async () => {
+    await R.check('SDK steps a read-only token up to mcp:write after the 403: consent again, iss checked, the report is made and a scan started', async () => {
       await sdkFlow(provider, cb);
       assertEq(provider._tokens.scope, 'mcp:read', 'first grant');
       assert(!provider._tokens.refresh_token, 'a refresh token was issued to a client without the refresh_token grant');
@@ -221,7 +226,14 @@ try {
       assertEq(provider._tokens.scope, 'mcp:read mcp:write', 'stepped-up grant');
       const res = await report(provider);
       assert(!res.isError && /\/report\//.test(res.content?.[0]?.text || ''), `generate_client_report: ${JSON.stringify(res).slice(0, 300)}`);
-      return 'scope mcp:read -> mcp:read mcp:write';
+      // The stepped-up token starts a scan too (start_scan, mcp:write).
+      const c = newClient();
+      await withTimeout(c.connect(new StreamableHTTPClientTransport(new URL(mcpUrl), { authProvider: provider })), STEP_MS, 'connect');
+      const site = JSON.parse((await c.callTool({ name: 'list_sites', arguments: {} })).content[0].text).sites[0];
+      const started = await c.callTool({ name: 'start_scan', arguments: { siteId: site.id } });
+      await c.close().catch(() => {});
+      assert(!started.isError && /"scanId"/.test(started.content?.[0]?.text || ''), `start_scan: ${JSON.stringify(started).slice(0, 300)}`);
+      return 'scope mcp:read -> mcp:read mcp:write; the report made, a scan started';
     });
   }
 } catch (e) {

@@ -203,7 +203,7 @@ func count(ctx context.Context, want int, timeout time.Duration) error {
 		if err != nil {
 			return err
 		}
-		by := map[string]int{}
+		by := map[store.ScanStatus]int{}
 		total, loadSites := 0, 0
 		for _, s := range all {
 			if !strings.HasPrefix(s.PlatformSiteID, "load-site-") {

@@ -18,6 +18,29 @@ import (
 	"sitepulse/store"
 )
 
+// Store is what seeding the demo writes and reads: the demo account and its key, the demo site
+// with its budgets and rules, and its two recorded scans, run through the queue like any other.
+type Store interface {
+	CreateUser(ctx context.Context, u store.User) error
+	UserByEmail(ctx context.Context, email string) (store.User, error)
+	SetPasswordHash(ctx context.Context, userID, hash string) error
+	APIKeys(ctx context.Context, userID string) ([]store.APIKey, error)
+	CreateAPIKey(ctx context.Context, k store.APIKey) error
+	RevokeAPIKey(ctx context.Context, userID, keyID string, now time.Time) error
+	SiteByPlatformID(ctx context.Context, platformSiteID string) (store.Site, error)
+	CreateSite(ctx context.Context, s store.Site) error
+	SetBudgets(ctx context.Context, userID, siteID string, budgets map[string]store.Budget) error
+	AddAlertRule(ctx context.Context, userID string, r store.AlertRule) error
+	RecordPublish(ctx context.Context, p store.Publish) error
+	MarkPublished(ctx context.Context, siteID string, at time.Time) error
+	LatestCompletedScan(ctx context.Context, userID, siteID string) (store.Scan, error)
+	EnqueueScan(ctx context.Context, s store.Scan, kind string, runAt time.Time) error
+	ClaimJob(ctx context.Context, kind, workerID string, now time.Time) (store.Job, error)
+	StartScan(ctx context.Context, l store.Lease, pagesTotal int, now time.Time) error
+	SavePageResult(ctx context.Context, l store.Lease, r store.PageResult) error
+	CompleteScan(ctx context.Context, l store.Lease, scores store.ScanScores, now time.Time, then ...store.JobArgs) error
+}
+
 // The demo account and its fictional site: a new user sees real results before connecting anything.
 const (
 	Email      = "demo@example.com"
@@ -52,7 +75,7 @@ type Fixtures struct {
 // slow hero image, then after it, so the latest scan has regressions. Run again on the same
 // store, it keeps the account and its data and hands out a fresh password and key, revoking the
 // keys earlier runs handed out, so restarts do not pile up live keys.
-func Seed(ctx context.Context, st store.Store, fx Fixtures, now time.Time, iterations int) (Seeded, error) {
+func Seed(ctx context.Context, st Store, fx Fixtures, now time.Time, iterations int) (Seeded, error) {
 	d := Seeded{Email: Email}
 	secret, _ := store.NewSecret("")
 	d.Password = secret[:20]
@@ -185,7 +208,7 @@ func pathsOf(results []store.PageResult) []string {
 
 // recordDemoScan takes a scan through the queue's life cycle on the demo queue, which no worker
 // claims: enqueue, claim, start, store each result, complete with the scan's scores.
-func recordDemoScan(ctx context.Context, st store.Store, site store.Site, results []store.PageResult, at time.Time) (string, error) {
+func recordDemoScan(ctx context.Context, st Store, site store.Site, results []store.PageResult, at time.Time) (string, error) {
 	scan := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerDemo, CreatedAt: at}
 	if err := st.EnqueueScan(ctx, scan, store.KindDemo, at); err != nil {
 		return "", fmt.Errorf("demo scan: %w", err)
