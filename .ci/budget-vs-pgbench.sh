@@ -48,9 +48,11 @@ curl -sf -X POST -H "Authorization: Bearer $LOAD_KEY" -H 'Content-Type: applicat
 
 export WRK_METHOD=POST WRK_PATH=/api/external/budget-check WRK_BEARER="$LOAD_KEY"
 export WRK_BODY='{"siteId":"'"$LOAD_SITE"'"}'
+echo "run: $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(nproc) cores, $(go version | cut -d' ' -f3), $(pgbench --version), rounds $ROUNDS x ${DURATION}s"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-6s %12s %10s %14s %12s %7s\n' round budget_rps p99_ms pgbench_tps pgb_lat_ms ratio
 ratios=()
+p99s=()
 for i in $(seq 1 "$ROUNDS"); do
   out=$(wrk -t2 -c16 -d"${DURATION}s" --latency -s .ci/wrk.lua "$base")
   res=$(grep '^RESULT' <<<"$out")
@@ -63,8 +65,11 @@ for i in $(seq 1 "$ROUNDS"); do
   lat=$(awk '/^latency average/ {print $4; exit}' <<<"$pg")
   ratio=$(awk -v a="$rps" -v b="$tps" 'BEGIN {printf "%.2f", a / b}')
   ratios+=("$ratio")
-  printf '%-6s %12.0f %10s %14.0f %12s %7s\n' "$i" "$rps" "$p99" "$tps" "$lat" "$ratio"
+  p99s+=("$p99")
+  printf '%-6s %12.0f %10s %14.0f %12s %7s   load %s\n' "$i" "$rps" "$p99" "$tps" "$lat" "$ratio" "$(cut -d' ' -f1 /proc/loadavg)"
 done
 sorted=$(printf '%s\n' "${ratios[@]}" | sort -n)
+p99s=$(printf '%s\n' "${p99s[@]}" | sort -n)
+echo "p99 ms min/median/max: $(head -1 <<<"$p99s") / $(sed -n "$(( (ROUNDS + 1) / 2 ))p" <<<"$p99s") / $(tail -1 <<<"$p99s") (target < 10)"
 echo "ratio min/median/max: $(head -1 <<<"$sorted") / $(sed -n "$(( (ROUNDS + 1) / 2 ))p" <<<"$sorted") / $(tail -1 <<<"$sorted")"
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

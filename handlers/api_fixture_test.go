@@ -161,6 +161,8 @@ func must(t testing.TB, err error) {
 type cred struct {
 	bearer string
 	cookie string
+	// mcpVersion is sent as MCP-Protocol-Version when set.
+	mcpVersion string
 }
 
 func bearer(token string) cred   { return cred{bearer: token} }
@@ -179,6 +181,9 @@ func (f *apiFixture) do(t testing.TB, method, path, contentType, body string, c 
 	}
 	if c.cookie != "" {
 		req.AddCookie(&http.Cookie{Name: "session", Value: c.cookie})
+	}
+	if c.mcpVersion != "" {
+		req.Header.Set("MCP-Protocol-Version", c.mcpVersion)
 	}
 	resp, err := http.DefaultTransport.RoundTrip(req)
 	must(t, err)

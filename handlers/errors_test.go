@@ -47,6 +47,13 @@ func (d *downStore) SitesIn(ctx context.Context, userID, workspaceID string) ([]
 	return d.Store.SitesIn(ctx, userID, workspaceID)
 }
 
+func (d *downStore) SiteListings(ctx context.Context, userID, workspaceID string) ([]store.SiteListing, error) {
+	if d.down.Load() {
+		return nil, errRefused
+	}
+	return d.Store.SiteListings(ctx, userID, workspaceID)
+}
+
 func (d *downStore) BudgetInputsByKey(ctx context.Context, keyHash, siteID string, now time.Time) (store.BudgetInputs, error) {
 	if d.down.Load() {
 		return store.BudgetInputs{}, errRefused

@@ -3,6 +3,7 @@ package handlers
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -69,50 +70,39 @@ func (s *server) handleExport() http.Handler {
 			writeError(w, http.StatusNotFound, "site not found")
 			return
 		}
-		// The budget check's inputs name the site and its latest completed scan: one statement
-		// (the site's budget version) while this process holds them.
-		site, err := s.API.BudgetInputs(ctx, userID, store.CanonicalID(siteID))
-		if err == nil { // after the argument checks, so a bad format is 422 whatever the site
-			err = s.authorizeSite(ctx, userID, store.CanonicalID(siteID), store.ActRead)
-		}
-		if err != nil {
-			s.error(w, r, err, "site not found")
-			return
-		}
+		// One statement (store.ExportScan) finds the site, which is the reader's when they are a
+		// member of its workspace (every role reads), its scan, and streams the scan's rows;
+		// head answers for the site and the scan before the first row.
+		out := &exportWriter{w: w, format: format}
 		var scan store.Scan
-		switch {
-		case scanID != "":
-			scan, err = s.API.Scan(ctx, userID, store.CanonicalID(scanID))
-			if err == nil && scan.SiteID != store.CanonicalID(siteID) {
-				err = store.ErrNotFound
+		answered := errors.New("answered")
+		head := func(siteName string, sc *store.Scan) error {
+			switch {
+			case sc == nil && scanID != "":
+				writeError(w, http.StatusNotFound, "scan not found for this site")
+				return answered
+			case sc == nil:
+				writeError(w, http.StatusNotFound, "site has no completed scan")
+				return answered
+			case sc.Status != store.StatusComplete:
+				writeError(w, http.StatusNotFound, "scan is "+string(sc.Status)+", not complete: export it once it completes")
+				return answered
 			}
-		case site.Scan == nil:
-			err = store.NotFound("completed scan")
-		default:
-			scan = *site.Scan
+			scan = *sc
+			out.disposition = contentDisposition(siteName, sc.ID, format)
+			http.NewResponseController(w).SetWriteDeadline(time.Now().Add(exportDeadline))
+			return nil
 		}
-		if err != nil {
-			msg := "site has no completed scan"
-			if scanID != "" {
-				msg = "scan not found for this site"
-			}
-			s.error(w, r, err, msg)
+		err := s.API.ExportScan(ctx, userID, store.CanonicalID(siteID), store.CanonicalID(scanID), format == "json", head, out.row)
+		if errors.Is(err, answered) {
 			return
 		}
-		if scan.Status != store.StatusComplete {
-			writeError(w, http.StatusNotFound, "scan is "+string(scan.Status)+", not complete: export it once it completes")
-			return
-		}
-
-		http.NewResponseController(w).SetWriteDeadline(time.Now().Add(exportDeadline))
-		out := &exportWriter{w: w, format: format, disposition: contentDisposition(site.SiteName, scan.ID, format)}
-		err = s.API.EachPageResult(ctx, userID, scan.ID, out.row)
 		if err == nil {
 			err = out.finish()
 		}
 		if err != nil {
 			if !out.started {
-				s.error(w, r, err, "")
+				s.error(w, r, err, "site not found")
 				return
 			}
 			s.Log.Error("export aborted mid-stream", "path", logPath(r), "scan", scan.ID, "rows", out.rows, "err", err)

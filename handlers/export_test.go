@@ -297,9 +297,9 @@ type failingResults struct {
 	after int
 }
 
-func (f failingResults) EachPageResult(ctx context.Context, userID, scanID string, fn func(store.PageResult) error) error {
+func (f failingResults) ExportScan(ctx context.Context, userID, siteID, scanID string, full bool, head func(string, *store.Scan) error, fn func(store.PageResult) error) error {
 	n := 0
-	err := f.Store.EachPageResult(ctx, userID, scanID, func(r store.PageResult) error {
+	err := f.Store.ExportScan(ctx, userID, siteID, scanID, full, head, func(r store.PageResult) error {
 		if n == f.after {
 			return errors.New("connection reset by peer")
 		}

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"sitepulse/store"
@@ -52,6 +53,33 @@ func (s *Server) pageMetrics(ctx context.Context, userID string, scan store.Scan
 	return m, nil
 }
 
+// scans lists the scans whose metrics are kept.
+func (c *metricsCache) scans() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.order)
+}
+
+// keep answers the kept metrics of a completed scan when m is nil (the store left them out as
+// known), false when they were dropped meanwhile, and otherwise keeps m.
+func (c *metricsCache) keep(scanID string, m []store.PageResult) ([]store.PageResult, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m == nil {
+		kept, ok := c.byScan[scanID]
+		return kept, ok
+	}
+	if _, ok := c.byScan[scanID]; !ok {
+		if len(c.order) >= c.maxScans {
+			delete(c.byScan, c.order[0])
+			c.order = c.order[1:]
+		}
+		c.byScan[scanID] = m
+		c.order = append(c.order, scanID)
+	}
+	return m, true
+}
+
 // analysisCache keeps answers read from completed scans, keyed by what was asked and the scan:
 // the site analyses of latestAnalysis (small) and get_page_details' pages (a decoded result
 // each, some tens of KB), at most max of them, dropping the oldest.
@@ -75,6 +103,21 @@ func (c *analysisCache) put(key string, v any) {
 	if _, ok := c.byKey[key]; ok {
 		return
 	}
+	c.addLocked(key, v)
+}
+
+// set is put that replaces the value a key holds.
+func (c *analysisCache) set(key string, v any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.byKey[key]; ok {
+		c.byKey[key] = v
+		return
+	}
+	c.addLocked(key, v)
+}
+
+func (c *analysisCache) addLocked(key string, v any) {
 	if c.byKey == nil {
 		c.byKey = map[string]any{}
 	}

@@ -51,6 +51,13 @@ type Store interface {
 	EnqueueScan(ctx context.Context, sc store.Scan, queue string, runAt time.Time) error
 	ScansOf(ctx context.Context, userID, siteID string, limit int) ([]store.Scan, error)
 	ExpireScan(ctx context.Context, scanID, reason string, now time.Time) error
+	// The tools' one-statement reads (store.Reads).
+	SiteListings(ctx context.Context, userID, workspaceID string) ([]store.SiteListing, error)
+	PageDetails(ctx context.Context, userID, scanID, pagePath string, strategy store.Strategy) (store.PageDetails, error)
+	LatestResults(ctx context.Context, userID, siteID, knownScanID string) (store.LatestResults, error)
+	LatestTwo(ctx context.Context, userID, siteID string, known []string) (store.LatestTwo, error)
+	CreateScanReport(ctx context.Context, p store.Principal, r store.Report, max int) (store.ScanReport, error)
+	ScanView(ctx context.Context, userID, scanID string) (store.ScanView, error)
 	PublishesOfScans(ctx context.Context, userID string, scanIDs []string) (map[string]store.Publish, error)
 	// Publishes are the trend view's marks, as on the site page's chart.
 	Publishes(ctx context.Context, userID, siteID string, since time.Time, limit int) ([]store.Publish, error)

@@ -26,8 +26,11 @@ type tool struct {
 	Scope string
 	// Action is what the tool does in its site's workspace, for store.Authorize (authorize.go):
 	// store.ActRead when empty.
-	Action  store.Action
-	Handler toolHandler
+	Action store.Action
+	// SelfAuthorizing marks a tool whose one statement checks the caller's role itself
+	// (selfAuthorized): generate_client_report.
+	SelfAuthorizing bool
+	Handler         toolHandler
 	// Since is the first protocol era that lists the tool. The nine tools of the interface are
 	// in every era; the tools added after it start at 2025-06-18, so a 2025-03-26 session keeps
 	// every byte it was recorded with (testdata/session-2025-03-26.golden).
@@ -183,7 +186,7 @@ var tools = []tool{
 		}),
 	},
 	{
-		Name: "generate_client_report", Title: "Create a shareable client report", ReadOnly: false, Scope: store.ScopeWrite, Action: store.ActReport, Handler: handler((*Server).generateClientReport),
+		Name: "generate_client_report", Title: "Create a shareable client report", ReadOnly: false, Scope: store.ScopeWrite, Action: store.ActReport, SelfAuthorizing: true, Handler: handler((*Server).generateClientReport),
 		Example: "Make a report of the latest scan I can send to my client.",
 		Description: "Creates a shareable web page of one completed scan (scores, Core Web Vitals of every page with " +
 			"their ratings, top opportunities) that anyone with the link can open without logging in, and returns " +

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"errors"
 
 	"sitepulse/scanner/analysis"
 	"sitepulse/store"
@@ -12,29 +13,42 @@ import (
 // shared with the budget check and the pipeline.
 
 // latestAnalysis answers an analysis (named name, with its arguments) of the full page results
-// of the latest completed scan of the site a names. A completed scan's results never change, so
-// the answer is kept per scan: once kept, the tool costs the one statement that finds the
-// caller's latest scan, instead of also reading and decoding every result of it again.
+// of the latest completed scan of the site a names, in one statement (store.LatestResults). A
+// completed scan's results never change, so the answer is kept per scan, and the scan last
+// analysed for the site is named to the store, which then leaves its results out: while the
+// site's latest scan is the one analysed, the statement finds it and reads nothing more.
 func latestAnalysis[T any](ctx context.Context, s *Server, userID string, a args, name string, analyze func([]store.PageResult) T) (T, error) {
 	var zero T
-	scans, err := s.completedScans(ctx, userID, a.str("siteId", ""), 1)
-	if err != nil {
-		return zero, err
+	siteID := store.CanonicalID(a.str("siteId", ""))
+	latestKey := "latest " + name + " " + siteID
+	known, _ := s.analyses.get(latestKey)
+	knownID, _ := known.(string)
+	if _, ok := s.analyses.get(name + " " + knownID); !ok {
+		knownID = ""
 	}
-	if len(scans) == 0 {
-		return zero, errNoScanYet
+	for {
+		in, err := s.store.LatestResults(ctx, userID, siteID, knownID)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return zero, errSiteNotFound
+		case err != nil:
+			return zero, err
+		case in.Scan == nil:
+			return zero, errNoScanYet
+		}
+		key := name + " " + in.Scan.ID
+		if in.Results == nil && knownID != "" { // the scan named as known: its answer is kept, unless dropped meanwhile
+			if v, ok := s.analyses.get(key); ok {
+				return v.(T), nil
+			}
+			knownID = ""
+			continue
+		}
+		v := analyze(in.Results)
+		s.analyses.put(key, v)
+		s.analyses.set(latestKey, in.Scan.ID)
+		return v, nil
 	}
-	key := name + " " + scans[0].ID
-	if v, ok := s.analyses.get(key); ok {
-		return v.(T), nil
-	}
-	results, err := s.store.PageResults(ctx, userID, scans[0].ID)
-	if err != nil {
-		return zero, err
-	}
-	v := analyze(results)
-	s.analyses.put(key, v)
-	return v, nil
 }
 
 type thirdPartyResult struct {
@@ -96,45 +110,42 @@ type confirmedRegression struct {
 // legacy leaves out publishedBy, publishedAt and the confirmations, which came after 2025-03-26.
 func (r regressionReport) legacy() any { return r.regressionCore }
 
+// getRegressionReport reads the two latest completed scans, their page metrics and the latest
+// one's publish in one statement (store.LatestTwo). Completed scans never change: the metrics of
+// the scans this server keeps (metricsCache) are named to the store, which leaves them out.
 func (s *Server) getRegressionReport(ctx context.Context, userID string, a args) (regressionReport, error) {
-	scans, err := s.completedScans(ctx, userID, a.str("siteId", ""), 2)
-	if err != nil {
-		return regressionReport{}, err
+	siteID := store.CanonicalID(a.str("siteId", ""))
+	two, err := s.store.LatestTwo(ctx, userID, siteID, s.metrics.scans())
+	var latest, previous []store.PageResult
+	if err == nil && len(two.Scans) == 2 {
+		var okLatest, okPrevious bool
+		latest, okLatest = s.metrics.keep(two.Scans[0].ID, two.Metrics[0])
+		previous, okPrevious = s.metrics.keep(two.Scans[1].ID, two.Metrics[1])
+		if !okLatest || !okPrevious { // dropped from the cache since named: read them
+			if two, err = s.store.LatestTwo(ctx, userID, siteID, nil); err == nil && len(two.Scans) == 2 {
+				latest, previous = two.Metrics[0], two.Metrics[1]
+			}
+		}
 	}
-	if len(scans) == 0 {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return regressionReport{}, errSiteNotFound
+	case err != nil:
+		return regressionReport{}, err
+	case len(two.Scans) == 0:
 		return regressionReport{}, errNoScanYet
 	}
+	scans := two.Scans
 	out := regressionReport{regressionCore: regressionCore{LatestScanID: scans[0].ID, LatestScanCompletedAt: iso(scans[0].CompletedAt), Regressions: []analysis.Regression{}}}
-	pubs, err := s.store.PublishesOfScans(ctx, userID, []string{scans[0].ID})
-	if err != nil {
-		return regressionReport{}, err
-	}
-	if p, ok := pubs[scans[0].ID]; ok {
-		out.PublishedAt = iso(&p.PublishedOn)
-		if p.PublishedBy != "" {
-			out.PublishedBy = &p.PublishedBy
+	if two.PublishedOn != nil {
+		out.PublishedAt = iso(two.PublishedOn)
+		if two.PublishedBy != "" {
+			out.PublishedBy = &two.PublishedBy
 		}
 	}
 	if len(scans) == 2 {
 		prevID := scans[1].ID
 		out.PreviousScanID = &prevID
-		// Completed scans never change: their metrics come from the cache after the first read.
-		// The two scans are read side by side: on Postgres each read is a round trip of its own.
-		var previous []store.PageResult
-		var prevErr error
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			previous, prevErr = s.pageMetrics(ctx, userID, scans[1])
-		}()
-		latest, err := s.pageMetrics(ctx, userID, scans[0])
-		<-done
-		if err != nil {
-			return regressionReport{}, err
-		}
-		if prevErr != nil {
-			return regressionReport{}, prevErr
-		}
 		out.regressionCore.Regressions = analysis.Regressions(previous, latest)
 	}
 	out.RegressionCount = len(out.regressionCore.Regressions)

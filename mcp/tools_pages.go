@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 )
 
@@ -17,48 +16,27 @@ type pageDetails struct {
 	Crux *store.Crux `json:"crux"`
 }
 
+// getPageDetails reads the page, or the worst page (analysis.WorstPage's choice, made in the
+// store's one statement), with the scan's owner check in the same statement.
 func (s *Server) getPageDetails(ctx context.Context, userID string, a args) (pageDetails, error) {
-	sc, err := s.scan(ctx, userID, a.str("scanId", ""))
-	if err != nil {
-		return pageDetails{}, err
-	}
 	strategy := a.strategy(store.StrategyMobile)
-	path, ok := a["pagePath"].(string)
-	if !ok {
-		// The worst page is chosen on scores alone, then only its full result is read.
-		metrics, err := s.pageMetrics(ctx, userID, sc)
-		if err != nil {
-			return pageDetails{}, err
-		}
-		worst, found := analysis.WorstPage(metrics, strategy)
-		if !found {
-			return pageDetails{}, toolError(fmt.Sprintf("This scan has no %s results (status %s).", strategy, sc.Status))
-		}
-		path = worst.PagePath
-	}
-	// A completed scan's results never change: its pages' answers are kept (analysisCache), so
-	// a page read again costs the owner-scoped scan lookup alone.
-	key := "page " + sc.ID + " " + string(strategy) + " " + path
-	if sc.Status == store.StatusComplete {
-		if v, ok := s.analyses.get(key); ok {
-			return v.(pageDetails), nil
-		}
-	}
-	r, err := s.store.PageResult(ctx, userID, sc.ID, path, strategy)
-	if errors.Is(err, store.ErrNotFound) {
+	path, named := a["pagePath"].(string)
+	d, err := s.store.PageDetails(ctx, userID, a.str("scanId", ""), path, strategy)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return pageDetails{}, errScanNotFound
+	case err != nil:
+		return pageDetails{}, err
+	case !d.Found && !named:
+		return pageDetails{}, toolError(fmt.Sprintf("This scan has no %s results (status %s).", strategy, d.ScanStatus))
+	case !d.Found:
 		return pageDetails{}, toolError(fmt.Sprintf("No %s result for page %q in this scan. get_lcp_elements lists the scan's pages.", strategy, path))
 	}
-	if err != nil {
-		return pageDetails{}, err
+	out := pageDetails{PageResult: d.Result}
+	if d.Result.Crux.HasCruxData {
+		out.Crux = &d.Result.Crux
 	}
-	d := pageDetails{PageResult: r}
-	if r.Crux.HasCruxData {
-		d.Crux = &r.Crux
-	}
-	if sc.Status == store.StatusComplete {
-		s.analyses.put(key, d)
-	}
-	return d, nil
+	return out, nil
 }
 
 type lcpElement struct {

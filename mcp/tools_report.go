@@ -17,22 +17,10 @@ type clientReport struct {
 	ExpiresInDays int    `json:"expiresInDays"`
 }
 
+// generateClientReport makes the report in one statement that checks the caller's role in the
+// scan's workspace, the scan's status and the account's active reports, and inserts
+// (store.CreateScanReport): the tool is SelfAuthorizing.
 func (s *Server) generateClientReport(ctx context.Context, userID string, a args) (clientReport, error) {
-	sc, err := s.scan(ctx, userID, a.str("scanId", ""))
-	if err != nil {
-		return clientReport{}, err
-	}
-	if sc.Status != store.StatusComplete {
-		return clientReport{}, toolError("This scan is " + sc.Status + ", not complete: a report can only be made of a completed scan. get_latest_scan gives the latest completed one.")
-	}
-	title := a.str("title", "")
-	if title == "" {
-		st, err := s.store.Site(ctx, userID, sc.SiteID)
-		if err != nil {
-			return clientReport{}, err
-		}
-		title = defaultTitle(st.Name)
-	}
 	days := a.integer("expiresInDays", 30)
 	now := s.now().UTC()
 	var expires *time.Time
@@ -41,25 +29,26 @@ func (s *Server) generateClientReport(ctx context.Context, userID string, a args
 		expires = &t
 	}
 	token, hash := store.NewSecret("")
-	r := store.Report{ID: store.NewID(), TokenHash: hash, ScanID: sc.ID, UserID: userID, Title: title, CreatedAt: now, ExpiresAt: expires}
-	err = s.store.CreateReportWithin(ctx, r, MaxActiveReports)
-	if errors.Is(err, store.ErrLimit) {
-		return clientReport{}, toolError(fmt.Sprintf("This account already has %d active report links, the most it may hold. Revoke some under Reports in SitePulse, or let them expire, before making another.", MaxActiveReports))
+	r := store.Report{ID: store.NewID(), TokenHash: hash, ScanID: store.CanonicalID(a.str("scanId", "")), UserID: userID,
+		Title: a.str("title", ""), CreatedAt: now, ExpiresAt: expires}
+	p := store.PrincipalFrom(ctx)
+	if p.UserID == "" { // Serve's caller named the user without a principal: a user's call
+		p = store.Principal{UserID: userID}
 	}
-	if err != nil {
+	sr, err := s.store.CreateScanReport(ctx, p, r, MaxActiveReports)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return clientReport{}, errScanNotFound
+	case errors.Is(err, store.ErrForbidden):
+		return clientReport{}, toolError(forbidden(store.ActReport))
+	case errors.Is(err, store.ErrScanNotComplete):
+		return clientReport{}, toolError("This scan is " + sr.ScanStatus + ", not complete: a report can only be made of a completed scan. get_latest_scan gives the latest completed one.")
+	case errors.Is(err, store.ErrLimit):
+		return clientReport{}, toolError(fmt.Sprintf("This account already has %d active report links, the most it may hold. Revoke some under Reports in SitePulse, or let them expire, before making another.", MaxActiveReports))
+	case err != nil:
 		return clientReport{}, err
 	}
 	return clientReport{URL: s.baseURL + "/report/" + token, Token: token, ExpiresInDays: days}, nil
-}
-
-// defaultTitle is "<siteName> Performance Report", cut to the 200-character limit.
-func defaultTitle(siteName string) string {
-	const suffix = " Performance Report"
-	name := []rune(siteName)
-	if max := 200 - len(suffix); len(name) > max {
-		name = name[:max]
-	}
-	return string(name) + suffix
 }
 
 // links points at the report page itself (2025-06-18 and later), so a client can offer to open it.

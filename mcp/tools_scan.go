@@ -82,17 +82,34 @@ func inFlight(sc store.Scan) bool {
 	return sc.Status == store.StatusQueued || sc.Status == store.StatusRunning
 }
 
-// getScan reads one scan of the user.
+// getScan reads one scan of the user with its site's name, domain and budgets, in one
+// statement (store.ScanView).
 func (s *Server) getScan(ctx context.Context, userID string, a args) (scanState, error) {
-	sc, err := s.scan(ctx, userID, store.CanonicalID(a.str("scanId", "")))
+	v, err := s.store.ScanView(ctx, userID, store.CanonicalID(a.str("scanId", "")))
+	if errors.Is(err, store.ErrNotFound) {
+		return scanState{}, errScanNotFound
+	}
 	if err != nil {
 		return scanState{}, err
 	}
-	return s.scanState(ctx, userID, sc)
+	return stateOf(v.Scan, store.BudgetInputs{SiteName: v.SiteName, SiteDomain: v.SiteDomain, Budgets: v.Budgets}), nil
 }
 
 // scanState shows a scan: with get_latest_scan's payload once complete, its reason once failed.
 func (s *Server) scanState(ctx context.Context, userID string, sc store.Scan) (scanState, error) {
+	var in store.BudgetInputs
+	if sc.Status == store.StatusComplete {
+		var err error
+		if in, err = s.store.BudgetInputs(ctx, userID, sc.SiteID); err != nil {
+			return scanState{}, err
+		}
+	}
+	return stateOf(sc, in), nil
+}
+
+// stateOf is scanState of a scan whose site's name, domain and budgets are in in (read when
+// the scan is complete).
+func stateOf(sc store.Scan, in store.BudgetInputs) scanState {
 	st := scanState{ScanID: sc.ID, SiteID: sc.SiteID, Status: sc.Status, Strategy: sc.Strategy, PagesDone: sc.PagesDone,
 		PagesTotal: sc.PagesTotal, CreatedAt: iso(&sc.CreatedAt), CompletedAt: iso(sc.CompletedAt)}
 	switch sc.Status {
@@ -100,14 +117,10 @@ func (s *Server) scanState(ctx context.Context, userID string, sc store.Scan) (s
 		reason := sc.Error
 		st.Reason = &reason
 	case store.StatusComplete:
-		in, err := s.store.BudgetInputs(ctx, userID, sc.SiteID)
-		if err != nil {
-			return scanState{}, err
-		}
 		r := latestScanOf(in, sc)
 		st.Result = &r
 	}
-	return st, nil
+	return st
 }
 
 // cancelScan fails the user's unfinished scan as cancelled; a finished scan is left as it is.

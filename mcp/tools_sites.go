@@ -42,29 +42,15 @@ type siteList struct {
 // listSites answers the sites of every workspace the user belongs to; an API key's, of its
 // workspace only.
 func (s *Server) listSites(ctx context.Context, userID string, _ args) (siteList, error) {
-	var sites []store.Site
-	var err error
-	if ws := store.PrincipalFrom(ctx).KeyWorkspaceID; ws != "" {
-		sites, err = s.store.SitesIn(ctx, userID, ws)
-	} else {
-		sites, err = s.store.SitesOf(ctx, userID)
-	}
+	sites, err := s.store.SiteListings(ctx, userID, store.PrincipalFrom(ctx).KeyWorkspaceID)
 	if err != nil {
 		return siteList{}, err
-	}
-	workspaces, err := s.store.WorkspacesOf(ctx, userID)
-	if err != nil {
-		return siteList{}, err
-	}
-	names := make(map[string]string, len(workspaces))
-	for _, w := range workspaces {
-		names[w.ID] = w.Name
 	}
 	out := make([]siteItem, 0, len(sites))
 	for _, st := range sites {
 		out = append(out, siteItem{ID: st.ID, Name: st.Name, Domain: st.Domain, HealthScore: st.HealthScore,
 			LastPublished: iso(st.LastPublished), Founding: st.Founding,
-			Workspace: workspaceItem{ID: st.WorkspaceID, Name: names[st.WorkspaceID]}})
+			Workspace: workspaceItem{ID: st.WorkspaceID, Name: st.WorkspaceName}})
 	}
 	return siteList{out, len(out)}, nil
 }

@@ -27,6 +27,7 @@ type Store interface {
 	Platform
 	Workspaces
 	Channels
+	Reads
 	// Name is "memory" or "postgres", for the health check and the log.
 	Name() string
 	// Ping answers whether the store can serve requests.
@@ -144,8 +145,8 @@ type Scans interface {
 	// PageResults returns a scan's successful results ordered by path then strategy.
 	PageResults(ctx context.Context, userID, scanID string) ([]PageResult, error)
 	// EachPageResult streams the results PageResults returns, one at a time and with only
-	// ExportFields of each, so exports of large scans do not sit in memory nor decode audits
-	// they do not write.
+	// ExportFields of each, so large scans do not sit in memory nor decode audits the caller
+	// does not read (MCP's regression confirmations read Runs; the export reads ExportScan).
 	EachPageResult(ctx context.Context, userID, scanID string, fn func(PageResult) error) error
 	// PageResult returns one result; ErrNotFound when the pair was not audited or failed.
 	PageResult(ctx context.Context, userID, scanID, pagePath string, strategy Strategy) (PageResult, error)

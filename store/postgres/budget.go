@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -26,27 +27,32 @@ const budgetKeySQL = `SELECT k.id, k.user_id, k.last_used_at, s.budget_version F
 	WHERE k.key_hash = $2 AND k.revoked_at IS NULL
 		AND EXISTS (SELECT 1 FROM memberships m WHERE m.workspace_id = k.workspace_id AND m.user_id = k.user_id)`
 
-// budgetVersionSQL finds the version of site $1 of user $2.
-var budgetVersionSQL = `SELECT budget_version FROM sites WHERE id = $1 AND ` + readable("workspace_id", 2)
-
 // budgetInputsSQL loads site $1 of user $2 with its version, all in one snapshot, so what is
 // kept is labelled with the version it was read at. Only the small sub-objects of each stored
-// result leave the database.
-var budgetInputsSQL = `SELECT s.budget_version, s.name, s.domain, c.id, c.status, c.strategy, c.trigger,
+// result leave the database. When the site is at version $3, the one the process holds, it
+// answers the version alone (the first column true): the caller's one statement either way.
+var budgetInputsSQL = `SELECT s.budget_version = $3, s.budget_version, s.name, s.domain, c.id, c.status, c.strategy, c.trigger,
 	c.pages_total, c.pages_done, c.scores, c.error, c.created_at, c.started_at, c.completed_at,
+	CASE WHEN s.budget_version <> $3 THEN
 	(SELECT coalesce(json_object_agg(b.metric, json_build_object('threshold', b.threshold, 'strategy', b.strategy)), '{}')
-		FROM budgets b WHERE b.site_id = s.id),
+		FROM budgets b WHERE b.site_id = s.id) END,
+	CASE WHEN s.budget_version <> $3 THEN
 	(SELECT coalesce(json_agg(json_build_object('id', r.id, 'metric', r.metric, 'operator', r.operator,
 		'threshold', r.threshold, 'createdAt', r.created_at) ORDER BY r.created_at, r.id), '[]')
-		FROM alert_rules r WHERE r.site_id = s.id),
+		FROM alert_rules r WHERE r.site_id = s.id) END,
+	CASE WHEN s.budget_version <> $3 THEN
 	(SELECT coalesce(json_agg(json_build_object('pagePath', p.page_path, 'strategy', p.strategy,
 		'scores', p.result->'scores', 'coreWebVitals', p.result->'coreWebVitals') ORDER BY p.page_path, p.strategy), '[]')
-		FROM page_results p WHERE p.scan_id = c.id AND p.result IS NOT NULL)
+		FROM page_results p WHERE p.scan_id = c.id AND p.result IS NOT NULL) END
 FROM sites s
 LEFT JOIN LATERAL (SELECT id, status, strategy, trigger, pages_total, pages_done, scores, error,
-	created_at, started_at, completed_at FROM scans WHERE site_id = s.id AND status = 'complete'
+	created_at, started_at, completed_at FROM scans WHERE site_id = s.id AND status = 'complete' AND s.budget_version <> $3
 	ORDER BY completed_at DESC, id DESC LIMIT 1) c ON TRUE
 WHERE s.id = $1 AND ` + readable("s.workspace_id", 2)
+
+// noVersion is a version no site is at (versions start at 0 and grow), for a load of inputs
+// the process does not hold.
+const noVersion = -1
 
 // noSite is a well-formed id no site has, for a lookup whose site id is malformed.
 const noSite = "00000000-0000-0000-0000-000000000000"
@@ -55,16 +61,30 @@ func (p *Store) BudgetInputs(ctx context.Context, userID, siteID string) (store.
 	if !uuidOK(userID, siteID) {
 		return store.BudgetInputs{}, store.NotFound("site")
 	}
-	stmt, err := p.prepared(ctx, budgetVersionSQL)
-	if err != nil {
-		return store.BudgetInputs{}, pgErr("budget inputs", err)
+	// One statement: the version of the site, and the inputs too unless the process holds them
+	// at that version.
+	held := p.budgets.version(siteID)
+	for {
+		in, version, err := p.loadBudgetInputs(ctx, userID, siteID, held)
+		if errors.Is(err, errHeld) {
+			if in, ok := p.budgets.get(siteID, version); ok {
+				in.UserID, in.Version = userID, version
+				return in, nil
+			}
+			held = noVersion // dropped meanwhile: load it
+			continue
+		}
+		if err != nil {
+			return store.BudgetInputs{}, err
+		}
+		p.budgets.put(siteID, version, in)
+		in.UserID, in.Version = userID, version
+		return in, nil
 	}
-	var version int64
-	if err := stmt.QueryRowContext(ctx, siteID, userID).Scan(&version); err != nil {
-		return store.BudgetInputs{}, pgErr("site", err)
-	}
-	return p.budgetInputs(ctx, userID, siteID, version)
 }
+
+// errHeld is loadBudgetInputs' answer when the site is at the version the process holds.
+var errHeld = errors.New("budget inputs held at this version")
 
 func (p *Store) BudgetInputsByKey(ctx context.Context, keyHash, siteID string, now time.Time) (store.BudgetInputs, error) {
 	if !uuidOK(siteID) {
@@ -107,7 +127,7 @@ func (p *Store) budgetInputs(ctx context.Context, userID, siteID string, version
 		in.UserID, in.Version = userID, version
 		return in, nil
 	}
-	in, version, err := p.loadBudgetInputs(ctx, userID, siteID)
+	in, version, err := p.loadBudgetInputs(ctx, userID, siteID, noVersion)
 	if err != nil {
 		return store.BudgetInputs{}, err
 	}
@@ -116,10 +136,12 @@ func (p *Store) budgetInputs(ctx context.Context, userID, siteID string, version
 	return in, nil
 }
 
-// loadBudgetInputs runs budgetInputsSQL: the inputs and the version they were read at.
-func (p *Store) loadBudgetInputs(ctx context.Context, userID, siteID string) (store.BudgetInputs, int64, error) {
+// loadBudgetInputs runs budgetInputsSQL: the inputs and the version they were read at, or
+// errHeld and the version when the site is at version held.
+func (p *Store) loadBudgetInputs(ctx context.Context, userID, siteID string, held int64) (store.BudgetInputs, int64, error) {
 	var (
 		in                                     store.BudgetInputs
+		same                                   bool
 		version                                int64
 		id, status, strategy, trigger, scanErr sql.NullString
 		total, done                            sql.NullInt64
@@ -130,10 +152,13 @@ func (p *Store) loadBudgetInputs(ctx context.Context, userID, siteID string) (st
 	if err != nil {
 		return in, 0, pgErr("budget inputs", err)
 	}
-	err = stmt.QueryRowContext(ctx, siteID, userID).Scan(&version, &in.SiteName, &in.SiteDomain, &id, &status,
+	err = stmt.QueryRowContext(ctx, siteID, userID, held).Scan(&same, &version, &in.SiteName, &in.SiteDomain, &id, &status,
 		&strategy, &trigger, &total, &done, &scores, &scanErr, &created, &started, &completed, &budgets, &rules, &results)
 	if err != nil {
 		return in, 0, pgErr("site", err)
+	}
+	if same {
+		return in, version, errHeld
 	}
 	if err := json.Unmarshal(budgets, &in.Budgets); err != nil {
 		return in, 0, fmt.Errorf("budgets of site %s: %w", siteID, err)
@@ -189,6 +214,16 @@ type budgetEntry struct {
 // budgetCacheResults bounds the page results kept, over all sites: 50,000 take about 19 MB
 // (371 bytes each, measured), and are 500 sites of 50 pages, or five of 5,000.
 const budgetCacheResults = 50_000
+
+// version is the version of the inputs held for a site, noVersion when none are.
+func (c *budgetCache) version(siteID string) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.entries[siteID]; ok {
+		return e.version
+	}
+	return noVersion
+}
 
 func (c *budgetCache) get(siteID string, version int64) (store.BudgetInputs, bool) {
 	c.mu.Lock()

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lib/pq"
+
 	"sitepulse/store"
 )
 
@@ -377,46 +379,55 @@ func (p *Store) ExpireScan(ctx context.Context, scanID, reason string, now time.
 	})
 }
 
+// enqueueDueSQL enqueues, in one statement, the scans of at most $2 sites due at $1 (those due
+// longest first, skipping sites another scheduler holds): each due site without a scan in
+// flight (the partial unique index; one in flight serves as this period's scan) gets a scan,
+// with id $3[i] for the i-th due site, and its job of kind $4 with $5 attempts, and every due
+// site moves a period ahead (store.NextScanAt: one period after it was due, or after $1 when
+// that has passed too). It answers the scans made, in due order, and notifies the dispatchers
+// when it made one.
+const enqueueDueSQL = `WITH due AS (
+		SELECT id, scan_schedule, next_scan_at, row_number() OVER (ORDER BY next_scan_at, id) AS n FROM (
+			SELECT id, scan_schedule, next_scan_at FROM sites WHERE next_scan_at <= $1 AND scan_schedule <> 'off'
+			ORDER BY next_scan_at, id LIMIT $2 FOR UPDATE SKIP LOCKED) locked),
+	moved AS (
+		UPDATE sites s SET next_scan_at = CASE
+			WHEN p.period IS NULL THEN NULL
+			WHEN d.next_scan_at + p.period > $1 THEN d.next_scan_at + p.period
+			ELSE $1::timestamptz + p.period END
+		FROM due d CROSS JOIN LATERAL (SELECT CASE d.scan_schedule WHEN 'daily' THEN interval '24 hours'
+			WHEN 'weekly' THEN interval '168 hours' END AS period) p
+		WHERE s.id = d.id RETURNING s.id),
+	made AS (
+		INSERT INTO scans (id, site_id, status, strategy, trigger, created_at)
+		SELECT ($3::uuid[])[d.n], d.id, 'queued', 'both', 'schedule', $1 FROM due d ORDER BY d.n
+		ON CONFLICT (site_id) WHERE status IN ('queued', 'running') DO NOTHING
+		RETURNING id, site_id),
+	jobs AS (
+		INSERT INTO jobs (kind, args, scan_id, state, max_attempts, run_at, created_at)
+		SELECT $4, jsonb_build_object('scanId', m.id), m.id, 'available', $5, $1, $1 FROM made m
+		RETURNING scan_id),
+	notified AS (SELECT pg_notify('` + NotifyChannel + `', $4) FROM (SELECT 1 FROM jobs LIMIT 1) j)
+	SELECT m.id, m.site_id FROM made m JOIN due d ON d.id = m.site_id
+	WHERE (SELECT count(*) FROM moved) >= 0 AND (SELECT count(*) FROM notified) >= 0
+	ORDER BY d.n`
+
 func (p *Store) EnqueueDueScans(ctx context.Context, now time.Time, limit int) ([]store.Scan, error) {
 	out := []store.Scan{}
-	err := p.tx(ctx, func(tx *sql.Tx) error {
-		out = out[:0]
-		type dueSite struct {
-			id       string
-			schedule store.Schedule
-			due      time.Time
-		}
-		due, err := queryAll(ctx, tx, "due sites", func(row rowScanner) (dueSite, error) {
-			var d dueSite
-			return d, row.Scan(&d.id, &d.schedule, &d.due)
-		}, `SELECT id, scan_schedule, next_scan_at FROM sites
-			WHERE next_scan_at <= $1 AND scan_schedule <> 'off'
-			ORDER BY next_scan_at, id LIMIT $2 FOR UPDATE SKIP LOCKED`, store.Now(now), limit)
-		if err != nil {
-			return err
-		}
-		for _, d := range due {
-			sc := store.Scan{ID: store.NewID(), SiteID: d.id, Status: store.StatusQueued, Strategy: store.StrategyBoth, Trigger: store.TriggerSchedule, CreatedAt: store.Now(now)}
-			// A scan in flight (the partial unique index) serves as this period's scan.
-			res, err := tx.ExecContext(ctx, `INSERT INTO scans (id, site_id, status, strategy, trigger, created_at)
-				VALUES ($1, $2, 'queued', $3, $4, $5)
-				ON CONFLICT (site_id) WHERE status IN ('queued', 'running') DO NOTHING`,
-				sc.ID, sc.SiteID, sc.Strategy, sc.Trigger, sc.CreatedAt)
-			if err != nil {
-				return pgErr("enqueue scheduled scan", err)
-			}
-			if n, _ := res.RowsAffected(); n == 1 {
-				if _, err := insertJob(ctx, tx, store.KindScan, store.ScanJob{ScanID: sc.ID}, sc.ID, sc.CreatedAt, sc.CreatedAt); err != nil {
-					return err
-				}
-				out = append(out, sc)
-			}
-			if _, err := tx.ExecContext(ctx, `UPDATE sites SET next_scan_at = $2 WHERE id = $1`,
-				d.id, nullTime(store.NextScanAt(d.schedule, d.due.UTC(), now))); err != nil {
-				return pgErr("move next scan", err)
-			}
-		}
-		return nil
-	})
-	return out, err
+	if limit <= 0 {
+		return out, nil
+	}
+	ids := make(pq.StringArray, limit)
+	for i := range ids {
+		ids[i] = store.NewID()
+	}
+	at := store.Now(now)
+	scans, err := queryAll(ctx, p.db, "enqueue scheduled scans", func(row rowScanner) (store.Scan, error) {
+		sc := store.Scan{Status: store.StatusQueued, Strategy: store.StrategyBoth, Trigger: store.TriggerSchedule, CreatedAt: at}
+		return sc, row.Scan(&sc.ID, &sc.SiteID)
+	}, enqueueDueSQL, at, limit, ids, store.KindScan, store.MaxAttemptsOf(store.ScanJob{}))
+	if err != nil {
+		return out, err
+	}
+	return append(out, scans...), nil
 }

@@ -321,6 +321,9 @@ func testOwnerScoping(t *testing.T, s store.Store) {
 		"EachPageResult": func(u string) error {
 			return s.EachPageResult(ctx, u, sc.ID, func(store.PageResult) error { return nil })
 		},
+		"ExportScan": func(u string) error {
+			return s.ExportScan(ctx, u, site.ID, "", true, func(string, *store.Scan) error { return nil }, func(store.PageResult) error { return nil })
+		},
 		"PageResult": func(u string) error { _, err := s.PageResult(ctx, u, sc.ID, "/", "mobile"); return err },
 		"PageErrors": func(u string) error { _, err := s.PageErrors(ctx, u, sc.ID); return err },
 		"UpdateSite": func(u string) error {
@@ -768,8 +771,11 @@ func testPageUpsert(t *testing.T, s store.Store) {
 	lcp := 2500.5
 	r := store.PageResult{PagePath: "/", PageURL: "https://x.test/", Strategy: "mobile",
 		Scores: store.PageScores{Performance: ip(50)}, CoreWebVitals: store.Vitals{LCP: &lcp},
-		Opportunities: []store.Opportunity{{Title: "Reduce unused JavaScript", SavingsMs: 300}},
-		Diagnostics:   map[string]any{"numRequests": 12.0}}
+		Opportunities:     []store.Opportunity{{Title: "Reduce unused JavaScript", SavingsMs: 300}},
+		Crux:              store.Crux{LCP: &lcp, HasCruxData: true},
+		ThirdPartyScripts: []store.ThirdParty{{Domain: "cdn.test", TransferSize: 1000, BlockingTime: 12.5}},
+		A11yIssues:        []store.A11yIssue{{ID: "color-contrast", Title: "Contrast <low> & \"odd\""}},
+		Diagnostics:       map[string]any{"numRequests": 12.0}}
 	must(t, s.SavePageResult(ctx, l, r))
 	r.Scores.Performance = ip(55)
 	must(t, s.SavePageResult(ctx, l, r))
@@ -810,28 +816,65 @@ func testPageUpsert(t *testing.T, s store.Store) {
 	}
 	_, err = s.PageResult(ctx, a.ID, sc.ID, "/b", "mobile")
 	wantErr(t, err, store.ErrNotFound)
-	var streamed []string
+	// EachPageResult streams ExportFields of each result, in page order.
+	var each []string
 	must(t, s.EachPageResult(ctx, a.ID, sc.ID, func(r store.PageResult) error {
-		streamed = append(streamed, r.PagePath+" "+string(r.Strategy))
+		each = append(each, r.PagePath+" "+string(r.Strategy))
+		if r.Runs != 1 || r.Diagnostics != nil {
+			t.Errorf("streamed %+v, want ExportFields (runs 1, no diagnostics)", r)
+		}
 		return nil
 	}))
-	if fmt.Sprint(streamed) != "[/ mobile /c desktop]" {
-		t.Errorf("streamed %v", streamed)
+	if fmt.Sprint(each) != "[/ mobile /c desktop]" {
+		t.Errorf("streamed %v", each)
 	}
-	// The stream carries what an export writes of each result, and nothing else.
+	// The export streams, once the scan is complete, what an export writes of each result and
+	// nothing else, after its head: the site's name and the scan.
 	whole, err := s.PageResults(ctx, a.ID, sc.ID)
 	must(t, err)
-	i := 0
-	must(t, s.EachPageResult(ctx, a.ID, sc.ID, func(r store.PageResult) error {
-		if want := store.ExportFields(whole[i]); !reflect.DeepEqual(r, want) {
-			t.Errorf("streamed %+v\nwant %+v", r, want)
+	export := func(scanID string, full bool) (heads []string, streamed []string) {
+		i := 0
+		must(t, s.ExportScan(ctx, a.ID, site.ID, scanID, full, func(name string, got *store.Scan) error {
+			if got == nil {
+				heads = append(heads, name+" no scan")
+			} else {
+				heads = append(heads, name+" "+got.ID+" "+string(got.Status))
+			}
+			return nil
+		}, func(r store.PageResult) error {
+			streamed = append(streamed, r.PagePath+" "+string(r.Strategy))
+			if want := store.ExportRow(whole[i], full); !reflect.DeepEqual(r, want) {
+				t.Errorf("streamed %+v\nwant %+v", r, want)
+			}
+			i++
+			return nil
+		}))
+		return heads, streamed
+	}
+	if heads, streamed := export(sc.ID, true); fmt.Sprint(heads) != "[site "+sc.ID+" running]" || streamed != nil {
+		t.Errorf("export of a running scan: %v %v, want its head only", heads, streamed)
+	}
+	if heads, _ := export("", true); fmt.Sprint(heads) != "[site no scan]" {
+		t.Errorf("export of the latest completed scan before one: %v", heads)
+	}
+	if heads, _ := export(store.NewID(), true); fmt.Sprint(heads) != "[site no scan]" {
+		t.Errorf("export of another scan: %v", heads)
+	}
+	must(t, s.CompleteScan(ctx, l, store.ScanScores{}, t0.Add(time.Minute)))
+	for _, full := range []bool{false, true} {
+		for _, id := range []string{sc.ID, ""} {
+			heads, streamed := export(id, full)
+			if fmt.Sprint(heads) != "[site "+sc.ID+" complete]" || fmt.Sprint(streamed) != "[/ mobile /c desktop]" {
+				t.Errorf("export of %q (full %v): %v %v", id, full, heads, streamed)
+			}
 		}
-		i++
-		return nil
-	}))
+	}
 	stop := errors.New("stop")
-	if err := s.EachPageResult(ctx, a.ID, sc.ID, func(store.PageResult) error { return stop }); err != stop {
+	if err := s.ExportScan(ctx, a.ID, site.ID, "", false, func(string, *store.Scan) error { return nil }, func(store.PageResult) error { return stop }); err != stop {
 		t.Errorf("callback error not returned: %v", err)
+	}
+	if err := s.ExportScan(ctx, a.ID, site.ID, "", false, func(string, *store.Scan) error { return stop }, func(store.PageResult) error { return nil }); err != stop {
+		t.Errorf("head error not returned: %v", err)
 	}
 }
 

@@ -1,0 +1,197 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"sitepulse/store"
+)
+
+// The reads of store.Reads, made of the store's other reads: Postgres answers each in one
+// statement, this store simply.
+
+func (m *Store) SiteListings(ctx context.Context, userID, workspaceID string) ([]store.SiteListing, error) {
+	var sites []store.Site
+	var err error
+	if workspaceID != "" {
+		sites, err = m.SitesIn(ctx, userID, workspaceID)
+	} else {
+		sites, err = m.SitesOf(ctx, userID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]store.SiteListing, len(sites))
+	for i, s := range sites {
+		out[i] = store.SiteListing{Site: s, WorkspaceName: m.workspaces[s.WorkspaceID].Name}
+	}
+	return out, nil
+}
+
+func (m *Store) PageDetails(ctx context.Context, userID, scanID, pagePath string, strategy store.Strategy) (store.PageDetails, error) {
+	sc, err := m.Scan(ctx, userID, scanID)
+	if err != nil {
+		return store.PageDetails{}, err
+	}
+	d := store.PageDetails{ScanStatus: sc.Status}
+	if pagePath == "" {
+		metrics, err := m.PageMetrics(ctx, userID, scanID)
+		if err != nil {
+			return d, err
+		}
+		var worst *store.PageResult
+		for i, r := range metrics {
+			if r.Strategy == strategy && (worst == nil || worse(r, *worst)) {
+				worst = &metrics[i]
+			}
+		}
+		if worst == nil {
+			return d, nil
+		}
+		pagePath = worst.PagePath
+	}
+	r, err := m.PageResult(ctx, userID, scanID, pagePath, strategy)
+	if err != nil {
+		return d, ignoreNotFound(err)
+	}
+	d.Found, d.Result = true, r
+	return d, nil
+}
+
+// worse orders pages worst first as store.Reads.PageDetails says.
+func worse(a, b store.PageResult) bool {
+	pa, pb := a.Scores.Performance, b.Scores.Performance
+	switch {
+	case pa != nil && pb == nil:
+		return true
+	case pa == nil && pb != nil:
+		return false
+	case pa != nil && pb != nil && *pa != *pb:
+		return *pa < *pb
+	}
+	return a.PagePath < b.PagePath
+}
+
+func ignoreNotFound(err error) error {
+	if store.Classify(err) == store.ErrNotFound {
+		return nil
+	}
+	return err
+}
+
+func (m *Store) LatestResults(ctx context.Context, userID, siteID, knownScanID string) (store.LatestResults, error) {
+	var out store.LatestResults
+	scans, err := m.CompletedScans(ctx, userID, siteID, 1)
+	if err != nil || len(scans) == 0 {
+		return out, err
+	}
+	out.Scan = &scans[0]
+	if scans[0].ID != knownScanID {
+		out.Results, err = m.PageResults(ctx, userID, scans[0].ID)
+	}
+	return out, err
+}
+
+func (m *Store) LatestTwo(ctx context.Context, userID, siteID string, known []string) (store.LatestTwo, error) {
+	out := store.LatestTwo{Scans: []store.Scan{}, Metrics: [][]store.PageResult{}}
+	scans, err := m.CompletedScans(ctx, userID, siteID, 2)
+	if err != nil {
+		return out, err
+	}
+	for _, sc := range scans {
+		var metrics []store.PageResult
+		if !slices.Contains(known, sc.ID) {
+			if metrics, err = m.PageMetrics(ctx, userID, sc.ID); err != nil {
+				return out, err
+			}
+		}
+		out.Scans, out.Metrics = append(out.Scans, sc), append(out.Metrics, metrics)
+	}
+	if len(scans) > 0 {
+		pubs, err := m.PublishesOfScans(ctx, userID, []string{scans[0].ID})
+		if err != nil {
+			return out, err
+		}
+		if p, ok := pubs[scans[0].ID]; ok {
+			on := p.PublishedOn
+			out.PublishedBy, out.PublishedOn = p.PublishedBy, &on
+		}
+	}
+	return out, nil
+}
+
+func (m *Store) CreateScanReport(ctx context.Context, p store.Principal, r store.Report, max int) (store.ScanReport, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out store.ScanReport
+	sc, ok := m.ownedScan(r.UserID, r.ScanID)
+	if !ok {
+		return out, store.NotFound("scan")
+	}
+	out.ScanStatus = sc.Status
+	site := m.sites[sc.SiteID]
+	if err := store.Authorize(p, store.Workspace{ID: site.WorkspaceID, Role: m.role(r.UserID, site.WorkspaceID)}, store.ActReport); err != nil {
+		return out, err
+	}
+	if sc.Status != store.StatusComplete {
+		return out, store.ErrScanNotComplete
+	}
+	n := 0
+	for _, o := range m.reports {
+		if o.UserID == r.UserID && o.RevokedAt == nil && (o.ExpiresAt == nil || o.ExpiresAt.After(r.CreatedAt)) {
+			n++
+		}
+	}
+	if n >= max {
+		return out, fmt.Errorf("%d active reports: %w", n, store.ErrLimit)
+	}
+	if r.Title == "" {
+		r.Title = store.DefaultReportTitle(site.Name)
+	}
+	out.Title = r.Title
+	return out, m.createReportLocked(r)
+}
+
+func (m *Store) ExportScan(ctx context.Context, userID, siteID, scanID string, full bool, head func(string, *store.Scan) error, row func(store.PageResult) error) error {
+	site, err := m.Site(ctx, userID, siteID)
+	if err != nil {
+		return err
+	}
+	var sc *store.Scan
+	if scanID == "" {
+		if scans, err := m.CompletedScans(ctx, userID, siteID, 1); err == nil && len(scans) > 0 {
+			sc = &scans[0]
+		}
+	} else if s, err := m.Scan(ctx, userID, scanID); err == nil && s.SiteID == site.ID {
+		sc = &s
+	}
+	if err := head(site.Name, sc); err != nil || sc == nil || sc.Status != store.StatusComplete {
+		return err
+	}
+	results, err := m.PageResults(ctx, userID, sc.ID)
+	if err != nil {
+		return err
+	}
+	for _, r := range results {
+		if err := row(store.ExportRow(r, full)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *Store) ScanView(ctx context.Context, userID, scanID string) (store.ScanView, error) {
+	sc, err := m.Scan(ctx, userID, scanID)
+	if err != nil {
+		return store.ScanView{}, err
+	}
+	site, err := m.Site(ctx, userID, sc.SiteID)
+	if err != nil {
+		return store.ScanView{}, err
+	}
+	budgets, err := m.Budgets(ctx, userID, sc.SiteID)
+	return store.ScanView{Scan: sc, SiteName: site.Name, SiteDomain: site.Domain, Budgets: budgets}, err
+}

@@ -1,0 +1,128 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Reads answers questions a request asks as a whole, each in one statement on Postgres with the
+// caller's workspace membership inside it (issue 25: reads that do one thing once). A site or
+// scan outside the user's workspaces is ErrNotFound, the same answer as an unknown id.
+type Reads interface {
+	// SiteListings lists the sites of every workspace the user belongs to, by name, each with
+	// its workspace's name; of workspaceID only when it is not empty (an API key's view).
+	SiteListings(ctx context.Context, userID, workspaceID string) ([]SiteListing, error)
+	// PageDetails reads one successful result of a scan of the user's: the result of pagePath
+	// and strategy, or with pagePath empty the worst page's for strategy (the lowest performance
+	// score, a page without one after every page with one, then the smaller path).
+	PageDetails(ctx context.Context, userID, scanID, pagePath string, strategy Strategy) (PageDetails, error)
+	// LatestResults reads the latest completed scan of a site of the user's and its successful
+	// results in page order, leaving the results out (nil) when that scan is knownScanID: the
+	// caller already holds what it makes of them. Scan is nil when the site has none.
+	LatestResults(ctx context.Context, userID, siteID, knownScanID string) (LatestResults, error)
+	// LatestTwo reads the two latest completed scans of a site of the user's, newest first
+	// (none, one or two), each with its page metrics as PageMetrics reads them but for the
+	// scans in known, whose metrics the caller holds (nil), and the publish that started the
+	// latest.
+	LatestTwo(ctx context.Context, userID, siteID string, known []string) (LatestTwo, error)
+	// CreateScanReport stores report r of scan r.ScanID of r.UserID's, its title the site's
+	// default title (DefaultReportTitle) when r.Title is empty, when all hold: principal p may
+	// publish a report in the scan's workspace (Authorize with ActReport), the scan is complete
+	// and the user holds fewer than max active reports. Otherwise it stores nothing and says why:
+	// ErrNotFound (the scan is not the user's, or outside an API key's workspace), ErrForbidden,
+	// ErrScanNotComplete or ErrLimit. Calls racing at the cap may together pass it by as many as
+	// race: the check and the insert are one statement, not a locked transaction.
+	CreateScanReport(ctx context.Context, p Principal, r Report, max int) (ScanReport, error)
+	// ScanView reads a scan of the user's of any status with its site's name, domain and
+	// budgets: MCP's get_scan.
+	ScanView(ctx context.Context, userID, scanID string) (ScanView, error)
+	// ExportScan streams the export of a site of the user's: head gets the site's name and the
+	// site's scan scanID, or with scanID empty its latest completed scan (nil when there is no
+	// such scan); then, when that scan is complete and head answered nil, row gets each
+	// successful result in page order with the fields an export writes (ExportRow). full adds
+	// the third-party scripts and accessibility issues, which only the JSON export writes.
+	// ErrNotFound when the site is not the user's.
+	ExportScan(ctx context.Context, userID, siteID, scanID string, full bool, head func(siteName string, sc *Scan) error, row func(PageResult) error) error
+}
+
+// ExportRow is what an export writes of a result (ExportScan streams only this): the page,
+// scores, the vitals LCP, CLS, INP, FCP and TTFB, CrUX, opportunities and, when full, the
+// third-party scripts and accessibility issues.
+func ExportRow(r PageResult, full bool) PageResult {
+	v := r.CoreWebVitals
+	out := PageResult{ScanID: r.ScanID, PageURL: r.PageURL, PagePath: r.PagePath, Strategy: r.Strategy, Scores: r.Scores,
+		CoreWebVitals: Vitals{LCP: v.LCP, CLS: v.CLS, INP: v.INP, FCP: v.FCP, TTFB: v.TTFB}, Crux: r.Crux, Opportunities: r.Opportunities}
+	if full {
+		out.ThirdPartyScripts, out.A11yIssues = r.ThirdPartyScripts, r.A11yIssues
+	}
+	return out
+}
+
+// SiteListing is a site with the name of its workspace.
+type SiteListing struct {
+	Site
+	WorkspaceName string
+}
+
+// PageDetails is PageDetails' answer: the scan's status and, when Found, the result.
+type PageDetails struct {
+	ScanStatus ScanStatus
+	Found      bool
+	Result     PageResult
+}
+
+// LatestResults is LatestResults' answer.
+type LatestResults struct {
+	Scan    *Scan
+	Results []PageResult // nil when Scan is nil or the caller's knownScanID
+}
+
+// LatestTwo is LatestTwo's answer: Scans newest first, Metrics[i] the page metrics of Scans[i]
+// (nil when known), and the publish that started Scans[0] (PublishedOn nil when none did).
+type LatestTwo struct {
+	Scans       []Scan
+	Metrics     [][]PageResult
+	PublishedBy string
+	PublishedOn *time.Time
+}
+
+// ScanView is ScanView's answer.
+type ScanView struct {
+	Scan
+	SiteName, SiteDomain string
+	Budgets              map[string]Budget
+}
+
+// ScanReport is what CreateScanReport stored: the report's title and the status of its scan.
+type ScanReport struct {
+	Title      string
+	ScanStatus ScanStatus
+}
+
+// ErrScanNotComplete is a report asked of a scan that has not completed; ScanReport.ScanStatus
+// says what it is.
+var ErrScanNotComplete = errors.New("scan not complete")
+
+// DefaultReportTitle is a client report's title when none is given: "<site name> Performance
+// Report", the name cut so the title fits the 200-character limit.
+func DefaultReportTitle(siteName string) string {
+	const suffix = " Performance Report"
+	name := []rune(siteName)
+	if max := 200 - len([]rune(suffix)); len(name) > max {
+		name = name[:max]
+	}
+	return string(name) + suffix
+}
+
+// ReportRoles are the roles whose members principal p may publish a report for, in workspace
+// workspaceID (Authorize with ActReport), for a statement that checks the role itself.
+func ReportRoles(p Principal, workspaceID string) []string {
+	var out []string
+	for _, r := range []Role{RoleOwner, RoleEditor, RoleViewer} {
+		if Authorize(p, Workspace{ID: workspaceID, Role: r}, ActReport) == nil {
+			out = append(out, string(r))
+		}
+	}
+	return out
+}
