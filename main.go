@@ -289,7 +289,11 @@ func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Au
 		opener = chKeys
 	}
 	alerts := &notify.Alerts{Store: st, Planner: &notify.Planner{Store: st, BaseURL: cfg.BaseURL, Now: time.Now}}
-	deliverer := &notify.Deliverer{Store: st, Keys: opener, Client: fetch, Now: time.Now}
+	var mail notify.MailFunc // nil: alert e-mails and failing-channel notices are logged instead
+	if cfg.SMTPAddr != "" {
+		mail = digest.Send
+	}
+	deliverer := &notify.Deliverer{Store: st, Keys: opener, Client: fetch, Mail: mail, BaseURL: cfg.BaseURL, Log: log, Now: time.Now}
 	return scanner.NewPool(scanner.PoolConfig{
 		Store: st, Auditor: auditor, Capacity: capacity, Log: log, Workers: cfg.ScanWorkers, Wake: wake, Platform: refresher,
 		ConfirmRuns:   cfg.ConfirmRuns,

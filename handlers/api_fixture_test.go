@@ -30,7 +30,7 @@ type apiAccount struct {
 	siteName    string
 	ruleID      string // an alert rule of the site (A only)
 	reportID    string // a client report of the latest scan (A only)
-	channelID   string // an alert channel
+	channelID   string // an alert channel of the personal workspace
 }
 
 // apiFixture is a running service with two users. A is the demo account (real scans built from
@@ -100,8 +100,8 @@ func (f *apiFixture) credentials(t testing.TB, acc *apiAccount) {
 	acc.session = token
 	must(t, f.st.CreateSession(ctx, store.Session{TokenHash: hash, UserID: acc.userID, CSRF: acc.csrf, CreatedAt: f.now, ExpiresAt: f.now.Add(time.Hour)}))
 	acc.channelID = store.NewID()
-	must(t, f.st.CreateChannel(ctx, store.Channel{ID: acc.channelID, UserID: acc.userID, Kind: store.ChannelSlack, Name: "chat",
-		URLSealed: "k.sealed", Events: []string{store.EventScanFailed}, CreatedAt: f.now}))
+	must(t, f.st.CreateChannel(ctx, acc.userID, store.Channel{ID: acc.channelID, WorkspaceID: acc.userID, Kind: store.ChannelEmail, Name: "team mail",
+		Events: []string{store.EventScanFailed}, CreatedAt: f.now}))
 	acc.clientID = "c_" + strings.ReplaceAll(store.NewID(), "-", "")
 	must(t, f.st.CreateClient(ctx, store.OAuthClient{ID: acc.clientID, Name: "Test client", RedirectURIs: []string{"http://127.0.0.1/cb"},
 		GrantTypes: []string{"authorization_code", "refresh_token"}, AuthMethod: "none", Scope: "mcp:read", CreatedAt: f.now}))

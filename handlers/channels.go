@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -13,27 +14,29 @@ import (
 	"sitepulse/store"
 )
 
-// ChannelStore is what the notifications page reads and writes: alert channels and their deliveries.
+// ChannelStore is what the Notifications page reads and writes: a workspace's alert channels,
+// their deliveries and sites, and what a Send test needs (notify.DelivererStore).
 type ChannelStore interface {
-	ChannelsOf(ctx context.Context, userID string) ([]store.Channel, error)
-	Channel(ctx context.Context, userID, channelID string) (store.Channel, error)
-	CreateChannel(ctx context.Context, c store.Channel) error
-	DeleteChannel(ctx context.Context, userID, channelID string) error
-	DeliveriesOf(ctx context.Context, userID, channelID string, limit int) ([]store.Delivery, error)
-	RecordDelivery(ctx context.Context, userID string, d store.Delivery) error
-	SitesOf(ctx context.Context, userID string) ([]store.Site, error)
+	ChannelsIn(ctx context.Context, userID, workspaceID string) ([]store.Channel, error)
+	CreateChannel(ctx context.Context, userID string, c store.Channel) error
+	DeleteChannel(ctx context.Context, userID, workspaceID, channelID string) error
+	DeliveriesOf(ctx context.Context, userID, workspaceID, channelID string, limit int) ([]store.Delivery, error)
+	SitesIn(ctx context.Context, userID, workspaceID string) ([]store.Site, error)
 	Site(ctx context.Context, userID, siteID string) (store.Site, error)
+	notify.DelivererStore
 }
 
-// The Notifications page lives under /settings until workspaces land (issue 21 asks for
-// /workspaces/{workspaceId}/notifications; the teams branch moves it there with the rest).
+// The Notifications page of a workspace (issue 21): its alert channels, which its owners and
+// editors manage and every member reads, under /workspaces/{workspaceId}/notifications. A
+// channel's URL and secret are sealed bound to the workspace's id.
 
-// channelKinds are the kinds the form offers: e-mail is the digest, switched on above it.
+// channelKinds are the kinds the form offers.
 var channelKinds = []struct{ Kind, Label, Hint string }{
 	{store.ChannelSlack, "Slack", "An incoming-webhook URL (https://hooks.slack.com/services/…)"},
 	{store.ChannelTeams, "Microsoft Teams", "A Workflows webhook URL (“Post to a channel when a webhook request is received”)"},
 	{store.ChannelDiscord, "Discord", "A channel webhook URL (https://discord.com/api/webhooks/…)"},
 	{store.ChannelWebhook, "Signed webhook", "Any HTTPS endpoint; each event is a JSON body signed with a secret shown once"},
+	{store.ChannelEmail, "E-mail", "No URL: each event is e-mailed to the members of this workspace who have regression e-mails on"},
 }
 
 // channelView is a channel as the page shows it: its URL masked, its sites named, its last
@@ -51,6 +54,8 @@ type channelForm struct {
 }
 
 type notificationsData struct {
+	Workspace store.Workspace
+	CanEdit   bool // an owner or editor: the forms are shown
 	Channels  []channelView
 	Sites     []store.Site
 	Kinds     any
@@ -70,6 +75,19 @@ var channelFlashes = map[string]string{
 	"test-failed":     "The test message was not delivered: see the channel's last delivery below.",
 }
 
+// handleSettingsNotifications sends the old address of the channels to the personal
+// workspace's Notifications page; each workspace has its own.
+func (s *server) handleSettingsNotifications() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/workspaces/"+store.PersonalWorkspace(visitorFrom(r.Context()).User.ID)+"/notifications", http.StatusFound)
+	})
+}
+
+// notificationsURL is a workspace's Notifications page.
+func notificationsURL(workspaceID string) string {
+	return "/workspaces/" + workspaceID + "/notifications"
+}
+
 func (s *server) handleNotificationsPage() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.notificationsPage(w, r, http.StatusOK, notificationsData{Form: channelForm{Events: []string{store.EventRegressionConfirmed}}},
@@ -80,8 +98,8 @@ func (s *server) handleNotificationsPage() http.Handler {
 // notificationsPage renders the page with d's form state, reading channels, their last
 // deliveries and the sites.
 func (s *server) notificationsPage(w http.ResponseWriter, r *http.Request, status int, d notificationsData, flash string) {
-	ctx, uid := r.Context(), visitorFrom(r.Context()).User.ID
-	sites, err := s.Channels.SitesOf(ctx, uid)
+	ctx, uid, ws := r.Context(), visitorFrom(r.Context()).User.ID, workspaceFrom(r.Context())
+	sites, err := s.Channels.SitesIn(ctx, uid, ws.ID)
 	if err != nil {
 		s.error(w, r, err, "")
 		return
@@ -90,15 +108,18 @@ func (s *server) notificationsPage(w http.ResponseWriter, r *http.Request, statu
 	for _, site := range sites {
 		names[site.ID] = site.Name
 	}
-	channels, err := s.Channels.ChannelsOf(ctx, uid)
+	channels, err := s.Channels.ChannelsIn(ctx, uid, ws.ID)
 	if err != nil {
 		s.error(w, r, err, "")
 		return
 	}
 	for _, c := range channels {
 		v := channelView{Channel: c, URL: "(sealed)"}
+		if c.Kind == store.ChannelEmail {
+			v.URL = "members with regression e-mails on"
+		}
 		if s.ChannelKeys != nil && c.URLSealed != "" {
-			if u, err := s.ChannelKeys.OpenFor(platform.PurposeChannelURL, c.URLSealed, uid); err == nil {
+			if u, err := s.ChannelKeys.OpenFor(platform.PurposeChannelURL, c.URLSealed, ws.ID); err == nil {
 				v.URL = maskURL(u)
 			}
 		}
@@ -107,14 +128,22 @@ func (s *server) notificationsPage(w http.ResponseWriter, r *http.Request, statu
 				v.Sites = append(v.Sites, n)
 			}
 		}
-		if v.Deliveries, err = s.Channels.DeliveriesOf(ctx, uid, c.ID, store.ChannelDeliveriesShown); err != nil {
+		if v.Deliveries, err = s.Channels.DeliveriesOf(ctx, uid, ws.ID, c.ID, store.ChannelDeliveriesShown); err != nil {
 			s.error(w, r, err, "")
 			return
 		}
 		d.Channels = append(d.Channels, v)
 	}
+	d.Workspace, d.CanEdit = ws, ws.Role.Can(store.ActEdit)
 	d.Sites, d.Kinds, d.Events, d.NoKeys = sites, channelKinds, store.EventTypes, s.ChannelKeys == nil
-	s.render(w, r, status, "notifications", page{Title: "Notifications", Flash: flash, Data: d})
+	s.render(w, r, status, "notifications", page{Title: "Notifications · " + ws.Name, Flash: flash, Data: d})
+}
+
+// noKeys opens nothing: channels with a URL cannot be used without PLATFORM_TOKEN_KEY.
+type noKeys struct{}
+
+func (noKeys) OpenFor(string, string, string) (string, error) {
+	return "", errors.New("PLATFORM_TOKEN_KEY is not set")
 }
 
 // maskURL shows where a channel posts without its credential: scheme, host and the last four
@@ -131,71 +160,76 @@ func maskURL(raw string) string {
 	return u.Scheme + "://" + u.Host + "/…" + tail
 }
 
-// handleCreateChannel saves a channel: its URL checked (https, a public address through the
-// outbound guard) and sealed; a webhook channel's signing secret is made, sealed, and shown in
-// this response only.
+// handleCreateChannel saves a channel of the workspace: its URL checked (https, a public address
+// through the outbound guard) and sealed; a webhook channel's signing secret is made, sealed, and
+// shown in this response only. An email channel has no URL.
 func (s *server) handleCreateChannel() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, uid := r.Context(), visitorFrom(r.Context()).User.ID
+		ctx, uid, ws := r.Context(), visitorFrom(r.Context()).User.ID, workspaceFrom(r.Context())
 		f := channelForm{Name: r.PostForm.Get("name"), Kind: r.PostForm.Get("kind"), URL: strings.TrimSpace(r.PostForm.Get("url")),
 			Events: r.PostForm["events"], Sites: r.PostForm["sites"]}
 		fail := func(status int, errs map[string]string) {
 			s.notificationsPage(w, r, status, notificationsData{Form: f, Errors: errs}, "")
 		}
-		if s.ChannelKeys == nil {
+		if s.ChannelKeys == nil && f.Kind != store.ChannelEmail {
 			fail(http.StatusServiceUnavailable, map[string]string{"url": "Channels cannot be saved: set PLATFORM_TOKEN_KEY (openssl rand -base64 32) so their URLs are sealed at rest."})
 			return
 		}
 		if !slices.ContainsFunc(channelKinds, func(k struct{ Kind, Label, Hint string }) bool { return k.Kind == f.Kind }) {
-			fail(http.StatusUnprocessableEntity, map[string]string{"kind": "Choose Slack, Microsoft Teams, Discord or a signed webhook."})
+			fail(http.StatusUnprocessableEntity, map[string]string{"kind": "Choose Slack, Microsoft Teams, Discord, a signed webhook or e-mail."})
 			return
 		}
-		if msg := s.channelURLProblem(r, f.URL); msg != "" {
+		if f.Kind == store.ChannelEmail {
+			f.URL = ""
+		} else if msg := s.channelURLProblem(r, f.URL); msg != "" {
 			fail(http.StatusUnprocessableEntity, map[string]string{"url": msg})
 			return
 		}
 		for _, id := range f.Sites {
-			if _, err := s.Channels.Site(ctx, uid, store.CanonicalID(id)); err != nil {
+			if site, err := s.Channels.Site(ctx, uid, store.CanonicalID(id)); err != nil || site.WorkspaceID != ws.ID {
 				fail(http.StatusUnprocessableEntity, map[string]string{"sites": "Choose sites from the list."})
 				return
 			}
 		}
-		c := store.Channel{ID: store.NewID(), UserID: uid, Kind: f.Kind, Name: f.Name, Events: f.Events, CreatedAt: s.Now()}
+		c := store.Channel{ID: store.NewID(), WorkspaceID: ws.ID, Kind: f.Kind, Name: f.Name, Events: f.Events, CreatedAt: s.Now()}
 		for _, id := range f.Sites {
 			c.SiteIDs = append(c.SiteIDs, store.CanonicalID(id))
 		}
 		var err error
-		if c.URLSealed, err = s.ChannelKeys.SealFor(platform.PurposeChannelURL, f.URL, uid); err != nil {
-			s.error(w, r, err, "")
-			return
-		}
-		var secret string
-		if c.Kind == store.ChannelWebhook {
-			secret, _ = store.NewSecret("whsec_")
-			if c.SecretSealed, err = s.ChannelKeys.SealFor(platform.PurposeChannelSecret, secret, uid); err != nil {
+		if f.URL != "" {
+			if c.URLSealed, err = s.ChannelKeys.SealFor(platform.PurposeChannelURL, f.URL, ws.ID); err != nil {
 				s.error(w, r, err, "")
 				return
 			}
 		}
-		switch err := s.Channels.CreateChannel(ctx, c); {
+		var secret string
+		if c.Kind == store.ChannelWebhook {
+			secret, _ = store.NewSecret("whsec_")
+			if c.SecretSealed, err = s.ChannelKeys.SealFor(platform.PurposeChannelSecret, secret, ws.ID); err != nil {
+				s.error(w, r, err, "")
+				return
+			}
+		}
+		switch err := s.Channels.CreateChannel(ctx, uid, c); {
 		case errors.Is(err, store.ErrInvalid):
 			fail(http.StatusUnprocessableEntity, store.FieldErrors(err))
 			return
 		case errors.Is(err, store.ErrLimit):
-			fail(http.StatusUnprocessableEntity, map[string]string{"name": "An account has at most 20 channels: delete one first."})
+			fail(http.StatusUnprocessableEntity, map[string]string{"name": fmt.Sprintf("A workspace has at most %d channels: delete one first.", store.MaxChannelsPerWorkspace)})
 			return
 		case err != nil:
 			s.error(w, r, err, "")
 			return
 		}
-		s.Log.Info("alert channel added", "user", uid, "channel", c.ID, "kind", c.Kind) // never the URL: it is a credential
+		s.Log.Info("alert channel added", "user", uid, "workspace", ws.ID, "channel", c.ID, "kind", c.Kind) // never the URL: it is a credential
+		s.activity(ctx, ws.ID, "channel added", c.Name)
 		if secret != "" {
 			// Shown in this response only, as a new API key is.
 			s.notificationsPage(w, r, http.StatusOK, notificationsData{Form: channelForm{Events: []string{store.EventRegressionConfirmed}},
 				NewSecret: secret, NewName: c.Name}, "Channel added. Copy its signing secret now: it is not shown again.")
 			return
 		}
-		http.Redirect(w, r, "/settings/notifications?done=channel-added", http.StatusSeeOther)
+		http.Redirect(w, r, notificationsURL(ws.ID)+"?done=channel-added", http.StatusSeeOther)
 	})
 }
 
@@ -218,39 +252,33 @@ func (s *server) channelURLProblem(r *http.Request, raw string) string {
 	return ""
 }
 
-// handleTestChannel sends a test message to a channel now, through the outbound guard, and
-// records it as a delivery, so the page shows what the receiver answered.
+// handleTestChannel sends a test message to a channel of the workspace now, through the
+// outbound guard (an email channel: to its members who opted in), and records it as a delivery,
+// so the page shows what the receiver answered.
 func (s *server) handleTestChannel() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, uid := r.Context(), visitorFrom(r.Context()).User.ID
-		c, err := s.Channels.Channel(ctx, uid, store.CanonicalID(r.PathValue("channelId")))
+		ctx, ws := r.Context(), workspaceFrom(r.Context())
+		c, err := s.Channels.Channel(ctx, ws.ID, store.CanonicalID(r.PathValue("channelId")))
 		if err != nil {
-			s.error(w, r, err, "")
+			s.error(w, r, err, "There is no such channel in this workspace.")
 			return
 		}
-		if s.ChannelKeys == nil {
+		if s.ChannelKeys == nil && c.Kind != store.ChannelEmail {
 			s.renderError(w, r, http.StatusServiceUnavailable, "Channels cannot be used: PLATFORM_TOKEN_KEY is not set.")
 			return
 		}
 		now := s.Now()
-		d := store.Delivery{ID: store.NewID(), ChannelID: c.ID, EventID: "evt_" + store.NewID(), EventType: store.EventTest,
-			State: store.DeliveryFailed, Attempts: 1, CreatedAt: now}
-		rawURL, uerr := s.ChannelKeys.OpenFor(platform.PurposeChannelURL, c.URLSealed, uid)
-		secret, serr := "", error(nil)
-		if c.SecretSealed != "" {
-			secret, serr = s.ChannelKeys.OpenFor(platform.PurposeChannelSecret, c.SecretSealed, uid)
+		e := notify.TestEvent("evt_"+store.NewID(), now, notify.EventRef{ID: ws.ID, Name: ws.Name}, store.Site{}, s.BaseURL+notificationsURL(ws.ID))
+		var keys notify.Opener = noKeys{}
+		if s.ChannelKeys != nil { // a nil *Keys in the interface would not be nil
+			keys = s.ChannelKeys
 		}
-		if uerr != nil || serr != nil {
-			d.LastError = "the channel's sealed URL does not open with PLATFORM_TOKEN_KEY: add the channel again"
-		} else {
-			e := notify.TestEvent(d.EventID, now, notify.EventRef{ID: uid, Name: "Personal"}, store.Site{}, s.BaseURL+"/settings/notifications")
-			a := notify.Send(ctx, s.Guard.Client(), c.Kind, rawURL, []byte(secret), e, now)
-			d.LastStatus, d.LastError = a.Status, a.Err
-			if a.Status >= 200 && a.Status <= 299 {
-				d.State = store.DeliveryDelivered
-			}
+		dl := &notify.Deliverer{Store: s.Channels, Keys: keys, Client: s.Guard.Client(), BaseURL: s.BaseURL, Log: s.Log, Now: s.Now}
+		if s.Mail != nil {
+			dl.Mail = s.Mail
 		}
-		if err := s.Channels.RecordDelivery(ctx, uid, d); err != nil {
+		d, err := dl.Test(ctx, ws.ID, c, e)
+		if err != nil {
 			s.error(w, r, err, "")
 			return
 		}
@@ -258,17 +286,23 @@ func (s *server) handleTestChannel() http.Handler {
 		if d.State == store.DeliveryDelivered {
 			done = "test-sent"
 		}
-		http.Redirect(w, r, "/settings/notifications?done="+done+"#channel-"+c.ID, http.StatusSeeOther)
+		http.Redirect(w, r, notificationsURL(ws.ID)+"?done="+done+"#channel-"+c.ID, http.StatusSeeOther)
 	})
 }
 
 func (s *server) handleDeleteChannel() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		uid := visitorFrom(r.Context()).User.ID
-		if err := s.Channels.DeleteChannel(r.Context(), uid, store.CanonicalID(r.PathValue("channelId"))); err != nil {
-			s.error(w, r, err, "")
+		ctx, uid, ws := r.Context(), visitorFrom(r.Context()).User.ID, workspaceFrom(r.Context())
+		id := store.CanonicalID(r.PathValue("channelId"))
+		c, err := s.Channels.Channel(ctx, ws.ID, id)
+		if err == nil {
+			err = s.Channels.DeleteChannel(ctx, uid, ws.ID, id)
+		}
+		if err != nil {
+			s.error(w, r, err, "There is no such channel in this workspace.")
 			return
 		}
-		http.Redirect(w, r, "/settings/notifications?done=channel-deleted", http.StatusSeeOther)
+		s.activity(ctx, ws.ID, "channel deleted", c.Name)
+		http.Redirect(w, r, notificationsURL(ws.ID)+"?done=channel-deleted", http.StatusSeeOther)
 	})
 }

@@ -49,9 +49,48 @@ func newHook(t *testing.T) *hook {
 // channelsServer is a signed-in browser on a server whose outbound guard exempts the hook only,
 // as SCAN_ALLOW_PRIVATE never needs to be on for a test.
 func channelsServer(t *testing.T, st store.Store, hk *hook) (*testServer, *browser) {
+	ts, b, _ := channelsServerMail(t, st, hk)
+	return ts, b
+}
+
+// mailbox is the Mail double: what would have gone through SMTP, kept since the last clear (the
+// sign-up messages go on to the test server's outbox too).
+type mailbox struct {
+	mu   sync.Mutex
+	next func(ctx context.Context, to, subject, body string) error
+	sent []sentMail
+}
+
+func (m *mailbox) send(ctx context.Context, to, subject, body string) error {
+	m.mu.Lock()
+	m.sent = append(m.sent, sentMail{to: to, subject: subject, body: body})
+	m.mu.Unlock()
+	return m.next(ctx, to, subject, body)
+}
+
+func (m *mailbox) clear() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.sent = nil
+}
+
+func (m *mailbox) to(addr string) []sentMail {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []sentMail
+	for _, x := range m.sent {
+		if x.to == addr {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func channelsServerMail(t *testing.T, st store.Store, hk *hook) (*testServer, *browser, *mailbox) {
 	ts := &testServer{store: st, now: time.Date(2026, 11, 24, 14, 2, 0, 0, time.UTC)}
+	mb := &mailbox{next: outboxFor(st).send}
 	h, err := NewHandler(withServers(st, Deps{BaseURL: "http://sitepulse.test", Now: func() time.Time { return ts.now },
-		PasswordIterations: 1000, ChannelKeys: platform.RandomKeys(), ChannelAllowHTTP: true,
+		PasswordIterations: 1000, ChannelKeys: platform.RandomKeys(), ChannelAllowHTTP: true, Mail: mb.send,
 		Guard: netguard.Guard{Exempt: netip.MustParseAddrPort(strings.TrimPrefix(hk.URL, "http://"))}}))
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +104,26 @@ func channelsServer(t *testing.T, st store.Store, hk *hook) (*testServer, *brows
 		t.Fatal(err)
 	}
 	b.userID = u.ID
-	return ts, b
+	return ts, b, mb
+}
+
+// joinAs signs up a browser for email and makes it a member of workspace ws with role.
+func joinAs(t *testing.T, ts *testServer, st store.Store, ws, inviter, email string, role store.Role) *browser {
+	t.Helper()
+	b := ts.browser(t)
+	b.signup(email)
+	u, err := st.UserByEmail(context.Background(), email)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.userID = u.ID
+	tok := store.NewID()
+	must(t, st.CreateInvitation(context.Background(), store.Invitation{ID: store.NewID(), TokenHash: tok, WorkspaceID: ws, Email: email, Role: role,
+		InvitedBy: inviter, CreatedAt: ts.now, ExpiresAt: ts.now.Add(store.InvitationTTL)}))
+	if _, err := st.AcceptInvitation(context.Background(), tok, u.ID, email, ts.now); err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 var regexpSecret = regexp.MustCompile(`value="(whsec_[A-Za-z0-9_-]+)"`)
@@ -75,28 +133,64 @@ func TestNotificationChannels(t *testing.T) {
 		t.Run(be.Name, func(t *testing.T) {
 			st := be.Open(t)
 			hk := newHook(t)
-			ts, b := channelsServer(t, st, hk)
+			ts, b, mb := channelsServerMail(t, st, hk)
+			ws := b.userID // the personal workspace
+			page := "/workspaces/" + ws + "/notifications"
+			chURL := func(id, action string) string { return "/workspaces/" + ws + "/channels/" + id + "/" + action }
 			add := func(kind, name, u string, events ...string) (*http.Response, string) {
-				return b.postCSRF("/settings/channels", url.Values{"name": {name}, "kind": {kind}, "url": {u}, "events": events})
+				return b.postCSRF("/workspaces/"+ws+"/channels", url.Values{"name": {name}, "kind": {kind}, "url": {u}, "events": events})
 			}
+			channels := func() []store.Channel {
+				chs, err := st.ChannelsIn(context.Background(), b.userID, ws)
+				must(t, err)
+				return chs
+			}
+			viewer := joinAs(t, ts, st, ws, b.userID, "viewer@example.com", store.RoleViewer)
+			editor := joinAs(t, ts, st, ws, b.userID, "editor@example.com", store.RoleEditor)
 
 			t.Run("a Slack channel is saved sealed and shown masked", func(t *testing.T) {
 				resp, _ := add("slack", "#web-perf", hk.URL+"/services/T000/B000/abcdXYZ9", store.EventRegressionConfirmed, store.EventBudgetBroken)
 				wantStatus(t, resp, http.StatusSeeOther)
-				chs, _ := st.ChannelsOf(context.Background(), b.userID)
-				if len(chs) != 1 || strings.Contains(chs[0].URLSealed, "abcdXYZ9") {
-					t.Fatalf("channels = %+v, want one with its URL sealed", chs)
+				chs := channels()
+				if len(chs) != 1 || strings.Contains(chs[0].URLSealed, "abcdXYZ9") || chs[0].WorkspaceID != ws {
+					t.Fatalf("channels = %+v, want one of the workspace with its URL sealed", chs)
 				}
-				_, page := b.get("/settings/notifications")
-				contains(t, page, "#web-perf")
-				contains(t, page, "/…XYZ9")
-				if strings.Contains(page, "B000/abcd") {
-					t.Errorf("the page shows the channel URL in full")
+				for _, who := range []*browser{b, editor, viewer} {
+					_, body := who.get(page)
+					contains(t, body, "#web-perf")
+					contains(t, body, "/…XYZ9")
+					if strings.Contains(body, "B000/abcd") {
+						t.Errorf("the page shows the channel URL in full")
+					}
+				}
+				_, body := viewer.get(page)
+				if strings.Contains(body, "Send test") || strings.Contains(body, "Add a channel") {
+					t.Error("a viewer is shown the forms")
+				}
+				_, body = b.get("/workspaces/" + ws)
+				contains(t, body, `href="/workspaces/`+ws+`/notifications"`)
+			})
+			t.Run("the old address leads to the personal workspace's page", func(t *testing.T) {
+				resp, _ := b.get("/settings/notifications")
+				if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusFound || loc != page {
+					t.Errorf("GET /settings/notifications ends at %s, want %s", loc, page)
+				}
+			})
+			t.Run("a viewer may not add, test or delete a channel: 403, nothing changed", func(t *testing.T) {
+				chs := channels()
+				resp, _ := viewer.postCSRF("/workspaces/"+ws+"/channels", url.Values{"name": {"v"}, "kind": {"slack"}, "url": {hk.URL + "/v"}, "events": {store.EventScanFailed}})
+				wantStatus(t, resp, http.StatusForbidden)
+				for _, action := range []string{"test", "delete"} {
+					resp, _ := viewer.postCSRF(chURL(chs[0].ID, action), nil)
+					wantStatus(t, resp, http.StatusForbidden)
+				}
+				if len(channels()) != 1 || len(hk.got) != 0 {
+					t.Errorf("a viewer changed something: %d channels, %d requests", len(channels()), len(hk.got))
 				}
 			})
 			t.Run("Send test posts a Block Kit message and logs the delivery", func(t *testing.T) {
-				chs, _ := st.ChannelsOf(context.Background(), b.userID)
-				resp, _ := b.postCSRF("/settings/channels/"+chs[0].ID+"/test", nil)
+				chs := channels()
+				resp, _ := editor.postCSRF(chURL(chs[0].ID, "test"), nil)
 				wantStatus(t, resp, http.StatusSeeOther)
 				if loc := resp.Header.Get("Location"); !strings.Contains(loc, "done=test-sent") {
 					t.Errorf("redirect to %s, want test-sent", loc)
@@ -104,23 +198,23 @@ func TestNotificationChannels(t *testing.T) {
 				if len(hk.bodies) != 1 || !strings.Contains(string(hk.bodies[0]), `"blocks"`) || !strings.Contains(string(hk.bodies[0]), "Test message from SitePulse") {
 					t.Fatalf("hook got %q", hk.bodies)
 				}
-				_, page := b.get("/settings/notifications")
-				contains(t, page, `<span class="tag good">delivered</span>`)
+				_, body := b.get(page)
+				contains(t, body, `<span class="tag good">delivered</span>`)
 			})
 			t.Run("a signed webhook channel shows its secret once, and the test verifies under it", func(t *testing.T) {
-				resp, page := add("webhook", "CI hook", hk.URL+"/hook", store.EventScanFailed)
+				resp, shown := add("webhook", "CI hook", hk.URL+"/hook", store.EventScanFailed)
 				wantStatus(t, resp, http.StatusOK)
-				m := regexpSecret.FindStringSubmatch(page)
+				m := regexpSecret.FindStringSubmatch(shown)
 				if m == nil {
-					t.Fatalf("no secret shown:\n%s", page)
+					t.Fatalf("no secret shown:\n%s", shown)
 				}
-				_, again := b.get("/settings/notifications")
+				_, again := b.get(page)
 				if strings.Contains(again, m[1]) {
 					t.Error("the secret is shown again")
 				}
-				chs, _ := st.ChannelsOf(context.Background(), b.userID)
+				chs := channels()
 				i := slices.IndexFunc(chs, func(c store.Channel) bool { return c.Kind == store.ChannelWebhook })
-				b.postCSRF("/settings/channels/"+chs[i].ID+"/test", nil)
+				b.postCSRF(chURL(chs[i].ID, "test"), nil)
 				last := len(hk.got) - 1
 				r, body := hk.got[last], hk.bodies[last]
 				if err := notify.Verify([]byte(m[1]), r.Header.Get("X-SitePulse-Signature"), body, time.Date(2026, 11, 24, 14, 2, 0, 0, time.UTC), 5*time.Minute); err != nil {
@@ -136,15 +230,19 @@ func TestNotificationChannels(t *testing.T) {
 				hk.mu.Lock()
 				hk.status = 410
 				hk.mu.Unlock()
-				chs, _ := st.ChannelsOf(context.Background(), b.userID)
+				mb.clear()
+				chs := channels()
 				i := slices.IndexFunc(chs, func(c store.Channel) bool { return c.Kind == store.ChannelSlack })
-				resp, _ := b.postCSRF("/settings/channels/"+chs[i].ID+"/test", nil)
+				resp, _ := b.postCSRF(chURL(chs[i].ID, "test"), nil)
 				if loc := resp.Header.Get("Location"); !strings.Contains(loc, "done=test-failed") {
 					t.Errorf("redirect to %s, want test-failed", loc)
 				}
-				_, page := b.get("/settings/notifications")
-				contains(t, page, `<span class="tag poor">failed</span>`)
-				contains(t, page, "410 Gone")
+				_, body := b.get(page)
+				contains(t, body, `<span class="tag poor">failed</span>`)
+				contains(t, body, "410 Gone")
+				if c, _ := st.Channel(context.Background(), ws, chs[i].ID); c.FailingSince != nil || len(mb.to("team@example.com")) != 0 {
+					t.Error("a failed test marked the channel failing or e-mailed its owner")
+				}
 			})
 			t.Run("URLs on loopback, metadata or plain bad input are refused with the form's message", func(t *testing.T) {
 				for _, c := range []struct{ url, want string }{
@@ -154,37 +252,73 @@ func TestNotificationChannels(t *testing.T) {
 					{"ftp://example.com/x", "must start with https://"},
 					{"", "Paste the webhook URL."},
 				} {
-					resp, page := add("discord", "d", c.url, store.EventScanFailed)
+					resp, body := add("discord", "d", c.url, store.EventScanFailed)
 					wantStatus(t, resp, http.StatusUnprocessableEntity)
-					contains(t, page, c.want)
+					contains(t, body, c.want)
 				}
-				resp, page := add("irc", "x", hk.URL, store.EventScanFailed)
+				resp, body := add("irc", "x", hk.URL, store.EventScanFailed)
 				wantStatus(t, resp, http.StatusUnprocessableEntity)
-				contains(t, page, "Choose Slack")
-				resp, page = add("teams", "x", hk.URL, "scan.started")
+				contains(t, body, "Choose Slack")
+				resp, body = add("teams", "x", hk.URL, "scan.started")
 				wantStatus(t, resp, http.StatusUnprocessableEntity)
-				contains(t, page, "Choose the events")
-				resp, _ = b.postCSRF("/settings/channels", url.Values{"name": {"x"}, "kind": {"teams"}, "url": {hk.URL}, "events": {store.EventScanFailed}, "sites": {store.NewID()}})
+				contains(t, body, "Choose the events")
+				resp, _ = b.postCSRF("/workspaces/"+ws+"/channels", url.Values{"name": {"x"}, "kind": {"teams"}, "url": {hk.URL}, "events": {store.EventScanFailed}, "sites": {store.NewID()}})
 				wantStatus(t, resp, http.StatusUnprocessableEntity)
+				// A site of another workspace the user belongs to is not this workspace's.
+				other := store.Workspace{ID: store.NewID(), Name: "Agency", CreatedAt: ts.now}
+				must(t, st.CreateWorkspace(context.Background(), other, b.userID, 10))
+				site := store.Site{ID: store.NewID(), UserID: b.userID, WorkspaceID: other.ID, Name: "Elsewhere", Domain: "elsewhere.test", Pages: []string{"/"}, CreatedAt: ts.now}
+				must(t, st.CreateSite(context.Background(), site))
+				resp, body = b.postCSRF("/workspaces/"+ws+"/channels", url.Values{"name": {"x"}, "kind": {"teams"}, "url": {hk.URL}, "events": {store.EventScanFailed}, "sites": {site.ID}})
+				wantStatus(t, resp, http.StatusUnprocessableEntity)
+				contains(t, body, "Choose sites from the list.")
+				if n := len(channels()); n != 2 {
+					t.Errorf("%d channels after refused saves, want 2", n)
+				}
 			})
-			t.Run("another account's channel is a 404 to test and to delete, and stays", func(t *testing.T) {
-				chs, _ := st.ChannelsOf(context.Background(), b.userID)
+			t.Run("an e-mail channel needs no URL and its test goes to the members who opted in", func(t *testing.T) {
+				must(t, st.SetMemberNotify(context.Background(), ws, editor.userID, false))
+				resp, _ := add("email", "Team mail", "", store.EventRegressionConfirmed)
+				wantStatus(t, resp, http.StatusSeeOther)
+				chs := channels()
+				i := slices.IndexFunc(chs, func(c store.Channel) bool { return c.Kind == store.ChannelEmail })
+				if i < 0 || chs[i].URLSealed != "" {
+					t.Fatalf("channels = %+v, want an e-mail one without URL", chs)
+				}
+				mb.clear()
+				resp, _ = b.postCSRF(chURL(chs[i].ID, "test"), nil)
+				if loc := resp.Header.Get("Location"); !strings.Contains(loc, "done=test-sent") {
+					t.Errorf("redirect to %s, want test-sent", loc)
+				}
+				owner, ed, vw := mb.to("team@example.com"), mb.to("editor@example.com"), mb.to("viewer@example.com")
+				if len(owner) != 1 || len(vw) != 1 || len(ed) != 0 || !strings.Contains(owner[0].subject, "Test message from SitePulse") {
+					t.Errorf("mails: owner %v, viewer %v, editor (opted out) %v", owner, vw, ed)
+				}
+			})
+			t.Run("another workspace's channel is a 404 to see, test and delete, and stays", func(t *testing.T) {
+				chs := channels()
 				other := ts.browser(t)
 				other.signup("stranger@example.com")
-				for _, path := range []string{"/test", "/delete"} {
-					resp, _ := other.postCSRF("/settings/channels/"+chs[0].ID+path, nil)
+				oid := other.userIDOf(t, st, "stranger@example.com")
+				resp, _ := other.get(page)
+				wantStatus(t, resp, http.StatusNotFound)
+				for _, action := range []string{"test", "delete"} {
+					resp, _ := other.postCSRF(chURL(chs[0].ID, action), nil)
+					wantStatus(t, resp, http.StatusNotFound)
+					// Through the stranger's own workspace: not a channel of it.
+					resp, _ = other.postCSRF("/workspaces/"+oid+"/channels/"+chs[0].ID+"/"+action, nil)
 					wantStatus(t, resp, http.StatusNotFound)
 				}
-				if _, err := st.Channel(context.Background(), b.userID, chs[0].ID); err != nil {
+				if _, err := st.Channel(context.Background(), ws, chs[0].ID); err != nil {
 					t.Errorf("the channel is gone: %v", err)
 				}
 			})
-			t.Run("delete removes the channel and its log", func(t *testing.T) {
-				chs, _ := st.ChannelsOf(context.Background(), b.userID)
-				resp, _ := b.postCSRF("/settings/channels/"+chs[0].ID+"/delete", nil)
+			t.Run("an editor deletes a channel and its log", func(t *testing.T) {
+				chs := channels()
+				resp, _ := editor.postCSRF(chURL(chs[0].ID, "delete"), nil)
 				wantStatus(t, resp, http.StatusSeeOther)
-				if left, _ := st.ChannelsOf(context.Background(), b.userID); len(left) != 1 {
-					t.Errorf("%d channels left, want 1", len(left))
+				if left := channels(); len(left) != len(chs)-1 {
+					t.Errorf("%d channels left, want %d", len(left), len(chs)-1)
 				}
 			})
 		})

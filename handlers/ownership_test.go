@@ -61,18 +61,6 @@ var ownershipCases = []ownershipCase{
 				t.Errorf("A's key stopped working: %v", err)
 			}
 		}},
-	{name: "testing A's alert channel", route: "POST /settings/channels/{channelId}/test", method: "POST", path: func(a, _ apiAccount) string { return "/settings/channels/" + a.channelID + "/test" },
-		form: url.Values{}, cred: asCookie, status: 404, intact: func(t *testing.T, f *apiFixture) {
-			if d, err := f.st.DeliveriesOf(context.Background(), f.a.userID, f.a.channelID, 50); err != nil || len(d) != 0 {
-				t.Errorf("A's channel got deliveries: %v %v", d, err)
-			}
-		}},
-	{name: "deleting A's alert channel", route: "POST /settings/channels/{channelId}/delete", method: "POST", path: func(a, _ apiAccount) string { return "/settings/channels/" + a.channelID + "/delete" },
-		form: url.Values{}, cred: asCookie, status: 404, intact: func(t *testing.T, f *apiFixture) {
-			if _, err := f.st.Channel(context.Background(), f.a.userID, f.a.channelID); err != nil {
-				t.Errorf("A's channel is gone: %v", err)
-			}
-		}},
 	{name: "disconnecting A's OAuth app", route: "POST /settings/connected-apps/{clientID}/revoke", method: "POST", path: func(a, _ apiAccount) string { return "/settings/connected-apps/" + a.clientID + "/revoke" },
 		form: url.Values{}, cred: asCookie, status: 404, intact: func(t *testing.T, f *apiFixture) {
 			apps, _ := f.st.Consents(context.Background(), f.a.userID)
@@ -149,6 +137,22 @@ var ownershipCases = []ownershipCase{
 		path: func(a, _ apiAccount) string { return "/workspaces/" + a.userID + "/members/" + a.userID + "/remove" }, form: url.Values{}, cred: asCookie, status: 404, intact: membersIntact},
 	{name: "leaving A's workspace", route: "POST /workspaces/{workspaceId}/leave", method: "POST", path: wsPath("/leave"), form: url.Values{}, cred: asCookie, status: 404, intact: membersIntact},
 	{name: "deleting A's workspace", route: "POST /workspaces/{workspaceId}/delete", method: "POST", path: wsPath("/delete"), form: url.Values{"name": {"A"}}, cred: asCookie, status: 404, intact: membersIntact},
+	// Alert channels are the workspace's: B sees nothing of A's, can add none, test none, delete none.
+	{name: "A's workspace Notifications page", route: "GET /workspaces/{workspaceId}/notifications", method: "GET", path: wsPath("/notifications"), cred: asCookie, status: 404},
+	{name: "adding a channel to A's workspace", route: "POST /workspaces/{workspaceId}/channels", method: "POST", path: wsPath("/channels"),
+		form: url.Values{"name": {"x"}, "kind": {"email"}, "events": {"scan.failed"}}, cred: asCookie, status: 404, intact: channelsIntact},
+	{name: "testing A's alert channel", route: "POST /workspaces/{workspaceId}/channels/{channelId}/test", method: "POST",
+		path: func(a, _ apiAccount) string { return "/workspaces/" + a.userID + "/channels/" + a.channelID + "/test" }, form: url.Values{}, cred: asCookie, status: 404, intact: channelsIntact},
+	{name: "testing A's alert channel through B's own workspace", route: "POST /workspaces/{workspaceId}/channels/{channelId}/test", method: "POST",
+		path: func(a, b apiAccount) string { return "/workspaces/" + b.userID + "/channels/" + a.channelID + "/test" }, form: url.Values{}, cred: asCookie, status: 404, intact: channelsIntact},
+	{name: "deleting A's alert channel", route: "POST /workspaces/{workspaceId}/channels/{channelId}/delete", method: "POST",
+		path: func(a, _ apiAccount) string {
+			return "/workspaces/" + a.userID + "/channels/" + a.channelID + "/delete"
+		}, form: url.Values{}, cred: asCookie, status: 404, intact: channelsIntact},
+	{name: "deleting A's alert channel through B's own workspace", route: "POST /workspaces/{workspaceId}/channels/{channelId}/delete", method: "POST",
+		path: func(a, b apiAccount) string {
+			return "/workspaces/" + b.userID + "/channels/" + a.channelID + "/delete"
+		}, form: url.Values{}, cred: asCookie, status: 404, intact: channelsIntact},
 	{name: "A's workspace notifications", route: "POST /workspaces/{workspaceId}/notifications", method: "POST", path: wsPath("/notifications"), form: url.Values{}, cred: asCookie, status: 404, intact: membersIntact},
 	{name: "A's workspace retention", route: "POST /workspaces/{workspaceId}/retention", method: "POST", path: wsPath("/retention"), form: url.Values{"retention_days": {"1"}}, cred: asCookie, status: 404, intact: retentionIntact},
 	// Invitations are reached by their secret token: a guessed one is unknown.
@@ -190,6 +194,17 @@ func membersIntact(t *testing.T, f *apiFixture) {
 	}
 	if inv, _ := f.st.Invitations(context.Background(), f.a.userID, f.now); len(inv) != 0 {
 		t.Errorf("B invited into A's workspace: %+v", inv)
+	}
+}
+
+// channelsIntact: A's workspace still has A's one channel, with no delivery.
+func channelsIntact(t *testing.T, f *apiFixture) {
+	chs, _ := f.st.WorkspaceChannels(context.Background(), f.a.userID)
+	if len(chs) != 1 || chs[0].ID != f.a.channelID {
+		t.Errorf("A's channels after B's request: %+v", chs)
+	}
+	if d, err := f.st.DeliveriesOf(context.Background(), f.a.userID, f.a.userID, f.a.channelID, 50); err != nil || len(d) != 0 {
+		t.Errorf("A's channel got deliveries: %v %v", d, err)
 	}
 }
 

@@ -151,12 +151,20 @@ var roleCases = []roleCase{
 	{route: "POST /settings/connected-apps/{clientID}/revoke", method: "POST", path: func(f *rolesFixture) string { return "/settings/connected-apps/" + f.a.clientID + "/revoke" },
 		form: url.Values{}, want: [nRoles]int{303, 404, 404, 404, 404}, fresh: true},
 
-	// Alert channels are still the account's (issue 21 moves them into the workspace): each
-	// visitor reaches only their own, the same for every role.
-	{route: "GET /settings/notifications", method: "GET", path: fixedPath("/settings/notifications"), want: all(200)},
-	{route: "POST /settings/channels", method: "POST", path: fixedPath("/settings/channels"), form: url.Values{"kind": {"nope"}}, want: all(503)}, // no sealing key in the fixture: channels are off
-	{route: "POST /settings/channels/{channelId}/test", method: "POST", path: fixedPath("/settings/channels/00000000-0000-4000-8000-000000000000/test"), form: url.Values{}, want: all(404)},
-	{route: "POST /settings/channels/{channelId}/delete", method: "POST", path: fixedPath("/settings/channels/00000000-0000-4000-8000-000000000000/delete"), form: url.Values{}, want: all(404)},
+	// Alert channels are the workspace's: every member reads the Notifications page, owners and
+	// editors add, test and delete channels, a viewer gets 403, the others 404. The old address
+	// leads each visitor to their personal workspace's page. (The fixture's channel is an e-mail
+	// one: the fixture has no sealing key, and an e-mail channel has nothing to seal.)
+	{route: "GET /settings/notifications", method: "GET", path: fixedPath("/settings/notifications"), want: all(302)},
+	{route: "GET /workspaces/{workspaceId}/notifications", method: "GET", path: team("/notifications"), want: reads},
+	{route: "POST /workspaces/{workspaceId}/channels", method: "POST", path: team("/channels"),
+		form: url.Values{"name": {"team mail"}, "kind": {"email"}, "events": {"scan.failed"}}, want: edits, fresh: true},
+	{route: "POST /workspaces/{workspaceId}/channels", method: "POST", path: team("/channels"),
+		form: url.Values{"name": {"slack"}, "kind": {"slack"}, "url": {"https://hooks.slack.test/x"}, "events": {"scan.failed"}}, want: [nRoles]int{503, 503, 403, 404, 404}}, // no sealing key
+	{route: "POST /workspaces/{workspaceId}/channels/{channelId}/test", method: "POST", path: func(f *rolesFixture) string { return "/workspaces/" + f.ws + "/channels/" + f.a.channelID + "/test" },
+		form: url.Values{}, want: edits},
+	{route: "POST /workspaces/{workspaceId}/channels/{channelId}/delete", method: "POST", path: func(f *rolesFixture) string { return "/workspaces/" + f.ws + "/channels/" + f.a.channelID + "/delete" },
+		form: url.Values{}, want: edits, fresh: true},
 
 	// OAuth authorization server and the docs: no workspace's data.
 	{route: "GET /.well-known/oauth-authorization-server", method: "GET", path: fixedPath("/.well-known/oauth-authorization-server"), want: all(200)},

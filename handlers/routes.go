@@ -27,11 +27,8 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 	mux.Handle("POST /settings/api-keys", s.requireUser(s.handleCreateAPIKey()))
 	mux.Handle("POST /settings/api-keys/{keyID}/revoke", s.requireUser(s.handleRevokeAPIKey()))
 	mux.Handle("POST /settings/notifications", s.requireUser(s.handleNotifications()))
-	// Alert channels (issue 21), under /settings until workspaces land.
-	mux.Handle("GET /settings/notifications", s.requireUser(s.handleNotificationsPage()))
-	mux.Handle("POST /settings/channels", s.requireUser(s.handleCreateChannel()))
-	mux.Handle("POST /settings/channels/{channelId}/test", s.requireUser(s.handleTestChannel()))
-	mux.Handle("POST /settings/channels/{channelId}/delete", s.requireUser(s.handleDeleteChannel()))
+	// Alert channels are the workspace's (below); the old address leads to the personal one's.
+	mux.Handle("GET /settings/notifications", s.requireUser(s.handleSettingsNotifications()))
 	mux.Handle("POST /settings/connected-apps/{clientID}/revoke", s.requireUser(s.handleRevokeApp()))
 
 	// OAuth 2.1 authorization server for MCP clients (README "Connect an MCP client"). The
@@ -87,6 +84,12 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 	mux.Handle("POST /workspaces/{workspaceId}/leave", s.requireUser(s.onWorkspace(store.ActLeave, s.handleLeaveWorkspace())))
 	mux.Handle("POST /workspaces/{workspaceId}/notifications", s.requireUser(s.onWorkspace(store.ActRead, s.handleMemberNotify())))
 	mux.Handle("POST /workspaces/{workspaceId}/retention", s.requireUser(s.onWorkspace(store.ActManage, s.handleRetention())))
+	// The workspace's alert channels (issue 21): every member reads the Notifications page,
+	// owners and editors add, test and delete channels.
+	mux.Handle("GET /workspaces/{workspaceId}/notifications", s.requireUser(s.onWorkspace(store.ActRead, s.handleNotificationsPage())))
+	mux.Handle("POST /workspaces/{workspaceId}/channels", s.requireUser(s.onWorkspace(store.ActEdit, s.handleCreateChannel())))
+	mux.Handle("POST /workspaces/{workspaceId}/channels/{channelId}/test", s.requireUser(s.onWorkspace(store.ActEdit, s.handleTestChannel())))
+	mux.Handle("POST /workspaces/{workspaceId}/channels/{channelId}/delete", s.requireUser(s.onWorkspace(store.ActEdit, s.handleDeleteChannel())))
 	mux.Handle("GET /invite/{token}", s.withVisitor(s.handleInvitation()))
 	mux.Handle("POST /invite/{token}", s.requireUser(s.handleAcceptInvitation()))
 

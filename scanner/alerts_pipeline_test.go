@@ -27,12 +27,13 @@ import (
 // receivers stands in for Slack, Teams, Discord and webhook receivers: one local server, a path
 // per channel, each answering as its script says (the last status repeats), counting what came.
 type receivers struct {
-	srv    *httptest.Server
-	mu     sync.Mutex
-	script map[string][]int
-	got    map[string][]*http.Request
-	bodies map[string][]string
-	seen   chan string // each request's path, for a test that waits for deliveries
+	srv     *httptest.Server
+	mu      sync.Mutex
+	script  map[string][]int
+	headers map[string]http.Header // sent with every answer on a path (Retry-After)
+	got     map[string][]*http.Request
+	bodies  map[string][]string
+	seen    chan string // each request's path, for a test that waits for deliveries
 }
 
 func newReceivers(t *testing.T, script map[string][]int) *receivers {
@@ -46,6 +47,9 @@ func newReceivers(t *testing.T, script map[string][]int) *receivers {
 		status := http.StatusOK
 		if s := rc.script[req.URL.Path]; len(s) > 0 {
 			status = s[min(n, len(s)-1)]
+		}
+		for k, v := range rc.headers[req.URL.Path] {
+			w.Header()[k] = v
 		}
 		rc.mu.Unlock()
 		w.WriteHeader(status)
@@ -70,18 +74,20 @@ func (rc *receivers) guard() netguard.Guard {
 // addChannel saves a channel of the rig's user whose URL is the receivers' path.
 func (r *rig) addChannel(keys *platform.Keys, kind, url string, events ...string) store.Channel {
 	r.t.Helper()
-	sealed, err := keys.SealFor(platform.PurposeChannelURL, url, r.user.ID)
-	if err != nil {
-		r.t.Fatal(err)
+	c := store.Channel{ID: store.NewID(), WorkspaceID: r.user.ID, Kind: kind, Name: kind + " " + url[strings.LastIndex(url, "/")+1:],
+		Events: events, CreatedAt: time.Now()}
+	var err error
+	if url != "" {
+		if c.URLSealed, err = keys.SealFor(platform.PurposeChannelURL, url, r.user.ID); err != nil {
+			r.t.Fatal(err)
+		}
 	}
-	c := store.Channel{ID: store.NewID(), UserID: r.user.ID, Kind: kind, Name: kind + " " + url[strings.LastIndex(url, "/"):],
-		URLSealed: sealed, Events: events, CreatedAt: time.Now()}
 	if kind == store.ChannelWebhook {
 		if c.SecretSealed, err = keys.SealFor(platform.PurposeChannelSecret, "whsec_test", r.user.ID); err != nil {
 			r.t.Fatal(err)
 		}
 	}
-	if err := r.st.CreateChannel(context.Background(), c); err != nil {
+	if err := r.st.CreateChannel(context.Background(), r.user.ID, c); err != nil {
 		r.t.Fatal(err)
 	}
 	return c
@@ -199,7 +205,7 @@ func testAlertsFire(t *testing.T, st store.Store) {
 		attempts, status int
 	}{"/slack": {store.DeliveryDelivered, 1, 200}, "/flaky": {store.DeliveryDelivered, 3, 200}, "/gone": {store.DeliveryFailed, 1, 410}}
 	for path, want := range wantRec {
-		ds, err := st.DeliveriesOf(ctx, r.user.ID, chans[path].ID, 10)
+		ds, err := st.DeliveriesOf(ctx, r.user.ID, r.user.ID, chans[path].ID, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -266,7 +272,7 @@ func testAlertsTwoProcesses(t *testing.T, st store.Store) {
 		e := notify.Event{ID: fmt.Sprintf("evt_%03d", i), Type: store.EventScanFailed, CreatedAt: now,
 			Site: notify.EventSite{ID: r.site.ID, Name: r.site.Name, Domain: r.site.Domain}}
 		ds[i] = store.Delivery{ID: store.NewID(), ChannelID: c.ID, EventID: e.ID, EventType: e.Type, State: store.DeliveryPending, CreatedAt: now}
-		jobs[i] = notify.Dispatch{UserID: r.user.ID, ChannelID: c.ID, Event: e}
+		jobs[i] = notify.Dispatch{WorkspaceID: r.user.ID, ChannelID: c.ID, Event: e}
 	}
 	if n, err := st.PlanDeliveries(ctx, r.user.ID, ds, jobs, now); err != nil || n != events {
 		t.Fatalf("planned %d, %v", n, err)
@@ -335,7 +341,7 @@ func testAlertsTwoProcesses(t *testing.T, st store.Store) {
 	if len(seen) != events {
 		t.Errorf("%d distinct events delivered, want %d", len(seen), events)
 	}
-	recs, err := st.DeliveriesOf(ctx, r.user.ID, c.ID, events)
+	recs, err := st.DeliveriesOf(ctx, r.user.ID, r.user.ID, c.ID, events)
 	if err != nil {
 		t.Fatal(err)
 	}

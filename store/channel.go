@@ -8,7 +8,8 @@ import (
 	"unicode/utf8"
 )
 
-// Channel kinds: where alerts go. Email is the owner's digest, with no URL.
+// Channel kinds: where alerts go. Email has no URL: it e-mails the event to the workspace's
+// members who have regression e-mails on (Member.NotifyRegressions), through SMTP_ADDR.
 const (
 	ChannelSlack   = "slack"
 	ChannelTeams   = "teams"
@@ -32,12 +33,13 @@ const (
 // EventTypes are the events a channel may subscribe to, in the page's order.
 var EventTypes = []string{EventRegressionConfirmed, EventBudgetBroken, EventBudgetRecovered, EventScanFailed}
 
-// Channel is where an account's alerts go. URLSealed and SecretSealed are sealed by the caller
-// (PLATFORM_TOKEN_KEY, bound to the owner): a Slack or Discord webhook URL is a credential, and
-// the webhook secret must be used again to sign. SiteIDs empty means every site.
+// Channel is where a workspace's alerts go. URLSealed and SecretSealed are sealed by the caller
+// (PLATFORM_TOKEN_KEY, bound to the workspace id): a Slack or Discord webhook URL is a
+// credential, and the webhook secret must be used again to sign. SiteIDs empty means every site
+// of the workspace.
 type Channel struct {
 	ID           string
-	UserID       string
+	WorkspaceID  string
 	Kind         string
 	Name         string
 	URLSealed    string
@@ -48,8 +50,8 @@ type Channel struct {
 	FailingSince *time.Time
 }
 
-// MaxChannelsPerUser bounds what one account may configure.
-const MaxChannelsPerUser = 20
+// MaxChannelsPerWorkspace bounds what one workspace may configure.
+const MaxChannelsPerWorkspace = 20
 
 // Validate checks what a person wrote: a name shown to others, a known kind, events it may
 // receive (at least one), and a sealed URL for every kind but email.

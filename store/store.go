@@ -340,18 +340,30 @@ type Webhooks interface {
 	PublishesOfScans(ctx context.Context, userID string, scanIDs []string) (map[string]Publish, error)
 }
 
-// Channels are where an account's alerts go, and the record of what was sent to each.
+// Channels are where a workspace's alerts go, and the record of what was sent to each. The
+// methods that take a user id serve a member (scoped through the memberships in the query, a
+// write needing owner or editor); the others serve the system (the alert jobs, and the Send test
+// button once its handler authorized the member) and are scoped to the workspace.
 type Channels interface {
-	// CreateChannel validates and stores a channel; ErrLimit past MaxChannelsPerUser.
-	CreateChannel(ctx context.Context, c Channel) error
-	// ChannelsOf lists the user's channels, oldest first.
-	ChannelsOf(ctx context.Context, userID string) ([]Channel, error)
-	Channel(ctx context.Context, userID, channelID string) (Channel, error)
-	// DeleteChannel deletes a channel of the user and its deliveries.
-	DeleteChannel(ctx context.Context, userID, channelID string) error
+	// CreateChannel validates and stores c in c.WorkspaceID; ErrNotFound unless userID is an
+	// owner or editor there, ErrLimit past MaxChannelsPerWorkspace.
+	CreateChannel(ctx context.Context, userID string, c Channel) error
+	// ChannelsIn lists a workspace's channels, oldest first; none for a non-member.
+	ChannelsIn(ctx context.Context, userID, workspaceID string) ([]Channel, error)
+	// DeleteChannel deletes a channel of the workspace and its deliveries; ErrNotFound unless
+	// userID is an owner or editor there.
+	DeleteChannel(ctx context.Context, userID, workspaceID, channelID string) error
+	// DeliveriesOf lists a channel's deliveries, newest first, at most limit; ErrNotFound when
+	// the channel is not of a workspace the user is a member of.
+	DeliveriesOf(ctx context.Context, userID, workspaceID, channelID string, limit int) ([]Delivery, error)
+
+	// WorkspaceChannels lists a workspace's channels, oldest first (system: planning alerts).
+	WorkspaceChannels(ctx context.Context, workspaceID string) ([]Channel, error)
+	// Channel reads a channel of a workspace (system: a delivery, the Send test button).
+	Channel(ctx context.Context, workspaceID, channelID string) (Channel, error)
 	// RecordDelivery inserts or updates (by channel and event id) a delivery to a channel of
-	// the user; ErrNotFound when the channel is not the user's.
-	RecordDelivery(ctx context.Context, userID string, d Delivery) error
+	// the workspace (system); ErrNotFound when the channel is not the workspace's.
+	RecordDelivery(ctx context.Context, workspaceID string, d Delivery) error
 	// SwapBudgetState sets the budget state a site's latest completed scan left (broken or not)
 	// and answers the state before, in one step, so of two scans completing together exactly
 	// one sees a transition (system: scan completion). Swapping again for the same scan (its
@@ -360,14 +372,13 @@ type Channels interface {
 	// PlanDeliveries stores, in one transaction, a pending delivery per element of ds (by
 	// channel and event id) and, for each one new, its job jobs[i] runnable at now: planning a
 	// finished scan's alerts again (a retried job) duplicates nothing, and a crash loses none.
-	// A delivery whose channel is not the user's (deleted since) is skipped.
-	PlanDeliveries(ctx context.Context, userID string, ds []Delivery, jobs []JobArgs, now time.Time) (planned int, err error)
-	// SetChannelFailing marks a channel of the user failing since a time, or not failing (nil);
-	// a channel already failing keeps its first time.
-	SetChannelFailing(ctx context.Context, userID, channelID string, since *time.Time) error
-	// DeliveriesOf lists a channel's deliveries, newest first, at most limit; ErrNotFound when
-	// the channel is not the user's.
-	DeliveriesOf(ctx context.Context, userID, channelID string, limit int) ([]Delivery, error)
+	// A delivery whose channel is not the workspace's (deleted since) is skipped (system).
+	PlanDeliveries(ctx context.Context, workspaceID string, ds []Delivery, jobs []JobArgs, now time.Time) (planned int, err error)
+	// SetChannelFailing marks a channel of the workspace failing since a time, or not failing
+	// (nil); a channel already failing keeps its first time (system). turned is true for the one
+	// call that found it not failing and marked it: its owners are told once, however many
+	// deliveries fail together.
+	SetChannelFailing(ctx context.Context, workspaceID, channelID string, since *time.Time) (turned bool, err error)
 }
 
 // SessionTouchGranularity is how stale a session's SeenAt may be: a session used again within

@@ -75,7 +75,7 @@ func newAlertRig(t *testing.T, st store.Store) *alertRig {
 	if err := st.CreateUser(ctx, r.user); err != nil {
 		t.Fatal(err)
 	}
-	r.site = store.Site{ID: store.NewID(), UserID: r.user.ID, Name: "Shop", Domain: "shop.example", CreatedAt: now}
+	r.site = store.Site{ID: store.NewID(), UserID: r.user.ID, WorkspaceID: r.user.ID, Name: "Shop", Domain: "shop.example", CreatedAt: now}
 	if err := st.CreateSite(ctx, r.site); err != nil {
 		t.Fatal(err)
 	}
@@ -84,11 +84,11 @@ func newAlertRig(t *testing.T, st store.Store) *alertRig {
 	all := []string{store.EventRegressionConfirmed, store.EventBudgetBroken, store.EventBudgetRecovered, store.EventScanFailed}
 	for _, c := range []struct{ kind, path string }{{KindSlack, "/slack"}, {KindTeams, "/teams"}, {KindDiscord, "/discord"}, {KindWebhook, "/webhook"}} {
 		url, _ := keys.SealFor(platform.PurposeChannelURL, r.rc.URL+c.path, r.user.ID)
-		ch := store.Channel{ID: store.NewID(), UserID: r.user.ID, Kind: c.kind, Name: c.kind, URLSealed: url, Events: all, CreatedAt: now}
+		ch := store.Channel{ID: store.NewID(), WorkspaceID: r.user.ID, Kind: c.kind, Name: c.kind, URLSealed: url, Events: all, CreatedAt: now}
 		if c.kind == KindWebhook {
 			ch.SecretSealed, _ = keys.SealFor(platform.PurposeChannelSecret, r.secret, r.user.ID)
 		}
-		if err := st.CreateChannel(ctx, ch); err != nil {
+		if err := st.CreateChannel(ctx, r.user.ID, ch); err != nil {
 			t.Fatal(err)
 		}
 		r.channels = append(r.channels, ch)
@@ -103,7 +103,7 @@ func newAlertRig(t *testing.T, st store.Store) *alertRig {
 func (r *alertRig) run(t *testing.T, o Outcome) []Event {
 	ctx := context.Background()
 	events := Events(o, r.at, func() string { return "evt_" + store.NewID() })
-	channels, err := r.st.ChannelsOf(ctx, r.user.ID)
+	channels, err := r.st.WorkspaceChannels(ctx, r.user.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestAlertsEndToEnd(t *testing.T) {
 				if err := Verify([]byte(r.secret), r.rc.sigs["/webhook"][0], r.rc.got["/webhook"][0], r.at, 5*time.Minute); err != nil {
 					t.Errorf("webhook signature: %v", err)
 				}
-				ds, _ := r.st.DeliveriesOf(context.Background(), r.user.ID, r.channels[0].ID, 50)
+				ds, _ := r.st.DeliveriesOf(context.Background(), r.user.ID, r.user.ID, r.channels[0].ID, 50)
 				if len(ds) != 1 || ds[0].State != store.DeliveryDelivered || ds[0].LastStatus != 200 {
 					t.Errorf("slack deliveries = %+v", ds)
 				}
@@ -190,13 +190,13 @@ func TestAlertsEndToEnd(t *testing.T) {
 				keys := r.dl.Keys.(*platform.Keys)
 				ctx := context.Background()
 				for _, c := range r.channels {
-					st.DeleteChannel(ctx, r.user.ID, c.ID)
+					st.DeleteChannel(ctx, r.user.ID, r.user.ID, c.ID)
 				}
 				ids := map[string]string{}
 				for _, u := range []string{r.rc.URL + "/flaky", r.rc.URL + "/gone", other.URL + "/hook"} {
 					sealed, _ := keys.SealFor(platform.PurposeChannelURL, u, r.user.ID)
-					ch := store.Channel{ID: store.NewID(), UserID: r.user.ID, Kind: KindSlack, Name: "c", URLSealed: sealed, Events: []string{store.EventScanFailed}, CreatedAt: now}
-					if err := st.CreateChannel(ctx, ch); err != nil {
+					ch := store.Channel{ID: store.NewID(), WorkspaceID: r.user.ID, Kind: KindSlack, Name: "c", URLSealed: sealed, Events: []string{store.EventScanFailed}, CreatedAt: now}
+					if err := st.CreateChannel(ctx, r.user.ID, ch); err != nil {
 						t.Fatal(err)
 					}
 					ids[u[strings.LastIndex(u, "/"):]] = ch.ID
@@ -208,7 +208,7 @@ func TestAlertsEndToEnd(t *testing.T) {
 					state    string
 					attempts int
 				}{"/flaky": {store.DeliveryDelivered, 3}, "/gone": {store.DeliveryFailed, 1}, "/hook": {store.DeliveryFailed, 1}} {
-					ds, _ := st.DeliveriesOf(ctx, r.user.ID, ids[path], 50)
+					ds, _ := st.DeliveriesOf(ctx, r.user.ID, r.user.ID, ids[path], 50)
 					if len(ds) != 1 || ds[0].State != want.state || ds[0].Attempts != want.attempts {
 						t.Errorf("%s deliveries = %+v, want %s after %d attempts", path, ds, want.state, want.attempts)
 					}

@@ -104,6 +104,26 @@ func Verify(secret []byte, header string, body []byte, now time.Time, tolerance 
 	return errors.New("signature does not match")
 }
 
+// Email writes an event as an e-mail's subject and plain-text body: what the chat messages say,
+// with the link written out. It is what an email channel sends each member who has regression
+// e-mails on.
+func Email(e Event) (subject, body string) {
+	s := summarize(e)
+	var b strings.Builder
+	b.WriteString(s.title + "\n\n")
+	for _, l := range s.lines {
+		b.WriteString("  " + l + "\n")
+	}
+	b.WriteString("\n" + s.context + "\n")
+	if s.url != "" {
+		b.WriteString(s.button + ": " + s.url + "\n")
+	}
+	if ws := oneLine(e.Workspace.Name); ws != "" {
+		b.WriteString("\nYou get this e-mail because regression e-mails are on for you in the workspace " + ws + " in SitePulse.\n")
+	}
+	return "SitePulse: " + s.title, b.String()
+}
+
 // summary is what every chat message says, in plain text: a title, the top lines, and the
 // context line (who published, which scan).
 type summary struct {

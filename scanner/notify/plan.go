@@ -17,7 +17,8 @@ type PlanStore interface {
 	AlertRules(ctx context.Context, userID, siteID string) ([]store.AlertRule, error)
 	PublishesOfScans(ctx context.Context, userID string, scanIDs []string) (map[string]store.Publish, error)
 	SwapBudgetState(ctx context.Context, siteID, scanID string, broken bool) (bool, error)
-	ChannelsOf(ctx context.Context, userID string) ([]store.Channel, error)
+	Workspace(ctx context.Context, userID, workspaceID string) (store.Workspace, error)
+	WorkspaceChannels(ctx context.Context, workspaceID string) ([]store.Channel, error)
 }
 
 // Planner turns a finished scan into the deliveries it causes: its Outcome (the previous
@@ -32,8 +33,12 @@ type Planner struct {
 
 // Plan answers the dispatches of a finished (complete or failed) scan of site.
 func (p *Planner) Plan(ctx context.Context, site store.Site, scan store.Scan) ([]Dispatch, error) {
-	uid := site.UserID
-	o := Outcome{Workspace: EventRef{ID: uid, Name: "Personal"}, Site: site, Scan: scan,
+	uid := site.UserID // a member of the site's workspace (RemoveMember keeps it so)
+	ws, err := p.Store.Workspace(ctx, uid, site.WorkspaceID)
+	if err != nil {
+		return nil, err
+	}
+	o := Outcome{Workspace: EventRef{ID: ws.ID, Name: ws.Name}, Site: site, Scan: scan,
 		ScanURL: p.BaseURL + "/sites/" + site.ID + "/scans/" + scan.ID}
 	pubs, err := p.Store.PublishesOfScans(ctx, uid, []string{scan.ID})
 	if err != nil {
@@ -85,9 +90,9 @@ func (p *Planner) Plan(ctx context.Context, site store.Site, scan store.Scan) ([
 	if len(events) == 0 {
 		return nil, nil
 	}
-	channels, err := p.Store.ChannelsOf(ctx, uid)
+	channels, err := p.Store.WorkspaceChannels(ctx, site.WorkspaceID)
 	if err != nil {
 		return nil, err
 	}
-	return Route(uid, events, channels), nil
+	return Route(site.WorkspaceID, events, channels), nil
 }

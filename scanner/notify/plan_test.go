@@ -45,16 +45,16 @@ func TestPlanFromTheStore(t *testing.T) {
 			ctx := context.Background()
 			st := b.Open(t)
 			r := newAlertRig(t, st)
-			other := store.Site{ID: store.NewID(), UserID: r.user.ID, Name: "Blog", Domain: "blog.example", CreatedAt: now}
+			other := store.Site{ID: store.NewID(), UserID: r.user.ID, WorkspaceID: r.user.ID, Name: "Blog", Domain: "blog.example", CreatedAt: now}
 			if err := st.CreateSite(ctx, other); err != nil {
 				t.Fatal(err)
 			}
 			// A channel for the other site only, and one for failures only: neither hears of Shop's regression.
 			for _, c := range []store.Channel{
-				{ID: store.NewID(), UserID: r.user.ID, Kind: KindSlack, Name: "blog", URLSealed: "x", Events: []string{store.EventRegressionConfirmed}, SiteIDs: []string{other.ID}, CreatedAt: now},
-				{ID: store.NewID(), UserID: r.user.ID, Kind: KindSlack, Name: "failures", URLSealed: "x", Events: []string{store.EventScanFailed}, CreatedAt: now},
+				{ID: store.NewID(), WorkspaceID: r.user.ID, Kind: KindSlack, Name: "blog", URLSealed: "x", Events: []string{store.EventRegressionConfirmed}, SiteIDs: []string{other.ID}, CreatedAt: now},
+				{ID: store.NewID(), WorkspaceID: r.user.ID, Kind: KindSlack, Name: "failures", URLSealed: "x", Events: []string{store.EventScanFailed}, CreatedAt: now},
 			} {
-				if err := st.CreateChannel(ctx, c); err != nil {
+				if err := st.CreateChannel(ctx, r.user.ID, c); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -96,6 +96,40 @@ func TestPlanFromTheStore(t *testing.T) {
 			fourth := completeScan(t, st, r.site, now.Add(3*time.Hour), store.TriggerSchedule, result("/", "mobile", 95, 1100))
 			if got := plan(fourth); got[store.EventBudgetRecovered] != 4 || len(got) != 1 {
 				t.Errorf("fourth scan planned %v, want budget.recovered to 4 channels", got)
+			}
+		})
+	}
+}
+
+// TestPlanRoutesToTheSiteWorkspace: a site's events go to the channels of the site's workspace,
+// named in the event, never to another workspace of the same member.
+func TestPlanRoutesToTheSiteWorkspace(t *testing.T) {
+	for _, b := range storetest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			st := b.Open(t)
+			r := newAlertRig(t, st) // four channels in the user's personal workspace
+			team := store.Workspace{ID: store.NewID(), Name: "Agency", CreatedAt: now}
+			if err := st.CreateWorkspace(ctx, team, r.user.ID, 10); err != nil {
+				t.Fatal(err)
+			}
+			site := store.Site{ID: store.NewID(), UserID: r.user.ID, WorkspaceID: team.ID, Name: "Client", Domain: "client.example", CreatedAt: now}
+			if err := st.CreateSite(ctx, site); err != nil {
+				t.Fatal(err)
+			}
+			ch := store.Channel{ID: store.NewID(), WorkspaceID: team.ID, Kind: KindSlack, Name: "agency", URLSealed: "x", Events: []string{store.EventRegressionConfirmed}, CreatedAt: now}
+			if err := st.CreateChannel(ctx, r.user.ID, ch); err != nil {
+				t.Fatal(err)
+			}
+			p := &Planner{Store: st, BaseURL: "https://sitepulse.example.com", Now: func() time.Time { return now }}
+			completeScan(t, st, site, now, store.TriggerManual, result("/", "mobile", 92, 1200))
+			sc := completeScan(t, st, site, now.Add(time.Hour), store.TriggerManual, result("/", "mobile", 60, 5200))
+			ds, err := p.Plan(ctx, site, sc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ds) != 1 || ds[0].ChannelID != ch.ID || ds[0].WorkspaceID != team.ID || ds[0].Event.Workspace != (EventRef{ID: team.ID, Name: "Agency"}) {
+				t.Errorf("dispatches = %+v, want one to the Agency workspace's channel, naming it", ds)
 			}
 		})
 	}

@@ -29,7 +29,7 @@ func (Dispatch) MaxAttempts() int { return 10000 }
 // the deliveries and their jobs, stored in one transaction.
 type AlertsStore interface {
 	ScanForJob(ctx context.Context, scanID string) (store.Scan, store.Site, error)
-	PlanDeliveries(ctx context.Context, userID string, ds []store.Delivery, jobs []store.JobArgs, now time.Time) (int, error)
+	PlanDeliveries(ctx context.Context, workspaceID string, ds []store.Delivery, jobs []store.JobArgs, now time.Time) (int, error)
 }
 
 // Alerts is the `alerts` job's worker.
@@ -62,7 +62,7 @@ func (a *Alerts) Work(ctx context.Context, _ store.Job, args AlertsJob) error {
 			State: store.DeliveryPending, CreatedAt: now}
 		jobs[i] = d
 	}
-	_, err = a.Store.PlanDeliveries(ctx, site.UserID, recs, jobs, now)
+	_, err = a.Store.PlanDeliveries(ctx, site.WorkspaceID, recs, jobs, now)
 	return err
 }
 

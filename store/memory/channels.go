@@ -10,22 +10,22 @@ import (
 	"sitepulse/store"
 )
 
-func (m *Store) CreateChannel(ctx context.Context, c store.Channel) error {
+func (m *Store) CreateChannel(ctx context.Context, userID string, c store.Channel) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, ok := m.users[c.UserID]; !ok {
-		return store.NotFound("user")
+	if _, ok := m.workspaces[c.WorkspaceID]; !ok || !m.canEdit(userID, c.WorkspaceID) {
+		return store.NotFound("workspace")
 	}
 	n := 0
 	for _, o := range m.channels {
-		if o.UserID == c.UserID {
+		if o.WorkspaceID == c.WorkspaceID {
 			n++
 		}
 	}
-	if n >= store.MaxChannelsPerUser {
+	if n >= store.MaxChannelsPerWorkspace {
 		return fmt.Errorf("%d channels: %w", n, store.ErrLimit)
 	}
 	if _, ok := m.channels[c.ID]; ok {
@@ -47,12 +47,26 @@ func cloneChannel(c store.Channel) store.Channel {
 	return c
 }
 
-func (m *Store) ChannelsOf(ctx context.Context, userID string) ([]store.Channel, error) {
+func (m *Store) ChannelsIn(ctx context.Context, userID, workspaceID string) ([]store.Channel, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if !m.canRead(userID, workspaceID) {
+		return []store.Channel{}, nil
+	}
+	return m.channelsOf(workspaceID), nil
+}
+
+func (m *Store) WorkspaceChannels(ctx context.Context, workspaceID string) ([]store.Channel, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.channelsOf(workspaceID), nil
+}
+
+// channelsOf lists a workspace's channels, oldest first; the caller holds m.mu.
+func (m *Store) channelsOf(workspaceID string) []store.Channel {
 	out := []store.Channel{}
 	for _, c := range m.channels {
-		if c.UserID == userID {
+		if c.WorkspaceID == workspaceID {
 			out = append(out, cloneChannel(c))
 		}
 	}
@@ -62,42 +76,41 @@ func (m *Store) ChannelsOf(ctx context.Context, userID string) ([]store.Channel,
 		}
 		return out[i].ID < out[j].ID
 	})
-	return out, nil
+	return out
 }
 
-func (m *Store) Channel(ctx context.Context, userID, channelID string) (store.Channel, error) {
+func (m *Store) Channel(ctx context.Context, workspaceID, channelID string) (store.Channel, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c, ok := m.channels[channelID]
-	if !ok || c.UserID != userID {
+	if !ok || c.WorkspaceID != workspaceID {
 		return store.Channel{}, store.NotFound("channel")
 	}
 	return cloneChannel(c), nil
 }
 
-func (m *Store) DeleteChannel(ctx context.Context, userID, channelID string) error {
+func (m *Store) DeleteChannel(ctx context.Context, userID, workspaceID, channelID string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c, ok := m.channels[channelID]
-	if !ok || c.UserID != userID {
+	if !ok || c.WorkspaceID != workspaceID || !m.canEdit(userID, workspaceID) {
 		return store.NotFound("channel")
 	}
-	delete(m.channels, channelID)
-	kept := m.channelDeliveries[:0]
-	for _, d := range m.channelDeliveries {
-		if d.ChannelID != channelID {
-			kept = append(kept, d)
-		}
-	}
-	m.channelDeliveries = kept
+	m.dropChannel(channelID)
 	return nil
 }
 
-func (m *Store) RecordDelivery(ctx context.Context, userID string, d store.Delivery) error {
+// dropChannel deletes a channel and its deliveries; the caller holds m.mu.
+func (m *Store) dropChannel(channelID string) {
+	delete(m.channels, channelID)
+	m.channelDeliveries = slices.DeleteFunc(m.channelDeliveries, func(d store.Delivery) bool { return d.ChannelID == channelID })
+}
+
+func (m *Store) RecordDelivery(ctx context.Context, workspaceID string, d store.Delivery) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c, ok := m.channels[d.ChannelID]
-	if !ok || c.UserID != userID {
+	if !ok || c.WorkspaceID != workspaceID {
 		return store.NotFound("channel")
 	}
 	if d.NextAt != nil {
@@ -115,11 +128,11 @@ func (m *Store) RecordDelivery(ctx context.Context, userID string, d store.Deliv
 	return nil
 }
 
-func (m *Store) DeliveriesOf(ctx context.Context, userID, channelID string, limit int) ([]store.Delivery, error) {
+func (m *Store) DeliveriesOf(ctx context.Context, userID, workspaceID, channelID string, limit int) ([]store.Delivery, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c, ok := m.channels[channelID]
-	if !ok || c.UserID != userID {
+	if !ok || c.WorkspaceID != workspaceID || !m.canRead(userID, workspaceID) {
 		return nil, store.NotFound("channel")
 	}
 	out := []store.Delivery{}
@@ -156,24 +169,25 @@ func (m *Store) SwapBudgetState(ctx context.Context, siteID, scanID string, brok
 	return was, nil
 }
 
-func (m *Store) SetChannelFailing(ctx context.Context, userID, channelID string, since *time.Time) error {
+func (m *Store) SetChannelFailing(ctx context.Context, workspaceID, channelID string, since *time.Time) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c, ok := m.channels[channelID]
-	if !ok || c.UserID != userID {
-		return store.NotFound("channel")
+	if !ok || c.WorkspaceID != workspaceID {
+		return false, store.NotFound("channel")
 	}
+	turned := false
 	switch {
 	case since == nil:
 		c.FailingSince = nil
 	case c.FailingSince == nil:
-		c.FailingSince = tp(*since)
+		c.FailingSince, turned = tp(*since), true
 	}
 	m.channels[channelID] = c
-	return nil
+	return turned, nil
 }
 
-func (m *Store) PlanDeliveries(ctx context.Context, userID string, ds []store.Delivery, jobs []store.JobArgs, now time.Time) (int, error) {
+func (m *Store) PlanDeliveries(ctx context.Context, workspaceID string, ds []store.Delivery, jobs []store.JobArgs, now time.Time) (int, error) {
 	if len(ds) != len(jobs) {
 		return 0, fmt.Errorf("plan deliveries: %d deliveries, %d jobs", len(ds), len(jobs))
 	}
@@ -184,7 +198,7 @@ func (m *Store) PlanDeliveries(ctx context.Context, userID string, ds []store.De
 	nextJob := m.nextJob
 	for i, d := range ds {
 		c, ok := m.channels[d.ChannelID]
-		if !ok || c.UserID != userID || slices.ContainsFunc(m.channelDeliveries, func(o store.Delivery) bool {
+		if !ok || c.WorkspaceID != workspaceID || slices.ContainsFunc(m.channelDeliveries, func(o store.Delivery) bool {
 			return o.ChannelID == d.ChannelID && o.EventID == d.EventID
 		}) {
 			continue

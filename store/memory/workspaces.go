@@ -206,6 +206,11 @@ func (m *Store) DeleteWorkspace(ctx context.Context, userID, workspaceID string)
 			delete(m.members, k)
 		}
 	}
+	for id, c := range m.channels {
+		if c.WorkspaceID == workspaceID {
+			m.dropChannel(id)
+		}
+	}
 	m.activity = slices.DeleteFunc(m.activity, func(a store.Activity) bool { return a.WorkspaceID == workspaceID })
 	delete(m.connections, workspaceID)
 	delete(m.audits, workspaceID)

@@ -11,39 +11,39 @@ import (
 	"sitepulse/store"
 )
 
-// CreateChannel counts after locking the user's row, as CreateSiteWithin does.
-func (p *Store) CreateChannel(ctx context.Context, c store.Channel) error {
+// CreateChannel counts after locking the workspace's row, as CreateSiteWithin does; the user
+// must be an owner or editor of it.
+func (p *Store) CreateChannel(ctx context.Context, userID string, c store.Channel) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	if !uuidOK(c.ID, c.UserID) {
-		return store.NotFound("user")
+	if !uuidOK(c.ID, c.WorkspaceID, userID) {
+		return store.NotFound("workspace")
 	}
 	return p.tx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `SELECT 1 FROM users WHERE id = $1 FOR UPDATE`, c.UserID); err != nil {
-			return pgErr("lock user", err)
-		}
 		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM channels WHERE user_id = $1`, c.UserID).Scan(&n); err != nil {
-			return pgErr("count channels", err)
+		err := tx.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM channels WHERE workspace_id = w.id) FROM workspaces w
+			WHERE w.id = $1 AND `+writable("w.id", 2)+` FOR UPDATE OF w`, c.WorkspaceID, userID).Scan(&n)
+		if err != nil {
+			return pgErr("lock workspace", err)
 		}
-		if n >= store.MaxChannelsPerUser {
+		if n >= store.MaxChannelsPerWorkspace {
 			return fmt.Errorf("%d channels: %w", n, store.ErrLimit)
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO channels (id, user_id, kind, name, url_sealed, secret_sealed, events, site_ids, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8::uuid[], $9)`, c.ID, c.UserID, c.Kind, c.Name, c.URLSealed, c.SecretSealed,
+		_, err = tx.ExecContext(ctx, `INSERT INTO channels (id, workspace_id, kind, name, url_sealed, secret_sealed, events, site_ids, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8::uuid[], $9)`, c.ID, c.WorkspaceID, c.Kind, c.Name, c.URLSealed, c.SecretSealed,
 			pq.StringArray(c.Events), pq.StringArray(c.SiteIDs), store.Now(c.CreatedAt))
 		return pgErr("create channel", err)
 	})
 }
 
-const channelCols = `id, user_id, kind, name, url_sealed, secret_sealed, events, site_ids::text[], created_at, failing_since`
+const channelCols = `id, workspace_id, kind, name, url_sealed, secret_sealed, events, site_ids::text[], created_at, failing_since`
 
 func scanChannel(r rowScanner) (store.Channel, error) {
 	var c store.Channel
 	var events, sites pq.StringArray
 	var failing sql.NullTime
-	err := r.Scan(&c.ID, &c.UserID, &c.Kind, &c.Name, &c.URLSealed, &c.SecretSealed, &events, &sites, &c.CreatedAt, &failing)
+	err := r.Scan(&c.ID, &c.WorkspaceID, &c.Kind, &c.Name, &c.URLSealed, &c.SecretSealed, &events, &sites, &c.CreatedAt, &failing)
 	c.Events, c.SiteIDs, c.CreatedAt = nonNil(events), nonNil(sites), c.CreatedAt.UTC()
 	if failing.Valid {
 		t := failing.Time.UTC()
@@ -52,48 +52,66 @@ func scanChannel(r rowScanner) (store.Channel, error) {
 	return c, err
 }
 
-func (p *Store) ChannelsOf(ctx context.Context, userID string) ([]store.Channel, error) {
-	if !uuidOK(userID) {
+func (p *Store) ChannelsIn(ctx context.Context, userID, workspaceID string) ([]store.Channel, error) {
+	if !uuidOK(userID, workspaceID) {
 		return []store.Channel{}, nil
 	}
-	out, err := queryAll(ctx, p.db, "channels", scanChannel, `SELECT `+channelCols+` FROM channels WHERE user_id = $1 ORDER BY created_at, id`, userID)
+	out, err := queryAll(ctx, p.db, "channels", scanChannel, `SELECT `+channelCols+` FROM channels
+		WHERE workspace_id = $1 AND `+readable("workspace_id", 2)+` ORDER BY created_at, id`, workspaceID, userID)
 	if out == nil && err == nil {
 		out = []store.Channel{}
 	}
 	return out, err
 }
 
-func (p *Store) Channel(ctx context.Context, userID, channelID string) (store.Channel, error) {
-	if !uuidOK(userID, channelID) {
+func (p *Store) WorkspaceChannels(ctx context.Context, workspaceID string) ([]store.Channel, error) {
+	if !uuidOK(workspaceID) {
+		return []store.Channel{}, nil
+	}
+	out, err := queryAll(ctx, p.db, "channels", scanChannel, `SELECT `+channelCols+` FROM channels WHERE workspace_id = $1 ORDER BY created_at, id`, workspaceID)
+	if out == nil && err == nil {
+		out = []store.Channel{}
+	}
+	return out, err
+}
+
+func (p *Store) Channel(ctx context.Context, workspaceID, channelID string) (store.Channel, error) {
+	if !uuidOK(workspaceID, channelID) {
 		return store.Channel{}, store.NotFound("channel")
 	}
-	c, err := scanChannel(p.db.QueryRowContext(ctx, `SELECT `+channelCols+` FROM channels WHERE id = $1 AND user_id = $2`, channelID, userID))
+	c, err := scanChannel(p.db.QueryRowContext(ctx, `SELECT `+channelCols+` FROM channels WHERE id = $1 AND workspace_id = $2`, channelID, workspaceID))
 	return c, pgErr("channel", err)
 }
 
-func (p *Store) DeleteChannel(ctx context.Context, userID, channelID string) error {
-	if !uuidOK(userID, channelID) {
+func (p *Store) DeleteChannel(ctx context.Context, userID, workspaceID, channelID string) error {
+	if !uuidOK(userID, workspaceID, channelID) {
 		return store.NotFound("channel")
 	}
-	res, err := p.db.ExecContext(ctx, `DELETE FROM channels WHERE id = $1 AND user_id = $2`, channelID, userID)
+	res, err := p.db.ExecContext(ctx, `DELETE FROM channels WHERE id = $1 AND workspace_id = $2 AND `+writable("workspace_id", 3),
+		channelID, workspaceID, userID)
 	return pgErr("delete channel", affected(res, err, store.NotFound("channel")))
 }
 
-func (p *Store) RecordDelivery(ctx context.Context, userID string, d store.Delivery) error {
-	if !uuidOK(userID, d.ChannelID, d.ID) {
+func (p *Store) RecordDelivery(ctx context.Context, workspaceID string, d store.Delivery) error {
+	if !uuidOK(workspaceID, d.ChannelID, d.ID) {
 		return store.NotFound("channel")
 	}
 	res, err := p.db.ExecContext(ctx, `INSERT INTO deliveries (id, channel_id, event_id, event_type, state, attempts, next_at, last_status, last_error, created_at)
-		SELECT $1, c.id, $4, $5, $6, $7, $8, $9, $10, $11 FROM channels c WHERE c.id = $2 AND c.user_id = $3
+		SELECT $1, c.id, $4, $5, $6, $7, $8, $9, $10, $11 FROM channels c WHERE c.id = $2 AND c.workspace_id = $3
 		ON CONFLICT (channel_id, event_id) DO UPDATE SET state = excluded.state, attempts = excluded.attempts,
 			next_at = excluded.next_at, last_status = excluded.last_status, last_error = excluded.last_error`,
-		d.ID, d.ChannelID, userID, d.EventID, d.EventType, d.State, d.Attempts, nullTime(d.NextAt), d.LastStatus, d.LastError, store.Now(d.CreatedAt))
+		d.ID, d.ChannelID, workspaceID, d.EventID, d.EventType, d.State, d.Attempts, nullTime(d.NextAt), d.LastStatus, d.LastError, store.Now(d.CreatedAt))
 	return pgErr("record delivery", affected(res, err, store.NotFound("channel")))
 }
 
-func (p *Store) DeliveriesOf(ctx context.Context, userID, channelID string, limit int) ([]store.Delivery, error) {
-	if _, err := p.Channel(ctx, userID, channelID); err != nil {
-		return nil, err
+func (p *Store) DeliveriesOf(ctx context.Context, userID, workspaceID, channelID string, limit int) ([]store.Delivery, error) {
+	if !uuidOK(userID, workspaceID, channelID) {
+		return nil, store.NotFound("channel")
+	}
+	var one int
+	if err := p.db.QueryRowContext(ctx, `SELECT 1 FROM channels WHERE id = $1 AND workspace_id = $2 AND `+readable("workspace_id", 3),
+		channelID, workspaceID, userID).Scan(&one); err != nil {
+		return nil, pgErr("channel", err)
 	}
 	out, err := queryAll(ctx, p.db, "deliveries", func(r rowScanner) (store.Delivery, error) {
 		var d store.Delivery
@@ -128,20 +146,24 @@ func (p *Store) SwapBudgetState(ctx context.Context, siteID, scanID string, brok
 	return was, pgErr("swap budget state", err)
 }
 
-func (p *Store) SetChannelFailing(ctx context.Context, userID, channelID string, since *time.Time) error {
-	if !uuidOK(userID, channelID) {
-		return store.NotFound("channel")
+func (p *Store) SetChannelFailing(ctx context.Context, workspaceID, channelID string, since *time.Time) (bool, error) {
+	if !uuidOK(workspaceID, channelID) {
+		return false, store.NotFound("channel")
 	}
-	res, err := p.db.ExecContext(ctx, `UPDATE channels SET failing_since = CASE WHEN $3::timestamptz IS NULL THEN NULL
-		ELSE coalesce(failing_since, $3) END WHERE id = $1 AND user_id = $2`, channelID, userID, nullTime(since))
-	return pgErr("set channel failing", affected(res, err, store.NotFound("channel")))
+	// The old value is read under the row's lock, so of deliveries failing together one turns it.
+	var turned bool
+	err := p.db.QueryRowContext(ctx, `WITH old AS (SELECT id, failing_since FROM channels WHERE id = $1 AND workspace_id = $2 FOR UPDATE)
+		UPDATE channels c SET failing_since = CASE WHEN $3::timestamptz IS NULL THEN NULL ELSE coalesce(old.failing_since, $3) END
+		FROM old WHERE c.id = old.id
+		RETURNING old.failing_since IS NULL AND $3::timestamptz IS NOT NULL`, channelID, workspaceID, nullTime(since)).Scan(&turned)
+	return turned, pgErr("set channel failing", err)
 }
 
-func (p *Store) PlanDeliveries(ctx context.Context, userID string, ds []store.Delivery, jobs []store.JobArgs, now time.Time) (int, error) {
+func (p *Store) PlanDeliveries(ctx context.Context, workspaceID string, ds []store.Delivery, jobs []store.JobArgs, now time.Time) (int, error) {
 	if len(ds) != len(jobs) {
 		return 0, fmt.Errorf("plan deliveries: %d deliveries, %d jobs", len(ds), len(jobs))
 	}
-	if !uuidOK(userID) {
+	if !uuidOK(workspaceID) {
 		return 0, nil
 	}
 	n := 0
@@ -152,9 +174,9 @@ func (p *Store) PlanDeliveries(ctx context.Context, userID string, ds []store.De
 				continue
 			}
 			res, err := tx.ExecContext(ctx, `INSERT INTO deliveries (id, channel_id, event_id, event_type, state, attempts, created_at)
-				SELECT $1, c.id, $4, $5, 'pending', 0, $6 FROM channels c WHERE c.id = $2 AND c.user_id = $3
+				SELECT $1, c.id, $4, $5, 'pending', 0, $6 FROM channels c WHERE c.id = $2 AND c.workspace_id = $3
 				ON CONFLICT (channel_id, event_id) DO NOTHING`,
-				d.ID, d.ChannelID, userID, d.EventID, d.EventType, store.Now(d.CreatedAt))
+				d.ID, d.ChannelID, workspaceID, d.EventID, d.EventType, store.Now(d.CreatedAt))
 			if err != nil {
 				return pgErr("plan delivery", err)
 			}
