@@ -87,6 +87,9 @@ func (s *server) handleExport() http.Handler {
 			case sc.Status != store.StatusComplete:
 				writeError(w, http.StatusNotFound, "scan is "+string(sc.Status)+", not complete: export it once it completes")
 				return answered
+			case sc.DetailsPrunedAt != nil:
+				writeError(w, http.StatusGone, prunedMessage(*sc)+" Its scores remain in the trend.")
+				return answered
 			}
 			scan = *sc
 			out.disposition = contentDisposition(siteName, sc.ID, format)

@@ -71,6 +71,10 @@ func (s *server) handleReport() http.Handler {
 			s.error(w, r, err, "")
 			return
 		}
+		if scan.DetailsPrunedAt != nil {
+			s.renderError(w, r, http.StatusGone, prunedMessage(scan)+" Ask the person who sent it for a report of a recent scan.")
+			return
+		}
 		s.render(w, r, http.StatusOK, "report", page{Title: rep.Title, Public: true, Data: buildReport(rep, site, scan, results)})
 	})
 }

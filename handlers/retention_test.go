@@ -32,6 +32,17 @@ func TestRetentionPrunedScan(t *testing.T) {
 			if !strings.Contains(before, "of the last") {
 				t.Fatalf("no trend on the site page: %.300s", before)
 			}
+			report := func() (string, string) {
+				call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"generate_client_report","arguments":{"scanId":"` + old[0] + `"}}}`
+				_, body := f.do(t, "POST", "/api/mcp", "application/json", call, bearer(a.accessToken))
+				_, link, _ := strings.Cut(body, "/report/")
+				token, _, _ := strings.Cut(link, `\"`)
+				return token, body
+			}
+			madeBefore, body := report()
+			if madeBefore == "" || strings.Contains(body, `"isError":true`) {
+				t.Fatalf("report of an old scan before pruning: %.300s", body)
+			}
 			n, err := st.PruneDetails(ctx, f.now, store.PruneBatch)
 			must(t, err)
 			if n == 0 {
@@ -53,6 +64,19 @@ func TestRetentionPrunedScan(t *testing.T) {
 			resp, body = f.do(t, "GET", "/sites/"+a.siteID+"/scans/"+old[0]+"/page?path=/&strategy=mobile", "", "", cookie(a.session))
 			if resp.StatusCode != 410 || !strings.Contains(body, "retention setting") {
 				t.Errorf("a pruned scan's page detail: %d %.200s", resp.StatusCode, body)
+			}
+			// What was made of the scan before says its details are gone rather than showing
+			// empty tables; nothing new is made of it.
+			resp, body = f.do(t, "GET", "/api/sites/"+a.siteID+"/export?scanId="+old[0], "", "", cookie(a.session))
+			if resp.StatusCode != 410 || !strings.Contains(body, "retention setting") {
+				t.Errorf("export of a pruned scan: %d %.200s", resp.StatusCode, body)
+			}
+			resp, body = f.do(t, "GET", "/report/"+madeBefore, "", "", cred{})
+			if resp.StatusCode != 410 || !strings.Contains(body, "retention setting") {
+				t.Errorf("a report of a scan pruned since: %d %.300s", resp.StatusCode, body)
+			}
+			if token, body := report(); token != "" || !strings.Contains(body, `"isError":true`) || !strings.Contains(body, "retention setting") {
+				t.Errorf("generate_client_report of a pruned scan: %.300s", body)
 			}
 			for _, tool := range []string{"get_page_details", "get_lcp_elements"} {
 				call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `","arguments":{"scanId":"` + old[0] + `"}}}`

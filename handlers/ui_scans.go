@@ -252,8 +252,7 @@ func (s *server) handlePageDetail() http.Handler {
 		uid := visitorFrom(r.Context()).User.ID
 		res, err := s.Scans.PageResult(r.Context(), uid, scan.ID, path, strategy)
 		if errors.Is(err, store.ErrNotFound) && scan.DetailsPrunedAt != nil {
-			s.renderError(w, r, http.StatusGone, fmt.Sprintf("This scan's page details were removed on %s by the workspace's retention setting; its scores are on the scan's page.",
-				scan.DetailsPrunedAt.UTC().Format("2 Jan 2006")))
+			s.renderError(w, r, http.StatusGone, prunedMessage(scan)+" Its scores are on the scan's page.")
 			return
 		}
 		if err != nil {
@@ -275,4 +274,11 @@ func (s *server) handlePageDetail() http.Handler {
 		}
 		s.render(w, r, http.StatusOK, "page_detail", page{Title: path + " · " + site.Name, Data: d})
 	})
+}
+
+// prunedMessage says that a scan's page details were removed by retention (issue 25): the page
+// detail, the export and a client report made before say so rather than show empty tables.
+func prunedMessage(scan store.Scan) string {
+	return "This scan's page details were removed on " + scan.DetailsPrunedAt.UTC().Format("2 Jan 2006") +
+		" by the workspace's retention setting."
 }

@@ -41,6 +41,8 @@ func (s *Server) generateClientReport(ctx context.Context, userID string, a args
 		return clientReport{}, errScanNotFound
 	case errors.Is(err, store.ErrForbidden):
 		return clientReport{}, toolError(forbidden(store.ActReport))
+	case errors.Is(err, store.ErrGone) && sr.DetailsPrunedAt != nil:
+		return clientReport{}, pruned(store.Scan{DetailsPrunedAt: sr.DetailsPrunedAt})
 	case errors.Is(err, store.ErrScanNotComplete):
 		return clientReport{}, toolError("This scan is " + sr.ScanStatus + ", not complete: a report can only be made of a completed scan. get_latest_scan gives the latest completed one.")
 	case errors.Is(err, store.ErrLimit):

@@ -94,10 +94,12 @@ type ScanView struct {
 	Budgets              map[string]Budget
 }
 
-// ScanReport is what CreateScanReport stored: the report's title and the status of its scan.
+// ScanReport is what CreateScanReport stored: the report's title and the status of its scan,
+// and when retention removed the scan's page details (then nothing is stored: ErrGone).
 type ScanReport struct {
-	Title      string
-	ScanStatus ScanStatus
+	Title           string
+	ScanStatus      ScanStatus
+	DetailsPrunedAt *time.Time
 }
 
 // ErrScanNotComplete is a report asked of a scan that has not completed; ScanReport.ScanStatus

@@ -139,6 +139,10 @@ func (m *Store) CreateScanReport(ctx context.Context, p store.Principal, r store
 	if sc.Status != store.StatusComplete {
 		return out, store.ErrScanNotComplete
 	}
+	if sc.DetailsPrunedAt != nil {
+		out.DetailsPrunedAt = cloneTime(sc.DetailsPrunedAt)
+		return out, fmt.Errorf("report of a pruned scan: %w", store.ErrGone)
+	}
 	n := 0
 	for _, o := range m.reports {
 		if o.UserID == r.UserID && o.RevokedAt == nil && (o.ExpiresAt == nil || o.ExpiresAt.After(r.CreatedAt)) {

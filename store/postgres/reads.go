@@ -257,15 +257,15 @@ func (p *Store) LatestTwo(ctx context.Context, userID, siteID string, known []st
 // is $9 when that is set (an API key's), the scan is complete and fewer than $10 reports are
 // active; it answers what it found and the title it stored (NULL: nothing stored), no row when
 // the scan is not the user's.
-const createScanReportSQL = `WITH t AS (SELECT c.id, c.status, s.workspace_id, m.role, s.name FROM scans c
+const createScanReportSQL = `WITH t AS (SELECT c.id, c.status, c.details_pruned_at, s.workspace_id, m.role, s.name FROM scans c
 		JOIN sites s ON s.id = c.site_id JOIN memberships m ON m.workspace_id = s.workspace_id AND m.user_id = $4
 		WHERE c.id = $3),
 	n AS (SELECT count(*) AS n FROM reports WHERE user_id = $4 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $6)),
 	ins AS (INSERT INTO reports (id, token_hash, scan_id, user_id, title, created_at, expires_at, workspace_id)
 		SELECT $1, $2, t.id, $4, coalesce($5, left(t.name, 181) || ' Performance Report'), $6, $7, t.workspace_id FROM t, n
-		WHERE t.role = ANY($8::text[]) AND ($9::uuid IS NULL OR t.workspace_id = $9) AND t.status = 'complete' AND n.n < $10
+		WHERE t.role = ANY($8::text[]) AND ($9::uuid IS NULL OR t.workspace_id = $9) AND t.status = 'complete' AND t.details_pruned_at IS NULL AND n.n < $10
 		RETURNING title)
-	SELECT t.status, t.workspace_id, t.role, n.n, (SELECT title FROM ins) FROM t, n`
+	SELECT t.status, t.details_pruned_at, t.workspace_id, t.role, n.n, (SELECT title FROM ins) FROM t, n`
 
 func (p *Store) CreateScanReport(ctx context.Context, pr store.Principal, r store.Report, max int) (store.ScanReport, error) {
 	var out store.ScanReport
@@ -279,13 +279,14 @@ func (p *Store) CreateScanReport(ctx context.Context, pr store.Principal, r stor
 	var w store.Workspace
 	var n int
 	var stored sql.NullString
+	var pruned sql.NullTime
 	err := p.db.QueryRowContext(ctx, createScanReportSQL, r.ID, r.TokenHash, r.ScanID, r.UserID, title,
 		store.Now(r.CreatedAt), nullTime(r.ExpiresAt), pq.StringArray(store.ReportRoles(pr, pr.KeyWorkspaceID)),
-		optionalID(pr.KeyWorkspaceID), max).Scan(&out.ScanStatus, &w.ID, &w.Role, &n, &stored)
+		optionalID(pr.KeyWorkspaceID), max).Scan(&out.ScanStatus, &pruned, &w.ID, &w.Role, &n, &stored)
 	if err != nil {
 		return out, pgErr("create report", err)
 	}
-	out.Title = stored.String
+	out.Title, out.DetailsPrunedAt = stored.String, timePtr(pruned)
 	switch {
 	case stored.Valid:
 		return out, nil
@@ -293,6 +294,8 @@ func (p *Store) CreateScanReport(ctx context.Context, pr store.Principal, r stor
 		return out, store.Authorize(pr, w, store.ActReport)
 	case out.ScanStatus != store.StatusComplete:
 		return out, store.ErrScanNotComplete
+	case out.DetailsPrunedAt != nil:
+		return out, fmt.Errorf("report of a pruned scan: %w", store.ErrGone)
 	case n >= max:
 		return out, fmt.Errorf("%d active reports: %w", n, store.ErrLimit)
 	}
