@@ -31,8 +31,6 @@ type Store interface {
 	SnoozeJob(ctx context.Context, l store.Lease, runAt time.Time, reason string) error
 	RescueJobs(ctx context.Context, staleBefore, now time.Time) (int, error)
 	CleanJobs(ctx context.Context, finishedBefore time.Time, limit int) (int, error)
-	PruneDetails(ctx context.Context, now time.Time, limit int) (int, error)
-	EnqueuePrune(ctx context.Context, now time.Time, every time.Duration) (bool, error)
 
 	ScanForJob(ctx context.Context, scanID string) (store.Scan, store.Site, error)
 	StartScan(ctx context.Context, l store.Lease, pagesTotal int, now time.Time) error
@@ -55,9 +53,19 @@ type Store interface {
 	PageMetrics(ctx context.Context, userID, scanID string) ([]store.PageResult, error)
 }
 
+// Retention is what the pruner needs of the store (issue 25): page details past their
+// workspace's retention removed in batches, and at most one prune job queued at a time.
+type Retention interface {
+	PruneDetails(ctx context.Context, now time.Time, limit int) (int, error)
+	EnqueuePrune(ctx context.Context, now time.Time, every time.Duration) (bool, error)
+}
+
 // PoolConfig configures the worker pool. Zero values get the defaults noted.
 type PoolConfig struct {
 	Store Store
+	// Retention, when set, makes the pool run the pruner: its scheduler asks for a prune job at
+	// each pass and the pool works the prune kind. main hands in the store; nil prunes nothing.
+	Retention Retention
 	// Auditor audits the pages; a SiteAuditor chooses one per site (main's demo replay).
 	Auditor   Auditor
 	Discovery discover.Discovery
@@ -202,11 +210,13 @@ func NewPool(cfg PoolConfig) *Pool {
 	p := &Pool{cfg: cfg, stop: make(chan struct{}), replayCapacity: psi.NewCapacity(psi.CapacityConfig{MaxInFlight: cfg.Capacity.MaxInFlight()}),
 		slots: map[string]chan int{}, discovering: map[string]int{}}
 	p.jobsCtx, p.cancel = context.WithCancelCause(context.Background())
-	p.kinds = map[string]KindWorker{store.KindScan: {kind: store.KindScan, workers: cfg.Workers, work: p.workScan},
-		store.KindPrune: Work(1, func(ctx context.Context, _ store.Job, _ store.PruneJob) error {
+	p.kinds = map[string]KindWorker{store.KindScan: {kind: store.KindScan, workers: cfg.Workers, work: p.workScan}}
+	if cfg.Retention != nil {
+		p.kinds[store.KindPrune] = Work(1, func(ctx context.Context, _ store.Job, _ store.PruneJob) error {
 			_, err := p.PruneOnce(ctx)
 			return err
-		})}
+		})
+	}
 	for _, k := range cfg.Kinds {
 		p.kinds[k.kind] = k
 	}

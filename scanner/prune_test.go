@@ -35,7 +35,7 @@ func TestPruneJob(t *testing.T) {
 			must(t, st.CompleteScan(ctx, j.Lease(), store.ScanScores{Performance: &perf}, at))
 			ids = append(ids, sc.ID)
 		}
-		p := NewPool(PoolConfig{Store: st, Now: clock.Now})
+		p := NewPool(PoolConfig{Store: st, Retention: st, Now: clock.Now})
 		if n, err := p.PruneOnce(ctx); err != nil || n != 0 {
 			t.Fatalf("pruned %d rows (err %v) within the retention", n, err)
 		}

@@ -36,8 +36,10 @@ func (p *Pool) scheduler() {
 		if _, err := p.ScheduleOnce(p.jobsCtx); err != nil {
 			p.cfg.Log.Error("scheduler: enqueuing due scans failed", "err", err)
 		}
-		if _, err := p.cfg.Store.EnqueuePrune(p.jobsCtx, p.cfg.Now(), PruneEvery); err != nil {
-			p.cfg.Log.Error("scheduler: enqueuing the pruner failed", "err", err)
+		if p.cfg.Retention != nil {
+			if _, err := p.cfg.Retention.EnqueuePrune(p.jobsCtx, p.cfg.Now(), PruneEvery); err != nil {
+				p.cfg.Log.Error("scheduler: enqueuing the pruner failed", "err", err)
+			}
 		}
 		t := time.NewTimer(jitter(p.cfg.ScheduleEvery, 0.1))
 		select {
@@ -57,11 +59,11 @@ const PruneEvery = time.Hour
 // PruneOnce is one run of the pruner (the prune job's work): it deletes the page details older
 // than their workspace's retention, store.PruneBatch rows per statement, each statement on its
 // own so no scan waits on it for long, until none is left or ctx ends. It answers how many
-// rows it changed.
+// rows it changed. It needs PoolConfig.Retention.
 func (p *Pool) PruneOnce(ctx context.Context) (int, error) {
 	total := 0
 	for {
-		n, err := p.cfg.Store.PruneDetails(ctx, p.cfg.Now(), store.PruneBatch)
+		n, err := p.cfg.Retention.PruneDetails(ctx, p.cfg.Now(), store.PruneBatch)
 		total += n
 		if err != nil || n == 0 {
 			if total > 0 {
