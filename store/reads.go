@@ -128,3 +128,19 @@ func ReportRoles(p Principal, workspaceID string) []string {
 	}
 	return out
 }
+
+// WorsePage orders pages worst first: the lower performance score first, a page without one
+// last, ties broken by path. analysis.WorstPage, the memory store's PageDetails and the
+// Postgres statement of PageDetails (its ORDER BY) choose the worst page by it.
+func WorsePage(a, b PageResult) bool {
+	pa, pb := a.Scores.Performance, b.Scores.Performance
+	switch {
+	case pa != nil && pb == nil:
+		return true
+	case pa == nil && pb != nil:
+		return false
+	case pa != nil && pb != nil && *pa != *pb:
+		return *pa < *pb
+	}
+	return a.PagePath < b.PagePath
+}

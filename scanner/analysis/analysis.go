@@ -434,24 +434,11 @@ func WorstPage(results []store.PageResult, strategy store.Strategy) (store.PageR
 	var worst store.PageResult
 	found := false
 	for _, r := range filterStrategy(results, strategy) {
-		if !found || worse(r, worst) {
+		if !found || store.WorsePage(r, worst) {
 			worst, found = r, true
 		}
 	}
 	return worst, found
-}
-
-func worse(a, b store.PageResult) bool {
-	pa, pb := a.Scores.Performance, b.Scores.Performance
-	switch {
-	case pa != nil && pb == nil:
-		return true
-	case pa == nil && pb != nil:
-		return false
-	case pa != nil && pb != nil && *pa != *pb:
-		return *pa < *pb
-	}
-	return a.PagePath < b.PagePath
 }
 
 func round(v float64, places int) float64 {

@@ -44,7 +44,7 @@ func (m *Store) PageDetails(ctx context.Context, userID, scanID, pagePath string
 		}
 		var worst *store.PageResult
 		for i, r := range metrics {
-			if r.Strategy == strategy && (worst == nil || worse(r, *worst)) {
+			if r.Strategy == strategy && (worst == nil || store.WorsePage(r, *worst)) {
 				worst = &metrics[i]
 			}
 		}
@@ -59,20 +59,6 @@ func (m *Store) PageDetails(ctx context.Context, userID, scanID, pagePath string
 	}
 	d.Found, d.Result = true, r
 	return d, nil
-}
-
-// worse orders pages worst first as store.Reads.PageDetails says.
-func worse(a, b store.PageResult) bool {
-	pa, pb := a.Scores.Performance, b.Scores.Performance
-	switch {
-	case pa != nil && pb == nil:
-		return true
-	case pa == nil && pb != nil:
-		return false
-	case pa != nil && pb != nil && *pa != *pb:
-		return *pa < *pb
-	}
-	return a.PagePath < b.PagePath
 }
 
 func ignoreNotFound(err error) error {
