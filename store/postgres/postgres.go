@@ -24,8 +24,9 @@ import (
 //go:embed migrations/*.sql
 var migrations embed.FS
 
-// migrationLock is the advisory lock key held while migrating, so processes starting together
-// apply the schema once.
+// migrationLock seeds the advisory lock key held while migrating, so processes starting together
+// apply the schema once. The key is per schema (hashed with current_schema()): processes migrating
+// different schemas of one database (every test makes its own) do not wait on each other.
 const migrationLock = 0x5173_7075 // "Sipu"
 
 // DefaultMaxConns is DATABASE_MAX_CONNS's default: the connections one process may open.
@@ -128,10 +129,10 @@ func (p *Store) migrateTo(ctx context.Context, upTo int) error {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, migrationLock); err != nil {
+	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock(hashtextextended(current_schema(), $1))`, migrationLock); err != nil {
 		return fmt.Errorf("migrate: lock: %w", err)
 	}
-	defer conn.ExecContext(context.Background(), `SELECT pg_advisory_unlock($1)`, migrationLock)
+	defer conn.ExecContext(context.Background(), `SELECT pg_advisory_unlock(hashtextextended(current_schema(), $1))`, migrationLock)
 
 	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
