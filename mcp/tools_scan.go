@@ -13,7 +13,7 @@ import (
 // rules (one scan in flight per site), and the account's daily audit quota checked first.
 
 // Quota is the account's daily audit budget (psi.AccountQuota): Check answers an error that
-// says until when the account's scans wait, or nil.
+// says until when the workspace's scans wait, or nil.
 type Quota interface {
 	Check(userID string, now time.Time) error
 }

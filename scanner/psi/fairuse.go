@@ -15,8 +15,8 @@ type AuditLedger interface {
 
 // AccountQuota is USER_DAILY_AUDITS: how many audits the scans of one account may make per UTC
 // day, so one account cannot spend the PSI quota every account shares. Past it,
-// the account's scans are snoozed until the next UTC day with a message saying so; other
-// accounts' scans go on. It counts in the store, one atomic statement per audit, so the
+// the workspace's scans are snoozed until the next UTC day with a message saying so; other
+// workspaces' scans go on. It counts in the store, one atomic statement per audit, so the
 // budget holds across every replica on the database: N replicas grant it once, not N times.
 // A nil quota grants everything.
 //
@@ -69,6 +69,6 @@ func (q *AccountQuota) Check(userID string, now time.Time) error {
 }
 
 func (q *AccountQuota) spent(now time.Time) error {
-	return &UnavailableError{What: "this account's scans wait", Until: now.UTC().Truncate(24 * time.Hour).Add(24 * time.Hour),
-		Reason: fmt.Sprintf("its daily budget of %d audits %s is used up; other accounts' scans go on", q.limit, QuotaMark)}
+	return &UnavailableError{What: "this workspace's scans wait", Until: now.UTC().Truncate(24 * time.Hour).Add(24 * time.Hour),
+		Reason: fmt.Sprintf("its daily budget of %d audits %s is used up; other workspaces' scans go on", q.limit, QuotaMark)}
 }
