@@ -56,6 +56,8 @@ type Store struct {
 	members     map[memberKey]store.Member
 	invitations map[string]store.Invitation
 	activity    []store.Activity
+	// accountLinks are the e-mailed reset and e-mail change links by token hash (users.go).
+	accountLinks map[string]store.AccountLink
 }
 
 type memResult struct {
@@ -94,6 +96,7 @@ func New() *Store {
 		workspaces:     map[string]store.Workspace{},
 		members:        map[memberKey]store.Member{},
 		invitations:    map[string]store.Invitation{},
+		accountLinks:   map[string]store.AccountLink{},
 	}
 }
 
