@@ -54,11 +54,17 @@ func withServers(st store.Store, d Deps) Deps {
 	return d
 }
 
-func newTestServer(t *testing.T, st store.Store) *testServer {
+func newTestServer(t *testing.T, st store.Store) *testServer { return newTestServerWith(t, st, nil) }
+
+// newTestServerWith is newTestServer with the handler's dependencies changed by with.
+func newTestServerWith(t *testing.T, st store.Store, with func(*Deps)) *testServer {
 	t.Helper()
 	ts := &testServer{store: st, now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
-	h, err := NewHandler(withServers(st, Deps{BaseURL: "http://sitepulse.test",
-		Now: func() time.Time { return ts.now }, PasswordIterations: 1000}))
+	d := Deps{BaseURL: "http://sitepulse.test", Now: func() time.Time { return ts.now }, PasswordIterations: 1000}
+	if with != nil {
+		with(&d)
+	}
+	h, err := NewHandler(withServers(st, d))
 	if err != nil {
 		t.Fatal(err)
 	}
