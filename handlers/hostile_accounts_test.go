@@ -133,7 +133,9 @@ func (noWorkspaces) WorkspacesOf(context.Context, string) ([]store.Workspace, er
 func (noWorkspaces) Workspace(context.Context, string, string) (store.Workspace, error) {
 	return store.Workspace{}, store.NotFound("workspace")
 }
-func (noWorkspaces) SitesOf(context.Context, string) ([]store.Site, error) { return []store.Site{}, nil }
+func (noWorkspaces) SitesOf(context.Context, string) ([]store.Site, error) {
+	return []store.Site{}, nil
+}
 
 // An account with no workspace gets pages, never a 500.
 func TestAccountWithNoWorkspaceGetsAPage(t *testing.T) {
