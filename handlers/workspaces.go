@@ -265,7 +265,7 @@ func (s *server) handleInvite() http.Handler {
 func invitationMail(inviter, workspace string, role store.Role, link string) string {
 	return fmt.Sprintf("%s invited you to a SitePulse workspace, as %s. The workspace is named:\n\n    %q\n\n"+
 		"To accept, open this link within 7 days and sign in (or sign up) with this e-mail address:\n\n%s\n\n"+
-		"If you do not know who sent it, ignore this message.\n", inviter, role, oneLine(workspace), link)
+		"If you do not know who sent it, ignore this message.\n", inviter, role, truncate(oneLine(workspace), store.MaxWorkspaceName), link)
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
