@@ -241,14 +241,8 @@ func (s *server) handleDeleteAccount() http.Handler {
 			inUse()
 			return
 		}
-		if s.Platform != nil {
-			for _, ws := range use.Deleted {
-				if _, err := s.Workspaces.PlatformConnection(r.Context(), ws.ID); err == nil {
-					if _, left, err := s.Platform.Disconnect(r.Context(), v.User.ID, ws.ID); err != nil || left > 0 {
-						s.Log.Warn("account deletion: platform not fully disconnected", "workspace", ws.ID, "webhooks_left", left, "err", err)
-					}
-				}
-			}
+		for _, ws := range use.Deleted {
+			s.disconnectBeforeDeletion(r, v.User.ID, ws.ID)
 		}
 		deleted, err := s.Accounts.DeleteAccount(r.Context(), v.User.ID)
 		if errors.Is(err, store.ErrConflict) { // someone joined in between

@@ -76,14 +76,8 @@ func (s *server) handleSignup() http.Handler {
 			return
 		}
 		form := accountForm{Email: strings.TrimSpace(r.PostForm.Get("email")), Next: safeNext(r.PostForm.Get("next"))}
-		email, ok := store.ParseEmail(form.Email)
+		email, ok := s.mailForm(w, r, "signup", form)
 		if !ok {
-			form.Errors = map[string]string{"email": emailProblem}
-			s.render(w, r, http.StatusUnprocessableEntity, "signup", page{Title: "Create your account", Data: form})
-			return
-		}
-		if ok, wait := s.mailIP.allow(clientIP(r)); !ok {
-			s.tooMany(w, r, "signup", form, wait)
 			return
 		}
 		_, err := s.Accounts.UserByEmail(r.Context(), email)
@@ -105,6 +99,23 @@ func (s *server) handleSignup() http.Handler {
 		}
 		s.render(w, r, http.StatusOK, "signup_sent", page{Title: "Check your e-mail", Data: signupSent{Email: email, Logged: s.Mail == nil}})
 	})
+}
+
+// mailForm reads the e-mail address of a form that e-mails it (sign-up, "Forgot password"),
+// under the requester's throttle (mailIP), and answers a failure itself on the form's page
+// (name): 422 for what is not an address, 429 past the throttle.
+func (s *server) mailForm(w http.ResponseWriter, r *http.Request, name string, form accountForm) (string, bool) {
+	email, ok := store.ParseEmail(form.Email)
+	if !ok {
+		form.Errors = map[string]string{"email": emailProblem}
+		s.render(w, r, http.StatusUnprocessableEntity, name, page{Title: formTitles[name], Data: form})
+		return "", false
+	}
+	if ok, wait := s.mailIP.allow(clientIP(r)); !ok {
+		s.tooMany(w, r, name, form, wait)
+		return "", false
+	}
+	return email, true
 }
 
 // signupLink reads the sign-up link of the path and answers its failure itself: 400 for a
@@ -314,13 +325,15 @@ func (s *server) takeLogin(r *http.Request, email, ip, nonce string) (release fu
 	}, true, 0, nil
 }
 
+// formTitles are the titles of the signed-out forms' pages, by template.
+var formTitles = map[string]string{"login": "Log in", "signup": "Create your account", "forgot": "Forgot your password?", "reset": "Choose a new password"}
+
 // tooMany answers a throttled form with 429, Retry-After and a sentence that names no account.
 func (s *server) tooMany(w http.ResponseWriter, r *http.Request, name string, form accountForm, wait time.Duration) {
 	secs := int(wait.Seconds()) + 1
 	w.Header().Set("Retry-After", fmt.Sprint(secs))
 	form.Errors = map[string]string{"form": fmt.Sprintf("Too many attempts. Wait %d seconds and try again.", secs)}
-	title := map[string]string{"login": "Log in", "signup": "Create your account", "forgot": "Forgot your password?", "reset": "Choose a new password"}[name]
-	s.render(w, r, http.StatusTooManyRequests, name, page{Title: title, Data: form})
+	s.render(w, r, http.StatusTooManyRequests, name, page{Title: formTitles[name], Data: form})
 }
 
 func (s *server) handleLogout() http.Handler {

@@ -41,15 +41,8 @@ func (s *server) handleForgot() http.Handler {
 		if !s.parseForm(w, r) {
 			return
 		}
-		form := accountForm{Email: strings.TrimSpace(r.PostForm.Get("email"))}
-		email, ok := store.ParseEmail(form.Email)
+		email, ok := s.mailForm(w, r, "forgot", accountForm{Email: strings.TrimSpace(r.PostForm.Get("email"))})
 		if !ok {
-			form.Errors = map[string]string{"email": emailProblem}
-			s.render(w, r, http.StatusUnprocessableEntity, "forgot", page{Title: "Forgot your password?", Data: form})
-			return
-		}
-		if ok, wait := s.mailIP.allow(clientIP(r)); !ok {
-			s.tooMany(w, r, "forgot", form, wait)
 			return
 		}
 		u, err := s.Accounts.UserByEmail(r.Context(), email)

@@ -76,6 +76,16 @@ func (b *browser) cookie(name string) string {
 	return ""
 }
 
+// annTwiceAndBob signs ann up in one browser and in again in another, and bob up in a third.
+func annTwiceAndBob(t *testing.T, ts *testServer) (ann, annElsewhere, bob *browser) {
+	t.Helper()
+	ann, annElsewhere, bob = ts.browser(t), ts.browser(t), ts.browser(t)
+	ann.signup("ann@example.com")
+	annElsewhere.login("ann@example.com", testPassword)
+	bob.signup("bob@example.com")
+	return ann, annElsewhere, bob
+}
+
 func TestForgotPasswordAnswersAlike(t *testing.T) {
 	ts := newTestServer(t, storetest.Backends(t)[0].Open(t))
 	ts.browser(t).signup("ann@example.com")
@@ -113,10 +123,7 @@ func TestResetLink(t *testing.T) {
 	for _, be := range storetest.Backends(t) {
 		t.Run(be.Name, func(t *testing.T) {
 			ts := newTestServer(t, be.Open(t))
-			home, laptop, bob := ts.browser(t), ts.browser(t), ts.browser(t)
-			home.signup("ann@example.com")
-			laptop.login("ann@example.com", testPassword)
-			bob.signup("bob@example.com")
+			home, laptop, bob := annTwiceAndBob(t, ts)
 
 			anon := ts.browser(t)
 			older := anon.forgot("ann@example.com")
@@ -245,10 +252,7 @@ func TestChangePassword(t *testing.T) {
 	for _, be := range storetest.Backends(t) {
 		t.Run(be.Name, func(t *testing.T) {
 			ts := newTestServer(t, be.Open(t))
-			ann, laptop, bob := ts.browser(t), ts.browser(t), ts.browser(t)
-			ann.signup("ann@example.com")
-			laptop.login("ann@example.com", testPassword)
-			bob.signup("bob@example.com")
+			ann, laptop, bob := annTwiceAndBob(t, ts)
 			form := func(csrf, current, next string) url.Values {
 				return url.Values{"csrf_token": {csrf}, "current_password": {current}, "new_password": {next}}
 			}
@@ -408,10 +412,7 @@ func TestSignOutEverywhereElse(t *testing.T) {
 	for _, be := range storetest.Backends(t) {
 		t.Run(be.Name, func(t *testing.T) {
 			ts := newTestServer(t, be.Open(t))
-			ann, laptop, bob := ts.browser(t), ts.browser(t), ts.browser(t)
-			ann.signup("ann@example.com")
-			laptop.login("ann@example.com", testPassword)
-			bob.signup("bob@example.com")
+			ann, laptop, bob := annTwiceAndBob(t, ts)
 			_, body := ann.get("/settings")
 			if n := strings.Count(body, "this browser</span>"); n != 1 || strings.Count(body, "another browser") != 1 {
 				t.Errorf("the sessions list: %d this browser, %d another; want 1 and 1", n, strings.Count(body, "another browser"))

@@ -395,15 +395,7 @@ func (s *server) handleDeleteWorkspace() http.Handler {
 			s.error(w, r, err, "")
 			return
 		}
-		// SitePulse's webhooks on the platform are removed first, as Disconnect does; a failure
-		// is logged and deletes nothing less: the webhooks of an unknown site are ignored.
-		if s.Platform != nil {
-			if _, err := s.Workspaces.PlatformConnection(r.Context(), ws.ID); err == nil {
-				if _, left, err := s.Platform.Disconnect(r.Context(), v.User.ID, ws.ID); err != nil || left > 0 {
-					s.Log.Warn("workspace deletion: platform not fully disconnected", "workspace", ws.ID, "webhooks_left", left, "err", err)
-				}
-			}
-		}
+		s.disconnectBeforeDeletion(r, v.User.ID, ws.ID)
 		switch err := s.Workspaces.DeleteWorkspace(r.Context(), v.User.ID, ws.ID); {
 		case errors.Is(err, store.ErrConflict):
 			s.renderError(w, r, http.StatusConflict, personalMessage)
@@ -415,6 +407,20 @@ func (s *server) handleDeleteWorkspace() http.Handler {
 		s.Log.Info("workspace deleted", "user", v.User.ID, "workspace", ws.ID)
 		http.Redirect(w, r, "/?done=workspace-deleted", http.StatusSeeOther)
 	})
+}
+
+// disconnectBeforeDeletion removes SitePulse's webhooks from the platform for a workspace about
+// to be deleted (with it, or with its account), as Disconnect does; a failure is logged and
+// deletes nothing less: the webhooks of an unknown site are ignored.
+func (s *server) disconnectBeforeDeletion(r *http.Request, userID, workspaceID string) {
+	if s.Platform == nil {
+		return
+	}
+	if _, err := s.Workspaces.PlatformConnection(r.Context(), workspaceID); err == nil {
+		if _, left, err := s.Platform.Disconnect(r.Context(), userID, workspaceID); err != nil || left > 0 {
+			s.Log.Warn("deletion: platform not fully disconnected", "workspace", workspaceID, "webhooks_left", left, "err", err)
+		}
+	}
 }
 
 func (s *server) handleLeaveWorkspace() http.Handler {
