@@ -173,19 +173,17 @@ func (c *mailCounter) send(_ context.Context, to, subject, body string) error {
 }
 
 // to waits until at least atLeast messages went to a recipient (they are sent in the
-// background), or storetest.Timeout passed, and answers them.
+// background) and answers them.
 func (c *mailCounter) to(t *testing.T, who string, atLeast int) []sentMail {
 	t.Helper()
-	deadline := time.Now().Add(storetest.Timeout())
-	for {
+	var got []sentMail
+	storetest.WaitFor(t, fmt.Sprintf("%d e-mails to %s", atLeast, who), func() bool {
 		c.mu.Lock()
-		got := append([]sentMail(nil), c.sent[who]...)
-		c.mu.Unlock()
-		if len(got) >= atLeast || time.Now().After(deadline) {
-			return got
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		defer c.mu.Unlock()
+		got = append([]sentMail(nil), c.sent[who]...)
+		return len(got) >= atLeast
+	})
+	return got
 }
 
 // Invite, revoke, invite again sent one stranger 25 e-mails in 2 s, with a subject the
