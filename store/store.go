@@ -72,6 +72,8 @@ type Users interface {
 	// its password is checked, whichever address it comes from (system: the login throttle).
 	// Keys are opaque: the same counter, under keys of their own, bounds the e-mails the
 	// service sends on a request (invitations, sign-up and reset links) per day and address.
+	// A take also forgets other keys whose window and wait are over by its own limit, so every
+	// limit counted here has the same Window, a day.
 	// ok is false, with how long to wait, once limit.Burst attempts were counted within
 	// limit.Window and the last one was less than limit.Every ago. The take is atomic: parallel
 	// attempts cannot get past the limit.
