@@ -325,9 +325,11 @@ func (p *Store) EndSessions(ctx context.Context, userID, keepSession string) (in
 }
 
 // accountUse reads the user's workspaces with their other members and owners and sorts them
-// by store.AccountUseOf; lock takes the rows of the user and of their workspaces (in id order,
-// as lastOwner takes one), so a concurrent role change, removal or accept waits for the
-// deletion or it for them, and the deletion sees the members the check saw.
+// by store.AccountUseOf. lock takes the rows of the user's workspaces (in id order, as
+// lastOwner takes one), then the user's: the order every writer of memberships follows (an
+// accept or a removal locks the workspace, then its insert or update reaches the user's row
+// through a foreign key), so a concurrent role change, removal or accept waits for the deletion
+// or it for them, without a deadlock, and the deletion sees the members the check saw.
 func accountUse(ctx context.Context, q interface {
 	querier
 	QueryRowContext(context.Context, string, ...any) *sql.Row
@@ -335,10 +337,6 @@ func accountUse(ctx context.Context, q interface {
 	forUpdate, forUpdateW := "", ""
 	if lock {
 		forUpdate, forUpdateW = " FOR UPDATE", " FOR UPDATE OF w"
-	}
-	var one int
-	if err := q.QueryRowContext(ctx, `SELECT 1 FROM users WHERE id = $1`+forUpdate, userID).Scan(&one); err != nil {
-		return store.AccountUse{}, pgErr("user", err)
 	}
 	var ws []store.Workspace
 	var others, owners []int
@@ -358,6 +356,10 @@ func accountUse(ctx context.Context, q interface {
 		FROM mine ORDER BY mine.id <> $1, lower(mine.name), mine.id`, userID)
 	if err != nil {
 		return store.AccountUse{}, err
+	}
+	var one int
+	if err := q.QueryRowContext(ctx, `SELECT 1 FROM users WHERE id = $1`+forUpdate, userID).Scan(&one); err != nil {
+		return store.AccountUse{}, pgErr("user", err)
 	}
 	return store.AccountUseOf(userID, ws, others, owners), nil
 }

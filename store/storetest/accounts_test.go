@@ -2,6 +2,7 @@ package storetest_test
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -27,6 +28,7 @@ func TestAccounts(t *testing.T) {
 		{"a user lists and ends their own sessions only", testSessionsOf},
 		{"deleting an account is refused while workspaces others use need it, and names them", testDeleteAccountInUse},
 		{"deleting an account deletes what only it uses, hands the rest over, and frees its e-mail", testDeleteAccount},
+		{"an account deleted while members leave and join its workspace answers without a deadlock", testDeleteAccountRace},
 	}
 	for _, b := range storetest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
@@ -335,5 +337,36 @@ func testDeleteAccount(t *testing.T, s store.Store) {
 	again := newUser(t, s, "ADA@example.com")
 	if ws, err := s.WorkspacesOf(ctx, again.ID); err != nil || len(ws) != 1 || ws[0].ID != again.ID {
 		t.Fatalf("a new account on the same address: %+v, %v", ws, err)
+	}
+}
+
+// The deletion locks the workspaces, then the user, the order in which a removal (whose sites
+// pass to an owner) and an accept (whose membership names the user) reach them: racing both
+// gives each an answer of the contract, never a deadlock or another error.
+func testDeleteAccountRace(t *testing.T, s store.Store) {
+	for i := range 10 {
+		ada, ed := newUser(t, s, fmt.Sprintf("ada%d@example.com", i)), newUser(t, s, fmt.Sprintf("ed%d@example.com", i))
+		w := team(t, s, ada, "Agency", map[store.User]store.Role{ed: store.RoleEditor})
+		teamSite(t, s, ed, w, fmt.Sprintf("ed-site-%d", i))
+		tok := store.NewID()
+		must(t, s.CreateInvitation(ctx, store.Invitation{ID: store.NewID(), TokenHash: tok, WorkspaceID: store.PersonalWorkspace(ed.ID), Email: ada.Email,
+			Role: store.RoleViewer, InvitedBy: ed.ID, CreatedAt: t0, ExpiresAt: t0.Add(store.InvitationTTL)}))
+		var wg sync.WaitGroup
+		errs := make([]error, 3)
+		wg.Add(3)
+		go func() { defer wg.Done(); _, errs[0] = s.DeleteAccount(ctx, ada.ID) }()
+		go func() { defer wg.Done(); errs[1] = s.RemoveMember(ctx, w.ID, ed.ID) }()
+		go func() { defer wg.Done(); _, errs[2] = s.AcceptInvitation(ctx, tok, ada.ID, ada.Email, t0) }()
+		wg.Wait()
+		var inUse *store.AccountInUseError
+		if err := errs[0]; err != nil && !errors.As(err, &inUse) {
+			t.Fatalf("round %d: DeleteAccount: %v", i, err)
+		}
+		if err := errs[1]; err != nil {
+			t.Fatalf("round %d: RemoveMember: %v", i, err)
+		}
+		if err := errs[2]; err != nil && !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("round %d: AcceptInvitation: %v", i, err)
+		}
 	}
 }
