@@ -191,6 +191,11 @@ type PageResult struct {
 	CLSElements         []CLSElement   `json:"clsElements"`
 	Diagnostics         map[string]any `json:"diagnostics"`
 	StackPacks          []StackPack    `json:"stackPacks"`
+	// Explain is what explains the run (requests, LCP phases, layout shifts, main thread, failing
+	// audits), kept beside the result in its compact form and read by the reads that need it
+	// (PageResult, the comparisons); nil when a read leaves it out or the result predates it. It
+	// is never part of the result's JSON.
+	Explain *Explain `json:"-"`
 }
 
 // PageScores are Lighthouse category scores 0-100; nil when Lighthouse gave none.

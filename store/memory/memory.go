@@ -59,8 +59,9 @@ type Store struct {
 }
 
 type memResult struct {
-	result *store.PageResult
-	err    store.PageError
+	result  *store.PageResult
+	explain []byte // the result's Explain as Postgres keeps it (store.EncodeExplain)
+	err     store.PageError
 }
 
 var _ store.Store = (*Store)(nil)

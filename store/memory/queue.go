@@ -181,7 +181,7 @@ func (m *Store) SavePageResult(ctx context.Context, l store.Lease, r store.PageR
 	}
 	r.ScanID, r.Runs = l.ScanID, max(r.Runs, 1) // as Postgres's decodeResult reads it
 	c := clonePageResult(r)
-	m.putResult(l.ScanID, store.PageKey{PagePath: r.PagePath, Strategy: r.Strategy}, memResult{result: &c})
+	m.putResult(l.ScanID, store.PageKey{PagePath: r.PagePath, Strategy: r.Strategy}, memResult{result: &c, explain: store.EncodeExplain(r.Explain)})
 	return nil
 }
 

@@ -10,12 +10,12 @@ import (
 )
 
 // rowBytes is about how much a page row takes, as Postgres's page_row_bytes counts it: 150 B
-// and its result as JSON (uncompressed here) and text.
+// and its result as JSON (uncompressed here), its explain data and text.
 func rowBytes(r memResult) int64 {
 	n := int64(150 + len(r.err.Error))
 	if r.result != nil {
 		raw, _ := json.Marshal(r.result)
-		n += int64(len(raw) + len(r.result.PagePath) + len(r.result.PageURL) + len(r.result.Strategy))
+		n += int64(len(raw) + len(r.explain) + len(r.result.PagePath) + len(r.result.PageURL) + len(r.result.Strategy))
 	} else {
 		n += int64(len(r.err.PagePath) + len(r.err.PageURL) + len(r.err.Strategy))
 	}

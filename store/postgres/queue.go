@@ -159,13 +159,13 @@ func (p *Store) DonePages(ctx context.Context, scanID string) ([]store.PageKey, 
 // and move pages_done in the same statement.
 func (p *Store) SavePageResult(ctx context.Context, l store.Lease, r store.PageResult) error {
 	res, err := p.db.ExecContext(ctx, `WITH lease AS (SELECT 1 FROM jobs WHERE `+leaseCond+`),
-		up AS (INSERT INTO page_results (scan_id, page_path, strategy, page_url, result, error)
-			SELECT $3, $4, $5, $6, $7, '' FROM lease
+		up AS (INSERT INTO page_results (scan_id, page_path, strategy, page_url, result, error, explain)
+			SELECT $3, $4, $5, $6, $7, '', $8 FROM lease
 			ON CONFLICT (scan_id, page_path, strategy) DO UPDATE
-				SET page_url = EXCLUDED.page_url, result = EXCLUDED.result, error = ''
+				SET page_url = EXCLUDED.page_url, result = EXCLUDED.result, error = '', explain = EXCLUDED.explain
 			RETURNING (xmax = 0) AS inserted)
 		UPDATE scans SET pages_done = pages_done + 1 FROM up WHERE id = $3 AND up.inserted`,
-		l.JobID, l.Attempt, l.ScanID, r.PagePath, r.Strategy, r.PageURL, store.EncodeResult(r))
+		l.JobID, l.Attempt, l.ScanID, r.PagePath, r.Strategy, r.PageURL, store.EncodeResult(r), store.EncodeExplain(r.Explain))
 	if err != nil {
 		return pgErr("save page result", err)
 	}
