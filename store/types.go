@@ -196,6 +196,13 @@ type PageResult struct {
 	// (PageResult, the comparisons); nil when a read leaves it out or the result predates it. It
 	// is never part of the result's JSON.
 	Explain *Explain `json:"-"`
+	// Images are the run's distinct screenshots (filmstrip frames and the final screenshot),
+	// written with the result into their own table; reads leave them out (Explains reads them).
+	Images []PageImage `json:"-"`
+	// RegressedFrom is, when the run regressed against the same page of the previous completed
+	// scan (analysis.Suspect), that scan's id: SavePageResult then keeps both runs' screenshots
+	// past the latest two scans. Empty otherwise; never read back.
+	RegressedFrom string `json:"-"`
 }
 
 // PageScores are Lighthouse category scores 0-100; nil when Lighthouse gave none.

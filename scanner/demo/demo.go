@@ -145,9 +145,11 @@ func Seed(ctx context.Context, st Store, fx Fixtures, now time.Time, iterations 
 	if err := st.AddAlertRule(ctx, u.ID, store.AlertRule{ID: store.NewID(), SiteID: site.ID, Metric: "tbt", Operator: store.OpMax, Threshold: 600, CreatedAt: now}); err != nil {
 		return d, fmt.Errorf("demo alert rule: %w", err)
 	}
-	if _, err := recordDemoScan(ctx, st, site, before, now.Add(-24*time.Hour)); err != nil {
+	beforeID, err := recordDemoScan(ctx, st, site, before, now.Add(-24*time.Hour))
+	if err != nil {
 		return d, err
 	}
+	regressedFrom(latest, before, beforeID)
 	publishedAt := now.Add(-time.Hour)
 	if err := st.MarkPublished(ctx, site.ID, publishedAt); err != nil {
 		return d, err
@@ -191,6 +193,20 @@ func extractDir(fsys fs.FS, dir string) ([]store.PageResult, error) {
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// regressedFrom marks the latest runs that regressed against the same page of the scan before
+// (analysis.Suspect, as the pipeline does), so both sides' screenshots are kept.
+func regressedFrom(latest, before []store.PageResult, beforeID string) {
+	prev := map[store.PageKey]store.PageResult{}
+	for _, r := range before {
+		prev[store.PageKey{PagePath: r.PagePath, Strategy: r.Strategy}] = r
+	}
+	for i, r := range latest {
+		if p, ok := prev[store.PageKey{PagePath: r.PagePath, Strategy: r.Strategy}]; ok && analysis.Suspect(p, r) {
+			latest[i].RegressedFrom = beforeID
+		}
+	}
 }
 
 func pathsOf(results []store.PageResult) []string {

@@ -1,6 +1,7 @@
 package storetest_test
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -23,6 +24,10 @@ func TestExplains(t *testing.T) {
 	}{
 		{"a result's explain data is stored with it and read back by its page result, for members only", testExplainStored},
 		{"pruning a result's row takes its explain data and its bytes with it", testExplainPruned},
+		{"a run's pictures are stored with it and read by members of its workspace, one at a time with their data", testImagesStored},
+		{"a report reads the pictures of its own scan only", testReportImages},
+		{"pictures are kept for the latest two completed scans of each page and both sides of a regression; the pruner releases the rest", testImagesKept},
+		{"retention releases a pruned scan's pictures, pinned or not, with their bytes", testImagesRetention},
 	}
 	for _, b := range storetest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
@@ -154,7 +159,8 @@ func fixtureRuns(t *testing.T) []store.PageResult {
 
 // TestStoredBytesPerPage measures what a store keeps per audited page of the fixtures, as the
 // scan's recorded size counts it (Postgres: scan_bytes, its rows' pg_column_size), before issue
-// 33 (the result alone) and with the explain data. .ci/README.md keeps the figures:
+// 33 (the result alone), with the explain data, and with the run's distinct pictures too (kept
+// for the latest two scans of a page and both sides of a regression only). .ci/README.md keeps the figures:
 //
 //	DATABASE_URL=... go test ./store/storetest -run TestStoredBytesPerPage -v
 func TestStoredBytesPerPage(t *testing.T) {
@@ -176,12 +182,216 @@ func TestStoredBytesPerPage(t *testing.T) {
 				must(t, err)
 				return (sc.Bytes - 300) / int64(len(runs))
 			}
-			before := perPage(t0, func(r *store.PageResult) { r.Explain = nil })
-			explain := perPage(t0.Add(time.Hour), func(*store.PageResult) {})
-			t.Logf("%s: %d B per audited page before issue 33, %d B with the explain data (%+d B)", b.Name, before, explain, explain-before)
+			before := perPage(t0, func(r *store.PageResult) { r.Explain, r.Images = nil, nil })
+			explain := perPage(t0.Add(time.Hour), func(r *store.PageResult) { r.Images = nil })
+			images := perPage(t0.Add(2*time.Hour), func(*store.PageResult) {})
+			t.Logf("%s: %d B per audited page before issue 33, %d B with the explain data (%+d B), %d B with its pictures too (%+d B)",
+				b.Name, before, explain, explain-before, images, images-explain)
 			if explain-before > 8<<10 {
 				t.Errorf("the explain data adds %d B per page, over the 8 KB budget", explain-before)
 			}
 		})
+	}
+}
+
+func testImagesStored(t *testing.T, s store.Store) {
+	a := newUser(t, s, "a@example.com")
+	viewer := newUser(t, s, "viewer@example.com")
+	removed := newUser(t, s, "removed@example.com")
+	stranger := newUser(t, s, "stranger@example.com")
+	w := team(t, s, a, "Team", map[store.User]store.Role{viewer: store.RoleViewer, removed: store.RoleEditor})
+	must(t, s.RemoveMember(ctx, w.ID, removed.ID))
+	site := teamSite(t, s, a, w, "site")
+	home := fixtureRun(t, "psi", "home.desktop")
+	if len(home.Images) < 3 {
+		t.Fatalf("%d pictures extracted", len(home.Images))
+	}
+	sc := scanWith(t, s, site, t0, true, home)
+
+	for _, u := range []store.User{a, viewer} {
+		list, err := s.PageImages(ctx, u.ID, sc.ID, home.PagePath, home.Strategy)
+		must(t, err)
+		if len(list) != len(home.Images) {
+			t.Fatalf("%d pictures listed, want %d", len(list), len(home.Images))
+		}
+		for i, im := range list {
+			want := home.Images[i]
+			if im.Data != nil || im.Index != i || im.MIME != want.MIME || im.Bytes != len(want.Data) || !reflect.DeepEqual(im.Timings, want.Timings) ||
+				im.Final != want.Final || im.Width != want.Width || im.Height != want.Height {
+				t.Errorf("picture %d listed as %+v, want %+v without data", i, im, want)
+			}
+			got, err := s.PageImage(ctx, u.ID, sc.ID, home.PagePath, home.Strategy, i)
+			must(t, err)
+			if !bytes.Equal(got.Data, want.Data) || got.MIME != want.MIME {
+				t.Errorf("picture %d: %d bytes of %s, want %d of %s", i, len(got.Data), got.MIME, len(want.Data), want.MIME)
+			}
+		}
+		frames, final := store.Filmstrip(list)
+		if len(frames) != 8 || final < 0 || frames[0].TimingMs > frames[7].TimingMs {
+			t.Errorf("filmstrip %+v, final %d", frames, final)
+		}
+	}
+	// Another page, an unknown picture: nothing, not an error, for the listing; not found for one.
+	list, err := s.PageImages(ctx, a.ID, sc.ID, "/nowhere", store.StrategyMobile)
+	must(t, err)
+	if len(list) != 0 {
+		t.Errorf("pictures of a page not audited: %+v", list)
+	}
+	for _, idx := range []int{len(home.Images), -1, 1 << 20} {
+		_, err = s.PageImage(ctx, a.ID, sc.ID, home.PagePath, home.Strategy, idx)
+		wantErr(t, err, store.ErrNotFound)
+	}
+	// A removed member and a stranger get what an unknown scan gets.
+	for _, u := range []store.User{removed, stranger} {
+		_, err := s.PageImages(ctx, u.ID, sc.ID, home.PagePath, home.Strategy)
+		wantErr(t, err, store.ErrNotFound)
+		_, err = s.PageImage(ctx, u.ID, sc.ID, home.PagePath, home.Strategy, 0)
+		wantErr(t, err, store.ErrNotFound)
+	}
+	_, err = s.PageImages(ctx, a.ID, store.NewID(), home.PagePath, home.Strategy)
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.PageImages(ctx, a.ID, "not-a-uuid", home.PagePath, home.Strategy)
+	wantErr(t, err, store.ErrNotFound)
+
+	// A picture of another format or over the size bound is not kept, nor any after it.
+	odd := home
+	odd.PagePath = "/odd"
+	odd.Images = append([]store.PageImage{home.Images[0]}, home.Images[1:]...)
+	odd.Images[1].MIME = "text/html"
+	j := scanJob(t, s, site, t0.Add(time.Hour))
+	must(t, s.SavePageResult(ctx, j.Lease(), odd))
+	list, err = s.PageImages(ctx, a.ID, j.ScanID, "/odd", home.Strategy)
+	must(t, err)
+	if len(list) != 1 {
+		t.Errorf("%d pictures kept of a run whose second is text/html, want the first", len(list))
+	}
+}
+
+func testReportImages(t *testing.T, s store.Store) {
+	a := newUser(t, s, "a@example.com")
+	site := newSite(t, s, a, "site")
+	home := fixtureRun(t, "psi", "home.mobile")
+	first := scanWith(t, s, site, t0, true, home)
+	second := scanWith(t, s, site, t0.Add(time.Hour), true, fixtureRun(t, "psi", "about.mobile"))
+	rep := store.Report{ID: store.NewID(), TokenHash: store.HashSecret("r"), ScanID: second.ID, UserID: a.ID, Title: "t", CreatedAt: t0}
+	must(t, s.CreateReport(ctx, rep))
+	rep, err := s.ReportByHash(ctx, rep.TokenHash)
+	must(t, err)
+	// The report of the second scan reads the second scan's pictures...
+	if _, err := s.ReportImage(ctx, rep, "/about", store.StrategyMobile, 0); err != nil {
+		t.Fatalf("the report's own scan: %v", err)
+	}
+	// ...and nothing of the first's, though the page and index exist there.
+	_, err = s.ReportImage(ctx, rep, "/", store.StrategyMobile, 0)
+	wantErr(t, err, store.ErrNotFound)
+	if _, err := s.PageImage(ctx, a.ID, first.ID, "/", store.StrategyMobile, 0); err != nil {
+		t.Fatalf("the first scan's picture is there: %v", err)
+	}
+}
+
+// runAt is a fixture run as page path at a scan; regressedFrom pins its pictures and those of
+// the same page of that scan.
+func runAs(r store.PageResult, path, regressedFrom string) store.PageResult {
+	r.PagePath, r.RegressedFrom = path, regressedFrom
+	return r
+}
+
+func imageCount(t *testing.T, s store.Store, u store.User, scanID, path string) int {
+	t.Helper()
+	list, err := s.PageImages(ctx, u.ID, scanID, path, store.StrategyMobile)
+	must(t, err)
+	return len(list)
+}
+
+func testImagesKept(t *testing.T, s store.Store) {
+	now := t0.Add(48 * time.Hour)
+	a := newUser(t, s, "a@example.com")
+	must(t, s.SetRetention(ctx, a.ID, 0)) // page details forever: only the pictures are released
+	site := newSite(t, s, a, "site")
+	run := fixtureRun(t, "psi", "home.mobile")
+	n := len(run.Images)
+	bare := run
+	bare.Images = nil
+	// s0: /, and /old, a page later scans no longer audit; s1; s2 regressed on / against s1;
+	// a failed scan; s3, s4: the latest two; then one running.
+	s0 := scanWith(t, s, site, t0, true, runAs(run, "/", ""), runAs(run, "/old", ""))
+	s0bare := scanWith(t, s, site, t0.Add(time.Minute), true, runAs(bare, "/", ""), runAs(run, "/old", "")) // the same with no pictures of /
+	s1 := scanWith(t, s, site, t0.Add(time.Hour), true, runAs(run, "/", ""))
+	s2 := scanWith(t, s, site, t0.Add(2*time.Hour), true, runAs(run, "/", s1.ID))
+	failed := finishedScan(t, s, site, t0.Add(3*time.Hour), []store.PageResult{runAs(run, "/", "")}, 0, true)
+	s3 := scanWith(t, s, site, t0.Add(4*time.Hour), true, runAs(run, "/", ""))
+	s4 := scanWith(t, s, site, t0.Add(5*time.Hour), true, runAs(run, "/", ""))
+	running := scanWith(t, s, site, t0.Add(6*time.Hour), false, runAs(run, "/", ""))
+	if s0.Bytes <= s0bare.Bytes {
+		t.Fatalf("a scan's pictures are not counted in its bytes: %d with, %d without", s0.Bytes, s0bare.Bytes)
+	}
+	total := 0
+	for range 50 {
+		got, err := s.PruneDetails(ctx, now, 5)
+		must(t, err)
+		if got > 3*5 {
+			t.Fatalf("one step released %d rows, more than three batches of 5", got)
+		}
+		if got == 0 {
+			break
+		}
+		total += got
+	}
+	want := map[string]int{s0.ID: 0, s1.ID: n, s2.ID: n, failed.ID: 0, s3.ID: n, s4.ID: n, running.ID: n}
+	names := map[string]string{s0.ID: "the oldest", s1.ID: "the regression's before", s2.ID: "the regression's after", failed.ID: "the failed",
+		s3.ID: "the second latest", s4.ID: "the latest", running.ID: "the running"}
+	for id, w := range want {
+		if got := imageCount(t, s, a, id, "/"); got != w {
+			t.Errorf("%s scan keeps %d pictures of /, want %d", names[id], got, w)
+		}
+	}
+	if total != 2*n { // the oldest scan's and the failed scan's pictures of /
+		t.Errorf("the pruner released %d rows, want %d", total, 2*n)
+	}
+	// /old was audited by s0 and s0bare only: they are its latest two, and keep its pictures.
+	if got := imageCount(t, s, a, s0.ID, "/old"); got != n {
+		t.Errorf("the older of /old's latest two scans keeps %d pictures, want %d", got, n)
+	}
+	// The pictures' bytes went with them: s0 now takes what a scan without its pictures of / takes.
+	got, err := s.Scan(ctx, a.ID, s0.ID)
+	must(t, err)
+	if got.Bytes != s0bare.Bytes {
+		t.Errorf("after its pictures went, the scan takes %d bytes; without them it took %d", got.Bytes, s0bare.Bytes)
+	}
+	// The results and their explain data stay: only pictures go.
+	r, err := s.PageResult(ctx, a.ID, s0.ID, "/", store.StrategyMobile)
+	must(t, err)
+	if r.Explain == nil {
+		t.Error("releasing the pictures took the explain data")
+	}
+}
+
+func testImagesRetention(t *testing.T, s store.Store) {
+	day := 24 * time.Hour
+	now := t0.Add(400 * day)
+	a := newUser(t, s, "a@example.com")
+	must(t, s.SetRetention(ctx, a.ID, 30))
+	site := newSite(t, s, a, "site")
+	run := fixtureRun(t, "psi", "home.mobile")
+	old1 := scanWith(t, s, site, now.Add(-100*day), true, runAs(run, "/", ""))
+	old2 := scanWith(t, s, site, now.Add(-99*day), true, runAs(run, "/", old1.ID)) // both sides of a regression
+	scanWith(t, s, site, now.Add(-2*day), true, runAs(run, "/", ""))
+	scanWith(t, s, site, now.Add(-1*day), true, runAs(run, "/", ""))
+	for {
+		n, err := s.PruneDetails(ctx, now, 1000)
+		must(t, err)
+		if n == 0 {
+			break
+		}
+	}
+	for _, sc := range []store.Scan{old1, old2} {
+		got, err := s.Scan(ctx, a.ID, sc.ID)
+		must(t, err)
+		if got.DetailsPrunedAt == nil || got.Bytes != 300 {
+			t.Errorf("pruned scan: pruned at %v, %d bytes; want a time and 300", got.DetailsPrunedAt, got.Bytes)
+		}
+		if n := imageCount(t, s, a, sc.ID, "/"); n != 0 {
+			t.Errorf("a pruned scan keeps %d pinned pictures", n)
+		}
 	}
 }
