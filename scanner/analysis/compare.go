@@ -534,3 +534,46 @@ func typeWord(t string) string {
 	}
 	return strings.ToLower(t)
 }
+
+// PageChange is a page and strategy of a scan that regressed against the previous completed
+// scan, by the rule of Regressions (the one the alerts, the digest and the regression report
+// use): its regressions, and what changed (Compare).
+type PageChange struct {
+	Regressions []Regression `json:"regressions"`
+	Comparison
+}
+
+// RegressedChanges explains a scan's regressions: for each page and strategy of pairs (the scan
+// and its previous completed scan, store.Explains.PreviousPairs) with a regression, its
+// regressions and Compare, in the order of Regressions. The scan page's panel, the alerts and
+// MCP's regression report read it.
+func RegressedChanges(pairs []store.RunPair) []PageChange {
+	before, after := make([]store.PageResult, len(pairs)), make([]store.PageResult, len(pairs))
+	for i, p := range pairs {
+		before[i], after[i] = p.Before, p.After
+	}
+	out := []PageChange{}
+	for _, reg := range Regressions(before, after) {
+		if n := len(out); n > 0 && out[n-1].PagePath == reg.PagePath && out[n-1].Strategy == reg.Strategy {
+			out[n-1].Regressions = append(out[n-1].Regressions, reg)
+			continue
+		}
+		for _, p := range pairs {
+			if p.After.PagePath == reg.PagePath && p.After.Strategy == reg.Strategy {
+				out = append(out, PageChange{Regressions: []Regression{reg}, Comparison: Compare(p.Before, p.After)})
+				break
+			}
+		}
+	}
+	return out
+}
+
+// CompareAll is Compare of every pair (store.Explains.ComparePairs), in the pairs' order: the
+// compare page and compare_scans.
+func CompareAll(pairs []store.RunPair) []Comparison {
+	out := make([]Comparison, len(pairs))
+	for i, p := range pairs {
+		out[i] = Compare(p.Before, p.After)
+	}
+	return out
+}

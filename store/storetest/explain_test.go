@@ -2,6 +2,7 @@ package storetest_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"sitepulse/scanner/analysis"
 	"sitepulse/scanner/lighthouse"
 	"sitepulse/store"
 	"sitepulse/store/storetest"
@@ -28,6 +30,7 @@ func TestExplains(t *testing.T) {
 		{"a report reads the pictures of its own scan only", testReportImages},
 		{"pictures are kept for the latest two completed scans of each page and both sides of a regression; the pruner releases the rest", testImagesKept},
 		{"retention releases a pruned scan's pictures, pinned or not, with their bytes", testImagesRetention},
+		{"a scan's runs pair with the previous completed scan's, and any two scans' of a site, with both sides' explain data, for members only", testPairs},
 	}
 	for _, b := range storetest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
@@ -393,5 +396,120 @@ func testImagesRetention(t *testing.T, s store.Store) {
 		if n := imageCount(t, s, a, sc.ID, "/"); n != 0 {
 			t.Errorf("a pruned scan keeps %d pinned pictures", n)
 		}
+	}
+}
+
+func testPairs(t *testing.T, s store.Store) {
+	a := newUser(t, s, "a@example.com")
+	viewer := newUser(t, s, "viewer@example.com")
+	removed := newUser(t, s, "removed@example.com")
+	stranger := newUser(t, s, "stranger@example.com")
+	w := team(t, s, a, "Team", map[store.User]store.Role{viewer: store.RoleViewer, removed: store.RoleEditor})
+	must(t, s.RemoveMember(ctx, w.ID, removed.ID))
+	site := teamSite(t, s, a, w, "site")
+	other := teamSite(t, s, a, w, "other")
+	runs := func(dir string, names ...string) []store.PageResult {
+		var out []store.PageResult
+		for _, n := range names {
+			out = append(out, fixtureRun(t, dir, n))
+		}
+		return out
+	}
+	before := scanWith(t, s, site, t0, true, runs("psi-before", "home.mobile", "pricing.mobile", "blog.desktop")...)
+	failed := finishedScan(t, s, site, t0.Add(time.Hour), runs("psi", "home.mobile"), 0, true)
+	latest := scanWith(t, s, site, t0.Add(2*time.Hour), true, runs("psi", "home.mobile", "pricing.mobile", "fast.mobile")...) // no /blog/, a new /fast
+	running := scanWith(t, s, site, t0.Add(3*time.Hour), false, runs("psi", "about.mobile")...)
+	elsewhere := scanWith(t, s, other, t0, true, runs("psi", "home.mobile")...)
+
+	got, err := s.PreviousPairs(ctx, viewer.ID, latest.ID)
+	must(t, err)
+	if got.From == nil || got.From.ID != before.ID || got.To.ID != latest.ID || got.From.Summary == nil {
+		t.Fatalf("previous of the latest: from %+v to %s; want the scan before the failed one", got.From, got.To.ID)
+	}
+	if len(got.Pairs) != 2 || got.Pairs[0].After.PagePath != "/" || got.Pairs[1].After.PagePath != "/pricing" {
+		t.Fatalf("pairs %+v, want / and /pricing mobile, the pages both scans have", got.Pairs)
+	}
+	metrics, err := s.PageMetrics(ctx, a.ID, latest.ID)
+	must(t, err)
+	for _, p := range got.Pairs {
+		if p.Before.ScanID != before.ID || p.After.ScanID != latest.ID || p.Before.Explain == nil || p.After.Explain == nil ||
+			p.Before.PagePath != p.After.PagePath || p.Before.Strategy != p.After.Strategy {
+			t.Errorf("pair %s %s: scans %s %s, explain %v %v", p.After.PagePath, p.After.Strategy, p.Before.ScanID, p.After.ScanID,
+				p.Before.Explain != nil, p.After.Explain != nil)
+		}
+		for _, m := range metrics {
+			if m.PagePath == p.After.PagePath && m.Strategy == p.After.Strategy &&
+				(!reflect.DeepEqual(m.Scores, p.After.Scores) || !reflect.DeepEqual(m.CoreWebVitals, p.After.CoreWebVitals) || m.PageURL != p.After.PageURL) {
+				t.Errorf("pair %s: metrics %+v, PageMetrics %+v", p.After.PagePath, p.After, m)
+			}
+		}
+	}
+	if want := fixtureRun(t, "psi", "home.mobile"); !reflect.DeepEqual(got.Pairs[0].After.Explain, want.Explain) {
+		t.Error("the after side's explain data differs from what was stored")
+	}
+	// The earliest has none before it; a running scan pairs with the latest completed one; the
+	// failed scan with the one completed before it.
+	first, err := s.PreviousPairs(ctx, a.ID, before.ID)
+	must(t, err)
+	if first.From != nil || len(first.Pairs) != 0 || first.To.ID != before.ID {
+		t.Errorf("previous of the first scan: %+v", first)
+	}
+	for scan, want := range map[string]string{running.ID: latest.ID, failed.ID: before.ID} {
+		got, err := s.PreviousPairs(ctx, a.ID, scan)
+		must(t, err)
+		if got.From == nil || got.From.ID != want {
+			t.Errorf("previous of %s: %+v, want %s", scan, got.From, want)
+		}
+	}
+	// Any two scans of the site, in the order given: the same as PreviousPairs for these two.
+	cmp, err := s.ComparePairs(ctx, a.ID, before.ID, latest.ID)
+	must(t, err)
+	if cmp.From.ID != before.ID || cmp.To.ID != latest.ID || !reflect.DeepEqual(cmp.Pairs, got.Pairs) {
+		t.Errorf("compare pairs differ from previous pairs")
+	}
+	back, err := s.ComparePairs(ctx, a.ID, latest.ID, before.ID)
+	must(t, err)
+	if back.From.ID != latest.ID || len(back.Pairs) != 2 || back.Pairs[0].Before.ScanID != latest.ID {
+		t.Errorf("compare backwards: %+v", back.From)
+	}
+	// Not found: another site's scan, a removed member's or a stranger's view, unknown ids.
+	for name, call := range map[string]func() error{
+		"scans of two sites":       func() error { _, err := s.ComparePairs(ctx, a.ID, elsewhere.ID, latest.ID); return err },
+		"a removed member":         func() error { _, err := s.ComparePairs(ctx, removed.ID, before.ID, latest.ID); return err },
+		"a stranger":               func() error { _, err := s.ComparePairs(ctx, stranger.ID, before.ID, latest.ID); return err },
+		"a stranger's previous":    func() error { _, err := s.PreviousPairs(ctx, stranger.ID, latest.ID); return err },
+		"a removed member's prev":  func() error { _, err := s.PreviousPairs(ctx, removed.ID, latest.ID); return err },
+		"an unknown from":          func() error { _, err := s.ComparePairs(ctx, a.ID, store.NewID(), latest.ID); return err },
+		"an unknown to":            func() error { _, err := s.ComparePairs(ctx, a.ID, before.ID, store.NewID()); return err },
+		"an id that is no uuid":    func() error { _, err := s.PreviousPairs(ctx, a.ID, "x"); return err },
+		"a stranger's own scan id": func() error { _, err := s.PreviousPairs(ctx, stranger.ID, elsewhere.ID); return err },
+	} {
+		if err := call(); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s: %v, want not found", name, err)
+		}
+	}
+	// What the surfaces make of it: the regressed pages and their causes.
+	changes := analysis.RegressedChanges(got.Pairs)
+	if len(changes) != 2 || changes[0].PagePath != "/" || changes[1].PagePath != "/pricing" || len(changes[0].Regressions) == 0 {
+		t.Fatalf("regressed changes %+v", changes)
+	}
+	if c, ok := changes[1].CauseOf("ttfb"); !ok || !strings.Contains(c.Sentence, "the document /pricing took") {
+		t.Errorf("the /pricing TTFB cause: %q", c.Sentence)
+	}
+}
+
+// TestPreviousPairsStatements: a scan's comparison with the previous one is one statement on
+// Postgres, both sides' explain data included.
+func TestPreviousPairsStatements(t *testing.T) {
+	s, counted := storetest.CountingPostgres(t)
+	a := newUser(t, s, "a@example.com")
+	site := newSite(t, s, a, "site")
+	scanWith(t, s, site, t0, true, fixtureRun(t, "psi-before", "home.mobile"))
+	latest := scanWith(t, s, site, t0.Add(time.Hour), true, fixtureRun(t, "psi", "home.mobile"))
+	counted.Reset()
+	got, err := s.PreviousPairs(ctx, a.ID, latest.ID)
+	must(t, err)
+	if sent := counted.Sent(); len(sent) != 1 || len(got.Pairs) != 1 || got.Pairs[0].Before.Explain == nil {
+		t.Errorf("sent %d statements for %d pairs, want 1:\n%s", len(sent), len(got.Pairs), strings.Join(sent, "\n"))
 	}
 }

@@ -86,4 +86,30 @@ type Explains interface {
 	// whose token is the credential; the caller checked the report is active). It reads only
 	// r.ScanID's pictures: a report never reaches another scan's.
 	ReportImage(ctx context.Context, r Report, pagePath string, strategy Strategy, index int) (PageImage, error)
+	// ComparePairs reads scans fromScanID and toScanID of one site of the user's and the runs
+	// of each page and strategy both have (RunPair), on Postgres in one statement: what the
+	// compare page and compare_scans show (analysis.CompareAll). ErrNotFound when either scan
+	// is not the user's, or they are of different sites.
+	ComparePairs(ctx context.Context, userID, fromScanID, toScanID string) (ScanPairs, error)
+	// PreviousPairs reads scan scanID of the user's, the site's previous completed scan (the
+	// latest completed before scanID completed; for an unfinished scan, the latest completed)
+	// and the runs of each page and strategy both have, in one statement: what a scan's
+	// regressions are explained by (analysis.RegressedChanges). From is nil, and Pairs empty,
+	// when the site has no such scan. ErrNotFound when the scan is not the user's.
+	PreviousPairs(ctx context.Context, userID, scanID string) (ScanPairs, error)
+}
+
+// RunPair is one page and strategy in two scans, each side as analysis.Compare reads it: its
+// ScanID, PagePath, PageURL, Strategy, Scores, CoreWebVitals and Explain (nil for a result kept
+// before issue 33) are filled, the rest of the result is not read.
+type RunPair struct {
+	Before, After PageResult
+}
+
+// ScanPairs is two scans of a site, the earlier (From) and the later (To), and the runs of the
+// pages and strategies both have, by path then strategy.
+type ScanPairs struct {
+	From  *Scan
+	To    Scan
+	Pairs []RunPair
 }

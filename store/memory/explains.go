@@ -75,3 +75,74 @@ func (m *Store) ReportImage(ctx context.Context, r store.Report, pagePath string
 	defer m.mu.Unlock()
 	return m.imageOf(r.ScanID, pagePath, strategy, index)
 }
+
+func (m *Store) ComparePairs(ctx context.Context, userID, fromScanID, toScanID string) (store.ScanPairs, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	to, ok := m.ownedScan(userID, toScanID)
+	from, found := m.scans[fromScanID]
+	if !ok || !found || from.SiteID != to.SiteID {
+		return store.ScanPairs{}, store.NotFound("scan")
+	}
+	return m.pairsLocked(&from, to)
+}
+
+func (m *Store) PreviousPairs(ctx context.Context, userID, scanID string) (store.ScanPairs, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	to, ok := m.ownedScan(userID, scanID)
+	if !ok {
+		return store.ScanPairs{}, store.NotFound("scan")
+	}
+	var prev *store.Scan
+	for _, c := range m.scans {
+		if c.SiteID != to.SiteID || c.Status != store.StatusComplete || c.ID == to.ID || c.CompletedAt == nil {
+			continue
+		}
+		if to.CompletedAt != nil && !(c.CompletedAt.Before(*to.CompletedAt) || c.CompletedAt.Equal(*to.CompletedAt) && c.ID < to.ID) {
+			continue
+		}
+		if prev == nil || c.CompletedAt.After(*prev.CompletedAt) || c.CompletedAt.Equal(*prev.CompletedAt) && c.ID > prev.ID {
+			c := c
+			prev = &c
+		}
+	}
+	return m.pairsLocked(prev, to)
+}
+
+// pairsLocked is the ScanPairs of scans from (nil: none) and to, as Postgres's pairsSQL reads
+// them; the caller holds m.mu.
+func (m *Store) pairsLocked(from *store.Scan, to store.Scan) (store.ScanPairs, error) {
+	out := store.ScanPairs{To: cloneScan(to), Pairs: []store.RunPair{}}
+	if from == nil {
+		return out, nil
+	}
+	f := cloneScan(*from)
+	out.From = &f
+	side := func(scanID string, r memResult) (store.PageResult, error) {
+		p := metricsOf(scanID, r.result)
+		p.PageURL = r.result.PageURL
+		var err error
+		p.Explain, err = store.DecodeExplain(r.explain)
+		return p, err
+	}
+	for _, rb := range m.sortedResults(from.ID) {
+		if rb.result == nil {
+			continue
+		}
+		ra, ok := m.results[to.ID][store.PageKey{PagePath: rb.result.PagePath, Strategy: rb.result.Strategy}]
+		if !ok || ra.result == nil {
+			continue
+		}
+		var pair store.RunPair
+		var err error
+		if pair.Before, err = side(from.ID, rb); err != nil {
+			return out, err
+		}
+		if pair.After, err = side(to.ID, ra); err != nil {
+			return out, err
+		}
+		out.Pairs = append(out.Pairs, pair)
+	}
+	return out, nil
+}
