@@ -231,7 +231,7 @@ func renderBlocking(c Comparison) []Reason {
 		if r.Type != "Document" && r.After.RenderBlocking {
 			out = append(out, Reason{Kind: ReasonRenderBlockingSlower, Weight: float64(r.DurationDelta),
 				Text: "the render-blocking " + typeWord(r.Type) + " " + shortURL(r) + " took " + formatMs(float64(r.DurationDelta)) + " longer",
-				URL: r.URL, phase: store.PhaseRenderDelay})
+				URL:  r.URL, phase: store.PhaseRenderDelay})
 		}
 	}
 	return out
