@@ -174,13 +174,15 @@ type Entity struct {
 	MainThreadMs  int    `json:"mainThreadMs"`
 }
 
-// FailingAudit is an audit or insight that did not pass, with its score (0-100) and what it
+// FailingAudit is an audit or insight that did not pass, with its score (0-100), the categories
+// it counts in (Lighthouse's ids: performance, accessibility, best-practices, seo) and what it
 // points at first: up to MaxFailingItems URLs or selectors of its details.
 type FailingAudit struct {
-	ID    string   `json:"id"`
-	Title string   `json:"title"`
-	Score int      `json:"score"`
-	Items []string `json:"items,omitempty"`
+	ID         string   `json:"id"`
+	Title      string   `json:"title"`
+	Score      int      `json:"score"`
+	Categories []string `json:"categories"`
+	Items      []string `json:"items,omitempty"`
 }
 
 // Insight answers whether the audit is one of Lighthouse 13's insights.

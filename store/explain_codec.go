@@ -103,6 +103,7 @@ type wireAudit struct {
 	I  string   `json:"i"`
 	T  string   `json:"t,omitempty"`
 	S  int      `json:"s,omitempty"`
+	C  []string `json:"c,omitempty"`
 	IT []string `json:"it,omitempty"`
 }
 
@@ -138,7 +139,7 @@ func EncodeExplain(e *Explain) []byte {
 		w.E = append(w.E, wireEntity{N: en.Name, X: en.ThirdParty, R: en.Requests, B: en.TransferBytes, T: en.MainThreadMs})
 	}
 	for _, a := range e.Failing {
-		w.F = append(w.F, wireAudit{I: a.ID, T: a.Title, S: a.Score, IT: a.Items})
+		w.F = append(w.F, wireAudit{I: a.ID, T: a.Title, S: a.Score, C: a.Categories, IT: a.Items})
 	}
 	raw, err := json.Marshal(w)
 	if err != nil {
@@ -201,7 +202,7 @@ func DecodeExplain(b []byte) (*Explain, error) {
 		e.Entities = append(e.Entities, Entity{Name: en.N, ThirdParty: en.X, Requests: en.R, TransferBytes: en.B, MainThreadMs: en.T})
 	}
 	for _, a := range w.F {
-		e.Failing = append(e.Failing, FailingAudit{ID: a.I, Title: a.T, Score: a.S, Items: a.IT})
+		e.Failing = append(e.Failing, FailingAudit{ID: a.I, Title: a.T, Score: a.S, Categories: a.C, Items: a.IT})
 	}
 	return e, nil
 }

@@ -18,7 +18,8 @@ func sampleExplain() *Explain {
 		MainThread: []Work{{Group: "scriptEvaluation", Ms: 1000}},
 		Scripts:    []ScriptCost{{URL: "https://cdn.b.test/w.js", TotalMs: 1000, ScriptingMs: 990, ParseMs: 3}},
 		Entities:   []Entity{{Name: "a.test", Requests: 1, TransferBytes: 2000}, {Name: "b.test", ThirdParty: true, Requests: 1, TransferBytes: 1141, MainThreadMs: 1000}},
-		Failing:    []FailingAudit{{ID: "render-blocking-insight", Title: "Render blocking requests", Score: 0, Items: []string{"https://cdn.b.test/w.js"}}},
+		Failing: []FailingAudit{{ID: "render-blocking-insight", Title: "Render blocking requests", Score: 0, Categories: []string{"performance"},
+			Items: []string{"https://cdn.b.test/w.js"}}},
 	}
 }
 

@@ -54,6 +54,7 @@ const (
 	ReasonUnsizedImage         = "unsizedImage"         // an image without width and height shifted content
 	ReasonLateContent          = "lateContent"          // content inserted later shifted the page
 	ReasonLayoutShift          = "layoutShift"          // a shift with another root cause (a web font, an iframe)
+	ReasonAuditFailing         = "auditFailing"         // an audit of the category turned failing
 )
 
 // NoChangeSentence is said when a metric got worse but nothing measurable changed, or when
@@ -99,6 +100,9 @@ func causes(c Comparison, before, after store.PageResult) []Cause {
 	if perf != nil { // the score is made of the metrics: their causes, the heaviest metric first
 		cause := Cause{Metric: "performance", Delta: perf.Delta, Reasons: []Reason{}}
 		for _, x := range out {
+			if !slices.Contains(performanceMetrics, x.Metric) {
+				continue
+			}
 			for _, r := range x.Reasons[:min(1, len(x.Reasons))] {
 				if !slices.ContainsFunc(cause.Reasons, func(o Reason) bool { return o.Text == r.Text }) && len(cause.Reasons) < MaxReasons {
 					cause.Reasons = append(cause.Reasons, r)
@@ -163,8 +167,27 @@ func candidates(c Comparison, metric string, before, after store.PageResult) (po
 		pool = slices.Concat(documentSlower(c, before, after), lcpRequest(c), renderBlocking(c), thirdParties(c, false, moment), scriptCosts(c))
 	case "speedIndex":
 		pool = slices.Concat(documentSlower(c, before, after), renderBlocking(c), lcpRequest(c), thirdParties(c, false, -1), scriptCosts(c))
+	case "accessibility", "bestPractices", "seo":
+		pool = turnedFailing(c, lighthouseCategory[metric])
 	}
 	return pool, phase
+}
+
+// turnedFailing: the audits of a category that passed before and fail now, the worst first,
+// each with what it points at first.
+func turnedFailing(c Comparison, category string) []Reason {
+	var out []Reason
+	for _, a := range c.TurnedFailing {
+		if !slices.Contains(a.Categories, category) {
+			continue
+		}
+		text := a.ID + " now fails (" + strings.TrimSuffix(strings.ReplaceAll(a.Title, "`", ""), ".")
+		if len(a.Items) > 0 {
+			text += ": " + c.label(a.Items[0])
+		}
+		out = append(out, Reason{Kind: ReasonAuditFailing, Weight: float64(101 - a.Score), Text: text + ")"})
+	}
+	return out
 }
 
 // documentSlower: the page's document took longer, with the server response time of both runs.
@@ -353,7 +376,7 @@ func layoutShifts(c Comparison) []Reason {
 			if a, ok := failing(c.TurnedFailing, "unsized-images"); ok && len(a.Items) > 0 {
 				var paths []string
 				for _, it := range a.Items {
-					paths = append(paths, shortURL(RequestChange{URL: it}))
+					paths = append(paths, c.label(it))
 				}
 				r.Text += "; images without width and height: " + strings.Join(paths, ", ")
 			}
@@ -388,7 +411,7 @@ func sentence(c Comparison, cause Cause) string {
 	if cause.Metric == "performance" {
 		var worse []string
 		for _, m := range c.Metrics {
-			if m.Regressed && m.Metric != "performance" {
+			if m.Regressed && slices.Contains(performanceMetrics, m.Metric) {
 				worse = append(worse, Label(m.Metric)+" "+FormatDelta(m.Metric, m.Delta))
 			}
 		}

@@ -82,6 +82,7 @@ type Comparison struct {
 	// Summary is the causes' sentences together, or NoChangeSentence when no metric got worse
 	// and nothing changed.
 	Summary string `json:"summary"`
+	host    string // the host of After's document: the page's own
 }
 
 // MetricChange is one metric of both runs; Regressed is true when it got worse beyond noise.
@@ -166,10 +167,16 @@ type ShiftChange struct {
 	New    []store.LayoutShift `json:"new"`
 }
 
-// ComparedMetrics are the metrics Compare compares, in the order of Lighthouse's performance
-// weights (TBT 30%, LCP 25%, CLS 25%, FCP 10%, Speed Index 10%), after the score they make and
-// before TTFB, which Lighthouse does not weigh.
-var ComparedMetrics = []string{"performance", "tbt", "lcp", "cls", "fcp", "speedIndex", "ttfb"}
+// ComparedMetrics are the metrics Compare compares: the performance score, then its metrics in
+// the order of Lighthouse's weights (TBT 30%, LCP 25%, CLS 25%, FCP 10%, Speed Index 10%), TTFB,
+// which Lighthouse does not weigh, and the other three category scores.
+var ComparedMetrics = []string{"performance", "tbt", "lcp", "cls", "fcp", "speedIndex", "ttfb", "accessibility", "bestPractices", "seo"}
+
+// performanceMetrics are the metrics the performance score is made of.
+var performanceMetrics = []string{"tbt", "lcp", "cls", "fcp", "speedIndex"}
+
+// lighthouseCategory is the Lighthouse id of a category score (store.FailingAudit.Categories).
+var lighthouseCategory = map[string]string{"performance": "performance", "accessibility": "accessibility", "bestPractices": "best-practices", "seo": "seo"}
 
 // Compare says what changed in a page and strategy between two runs, before then after: each
 // metric, the requests, bytes, third parties, scripts, LCP, layout shifts and audits, and for each
@@ -184,6 +191,9 @@ func Compare(before, after store.PageResult) Comparison {
 	c.Metrics = compareMetrics(before, after)
 	if c.Explained {
 		b, a := before.Explain, after.Explain
+		if doc, ok := a.Document(); ok {
+			c.host = doc.Host()
+		}
 		pair := match(b, a)
 		c.compareRequests(b, a, pair)
 		c.Bytes = compareBytes(b, a)
@@ -207,12 +217,12 @@ func compareMetrics(before, after store.PageResult) []MetricChange {
 	out := make([]MetricChange, 0, len(ComparedMetrics))
 	for _, name := range ComparedMetrics {
 		m := MetricChange{Metric: name}
-		if name == "performance" {
-			if b := before.Scores.Performance; b != nil {
+		if _, score := lighthouseCategory[name]; score {
+			if b := ScoreOf(before.Scores, name); b != nil {
 				v := float64(*b)
 				m.Before = &v
 			}
-			if a := after.Scores.Performance; a != nil {
+			if a := ScoreOf(after.Scores, name); a != nil {
 				v := float64(*a)
 				m.After = &v
 			}
@@ -230,10 +240,10 @@ func compareMetrics(before, after store.PageResult) []MetricChange {
 
 // worse answers whether a metric got worse beyond run-to-run noise: from b by d.
 func worse(metric string, b, d float64) bool {
-	switch metric {
-	case "performance":
+	if _, score := lighthouseCategory[metric]; score {
 		return -d > NoiseScore
-	case "cls":
+	}
+	if metric == "cls" {
 		return d > NoiseCLS
 	}
 	return d > NoiseMs && d > NoiseShare*b
@@ -522,6 +532,16 @@ func shortURL(r RequestChange) string {
 		return u.Host + p
 	}
 	return p
+}
+
+// label is how a sentence names what an audit points at: a URL on the page's own host by its
+// path, another by host and path, a selector as it is.
+func (c Comparison) label(item string) string {
+	u, err := url.Parse(item)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return item
+	}
+	return shortURL(RequestChange{URL: item, ThirdParty: u.Hostname() != c.host})
 }
 
 // typeWord is how a sentence names a resource type: "image", "stylesheet", "script".

@@ -26,10 +26,10 @@ func run(t *testing.T, dir, name string) store.PageResult {
 }
 
 // The ground truth is testdata/psi-before/site-before.diff: between the two sets one publish
-// added a chat widget (cdn.widgetly.test's widget.js and its font CSS, render-blocking) to / and
-// /pricing, a promo banner injected 1.8 s after load and unsized images to /, made the hero
-// image arrive 1.2 s later (1.5 s of server delay instead of 0.3 s) and the /pricing document
-// 0.8 s later (0.9 s instead of 0.08 s). /blog, /about and /fast did not change. What Compare
+// added a chat widget (cdn.widgetly.test's widget.js, over http, and its font CSS,
+// render-blocking) to / and /pricing, a promo banner injected 1.8 s after load, unsized images
+// and a partner logo without alt text to /, made the hero image arrive 1.2 s later (1.5 s of
+// server delay instead of 0.3 s) and the /pricing document 0.8 s later (0.9 s instead of 0.08 s). /blog, /about and /fast did not change. What Compare
 // names, page by page and strategy by strategy, must be that and only that.
 func TestCompareFixturePairs(t *testing.T) {
 	type cause struct {
@@ -54,6 +54,10 @@ func TestCompareFixturePairs(t *testing.T) {
 					"images without width and height: /static/img/hero.jpg, /static/img/partner-logo.png", "content inserted later shifted body > main (0.12)"}},
 				{metric: "fcp", says: []string{"FCP +1.0 s: new render-blocking stylesheet cdn.widgetly.test/fonts/brand.css (third party widgetly.test)"}},
 				{metric: "speedIndex", says: []string{"hero.jpg arrived 1.1 s later", "widgetly.test"}},
+				// The widget's chat bubble, and the partner logo that lost its alt text.
+				{metric: "accessibility", says: []string{"Accessibility -10: aria-prohibited-attr now fails (Elements use prohibited ARIA attributes: body > div.chat-bubble)",
+					"image-alt now fails (Image elements do not have [alt] attributes: body > main > img)"}},
+				{metric: "seo", says: []string{"SEO -8: image-alt now fails"}},
 			},
 			added:   []string{"cdn.widgetly.test/fonts/brand.css", "cdn.widgetly.test/widget.js", "cdn.widgetly.test/fonts/brand.ttf"},
 			slower:  []string{"/static/img/hero.jpg"},
@@ -68,6 +72,8 @@ func TestCompareFixturePairs(t *testing.T) {
 					"images without width and height: /static/img/hero.jpg, /static/img/partner-logo.png", "content inserted later shifted body > section.hero (0.06)"}},
 				{metric: "fcp", says: []string{"new render-blocking stylesheet cdn.widgetly.test/fonts/brand.css"}},
 				{metric: "speedIndex", says: []string{"hero.jpg", "widgetly.test"}},
+				{metric: "accessibility", says: []string{"aria-prohibited-attr now fails", "image-alt now fails"}},
+				{metric: "seo", says: []string{"image-alt now fails"}},
 			},
 			added:   []string{"cdn.widgetly.test/fonts/brand.css", "cdn.widgetly.test/widget.js", "cdn.widgetly.test/fonts/brand.ttf"},
 			slower:  []string{"/static/img/hero.jpg"},
@@ -80,6 +86,8 @@ func TestCompareFixturePairs(t *testing.T) {
 					"LCP +1.0 s, mostly time to first byte: the document /pricing took 803 ms longer to arrive (server response 89 ms → 901 ms)"}},
 				{metric: "fcp", says: []string{"the document /pricing took 803 ms longer"}},
 				{metric: "ttfb", says: []string{"TTFB +812 ms: the document /pricing took 803 ms longer to arrive (server response 89 ms → 901 ms)"}},
+				// The widget is loaded over http.
+				{metric: "bestPractices", says: []string{"Best practices -19: is-on-https now fails (Does not use HTTPS: cdn.widgetly.test/widget.js)"}},
 			},
 			added:   []string{"cdn.widgetly.test/widget.js"},
 			slower:  []string{"/pricing"},
@@ -92,6 +100,7 @@ func TestCompareFixturePairs(t *testing.T) {
 				{metric: "fcp", says: []string{"the document /pricing took 816 ms longer"}},
 				{metric: "speedIndex", says: []string{"/pricing", "widgetly.test"}},
 				{metric: "ttfb", says: []string{"TTFB +820 ms: the document /pricing"}},
+				{metric: "bestPractices", says: []string{"is-on-https now fails"}},
 			},
 			added:  []string{"cdn.widgetly.test/widget.js"},
 			slower: []string{"/pricing"}},

@@ -451,20 +451,24 @@ const passMark = 0.9
 // person acts on; audits without a verdict (not applicable, manual, informative) never fail.
 func (l *lhr) failing() []store.FailingAudit {
 	out := []store.FailingAudit{}
-	seen := map[string]bool{}
+	seen := map[string]int{}
 	for _, cat := range []string{"performance", "accessibility", "best-practices", "seo"} {
 		for _, ref := range l.Categories[cat].AuditRefs {
 			a, ok := l.Audits[ref.ID]
-			if !ok || seen[ref.ID] || ref.Group == "metrics" || ref.Group == "hidden" || a.Score == nil || *a.Score >= passMark {
+			if !ok || ref.Group == "metrics" || ref.Group == "hidden" || a.Score == nil || *a.Score >= passMark {
 				continue
 			}
 			switch a.ScoreDisplayMode {
 			case "notApplicable", "manual", "informative", "error":
 				continue
 			}
-			seen[ref.ID] = true
+			if i, dup := seen[ref.ID]; dup { // an audit of two categories (image-alt: accessibility, seo)
+				out[i].Categories = append(out[i].Categories, cat)
+				continue
+			}
+			seen[ref.ID] = len(out)
 			out = append(out, store.FailingAudit{ID: ref.ID, Title: store.Clip(a.Title, store.MaxExplainText),
-				Score: int(math.Round(*a.Score * 100)), Items: itemLabels(a.Details)})
+				Score: int(math.Round(*a.Score * 100)), Categories: []string{cat}, Items: itemLabels(a.Details)})
 		}
 	}
 	return out
