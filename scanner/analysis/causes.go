@@ -300,9 +300,16 @@ func scriptCosts(c Comparison) []Reason {
 		if newParty {
 			continue
 		}
-		text := "the script " + shortURL(RequestChange{URL: s.URL, ThirdParty: true}) + " takes " + formatMs(float64(s.AfterMs-s.BeforeMs)) + " more main thread"
+		name := "the script " + c.label(s.URL)
+		if s.URL == c.docURL { // bootup-time counts a page's inline scripts as its document's
+			name = "the page's inline scripts"
+		}
+		text := name + " take " + formatMs(float64(s.AfterMs-s.BeforeMs)) + " more main-thread time"
 		if s.BeforeMs == 0 {
-			text = "the new script " + shortURL(RequestChange{URL: s.URL, ThirdParty: true}) + " takes " + formatMs(float64(s.AfterMs)) + " of main thread"
+			text = "the new " + strings.TrimPrefix(name, "the ") + " take " + formatMs(float64(s.AfterMs)) + " of main-thread time"
+		}
+		if s.URL != c.docURL {
+			text = strings.Replace(text, " take ", " takes ", 1)
 		}
 		out = append(out, Reason{Kind: ReasonScriptCost, Weight: float64(s.AfterMs - s.BeforeMs), Text: text, URL: s.URL, phase: store.PhaseRenderDelay})
 	}

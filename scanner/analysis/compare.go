@@ -83,6 +83,7 @@ type Comparison struct {
 	// and nothing changed.
 	Summary string `json:"summary"`
 	host    string // the host of After's document: the page's own
+	docURL  string // After's document URL
 }
 
 // MetricChange is one metric of both runs; Regressed is true when it got worse beyond noise.
@@ -192,7 +193,7 @@ func Compare(before, after store.PageResult) Comparison {
 	if c.Explained {
 		b, a := before.Explain, after.Explain
 		if doc, ok := a.Document(); ok {
-			c.host = doc.Host()
+			c.host, c.docURL = doc.Host(), doc.URL
 		}
 		pair := match(b, a)
 		c.compareRequests(b, a, pair)

@@ -350,3 +350,28 @@ func TestFormat(t *testing.T) {
 		}
 	}
 }
+
+// Scripts that take more of the main thread explain TBT: the page's own by path, its inline
+// scripts (bootup-time counts them as the document's) as such; a new third party's scripts are
+// that party's reason, not a script's.
+func TestCompareScripts(t *testing.T) {
+	doc := req("https://a.test/", "Document", 2000, 0, 100)
+	widget := store.Request{URL: "https://cdn.w.test/w.js", Entity: "w.test", ThirdParty: true, Type: "Script", Status: 200, TransferBytes: 900, StartMs: 200, EndMs: 260}
+	b, a := pair(store.Vitals{TBT: fp(100)}, store.Vitals{TBT: fp(900)}, []store.Request{doc}, []store.Request{doc, widget})
+	b.Explain.Scripts = []store.ScriptCost{{URL: "https://a.test/", TotalMs: 100}, {URL: "https://a.test/app.js", TotalMs: 300}}
+	a.Explain.Scripts = []store.ScriptCost{{URL: "https://a.test/", TotalMs: 300}, {URL: "https://a.test/app.js", TotalMs: 700}, {URL: widget.URL, TotalMs: 500}}
+	a.Explain.Entities = []store.Entity{{Name: "a.test", Requests: 1}, {Name: "w.test", ThirdParty: true, Requests: 1, TransferBytes: 900, MainThreadMs: 480}}
+	c := analysis.Compare(b, a)
+	cause, ok := c.CauseOf("tbt")
+	want := "TBT +800 ms: new third party w.test: 1 request, 1 KB, 480 ms of main-thread work; the script /app.js takes 400 ms more main-thread time"
+	if !ok || cause.Sentence != want {
+		t.Errorf("TBT cause %q,\n want %q", cause.Sentence, want)
+	}
+	if len(c.Scripts) != 3 {
+		t.Errorf("scripts %+v", c.Scripts)
+	}
+	a.Explain.Scripts[1].TotalMs = 300 // app.js unchanged: the inline scripts come second
+	if cause, _ := analysis.Compare(b, a).CauseOf("tbt"); !strings.HasSuffix(cause.Sentence, "; the page's inline scripts take 200 ms more main-thread time") {
+		t.Errorf("TBT cause %q", cause.Sentence)
+	}
+}
