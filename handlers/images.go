@@ -33,15 +33,39 @@ func pageQuery(r *http.Request) (path string, strategy store.Strategy, ok bool) 
 	return path, strategy, ok
 }
 
-// imageIndex reads the {index} of an image route: a small whole number.
-func imageIndex(r *http.Request) (int, bool) {
-	v := r.PathValue("index")
-	i, err := strconv.Atoi(v)
-	return i, err == nil && i >= 0 && i < store.MaxPageImages && strconv.Itoa(i) == v
+// imageRef names a picture of a run: page, strategy and index, from an image route's path and
+// query.
+type imageRef struct {
+	path     string
+	strategy store.Strategy
+	index    int
 }
 
-// writeImage answers one picture with its own type, cached as cache says.
-func writeImage(w http.ResponseWriter, im store.PageImage, cache string) {
+// readImageRef reads the picture a request names; ok is false for anything that cannot be one
+// ({index} a small whole number written plainly, a page and strategy as pageQuery reads them).
+func readImageRef(r *http.Request) (ref imageRef, ok bool) {
+	v := r.PathValue("index")
+	i, err := strconv.Atoi(v)
+	ref.path, ref.strategy, ok = pageQuery(r)
+	ref.index = i
+	return ref, ok && err == nil && i >= 0 && i < store.MaxPageImages && strconv.Itoa(i) == v
+}
+
+const noImage = "There is no such picture of this scan."
+
+// serveImage answers the picture a request names, read by load, cached as cache says; a picture
+// that cannot be, or is not kept, is the same 404.
+func (s *server) serveImage(w http.ResponseWriter, r *http.Request, load func(imageRef) (store.PageImage, error), cache string) {
+	ref, ok := readImageRef(r)
+	if !ok {
+		s.renderError(w, r, http.StatusNotFound, noImage)
+		return
+	}
+	im, err := load(ref)
+	if err != nil {
+		s.error(w, r, err, noImage)
+		return
+	}
 	h := w.Header()
 	h.Set("Content-Type", im.MIME)
 	h.Set("Content-Length", strconv.Itoa(len(im.Data)))
@@ -50,30 +74,20 @@ func writeImage(w http.ResponseWriter, im store.PageImage, cache string) {
 	w.Write(im.Data)
 }
 
-const noImage = "There is no such picture of this scan."
-
 func (s *server) handleScanImage() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, scan, ok := s.ownScan(w, r)
 		if !ok {
 			return
 		}
-		path, strategy, ok := pageQuery(r)
-		index, okIndex := imageIndex(r)
-		if !ok || !okIndex {
-			s.renderError(w, r, http.StatusNotFound, noImage)
-			return
-		}
-		im, err := s.Scans.PageImage(r.Context(), visitorFrom(r.Context()).User.ID, scan.ID, path, strategy, index)
-		if err != nil {
-			s.error(w, r, err, noImage)
-			return
-		}
 		cache := longCache
 		if !scan.Status.Terminal() { // a retried audit may still replace the run
 			cache = "private, no-cache"
 		}
-		writeImage(w, im, cache)
+		uid := visitorFrom(r.Context()).User.ID
+		s.serveImage(w, r, func(ref imageRef) (store.PageImage, error) {
+			return s.Scans.PageImage(r.Context(), uid, scan.ID, ref.path, ref.strategy, ref.index)
+		}, cache)
 	})
 }
 
@@ -92,22 +106,13 @@ func (s *server) handleReportImage() http.Handler {
 			s.renderError(w, r, http.StatusGone, "This report has expired.")
 			return
 		}
-		path, strategy, ok := pageQuery(r)
-		index, okIndex := imageIndex(r)
-		if !ok || !okIndex {
-			s.renderError(w, r, http.StatusNotFound, noImage)
-			return
-		}
-		im, err := s.Reports.ReportImage(r.Context(), rep, path, strategy, index)
-		if err != nil {
-			s.error(w, r, err, noImage)
-			return
-		}
 		// Cached no longer than the report lives.
 		age := 365 * 24 * time.Hour
 		if rep.ExpiresAt != nil {
 			age = min(age, rep.ExpiresAt.Sub(now))
 		}
-		writeImage(w, im, "private, max-age="+strconv.Itoa(int(age.Seconds())))
+		s.serveImage(w, r, func(ref imageRef) (store.PageImage, error) {
+			return s.Reports.ReportImage(r.Context(), rep, ref.path, ref.strategy, ref.index)
+		}, "private, max-age="+strconv.Itoa(int(age.Seconds())))
 	})
 }

@@ -4,24 +4,17 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"sitepulse/scanner/analysis"
-	"sitepulse/scanner/lighthouse"
-	"sitepulse/scanner/netguard"
 	"sitepulse/scanner/psi"
 	"sitepulse/scanner/scantest"
 	"sitepulse/store"
 	"sitepulse/store/memory"
-	"sitepulse/store/storetest"
 )
 
 // applyDiff applies a unified diff (diff -ru's, as testdata/psi-before/site-before.diff) to the
@@ -101,32 +94,6 @@ func copyTree(t *testing.T, from, to string) {
 	}
 }
 
-// serveOn serves a docroot with testdata/site/serve.py on a given port until the returned stop.
-func serveOn(t *testing.T, docroot string, port int) (stop func()) {
-	t.Helper()
-	c := exec.Command("python3", "../testdata/site/serve.py", docroot, strconv.Itoa(port))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	stop = func() {
-		if !stopped {
-			stopped = true
-			c.Process.Kill()
-			c.Wait()
-		}
-	}
-	t.Cleanup(stop)
-	storetest.WaitFor(t, "serve.py "+docroot+" to answer", func() bool {
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/robots.txt", port))
-		if err == nil {
-			resp.Body.Close()
-		}
-		return err == nil
-	})
-	return stop
-}
-
 // TestLighthouseRealWhy: a real Lighthouse 13 in real Chromium audits the sample site as it was
 // before the bad publish (testdata/site/main with testdata/psi-before/site-before.diff applied)
 // and then as it is, on the same address, through the pool; what the two runs of / and /pricing
@@ -135,31 +102,15 @@ func TestLighthouseRealWhy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs Chromium")
 	}
-	cmd, chrome := lighthouseInstall(t)
+	lighthouseInstall(t) // skips before anything is served when Lighthouse is missing
 	before := filepath.Join(t.TempDir(), "site")
 	copyTree(t, "../testdata/site/main", filepath.Join(before, "main"))
 	applyDiff(t, before, "../testdata/psi-before/site-before.diff", 5)
 	if b, _ := os.ReadFile(filepath.Join(before, "main", "index.html")); strings.Contains(string(b), "widgetly") {
 		t.Fatal("the site before the publish still loads the widget")
 	}
-	third := serveSample(t, "thirdparty")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-
-	rules := fmt.Sprintf("MAP cdn.widgetly.test:80 127.0.0.1:%d,MAP static.hotjar.com:80 127.0.0.1:%d,MAP * ~NOTFOUND,EXCLUDE 127.0.0.1,EXCLUDE localhost", third, third)
-	flags := `--headless=new --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking --disable-component-update --disable-sync --host-resolver-rules="` + rules + `"`
-	thirdParty := map[string]string{"cdn.widgetly.test:80": fmt.Sprintf("127.0.0.1:%d", third), "static.hotjar.com:80": fmt.Sprintf("127.0.0.1:%d", third)}
-	dial := func(ctx context.Context, network, address string) (net.Conn, error) {
-		if to, ok := thirdParty[address]; ok {
-			address = to
-		}
-		return netguard.Guard{AllowPrivate: true}.DialContext(ctx, network, address)
-	}
-	lh := lighthouse.New(lighthouse.Config{Command: cmd, ChromePath: chrome, ChromeFlags: flags, Timeout: 4 * time.Minute, Guard: netguard.Guard{AllowPrivate: true}, Dial: dial})
+	lh := sampleLighthouse(t, serveSample(t, "thirdparty"))
+	port := freePort(t)
 
 	st := memory.New()
 	st.Rules = store.SiteRules{AllowPrivate: true}

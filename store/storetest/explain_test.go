@@ -197,13 +197,21 @@ func TestStoredBytesPerPage(t *testing.T) {
 	}
 }
 
-func testImagesStored(t *testing.T, s store.Store) {
-	a := newUser(t, s, "a@example.com")
-	viewer := newUser(t, s, "viewer@example.com")
-	removed := newUser(t, s, "removed@example.com")
-	stranger := newUser(t, s, "stranger@example.com")
-	w := team(t, s, a, "Team", map[store.User]store.Role{viewer: store.RoleViewer, removed: store.RoleEditor})
+// roles makes a team workspace of owner a with a viewer, an editor since removed, and a
+// stranger with a workspace of their own.
+func roles(t *testing.T, s store.Store) (a, viewer, removed, stranger store.User, w store.Workspace) {
+	t.Helper()
+	a = newUser(t, s, "a@example.com")
+	viewer = newUser(t, s, "viewer@example.com")
+	removed = newUser(t, s, "removed@example.com")
+	stranger = newUser(t, s, "stranger@example.com")
+	w = team(t, s, a, "Team", map[store.User]store.Role{viewer: store.RoleViewer, removed: store.RoleEditor})
 	must(t, s.RemoveMember(ctx, w.ID, removed.ID))
+	return a, viewer, removed, stranger, w
+}
+
+func testImagesStored(t *testing.T, s store.Store) {
+	a, viewer, removed, stranger, w := roles(t, s)
 	site := teamSite(t, s, a, w, "site")
 	home := fixtureRun(t, "psi", "home.desktop")
 	if len(home.Images) < 3 {
@@ -400,12 +408,7 @@ func testImagesRetention(t *testing.T, s store.Store) {
 }
 
 func testPairs(t *testing.T, s store.Store) {
-	a := newUser(t, s, "a@example.com")
-	viewer := newUser(t, s, "viewer@example.com")
-	removed := newUser(t, s, "removed@example.com")
-	stranger := newUser(t, s, "stranger@example.com")
-	w := team(t, s, a, "Team", map[store.User]store.Role{viewer: store.RoleViewer, removed: store.RoleEditor})
-	must(t, s.RemoveMember(ctx, w.ID, removed.ID))
+	a, viewer, removed, stranger, w := roles(t, s)
 	site := teamSite(t, s, a, w, "site")
 	other := teamSite(t, s, a, w, "other")
 	runs := func(dir string, names ...string) []store.PageResult {
