@@ -113,6 +113,10 @@ const (
 // LCPPhases are the phase names in the order of time.
 var LCPPhases = []string{PhaseTTFB, PhaseLoadDelay, PhaseLoadDuration, PhaseRenderDelay}
 
+// Ms is when the LCP happened, ms after the navigation started: the sum of its phases (the
+// moment a filmstrip marks); 0 when Lighthouse gave no phases.
+func (l LCP) Ms() int { return l.TTFBMs + l.LoadDelayMs + l.LoadDurationMs + l.RenderDelayMs }
+
 // Phase is the duration of one phase by name (PhaseTTFB, ...); 0 for an unknown name.
 func (l LCP) Phase(name string) int {
 	switch name {

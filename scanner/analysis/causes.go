@@ -159,10 +159,7 @@ func candidates(c Comparison, metric string, before, after store.PageResult) (po
 		}
 		moment := -1 // when the LCP happened in After, when its phases say
 		if after.Explain.LCP.Phased {
-			moment = 0
-			for _, p := range store.LCPPhases {
-				moment += after.Explain.LCP.Phase(p)
-			}
+			moment = after.Explain.LCP.Ms()
 		}
 		pool = slices.Concat(documentSlower(c, before, after), lcpRequest(c), renderBlocking(c), thirdParties(c, false, moment), scriptCosts(c))
 	case "speedIndex":

@@ -1,6 +1,7 @@
 package lighthouse
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"math"
@@ -118,7 +119,7 @@ func (l *lhr) requests(e *store.Explain) {
 		}
 	}
 	if lcp < 0 && e.LCP.LoadDurationMs > 0 {
-		end := e.LCP.TTFBMs + e.LCP.LoadDelayMs + e.LCP.LoadDurationMs
+		end := e.LCP.Ms() - e.LCP.RenderDelayMs
 		best := 0
 		for i, r := range all {
 			if d := abs(r.EndMs - end); r.Type == "Image" && d <= max(20, end/50) && (lcp < 0 || d < best) {
@@ -475,15 +476,9 @@ func (l *lhr) failing() []store.FailingAudit {
 }
 
 // itemLabels names what an audit's details point at first: up to store.MaxFailingItems URLs or
-// selectors, from its table or from the first table of a list.
+// selectors, from its table or from the first table of a list. It decodes only the items it
+// reads: a failing audit's table may hold hundreds.
 func itemLabels(raw json.RawMessage) []string {
-	type item struct {
-		URL            any  `json:"url"`
-		Node           node `json:"node"`
-		SourceLocation struct {
-			URL string `json:"url"`
-		} `json:"sourceLocation"`
-	}
 	var d struct {
 		Type  string          `json:"type"`
 		Items json.RawMessage `json:"items"`
@@ -491,24 +486,46 @@ func itemLabels(raw json.RawMessage) []string {
 	if json.Unmarshal(raw, &d) != nil || len(d.Items) == 0 || d.Items[0] != '[' {
 		return nil
 	}
-	var items []item
-	if d.Type == "list" {
-		var tables []struct {
-			Type  string `json:"type"`
-			Items []item `json:"items"`
+	items := d.Items
+	if d.Type == "list" { // the first table of the list
+		items = nil
+		dec := json.NewDecoder(bytes.NewReader(d.Items))
+		if _, err := dec.Token(); err != nil {
+			return nil
 		}
-		json.Unmarshal(d.Items, &tables)
-		for _, t := range tables {
-			if t.Type == "table" {
+		for dec.More() {
+			var t struct {
+				Type  string          `json:"type"`
+				Items json.RawMessage `json:"items"`
+			}
+			if dec.Decode(&t) != nil {
+				return nil
+			}
+			if t.Type == "table" && len(t.Items) > 0 && t.Items[0] == '[' {
 				items = t.Items
 				break
 			}
 		}
-	} else {
-		json.Unmarshal(d.Items, &items)
+		if items == nil {
+			return nil
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(items))
+	if _, err := dec.Token(); err != nil {
+		return nil
 	}
 	var out []string
-	for _, it := range items {
+	for dec.More() && len(out) < store.MaxFailingItems {
+		var it struct {
+			URL            any  `json:"url"`
+			Node           node `json:"node"`
+			SourceLocation struct {
+				URL string `json:"url"`
+			} `json:"sourceLocation"`
+		}
+		if dec.Decode(&it) != nil {
+			break
+		}
 		label := ""
 		if u, ok := it.URL.(string); ok {
 			label = u
@@ -516,9 +533,6 @@ func itemLabels(raw json.RawMessage) []string {
 		label = firstNonEmpty(label, it.Node.Selector, it.SourceLocation.URL)
 		if label != "" && !slices.Contains(out, label) {
 			out = append(out, store.Clip(label, store.MaxExplainText))
-		}
-		if len(out) == store.MaxFailingItems {
-			break
 		}
 	}
 	return out

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"image"
 	_ "image/jpeg" // the headers of Lighthouse's screenshots
 	_ "image/png"
@@ -18,23 +19,25 @@ import (
 // a picture the filmstrip shows several times, or that is also the final screenshot, is kept
 // once with every time it is shown. A frame that is not an image of a kept format is skipped.
 func (l *lhr) images() []store.PageImage {
+	// The data URIs stay raw JSON: decoding 100 KB of base64 as a JSON string, rune by rune,
+	// cost as much as the rest of the extraction (dataURI reads them).
 	var strip struct {
 		Items []struct {
-			Timing float64 `json:"timing"`
-			Data   string  `json:"data"`
+			Timing float64         `json:"timing"`
+			Data   json.RawMessage `json:"data"`
 		} `json:"items"`
 	}
 	l.details("screenshot-thumbnails", &strip)
 	var final struct {
-		Data string `json:"data"`
+		Data json.RawMessage `json:"data"`
 	}
 	l.details("final-screenshot", &final)
 	sort.SliceStable(strip.Items, func(i, j int) bool { return strip.Items[i].Timing < strip.Items[j].Timing })
 
 	out := []store.PageImage{}
 	byHash := map[[32]byte]int{}
-	add := func(uri string) (int, bool) {
-		mime, data, ok := decodeDataURI(uri)
+	add := func(raw json.RawMessage) (int, bool) {
+		mime, data, ok := decodeDataURI(dataURI(raw))
 		if !ok {
 			return 0, false
 		}
@@ -62,6 +65,17 @@ func (l *lhr) images() []store.PageImage {
 		out[i].Final = true
 	}
 	return out
+}
+
+// dataURI is a JSON string holding a data URI: its bytes as they are when, as Lighthouse writes
+// them, they need no unescaping; else decoded as JSON.
+func dataURI(raw json.RawMessage) string {
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && !bytes.ContainsRune(raw, '\\') {
+		return string(raw[1 : len(raw)-1])
+	}
+	var s string
+	json.Unmarshal(raw, &s)
+	return s
 }
 
 // decodeDataURI reads a base64 data URI of a kept image format (store.KeepableImage).
