@@ -35,7 +35,8 @@ type Explain struct {
 	// MaxExplainScripts, costliest first.
 	Scripts []ScriptCost `json:"scripts"`
 	// Entities are the parties the requests came from (Lighthouse's entities: "widgetly.test",
-	// "Hotjar", the site itself), with what each cost.
+	// "Hotjar", the site itself), with what each cost: the first party first, then the largest,
+	// at most MaxExplainEntities.
 	Entities []Entity `json:"entities"`
 	// Failing are the audits and insights that did not pass (score below 0.9, Lighthouse's own
 	// pass mark), of every category, in category order; metrics are not audits and are left
@@ -195,6 +196,7 @@ func (a FailingAudit) Insight() bool { return strings.HasSuffix(a.ID, "-insight"
 // Bounds of an Explain, so a page with thousands of requests stays small to keep.
 const (
 	MaxExplainRequests = 300
+	MaxExplainEntities = 50
 	MaxExplainScripts  = 10
 	MaxExplainShifts   = 10
 	MaxFailingItems    = 3

@@ -95,6 +95,7 @@ func (l *lhr) requests(e *store.Explain) {
 		} else {
 			r.ThirdParty = r.Host() != pageHost
 		}
+		r.Entity = store.Clip(r.Entity, store.MaxExplainText)
 		all = append(all, r)
 		key := store.Total{Type: r.Type, ThirdParty: r.ThirdParty}
 		if totals[key] == nil {
@@ -102,7 +103,7 @@ func (l *lhr) requests(e *store.Explain) {
 		}
 		totals[key].Requests++
 		totals[key].TransferBytes += r.TransferBytes
-		name := cmp.Or(r.Entity, r.Host())
+		name := store.Clip(cmp.Or(r.Entity, r.Host()), store.MaxExplainText)
 		if entities[name] == nil {
 			entities[name] = &store.Entity{Name: name, ThirdParty: r.ThirdParty}
 		}
@@ -145,8 +146,8 @@ func (l *lhr) requests(e *store.Explain) {
 		return a.Type < b.Type
 	})
 	for name, ms := range l.entityMainThread() {
-		if entities[name] != nil {
-			entities[name].MainThreadMs = ms
+		if en := entities[store.Clip(name, store.MaxExplainText)]; en != nil {
+			en.MainThreadMs = ms
 		}
 	}
 	for _, en := range entities {
@@ -162,6 +163,9 @@ func (l *lhr) requests(e *store.Explain) {
 		}
 		return a.Name < b.Name
 	})
+	if len(e.Entities) > store.MaxExplainEntities {
+		e.Entities = e.Entities[:store.MaxExplainEntities]
+	}
 }
 
 func abs(v int) int {

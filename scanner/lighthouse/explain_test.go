@@ -2,6 +2,7 @@ package lighthouse
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -247,4 +248,72 @@ func TestExplainFallbacks(t *testing.T) {
 			t.Errorf("explain %+v", e)
 		}
 	})
+}
+
+// A page with thousands of requests and frames keeps what bounds allow: its document, its LCP
+// request and its render-blocking requests among MaxExplainRequests, MaxExplainEntities parties,
+// MaxPageImages pictures. The report is a real one with its lists multiplied.
+func TestExplainBounds(t *testing.T) {
+	var resp map[string]any
+	if err := json.Unmarshal(fixture(t, "home.mobile.json"), &resp); err != nil {
+		t.Fatal(err)
+	}
+	audits := resp["lighthouseResult"].(map[string]any)["audits"].(map[string]any)
+	details := audits["network-requests"].(map[string]any)["details"].(map[string]any)
+	items := details["items"].([]any)
+	for i := range 3000 {
+		r := map[string]any{}
+		for k, v := range items[5].(map[string]any) { // the partner logo, 10,850 B
+			r[k] = v
+		}
+		r["url"] = fmt.Sprintf("http://cdn%d.example.test/img/%d.png?%s", i, i, strings.Repeat("q", 500))
+		r["entity"], r["transferSize"] = fmt.Sprintf("cdn%d.example.test", i), float64(1000+i)
+		items = append(items, r)
+	}
+	details["items"] = items
+	strip := audits["screenshot-thumbnails"].(map[string]any)["details"].(map[string]any)
+	frames := strip["items"].([]any)
+	for i := range 40 {
+		f := map[string]any{}
+		for k, v := range frames[0].(map[string]any) {
+			f[k] = v
+		}
+		data := f["data"].(string)
+		f["data"], f["timing"] = data[:len(data)-8]+fmt.Sprintf("%04d", i)+data[len(data)-4:], float64(4000+i)
+		frames = append(frames, f)
+	}
+	strip["items"] = frames
+	body, _ := json.Marshal(resp)
+	r, err := ExtractPSI(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := r.Explain
+	if len(e.Requests) != store.MaxExplainRequests || len(e.Entities) != store.MaxExplainEntities || len(r.Images) != store.MaxPageImages {
+		t.Errorf("%d requests, %d entities, %d pictures", len(e.Requests), len(e.Entities), len(r.Images))
+	}
+	doc, ok := e.Document()
+	lcp, okLCP := e.LCPRequest()
+	blocking := 0
+	for _, q := range e.Requests {
+		if len(q.URL) > store.MaxExplainText {
+			t.Fatalf("a URL of %d bytes kept", len(q.URL))
+		}
+		if q.RenderBlocking {
+			blocking++
+		}
+	}
+	if !ok || doc.Type != "Document" || !okLCP || !strings.HasSuffix(lcp.URL, "/static/img/hero.jpg") || blocking != 3 {
+		t.Errorf("document %v, LCP request %q, %d render-blocking: the requests that matter were not kept", ok, lcp.URL, blocking)
+	}
+	total := 0
+	for _, x := range e.Totals {
+		total += x.Requests
+	}
+	if total != 3010 {
+		t.Errorf("totals count %d requests, want every one of the 3,010", total)
+	}
+	if n := len(store.EncodeExplain(e)); n > 64<<10 {
+		t.Errorf("the bounded explain data takes %d B", n)
+	}
 }
