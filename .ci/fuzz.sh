@@ -22,6 +22,7 @@ min="${FUZZMIN:-1s}"
 	./oauth:FuzzMatchRedirectURI \
 	./oauth:FuzzTokenEndpoints \
 	./store:FuzzDisplayTextProblem \
+	./store:FuzzDecodeExplain \
 	./scanner/lighthouse:FuzzExtract
 fail=0
 for target in "$@"; do

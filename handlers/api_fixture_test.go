@@ -30,6 +30,7 @@ type apiAccount struct {
 	siteName    string
 	ruleID      string // an alert rule of the site (A only)
 	reportID    string // a client report of the latest scan (A only)
+	reportToken string // its link's token
 	channelID   string // an alert channel of the personal workspace
 }
 
@@ -77,7 +78,8 @@ func newAPIFixtureWith(t testing.TB, st store.Store, with func(*Deps)) *apiFixtu
 	f.a.ruleID = store.NewID()
 	must(t, st.AddAlertRule(ctx, u.ID, store.AlertRule{ID: f.a.ruleID, SiteID: d.SiteID, Metric: "lcp", Operator: "max", Threshold: 4000, CreatedAt: f.now}))
 	f.a.reportID = store.NewID()
-	_, reportHash := store.NewSecret("")
+	reportToken, reportHash := store.NewSecret("")
+	f.a.reportToken = reportToken
 	must(t, st.CreateReport(ctx, store.Report{ID: f.a.reportID, TokenHash: reportHash, ScanID: d.LatestScanID, UserID: u.ID, Title: "A's report", CreatedAt: f.now}))
 
 	b := store.User{ID: store.NewID(), Email: "b@example.com", PasswordHash: "x", CreatedAt: f.now}

@@ -96,6 +96,10 @@ var ownershipCases = []ownershipCase{
 	}, cred: asCookie, status: 404},
 	{name: "the progress stream of A's scan", route: "GET /sites/{siteId}/scans/{scanId}/events", method: "GET", path: scanPath("/events"), cred: asCookie, status: 404},
 	{name: "a page of A's scan", route: "GET /sites/{siteId}/scans/{scanId}/page", method: "GET", path: scanPath("/page?path=%2F&strategy=mobile"), cred: asCookie, status: 404},
+	{name: "a screenshot of A's scan", route: "GET /sites/{siteId}/scans/{scanId}/images/{index}", method: "GET", path: scanPath("/images/0?path=%2F&strategy=mobile"), cred: asCookie, status: 404},
+	{name: "a screenshot of A's scan through B's own site", route: "GET /sites/{siteId}/scans/{scanId}/images/{index}", method: "GET", path: func(a, b apiAccount) string {
+		return "/sites/" + b.siteID + "/scans/" + a.scanID + "/images/0?path=%2F&strategy=mobile"
+	}, cred: asCookie, status: 404},
 	{name: "A's budgets", route: "GET /sites/{siteId}/budgets", method: "GET", path: sitePath("/budgets"), cred: asCookie, status: 404},
 	{name: "changing A's budgets", route: "POST /sites/{siteId}/budgets", method: "POST", path: sitePath("/budgets"),
 		form: url.Values{"budget_performance": {"1"}}, cred: asCookie, status: 404, intact: func(t *testing.T, f *apiFixture) {
@@ -122,6 +126,9 @@ var ownershipCases = []ownershipCase{
 	}},
 	// The public report is reached by its secret token, never by an id: a guessed one is unknown.
 	{name: "a report link that was never issued", route: "GET /report/{token}", method: "GET", path: func(a, _ apiAccount) string { return "/report/" + a.reportID }, cred: asCookie, status: 404},
+	{name: "a screenshot by a report link that was never issued", route: "GET /report/{token}/images/{index}", method: "GET", path: func(a, _ apiAccount) string {
+		return "/report/" + a.reportID + "/images/0?path=%2F&strategy=mobile"
+	}, cred: asCookie, status: 404},
 
 	// Workspaces: A's personal workspace has A's user id; B is no member of it.
 	{name: "A's workspace page", route: "GET /workspaces/{workspaceId}", method: "GET", path: wsPath(""), cred: asCookie, status: 404},

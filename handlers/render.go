@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"html/template"
 	"io/fs"
-	"math"
 	"net/http"
 	"net/url"
 	"path"
@@ -106,15 +105,7 @@ var templateFuncs = template.FuncMap{
 func formatTime(t time.Time) string { return t.UTC().Format("2 Jan 2006, 15:04 UTC") }
 
 // formatVital writes a vital the way people read them: "2.5 s", "830 ms", CLS "0.39".
-func formatVital(metric string, v float64) string {
-	if m, _ := analysis.Lookup(metric); m.Kind == analysis.Vital && m.Unit == "" {
-		return strconv.FormatFloat(v, 'f', 2, 64)
-	}
-	if v >= 1000 {
-		return strconv.FormatFloat(v/1000, 'f', 1, 64) + " s"
-	}
-	return strconv.FormatFloat(math.Round(v), 'f', 0, 64) + " ms"
-}
+func formatVital(metric string, v float64) string { return analysis.FormatValue(metric, v) }
 
 func parsePages() (*pages, error) {
 	names, err := fs.Glob(templateFS, "templates/*.html")

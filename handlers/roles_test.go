@@ -198,6 +198,11 @@ var roleCases = []roleCase{
 	{route: "GET /api/mcp", method: "GET", path: fixedPath("/api/mcp"), bearer: true, want: all(405)},
 	{route: "DELETE /api/mcp", method: "DELETE", path: fixedPath("/api/mcp"), bearer: true, want: all(405)},
 	{route: "GET /report/{token}", method: "GET", path: fixedPath("/report/never-issued"), want: all(404)},
+	// A report's screenshots: its token is the credential, whoever holds it; only its scan's.
+	{route: "GET /report/{token}/images/{index}", method: "GET", path: func(f *rolesFixture) string {
+		return "/report/" + f.a.reportToken + "/images/0?path=%2F&strategy=mobile"
+	}, want: all(200)},
+	{route: "GET /report/{token}/images/{index}", method: "GET", path: fixedPath("/report/never-issued/images/0?path=%2F&strategy=mobile"), want: all(404)},
 	{route: "POST /api/webhooks/platform", method: "POST", path: fixedPath("/api/webhooks/platform"), json: `{}`, want: all(401)},
 
 	// The platform connection is the workspace's: an owner's.
@@ -260,6 +265,9 @@ var roleCases = []roleCase{
 	{route: "GET /sites/{siteId}/scans/{scanId}/events", method: "GET", path: func(f *rolesFixture) string { return "/sites/" + f.a.siteID + "/scans/" + f.a.scanID + "/events" }, want: reads},
 	{route: "GET /sites/{siteId}/scans/{scanId}/page", method: "GET", path: func(f *rolesFixture) string {
 		return "/sites/" + f.a.siteID + "/scans/" + f.a.scanID + "/page?path=%2F&strategy=mobile"
+	}, want: reads},
+	{route: "GET /sites/{siteId}/scans/{scanId}/images/{index}", method: "GET", path: func(f *rolesFixture) string {
+		return "/sites/" + f.a.siteID + "/scans/" + f.a.scanID + "/images/0?path=%2F&strategy=mobile"
 	}, want: reads},
 	{route: "GET /sites/{siteId}/budgets", method: "GET", path: site("/budgets"), want: reads},
 	{route: "POST /sites/{siteId}/budgets", method: "POST", path: site("/budgets"), form: url.Values{"budget_performance": {"42"}}, want: edits},

@@ -73,6 +73,7 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 	mux.Handle("GET /api/mcp", s.sameOrigin(s.requireBearer(mcpBearer, s.handleMCPMethodNotAllowed())))
 	mux.Handle("DELETE /api/mcp", s.sameOrigin(s.requireBearer(mcpBearer, s.handleMCPMethodNotAllowed())))
 	mux.Handle("GET /report/{token}", s.handleReport())
+	mux.Handle("GET /report/{token}/images/{index}", s.handleReportImage())
 
 	// Scan pipeline: the platform's publish webhook (interface "Events").
 	mux.Handle("POST /api/webhooks/platform", s.handlePlatformWebhook())
@@ -129,6 +130,7 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 	mux.Handle("GET /sites/{siteId}/scans/{scanId}", s.requireUser(s.onSite(store.ActRead, s.handleScan())))
 	mux.Handle("GET /sites/{siteId}/scans/{scanId}/events", s.requireUser(s.onSite(store.ActRead, s.handleScanEvents())))
 	mux.Handle("GET /sites/{siteId}/scans/{scanId}/page", s.requireUser(s.onSite(store.ActRead, s.handlePageDetail())))
+	mux.Handle("GET /sites/{siteId}/scans/{scanId}/images/{index}", s.requireUser(s.onSite(store.ActRead, s.handleScanImage())))
 	mux.Handle("GET /sites/{siteId}/budgets", s.requireUser(s.onSite(store.ActRead, s.handleBudgets())))
 	mux.Handle("POST /sites/{siteId}/budgets", s.requireUser(s.onSite(store.ActEdit, s.handleSaveBudgets())))
 	mux.Handle("POST /sites/{siteId}/alert-rules", s.requireUser(s.onSite(store.ActEdit, s.handleAddRule())))

@@ -17,6 +17,8 @@ type ReportStore interface {
 	WorkspacesOf(ctx context.Context, userID string) ([]store.Workspace, error)
 	ReportByHash(ctx context.Context, tokenHash string) (store.Report, error)
 	ReportScan(ctx context.Context, r store.Report) (store.Scan, store.Site, []store.PageResult, error)
+	// ReportImage serves the report's scan's screenshots (images.go).
+	ReportImage(ctx context.Context, r store.Report, pagePath string, strategy store.Strategy, index int) (store.PageImage, error)
 }
 
 // reportRow is a client report on the reports page, with the scan and site it shows.

@@ -8,9 +8,7 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"sitepulse/scanner/analysis"
 	"sitepulse/store"
@@ -24,6 +22,8 @@ type ScanStore interface {
 	PageMetrics(ctx context.Context, userID, scanID string) ([]store.PageResult, error)
 	PageResult(ctx context.Context, userID, scanID, pagePath string, strategy store.Strategy) (store.PageResult, error)
 	PublishesOfScans(ctx context.Context, userID string, scanIDs []string) (map[string]store.Publish, error)
+	// PageImage serves the scan's screenshots (images.go).
+	PageImage(ctx context.Context, userID, scanID, pagePath string, strategy store.Strategy, index int) (store.PageImage, error)
 }
 
 // defaultScanPoll is how often the scan progress stream reads the scan (interface: every 2 s).
@@ -240,12 +240,8 @@ func (s *server) handlePageDetail() http.Handler {
 		if !ok {
 			return
 		}
-		q := r.URL.Query()
-		path, strategy := q.Get("path"), store.Strategy(q.Get("strategy"))
-		if strategy == "" {
-			strategy = store.StrategyMobile
-		}
-		if (strategy != store.StrategyMobile && strategy != store.StrategyDesktop) || !strings.HasPrefix(path, "/") || len(path) > store.MaxPagePath || !utf8.ValidString(path) || hasControl(path) {
+		path, strategy, ok := pageQuery(r)
+		if !ok {
 			s.renderError(w, r, http.StatusNotFound, "This scan has no result for that page.")
 			return
 		}

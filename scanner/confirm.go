@@ -11,13 +11,11 @@ import (
 	"sitepulse/scanner/psi"
 )
 
-// previousRuns reads what a scan's audits are compared with before they are believed: the page
-// metrics of the site's previous completed scan, by page and strategy. Nil when re-audits are
-// off or the site has no completed scan yet.
+// previousRuns reads what a scan's audits are compared with before they are believed, and
+// whose screenshots a regression keeps (store.PageResult.RegressedFrom): the page metrics of the
+// site's previous completed scan, by page and strategy, each with that scan's id. Nil when the
+// site has no completed scan yet.
 func (p *Pool) previousRuns(ctx context.Context, site store.Site) (map[store.PageKey]store.PageResult, error) {
-	if p.cfg.ConfirmRuns <= 0 {
-		return nil, nil
-	}
 	prev, err := p.cfg.Store.LatestCompletedScan(ctx, site.UserID, site.ID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
@@ -31,6 +29,7 @@ func (p *Pool) previousRuns(ctx context.Context, site store.Site) (map[store.Pag
 	}
 	out := make(map[store.PageKey]store.PageResult, len(metrics))
 	for _, m := range metrics {
+		m.ScanID = prev.ID
 		out[store.PageKey{PagePath: m.PagePath, Strategy: m.Strategy}] = m
 	}
 	return out, nil

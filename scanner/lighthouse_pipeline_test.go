@@ -56,20 +56,41 @@ func lighthouseInstall(t *testing.T) (cmd, chrome string) {
 	return cmd, chrome
 }
 
-// serveSample serves a docroot of testdata/site with its serve.py on a free port.
-func serveSample(t *testing.T, docroot string) int {
+// freePort is a port of 127.0.0.1 nothing listens on.
+func freePort(t *testing.T) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	c := exec.Command("python3", "../testdata/site/serve.py", filepath.Join("../testdata/site", docroot), fmt.Sprint(port))
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// serveSample serves a docroot of testdata/site with its serve.py on a free port.
+func serveSample(t *testing.T, docroot string) int {
+	t.Helper()
+	port := freePort(t)
+	serveOn(t, filepath.Join("../testdata/site", docroot), port)
+	return port
+}
+
+// serveOn serves a docroot with testdata/site/serve.py on a given port until the returned stop.
+func serveOn(t *testing.T, docroot string, port int) (stop func()) {
+	t.Helper()
+	c := exec.Command("python3", "../testdata/site/serve.py", docroot, fmt.Sprint(port))
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+	stopped := false
+	stop = func() {
+		if !stopped {
+			stopped = true
+			c.Process.Kill()
+			c.Wait()
+		}
+	}
+	t.Cleanup(stop)
 	storetest.WaitFor(t, "serve.py "+docroot+" to answer", func() bool {
 		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/robots.txt", port))
 		if err == nil {
@@ -77,7 +98,25 @@ func serveSample(t *testing.T, docroot string) int {
 		}
 		return err == nil
 	})
-	return port
+	return stop
+}
+
+// sampleLighthouse is the local Lighthouse backend set up for the sample site, its third parties
+// (cdn.widgetly.test, static.hotjar.com) served on port third: Chrome maps their names there, and
+// so does the run's proxy, which Chrome sends every request to.
+func sampleLighthouse(t *testing.T, third int) *lighthouse.Runner {
+	t.Helper()
+	cmd, chrome := lighthouseInstall(t)
+	rules := fmt.Sprintf("MAP cdn.widgetly.test:80 127.0.0.1:%d,MAP static.hotjar.com:80 127.0.0.1:%d,MAP * ~NOTFOUND,EXCLUDE 127.0.0.1,EXCLUDE localhost", third, third)
+	flags := `--headless=new --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking --disable-component-update --disable-sync --host-resolver-rules="` + rules + `"`
+	thirdParty := map[string]string{"cdn.widgetly.test:80": fmt.Sprintf("127.0.0.1:%d", third), "static.hotjar.com:80": fmt.Sprintf("127.0.0.1:%d", third)}
+	dial := func(ctx context.Context, network, address string) (net.Conn, error) {
+		if to, ok := thirdParty[address]; ok {
+			address = to
+		}
+		return netguard.Guard{AllowPrivate: true}.DialContext(ctx, network, address)
+	}
+	return lighthouse.New(lighthouse.Config{Command: cmd, ChromePath: chrome, ChromeFlags: flags, Timeout: 4 * time.Minute, Guard: netguard.Guard{AllowPrivate: true}, Dial: dial})
 }
 
 // A real Lighthouse, through the pool, over the sample site served locally: the scan completes
@@ -87,11 +126,10 @@ func TestLighthouseRealScan(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs Chromium")
 	}
-	cmd, chrome := lighthouseInstall(t)
+	lighthouseInstall(t) // skips before anything is served when Lighthouse is missing
 	mainPort := serveSample(t, "main")
 	third := serveSample(t, "thirdparty")
-	rules := fmt.Sprintf("MAP cdn.widgetly.test:80 127.0.0.1:%d,MAP static.hotjar.com:80 127.0.0.1:%d,MAP * ~NOTFOUND,EXCLUDE 127.0.0.1,EXCLUDE localhost", third, third)
-	flags := `--headless=new --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking --disable-component-update --disable-sync --host-resolver-rules="` + rules + `"`
+	lh := sampleLighthouse(t, third)
 
 	st := memory.New()
 	st.Rules = store.SiteRules{AllowPrivate: true}                                                      // the sample site is a server on 127.0.0.1
@@ -108,15 +146,6 @@ func TestLighthouseRealScan(t *testing.T) {
 	if err := st.CreateSite(context.Background(), site); err != nil {
 		t.Fatal(err)
 	}
-	// Chrome sends every request to the run's proxy, so the proxy maps the third parties.
-	thirdParty := map[string]string{"cdn.widgetly.test:80": fmt.Sprintf("127.0.0.1:%d", third), "static.hotjar.com:80": fmt.Sprintf("127.0.0.1:%d", third)}
-	dial := func(ctx context.Context, network, address string) (net.Conn, error) {
-		if to, ok := thirdParty[address]; ok {
-			address = to
-		}
-		return netguard.Guard{AllowPrivate: true}.DialContext(ctx, network, address)
-	}
-	lh := lighthouse.New(lighthouse.Config{Command: cmd, ChromePath: chrome, ChromeFlags: flags, Timeout: 4 * time.Minute, Guard: netguard.Guard{AllowPrivate: true}, Dial: dial})
 	r.pool(func(c *PoolConfig) {
 		c.Auditor, c.Workers, c.Capacity, c.Lease = lh, 1, psi.NewCapacity(psi.CapacityConfig{MaxInFlight: 1}), time.Minute
 		c.Log = slog.New(slog.NewTextHandler(r.logs, nil))

@@ -323,6 +323,9 @@ func (p *Pool) auditPage(ctx context.Context, log *slog.Logger, lease store.Leas
 	if r, err = p.confirm(ctx, log, auditor, site, pageURL, r, prev); err != nil {
 		return err // cancelled: record nothing
 	}
+	if prev != nil && analysis.Suspect(*prev, r) {
+		r.RegressedFrom = prev.ScanID // both runs' screenshots are kept
+	}
 	if err := p.whileUnavailable(ctx, log, "save page result", func(ctx context.Context) error {
 		return p.cfg.Store.SavePageResult(ctx, lease, r)
 	}); err != nil {

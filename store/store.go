@@ -31,6 +31,7 @@ type Store interface {
 	Retention
 	SiteViews
 	Reads
+	Explains
 	// Name is "memory" or "postgres", for the health check and the log.
 	Name() string
 	// Ping answers whether the store can serve requests.

@@ -191,6 +191,18 @@ type PageResult struct {
 	CLSElements         []CLSElement   `json:"clsElements"`
 	Diagnostics         map[string]any `json:"diagnostics"`
 	StackPacks          []StackPack    `json:"stackPacks"`
+	// Explain is what explains the run (requests, LCP phases, layout shifts, main thread, failing
+	// audits), kept beside the result in its compact form and read by the reads that need it
+	// (PageResult, the comparisons); nil when a read leaves it out or the result predates it. It
+	// is never part of the result's JSON.
+	Explain *Explain `json:"-"`
+	// Images are the run's distinct screenshots (filmstrip frames and the final screenshot),
+	// written with the result into their own table; reads leave them out (Explains reads them).
+	Images []PageImage `json:"-"`
+	// RegressedFrom is, when the run regressed against the same page of the previous completed
+	// scan (analysis.Suspect), that scan's id: SavePageResult then keeps both runs' screenshots
+	// past the latest two scans. Empty otherwise; never read back.
+	RegressedFrom string `json:"-"`
 }
 
 // PageScores are Lighthouse category scores 0-100; nil when Lighthouse gave none.

@@ -47,7 +47,8 @@ commands:
   psi      -addr 127.0.0.1:8791 -delay 1s                the PageSpeed Insights double (-fixtures testdata/psi)
   count    -want 100 -timeout 5m                         waits for the load sites' scans to end (reads DATABASE_URL)
   platform -addr 127.0.0.1:8792 -client-id ID -secret S  the Webflow double
-  year     -sites 50 -pages 50 -days 365 -retention 90   a year of daily scans, its size before and after retention (fresh DATABASE_URL)
+  year     -sites 50 -pages 50 -days 365 -retention 90   a year of daily scans, its size before and after retention (fresh DATABASE_URL);
+           [-explain]                                    with what explains each result and its screenshots (issue 33)
 
 loadkit COMMAND -h lists every flag.
 `
@@ -84,6 +85,7 @@ func run(args []string, stdout io.Writer) error {
 	pages := fs.Int("pages", 50, "year: pages per site")
 	days := fs.Int("days", 365, "year: days of daily scans")
 	retention := fs.Int("retention", 90, "year: the retention applied, in days")
+	explain := fs.Bool("explain", false, "year: every result also keeps what explains it and its screenshots (issue 33), as the pipeline writes them")
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -103,7 +105,7 @@ func run(args []string, stdout io.Writer) error {
 	case "platform":
 		return platformDouble(*addr, *clientID, *secret)
 	case "year":
-		return year(ctx, stdout, *fixtures, *sites, *pages, *days, *retention)
+		return year(ctx, stdout, *fixtures, *sites, *pages, *days, *retention, *explain)
 	}
 	fmt.Fprint(stdout, usage)
 	return fmt.Errorf("unknown command %q", args[0])

@@ -7,9 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
-	_ "github.com/lib/pq"
+	"github.com/lib/pq"
 
 	"sitepulse/scanner/lighthouse"
 	"sitepulse/store"
@@ -25,7 +26,10 @@ import (
 // retention days. It prints pg_database_size after VACUUM ANALYZE before pruning, after pruning,
 // after a plain VACUUM (space reusable by Postgres, not returned to the disk), and after VACUUM
 // FULL of page_results (returned); and the workspace's bytes as the workspace page shows them.
-func year(ctx context.Context, w io.Writer, fixtures string, sites, pages, days, retention int) error {
+// With explain (issue 33) every result also keeps its run's explain data (page_results.explain)
+// and every run its distinct screenshots (page_images), as if the pruner had never run: its
+// first run releases all but the latest two scans' pictures of each page.
+func year(ctx context.Context, w io.Writer, fixtures string, sites, pages, days, retention int, explain bool) error {
 	dsn := os.Getenv("DATABASE_URL")
 	if dsn == "" {
 		return errors.New("DATABASE_URL is not set")
@@ -47,7 +51,8 @@ func year(ctx context.Context, w io.Writer, fixtures string, sites, pages, days,
 	if existing > 0 {
 		return fmt.Errorf("year wants a fresh database; this one has %d sites", existing)
 	}
-	raw := map[store.Strategy][]byte{}
+	raw, explained := map[store.Strategy][]byte{}, map[store.Strategy][]byte{}
+	images := map[store.Strategy][]store.PageImage{}
 	for _, s := range []store.Strategy{store.StrategyMobile, store.StrategyDesktop} {
 		body, err := os.ReadFile(fixtures + "/home." + string(s) + ".json")
 		if err != nil {
@@ -58,6 +63,9 @@ func year(ctx context.Context, w io.Writer, fixtures string, sites, pages, days,
 			return err
 		}
 		raw[s] = store.EncodeResult(r)
+		if explain {
+			explained[s], images[s] = store.EncodeExplain(r.Explain), r.Images
+		}
 	}
 	now := time.Now().UTC().Truncate(time.Second)
 	u := store.User{ID: store.NewID(), Email: "year@sitepulse.test", PasswordHash: "x", CreatedAt: now}
@@ -82,14 +90,36 @@ func year(ctx context.Context, w io.Writer, fixtures string, sites, pages, days,
 			FROM generate_series(1, $4) d`, site.ID, pages, now, days); err != nil {
 			return fmt.Errorf("scans of site %d: %w", i, err)
 		}
-		if _, err := db.ExecContext(ctx, `INSERT INTO page_results (scan_id, page_path, strategy, page_url, result)
+		if _, err := db.ExecContext(ctx, `INSERT INTO page_results (scan_id, page_path, strategy, page_url, result, explain)
 			SELECT c.id, p.path, st.strategy, 'https://year.sitepulse.test' || p.path,
-				jsonb_set(jsonb_set(st.result, '{pagePath}', to_jsonb(p.path)), '{pageUrl}', to_jsonb('https://year.sitepulse.test' || p.path))
+				jsonb_set(jsonb_set(st.result, '{pagePath}', to_jsonb(p.path)), '{pageUrl}', to_jsonb('https://year.sitepulse.test' || p.path)),
+				st.explain
 			FROM scans c
 			CROSS JOIN (SELECT '/page-' || n AS path FROM generate_series(1, $2) n) p
-			CROSS JOIN (VALUES ('mobile', $3::jsonb), ('desktop', $4::jsonb)) st(strategy, result)
-			WHERE c.site_id = $1`, site.ID, pages, raw[store.StrategyMobile], raw[store.StrategyDesktop]); err != nil {
+			CROSS JOIN (VALUES ('mobile', $3::jsonb, $5::bytea), ('desktop', $4::jsonb, $6::bytea)) st(strategy, result, explain)
+			WHERE c.site_id = $1`, site.ID, pages, raw[store.StrategyMobile], raw[store.StrategyDesktop],
+			explained[store.StrategyMobile], explained[store.StrategyDesktop]); err != nil {
 			return fmt.Errorf("page results of site %d: %w", i, err)
+		}
+		for strategy, ims := range images {
+			var idx, width, height []int64
+			var mime, timings []string
+			var final []bool
+			var data [][]byte
+			for _, im := range ims {
+				idx, width, height = append(idx, int64(im.Index)), append(width, int64(im.Width)), append(height, int64(im.Height))
+				mime, timings = append(mime, im.MIME), append(timings, strings.Trim(strings.Join(strings.Fields(fmt.Sprint(im.Timings)), ","), "[]"))
+				final, data = append(final, im.Final), append(data, im.Data)
+			}
+			if _, err := db.ExecContext(ctx, `INSERT INTO page_images (scan_id, page_path, strategy, idx, mime, width, height, timings, final, data)
+				SELECT r.scan_id, r.page_path, r.strategy, i.idx, i.mime, i.width, i.height, ('{' || i.timings || '}')::integer[], i.final, i.data
+				FROM scans c JOIN page_results r ON r.scan_id = c.id AND r.strategy = $2
+				CROSS JOIN unnest($3::smallint[], $4::text[], $5::integer[], $6::integer[], $7::text[], $8::boolean[], $9::bytea[])
+					AS i(idx, mime, width, height, timings, final, data)
+				WHERE c.site_id = $1`, site.ID, strategy, pq.Array(idx), pq.Array(mime), pq.Array(width), pq.Array(height),
+				pq.Array(timings), pq.Array(final), pq.ByteaArray(data)); err != nil {
+				return fmt.Errorf("screenshots of site %d: %w", i, err)
+			}
 		}
 		if i == 0 || (i+1)%10 == 0 {
 			step(fmt.Sprintf("site %d of %d seeded", i+1, sites))
@@ -100,17 +130,18 @@ func year(ctx context.Context, w io.Writer, fixtures string, sites, pages, days,
 	}
 	step("summaries and sizes written (as CompleteScan does)")
 	size := func(what string) error {
-		var db0, pr int64
-		var rows int64
+		var db0, pr, pi int64
+		var rows, pics int64
 		if err := db.QueryRowContext(ctx, `SELECT pg_database_size(current_database()), pg_total_relation_size('page_results'),
-			(SELECT count(*) FROM page_results)`).Scan(&db0, &pr, &rows); err != nil {
+			(SELECT count(*) FROM page_results), pg_total_relation_size('page_images'), (SELECT count(*) FROM page_images)`).Scan(&db0, &pr, &rows, &pi, &pics); err != nil {
 			return err
 		}
 		ws, err := st.WorkspaceBytes(ctx, u.ID)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "%-58s database %s, page_results %s, %d page results; workspace page: %s\n", what, mb(db0), mb(pr), rows, mb(ws))
+		fmt.Fprintf(w, "%-58s database %s, page_results %s, %d page results, page_images %s, %d pictures; workspace page: %s\n",
+			what, mb(db0), mb(pr), rows, mb(pi), pics, mb(ws))
 		return nil
 	}
 	if _, err := db.ExecContext(ctx, `VACUUM ANALYZE`); err != nil {
@@ -129,7 +160,7 @@ func year(ctx context.Context, w io.Writer, fixtures string, sites, pages, days,
 		if err != nil {
 			return err
 		}
-		statements += 2
+		statements += 3
 		total += n
 		if n == 0 {
 			break
@@ -140,17 +171,20 @@ func year(ctx context.Context, w io.Writer, fixtures string, sites, pages, days,
 	if err := size(fmt.Sprintf("after pruning to %d days (no vacuum):", retention)); err != nil {
 		return err
 	}
-	if _, err := db.ExecContext(ctx, `VACUUM ANALYZE page_results`); err != nil {
+	if _, err := db.ExecContext(ctx, `VACUUM ANALYZE page_results, page_images`); err != nil {
 		return err
 	}
-	if err := size("after VACUUM page_results (space reusable, not freed):"); err != nil {
+	if err := size("after VACUUM (space reusable, not freed):"); err != nil {
 		return err
 	}
 	if _, err := db.ExecContext(ctx, `VACUUM FULL page_results`); err != nil {
 		return err
 	}
-	step("VACUUM FULL page_results")
-	return size("after VACUUM FULL page_results (space returned):")
+	if _, err := db.ExecContext(ctx, `VACUUM FULL page_images`); err != nil {
+		return err
+	}
+	step("VACUUM FULL page_results, page_images")
+	return size("after VACUUM FULL (space returned):")
 }
 
 // mb writes bytes in MB.

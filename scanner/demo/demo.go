@@ -145,9 +145,11 @@ func Seed(ctx context.Context, st Store, fx Fixtures, now time.Time, iterations 
 	if err := st.AddAlertRule(ctx, u.ID, store.AlertRule{ID: store.NewID(), SiteID: site.ID, Metric: "tbt", Operator: store.OpMax, Threshold: 600, CreatedAt: now}); err != nil {
 		return d, fmt.Errorf("demo alert rule: %w", err)
 	}
-	if _, err := recordDemoScan(ctx, st, site, before, now.Add(-24*time.Hour)); err != nil {
+	beforeID, err := recordDemoScan(ctx, st, site, before, now.Add(-24*time.Hour))
+	if err != nil {
 		return d, err
 	}
+	regressedFrom(latest, before, beforeID)
 	publishedAt := now.Add(-time.Hour)
 	if err := st.MarkPublished(ctx, site.ID, publishedAt); err != nil {
 		return d, err
@@ -185,12 +187,64 @@ func extractDir(fsys fs.FS, dir string) ([]store.PageResult, error) {
 			return nil, fmt.Errorf("demo fixture %s: %w", name, err)
 		}
 		if u, err := url.Parse(r.PageURL); err == nil {
+			from := u.Scheme + "://" + u.Host
 			u.Scheme, u.Host = "https", Domain
 			r.PageURL = u.String()
+			moveOrigin(r.Explain, from, "https://"+Domain, u.Hostname())
 		}
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// moveOrigin moves what explains a recorded run from the local host it was made on (from, an
+// origin) to the demo's (to): its first party's request, script and audit item URLs and its
+// entity's name (host), so the demo's waterfall and causes name demo.sitepulse.test.
+func moveOrigin(e *store.Explain, from, to, host string) {
+	if e == nil {
+		return
+	}
+	move := func(s string) string {
+		if rest, ok := strings.CutPrefix(s, from); ok && (rest == "" || strings.HasPrefix(rest, "/") || strings.HasPrefix(rest, "?")) {
+			return to + rest
+		}
+		return s
+	}
+	oldHost := strings.TrimPrefix(strings.TrimPrefix(from, "http://"), "https://")
+	oldHost, _, _ = strings.Cut(oldHost, ":")
+	for i := range e.Requests {
+		e.Requests[i].URL = move(e.Requests[i].URL)
+		if e.Requests[i].Entity == oldHost {
+			e.Requests[i].Entity = host
+		}
+	}
+	for i := range e.Scripts {
+		e.Scripts[i].URL = move(e.Scripts[i].URL)
+	}
+	for i := range e.Entities {
+		if e.Entities[i].Name == oldHost {
+			e.Entities[i].Name = host
+		}
+	}
+	for i := range e.Failing {
+		for j := range e.Failing[i].Items {
+			e.Failing[i].Items[j] = move(e.Failing[i].Items[j])
+		}
+	}
+}
+
+// regressedFrom marks the latest runs that regressed against the same page of the scan before
+// (analysis.Suspect, as the pipeline does), so both sides' screenshots are kept.
+func regressedFrom(latest, before []store.PageResult, beforeID string) {
+	prev := map[store.PageKey]store.PageResult{}
+	for _, r := range before {
+		prev[store.PageKey{PagePath: r.PagePath, Strategy: r.Strategy}] = r
+	}
+	for i, r := range latest {
+		if p, ok := prev[store.PageKey{PagePath: r.PagePath, Strategy: r.Strategy}]; ok && analysis.Suspect(p, r) {
+			latest[i].RegressedFrom = beforeID
+		}
+	}
 }
 
 func pathsOf(results []store.PageResult) []string {

@@ -69,6 +69,36 @@ func TestSeedDemo(t *testing.T) {
 					t.Errorf("page url %s", r.PageURL)
 				}
 			}
+			// What the surfaces show of the demo's regressions: their causes, named on the demo's
+			// domain, and both sides' screenshots (issue 33).
+			pairs, err := st.PreviousPairs(ctx, u.ID, scans[0].ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			changes := analysis.RegressedChanges(pairs.Pairs)
+			if len(changes) != 4 {
+				t.Fatalf("%d regressed pages explained, want / and /pricing on both strategies", len(changes))
+			}
+			for _, c := range changes {
+				if !strings.Contains(c.Summary, "widgetly.test") || strings.Contains(c.Summary, "127.0.0.1") {
+					t.Errorf("%s %s: %s", c.PagePath, c.Strategy, c.Summary)
+				}
+				for _, sc := range scans {
+					if list, _ := st.PageImages(ctx, u.ID, sc.ID, c.PagePath, c.Strategy); len(list) == 0 {
+						t.Errorf("%s %s: no screenshot of scan %s", c.PagePath, c.Strategy, sc.ID)
+					}
+				}
+			}
+			if lcp, _ := changes[0].CauseOf("lcp"); !strings.Contains(lcp.Sentence, "the LCP image /static/img/hero.jpg arrived") {
+				t.Errorf("the demo's LCP cause: %q", lcp.Sentence)
+			}
+			home, err := st.PageResult(ctx, u.ID, scans[0].ID, "/", store.StrategyMobile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if doc, ok := home.Explain.Document(); !ok || doc.URL != "https://"+Domain+"/" || doc.Entity != Domain || doc.ThirdParty {
+				t.Errorf("the demo's document request %+v", doc)
+			}
 			budgets, _ := st.Budgets(ctx, u.ID, d.SiteID)
 			if v := analysis.CheckBudgets(scans[0].Scores, latest, budgets, nil); len(v) == 0 {
 				t.Error("the demo budgets all pass; the budget check would show nothing")

@@ -183,6 +183,8 @@ func fromLHR(l *lhr) (store.PageResult, error) {
 	r.LCPElement = l.lcpElement()
 	r.CLSElements = l.clsElements()
 	r.Diagnostics = l.diagnostics()
+	r.Explain = l.explain()
+	r.Images = l.images()
 	r.StackPacks = []store.StackPack{}
 	for _, sp := range l.StackPacks {
 		r.StackPacks = append(r.StackPacks, store.StackPack{ID: sp.ID, Title: sp.Title, Descriptions: sp.Descriptions})

@@ -61,8 +61,11 @@ type Store struct {
 }
 
 type memResult struct {
-	result *store.PageResult
-	err    store.PageError
+	result  *store.PageResult
+	explain []byte            // the result's Explain as Postgres keeps it (store.EncodeExplain)
+	images  []store.PageImage // its pictures (page_images), Data included
+	pinned  bool              // its pictures are kept past the latest two scans (a regression's side)
+	err     store.PageError
 }
 
 var _ store.Store = (*Store)(nil)

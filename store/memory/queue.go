@@ -181,7 +181,14 @@ func (m *Store) SavePageResult(ctx context.Context, l store.Lease, r store.PageR
 	}
 	r.ScanID, r.Runs = l.ScanID, max(r.Runs, 1) // as Postgres's decodeResult reads it
 	c := clonePageResult(r)
-	m.putResult(l.ScanID, store.PageKey{PagePath: r.PagePath, Strategy: r.Strategy}, memResult{result: &c})
+	k := store.PageKey{PagePath: r.PagePath, Strategy: r.Strategy}
+	row := memResult{result: &c, explain: store.EncodeExplain(r.Explain), images: keptImages(r.Images)}
+	regressed := store.ValidUUID(r.RegressedFrom) && r.RegressedFrom != l.ScanID
+	row.pinned = len(row.images) > 0 && (regressed || m.results[l.ScanID][k].pinned)
+	m.putResult(l.ScanID, k, row)
+	if regressed {
+		m.pinImages(r.RegressedFrom, k)
+	}
 	return nil
 }
 

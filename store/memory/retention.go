@@ -10,25 +10,75 @@ import (
 )
 
 // rowBytes is about how much a page row takes, as Postgres's page_row_bytes counts it: 150 B
-// and its result as JSON (uncompressed here) and text.
+// and its result as JSON (uncompressed here), its explain data and text.
 func rowBytes(r memResult) int64 {
 	n := int64(150 + len(r.err.Error))
 	if r.result != nil {
 		raw, _ := json.Marshal(r.result)
-		n += int64(len(raw) + len(r.result.PagePath) + len(r.result.PageURL) + len(r.result.Strategy))
+		n += int64(len(raw) + len(r.explain) + len(r.result.PagePath) + len(r.result.PageURL) + len(r.result.Strategy))
 	} else {
 		n += int64(len(r.err.PagePath) + len(r.err.PageURL) + len(r.err.Strategy))
 	}
 	return n
 }
 
-// scanBytes is scan_bytes: 300 B and the scan's page rows. m.mu is held.
+// scanBytes is scan_bytes: 300 B, the scan's page rows and its pictures. m.mu is held.
 func (m *Store) scanBytes(scanID string) int64 {
 	n := int64(300)
-	for _, r := range m.results[scanID] {
+	for k, r := range m.results[scanID] {
 		n += rowBytes(r)
+		for _, im := range r.images {
+			n += imageBytes(im, k.PagePath)
+		}
 	}
 	return n
+}
+
+// releaseImages deletes up to limit pictures the store no longer keeps (Postgres's
+// pruneImagesSQL) and takes their bytes off their scans: every picture of a prunable scan, and
+// the unpinned pictures of a finished scan that is not one of the latest two completed scans
+// with a result of the picture's page (a failed scan's always). It answers how many went; the
+// caller holds m.mu.
+func (m *Store) releaseImages(now time.Time, limit int, latest map[string][]string) int {
+	// laterResults counts the completed scans of the scan's site, completed after it, that have
+	// a result of page k.
+	laterResults := func(s store.Scan, k store.PageKey) int {
+		n := 0
+		for _, o := range m.scans {
+			if o.SiteID != s.SiteID || o.Status != store.StatusComplete || o.CompletedAt == nil ||
+				!(o.CompletedAt.After(*s.CompletedAt) || o.CompletedAt.Equal(*s.CompletedAt) && o.ID > s.ID) {
+				continue
+			}
+			if r, ok := m.results[o.ID][k]; ok && r.result != nil {
+				n++
+			}
+		}
+		return n
+	}
+	deleted := 0
+	for id, s := range m.scans {
+		if s.CompletedAt == nil || (s.Status != store.StatusComplete && s.Status != store.StatusFailed) {
+			continue
+		}
+		prunable := m.prunable(s, now, latest)
+		for k, r := range m.results[id] {
+			if len(r.images) == 0 || deleted == limit {
+				continue
+			}
+			if !prunable && (r.pinned || s.Status == store.StatusComplete && laterResults(s, k) < 2) {
+				continue
+			}
+			n := min(len(r.images), limit-deleted) // the last pictures first, as a batch may stop midway
+			for _, im := range r.images[len(r.images)-n:] {
+				s.Bytes = max(s.Bytes-imageBytes(im, k.PagePath), 0)
+			}
+			r.images = r.images[:len(r.images)-n]
+			m.results[id][k] = r
+			deleted += n
+		}
+		m.scans[id] = s
+	}
+	return deleted
 }
 
 // prunable answers whether scan s's page details may go at now (Postgres's prunableSQL).
@@ -75,6 +125,7 @@ func (m *Store) PruneDetails(ctx context.Context, now time.Time, limit int) (int
 			latest[s.SiteID] = append(latest[s.SiteID], s.ID)
 		}
 	}
+	released := m.releaseImages(now, limit, latest)
 	deleted := 0
 	for id, s := range m.scans {
 		if !m.prunable(s, now, latest) {
@@ -83,6 +134,9 @@ func (m *Store) PruneDetails(ctx context.Context, now time.Time, limit int) (int
 		for k, r := range m.results[id] {
 			if deleted == limit {
 				break
+			}
+			if len(r.images) > 0 {
+				continue // its pictures go first, counted (releaseImages)
 			}
 			s.Bytes = max(s.Bytes-rowBytes(r), 0)
 			delete(m.results[id], k)
@@ -99,7 +153,7 @@ func (m *Store) PruneDetails(ctx context.Context, now time.Time, limit int) (int
 			marked++
 		}
 	}
-	return deleted + marked, nil
+	return released + deleted + marked, nil
 }
 
 func (m *Store) EnqueuePrune(ctx context.Context, now time.Time, every time.Duration) (bool, error) {

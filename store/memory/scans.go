@@ -202,7 +202,10 @@ func (m *Store) PageResult(ctx context.Context, userID, scanID, pagePath string,
 	if !ok || r.result == nil {
 		return store.PageResult{}, store.NotFound("page result")
 	}
-	return clonePageResult(*r.result), nil
+	out := clonePageResult(*r.result)
+	var err error
+	out.Explain, err = store.DecodeExplain(r.explain)
+	return out, err
 }
 
 func (m *Store) PageErrors(ctx context.Context, userID, scanID string) ([]store.PageError, error) {

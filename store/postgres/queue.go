@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lib/pq"
@@ -157,19 +159,67 @@ func (p *Store) DonePages(ctx context.Context, scanID string) ([]store.PageKey, 
 
 // The page writes check the lease inside their one statement, so a stale worker writes nothing,
 // and move pages_done in the same statement.
+
+// savePageResultSQL stores a result, its explain data and its pictures in one statement under
+// the lease ($1, $2): the row (upserted), the pictures $9.. (upserted by index, the ones past
+// their number deleted: a retried audit replaces the run), pinned when the run regressed against
+// scan $16, whose pictures of the same page it pins too.
+const savePageResultSQL = `WITH lease AS (SELECT 1 FROM jobs WHERE ` + leaseCond + `),
+	up AS (INSERT INTO page_results (scan_id, page_path, strategy, page_url, result, error, explain)
+		SELECT $3, $4, $5, $6, $7, '', $8 FROM lease
+		ON CONFLICT (scan_id, page_path, strategy) DO UPDATE
+			SET page_url = EXCLUDED.page_url, result = EXCLUDED.result, error = '', explain = EXCLUDED.explain
+		RETURNING (xmax = 0) AS inserted),
+	img AS (INSERT INTO page_images (scan_id, page_path, strategy, idx, mime, width, height, timings, final, pinned, data)
+		SELECT $3, $4, $5, i.idx, i.mime, i.width, i.height, i.timings::integer[], i.final, $16::uuid IS NOT NULL, i.data
+		FROM lease, unnest($9::smallint[], $10::text[], $11::integer[], $12::integer[], $13::text[], $14::boolean[], $15::bytea[])
+			AS i(idx, mime, width, height, timings, final, data)
+		ON CONFLICT (scan_id, page_path, strategy, idx) DO UPDATE
+			SET mime = EXCLUDED.mime, width = EXCLUDED.width, height = EXCLUDED.height, timings = EXCLUDED.timings,
+				final = EXCLUDED.final, pinned = page_images.pinned OR EXCLUDED.pinned, data = EXCLUDED.data),
+	trimmed AS (DELETE FROM page_images WHERE scan_id = $3 AND page_path = $4 AND strategy = $5
+		AND idx >= cardinality($9::smallint[]) AND EXISTS (SELECT 1 FROM lease)),
+	pin AS (UPDATE page_images SET pinned = true WHERE scan_id = $16::uuid AND page_path = $4 AND strategy = $5
+		AND EXISTS (SELECT 1 FROM lease))
+	UPDATE scans SET pages_done = pages_done + 1 FROM up WHERE id = $3 AND up.inserted`
+
 func (p *Store) SavePageResult(ctx context.Context, l store.Lease, r store.PageResult) error {
-	res, err := p.db.ExecContext(ctx, `WITH lease AS (SELECT 1 FROM jobs WHERE `+leaseCond+`),
-		up AS (INSERT INTO page_results (scan_id, page_path, strategy, page_url, result, error)
-			SELECT $3, $4, $5, $6, $7, '' FROM lease
-			ON CONFLICT (scan_id, page_path, strategy) DO UPDATE
-				SET page_url = EXCLUDED.page_url, result = EXCLUDED.result, error = ''
-			RETURNING (xmax = 0) AS inserted)
-		UPDATE scans SET pages_done = pages_done + 1 FROM up WHERE id = $3 AND up.inserted`,
-		l.JobID, l.Attempt, l.ScanID, r.PagePath, r.Strategy, r.PageURL, store.EncodeResult(r))
+	n := len(r.Images)
+	idx, width, height := make([]int64, 0, n), make([]int64, 0, n), make([]int64, 0, n)
+	mime, timings := make([]string, 0, n), make([]string, 0, n)
+	final, data := make([]bool, 0, n), make([][]byte, 0, n)
+	for i, im := range r.Images {
+		if i != im.Index || !store.KeepableImage(im.MIME, len(im.Data)) || i == store.MaxPageImages {
+			break // pictures are kept from 0 on, in order: a run's first bad one ends them
+		}
+		idx, mime, width, height = append(idx, int64(i)), append(mime, im.MIME), append(width, int64(im.Width)), append(height, int64(im.Height))
+		timings, final, data = append(timings, intArray(im.Timings)), append(final, im.Final), append(data, im.Data)
+	}
+	var pinFrom any
+	if uuidOK(r.RegressedFrom) && r.RegressedFrom != l.ScanID {
+		pinFrom = r.RegressedFrom
+	}
+	res, err := p.db.ExecContext(ctx, savePageResultSQL,
+		l.JobID, l.Attempt, l.ScanID, r.PagePath, r.Strategy, r.PageURL, store.EncodeResult(r), store.EncodeExplain(r.Explain),
+		pq.Array(idx), pq.Array(mime), pq.Array(width), pq.Array(height), pq.Array(timings), pq.Array(final), pq.ByteaArray(data), pinFrom)
 	if err != nil {
 		return pgErr("save page result", err)
 	}
 	return p.leaseCheck(ctx, res, l)
+}
+
+// intArray is the text of an integer[]: {375,750}.
+func intArray(v []int) string {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, x := range v {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(x))
+	}
+	b.WriteByte('}')
+	return b.String()
 }
 
 func (p *Store) SavePageError(ctx context.Context, l store.Lease, e store.PageError) error {

@@ -192,11 +192,11 @@ func (p *Store) PageResult(ctx context.Context, userID, scanID, pagePath string,
 	if !uuidOK(userID, scanID) {
 		return store.PageResult{}, store.NotFound("scan")
 	}
-	var raw []byte
-	err := p.db.QueryRowContext(ctx, `SELECT r.result FROM page_results r
+	var raw, explain []byte
+	err := p.db.QueryRowContext(ctx, `SELECT r.result, r.explain FROM page_results r
 		JOIN scans c ON c.id = r.scan_id JOIN sites s ON s.id = c.site_id
 		WHERE r.scan_id = $1 AND `+readable("s.workspace_id", 2)+` AND r.page_path = $3 AND r.strategy = $4 AND r.result IS NOT NULL`,
-		scanID, userID, pagePath, strategy).Scan(&raw)
+		scanID, userID, pagePath, strategy).Scan(&raw, &explain)
 	if err == sql.ErrNoRows {
 		if err := p.ownsScan(ctx, userID, scanID); err != nil {
 			return store.PageResult{}, err
@@ -207,7 +207,11 @@ func (p *Store) PageResult(ctx context.Context, userID, scanID, pagePath string,
 		return store.PageResult{}, pgErr("page result", err)
 	}
 	r, err := store.DecodeResult(raw)
+	if err != nil {
+		return r, err
+	}
 	r.ScanID = scanID
+	r.Explain, err = store.DecodeExplain(explain)
 	return r, err
 }
 

@@ -1,0 +1,118 @@
+package handlers
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"sitepulse/store"
+)
+
+// The screenshots of a run (issue 33 item 2): GET /sites/{siteId}/scans/{scanId}/images/{index}
+// ?path=&strategy= serves one picture of a page of a scan to those who may read the site,
+// through the scan page's own authorization (onSite, then ownScan), and GET
+// /report/{token}/images/{index}?path=&strategy= to a client report's readers, only of the
+// report's scan. The pictures of a finished scan never change: they are cached for a year by the
+// reader's browser only (private).
+
+// longCache is the Cache-Control of a finished scan's picture.
+const longCache = "private, max-age=31536000, immutable"
+
+// pageQuery reads the page and strategy a page's view names (?path=/pricing&strategy=desktop),
+// mobile when none; ok is false for anything that cannot be a page of a scan.
+func pageQuery(r *http.Request) (path string, strategy store.Strategy, ok bool) {
+	q := r.URL.Query()
+	path, strategy = q.Get("path"), store.Strategy(q.Get("strategy"))
+	if strategy == "" {
+		strategy = store.StrategyMobile
+	}
+	ok = (strategy == store.StrategyMobile || strategy == store.StrategyDesktop) && strings.HasPrefix(path, "/") &&
+		len(path) <= store.MaxPagePath && utf8.ValidString(path) && !hasControl(path)
+	return path, strategy, ok
+}
+
+// imageRef names a picture of a run: page, strategy and index, from an image route's path and
+// query.
+type imageRef struct {
+	path     string
+	strategy store.Strategy
+	index    int
+}
+
+// readImageRef reads the picture a request names; ok is false for anything that cannot be one
+// ({index} a small whole number written plainly, a page and strategy as pageQuery reads them).
+func readImageRef(r *http.Request) (ref imageRef, ok bool) {
+	v := r.PathValue("index")
+	i, err := strconv.Atoi(v)
+	ref.path, ref.strategy, ok = pageQuery(r)
+	ref.index = i
+	return ref, ok && err == nil && i >= 0 && i < store.MaxPageImages && strconv.Itoa(i) == v
+}
+
+const noImage = "There is no such picture of this scan."
+
+// serveImage answers the picture a request names, read by load, cached as cache says; a picture
+// that cannot be, or is not kept, is the same 404.
+func (s *server) serveImage(w http.ResponseWriter, r *http.Request, load func(imageRef) (store.PageImage, error), cache string) {
+	ref, ok := readImageRef(r)
+	if !ok {
+		s.renderError(w, r, http.StatusNotFound, noImage)
+		return
+	}
+	im, err := load(ref)
+	if err != nil {
+		s.error(w, r, err, noImage)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", im.MIME)
+	h.Set("Content-Length", strconv.Itoa(len(im.Data)))
+	h.Set("Cache-Control", cache)
+	w.WriteHeader(http.StatusOK)
+	w.Write(im.Data)
+}
+
+func (s *server) handleScanImage() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, scan, ok := s.ownScan(w, r)
+		if !ok {
+			return
+		}
+		cache := longCache
+		if !scan.Status.Terminal() { // a retried audit may still replace the run
+			cache = "private, no-cache"
+		}
+		uid := visitorFrom(r.Context()).User.ID
+		s.serveImage(w, r, func(ref imageRef) (store.PageImage, error) {
+			return s.Scans.PageImage(r.Context(), uid, scan.ID, ref.path, ref.strategy, ref.index)
+		}, cache)
+	})
+}
+
+func (s *server) handleReportImage() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Robots-Tag", "noindex, nofollow")
+		h.Set("Referrer-Policy", "no-referrer")
+		rep, err := s.Reports.ReportByHash(r.Context(), store.HashSecret(r.PathValue("token")))
+		if err != nil {
+			s.error(w, r, err, "There is no report at this address.")
+			return
+		}
+		now := s.Now()
+		if reportState(rep, now) != "active" {
+			s.renderError(w, r, http.StatusGone, "This report has expired.")
+			return
+		}
+		// Cached no longer than the report lives.
+		age := 365 * 24 * time.Hour
+		if rep.ExpiresAt != nil {
+			age = min(age, rep.ExpiresAt.Sub(now))
+		}
+		s.serveImage(w, r, func(ref imageRef) (store.PageImage, error) {
+			return s.Reports.ReportImage(r.Context(), rep, ref.path, ref.strategy, ref.index)
+		}, "private, max-age="+strconv.Itoa(int(age.Seconds())))
+	})
+}

@@ -1,0 +1,90 @@
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"sitepulse/store"
+	"sitepulse/store/storetest"
+)
+
+// A scan's screenshots are served as images to the site's readers, cached for a year by their
+// browser only; a report link serves its own scan's, while the report is active; anything else
+// is the same 404 as an unknown picture.
+func TestScanImages(t *testing.T) {
+	for _, b := range storetest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			f := newAPIFixture(t, b.Open(t))
+			ctx := context.Background()
+			list, err := f.st.PageImages(ctx, f.a.userID, f.a.scanID, "/", store.StrategyDesktop)
+			must(t, err)
+			if len(list) < 2 {
+				t.Fatalf("the demo's latest scan keeps %d pictures of / on desktop", len(list))
+			}
+			want, err := f.st.PageImage(ctx, f.a.userID, f.a.scanID, "/", store.StrategyDesktop, 1)
+			must(t, err)
+			scanImage := "/sites/" + f.a.siteID + "/scans/" + f.a.scanID + "/images/1?path=%2F&strategy=desktop"
+			resp, body := f.do(t, "GET", scanImage, "", "", cookie(f.a.session))
+			if resp.StatusCode != 200 || !bytes.Equal([]byte(body), want.Data) {
+				t.Fatalf("status %d, %d bytes; want 200 and the picture's %d", resp.StatusCode, len(body), len(want.Data))
+			}
+			h := resp.Header
+			if h.Get("Content-Type") != "image/jpeg" || h.Get("Cache-Control") != longCache || h.Get("X-Content-Type-Options") != "nosniff" {
+				t.Errorf("headers %v", h)
+			}
+
+			report := "/report/" + f.a.reportToken + "/images/1?path=%2F&strategy=desktop"
+			resp, body = f.do(t, "GET", report, "", "", cred{})
+			if resp.StatusCode != 200 || !bytes.Equal([]byte(body), want.Data) || resp.Header.Get("Referrer-Policy") != "no-referrer" {
+				t.Fatalf("by the report link: status %d, headers %v", resp.StatusCode, resp.Header)
+			}
+
+			for name, path := range map[string]string{
+				"an index with a leading zero":  "/images/01?path=%2F&strategy=desktop",
+				"a negative index":              "/images/-1?path=%2F&strategy=desktop",
+				"an index that is no number":    "/images/x?path=%2F&strategy=desktop",
+				"an index past the last":        "/images/15?path=%2F&strategy=desktop",
+				"a huge index":                  "/images/99999999999999999999?path=%2F&strategy=desktop",
+				"a page the scan did not audit": "/images/0?path=%2Fnowhere&strategy=desktop",
+				"a path that is no path":        "/images/0?path=nowhere&strategy=desktop",
+				"a strategy that is none":       "/images/0?path=%2F&strategy=both",
+				"a control character":           "/images/0?path=%2F%00&strategy=desktop",
+			} {
+				if resp, _ := f.do(t, "GET", "/sites/"+f.a.siteID+"/scans/"+f.a.scanID+path, "", "", cookie(f.a.session)); resp.StatusCode != 404 {
+					t.Errorf("%s: status %d, want 404", name, resp.StatusCode)
+				}
+				if resp, _ := f.do(t, "GET", "/report/"+f.a.reportToken+path, "", "", cred{}); resp.StatusCode != 404 {
+					t.Errorf("%s by the report link: status %d, want 404", name, resp.StatusCode)
+				}
+			}
+			// The report is of the latest scan: the previous scan's pictures are not its to serve,
+			// and the scan route of the previous scan needs the session.
+			scans, err := f.st.CompletedScans(ctx, f.a.userID, f.a.siteID, 2)
+			must(t, err)
+			prev := "/sites/" + f.a.siteID + "/scans/" + scans[1].ID + "/images/0?path=%2F&strategy=desktop"
+			if resp, _ := f.do(t, "GET", prev, "", "", cookie(f.a.session)); resp.StatusCode != 200 {
+				t.Errorf("the previous scan's picture: status %d", resp.StatusCode)
+			}
+			if resp, _ := f.do(t, "GET", prev, "", "", cookie(f.b.session)); resp.StatusCode != 404 {
+				t.Errorf("a stranger's request for the previous scan's picture: status %d", resp.StatusCode)
+			}
+
+			// Revoked, the report serves no picture.
+			must(t, f.st.RevokeReport(ctx, f.a.userID, f.a.reportID, f.now))
+			if resp, _ := f.do(t, "GET", report, "", "", cred{}); resp.StatusCode != 410 {
+				t.Errorf("a revoked report's picture: status %d, want 410", resp.StatusCode)
+			}
+			// An expiring report's pictures are cached no longer than it lives.
+			token, hash := store.NewSecret("")
+			expires := f.now.Add(time.Hour)
+			must(t, f.st.CreateReport(ctx, store.Report{ID: store.NewID(), TokenHash: hash, ScanID: f.a.scanID, UserID: f.a.userID, Title: "t",
+				CreatedAt: f.now, ExpiresAt: &expires}))
+			resp, _ = f.do(t, "GET", "/report/"+token+"/images/0?path=%2F&strategy=desktop", "", "", cred{})
+			if resp.StatusCode != 200 || resp.Header.Get("Cache-Control") != "private, max-age=3600" {
+				t.Errorf("an expiring report's picture: status %d, Cache-Control %q", resp.StatusCode, resp.Header.Get("Cache-Control"))
+			}
+		})
+	}
+}

@@ -1,0 +1,84 @@
+package store
+
+import (
+	"bytes"
+	"compress/flate"
+	"reflect"
+	"testing"
+)
+
+func sampleExplain() *Explain {
+	return &Explain{
+		Requests: []Request{{URL: "https://a.test/", Entity: "a.test", Type: "Document", MIME: "text/html", Priority: "VeryHigh", Status: 200,
+			TransferBytes: 2000, ResourceBytes: 1900, StartMs: 1, EndMs: 90},
+			{URL: "https://cdn.b.test/w.js", Entity: "b.test", ThirdParty: true, Type: "Script", Status: 200, TransferBytes: 1141, StartMs: 700, EndMs: 1000, RenderBlocking: true}},
+		Totals:     []Total{{Type: "Document", Requests: 1, TransferBytes: 2000}, {Type: "Script", ThirdParty: true, Requests: 1, TransferBytes: 1141}},
+		LCP:        LCP{Element: &Element{Selector: "h1", Snippet: "<h1>"}, TTFBMs: 90, RenderDelayMs: 900, Phased: true},
+		Shifts:     []LayoutShift{{Selector: "main", Score: 0.12, Window: 1, Causes: []ShiftCause{{Cause: "Unsized image element", Selector: "img"}}}},
+		MainThread: []Work{{Group: "scriptEvaluation", Ms: 1000}},
+		Scripts:    []ScriptCost{{URL: "https://cdn.b.test/w.js", TotalMs: 1000, ScriptingMs: 990, ParseMs: 3}},
+		Entities:   []Entity{{Name: "a.test", Requests: 1, TransferBytes: 2000}, {Name: "b.test", ThirdParty: true, Requests: 1, TransferBytes: 1141, MainThreadMs: 1000}},
+		Failing: []FailingAudit{{ID: "render-blocking-insight", Title: "Render blocking requests", Score: 0, Categories: []string{"performance"},
+			Items: []string{"https://cdn.b.test/w.js"}}},
+	}
+}
+
+func TestExplainRoundTrip(t *testing.T) {
+	e := sampleExplain()
+	back, err := DecodeExplain(EncodeExplain(e))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, e) {
+		t.Errorf("got %+v\nwant %+v", back, e)
+	}
+	if got, err := DecodeExplain(EncodeExplain(nil)); got != nil || err != nil {
+		t.Errorf("nil explain decodes to %+v, %v", got, err)
+	}
+}
+
+// A stored value that is not what EncodeExplain wrote is an error, never a panic nor an
+// unbounded inflation.
+func TestExplainDecodeRefuses(t *testing.T) {
+	var bomb bytes.Buffer
+	bomb.WriteByte(explainVersion)
+	zw, _ := flate.NewWriter(&bomb, flate.BestCompression)
+	zw.Write(bytes.Repeat([]byte(" "), MaxExplainBytes+10))
+	zw.Close()
+	for name, b := range map[string][]byte{
+		"unknown version": {9, 1, 2},
+		"not deflate":     {explainVersion, 0xff, 0xff, 0xff},
+		"not JSON":        append([]byte{explainVersion}, EncodeExplain(sampleExplain())[5:]...),
+		"too large":       bomb.Bytes(),
+	} {
+		if _, err := DecodeExplain(b); err == nil {
+			t.Errorf("%s: decoded", name)
+		}
+	}
+}
+
+func FuzzDecodeExplain(f *testing.F) {
+	f.Add(EncodeExplain(sampleExplain()))
+	f.Add([]byte{explainVersion})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		e, err := DecodeExplain(b)
+		if err == nil && e != nil {
+			again, err := DecodeExplain(EncodeExplain(e))
+			if err != nil || !reflect.DeepEqual(again, e) {
+				t.Fatalf("a decoded explain does not round-trip: %v", err)
+			}
+		}
+	})
+}
+
+func TestClip(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		n    int
+		want string
+	}{{"short", 10, "short"}, {"abcdefghij", 6, "abc…"}, {"ééééé", 6, "é…"}} {
+		if got := Clip(tt.in, tt.n); got != tt.want || len(got) > tt.n {
+			t.Errorf("Clip(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
+		}
+	}
+}
