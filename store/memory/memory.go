@@ -56,6 +56,7 @@ type Store struct {
 	members     map[memberKey]store.Member
 	invitations map[string]store.Invitation
 	activity    []store.Activity
+	access      map[string]store.SiteAccess // sites' access settings, sealed, by site (access.go)
 }
 
 type memResult struct {
@@ -73,6 +74,7 @@ func New() *Store {
 		apiKeys:        map[string]store.APIKey{},
 		revoked:        map[string]bool{},
 		sites:          map[string]store.Site{},
+		access:         map[string]store.SiteAccess{},
 		budgets:        map[string]map[string]store.Budget{},
 		rules:          map[string]store.AlertRule{},
 		scans:          map[string]store.Scan{},
