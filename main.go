@@ -294,8 +294,13 @@ func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Au
 		mail = digest.Send
 	}
 	deliverer := &notify.Deliverer{Store: st, Keys: opener, Client: fetch, Mail: mail, BaseURL: cfg.BaseURL, Log: log, Now: time.Now}
+	var accessKeys scanner.Opener // sites' access settings are sealed as channel URLs are
+	if chKeys != nil {
+		accessKeys = chKeys
+	}
 	return scanner.NewPool(scanner.PoolConfig{
 		Store: st, Retention: st, Auditor: auditor, Capacity: capacity, Log: log, Workers: cfg.ScanWorkers, Wake: wake, Platform: refresher,
+		AccessKeys:    accessKeys,
 		ConfirmRuns:   cfg.ConfirmRuns,
 		Lease:         time.Duration(cfg.ScanLease) * time.Second,
 		Deadline:      time.Duration(cfg.ScanDeadline) * time.Second,
