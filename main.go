@@ -131,7 +131,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		MaxSitesPerWorkspace: cfg.MaxSitesPerWorkspace, MaxWorkspacesPerUser: cfg.MaxWorkspaces, SiteRules: cfg.siteRules(),
 		SessionIdle: time.Duration(cfg.SessionIdleMins) * time.Minute, Replayed: replay.Serves,
 		Platform: connector, PlatformClientID: cfg.PlatformID, PlatformAuthorizeURL: cfg.PlatformAuthURL,
-		ChannelKeys: chKeys, Guard: guard, ChannelAllowHTTP: cfg.ScanAllowPrivate,
+		ChannelKeys: chKeys, Guard: guard, ChannelAllowHTTP: cfg.ScanAllowPrivate, SignedInAudits: cfg.AuditBackend == "lighthouse",
 		AuthKey: authKey, Mail: mail,
 	})
 	if err != nil {
