@@ -170,7 +170,8 @@ func TestSiteAccessSetting(t *testing.T) {
 
 // With PSI as the backend a setting is refused, 422, with a sentence naming
 // AUDIT_BACKEND=lighthouse; removing one is always possible. Without PLATFORM_TOKEN_KEY nothing
-// can be sealed: 503. The demo site's replayed audits cannot sign in.
+// can be sealed: 503. The demo site's replayed audits cannot sign in. A post without the form's
+// CSRF token is refused, 403.
 func TestSiteAccessRefusals(t *testing.T) {
 	st := storetest.Backends(t)[0].Open(t)
 	basic := url.Values{"kind": {"basic"}, "username": {"basic-user-3f9"}, "password": {"basic-pw-1c7e"}}
@@ -196,7 +197,13 @@ func TestSiteAccessRefusals(t *testing.T) {
 	if resp, body := replayed.post(t, basic); resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(body, "replayed") {
 		t.Errorf("the demo site: %d, want 422", resp.StatusCode)
 	}
-	for _, f := range []*accessFixture{psi, noKeys, replayed} {
+	lighthouse := newAccessFixture(t, storetest.Backends(t)[0].Open(t), nil)
+	noToken := url.Values{"kind": {"basic"}, "username": {"basic-user-3f9"}, "password": {"basic-pw-1c7e"}}
+	resp, _ = lighthouse.do(t, "POST", "/sites/"+lighthouse.a.siteID+"/access", "application/x-www-form-urlencoded", noToken.Encode(), cookie(lighthouse.a.session))
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("without the CSRF token: %d, want 403", resp.StatusCode)
+	}
+	for _, f := range []*accessFixture{psi, noKeys, replayed, lighthouse} {
 		if sa, _ := f.stored(t); sa.Kind != store.AccessNone {
 			t.Errorf("a refused setting was stored: %v", sa.Kind)
 		}
