@@ -181,7 +181,7 @@ func (l *Runner) audit(ctx context.Context, pageURL string, strategy store.Strat
 		return store.PageResult{}, fmt.Errorf("LIGHTHOUSE_CMD %q not found: install Lighthouse 13 with Node 22 (%s) and set LIGHTHOUSE_CMD as the README's \"Local Lighthouse\" says", l.argv[0], InstallCommand)
 	}
 	if s != nil && !stdout.over { // a page that did not sign in fails so, whatever else went wrong with it
-		if err := s.check(chrome, pageURL, stdout.Bytes()); err != nil {
+		if err := s.check(chrome, pageURL, stdout.Bytes(), stderr.String()); err != nil {
 			return store.PageResult{}, err
 		}
 	}

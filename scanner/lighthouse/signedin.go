@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -326,30 +328,25 @@ func (c *signedChrome) Close() {
 	os.RemoveAll(c.dir)
 }
 
-// signedReport is what a signed-in audit's report says about the page Lighthouse loaded.
+// signedReport is what a signed-in audit's report says about the page Lighthouse loaded: the
+// document it ended on, and the runtime error of a page whose document answered 4xx or 5xx.
 type signedReport struct {
-	RequestedURL    string `json:"requestedUrl"`
 	MainDocumentURL string `json:"mainDocumentUrl"`
 	RuntimeError    *struct {
-		Code string `json:"code"`
+		Message string `json:"message"`
 	} `json:"runtimeError"`
-	Audits struct {
-		NetworkRequests struct {
-			Details struct {
-				Items []struct {
-					URL          string `json:"url"`
-					StatusCode   int    `json:"statusCode"`
-					ResourceType string `json:"resourceType"`
-				} `json:"items"`
-			} `json:"details"`
-		} `json:"network-requests"`
-	} `json:"audits"`
 }
 
+// documentStatus finds the status of a document that answered an error in Lighthouse 13's
+// message for it (ERRORED_DOCUMENT_REQUEST, core/lib/lh-error.js: "... (Status code: 403)").
+var documentStatus = regexp.MustCompile(`\(Status code: (\d{3})\)`)
+
 // check says why a signed-in audit did not audit the signed-in page: Lighthouse ran elsewhere,
-// the page (or the document it ended on) answered 401 or 403, or it landed on the login form.
-// nil when the report shows none of these (or there is no report: Lighthouse's own error tells).
-func (s *SignedIn) check(c *signedChrome, pageURL string, report []byte) error {
+// the site did not accept the basic auth answer, the page (or the document it ended on) answered
+// 401 or 403, or it landed on the login form; nil when none of these shows. lhErr is what
+// Lighthouse wrote on stderr: after a runtime error it exits at once and its report on stdout is
+// cut short (a pipe's first 128 KiB), but the error is on stderr too.
+func (s *SignedIn) check(c *signedChrome, pageURL string, report []byte, lhErr string) error {
 	if !c.lighthouseAttached() {
 		return errors.New(SignInFailed + "Lighthouse did not audit in the signed-in Chrome")
 	}
@@ -361,20 +358,16 @@ func (s *SignedIn) check(c *signedChrome, pageURL string, report []byte) error {
 		return fmt.Errorf(SignInFailed+"%s answered 401 Unauthorized: the site did not accept the %s", path, s.what())
 	}
 	var r signedReport
-	if len(report) == 0 || json.Unmarshal(report, &r) != nil {
-		return nil
+	json.Unmarshal(report, &r) // empty when cut short
+	msg := lhErr
+	if r.RuntimeError != nil {
+		msg = r.RuntimeError.Message
 	}
-	for _, it := range r.Audits.NetworkRequests.Details.Items {
-		if it.ResourceType != "Document" || !store.SameOrigin(it.URL, s.origin) {
-			continue
-		}
-		if it.StatusCode == 401 || it.StatusCode == 403 {
-			return fmt.Errorf(SignInFailed+"%s answered %d %s: the site did not accept the %s", pathOf(it.URL), it.StatusCode,
-				map[int]string{401: "Unauthorized", 403: "Forbidden"}[it.StatusCode], s.what())
-		}
+	if m := documentStatus.FindStringSubmatch(msg); m != nil && (m[1] == "401" || m[1] == "403") {
+		code, _ := strconv.Atoi(m[1])
+		return fmt.Errorf(SignInFailed+"%s answered %d %s: the site did not accept the %s", path, code, http.StatusText(code), s.what())
 	}
-	landed := r.MainDocumentURL
-	if s.loginURL != "" && landed != "" && pathOf(landed) == pathOf(s.loginURL) && path != pathOf(s.loginURL) {
+	if s.loginURL != "" && r.MainDocumentURL != "" && pathOf(r.MainDocumentURL) == pathOf(s.loginURL) && path != pathOf(s.loginURL) {
 		return fmt.Errorf(SignInFailed+"%s led to the login form %s: the sign-in did not hold", path, pathOf(s.loginURL))
 	}
 	return nil

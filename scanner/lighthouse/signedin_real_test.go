@@ -30,8 +30,8 @@ const (
 )
 
 // membersSite is a site whose members-only pages each need one kind of sign-in, beside a
-// public login form: /basic/members basic auth, /cookies/members the pasted cookie,
-// /form/members the session the login form gives. A members page's largest text, its LCP
+// public login form: /basic/members basic auth (else 401), /cookies/members the pasted cookie
+// (else 403), /form/members the session the login form gives (else a redirect to the form). A members page's largest text, its LCP
 // element, says "Members only"; it loads a script and an image from a third party and an
 // image from a subdomain of its own host. The login page says "Please sign in".
 type membersSite struct {
@@ -68,7 +68,7 @@ func (m *membersSite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			members()
 			return
 		}
-		toLogin()
+		page(403, "Forbidden", "Members only: sign in first")
 	case "/form/members":
 		if c, err := r.Cookie("sid"); err == nil && m.live(c.Value) {
 			members()
@@ -269,6 +269,17 @@ func TestSignedInAuditsRealChrome(t *testing.T) {
 		_, err = s.Audit(ctx, origin+"/form/members", store.StrategyDesktop)
 		if want := "signed-in audit failed: /form/members led to the login form /login"; err == nil || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("audit error = %v, want it to start %q", err, want)
+		}
+		third.requests()
+	})
+	t.Run("a cookie the site does not accept fails the audit", func(t *testing.T) {
+		s, err := l.SignIn(ctx, origin, store.Access{Kind: store.AccessCookies, Cookies: []store.NameValue{{Name: "session", Value: "expired"}}})
+		if err != nil {
+			t.Fatalf("sign-in: %v", err)
+		}
+		_, err = s.Audit(ctx, origin+"/cookies/members", store.StrategyDesktop)
+		if want := "signed-in audit failed: /cookies/members answered 403 Forbidden: the site did not accept the cookies"; err == nil || err.Error() != want {
+			t.Errorf("audit error = %v, want %q", err, want)
 		}
 		third.requests()
 	})
