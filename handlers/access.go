@@ -24,14 +24,20 @@ type accessView struct {
 	Enabled   bool // AUDIT_BACKEND=lighthouse: the only backend that signs in
 	NoKeys    bool // PLATFORM_TOKEN_KEY is not set (Postgres): nothing can be sealed
 	Replayed  bool // the demo site: its audits are recorded runs
-	Errors    map[string]string
+	// Stale is a stored setting that does not open: set for the site's former domain, or under a
+	// PLATFORM_TOKEN_KEY no longer listed. Scans fail until it is set again.
+	Stale  bool
+	Errors map[string]string
 }
 
 // Kinds are the choices of the kind field, in order.
 func (accessView) Kinds() []store.AccessKind { return store.AccessKinds }
 
-// Set says whether the stored setting is of kind k, whose secret fields are then set.
-func (a accessView) Set(k store.AccessKind) bool { return a.Kind == k && k != store.AccessNone }
+// Set says whether the stored setting is of kind k, whose secret fields are then set (and kept
+// when left empty); a stale setting keeps nothing.
+func (a accessView) Set(k store.AccessKind) bool {
+	return a.Kind == k && k != store.AccessNone && !a.Stale
+}
 
 // accessLabels name the kinds on the page.
 var accessLabels = map[store.AccessKind]string{store.AccessNone: "None: audit what everyone sees",
@@ -58,9 +64,11 @@ func (s *server) accessOf(ctx context.Context, site store.Site) (accessView, sto
 	v.Kind, v.Chosen, v.UpdatedAt = sealed.Kind, sealed.Kind, sealed.UpdatedAt
 	var old store.Access
 	if sealed.Kind != store.AccessNone && s.ChannelKeys != nil {
-		if plain, err := s.ChannelKeys.OpenFor(platform.PurposeSiteAccess, sealed.Sealed, site.ID); err == nil {
-			old, _ = store.DecodeAccess(plain)
+		plain, err := s.ChannelKeys.OpenFor(platform.PurposeSiteAccess, sealed.Sealed, store.AccessSealedFor(site.ID, v.Origin))
+		if err == nil {
+			old, err = store.DecodeAccess(plain)
 		}
+		v.Stale = err != nil
 	}
 	v.LoginURL = old.LoginURL
 	return v, old, nil
@@ -140,7 +148,7 @@ func (s *server) handleSetAccess() http.Handler {
 			s.editPage(w, r, http.StatusUnprocessableEntity, site, formOf(site), &v)
 			return
 		}
-		sealed, err := s.ChannelKeys.SealFor(platform.PurposeSiteAccess, a.Encode(), site.ID)
+		sealed, err := s.ChannelKeys.SealFor(platform.PurposeSiteAccess, a.Encode(), store.AccessSealedFor(site.ID, v.Origin))
 		if err != nil {
 			s.error(w, r, err, "")
 			return

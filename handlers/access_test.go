@@ -52,7 +52,7 @@ func (f *accessFixture) stored(t *testing.T) (store.SiteAccess, store.Access) {
 	if sa.Kind == store.AccessNone {
 		return sa, store.Access{Kind: store.AccessNone}
 	}
-	plain, err := f.keys.OpenFor(platform.PurposeSiteAccess, sa.Sealed, f.a.siteID)
+	plain, err := f.keys.OpenFor(platform.PurposeSiteAccess, sa.Sealed, store.AccessSealedFor(f.a.siteID, "https://demo.sitepulse.test"))
 	must(t, err)
 	a, err := store.DecodeAccess(plain)
 	must(t, err)
@@ -88,8 +88,10 @@ func TestSiteAccessSetting(t *testing.T) {
 				t.Errorf("stored %v, opened %+v", sa.Kind, a)
 			}
 			noSecret(t, "the stored setting", sa.Sealed)
-			if _, err := f.keys.OpenFor(platform.PurposeSiteAccess, sa.Sealed, f.b.siteID); err == nil {
-				t.Error("the sealed setting opens for another site")
+			for _, owner := range []string{store.AccessSealedFor(f.b.siteID, origin), store.AccessSealedFor(f.a.siteID, "https://evil.example"), f.a.siteID} {
+				if _, err := f.keys.OpenFor(platform.PurposeSiteAccess, sa.Sealed, owner); err == nil {
+					t.Errorf("the sealed setting opens bound to %q: only to its site and origin", owner)
+				}
 			}
 
 			_, page := f.do(t, "GET", "/sites/"+f.a.siteID+"/edit?done=access-saved", "", "", cookie(f.a.session))
@@ -208,5 +210,27 @@ func TestSiteAccessRefusals(t *testing.T) {
 			t.Errorf("a refused setting was stored: %v", sa.Kind)
 		}
 		noSecret(t, "the log", f.logs.String())
+	}
+}
+
+// A setting is bound to the origin it was given for: once the site's domain changes (an editor
+// pointing it at a host of theirs), it no longer opens, the edit page says so, and no field of it
+// is kept: every one must be typed again.
+func TestSiteAccessFollowsTheDomain(t *testing.T) {
+	st := storetest.Backends(t)[0].Open(t)
+	f := newAccessFixture(t, st, nil)
+	f.post(t, url.Values{"kind": {"basic"}, "username": {"basic-user-3f9"}, "password": {"basic-pw-1c7e"}})
+	site, err := st.Site(context.Background(), f.a.userID, f.a.siteID)
+	must(t, err)
+	site.Domain, site.UserID = "collector.example", f.a.userID
+	must(t, st.UpdateSite(context.Background(), site))
+
+	_, page := f.do(t, "GET", "/sites/"+f.a.siteID+"/edit", "", "", cookie(f.a.session))
+	if !strings.Contains(page, "made for the site's former domain") || strings.Contains(page, `<span class="tag set">set</span></label>`) {
+		t.Error("the edit page does not say the setting is stale, or still marks its fields set")
+	}
+	resp, body := f.post(t, url.Values{"kind": {"basic"}, "username": {"editor-user"}})
+	if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(body, "Enter the password.") {
+		t.Errorf("keeping the password across a domain change: %d, want 422 asking for it", resp.StatusCode)
 	}
 }

@@ -36,15 +36,16 @@ func (p *Pool) signIn(ctx context.Context, site store.Site, sealed store.SiteAcc
 	if p.cfg.AccessKeys == nil {
 		return nil, errors.New(lighthouse.SignInFailed + "the site's access setting cannot be opened: PLATFORM_TOKEN_KEY is not set")
 	}
-	plain, err := p.cfg.AccessKeys.OpenFor(platform.PurposeSiteAccess, sealed.Sealed, site.ID)
+	origin := discover.SiteOrigin(site.Domain)
+	plain, err := p.cfg.AccessKeys.OpenFor(platform.PurposeSiteAccess, sealed.Sealed, store.AccessSealedFor(site.ID, origin))
 	if err != nil {
-		return nil, errors.New(lighthouse.SignInFailed + "the site's access setting does not open with PLATFORM_TOKEN_KEY: set it again on the site's edit page")
+		return nil, errors.New(lighthouse.SignInFailed + "the site's access setting does not open: it was set for the site's former domain, or under a PLATFORM_TOKEN_KEY no longer listed; set it again on the site's edit page")
 	}
 	a, err := store.DecodeAccess(plain)
 	if err != nil {
 		return nil, errors.New(lighthouse.SignInFailed + err.Error() + ": set it again on the site's edit page")
 	}
-	s, err := signer.SignIn(ctx, discover.SiteOrigin(site.Domain), a)
+	s, err := signer.SignIn(ctx, origin, a)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"sitepulse/scanner/discover"
 	"sitepulse/scanner/lighthouse"
 	"sitepulse/scanner/netguard"
 	"sitepulse/scanner/platform"
@@ -17,7 +18,7 @@ import (
 // setAccess seals a and stores it as the site's access setting.
 func (r *rig) setAccess(site store.Site, keys *platform.Keys, a store.Access) {
 	r.t.Helper()
-	sealed, err := keys.SealFor(platform.PurposeSiteAccess, a.Encode(), site.ID)
+	sealed, err := keys.SealFor(platform.PurposeSiteAccess, a.Encode(), store.AccessSealedFor(site.ID, discover.SiteOrigin(site.Domain)))
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func TestSignedInScanFailures(t *testing.T) {
 			r.setAccess(r.site, otherKeys, cookies)
 			sc := r.enqueue(r.site)
 			r.pool(func(c *PoolConfig) { c.Auditor, c.AccessKeys = local, keys })
-			check(t, r, sc, "does not open with PLATFORM_TOKEN_KEY")
+			check(t, r, sc, "set it again on the site's edit page")
 		}},
 		storeTest{name: "a login form that does not sign in fails every page before Lighthouse runs", realIO: true, fn: func(t *testing.T, st store.Store) {
 			r := newRig(t, st)

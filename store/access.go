@@ -221,8 +221,15 @@ func isCookieValue(s string) bool {
 	return true
 }
 
+// AccessSealedFor is what a site's access setting is sealed bound to (the owner of
+// platform.Keys.SealFor): the site and the origin it was given for. A setting copied to another
+// site, or left behind when the site's domain changed (an editor pointing the site at a host of
+// theirs to collect what an owner set), does not open: the credentials go to the origin they were
+// given for, or nowhere.
+func AccessSealedFor(siteID, origin string) string { return siteID + "\x00" + origin }
+
 // SiteAccess is a site's access setting as stored: its kind, and the whole Access sealed
-// (platform.Keys, purpose "site access", bound to the site's id) by the surface that took it.
+// (platform.Keys, purpose "site access", bound by AccessSealedFor) by the surface that took it.
 // No store ever holds the Access opened. A site without a setting has Kind AccessNone.
 type SiteAccess struct {
 	SiteID    string
