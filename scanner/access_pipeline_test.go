@@ -2,6 +2,7 @@ package scanner
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -53,12 +54,15 @@ func TestSignedInScanFailures(t *testing.T) {
 			t.Errorf("the log holds a secret:\n%s", r.logs.String())
 		}
 	}
+	debug := func(r *rig, c *PoolConfig) { // the secrets stay out of the log at every level
+		c.Log = slog.New(slog.NewTextHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
 	onStores(t,
 		storeTest{name: "PSI never receives a site with an access setting", fn: func(t *testing.T, st store.Store) {
 			r := newRig(t, st)
 			r.setAccess(r.site, keys, cookies)
 			sc := r.enqueue(r.site)
-			r.pool(func(c *PoolConfig) { c.AccessKeys = keys })
+			r.pool(func(c *PoolConfig) { c.AccessKeys = keys; debug(r, c) })
 			check(t, r, sc, "only the local Lighthouse backend (AUDIT_BACKEND=lighthouse) audits signed in")
 			for _, p := range r.site.Pages {
 				for _, s := range []store.Strategy{store.StrategyMobile, store.StrategyDesktop} {
@@ -72,14 +76,14 @@ func TestSignedInScanFailures(t *testing.T) {
 			r := newRig(t, st)
 			r.setAccess(r.site, keys, cookies)
 			sc := r.enqueue(r.site)
-			r.pool(func(c *PoolConfig) { c.Auditor = local })
+			r.pool(func(c *PoolConfig) { c.Auditor = local; debug(r, c) })
 			check(t, r, sc, "PLATFORM_TOKEN_KEY is not set")
 		}},
 		storeTest{name: "a setting sealed under another key does not open", fn: func(t *testing.T, st store.Store) {
 			r := newRig(t, st)
 			r.setAccess(r.site, otherKeys, cookies)
 			sc := r.enqueue(r.site)
-			r.pool(func(c *PoolConfig) { c.Auditor, c.AccessKeys = local, keys })
+			r.pool(func(c *PoolConfig) { c.Auditor, c.AccessKeys = local, keys; debug(r, c) })
 			check(t, r, sc, "set it again on the site's edit page")
 		}},
 		storeTest{name: "a login form that does not sign in fails every page before Lighthouse runs", realIO: true, fn: func(t *testing.T, st store.Store) {
@@ -95,7 +99,7 @@ func TestSignedInScanFailures(t *testing.T) {
 			r.setAccess(r.site, keys, store.Access{Kind: store.AccessForm, LoginURL: site.URL + "/login", Proof: "Sign out",
 				Fields: []store.NameValue{{Name: "password", Value: "form-secret-9"}}})
 			sc := r.enqueue(r.site)
-			r.pool(func(c *PoolConfig) { c.Auditor, c.AccessKeys = local, keys })
+			r.pool(func(c *PoolConfig) { c.Auditor, c.AccessKeys = local, keys; debug(r, c) })
 			check(t, r, sc, "the answer to the login form /login does not show the proof text")
 		}},
 	)
