@@ -233,6 +233,12 @@ func TestSignedInAuditsRealChrome(t *testing.T) {
 		if lcp := lcpOf(t, r); !strings.Contains(lcp, "Members only") {
 			t.Errorf("LCP element %q: want the members-only heading", lcp)
 		}
+		stored := string(store.EncodeResult(r)) // what the scan keeps, exports and reports
+		for _, secret := range []string{basicUser + ":", basicPassword, pastedCookie, formPassword, "sid_"} {
+			if strings.Contains(stored, secret) {
+				t.Errorf("the page result holds the secret %q", secret)
+			}
+		}
 		noCredentials(t)
 	}
 
