@@ -131,7 +131,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		MaxSitesPerWorkspace: cfg.MaxSitesPerWorkspace, MaxWorkspacesPerUser: cfg.MaxWorkspaces, SiteRules: cfg.siteRules(),
 		SessionIdle: time.Duration(cfg.SessionIdleMins) * time.Minute, Replayed: replay.Serves,
 		Platform: connector, PlatformClientID: cfg.PlatformID, PlatformAuthorizeURL: cfg.PlatformAuthURL,
-		ChannelKeys: chKeys, Guard: guard, ChannelAllowHTTP: cfg.ScanAllowPrivate,
+		ChannelKeys: chKeys, Guard: guard, ChannelAllowHTTP: cfg.ScanAllowPrivate, SignedInAudits: cfg.AuditBackend == "lighthouse",
 		AuthKey: authKey, Mail: mail,
 	})
 	if err != nil {
@@ -294,8 +294,13 @@ func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Au
 		mail = digest.Send
 	}
 	deliverer := &notify.Deliverer{Store: st, Keys: opener, Client: fetch, Mail: mail, BaseURL: cfg.BaseURL, Log: log, Now: time.Now}
+	var accessKeys scanner.Opener // sites' access settings are sealed as channel URLs are
+	if chKeys != nil {
+		accessKeys = chKeys
+	}
 	return scanner.NewPool(scanner.PoolConfig{
 		Store: st, Retention: st, Auditor: auditor, Capacity: capacity, Log: log, Workers: cfg.ScanWorkers, Wake: wake, Platform: refresher,
+		AccessKeys:    accessKeys,
 		ConfirmRuns:   cfg.ConfirmRuns,
 		Lease:         time.Duration(cfg.ScanLease) * time.Second,
 		Deadline:      time.Duration(cfg.ScanDeadline) * time.Second,

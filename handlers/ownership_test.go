@@ -79,6 +79,10 @@ var ownershipCases = []ownershipCase{
 	{name: "the edit form of A's site", route: "GET /sites/{siteId}/edit", method: "GET", path: sitePath("/edit"), cred: asCookie, status: 404},
 	{name: "changing A's site", route: "POST /sites/{siteId}", method: "POST", path: sitePath(""),
 		form: url.Values{"name": {"Taken"}, "domain": {"evil.example"}}, cred: asCookie, status: 404, intact: siteIntact},
+	{name: "setting the sign-in of A's site", route: "POST /sites/{siteId}/access", method: "POST", path: sitePath("/access"),
+		form: url.Values{"kind": {"cookies"}, "cookies": {"session=b-planted"}}, cred: asCookie, status: 404, intact: accessIntact},
+	{name: "removing the sign-in of A's site", route: "POST /sites/{siteId}/access", method: "POST", path: sitePath("/access"),
+		form: url.Values{"kind": {"none"}}, cred: asCookie, status: 404, intact: accessIntact},
 	{name: "deleting A's site", route: "POST /sites/{siteId}/delete", method: "POST", path: sitePath("/delete"),
 		form: url.Values{"confirm": {"yes"}}, cred: asCookie, status: 404, intact: siteIntact},
 	{name: "Scan now on A's site", route: "POST /sites/{siteId}/scan", method: "POST", path: sitePath("/scan"),
@@ -200,6 +204,13 @@ func mcpCall(tool, arg string, id func(a apiAccount) string) func(a apiAccount) 
 
 func wsPath(suffix string) func(a, b apiAccount) string {
 	return func(a, _ apiAccount) string { return "/workspaces/" + a.userID + suffix }
+}
+
+// accessIntact: A's site is audited signed out, as the fixture left it.
+func accessIntact(t *testing.T, f *apiFixture) {
+	if a, err := f.st.SiteAccessForScan(context.Background(), f.a.siteID); err != nil || a.Kind != store.AccessNone {
+		t.Errorf("A's site access = %+v, %v", a, err)
+	}
 }
 
 // membersIntact: A's personal workspace still has A alone, as owner, and no invitation.

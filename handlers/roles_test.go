@@ -259,6 +259,10 @@ var roleCases = []roleCase{
 	{route: "GET /sites/{siteId}", method: "GET", path: site(""), want: reads},
 	{route: "GET /sites/{siteId}/edit", method: "GET", path: site("/edit"), want: [nRoles]int{200, 200, 403, 404, 404}},
 	{route: "POST /sites/{siteId}", method: "POST", path: site(""), form: url.Values{"name": {"Renamed"}, "domain": {"demo.sitepulse.test"}}, want: edits},
+	{route: "POST /sites/{siteId}/access", method: "POST", path: site("/access"), form: url.Values{"kind": {"none"}}, want: edits},
+	// A setting with PSI as the backend (the fixture's): refused to those who may edit, 422.
+	{route: "POST /sites/{siteId}/access", method: "POST", path: site("/access"), form: url.Values{"kind": {"basic"}, "username": {"u"}, "password": {"p"}},
+		want: [nRoles]int{422, 422, 403, 404, 404}},
 	{route: "POST /sites/{siteId}/delete", method: "POST", path: site("/delete"), form: url.Values{"confirm": {"yes"}}, want: edits, fresh: true},
 	{route: "POST /sites/{siteId}/scan", method: "POST", path: site("/scan"), form: url.Values{}, want: edits},
 	{route: "GET /sites/{siteId}/scans/{scanId}", method: "GET", path: func(f *rolesFixture) string { return "/sites/" + f.a.siteID + "/scans/" + f.a.scanID }, want: reads},

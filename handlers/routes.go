@@ -125,6 +125,7 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 	mux.Handle("GET /sites/{siteId}", s.requireUser(s.onSite(store.ActRead, s.handleSite())))
 	mux.Handle("GET /sites/{siteId}/edit", s.requireUser(s.onSite(store.ActEdit, s.handleEditSite())))
 	mux.Handle("POST /sites/{siteId}", s.requireUser(s.onSite(store.ActEdit, s.handleUpdateSite())))
+	mux.Handle("POST /sites/{siteId}/access", s.requireUser(s.onSite(store.ActEdit, s.handleSetAccess())))
 	mux.Handle("POST /sites/{siteId}/delete", s.requireUser(s.onSite(store.ActEdit, s.handleDeleteSite())))
 	mux.Handle("POST /sites/{siteId}/scan", s.requireUser(s.onSite(store.ActEdit, s.handleScanNow())))
 	mux.Handle("GET /sites/{siteId}/scans/{scanId}", s.requireUser(s.onSite(store.ActRead, s.handleScan())))

@@ -77,6 +77,9 @@ type Deps struct {
 	// ChannelKeys seal alert channel URLs and secrets (PLATFORM_TOKEN_KEY); nil when Postgres
 	// runs without the key, and the Notifications page says channels cannot be saved.
 	ChannelKeys *platform.Keys
+	// SignedInAudits is AUDIT_BACKEND=lighthouse: sites may have access settings and be audited
+	// signed in (DESIGN §17). PSI cannot, so with it a setting is refused.
+	SignedInAudits bool
 	// Guard is the outbound guard alert channels are checked against at save and sent through.
 	Guard netguard.Guard
 	// ChannelAllowHTTP lets a channel URL be plain http (SCAN_ALLOW_PRIVATE, and tests); https

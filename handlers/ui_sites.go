@@ -27,6 +27,9 @@ type SiteStore interface {
 	EnqueueScan(ctx context.Context, s store.Scan, kind string, runAt time.Time) error
 	LastScans(ctx context.Context, userID string) (map[string]store.Scan, error)
 	ScansOf(ctx context.Context, userID, siteID string, limit int) ([]store.Scan, error)
+	// SiteAccess and SetSiteAccess read and write a site's access setting, sealed (access.go).
+	SiteAccess(ctx context.Context, userID, siteID string) (store.SiteAccess, error)
+	SetSiteAccess(ctx context.Context, userID string, a store.SiteAccess) error
 	// SiteView is the site page's reads but the site itself, in two statements on Postgres.
 	SiteView(ctx context.Context, userID, siteID string, history, completed, publishes int) (store.SiteView, error)
 }
@@ -40,6 +43,8 @@ var uiFlashes = map[string]string{
 	"workspace-deleted":     "Workspace deleted, with its sites, scans, reports, API keys, invitations and members.",
 	"budgets-saved":         "Budgets saved.",
 	"rule-added":            "Alert rule added.",
+	"access-saved":          "Access setting saved: the next scan signs in before it audits. Its credentials are sealed and never shown again.",
+	"access-removed":        "The site is audited signed out: its access setting is removed.",
 	"rule-deleted":          "Alert rule deleted.",
 	"report-revoked":        "Report revoked. Its link now answers “gone”.",
 	"platform-disconnected": "Platform disconnected: SitePulse's webhooks were removed and its access forgotten. The sites and their scans stay here.",
@@ -141,6 +146,8 @@ type siteForm struct {
 	// Workspace receives a new site; Workspaces are those the visitor may add sites to.
 	Workspace  string
 	Workspaces []store.Workspace
+	// Access is the site's access setting, on the edit page only (access.go).
+	Access *accessView
 }
 
 func formOf(site store.Site) siteForm {
@@ -261,9 +268,7 @@ func (s *server) handleEditSite() http.Handler {
 		if !ok {
 			return
 		}
-		f := formOf(site)
-		f.MaxPages = s.SiteRules.PageLimit()
-		s.render(w, r, http.StatusOK, "site_form", page{Title: "Edit " + site.Name, Data: f})
+		s.editPage(w, r, http.StatusOK, site, formOf(site), nil)
 	})
 }
 
@@ -291,7 +296,7 @@ func (s *server) handleUpdateSite() http.Handler {
 			http.Redirect(w, r, "/sites/"+site.ID+"?done=site-saved", http.StatusSeeOther)
 			return
 		}
-		s.render(w, r, status, "site_form", page{Title: "Edit " + old.Name, Data: f})
+		s.editPage(w, r, status, old, f, nil)
 	})
 }
 
@@ -303,9 +308,8 @@ func (s *server) handleDeleteSite() http.Handler {
 		}
 		if r.PostForm.Get("confirm") != "yes" {
 			f := formOf(site)
-			f.MaxPages = s.SiteRules.PageLimit()
 			f.Errors = map[string]string{"confirm": "Tick the box to confirm that the site and all its scans should be deleted."}
-			s.render(w, r, http.StatusUnprocessableEntity, "site_form", page{Title: "Edit " + site.Name, Data: f})
+			s.editPage(w, r, http.StatusUnprocessableEntity, site, f, nil)
 			return
 		}
 		v := visitorFrom(r.Context())

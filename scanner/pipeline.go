@@ -64,7 +64,15 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, slot *slot, job store
 		return fmt.Errorf("read scan: %w", err)
 	}
 	log = log.With("site", site.Name)
-	if a, ok := p.auditorFor(site).(Pausable); ok {
+	access, err := p.cfg.Store.SiteAccessForScan(ctx, site.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		return p.cfg.Store.FailScan(ctx, lease, "the site was deleted", p.cfg.Now())
+	}
+	if err != nil {
+		return fmt.Errorf("read the site's access setting: %w", err)
+	}
+	signed := access.Kind != store.AccessNone // audited signed in, never by PSI (see signIn)
+	if a, ok := p.auditorFor(site).(Pausable); ok && !signed {
 		if err := a.Unavailable(); err != nil { // PSI is paused: do not even look for pages
 			return err
 		}
@@ -138,7 +146,30 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, slot *slot, job store
 	}
 	log.Info("scan started", "pages", len(pages), "pages_found", found, "pages_from", source, "audits", len(pairs),
 		"already_stored", len(pairs)-len(todo), "strategy", scan.Strategy, "trigger", scan.Trigger,
-		"replay", p.replayed(site))
+		"replay", p.replayed(site), "signed_in", access.Kind)
+
+	auditor := p.auditorFor(site)
+	if signed && len(todo) > 0 {
+		a, err := p.signIn(ctx, site, access)
+		switch {
+		case ctx.Err() != nil:
+			return context.Cause(ctx)
+		case err != nil:
+			// No page is audited signed out instead: each says why, and the scan fails with it.
+			log.Warn("scanner: sign-in failed", "err", err)
+			for _, pr := range todo {
+				pe := store.PageError{PagePath: pr.path, PageURL: discover.PageURL(site, pr.path), Strategy: pr.strategy, Error: err.Error()}
+				if err := p.whileUnavailable(ctx, log, "save page error", func(ctx context.Context) error {
+					return p.cfg.Store.SavePageError(ctx, lease, pe)
+				}); err != nil {
+					return fmt.Errorf("save page error: %w", err)
+				}
+			}
+			todo = nil
+		default:
+			auditor = a
+		}
+	}
 
 	// Audit as many pairs at once as the capacity grants this scan; the first store failure
 	// stops the rest. PSI becoming unavailable starts no more audits but lets those in flight
@@ -191,7 +222,7 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, slot *slot, job store
 				prev = &r
 			}
 			began := p.cfg.Now()
-			err := p.auditPage(auditCtx, log, lease, site, pr.path, pr.strategy, prev)
+			err := p.auditPage(auditCtx, log, lease, site, auditor, pr.path, pr.strategy, prev)
 			mu.Lock()
 			auditTime += p.cfg.Now().Sub(began)
 			mu.Unlock()
@@ -291,16 +322,15 @@ func (p *Pool) discover(ctx context.Context, log *slog.Logger, slot *slot, site 
 	return pages, found, source, note, nil
 }
 
-// auditPage audits one pair and stores its result or its error; a result that regressed against
+// auditPage audits one pair with the scan's auditor and stores its result or its error; a result that regressed against
 // prev is confirmed first. It returns an error only when the attempt must stop: the store
 // failed, the lease was lost, or the job was cancelled.
-func (p *Pool) auditPage(ctx context.Context, log *slog.Logger, lease store.Lease, site store.Site, path string, strategy store.Strategy, prev *store.PageResult) error {
+func (p *Pool) auditPage(ctx context.Context, log *slog.Logger, lease store.Lease, site store.Site, auditor Auditor, path string, strategy store.Strategy, prev *store.PageResult) error {
 	pageURL := discover.PageURL(site, path)
 	began := p.cfg.Now()
 	if err := p.takeAudit(site); err != nil {
 		return err // never audited: the scan waits for the account's next daily budget
 	}
-	auditor := p.auditorFor(site)
 	r, err := auditor.Audit(ctx, pageURL, strategy)
 	if ctx.Err() != nil {
 		return context.Cause(ctx) // cancelled: not the page's fault, record nothing

@@ -33,6 +33,8 @@ type Store interface {
 	CleanJobs(ctx context.Context, finishedBefore time.Time, limit int) (int, error)
 
 	ScanForJob(ctx context.Context, scanID string) (store.Scan, store.Site, error)
+	// SiteAccessForScan reads the site's access setting, sealed (see signIn).
+	SiteAccessForScan(ctx context.Context, siteID string) (store.SiteAccess, error)
 	StartScan(ctx context.Context, l store.Lease, pagesTotal int, now time.Time) error
 	DonePages(ctx context.Context, scanID string) ([]store.PageKey, error)
 	SavePageResult(ctx context.Context, l store.Lease, r store.PageResult) error
@@ -75,6 +77,9 @@ type PoolConfig struct {
 	// Then gives the follow-up jobs of a completed scan (the digest), enqueued in the
 	// transaction that completes it, so a crash right after loses none; nil enqueues none.
 	Then func(scanID string) []store.JobArgs
+	// AccessKeys open the sites' access settings (PLATFORM_TOKEN_KEY) for signed-in audits; nil
+	// fails every page of a site that has one, saying so.
+	AccessKeys Opener
 	// Platform refreshes a connected site's pages before a publish's scan; nil keeps the saved list.
 	Platform PageRefresher
 	// Quota is USER_DAILY_AUDITS, each account's daily audit budget; nil grants everything.

@@ -128,6 +128,15 @@ type Sites interface {
 	// BudgetInputs loads what a budget check of a site reads; its Scan is nil when the site
 	// has no completed scan. It is never stale: a change committed before the call is in it.
 	BudgetInputs(ctx context.Context, userID, siteID string) (BudgetInputs, error)
+	// SetSiteAccess stores a site's access setting (DESIGN §17), sealed by the caller, replacing
+	// the one before; AccessNone removes it. ErrNotFound unless userID is an owner or editor of
+	// the site's workspace.
+	SetSiteAccess(ctx context.Context, userID string, a SiteAccess) error
+	// SiteAccess reads a site's access setting, Kind AccessNone when it has none; ErrNotFound
+	// when the site is not the user's.
+	SiteAccess(ctx context.Context, userID, siteID string) (SiteAccess, error)
+	// SiteAccessForScan reads a site's access setting (system: the scan of the site).
+	SiteAccessForScan(ctx context.Context, siteID string) (SiteAccess, error)
 	// BudgetInputsByKey authenticates an API key as APIKeyByHash does, recording its use, and
 	// loads the budget inputs of the key user's site, together: on Postgres one statement of
 	// two index lookups when the process already holds the site's inputs (the budget check's

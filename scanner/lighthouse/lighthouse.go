@@ -14,6 +14,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"time"
 
@@ -96,12 +97,8 @@ func ChromeNetworkFlags(proxy string) string {
 // host to the address the Guard checked; proxy is the run's ChromeProxy.
 func (l *Runner) Args(pageURL string, strategy store.Strategy, pin netip.Addr, host, proxy string) []string {
 	flags := l.cfg.ChromeFlags + " " + ChromeNetworkFlags(proxy)
-	if pin.IsValid() && host != pin.String() {
-		to := pin.String()
-		if pin.Is6() {
-			to = "[" + to + "]"
-		}
-		flags += fmt.Sprintf(` --host-resolver-rules="MAP %s %s"`, host, to)
+	if rule := resolverRule(pin, host); rule != "" {
+		flags += ` --host-resolver-rules="` + rule + `"`
 	}
 	args := []string{pageURL, "--output=json", "--output-path=stdout",
 		"--only-categories=performance,accessibility,best-practices,seo",
@@ -122,6 +119,11 @@ const maxLHReport = 64 << 20
 // (waited) and the run itself (ran). The wait for a slot is not in it: the pipeline takes the
 // Capacity slot before it calls Audit.
 func (l *Runner) Audit(ctx context.Context, pageURL string, strategy store.Strategy) (store.PageResult, error) {
+	return l.audit(ctx, pageURL, strategy, nil)
+}
+
+// audit runs Lighthouse once; with s, in a Chrome started and signed in for this run (signedin.go).
+func (l *Runner) audit(ctx context.Context, pageURL string, strategy store.Strategy, s *SignedIn) (store.PageResult, error) {
 	asked := time.Now()
 	host, pin, err := l.cfg.Guard.CheckURL(ctx, pageURL)
 	if err != nil {
@@ -137,14 +139,27 @@ func (l *Runner) Audit(ctx context.Context, pageURL string, strategy store.Strat
 	}
 	defer proxy.Close()
 	started := time.Now()
+	var chrome *signedChrome
 	defer func() {
-		l.cfg.Log.Info("lighthouse run", "url", pageURL, "strategy", strategy,
-			"waited", started.Sub(asked).Round(time.Millisecond), "ran", time.Since(started).Round(time.Millisecond),
-			"refused", proxy.Refused())
+		attrs := []any{"url", pageURL, "strategy", strategy, "waited", started.Sub(asked).Round(time.Millisecond),
+			"ran", time.Since(started).Round(time.Millisecond), "refused", proxy.Refused()}
+		if chrome != nil {
+			attrs = append(attrs, "signed_in", s.kind, "auth_answered", chrome.answered.Load(), "auth_refused", chrome.refused.Load())
+		}
+		l.cfg.Log.Info("lighthouse run", attrs...)
 	}()
 	runCtx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
 	defer cancel()
-	cmd := exec.CommandContext(runCtx, l.argv[0], append(l.argv[1:], l.Args(pageURL, strategy, pin, host, proxy.URL())...)...)
+	args := l.Args(pageURL, strategy, pin, host, proxy.URL())
+	if s != nil {
+		if chrome, err = s.start(runCtx, l.chromeFlags(pin, host, proxy.URL())); err != nil {
+			return store.PageResult{}, err
+		}
+		defer chrome.Close()
+		// Lighthouse attaches to that Chrome; --chrome-flags stay in case it had to start its own.
+		args = append(args, "--port="+strconv.Itoa(chrome.port), "--disable-storage-reset")
+	}
+	cmd := exec.CommandContext(runCtx, l.argv[0], append(l.argv[1:], args...)...)
 	cmd.Env = os.Environ()
 	if l.cfg.ChromePath != "" {
 		cmd.Env = append(cmd.Env, "CHROME_PATH="+l.cfg.ChromePath)
@@ -164,6 +179,13 @@ func (l *Runner) Audit(ctx context.Context, pageURL string, strategy store.Strat
 		return store.PageResult{}, fmt.Errorf("Lighthouse did not finish within %s", l.cfg.Timeout)
 	case errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist):
 		return store.PageResult{}, fmt.Errorf("LIGHTHOUSE_CMD %q not found: install Lighthouse 13 with Node 22 (%s) and set LIGHTHOUSE_CMD as the README's \"Local Lighthouse\" says", l.argv[0], InstallCommand)
+	}
+	if s != nil && !stdout.over { // a page that did not sign in fails so, whatever else went wrong with it
+		if err := s.check(chrome, pageURL, stdout.Bytes(), stderr.String()); err != nil {
+			return store.PageResult{}, err
+		}
+	}
+	switch {
 	case err != nil:
 		return store.PageResult{}, fmt.Errorf("Lighthouse failed (%v): %s", err, stderr.String())
 	case stdout.over:
@@ -174,6 +196,28 @@ func (l *Runner) Audit(ctx context.Context, pageURL string, strategy store.Strat
 		return store.PageResult{}, err
 	}
 	return r, nil
+}
+
+// chromeFlags are the flags of a Chrome started here (signed-in audits): the configured ones and
+// the run's network flags, as Args gives Lighthouse, one argument each.
+func (l *Runner) chromeFlags(pin netip.Addr, host, proxy string) []string {
+	flags := append(strings.Fields(l.cfg.ChromeFlags), strings.Fields(ChromeNetworkFlags(proxy))...)
+	if rule := resolverRule(pin, host); rule != "" {
+		flags = append(flags, "--host-resolver-rules="+rule)
+	}
+	return flags
+}
+
+// resolverRule maps host to the address the guard checked ("" when there is nothing to pin).
+func resolverRule(pin netip.Addr, host string) string {
+	if !pin.IsValid() || host == pin.String() {
+		return ""
+	}
+	to := pin.String()
+	if pin.Is6() {
+		to = "[" + to + "]"
+	}
+	return "MAP " + host + " " + to
 }
 
 // limitedBuffer keeps at most max bytes and notes when more came.

@@ -82,6 +82,8 @@ const (
 	PurposePlatformToken = "platform token"
 	PurposeChannelURL    = "alert channel url"
 	PurposeChannelSecret = "alert channel secret"
+	// PurposeSiteAccess seals a site's access setting (store.Access), bound to the site's id.
+	PurposeSiteAccess = "site access"
 )
 
 // Seal encrypts a token of userID under the first key: "<key id>.<base64url(nonce|ciphertext)>".

@@ -58,6 +58,7 @@ type Store struct {
 	activity    []store.Activity
 	// accountLinks are the e-mailed reset and e-mail change links by token hash (users.go).
 	accountLinks map[string]store.AccountLink
+	access       map[string]store.SiteAccess // sites' access settings, sealed, by site (access.go)
 }
 
 type memResult struct {
@@ -78,6 +79,7 @@ func New() *Store {
 		apiKeys:        map[string]store.APIKey{},
 		revoked:        map[string]bool{},
 		sites:          map[string]store.Site{},
+		access:         map[string]store.SiteAccess{},
 		budgets:        map[string]map[string]store.Budget{},
 		rules:          map[string]store.AlertRule{},
 		scans:          map[string]store.Scan{},

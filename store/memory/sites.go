@@ -167,6 +167,7 @@ func (m *Store) DeleteSite(ctx context.Context, userID, siteID string) error {
 // Postgres's cascade makes it stop.
 func (m *Store) dropSite(siteID string) {
 	delete(m.sites, siteID)
+	delete(m.access, siteID)
 	delete(m.budgets, siteID)
 	for id, r := range m.rules {
 		if r.SiteID == siteID {

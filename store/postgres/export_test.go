@@ -4,6 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
+
+	"github.com/lib/pq"
 )
 
 // OpenMigratedTo opens dsn with the migrations up to version upTo only, for the tests that build
@@ -23,3 +26,23 @@ func OpenMigratedTo(ctx context.Context, dsn string, upTo int) (*Store, error) {
 
 // DB is the store's pool, for raw SQL in tests.
 func (p *Store) DB() *sql.DB { return p.db }
+
+// DumpText is every row of every table of the store's schema as JSON text, one row a line: what
+// a database dump would hold, for the tests that look for secrets in it.
+func (p *Store) DumpText(ctx context.Context) (string, error) {
+	tables, err := queryAll(ctx, p.db, "tables", func(r rowScanner) (name string, err error) { return name, r.Scan(&name) },
+		`SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name`)
+	if err != nil {
+		return "", err
+	}
+	var out strings.Builder
+	for _, name := range tables {
+		var rows string
+		q := `SELECT coalesce(string_agg(to_jsonb(t)::text, E'\n'), '') FROM ` + pq.QuoteIdentifier(name) + ` t`
+		if err := p.db.QueryRowContext(ctx, q).Scan(&rows); err != nil {
+			return "", fmt.Errorf("dump %s: %w", name, err)
+		}
+		fmt.Fprintf(&out, "-- %s\n%s\n", name, rows)
+	}
+	return out.String(), nil
+}
