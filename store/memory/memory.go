@@ -56,6 +56,7 @@ type Store struct {
 	members     map[memberKey]store.Member
 	invitations map[string]store.Invitation
 	activity    []store.Activity
+	wakes       map[chan struct{}]struct{} // WakeOnJobs' channels (wake.go)
 }
 
 type memResult struct {

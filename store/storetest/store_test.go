@@ -99,6 +99,8 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 		{"pruning removes old page details in batches, never a running scan's, the latest two completed nor a workspace's that keeps them; summaries stay", testPruneDetails},
 		{"at most one prune job is queued or running, and one an hour", testEnqueuePrune},
 		{"a site's page reads what the separate reads give, for the owner only", testSiteView},
+		{"a scan started with pages of its own carries them in its job, not in the scan", testScanPagesInJob},
+		{"scans are read by id in one call, any status, unknown ids skipped", testScansByID},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
