@@ -36,16 +36,22 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout); err != nil {
-		var exit *exitCode
-		if errors.As(err, &exit) { // sitepulse check: 1 budgets broken, 2 could not judge
-			if exit.err != nil {
-				fmt.Fprintln(os.Stderr, "sitepulse check:", exit.err)
-			}
-			os.Exit(exit.code)
-		}
-		fmt.Fprintln(os.Stderr, "sitepulse:", err)
-		os.Exit(1)
+		os.Exit(exitStatus(err, os.Stderr))
 	}
+}
+
+// exitStatus prints why run failed and answers the process's exit status: an exitCode's own
+// (sitepulse check: 1 budgets broken, 2 could not judge), else 1.
+func exitStatus(err error, stderr io.Writer) int {
+	var exit *exitCode
+	if errors.As(err, &exit) {
+		if exit.err != nil {
+			fmt.Fprintln(stderr, "sitepulse check:", exit.err)
+		}
+		return exit.code
+	}
+	fmt.Fprintln(stderr, "sitepulse:", err)
+	return 1
 }
 
 // run wires the service and serves until ctx ends, then shuts down in order: HTTP server
