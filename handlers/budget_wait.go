@@ -105,7 +105,7 @@ func (s *server) judgeBudgets(w http.ResponseWriter, r *http.Request, token, sit
 		}
 	}
 	if target != nil && target.InFlight() {
-		sc, finished, err := s.waitForScan(w, r, *target, site.WorkspaceID, wait)
+		sc, finished, err := s.waitForScan(w, r, uid, *target, site.WorkspaceID, wait)
 		switch {
 		case errors.Is(err, errTooManyWaits):
 			w.Header().Set("Retry-After", "10")
@@ -132,7 +132,7 @@ func (s *server) judgeBudgets(w http.ResponseWriter, r *http.Request, token, sit
 // it parks in s.waiters. It answers the finished scan, or (finished false) the scan as it
 // stands when the wait runs out or the process begins shutting down, re-read for the answer.
 // A client that goes away ends the wait.
-func (s *server) waitForScan(w http.ResponseWriter, r *http.Request, sc store.Scan, tenant string, wait time.Duration) (store.Scan, bool, error) {
+func (s *server) waitForScan(w http.ResponseWriter, r *http.Request, userID string, sc store.Scan, tenant string, wait time.Duration) (store.Scan, bool, error) {
 	ctx := r.Context()
 	if wait <= 0 {
 		return sc, false, nil
@@ -161,7 +161,7 @@ func (s *server) waitForScan(w http.ResponseWriter, r *http.Request, sc store.Sc
 	case <-ctx.Done():
 		return sc, false, ctx.Err()
 	}
-	now, err := s.CI.Scan(ctx, store.UserIDFrom(ctx), sc.ID)
+	now, err := s.CI.Scan(ctx, userID, sc.ID)
 	if err != nil {
 		return sc, false, err
 	}
