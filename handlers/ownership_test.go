@@ -47,7 +47,9 @@ var ownershipCases = []ownershipCase{
 		json: func(a apiAccount) string { return `{"siteId":"` + strings.ToUpper(a.siteID) + `"}` }, cred: asBearer, status: 404},
 
 	{name: "budget-check of A's scan of A's site, waiting, as Markdown", route: "POST /api/external/budget-check", method: "POST", path: fixed("/api/external/budget-check?format=markdown"),
-		json: func(a apiAccount) string { return `{"siteId":"` + a.siteID + `","scanId":"` + a.scanID + `","waitSeconds":5}` }, cred: asBearer, status: 404},
+		json: func(a apiAccount) string {
+			return `{"siteId":"` + a.siteID + `","scanId":"` + a.scanID + `","waitSeconds":5}`
+		}, cred: asBearer, status: 404},
 
 	// CI scans (API key allowed to start scans).
 	{name: "starting a scan of A's site", route: "POST /api/external/scans", method: "POST", path: fixed("/api/external/scans"),
