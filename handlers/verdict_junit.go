@@ -57,7 +57,7 @@ type junitCase struct {
 type junitProblem struct {
 	Message string `xml:"message,attr"`
 	Type    string `xml:"type,attr,omitempty"`
-	Text    string `xml:",chardata"`
+	Text    string `xml:",cdata"`
 }
 
 // junitClass is every test case's classname: reports group the cases under it.
