@@ -425,3 +425,22 @@ func TestAnswerFormat(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkAnswerFormat: what choosing the format costs a budget check, the interface's plain
+// request (no query, Accept: application/json) and a pipeline's Markdown one.
+func BenchmarkAnswerFormat(b *testing.B) {
+	for _, c := range []struct{ name, query, accept string }{
+		{"plain", "", "application/json"},
+		{"markdown", "", "text/markdown"},
+		{"junit-query", "?format=junit", ""},
+	} {
+		r, _ := http.NewRequest("POST", "/api/external/budget-check"+c.query, nil)
+		r.Header.Set("Accept", c.accept)
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				answerFormat(r)
+			}
+		})
+	}
+}

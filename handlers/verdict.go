@@ -167,6 +167,10 @@ const (
 // text/xml too), JSON when it names none of them. explicit says whether either asked for a
 // format at all: a request that did not keeps the interface's JSON exactly.
 func answerFormat(r *http.Request) (format string, explicit bool, problem string) {
+	accept := r.Header.Get("Accept")
+	if r.URL.RawQuery == "" && !strings.Contains(accept, "markdown") && !strings.Contains(accept, "xml") {
+		return formatJSON, false, "" // the interface's check, on its hot path: nothing to parse
+	}
 	if q := r.URL.Query(); q.Has("format") {
 		switch f := strings.ToLower(q.Get("format")); f {
 		case formatJSON, formatMarkdown, formatJUnit:
@@ -179,7 +183,7 @@ func answerFormat(r *http.Request) (format string, explicit bool, problem string
 		return formatJSON, true, "Expected json, markdown or junit"
 	}
 	best, bestQ := "", 0.0
-	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+	for _, part := range strings.Split(accept, ",") {
 		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
 		if err != nil {
 			continue
