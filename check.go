@@ -134,24 +134,27 @@ func firstOf(getenv func(string) string, names ...string) string {
 
 // checkVerdict is the budget check's JSON answer as the client reads it.
 type checkVerdict struct {
-	Pass       bool   `json:"pass"`
-	Site       string `json:"site"`
-	Violations []struct {
-		Metric    string  `json:"metric"`
-		Threshold float64 `json:"threshold"`
-		Actual    float64 `json:"actual"`
-		Operator  string  `json:"operator"`
-		PagePath  string  `json:"pagePath"`
-		Strategy  string  `json:"strategy"`
-	} `json:"violations"`
-	ScanID  *string `json:"scanId"`
-	Status  *string `json:"status"`
-	Reason  *string `json:"reason"`
-	ScanURL *string `json:"scanUrl"`
-	Changes []struct {
+	Pass       bool             `json:"pass"`
+	Site       string           `json:"site"`
+	Violations []checkViolation `json:"violations"`
+	ScanID     *string          `json:"scanId"`
+	Status     *string          `json:"status"`
+	Reason     *string          `json:"reason"`
+	ScanURL    *string          `json:"scanUrl"`
+	Changes    []struct {
 		Metric   string `json:"metric"`
 		PagePath string `json:"pagePath"`
 	} `json:"changes"`
+}
+
+// checkViolation is a broken budget as the budget check's JSON says it.
+type checkViolation struct {
+	Metric    string  `json:"metric"`
+	Threshold float64 `json:"threshold"`
+	Actual    float64 `json:"actual"`
+	Operator  string  `json:"operator"`
+	PagePath  string  `json:"pagePath"`
+	Strategy  string  `json:"strategy"`
 }
 
 func (v checkVerdict) judged() bool { return v.Status != nil && *v.Status == "complete" }

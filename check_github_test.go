@@ -84,14 +84,7 @@ func TestCommitStatus(t *testing.T) {
 	reason := "The scan failed: no page could be audited"
 	pass := &checkVerdict{Pass: true, Site: "Shop", Status: &complete}
 	broken := &checkVerdict{Site: "Shop", Status: &complete}
-	broken.Violations = append(broken.Violations, struct {
-		Metric    string  `json:"metric"`
-		Threshold float64 `json:"threshold"`
-		Actual    float64 `json:"actual"`
-		Operator  string  `json:"operator"`
-		PagePath  string  `json:"pagePath"`
-		Strategy  string  `json:"strategy"`
-	}{"lcp", 2500, 8305, "max", "/" + strings.Repeat("long-path/", 20), "mobile"})
+	broken.Violations = append(broken.Violations, checkViolation{"lcp", 2500, 8305, "max", "/" + strings.Repeat("long-path/", 20), "mobile"})
 	unjudged := &checkVerdict{Site: "Shop", Status: &failed, Reason: &reason}
 	tests := []struct {
 		name    string

@@ -115,7 +115,7 @@ func (s *server) judgeBudgets(w http.ResponseWriter, r *http.Request, token, sit
 			s.error(w, r, err, "scan not found")
 			return
 		case !finished:
-			s.writeNotYet(w, format, site, sc)
+			s.writeNotYet(w, r, format, site, sc)
 			return
 		}
 		target = &sc

@@ -168,47 +168,39 @@ func failureText(c analysis.Check, v verdict) string {
 
 // writeVerdict answers a judged (or unjudgeable) check, 200, in its format.
 func (s *server) writeVerdict(w http.ResponseWriter, r *http.Request, format string, v verdict) {
+	s.writeFormat(w, r, http.StatusOK, format, v, func() string { return markdownOf(v) }, func() ([]byte, error) { return junitOf(v) })
+}
+
+// writeNotYet answers 202 with the status of a scan the wait did not see finish, in the
+// format asked.
+func (s *server) writeNotYet(w http.ResponseWriter, r *http.Request, format string, site store.Site, sc store.Scan) {
+	st := s.scanStatusOf(sc)
+	w.Header().Set("Location", st.StatusURL)
+	s.writeFormat(w, r, http.StatusAccepted, format, st, func() string { return notYetMarkdown(site.Name, st) },
+		func() ([]byte, error) { return notYetJUnit(site.Name, st) })
+}
+
+// writeFormat writes an answer of the budget check in its format: v as JSON, or what md or
+// junit make of it.
+func (s *server) writeFormat(w http.ResponseWriter, r *http.Request, status int, format string, v any, md func() string, junit func() ([]byte, error)) {
 	w.Header().Set("Cache-Control", "no-store")
+	var body []byte
 	switch format {
 	case formatMarkdown:
 		w.Header().Set("Content-Type", markdownType)
-		w.WriteHeader(http.StatusOK)
-		w.Write([]byte(markdownOf(v)))
+		body = []byte(md())
 	case formatJUnit:
-		b, err := junitOf(v)
+		b, err := junit()
 		if err != nil {
 			s.error(w, r, err, "")
 			return
 		}
 		w.Header().Set("Content-Type", junitType)
-		w.WriteHeader(http.StatusOK)
-		w.Write(b)
+		body = b
 	default:
-		oauth.WriteJSON(w, http.StatusOK, v)
+		oauth.WriteJSON(w, status, v)
+		return
 	}
-}
-
-// writeNotYet answers 202 with the status of a scan the wait did not see finish, in the
-// format asked.
-func (s *server) writeNotYet(w http.ResponseWriter, format string, site store.Site, sc store.Scan) {
-	st := s.scanStatusOf(sc)
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Location", st.StatusURL)
-	switch format {
-	case formatMarkdown:
-		w.Header().Set("Content-Type", markdownType)
-		w.WriteHeader(http.StatusAccepted)
-		w.Write([]byte(notYetMarkdown(site.Name, st)))
-	case formatJUnit:
-		b, err := notYetJUnit(site.Name, st)
-		if err != nil {
-			writeError(w, http.StatusInternalServerError, "internal error")
-			return
-		}
-		w.Header().Set("Content-Type", junitType)
-		w.WriteHeader(http.StatusAccepted)
-		w.Write(b)
-	default:
-		oauth.WriteJSON(w, http.StatusAccepted, st)
-	}
+	w.WriteHeader(status)
+	w.Write(body)
 }
