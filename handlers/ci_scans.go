@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -26,6 +27,7 @@ type CIStore interface {
 	PageMetricsOf(ctx context.Context, userID string, scanIDs []string) (map[string][]store.PageResult, error)
 	PublishesOfScans(ctx context.Context, userID string, scanIDs []string) (map[string]store.Publish, error)
 	RecordPublish(ctx context.Context, p store.Publish) error
+	Publishes(ctx context.Context, userID, siteID string, since time.Time, limit int) ([]store.Publish, error)
 	MarkPublished(ctx context.Context, siteID string, at time.Time) error
 	// ScansByID serves the waits (system: each wait was authorized when it began).
 	ScansByID(ctx context.Context, ids []string) (map[string]store.Scan, error)
@@ -196,7 +198,7 @@ func (s *server) handleStartScan() http.Handler {
 			s.Log.Info("scan enqueued", "site", site.ID, "scan", got.ID, "trigger", store.TriggerAPI, "key_workspace", p.KeyWorkspaceID, "pages", len(v.pages))
 		}
 		if v.publishedBy != "" || v.commit != "" {
-			s.recordDeploy(ctx, site.ID, v, now, got.ID, started)
+			s.recordDeploy(ctx, p.UserID, site.ID, v, now, got.ID, started)
 		}
 		w.Header().Set("Location", s.BaseURL+"/api/external/scans/"+got.ID)
 		w.Header().Set("Cache-Control", "no-store")
@@ -206,12 +208,18 @@ func (s *server) handleStartScan() http.Handler {
 
 // recordDeploy keeps a pipeline's deploy as a publish of the site: who published and the commit,
 // linked to the scan it started (not to a scan that was already running: that one began before
-// the deploy). As for the platform's publishes, a failure here is logged, not answered: the
-// scan is started either way.
-func (s *server) recordDeploy(ctx context.Context, siteID string, v validScanRequest, now time.Time, scanID string, started bool) {
+// the deploy). A call that got the running scan and names the same deploy as the site's latest
+// publish (a retry, or a loop) adds nothing. As for the platform's publishes, a failure here is
+// logged, not answered: the scan is started either way.
+func (s *server) recordDeploy(ctx context.Context, userID, siteID string, v validScanRequest, now time.Time, scanID string, started bool) {
 	pub := store.Publish{ID: store.NewID(), SiteID: siteID, PublishedBy: v.publishedBy, PublishedOn: now, Commit: v.commit}
 	if started {
 		pub.ScanID = scanID
+	} else {
+		latest, err := s.CI.Publishes(ctx, userID, siteID, time.Time{}, 1)
+		if err == nil && len(latest) == 1 && latest[0].PublishedBy == v.publishedBy && latest[0].Commit == strings.ToLower(v.commit) {
+			return
+		}
 	}
 	if err := s.CI.RecordPublish(ctx, pub); err != nil {
 		s.Log.Warn("CI scan: could not record the deploy", "site", siteID, "err", err)

@@ -212,6 +212,7 @@ func testStartScan(t *testing.T, st store.Store) {
 	})
 
 	t.Run("a second call gets the running scan, and records the deploy without it", func(t *testing.T) {
+		f.now = f.now.Add(time.Minute) // a later deploy
 		resp, got, body := f.startScan(t, bearer(a.apiKey), `{"siteId":"`+a.siteID+`","commit":"abcdef1"}`)
 		if resp.StatusCode != 202 || !got.AlreadyRunning || got.ScanID != first.ScanID {
 			t.Fatalf("status %d: %s; want the running scan %s", resp.StatusCode, body, first.ScanID)
@@ -223,6 +224,13 @@ func testStartScan(t *testing.T, st store.Store) {
 		}
 		if !found {
 			t.Errorf("publishes %+v; want abcdef1's, without a scan", pubs)
+		}
+		// The same deploy again (a retry, a loop) records nothing more.
+		for range 5 {
+			f.startScan(t, bearer(a.apiKey), `{"siteId":"`+a.siteID+`","commit":"ABCDEF1"}`)
+		}
+		if again, _ := st.Publishes(ctx, a.userID, a.siteID, time.Time{}, 100); len(again) != len(pubs) {
+			t.Errorf("%d publishes after 5 retries of one deploy, want %d", len(again), len(pubs))
 		}
 	})
 
