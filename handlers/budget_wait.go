@@ -3,6 +3,7 @@ package handlers
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -34,7 +35,7 @@ func (req budgetRequest) validate(formatProblem string) (scanID string, wait tim
 	}
 	if present(req.WaitSeconds) {
 		var n float64
-		if json.Unmarshal(req.WaitSeconds, &n) != nil || n != float64(int(n)) || n < 0 || n > maxWaitSeconds {
+		if json.Unmarshal(req.WaitSeconds, &n) != nil || n < 0 || n > maxWaitSeconds || n != math.Trunc(n) {
 			problems["waitSeconds"] = []string{"Expected a whole number of seconds from 0 to " + strconv.Itoa(maxWaitSeconds)}
 		}
 		wait = time.Duration(n) * time.Second

@@ -199,6 +199,7 @@ func testBudgetCheckForCI(t *testing.T, st store.Store) {
 			{"a wait over 600 s is 422", "", body(`,"waitSeconds":601`), key, 422, []string{"waitSeconds"}},
 			{"a fractional wait is 422", "", body(`,"waitSeconds":1.5`), key, 422, []string{"waitSeconds"}},
 			{"a wait given as a string is 422", "", body(`,"waitSeconds":"10"`), key, 422, []string{"waitSeconds"}},
+			{"a huge wait is 422", "", body(`,"waitSeconds":1e308`), key, 422, []string{"waitSeconds"}},
 			{"an unknown format is 422", "?format=pdf", body(""), key, 422, []string{"format"}},
 			{"a bad siteId and a bad wait say both", "", `{"siteId":"x","waitSeconds":700}`, key, 422, []string{"siteId", "waitSeconds"}},
 			{"a bad siteId and a bad format say both", "?format=pdf", `{"siteId":"x"}`, key, 422, []string{"siteId", "format"}},
