@@ -190,7 +190,8 @@ func TestSystemCheckOnTheDemo(t *testing.T) {
 	if runAsChild() {
 		return
 	}
-	server := startChild(t, "server", map[string]string{"PAGESPEED_API_URL": "http://" + freeAddr(t) + "/closed"})
+	// The in-memory store, whatever DATABASE_URL the tests run with.
+	server := startChild(t, "server", map[string]string{"DATABASE_URL": "", "PAGESPEED_API_URL": "http://" + freeAddr(t) + "/closed"})
 	logs := server.log.String()
 	key := regexp.MustCompile(`demo api key: (svc_\S+)`).FindStringSubmatch(logs)
 	site := regexp.MustCompile(`"siteId":"([0-9a-f-]{36})"`).FindStringSubmatch(logs)
