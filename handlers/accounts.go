@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/mail"
 	"strings"
 	"sync"
 	"time"
@@ -13,8 +12,9 @@ import (
 	"sitepulse/store"
 )
 
-// AccountStore is what sign-up, login and the settings page read and write: the account, its
-// login attempts, its API keys and the OAuth clients it approved (the OAuth server keeps the rest).
+// AccountStore is what sign-up, login, recovery and the settings page read and write: the
+// account, its login attempts, sessions, e-mailed links, API keys and the OAuth clients it
+// approved (the OAuth server keeps the rest).
 type AccountStore interface {
 	CreateUser(ctx context.Context, u store.User) error
 	UserByEmail(ctx context.Context, email string) (store.User, error)
@@ -28,6 +28,8 @@ type AccountStore interface {
 	SetNotifyRegressions(ctx context.Context, userID string, on bool) error
 	Consents(ctx context.Context, userID string) ([]store.Consent, error)
 	RevokeConsent(ctx context.Context, userID, clientID string, now time.Time) error
+	// Recovering, changing and deleting the account (recovery.go, account.go).
+	store.Accounts
 }
 
 // accountForm is the signup and login form, echoed back (without the password) on errors.
@@ -35,6 +37,8 @@ type accountForm struct {
 	Email  string
 	Next   string
 	Errors map[string]string
+	// Token is the e-mailed link's token a confirm or reset form posts back to its own path.
+	Token string
 }
 
 func (s *server) handleSignupPage() http.Handler {
@@ -47,47 +51,126 @@ func (s *server) handleSignupPage() http.Handler {
 	}))
 }
 
-// validateSignup checks an e-mail and password; the password rules are store.PasswordProblem's
-// (NIST SP 800-63B: at least 8 characters, not blank, not a common password).
-func validateSignup(email, password string) map[string]string {
-	errs := map[string]string{}
-	if a, err := mail.ParseAddress(email); err != nil || a.Address != email || len(email) > 254 {
-		errs["email"] = "Enter an e-mail address like name@example.com."
-	}
-	if problem := store.PasswordProblem(password); problem != "" {
-		errs["password"] = problem
-	}
-	return errs
-}
+// emailProblem is the message of an e-mail field that is not a bare address.
+const emailProblem = "Enter an e-mail address like name@example.com."
 
 // signupLinkTTL is how long a sign-up link works.
 const signupLinkTTL = 24 * time.Hour
 
 // signupSent is the page every valid sign-up gets, whether or not the e-mail has an account.
 type signupSent struct {
-	Email   string
-	Logged  bool // no SMTP: the message is in the server's log
-	Confirm string
+	Email  string
+	Logged bool // no SMTP: the message is in the server's log
 }
 
-// handleSignup answers alike whether or not the e-mail has an account, so that sign-up cannot
-// tell anyone which e-mails have one: it shows "check your e-mail" and sends the address a
-// message, which either carries the link that creates the account or tells the owner that the
-// address already has one. The password is hashed either way, so both take as long, and the
-// message is sent in the background.
+// handleSignup asks for an e-mail address only: the password is chosen by whoever follows the
+// e-mailed link, so that nobody can sign up with someone else's address and a password of
+// their own for the owner to confirm (a pre-hijacked account). It answers alike whether or not
+// the e-mail has an account, so that sign-up cannot tell anyone which e-mails have one: it
+// shows "check your e-mail" and sends the address a message, which either carries the link
+// that creates the account or tells the owner that the address already has one (with the
+// "Forgot password" link). Messages go in the background, within the address's daily budget.
 func (s *server) handleSignup() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.parseForm(w, r) {
 			return
 		}
 		form := accountForm{Email: strings.TrimSpace(r.PostForm.Get("email")), Next: safeNext(r.PostForm.Get("next"))}
-		password := r.PostForm.Get("password")
-		if form.Errors = validateSignup(form.Email, password); len(form.Errors) > 0 {
-			s.render(w, r, http.StatusUnprocessableEntity, "signup", page{Title: "Create your account", Data: form})
+		email, ok := s.mailForm(w, r, "signup", form)
+		if !ok {
 			return
 		}
-		if ok, wait := s.signupIP.allow(clientIP(r)); !ok {
-			s.tooMany(w, r, "signup", form, wait)
+		_, err := s.Accounts.UserByEmail(r.Context(), email)
+		switch {
+		case err == nil:
+			s.sendAccountMail(r, email, "You already have a SitePulse account",
+				"Someone, perhaps you, asked to create a SitePulse account for this e-mail address, which already has one.\n\n"+
+					"To use it, log in: "+s.BaseURL+"/login\n"+
+					"Forgot its password? Choose a new one: "+s.BaseURL+"/password/forgot\n\n"+
+					"If it was not you, you can ignore this message: nothing was changed.\n")
+		case errors.Is(err, store.ErrNotFound):
+			token := s.sealSignup(signupClaim{Email: email, Next: form.Next, Expires: s.Now().Add(signupLinkTTL).Unix()})
+			s.sendAccountMail(r, email, "Confirm your SitePulse account",
+				"To create your SitePulse account, open this link within 24 hours and choose its password:\n\n"+
+					s.BaseURL+"/signup/confirm/"+token+"\n\nIf you did not ask for an account, you can ignore this message.\n")
+		default:
+			s.error(w, r, err, "")
+			return
+		}
+		s.render(w, r, http.StatusOK, "signup_sent", page{Title: "Check your e-mail", Data: signupSent{Email: email, Logged: s.Mail == nil}})
+	})
+}
+
+// mailForm reads the e-mail address of a form that e-mails it (sign-up, "Forgot password"),
+// under the requester's throttle (mailIP), and answers a failure itself on the form's page
+// (name): 422 for what is not an address, 429 past the throttle.
+func (s *server) mailForm(w http.ResponseWriter, r *http.Request, name string, form accountForm) (string, bool) {
+	email, ok := store.ParseEmail(form.Email)
+	if !ok {
+		form.Errors = map[string]string{"email": emailProblem}
+		s.render(w, r, http.StatusUnprocessableEntity, name, page{Title: formTitles[name], Data: form})
+		return "", false
+	}
+	if ok, wait := s.mailIP.allow(clientIP(r)); !ok {
+		s.tooMany(w, r, name, form, wait)
+		return "", false
+	}
+	return email, true
+}
+
+// signupLink reads the sign-up link of the path and answers its failure itself: 400 for a
+// link that is not one of ours, 410 for an expired one, 409 once the address has an account.
+func (s *server) signupLink(w http.ResponseWriter, r *http.Request) (signupClaim, bool) {
+	w.Header().Set("Referrer-Policy", "no-referrer") // the token is in the path
+	c, problem := s.openSignup(r.PathValue("token"))
+	switch problem {
+	case "":
+	case signupExpired:
+		s.renderError(w, r, http.StatusGone, problem)
+		return c, false
+	default:
+		s.renderError(w, r, http.StatusBadRequest, problem)
+		return c, false
+	}
+	switch _, err := s.Accounts.UserByEmail(r.Context(), c.Email); {
+	case err == nil:
+		s.render(w, r, http.StatusConflict, "login", page{Title: "Log in", Data: accountForm{Email: c.Email, Next: c.Next,
+			Errors: map[string]string{"form": "This e-mail address already has an account. Log in with its password, or choose a new one with \"Forgot password\"."}}})
+		return c, false
+	case !errors.Is(err, store.ErrNotFound):
+		s.error(w, r, err, "")
+		return c, false
+	}
+	return c, true
+}
+
+// handleSignupConfirmPage is where the sign-up link leads: the form that chooses the account's
+// password. A GET changes nothing, since mail scanners open links.
+func (s *server) handleSignupConfirmPage() http.Handler {
+	return s.withVisitor(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, ok := s.signupLink(w, r)
+		if !ok {
+			return
+		}
+		s.render(w, r, http.StatusOK, "signup_confirm", page{Title: "Choose your password", Data: accountForm{Email: c.Email, Token: r.PathValue("token")}})
+	}))
+}
+
+// handleSignupConfirm creates the account of a sign-up link with the password chosen on its
+// page, and signs it in.
+func (s *server) handleSignupConfirm() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.parseForm(w, r) {
+			return
+		}
+		c, ok := s.signupLink(w, r)
+		if !ok {
+			return
+		}
+		password := r.PostForm.Get("password")
+		if problem := store.PasswordProblem(password); problem != "" {
+			form := accountForm{Email: c.Email, Token: r.PathValue("token"), Errors: map[string]string{"password": problem}}
+			s.render(w, r, http.StatusUnprocessableEntity, "signup_confirm", page{Title: "Choose your password", Data: form})
 			return
 		}
 		hash, err := store.HashPassword(password, s.PasswordIterations)
@@ -95,85 +178,23 @@ func (s *server) handleSignup() http.Handler {
 			s.error(w, r, err, "")
 			return
 		}
-		_, err = s.Accounts.UserByEmail(r.Context(), form.Email)
-		switch {
-		case err == nil:
-			s.sendMail(r, form.Email, "You already have a SitePulse account",
-				"Someone, perhaps you, asked to create a SitePulse account for this e-mail address, which already has an account.\n\n"+
-					"To use it, log in: "+s.BaseURL+"/login\n\nIf it was not you, you can ignore this message: nothing was changed.\n")
-		case errors.Is(err, store.ErrNotFound):
-			token := s.sealSignup(signupClaim{Email: form.Email, Hash: hash, Next: form.Next, Expires: s.Now().Add(signupLinkTTL).Unix()})
-			s.sendMail(r, form.Email, "Confirm your SitePulse account",
-				"To finish creating your SitePulse account, open this link within 24 hours:\n\n"+
-					s.BaseURL+"/signup/confirm?token="+token+"\n\nIf you did not ask for an account, you can ignore this message.\n")
-		default:
-			s.error(w, r, err, "")
-			return
-		}
-		s.render(w, r, http.StatusOK, "signup_sent", page{Title: "Check your e-mail", Data: signupSent{Email: form.Email, Logged: s.Mail == nil}})
-	})
-}
-
-// handleSignupConfirmPage shows the button that creates the account of a sign-up link: a GET
-// changes nothing, since mail scanners open links.
-func (s *server) handleSignupConfirmPage() http.Handler {
-	return s.withVisitor(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		token := r.URL.Query().Get("token")
-		c, problem := s.openSignup(token)
-		if problem != "" {
-			s.renderError(w, r, http.StatusBadRequest, problem)
-			return
-		}
-		s.render(w, r, http.StatusOK, "signup_sent", page{Title: "Create your account", Data: signupSent{Email: c.Email, Confirm: token}})
-	}))
-}
-
-// handleSignupConfirm creates the account of a sign-up link and signs it in.
-func (s *server) handleSignupConfirm() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !s.parseForm(w, r) {
-			return
-		}
-		c, problem := s.openSignup(r.PostForm.Get("token"))
-		if problem != "" {
-			s.renderError(w, r, http.StatusBadRequest, problem)
-			return
-		}
-		u := store.User{ID: store.NewID(), Email: c.Email, PasswordHash: c.Hash, NotifyRegressions: true, CreatedAt: s.Now()}
+		u := store.User{ID: store.NewID(), Email: c.Email, PasswordHash: hash, NotifyRegressions: true, CreatedAt: s.Now()}
 		if err := s.Accounts.CreateUser(r.Context(), u); err != nil {
-			if errors.Is(err, store.ErrConflict) { // only the mailbox's owner has the link
-				form := accountForm{Email: c.Email, Next: c.Next, Errors: map[string]string{"form": "This e-mail address already has an account. Log in with its password."}}
-				s.render(w, r, http.StatusConflict, "login", page{Title: "Log in", Data: form})
+			if errors.Is(err, store.ErrConflict) { // the link was followed twice at once
+				s.signupLink(w, r)
 				return
 			}
 			s.error(w, r, err, "")
 			return
 		}
 		s.Log.Info("user signed up", "user", u.ID)
-		if err := s.startSession(w, r, u.ID); err != nil {
+		if _, err := s.startSession(w, r, u.ID); err != nil {
 			s.error(w, r, err, "")
 			return
 		}
-		s.setDevice(w, u.ID)
+		s.setDevice(w, u)
 		http.Redirect(w, r, safeNext(c.Next), http.StatusSeeOther)
 	})
-}
-
-// sendMail sends a message in the background, so that the answer does not wait for the SMTP
-// server (nor take longer for one kind of message). Without SMTP it is logged instead.
-func (s *server) sendMail(r *http.Request, to, subject, body string) {
-	if s.Mail == nil {
-		s.Log.Info("e-mail (SMTP_ADDR not set, so logged instead of sent)", "to", to, "subject", subject, "body", body)
-		return
-	}
-	ctx := context.WithoutCancel(r.Context())
-	go func() {
-		ctx, cancel := context.WithTimeout(ctx, time.Minute)
-		defer cancel()
-		if err := s.Mail(ctx, to, subject, body); err != nil {
-			s.Log.Warn("sending an e-mail failed", "subject", subject, "err", err)
-		}
-	}()
 }
 
 func (s *server) handleLoginPage() http.Handler {
@@ -183,8 +204,15 @@ func (s *server) handleLoginPage() http.Handler {
 			http.Redirect(w, r, next, http.StatusSeeOther)
 			return
 		}
-		s.render(w, r, http.StatusOK, "login", page{Title: "Log in", Data: accountForm{Next: next}})
+		s.render(w, r, http.StatusOK, "login", page{Title: "Log in", Flash: loginFlashes[r.URL.Query().Get("done")], Data: accountForm{Next: next}})
 	}))
+}
+
+// loginFlashes are what the login page says after an account change signed the visitor out.
+var loginFlashes = map[string]string{
+	"password-reset":  "Your password was changed, and every session of the account was ended. Log in with the new password.",
+	"account-deleted": "Your account was deleted, with its personal workspace, keys and sessions.",
+	"email-changed":   "The account's e-mail address was changed. Log in with the new address.",
 }
 
 // dummyHash is compared against when the e-mail is unknown, so a login takes as long whether
@@ -201,7 +229,7 @@ func (s *server) handleLogin() http.Handler {
 		}
 		form := accountForm{Email: strings.TrimSpace(r.PostForm.Get("email")), Next: safeNext(r.PostForm.Get("next"))}
 		password := r.PostForm.Get("password")
-		if form.Email == "" || password == "" || len(form.Email) > 254 || len(password) > 1024 {
+		if form.Email == "" || password == "" || len(form.Email) > store.MaxEmail || len(password) > store.MaxPassword {
 			form.Errors = map[string]string{"form": "Enter your e-mail and password."}
 			s.render(w, r, http.StatusUnprocessableEntity, "login", page{Title: "Log in", Data: form})
 			return
@@ -223,7 +251,7 @@ func (s *server) handleLogin() http.Handler {
 			return
 		}
 		known := err == nil
-		release, ok, wait, terr := s.takeLogin(r, form.Email, ip, s.device(r, u.ID))
+		release, ok, wait, terr := s.takeLogin(r, form.Email, ip, s.device(r, u))
 		if terr != nil {
 			s.loginIP.refund(ip)
 			s.error(w, r, terr, "")
@@ -251,6 +279,8 @@ func (s *server) handleLogin() http.Handler {
 			if h, err := store.HashPassword(password, s.PasswordIterations); err == nil {
 				if err := s.Accounts.SetPasswordHash(r.Context(), u.ID, h); err != nil {
 					s.Log.Warn("upgrade password hash", "user", u.ID, "err", err)
+				} else {
+					u.PasswordHash = h // the device cookie is bound to the hash
 				}
 			}
 		}
@@ -258,11 +288,11 @@ func (s *server) handleLogin() http.Handler {
 		if v, _ := s.loadVisitor(r); v != nil {
 			s.Accounts.DeleteSession(r.Context(), v.Session.TokenHash)
 		}
-		if err := s.startSession(w, r, u.ID); err != nil {
+		if _, err := s.startSession(w, r, u.ID); err != nil {
 			s.error(w, r, err, "")
 			return
 		}
-		s.setDevice(w, u.ID)
+		s.setDevice(w, u)
 		s.Log.Info("user logged in", "user", u.ID)
 		http.Redirect(w, r, form.Next, http.StatusSeeOther)
 	})
@@ -277,7 +307,7 @@ func (s *server) takeLogin(r *http.Request, email, ip, nonce string) (release fu
 		ok, wait := s.deviceLimit.allow(nonce)
 		return func() { s.deviceLimit.forget(nonce) }, ok, wait, nil
 	}
-	pair := strings.ToLower(email) + "\x00" + ip
+	pair := store.CanonicalEmail(email) + "\x00" + ip
 	if ok, wait := s.loginPair.allow(pair); !ok {
 		return nil, false, wait, nil
 	}
@@ -295,13 +325,15 @@ func (s *server) takeLogin(r *http.Request, email, ip, nonce string) (release fu
 	}, true, 0, nil
 }
 
+// formTitles are the titles of the signed-out forms' pages, by template.
+var formTitles = map[string]string{"login": "Log in", "signup": "Create your account", "forgot": "Forgot your password?", "reset": "Choose a new password"}
+
 // tooMany answers a throttled form with 429, Retry-After and a sentence that names no account.
 func (s *server) tooMany(w http.ResponseWriter, r *http.Request, name string, form accountForm, wait time.Duration) {
 	secs := int(wait.Seconds()) + 1
 	w.Header().Set("Retry-After", fmt.Sprint(secs))
 	form.Errors = map[string]string{"form": fmt.Sprintf("Too many attempts. Wait %d seconds and try again.", secs)}
-	title := map[string]string{"login": "Log in", "signup": "Create your account"}[name]
-	s.render(w, r, http.StatusTooManyRequests, name, page{Title: title, Data: form})
+	s.render(w, r, http.StatusTooManyRequests, name, page{Title: formTitles[name], Data: form})
 }
 
 func (s *server) handleLogout() http.Handler {

@@ -42,7 +42,7 @@ func TestSignupLoginLogout(t *testing.T) {
 	}
 	resp, _ = b.post("/signup", url.Values{"email": {"ANN@example.com"}, "password": {"another password"}})
 	wantStatus(t, resp, http.StatusOK) // as for a new e-mail; the owner is told by e-mail
-	if m := b.mail.next(t, "ANN@example.com"); !strings.Contains(m.body, "already has an account") {
+	if m := b.mail.next(t, "ann@example.com"); !strings.Contains(m.body, "already has one") {
 		t.Errorf("the owner's message: %q", m.body)
 	}
 
@@ -361,21 +361,30 @@ func TestHealth(t *testing.T) {
 	wantStatus(t, resp, http.StatusOK)
 }
 
-// Sign-up refuses a password of blanks or one of the most common, saying why.
+// The sign-up link's page refuses a password of blanks or one of the most common, saying why,
+// and creates nothing.
 func TestSignupRefusesWeakPasswords(t *testing.T) {
 	ts := newTestServer(t, memory.New())
+	b := ts.browser(t)
+	resp, _ := b.post("/signup", url.Values{"email": {"weak@example.com"}})
+	wantStatus(t, resp, http.StatusOK)
+	link := signupLink(t, b.mail.next(t, "weak@example.com"))
 	for pw, want := range map[string]string{
 		"12345678": "10,000 most common passwords",
 		"        ": "not only spaces",
 		"short":    "at least 8 characters",
 	} {
-		resp, body := ts.browser(t).post("/signup", url.Values{"email": {"weak@example.com"}, "password": {pw}})
+		resp, body := b.post(link, url.Values{"password": {pw}})
 		wantStatus(t, resp, http.StatusUnprocessableEntity)
 		contains(t, body, want)
+		contains(t, body, `action="`+link+`"`)
 	}
 	if _, err := ts.store.UserByEmail(t.Context(), "weak@example.com"); err == nil {
 		t.Error("an account was made with a weak password")
 	}
+	resp, body := b.post("/signup", url.Values{"email": {"not an address"}})
+	wantStatus(t, resp, http.StatusUnprocessableEntity)
+	contains(t, body, "like name@example.com")
 }
 
 // loginWith posts a login from an injected client address with the given cookies.
@@ -468,15 +477,16 @@ func TestLoginCapPerAccountAcrossAddresses(t *testing.T) {
 
 // Sign-up answers alike whether or not the e-mail has an account: the same page, no session,
 // and an e-mail to the address, which either carries the link that creates the account or tells
-// the owner they already have one. Following the link (a GET shows a button; only the POST
-// creates) signs the new user in; a link that was tampered with or is older than a day does not.
+// the owner they already have one. Following the link (a GET shows the password form; only the
+// POST creates) signs the new user in; a link that was tampered with or is older than a day
+// does not.
 func TestSignupAnswersAlikeForKnownAndNewEmails(t *testing.T) {
 	ts := newTestServer(t, memory.New())
 	ts.browser(t).signup("ann@example.com")
 
 	attacker := ts.browser(t)
 	answer := func(email string) (int, string, []*http.Cookie) {
-		resp, body := attacker.post("/signup", url.Values{"email": {email}, "password": {"a long new password"}})
+		resp, body := attacker.post("/signup", url.Values{"email": {email}})
 		return resp.StatusCode, strings.ReplaceAll(body, email, "EMAIL"), resp.Cookies()
 	}
 	knownStatus, knownBody, knownCookies := answer("ann@example.com")
@@ -493,44 +503,43 @@ func TestSignupAnswersAlikeForKnownAndNewEmails(t *testing.T) {
 	}
 
 	owner := attacker.mail.next(t, "ann@example.com")
-	if !strings.Contains(owner.body, "already has an account") || !strings.Contains(owner.body, "http://sitepulse.test/login") || confirmLinkRe.MatchString(owner.body) {
+	if !strings.Contains(owner.body, "already has one") || !strings.Contains(owner.body, "http://sitepulse.test/login") ||
+		!strings.Contains(owner.body, "http://sitepulse.test/password/forgot") || confirmLinkRe.MatchString(owner.body) {
 		t.Errorf("the owner's message: %q", owner.body)
 	}
-	m := attacker.mail.next(t, "new@example.com")
-	link := confirmLinkRe.FindStringSubmatch(m.body)
-	if link == nil {
-		t.Fatalf("no link in %q", m.body)
-	}
-	resp, body := attacker.get(link[1])
+	link := signupLink(t, attacker.mail.next(t, "new@example.com"))
+	resp, body := attacker.get(link)
 	wantStatus(t, resp, http.StatusOK)
 	contains(t, body, "new@example.com")
+	contains(t, body, `type="password"`)
+	if got := resp.Header.Get("Referrer-Policy"); got != "no-referrer" {
+		t.Errorf("the link's page sends Referrer-Policy %q", got)
+	}
 	if _, err := ts.store.UserByEmail(t.Context(), "new@example.com"); err == nil {
 		t.Error("a GET of the link created the account")
 	}
-	token := regexp.MustCompile(`name="token" value="([^"]+)"`).FindStringSubmatch(body)[1]
 
-	for name, bad := range map[string]string{"tampered": token[:len(token)-3] + "AAA", "empty": "", "garbage": "x.y"} {
-		resp, _ := attacker.post("/signup/confirm", url.Values{"token": {bad}})
-		wantStatus(t, resp, http.StatusBadRequest)
+	for name, bad := range map[string]string{"tampered": link[:len(link)-3] + "AAA", "garbage": "/signup/confirm/x.y", "long": "/signup/confirm/" + strings.Repeat("A", 3000)} {
+		resp, _ := attacker.post(bad, url.Values{"password": {"a long new password"}})
 		if resp.StatusCode != http.StatusBadRequest {
-			t.Errorf("%s token: %d", name, resp.StatusCode)
+			t.Errorf("%s link: %d, want 400", name, resp.StatusCode)
 		}
 	}
 	later := ts.now
 	ts.now = ts.now.Add(25 * time.Hour)
-	resp, body = attacker.post("/signup/confirm", url.Values{"token": {token}})
-	wantStatus(t, resp, http.StatusBadRequest)
+	resp, body = attacker.post(link, url.Values{"password": {"a long new password"}})
+	wantStatus(t, resp, http.StatusGone)
 	contains(t, body, "expired")
 	ts.now = later
 
-	resp, _ = attacker.post("/signup/confirm", url.Values{"token": {token}})
+	resp, _ = attacker.post(link, url.Values{"password": {"a long new password"}})
 	wantStatus(t, resp, http.StatusSeeOther)
 	u, err := ts.store.UserByEmail(t.Context(), "new@example.com")
 	if err != nil {
 		t.Fatal("no account after the link was followed")
 	}
 	if ok, _ := store.CheckPassword(u.PasswordHash, "a long new password", 1000); !ok {
-		t.Error("the account does not have the password given at sign-up")
+		t.Error("the account does not have the password chosen on the link's page")
 	}
 	var session, device bool
 	for _, c := range resp.Cookies() {
@@ -540,8 +549,20 @@ func TestSignupAnswersAlikeForKnownAndNewEmails(t *testing.T) {
 	if !session || !device {
 		t.Errorf("cookies after confirming: %v, want a session and a device cookie", resp.Cookies())
 	}
-	// The link again, once the account exists: it says so, without making another.
-	resp, body = ts.browser(t).post("/signup/confirm", url.Values{"token": {token}})
-	wantStatus(t, resp, http.StatusConflict)
-	contains(t, body, "Log in")
+	// The link again, once the account exists: it says so, without making another or
+	// changing the password.
+	for _, method := range []string{"GET", "POST"} {
+		var resp *http.Response
+		var body string
+		if method == "GET" {
+			resp, body = ts.browser(t).get(link)
+		} else {
+			resp, body = ts.browser(t).post(link, url.Values{"password": {"another long password"}})
+		}
+		wantStatus(t, resp, http.StatusConflict)
+		contains(t, body, "Forgot password")
+	}
+	if u2, _ := ts.store.UserByEmail(t.Context(), "new@example.com"); u2.PasswordHash != u.PasswordHash {
+		t.Error("following the link again changed the password")
+	}
 }

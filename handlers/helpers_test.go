@@ -55,11 +55,17 @@ func withServers(st store.Store, d Deps) Deps {
 	return d
 }
 
-func newTestServer(t *testing.T, st store.Store) *testServer {
+func newTestServer(t *testing.T, st store.Store) *testServer { return newTestServerWith(t, st, nil) }
+
+// newTestServerWith is newTestServer with the handler's dependencies changed by with.
+func newTestServerWith(t *testing.T, st store.Store, with func(*Deps)) *testServer {
 	t.Helper()
 	ts := &testServer{store: st, now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
-	h, err := NewHandler(withServers(st, Deps{BaseURL: "http://sitepulse.test",
-		Now: func() time.Time { return ts.now }, PasswordIterations: 1000}))
+	d := Deps{BaseURL: "http://sitepulse.test", Now: func() time.Time { return ts.now }, PasswordIterations: 1000}
+	if with != nil {
+		with(&d)
+	}
+	h, err := NewHandler(withServers(st, d))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,36 +121,45 @@ func readBody(t *testing.T, resp *http.Response) string {
 
 var csrfRe = regexp.MustCompile(`name="csrf_token" value="([^"]+)"`)
 
-// signup creates an account through the e-mailed link, leaves the browser signed in and
-// remembers its CSRF token.
+// testPassword is the password signup chooses.
+const testPassword = "correct horse battery"
+
+// signup creates an account through the e-mailed link, choosing testPassword on its page,
+// leaves the browser signed in and remembers its CSRF token.
 func (b *browser) signup(email string) {
 	b.t.Helper()
-	resp, _ := b.post("/signup", url.Values{"email": {email}, "password": {"correct horse battery"}})
+	resp, _ := b.post("/signup", url.Values{"email": {email}})
 	if resp.StatusCode != http.StatusOK {
 		b.t.Fatalf("signup: %d", resp.StatusCode)
 	}
-	b.confirm(b.mail.next(b.t, email))
+	b.confirm(b.mail.next(b.t, email), testPassword)
 	b.refreshCSRF()
 }
 
-var confirmLinkRe = regexp.MustCompile(`https?://[^/\s]+(/signup/confirm\?token=[A-Za-z0-9_-]+)`)
+var confirmLinkRe = regexp.MustCompile(`https?://[^/\s]+(/signup/confirm/[A-Za-z0-9_-]+)`)
 
-// confirm follows the sign-up link of a message and creates the account.
-func (b *browser) confirm(m sentMail) {
-	b.t.Helper()
+// signupLink is the path of the sign-up link of a message.
+func signupLink(t testing.TB, m sentMail) string {
+	t.Helper()
 	link := confirmLinkRe.FindStringSubmatch(m.body)
 	if link == nil {
-		b.t.Fatalf("no sign-up link in %q", m.body)
+		t.Fatalf("no sign-up link in %q", m.body)
 	}
-	resp, body := b.get(link[1])
+	return link[1]
+}
+
+// confirm follows the sign-up link of a message and creates the account with password.
+func (b *browser) confirm(m sentMail, password string) {
+	b.t.Helper()
+	link := signupLink(b.t, m)
+	resp, body := b.get(link)
 	if resp.StatusCode != http.StatusOK {
 		b.t.Fatalf("confirm page: %d", resp.StatusCode)
 	}
-	token := regexp.MustCompile(`name="token" value="([^"]+)"`).FindStringSubmatch(body)
-	if token == nil {
-		b.t.Fatalf("no token on the confirm page: %.300s", body)
+	if !strings.Contains(body, `action="`+link+`"`) {
+		b.t.Fatalf("the confirm page does not post to its link: %.300s", body)
 	}
-	resp, _ = b.post("/signup/confirm", url.Values{"token": {token[1]}})
+	resp, _ = b.post(link, url.Values{"password": {password}})
 	if resp.StatusCode != http.StatusSeeOther {
 		b.t.Fatalf("confirm: %d", resp.StatusCode)
 	}

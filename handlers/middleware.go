@@ -131,7 +131,8 @@ func (w *loggingWriter) Flush() {
 }
 
 // secretPaths are the routes whose path carries a secret: it is logged as the prefix only.
-var secretPaths = []string{"/report/"}
+// The account links (sign-up, password reset, e-mail change) are among them.
+var secretPaths = []string{"/report/", "/signup/confirm/", "/password/reset/", "/email/confirm/"}
 
 // logPath is the request's path as logs may show it, at every level: without the query (codes,
 // states) and with a secret in the path (a report token) redacted. The path is judged as the

@@ -176,6 +176,15 @@ var ownershipCases = []ownershipCase{
 	{name: "A's workspace notifications", route: "POST /workspaces/{workspaceId}/notifications", method: "POST", path: wsPath("/notifications"), form: url.Values{}, cred: asCookie, status: 404, intact: membersIntact},
 	{name: "A's workspace retention", route: "POST /workspaces/{workspaceId}/retention", method: "POST", path: wsPath("/retention"), form: url.Values{"retention_days": {"1"}}, cred: asCookie, status: 404, intact: retentionIntact},
 	// Invitations are reached by their secret token: a guessed one is unknown.
+	{name: "a sign-up link that was never sealed", route: "GET /signup/confirm/{token}", method: "GET", path: func(a, _ apiAccount) string { return "/signup/confirm/" + a.userID }, cred: asCookie, status: 400},
+	{name: "choosing a password with a sign-up link that was never sealed", route: "POST /signup/confirm/{token}", method: "POST", path: func(a, _ apiAccount) string { return "/signup/confirm/" + a.userID },
+		form: url.Values{"password": {"a fine new password"}}, cred: asCookie, status: 400},
+	{name: "a reset link that was never issued", route: "GET /password/reset/{token}", method: "GET", path: func(a, _ apiAccount) string { return "/password/reset/rst_" + a.userID }, cred: asCookie, status: 404},
+	{name: "resetting with a link that was never issued", route: "POST /password/reset/{token}", method: "POST", path: func(a, _ apiAccount) string { return "/password/reset/rst_" + a.userID },
+		form: url.Values{"password": {"a fine new password"}}, cred: asCookie, status: 404},
+	{name: "an e-mail change link that was never issued", route: "GET /email/confirm/{token}", method: "GET", path: func(a, _ apiAccount) string { return "/email/confirm/eml_" + a.userID }, cred: asCookie, status: 404},
+	{name: "confirming an e-mail change that was never issued", route: "POST /email/confirm/{token}", method: "POST", path: func(a, _ apiAccount) string { return "/email/confirm/eml_" + a.userID },
+		form: url.Values{}, cred: asCookie, status: 404},
 	{name: "an invitation link that was never issued", route: "GET /invite/{token}", method: "GET", path: func(a, _ apiAccount) string { return "/invite/inv_" + a.reportID }, cred: asCookie, status: 404},
 	{name: "accepting an invitation that was never issued", route: "POST /invite/{token}", method: "POST", path: func(a, _ apiAccount) string { return "/invite/inv_" + a.userID }, form: url.Values{}, cred: asCookie, status: 404},
 

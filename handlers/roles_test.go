@@ -132,15 +132,29 @@ var roleCases = []roleCase{
 	{route: "GET /favicon.ico", method: "GET", path: fixedPath("/favicon.ico"), want: all(301)},
 	{route: "GET /signup", method: "GET", path: fixedPath("/signup"), want: all(303)}, // signed in: to the sites
 	{route: "POST /signup", method: "POST", path: fixedPath("/signup"), form: url.Values{"email": {"x"}, "password": {"short"}}, want: all(422)},
-	{route: "GET /signup/confirm", method: "GET", path: fixedPath("/signup/confirm?token=forged"), want: all(400)},
-	{route: "POST /signup/confirm", method: "POST", path: fixedPath("/signup/confirm"), form: url.Values{"token": {"forged"}}, want: all(400)},
+	{route: "GET /signup/confirm/{token}", method: "GET", path: fixedPath("/signup/confirm/forged"), want: all(400)},
+	{route: "POST /signup/confirm/{token}", method: "POST", path: fixedPath("/signup/confirm/forged"), form: url.Values{"password": {"a fine new password"}}, want: all(400)},
 	{route: "GET /login", method: "GET", path: fixedPath("/login"), want: all(303)}, // signed in: to the sites
 	{route: "POST /login", method: "POST", path: fixedPath("/login"), form: url.Values{"email": {"nobody@example.com"}, "password": {"wrong password"}}, want: all(401)},
 	{route: "POST /logout", method: "POST", path: fixedPath("/logout"), form: url.Values{}, want: all(303), fresh: true},
+	// Recovery works signed in or out, the same for every role: the e-mailed link is the
+	// credential, and one never issued is not found.
+	{route: "GET /password/forgot", method: "GET", path: fixedPath("/password/forgot"), want: all(200)},
+	{route: "POST /password/forgot", method: "POST", path: fixedPath("/password/forgot"), form: url.Values{"email": {"nobody@example.com"}}, want: all(303)},
+	{route: "GET /password/reset/{token}", method: "GET", path: fixedPath("/password/reset/rst_never-issued"), want: all(404)},
+	{route: "POST /password/reset/{token}", method: "POST", path: fixedPath("/password/reset/rst_never-issued"), form: url.Values{"password": {"a fine new password"}}, want: all(404)},
+	{route: "GET /email/confirm/{token}", method: "GET", path: fixedPath("/email/confirm/eml_never-issued"), want: all(404)},
+	{route: "POST /email/confirm/{token}", method: "POST", path: fixedPath("/email/confirm/eml_never-issued"), form: url.Values{}, want: all(404)},
 
 	// Settings: the visitor's own keys, apps and e-mails; a key is made in a workspace the
 	// visitor may edit.
 	{route: "GET /settings", method: "GET", path: fixedPath("/settings"), want: all(200)},
+	// The account's own forms: each asks its current password first (none here: 422, before
+	// the login throttle counts anything), whatever the role anywhere.
+	{route: "POST /settings/password", method: "POST", path: fixedPath("/settings/password"), form: url.Values{"new_password": {"a fine new password"}}, want: all(422)},
+	{route: "POST /settings/email", method: "POST", path: fixedPath("/settings/email"), form: url.Values{"email": {"<role>@new.example.com"}}, want: all(422)},
+	{route: "POST /settings/sessions/end-others", method: "POST", path: fixedPath("/settings/sessions/end-others"), form: url.Values{}, want: all(303)},
+	{route: "POST /settings/delete", method: "POST", path: fixedPath("/settings/delete"), form: url.Values{}, want: all(422)},
 	{route: "POST /settings/api-keys", method: "POST", path: fixedPath("/settings/api-keys"), form: url.Values{"name": {"deploy"}},
 		want: [nRoles]int{201, 201, 201, 201, 201}},
 	{route: "POST /settings/api-keys", method: "POST", path: fixedPath("/settings/api-keys"), form: url.Values{"name": {"team key"}, "workspace": {"<ws>"}},

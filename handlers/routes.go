@@ -13,17 +13,31 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 	mux.Handle("GET /static/", s.handleStatic())
 	mux.Handle("GET /favicon.ico", http.RedirectHandler("/static/favicon.svg", http.StatusMovedPermanently))
 
-	// Accounts.
+	// Accounts. Sign-up asks for an e-mail only; its e-mailed link ({token}) leads to the form
+	// that chooses the password. "Forgot password" e-mails a single-use link to choose a new
+	// one (recovery.go). The e-mailed links' tokens are in their paths, which logs redact
+	// (secretPaths).
 	mux.Handle("GET /signup", s.handleSignupPage())
 	mux.Handle("POST /signup", s.handleSignup())
-	mux.Handle("GET /signup/confirm", s.handleSignupConfirmPage())
-	mux.Handle("POST /signup/confirm", s.handleSignupConfirm())
+	mux.Handle("GET /signup/confirm/{token}", s.handleSignupConfirmPage())
+	mux.Handle("POST /signup/confirm/{token}", s.handleSignupConfirm())
 	mux.Handle("GET /login", s.handleLoginPage())
 	mux.Handle("POST /login", s.handleLogin())
 	mux.Handle("POST /logout", s.requireUser(s.handleLogout()))
+	mux.Handle("GET /password/forgot", s.handleForgotPage())
+	mux.Handle("POST /password/forgot", s.handleForgot())
+	mux.Handle("GET /password/reset/{token}", s.handleResetPage())
+	mux.Handle("POST /password/reset/{token}", s.handleReset())
+	mux.Handle("GET /email/confirm/{token}", s.handleEmailConfirmPage())
+	mux.Handle("POST /email/confirm/{token}", s.handleEmailConfirm())
 
-	// Settings: API keys, notifications.
+	// Settings: the account (password, e-mail, sessions, deletion: account.go), API keys,
+	// notifications.
 	mux.Handle("GET /settings", s.requireUser(s.handleSettings()))
+	mux.Handle("POST /settings/password", s.requireUser(s.handleChangePassword()))
+	mux.Handle("POST /settings/email", s.requireUser(s.handleChangeEmail()))
+	mux.Handle("POST /settings/sessions/end-others", s.requireUser(s.handleEndOtherSessions()))
+	mux.Handle("POST /settings/delete", s.requireUser(s.handleDeleteAccount()))
 	mux.Handle("POST /settings/api-keys", s.requireUser(s.handleCreateAPIKey()))
 	mux.Handle("POST /settings/api-keys/{keyID}/revoke", s.requireUser(s.handleRevokeAPIKey()))
 	mux.Handle("POST /settings/notifications", s.requireUser(s.handleNotifications()))

@@ -91,8 +91,9 @@ type Deps struct {
 	Replayed func(store.Site) bool
 	// WebhookJitter delays each webhook scan (0-5 s); nil picks one at random. Tests inject one.
 	WebhookJitter func() time.Duration
-	// Mail sends an e-mail (the sign-up messages, the workspace invitations); nil logs the
-	// sign-up messages instead (no SMTP_ADDR), and an invitation link is only shown to its inviter.
+	// Mail sends an e-mail (sign-up, reset and e-mail change links, notices of account changes,
+	// the workspace invitations); nil logs the account messages instead (no SMTP_ADDR), and an
+	// invitation link is only shown to its inviter.
 	Mail func(ctx context.Context, to, subject, body string) error
 	// AuthKey is AUTH_KEY, the secret that device cookies are signed and sign-up links sealed
 	// with (keys derived from it); nil makes a random one, which lasts only for this process.
@@ -131,7 +132,7 @@ type server struct {
 	tokens        AccessTokens // the OAuth server's; tests put in their own
 	loginIP       *limiter
 	loginPair     *limiter // per (account, address)
-	signupIP      *limiter
+	mailIP        *limiter // requests that e-mail an address: sign-up, "Forgot password"
 	registerIP    *limiter // dynamic client registration
 	revokeIP      *limiter // token revocation (RFC 7009 §5)
 	deviceLimit   *limiter // per device cookie: its attempts are not counted against the account
@@ -205,7 +206,7 @@ func NewHandler(d Deps) (http.Handler, error) {
 		tokens:      d.OAuth,
 		loginIP:     newLimiter(20, time.Minute/10, d.Now), // 20 failures, then one per 6 s
 		loginPair:   newLimiter(10, time.Minute, d.Now),    // 10 failures for one account from one address, then one a minute
-		signupIP:    newLimiter(10, 6*time.Minute, d.Now),  // 10 sign-ups, then one per 6 min
+		mailIP:      newLimiter(10, 6*time.Minute, d.Now),  // 10 sign-ups or resets, then one per 6 min
 		registerIP:  newLimiter(30, 10*time.Second, d.Now), // 30 registrations, then one per 10 s
 		revokeIP:    newLimiter(60, time.Second, d.Now),    // 60 revocations, then one a second
 		deviceLimit: newLimiter(10, time.Minute, d.Now),    // 10 failures from one known browser, then one a minute
@@ -231,6 +232,10 @@ func NewHandler(d Deps) (http.Handler, error) {
 	s.cookieName = "session"
 	if s.secure {
 		s.cookieName = "__Host-session"
+	}
+	if d.Mail == nil {
+		d.Log.Warn("SMTP_ADDR not set: account e-mails (sign-up, password reset and e-mail change links) are written to this log at INFO, " +
+			"links included, so that this server stays usable without e-mail; whoever reads the log can use them. Set SMTP_ADDR on a public service.")
 	}
 	mux := http.NewServeMux()
 	s.addRoutes(mux)

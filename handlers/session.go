@@ -137,8 +137,9 @@ func (s *server) parseForm(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// startSession creates a fresh session for a user (a new id at every login) and sets its cookie.
-func (s *server) startSession(w http.ResponseWriter, r *http.Request, userID string) error {
+// startSession creates a fresh session for a user (a new id at every login) and sets its
+// cookie; it answers the session's token hash.
+func (s *server) startSession(w http.ResponseWriter, r *http.Request, userID string) (string, error) {
 	token, hash := store.NewSecret("")
 	csrf, _ := store.NewSecret("")
 	now := s.Now()
@@ -146,22 +147,27 @@ func (s *server) startSession(w http.ResponseWriter, r *http.Request, userID str
 		TokenHash: hash, UserID: userID, CSRF: csrf, CreatedAt: now, ExpiresAt: now.Add(sessionTTL),
 	})
 	if err != nil {
-		return err
+		return "", err
 	}
 	http.SetCookie(w, &http.Cookie{
 		Name: s.cookieName, Value: token, Path: "/", MaxAge: int(sessionTTL.Seconds()),
 		HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode,
 	})
-	return nil
+	return hash, nil
 }
 
 // endSession deletes the session server-side and clears the cookie.
 func (s *server) endSession(w http.ResponseWriter, r *http.Request, v *visitor) error {
+	s.clearSessionCookie(w)
+	return s.Auth.DeleteSession(r.Context(), v.Session.TokenHash)
+}
+
+// clearSessionCookie tells the browser to drop its session cookie.
+func (s *server) clearSessionCookie(w http.ResponseWriter) {
 	http.SetCookie(w, &http.Cookie{
 		Name: s.cookieName, Value: "", Path: "/", MaxAge: -1,
 		HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode,
 	})
-	return s.Auth.DeleteSession(r.Context(), v.Session.TokenHash)
 }
 
 // safeNext returns a local path to go to after login, or "/" for anything that could leave

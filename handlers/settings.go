@@ -1,8 +1,10 @@
 package handlers
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"sitepulse/oauth"
@@ -20,6 +22,16 @@ type settingsData struct {
 	Apps     []store.Consent
 	// Workspaces are those the visitor may make keys for; a key reads its workspace only.
 	Workspaces []store.Workspace
+	// The account: its address, a new one typed (echoed on errors), its sessions (Current is
+	// this browser's), what deleting it would do, and a message per form that was refused
+	// ("password", "new_password", "email", "delete").
+	Email     string
+	EmailForm string
+	Sessions  []store.Session
+	Current   string
+	Use       store.AccountUse
+	Errors    map[string]string
+	Idle      string // SESSION_IDLE_MINUTES, in words
 }
 
 func (s *server) settingsPage(w http.ResponseWriter, r *http.Request, status int, d settingsData, flash string) {
@@ -38,7 +50,16 @@ func (s *server) settingsPage(w http.ResponseWriter, r *http.Request, status int
 		s.error(w, r, err, "")
 		return
 	}
+	if d.Sessions, err = s.Accounts.SessionsOf(r.Context(), v.User.ID, s.Now()); err != nil {
+		s.error(w, r, err, "")
+		return
+	}
+	if d.Use, err = s.Accounts.AccountUse(r.Context(), v.User.ID); err != nil {
+		s.error(w, r, err, "")
+		return
+	}
 	d.Keys, d.Notify, d.Apps = keys, v.User.NotifyRegressions, apps
+	d.Email, d.Current, d.Idle = v.User.Email, v.Session.TokenHash, inWords(s.SessionIdle)
 	s.render(w, r, status, "settings", page{Title: "Settings", Flash: flash, Data: d})
 }
 
@@ -51,10 +72,29 @@ func (s *server) handleSettings() http.Handler {
 // flashes are the confirmations a redirect may ask a page to show; the query names one, so no
 // text of an attacker's choosing ever appears on a page.
 var flashes = map[string]string{
-	"key-revoked": "API key revoked. Requests using it now get 401.",
-	"notify-on":   "Regression e-mails turned on.",
-	"notify-off":  "Regression e-mails turned off.",
-	"app-revoked": "App disconnected. Its tokens no longer work; it must ask you again to reconnect.",
+	"key-revoked":      "API key revoked. Requests using it now get 401.",
+	"notify-on":        "Regression e-mails turned on.",
+	"notify-off":       "Regression e-mails turned off.",
+	"app-revoked":      "App disconnected. Its tokens no longer work; it must ask you again to reconnect.",
+	"password-changed": "Password changed. Every other session of your account was ended.",
+	"email-sent":       "We sent a link to the new address: the change happens when it is followed, within 24 hours. Your current address was told.",
+	"email-changed":    "E-mail address changed. Log in with the new one from now on.",
+	"sessions-ended":   "Signed out everywhere else: only this browser's session is left.",
+}
+
+// inWords says a duration of whole days, hours or minutes the way the settings page does.
+func inWords(d time.Duration) string {
+	n, unit := int(d/time.Minute), "minute"
+	switch {
+	case d%(24*time.Hour) == 0:
+		n, unit = int(d/(24*time.Hour)), "day"
+	case d%time.Hour == 0:
+		n, unit = int(d/time.Hour), "hour"
+	}
+	if n == 1 {
+		return "1 " + unit
+	}
+	return fmt.Sprintf("%d %ss", n, unit)
 }
 
 // keyPrefixLen is how much of a key the settings page shows: "svc_" and 8 characters.

@@ -9,15 +9,19 @@ import (
 	"time"
 )
 
-// signupClaim is what a sign-up link carries: the account to create once the address's owner
-// follows it. It is sealed (AES-256-GCM with a key derived from AUTH_KEY), so the link needs no
-// row in the store and shows nothing, not even the password's hash, to whoever sees it.
+// signupClaim is what a sign-up link carries: the address whose holder may create an account
+// by following it, and choose its password then. It is sealed (AES-256-GCM with a key derived
+// from AUTH_KEY), so the link needs no row in the store; it carries no password, so whoever
+// asked for it chooses nothing for the address's owner. It can be followed again until the
+// account exists; then it answers that the address has an account.
 type signupClaim struct {
 	Email   string `json:"e"`
-	Hash    string `json:"h"`
 	Next    string `json:"n,omitempty"`
 	Expires int64  `json:"x"` // Unix seconds
 }
+
+// signupExpired is openSignup's problem for a link past its 24 hours (410).
+const signupExpired = "This sign-up link has expired: links work for 24 hours. Sign up again."
 
 func (s *server) signupAEAD() cipher.AEAD {
 	block, _ := aes.NewCipher(deriveKey(s.AuthKey, "signup link")) // 32 bytes: AES-256
@@ -38,6 +42,9 @@ func (s *server) sealSignup(c signupClaim) string {
 func (s *server) openSignup(token string) (signupClaim, string) {
 	const invalid = "This sign-up link is not valid. Copy the whole link from the e-mail, or sign up again."
 	var c signupClaim
+	if len(token) > 2048 {
+		return c, invalid
+	}
 	sealed, err := base64.RawURLEncoding.DecodeString(token)
 	aead := s.signupAEAD()
 	if err != nil || len(sealed) < aead.NonceSize() {
@@ -48,7 +55,7 @@ func (s *server) openSignup(token string) (signupClaim, string) {
 		return c, invalid
 	}
 	if !s.Now().Before(time.Unix(c.Expires, 0)) {
-		return c, "This sign-up link has expired: links work for 24 hours. Sign up again."
+		return c, signupExpired
 	}
 	return c, ""
 }

@@ -47,9 +47,11 @@ type workspaceData struct {
 	Activity    []store.Activity
 	Me          store.Member
 	CanManage   bool
-	// NewLink is an invitation link just made: shown once, never stored.
+	// NewLink is an invitation link just made: shown once, never stored. Mailed says it was
+	// e-mailed too (not without SMTP, nor past the recipient's daily invitation e-mails).
 	NewLink  string
 	NewEmail string
+	Mailed   bool
 	Form     inviteForm
 	Sites    int
 	Personal bool
@@ -214,6 +216,28 @@ func (s *server) handleInvite() http.Handler {
 			s.workspacePage(w, r, http.StatusUnprocessableEntity, workspaceData{Form: f})
 			return
 		}
+		// Daily caps (store.InvitesPerWorkspace, InvitesPerInviter), revoked invitations
+		// counted: an owner cannot mail strangers by inviting, revoking and inviting again.
+		for _, c := range []struct {
+			key   string
+			limit store.LoginLimit
+			msg   string
+		}{
+			{throttleKey("invite workspace", ws.ID), store.InvitesPerWorkspace, "This workspace made %d invitations today, the most it may make in a day."},
+			{throttleKey("invite inviter", inv.InvitedBy), store.InvitesPerInviter, "You made %d invitations today, the most one account may make in a day."},
+		} {
+			ok, wait, err := s.Accounts.TakeLoginAttempt(ctx, c.key, s.Now(), c.limit)
+			if err != nil {
+				s.error(w, r, err, "")
+				return
+			}
+			if !ok {
+				w.Header().Set("Retry-After", fmt.Sprint(int(wait.Seconds())+1))
+				f.Errors["email"] = fmt.Sprintf(c.msg, c.limit.Burst) + " Try again tomorrow."
+				s.workspacePage(w, r, http.StatusTooManyRequests, workspaceData{Form: f})
+				return
+			}
+		}
 		token, hash := store.NewSecret("inv_")
 		inv.TokenHash = hash
 		if err := s.Workspaces.CreateInvitation(ctx, inv); err != nil {
@@ -223,15 +247,25 @@ func (s *server) handleInvite() http.Handler {
 		link := s.BaseURL + "/invite/" + token
 		s.activity(ctx, ws.ID, "invited as "+string(inv.Role), inv.Email)
 		s.Log.Info("invitation created", "workspace", ws.ID, "invitation", inv.ID, "role", inv.Role)
+		d := workspaceData{NewLink: link, NewEmail: inv.Email}
 		if s.Mail != nil {
-			body := fmt.Sprintf("%s invited you to the SitePulse workspace %q as %s.\n\nAccept within 7 days: %s\n\nSign in (or sign up) with this e-mail address to accept.\n",
-				visitorFrom(ctx).User.Email, oneLine(ws.Name), inv.Role, link)
-			if err := s.Mail(ctx, inv.Email, "SitePulse: join "+oneLine(ws.Name), body); err != nil {
-				s.Log.Warn("invitation e-mail not sent; the link is shown to the inviter", "invitation", inv.ID, "err", err)
+			// A recipient gets store.InviteMailsPerEmail invitation e-mails a day, from every
+			// workspace together; past them the link is only shown here, to be sent by hand.
+			if d.Mailed = s.takeMail(r, "invite mail", inv.Email, store.InviteMailsPerEmail); d.Mailed {
+				s.sendMail(r, inv.Email, "You are invited to a SitePulse workspace", invitationMail(visitorFrom(ctx).User.Email, ws.Name, inv.Role, link))
 			}
 		}
-		s.workspacePage(w, r, http.StatusCreated, workspaceData{NewLink: link, NewEmail: inv.Email})
+		s.workspacePage(w, r, http.StatusCreated, d)
 	})
+}
+
+// invitationMail is an invitation's text. What the inviter chose (the workspace's name) is
+// bounded and display-safe (store.Workspace.Validate), quoted, on a line of its own, and never
+// in the subject; the only link is SitePulse's.
+func invitationMail(inviter, workspace string, role store.Role, link string) string {
+	return fmt.Sprintf("%s invited you to a SitePulse workspace, as %s. The workspace is named:\n\n    %q\n\n"+
+		"To accept, open this link within 7 days and sign in (or sign up) with this e-mail address:\n\n%s\n\n"+
+		"If you do not know who sent it, ignore this message.\n", inviter, role, truncate(oneLine(workspace), store.MaxWorkspaceName), link)
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
@@ -273,6 +307,15 @@ func (s *server) member(w http.ResponseWriter, r *http.Request, ws store.Workspa
 // lastOwnerMessage answers a change that would leave a workspace without an owner.
 const lastOwnerMessage = "A workspace always keeps at least one owner: make another member owner first."
 
+// holderMessage answers a change that would take the holder of a personal workspace out of it
+// or make them less than owner (store.Workspaces.RemoveMember, SetRole): it is their home.
+func holderMessage(ws store.Workspace, me string) string {
+	if ws.ID == store.PersonalWorkspace(me) {
+		return "This is your personal workspace: you stay its owner, and cannot leave it."
+	}
+	return "This is its holder's personal workspace: they stay its owner, and cannot be removed from it."
+}
+
 func (s *server) handleSetRole() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ws := workspaceFrom(r.Context())
@@ -286,6 +329,9 @@ func (s *server) handleSetRole() http.Handler {
 			return
 		}
 		switch err := s.Workspaces.SetRole(r.Context(), ws.ID, m.UserID, role); {
+		case errors.Is(err, store.ErrConflict) && m.UserID == ws.ID:
+			s.renderError(w, r, http.StatusConflict, holderMessage(ws, store.UserIDFrom(r.Context())))
+			return
 		case errors.Is(err, store.ErrConflict):
 			s.renderError(w, r, http.StatusConflict, lastOwnerMessage)
 			return
@@ -306,6 +352,9 @@ func (s *server) handleRemoveMember() http.Handler {
 			return
 		}
 		switch err := s.Workspaces.RemoveMember(r.Context(), ws.ID, m.UserID); {
+		case errors.Is(err, store.ErrConflict) && m.UserID == ws.ID:
+			s.renderError(w, r, http.StatusConflict, holderMessage(ws, store.UserIDFrom(r.Context())))
+			return
 		case errors.Is(err, store.ErrConflict):
 			s.renderError(w, r, http.StatusConflict, lastOwnerMessage)
 			return
@@ -346,15 +395,7 @@ func (s *server) handleDeleteWorkspace() http.Handler {
 			s.error(w, r, err, "")
 			return
 		}
-		// SitePulse's webhooks on the platform are removed first, as Disconnect does; a failure
-		// is logged and deletes nothing less: the webhooks of an unknown site are ignored.
-		if s.Platform != nil {
-			if _, err := s.Workspaces.PlatformConnection(r.Context(), ws.ID); err == nil {
-				if _, left, err := s.Platform.Disconnect(r.Context(), v.User.ID, ws.ID); err != nil || left > 0 {
-					s.Log.Warn("workspace deletion: platform not fully disconnected", "workspace", ws.ID, "webhooks_left", left, "err", err)
-				}
-			}
-		}
+		s.disconnectBeforeDeletion(r, v.User.ID, ws.ID)
 		switch err := s.Workspaces.DeleteWorkspace(r.Context(), v.User.ID, ws.ID); {
 		case errors.Is(err, store.ErrConflict):
 			s.renderError(w, r, http.StatusConflict, personalMessage)
@@ -368,10 +409,27 @@ func (s *server) handleDeleteWorkspace() http.Handler {
 	})
 }
 
+// disconnectBeforeDeletion removes SitePulse's webhooks from the platform for a workspace about
+// to be deleted (with it, or with its account), as Disconnect does; a failure is logged and
+// deletes nothing less: the webhooks of an unknown site are ignored.
+func (s *server) disconnectBeforeDeletion(r *http.Request, userID, workspaceID string) {
+	if s.Platform == nil {
+		return
+	}
+	if _, err := s.Workspaces.PlatformConnection(r.Context(), workspaceID); err == nil {
+		if _, left, err := s.Platform.Disconnect(r.Context(), userID, workspaceID); err != nil || left > 0 {
+			s.Log.Warn("deletion: platform not fully disconnected", "workspace", workspaceID, "webhooks_left", left, "err", err)
+		}
+	}
+}
+
 func (s *server) handleLeaveWorkspace() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ws, v := workspaceFrom(r.Context()), visitorFrom(r.Context())
 		switch err := s.Workspaces.RemoveMember(r.Context(), ws.ID, v.User.ID); {
+		case errors.Is(err, store.ErrConflict) && ws.ID == v.User.ID:
+			s.renderError(w, r, http.StatusConflict, holderMessage(ws, v.User.ID))
+			return
 		case errors.Is(err, store.ErrConflict):
 			s.renderError(w, r, http.StatusConflict, lastOwnerMessage)
 			return
@@ -436,7 +494,7 @@ func (s *server) handleInvitation() http.Handler {
 		w.Header().Set("Referrer-Policy", "no-referrer") // the token is in the path
 		d := inviteData{Invitation: inv, Token: token, Next: "/invite/" + token}
 		if v := visitorFrom(r.Context()); v != nil {
-			d.Matches = strings.EqualFold(v.User.Email, inv.Email)
+			d.Matches = store.CanonicalEmail(v.User.Email) == store.CanonicalEmail(inv.Email)
 		}
 		s.render(w, r, http.StatusOK, "invite", page{Title: "Join " + inv.WorkspaceName, Data: d})
 	})

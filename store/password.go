@@ -71,6 +71,9 @@ var commonPasswords = sync.OnceValue(func() map[string]struct{} {
 	return set
 })
 
+// MaxPassword bounds a password, in bytes, so that hashing one stays cheap.
+const MaxPassword = 1024
+
 // PasswordProblem says why a new password is refused, or "" when it is fine. It follows NIST
 // SP 800-63B: at least 8 characters, not all blank, not one of the 10,000 most common passwords
 // (compared case-insensitively), and no composition rules; at most 1024 bytes, so hashing it
@@ -79,7 +82,7 @@ func PasswordProblem(password string) string {
 	switch {
 	case utf8.RuneCountInString(password) < 8:
 		return "Use at least 8 characters."
-	case len(password) > 1024:
+	case len(password) > MaxPassword:
 		return "Use at most 1024 characters."
 	case strings.TrimSpace(password) == "":
 		return "Use a password that is not only spaces."

@@ -16,6 +16,7 @@ import (
 // Store is everything SitePulse keeps.
 type Store interface {
 	Users
+	Accounts
 	Sites
 	Scans
 	Jobs
@@ -40,9 +41,11 @@ type Store interface {
 
 // Users holds accounts, sessions and API keys.
 type Users interface {
-	// CreateUser stores a new user; ErrConflict when the e-mail is taken.
+	// CreateUser stores a new user, its e-mail in CanonicalEmail form; ErrConflict when the
+	// e-mail is taken.
 	CreateUser(ctx context.Context, u User) error
-	// UserByEmail finds a user by e-mail, compared case-insensitively.
+	// UserByEmail finds a user by e-mail, compared in CanonicalEmail form (bytes equal: no
+	// Unicode case folding).
 	UserByEmail(ctx context.Context, email string) (User, error)
 	UserByID(ctx context.Context, id string) (User, error)
 	SetPasswordHash(ctx context.Context, userID, hash string) error
@@ -65,8 +68,12 @@ type Users interface {
 	RevokeAPIKey(ctx context.Context, userID, keyID string, now time.Time) error
 
 	// TakeLoginAttempt counts an attempt to log in to the account named by key (a hash of the
-	// e-mail as typed, lower-cased, so that an e-mail with no account is counted alike) before
+	// e-mail's canonical form, so that an e-mail with no account is counted alike) before
 	// its password is checked, whichever address it comes from (system: the login throttle).
+	// Keys are opaque: the same counter, under keys of their own, bounds the e-mails the
+	// service sends on a request (invitations, sign-up and reset links) per day and address.
+	// A take also forgets other keys whose window and wait are over by its own limit, so every
+	// limit counted here has the same Window, a day.
 	// ok is false, with how long to wait, once limit.Burst attempts were counted within
 	// limit.Window and the last one was less than limit.Every ago. The take is atomic: parallel
 	// attempts cannot get past the limit.

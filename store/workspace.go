@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/mail"
 	"strings"
 	"time"
 	"unicode"
@@ -140,6 +139,18 @@ const MaxPendingInvitations = 50
 // InvitationTTL is how long an invitation link works.
 const InvitationTTL = 7 * 24 * time.Hour
 
+// Daily caps on invitations, so that a workspace cannot be turned into a way to mail strangers
+// (invite, revoke, invite again): each counts invitations made, revoked ones included, in the
+// store's attempt counter (TakeLoginAttempt), which outlives a deleted workspace. Past the
+// workspace's or the inviter's cap no invitation is made; past the recipient's, across every
+// workspace and inviter, the invitation is made but not e-mailed (its link is shown to the
+// inviter, as without SMTP), so a stranger cannot stop a team from inviting someone.
+var (
+	InvitesPerWorkspace = LoginLimit{Burst: 50, Window: 24 * time.Hour, Every: 24 * time.Hour}
+	InvitesPerInviter   = LoginLimit{Burst: 50, Window: 24 * time.Hour, Every: 24 * time.Hour}
+	InviteMailsPerEmail = LoginLimit{Burst: 3, Window: 24 * time.Hour, Every: 24 * time.Hour}
+)
+
 // Invitation is a single-use link to join a workspace with a role, bound to an e-mail address.
 type Invitation struct {
 	ID            string
@@ -161,12 +172,12 @@ func (i Invitation) Usable(now time.Time) bool {
 	return i.UsedAt == nil && i.RevokedAt == nil && now.Before(i.ExpiresAt)
 }
 
-// Normalize trims and lower-cases the e-mail.
-func (i *Invitation) Normalize() { i.Email = strings.ToLower(strings.TrimSpace(i.Email)) }
+// Normalize puts the e-mail in its canonical form (CanonicalEmail).
+func (i *Invitation) Normalize() { i.Email = CanonicalEmail(i.Email) }
 
 // Validate checks the e-mail and the role of a new invitation.
 func (i Invitation) Validate() error {
-	if a, err := mail.ParseAddress(i.Email); err != nil || a.Address != i.Email || len(i.Email) > 254 {
+	if e, ok := ParseEmail(i.Email); !ok || e != i.Email {
 		return invalid("email", "not an e-mail address")
 	}
 	if _, err := ParseRole(string(i.Role)); err != nil {
@@ -202,11 +213,16 @@ type Workspaces interface {
 	// Members lists a workspace's members by e-mail.
 	Members(ctx context.Context, workspaceID string) ([]Member, error)
 	// SetRole changes a member's role; ErrNotFound for a non-member, ErrConflict when the
-	// workspace would be left without an owner.
+	// workspace would be left without an owner or the member is the holder of this personal
+	// workspace (its id is theirs), who stays its owner. A member who stops being an owner
+	// loses the pending invitations they made there (revoked in the same transaction): an
+	// invitation grants what its inviter could grant when it is accepted.
 	SetRole(ctx context.Context, workspaceID, userID string, role Role) error
-	// RemoveMember ends a membership (removal or leaving); ErrConflict when it is the last owner.
-	// The sites the member added pass to the workspace's oldest owner, so a site's UserID is
-	// always a member who may read it (the scanner reads a site's scans as its user).
+	// RemoveMember ends a membership (removal or leaving); ErrConflict when it is the last owner
+	// or the holder of this personal workspace. The sites the member added pass to the
+	// workspace's oldest owner, so a site's UserID is always a member who may read it (the
+	// scanner reads a site's scans as its user); the pending invitations they made there are
+	// revoked.
 	RemoveMember(ctx context.Context, workspaceID, userID string) error
 	// DeleteWorkspace deletes a workspace userID owns with everything it holds, in one
 	// transaction: its sites (their scans, results and queued jobs, as DeleteSite), API keys,
@@ -226,7 +242,9 @@ type Workspaces interface {
 	// AcceptInvitation makes the user a member with the invitation's role and marks it used, in
 	// one transaction: single use however many accept at once. ErrNotFound for an unknown
 	// token, ErrGone for a used, revoked or expired one, ErrForbidden when email is not the
-	// invited address. A user already a member keeps the higher of the two roles.
+	// invited address (compared in CanonicalEmail form, bytes equal). An invitation whose
+	// inviter is no longer an owner of the workspace is ErrGone too, whatever the order of the
+	// removal and the accept. A user already a member keeps the higher of the two roles.
 	AcceptInvitation(ctx context.Context, tokenHash, userID, email string, now time.Time) (Invitation, error)
 	// RevokeInvitation revokes a pending invitation of the workspace.
 	RevokeInvitation(ctx context.Context, workspaceID, invitationID string, now time.Time) error

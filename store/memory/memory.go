@@ -56,7 +56,9 @@ type Store struct {
 	members     map[memberKey]store.Member
 	invitations map[string]store.Invitation
 	activity    []store.Activity
-	wakes       map[chan struct{}]struct{} // WakeOnJobs' channels (wake.go)
+	// accountLinks are the e-mailed reset and e-mail change links by token hash (users.go).
+	accountLinks map[string]store.AccountLink
+	wakes        map[chan struct{}]struct{} // WakeOnJobs' channels (wake.go)
 }
 
 type memResult struct {
@@ -95,6 +97,7 @@ func New() *Store {
 		workspaces:     map[string]store.Workspace{},
 		members:        map[memberKey]store.Member{},
 		invitations:    map[string]store.Invitation{},
+		accountLinks:   map[string]store.AccountLink{},
 	}
 }
 

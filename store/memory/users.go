@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	"sitepulse/store"
@@ -13,8 +12,9 @@ import (
 func (m *Store) CreateUser(ctx context.Context, u store.User) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	u.Email = store.CanonicalEmail(u.Email)
 	for _, o := range m.users {
-		if strings.EqualFold(o.Email, u.Email) {
+		if o.Email == u.Email {
 			return fmt.Errorf("user %s: %w", u.Email, store.ErrConflict)
 		}
 	}
@@ -27,8 +27,9 @@ func (m *Store) CreateUser(ctx context.Context, u store.User) error {
 func (m *Store) UserByEmail(ctx context.Context, email string) (store.User, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	email = store.CanonicalEmail(email)
 	for _, u := range m.users {
-		if strings.EqualFold(u.Email, email) {
+		if u.Email == email {
 			return u, nil
 		}
 	}
@@ -186,4 +187,276 @@ func (m *Store) RevokeAPIKey(ctx context.Context, userID, keyID string, now time
 	}
 	m.revoked[keyID] = true
 	return nil
+}
+
+func (m *Store) CreateAccountLink(ctx context.Context, l store.AccountLink) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.users[l.UserID]; !ok {
+		return store.NotFound("user")
+	}
+	l.CreatedAt, l.ExpiresAt = store.Now(l.CreatedAt), store.Now(l.ExpiresAt)
+	for h, o := range m.accountLinks {
+		if o.UserID == l.UserID && (o.Purpose == l.Purpose || o.UsedAt != nil || !o.ExpiresAt.After(l.CreatedAt)) {
+			delete(m.accountLinks, h)
+		}
+	}
+	if _, ok := m.accountLinks[l.TokenHash]; ok {
+		return fmt.Errorf("account link: %w", store.ErrConflict)
+	}
+	l.Email, l.UsedAt = store.CanonicalEmail(l.Email), nil
+	m.accountLinks[l.TokenHash] = l
+	return nil
+}
+
+func (m *Store) AccountLink(ctx context.Context, tokenHash string, purpose store.LinkPurpose, now time.Time) (store.AccountLink, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l, ok := m.accountLinks[tokenHash]
+	if !ok || l.Purpose != purpose {
+		return store.AccountLink{}, store.NotFound("account link")
+	}
+	l.UsedAt = cloneTime(l.UsedAt)
+	if l.UsedAt != nil || !l.ExpiresAt.After(now) {
+		return l, fmt.Errorf("account link used or expired: %w", store.ErrGone)
+	}
+	return l, nil
+}
+
+// takeLink marks a link of the purpose used, as Postgres's takeLink; the caller holds m.mu.
+func (m *Store) takeLink(tokenHash string, purpose store.LinkPurpose, now time.Time) (store.AccountLink, error) {
+	l, ok := m.accountLinks[tokenHash]
+	switch {
+	case !ok || l.Purpose != purpose:
+		return l, store.NotFound("account link")
+	case l.UsedAt != nil || !l.ExpiresAt.After(now):
+		return l, fmt.Errorf("account link used or expired: %w", store.ErrGone)
+	}
+	l.UsedAt = tp(now)
+	m.accountLinks[tokenHash] = l
+	return l, nil
+}
+
+// setPassword is the rule ResetPassword and ChangePassword share; the caller holds m.mu.
+func (m *Store) setPassword(userID, hash, keep string) error {
+	u, ok := m.users[userID]
+	if !ok {
+		return store.NotFound("user")
+	}
+	u.PasswordHash = hash
+	m.users[userID] = u
+	m.endSessions(userID, keep)
+	m.dropPendingLinks(userID)
+	return nil
+}
+
+func (m *Store) endSessions(userID, keep string) int {
+	n := 0
+	for h, s := range m.sessions {
+		if s.UserID == userID && h != keep {
+			delete(m.sessions, h)
+			n++
+		}
+	}
+	return n
+}
+
+func (m *Store) dropPendingLinks(userID string) {
+	for h, l := range m.accountLinks {
+		if l.UserID == userID && l.UsedAt == nil {
+			delete(m.accountLinks, h)
+		}
+	}
+}
+
+func (m *Store) ResetPassword(ctx context.Context, tokenHash, passwordHash string, now time.Time) (store.User, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l, err := m.takeLink(tokenHash, store.LinkReset, now)
+	if err != nil {
+		return store.User{}, err
+	}
+	if err := m.setPassword(l.UserID, passwordHash, ""); err != nil {
+		return store.User{}, err
+	}
+	return m.users[l.UserID], nil
+}
+
+func (m *Store) ChangePassword(ctx context.Context, userID, passwordHash, keepSession string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.setPassword(userID, passwordHash, keepSession)
+}
+
+func (m *Store) ConfirmEmail(ctx context.Context, tokenHash string, now time.Time) (store.User, string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l, ok := m.accountLinks[tokenHash]
+	if ok && l.Purpose == store.LinkEmail {
+		for id, o := range m.users {
+			if o.Email == l.Email && id != l.UserID {
+				return store.User{}, "", fmt.Errorf("user %s: %w", l.Email, store.ErrConflict)
+			}
+		}
+	}
+	l, err := m.takeLink(tokenHash, store.LinkEmail, now)
+	if err != nil {
+		return store.User{}, "", err
+	}
+	old, ok := m.users[l.UserID]
+	if !ok {
+		return store.User{}, "", store.NotFound("user")
+	}
+	u := old
+	u.Email = l.Email
+	m.users[u.ID] = u
+	m.dropPendingLinks(u.ID)
+	return old, l.Email, nil
+}
+
+func (m *Store) SessionsOf(ctx context.Context, userID string, now time.Time) ([]store.Session, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := []store.Session{}
+	for _, s := range m.sessions {
+		if s.UserID == userID && s.ExpiresAt.After(now) {
+			s.CSRF, s.User = "", store.User{}
+			out = append(out, s)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		switch {
+		case !a.SeenAt.Equal(b.SeenAt):
+			return a.SeenAt.After(b.SeenAt)
+		case !a.CreatedAt.Equal(b.CreatedAt):
+			return a.CreatedAt.After(b.CreatedAt)
+		}
+		return a.TokenHash < b.TokenHash
+	})
+	return out, nil
+}
+
+func (m *Store) EndSessions(ctx context.Context, userID, keepSession string) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.endSessions(userID, keepSession), nil
+}
+
+// accountUse sorts the user's workspaces by store.AccountUseOf; the caller holds m.mu.
+func (m *Store) accountUse(userID string) store.AccountUse {
+	var ws []store.Workspace
+	for k, mb := range m.members {
+		if k[1] == userID {
+			w := m.workspaces[k[0]]
+			w.Role = mb.Role
+			ws = append(ws, w)
+		}
+	}
+	sortWorkspaces(ws, userID)
+	others, owners := make([]int, len(ws)), make([]int, len(ws))
+	for i, w := range ws {
+		for k, mb := range m.members {
+			if k[0] == w.ID && k[1] != userID {
+				others[i]++
+				if mb.Role == store.RoleOwner {
+					owners[i]++
+				}
+			}
+		}
+	}
+	return store.AccountUseOf(userID, ws, others, owners)
+}
+
+func (m *Store) AccountUse(ctx context.Context, userID string) (store.AccountUse, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.users[userID]; !ok {
+		return store.AccountUse{}, store.NotFound("user")
+	}
+	return m.accountUse(userID), nil
+}
+
+func (m *Store) DeleteAccount(ctx context.Context, userID string) ([]string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.users[userID]; !ok {
+		return nil, store.NotFound("user")
+	}
+	use := m.accountUse(userID)
+	if len(use.InUse) > 0 {
+		return nil, &store.AccountInUseError{Workspaces: use.InUse}
+	}
+	var deleted []string
+	for _, w := range use.Deleted {
+		m.dropWorkspace(w.ID)
+		deleted = append(deleted, w.ID)
+	}
+	for k := range m.members {
+		if k[1] == userID {
+			delete(m.members, k)
+			m.handOver(k[0], userID)
+		}
+	}
+	// What Postgres deletes with the user (ON DELETE CASCADE).
+	m.endSessions(userID, "")
+	for h, l := range m.accountLinks {
+		if l.UserID == userID {
+			delete(m.accountLinks, h)
+		}
+	}
+	for id, k := range m.apiKeys {
+		if k.UserID == userID {
+			delete(m.apiKeys, id)
+			delete(m.revoked, id)
+		}
+	}
+	for h, r := range m.requests {
+		if r.UserID == userID {
+			delete(m.requests, h)
+		}
+	}
+	for h, c := range m.codes {
+		if c.UserID == userID {
+			delete(m.codes, h)
+		}
+	}
+	for h, t := range m.tokens {
+		if t.UserID == userID {
+			delete(m.tokens, h)
+		}
+	}
+	for k := range m.consents {
+		if k[0] == userID {
+			delete(m.consents, k)
+		}
+	}
+	for h, st := range m.platformStates {
+		if st.userID == userID {
+			delete(m.platformStates, h)
+		}
+	}
+	for id, inv := range m.invitations {
+		if inv.InvitedBy == userID {
+			delete(m.invitations, id)
+		}
+	}
+	for i, a := range m.activity {
+		if a.ActorID == userID {
+			m.activity[i].ActorID = ""
+		}
+	}
+	// Rows still naming the user (made in a workspace they left before hand-overs existed).
+	for id, r := range m.reports {
+		if r.UserID == userID {
+			delete(m.reports, id)
+		}
+	}
+	for id, s := range m.sites {
+		if s.UserID == userID {
+			m.dropSite(id)
+		}
+	}
+	delete(m.users, userID)
+	return deleted, nil
 }

@@ -71,8 +71,14 @@ func (m *Store) WorkspacesOf(ctx context.Context, userID string) ([]store.Worksp
 			out = append(out, w)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
+	sortWorkspaces(out, userID)
+	return out, nil
+}
+
+// sortWorkspaces puts a user's workspaces in Postgres's order: personal first, then by name.
+func sortWorkspaces(ws []store.Workspace, userID string) {
+	sort.Slice(ws, func(i, j int) bool {
+		a, b := ws[i], ws[j]
 		if (a.ID == userID) != (b.ID == userID) {
 			return a.ID == userID
 		}
@@ -81,7 +87,6 @@ func (m *Store) WorkspacesOf(ctx context.Context, userID string) ([]store.Worksp
 		}
 		return a.ID < b.ID
 	})
-	return out, nil
 }
 
 func (m *Store) Workspace(ctx context.Context, userID, workspaceID string) (store.Workspace, error) {
@@ -124,6 +129,11 @@ func (m *Store) SetRole(ctx context.Context, workspaceID, userID string, role st
 	if _, err := store.ParseRole(string(role)); err != nil {
 		return err
 	}
+	if role != store.RoleOwner {
+		if err := personalHolder(workspaceID, userID); err != nil {
+			return err
+		}
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	mb, ok := m.members[memberKey{workspaceID, userID}]
@@ -134,13 +144,37 @@ func (m *Store) SetRole(ctx context.Context, workspaceID, userID string, role st
 		if err := m.lastOwner(workspaceID, userID); err != nil {
 			return err
 		}
+		m.revokeInvitationsBy(workspaceID, userID)
 	}
 	mb.Role = role
 	m.members[memberKey{workspaceID, userID}] = mb
 	return nil
 }
 
+// personalHolder refuses to take the holder of a personal workspace out of it or make them
+// less than owner, as Postgres does.
+func personalHolder(workspaceID, userID string) error {
+	if workspaceID == store.PersonalWorkspace(userID) {
+		return fmt.Errorf("the holder of a personal workspace stays its owner: %w", store.ErrConflict)
+	}
+	return nil
+}
+
+// revokeInvitationsBy revokes the pending invitations userID made in the workspace; the caller
+// holds m.mu.
+func (m *Store) revokeInvitationsBy(workspaceID, userID string) {
+	for id, inv := range m.invitations {
+		if inv.WorkspaceID == workspaceID && inv.InvitedBy == userID && inv.UsedAt == nil && inv.RevokedAt == nil {
+			inv.RevokedAt = tp(time.Now())
+			m.invitations[id] = inv
+		}
+	}
+}
+
 func (m *Store) RemoveMember(ctx context.Context, workspaceID, userID string) error {
+	if err := personalHolder(workspaceID, userID); err != nil {
+		return err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.members[memberKey{workspaceID, userID}]; !ok {
@@ -150,6 +184,14 @@ func (m *Store) RemoveMember(ctx context.Context, workspaceID, userID string) er
 		return err
 	}
 	delete(m.members, memberKey{workspaceID, userID})
+	m.revokeInvitationsBy(workspaceID, userID)
+	m.handOver(workspaceID, userID)
+	return nil
+}
+
+// handOver gives what userID made in a workspace (sites; reports too, when the account goes)
+// to its oldest owner, as Postgres does; the caller holds m.mu and has ended the membership.
+func (m *Store) handOver(workspaceID, userID string) {
 	// The sites they added pass to an owner, as Postgres does (the oldest owner).
 	var heir store.Member
 	for _, mb := range m.members {
@@ -164,7 +206,12 @@ func (m *Store) RemoveMember(ctx context.Context, workspaceID, userID string) er
 			m.sites[id] = s
 		}
 	}
-	return nil
+	for id, r := range m.reports {
+		if r.WorkspaceID == workspaceID && r.UserID == userID {
+			r.UserID = heir.UserID
+			m.reports[id] = r
+		}
+	}
 }
 
 func (m *Store) DeleteWorkspace(ctx context.Context, userID, workspaceID string) error {
@@ -180,6 +227,13 @@ func (m *Store) DeleteWorkspace(ctx context.Context, userID, workspaceID string)
 	if _, personal := m.users[workspaceID]; personal {
 		return fmt.Errorf("a personal workspace is its account's home: %w", store.ErrConflict)
 	}
+	m.dropWorkspace(workspaceID)
+	return nil
+}
+
+// dropWorkspace deletes a workspace with everything it holds, as Postgres's ON DELETE CASCADE
+// does; the caller holds m.mu.
+func (m *Store) dropWorkspace(workspaceID string) {
 	for id, s := range m.sites {
 		if s.WorkspaceID == workspaceID {
 			m.dropSite(id)
@@ -215,7 +269,6 @@ func (m *Store) DeleteWorkspace(ctx context.Context, userID, workspaceID string)
 	delete(m.connections, workspaceID)
 	delete(m.audits, workspaceID)
 	delete(m.workspaces, workspaceID)
-	return nil
 }
 
 func (m *Store) SetMemberNotify(ctx context.Context, workspaceID, userID string, on bool) error {
@@ -244,7 +297,7 @@ func (m *Store) CreateInvitation(ctx context.Context, inv store.Invitation) erro
 			return fmt.Errorf("invitation: %w", store.ErrConflict)
 		}
 	}
-	inv.Email = strings.ToLower(inv.Email)
+	inv.Email = store.CanonicalEmail(inv.Email)
 	inv.CreatedAt, inv.ExpiresAt, inv.UsedAt, inv.RevokedAt = store.Now(inv.CreatedAt), store.Now(inv.ExpiresAt), nil, nil
 	inv.WorkspaceName, inv.InviterEmail = "", ""
 	m.invitations[inv.ID] = inv
@@ -301,10 +354,11 @@ func (m *Store) AcceptInvitation(ctx context.Context, tokenHash, userID, email s
 		if inv.TokenHash != tokenHash {
 			continue
 		}
-		if !strings.EqualFold(inv.Email, email) {
+		if inv.Email != store.CanonicalEmail(email) {
 			return store.Invitation{}, fmt.Errorf("invitation for another address: %w", store.ErrForbidden)
 		}
-		if !inv.Usable(store.Now(now)) {
+		// The inviter must still be an owner: what a removed or demoted owner sent grants nothing.
+		if !inv.Usable(store.Now(now)) || m.role(inv.InvitedBy, inv.WorkspaceID) != store.RoleOwner {
 			return store.Invitation{}, fmt.Errorf("invitation used, revoked or expired: %w", store.ErrGone)
 		}
 		inv.UsedAt = tp(now)

@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"fmt"
 	"time"
 
 	"sitepulse/store"
@@ -10,6 +12,7 @@ import (
 
 // CreateUser stores the account with its personal workspace, the user its owner, together.
 func (p *Store) CreateUser(ctx context.Context, u store.User) error {
+	u.Email = store.CanonicalEmail(u.Email)
 	return p.tx(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO users (id, email, password_hash, notify_regressions, created_at)
 			VALUES ($1, $2, $3, $4, $5)`, u.ID, u.Email, u.PasswordHash, u.NotifyRegressions, store.Now(u.CreatedAt))
@@ -33,7 +36,7 @@ func scanUser(row rowScanner) (store.User, error) {
 }
 
 func (p *Store) UserByEmail(ctx context.Context, email string) (store.User, error) {
-	u, err := scanUser(p.db.QueryRowContext(ctx, `SELECT `+userCols+` FROM users WHERE lower(email) = lower($1)`, email))
+	u, err := scanUser(p.db.QueryRowContext(ctx, `SELECT `+userCols+` FROM users WHERE email = $1`, store.CanonicalEmail(email)))
 	return u, pgErr("user", err)
 }
 
@@ -178,4 +181,232 @@ func (p *Store) RevokeAPIKey(ctx context.Context, userID, keyID string, now time
 	res, err := p.db.ExecContext(ctx, `UPDATE api_keys SET revoked_at = $3
 		WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL`, keyID, userID, store.Now(now))
 	return pgErr("revoke api key", affected(res, err, sql.ErrNoRows))
+}
+
+// CreateAccountLink replaces the user's pending links of the purpose and drops their spent
+// ones, so a user holds at most one live link of each kind.
+func (p *Store) CreateAccountLink(ctx context.Context, l store.AccountLink) error {
+	if !uuidOK(l.UserID) {
+		return store.NotFound("user")
+	}
+	return p.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM account_links WHERE user_id = $1 AND (purpose = $2 OR used_at IS NOT NULL OR expires_at <= $3)`,
+			l.UserID, l.Purpose, store.Now(l.CreatedAt)); err != nil {
+			return pgErr("account link", err)
+		}
+		res, err := tx.ExecContext(ctx, `INSERT INTO account_links (token_hash, user_id, purpose, email, created_at, expires_at)
+			SELECT $1, id, $3, $4, $5, $6 FROM users WHERE id = $2`,
+			l.TokenHash, l.UserID, l.Purpose, store.CanonicalEmail(l.Email), store.Now(l.CreatedAt), store.Now(l.ExpiresAt))
+		return pgErr("account link", affected(res, err, store.NotFound("user")))
+	})
+}
+
+const linkCols = `token_hash, user_id, purpose, email, created_at, expires_at, used_at`
+
+func scanLink(row rowScanner) (store.AccountLink, error) {
+	var l store.AccountLink
+	var used sql.NullTime
+	err := row.Scan(&l.TokenHash, &l.UserID, &l.Purpose, &l.Email, &l.CreatedAt, &l.ExpiresAt, &used)
+	l.CreatedAt, l.ExpiresAt, l.UsedAt = l.CreatedAt.UTC(), l.ExpiresAt.UTC(), timePtr(used)
+	return l, err
+}
+
+func (p *Store) AccountLink(ctx context.Context, tokenHash string, purpose store.LinkPurpose, now time.Time) (store.AccountLink, error) {
+	l, err := scanLink(p.db.QueryRowContext(ctx, `SELECT `+linkCols+` FROM account_links WHERE token_hash = $1 AND purpose = $2`, tokenHash, purpose))
+	if err != nil {
+		return l, pgErr("account link", err)
+	}
+	if l.UsedAt != nil || !l.ExpiresAt.After(now) {
+		return l, fmt.Errorf("account link used or expired: %w", store.ErrGone)
+	}
+	return l, nil
+}
+
+// takeLink marks a link of the purpose used, when it is unused and unexpired at now, with one
+// conditional UPDATE: of concurrent uses one gets the row. ErrGone for a used or expired link,
+// ErrNotFound for an unknown one.
+func takeLink(ctx context.Context, tx *sql.Tx, tokenHash string, purpose store.LinkPurpose, now time.Time) (store.AccountLink, error) {
+	l, err := scanLink(tx.QueryRowContext(ctx, `UPDATE account_links SET used_at = $3
+		WHERE token_hash = $1 AND purpose = $2 AND used_at IS NULL AND expires_at > $3 RETURNING `+linkCols, tokenHash, purpose, store.Now(now)))
+	if !errors.Is(err, sql.ErrNoRows) {
+		return l, pgErr("account link", err)
+	}
+	var exists bool
+	if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM account_links WHERE token_hash = $1 AND purpose = $2)`, tokenHash, purpose).Scan(&exists); err != nil {
+		return l, pgErr("account link", err)
+	}
+	if exists {
+		return l, fmt.Errorf("account link used or expired: %w", store.ErrGone)
+	}
+	return l, store.NotFound("account link")
+}
+
+// setPassword replaces a user's password hash and deletes their sessions but keep and their
+// pending links: the one rule ResetPassword and ChangePassword share.
+func setPassword(ctx context.Context, tx *sql.Tx, userID, hash, keep string) error {
+	res, err := tx.ExecContext(ctx, `UPDATE users SET password_hash = $2 WHERE id = $1`, userID, hash)
+	if err := affected(res, err, sql.ErrNoRows); err != nil {
+		return pgErr("set password", err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE user_id = $1 AND token_hash <> $2`, userID, keep); err != nil {
+		return pgErr("end sessions", err)
+	}
+	_, err = tx.ExecContext(ctx, `DELETE FROM account_links WHERE user_id = $1 AND used_at IS NULL`, userID)
+	return pgErr("drop account links", err)
+}
+
+func (p *Store) ResetPassword(ctx context.Context, tokenHash, passwordHash string, now time.Time) (store.User, error) {
+	var u store.User
+	err := p.tx(ctx, func(tx *sql.Tx) error {
+		l, err := takeLink(ctx, tx, tokenHash, store.LinkReset, now)
+		if err != nil {
+			return err
+		}
+		if err := setPassword(ctx, tx, l.UserID, passwordHash, ""); err != nil {
+			return err
+		}
+		u, err = scanUser(tx.QueryRowContext(ctx, `SELECT `+userCols+` FROM users WHERE id = $1`, l.UserID))
+		return pgErr("user", err)
+	})
+	return u, err
+}
+
+func (p *Store) ChangePassword(ctx context.Context, userID, passwordHash, keepSession string) error {
+	if !uuidOK(userID) {
+		return store.NotFound("user")
+	}
+	return p.tx(ctx, func(tx *sql.Tx) error { return setPassword(ctx, tx, userID, passwordHash, keepSession) })
+}
+
+func (p *Store) ConfirmEmail(ctx context.Context, tokenHash string, now time.Time) (store.User, string, error) {
+	var old store.User
+	var email string
+	err := p.tx(ctx, func(tx *sql.Tx) error {
+		l, err := takeLink(ctx, tx, tokenHash, store.LinkEmail, now)
+		if err != nil {
+			return err
+		}
+		if old, err = scanUser(tx.QueryRowContext(ctx, `SELECT `+userCols+` FROM users WHERE id = $1 FOR UPDATE`, l.UserID)); err != nil {
+			return pgErr("user", err)
+		}
+		// A unique violation (another account has the address) rolls the link's use back too.
+		if _, err := tx.ExecContext(ctx, `UPDATE users SET email = $2 WHERE id = $1`, l.UserID, l.Email); err != nil {
+			return pgErr("change e-mail", err)
+		}
+		email = l.Email
+		_, err = tx.ExecContext(ctx, `DELETE FROM account_links WHERE user_id = $1 AND used_at IS NULL`, l.UserID)
+		return pgErr("drop account links", err)
+	})
+	return old, email, err
+}
+
+func (p *Store) SessionsOf(ctx context.Context, userID string, now time.Time) ([]store.Session, error) {
+	if !uuidOK(userID) {
+		return []store.Session{}, nil
+	}
+	return queryAll(ctx, p.db, "sessions", func(r rowScanner) (s store.Session, err error) {
+		err = r.Scan(&s.TokenHash, &s.UserID, &s.CreatedAt, &s.ExpiresAt, &s.SeenAt)
+		s.CreatedAt, s.ExpiresAt, s.SeenAt = s.CreatedAt.UTC(), s.ExpiresAt.UTC(), s.SeenAt.UTC()
+		return s, err
+	}, `SELECT token_hash, user_id, created_at, expires_at, seen_at FROM sessions
+		WHERE user_id = $1 AND expires_at > $2 ORDER BY seen_at DESC, created_at DESC, token_hash`, userID, store.Now(now))
+}
+
+func (p *Store) EndSessions(ctx context.Context, userID, keepSession string) (int, error) {
+	if !uuidOK(userID) {
+		return 0, nil
+	}
+	res, err := p.db.ExecContext(ctx, `DELETE FROM sessions WHERE user_id = $1 AND token_hash <> $2`, userID, keepSession)
+	if err != nil {
+		return 0, pgErr("end sessions", err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), pgErr("end sessions", err)
+}
+
+// accountUse reads the user's workspaces with their other members and owners and sorts them
+// by store.AccountUseOf. lock takes the rows of the user's workspaces (in id order, as
+// lastOwner takes one), then the user's: the order every writer of memberships follows (an
+// accept or a removal locks the workspace, then its insert or update reaches the user's row
+// through a foreign key), so a concurrent role change, removal or accept waits for the deletion
+// or it for them, without a deadlock, and the deletion sees the members the check saw.
+func accountUse(ctx context.Context, q interface {
+	querier
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, userID string, lock bool) (store.AccountUse, error) {
+	forUpdate, forUpdateW := "", ""
+	if lock {
+		forUpdate, forUpdateW = " FOR UPDATE", " FOR UPDATE OF w"
+	}
+	var ws []store.Workspace
+	var others, owners []int
+	_, err := queryAll(ctx, q, "workspaces", func(r rowScanner) (struct{}, error) {
+		var w store.Workspace
+		var o, oo int
+		err := r.Scan(&w.ID, &w.Name, &w.CreatedAt, &w.RetentionDays, &w.Role, &o, &oo)
+		w.CreatedAt = w.CreatedAt.UTC()
+		ws, others, owners = append(ws, w), append(others, o), append(owners, oo)
+		return struct{}{}, err
+	}, `WITH mine AS (SELECT w.id, w.name, w.created_at, w.retention_days, m.role
+			FROM workspaces w JOIN memberships m ON m.workspace_id = w.id
+			WHERE m.user_id = $1 ORDER BY w.id`+forUpdateW+`)
+		SELECT mine.*,
+			(SELECT count(*) FROM memberships o WHERE o.workspace_id = mine.id AND o.user_id <> $1),
+			(SELECT count(*) FROM memberships o WHERE o.workspace_id = mine.id AND o.user_id <> $1 AND o.role = 'owner')
+		FROM mine ORDER BY mine.id <> $1, lower(mine.name), mine.id`, userID)
+	if err != nil {
+		return store.AccountUse{}, err
+	}
+	var one int
+	if err := q.QueryRowContext(ctx, `SELECT 1 FROM users WHERE id = $1`+forUpdate, userID).Scan(&one); err != nil {
+		return store.AccountUse{}, pgErr("user", err)
+	}
+	return store.AccountUseOf(userID, ws, others, owners), nil
+}
+
+func (p *Store) AccountUse(ctx context.Context, userID string) (store.AccountUse, error) {
+	if !uuidOK(userID) {
+		return store.AccountUse{}, store.NotFound("user")
+	}
+	return accountUse(ctx, p.db, userID, false)
+}
+
+func (p *Store) DeleteAccount(ctx context.Context, userID string) ([]string, error) {
+	if !uuidOK(userID) {
+		return nil, store.NotFound("user")
+	}
+	var deleted []string
+	err := p.tx(ctx, func(tx *sql.Tx) error {
+		use, err := accountUse(ctx, tx, userID, true)
+		if err != nil {
+			return err
+		}
+		if len(use.InUse) > 0 {
+			return &store.AccountInUseError{Workspaces: use.InUse}
+		}
+		for _, w := range use.Deleted {
+			// Sites (their scans, results, jobs), keys, reports, invitations, memberships,
+			// activity, channels and the platform connection go with it (ON DELETE CASCADE).
+			if _, err := tx.ExecContext(ctx, `DELETE FROM workspaces WHERE id = $1`, w.ID); err != nil {
+				return pgErr("delete workspace", err)
+			}
+			deleted = append(deleted, w.ID)
+		}
+		// What they made in the workspaces others use stays there, with its oldest other owner.
+		rest, err := queryAll(ctx, tx, "memberships", func(r rowScanner) (id string, err error) { return id, r.Scan(&id) },
+			`SELECT workspace_id FROM memberships WHERE user_id = $1`, userID)
+		if err != nil {
+			return err
+		}
+		for _, id := range rest {
+			if err := handOver(ctx, tx, id, userID); err != nil {
+				return err
+			}
+		}
+		// Sessions, keys, OAuth grants, memberships, links, pending connects and invitations
+		// they made go with the user (ON DELETE CASCADE); activity keeps the line without them.
+		res, err := tx.ExecContext(ctx, `DELETE FROM users WHERE id = $1`, userID)
+		return pgErr("delete user", affected(res, err, sql.ErrNoRows))
+	})
+	return deleted, err
 }

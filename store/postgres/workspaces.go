@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"sitepulse/store"
@@ -96,12 +95,45 @@ func lastOwner(ctx context.Context, tx *sql.Tx, workspaceID, userID string) erro
 	return nil
 }
 
+// handOver gives the sites and reports userID made in a workspace to its oldest other owner:
+// the scanner reads a site's scans as its user, and a report must not go when its maker's
+// account does (reports cascade with their user). RemoveMember and DeleteAccount share it.
+func handOver(ctx context.Context, tx *sql.Tx, workspaceID, userID string) error {
+	_, err := tx.ExecContext(ctx, `WITH heir AS (SELECT user_id FROM memberships
+			WHERE workspace_id = $1 AND role = 'owner' AND user_id <> $2 ORDER BY created_at, user_id LIMIT 1),
+		s AS (UPDATE sites SET user_id = (SELECT user_id FROM heir) WHERE workspace_id = $1 AND user_id = $2)
+		UPDATE reports SET user_id = (SELECT user_id FROM heir) WHERE workspace_id = $1 AND user_id = $2`, workspaceID, userID)
+	return pgErr("hand over", err)
+}
+
+// personalHolder refuses a change that would take the holder of a personal workspace (its id
+// is theirs) out of it or make them less than owner: it is their account's home.
+func personalHolder(workspaceID, userID string) error {
+	if workspaceID == store.PersonalWorkspace(userID) {
+		return fmt.Errorf("the holder of a personal workspace stays its owner: %w", store.ErrConflict)
+	}
+	return nil
+}
+
+// revokeInvitationsBy revokes the pending invitations userID made in the workspace: they grant
+// what their inviter may grant, and the inviter no longer may.
+func revokeInvitationsBy(ctx context.Context, tx *sql.Tx, workspaceID, userID string, now time.Time) error {
+	_, err := tx.ExecContext(ctx, `UPDATE invitations SET revoked_at = $3
+		WHERE workspace_id = $1 AND invited_by = $2 AND used_at IS NULL AND revoked_at IS NULL`, workspaceID, userID, store.Now(now))
+	return pgErr("revoke invitations", err)
+}
+
 func (p *Store) SetRole(ctx context.Context, workspaceID, userID string, role store.Role) error {
 	if _, err := store.ParseRole(string(role)); err != nil {
 		return err
 	}
 	if !uuidOK(workspaceID, userID) {
 		return store.NotFound("member")
+	}
+	if role != store.RoleOwner {
+		if err := personalHolder(workspaceID, userID); err != nil {
+			return err
+		}
 	}
 	return p.tx(ctx, func(tx *sql.Tx) error {
 		if role != store.RoleOwner {
@@ -110,13 +142,22 @@ func (p *Store) SetRole(ctx context.Context, workspaceID, userID string, role st
 			}
 		}
 		res, err := tx.ExecContext(ctx, `UPDATE memberships SET role = $3 WHERE workspace_id = $1 AND user_id = $2`, workspaceID, userID, role)
-		return pgErr("set role", affected(res, err, sql.ErrNoRows))
+		if err := affected(res, err, sql.ErrNoRows); err != nil {
+			return pgErr("set role", err)
+		}
+		if role == store.RoleOwner {
+			return nil
+		}
+		return revokeInvitationsBy(ctx, tx, workspaceID, userID, time.Now())
 	})
 }
 
 func (p *Store) RemoveMember(ctx context.Context, workspaceID, userID string) error {
 	if !uuidOK(workspaceID, userID) {
 		return store.NotFound("member")
+	}
+	if err := personalHolder(workspaceID, userID); err != nil {
+		return err
 	}
 	return p.tx(ctx, func(tx *sql.Tx) error {
 		if err := lastOwner(ctx, tx, workspaceID, userID); err != nil {
@@ -126,11 +167,10 @@ func (p *Store) RemoveMember(ctx context.Context, workspaceID, userID string) er
 		if err := affected(res, err, sql.ErrNoRows); err != nil {
 			return pgErr("remove member", err)
 		}
-		// The sites they added pass to an owner: the scanner reads a site's scans as its user.
-		_, err = tx.ExecContext(ctx, `UPDATE sites SET user_id = (SELECT user_id FROM memberships
-			WHERE workspace_id = $1 AND role = 'owner' ORDER BY created_at, user_id LIMIT 1)
-			WHERE workspace_id = $1 AND user_id = $2`, workspaceID, userID)
-		return pgErr("remove member", err)
+		if err := handOver(ctx, tx, workspaceID, userID); err != nil {
+			return err
+		}
+		return revokeInvitationsBy(ctx, tx, workspaceID, userID, time.Now())
 	})
 }
 
@@ -181,7 +221,7 @@ func (p *Store) CreateInvitation(ctx context.Context, inv store.Invitation) erro
 		return store.NotFound("workspace")
 	}
 	_, err := p.db.ExecContext(ctx, `INSERT INTO invitations (id, token_hash, workspace_id, email, role, invited_by, created_at, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, inv.ID, inv.TokenHash, inv.WorkspaceID, strings.ToLower(inv.Email), inv.Role, inv.InvitedBy,
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, inv.ID, inv.TokenHash, inv.WorkspaceID, store.CanonicalEmail(inv.Email), inv.Role, inv.InvitedBy,
 		store.Now(inv.CreatedAt), store.Now(inv.ExpiresAt))
 	return pgErr("create invitation", err)
 }
@@ -226,11 +266,19 @@ func (p *Store) AcceptInvitation(ctx context.Context, tokenHash, userID, email s
 		if err != nil {
 			return pgErr("invitation", err)
 		}
-		if !strings.EqualFold(inv.Email, email) {
+		if inv.Email != store.CanonicalEmail(email) {
 			return fmt.Errorf("invitation for another address: %w", store.ErrForbidden)
 		}
-		res, err := tx.ExecContext(ctx, `UPDATE invitations SET used_at = $2, used_by = $3
-			WHERE id = $1 AND used_at IS NULL AND revoked_at IS NULL AND expires_at > $2`, inv.ID, store.Now(now), userID)
+		// Shared with the workspace's row lock a role change or removal takes (lastOwner), so an
+		// inviter's removal and an accept of their invitation happen one after the other.
+		if _, err := tx.ExecContext(ctx, `SELECT 1 FROM workspaces WHERE id = $1 FOR SHARE`, inv.WorkspaceID); err != nil {
+			return pgErr("lock workspace", err)
+		}
+		// The inviter must still be an owner: what a removed or demoted owner sent grants nothing.
+		res, err := tx.ExecContext(ctx, `UPDATE invitations i SET used_at = $2, used_by = $3
+			WHERE id = $1 AND used_at IS NULL AND revoked_at IS NULL AND expires_at > $2
+			AND EXISTS (SELECT 1 FROM memberships m WHERE m.workspace_id = i.workspace_id AND m.user_id = i.invited_by AND m.role = 'owner')`,
+			inv.ID, store.Now(now), userID)
 		if err := affected(res, err, sql.ErrNoRows); err != nil {
 			if errors.Is(err, sql.ErrNoRows) {
 				return fmt.Errorf("invitation used, revoked or expired: %w", store.ErrGone)

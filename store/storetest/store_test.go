@@ -179,7 +179,8 @@ func testUsers(t *testing.T, s store.Store) {
 	wantErr(t, s.CreateUser(ctx, store.User{ID: store.NewID(), Email: "ann@example.COM", PasswordHash: "y", CreatedAt: t0}), store.ErrConflict)
 	got, err := s.UserByEmail(ctx, "ANN@example.com")
 	must(t, err)
-	if got.ID != u.ID || got.Email != "Ann@Example.com" || !got.CreatedAt.Equal(t0) || !got.NotifyRegressions {
+	// Kept in its canonical form: ASCII letters lower-cased (store.CanonicalEmail).
+	if got.ID != u.ID || got.Email != "ann@example.com" || !got.CreatedAt.Equal(t0) || !got.NotifyRegressions {
 		t.Errorf("got %+v, want %+v", got, u)
 	}
 	must(t, s.SetNotifyRegressions(ctx, u.ID, false))

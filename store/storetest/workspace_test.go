@@ -2,6 +2,7 @@ package storetest_test
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -27,6 +28,9 @@ func TestWorkspaces(t *testing.T) {
 		{"the site cap counts a workspace's sites, whoever added them", testWorkspaceSiteCap},
 		{"activity lists a workspace's changes, newest first, with their actor", testActivity},
 		{"an owner deletes a workspace with its sites, keys, reports, invitations, members, activity and connection; a personal one stays", testDeleteWorkspace},
+		{"a member's pending invitations end when they are removed or stop being owner", testInviterLeaves},
+		{"the holder of a personal workspace cannot be removed from it, demoted or leave it", testPersonalHolder},
+		{"an invitation is bound to its e-mail's canonical form: no Unicode case folding", testInvitationEmailForm},
 	}
 	for _, b := range storetest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
@@ -63,8 +67,8 @@ func testPersonalWorkspace(t *testing.T, s store.Store) {
 	a := newUser(t, s, "Ada@example.com")
 	ws, err := s.WorkspacesOf(ctx, a.ID)
 	must(t, err)
-	if len(ws) != 1 || ws[0].ID != store.PersonalWorkspace(a.ID) || ws[0].Role != store.RoleOwner || ws[0].Name != "Ada's workspace" {
-		t.Fatalf("workspaces %+v, want one personal workspace \"Ada's workspace\" owned by the user", ws)
+	if len(ws) != 1 || ws[0].ID != store.PersonalWorkspace(a.ID) || ws[0].Role != store.RoleOwner || ws[0].Name != "ada's workspace" {
+		t.Fatalf("workspaces %+v, want one personal workspace \"ada's workspace\" owned by the user", ws)
 	}
 	site := newSite(t, s, a, "alpha")
 	got, err := s.Site(ctx, a.ID, site.ID)
@@ -451,4 +455,107 @@ func testDeleteWorkspace(t *testing.T, s store.Store) {
 		t.Fatalf("the owner's personal site after deleting another workspace: %v", err)
 	}
 	wantErr(t, s.DeleteWorkspace(ctx, owner.ID, w.ID), store.ErrNotFound)
+}
+
+// A removed co-owner's pending owner invitation grants nothing (issue 34: its invitee could
+// otherwise take the workspace from its last owner), nor a demoted owner's; an accept checks
+// that the inviter is still an owner, so the order of the removal and the accept does not matter.
+func testInviterLeaves(t *testing.T, s store.Store) {
+	owner, co, mallory, other := newUser(t, s, "o@example.com"), newUser(t, s, "co@example.com"), newUser(t, s, "m@example.com"), newUser(t, s, "x@example.com")
+	w := team(t, s, owner, "Agency", map[store.User]store.Role{co: store.RoleOwner})
+	invite := func(hash string, by store.User, to store.User, role store.Role) {
+		t.Helper()
+		must(t, s.CreateInvitation(ctx, store.Invitation{ID: store.NewID(), TokenHash: hash, WorkspaceID: w.ID, Email: to.Email, Role: role,
+			InvitedBy: by.ID, CreatedAt: t0, ExpiresAt: t0.Add(store.InvitationTTL)}))
+	}
+	invite("by-co", co, mallory, store.RoleOwner)
+	invite("by-owner", owner, other, store.RoleViewer)
+	must(t, s.RemoveMember(ctx, w.ID, co.ID))
+	pending, err := s.Invitations(ctx, w.ID, t0)
+	must(t, err)
+	if len(pending) != 1 || pending[0].TokenHash != "by-owner" {
+		t.Fatalf("pending after the co-owner's removal: %+v, want only the owner's", pending)
+	}
+	_, err = s.AcceptInvitation(ctx, "by-co", mallory.ID, mallory.Email, t0)
+	wantErr(t, err, store.ErrGone)
+	if _, err := s.Workspace(ctx, mallory.ID, w.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the removed co-owner's invitee is a member: %v", err)
+	}
+	wantErr(t, s.RemoveMember(ctx, w.ID, owner.ID), store.ErrConflict) // still the last owner
+
+	// A demoted owner's invitations end too, and an invitation whose inviter stopped being an
+	// owner by any path (here, one written after the demotion) grants nothing.
+	co2 := newUser(t, s, "co2@example.com")
+	tok := store.NewID()
+	must(t, s.CreateInvitation(ctx, store.Invitation{ID: store.NewID(), TokenHash: tok, WorkspaceID: w.ID, Email: co2.Email, Role: store.RoleOwner,
+		InvitedBy: owner.ID, CreatedAt: t0, ExpiresAt: t0.Add(store.InvitationTTL)}))
+	_, err = s.AcceptInvitation(ctx, tok, co2.ID, co2.Email, t0)
+	must(t, err)
+	invite("by-co2", co2, mallory, store.RoleOwner)
+	must(t, s.SetRole(ctx, w.ID, co2.ID, store.RoleEditor))
+	_, err = s.AcceptInvitation(ctx, "by-co2", mallory.ID, mallory.Email, t0)
+	wantErr(t, err, store.ErrGone)
+	invite("after-demotion", co2, mallory, store.RoleViewer)
+	_, err = s.AcceptInvitation(ctx, "after-demotion", mallory.ID, mallory.Email, t0)
+	wantErr(t, err, store.ErrGone)
+	// Promoting keeps what an owner sends.
+	must(t, s.SetRole(ctx, w.ID, co2.ID, store.RoleOwner))
+	invite("by-owner-again", co2, mallory, store.RoleViewer)
+	_, err = s.AcceptInvitation(ctx, "by-owner-again", mallory.ID, mallory.Email, t0)
+	must(t, err)
+}
+
+// The holder of a personal workspace (its id is theirs) stays its owner: a co-owner cannot
+// remove or demote them, and they cannot leave it (issue 34: they lost their sites and keys).
+func testPersonalHolder(t *testing.T, s store.Store) {
+	ada, co := newUser(t, s, "ada@example.com"), newUser(t, s, "co@example.com")
+	home := store.PersonalWorkspace(ada.ID)
+	tok := store.NewID()
+	must(t, s.CreateInvitation(ctx, store.Invitation{ID: store.NewID(), TokenHash: tok, WorkspaceID: home, Email: co.Email, Role: store.RoleOwner,
+		InvitedBy: ada.ID, CreatedAt: t0, ExpiresAt: t0.Add(store.InvitationTTL)}))
+	_, err := s.AcceptInvitation(ctx, tok, co.ID, co.Email, t0)
+	must(t, err)
+	site := newSite(t, s, ada, "home")
+	wantErr(t, s.RemoveMember(ctx, home, ada.ID), store.ErrConflict)
+	wantErr(t, s.SetRole(ctx, home, ada.ID, store.RoleEditor), store.ErrConflict)
+	wantErr(t, s.SetRole(ctx, home, ada.ID, store.RoleViewer), store.ErrConflict)
+	must(t, s.SetRole(ctx, home, ada.ID, store.RoleOwner)) // no change
+	if w, err := s.Workspace(ctx, ada.ID, home); err != nil || w.Role != store.RoleOwner {
+		t.Fatalf("the holder's home: %+v, %v; want owner", w, err)
+	}
+	if _, err := s.Site(ctx, ada.ID, site.ID); err != nil {
+		t.Fatalf("the holder's site: %v", err)
+	}
+	// The co-owner may still leave, and the holder may remove them.
+	must(t, s.RemoveMember(ctx, home, co.ID))
+}
+
+// An invitation for sam@ is not accepted by ſam@ (a long s, U+017F, which Unicode case folding
+// maps to s), nor a Kelvin sign's address by k's; upper-case ASCII is the same address.
+func testInvitationEmailForm(t *testing.T, s store.Store) {
+	owner := newUser(t, s, "o@example.com")
+	longS, kelvin, sam := newUser(t, s, "\u017fam@example.com"), newUser(t, s, "\u212aim@example.com"), newUser(t, s, "SAM@example.com")
+	w := team(t, s, owner, "Agency", nil)
+	for i, c := range []struct {
+		invited string
+		by      store.User
+		want    error
+	}{
+		{"sam@example.com", longS, store.ErrForbidden},
+		{"kim@example.com", kelvin, store.ErrForbidden},
+		{"Sam@Example.com", sam, nil},
+	} {
+		hash := fmt.Sprint("form-", i)
+		must(t, s.CreateInvitation(ctx, store.Invitation{ID: store.NewID(), TokenHash: hash, WorkspaceID: w.ID, Email: c.invited, Role: store.RoleViewer,
+			InvitedBy: owner.ID, CreatedAt: t0, ExpiresAt: t0.Add(store.InvitationTTL)}))
+		_, err := s.AcceptInvitation(ctx, hash, c.by.ID, c.by.Email, t0)
+		if c.want == nil {
+			must(t, err)
+			continue
+		}
+		wantErr(t, err, c.want)
+		if _, err := s.Workspace(ctx, c.by.ID, w.ID); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("%q joined through an invitation for %q", c.by.Email, c.invited)
+		}
+	}
 }
