@@ -36,14 +36,31 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "sitepulse:", err)
-		os.Exit(1)
+		os.Exit(exitStatus(err, os.Stderr))
 	}
 }
 
+// exitStatus prints why run failed and answers the process's exit status: an exitCode's own
+// (sitepulse check: 1 budgets broken, 2 could not judge), else 1.
+func exitStatus(err error, stderr io.Writer) int {
+	var exit *exitCode
+	if errors.As(err, &exit) {
+		if exit.err != nil {
+			fmt.Fprintln(stderr, "sitepulse check:", exit.err)
+		}
+		return exit.code
+	}
+	fmt.Fprintln(stderr, "sitepulse:", err)
+	return 1
+}
+
 // run wires the service and serves until ctx ends, then shuts down in order: HTTP server
-// (in-flight requests finish), scanner, store.
+// (in-flight requests finish), scanner, store. `sitepulse check ...` is the CI client instead
+// (check.go).
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	if len(args) > 0 && args[0] == "check" {
+		return runCheck(ctx, args[1:], getenv, stdout)
+	}
 	cfg, err := loadConfig(args, getenv, stdout)
 	if err != nil {
 		return err
@@ -95,8 +112,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
+	// One subscription to the store's job notifications, shared: the dispatcher claims on them,
+	// and the budget checks waiting for scans wake on them (a finished scan enqueues its alerts).
+	wakes := jobWakes(ctx, st, log, 2)
 	// The demo site's audits are replayed offline; every other site's go to the real auditor.
-	pool := newPool(ctx, cfg, st, demo.Replaying(replay, auditor), capacity, guard.Client(), connector, digest, chKeys, log)
+	pool := newPool(cfg, st, demo.Replaying(replay, auditor), capacity, guard.Client(), connector, digest, chKeys, wakes[0], log)
 	pool.Start()
 	// Deferred after the store's Close, so it runs before it: HTTP server, scanner, store.
 	defer func() {
@@ -111,7 +131,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	// The authorization server issues the access tokens the MCP endpoint accepts. It fetches
 	// Client ID Metadata Documents, which anyone can point at any URL, through the guard.
 	authServer := oauth.New(oauth.Config{Store: st, BaseURL: cfg.BaseURL, Log: log, MetadataClient: guard.Client()})
-	mcpServer := mcp.New(mcp.Config{Store: st, BaseURL: cfg.BaseURL, Log: log, Quota: psi.NewAccountQuota(cfg.UserDailyAudits, st)})
+	quota := psi.NewAccountQuota(cfg.UserDailyAudits, st)
+	mcpServer := mcp.New(mcp.Config{Store: st, BaseURL: cfg.BaseURL, Log: log, Quota: quota})
 	var authKey []byte
 	if cfg.AuthKey != "" {
 		authKey, _ = base64.StdEncoding.DecodeString(cfg.AuthKey) // checked by loadConfig
@@ -122,10 +143,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if cfg.SMTPAddr != "" {
 		mail = digest.Send
 	}
+	stopping := make(chan struct{}) // closed when the HTTP server begins to shut down
 	handler, err := handlers.NewHandler(handlers.Deps{
 		// One store, handed to every surface as the narrow interface that surface declares.
 		Auth: st, Accounts: st, Sites: st, Budgets: st, Scans: st, Reports: st, API: st, Webhooks: st,
-		Connections: st, Workspaces: st, Channels: st, Health: st,
+		Connections: st, Workspaces: st, Channels: st, Health: st, CI: st,
 		Log: log, BaseURL: cfg.BaseURL,
 		OAuth: authServer, MCP: mcpServer, PlatformSecret: cfg.PlatformSecret, DemoWebhookSecret: demoSecret, DemoPlatformID: demo.PlatformID,
 		MaxSitesPerWorkspace: cfg.MaxSitesPerWorkspace, MaxWorkspacesPerUser: cfg.MaxWorkspaces, SiteRules: cfg.siteRules(),
@@ -133,6 +155,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		Platform: connector, PlatformClientID: cfg.PlatformID, PlatformAuthorizeURL: cfg.PlatformAuthURL,
 		ChannelKeys: chKeys, Guard: guard, ChannelAllowHTTP: cfg.ScanAllowPrivate, SignedInAudits: cfg.AuditBackend == "lighthouse",
 		AuthKey: authKey, Mail: mail,
+		Quota: quota, ScanWake: wakes[1], Stopping: stopping,
 	})
 	if err != nil {
 		return err
@@ -148,6 +171,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	// Budget checks waiting for scans answer when shutdown begins, instead of being cut off.
+	srv.RegisterOnShutdown(func() { close(stopping) })
 	log.Info("listening", "addr", ln.Addr().String(), "base_url", cfg.BaseURL)
 
 	serveErr := make(chan error, 1)
@@ -264,19 +289,48 @@ func newAuditor(cfg config, guard netguard.Guard, log *slog.Logger) (scanner.Aud
 		Log: log}), capacity
 }
 
-// newPool is the scan worker pool with its regression digest. A store that can announce new
-// jobs (Postgres LISTEN/NOTIFY) wakes the dispatcher at once; it polls either way. Sitemaps
-// are fetched with fetch, the guarded client.
-func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Auditor, capacity *psi.Capacity, fetch *http.Client, connector *platform.Connector, digest *notify.Digest, chKeys *platform.Keys, log *slog.Logger) *scanner.Pool {
-	var wake <-chan struct{}
-	if w, ok := st.(store.JobWaker); ok {
-		ch, err := w.WakeOnJobs(ctx, func(err error) { log.Warn("job notifications", "err", err) })
-		if err != nil {
-			log.Warn("LISTEN for jobs failed; the scanner polls instead", "err", err)
-		} else {
-			wake = ch
-		}
+// jobWakes subscribes once to the store's job notifications (store.JobWaker: Postgres
+// LISTEN/NOTIFY, the memory store's signal) and fans each out to n channels that never block
+// the sender: one pending wake-up stands for many. Without notifications every channel is nil,
+// and each consumer polls.
+func jobWakes(ctx context.Context, st store.Store, log *slog.Logger, n int) []<-chan struct{} {
+	out := make([]<-chan struct{}, n)
+	w, ok := st.(store.JobWaker)
+	if !ok {
+		return out
 	}
+	in, err := w.WakeOnJobs(ctx, func(err error) { log.Warn("job notifications", "err", err) })
+	if err != nil {
+		log.Warn("LISTEN for jobs failed; the scanner and the budget check waits poll instead", "err", err)
+		return out
+	}
+	fan := make([]chan struct{}, n)
+	for i := range fan {
+		fan[i] = make(chan struct{}, 1)
+		out[i] = fan[i]
+	}
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-in:
+				for _, c := range fan {
+					select {
+					case c <- struct{}{}:
+					default:
+					}
+				}
+			}
+		}
+	}()
+	return out
+}
+
+// newPool is the scan worker pool with its regression digest. A store that can announce new
+// jobs (wake, from jobWakes) wakes the dispatcher at once; it polls either way. Sitemaps
+// are fetched with fetch, the guarded client.
+func newPool(cfg config, st store.Store, auditor scanner.Auditor, capacity *psi.Capacity, fetch *http.Client, connector *platform.Connector, digest *notify.Digest, chKeys *platform.Keys, wake <-chan struct{}, log *slog.Logger) *scanner.Pool {
 	var refresher scanner.PageRefresher
 	if connector != nil { // a nil *Connector in the interface would not be nil
 		refresher = connector

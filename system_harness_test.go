@@ -9,7 +9,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
+	"flag"
 	"net/http"
 	"os"
 	"os/exec"
@@ -37,9 +37,10 @@ func runAsChild() bool {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	if err := run(ctx, nil, os.Getenv, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "sitepulse:", err)
-		os.Exit(1)
+	// The arguments after the test binary's "--" are the program's (`check ...`).
+	if err := run(ctx, flag.Args(), os.Getenv, os.Stdout); err != nil {
+		stop()
+		os.Exit(exitStatus(err, os.Stderr))
 	}
 	return true
 }

@@ -19,6 +19,7 @@ min="${FUZZMIN:-1s}"
 	./handlers:FuzzBearer \
 	./handlers:FuzzReportPath \
 	./handlers:FuzzCSVRow \
+	./handlers:FuzzBudgetCheckCI \
 	./oauth:FuzzMatchRedirectURI \
 	./oauth:FuzzTokenEndpoints \
 	./store:FuzzDisplayTextProblem \

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"net/http"
 	"sync"
 	"time"
@@ -52,11 +53,15 @@ func (s *server) handleBudgetCheck() http.Handler {
 			s.bearerFailure(w, r, apiKeyOnly, store.ErrNotFound)
 			return
 		}
-		var req struct {
-			SiteID json.RawMessage `json:"siteId"`
-		}
+		var req budgetRequest
 		err := decodeJSON(r, &req)
 		siteID, problem := uuidField(req.SiteID)
+		format, explicit, formatProblem := answerFormat(r)
+		if err == nil && problem == "" && (explicit || present(req.ScanID) || present(req.WaitSeconds)) {
+			// A CI pipeline's check: a given scan, a wait, or another format (budget_wait.go).
+			s.judgeBudgets(w, r, token, siteID, format, formatProblem, req)
+			return
+		}
 		if err != nil || problem != "" {
 			// A bad request from a bad key is a 401 all the same.
 			if _, _, kerr := s.verifyBearer(r.Context(), apiKeyOnly, token); kerr != nil {
@@ -67,7 +72,11 @@ func (s *server) handleBudgetCheck() http.Handler {
 				writeDecodeError(w, err)
 				return
 			}
-			writeValidation(w, map[string][]string{"siteId": {problem}})
+			problems := map[string][]string{"siteId": {problem}}
+			if _, _, more := req.validate(formatProblem); len(more) > 0 {
+				maps.Copy(problems, more)
+			}
+			writeValidation(w, problems)
 			return
 		}
 		in, err := s.API.BudgetInputsByKey(r.Context(), store.HashSecret(token), siteID, s.Now())

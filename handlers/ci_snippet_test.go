@@ -12,15 +12,22 @@ func TestCISnippet(t *testing.T) {
 		snippet string
 		want    []string
 	}{
-		"curl names the endpoint, the site and the key variable, and fails with the check": {got.Curl, []string{
-			"curl -sS -X POST https://pulse.example/api/external/budget-check \\\n",
-			`-H "Authorization: Bearer $SITEPULSE_API_KEY"`,
-			`-d '{"siteId":"` + id + `"}'`,
-			"jq -e .pass budget.json",
+		"the Actions step runs sitepulse check with the site, the key from a secret and the job's token for the status": {got.Actions, []string{
+			"- name: SitePulse budget check\n  env:\n    SITEPULSE_URL: https://pulse.example\n    SITEPULSE_SITE_ID: " + id + "\n",
+			"    SITEPULSE_API_KEY: ${{ secrets.SITEPULSE_API_KEY }}\n    GITHUB_TOKEN: ${{ github.token }}\n  run: sitepulse check\n",
+			"statuses: write",
 		}},
-		"the Actions step reads the key from a secret and runs the same lines indented": {got.Actions, []string{
-			"- name: SitePulse budget check\n  env:\n    SITEPULSE_API_KEY: ${{ secrets.SITEPULSE_API_KEY }}\n  run: |\n    curl -sS",
-			"\n    jq -e .pass budget.json > /dev/null\n",
+		"the GitLab job keeps the JUnit report as the pipeline's test report": {got.GitLab, []string{
+			"    SITEPULSE_SITE_ID: " + id + "\n",
+			"    - sitepulse check -junit sitepulse.xml -markdown sitepulse.md\n",
+			"    reports:\n      junit: sitepulse.xml\n",
+		}},
+		"curl starts a scan, waits for its verdict and fails with the check": {got.Curl, []string{
+			"curl -sS -X POST https://pulse.example/api/external/scans \\\n",
+			`-H "Authorization: Bearer $SITEPULSE_API_KEY"`,
+			`-d '{"siteId":"` + id + `"}' | jq -r .scanId)`,
+			`-d '{"siteId":"` + id + `","scanId":"'"$scan"'","waitSeconds":600}' -o budget.json`,
+			"jq -e .pass budget.json",
 		}},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -154,3 +154,44 @@ func FuzzCSVRow(f *testing.F) {
 		}
 	})
 }
+
+// FuzzBudgetCheckCI sends arbitrary bodies, format parameters and Accept headers with a valid
+// key to the budget check: every answer is one of the interface's statuses (a wait never
+// begins: the demo site has no scan in flight), JSON for every error, never a 500; the
+// Markdown escapes everything the body could have carried into it.
+func FuzzBudgetCheckCI(f *testing.F) {
+	fx := newAPIFixture(f, memory.New())
+	h := fx.Config.Handler
+	site, scan := fx.a.siteID, fx.a.scanID
+	for _, body := range []string{
+		`{"siteId":"` + site + `","scanId":"` + scan + `"}`, `{"siteId":"` + site + `","waitSeconds":0}`,
+		`{"siteId":"` + site + `","waitSeconds":1e400}`, `{"siteId":"` + site + `","scanId":null,"waitSeconds":null}`,
+		`{"siteId":"` + site + `","scanId":["` + scan + `"]}`, `{"siteId":"` + site + `","waitSeconds":-0}`,
+		`{"siteId":"` + fx.b.siteID + `","scanId":"` + scan + `"}`, `{"siteId":1}`, `[]`, ``, `{"siteId":"` + site + `"`,
+	} {
+		f.Add(body, "markdown", "")
+		f.Add(body, "", "application/xml")
+		f.Add(body, "junit", "text/markdown;q=0.1")
+	}
+	f.Fuzz(func(t *testing.T, body, format, accept string) {
+		req := httptest.NewRequest("POST", "/api/external/budget-check?format="+url.QueryEscape(format), strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", accept)
+		req.Header.Set("Authorization", "Bearer "+fx.a.apiKey)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		ct := rec.Header().Get("Content-Type")
+		switch rec.Code {
+		case 200:
+			if ct != "application/json" && !strings.HasPrefix(ct, "text/markdown") && !strings.HasPrefix(ct, "application/xml") {
+				t.Fatalf("200 as %q", ct)
+			}
+		case 400, 404, 413, 422:
+			if ct != "application/json" {
+				t.Fatalf("%d as %q: %s", rec.Code, ct, rec.Body)
+			}
+		default:
+			t.Fatalf("status %d for %q format %q accept %q: %s", rec.Code, body, format, accept, rec.Body)
+		}
+	})
+}

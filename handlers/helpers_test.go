@@ -40,6 +40,7 @@ func withStore(st store.Store, d Deps) Deps {
 	d.Workspaces = st
 	d.Channels = st
 	d.Health = st
+	d.CI = st
 	return d
 }
 

@@ -5,8 +5,10 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"sitepulse/scanner/demo"
 	"sitepulse/store"
@@ -43,6 +45,24 @@ var ownershipCases = []ownershipCase{
 		json: func(a apiAccount) string { return `{"siteId":"` + a.siteID + `"}` }, cred: asBearer, status: 404},
 	{name: "budget-check of A's site with an upper-case id", route: "POST /api/external/budget-check", method: "POST", path: fixed("/api/external/budget-check"),
 		json: func(a apiAccount) string { return `{"siteId":"` + strings.ToUpper(a.siteID) + `"}` }, cred: asBearer, status: 404},
+
+	{name: "budget-check of A's scan of A's site, waiting, as Markdown", route: "POST /api/external/budget-check", method: "POST", path: fixed("/api/external/budget-check?format=markdown"),
+		json: func(a apiAccount) string {
+			return `{"siteId":"` + a.siteID + `","scanId":"` + a.scanID + `","waitSeconds":5}`
+		}, cred: asBearer, status: 404},
+
+	// CI scans (API key allowed to start scans).
+	{name: "starting a scan of A's site", route: "POST /api/external/scans", method: "POST", path: fixed("/api/external/scans"),
+		json: func(a apiAccount) string { return `{"siteId":"` + a.siteID + `","commit":"abcdef1"}` }, cred: asBearer, status: 404,
+		intact: func(t *testing.T, f *apiFixture) {
+			scans, _ := f.st.ScansOf(context.Background(), f.a.userID, f.a.siteID, 1)
+			pubs, _ := f.st.Publishes(context.Background(), f.a.userID, f.a.siteID, time.Time{}, 100)
+			if len(scans) > 0 && scans[0].InFlight() || slices.ContainsFunc(pubs, func(p store.Publish) bool { return p.Commit != "" }) {
+				t.Errorf("B started a scan of A's site or recorded a deploy: %+v %+v", scans, pubs)
+			}
+		}},
+	{name: "following A's scan", route: "GET /api/external/scans/{scanId}", method: "GET", path: func(a, _ apiAccount) string { return "/api/external/scans/" + a.scanID },
+		cred: asBearer, status: 404},
 
 	// Export (session cookie).
 	{name: "CSV export of A's site", route: exportRoute, method: "GET", path: func(a, _ apiAccount) string { return "/api/sites/" + a.siteID + "/export" }, cred: asCookie, status: 404},

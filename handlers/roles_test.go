@@ -249,6 +249,14 @@ var roleCases = []roleCase{
 	// viewer's is of its own workspace; the removed editor's stopped working; S's is S's.
 	{route: "POST /api/external/budget-check", method: "POST", path: fixedPath("/api/external/budget-check"), apiKey: true, json: `{"siteId":"<site>"}`,
 		want: [nRoles]int{200, 200, 404, 401, 404}},
+	// CI: the owner's and the editor's keys are the team's and may start scans (the second
+	// call gets the scan the first started); the viewer's key is of its own workspace.
+	{route: "POST /api/external/scans", method: "POST", path: fixedPath("/api/external/scans"), apiKey: true, json: `{"siteId":"<site>","commit":"abcdef1"}`,
+		want: [nRoles]int{202, 202, 404, 401, 404}, fresh: true},
+	{route: "GET /api/external/scans/{scanId}", method: "GET", path: func(f *rolesFixture) string { return "/api/external/scans/" + f.a.scanID }, apiKey: true,
+		want: [nRoles]int{200, 200, 404, 401, 404}},
+	{route: "POST /api/external/budget-check", method: "POST", path: fixedPath("/api/external/budget-check?format=junit"), apiKey: true, json: `{"siteId":"<site>","waitSeconds":1}`,
+		want: [nRoles]int{200, 200, 404, 401, 404}},
 	{route: "GET /api/sites/{siteId}/export", method: "GET", path: func(f *rolesFixture) string { return "/api/sites/" + f.a.siteID + "/export" }, want: reads},
 
 	// Sites.

@@ -113,6 +113,10 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 	// itself in the same store round trip that reads the site (budget.go). The export takes the
 	// session cookie only and answers 401 JSON rather than a login redirect.
 	mux.Handle("POST /api/external/budget-check", s.handleBudgetCheck())
+	// CI pipelines (README "Budget check in CI"): start a scan as Scan now does (API keys
+	// allowed to start scans), and follow it. The budget check above judges it, waiting for it.
+	mux.Handle("POST /api/external/scans", s.requireBearer(apiKeyOnly, s.handleStartScan()))
+	mux.Handle("GET /api/external/scans/{scanId}", s.requireBearer(apiKeyOnly, s.handleScanStatus()))
 	mux.Handle("GET /api/sites/{siteId}/export", s.requireSession(s.handleExport()))
 
 	// Web UI: sites, scans with live progress,

@@ -37,6 +37,7 @@ type Deps struct {
 	Workspaces  WorkspaceStore // the workspace pages and invitations
 	Channels    ChannelStore   // the notifications page: alert channels and deliveries
 	Health      HealthStore    // /healthz
+	CI          CIStore        // CI pipelines: scans started and followed, budget checks waited for
 	Log         *slog.Logger
 	// BaseURL is the interface's {base_url}: scheme and host, no trailing slash.
 	BaseURL string
@@ -106,6 +107,22 @@ type Deps struct {
 	// AccountLogins caps the failed logins of one account across every address, counted in the
 	// store; zero means 100 a day, then one a minute.
 	AccountLogins store.LoginLimit
+	// Quota is the workspaces' daily audit budget (USER_DAILY_AUDITS) a pipeline's scan is
+	// admitted under; nil admits every scan.
+	Quota ScanQuota
+	// ScanWake receives when the store announces a job (store.JobWaker: every scan that
+	// finishes enqueues one), waking the budget checks that wait for scans; nil leaves them
+	// to their fallback read every 10 s.
+	ScanWake <-chan struct{}
+	// Stopping is closed when the server begins to shut down (http.Server.RegisterOnShutdown):
+	// a budget check waiting for a scan answers 202 at once rather than be cut off. Nil: never.
+	Stopping <-chan struct{}
+	// NewTimer makes the timers of the budget checks' waits; nil is time.NewTimer. Tests
+	// inject a fake clock's.
+	NewTimer func(time.Duration) (<-chan time.Time, func() bool)
+	// MaxWaits caps the budget checks waiting for scans at once; 0 means 1000 (and 50 per
+	// workspace).
+	MaxWaits int
 }
 
 // server holds the dependencies every handler shares.
@@ -126,6 +143,7 @@ type server struct {
 	scanFeeds     *scanHub      // the pollers of live progress streams
 	metadataIP    *limiter      // authorization requests that name a Client ID Metadata Document URL
 	budgetAnswers budgetAnswers // budget.go
+	waiters       *scanWaiters  // the budget checks waiting for scans (waiters.go)
 }
 
 // NewHandler returns the whole service as one http.Handler.
@@ -174,7 +192,7 @@ func NewHandler(d Deps) (http.Handler, error) {
 		v    any
 	}{{"Auth", d.Auth}, {"Accounts", d.Accounts}, {"Sites", d.Sites}, {"Budgets", d.Budgets}, {"Scans", d.Scans},
 		{"Reports", d.Reports}, {"API", d.API}, {"Webhooks", d.Webhooks}, {"Connections", d.Connections},
-		{"Workspaces", d.Workspaces}, {"Channels", d.Channels}, {"Health", d.Health}} {
+		{"Workspaces", d.Workspaces}, {"Channels", d.Channels}, {"Health", d.Health}, {"CI", d.CI}} {
 		if dep.v == nil { // a nil interface field stays nil as any
 			return nil, errors.New("handlers: Deps." + dep.name + " is required (run() hands the store to every surface)")
 		}
@@ -207,6 +225,13 @@ func NewHandler(d Deps) (http.Handler, error) {
 	}
 	s.scanFeeds = newScanHub(s.readScanEvent, realTicker, interval, maxStreamsPerSession, d.MaxEventStreams)
 	s.scanFeeds.log = d.Log
+	if s.NewTimer == nil {
+		s.NewTimer = realTimer
+	}
+	if s.MaxWaits <= 0 {
+		s.MaxWaits = defaultMaxWaiters
+	}
+	s.waiters = newScanWaiters(d.CI.ScansByID, d.ScanWake, d.Stopping, s.NewTimer, s.MaxWaits, d.Log)
 	s.cookieName = "session"
 	if s.secure {
 		s.cookieName = "__Host-session"

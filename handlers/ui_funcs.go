@@ -63,6 +63,8 @@ var uiFuncs = template.FuncMap{
 			return "the import from the platform"
 		case store.TriggerSchedule:
 			return "the schedule"
+		case store.TriggerAPI:
+			return "a CI pipeline (API key)"
 		}
 		return t
 	},

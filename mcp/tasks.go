@@ -65,7 +65,7 @@ func (s *Server) taskOf(ctx context.Context, userID string, sc store.Scan) (task
 	t := task{ResultType: "complete", TaskID: sc.ID, CreatedAt: sc.CreatedAt.UTC().Format(time.RFC3339),
 		LastUpdatedAt: updated.UTC().Format(time.RFC3339), Meta: serverMeta}
 	switch {
-	case inFlight(sc):
+	case sc.InFlight():
 		t.Status, t.PollIntervalMs = "working", taskPollMs
 		t.StatusMessage = "Scan " + string(sc.Status) + ": " + strconv.Itoa(sc.PagesDone) + " of " + strconv.Itoa(sc.PagesTotal) + " page audits done"
 	case sc.Status == store.StatusFailed && sc.Error == cancelReason:

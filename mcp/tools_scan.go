@@ -34,7 +34,8 @@ type scanState struct {
 	Result         *latestScan      `json:"result"`
 }
 
-// startScan enqueues a manual scan of the site, or answers the scan already in flight.
+// startScan enqueues a manual scan of the site, or answers the scan already in flight
+// (store.StartScan: the rules of Scan now), the workspace's daily quota checked first.
 func (s *Server) startScan(ctx context.Context, userID string, a args) (scanState, error) {
 	site, err := s.store.Site(ctx, userID, store.CanonicalID(a.str("siteId", "")))
 	if errors.Is(err, store.ErrNotFound) {
@@ -46,40 +47,25 @@ func (s *Server) startScan(ctx context.Context, userID string, a args) (scanStat
 	now := s.now()
 	sc := store.Scan{ID: store.NewID(), SiteID: site.ID, Status: store.StatusQueued, Strategy: a.strategy(store.StrategyBoth),
 		Trigger: store.TriggerManual, CreatedAt: now}
-	if active, ok, err := s.activeScan(ctx, userID, site.ID); err != nil || ok {
-		active.AlreadyRunning = ok
-		return active, err
-	}
-	if s.quota != nil {
-		if err := s.quota.Check(site.WorkspaceID, now); err != nil { // USER_DAILY_AUDITS is the workspace's
-			return scanState{}, toolError("Cannot start a scan now: " + err.Error() + ". Retry after that time; get_latest_scan still reads the last completed scan.")
+	admit := func() error {
+		if s.quota == nil {
+			return nil
 		}
+		if err := s.quota.Check(site.WorkspaceID, now); err != nil { // USER_DAILY_AUDITS is the workspace's
+			return toolError("Cannot start a scan now: " + err.Error() + ". Retry after that time; get_latest_scan still reads the last completed scan.")
+		}
+		return nil
 	}
-	err = s.store.EnqueueScan(ctx, sc, store.KindScan, now)
-	if errors.Is(err, store.ErrScanActive) { // another call won the race: answer its scan
-		active, _, err := s.activeScan(ctx, userID, site.ID)
-		active.AlreadyRunning = true
-		return active, err
-	}
+	got, started, err := store.StartScan(ctx, s.store, userID, sc, now, admit)
 	if err != nil {
 		return scanState{}, err
 	}
-	s.log.Info("scan enqueued", "site", site.ID, "scan", sc.ID, "trigger", store.TriggerManual, "via", "mcp")
-	return s.scanState(ctx, userID, sc)
-}
-
-// activeScan is the site's queued or running scan, if it has one.
-func (s *Server) activeScan(ctx context.Context, userID, siteID string) (scanState, bool, error) {
-	scans, err := s.store.ScansOf(ctx, userID, siteID, 1)
-	if err != nil || len(scans) == 0 || !inFlight(scans[0]) {
-		return scanState{}, false, err
+	if started {
+		s.log.Info("scan enqueued", "site", site.ID, "scan", sc.ID, "trigger", store.TriggerManual, "via", "mcp")
 	}
-	st, err := s.scanState(ctx, userID, scans[0])
-	return st, err == nil, err
-}
-
-func inFlight(sc store.Scan) bool {
-	return sc.Status == store.StatusQueued || sc.Status == store.StatusRunning
+	st, err := s.scanState(ctx, userID, got)
+	st.AlreadyRunning = !started
+	return st, err
 }
 
 // getScan reads one scan of the user with its site's name, domain and budgets, in one
@@ -126,7 +112,7 @@ func stateOf(sc store.Scan, in store.BudgetInputs) scanState {
 // cancelScan fails the user's unfinished scan as cancelled; a finished scan is left as it is.
 func (s *Server) cancelScan(ctx context.Context, userID, scanID string) error {
 	sc, err := s.scan(ctx, userID, scanID)
-	if err != nil || !inFlight(sc) {
+	if err != nil || !sc.InFlight() {
 		return err
 	}
 	err = s.store.ExpireScan(ctx, sc.ID, "Cancelled through MCP (tasks/cancel)", s.now())

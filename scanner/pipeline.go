@@ -3,6 +3,7 @@ package scanner
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -88,6 +89,9 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, slot *slot, job store
 			log.Info("scanner: pages refreshed from the platform", "pages", len(fresh))
 			site.Pages = fresh
 		}
+	}
+	if requested := requestedPages(job); len(requested) > 0 {
+		site.Pages = requested // a CI pipeline's scan of the pages its deploy changed
 	}
 	pages, found, source, note, err := p.discover(ctx, log, slot, site)
 	if err != nil {
@@ -295,6 +299,16 @@ func (p *Pool) scan(ctx context.Context, log *slog.Logger, slot *slot, job store
 		"audits_made", len(todo), "audits_wall", auditWall.Round(time.Millisecond),
 		"ideal", ideal.Round(time.Millisecond), "vs_ideal", ratio(auditWall, ideal))
 	return nil
+}
+
+// requestedPages are the pages a scan was started with instead of the site's
+// (store.Scan.Pages, kept in its job's args); nil for the others.
+func requestedPages(job store.Job) []string {
+	var args store.ScanJob
+	if json.Unmarshal(job.Args, &args) != nil {
+		return nil
+	}
+	return args.Pages
 }
 
 // discover finds the site's pages. Reading a sitemap is in the tenant's hands (a slow server

@@ -6,9 +6,10 @@ import (
 	"unicode/utf8"
 )
 
-// Publish is what the platform said about a publish of a site: who published (a display name,
-// or the platform's user id when it gives no name), when, to which domains, and the scan it
-// started (empty when a scan of the site was already in flight).
+// Publish is what the platform (or a CI pipeline starting a scan with an API key) said about a
+// publish of a site: who published (a display name, or the platform's user id when it gives no
+// name), when, to which domains, the commit deployed (a CI pipeline's), and the scan it started
+// (empty when a scan of the site was already in flight).
 type Publish struct {
 	ID              string
 	SiteID          string
@@ -16,6 +17,7 @@ type Publish struct {
 	PublishedBy     string
 	PublishedOn     time.Time
 	Domains         []string
+	Commit          string // a git commit id, lower-case hex; "" when none was given
 	ScanID          string
 }
 
@@ -39,6 +41,31 @@ func (p *Publish) Normalize() {
 		}
 	}
 	p.Domains = domains
+	if p.Commit = strings.ToLower(strings.TrimSpace(p.Commit)); !ValidCommit(p.Commit) {
+		p.Commit = ""
+	}
+}
+
+// ValidCommit accepts a git commit id as CI systems name one: 7 to 64 hexadecimal digits (a
+// short id, a SHA-1's 40 or a SHA-256's 64).
+func ValidCommit(s string) bool {
+	if len(s) < 7 || len(s) > 64 {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// ShortCommit is how pages show a commit: its first 7 digits, as git does.
+func ShortCommit(commit string) string {
+	if len(commit) > 7 {
+		return commit[:7]
+	}
+	return commit
 }
 
 // displayOrEmpty trims s, and cuts it to max runes; "" when it breaks the display-text rule.
@@ -54,11 +81,16 @@ func displayOrEmpty(s string, max int) string {
 }
 
 // Line is how pages, the trend chart and alerts say who published: "Published by Ana, 24 Nov
-// 14:02" (UTC), or "Published 24 Nov 14:02" when the platform named nobody.
+// 14:02" (UTC), or "Published 24 Nov 14:02" when the platform named nobody, followed by
+// " · commit 1a2b3c4" when a CI pipeline named the commit.
 func (p Publish) Line() string {
 	at := p.PublishedOn.UTC().Format("2 Jan 15:04")
-	if p.PublishedBy == "" {
-		return "Published " + at
+	line := "Published " + at
+	if p.PublishedBy != "" {
+		line = "Published by " + p.PublishedBy + ", " + at
 	}
-	return "Published by " + p.PublishedBy + ", " + at
+	if p.Commit != "" {
+		line += " · commit " + ShortCommit(p.Commit)
+	}
+	return line
 }

@@ -226,6 +226,10 @@ type ScanRecords interface {
 	EnqueueScan(ctx context.Context, s Scan, kind string, runAt time.Time) error
 	// ScanForJob reads the scan a job works on and its site.
 	ScanForJob(ctx context.Context, scanID string) (Scan, Site, error)
+	// ScansByID reads scans of any status by id, in one round trip: the budget checks waiting
+	// for scans to finish, each authorized when it began to wait, read them all at once. An
+	// unknown id (or one that is not a uuid) has no entry.
+	ScansByID(ctx context.Context, ids []string) (map[string]Scan, error)
 	// StartScan marks the scan running with its number of page/strategy pairs.
 	StartScan(ctx context.Context, l Lease, pagesTotal int, now time.Time) error
 	// DonePages lists the pairs that already have a result or an error, so a re-run resumes.

@@ -107,17 +107,22 @@ const (
 	TriggerDemo     = "demo"
 	TriggerImport   = "import" // the first scan of a site imported from the platform
 	TriggerSchedule = "schedule"
+	TriggerAPI      = "api" // POST /api/external/scans: a CI pipeline's API key
 )
 
 // Scan is one audit of every page of a site.
 type Scan struct {
-	ID         string
-	SiteID     string
-	Status     ScanStatus
-	Strategy   Strategy
-	Trigger    string
-	PagesTotal int // page/strategy pairs to audit; known once discovery ran
-	PagesDone  int // pairs with a result or an error
+	ID       string
+	SiteID   string
+	Status   ScanStatus
+	Strategy Strategy
+	Trigger  string
+	// Pages, when not empty, are the page paths this scan audits instead of the site's (a CI
+	// pipeline's request: the pages its deploy changed). EnqueueScan keeps them in the scan's
+	// job (ScanJob.Pages), where the pipeline reads them; the scan row does not keep them.
+	Pages      []string `json:"-"`
+	PagesTotal int      // page/strategy pairs to audit; known once discovery ran
+	PagesDone  int      // pairs with a result or an error
 	// PagesFound is how many pages discovery found (the saved list, the sitemap's or the
 	// platform's) before MAX_PAGES_PER_SCAN cut it, and PagesAudited how many of them the scan
 	// audits; 0 when not recorded. (PagesTotal counts pairs, and a discovery note.)
@@ -352,9 +357,11 @@ func MaxAttemptsOf(args any) int {
 	return MaxAttempts
 }
 
-// ScanJob is the args of the job that runs a scan.
+// ScanJob is the args of the job that runs a scan: the scan, and the pages it audits instead of
+// the site's when it was started with some (Scan.Pages).
 type ScanJob struct {
-	ScanID string `json:"scanId"`
+	ScanID string   `json:"scanId"`
+	Pages  []string `json:"pages,omitempty"`
 }
 
 // Kind is KindScan.

@@ -233,34 +233,61 @@ func SiteVital(results []store.PageResult, metric string) *float64 {
 // CheckBudgets evaluates a scan against a site's budgets (by metric, with each metric's default
 // operator and the budget's strategy) and its alert rules (explicit operators, both strategies).
 // A metric the scan has no value for (INP without field data, say) cannot be checked and is not
-// a violation. Budgets come
-// first in the order of Metrics, then rules in their order.
+// a violation. Budgets come first in the order of Metrics, then rules in their order.
 func CheckBudgets(scan store.ScanScores, results []store.PageResult, budgets map[string]store.Budget, rules []store.AlertRule) []Violation {
-	type check struct {
-		metric, op string
-		strategy   store.Strategy
-		threshold  float64
+	out := make([]Violation, 0, len(budgets)+len(rules))
+	eachCheck(scan, results, budgets, rules, func(c Check) {
+		if c.Measured && !c.Pass {
+			out = append(out, c.Violation())
+		}
+	})
+	return out
+}
+
+// Check is one budget or alert rule judged against a scan, held or not: what CI test reports
+// list (one test case each), where CheckBudgets keeps only the broken ones.
+type Check struct {
+	Metric    string
+	Operator  string         // store.OpMin or store.OpMax
+	Threshold float64        //
+	Strategy  store.Strategy // the budget's strategy (both for an alert rule)
+	Rule      bool           // an alert rule rather than a budget
+	// Measured is false when the scan has no value to check (INP without field data, a
+	// strategy it did not audit): the check was not made, and is not a violation.
+	Measured bool
+	Actual   float64
+	PagePath string         // the worst page, for a vital
+	On       store.Strategy // the strategy Actual was measured on, when one
+	Pass     bool
+}
+
+// Violation is the check as CheckBudgets reports it when broken.
+func (c Check) Violation() Violation {
+	return Violation{Metric: c.Metric, Threshold: c.Threshold, Actual: c.Actual, Operator: c.Operator, PagePath: c.PagePath, Strategy: c.On}
+}
+
+// Checks judges every budget and alert rule of a site against a scan, in CheckBudgets' order.
+func Checks(scan store.ScanScores, results []store.PageResult, budgets map[string]store.Budget, rules []store.AlertRule) []Check {
+	out := make([]Check, 0, len(budgets)+len(rules))
+	eachCheck(scan, results, budgets, rules, func(c Check) { out = append(out, c) })
+	return out
+}
+
+// eachCheck judges the budgets, in the order of Metrics, then the rules in their order.
+func eachCheck(scan store.ScanScores, results []store.PageResult, budgets map[string]store.Budget, rules []store.AlertRule, fn func(Check)) {
+	judge := func(c Check) {
+		c.Actual, c.PagePath, c.On, c.Measured = actual(scan, results, c.Metric, c.Strategy)
+		c.Pass = !c.Measured || !(c.Operator == store.OpMin && c.Actual < c.Threshold || c.Operator == store.OpMax && c.Actual > c.Threshold)
+		fn(c)
 	}
-	checks := make([]check, 0, len(budgets)+len(rules))
 	for _, m := range Metrics {
 		if b, ok := budgets[m.Name]; ok && m.Budget {
-			checks = append(checks, check{m.Name, m.Op, b.Strategy, b.Threshold})
+			judge(Check{Metric: m.Name, Operator: m.Op, Threshold: b.Threshold, Strategy: b.Strategy})
 		}
 	}
 	for _, r := range rules {
-		checks = append(checks, check{r.Metric, r.Operator, store.StrategyBoth, r.Threshold})
+		judge(Check{Metric: r.Metric, Operator: r.Operator, Threshold: r.Threshold, Strategy: store.StrategyBoth, Rule: true})
 	}
-	out := make([]Violation, 0, len(checks))
-	for _, c := range checks {
-		v, path, strategy, ok := actual(scan, results, c.metric, c.strategy)
-		if !ok {
-			continue
-		}
-		if c.op == store.OpMin && v < c.threshold || c.op == store.OpMax && v > c.threshold {
-			out = append(out, Violation{Metric: c.metric, Threshold: c.threshold, Actual: v, Operator: c.op, PagePath: path, Strategy: strategy})
-		}
-	}
-	return out
 }
 
 // Severity of an accessibility audit from its score (interface MCP rule 1).

@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 
 	"sitepulse/store"
@@ -165,5 +166,49 @@ func TestWorstPageTies(t *testing.T) {
 	}
 	if _, ok := WorstPage(tie, "desktop"); ok {
 		t.Error("found a desktop page in a mobile scan")
+	}
+}
+
+// TestChecks: every budget and rule is judged, held or broken or unmeasured, in CheckBudgets'
+// order, and the broken measured ones are exactly CheckBudgets' violations.
+func TestChecks(t *testing.T) {
+	results := []store.PageResult{
+		page("/", "mobile", ip(16), nil, nil, nil, store.Vitals{LCP: fp(8305), CLS: fp(0.05)}),
+		page("/b", "mobile", ip(92), nil, nil, nil, store.Vitals{LCP: fp(2654)}),
+	}
+	budgets := map[string]store.Budget{"performance": {Threshold: 90}, "cls": {Threshold: 0.1}, "inp": {Threshold: 200}, "lcp": {Threshold: 2500, Strategy: "mobile"}}
+	rules := []store.AlertRule{{Metric: "seo", Operator: "min", Threshold: 50}, {Metric: "performance", Operator: "max", Threshold: 99}}
+	type row struct {
+		metric, op string
+		rule       bool
+		measured   bool
+		actual     float64
+		path       string
+		pass       bool
+	}
+	var got []row
+	checks := Checks(ScanScores(results), results, budgets, rules)
+	for _, c := range checks {
+		got = append(got, row{c.Metric, c.Operator, c.Rule, c.Measured, c.Actual, c.PagePath, c.Pass})
+	}
+	want := []row{
+		{"performance", "min", false, true, 54, "", false},
+		{"lcp", "max", false, true, 8305, "/", false},
+		{"cls", "max", false, true, 0.05, "/", true},
+		{"inp", "max", false, false, 0, "", true}, // no field data: not checked
+		{"seo", "min", true, false, 0, "", true},  // no SEO score: not checked
+		{"performance", "max", true, true, 54, "", true},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("checks\ngot  %+v\nwant %+v", got, want)
+	}
+	var broken []Violation
+	for _, c := range checks {
+		if c.Measured && !c.Pass {
+			broken = append(broken, c.Violation())
+		}
+	}
+	if v := CheckBudgets(ScanScores(results), results, budgets, rules); !reflect.DeepEqual(v, broken) {
+		t.Errorf("CheckBudgets = %+v, the broken checks %+v", v, broken)
 	}
 }

@@ -32,6 +32,10 @@ func (e *UnavailableError) Error() string {
 
 func (e *UnavailableError) Unwrap() error { return ErrPSIUnavailable }
 
+// RetryAt is when to try again: what a 429's Retry-After says to a pipeline whose scan the
+// workspace's daily audits refused.
+func (e *UnavailableError) RetryAt() time.Time { return e.Until }
+
 // psiVerdict is what one audit tells the breaker about PSI itself, whatever it says of the page.
 type psiVerdict int
 

@@ -59,6 +59,7 @@ type Store struct {
 	// accountLinks are the e-mailed reset and e-mail change links by token hash (users.go).
 	accountLinks map[string]store.AccountLink
 	access       map[string]store.SiteAccess // sites' access settings, sealed, by site (access.go)
+	wakes        map[chan struct{}]struct{}  // WakeOnJobs' channels (wake.go)
 }
 
 type memResult struct {

@@ -39,6 +39,7 @@ func (m *Store) insertJob(kind string, args any, scanID string, runAt, createdAt
 	m.nextJob++
 	j.ID = m.nextJob
 	m.jobs[j.ID] = j
+	m.wakeAll()
 	return j, nil
 }
 
@@ -60,9 +61,10 @@ func (m *Store) enqueue(s store.Scan, kind string, runAt time.Time) error {
 	s.Status = store.StatusQueued
 	s.CreatedAt = store.Now(s.CreatedAt)
 	s.StartedAt, s.CompletedAt = nil, nil
-	if _, err := m.insertJob(kind, store.ScanJob{ScanID: s.ID}, s.ID, runAt, s.CreatedAt); err != nil {
+	if _, err := m.insertJob(kind, store.ScanJob{ScanID: s.ID, Pages: s.Pages}, s.ID, runAt, s.CreatedAt); err != nil {
 		return err
 	}
+	s.Pages = nil // kept in the job only, as on Postgres
 	m.scans[s.ID] = cloneScan(s)
 	return nil
 }
@@ -122,6 +124,18 @@ func (m *Store) ScanForJob(ctx context.Context, scanID string) (store.Scan, stor
 		return store.Scan{}, store.Site{}, store.NotFound("site")
 	}
 	return cloneScan(s), cloneSite(site), nil
+}
+
+func (m *Store) ScansByID(ctx context.Context, ids []string) (map[string]store.Scan, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[string]store.Scan{}
+	for _, id := range ids {
+		if s, ok := m.scans[id]; ok {
+			out[id] = cloneScan(s)
+		}
+	}
+	return out, nil
 }
 
 func (m *Store) StartScan(ctx context.Context, l store.Lease, pagesTotal int, now time.Time) error {

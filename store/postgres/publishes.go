@@ -15,19 +15,19 @@ func (p *Store) RecordPublish(ctx context.Context, pub store.Publish) error {
 	}
 	pub.Normalize()
 	// The scan, when named, must be the site's: a publish never points into another site.
-	res, err := p.db.ExecContext(ctx, `INSERT INTO publishes (id, site_id, platform_event_id, published_by, published_on, domains, scan_id)
-		SELECT $1, s.id, $3, $4, $5, $6, $7 FROM sites s
+	res, err := p.db.ExecContext(ctx, `INSERT INTO publishes (id, site_id, platform_event_id, published_by, published_on, domains, scan_id, commit_sha)
+		SELECT $1, s.id, $3, $4, $5, $6, $7, $8 FROM sites s
 		WHERE s.id = $2 AND ($7::uuid IS NULL OR EXISTS (SELECT 1 FROM scans WHERE id = $7 AND site_id = s.id))`,
-		pub.ID, pub.SiteID, pub.PlatformEventID, pub.PublishedBy, store.Now(pub.PublishedOn), pq.StringArray(nonNil(pub.Domains)), nullString(pub.ScanID))
+		pub.ID, pub.SiteID, pub.PlatformEventID, pub.PublishedBy, store.Now(pub.PublishedOn), pq.StringArray(nonNil(pub.Domains)), nullString(pub.ScanID), pub.Commit)
 	return pgErr("record publish", affected(res, err, store.NotFound("site")))
 }
 
-const publishCols = `p.id, p.site_id, p.platform_event_id, p.published_by, p.published_on, p.domains, coalesce(p.scan_id::text, '')`
+const publishCols = `p.id, p.site_id, p.platform_event_id, p.published_by, p.published_on, p.domains, coalesce(p.scan_id::text, ''), p.commit_sha`
 
 func scanPublish(r rowScanner) (store.Publish, error) {
 	var pub store.Publish
 	var domains pq.StringArray
-	err := r.Scan(&pub.ID, &pub.SiteID, &pub.PlatformEventID, &pub.PublishedBy, &pub.PublishedOn, &domains, &pub.ScanID)
+	err := r.Scan(&pub.ID, &pub.SiteID, &pub.PlatformEventID, &pub.PublishedBy, &pub.PublishedOn, &domains, &pub.ScanID, &pub.Commit)
 	pub.Domains, pub.PublishedOn = []string(domains), pub.PublishedOn.UTC()
 	return pub, err
 }

@@ -22,7 +22,7 @@ func (p *Store) EnqueueScan(ctx context.Context, s store.Scan, kind string, runA
 		if err != nil {
 			return pgErr("enqueue scan", err)
 		}
-		_, err = insertJob(ctx, tx, kind, store.ScanJob{ScanID: s.ID}, s.ID, runAt, s.CreatedAt)
+		_, err = insertJob(ctx, tx, kind, store.ScanJob{ScanID: s.ID, Pages: s.Pages}, s.ID, runAt, s.CreatedAt)
 		return err
 	})
 }

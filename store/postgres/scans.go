@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/lib/pq"
+
 	"sitepulse/store"
 )
 
@@ -44,6 +46,24 @@ func (p *Store) Scan(ctx context.Context, userID, scanID string) (store.Scan, er
 	s, err := scanScan(p.db.QueryRowContext(ctx, `SELECT `+scanCols+` FROM scans c
 		JOIN sites s ON s.id = c.site_id WHERE c.id = $1 AND `+readable("s.workspace_id", 2), scanID, userID))
 	return s, pgErr("scan", err)
+}
+
+func (p *Store) ScansByID(ctx context.Context, ids []string) (map[string]store.Scan, error) {
+	out := map[string]store.Scan{}
+	valid := pq.StringArray{}
+	for _, id := range ids {
+		if uuidOK(id) {
+			valid = append(valid, id)
+		}
+	}
+	if len(valid) == 0 {
+		return out, nil
+	}
+	list, err := queryAll(ctx, p.db, "scans by id", scanScan, `SELECT `+scanCols+` FROM scans c WHERE c.id = ANY($1::uuid[])`, valid)
+	for _, sc := range list {
+		out[sc.ID] = sc
+	}
+	return out, err
 }
 
 func (p *Store) ScansOf(ctx context.Context, userID, siteID string, limit int) ([]store.Scan, error) {

@@ -70,12 +70,12 @@ var siteDetailsSQL = `WITH site AS (SELECT s.id FROM sites s WHERE s.id = $1 AND
 	UNION ALL
 	SELECT 'p', '', '', '', '', NULL, doc FROM (SELECT json_build_object('id', p.id, 'siteId', p.site_id,
 		'platformEventId', p.platform_event_id, 'publishedBy', p.published_by, 'publishedOn', p.published_on,
-		'domains', p.domains, 'scanId', p.scan)::text AS doc FROM pub p WHERE p.published_on >= $5
+		'domains', p.domains, 'scanId', p.scan, 'commit', p.commit_sha)::text AS doc FROM pub p WHERE p.published_on >= $5
 		ORDER BY p.published_on DESC, p.id DESC LIMIT $6) latest
 	UNION ALL
 	SELECT 'l', '', '', '', '', NULL, json_build_object('id', p.id, 'siteId', p.site_id,
 		'platformEventId', p.platform_event_id, 'publishedBy', p.published_by, 'publishedOn', p.published_on,
-		'domains', p.domains, 'scanId', p.scan)::text FROM pub p WHERE p.scan_id = $7::uuid
+		'domains', p.domains, 'scanId', p.scan, 'commit', p.commit_sha)::text FROM pub p WHERE p.scan_id = $7::uuid
 	UNION ALL
 	SELECT 'b', '', '', '', '', NULL, (SELECT coalesce(json_object_agg(b.metric, json_build_object('threshold', b.threshold,
 		'strategy', b.strategy)), '{}') FROM budgets b WHERE b.site_id = site.id)::text FROM site
@@ -171,15 +171,15 @@ func (p *Store) SiteView(ctx context.Context, userID, siteID string, history, co
 			v.Errors = append(v.Errors, store.PageError{ScanID: scan, PagePath: path, PageURL: url, Strategy: store.Strategy(strategy), Error: doc.String})
 		case "p", "l":
 			var pub struct {
-				ID, SiteID, PlatformEventID, PublishedBy, ScanID string
-				PublishedOn                                      time.Time
-				Domains                                          []string
+				ID, SiteID, PlatformEventID, PublishedBy, ScanID, Commit string
+				PublishedOn                                              time.Time
+				Domains                                                  []string
 			}
 			if err := json.Unmarshal([]byte(doc.String), &pub); err != nil {
 				return v, fmt.Errorf("publish of site %s: %w", siteID, err)
 			}
 			x := store.Publish{ID: pub.ID, SiteID: pub.SiteID, PlatformEventID: pub.PlatformEventID, PublishedBy: pub.PublishedBy,
-				PublishedOn: pub.PublishedOn.UTC(), Domains: nonNil(pub.Domains), ScanID: pub.ScanID}
+				PublishedOn: pub.PublishedOn.UTC(), Domains: nonNil(pub.Domains), Commit: pub.Commit, ScanID: pub.ScanID}
 			if kind == "l" {
 				v.Publish = &x
 			} else {

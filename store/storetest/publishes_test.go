@@ -10,8 +10,9 @@ import (
 	"sitepulse/store"
 )
 
-// testPublishes: a publish keeps who published what and the scan it started, is read back by
-// its site's owner only, and a name the display-text rule refuses is dropped, not stored.
+// testPublishes: a publish keeps who published what, the commit a CI pipeline deployed and the
+// scan it started, is read back by its site's owner only, and a name the display-text rule
+// refuses (or a commit that is not one) is dropped, not stored.
 func testPublishes(t *testing.T, s store.Store) {
 	a := newUser(t, s, "a@example.com")
 	b := newUser(t, s, "b@example.com")
@@ -21,9 +22,10 @@ func testPublishes(t *testing.T, s store.Store) {
 	otherScan := enqueue(t, s, other, t0)
 
 	first := store.Publish{ID: store.NewID(), SiteID: site.ID, PlatformEventID: "evt_1", PublishedBy: "  Ana ",
-		PublishedOn: t0.Add(-time.Hour), Domains: []string{"shop.example", "www.shop.example"}, ScanID: sc.ID}
+		PublishedOn: t0.Add(-time.Hour), Domains: []string{"shop.example", "www.shop.example"}, ScanID: sc.ID,
+		Commit: " 1A2B3C4D5E6F7A8B9C0D1E2F3A4B5C6D7E8F9A0B "}
 	must(t, s.RecordPublish(ctx, first))
-	second := store.Publish{ID: store.NewID(), SiteID: site.ID, PublishedBy: "Bo\u202eb", PublishedOn: t0}
+	second := store.Publish{ID: store.NewID(), SiteID: site.ID, PublishedBy: "Bo\u202eb", PublishedOn: t0, Commit: "main; rm -rf /"}
 	must(t, s.RecordPublish(ctx, second))
 	wantErr(t, s.RecordPublish(ctx, store.Publish{ID: store.NewID(), SiteID: site.ID, PublishedOn: t0, ScanID: otherScan.ID}), store.ErrNotFound)
 	wantErr(t, s.RecordPublish(ctx, store.Publish{ID: store.NewID(), SiteID: store.NewID(), PublishedOn: t0}), store.ErrNotFound)
@@ -35,6 +37,7 @@ func testPublishes(t *testing.T, s store.Store) {
 	must(t, err)
 	want := []store.Publish{first, second}
 	want[0].PublishedBy, want[1].PublishedBy, want[1].Domains = "Ana", "", []string{}
+	want[0].Commit, want[1].Commit = "1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b", ""
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("publishes = %+v\nwant %+v", got, want)
 	}
@@ -49,7 +52,7 @@ func testPublishes(t *testing.T, s store.Store) {
 
 	byScan, err := s.PublishesOfScans(ctx, a.ID, []string{sc.ID, otherScan.ID, "not-a-uuid"})
 	must(t, err)
-	if len(byScan) != 1 || byScan[sc.ID].PublishedBy != "Ana" || strings.Join(byScan[sc.ID].Domains, ",") != "shop.example,www.shop.example" {
+	if len(byScan) != 1 || byScan[sc.ID].PublishedBy != "Ana" || byScan[sc.ID].Commit != want[0].Commit || strings.Join(byScan[sc.ID].Domains, ",") != "shop.example,www.shop.example" {
 		t.Errorf("publishes of scans = %+v, want Ana's for %s only", byScan, sc.ID)
 	}
 	if got, _ := s.PublishesOfScans(ctx, b.ID, []string{sc.ID}); len(got) != 0 {

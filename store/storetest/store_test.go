@@ -100,6 +100,8 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 		{"at most one prune job is queued or running, and one an hour", testEnqueuePrune},
 		{"a site's page reads what the separate reads give, for the owner only", testSiteView},
 		{"a site's access setting is written by owners and editors, read by members, sealed, and goes with its site", testSiteAccess},
+		{"a scan started with pages of its own carries them in its job, not in the scan", testScanPagesInJob},
+		{"scans are read by id in one call, any status, unknown ids skipped", testScansByID},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

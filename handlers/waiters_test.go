@@ -1,0 +1,130 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"sitepulse/scanner/scantest"
+	"sitepulse/store"
+	"sitepulse/store/storetest"
+)
+
+// TestWaitersOneReadForAll: however many checks wait, each notification costs one read of every
+// awaited scan (no poll per waiter), a finished scan releases exactly its waiters, the others
+// stay parked, and the goroutine stops once nobody waits.
+func TestWaitersOneReadForAll(t *testing.T) {
+	clock := scantest.NewClock(fixtureNow)
+	var mu sync.Mutex
+	states := map[string]store.Scan{}
+	var reads [][]string
+	read := func(_ context.Context, ids []string) (map[string]store.Scan, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		reads = append(reads, slices.Sorted(slices.Values(ids)))
+		out := map[string]store.Scan{}
+		for _, id := range ids {
+			if sc, ok := states[id]; ok {
+				out[id] = sc
+			}
+		}
+		return out, nil
+	}
+	wake := make(chan struct{}, 1)
+	ws := newScanWaiters(read, wake, nil, clock.NewTimer, 1000, slog.New(slog.DiscardHandler))
+	const n = 100
+	var waiters []*scanWaiter
+	for i := range n {
+		id := fmt.Sprintf("scan-%02d", i%10) // 10 scans, 10 waiters each
+		mu.Lock()
+		states[id] = store.Scan{ID: id, Status: store.StatusRunning}
+		mu.Unlock()
+		w, err := ws.add(id, fmt.Sprint("workspace-", i%3))
+		must(t, err)
+		waiters = append(waiters, w)
+	}
+	// Each add kicks a read (a scan may have finished before its waiter was parked; pending kicks
+	// fold into one); wait for one, then count from there.
+	storetest.WaitFor(t, "the kicks read", func() bool { mu.Lock(); defer mu.Unlock(); return len(reads) > 0 })
+	mu.Lock()
+	states["scan-03"] = store.Scan{ID: "scan-03", Status: store.StatusComplete}
+	delete(states, "scan-07") // deleted with its site
+	before := len(reads)
+	mu.Unlock()
+	wake <- struct{}{}
+	released := 0
+	for i, w := range waiters {
+		id := fmt.Sprintf("scan-%02d", i%10)
+		if id != "scan-03" && id != "scan-07" {
+			continue
+		}
+		select {
+		case sc := <-w.done:
+			if id == "scan-03" && sc.Status != store.StatusComplete || id == "scan-07" && sc.ID != "" {
+				t.Errorf("waiter of %s got %+v", id, sc)
+			}
+			released++
+		case <-time.After(storetest.Timeout()):
+			t.Fatalf("the waiter of %s was not released", id)
+		}
+	}
+	mu.Lock()
+	after := reads[before:]
+	mu.Unlock()
+	if released != 20 || ws.waiting() != 80 || len(after) == 0 || len(after[0]) != 10 {
+		t.Errorf("released %d, waiting %d, reads since the wake %v", released, ws.waiting(), after)
+	}
+	for i, w := range waiters {
+		if id := fmt.Sprintf("scan-%02d", i%10); id != "scan-03" && id != "scan-07" {
+			select {
+			case sc := <-w.done:
+				t.Errorf("the waiter of running %s was released: %+v", id, sc)
+			default:
+			}
+			ws.remove(w)
+		}
+	}
+	if ws.waiting() != 0 {
+		t.Errorf("%d still waiting", ws.waiting())
+	}
+	// Nobody waits: the next wake ends the goroutine, which reads nothing more.
+	wake <- struct{}{}
+	storetest.WaitFor(t, "the goroutine to stop", func() bool { ws.mu.Lock(); defer ws.mu.Unlock(); return !ws.running })
+}
+
+// TestWaitersCaps: at most max waits in all and maxWaitersPerTenant per workspace.
+func TestWaitersCaps(t *testing.T) {
+	read := func(_ context.Context, ids []string) (map[string]store.Scan, error) { // every scan runs
+		out := map[string]store.Scan{}
+		for _, id := range ids {
+			out[id] = store.Scan{ID: id, Status: store.StatusRunning}
+		}
+		return out, nil
+	}
+	clock := scantest.NewClock(fixtureNow)
+	ws := newScanWaiters(read, nil, nil, clock.NewTimer, maxWaitersPerTenant+1, slog.New(slog.DiscardHandler))
+	var held []*scanWaiter
+	for range maxWaitersPerTenant {
+		w, err := ws.add("s", "busy")
+		must(t, err)
+		held = append(held, w)
+	}
+	if _, err := ws.add("s", "busy"); err != errTooManyWaits {
+		t.Errorf("past the workspace's cap: %v", err)
+	}
+	w, err := ws.add("s", "other")
+	must(t, err)
+	if _, err := ws.add("s", "third"); err != errTooManyWaits {
+		t.Errorf("past the process's cap: %v", err)
+	}
+	for _, h := range append(held, w) {
+		ws.remove(h)
+	}
+	if ws.waiting() != 0 {
+		t.Errorf("%d waiting", ws.waiting())
+	}
+}
