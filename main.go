@@ -80,6 +80,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 
 	// Every fetch made on a user's behalf goes through the guard.
 	guard := netguard.Guard{AllowPrivate: cfg.ScanAllowPrivate}
+	if cfg.WorkspaceScans >= cfg.ScanWorkers && cfg.ScanWorkers > 1 {
+		log.Warn("SCANS_PER_WORKSPACE is not below SCAN_WORKERS: one workspace's scans can hold every scan worker of this process while another's wait",
+			"scans_per_workspace", cfg.WorkspaceScans, "scan_workers", cfg.ScanWorkers)
+	}
 	if guard.AllowPrivate {
 		log.Warn("SCAN_ALLOW_PRIVATE=true: scans may fetch loopback, private and link-local addresses; do not run a multi-tenant service this way")
 	}
@@ -295,7 +299,8 @@ func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Au
 	}
 	deliverer := &notify.Deliverer{Store: st, Keys: opener, Client: fetch, Mail: mail, BaseURL: cfg.BaseURL, Log: log, Now: time.Now}
 	return scanner.NewPool(scanner.PoolConfig{
-		Store: st, Retention: st, Auditor: auditor, Capacity: capacity, Log: log, Workers: cfg.ScanWorkers, Wake: wake, Platform: refresher,
+		Store: st, Retention: st, Auditor: auditor, Capacity: capacity, Log: log, Workers: cfg.ScanWorkers, WorkspaceScans: cfg.WorkspaceScans,
+		Wake: wake, Platform: refresher,
 		ConfirmRuns:   cfg.ConfirmRuns,
 		Lease:         time.Duration(cfg.ScanLease) * time.Second,
 		Deadline:      time.Duration(cfg.ScanDeadline) * time.Second,
@@ -303,7 +308,7 @@ func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Au
 		Discovery: discover.Discovery{MaxPages: cfg.MaxPagesPerScan, Client: fetch,
 			Deadline: time.Duration(cfg.DiscoveryTimeout) * time.Second},
 		Quota: psi.NewAccountQuota(cfg.UserDailyAudits, st),
-		Kinds: []scanner.KindWorker{scanner.Work(1, digest.Work), scanner.Work(1, alerts.Work), scanner.Work(4, deliverer.Work)},
+		Kinds: []scanner.KindWorker{scanner.Work(1, digest.Work), scanner.Work(1, alerts.Work), scanner.Work(notify.DeliveryWorkers, deliverer.Work).PerWorkspace(notify.WorkspaceDeliveries)},
 		Then:  notify.AfterScan,
 	})
 }

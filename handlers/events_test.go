@@ -73,7 +73,7 @@ func TestScanFeedPollsOncePerScan(t *testing.T) {
 		}
 	}
 	// The scan ends: every subscriber gets the terminal status, then its channel closes.
-	job, err := mem.ClaimJob(t.Context(), store.KindScan, "w", now.Add(time.Second))
+	job, err := mem.ClaimJob(t.Context(), store.KindScan, "w", now.Add(time.Second), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
