@@ -100,7 +100,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	// The demo site's audits are replayed offline; every other site's go to the real auditor.
-	pool := newPool(ctx, cfg, st, demo.Replaying(replay, auditor), capacity, guard.Client(), connector, digest, chKeys, log)
+	// One account's audits stay under its share of the PSI key's day, however many workspaces it has.
+	quota := psi.NewAccountQuota(cfg.auditLimits(), st)
+	log.Info("audit budgets", "workspace_daily", cfg.auditLimits().Workspace, "account_daily", cfg.auditLimits().Account)
+	pool := newPool(ctx, cfg, st, demo.Replaying(replay, auditor), capacity, quota, guard.Client(), connector, digest, chKeys, log)
 	pool.Start()
 	// Deferred after the store's Close, so it runs before it: HTTP server, scanner, store.
 	defer func() {
@@ -115,7 +118,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	// The authorization server issues the access tokens the MCP endpoint accepts. It fetches
 	// Client ID Metadata Documents, which anyone can point at any URL, through the guard.
 	authServer := oauth.New(oauth.Config{Store: st, BaseURL: cfg.BaseURL, Log: log, MetadataClient: guard.Client()})
-	mcpServer := mcp.New(mcp.Config{Store: st, BaseURL: cfg.BaseURL, Log: log, Quota: psi.NewAccountQuota(cfg.UserDailyAudits, st)})
+	mcpServer := mcp.New(mcp.Config{Store: st, BaseURL: cfg.BaseURL, Log: log, Quota: quota})
 	var authKey []byte
 	if cfg.AuthKey != "" {
 		authKey, _ = base64.StdEncoding.DecodeString(cfg.AuthKey) // checked by loadConfig
@@ -271,7 +274,7 @@ func newAuditor(cfg config, guard netguard.Guard, log *slog.Logger) (scanner.Aud
 // newPool is the scan worker pool with its regression digest. A store that can announce new
 // jobs (Postgres LISTEN/NOTIFY) wakes the dispatcher at once; it polls either way. Sitemaps
 // are fetched with fetch, the guarded client.
-func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Auditor, capacity *psi.Capacity, fetch *http.Client, connector *platform.Connector, digest *notify.Digest, chKeys *platform.Keys, log *slog.Logger) *scanner.Pool {
+func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Auditor, capacity *psi.Capacity, quota *psi.AccountQuota, fetch *http.Client, connector *platform.Connector, digest *notify.Digest, chKeys *platform.Keys, log *slog.Logger) *scanner.Pool {
 	var wake <-chan struct{}
 	if w, ok := st.(store.JobWaker); ok {
 		ch, err := w.WakeOnJobs(ctx, func(err error) { log.Warn("job notifications", "err", err) })
@@ -307,7 +310,7 @@ func newPool(ctx context.Context, cfg config, st store.Store, auditor scanner.Au
 		ScheduleEvery: time.Duration(cfg.SchedulePoll) * time.Second,
 		Discovery: discover.Discovery{MaxPages: cfg.MaxPagesPerScan, Client: fetch,
 			Deadline: time.Duration(cfg.DiscoveryTimeout) * time.Second},
-		Quota: psi.NewAccountQuota(cfg.UserDailyAudits, st),
+		Quota: quota,
 		Kinds: []scanner.KindWorker{scanner.Work(1, digest.Work), scanner.Work(1, alerts.Work), scanner.Work(notify.DeliveryWorkers, deliverer.Work).PerWorkspace(notify.WorkspaceDeliveries)},
 		Then:  notify.AfterScan,
 	})

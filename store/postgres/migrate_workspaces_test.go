@@ -96,8 +96,9 @@ func TestMigrationMovesRowsIntoPersonalWorkspaces(t *testing.T) {
 	if c, err := s.PlatformConnection(ctx, ada); err != nil || c.TokenSealed != "k1.sealed" {
 		t.Fatalf("old platform connection %+v, %v", c, err)
 	}
-	if n, err := s.AuditsTaken(ctx, ada, now); err != nil || n != 7 {
-		t.Fatalf("audits taken %d, %v; want the day's 7 kept", n, err)
+	// Migration 022 starts each account from what its workspaces spent that day.
+	if n, err := s.AuditsTaken(ctx, ada, now); err != nil || n != (store.AuditUsage{Workspace: 7, Account: 7}) {
+		t.Fatalf("audits taken %+v, %v; want the day's 7 kept, the workspace's and its owner's", n, err)
 	}
 	// A new account after the migration gets its own personal workspace.
 	carol := store.User{ID: store.NewID(), Email: "carol@example.com", PasswordHash: "h", CreatedAt: now}
