@@ -5,28 +5,11 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"sitepulse/store"
 	"sitepulse/store/storetest"
 )
-
-// siteReads is a store that counts the reads of sites a request makes.
-type siteReads struct {
-	store.Store
-	n atomic.Int64
-}
-
-func (s *siteReads) Site(ctx context.Context, userID, siteID string) (store.Site, error) {
-	s.n.Add(1)
-	return s.Store.Site(ctx, userID, siteID)
-}
-
-func (s *siteReads) SitesIn(ctx context.Context, userID, workspaceID string) ([]store.Site, error) {
-	s.n.Add(1)
-	return s.Store.SitesIn(ctx, userID, workspaceID)
-}
 
 // The third red team's channel form repeated one site id 9,990 times and the handler read the
 // site once per copy (2.4 s). Repeated values are deduplicated and capped before any store
@@ -35,7 +18,7 @@ func (s *siteReads) SitesIn(ctx context.Context, userID, workspaceID string) ([]
 func TestRepeatedFormValuesCostOneRead(t *testing.T) {
 	for _, be := range storetest.Backends(t) {
 		t.Run(be.Name, func(t *testing.T) {
-			st := &siteReads{Store: be.Open(t)}
+			st := &countingStore{Store: be.Open(t)}
 			hk := newHook(t)
 			ts, b := channelsServer(t, st, hk)
 			ws := b.userID
@@ -48,10 +31,10 @@ func TestRepeatedFormValuesCostOneRead(t *testing.T) {
 			for i := range same {
 				same[i] = site.ID
 			}
-			st.n.Store(0)
+			st.sites.Store(0)
 			resp, _ := b.postCSRF("/workspaces/"+ws+"/channels", form(same))
 			wantStatus(t, resp, http.StatusSeeOther)
-			if n := st.n.Load(); n > 1 {
+			if n := st.sites.Load(); n > 1 {
 				t.Errorf("%d reads of sites for one site id repeated 9,990 times, want 1", n)
 			}
 			chs, err := st.ChannelsIn(context.Background(), b.userID, ws)
@@ -65,12 +48,12 @@ func TestRepeatedFormValuesCostOneRead(t *testing.T) {
 			for i := range many {
 				many[i] = store.NewID()
 			}
-			st.n.Store(0)
+			st.sites.Store(0)
 			resp, body := b.postCSRF("/workspaces/"+ws+"/channels", form(many))
 			wantStatus(t, resp, http.StatusUnprocessableEntity)
 			contains(t, body, "Choose sites from the list.")
 			// The page shown with the message lists the workspace's sites: that read only.
-			if n := st.n.Load(); n > 1 {
+			if n := st.sites.Load(); n > 1 {
 				t.Errorf("%d reads of sites for a form naming 51 sites, want only the page's list", n)
 			}
 			if strings.Count(body, `name="sites"`) == 0 {

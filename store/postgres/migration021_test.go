@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"sitepulse/store"
-	"sitepulse/store/postgres"
-	"sitepulse/store/storetest"
 )
 
 // Migration 021 gives each unfinished job the workspace it works for: a scan job its site's, a
@@ -15,18 +13,7 @@ import (
 // workspaces), so the fair claim counts them from the first claim after the upgrade.
 func TestMigrationGivesJobsTheirWorkspace(t *testing.T) {
 	ctx := context.Background()
-	dsn := storetest.SchemaDSN(t)
-	old, err := postgres.OpenMigratedTo(ctx, dsn, 20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := old.DB()
-	exec := func(q string, args ...any) {
-		t.Helper()
-		if _, err := db.ExecContext(ctx, q, args...); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	exec, upgrade := olderSchema(t, 20)
 	ada, bob, site, scan := store.NewID(), store.NewID(), store.NewID(), store.NewID()
 	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 	exec(`INSERT INTO users (id, email, password_hash, created_at) VALUES ($1, 'ada@example.com', 'h', $3), ($2, 'bob@example.com', 'h', $3)`, ada, bob, now)
@@ -39,9 +26,7 @@ func TestMigrationGivesJobsTheirWorkspace(t *testing.T) {
 		('delivery', jsonb_build_object('userId', $4::text, 'channelId', 'c'), NULL, 'available', 3, $2, $2),
 		('delivery', jsonb_build_object('workspaceId', 'not-a-uuid', 'channelId', 'c'), NULL, 'available', 3, $2, $2),
 		('digest', '{}', NULL, 'available', 3, $2, $2)`, scan, now, bob, ada)
-	old.Close()
-
-	s := storetest.Open(t, dsn) // applies 021
+	s := upgrade() // applies 021
 	want := []string{ada, bob, ada, "", ""}
 	for i, w := range want {
 		j, err := s.Job(ctx, int64(i+1))

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"sitepulse/store"
-	"sitepulse/store/postgres"
-	"sitepulse/store/storetest"
 )
 
 // Migration 022 starts each account's daily count from what its workspaces spent that day (an
@@ -15,18 +13,7 @@ import (
 // creator from its activity, so the creator pays for its audits on that day even after leaving.
 func TestMigrationStartsAccountBudgets(t *testing.T) {
 	ctx := context.Background()
-	dsn := storetest.SchemaDSN(t)
-	old, err := postgres.OpenMigratedTo(ctx, dsn, 21)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := old.DB()
-	exec := func(q string, args ...any) {
-		t.Helper()
-		if _, err := db.ExecContext(ctx, q, args...); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	exec, upgrade := olderSchema(t, 21)
 	ada, bob, agency := store.NewID(), store.NewID(), store.NewID()
 	now := time.Now().UTC()
 	exec(`INSERT INTO users (id, email, password_hash, created_at) VALUES ($1, 'ada@example.com', 'h', $3), ($2, 'bob@example.com', 'h', $3)`, ada, bob, now)
@@ -35,9 +22,7 @@ func TestMigrationStartsAccountBudgets(t *testing.T) {
 	exec(`INSERT INTO memberships (workspace_id, user_id, role, created_at) VALUES ($1, $1, 'owner', $4), ($2, $2, 'owner', $4), ($3, $2, 'owner', $4)`, ada, bob, agency, now)
 	exec(`INSERT INTO activity (workspace_id, actor_id, action, subject, at) VALUES ($1, $2, 'created the workspace', 'Agency', $3)`, agency, ada, now)
 	exec(`INSERT INTO audit_usage (workspace_id, day, used) VALUES ($1, $3, 6), ($2, $3, 2)`, ada, agency, now.Format(time.DateOnly))
-	old.Close()
-
-	s := storetest.Open(t, dsn) // applies 022
+	s := upgrade() // applies 022
 	if u, err := s.AuditsTaken(ctx, ada, now); err != nil || u != (store.AuditUsage{Workspace: 6, Account: 6}) {
 		t.Errorf("ada's workspace: %+v, %v; want 6 of its own and of ada's account", u, err)
 	}
