@@ -26,10 +26,11 @@ type KindWorker struct {
 // Kind is the kind of job the worker runs.
 func (k KindWorker) Kind() string { return k.kind }
 
-// PerWorkspace caps at n the jobs of the kind one workspace may have running at once, across
-// every process (store.ClaimJob): with n below the workers, one workspace's jobs (eight alert
-// channels pointing at a slow receiver) never hold every worker while another workspace's job
-// waits. Workspaces take turns either way.
+// PerWorkspace caps at n the jobs of the kind one workspace may have running at once in this
+// process (store.ClaimJob): with n below the workers, one workspace's jobs (eight alert channels
+// pointing at a slow receiver) never hold every worker of a process while another workspace's
+// job waits, and a workspace alone still has n workers in every process. Workspaces take turns
+// either way.
 func (k KindWorker) PerWorkspace(n int) KindWorker {
 	k.perWorkspace = n
 	return k

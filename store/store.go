@@ -173,12 +173,12 @@ type Jobs interface {
 	EnqueueJob(ctx context.Context, args JobArgs, runAt time.Time) (Job, error)
 	// ClaimJob takes the next runnable job of a kind, marks it running under a new attempt and
 	// returns it; ErrNotFound when none is runnable at now. Workspaces take turns: the jobs of
-	// the workspaces with the fewest jobs of the kind running come first, then the oldest
-	// (run_at, id). With perWorkspace > 0 a workspace running that many jobs of the kind gets
-	// none until one ends, so one workspace's queue never holds every worker while another's
-	// waits. A job of no workspace counts as one of a workspace running none. One statement:
-	// claims made at the same instant by other processes may each see the same count, so across
-	// replicas the cap can be passed by as many claims as run at once.
+	// the workspaces with the fewest jobs of the kind running (in every process) come first,
+	// then the oldest (run_at, id). With perWorkspace > 0 a workspace already running that many
+	// jobs of the kind under workerID gets none from this worker until one ends, so a process
+	// whose workers outnumber perWorkspace always keeps one for other workspaces: one
+	// workspace's queue never holds every worker while another's waits, yet a lone workspace
+	// still uses every process. A job of no workspace counts as one of a workspace running none.
 	ClaimJob(ctx context.Context, kind, workerID string, now time.Time, perWorkspace int) (Job, error)
 	// Heartbeat extends the lease.
 	Heartbeat(ctx context.Context, l Lease, now time.Time) error

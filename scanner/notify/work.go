@@ -16,9 +16,9 @@ const (
 )
 
 // DeliveryWorkers is how many deliveries one process sends at once, and WorkspaceDeliveries
-// how many of them may be one workspace's (KindWorker.PerWorkspace, counted across every
-// process): a workspace whose channels point at slow receivers holds at most that many workers,
-// each for at most DeliveryTimeout, and the other workspaces' alerts go out on the rest.
+// how many of them may be one workspace's (KindWorker.PerWorkspace): a workspace whose channels
+// point at slow receivers holds at most that many of a process's workers, each for at most
+// DeliveryTimeout, and the other workspaces' alerts go out on the rest.
 const (
 	DeliveryWorkers     = 4
 	WorkspaceDeliveries = 2

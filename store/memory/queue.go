@@ -74,10 +74,14 @@ func (m *Store) enqueue(s store.Scan, kind string, runAt time.Time) error {
 func (m *Store) ClaimJob(ctx context.Context, kind, workerID string, now time.Time, perWorkspace int) (store.Job, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	running := map[string]int{} // as Postgres counts them: jobs of the kind running, by workspace
+	// As Postgres counts them: jobs of the kind running by workspace, anywhere and under workerID.
+	running, here := map[string]int{}, map[string]int{}
 	for _, j := range m.jobs {
 		if j.Kind == kind && j.State == store.JobRunning && j.WorkspaceID != "" {
 			running[j.WorkspaceID]++
+			if j.LockedBy == workerID {
+				here[j.WorkspaceID]++
+			}
 		}
 	}
 	var best *store.Job
@@ -86,7 +90,7 @@ func (m *Store) ClaimJob(ctx context.Context, kind, workerID string, now time.Ti
 			continue
 		}
 		n := running[j.WorkspaceID]
-		if perWorkspace > 0 && n >= perWorkspace {
+		if perWorkspace > 0 && here[j.WorkspaceID] >= perWorkspace {
 			continue
 		}
 		if best == nil || n < running[best.WorkspaceID] || n == running[best.WorkspaceID] &&

@@ -77,15 +77,17 @@ func scanJob(row rowScanner) (store.Job, error) {
 }
 
 // claimSQL is the one claim (FOR UPDATE SKIP LOCKED, River's JobGetAvailable): the runnable job
-// of kind $1 whose workspace runs the fewest jobs of the kind ($4 > 0: fewer than $4), oldest
-// first among equals, marked running under worker $2 at $3. The counts are of running jobs,
-// read by the same statement (jobs_running_workspace).
+// of kind $1 whose workspace runs the fewest jobs of the kind anywhere, oldest first among
+// equals, skipping ($4 > 0) the workspaces running $4 of them under worker $2 already, marked
+// running under worker $2 at $3. The counts are of running jobs, read by the same statement
+// (jobs_running_workspace).
 const claimSQL = `WITH running AS (
-		SELECT workspace_id, count(*) AS n FROM jobs WHERE kind = $1 AND state = 'running' AND workspace_id IS NOT NULL
+		SELECT workspace_id, count(*) AS n, count(*) FILTER (WHERE locked_by = $2) AS here
+		FROM jobs WHERE kind = $1 AND state = 'running' AND workspace_id IS NOT NULL
 		GROUP BY workspace_id),
 	next AS (
 		SELECT j.id FROM jobs j LEFT JOIN running r ON r.workspace_id = j.workspace_id
-		WHERE j.kind = $1 AND j.state = 'available' AND j.run_at <= $3 AND ($4::int <= 0 OR coalesce(r.n, 0) < $4::int)
+		WHERE j.kind = $1 AND j.state = 'available' AND j.run_at <= $3 AND ($4::int <= 0 OR coalesce(r.here, 0) < $4::int)
 		ORDER BY coalesce(r.n, 0), j.run_at, j.id FOR UPDATE OF j SKIP LOCKED LIMIT 1)
 	UPDATE jobs j SET state = 'running', attempt = j.attempt + 1, heartbeat_at = $3, locked_by = $2
 	FROM next WHERE j.id = next.id RETURNING ` + jobColsJ

@@ -88,4 +88,11 @@ func testFairClaims(t *testing.T, s store.Store) {
 	if got, want := strings.Join(order, " "), "A1 B1 -1 A2 none A3 none"; got != want {
 		t.Errorf("claims under a cap of 2: %s, want %s", got, want)
 	}
+	// The cap is per worker (process): another one still takes A's jobs, up to its own 2.
+	for i, want := range []bool{true, true, false} {
+		j, err := s.ClaimJob(ctx, "fair", "v", t0.Add(time.Hour), 2)
+		if got := err == nil && j.WorkspaceID == a.ID; got != want {
+			t.Errorf("another worker's claim %d: %+v, %v; want A's job: %v", i+1, j, err, want)
+		}
+	}
 }

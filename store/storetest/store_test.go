@@ -61,7 +61,7 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 		{"a second scan for a site with one in flight is SCAN_ALREADY_ACTIVE", testInFlight},
 		{"50 concurrent enqueues for one site create exactly one scan", testConcurrentEnqueue},
 		{"2 concurrent claimers over 500 jobs claim each exactly once", testConcurrentClaims},
-		{"workspaces take turns at the claim, and one at its cap of running jobs waits while others are claimed", testFairClaims},
+		{"workspaces take turns at the claim, and one at a worker's cap of its running jobs waits there while others are claimed", testFairClaims},
 		{"a job is claimed only from its queue and not before its run time", testRunAt},
 		{"a stale worker's writes are ignored after a rescue", testStaleWorker},
 		{"a rescue on the last attempt fails the scan", testRescueGivesUp},
