@@ -37,6 +37,7 @@ type config struct {
 	SMTPUsername    string
 	SMTPPassword    string
 	ScanWorkers     int
+	WorkspaceScans  int
 	ScanLease       int
 	MaxPagesPerScan int
 	PSIRateLimit    int
@@ -51,6 +52,7 @@ type config struct {
 	MaxSitesPerWorkspace int
 	MaxWorkspaces        int
 	UserDailyAudits      int
+	AccountAuditShare    int
 	SessionIdleMins      int
 	ConfirmRuns          int
 	ScanDeadline         int
@@ -62,6 +64,12 @@ type config struct {
 // siteRules are the rules of a site that depend on the configuration.
 func (c config) siteRules() store.SiteRules {
 	return store.SiteRules{AllowPrivate: c.ScanAllowPrivate, MaxPages: c.MaxPagesPerScan}
+}
+
+// auditLimits are the daily audit budgets: USER_DAILY_AUDITS a workspace, and
+// ACCOUNT_AUDIT_SHARE percent of PSI_DAILY_LIMIT an account across its workspaces.
+func (c config) auditLimits() store.AuditLimits {
+	return store.AuditLimits{Workspace: c.UserDailyAudits, Account: max(1, c.PSIDailyLimit*c.AccountAuditShare/100)}
 }
 
 // setting is one configuration value: its variable, flag, default and meaning. The table is the
@@ -102,6 +110,7 @@ func (c *config) settings() []setting {
 		{env: "SMTP_USERNAME", help: "SMTP user (PLAIN auth)", str: &c.SMTPUsername},
 		{env: "SMTP_PASSWORD", help: "SMTP password", str: &c.SMTPPassword, secret: true},
 		{env: "SCAN_WORKERS", def: "3", help: "scans audited at once by this process", num: &c.ScanWorkers, min: 1},
+		{env: "SCANS_PER_WORKSPACE", def: "2", help: "scans one workspace may have running at once in this process; its other scans wait while other workspaces' are claimed (keep it below SCAN_WORKERS, so every process keeps a worker for other workspaces)", num: &c.WorkspaceScans, min: 1},
 		{env: "SCAN_LEASE_SECONDS", def: "120", help: "seconds a running scan may go without a heartbeat before another process takes it over", num: &c.ScanLease, min: 2},
 		{env: "SCAN_DEADLINE_SECONDS", def: "1800", help: "seconds after its start a scan not yet complete is failed with the reason, freeing its site", num: &c.ScanDeadline, min: 1},
 		{env: "SCHEDULE_POLL_SECONDS", def: "60", help: "how often this process's scheduler enqueues the scans of sites whose daily or weekly scan is due", num: &c.SchedulePoll, min: 1},
@@ -116,6 +125,7 @@ func (c *config) settings() []setting {
 		{env: "MAX_SITES_PER_WORKSPACE", def: "50", help: "sites one workspace may have (MAX_SITES_PER_USER, its former name, is still read)", num: &c.MaxSitesPerWorkspace, min: 1, alias: "MAX_SITES_PER_USER"},
 		{env: "MAX_WORKSPACES_PER_USER", def: "10", help: "workspaces one account may own, its personal one included", num: &c.MaxWorkspaces, min: 1},
 		{env: "USER_DAILY_AUDITS", def: "6000", help: "audits the scans of one workspace may make per UTC day (counted in the store, so shared by every replica); past it, its scans wait for the next day", num: &c.UserDailyAudits, min: 1},
+		{env: "ACCOUNT_AUDIT_SHARE", def: "30", help: "percent of PSI_DAILY_LIMIT one account's audits may use per UTC day, across every workspace it owns (and any it created that day): counted in the store, kept when a workspace is deleted; past it, those workspaces' scans wait for the next day", num: &c.AccountAuditShare, min: 1},
 		{env: "SESSION_IDLE_MINUTES", def: "10080", help: "minutes without a request after which a browser session ends (default 7 days; sessions end after 30 days regardless)", num: &c.SessionIdleMins, min: 1},
 		{env: "PSI_BREAKER_SECONDS", def: "60", help: "seconds the PSI breaker stays open before one probe audit", num: &c.PSIBreakerSecs, min: 1},
 	}
@@ -208,6 +218,9 @@ func (c *config) validate() error {
 		if _, err := platform.ParseKeys(c.PlatformKey); err != nil {
 			return err
 		}
+	}
+	if c.AccountAuditShare > 100 {
+		return fmt.Errorf("ACCOUNT_AUDIT_SHARE=%d: want a percent of PSI_DAILY_LIMIT, 1 to 100", c.AccountAuditShare)
 	}
 	if c.SMTPAddr != "" && !strings.Contains(c.SMTPAddr, ":") {
 		return fmt.Errorf("SMTP_ADDR=%q: want host:port", c.SMTPAddr)

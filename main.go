@@ -97,6 +97,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 
 	// Every fetch made on a user's behalf goes through the guard.
 	guard := netguard.Guard{AllowPrivate: cfg.ScanAllowPrivate}
+	if cfg.WorkspaceScans >= cfg.ScanWorkers && cfg.ScanWorkers > 1 {
+		log.Warn("SCANS_PER_WORKSPACE is not below SCAN_WORKERS: one workspace's scans can hold every scan worker of this process while another's wait",
+			"scans_per_workspace", cfg.WorkspaceScans, "scan_workers", cfg.ScanWorkers)
+	}
 	if guard.AllowPrivate {
 		log.Warn("SCAN_ALLOW_PRIVATE=true: scans may fetch loopback, private and link-local addresses; do not run a multi-tenant service this way")
 	}
@@ -116,7 +120,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	// and the budget checks waiting for scans wake on them (a finished scan enqueues its alerts).
 	wakes := jobWakes(ctx, st, log, 2)
 	// The demo site's audits are replayed offline; every other site's go to the real auditor.
-	pool := newPool(cfg, st, demo.Replaying(replay, auditor), capacity, guard.Client(), connector, digest, chKeys, wakes[0], log)
+	// One account's audits stay under its share of the PSI key's day, however many workspaces it has.
+	quota := psi.NewAccountQuota(cfg.auditLimits(), st)
+	log.Info("audit budgets", "workspace_daily", cfg.auditLimits().Workspace, "account_daily", cfg.auditLimits().Account)
+	pool := newPool(cfg, st, demo.Replaying(replay, auditor), capacity, quota, guard.Client(), connector, digest, chKeys, wakes[0], log)
 	pool.Start()
 	// Deferred after the store's Close, so it runs before it: HTTP server, scanner, store.
 	defer func() {
@@ -131,7 +138,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	// The authorization server issues the access tokens the MCP endpoint accepts. It fetches
 	// Client ID Metadata Documents, which anyone can point at any URL, through the guard.
 	authServer := oauth.New(oauth.Config{Store: st, BaseURL: cfg.BaseURL, Log: log, MetadataClient: guard.Client()})
-	quota := psi.NewAccountQuota(cfg.UserDailyAudits, st)
 	mcpServer := mcp.New(mcp.Config{Store: st, BaseURL: cfg.BaseURL, Log: log, Quota: quota})
 	var authKey []byte
 	if cfg.AuthKey != "" {
@@ -330,7 +336,7 @@ func jobWakes(ctx context.Context, st store.Store, log *slog.Logger, n int) []<-
 // newPool is the scan worker pool with its regression digest. A store that can announce new
 // jobs (wake, from jobWakes) wakes the dispatcher at once; it polls either way. Sitemaps
 // are fetched with fetch, the guarded client.
-func newPool(cfg config, st store.Store, auditor scanner.Auditor, capacity *psi.Capacity, fetch *http.Client, connector *platform.Connector, digest *notify.Digest, chKeys *platform.Keys, wake <-chan struct{}, log *slog.Logger) *scanner.Pool {
+func newPool(cfg config, st store.Store, auditor scanner.Auditor, capacity *psi.Capacity, quota *psi.AccountQuota, fetch *http.Client, connector *platform.Connector, digest *notify.Digest, chKeys *platform.Keys, wake <-chan struct{}, log *slog.Logger) *scanner.Pool {
 	var refresher scanner.PageRefresher
 	if connector != nil { // a nil *Connector in the interface would not be nil
 		refresher = connector
@@ -353,7 +359,8 @@ func newPool(cfg config, st store.Store, auditor scanner.Auditor, capacity *psi.
 		accessKeys = chKeys
 	}
 	return scanner.NewPool(scanner.PoolConfig{
-		Store: st, Retention: st, Auditor: auditor, Capacity: capacity, Log: log, Workers: cfg.ScanWorkers, Wake: wake, Platform: refresher,
+		Store: st, Retention: st, Auditor: auditor, Capacity: capacity, Log: log, Workers: cfg.ScanWorkers, WorkspaceScans: cfg.WorkspaceScans,
+		Wake: wake, Platform: refresher,
 		AccessKeys:    accessKeys,
 		ConfirmRuns:   cfg.ConfirmRuns,
 		Lease:         time.Duration(cfg.ScanLease) * time.Second,
@@ -361,8 +368,8 @@ func newPool(cfg config, st store.Store, auditor scanner.Auditor, capacity *psi.
 		ScheduleEvery: time.Duration(cfg.SchedulePoll) * time.Second,
 		Discovery: discover.Discovery{MaxPages: cfg.MaxPagesPerScan, Client: fetch,
 			Deadline: time.Duration(cfg.DiscoveryTimeout) * time.Second},
-		Quota: psi.NewAccountQuota(cfg.UserDailyAudits, st),
-		Kinds: []scanner.KindWorker{scanner.Work(1, digest.Work), scanner.Work(1, alerts.Work), scanner.Work(4, deliverer.Work)},
+		Quota: quota,
+		Kinds: []scanner.KindWorker{scanner.Work(1, digest.Work), scanner.Work(1, alerts.Work), scanner.Work(notify.DeliveryWorkers, deliverer.Work).PerWorkspace(notify.WorkspaceDeliveries)},
 		Then:  notify.AfterScan,
 	})
 }

@@ -314,3 +314,29 @@ func TestDefaultAuditBudgetCoversAFullAccountScannedDaily(t *testing.T) {
 			c.UserDailyAudits, need, c.MaxSitesPerWorkspace, c.MaxPagesPerScan)
 	}
 }
+
+// One account's daily audits, across every workspace it owns, stay below the PSI key's day
+// (issue 34: ten workspaces of 6,000 audits each against 25,000), yet cover one full workspace
+// scanned daily; a share over 100 percent is refused.
+func TestDefaultAccountBudgetIsAShareOfTheKey(t *testing.T) {
+	var out strings.Builder
+	c, err := loadConfig(nil, func(string) string { return "" }, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := c.auditLimits()
+	if l.Account >= c.PSIDailyLimit/2 || l.Account < l.Workspace {
+		t.Errorf("the account budget defaults to %d of PSI_DAILY_LIMIT %d, want under half of it and at least a workspace's %d",
+			l.Account, c.PSIDailyLimit, l.Workspace)
+	}
+	env := map[string]string{"ACCOUNT_AUDIT_SHARE": "10", "PSI_DAILY_LIMIT": "1000"}
+	if c, err := loadConfig(nil, func(k string) string { return env[k] }, &out); err != nil || c.auditLimits().Account != 100 {
+		t.Errorf("10 percent of 1000: %+v, %v; want 100", c.auditLimits(), err)
+	}
+	for _, bad := range []string{"0", "101", "x"} {
+		env["ACCOUNT_AUDIT_SHARE"] = bad
+		if _, err := loadConfig(nil, func(k string) string { return env[k] }, &out); err == nil || !strings.Contains(err.Error(), "ACCOUNT_AUDIT_SHARE") {
+			t.Errorf("ACCOUNT_AUDIT_SHARE=%s: %v, want an error naming it", bad, err)
+		}
+	}
+}

@@ -128,7 +128,7 @@ func (f *apiFixture) recordScan(t testing.TB, siteID string, results []store.Pag
 	ctx := context.Background()
 	sc := store.Scan{ID: store.NewID(), SiteID: siteID, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: at}
 	must(t, f.st.EnqueueScan(ctx, sc, store.KindDemo, at))
-	job, err := f.st.ClaimJob(ctx, store.KindDemo, "test", at)
+	job, err := f.st.ClaimJob(ctx, store.KindDemo, "test", at, 0)
 	must(t, err)
 	must(t, f.st.StartScan(ctx, job.Lease(), len(results), at))
 	for _, r := range results {

@@ -327,7 +327,7 @@ func testBudgetCheckForCI(t *testing.T, st store.Store) {
 		_, sc, _ := f.startScan(t, key, body(""))
 		answer := f.background(t, ctx, key, "?format=junit", body(`,"scanId":"`+sc.ScanID+`","waitSeconds":600`))
 		f.waitTimer(t, 600*time.Second)
-		job, err := st.ClaimJob(ctx, store.KindScan, "test", time.Now())
+		job, err := st.ClaimJob(ctx, store.KindScan, "test", time.Now(), 0)
 		must(t, err)
 		must(t, st.FailScan(ctx, job.Lease(), "no page could be audited", f.now))
 		got := receive(t, answer, "the wait released by the failed scan")

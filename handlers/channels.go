@@ -22,7 +22,6 @@ type ChannelStore interface {
 	DeleteChannel(ctx context.Context, userID, workspaceID, channelID string) error
 	DeliveriesOf(ctx context.Context, userID, workspaceID, channelID string, limit int) ([]store.Delivery, error)
 	SitesIn(ctx context.Context, userID, workspaceID string) ([]store.Site, error)
-	Site(ctx context.Context, userID, siteID string) (store.Site, error)
 	notify.DelivererStore
 }
 
@@ -166,10 +165,22 @@ func maskURL(raw string) string {
 func (s *server) handleCreateChannel() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, uid, ws := r.Context(), visitorFrom(r.Context()).User.ID, workspaceFrom(r.Context())
+		// Repeated values are read once each, and capped, before any store read.
+		events, eventsOK := formValues(r, "events", len(store.EventTypes))
+		sites, sitesOK := formValues(r, "sites", s.MaxSitesPerWorkspace)
 		f := channelForm{Name: r.PostForm.Get("name"), Kind: r.PostForm.Get("kind"), URL: strings.TrimSpace(r.PostForm.Get("url")),
-			Events: r.PostForm["events"], Sites: r.PostForm["sites"]}
+			Events: events, Sites: sites}
 		fail := func(status int, errs map[string]string) {
 			s.notificationsPage(w, r, status, notificationsData{Form: f, Errors: errs}, "")
+		}
+		if !eventsOK {
+			fail(http.StatusUnprocessableEntity, map[string]string{"events": "Choose the events the channel receives."})
+			return
+		}
+		if !sitesOK {
+			f.Sites = nil
+			fail(http.StatusUnprocessableEntity, map[string]string{"sites": "Choose sites from the list."})
+			return
 		}
 		if s.ChannelKeys == nil && f.Kind != store.ChannelEmail {
 			fail(http.StatusServiceUnavailable, map[string]string{"url": "Channels cannot be saved: set PLATFORM_TOKEN_KEY (openssl rand -base64 32) so their URLs are sealed at rest."})
@@ -185,10 +196,17 @@ func (s *server) handleCreateChannel() http.Handler {
 			fail(http.StatusUnprocessableEntity, map[string]string{"url": msg})
 			return
 		}
-		for _, id := range f.Sites {
-			if site, err := s.Channels.Site(ctx, uid, store.CanonicalID(id)); err != nil || site.WorkspaceID != ws.ID {
-				fail(http.StatusUnprocessableEntity, map[string]string{"sites": "Choose sites from the list."})
+		if len(f.Sites) > 0 { // one read of the workspace's sites, however many the form names
+			in, err := s.Channels.SitesIn(ctx, uid, ws.ID)
+			if err != nil {
+				s.error(w, r, err, "")
 				return
+			}
+			for _, id := range f.Sites {
+				if !slices.ContainsFunc(in, func(site store.Site) bool { return site.ID == store.CanonicalID(id) }) {
+					fail(http.StatusUnprocessableEntity, map[string]string{"sites": "Choose sites from the list."})
+					return
+				}
 			}
 		}
 		c := store.Channel{ID: store.NewID(), WorkspaceID: ws.ID, Kind: f.Kind, Name: f.Name, Events: f.Events, CreatedAt: s.Now()}

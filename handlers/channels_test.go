@@ -256,7 +256,15 @@ func TestNotificationChannels(t *testing.T) {
 					wantStatus(t, resp, http.StatusUnprocessableEntity)
 					contains(t, body, c.want)
 				}
-				resp, body := add("irc", "x", hk.URL, store.EventScanFailed)
+				// A name that resolves inside is refused with the kind of address, never the
+				// address: the form would otherwise map the service's internal DNS.
+				resp, body := add("discord", "d", "http://localhost:1/hook", store.EventScanFailed)
+				wantStatus(t, resp, http.StatusUnprocessableEntity)
+				contains(t, body, "refused to connect to localhost: it resolves to a loopback address")
+				if strings.Contains(body, "resolves to 127.0.0.1") || strings.Contains(body, "resolves to ::1") {
+					t.Errorf("the refusal names the address localhost resolves to:\n%s", body)
+				}
+				resp, body = add("irc", "x", hk.URL, store.EventScanFailed)
 				wantStatus(t, resp, http.StatusUnprocessableEntity)
 				contains(t, body, "Choose Slack")
 				resp, body = add("teams", "x", hk.URL, "scan.started")

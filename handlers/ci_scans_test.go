@@ -89,7 +89,7 @@ func (f *ciFixture) startScan(t *testing.T, c cred, body string) (*http.Response
 func (f *ciFixture) finish(t *testing.T, scanID string, results []store.PageResult) {
 	t.Helper()
 	ctx := context.Background()
-	job, err := f.st.ClaimJob(ctx, store.KindScan, "test", time.Now())
+	job, err := f.st.ClaimJob(ctx, store.KindScan, "test", time.Now(), 0)
 	must(t, err)
 	if job.ScanID != scanID {
 		t.Fatalf("claimed scan %s, want %s", job.ScanID, scanID)
@@ -191,7 +191,7 @@ func testStartScan(t *testing.T, st store.Store) {
 			resp.Header.Get("Location") != got.StatusURL || resp.Header.Get("Cache-Control") != "no-store" {
 			t.Errorf("answer %s, Location %q", body, resp.Header.Get("Location"))
 		}
-		job, err := st.ClaimJob(ctx, store.KindScan, "peek", f.now.Add(time.Hour))
+		job, err := st.ClaimJob(ctx, store.KindScan, "peek", f.now.Add(time.Hour), 0)
 		must(t, err)
 		var args store.ScanJob
 		must(t, json.Unmarshal(job.Args, &args))

@@ -13,15 +13,26 @@ import (
 	"sitepulse/store/memory"
 )
 
-// countingStore counts the reads of a scan's status.
+// countingStore counts the reads of a scan's status, and of sites.
 type countingStore struct {
 	store.Store
 	scans atomic.Int32
+	sites atomic.Int32
 }
 
 func (c *countingStore) Scan(ctx context.Context, userID, scanID string) (store.Scan, error) {
 	c.scans.Add(1)
 	return c.Store.Scan(ctx, userID, scanID)
+}
+
+func (c *countingStore) Site(ctx context.Context, userID, siteID string) (store.Site, error) {
+	c.sites.Add(1)
+	return c.Store.Site(ctx, userID, siteID)
+}
+
+func (c *countingStore) SitesIn(ctx context.Context, userID, workspaceID string) ([]store.Site, error) {
+	c.sites.Add(1)
+	return c.Store.SitesIn(ctx, userID, workspaceID)
 }
 
 // manualTicker is a ticker the test drives: each send on C is one tick.
@@ -73,7 +84,7 @@ func TestScanFeedPollsOncePerScan(t *testing.T) {
 		}
 	}
 	// The scan ends: every subscriber gets the terminal status, then its channel closes.
-	job, err := mem.ClaimJob(t.Context(), store.KindScan, "w", now.Add(time.Second))
+	job, err := mem.ClaimJob(t.Context(), store.KindScan, "w", now.Add(time.Second), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -242,10 +242,10 @@ func (s *server) handlePlatformImport() http.Handler {
 			s.renderPlatform(w, r, http.StatusConflict, d)
 			return
 		}
-		ids := r.PostForm["site"]
-		if len(ids) == 0 || len(ids) > maxImportSites {
+		ids, ok := formValues(r, "site", maxImportSites)
+		if !ok || len(ids) == 0 {
 			d.Error = "Tick at least one site to import."
-			if len(ids) > maxImportSites {
+			if !ok {
 				d.Error = fmt.Sprintf("Tick at most %d sites at a time.", maxImportSites)
 			}
 			d.Choices, err = s.Platform.Choices(r.Context(), ws)

@@ -191,7 +191,7 @@ func TestPageCapSaidWhereItHappens(t *testing.T) {
 		if err := st.EnqueueScan(ctx, scan, store.KindScan, f.ts.now); err != nil {
 			t.Fatal(err)
 		}
-		job, err := st.ClaimJob(ctx, store.KindScan, "w", f.ts.now.Add(time.Second))
+		job, err := st.ClaimJob(ctx, store.KindScan, "w", f.ts.now.Add(time.Second), 0)
 		if err != nil {
 			t.Fatal(err)
 		}

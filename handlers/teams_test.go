@@ -193,7 +193,7 @@ func completeScan(t *testing.T, st store.Store, siteID string, at time.Time) str
 	results := fixtureResults(t, "home.mobile")
 	sc := store.Scan{ID: store.NewID(), SiteID: siteID, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: at}
 	must(t, st.EnqueueScan(ctx, sc, store.KindDemo, at))
-	job, err := st.ClaimJob(ctx, store.KindDemo, "test", at)
+	job, err := st.ClaimJob(ctx, store.KindDemo, "test", at, 0)
 	must(t, err)
 	must(t, st.StartScan(ctx, job.Lease(), len(results), at))
 	for _, r := range results {

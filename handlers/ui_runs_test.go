@@ -21,7 +21,7 @@ func testUIMedianOfRuns(t *testing.T, f *uiFixture) {
 	if err := st.EnqueueScan(ctx, sc, store.KindScan, f.ts.now); err != nil {
 		t.Fatal(err)
 	}
-	j, err := st.ClaimJob(ctx, store.KindScan, "w", f.ts.now)
+	j, err := st.ClaimJob(ctx, store.KindScan, "w", f.ts.now, 0)
 	if err != nil || j.ScanID != sc.ID {
 		t.Fatalf("claim: %v %s", err, j.ScanID)
 	}

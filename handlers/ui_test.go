@@ -374,7 +374,7 @@ func testScanNow(t *testing.T, f *uiFixture) {
 	if scan.Status != store.StatusQueued || scan.Trigger != store.TriggerManual || scan.Strategy != store.StrategyBoth {
 		t.Errorf("scan %+v", scan)
 	}
-	job, err := f.ts.store.ClaimJob(ctx, store.KindScan, "test", f.ts.now.Add(time.Second))
+	job, err := f.ts.store.ClaimJob(ctx, store.KindScan, "test", f.ts.now.Add(time.Second), 0)
 	if err != nil || job.ScanID != scan.ID {
 		t.Errorf("job on queue scan: %+v %v", job, err)
 	}
@@ -598,7 +598,7 @@ func testScanEvents(t *testing.T, f *uiFixture) {
 			}
 			switch {
 			case e.Status == store.StatusQueued && job.ID == 0:
-				if job, err = st.ClaimJob(ctx, store.KindScan, "w", f.ts.now.Add(time.Second)); err != nil {
+				if job, err = st.ClaimJob(ctx, store.KindScan, "w", f.ts.now.Add(time.Second), 0); err != nil {
 					t.Fatal(err)
 				}
 				// Written before the scan runs, so that every running event carries it.
@@ -635,7 +635,7 @@ func testScanEvents(t *testing.T, f *uiFixture) {
 		if err := st.EnqueueScan(ctx, scan, store.KindScan, f.ts.now); err != nil {
 			t.Fatal(err)
 		}
-		job, err := st.ClaimJob(ctx, store.KindScan, "w", f.ts.now.Add(time.Second))
+		job, err := st.ClaimJob(ctx, store.KindScan, "w", f.ts.now.Add(time.Second), 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -661,7 +661,7 @@ func testScanEvents(t *testing.T, f *uiFixture) {
 		readEvents(t, resp, func(e scanEvent) bool {
 			if first == nil {
 				first = &e
-				job, err := st.ClaimJob(ctx, store.KindScan, "w", f.ts.now.Add(time.Hour))
+				job, err := st.ClaimJob(ctx, store.KindScan, "w", f.ts.now.Add(time.Hour), 0)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -802,7 +802,7 @@ func testScanPageFailedWithPageErrors(t *testing.T, f *uiFixture) {
 	if err := st.EnqueueScan(ctx, scan, store.KindScan, f.ts.now); err != nil {
 		t.Fatal(err)
 	}
-	job, err := st.ClaimJob(ctx, store.KindScan, "w", f.ts.now.Add(time.Second))
+	job, err := st.ClaimJob(ctx, store.KindScan, "w", f.ts.now.Add(time.Second), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -318,7 +318,7 @@ func TestWebflowWebhookReplay(t *testing.T) {
 				return status
 			}
 			deliver()
-			j, err := w.st.ClaimJob(ctx, store.KindScan, "t", w.now.Add(time.Minute))
+			j, err := w.st.ClaimJob(ctx, store.KindScan, "t", w.now.Add(time.Minute), 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -399,10 +399,10 @@ func TestPlatformWebhookEnqueues(t *testing.T) {
 		t.Errorf("lastPublished = %v, want %v", site.LastPublished, w.now)
 	}
 	// The jitter delays the job: not runnable before now+3s, runnable at it.
-	if _, err := w.st.ClaimJob(ctx, store.KindScan, "t", w.now.Add(w.jitter-time.Millisecond)); !errors.Is(err, store.ErrNotFound) {
+	if _, err := w.st.ClaimJob(ctx, store.KindScan, "t", w.now.Add(w.jitter-time.Millisecond), 0); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("claim before the jitter: %v, want not found", err)
 	}
-	if j, err := w.st.ClaimJob(ctx, store.KindScan, "t", w.now.Add(w.jitter)); err != nil || j.ScanID != sc.ID {
+	if j, err := w.st.ClaimJob(ctx, store.KindScan, "t", w.now.Add(w.jitter), 0); err != nil || j.ScanID != sc.ID {
 		t.Errorf("claim at the jitter: %v %v", j.ScanID, err)
 	}
 
@@ -432,7 +432,7 @@ func TestPlatformWebhookReplayWithin24Hours(t *testing.T) {
 			// finish ends the site's in-flight scan, so only the replay guard can stop a new one.
 			finish := func() {
 				t.Helper()
-				j, err := w.st.ClaimJob(ctx, store.KindScan, "t", w.now.Add(time.Minute))
+				j, err := w.st.ClaimJob(ctx, store.KindScan, "t", w.now.Add(time.Minute), 0)
 				if err != nil {
 					t.Fatal(err)
 				}

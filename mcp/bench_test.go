@@ -54,7 +54,7 @@ func recordScan(tb testing.TB, st store.Store, site store.Site, fixtures []store
 	if err := st.EnqueueScan(ctx, scan, "bench", at); err != nil {
 		tb.Fatal(err)
 	}
-	job, err := st.ClaimJob(ctx, "bench", "bench", at)
+	job, err := st.ClaimJob(ctx, "bench", "bench", at, 0)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -36,7 +36,7 @@ func TestRegressionReportSaysWhoPublished(t *testing.T) {
 				}
 			}
 			must(f.st.EnqueueScan(ctx, sc, store.KindScan, f.now))
-			j, err := f.st.ClaimJob(ctx, store.KindScan, "w", f.now)
+			j, err := f.st.ClaimJob(ctx, store.KindScan, "w", f.now, 0)
 			must(err)
 			must(f.st.StartScan(ctx, j.Lease(), 1, f.now))
 			perf := 90
@@ -83,7 +83,7 @@ func TestRegressionReportSaysConfirmed(t *testing.T) {
 			scan := func(at time.Time, results ...store.PageResult) {
 				sc := store.Scan{ID: store.NewID(), SiteID: f.otherSite, Strategy: store.StrategyMobile, Trigger: store.TriggerManual, CreatedAt: at}
 				must(f.st.EnqueueScan(ctx, sc, store.KindScan, at))
-				j, err := f.st.ClaimJob(ctx, store.KindScan, "w", at)
+				j, err := f.st.ClaimJob(ctx, store.KindScan, "w", at, 0)
 				must(err)
 				must(f.st.StartScan(ctx, j.Lease(), len(results), at))
 				for _, r := range results {

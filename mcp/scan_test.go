@@ -33,7 +33,7 @@ func (f *fixture) call2025(t testing.TB, ctx context.Context, name string, args 
 func runScan(t testing.TB, st store.Store, now time.Time, total, ok int) {
 	t.Helper()
 	ctx := context.Background()
-	job, err := st.ClaimJob(ctx, store.KindScan, "test", now)
+	job, err := st.ClaimJob(ctx, store.KindScan, "test", now, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +225,7 @@ func TestStartScanTask(t *testing.T) {
 				t.Fatalf("task %v, want the scan in flight %s", got["taskId"], id)
 			}
 			ctx := context.Background()
-			job, err := f.st.ClaimJob(ctx, store.KindScan, "w", f.now)
+			job, err := f.st.ClaimJob(ctx, store.KindScan, "w", f.now, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -313,7 +313,7 @@ func TestTaskFoundFromAnotherProcess(t *testing.T) {
 	f := newFixture(t, first)
 	id := f.startTask(t)["taskId"].(string)
 	ctx := context.Background()
-	job, err := first.ClaimJob(ctx, store.KindScan, "w", f.now)
+	job, err := first.ClaimJob(ctx, store.KindScan, "w", f.now, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -364,7 +364,7 @@ func edgeSite(t testing.TB, f *fixture) (siteID, scanID, emptySiteID string) {
 	if err := f.st.EnqueueScan(ctx, scan, "edge", f.now); err != nil {
 		t.Fatal(err)
 	}
-	job, err := f.st.ClaimJob(ctx, "edge", "edge", f.now)
+	job, err := f.st.ClaimJob(ctx, "edge", "edge", f.now, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

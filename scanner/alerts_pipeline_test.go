@@ -280,7 +280,7 @@ func testAlertsTwoProcesses(t *testing.T, st store.Store) {
 	doomed := &notify.Deliverer{Store: st, Keys: keys, Client: rc.guard().Client(), Now: time.Now}
 	var sentByDoomed string
 	for i := range 3 {
-		j, err := st.ClaimJob(ctx, notify.KindDelivery, "process-doomed", now.Add(time.Minute))
+		j, err := st.ClaimJob(ctx, notify.KindDelivery, "process-doomed", now.Add(time.Minute), 0)
 		if err != nil {
 			t.Fatal(err)
 		}

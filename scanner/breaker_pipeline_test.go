@@ -30,8 +30,8 @@ func (j *jobLog) EnqueueDueScans(ctx context.Context, now time.Time, limit int) 
 	return j.Store.EnqueueDueScans(ctx, now, limit)
 }
 
-func (j *jobLog) ClaimJob(ctx context.Context, queue, workerID string, now time.Time) (store.Job, error) {
-	job, err := j.Store.ClaimJob(ctx, queue, workerID, now)
+func (j *jobLog) ClaimJob(ctx context.Context, queue, workerID string, now time.Time, perWorkspace int) (store.Job, error) {
+	job, err := j.Store.ClaimJob(ctx, queue, workerID, now, perWorkspace)
 	defer j.claims.Add(1)
 	if err == nil {
 		j.mu.Lock()

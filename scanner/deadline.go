@@ -43,12 +43,12 @@ func (p *Pool) expireOverdue(ctx context.Context) {
 	}
 }
 
-// parkedForQuota answers whether a scan waits for its account's daily audits to come back (the
+// parkedForQuota answers whether a scan waits for its workspace's or an owner's daily audits to come back (the
 // next UTC day): such a scan was promised to wait, not to fail, so the deadline leaves it. Once
 // it runs again and meets another trouble, its job's last error changes and the deadline, still
 // counted from when it first started, applies.
 func parkedForQuota(o store.OverdueScan) bool {
-	return strings.Contains(o.LastError, psi.QuotaMark)
+	return psi.ParkedForBudget(o.LastError)
 }
 
 // deadlineReason explains why a scan did not finish in time: what most likely went wrong and

@@ -98,6 +98,7 @@ func TestParkedForQuota(t *testing.T) {
 		{"", false},
 		{"PSI unavailable until 24 Nov 2026, 12:09 UTC: 5 audits in a row failed; scan snoozed", false},
 		{(&psi.UnavailableError{What: "this account's scans wait", Reason: "its daily budget of 2000 audits " + psi.QuotaMark + " is used up"}).Error() + "; scan snoozed", true},
+		{(&psi.UnavailableError{What: "this workspace's scans wait", Reason: "an owner's daily budget of 7500 audits across all their workspaces " + psi.AccountQuotaMark + " is used up"}).Error() + "; scan snoozed", true},
 	}
 	for _, tt := range tests {
 		if got := parkedForQuota(store.OverdueScan{LastError: tt.lastError}); got != tt.want {

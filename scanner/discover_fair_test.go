@@ -74,6 +74,12 @@ func testSlowDiscoveryIsFair(t *testing.T, st store.Store) {
 		c.Discovery = discover.Discovery{Client: netguard.Guard{AllowPrivate: true}.Client(),
 			After: func(time.Duration) <-chan time.Time { return never }}
 	})
+	// The hostile account's third scan meets its two discoveries in progress and waits. (Claims
+	// take turns between workspaces, so a scan of the other tenant's queued before that would
+	// be claimed ahead of it.)
+	storetest.WaitFor(t, "the hostile account's third scan to wait for its discoveries", func() bool {
+		return strings.Contains(r.logs.String(), "discovering")
+	})
 	done := other.wait(other.enqueue(other.site).ID)
 	if done.Status != store.StatusComplete {
 		t.Fatalf("the other tenant's scan is %s (%s), want complete", done.Status, done.Error)

@@ -2,6 +2,7 @@ package scanner
 
 import (
 	"context"
+	"fmt"
 
 	"sitepulse/scanner/scantest"
 	"sitepulse/store"
@@ -27,7 +28,7 @@ func TestAccountQuotaPipeline(t *testing.T) {
 		}
 		otherSite := other.addSite("Other", []string{"/", "/fast"})
 		r.pool(func(c *PoolConfig) {
-			c.Quota, c.Capacity = psi.NewAccountQuota(4, jobs), psi.NewCapacity(psi.CapacityConfig{MaxInFlight: 1})
+			c.Quota, c.Capacity = psi.NewAccountQuota(store.AuditLimits{Workspace: 4, Account: 1 << 30}, jobs), psi.NewCapacity(psi.CapacityConfig{MaxInFlight: 1})
 		})
 		greedy := r.enqueue(r.site)
 		if sc := other.wait(other.enqueue(otherSite).ID); sc.Status != store.StatusComplete {
@@ -69,7 +70,7 @@ func TestAccountQuotaSharedByReplicas(t *testing.T) {
 	}
 	replica := func(r *rig, name string, st psi.AuditLedger) {
 		r.pool(func(c *PoolConfig) {
-			c.WorkerID, c.Workers, c.Quota, c.Capacity = name, 1, psi.NewAccountQuota(limit, st), psi.NewCapacity(psi.CapacityConfig{MaxInFlight: 1})
+			c.WorkerID, c.Workers, c.Quota, c.Capacity = name, 1, psi.NewAccountQuota(store.AuditLimits{Workspace: limit, Account: 1 << 30}, st), psi.NewCapacity(psi.CapacityConfig{MaxInFlight: 1})
 		})
 	}
 	scans := []store.Scan{a.enqueue(first), a.enqueue(second)}
@@ -105,8 +106,8 @@ func TestAccountQuotaSharedByReplicas(t *testing.T) {
 	if greedy(a) == 0 || greedy(b) == 0 {
 		t.Errorf("replica A made %d audits and B %d: the test wants both to spend the one budget", greedy(a), greedy(b))
 	}
-	if used, err := jobsB.AuditsTaken(context.Background(), a.user.ID, time.Now()); err != nil || used != limit {
-		t.Errorf("audits taken in the store: %d, %v; want %d", used, err, limit)
+	if used, err := jobsB.AuditsTaken(context.Background(), a.user.ID, time.Now()); err != nil || used.Workspace != limit {
+		t.Errorf("audits taken in the store: %+v, %v; want %d", used, err, limit)
 	}
 }
 
@@ -122,4 +123,60 @@ func snoozed(t *testing.T, scanID string, logs ...*jobLog) bool {
 		}
 	}
 	return false
+}
+
+// The third red team's first row: an account owning several workspaces, each with its own daily
+// budget, spent the PSI key's whole day and every other tenant's scans waited for the next. Its
+// audits across all its workspaces stop at the account's budget (ACCOUNT_AUDIT_SHARE), each of
+// its scans snoozed with a message naming that budget, while another account's scan completes.
+func TestAccountBudgetSpansWorkspaces(t *testing.T) {
+	onStores(t, storeTest{name: "three workspaces of one account spend its one budget; another account's scan completes", fn: func(t *testing.T, st store.Store) {
+		const budget = 12
+		jobs := &jobLog{Store: st, jobs: map[string]int64{}}
+		r := newRig(t, jobs) // the personal workspace's site: five pages, ten audits
+		scans := []store.Scan{r.enqueue(r.site)}
+		for i := range 2 {
+			ws := store.Workspace{ID: store.NewID(), Name: fmt.Sprintf("Client %d", i+1), CreatedAt: time.Now()}
+			if err := jobs.CreateWorkspace(context.Background(), ws, r.user.ID, 10); err != nil {
+				t.Fatal(err)
+			}
+			site := store.Site{ID: store.NewID(), UserID: r.user.ID, WorkspaceID: ws.ID, Name: ws.Name, Domain: fmt.Sprintf("client%d.test", i+1),
+				Pages: scantest.SamplePages(), CreatedAt: time.Now()}
+			if err := jobs.CreateSite(context.Background(), site); err != nil {
+				t.Fatal(err)
+			}
+			scans = append(scans, r.enqueue(site))
+		}
+		other := r.secondTenant("Other", []string{"/fast"})
+		r.pool(func(c *PoolConfig) {
+			c.Quota = psi.NewAccountQuota(store.AuditLimits{Workspace: 100, Account: budget}, jobs)
+			c.Capacity = psi.NewCapacity(psi.CapacityConfig{MaxInFlight: 1})
+		})
+		if sc := other.wait(other.enqueue(other.site).ID); sc.Status != store.StatusComplete {
+			t.Errorf("the other account's scan: %s (%s), want complete", sc.Status, sc.Error)
+		}
+		audited := 0
+		for _, sc := range scans {
+			var j store.Job
+			if !storetest.Eventually(func() bool {
+				res, errs := r.results(sc.ID)
+				var ok bool
+				j, ok = jobs.job(t, sc.ID)
+				got, _ := jobs.Scan(context.Background(), r.user.ID, sc.ID)
+				return got.Status == store.StatusComplete || ok && j.State == store.JobAvailable && j.Snoozes() > 0 && len(res)+len(errs) < 10
+			}) {
+				t.Fatalf("scan %s neither completed nor waited; logs:\n%s", sc.ID, r.logs.String())
+			}
+			res, errs := r.results(sc.ID)
+			audited += len(res) + len(errs)
+			if got, _ := jobs.Scan(context.Background(), r.user.ID, sc.ID); got.Status != store.StatusComplete &&
+				!strings.Contains(j.LastError, "daily budget of 12 audits across all their workspaces (ACCOUNT_AUDIT_SHARE) is used up") {
+				t.Errorf("scan %s waits with %q, want the account's budget named", sc.ID, j.LastError)
+			}
+		}
+		t.Logf("one account's three workspaces (30 audits queued): %d audits made, account budget %d", audited, budget)
+		if audited != budget {
+			t.Errorf("%d audits made across the account's three workspaces, want its budget of %d", audited, budget)
+		}
+	}})
 }

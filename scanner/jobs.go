@@ -17,11 +17,24 @@ import (
 type KindWorker struct {
 	kind    string
 	workers int
-	work    func(ctx context.Context, log *slog.Logger, slot *slot, job store.Job) error
+	// perWorkspace caps the jobs of the kind one workspace runs at once (0: no cap); see
+	// PerWorkspace.
+	perWorkspace int
+	work         func(ctx context.Context, log *slog.Logger, slot *slot, job store.Job) error
 }
 
 // Kind is the kind of job the worker runs.
 func (k KindWorker) Kind() string { return k.kind }
+
+// PerWorkspace caps at n the jobs of the kind one workspace may have running at once in this
+// process (store.ClaimJob): with n below the workers, one workspace's jobs (eight alert channels
+// pointing at a slow receiver) never hold every worker of a process while another workspace's
+// job waits, and a workspace alone still has n workers in every process. Workspaces take turns
+// either way.
+func (k KindWorker) PerWorkspace(n int) KindWorker {
+	k.perWorkspace = n
+	return k
+}
 
 // Work makes the worker of kind T (River's Worker[T]): fn runs each job of T's kind with the
 // job's args decoded into a T, at most workers at once in this process (default 1). fn returns
@@ -66,7 +79,7 @@ func (p *Pool) dispatch(k KindWorker, wake <-chan struct{}) {
 			return
 		case n = <-slots:
 		}
-		job, err := p.claim(p.jobsCtx, k.kind)
+		job, err := p.claim(p.jobsCtx, k)
 		if err == nil {
 			p.wg.Add(1)
 			go func() {
@@ -85,18 +98,28 @@ func (p *Pool) dispatch(k KindWorker, wake <-chan struct{}) {
 	}
 }
 
-// claim takes the next runnable job of kind; ErrNotFound when there is none. Other failures are
-// logged: the dispatcher tries again at its next wake-up.
-func (p *Pool) claim(ctx context.Context, kind string) (store.Job, error) {
-	job, err := p.cfg.Store.ClaimJob(ctx, kind, p.cfg.WorkerID, p.cfg.Now())
+// claim takes the next runnable job of k's kind, its workspace's turn and cap respected;
+// ErrNotFound when there is none. Other failures are logged: the dispatcher tries again at its
+// next wake-up.
+func (p *Pool) claim(ctx context.Context, k KindWorker) (store.Job, error) {
+	job, err := p.cfg.Store.ClaimJob(ctx, k.kind, p.cfg.WorkerID, p.cfg.Now(), k.perWorkspace)
 	switch {
 	case err == nil, errors.Is(err, store.ErrNotFound):
 	case store.Classify(err) == store.ErrUnavailable: // a restart: the next poll tries again
-		p.cfg.Log.Warn("scanner: claim failed: database unavailable", "kind", kind, "err", err)
+		p.cfg.Log.Warn("scanner: claim failed: database unavailable", "kind", k.kind, "err", err)
 	default:
-		p.cfg.Log.Error("scanner: claim failed", "kind", kind, "err", err)
+		p.cfg.Log.Error("scanner: claim failed", "kind", k.kind, "err", err)
 	}
 	return job, err
+}
+
+// poke wakes kind's dispatcher: a job of the kind ended here, so a workspace at its cap may
+// have a job to claim now (other processes' ends are heard at the next poll).
+func (p *Pool) poke(kind string) {
+	select {
+	case p.wakes[kind] <- struct{}{}:
+	default: // one pending wake-up stands for many
+	}
 }
 
 // WorkOnce is one step of a kind's dispatcher, in the caller's goroutine: it takes one of the
@@ -111,7 +134,7 @@ func (p *Pool) WorkOnce(ctx context.Context, kind string) (bool, error) {
 	if err := s.take(ctx); err != nil {
 		return false, err
 	}
-	job, err := p.claim(ctx, kind)
+	job, err := p.claim(ctx, k)
 	if err != nil {
 		s.release()
 		if errors.Is(err, store.ErrNotFound) {
@@ -126,6 +149,7 @@ func (p *Pool) WorkOnce(ctx context.Context, kind string) (bool, error) {
 // run works one job under its lease, with heartbeats, and settles it: done, retried later,
 // snoozed, given up, or released at shutdown.
 func (p *Pool) run(parent context.Context, s *slot, k KindWorker, job store.Job) {
+	defer p.poke(k.kind) // after the slot is back: the dispatcher may claim at once
 	defer s.release()
 	lease := job.Lease()
 	attempt := job.Attempt - job.Snoozes() // real attempts: a snooze spends none

@@ -162,7 +162,7 @@ func TestRescueOnceReturnsADeadWorkersJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.ClaimJob(ctx, "tally", "dead", t0); err != nil {
+	if _, err := st.ClaimJob(ctx, "tally", "dead", t0, 0); err != nil {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct {

@@ -23,7 +23,7 @@ import (
 // (store.Jobs), a scan's records written under its lease (store.ScanRecords), and a scan's
 // stored results and errors read back to score it.
 type Store interface {
-	ClaimJob(ctx context.Context, kind, workerID string, now time.Time) (store.Job, error)
+	ClaimJob(ctx context.Context, kind, workerID string, now time.Time, perWorkspace int) (store.Job, error)
 	Heartbeat(ctx context.Context, l store.Lease, now time.Time) error
 	CompleteJob(ctx context.Context, l store.Lease, now time.Time) error
 	DiscardJob(ctx context.Context, l store.Lease, reason string, now time.Time) error
@@ -87,6 +87,10 @@ type PoolConfig struct {
 	Log   *slog.Logger
 	// Workers is SCAN_WORKERS: scans audited at once by this process. Default 3.
 	Workers int
+	// WorkspaceScans is SCANS_PER_WORKSPACE: scans one workspace may have running at once in
+	// this process (KindWorker.PerWorkspace); its others wait for another worker or process
+	// while other workspaces' are claimed. 0: no cap (workspaces still take turns).
+	WorkspaceScans int
 	// Capacity bounds the audits in flight in this process and shares them fairly between the
 	// scans running at once; give the same one to the PSI client so that its 429s adapt it.
 	// Default: 64 audits at once, not adapting.
@@ -148,6 +152,8 @@ type Pool struct {
 	// slots are each kind's worker slots free now, by worker number: a job holds one from its
 	// claim to its end, except a scan while it discovers its pages (see scan).
 	slots map[string]chan int
+	// wakes are each kind's dispatcher's wake-ups: a notification, or a job of the kind ending here.
+	wakes map[string]chan struct{}
 	// discovering counts each account's scans discovering their pages now, outside a slot.
 	discoveringMu sync.Mutex
 	discovering   map[string]int
@@ -213,9 +219,9 @@ func NewPool(cfg PoolConfig) *Pool {
 		cfg.Now = time.Now
 	}
 	p := &Pool{cfg: cfg, stop: make(chan struct{}), replayCapacity: psi.NewCapacity(psi.CapacityConfig{MaxInFlight: cfg.Capacity.MaxInFlight()}),
-		slots: map[string]chan int{}, discovering: map[string]int{}}
+		slots: map[string]chan int{}, wakes: map[string]chan struct{}{}, discovering: map[string]int{}}
 	p.jobsCtx, p.cancel = context.WithCancelCause(context.Background())
-	p.kinds = map[string]KindWorker{store.KindScan: {kind: store.KindScan, workers: cfg.Workers, work: p.workScan}}
+	p.kinds = map[string]KindWorker{store.KindScan: {kind: store.KindScan, workers: cfg.Workers, perWorkspace: cfg.WorkspaceScans, work: p.workScan}}
 	if cfg.Retention != nil {
 		p.kinds[store.KindPrune] = Work(1, func(ctx context.Context, _ store.Job, _ store.PruneJob) error {
 			_, err := p.PruneOnce(ctx)
@@ -226,6 +232,7 @@ func NewPool(cfg PoolConfig) *Pool {
 		p.kinds[k.kind] = k
 	}
 	for _, k := range p.kinds {
+		p.wakes[k.kind] = make(chan struct{}, 1)
 		p.slots[k.kind] = make(chan int, k.workers)
 		for n := range k.workers {
 			p.slots[k.kind] <- n + 1
@@ -246,7 +253,7 @@ func JobBackoff(attempt int) time.Duration {
 func (p *Pool) Start() {
 	var wakes []chan struct{}
 	for _, k := range p.kinds {
-		wake := make(chan struct{}, 1)
+		wake := p.wakes[k.kind]
 		wakes = append(wakes, wake)
 		p.wg.Add(1)
 		go func() {
@@ -270,7 +277,7 @@ func (p *Pool) Start() {
 		kinds = append(kinds, k)
 	}
 	slices.Sort(kinds)
-	p.cfg.Log.Info("scanner started", "workers", p.cfg.Workers, "kinds", strings.Join(kinds, ","), "worker_id", p.cfg.WorkerID,
+	p.cfg.Log.Info("scanner started", "workers", p.cfg.Workers, "scans_per_workspace", p.cfg.WorkspaceScans, "kinds", strings.Join(kinds, ","), "worker_id", p.cfg.WorkerID,
 		"max_inflight", p.cfg.Capacity.MaxInFlight(), "notify", p.cfg.Wake != nil, "poll", p.cfg.Poll)
 }
 

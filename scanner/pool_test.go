@@ -261,7 +261,7 @@ func testRescueResumes(t *testing.T, st store.Store) {
 	r := newRig(t, st)
 	sc := r.enqueue(r.site)
 	t0 := time.Now()
-	job, err := st.ClaimJob(ctx, store.KindScan, "doomed", t0)
+	job, err := st.ClaimJob(ctx, store.KindScan, "doomed", t0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

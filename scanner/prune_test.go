@@ -27,7 +27,7 @@ func TestPruneJob(t *testing.T) {
 			at := start.Add(time.Duration(i) * 24 * time.Hour)
 			sc := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: at}
 			must(t, st.EnqueueScan(ctx, sc, store.KindScan, at))
-			j, err := st.ClaimJob(ctx, store.KindScan, "w", at)
+			j, err := st.ClaimJob(ctx, store.KindScan, "w", at, 0)
 			must(t, err)
 			must(t, st.StartScan(ctx, j.Lease(), 1, at))
 			perf := 50 + i

@@ -189,8 +189,14 @@ type Jobs interface {
 	// dispatchers (JobWaker).
 	EnqueueJob(ctx context.Context, args JobArgs, runAt time.Time) (Job, error)
 	// ClaimJob takes the next runnable job of a kind, marks it running under a new attempt and
-	// returns it; ErrNotFound when none is runnable at now.
-	ClaimJob(ctx context.Context, kind, workerID string, now time.Time) (Job, error)
+	// returns it; ErrNotFound when none is runnable at now. Workspaces take turns: the jobs of
+	// the workspaces with the fewest jobs of the kind running (in every process) come first,
+	// then the oldest (run_at, id). With perWorkspace > 0 a workspace already running that many
+	// jobs of the kind under workerID gets none from this worker until one ends, so a process
+	// whose workers outnumber perWorkspace always keeps one for other workspaces: one
+	// workspace's queue never holds every worker while another's waits, yet a lone workspace
+	// still uses every process. A job of no workspace counts as one of a workspace running none.
+	ClaimJob(ctx context.Context, kind, workerID string, now time.Time, perWorkspace int) (Job, error)
 	// Heartbeat extends the lease.
 	Heartbeat(ctx context.Context, l Lease, now time.Time) error
 	// CompleteJob marks the job completed. A job its worker already finished under this attempt
@@ -265,17 +271,36 @@ type ScanRecords interface {
 	ExpireScan(ctx context.Context, scanID, reason string, now time.Time) error
 }
 
-// AuditLedger counts each workspace's daily audits in the database every replica shares
-// (USER_DAILY_AUDITS, a per-workspace budget).
+// AuditLimits are the daily budgets one audit is taken against.
+type AuditLimits struct {
+	// Workspace is USER_DAILY_AUDITS: one workspace's audits of a UTC day.
+	Workspace int
+	// Account is ACCOUNT_AUDIT_SHARE of PSI_DAILY_LIMIT: one account's audits of a UTC day across
+	// every workspace it owns, or created that day, so no account spends the key's whole day.
+	Account int
+}
+
+// AuditUsage is what a workspace's audits of a UTC day have spent: the workspace's own count,
+// and the most that any account its audits count against (its payers) has spent that day.
+type AuditUsage struct {
+	Workspace int
+	Account   int
+}
+
+// AuditLedger counts the daily audits in the database every replica shares: each workspace's
+// (USER_DAILY_AUDITS) and each account's across its workspaces. A workspace's audit counts
+// against its payers: its owners, and the account that created it on the day it did (even once
+// it has left). An account's counts are its own, so they outlive a deleted workspace.
 type AuditLedger interface {
-	// TakeAudit spends one of the workspace's audits of now's UTC day when fewer than limit
-	// are spent, and answers whether it did: atomic, so concurrent takes from any number of
-	// processes never spend more than limit. Counts of days before yesterday are forgotten on
-	// the way. ErrNotFound when the workspace does not exist.
-	TakeAudit(ctx context.Context, workspaceID string, now time.Time, limit int) (bool, error)
-	// AuditsTaken answers how many of the workspace's audits of now's UTC day are spent; 0 for
-	// an unknown workspace.
-	AuditsTaken(ctx context.Context, workspaceID string, now time.Time) (int, error)
+	// TakeAudit spends one audit of the workspace's budget and of each of its payers' when the
+	// workspace has spent fewer than limits.Workspace and every payer fewer than
+	// limits.Account that UTC day, and answers whether it did: all or nothing, atomic, so
+	// concurrent takes from any number of processes never spend past a limit. Counts of days
+	// before yesterday are forgotten on the way. ErrNotFound when the workspace does not exist.
+	TakeAudit(ctx context.Context, workspaceID string, now time.Time, limits AuditLimits) (bool, error)
+	// AuditsTaken answers what the workspace and its most spent payer have spent on now's UTC
+	// day; nothing for an unknown workspace.
+	AuditsTaken(ctx context.Context, workspaceID string, now time.Time) (AuditUsage, error)
 }
 
 // MaxPendingAuthRequests is how many unanswered consent pages one user may have open at once.

@@ -325,10 +325,13 @@ type AlertRule struct {
 // the kind's name; its args are {"scanId": ...} too): giving the job up fails that scan. It is
 // empty for other jobs, whose args may still name a scan: a digest is not its scan's job.
 type Job struct {
-	ID          int64
-	Kind        string
-	Args        json.RawMessage
-	ScanID      string
+	ID     int64
+	Kind   string
+	Args   json.RawMessage
+	ScanID string
+	// WorkspaceID is the workspace the job works for (WorkspaceOf its args; a scan's site's):
+	// the claim shares the workers between workspaces by it. Empty for jobs of no workspace.
+	WorkspaceID string
 	State       JobState
 	Attempt     int
 	MaxAttempts int
@@ -355,6 +358,16 @@ func MaxAttemptsOf(args any) int {
 		return a.MaxAttempts()
 	}
 	return MaxAttempts
+}
+
+// WorkspaceOf is the workspace a job of args works for, when args says so with a Workspace()
+// method (an alert delivery: its channel's workspace); "" otherwise. A scan job's workspace is
+// its site's, which the store reads itself.
+func WorkspaceOf(args any) string {
+	if a, ok := args.(interface{ Workspace() string }); ok {
+		return a.Workspace()
+	}
+	return ""
 }
 
 // ScanJob is the args of the job that runs a scan: the scan, and the pages it audits instead of

@@ -35,7 +35,7 @@ type Store interface {
 	MarkPublished(ctx context.Context, siteID string, at time.Time) error
 	LatestCompletedScan(ctx context.Context, userID, siteID string) (store.Scan, error)
 	EnqueueScan(ctx context.Context, s store.Scan, kind string, runAt time.Time) error
-	ClaimJob(ctx context.Context, kind, workerID string, now time.Time) (store.Job, error)
+	ClaimJob(ctx context.Context, kind, workerID string, now time.Time, perWorkspace int) (store.Job, error)
 	StartScan(ctx context.Context, l store.Lease, pagesTotal int, now time.Time) error
 	SavePageResult(ctx context.Context, l store.Lease, r store.PageResult) error
 	CompleteScan(ctx context.Context, l store.Lease, scores store.ScanScores, now time.Time, then ...store.JobArgs) error
@@ -267,7 +267,7 @@ func recordDemoScan(ctx context.Context, st Store, site store.Site, results []st
 	if err := st.EnqueueScan(ctx, scan, store.KindDemo, at); err != nil {
 		return "", fmt.Errorf("demo scan: %w", err)
 	}
-	job, err := st.ClaimJob(ctx, store.KindDemo, "demo-seed", at)
+	job, err := st.ClaimJob(ctx, store.KindDemo, "demo-seed", at, 0)
 	if err != nil {
 		return "", fmt.Errorf("demo scan: %w", err)
 	}

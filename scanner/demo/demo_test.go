@@ -138,7 +138,7 @@ func TestSeedDemo(t *testing.T) {
 				}
 			}
 			// The demo queue is never the scan queue.
-			if _, err := st.ClaimJob(ctx, store.KindScan, "w", now.Add(48*time.Hour)); err == nil {
+			if _, err := st.ClaimJob(ctx, store.KindScan, "w", now.Add(48*time.Hour), 0); err == nil {
 				t.Error("a demo scan is claimable by the worker pool")
 			}
 		})

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -43,9 +44,14 @@ type BlockedError struct {
 	Reason string // "loopback", "private", ...
 }
 
+// Error says which host was refused and what kind of address it resolves to, never the address:
+// whoever can make the service resolve a name (a channel URL, a sitemap) would otherwise read
+// the service's internal DNS through it. A host that is an address literal is named as written.
 func (e *BlockedError) Error() string {
-	return fmt.Sprintf("refused to connect to %s: it resolves to %s, a %s address (SCAN_ALLOW_PRIVATE=true allows private sites)",
-		e.Host, e.Addr, e.Reason)
+	if a, err := netip.ParseAddr(strings.Trim(e.Host, "[]")); err == nil && a.Unmap() == e.Addr {
+		return fmt.Sprintf("refused to connect to %s: a %s address (SCAN_ALLOW_PRIVATE=true allows private sites)", e.Host, e.Reason)
+	}
+	return fmt.Sprintf("refused to connect to %s: it resolves to a %s address (SCAN_ALLOW_PRIVATE=true allows private sites)", e.Host, e.Reason)
 }
 
 // reserved are the ranges netip's predicates do not name that must not be reached either.
@@ -62,6 +68,9 @@ var reserved = []struct {
 	{netip.MustParsePrefix("64:ff9b:1::/48"), "NAT64"},
 	{netip.MustParsePrefix("2002::/16"), "6to4"},
 	{netip.MustParsePrefix("2001::/32"), "Teredo"},
+	// IPv4-compatible IPv6 (deprecated, RFC 4291 §2.5.5.1): some stacks route ::a.b.c.d to the
+	// IPv4 address a.b.c.d, internal ones too. :: and ::1 are named by the checks before.
+	{netip.MustParsePrefix("::/96"), "IPv4-compatible"},
 }
 
 // BlockedReason says why a request may not reach a, or "" when a is a public address. An
@@ -137,7 +146,26 @@ func (g Guard) DialContext(ctx context.Context, network, address string) (net.Co
 			}
 			return g.check(host, ap)
 		}}
-	return d.DialContext(ctx, network, address)
+	conn, err := d.DialContext(ctx, network, address)
+	return conn, quiet(err)
+}
+
+// quiet is a dial or lookup error without the addresses it would name: a refusal as itself
+// (not inside "dial tcp <resolved address>: ..."), and a failed lookup without the resolver's
+// address ("lookup x on 10.96.0.10:53"). Either would map the service's network for whoever
+// chose the URL.
+func quiet(err error) error {
+	var blocked *BlockedError
+	if errors.As(err, &blocked) {
+		return blocked
+	}
+	var dns *net.DNSError
+	if errors.As(err, &dns) && dns.Server != "" {
+		c := *dns
+		c.Server = ""
+		return &c
+	}
+	return err
 }
 
 // CheckURL resolves the host of an http(s) URL and answers the address to pin the fetch to:
@@ -166,7 +194,7 @@ func (g Guard) CheckURL(ctx context.Context, rawURL string) (host string, addr n
 			r = net.DefaultResolver
 		}
 		if addrs, err = r.LookupNetIP(ctx, "ip", host); err != nil {
-			return host, netip.Addr{}, fmt.Errorf("resolve %s: %w", host, err)
+			return host, netip.Addr{}, fmt.Errorf("resolve %s: %w", host, quiet(err))
 		}
 	}
 	if len(addrs) == 0 {

@@ -31,26 +31,39 @@ type Attempt struct {
 // DeliveryWindow is how long an event is retried before its delivery is given up.
 const DeliveryWindow = 24 * time.Hour
 
+// DeliveryTimeout bounds one attempt, from the connection to the answer's headers and the
+// part of its body kept (SECURITY.md §10): a slow receiver holds a delivery worker no longer.
+const DeliveryTimeout = 10 * time.Second
+
 // maxBackoff caps the wait between two attempts.
 const maxBackoff = time.Hour
 
 // Send posts an event, written for the channel kind, to rawURL through client: the outbound
 // guard's (netguard.Guard.Client), so loopback, private and metadata addresses are refused when
 // the connection is made unless SCAN_ALLOW_PRIVATE. The webhook kind is signed with secret at now.
+// The attempt ends after DeliveryTimeout, and follows no redirect whatever client does: a 3xx is
+// the answer, recorded (a redirect from https to plain http would carry the signed body).
 func Send(ctx context.Context, client *http.Client, kind, rawURL string, secret []byte, e Event, now time.Time) Attempt {
 	body, h, err := Render(kind, e, secret, now)
 	if err != nil {
 		return Attempt{Err: err.Error()}
 	}
+	ctx, cancel := context.WithTimeout(ctx, DeliveryTimeout)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, rawURL, bytes.NewReader(body))
 	if err != nil {
 		return Attempt{Err: "the channel URL is not a valid URL"}
 	}
 	req.Header = h
-	resp, err := client.Do(req)
+	once := *client
+	once.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := once.Do(req)
 	if err != nil {
 		var blocked *netguard.BlockedError
 		isBlocked := errors.As(err, &blocked)
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+			return Attempt{Err: fmt.Sprintf("no answer within %s", DeliveryTimeout)}
+		}
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err // its message repeats the URL
@@ -60,12 +73,23 @@ func Send(ctx context.Context, client *http.Client, kind, rawURL string, secret 
 	defer resp.Body.Close()
 	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
 	a := Attempt{Status: resp.StatusCode, RetryAfter: retryAfter(resp.Header.Get("Retry-After"), now)}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+	switch {
+	case isRedirect(resp.StatusCode):
+		// Where it pointed, without its path and query: they may repeat the channel's secret.
+		to := "elsewhere"
+		if loc, err := resp.Location(); err == nil && loc.Host != "" {
+			to = loc.Scheme + "://" + loc.Host
+		}
+		a.Err = resp.Status + ": a redirect to " + oneLine(to) + ", not followed (deliveries follow none): set the channel's URL to where it points"
+	case resp.StatusCode < 200 || resp.StatusCode > 299:
 		a.Err = strings.TrimSpace(resp.Status + ": " + oneLine(string(snippet)))
 		a.Err = strings.TrimSuffix(a.Err, ":")
 	}
 	return a
 }
+
+// isRedirect answers whether status asks the client to go elsewhere.
+func isRedirect(status int) bool { return status >= 300 && status <= 399 }
 
 // retryAfter reads Retry-After: seconds or an HTTP date; 0 when absent or unreadable.
 func retryAfter(v string, now time.Time) time.Duration {
@@ -82,7 +106,8 @@ func retryAfter(v string, now time.Time) time.Duration {
 }
 
 // Next decides what follows an attempt, the attempts-th, of a delivery first tried at first:
-// delivered on 2xx; failed on a 4xx other than 408 and 429 (the receiver will not change its
+// delivered on 2xx; failed on a 3xx (redirects are not followed, so asking again gets the same
+// answer) and on a 4xx other than 408 and 429 (the receiver will not change its
 // mind: a deleted Slack hook answers 404, a Discord one 401, a gone one 410); otherwise (network
 // errors, 408, 429, 5xx; but not an address the guard refused) pending until next, the receiver's Retry-After or attempts^4 seconds
 // (at least 10 s, at most an hour), and failed once next falls past the 24-hour window.
@@ -90,7 +115,7 @@ func Next(a Attempt, attempts int, first, now time.Time) (state string, next *ti
 	switch {
 	case a.Status >= 200 && a.Status <= 299:
 		return store.DeliveryDelivered, nil
-	case a.Blocked,
+	case a.Blocked, isRedirect(a.Status),
 		a.Status >= 400 && a.Status <= 499 && a.Status != http.StatusRequestTimeout && a.Status != http.StatusTooManyRequests:
 		return store.DeliveryFailed, nil
 	}

@@ -259,14 +259,18 @@ func slackMessage(e Event) map[string]any {
 }
 
 // teamsMessage is what a Microsoft Teams Workflows webhook ("Post to a channel when a webhook
-// request is received") takes: a message with one Adaptive Card attachment.
+// request is received") takes: a message with one Adaptive Card attachment. Every text is a
+// RichTextBlock's TextRun, never a TextBlock: a TextBlock reads its text as Markdown, so a site
+// or page or publisher named "[Click](https://…)" became a link in the team's channel, while a
+// TextRun is shown as written, with its style set as properties. Nothing to escape, so no
+// escape a client reads differently.
 func teamsMessage(e Event) map[string]any {
 	s := summarize(e)
-	body := []any{map[string]any{"type": "TextBlock", "text": s.title, "weight": "Bolder", "size": "Medium", "wrap": true}}
-	if len(s.lines) > 0 {
-		body = append(body, map[string]any{"type": "TextBlock", "text": "- " + strings.Join(s.lines, "\n- "), "wrap": true})
+	body := []any{teamsText(s.title, "weight", "Bolder", "size", "Medium")}
+	for _, l := range s.lines {
+		body = append(body, teamsText("• "+l))
 	}
-	body = append(body, map[string]any{"type": "TextBlock", "text": s.context, "isSubtle": true, "size": "Small", "wrap": true})
+	body = append(body, teamsText(s.context, "isSubtle", true, "size", "Small"))
 	card := map[string]any{
 		"$schema": "http://adaptivecards.io/schemas/adaptive-card.json",
 		"type":    "AdaptiveCard", "version": "1.4", "body": body,
@@ -277,6 +281,15 @@ func teamsMessage(e Event) map[string]any {
 	return map[string]any{"type": "message", "attachments": []any{map[string]any{
 		"contentType": "application/vnd.microsoft.card.adaptive", "contentUrl": nil, "content": card,
 	}}}
+}
+
+// teamsText is a RichTextBlock of one TextRun of text, with style given as property, value pairs.
+func teamsText(text string, style ...any) map[string]any {
+	run := map[string]any{"type": "TextRun", "text": text}
+	for i := 0; i+1 < len(style); i += 2 {
+		run[style[i].(string)] = style[i+1]
+	}
+	return map[string]any{"type": "RichTextBlock", "inlines": []any{run}}
 }
 
 // discordEscape keeps user text from becoming Discord markdown; mentions are switched off by

@@ -22,7 +22,7 @@ func completeScan(t *testing.T, st store.Store, site store.Site, at time.Time, t
 	}
 	sc := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyMobile, Trigger: trigger, CreatedAt: at}
 	must(st.EnqueueScan(ctx, sc, store.KindScan, at))
-	j, err := st.ClaimJob(ctx, store.KindScan, "w", at)
+	j, err := st.ClaimJob(ctx, store.KindScan, "w", at, 0)
 	must(err)
 	must(st.StartScan(ctx, j.Lease(), len(results), at))
 	for _, r := range results {

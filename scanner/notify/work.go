@@ -15,6 +15,15 @@ const (
 	KindDelivery = "delivery"
 )
 
+// DeliveryWorkers is how many deliveries one process sends at once, and WorkspaceDeliveries
+// how many of them may be one workspace's (KindWorker.PerWorkspace): a workspace whose channels
+// point at slow receivers holds at most that many of a process's workers, each for at most
+// DeliveryTimeout, and the other workspaces' alerts go out on the rest.
+const (
+	DeliveryWorkers     = 4
+	WorkspaceDeliveries = 2
+)
+
 // AlertsJob plans the alerts of a finished scan.
 type AlertsJob = store.AlertsJob
 

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"sitepulse/store"
@@ -9,31 +10,69 @@ import (
 
 func dayOf(now time.Time) time.Time { return now.UTC().Truncate(24 * time.Hour) }
 
-func (m *Store) TakeAudit(ctx context.Context, workspaceID string, now time.Time, limit int) (bool, error) {
+// payers are the accounts a workspace's audit on day counts against, as Postgres's audit_payers:
+// its owners, and its creator when it made it that day. The caller holds m.mu.
+func (m *Store) payers(workspaceID string, day time.Time) []string {
+	var out []string
+	for k, mb := range m.members {
+		if k[0] == workspaceID && mb.Role == store.RoleOwner {
+			out = append(out, mb.UserID)
+		}
+	}
+	if by, ok := m.creators[workspaceID]; ok && !m.workspaces[workspaceID].CreatedAt.Before(day) && !slices.Contains(out, by) {
+		out = append(out, by)
+	}
+	return out
+}
+
+// dayCounts is the counts of key in counts, days before yesterday forgotten (as Postgres does).
+func dayCounts(counts map[string]map[time.Time]int, key string, day time.Time) map[time.Time]int {
+	days := counts[key]
+	if days == nil {
+		days = map[time.Time]int{}
+		counts[key] = days
+	}
+	for d := range days {
+		if d.Before(day.AddDate(0, 0, -1)) {
+			delete(days, d)
+		}
+	}
+	return days
+}
+
+func (m *Store) TakeAudit(ctx context.Context, workspaceID string, now time.Time, limits store.AuditLimits) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.workspaces[workspaceID]; !ok {
 		return false, store.NotFound("workspace")
 	}
-	day, days := dayOf(now), m.audits[workspaceID]
-	if days == nil {
-		days = map[time.Time]int{}
-		m.audits[workspaceID] = days
-	}
-	for d := range days { // as Postgres does: forget the days before yesterday
-		if d.Before(day.AddDate(0, 0, -1)) {
-			delete(days, d)
-		}
-	}
-	if days[day] >= limit {
+	day := dayOf(now)
+	ws, payers := dayCounts(m.audits, workspaceID, day), m.payers(workspaceID, day)
+	if ws[day] >= limits.Workspace {
 		return false, nil
 	}
-	days[day]++
+	for _, p := range payers {
+		if dayCounts(m.accountAudits, p, day)[day] >= limits.Account || limits.Account <= 0 {
+			return false, nil
+		}
+	}
+	ws[day]++
+	for _, p := range payers {
+		m.accountAudits[p][day]++
+	}
 	return true, nil
 }
 
-func (m *Store) AuditsTaken(ctx context.Context, workspaceID string, now time.Time) (int, error) {
+func (m *Store) AuditsTaken(ctx context.Context, workspaceID string, now time.Time) (store.AuditUsage, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.audits[workspaceID][dayOf(now)], nil
+	day := dayOf(now)
+	u := store.AuditUsage{Workspace: m.audits[workspaceID][day]}
+	if _, ok := m.workspaces[workspaceID]; !ok {
+		return u, nil
+	}
+	for _, p := range m.payers(workspaceID, day) {
+		u.Account = max(u.Account, m.accountAudits[p][day])
+	}
+	return u, nil
 }

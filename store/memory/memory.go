@@ -42,6 +42,7 @@ type Store struct {
 	platformStates map[string]memState
 	connections    map[string]store.PlatformConnection
 	audits         map[string]map[time.Time]int // audits spent by workspace and UTC day (audits.go)
+	accountAudits  map[string]map[time.Time]int // audits spent by account and UTC day (audits.go)
 	logins         map[string]memLogin          // login attempts by account key (logins.go)
 	loginsSwept    time.Time
 	publishes      []store.Publish          // in the order recorded (publishes.go)
@@ -53,6 +54,7 @@ type Store struct {
 	budgetsSwap       map[string]budgetSwap
 	// workspaces (workspaces.go)
 	workspaces  map[string]store.Workspace
+	creators    map[string]string // who made each workspace with CreateWorkspace (it pays for its audits that day)
 	members     map[memberKey]store.Member
 	invitations map[string]store.Invitation
 	activity    []store.Activity
@@ -91,6 +93,8 @@ func New() *Store {
 		codes:          map[string]store.AuthCode{},
 		tokens:         map[string]store.OAuthToken{},
 		audits:         map[string]map[time.Time]int{},
+		accountAudits:  map[string]map[time.Time]int{},
+		creators:       map[string]string{},
 		consents:       map[[2]string]store.Consent{},
 		reports:        map[string]store.Report{},
 		deliveries:     map[string]time.Time{},

@@ -34,8 +34,11 @@ func (m *Store) insertJob(kind string, args any, scanID string, runAt, createdAt
 	if err != nil {
 		return store.Job{}, fmt.Errorf("job args of kind %s: %w", kind, err)
 	}
-	j := store.Job{Kind: kind, Args: raw, ScanID: scanID, State: store.JobAvailable, MaxAttempts: store.MaxAttemptsOf(args),
-		RunAt: store.Now(runAt), CreatedAt: store.Now(createdAt)}
+	j := store.Job{Kind: kind, Args: raw, ScanID: scanID, WorkspaceID: store.WorkspaceOf(args), State: store.JobAvailable,
+		MaxAttempts: store.MaxAttemptsOf(args), RunAt: store.Now(runAt), CreatedAt: store.Now(createdAt)}
+	if s, ok := m.scans[scanID]; ok && j.WorkspaceID == "" {
+		j.WorkspaceID = m.sites[s.SiteID].WorkspaceID
+	}
 	m.nextJob++
 	j.ID = m.nextJob
 	m.jobs[j.ID] = j
@@ -61,23 +64,40 @@ func (m *Store) enqueue(s store.Scan, kind string, runAt time.Time) error {
 	s.Status = store.StatusQueued
 	s.CreatedAt = store.Now(s.CreatedAt)
 	s.StartedAt, s.CompletedAt = nil, nil
-	if _, err := m.insertJob(kind, store.ScanJob{ScanID: s.ID, Pages: s.Pages}, s.ID, runAt, s.CreatedAt); err != nil {
+	pages := s.Pages
+	s.Pages = nil                // kept in the job only, as on Postgres
+	m.scans[s.ID] = cloneScan(s) // first: the job's workspace is its scan's site's
+	if _, err := m.insertJob(kind, store.ScanJob{ScanID: s.ID, Pages: pages}, s.ID, runAt, s.CreatedAt); err != nil {
+		delete(m.scans, s.ID)
 		return err
 	}
-	s.Pages = nil // kept in the job only, as on Postgres
-	m.scans[s.ID] = cloneScan(s)
 	return nil
 }
 
-func (m *Store) ClaimJob(ctx context.Context, kind, workerID string, now time.Time) (store.Job, error) {
+func (m *Store) ClaimJob(ctx context.Context, kind, workerID string, now time.Time, perWorkspace int) (store.Job, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	// As Postgres counts them: jobs of the kind running by workspace, anywhere and under workerID.
+	running, here := map[string]int{}, map[string]int{}
+	for _, j := range m.jobs {
+		if j.Kind == kind && j.State == store.JobRunning && j.WorkspaceID != "" {
+			running[j.WorkspaceID]++
+			if j.LockedBy == workerID {
+				here[j.WorkspaceID]++
+			}
+		}
+	}
 	var best *store.Job
 	for _, j := range m.jobs {
 		if j.Kind != kind || j.State != store.JobAvailable || j.RunAt.After(now) {
 			continue
 		}
-		if best == nil || j.RunAt.Before(best.RunAt) || j.RunAt.Equal(best.RunAt) && j.ID < best.ID {
+		n := running[j.WorkspaceID]
+		if perWorkspace > 0 && here[j.WorkspaceID] >= perWorkspace {
+			continue
+		}
+		if best == nil || n < running[best.WorkspaceID] || n == running[best.WorkspaceID] &&
+			(j.RunAt.Before(best.RunAt) || j.RunAt.Equal(best.RunAt) && j.ID < best.ID) {
 			j := j
 			best = &j
 		}

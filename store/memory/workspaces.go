@@ -55,6 +55,7 @@ func (m *Store) CreateWorkspace(ctx context.Context, w store.Workspace, ownerID 
 	}
 	w.CreatedAt, w.RetentionDays, w.Role = store.Now(w.CreatedAt), 400, ""
 	m.workspaces[w.ID] = w
+	m.creators[w.ID] = ownerID
 	m.members[memberKey{w.ID, ownerID}] = store.Member{WorkspaceID: w.ID, UserID: ownerID, Role: store.RoleOwner, CreatedAt: w.CreatedAt, NotifyRegressions: true}
 	m.addActivityLocked(store.Activity{WorkspaceID: w.ID, ActorID: ownerID, Action: "created the workspace", Subject: w.Name, At: w.CreatedAt})
 	return nil
@@ -268,6 +269,7 @@ func (m *Store) dropWorkspace(workspaceID string) {
 	m.activity = slices.DeleteFunc(m.activity, func(a store.Activity) bool { return a.WorkspaceID == workspaceID })
 	delete(m.connections, workspaceID)
 	delete(m.audits, workspaceID)
+	delete(m.creators, workspaceID)
 	delete(m.workspaces, workspaceID)
 }
 

@@ -250,7 +250,7 @@ func seedLargeScan(b *testing.B, s *benchService, pages int) (string, *http.Cook
 	if err := s.pg.EnqueueScan(ctx, sc, store.KindDemo, now); err != nil {
 		b.Fatal(err)
 	}
-	job, err := s.pg.ClaimJob(ctx, store.KindDemo, "bench", now)
+	job, err := s.pg.ClaimJob(ctx, store.KindDemo, "bench", now, 0)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"sitepulse/store"
+	"sitepulse/store/postgres"
+	"sitepulse/store/storetest"
 )
 
 // Copies of the contract suite's helpers (store/storetest/store_test.go) for the Postgres-only
@@ -39,4 +41,27 @@ func enqueue(t testing.TB, s store.Store, site store.Site, at time.Time) store.S
 	sc := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: at}
 	must(t, s.EnqueueScan(context.Background(), sc, store.KindScan, at))
 	return sc
+}
+
+// olderSchema is a schema of its own migrated up to version upTo only, as an older SitePulse
+// left it: exec runs raw SQL in it (failing the test on an error), and upgrade closes it and
+// opens it again with every migration applied, as the next release's start would.
+func olderSchema(t *testing.T, upTo int) (exec func(q string, args ...any), upgrade func() *postgres.Store) {
+	t.Helper()
+	ctx := context.Background()
+	dsn := storetest.SchemaDSN(t)
+	old, err := postgres.OpenMigratedTo(ctx, dsn, upTo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec = func(q string, args ...any) {
+		t.Helper()
+		if _, err := old.DB().ExecContext(ctx, q, args...); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	return exec, func() *postgres.Store {
+		old.Close()
+		return storetest.Open(t, dsn)
+	}
 }

@@ -62,7 +62,7 @@ func TestPostgresMigrationGivesScanJobsTheScanKind(t *testing.T) {
 	exec(`INSERT INTO jobs (queue, scan_id, state, attempt, max_attempts, run_at, created_at) VALUES ('scan', $1, 'available', 1, 4, $2, $2)`, queued, t0)
 
 	st := storetest.Open(t, dsn)
-	j, err := st.ClaimJob(ctx, store.KindScan, "w", t0)
+	j, err := st.ClaimJob(ctx, store.KindScan, "w", t0, 0)
 	if err != nil {
 		t.Fatalf("the queued scan's job after the migration: %v", err)
 	}

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"sitepulse/store"
-	"sitepulse/store/postgres"
-	"sitepulse/store/storetest"
 )
 
 // Migration 013 moves a populated database from users owning rows to workspaces owning them:
@@ -16,18 +14,7 @@ import (
 // personal workspace, nothing lost or renamed.
 func TestMigrationMovesRowsIntoPersonalWorkspaces(t *testing.T) {
 	ctx := context.Background()
-	dsn := storetest.SchemaDSN(t)
-	old, err := postgres.OpenMigratedTo(ctx, dsn, 12)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := old.DB()
-	exec := func(q string, args ...any) {
-		t.Helper()
-		if _, err := db.ExecContext(ctx, q, args...); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	exec, upgrade := olderSchema(t, 12)
 	var (
 		ada, bob       = store.NewID(), store.NewID()
 		adaSite, bobSt = store.NewID(), store.NewID()
@@ -50,9 +37,7 @@ func TestMigrationMovesRowsIntoPersonalWorkspaces(t *testing.T) {
 		ada, store.NewID(), now, now.Add(time.Hour))
 	exec(`INSERT INTO platform_connections (user_id, token_sealed, created_at) VALUES ($1, 'k1.sealed', $2)`, ada, now)
 	exec(`INSERT INTO audit_usage (user_id, day, used) VALUES ($1, $2, 7)`, ada, now)
-	old.Close()
-
-	s := storetest.Open(t, dsn) // applies 013 and on
+	s := upgrade() // applies 013 and on
 
 	for _, u := range []struct{ id, email, site, name string }{{ada, "ada@example.com", adaSite, "Ada shop"}, {bob, "bob@example.com", bobSt, "Bob blog"}} {
 		ws, err := s.WorkspacesOf(ctx, u.id)
@@ -96,8 +81,9 @@ func TestMigrationMovesRowsIntoPersonalWorkspaces(t *testing.T) {
 	if c, err := s.PlatformConnection(ctx, ada); err != nil || c.TokenSealed != "k1.sealed" {
 		t.Fatalf("old platform connection %+v, %v", c, err)
 	}
-	if n, err := s.AuditsTaken(ctx, ada, now); err != nil || n != 7 {
-		t.Fatalf("audits taken %d, %v; want the day's 7 kept", n, err)
+	// Migration 022 starts each account from what its workspaces spent that day.
+	if n, err := s.AuditsTaken(ctx, ada, now); err != nil || n != (store.AuditUsage{Workspace: 7, Account: 7}) {
+		t.Fatalf("audits taken %+v, %v; want the day's 7 kept, the workspace's and its owner's", n, err)
 	}
 	// A new account after the migration gets its own personal workspace.
 	carol := store.User{ID: store.NewID(), Email: "carol@example.com", PasswordHash: "h", CreatedAt: now}

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"sitepulse/store"
-	"sitepulse/store/postgres"
-	"sitepulse/store/storetest"
 )
 
 // Migration 017 moves each alert channel, with its deliveries, into its account's personal
@@ -15,18 +13,7 @@ import (
 // another account does not, and the alert jobs find it by the workspace.
 func TestMigrationMovesChannelsIntoPersonalWorkspaces(t *testing.T) {
 	ctx := context.Background()
-	dsn := storetest.SchemaDSN(t)
-	old, err := postgres.OpenMigratedTo(ctx, dsn, 16)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := old.DB()
-	exec := func(q string, args ...any) {
-		t.Helper()
-		if _, err := db.ExecContext(ctx, q, args...); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	exec, upgrade := olderSchema(t, 16)
 	ada, bob, ch := store.NewID(), store.NewID(), store.NewID()
 	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 	exec(`INSERT INTO users (id, email, password_hash, created_at) VALUES ($1, 'ada@example.com', 'h', $3), ($2, 'bob@example.com', 'h', $3)`, ada, bob, now)
@@ -34,9 +21,7 @@ func TestMigrationMovesChannelsIntoPersonalWorkspaces(t *testing.T) {
 	exec(`INSERT INTO memberships (workspace_id, user_id, role, created_at) VALUES ($1, $1, 'owner', $3), ($2, $2, 'owner', $3)`, ada, bob, now)
 	exec(`INSERT INTO channels (id, user_id, kind, name, url_sealed, events, created_at) VALUES ($1, $2, 'slack', '#perf', 'k1.sealed', '{regression.confirmed}', $3)`, ch, ada, now)
 	exec(`INSERT INTO deliveries (id, channel_id, event_id, event_type, state, attempts, created_at) VALUES ($1, $2, 'evt_1', 'test', 'delivered', 1, $3)`, store.NewID(), ch, now)
-	old.Close()
-
-	s := storetest.Open(t, dsn) // applies 017
+	s := upgrade() // applies 017
 	list, err := s.ChannelsIn(ctx, ada, ada)
 	must(t, err)
 	if len(list) != 1 || list[0].ID != ch || list[0].WorkspaceID != ada || list[0].URLSealed != "k1.sealed" {

@@ -7,26 +7,13 @@ import (
 	"time"
 
 	"sitepulse/store"
-	"sitepulse/store/postgres"
-	"sitepulse/store/storetest"
 )
 
 // Migration 018 writes the summary and size of every scan completed before it from its page
 // rows, the same summary CompleteScan writes since (store.Summarize of its page metrics).
 func TestMigration018BackfillsSummaries(t *testing.T) {
 	ctx := context.Background()
-	dsn := storetest.SchemaDSN(t)
-	old, err := postgres.OpenMigratedTo(ctx, dsn, 17)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := old.DB()
-	exec := func(q string, args ...any) {
-		t.Helper()
-		if _, err := db.ExecContext(ctx, q, args...); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	exec, upgrade := olderSchema(t, 17)
 	user, site, done, failed := store.NewID(), store.NewID(), store.NewID(), store.NewID()
 	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 	exec(`INSERT INTO users (id, email, password_hash, created_at) VALUES ($1, 'ada@example.com', 'h', $2)`, user, now)
@@ -45,9 +32,7 @@ func TestMigration018BackfillsSummaries(t *testing.T) {
 	}
 	exec(`INSERT INTO page_results (scan_id, page_path, strategy, page_url, error) VALUES ($1, '/b', 'mobile', 'https://ada.test/b', 'timed out')`, done)
 	exec(`INSERT INTO page_results (scan_id, page_path, strategy, page_url, error) VALUES ($1, '/', 'mobile', 'https://ada.test/', 'timed out')`, failed)
-	old.Close()
-
-	s := storetest.Open(t, dsn) // applies 018
+	s := upgrade() // applies 018
 	sc, err := s.Scan(ctx, user, done)
 	must(t, err)
 	metrics, err := s.PageMetrics(ctx, user, done)

@@ -37,7 +37,8 @@ func (p *Store) EnqueueJob(ctx context.Context, args store.JobArgs, runAt time.T
 }
 
 // insertJob stores a job of kind with args as JSON in tx and notifies the dispatchers, who hear
-// of it when tx commits.
+// of it when tx commits. Its workspace is the one args names (store.WorkspaceOf), else its
+// scan's site's.
 func insertJob(ctx context.Context, tx *sql.Tx, kind string, args any, scanID string, runAt, createdAt time.Time) (store.Job, error) {
 	if kind == "" {
 		return store.Job{}, fmt.Errorf("job args %T: no kind", args)
@@ -46,9 +47,10 @@ func insertJob(ctx context.Context, tx *sql.Tx, kind string, args any, scanID st
 	if err != nil {
 		return store.Job{}, fmt.Errorf("job args of kind %s: %w", kind, err)
 	}
-	j, err := scanJob(tx.QueryRowContext(ctx, `INSERT INTO jobs (kind, args, scan_id, state, max_attempts, run_at, created_at)
-		VALUES ($1, $2, NULLIF($3, '')::uuid, 'available', $4, $5, $6) RETURNING `+jobCols,
-		kind, raw, scanID, store.MaxAttemptsOf(args), store.Now(runAt), store.Now(createdAt)))
+	j, err := scanJob(tx.QueryRowContext(ctx, `INSERT INTO jobs (kind, args, scan_id, state, max_attempts, run_at, created_at, workspace_id)
+		VALUES ($1, $2, NULLIF($3, '')::uuid, 'available', $4, $5, $6, coalesce(NULLIF($7, '')::uuid,
+			(SELECT s.workspace_id FROM scans c JOIN sites s ON s.id = c.site_id WHERE c.id = NULLIF($3, '')::uuid))) RETURNING `+jobCols,
+		kind, raw, scanID, store.MaxAttemptsOf(args), store.Now(runAt), store.Now(createdAt), store.WorkspaceOf(args)))
 	if err != nil {
 		return j, pgErr("enqueue job", err)
 	}
@@ -60,7 +62,7 @@ func insertJob(ctx context.Context, tx *sql.Tx, kind string, args any, scanID st
 // dispatchers wake at once.
 const NotifyChannel = "sitepulse_jobs"
 
-const jobCols = `id, kind, args, coalesce(scan_id::text, ''), state, attempt, max_attempts, snoozes, run_at, heartbeat_at, locked_by, last_error, created_at, finalized_at`
+const jobCols = `id, kind, args, coalesce(scan_id::text, ''), coalesce(workspace_id::text, ''), state, attempt, max_attempts, snoozes, run_at, heartbeat_at, locked_by, last_error, created_at, finalized_at`
 
 // jobColsJ is jobCols with its id qualified by the alias j, for the claim's UPDATE ... FROM.
 const jobColsJ = "j." + jobCols
@@ -69,19 +71,31 @@ func scanJob(row rowScanner) (store.Job, error) {
 	var j store.Job
 	var hb, fin sql.NullTime
 	var args []byte
-	err := row.Scan(&j.ID, &j.Kind, &args, &j.ScanID, &j.State, &j.Attempt, &j.MaxAttempts, &j.Snoozed, &j.RunAt, &hb,
+	err := row.Scan(&j.ID, &j.Kind, &args, &j.ScanID, &j.WorkspaceID, &j.State, &j.Attempt, &j.MaxAttempts, &j.Snoozed, &j.RunAt, &hb,
 		&j.LockedBy, &j.LastError, &j.CreatedAt, &fin)
 	j.Args = json.RawMessage(args)
 	j.RunAt, j.CreatedAt, j.HeartbeatAt, j.FinalizedAt = j.RunAt.UTC(), j.CreatedAt.UTC(), timePtr(hb), timePtr(fin)
 	return j, err
 }
 
-func (p *Store) ClaimJob(ctx context.Context, kind, workerID string, now time.Time) (store.Job, error) {
-	j, err := scanJob(p.db.QueryRowContext(ctx, `WITH next AS (
-			SELECT id FROM jobs WHERE kind = $1 AND state = 'available' AND run_at <= $3
-			ORDER BY run_at, id FOR UPDATE SKIP LOCKED LIMIT 1)
-		UPDATE jobs j SET state = 'running', attempt = j.attempt + 1, heartbeat_at = $3, locked_by = $2
-		FROM next WHERE j.id = next.id RETURNING `+jobColsJ, kind, workerID, store.Now(now)))
+// claimSQL is the one claim (FOR UPDATE SKIP LOCKED, River's JobGetAvailable): the runnable job
+// of kind $1 whose workspace runs the fewest jobs of the kind anywhere, oldest first among
+// equals, skipping ($4 > 0) the workspaces running $4 of them under worker $2 already, marked
+// running under worker $2 at $3. The counts are of running jobs, read by the same statement
+// (jobs_running_workspace).
+const claimSQL = `WITH running AS (
+		SELECT workspace_id, count(*) AS n, count(*) FILTER (WHERE locked_by = $2) AS here
+		FROM jobs WHERE kind = $1 AND state = 'running' AND workspace_id IS NOT NULL
+		GROUP BY workspace_id),
+	next AS (
+		SELECT j.id FROM jobs j LEFT JOIN running r ON r.workspace_id = j.workspace_id
+		WHERE j.kind = $1 AND j.state = 'available' AND j.run_at <= $3 AND ($4::int <= 0 OR coalesce(r.here, 0) < $4::int)
+		ORDER BY coalesce(r.n, 0), j.run_at, j.id FOR UPDATE OF j SKIP LOCKED LIMIT 1)
+	UPDATE jobs j SET state = 'running', attempt = j.attempt + 1, heartbeat_at = $3, locked_by = $2
+	FROM next WHERE j.id = next.id RETURNING ` + jobColsJ
+
+func (p *Store) ClaimJob(ctx context.Context, kind, workerID string, now time.Time, perWorkspace int) (store.Job, error) {
+	j, err := scanJob(p.db.QueryRowContext(ctx, claimSQL, kind, workerID, store.Now(now), perWorkspace))
 	return j, pgErr("claim job", err)
 }
 
@@ -457,8 +471,9 @@ const enqueueDueSQL = `WITH due AS (
 		ON CONFLICT (site_id) WHERE status IN ('queued', 'running') DO NOTHING
 		RETURNING id, site_id),
 	jobs AS (
-		INSERT INTO jobs (kind, args, scan_id, state, max_attempts, run_at, created_at)
-		SELECT $4, jsonb_build_object('scanId', m.id), m.id, 'available', $5, $1, $1 FROM made m
+		INSERT INTO jobs (kind, args, scan_id, state, max_attempts, run_at, created_at, workspace_id)
+		SELECT $4, jsonb_build_object('scanId', m.id), m.id, 'available', $5, $1, $1, s.workspace_id
+		FROM made m JOIN sites s ON s.id = m.site_id
 		RETURNING scan_id),
 	notified AS (SELECT pg_notify('` + NotifyChannel + `', $4) FROM (SELECT 1 FROM jobs LIMIT 1) j)
 	SELECT m.id, m.site_id FROM made m JOIN due d ON d.id = m.site_id

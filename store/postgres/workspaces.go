@@ -27,7 +27,7 @@ func (p *Store) CreateWorkspace(ctx context.Context, w store.Workspace, ownerID 
 			return fmt.Errorf("%d workspaces: %w", n, store.ErrLimit)
 		}
 		at := store.Now(w.CreatedAt)
-		if _, err := tx.ExecContext(ctx, `INSERT INTO workspaces (id, name, created_at) VALUES ($1, $2, $3)`, w.ID, w.Name, at); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO workspaces (id, name, created_at, created_by) VALUES ($1, $2, $3, $4)`, w.ID, w.Name, at, ownerID); err != nil {
 			return pgErr("create workspace", err)
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO memberships (workspace_id, user_id, role, created_at) VALUES ($1, $2, 'owner', $3)`,

@@ -10,7 +10,8 @@ import (
 	"sitepulse/store/storetest"
 )
 
-// testAuditBudget: USER_DAILY_AUDITS counted in the store, so replicas share it.
+// testAuditBudget: USER_DAILY_AUDITS counted in the store, so replicas share it. The account
+// budget is high here: testAccountAuditBudget is its own.
 func testAuditBudget(t *testing.T, s store.Store) {
 	ann, bob := newUser(t, s, "ann@example.com"), newUser(t, s, "bob@example.com")
 	late := time.Date(2026, 11, 24, 23, 59, 59, 0, time.FixedZone("CET", 3600)) // 22:59:59 UTC
@@ -24,7 +25,7 @@ func testAuditBudget(t *testing.T, s store.Store) {
 		go func() {
 			defer wg.Done()
 			for range 3 {
-				ok, err := s.TakeAudit(ctx, ann.ID, late, limit)
+				ok, err := s.TakeAudit(ctx, ann.ID, late, wsLimit(limit))
 				if err != nil {
 					t.Error(err)
 				}
@@ -38,8 +39,8 @@ func testAuditBudget(t *testing.T, s store.Store) {
 	if granted.Load() != limit {
 		t.Fatalf("%d audits granted, want the limit of %d", granted.Load(), limit)
 	}
-	if used, err := s.AuditsTaken(ctx, ann.ID, late); err != nil || used != limit {
-		t.Errorf("audits taken: %d, %v; want %d", used, err, limit)
+	if used, err := s.AuditsTaken(ctx, ann.ID, late); err != nil || used.Workspace != limit || used.Account != limit {
+		t.Errorf("audits taken: %+v, %v; want %d of the workspace and of its owner", used, err, limit)
 	}
 
 	tests := []struct {
@@ -56,36 +57,148 @@ func testAuditBudget(t *testing.T, s store.Store) {
 		{"a higher limit grants more of the same day", ann.ID, late, limit + 1, true},
 	}
 	for _, tt := range tests {
-		if got, err := s.TakeAudit(ctx, tt.userID, tt.at, tt.limit); err != nil || got != tt.want {
+		if got, err := s.TakeAudit(ctx, tt.userID, tt.at, wsLimit(tt.limit)); err != nil || got != tt.want {
 			t.Errorf("%s: %v, %v; want %v", tt.name, got, err, tt.want)
 		}
 	}
 	next := late.Add(time.Hour + time.Second)
-	if used, _ := s.AuditsTaken(ctx, ann.ID, next); used != 1 {
+	if used, _ := s.AuditsTaken(ctx, ann.ID, next); used.Workspace != 1 {
 		t.Errorf("the next day: %d taken, want 1", used)
 	}
-	if used, _ := s.AuditsTaken(ctx, ann.ID, late); used != limit+1 {
+	if used, _ := s.AuditsTaken(ctx, ann.ID, late); used.Workspace != limit+1 {
 		t.Errorf("the day before, once the next began: %d taken, want %d", used, limit+1)
 	}
 	// Two days later the take forgets the days before yesterday: the first day reads 0.
-	if ok, err := s.TakeAudit(ctx, ann.ID, late.AddDate(0, 0, 2), limit); !ok || err != nil {
+	if ok, err := s.TakeAudit(ctx, ann.ID, late.AddDate(0, 0, 2), wsLimit(limit)); !ok || err != nil {
 		t.Errorf("two days later: %v, %v", ok, err)
 	}
-	if used, _ := s.AuditsTaken(ctx, ann.ID, late); used != 0 {
-		t.Errorf("a day before yesterday: %d taken, want 0 (forgotten)", used)
+	if used, _ := s.AuditsTaken(ctx, ann.ID, late); used != (store.AuditUsage{}) {
+		t.Errorf("a day before yesterday: %+v taken, want none (forgotten)", used)
 	}
 
-	_, err := s.TakeAudit(ctx, store.NewID(), late, limit)
+	_, err := s.TakeAudit(ctx, store.NewID(), late, wsLimit(limit))
 	wantErr(t, err, store.ErrNotFound)
-	_, err = s.TakeAudit(ctx, "not-a-uuid", late, limit)
+	_, err = s.TakeAudit(ctx, "not-a-uuid", late, wsLimit(limit))
 	wantErr(t, err, store.ErrNotFound)
-	if used, err := s.AuditsTaken(ctx, "not-a-uuid", late); used != 0 || err != nil {
-		t.Errorf("an unknown user's audits: %d, %v; want 0", used, err)
+	if used, err := s.AuditsTaken(ctx, "not-a-uuid", late); used != (store.AuditUsage{}) || err != nil {
+		t.Errorf("an unknown workspace's audits: %+v, %v; want none", used, err)
 	}
 }
 
-// BenchmarkTakeAudit is USER_DAILY_AUDITS' cost per audit on each store: one statement on
-// Postgres, taken by 4 goroutines per CPU on one account, the worst case: every take waits on the same row.
+// wsLimit is a workspace budget of n under an account budget that never binds.
+func wsLimit(n int) store.AuditLimits { return store.AuditLimits{Workspace: n, Account: 1 << 30} }
+
+// testAccountAuditBudget: an account's audits across every workspace it owns, or created that
+// day, stay under its budget (the share of the PSI key's quota one account may spend), and the
+// count outlives a deleted workspace. The third red team owned ten workspaces of 6,000 audits
+// each against one key's 25,000, and deleting and recreating a workspace gave it a fresh budget.
+func testAccountAuditBudget(t *testing.T, s store.Store) {
+	day := time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)
+	limits := store.AuditLimits{Workspace: 5, Account: 8}
+	ann, bob := newUser(t, s, "ann@example.com"), newUser(t, s, "bob@example.com")
+	workspace := func(owner store.User, name string, at time.Time) string {
+		t.Helper()
+		w := store.Workspace{ID: store.NewID(), Name: name, CreatedAt: at}
+		must(t, s.CreateWorkspace(ctx, w, owner.ID, 10))
+		return w.ID
+	}
+	take := func(ws string, at time.Time) bool {
+		t.Helper()
+		ok, err := s.TakeAudit(ctx, ws, at, limits)
+		must(t, err)
+		return ok
+	}
+	second, third := workspace(ann, "Second", day.Add(-48*time.Hour)), workspace(ann, "Third", day.Add(-48*time.Hour))
+	for i := range 5 {
+		if !take(ann.ID, day) {
+			t.Fatalf("audit %d of ann's personal workspace refused", i+1)
+		}
+	}
+	if take(ann.ID, day) {
+		t.Error("a sixth audit of a workspace with a budget of 5 was granted")
+	}
+	for i := range 3 {
+		if !take(second, day) {
+			t.Fatalf("audit %d of ann's second workspace refused: ann has spent %d of 8", i+1, 5+i)
+		}
+	}
+	if take(second, day) || take(third, day) {
+		t.Error("ann's ninth audit was granted: her account's budget is 8 across her workspaces")
+	}
+	if used, err := s.AuditsTaken(ctx, second, day); err != nil || used != (store.AuditUsage{Workspace: 3, Account: 8}) {
+		t.Errorf("second workspace's usage %+v, %v; want 3 of its own, 8 of its owner's", used, err)
+	}
+	if !take(bob.ID, day) {
+		t.Error("bob's audit refused: his account has its own budget")
+	}
+	// Deleting a workspace and making another hands out no fresh budget the same day.
+	must(t, s.DeleteWorkspace(ctx, ann.ID, second))
+	fresh := workspace(ann, "Second again", day)
+	if take(fresh, day) {
+		t.Error("a workspace recreated the same day was granted an audit: ann's spent budget outlives the one she deleted")
+	}
+	if !take(fresh, day.Add(24*time.Hour)) {
+		t.Error("the next UTC day, ann's recreated workspace was refused")
+	}
+
+	// Every owner's account pays for a workspace's audits, and the account that created it pays
+	// on the day it did, even once it has left: carol makes a workspace, gives it to dave, leaves.
+	carol, dave := newUser(t, s, "carol@example.com"), newUser(t, s, "dave@example.com")
+	handed := workspace(carol, "Handed over", day)
+	tok := store.NewID()
+	must(t, s.CreateInvitation(ctx, store.Invitation{ID: store.NewID(), TokenHash: tok, WorkspaceID: handed, Email: dave.Email, Role: store.RoleOwner,
+		InvitedBy: carol.ID, CreatedAt: day, ExpiresAt: day.Add(store.InvitationTTL)}))
+	_, err := s.AcceptInvitation(ctx, tok, dave.ID, dave.Email, day)
+	must(t, err)
+	must(t, s.RemoveMember(ctx, handed, carol.ID))
+	limits.Workspace = 100 // the account's budget binds from here on
+	for i := range 8 {
+		if !take(carol.ID, day) {
+			t.Fatalf("carol's audit %d refused", i+1)
+		}
+	}
+	if take(handed, day) {
+		t.Error("a workspace carol created today was granted an audit with carol's budget spent")
+	}
+	if !take(handed, day.Add(24*time.Hour)) {
+		t.Error("the next day the handed-over workspace is dave's alone, and was refused")
+	}
+	if used, _ := s.AuditsTaken(ctx, dave.ID, day.Add(24*time.Hour)); used.Account != 1 {
+		t.Errorf("dave's account spent %d the next day, want the handed-over workspace's 1", used.Account)
+	}
+
+	// 40 takers at once over one account's three workspaces: exactly the account's budget.
+	erin := newUser(t, s, "erin@example.com")
+	spaces := []string{erin.ID, workspace(erin, "Two", day), workspace(erin, "Three", day)}
+	var granted atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 3 {
+				ok, err := s.TakeAudit(ctx, spaces[i%3], day, store.AuditLimits{Workspace: 100, Account: 7})
+				if err != nil {
+					t.Error(err)
+				}
+				if ok {
+					granted.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if granted.Load() != 7 {
+		t.Errorf("%d audits granted over one account's three workspaces, want its budget of 7", granted.Load())
+	}
+	if ok, _ := s.TakeAudit(ctx, bob.ID, day, store.AuditLimits{Workspace: 5, Account: 0}); ok {
+		t.Error("an account budget of 0 granted an audit")
+	}
+}
+
+// BenchmarkTakeAudit is the daily budgets' cost per audit on each store (the workspace's and its
+// owner's account's): one call on Postgres (take_audit), taken by 4 goroutines per CPU on one
+// workspace, the worst case: every take waits on the same rows.
 //
 //	DATABASE_URL=... go test ./store/storetest/ -run '^$' -bench TakeAudit
 func BenchmarkTakeAudit(b *testing.B) {
@@ -98,7 +211,7 @@ func BenchmarkTakeAudit(b *testing.B) {
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					if _, err := s.TakeAudit(ctx, u.ID, now, 1<<30); err != nil {
+					if _, err := s.TakeAudit(ctx, u.ID, now, store.AuditLimits{Workspace: 1 << 30, Account: 1 << 30}); err != nil {
 						b.Error(err)
 						return
 					}

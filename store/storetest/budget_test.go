@@ -218,7 +218,7 @@ func budgetInputsFollow(t *testing.T, reader, writer store.Store) {
 	check("with a scan queued", func(in store.BudgetInputs) string {
 		return unless(in.Scan != nil && in.Scan.ID == first.ID, "scan %+v", in.Scan)
 	})
-	j, err := writer.ClaimJob(ctx, store.KindScan, "w", t0.Add(time.Hour))
+	j, err := writer.ClaimJob(ctx, store.KindScan, "w", t0.Add(time.Hour), 0)
 	must(t, err)
 	must(t, writer.StartScan(ctx, j.Lease(), 1, t0.Add(time.Hour)))
 	must(t, writer.SavePageResult(ctx, j.Lease(), store.PageResult{PagePath: "/", PageURL: "https://x.test/", Strategy: "desktop",

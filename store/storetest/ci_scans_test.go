@@ -19,7 +19,7 @@ func testScanPagesInJob(t *testing.T, s store.Store) {
 	sc := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyMobile, Trigger: store.TriggerAPI, CreatedAt: t0,
 		Pages: []string{"/pricing", "/"}}
 	must(t, s.EnqueueScan(ctx, sc, store.KindScan, t0))
-	j, err := s.ClaimJob(ctx, store.KindScan, "w", t0)
+	j, err := s.ClaimJob(ctx, store.KindScan, "w", t0, 0)
 	must(t, err)
 	var args store.ScanJob
 	must(t, json.Unmarshal(j.Args, &args))
@@ -34,7 +34,7 @@ func testScanPagesInJob(t *testing.T, s store.Store) {
 	// A scan started without pages has none in its job: the pipeline audits the site's.
 	other := newSite(t, s, u, "Blog")
 	plain := enqueue(t, s, other, t0)
-	j, err = s.ClaimJob(ctx, store.KindScan, "w", t0)
+	j, err = s.ClaimJob(ctx, store.KindScan, "w", t0, 0)
 	must(t, err)
 	var raw map[string]any
 	must(t, json.Unmarshal(j.Args, &raw))
@@ -90,7 +90,7 @@ func TestWakeOnJobs(t *testing.T) {
 			sc := enqueue(t, s, site, t0)
 			waitWake(t, wake, "the scan's enqueue")
 			drain()
-			j, err := s.ClaimJob(ctx, store.KindScan, "w", t0)
+			j, err := s.ClaimJob(ctx, store.KindScan, "w", t0, 0)
 			must(t, err)
 			must(t, s.FailScan(ctx, j.Lease(), "broken", t0)) // its alerts job is enqueued
 			waitWake(t, wake, "the failed scan's alerts job")

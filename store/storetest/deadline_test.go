@@ -11,7 +11,7 @@ func testPageRuns(t *testing.T, s store.Store) {
 	a := newUser(t, s, "a@example.com")
 	site := newSite(t, s, a, "site")
 	sc := enqueue(t, s, site, t0)
-	j, err := s.ClaimJob(ctx, store.KindScan, "w", t0)
+	j, err := s.ClaimJob(ctx, store.KindScan, "w", t0, 0)
 	must(t, err)
 	must(t, s.SavePageResult(ctx, j.Lease(), store.PageResult{PagePath: "/", Strategy: "mobile", Runs: 3, Scores: store.PageScores{Performance: ip(50)}}))
 	must(t, s.SavePageResult(ctx, j.Lease(), store.PageResult{PagePath: "/", Strategy: "desktop", Scores: store.PageScores{Performance: ip(90)}}))
@@ -34,7 +34,7 @@ func testOverdueScans(t *testing.T, s store.Store) {
 
 	// Started at t0, then put back with a reason: overdue an hour later.
 	old := enqueue(t, s, stuck, t0)
-	j, err := s.ClaimJob(ctx, store.KindScan, "w", t0)
+	j, err := s.ClaimJob(ctx, store.KindScan, "w", t0, 0)
 	must(t, err)
 	must(t, s.StartScan(ctx, j.Lease(), 4, t0))
 	must(t, s.RetryJob(ctx, j.Lease(), t0.Add(time.Minute), "PSI request failed: connection refused"))
@@ -61,7 +61,7 @@ func testExpireScan(t *testing.T, s store.Store) {
 	a := newUser(t, s, "a@example.com")
 	site := newSite(t, s, a, "site")
 	sc := enqueue(t, s, site, t0)
-	j, err := s.ClaimJob(ctx, store.KindScan, "w", t0)
+	j, err := s.ClaimJob(ctx, store.KindScan, "w", t0, 0)
 	must(t, err)
 	must(t, s.StartScan(ctx, j.Lease(), 2, t0))
 	must(t, s.SavePageResult(ctx, j.Lease(), store.PageResult{PagePath: "/", Strategy: "mobile", Scores: store.PageScores{Performance: ip(50)}}))

@@ -137,7 +137,7 @@ func testExplainPruned(t *testing.T, s store.Store) {
 func scanJob(t *testing.T, s store.Store, site store.Site, at time.Time) store.Job {
 	t.Helper()
 	enqueue(t, s, site, at)
-	j, err := s.ClaimJob(ctx, store.KindScan, "w", at)
+	j, err := s.ClaimJob(ctx, store.KindScan, "w", at, 0)
 	must(t, err)
 	must(t, s.StartScan(ctx, j.Lease(), 1, at))
 	return j

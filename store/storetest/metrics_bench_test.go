@@ -20,7 +20,7 @@ func BenchmarkTrendMetrics(b *testing.B) {
 	var ids []string
 	for i := 0; i < 20; i++ {
 		sc := enqueue(b, pg, site, t0)
-		j, err := pg.ClaimJob(ctx, store.KindScan, "w", t0)
+		j, err := pg.ClaimJob(ctx, store.KindScan, "w", t0, 0)
 		must(b, err)
 		must(b, pg.StartScan(ctx, j.Lease(), 100, t0))
 		for p := 0; p < 50; p++ {

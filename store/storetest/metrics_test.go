@@ -12,7 +12,7 @@ func testPageMetrics(t *testing.T, s store.Store) {
 	b := newUser(t, s, "b@example.com")
 	site := newSite(t, s, a, "site")
 	sc := enqueue(t, s, site, t0)
-	j, err := s.ClaimJob(ctx, store.KindScan, "w", t0)
+	j, err := s.ClaimJob(ctx, store.KindScan, "w", t0, 0)
 	must(t, err)
 	l := j.Lease()
 	must(t, s.StartScan(ctx, l, 3, t0))
@@ -58,7 +58,7 @@ func testPageMetrics(t *testing.T, s store.Store) {
 func testPageMetricsEveryValue(t *testing.T, s store.Store) {
 	a := newUser(t, s, "a@example.com")
 	sc := enqueue(t, s, newSite(t, s, a, "site"), t0)
-	j, err := s.ClaimJob(ctx, store.KindScan, "w", t0)
+	j, err := s.ClaimJob(ctx, store.KindScan, "w", t0, 0)
 	must(t, err)
 	must(t, s.StartScan(ctx, j.Lease(), 1, t0))
 	f := func(v float64) *float64 { return &v }
@@ -81,7 +81,7 @@ func testPageMetricsOf(t *testing.T, s store.Store) {
 	var ids []string
 	for i, site := range []store.Site{newSite(t, s, a, "one"), newSite(t, s, a, "two"), newSite(t, s, b, "b's")} {
 		sc := enqueue(t, s, site, t0)
-		j, err := s.ClaimJob(ctx, store.KindScan, "w", t0)
+		j, err := s.ClaimJob(ctx, store.KindScan, "w", t0, 0)
 		must(t, err)
 		must(t, s.StartScan(ctx, j.Lease(), 2, t0))
 		lcp := 1000.0 * float64(i+1)

@@ -36,11 +36,11 @@ func testJobKinds(t *testing.T, s store.Store) {
 	if j.ID == 0 || j.Kind != "note" || j.State != store.JobAvailable || j.ScanID != "" {
 		t.Errorf("enqueued %+v", j)
 	}
-	_, err = s.ClaimJob(ctx, store.KindScan, "w", t0)
+	_, err = s.ClaimJob(ctx, store.KindScan, "w", t0, 0)
 	wantErr(t, err, store.ErrNotFound)
-	_, err = s.ClaimJob(ctx, "note", "w", t0.Add(-time.Second))
+	_, err = s.ClaimJob(ctx, "note", "w", t0.Add(-time.Second), 0)
 	wantErr(t, err, store.ErrNotFound)
-	got, err := s.ClaimJob(ctx, "note", "w", t0)
+	got, err := s.ClaimJob(ctx, "note", "w", t0, 0)
 	must(t, err)
 	var args noteJob
 	must(t, json.Unmarshal(got.Args, &args))
@@ -66,10 +66,10 @@ func testJobKinds(t *testing.T, s store.Store) {
 	if p.MaxAttempts != 10 || p.Snoozes() != 0 {
 		t.Errorf("patient job = %+v, want 10 attempts", p)
 	}
-	p, err = s.ClaimJob(ctx, "patient", "w", t0)
+	p, err = s.ClaimJob(ctx, "patient", "w", t0, 0)
 	must(t, err)
 	must(t, s.SnoozeJob(ctx, p.Lease(), t0, "not now"))
-	p, err = s.ClaimJob(ctx, "patient", "w", t0)
+	p, err = s.ClaimJob(ctx, "patient", "w", t0, 0)
 	must(t, err)
 	if p.Attempt != 2 || p.MaxAttempts != 11 || p.Snoozes() != 1 {
 		t.Errorf("patient job after a snooze = %+v, want attempt 2 of 11 with 1 snooze", p)
@@ -78,7 +78,7 @@ func testJobKinds(t *testing.T, s store.Store) {
 	// Discarding a job of another kind fails no scan.
 	d, err := s.EnqueueJob(ctx, noteJob{N: 8}, t0)
 	must(t, err)
-	d, err = s.ClaimJob(ctx, "note", "w", t0)
+	d, err = s.ClaimJob(ctx, "note", "w", t0, 0)
 	must(t, err)
 	must(t, s.DiscardJob(ctx, d.Lease(), "gave up", t0))
 	if got, _ := s.Job(ctx, d.ID); got.State != store.JobDiscarded || got.LastError != "gave up" || got.FinalizedAt == nil {
@@ -90,7 +90,7 @@ func testCompleteScanFollowUps(t *testing.T, s store.Store) {
 	a := newUser(t, s, "a@example.com")
 	site := newSite(t, s, a, "site")
 	sc := enqueue(t, s, site, t0)
-	j, err := s.ClaimJob(ctx, store.KindScan, "w", t0)
+	j, err := s.ClaimJob(ctx, store.KindScan, "w", t0, 0)
 	must(t, err)
 	if j.ScanID != sc.ID {
 		t.Fatalf("scan job = %+v", j)
@@ -106,7 +106,7 @@ func testCompleteScanFollowUps(t *testing.T, s store.Store) {
 	stale := j.Lease()
 	stale.Attempt++
 	wantErr(t, s.CompleteScan(ctx, stale, store.ScanScores{Performance: &perf}, t0, follow), store.ErrLeaseLost)
-	_, err = s.ClaimJob(ctx, "note", "w", t0.Add(time.Hour))
+	_, err = s.ClaimJob(ctx, "note", "w", t0.Add(time.Hour), 0)
 	wantErr(t, err, store.ErrNotFound)
 
 	must(t, s.CompleteScan(ctx, j.Lease(), store.ScanScores{Performance: &perf}, t0.Add(time.Minute), follow))
@@ -115,7 +115,7 @@ func testCompleteScanFollowUps(t *testing.T, s store.Store) {
 	// that job's scan, and giving the job up fails it.
 	other := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: "both", Trigger: "manual", CreatedAt: t0}
 	must(t, s.EnqueueScan(ctx, other, "parked", t0))
-	parked, err := s.ClaimJob(ctx, "parked", "w", t0)
+	parked, err := s.ClaimJob(ctx, "parked", "w", t0, 0)
 	must(t, err)
 	if parked.ScanID != other.ID {
 		t.Errorf("parked scan job = %+v, want scan %s", parked, other.ID)
@@ -125,7 +125,7 @@ func testCompleteScanFollowUps(t *testing.T, s store.Store) {
 		t.Errorf("parked scan after its job was given up = %+v, %v; want failed", got, err)
 	}
 	must(t, s.CompleteJob(ctx, j.Lease(), t0.Add(time.Minute))) // its worker finished it: nothing to do
-	n, err := s.ClaimJob(ctx, "note", "w", t0.Add(time.Minute))
+	n, err := s.ClaimJob(ctx, "note", "w", t0.Add(time.Minute), 0)
 	must(t, err)
 	var got noteJob
 	must(t, json.Unmarshal(n.Args, &got))
@@ -137,7 +137,7 @@ func testCompleteScanFollowUps(t *testing.T, s store.Store) {
 	again, err := s.EnqueueJob(ctx, follow, t0)
 	must(t, err)
 	for range store.MaxAttempts {
-		_, err := s.ClaimJob(ctx, "note", "dead", t0.Add(time.Minute))
+		_, err := s.ClaimJob(ctx, "note", "dead", t0.Add(time.Minute), 0)
 		must(t, err)
 		_, err = s.RescueJobs(ctx, t0.Add(2*time.Minute), t0.Add(2*time.Minute))
 		must(t, err)
@@ -157,7 +157,7 @@ func testCleanJobs(t *testing.T, s store.Store) {
 		t.Helper()
 		j, err := s.EnqueueJob(ctx, noteJob{}, t0)
 		must(t, err)
-		j, err = s.ClaimJob(ctx, "note", "w", at)
+		j, err = s.ClaimJob(ctx, "note", "w", at, 0)
 		must(t, err)
 		if discard {
 			must(t, s.DiscardJob(ctx, j.Lease(), "gave up", at))
@@ -174,7 +174,7 @@ func testCleanJobs(t *testing.T, s store.Store) {
 	must(t, err)
 	running, err := s.EnqueueJob(ctx, noteJob{}, t0.Add(-week))
 	must(t, err)
-	if _, err := s.ClaimJob(ctx, "note", "w", t0); err != nil {
+	if _, err := s.ClaimJob(ctx, "note", "w", t0, 0); err != nil {
 		t.Fatal(err)
 	}
 

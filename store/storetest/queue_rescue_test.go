@@ -14,7 +14,7 @@ import (
 func testRescueKeepsPlace(t *testing.T, s store.Store) {
 	a := newUser(t, s, "a@example.com")
 	first := enqueue(t, s, newSite(t, s, a, "first"), t0)
-	died, err := s.ClaimJob(ctx, store.KindScan, "dead", t0)
+	died, err := s.ClaimJob(ctx, store.KindScan, "dead", t0, 0)
 	must(t, err)
 	if died.ScanID != first.ID {
 		t.Fatalf("claimed %s, want the first scan", died.ScanID)
@@ -30,7 +30,7 @@ func testRescueKeepsPlace(t *testing.T, s store.Store) {
 		t.Fatalf("rescued %d, want 1", n)
 	}
 	for _, want := range append([]string{first.ID}, later...) {
-		j, err := s.ClaimJob(ctx, store.KindScan, "survivor", rescueAt)
+		j, err := s.ClaimJob(ctx, store.KindScan, "survivor", rescueAt, 0)
 		must(t, err)
 		if j.ScanID != want {
 			t.Errorf("claimed scan %s, want %s", j.ScanID, want)

@@ -17,7 +17,7 @@ func testSnooze(t *testing.T, s store.Store) {
 	now := t0
 	claim := func(at time.Time) store.Job {
 		t.Helper()
-		j, err := s.ClaimJob(ctx, store.KindScan, "w", at)
+		j, err := s.ClaimJob(ctx, store.KindScan, "w", at, 0)
 		must(t, err)
 		return j
 	}
@@ -30,7 +30,7 @@ func testSnooze(t *testing.T, s store.Store) {
 		got.Attempt != 1 || got.MaxAttempts != store.MaxAttempts+1 || got.Snoozes() != 1 {
 		t.Errorf("snoozed job = %+v", got)
 	}
-	_, err := s.ClaimJob(ctx, store.KindScan, "w", now.Add(time.Minute-time.Second))
+	_, err := s.ClaimJob(ctx, store.KindScan, "w", now.Add(time.Minute-time.Second), 0)
 	wantErr(t, err, store.ErrNotFound)
 	now = now.Add(time.Minute)
 	second := claim(now)

@@ -39,7 +39,7 @@ func TestReads(t *testing.T) {
 func scanWith(t *testing.T, s store.Store, site store.Site, at time.Time, complete bool, results ...store.PageResult) store.Scan {
 	t.Helper()
 	sc := enqueue(t, s, site, at)
-	j, err := s.ClaimJob(ctx, store.KindScan, "w", at)
+	j, err := s.ClaimJob(ctx, store.KindScan, "w", at, 0)
 	must(t, err)
 	if j.ScanID != sc.ID {
 		t.Fatalf("claimed scan %s, want %s", j.ScanID, sc.ID)
@@ -299,7 +299,7 @@ func TestEnqueueDueScansStatements(t *testing.T) {
 			}
 		}
 	}
-	jobs, err := s.ClaimJob(ctx, store.KindScan, "w", t0)
+	jobs, err := s.ClaimJob(ctx, store.KindScan, "w", t0, 0)
 	must(t, err)
 	if jobs.ScanID == "" {
 		t.Error("no scan job claimable")

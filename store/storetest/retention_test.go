@@ -30,7 +30,7 @@ func summaryResults() []store.PageResult {
 func finishedScan(t *testing.T, s store.Store, site store.Site, at time.Time, results []store.PageResult, errs int, fail bool) store.Scan {
 	t.Helper()
 	sc := enqueue(t, s, site, at)
-	j, err := s.ClaimJob(ctx, store.KindScan, "w", at)
+	j, err := s.ClaimJob(ctx, store.KindScan, "w", at, 0)
 	must(t, err)
 	must(t, s.StartScan(ctx, j.Lease(), len(results)+errs, at))
 	for _, r := range results {
@@ -99,7 +99,7 @@ func testPruneDetails(t *testing.T, s store.Store) {
 	scans = append(scans, finishedScan(t, s, site, now.Add(-100*day), summaryResults(), 0, false))
 	scans = append(scans, finishedScan(t, s, site, now.Add(-10*day), summaryResults(), 0, false))
 	running := enqueue(t, s, site, now.Add(-365*day))
-	j, err := s.ClaimJob(ctx, store.KindScan, "w", now.Add(-365*day))
+	j, err := s.ClaimJob(ctx, store.KindScan, "w", now.Add(-365*day), 0)
 	must(t, err)
 	must(t, s.StartScan(ctx, j.Lease(), 2, now.Add(-365*day)))
 	must(t, s.SavePageResult(ctx, j.Lease(), store.PageResult{PagePath: "/", PageURL: "https://x.test/", Strategy: "mobile", Scores: store.PageScores{Performance: ip(50)}}))
@@ -224,7 +224,7 @@ func testEnqueuePrune(t *testing.T, s store.Store) {
 			t.Fatalf("a second prune job enqueued beside a queued one (err %v)", err)
 		}
 	}
-	j, err := s.ClaimJob(ctx, store.KindPrune, "w", t0)
+	j, err := s.ClaimJob(ctx, store.KindPrune, "w", t0, 0)
 	must(t, err)
 	if ok, _ := s.EnqueuePrune(ctx, t0, time.Hour); ok {
 		t.Fatal("a prune job enqueued beside a running one")

@@ -100,7 +100,7 @@ func testEnqueueDueScans(t *testing.T, s store.Store) {
 		t.Errorf("a second pass enqueued %d scans, want 0", len(again))
 	}
 	// The scheduled scans are runnable on the scan queue at once.
-	j, err := s.ClaimJob(ctx, store.KindScan, "w", t0)
+	j, err := s.ClaimJob(ctx, store.KindScan, "w", t0, 0)
 	must(t, err)
 	if _, ok := bySite[j.ScanID]; !ok && j.ScanID != inFlight.ID {
 		t.Errorf("claimed %s", j.ScanID)

@@ -188,7 +188,7 @@ func testPagesFound(t *testing.T, s store.Store) {
 	site := newSite(t, s, a, "site")
 	sc := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerImport, CreatedAt: t0, PagesFound: 80}
 	must(t, s.EnqueueScan(ctx, sc, store.KindScan, t0))
-	j, err := s.ClaimJob(ctx, store.KindScan, "w", t0)
+	j, err := s.ClaimJob(ctx, store.KindScan, "w", t0, 0)
 	must(t, err)
 	must(t, s.StartScan(ctx, j.Lease(), 100, t0))
 	must(t, s.SetPagesFound(ctx, j.Lease(), 50, 50))

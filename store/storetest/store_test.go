@@ -61,6 +61,7 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 		{"a second scan for a site with one in flight is SCAN_ALREADY_ACTIVE", testInFlight},
 		{"50 concurrent enqueues for one site create exactly one scan", testConcurrentEnqueue},
 		{"2 concurrent claimers over 500 jobs claim each exactly once", testConcurrentClaims},
+		{"workspaces take turns at the claim, and one at a worker's cap of its running jobs waits there while others are claimed", testFairClaims},
 		{"a job is claimed only from its queue and not before its run time", testRunAt},
 		{"a stale worker's writes are ignored after a rescue", testStaleWorker},
 		{"a rescue on the last attempt fails the scan", testRescueGivesUp},
@@ -85,7 +86,8 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 		{"never-used clients older than the cut-off are deleted, used ones kept", testUnusedClients},
 		{"reports are created on own scans and found by hash", testReports},
 		{"webhook deliveries are seen once per window and forgotten after it", testDeliveries},
-		{"an account's daily audits are taken up to the limit, by 40 concurrent takers too, afresh each UTC day", testAuditBudget},
+		{"a workspace's daily audits are taken up to the limit, by 40 concurrent takers too, afresh each UTC day", testAuditBudget},
+		{"an account's daily audits across the workspaces it owns or created that day stay under its budget, which outlives a deleted workspace", testAccountAuditBudget},
 		{"deleting a site deletes its scans and reports", testDeleteSite},
 		{"a job of any kind carries its args and is claimed only for its kind", testJobKinds},
 		{"completing a scan enqueues its follow-up jobs in the same transaction, a lost lease none", testCompleteScanFollowUps},
@@ -161,7 +163,7 @@ func ip(v int) *int { return &v }
 func completedScan(t *testing.T, s store.Store, site store.Site, at time.Time, perf int) store.Scan {
 	t.Helper()
 	sc := enqueue(t, s, site, at)
-	j, err := s.ClaimJob(ctx, store.KindScan, "w", at)
+	j, err := s.ClaimJob(ctx, store.KindScan, "w", at, 0)
 	must(t, err)
 	if j.ScanID != sc.ID {
 		t.Fatalf("claimed scan %s, want %s", j.ScanID, sc.ID)
@@ -475,11 +477,11 @@ func testLatestCompleted(t *testing.T, s store.Store) {
 
 	// A failed scan, then one running and a queued one can't coexist: run one, leave it running.
 	failed := enqueue(t, s, site, t0.Add(2*time.Hour))
-	j, err := s.ClaimJob(ctx, store.KindScan, "w", t0.Add(2*time.Hour))
+	j, err := s.ClaimJob(ctx, store.KindScan, "w", t0.Add(2*time.Hour), 0)
 	must(t, err)
 	must(t, s.FailScan(ctx, j.Lease(), "PSI said no", t0.Add(2*time.Hour)))
 	running := enqueue(t, s, site, t0.Add(3*time.Hour))
-	j, err = s.ClaimJob(ctx, store.KindScan, "w", t0.Add(3*time.Hour))
+	j, err = s.ClaimJob(ctx, store.KindScan, "w", t0.Add(3*time.Hour), 0)
 	must(t, err)
 	must(t, s.StartScan(ctx, j.Lease(), 4, t0.Add(3*time.Hour)))
 
@@ -524,7 +526,7 @@ func testInFlight(t *testing.T, s store.Store) {
 	if err.Error() == "" || !errors.Is(err, store.ErrScanActive) {
 		t.Fatal(err)
 	}
-	j, err := s.ClaimJob(ctx, store.KindScan, "w", t0)
+	j, err := s.ClaimJob(ctx, store.KindScan, "w", t0, 0)
 	must(t, err)
 	must(t, s.StartScan(ctx, j.Lease(), 1, t0))
 	wantErr(t, s.EnqueueScan(ctx, store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: "both", Trigger: "manual", CreatedAt: t0}, store.KindScan, t0), store.ErrScanActive)
@@ -583,7 +585,7 @@ func testConcurrentClaims(t *testing.T, s store.Store) {
 		go func(w int) {
 			defer wg.Done()
 			for {
-				j, err := s.ClaimJob(ctx, store.KindScan, fmt.Sprint("worker", w), t0)
+				j, err := s.ClaimJob(ctx, store.KindScan, fmt.Sprint("worker", w), t0, 0)
 				if errors.Is(err, store.ErrNotFound) {
 					return
 				}
@@ -616,11 +618,11 @@ func testRunAt(t *testing.T, s store.Store) {
 	site := newSite(t, s, a, "site")
 	sc := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: "both", Trigger: "webhook", CreatedAt: t0}
 	must(t, s.EnqueueScan(ctx, sc, store.KindScan, t0.Add(3*time.Second)))
-	_, err := s.ClaimJob(ctx, store.KindScan, "w", t0.Add(2*time.Second))
+	_, err := s.ClaimJob(ctx, store.KindScan, "w", t0.Add(2*time.Second), 0)
 	wantErr(t, err, store.ErrNotFound)
-	_, err = s.ClaimJob(ctx, "other", "w", t0.Add(time.Hour))
+	_, err = s.ClaimJob(ctx, "other", "w", t0.Add(time.Hour), 0)
 	wantErr(t, err, store.ErrNotFound)
-	j, err := s.ClaimJob(ctx, store.KindScan, "w", t0.Add(3*time.Second))
+	j, err := s.ClaimJob(ctx, store.KindScan, "w", t0.Add(3*time.Second), 0)
 	must(t, err)
 	if j.ScanID != sc.ID || j.LockedBy != "w" || j.MaxAttempts != store.MaxAttempts {
 		t.Errorf("job = %+v", j)
@@ -630,9 +632,9 @@ func testRunAt(t *testing.T, s store.Store) {
 	other := newSite(t, s, a, "other")
 	demo := store.Scan{ID: store.NewID(), SiteID: other.ID, Strategy: "both", Trigger: store.TriggerDemo, CreatedAt: t0}
 	must(t, s.EnqueueScan(ctx, demo, store.KindDemo, t0))
-	_, err = s.ClaimJob(ctx, store.KindScan, "w", t0.Add(time.Hour))
+	_, err = s.ClaimJob(ctx, store.KindScan, "w", t0.Add(time.Hour), 0)
 	wantErr(t, err, store.ErrNotFound)
-	j, err = s.ClaimJob(ctx, store.KindDemo, "w", t0)
+	j, err = s.ClaimJob(ctx, store.KindDemo, "w", t0, 0)
 	must(t, err)
 	if j.ScanID != demo.ID || j.Kind != store.KindDemo {
 		t.Errorf("demo job = %+v", j)
@@ -643,7 +645,7 @@ func testStaleWorker(t *testing.T, s store.Store) {
 	a := newUser(t, s, "a@example.com")
 	site := newSite(t, s, a, "site")
 	sc := enqueue(t, s, site, t0)
-	old, err := s.ClaimJob(ctx, store.KindScan, "zombie", t0)
+	old, err := s.ClaimJob(ctx, store.KindScan, "zombie", t0, 0)
 	must(t, err)
 	must(t, s.StartScan(ctx, old.Lease(), 2, t0))
 	must(t, s.SavePageResult(ctx, old.Lease(), store.PageResult{PagePath: "/", Strategy: "mobile", PageURL: "u"}))
@@ -663,7 +665,7 @@ func testStaleWorker(t *testing.T, s store.Store) {
 	if j.State != store.JobAvailable || j.LastError != store.RescueReason {
 		t.Errorf("rescued job = %+v", j)
 	}
-	fresh, err := s.ClaimJob(ctx, store.KindScan, "rescuer", t0.Add(3*time.Minute))
+	fresh, err := s.ClaimJob(ctx, store.KindScan, "rescuer", t0.Add(3*time.Minute), 0)
 	must(t, err)
 	if fresh.ID != old.ID || fresh.Attempt != 2 {
 		t.Fatalf("reclaimed %+v", fresh)
@@ -699,7 +701,7 @@ func testRescueGivesUp(t *testing.T, s store.Store) {
 	sc := enqueue(t, s, site, t0)
 	now := t0
 	for i := 1; i <= store.MaxAttempts; i++ {
-		j, err := s.ClaimJob(ctx, store.KindScan, "w", now)
+		j, err := s.ClaimJob(ctx, store.KindScan, "w", now, 0)
 		must(t, err)
 		if j.Attempt != i {
 			t.Fatalf("attempt %d, want %d", j.Attempt, i)
@@ -711,7 +713,7 @@ func testRescueGivesUp(t *testing.T, s store.Store) {
 			t.Fatalf("rescued %d", n)
 		}
 	}
-	_, err := s.ClaimJob(ctx, store.KindScan, "w", now)
+	_, err := s.ClaimJob(ctx, store.KindScan, "w", now, 0)
 	wantErr(t, err, store.ErrNotFound)
 	got, _ := s.Scan(ctx, a.ID, sc.ID)
 	if got.Status != store.StatusFailed || got.Error != store.RescueGiveUp {
@@ -733,14 +735,14 @@ func testRetry(t *testing.T, s store.Store) {
 		}
 	}
 	wait(a.ID, store.ScanWait{}) // queued for its first attempt
-	j, err := s.ClaimJob(ctx, store.KindScan, "w", t0)
+	j, err := s.ClaimJob(ctx, store.KindScan, "w", t0, 0)
 	must(t, err)
 	must(t, s.RetryJob(ctx, j.Lease(), t0.Add(16*time.Second), "PSI 503"))
 	wait(a.ID, store.ScanWait{Reason: "PSI 503", RunAt: t0.Add(16 * time.Second)})
 	wait(newUser(t, s, "b@example.com").ID, store.ScanWait{})
-	_, err = s.ClaimJob(ctx, store.KindScan, "w", t0.Add(15*time.Second))
+	_, err = s.ClaimJob(ctx, store.KindScan, "w", t0.Add(15*time.Second), 0)
 	wantErr(t, err, store.ErrNotFound)
-	again, err := s.ClaimJob(ctx, store.KindScan, "w", t0.Add(16*time.Second))
+	again, err := s.ClaimJob(ctx, store.KindScan, "w", t0.Add(16*time.Second), 0)
 	must(t, err)
 	if again.Attempt != 2 || again.LastError != "PSI 503" {
 		t.Errorf("job = %+v", again)
@@ -751,7 +753,7 @@ func testRetry(t *testing.T, s store.Store) {
 func testAuditsInFlight(t *testing.T, s store.Store) {
 	a := newUser(t, s, "a@example.com")
 	sc := enqueue(t, s, newSite(t, s, a, "site"), t0)
-	j, err := s.ClaimJob(ctx, store.KindScan, "w", t0)
+	j, err := s.ClaimJob(ctx, store.KindScan, "w", t0, 0)
 	must(t, err)
 	must(t, s.StartScan(ctx, j.Lease(), 40, t0))
 	must(t, s.SetAuditsInFlight(ctx, j.Lease(), 12))
@@ -772,7 +774,7 @@ func testPageUpsert(t *testing.T, s store.Store) {
 	a := newUser(t, s, "a@example.com")
 	site := newSite(t, s, a, "site")
 	sc := enqueue(t, s, site, t0)
-	j, err := s.ClaimJob(ctx, store.KindScan, "w", t0)
+	j, err := s.ClaimJob(ctx, store.KindScan, "w", t0, 0)
 	must(t, err)
 	l := j.Lease()
 	must(t, s.StartScan(ctx, l, 4, t0))

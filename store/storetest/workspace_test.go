@@ -401,7 +401,7 @@ func testDeleteWorkspace(t *testing.T, s store.Store) {
 	must(t, s.SavePlatformConnection(ctx, store.PlatformConnection{WorkspaceID: w.ID, TokenSealed: "k1.sealed-1", CreatedAt: t0}))
 	mine := newSite(t, s, owner, "mine")
 	running := enqueue(t, s, site, t0)
-	job, err := s.ClaimJob(ctx, store.KindScan, "worker", t0)
+	job, err := s.ClaimJob(ctx, store.KindScan, "worker", t0, 0)
 	must(t, err)
 	if job.ScanID != running.ID {
 		t.Fatalf("claimed %s, want the workspace's scan", job.ScanID)
