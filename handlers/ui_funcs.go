@@ -77,7 +77,7 @@ var uiFuncs = template.FuncMap{
 	// What changed (compare.go): a request by its path, a size, a moment, a change of time.
 	"requestLabel": func(r analysis.RequestChange) string { return requestLabel(r.URL, r.ThirdParty, 120) },
 	"size":         sizeLabel,
-	"at":           axisLabel,
+	"at":           func(ms int) string { return analysis.FormatValue("lcp", float64(ms)) },
 	"signedMs": func(ms int) string {
 		if ms < 0 {
 			return "-" + analysis.FormatValue("lcp", float64(-ms))

@@ -25,11 +25,11 @@ const maxWaterfallRows = 40
 
 // Waterfall geometry, in viewBox units.
 const (
-	wfWidth   = 600 // the viewBox's width; bars span all of it
+	wfWidth   = 720 // the viewBox's width; bars span all of it
 	wfAxis    = 26  // the time axis on top
 	wfRow     = 34  // one request: its label, then Before's bar, then After's
 	wfBottom  = 8
-	wfLabelCh = 84 // characters of a row's label
+	wfLabelCh = 90 // characters of a row's label
 )
 
 // waterfallRow is one request of the waterfall, as either run or both made it.
@@ -236,7 +236,7 @@ var phaseNames = map[string]string{store.PhaseTTFB: "TTFB", store.PhaseLoadDelay
 
 // Phases geometry, in viewBox units.
 const (
-	phWidth = 600
+	phWidth = 720
 	phLabel = 64 // "Before", "After"
 	phBar   = 24
 	phGap   = 12
