@@ -131,7 +131,9 @@ func TestNiceStep(t *testing.T) {
 }
 
 func TestFilmGrid(t *testing.T) {
-	im := func(index int, timings ...int) store.PageImage { return store.PageImage{Index: index, Timings: timings} }
+	im := func(index int, timings ...int) store.PageImage {
+		return store.PageImage{Index: index, Timings: timings}
+	}
 	for _, tc := range []struct {
 		name          string
 		before, after []store.PageImage
