@@ -1,6 +1,10 @@
-package analysis
+package analysis_test
 
-import "testing"
+import (
+	"testing"
+
+	"sitepulse/scanner/analysis"
+)
 
 // Requests lists every request of both runs once, matched as Compare matches them: the requests
 // only After made are Compare's Added, those only Before made its Removed, After's first.
@@ -8,8 +12,8 @@ func TestRequestsMatchCompare(t *testing.T) {
 	for _, name := range []string{"home.mobile", "pricing.desktop", "blog.mobile"} {
 		t.Run(name, func(t *testing.T) {
 			before, after := run(t, "psi-before", name), run(t, "psi", name)
-			c := Compare(before, after)
-			reqs := Requests(before.Explain, after.Explain)
+			c := analysis.Compare(before, after)
+			reqs := analysis.Requests(before.Explain, after.Explain)
 			var added, removed int
 			for i, r := range reqs {
 				switch {
@@ -28,7 +32,7 @@ func TestRequestsMatchCompare(t *testing.T) {
 			}
 		})
 	}
-	if Requests(nil, nil) != nil {
+	if analysis.Requests(nil, nil) != nil {
 		t.Error("runs without explain data have requests")
 	}
 }
