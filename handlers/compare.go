@@ -133,22 +133,28 @@ func (s *server) changePanel(ctx context.Context, uid string, site store.Site, f
 	return p, nil
 }
 
+// maxChangePanels bounds the scan page's panels (each reads its runs' pictures); the compare
+// page shows any other page.
+const maxChangePanels = 10
+
 // regressedPanels are the scan page's panels: what changed in each regressed page of a
-// completed scan since the site's previous completed scan.
-func (s *server) regressedPanels(ctx context.Context, uid string, site store.Site, scan store.Scan) ([]changePanel, *store.Scan, error) {
+// completed scan since the site's previous completed scan, at most maxChangePanels; and how
+// many pages and strategies regressed in all.
+func (s *server) regressedPanels(ctx context.Context, uid string, site store.Site, scan store.Scan) ([]changePanel, *store.Scan, int, error) {
 	pairs, err := s.Scans.PreviousPairs(ctx, uid, scan.ID)
 	if err != nil || pairs.From == nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
 	var out []changePanel
-	for _, ch := range analysis.RegressedChanges(pairs.Pairs) {
+	changes := analysis.RegressedChanges(pairs.Pairs)
+	for _, ch := range changes[:min(len(changes), maxChangePanels)] {
 		for _, pair := range pairs.Pairs {
 			if pair.After.PagePath != ch.PagePath || pair.After.Strategy != ch.Strategy {
 				continue
 			}
 			p, err := s.changePanel(ctx, uid, site, *pairs.From, pairs.To, pair, ch.Comparison)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, 0, err
 			}
 			p.Regressions = ch.Regressions
 			p.ID = "changed-" + strconv.Itoa(len(out))
@@ -156,7 +162,7 @@ func (s *server) regressedPanels(ctx context.Context, uid string, site store.Sit
 			break
 		}
 	}
-	return out, pairs.From, nil
+	return out, pairs.From, len(changes), nil
 }
 
 // comparePageData is the compare page.

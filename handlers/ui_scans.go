@@ -76,6 +76,7 @@ type scanPageData struct {
 	// completed scan (nil when none); Completed are the site's completed scans to compare
 	// with.
 	Changes   []changePanel
+	Regressed int // pages and strategies that regressed, Changes or not
 	Previous  *store.Scan
 	Completed []store.Scan
 }
@@ -147,7 +148,7 @@ func (s *server) handleScan() http.Handler {
 			d.Publish = &p
 		}
 		if scan.Status == store.StatusComplete {
-			if d.Changes, d.Previous, err = s.regressedPanels(r.Context(), uid, site, scan); err != nil {
+			if d.Changes, d.Previous, d.Regressed, err = s.regressedPanels(r.Context(), uid, site, scan); err != nil {
 				s.error(w, r, err, "")
 				return
 			}
