@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"sitepulse/scanner/analysis"
 	"sitepulse/store"
@@ -206,6 +207,34 @@ func TestComparePage(t *testing.T) {
 				if strings.Contains(body, "widgetly") {
 					t.Errorf("%s: the answer shows what changed", tc.name)
 				}
+			}
+		})
+	}
+}
+
+// A scan with more regressed pages than the scan page explains shows the first
+// maxChangePanels and sends the reader to the compare page for the rest.
+func TestScanPageBoundsPanels(t *testing.T) {
+	for _, b := range storetest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			f := newAPIFixture(t, b.Open(t))
+			site := f.newSite(t, f.a.userID, "Many pages")
+			before, after := fixtureExplain(t, "psi-before", "home.mobile"), fixtureExplain(t, "psi", "home.mobile")
+			var bs, as []store.PageResult
+			for i := range maxChangePanels + 2 {
+				b, a := before, after
+				b.PagePath = "/p-" + strings.Repeat("x", i)
+				a.PagePath = b.PagePath
+				bs, as = append(bs, b), append(as, a)
+			}
+			from := f.recordScan(t, site, bs, f.now.Add(-time.Hour))
+			to := f.recordScan(t, site, as, f.now)
+			_, body := f.do(t, "GET", "/sites/"+site+"/scans/"+to, "", "", cookie(f.a.session))
+			if got := len(panels(t, body)); got != maxChangePanels {
+				t.Errorf("%d panels, want %d", got, maxChangePanels)
+			}
+			if !strings.Contains(body, "The first 10 are here") || !strings.Contains(html.UnescapeString(body), "/compare?from="+from+"&to="+to) {
+				t.Error("the scan page does not send the reader to the compare page for the other pages")
 			}
 		})
 	}
