@@ -236,7 +236,7 @@ var phaseNames = map[string]string{store.PhaseTTFB: "TTFB", store.PhaseLoadDelay
 
 // Phases geometry, in viewBox units.
 const (
-	phWidth = 720
+	phWidth = 480
 	phLabel = 64 // "Before", "After"
 	phBar   = 24
 	phGap   = 12
