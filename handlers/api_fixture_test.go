@@ -27,6 +27,7 @@ type apiAccount struct {
 	clientID    string // an OAuth client the user connected
 	siteID      string // a site with two completed scans (A) or none (B)
 	scanID      string // the site's latest completed scan (A only)
+	prevScanID  string // the completed scan before it (A only)
 	siteName    string
 	ruleID      string // an alert rule of the site (A only)
 	reportID    string // a client report of the latest scan (A only)
@@ -75,6 +76,9 @@ func newAPIFixtureWith(t testing.TB, st store.Store, with func(*Deps)) *apiFixtu
 	keys, _ := st.APIKeys(ctx, u.ID)
 	f.a = apiAccount{userID: u.ID, apiKey: d.APIKey, apiKeyID: keys[0].ID, siteID: d.SiteID, scanID: d.LatestScanID, siteName: demo.SiteName}
 	f.credentials(t, &f.a)
+	completed, err := st.CompletedScans(ctx, u.ID, d.SiteID, 2)
+	must(t, err)
+	f.a.prevScanID = completed[len(completed)-1].ID
 	f.a.ruleID = store.NewID()
 	must(t, st.AddAlertRule(ctx, u.ID, store.AlertRule{ID: f.a.ruleID, SiteID: d.SiteID, Metric: "lcp", Operator: "max", Threshold: 4000, CreatedAt: f.now}))
 	f.a.reportID = store.NewID()

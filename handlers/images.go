@@ -23,8 +23,13 @@ const longCache = "private, max-age=31536000, immutable"
 // pageQuery reads the page and strategy a page's view names (?path=/pricing&strategy=desktop),
 // mobile when none; ok is false for anything that cannot be a page of a scan.
 func pageQuery(r *http.Request) (path string, strategy store.Strategy, ok bool) {
+	return pageParams(r, "path")
+}
+
+// pageParams is pageQuery with the page in the query parameter named key.
+func pageParams(r *http.Request, key string) (path string, strategy store.Strategy, ok bool) {
 	q := r.URL.Query()
-	path, strategy = q.Get("path"), store.Strategy(q.Get("strategy"))
+	path, strategy = q.Get(key), store.Strategy(q.Get("strategy"))
 	if strategy == "" {
 		strategy = store.StrategyMobile
 	}

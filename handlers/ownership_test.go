@@ -124,6 +124,12 @@ var ownershipCases = []ownershipCase{
 	{name: "a screenshot of A's scan through B's own site", route: "GET /sites/{siteId}/scans/{scanId}/images/{index}", method: "GET", path: func(a, b apiAccount) string {
 		return "/sites/" + b.siteID + "/scans/" + a.scanID + "/images/0?path=%2F&strategy=mobile"
 	}, cred: asCookie, status: 404},
+	{name: "comparing A's scans", route: "GET /sites/{siteId}/compare", method: "GET", path: func(a, _ apiAccount) string {
+		return "/sites/" + a.siteID + "/compare?from=" + a.prevScanID + "&to=" + a.scanID
+	}, cred: asCookie, status: 404},
+	{name: "comparing A's scans through B's own site", route: "GET /sites/{siteId}/compare", method: "GET", path: func(a, b apiAccount) string {
+		return "/sites/" + b.siteID + "/compare?from=" + a.prevScanID + "&to=" + a.scanID + "&page=%2F&strategy=mobile"
+	}, cred: asCookie, status: 404},
 	{name: "A's budgets", route: "GET /sites/{siteId}/budgets", method: "GET", path: sitePath("/budgets"), cred: asCookie, status: 404},
 	{name: "changing A's budgets", route: "POST /sites/{siteId}/budgets", method: "POST", path: sitePath("/budgets"),
 		form: url.Values{"budget_performance": {"1"}}, cred: asCookie, status: 404, intact: func(t *testing.T, f *apiFixture) {

@@ -281,6 +281,9 @@ var roleCases = []roleCase{
 	{route: "GET /sites/{siteId}/scans/{scanId}/images/{index}", method: "GET", path: func(f *rolesFixture) string {
 		return "/sites/" + f.a.siteID + "/scans/" + f.a.scanID + "/images/0?path=%2F&strategy=mobile"
 	}, want: reads},
+	{route: "GET /sites/{siteId}/compare", method: "GET", path: func(f *rolesFixture) string {
+		return "/sites/" + f.a.siteID + "/compare?from=" + f.a.prevScanID + "&to=" + f.a.scanID
+	}, want: reads},
 	{route: "GET /sites/{siteId}/budgets", method: "GET", path: site("/budgets"), want: reads},
 	{route: "POST /sites/{siteId}/budgets", method: "POST", path: site("/budgets"), form: url.Values{"budget_performance": {"42"}}, want: edits},
 	{route: "POST /sites/{siteId}/alert-rules", method: "POST", path: site("/alert-rules"), form: url.Values{"metric": {"cls"}, "operator": {"max"}, "threshold": {"0.5"}}, want: edits},

@@ -136,6 +136,8 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 	mux.Handle("GET /sites/{siteId}/scans/{scanId}/events", s.requireUser(s.onSite(store.ActRead, s.handleScanEvents())))
 	mux.Handle("GET /sites/{siteId}/scans/{scanId}/page", s.requireUser(s.onSite(store.ActRead, s.handlePageDetail())))
 	mux.Handle("GET /sites/{siteId}/scans/{scanId}/images/{index}", s.requireUser(s.onSite(store.ActRead, s.handleScanImage())))
+	// What changed in a page between any two completed scans of the site (compare.go).
+	mux.Handle("GET /sites/{siteId}/compare", s.requireUser(s.onSite(store.ActRead, s.handleCompare())))
 	mux.Handle("GET /sites/{siteId}/budgets", s.requireUser(s.onSite(store.ActRead, s.handleBudgets())))
 	mux.Handle("POST /sites/{siteId}/budgets", s.requireUser(s.onSite(store.ActEdit, s.handleSaveBudgets())))
 	mux.Handle("POST /sites/{siteId}/alert-rules", s.requireUser(s.onSite(store.ActEdit, s.handleAddRule())))

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"sitepulse/scanner/analysis"
 	"sitepulse/store"
@@ -73,6 +74,25 @@ var uiFuncs = template.FuncMap{
 	// clip shortens a name a platform may have made any length, for a list.
 	"clip":      func(s string) string { return truncate(s, store.MaxSiteName) },
 	"trimFloat": func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) },
+	// What changed (compare.go): a request by its path, a size, a moment, a change of time.
+	"requestLabel": func(r analysis.RequestChange) string { return requestLabel(r.URL, r.ThirdParty, 120) },
+	"size":         sizeLabel,
+	"at":           func(ms int) string { return analysis.FormatValue("lcp", float64(ms)) },
+	"signedMs": func(ms int) string {
+		if ms < 0 {
+			return "-" + analysis.FormatValue("lcp", float64(-ms))
+		}
+		return "+" + analysis.FormatValue("lcp", float64(ms))
+	},
+	"phaseName": func(p string) string { return phaseNames[p] },
+	"lower":     strings.ToLower,
+	// when is a moment where a <time> element cannot go (an <option>).
+	"when": func(t *time.Time) string {
+		if t == nil {
+			return "never"
+		}
+		return formatTime(*t)
+	},
 }
 
 func metricValue(metric string, v float64) string {

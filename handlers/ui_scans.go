@@ -24,6 +24,12 @@ type ScanStore interface {
 	PublishesOfScans(ctx context.Context, userID string, scanIDs []string) (map[string]store.Publish, error)
 	// PageImage serves the scan's screenshots (images.go).
 	PageImage(ctx context.Context, userID, scanID, pagePath string, strategy store.Strategy, index int) (store.PageImage, error)
+	// What changed (compare.go): the runs of two scans, their pictures, the site's completed
+	// scans to compare with.
+	PageImages(ctx context.Context, userID, scanID, pagePath string, strategy store.Strategy) ([]store.PageImage, error)
+	PreviousPairs(ctx context.Context, userID, scanID string) (store.ScanPairs, error)
+	ComparePairs(ctx context.Context, userID, fromScanID, toScanID string) (store.ScanPairs, error)
+	CompletedScans(ctx context.Context, userID, siteID string, limit int) ([]store.Scan, error)
 }
 
 // defaultScanPoll is how often the scan progress stream reads the scan (interface: every 2 s).
@@ -66,6 +72,13 @@ type scanPageData struct {
 	Scores   []strategyView
 	// RetentionDays is the workspace's retention, which a pruned scan's page names.
 	RetentionDays int
+	// Changes explain a completed scan's regressions against Previous, the site's previous
+	// completed scan (nil when none); Completed are the site's completed scans to compare
+	// with.
+	Changes   []changePanel
+	Regressed int // pages and strategies that regressed, Changes or not
+	Previous  *store.Scan
+	Completed []store.Scan
 }
 
 // progress is how far a scan is: audits done (with a result), failed, in all, and in flight
@@ -133,6 +146,16 @@ func (s *server) handleScan() http.Handler {
 		}
 		if p, ok := pubs[scan.ID]; ok {
 			d.Publish = &p
+		}
+		if scan.Status == store.StatusComplete {
+			if d.Changes, d.Previous, d.Regressed, err = s.regressedPanels(r.Context(), uid, site, scan); err != nil {
+				s.error(w, r, err, "")
+				return
+			}
+			if d.Completed, err = s.Scans.CompletedScans(r.Context(), uid, site.ID, maxCompareScans); err != nil {
+				s.error(w, r, err, "")
+				return
+			}
 		}
 		s.render(w, r, http.StatusOK, "scan", page{Title: "Scan of " + site.Name, Data: d})
 	})

@@ -393,14 +393,17 @@ func strategySummaries(results []store.PageResult) []strategyView {
 
 // sitePageData is the site page.
 type sitePageData struct {
-	Site        store.Site
-	Latest      *store.Scan
-	Publish     *store.Publish  // the publish that started the latest scan; nil when none did
-	Publishes   []store.Publish // the latest three the trend marks, newest first
-	Strategies  []strategyView
-	Charts      []trendChart // the trend's tabs
-	ChartScans  int
-	History     []store.Scan
+	Site       store.Site
+	Latest     *store.Scan
+	Publish    *store.Publish  // the publish that started the latest scan; nil when none did
+	Publishes  []store.Publish // the latest three the trend marks, newest first
+	Strategies []strategyView
+	Charts     []trendChart // the trend's tabs
+	ChartScans int
+	History    []store.Scan
+	// PreviousOf is, for each completed scan of History, the completed scan before it: the
+	// history's "compare with previous" links.
+	PreviousOf  map[string]string
 	Regressions []analysis.Regression
 	Previous    *store.Scan
 	Violations  []analysis.Violation
@@ -435,6 +438,10 @@ func (s *server) handleSite() http.Handler {
 		}
 		completed, history := v.Completed, v.History
 		d.History = history
+		d.PreviousOf = map[string]string{}
+		for i, sc := range completed[:max(len(completed)-1, 0)] {
+			d.PreviousOf[sc.ID] = completed[i+1].ID
+		}
 		if len(history) > 0 && len(v.Errors) > 0 {
 			d.Troubled, d.Errors = &history[0], groupAuditErrors(v.Errors)
 		}

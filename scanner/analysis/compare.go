@@ -598,3 +598,28 @@ func CompareAll(pairs []store.RunPair) []Comparison {
 	}
 	return out
 }
+
+// Requests are every request of both runs, matched as Compare matches them: After's in the
+// order they started (Before nil for an added one), then Before's that After did not make. The
+// waterfall of a comparison draws them; nil when either run has no explain data.
+func Requests(before, after *store.Explain) []RequestChange {
+	if before == nil || after == nil {
+		return nil
+	}
+	pair := match(before, after)
+	matched := make([]bool, len(before.Requests))
+	out := make([]RequestChange, 0, len(after.Requests))
+	for i := range after.Requests {
+		var b *store.Request
+		if pair[i] >= 0 {
+			b, matched[pair[i]] = &before.Requests[pair[i]], true
+		}
+		out = append(out, change(b, &after.Requests[i]))
+	}
+	for j := range before.Requests {
+		if !matched[j] {
+			out = append(out, change(&before.Requests[j], nil))
+		}
+	}
+	return out
+}
