@@ -589,6 +589,29 @@ func RegressedChanges(pairs []store.RunPair) []PageChange {
 	return out
 }
 
+// Sentence is the page's cause in one sentence, what an alert or a digest shows under the page's
+// regressions: the performance score's cause when the score regressed (it gathers the heaviest
+// reason of each of its metrics), else the cause of its first regression that has one, else of
+// any metric that got worse, else what Summary says (no measurable change, or nothing kept to
+// explain the runs).
+func (c PageChange) Sentence() string {
+	if x, ok := c.CauseOf("performance"); ok {
+		return x.Sentence
+	}
+	for _, r := range c.Regressions {
+		if x, ok := c.CauseOf(r.Metric); ok {
+			return x.Sentence
+		}
+	}
+	if len(c.Causes) > 0 {
+		return c.Causes[0].Sentence
+	}
+	if !c.Explained {
+		return NotExplainedSentence
+	}
+	return c.Summary
+}
+
 // CompareAll is Compare of every pair (store.Explains.ComparePairs), in the pairs' order: the
 // compare page and compare_scans.
 func CompareAll(pairs []store.RunPair) []Comparison {
