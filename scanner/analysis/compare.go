@@ -612,6 +612,25 @@ func (c PageChange) Sentence() string {
 	return c.Summary
 }
 
+// CauseSentence is the sentence that explains one regression of the page (a metric the rule of
+// Regressions says got worse): its cause's sentence when Compare found the metric worse beyond
+// run-to-run noise; otherwise what is true instead: the runs were kept without what explains
+// them, the metric (INP) is field data no lab run measures, or its change is within the noise
+// bounds, below which no cause is named. The budget check's answer gives it to each regression.
+func (c PageChange) CauseSentence(r Regression) string {
+	if x, ok := c.CauseOf(r.Metric); ok {
+		return x.Sentence
+	}
+	head := Label(r.Metric) + " " + FormatDelta(r.Metric, r.Delta) + ": "
+	switch {
+	case !slices.Contains(ComparedMetrics, r.Metric):
+		return head + "field data of real visits (the Chrome UX report), which no lab run explains"
+	case !c.Explained:
+		return head + NotExplainedSentence
+	}
+	return head + "within run-to-run noise, so no cause is named"
+}
+
 // CompareAll is Compare of every pair (store.Explains.ComparePairs), in the pairs' order: the
 // compare page and compare_scans.
 func CompareAll(pairs []store.RunPair) []Comparison {
