@@ -159,9 +159,19 @@ func testBudgetCheckForCI(t *testing.T, st store.Store) {
 		if len(v.Changes) == 0 {
 			t.Errorf("the demo's latest scan regressed, but no changes: %s", got.body)
 		}
+		// Each regression has its cause: what changed between the two runs (the demo's are the
+		// sample site's before and after the publish of testdata/psi-before/site-before.diff).
+		says := map[string]string{"/": "widgetly.test", "/pricing": "the document /pricing took"}
 		for _, c := range v.Changes {
-			if c.Metric == "" || c.PagePath == "" || c.Causes == nil {
+			if c.Metric == "" || c.PagePath == "" || len(c.Causes) != 1 || c.Causes[0] == "" {
 				t.Errorf("change %+v", c)
+				continue
+			}
+			if w, ok := says[c.PagePath]; ok && c.Metric == "performance" && !strings.Contains(c.Causes[0], w) {
+				t.Errorf("the performance regression of %s: cause %q does not name %q", c.PagePath, c.Causes[0], w)
+			}
+			if _, ok := says[c.PagePath]; !ok {
+				t.Errorf("%s regressed, which the publish did not touch: %+v", c.PagePath, c)
 			}
 		}
 		first := decodeVerdict(t, f.check(t, ctx, key, "", "", body(`,"scanId":"`+older.ID+`"`)))

@@ -24,7 +24,8 @@ type CIStore interface {
 	CompletedScans(ctx context.Context, userID, siteID string, limit int) ([]store.Scan, error)
 	Budgets(ctx context.Context, userID, siteID string) (map[string]store.Budget, error)
 	AlertRules(ctx context.Context, userID, siteID string) ([]store.AlertRule, error)
-	PageMetricsOf(ctx context.Context, userID string, scanIDs []string) (map[string][]store.PageResult, error)
+	PageMetrics(ctx context.Context, userID, scanID string) ([]store.PageResult, error)
+	PreviousPairs(ctx context.Context, userID, scanID string) (store.ScanPairs, error)
 	PublishesOfScans(ctx context.Context, userID string, scanIDs []string) (map[string]store.Publish, error)
 	RecordPublish(ctx context.Context, p store.Publish) error
 	Publishes(ctx context.Context, userID, siteID string, since time.Time, limit int) ([]store.Publish, error)

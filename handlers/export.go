@@ -13,6 +13,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 )
 
@@ -213,7 +214,7 @@ func (e *exportWriter) start() error {
 	return err
 }
 
-func (e *exportWriter) row(r store.PageResult) error {
+func (e *exportWriter) row(r store.PageResult, previous *store.PageResult) error {
 	if !e.started {
 		if err := e.start(); err != nil {
 			return err
@@ -228,7 +229,7 @@ func (e *exportWriter) row(r store.PageResult) error {
 			e.buf.WriteByte(',')
 		}
 		var b []byte
-		if b, err = json.Marshal(jsonRow(r)); err == nil {
+		if b, err = json.Marshal(jsonRow(r, previous)); err == nil {
 			_, err = e.buf.Write(b)
 		}
 	}
@@ -313,7 +314,8 @@ func csvRow(r store.PageResult) []string {
 		strings.Join(opps, "; ")}
 }
 
-// exportPage is one element of the JSON export: the interface's keys and nothing else.
+// exportPage is one element of the JSON export: the interface's keys, then what explains the
+// run (issue 33): its requests and what changed since the previous scan.
 type exportPage struct {
 	PageURL           string              `json:"pageUrl"`
 	PagePath          string              `json:"pagePath"`
@@ -324,6 +326,23 @@ type exportPage struct {
 	Opportunities     []store.Opportunity `json:"opportunities"`
 	ThirdPartyScripts []store.ThirdParty  `json:"thirdPartyScripts"`
 	A11yIssues        []store.A11yIssue   `json:"a11yIssues"`
+	// Requests are the run's requests in the order they started (null when the run was kept
+	// without what explains it).
+	Requests []exportRequest `json:"requests"`
+	// Changes are what changed since the site's previous completed scan's run of the page and
+	// strategy (analysis.Compare, as the compare page shows it); null when it has none.
+	Changes *analysis.Comparison `json:"changes"`
+}
+
+// exportRequest is a request as the export writes it, compactly.
+type exportRequest struct {
+	URL            string `json:"url"`
+	Type           string `json:"type"`
+	TransferBytes  int64  `json:"transferBytes"`
+	StartMs        int    `json:"startMs"`
+	EndMs          int    `json:"endMs"`
+	RenderBlocking bool   `json:"renderBlocking"`
+	LCP            bool   `json:"lcp"`
 }
 
 type exportVitals struct {
@@ -334,11 +353,25 @@ type exportVitals struct {
 	TTFB *float64 `json:"ttfb"`
 }
 
-func jsonRow(r store.PageResult) exportPage {
+// jsonRow is a result as the JSON export writes it, with its changes since previous (the
+// previous completed scan's run of the page, nil when there is none).
+func jsonRow(r store.PageResult, previous *store.PageResult) exportPage {
 	v := r.CoreWebVitals
-	return exportPage{PageURL: r.PageURL, PagePath: r.PagePath, Strategy: r.Strategy, Scores: r.Scores,
+	p := exportPage{PageURL: r.PageURL, PagePath: r.PagePath, Strategy: r.Strategy, Scores: r.Scores,
 		CoreWebVitals: exportVitals{LCP: v.LCP, CLS: v.CLS, INP: v.INP, FCP: v.FCP, TTFB: v.TTFB}, Crux: r.Crux,
 		Opportunities: nonNilSlice(r.Opportunities), ThirdPartyScripts: nonNilSlice(r.ThirdPartyScripts), A11yIssues: nonNilSlice(r.A11yIssues)}
+	if r.Explain != nil {
+		p.Requests = make([]exportRequest, len(r.Explain.Requests))
+		for i, q := range r.Explain.Requests {
+			p.Requests[i] = exportRequest{URL: q.URL, Type: q.Type, TransferBytes: q.TransferBytes, StartMs: q.StartMs, EndMs: q.EndMs,
+				RenderBlocking: q.RenderBlocking, LCP: q.LCP}
+		}
+	}
+	if previous != nil {
+		c := analysis.Compare(*previous, r)
+		p.Changes = &c
+	}
+	return p
 }
 
 func nonNilSlice[T any](s []T) []T {

@@ -10,12 +10,14 @@ import (
 	"net/url"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
+	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 	"sitepulse/store/memory"
 	"sitepulse/store/storetest"
@@ -113,7 +115,8 @@ func testExport(t *testing.T, st store.Store) {
 			t.Fatalf("%d pages, want %d", len(pages), len(latestResults))
 		}
 		for i, p := range pages {
-			wantKeys(t, p, "pageUrl", "pagePath", "strategy", "scores", "coreWebVitals", "crux", "opportunities", "thirdPartyScripts", "a11yIssues")
+			wantKeys(t, p, "pageUrl", "pagePath", "strategy", "scores", "coreWebVitals", "crux", "opportunities", "thirdPartyScripts", "a11yIssues",
+				"requests", "changes")
 			for key, want := range map[string][]string{
 				"coreWebVitals": {"lcp", "cls", "inp", "fcp", "ttfb"},
 				"scores":        {"performance", "seo", "accessibility", "bestPractices"},
@@ -127,6 +130,62 @@ func testExport(t *testing.T, st store.Store) {
 			json.Unmarshal(p["pagePath"], &path)
 			if path != latestResults[i].PagePath {
 				t.Errorf("page %d path %q, want %q", i, path, latestResults[i].PagePath)
+			}
+		}
+	})
+
+	t.Run("JSON: each page's requests, and what changed since the previous scan's run of it", func(t *testing.T) {
+		_, body := f.do(t, "GET", base+"?format=json", "", "", cookie(a.session))
+		var pages []struct {
+			PagePath string
+			Strategy store.Strategy
+			Requests []map[string]json.RawMessage
+			Changes  *analysis.Comparison
+		}
+		must(t, json.Unmarshal([]byte(body), &pages))
+		pairs, err := st.PreviousPairs(ctx, a.userID, a.scanID)
+		must(t, err)
+		// The demo's latest two scans are the sample site after and before the publish of
+		// testdata/psi-before/site-before.diff.
+		says := map[string]string{"/": "widgetly.test", "/pricing": "the document /pricing took"}
+		named := 0
+		for _, p := range pages {
+			if len(p.Requests) == 0 {
+				t.Errorf("%s %s: no requests", p.PagePath, p.Strategy)
+			}
+			for _, q := range p.Requests {
+				wantKeys(t, q, "url", "type", "transferBytes", "startMs", "endMs", "renderBlocking", "lcp")
+			}
+			i := slices.IndexFunc(pairs.Pairs, func(r store.RunPair) bool { return r.After.PagePath == p.PagePath && r.After.Strategy == p.Strategy })
+			if i < 0 {
+				if p.Changes != nil {
+					t.Errorf("%s %s: changes without a previous run", p.PagePath, p.Strategy)
+				}
+				continue
+			}
+			want := analysis.Compare(pairs.Pairs[i].Before, pairs.Pairs[i].After)
+			if p.Changes == nil || p.Changes.Summary != want.Summary || len(p.Changes.Added) != len(want.Added) || !p.Changes.Explained {
+				t.Errorf("%s %s: changes %+v, want Compare's of the two runs: %s", p.PagePath, p.Strategy, p.Changes, want.Summary)
+				continue
+			}
+			if w, ok := says[p.PagePath]; ok && !strings.Contains(p.Changes.Summary, w) || !ok && len(p.Changes.Causes) != 0 {
+				t.Errorf("%s %s: %s", p.PagePath, p.Strategy, p.Changes.Summary)
+			} else if ok {
+				named++
+			}
+		}
+		if named < 2 {
+			t.Errorf("%d pages of / and /pricing say what changed, want both", named)
+		}
+		// The site's first scan has nothing to compare with.
+		first, err := st.CompletedScans(ctx, a.userID, a.siteID, 100)
+		must(t, err)
+		_, body = f.do(t, "GET", base+"?format=json&scanId="+first[len(first)-1].ID, "", "", cookie(a.session))
+		var old []map[string]json.RawMessage
+		must(t, json.Unmarshal([]byte(body), &old))
+		for _, p := range old {
+			if string(p["changes"]) != "null" {
+				t.Errorf("the first scan's page has changes: %s", p["changes"])
 			}
 		}
 	})
@@ -297,14 +356,14 @@ type failingResults struct {
 	after int
 }
 
-func (f failingResults) ExportScan(ctx context.Context, userID, siteID, scanID string, full bool, head func(string, *store.Scan) error, fn func(store.PageResult) error) error {
+func (f failingResults) ExportScan(ctx context.Context, userID, siteID, scanID string, full bool, head func(string, *store.Scan) error, fn func(store.PageResult, *store.PageResult) error) error {
 	n := 0
-	err := f.Store.ExportScan(ctx, userID, siteID, scanID, full, head, func(r store.PageResult) error {
+	err := f.Store.ExportScan(ctx, userID, siteID, scanID, full, head, func(r store.PageResult, previous *store.PageResult) error {
 		if n == f.after {
 			return errors.New("connection reset by peer")
 		}
 		n++
-		return fn(r)
+		return fn(r, previous)
 	})
 	if err == nil && n == f.after {
 		return errors.New("connection reset by peer")

@@ -37,6 +37,11 @@ func TestStatementsPerRequest(t *testing.T) {
 		{"export", "GET", "/api/sites/" + a.siteID + "/export", "", cookie(a.session), 2, 2},
 		{"export JSON", "GET", "/api/sites/" + a.siteID + "/export?format=json", "", cookie(a.session), 2, 2},
 		{"budget check", "POST", "/api/external/budget-check", `{"siteId":"` + a.siteID + `"}`, bearer(a.apiKey), 3, 1}, // 3 cold (key, its use, the inputs' load): the site page before it no longer loads the inputs
+		// A CI pipeline's check of a given scan (issue 35): the key, the scan, its publish, the
+		// budgets, the rules, its metrics, and the previous scan's runs and its own with what
+		// explains them (PreviousPairs), which give each regression its cause: as many as
+		// before the causes (CompletedScans and PageMetricsOf were two as well).
+		{"budget check of a scan (CI)", "POST", "/api/external/budget-check", `{"siteId":"` + a.siteID + `","scanId":"` + a.scanID + `"}`, bearer(a.apiKey), 12, 11},
 		{"MCP list_sites", "POST", "/api/mcp", mcp("list_sites", "", ""), bearer(a.accessToken), 2, 2},
 		{"MCP get_latest_scan", "POST", "/api/mcp", mcp("get_latest_scan", "siteId", a.siteID), bearer(a.accessToken), 2, 2},
 		{"MCP get_page_details", "POST", "/api/mcp", mcp("get_page_details", "scanId", a.scanID), bearer(a.accessToken), 2, 2},

@@ -30,12 +30,13 @@ type verdict struct {
 	PreviousScanID *string      `json:"previousScanId"`
 	Changes        []scanChange `json:"changes"`
 
-	checks []analysis.Check // every budget and rule, held or not (the formats' table, JUnit's cases)
+	checks []analysis.Check      // every budget and rule, held or not (the formats' table, JUnit's cases)
+	pages  []analysis.PageChange // what changed on each regressed page and strategy (JUnit's failures say why)
 	domain string
 }
 
 // scanChange is something that got worse since the scan before: a metric of one page
-// (analysis.Regressions), with the causes that explain it.
+// (analysis.Regressions), with the causes that explain it: one sentence (CauseSentence).
 type scanChange struct {
 	analysis.Regression
 	Causes []string `json:"causes"`
@@ -84,19 +85,16 @@ func (s *server) verdictOf(ctx context.Context, userID string, site store.Site, 
 	if err != nil {
 		return v, err
 	}
-	previous, err := s.previousScan(ctx, userID, site.ID, sc.ID)
+	results, err := s.CI.PageMetrics(ctx, userID, sc.ID)
 	if err != nil {
 		return v, err
 	}
-	ids := []string{sc.ID}
-	if previous != nil {
-		ids = append(ids, previous.ID)
-	}
-	metrics, err := s.CI.PageMetricsOf(ctx, userID, ids)
+	// The site's completed scan before this one and the runs both have, with what explains
+	// them: the regressions and their causes (analysis.Compare).
+	pairs, err := s.CI.PreviousPairs(ctx, userID, sc.ID)
 	if err != nil {
 		return v, err
 	}
-	results := metrics[sc.ID]
 	v.checks = analysis.Checks(sc.Scores, results, budgets, rules)
 	for _, c := range v.checks {
 		if c.Measured && !c.Pass {
@@ -105,46 +103,27 @@ func (s *server) verdictOf(ctx context.Context, userID string, site store.Site, 
 	}
 	v.Pass = len(v.Violations) == 0
 	v.Scores, v.ScannedAt = &sc.Scores, sc.CompletedAt
-	if previous != nil {
-		v.PreviousScanID = &previous.ID
-		v.Changes = whatChanged(metrics[previous.ID], results)
+	if pairs.From != nil {
+		v.PreviousScanID = &pairs.From.ID
+		v.Changes, v.pages = whatChanged(pairs.Pairs)
 	}
 	return v, nil
 }
 
-// previousScanWindow bounds how far back previousScan looks for the judged scan among the
-// site's completed scans: a CI pipeline judges a scan it just started, or the latest.
-const previousScanWindow = 50
-
-// previousScan is the site's completed scan before scanID, when scanID is among its latest
-// previousScanWindow completed scans and one precedes it; nil otherwise.
-func (s *server) previousScan(ctx context.Context, userID, siteID, scanID string) (*store.Scan, error) {
-	scans, err := s.CI.CompletedScans(ctx, userID, siteID, previousScanWindow)
-	if err != nil {
-		return nil, err
-	}
-	for i, c := range scans {
-		if c.ID == scanID && i+1 < len(scans) {
-			return &scans[i+1], nil
+// whatChanged is what got worse between two scans' runs of each page and strategy, in the
+// order of analysis.Regressions, each regression with the sentence of its cause: what changed
+// between the two runs that explains it (analysis.Compare, the sentence the alerts, the scan
+// page and MCP show).
+// It also answers the pages' changes themselves.
+func whatChanged(pairs []store.RunPair) ([]scanChange, []analysis.PageChange) {
+	out := []scanChange{}
+	pages := analysis.RegressedChanges(pairs)
+	for _, c := range pages {
+		for _, r := range c.Regressions {
+			out = append(out, scanChange{Regression: r, Causes: []string{c.CauseSentence(r)}})
 		}
 	}
-	return nil, nil
-}
-
-// whatChanged is what got worse between two scans' page results, worst first as
-// analysis.Regressions orders them, each with its causes.
-//
-// This is the seam for analysis.Compare (DESIGN §14, being built beside this): it will give
-// each regression the causes that explain it (requests added, removed or grown, ranked by how
-// much of the change they explain), reading the requests and phases the page results keep.
-// Until it lands the causes are empty and the answers say so.
-func whatChanged(before, after []store.PageResult) []scanChange {
-	regressions := analysis.Regressions(before, after)
-	out := make([]scanChange, 0, len(regressions))
-	for _, r := range regressions {
-		out = append(out, scanChange{Regression: r, Causes: []string{}})
-	}
-	return out
+	return out, pages
 }
 
 // Formats of the budget check's answer.

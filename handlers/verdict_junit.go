@@ -163,6 +163,17 @@ func failureText(c analysis.Check, v verdict) string {
 	if v.ScanURL != nil {
 		lines = append(lines, "scan: "+*v.ScanURL)
 	}
+	// Why: on each page that regressed since the previous scan (the check's page and strategy
+	// when it names them), the cause of the metric's change, when it got worse beyond noise.
+	var why []string
+	for _, p := range v.pages {
+		if x, ok := p.CauseOf(c.Metric); ok && (c.PagePath == "" || p.PagePath == c.PagePath) && (c.On == "" || p.Strategy == c.On) {
+			why = append(why, fmt.Sprintf("  %s (%s): %s", p.PagePath, p.Strategy, x.Sentence))
+		}
+	}
+	if len(why) > 0 && v.PreviousScanID != nil {
+		lines = append(append(lines, "why, since the previous scan "+*v.PreviousScanID+":"), why...)
+	}
 	return strings.Join(lines, "\n")
 }
 

@@ -99,9 +99,6 @@ func markdownOf(v verdict) string {
 			for _, cause := range c.Causes {
 				b.WriteString("  - " + mdText(cause) + "\n")
 			}
-			if len(c.Causes) == 0 {
-				b.WriteString("  - cause not analysed\n")
-			}
 		}
 		b.WriteString("\n")
 	}

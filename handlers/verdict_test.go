@@ -54,7 +54,8 @@ func hostileVerdict(t *testing.T) verdict {
 	status, commit, by := store.StatusComplete, "1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b", hostileBy
 	v := verdict{budgetCheckResponse: budgetCheckResponse{Site: hostileName, Scores: &scores, ScanID: &scanID, ScannedAt: &completed,
 		Violations: []analysis.Violation{}}, Status: &status, ScanURL: &url, Commit: &commit, PublishedBy: &by, PreviousScanID: &previous,
-		checks: analysis.Checks(scores, after, budgets, rules), Changes: whatChanged(before, after)}
+		checks: analysis.Checks(scores, after, budgets, rules)}
+	v.Changes, v.pages = whatChanged(runPairs(before, after))
 	for _, c := range v.checks {
 		if c.Measured && !c.Pass {
 			v.Violations = append(v.Violations, c.Violation())
@@ -62,6 +63,19 @@ func hostileVerdict(t *testing.T) verdict {
 	}
 	v.Pass = len(v.Violations) == 0
 	return v
+}
+
+// runPairs pairs the runs of the same page and strategy, as store.Explains.PreviousPairs does.
+func runPairs(before, after []store.PageResult) []store.RunPair {
+	var out []store.RunPair
+	for _, a := range after {
+		for _, b := range before {
+			if a.PagePath == b.PagePath && a.Strategy == b.Strategy {
+				out = append(out, store.RunPair{Before: b, After: a})
+			}
+		}
+	}
+	return out
 }
 
 // golden compares got with testdata/golden/ci/name, or rewrites it with -update. The .ci
@@ -118,6 +132,16 @@ func TestVerdictMarkdown(t *testing.T) {
 	if want := 1 + 5 + 4; rows != want { // the header, the five scores, then accessibility (desktop), LCP, INP, TBT (rule)
 		t.Errorf("%d table lines, want %d:\n%s", rows, want, md)
 	}
+	// Each regression with its cause, what changed between the two runs (analysis.Compare).
+	for _, cause := range []string{"LCP +1.0 s, mostly time to first byte: the document /pricing took 803 ms longer to arrive (server response 89 ms → 901 ms)",
+		"Best practices -19: is-on-https now fails (Does not use HTTPS: cdn.widgetly.test/widget.js)"} {
+		if !strings.Contains(md, "  - "+mdText(cause)) {
+			t.Errorf("the Markdown lacks the cause %q:\n%s", cause, md)
+		}
+	}
+	if strings.Contains(md, "not analysed") {
+		t.Errorf("a regression without its cause:\n%s", md)
+	}
 	for _, section := range []string{"### ❌ SitePulse: ", "#### Budgets broken", "since the previous scan (1f0c2b9e)", "[Open the scan in SitePulse](https://sitepulse.example.com/"} {
 		if !strings.Contains(md, section) {
 			t.Errorf("no %q in:\n%s", section, md)
@@ -148,6 +172,14 @@ func TestVerdictJUnit(t *testing.T) {
 	if lcp.Failure == nil || !strings.Contains(lcp.Failure.Message, "LCP 4.6 s on "+hostilePath+" (mobile), over the maximum of 2.5 s") ||
 		!strings.Contains(lcp.Failure.Text, "actual: ") {
 		t.Errorf("LCP case %+v", lcp)
+	}
+	// A failure says why: the cause of the metric's change on its page since the previous scan.
+	if !strings.Contains(lcp.Failure.Text, "why, since the previous scan 1f0c2b9e") ||
+		!strings.Contains(lcp.Failure.Text, hostilePath+" (mobile): LCP +1.0 s, mostly time to first byte: the document /pricing took 803 ms longer to arrive") {
+		t.Errorf("LCP failure text does not say why:\n%s", lcp.Failure.Text)
+	}
+	if tbt := names["TBT ≤ 600 ms (alert rule)"]; tbt.Failure == nil || !strings.Contains(tbt.Failure.Text, "TBT +2.6 s: new third party widgetly.test") {
+		t.Errorf("TBT failure does not say why: %+v", tbt.Failure)
 	}
 	if c := names["INP ≤ 200 ms"]; c.Skipped == nil || c.Failure != nil {
 		t.Errorf("INP case %+v", c)

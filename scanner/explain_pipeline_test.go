@@ -2,10 +2,15 @@ package scanner
 
 import (
 	"context"
+	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"sitepulse/scanner/analysis"
+	"sitepulse/scanner/notify"
+	"sitepulse/scanner/platform"
 	"sitepulse/scanner/psi"
 	"sitepulse/scanner/scantest"
 	"sitepulse/store"
@@ -115,4 +120,113 @@ func testWhyPipeline(t *testing.T, st store.Store) {
 				map[bool]string{true: "before", false: "after"}[tc.scan.ID == before.ID], len(list), tc.kept)
 		}
 	}
+}
+
+// TestWhyInEveryAlert: through the real pool, the PSI double answering the sample site's runs
+// before the bad publish and then after it, re-audits on as in production, the confirmed
+// regressions reach a Slack channel and a signed webhook with their causes: the widget and the
+// later hero image on /, the slower document on /pricing, and nothing on /blog, /about and
+// /fast, which the publish did not touch. The webhook's changes are analysis.Compare's of the
+// two runs each regression compares.
+func TestWhyInEveryAlert(t *testing.T) {
+	eachBackend(t, func(t *testing.T, st store.Store) {
+		ctx := context.Background()
+		r := newRig(t, st)
+		keys := platform.RandomKeys()
+		rc := newReceivers(t, nil)
+		r.addChannel(keys, store.ChannelSlack, rc.srv.URL+"/slack", store.EventRegressionConfirmed)
+		r.addChannel(keys, store.ChannelWebhook, rc.srv.URL+"/webhook", store.EventRegressionConfirmed)
+		clock := scantest.NewClock(time.Now().Add(time.Second))
+		ap := r.alertPool(keys, rc.guard().Client(), clock, nil)
+		scan := func(dir string) store.Scan {
+			fake := scantest.NewInProcess(dir)
+			p := r.pool(func(c *PoolConfig) {
+				c.Auditor, c.ConfirmRuns, c.Then = psi.New(psi.Config{Endpoint: fake.Endpoint(), Client: fake.Client()}), 2, notify.AfterScan
+			})
+			sc := r.wait(r.enqueue(r.site).ID)
+			p.Stop(ctx)
+			if sc.Status != store.StatusComplete {
+				t.Fatalf("scan %s: %s", sc.Status, sc.Error)
+			}
+			clock.Set(time.Now().Add(time.Second))
+			drain(t, ap, notify.KindAlerts)
+			drain(t, ap, notify.KindDelivery)
+			return sc
+		}
+		scan(beforeDir)
+		after := scan(afterDir)
+
+		rc.mu.Lock()
+		slack, hook := rc.bodies["/slack"], rc.bodies["/webhook"]
+		rc.mu.Unlock()
+		if len(slack) != 1 || len(hook) != 1 {
+			t.Fatalf("slack got %d messages, the webhook %d; want one each; logs:\n%s", len(slack), len(hook), r.logs.String())
+		}
+		var msg struct {
+			Blocks []struct {
+				Text struct{ Text string } `json:"text"`
+			} `json:"blocks"`
+		}
+		if err := json.Unmarshal([]byte(slack[0]), &msg); err != nil || len(msg.Blocks) == 0 {
+			t.Fatalf("slack body %v: %s", err, slack[0])
+		}
+		text := msg.Blocks[0].Text.Text
+		for _, want := range []string{
+			"/ (mobile): ", "/ (desktop): ", "/pricing (mobile): ", "/pricing (desktop): ",
+			"new third party widgetly.test: 3 requests, 138 KB", "the LCP image /static/img/hero.jpg arrived 1.1 s later",
+			"the document /pricing took 803 ms longer to arrive", "the document /pricing took 816 ms longer to arrive",
+		} {
+			if !strings.Contains(text, want) {
+				t.Errorf("the Slack message does not say %q:\n%s", want, text)
+			}
+		}
+		for _, quiet := range []string{"/blog", "/about", "/fast"} {
+			if strings.Contains(slack[0], quiet) || strings.Contains(hook[0], quiet) {
+				t.Errorf("a message names %s, which the publish did not touch:\n%s\n%s", quiet, slack[0], hook[0])
+			}
+		}
+
+		var e notify.Event
+		if err := json.Unmarshal([]byte(hook[0]), &e); err != nil {
+			t.Fatal(err)
+		}
+		pairs, err := st.PreviousPairs(ctx, r.user.ID, after.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := analysis.RegressedChanges(pairs.Pairs)
+		if e.Type != store.EventRegressionConfirmed || e.Scan.ID != after.ID || len(e.Data.Changes) != len(want) || len(want) != 4 {
+			t.Fatalf("webhook event %s of scan %s with %d changes, want regression.confirmed of %s with 4: %s", e.Type, e.Scan.ID, len(e.Data.Changes), after.ID, hook[0])
+		}
+		says := map[string][]string{
+			"/ mobile":         {"widgetly.test", "/static/img/hero.jpg"},
+			"/ desktop":        {"widgetly.test", "/static/img/hero.jpg"},
+			"/pricing mobile":  {"the document /pricing took 803 ms longer"},
+			"/pricing desktop": {"the document /pricing took 816 ms longer"},
+		}
+		for _, c := range e.Data.Changes {
+			key := c.PagePath + " " + string(c.Strategy)
+			i := slices.IndexFunc(want, func(w analysis.PageChange) bool { return w.PagePath == c.PagePath && w.Strategy == c.Strategy })
+			if i < 0 || !c.Explained || c.Cause != want[i].Sentence() || len(c.Causes) != len(want[i].Causes) || c.AddedTotal != len(want[i].Added) {
+				t.Errorf("%s: the webhook's change is not Compare's of the two runs: %+v", key, c)
+				continue
+			}
+			for _, w := range says[key] {
+				if !strings.Contains(c.Cause, w) {
+					t.Errorf("%s: cause %q does not name %q", key, c.Cause, w)
+				}
+			}
+			if !slices.ContainsFunc(c.Added, func(q notify.EventRequest) bool { return q.URL == "http://cdn.widgetly.test/widget.js" && q.ThirdParty }) {
+				t.Errorf("%s: the added requests lack the widget: %+v", key, c.Added)
+			}
+			for _, x := range c.Causes {
+				if len(x.Reasons) == 0 || x.Sentence == "" {
+					t.Errorf("%s: the %s cause names no reason: %+v", key, x.Metric, x)
+				}
+			}
+		}
+		if len(hook[0]) > 64<<10 {
+			t.Errorf("the webhook body is %d bytes, want it bounded well under 64 KB", len(hook[0]))
+		}
+	})
 }

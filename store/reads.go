@@ -41,20 +41,24 @@ type Reads interface {
 	// site's scan scanID, or with scanID empty its latest completed scan (nil when there is no
 	// such scan); then, when that scan is complete and head answered nil, row gets each
 	// successful result in page order with the fields an export writes (ExportRow). full adds
-	// the third-party scripts and accessibility issues, which only the JSON export writes.
-	// ErrNotFound when the site is not the user's.
-	ExportScan(ctx context.Context, userID, siteID, scanID string, full bool, head func(siteName string, sc *Scan) error, row func(PageResult) error) error
+	// what only the JSON export writes: the third-party scripts, the accessibility issues, the
+	// result's Explain and every vital, and previous: the run of the same page and strategy in the site's
+	// previous completed scan (the scan PreviousPairs picks), with its ScanID, PageURL, scores,
+	// vitals and Explain, what analysis.Compare reads; nil when it has none, and always without
+	// full. ErrNotFound when the site is not the user's.
+	ExportScan(ctx context.Context, userID, siteID, scanID string, full bool, head func(siteName string, sc *Scan) error, row func(r PageResult, previous *PageResult) error) error
 }
 
 // ExportRow is what an export writes of a result (ExportScan streams only this): the page,
 // scores, the vitals LCP, CLS, INP, FCP and TTFB, CrUX, opportunities and, when full, the
-// third-party scripts and accessibility issues.
+// third-party scripts, accessibility issues, Explain and every vital (what analysis.Compare
+// reads).
 func ExportRow(r PageResult, full bool) PageResult {
 	v := r.CoreWebVitals
 	out := PageResult{ScanID: r.ScanID, PageURL: r.PageURL, PagePath: r.PagePath, Strategy: r.Strategy, Scores: r.Scores,
 		CoreWebVitals: Vitals{LCP: v.LCP, CLS: v.CLS, INP: v.INP, FCP: v.FCP, TTFB: v.TTFB}, Crux: r.Crux, Opportunities: r.Opportunities}
-	if full {
-		out.ThirdPartyScripts, out.A11yIssues = r.ThirdPartyScripts, r.A11yIssues
+	if full { // and every vital: what analysis.Compare reads
+		out.ThirdPartyScripts, out.A11yIssues, out.Explain, out.CoreWebVitals = r.ThirdPartyScripts, r.A11yIssues, r.Explain, r.CoreWebVitals
 	}
 	return out
 }

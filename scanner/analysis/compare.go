@@ -589,6 +589,48 @@ func RegressedChanges(pairs []store.RunPair) []PageChange {
 	return out
 }
 
+// Sentence is the page's cause in one sentence, what an alert or a digest shows under the page's
+// regressions: the performance score's cause when the score regressed (it gathers the heaviest
+// reason of each of its metrics), else the cause of its first regression that has one, else of
+// any metric that got worse, else what Summary says (no measurable change, or nothing kept to
+// explain the runs).
+func (c PageChange) Sentence() string {
+	if x, ok := c.CauseOf("performance"); ok {
+		return x.Sentence
+	}
+	for _, r := range c.Regressions {
+		if x, ok := c.CauseOf(r.Metric); ok {
+			return x.Sentence
+		}
+	}
+	if len(c.Causes) > 0 {
+		return c.Causes[0].Sentence
+	}
+	if !c.Explained {
+		return NotExplainedSentence
+	}
+	return c.Summary
+}
+
+// CauseSentence is the sentence that explains one regression of the page (a metric the rule of
+// Regressions says got worse): its cause's sentence when Compare found the metric worse beyond
+// run-to-run noise; otherwise what is true instead: the runs were kept without what explains
+// them, the metric (INP) is field data no lab run measures, or its change is within the noise
+// bounds, below which no cause is named. The budget check's answer gives it to each regression.
+func (c PageChange) CauseSentence(r Regression) string {
+	if x, ok := c.CauseOf(r.Metric); ok {
+		return x.Sentence
+	}
+	head := Label(r.Metric) + " " + FormatDelta(r.Metric, r.Delta) + ": "
+	switch {
+	case !slices.Contains(ComparedMetrics, r.Metric):
+		return head + "field data of real visits (the Chrome UX report), which no lab run explains"
+	case !c.Explained:
+		return head + NotExplainedSentence
+	}
+	return head + "within run-to-run noise, so no cause is named"
+}
+
 // CompareAll is Compare of every pair (store.Explains.ComparePairs), in the pairs' order: the
 // compare page and compare_scans.
 func CompareAll(pairs []store.RunPair) []Comparison {

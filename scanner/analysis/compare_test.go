@@ -3,6 +3,7 @@ package analysis_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -373,5 +374,42 @@ func TestCompareScripts(t *testing.T) {
 	a.Explain.Scripts[1].TotalMs = 300 // app.js unchanged: the inline scripts come second
 	if cause, _ := analysis.Compare(b, a).CauseOf("tbt"); !strings.HasSuffix(cause.Sentence, "; the page's inline scripts take 200 ms more main-thread time") {
 		t.Errorf("TBT cause %q", cause.Sentence)
+	}
+}
+
+// TestCauseSentenceSaysWhyWhenNoCause: a regression by the alerts' rule always gets a sentence;
+// when Compare names no cause, it says why: the change is within run-to-run noise, the earlier
+// run was kept without what explains it, or the metric is field data no lab run measures.
+func TestCauseSentenceSaysWhyWhenNoCause(t *testing.T) {
+	fast := run(t, "psi", "fast.mobile")
+	at := func(r store.PageResult, lcp, inp float64) store.PageResult {
+		r.CoreWebVitals.LCP, r.CoreWebVitals.INP = &lcp, &inp
+		return r
+	}
+	bare := fast
+	bare.Explain = nil
+	for _, tt := range []struct {
+		name          string
+		before, after store.PageResult
+		metric, says  string
+	}{
+		{"an LCP that crossed 2.5 s by 100 ms", at(fast, 2450, 100), at(fast, 2550, 100), "lcp", "LCP +100 ms: within run-to-run noise, so no cause is named"},
+		{"a run kept without what explains it", at(bare, 1000, 100), at(fast, 4500, 100), "lcp", "LCP +3.5 s: " + analysis.NotExplainedSentence},
+		{"INP from the field", at(fast, 1000, 150), at(fast, 1000, 600), "inp", "INP +450 ms: field data of real visits (the Chrome UX report), which no lab run explains"},
+		{"a cause Compare names", run(t, "psi-before", "pricing.mobile"), run(t, "psi", "pricing.mobile"), "lcp", "LCP +1.0 s, mostly time to first byte: the document /pricing took 803 ms longer"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			changes := analysis.RegressedChanges([]store.RunPair{{Before: tt.before, After: tt.after}})
+			if len(changes) != 1 {
+				t.Fatalf("%d regressed pages, want 1", len(changes))
+			}
+			i := slices.IndexFunc(changes[0].Regressions, func(r analysis.Regression) bool { return r.Metric == tt.metric })
+			if i < 0 {
+				t.Fatalf("no %s regression: %+v", tt.metric, changes[0].Regressions)
+			}
+			if got := changes[0].CauseSentence(changes[0].Regressions[i]); !strings.HasPrefix(got, tt.says) {
+				t.Errorf("sentence %q, want it to start %q", got, tt.says)
+			}
+		})
 	}
 }

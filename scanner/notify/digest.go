@@ -43,12 +43,11 @@ func AfterScan(scanID string) []store.JobArgs {
 	return []store.JobArgs{DigestJob{ScanID: scanID}, AlertsJob{ScanID: scanID}}
 }
 
-// DigestStore is what the digest reads: the scan and its site, the two latest completed scans,
-// their results, the members of the site's workspace; and where it enqueues a job per recipient.
+// DigestStore is what the digest reads: the scan and its site, its runs and the previous
+// completed scan's (with what explains them), the members of the site's workspace; and where it enqueues a job per recipient.
 type DigestStore interface {
 	ScanForJob(ctx context.Context, scanID string) (store.Scan, store.Site, error)
-	CompletedScans(ctx context.Context, userID, siteID string, limit int) ([]store.Scan, error)
-	PageResults(ctx context.Context, userID, scanID string) ([]store.PageResult, error)
+	PreviousPairs(ctx context.Context, userID, scanID string) (store.ScanPairs, error)
 	UserByID(ctx context.Context, id string) (store.User, error)
 	Members(ctx context.Context, workspaceID string) ([]store.Member, error)
 	EnqueueJob(ctx context.Context, args store.JobArgs, runAt time.Time) (store.Job, error)
@@ -97,33 +96,25 @@ func (d *Digest) Work(ctx context.Context, _ store.Job, args DigestJob) error {
 	if len(members) > 0 {
 		reader = members[0].UserID
 	}
-	results, err := d.Store.PageResults(ctx, reader, scanID)
-	if err != nil {
-		return fmt.Errorf("digest: read the results: %w", err)
+	// The previous scan is the one completed just before this one, even when the job runs late
+	// and a newer scan has completed since; both sides' runs carry what explains them.
+	pairs, err := d.Store.PreviousPairs(ctx, reader, scanID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
 	}
-	scans, err := d.Store.CompletedScans(ctx, reader, site.ID, 3)
 	if err != nil {
 		return fmt.Errorf("digest: read the scans: %w", err)
 	}
-	// The previous scan is the one completed just before this one, even when the job runs late
-	// and a newer scan has completed since.
-	var previous *store.Scan
-	for i := range scans[:max(len(scans)-1, 0)] {
-		if scans[i].ID == scanID {
-			previous = &scans[i+1]
-			break
-		}
+	if pairs.From == nil {
+		return nil // the site's first scan: nothing to compare with
 	}
-	if previous == nil {
-		return nil // the site's first scan (nothing to compare with), or long superseded
-	}
-	before, err := d.Store.PageResults(ctx, reader, previous.ID)
-	if err != nil {
-		return fmt.Errorf("digest: read the previous scan: %w", err)
-	}
-	regs := analysis.Regressions(before, results)
-	if len(regs) == 0 {
+	changes := analysis.RegressedChanges(pairs.Pairs)
+	if len(changes) == 0 {
 		return nil
+	}
+	regs := 0
+	for _, c := range changes {
+		regs += len(c.Regressions)
 	}
 	var to []string
 	for _, m := range members {
@@ -141,7 +132,7 @@ func (d *Digest) Work(ctx context.Context, _ store.Job, args DigestJob) error {
 		}
 	}
 	if len(to) == 0 {
-		log.Info("digest: regressions found; no member to tell (notifications off, or the member left)", "regressions", len(regs))
+		log.Info("digest: regressions found; no member to tell (notifications off, or the member left)", "regressions", regs)
 		return nil
 	}
 	if args.To == "" && len(to) > 1 {
@@ -154,7 +145,7 @@ func (d *Digest) Work(ctx context.Context, _ store.Job, args DigestJob) error {
 		return nil
 	}
 	addr := to[0]
-	subject, body := d.compose(site, scanID, previous.ID, regs)
+	subject, body := d.compose(site, scanID, pairs.From.ID, changes)
 	if d.SMTPAddr == "" {
 		log.Info("digest (SMTP_ADDR not set, so logged instead of sent)", "to", addr, "subject", subject, "body", body)
 		return nil
@@ -163,22 +154,30 @@ func (d *Digest) Work(ctx context.Context, _ store.Job, args DigestJob) error {
 		log.Warn("digest: sending failed; the scan is complete regardless and the digest is retried", "to", addr, "smtp", d.SMTPAddr, "err", err)
 		return fmt.Errorf("digest: send: %w", err)
 	}
-	log.Info("digest sent", "to", addr, "regressions", len(regs))
+	log.Info("digest sent", "to", addr, "regressions", regs)
 	return nil
 }
 
-// compose writes the digest: one line per regression with page, strategy, metric, from and to.
-func (d *Digest) compose(site store.Site, scanID, previousID string, regs []analysis.Regression) (subject, body string) {
-	noun := "regressions"
-	if len(regs) == 1 {
-		noun = "regression"
+// compose writes the digest: one line per regression with page, strategy, metric, from and to,
+// then what changed on each regressed page, in one sentence (analysis.PageChange.Sentence).
+func (d *Digest) compose(site store.Site, scanID, previousID string, changes []analysis.PageChange) (subject, body string) {
+	n := 0
+	for _, c := range changes {
+		n += len(c.Regressions)
 	}
-	subject = fmt.Sprintf("SitePulse: %d %s on %s", len(regs), noun, oneLine(site.Name))
+	noun := plural(n, "regression", "regressions")
+	subject = fmt.Sprintf("SitePulse: %d %s on %s", n, noun, oneLine(site.Name))
 	var b strings.Builder
-	fmt.Fprintf(&b, "The latest scan of %s (%s) found %d %s against the previous scan.\n\n", oneLine(site.Name), oneLine(site.Domain), len(regs), noun)
+	fmt.Fprintf(&b, "The latest scan of %s (%s) found %d %s against the previous scan.\n\n", oneLine(site.Name), oneLine(site.Domain), n, noun)
 	fmt.Fprintf(&b, "%-28s %-8s %-14s %10s %10s\n", "Page", "Strategy", "Metric", "From", "To")
-	for _, r := range regs {
-		fmt.Fprintf(&b, "%-28s %-8s %-14s %10s %10s\n", oneLine(r.PagePath), r.Strategy, r.Metric, FmtMetric(r.Metric, r.From), FmtMetric(r.Metric, r.To))
+	for _, c := range changes {
+		for _, r := range c.Regressions {
+			fmt.Fprintf(&b, "%-28s %-8s %-14s %10s %10s\n", oneLine(r.PagePath), r.Strategy, r.Metric, FmtMetric(r.Metric, r.From), FmtMetric(r.Metric, r.To))
+		}
+	}
+	b.WriteString("\nWhat changed:\n")
+	for _, c := range changes {
+		fmt.Fprintf(&b, "\n%s (%s): %s\n", oneLine(c.PagePath), c.Strategy, oneLine(c.Sentence()))
 	}
 	fmt.Fprintf(&b, "\nScan %s, compared with scan %s.\n", scanID, previousID)
 	if d.BaseURL != "" {

@@ -13,23 +13,30 @@ import (
 	"sitepulse/store"
 )
 
+// The digest lists every regression of the sample site's publish and says, per regressed page,
+// what changed: the widget and the later hero image on /, the slower document on /pricing.
 func TestDigestCompose(t *testing.T) {
 	d := &Digest{BaseURL: "https://sitepulse.example.com/"}
 	site := store.Site{ID: "s1", Name: "Shop\r\nBcc: evil@example.com", Domain: "shop.example"}
-	subject, body := d.compose(site, "scan2", "scan1", []analysis.Regression{
-		{Metric: "performance", From: 92, To: 16, Delta: -76, PagePath: "/", Strategy: "mobile"},
-		{Metric: "lcp", From: 1200.4, To: 8305, Delta: 7104.6, PagePath: "/", Strategy: "mobile"},
-		{Metric: "cls", From: 0.02, To: 0.39, Delta: 0.37, PagePath: "/blog/", Strategy: "desktop"},
-	})
-	if strings.ContainsAny(subject, "\r\n") || subject != "SitePulse: 3 regressions on Shop Bcc: evil@example.com" {
+	changes := analysis.RegressedChanges(runPairs(fixtureRuns("psi-before"), fixtureRuns("psi")))
+	subject, body := d.compose(site, "scan2", "scan1", changes)
+	if strings.ContainsAny(subject, "\r\n") || subject != "SitePulse: 15 regressions on Shop Bcc: evil@example.com" {
 		t.Errorf("subject = %q", subject)
 	}
-	for _, want := range []string{"performance", "92", "16", "1200 ms", "8305 ms", "0.020", "0.390", "/blog/", "desktop",
+	for _, want := range []string{"performance", "49", "16", "3598 ms", "4621 ms", "0.000", "0.390", "/pricing", "desktop",
+		"/ (mobile): Performance -33", "new third party widgetly.test", "the LCP image /static/img/hero.jpg arrived 1.1 s later",
+		"/pricing (mobile): Performance -36", "the document /pricing took 803 ms longer to arrive",
 		"https://sitepulse.example.com/sites/s1", "Scan scan2, compared with scan scan1"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("body lacks %q:\n%s", want, body)
 		}
 	}
+	for _, quiet := range []string{"/blog", "/about", "/fast"} {
+		if strings.Contains(body, quiet) {
+			t.Errorf("body names %s, which did not change:\n%s", quiet, body)
+		}
+	}
+	golden(t, "digest-regression.txt", []byte(subject+"\n\n"+body))
 }
 
 // membersStore is a DigestStore of one site's two scans and its workspace's members.
@@ -43,17 +50,12 @@ func (m *membersStore) ScanForJob(_ context.Context, scanID string) (store.Scan,
 	return store.Scan{ID: scanID}, store.Site{ID: "s1", UserID: "u-gone", WorkspaceID: "w1", Name: "Shop"}, nil
 }
 
-func (m *membersStore) CompletedScans(_ context.Context, userID, siteID string, limit int) ([]store.Scan, error) {
+func (m *membersStore) PreviousPairs(_ context.Context, userID, scanID string) (store.ScanPairs, error) {
 	m.reader = userID
-	return []store.Scan{{ID: "new"}, {ID: "old"}}, nil
-}
-
-func (m *membersStore) PageResults(_ context.Context, userID, scanID string) ([]store.PageResult, error) {
-	perf := 95
-	if scanID == "new" {
-		perf = 40
+	perf := func(v int) store.PageResult {
+		return store.PageResult{PagePath: "/", Strategy: "mobile", Scores: store.PageScores{Performance: &v}}
 	}
-	return []store.PageResult{{PagePath: "/", Strategy: "mobile", Scores: store.PageScores{Performance: &perf}}}, nil
+	return store.ScanPairs{From: &store.Scan{ID: "old"}, To: store.Scan{ID: scanID}, Pairs: []store.RunPair{{Before: perf(95), After: perf(40)}}}, nil
 }
 
 func (m *membersStore) UserByID(context.Context, string) (store.User, error) {

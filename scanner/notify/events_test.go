@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"sitepulse/scanner/analysis"
+	"sitepulse/scanner/lighthouse"
 	"sitepulse/store"
 )
 
@@ -113,12 +116,43 @@ func TestEventsComeFromChangesNotStates(t *testing.T) {
 	})
 }
 
-// sample is one event of each type, the messages the golden files hold.
+// fixtureRuns are the recorded runs of the sample site's pages in dir ("psi-before": before the
+// bad publish, "psi": after it; testdata/psi-before/site-before.diff says what it changed), as
+// the pipeline keeps them, with what explains each.
+// They are read once per test binary; each call gets its own copy of the list.
+func fixtureRuns(dir string) []store.PageResult {
+	fixtureOnce.Do(func() {
+		fixtures = map[string][]store.PageResult{}
+		for _, d := range []string{"psi-before", "psi"} {
+			for _, page := range []string{"about", "blog", "fast", "home", "pricing"} {
+				for _, s := range []string{"desktop", "mobile"} {
+					b, err := os.ReadFile(filepath.Join("..", "..", "testdata", d, page+"."+s+".json"))
+					if err != nil {
+						panic(err)
+					}
+					r, err := lighthouse.ExtractPSI(b)
+					if err != nil {
+						panic(err)
+					}
+					fixtures[d] = append(fixtures[d], r)
+				}
+			}
+		}
+	})
+	return slices.Clone(fixtures[dir])
+}
+
+var (
+	fixtureOnce sync.Once
+	fixtures    map[string][]store.PageResult
+)
+
+// sample is one event of each type, the messages the golden files hold; the regression is the
+// sample site's publish (testdata/psi-before, then testdata/psi).
 func sample() []Event {
 	before := []store.PageResult{result("/", "mobile", 92, 1200), result("/pricing", "mobile", 90, 1500), result("/blog/", "desktop", 99, 900)}
-	worse := []store.PageResult{result("/", "mobile", 70, 1300), result("/pricing", "mobile", 40, 5200), result("/blog/", "desktop", 80, 2600)}
 	ids := counter()
-	out := Events(outcome(before, worse, nil, false), now, ids)
+	out := Events(outcome(fixtureRuns("psi-before"), fixtureRuns("psi"), nil, false), now, ids)
 	out = append(out, Events(outcome(before, before, []analysis.Violation{
 		{Metric: "performance", Threshold: 80, Actual: 55, Operator: store.OpMin},
 		{Metric: "lcp", Threshold: 2500, Actual: 5200, Operator: store.OpMax, PagePath: "/pricing", Strategy: "mobile"},
@@ -149,19 +183,55 @@ func TestMessagesMatchGoldenFiles(t *testing.T) {
 	}
 }
 
+// Each chat message of the sample site's publish lists every regressed page with its
+// regressions and its cause (what site-before.diff changed: the widget and the later hero image
+// on /, the slower document on /pricing), says who published and links to the scan; it says
+// nothing of the pages the publish did not touch.
 func TestSlackTeamsDiscordSayWhatChangedWhoPublishedAndLink(t *testing.T) {
 	e := sample()[0]
 	for _, kind := range []string{KindSlack, KindTeams, KindDiscord} {
 		body, _, _ := Render(kind, e, nil, now)
-		for _, want := range []string{"5 confirmed regressions on Shop", "/pricing (mobile): LCP 1500 ms → 5200 ms", "Published by Ana, 24 Nov 14:02", "https://sitepulse.example.com/sites/site1/scans/scan2", "and 2 more"} {
-			if !strings.Contains(string(body), want) && !strings.Contains(unescape(body), want) {
+		text := unescape(body)
+		for _, want := range []string{"15 confirmed regressions on Shop", "/pricing (mobile): TTFB 89 ms → 901 ms, Performance 80 → 44, LCP 3598 ms → 4621 ms",
+			"/ (mobile): CLS 0.000 → 0.390, Performance 49 → 16", "/ (desktop): ", "/pricing (desktop): ",
+			"Why: Performance -33 (TBT +1.5 s, LCP +1.2 s, CLS +0.39, FCP +1.0 s, Speed Index +668 ms): new third party widgetly.test: 3 requests, 138 KB, 1.0 s of main-thread work; the LCP image /static/img/hero.jpg arrived 1.1 s later",
+			"the document /pricing took 803 ms longer to arrive (server response 89 ms → 901 ms)",
+			"Published by Ana, 24 Nov 14:02", "https://sitepulse.example.com/sites/site1/scans/scan2"} {
+			if !strings.Contains(string(body), want) && !strings.Contains(text, want) {
 				t.Errorf("%s message lacks %q:\n%s", kind, want, body)
+			}
+		}
+		for _, quiet := range []string{"/blog", "/about", "/fast", "more page"} {
+			if strings.Contains(text, quiet) {
+				t.Errorf("%s message says %q:\n%s", kind, quiet, body)
 			}
 		}
 	}
 	body, _, _ := Render(KindTeams, e, nil, now)
 	if !strings.Contains(string(body), `"contentType":"application/vnd.microsoft.card.adaptive"`) {
 		t.Errorf("teams message is not an Adaptive Card attachment: %s", body)
+	}
+	subject, mail := Email(e)
+	for _, want := range []string{"SitePulse: 15 confirmed regressions on Shop", "  / (mobile): CLS 0.000 → 0.390", "    Why: Performance -33",
+		"    Why: Performance -36 (TBT +2.6 s, LCP +1.0 s, FCP +765 ms): new third party widgetly.test"} {
+		if !strings.Contains(subject+"\n"+mail, want) {
+			t.Errorf("e-mail lacks %q:\n%s\n%s", want, subject, mail)
+		}
+	}
+	golden(t, "email-regression.confirmed.txt", []byte(subject+"\n\n"+mail))
+}
+
+// A regression event's pages past topPages are counted, not listed.
+func TestManyRegressedPagesAreCounted(t *testing.T) {
+	var before, after []store.PageResult
+	for i := range topPages + 2 {
+		p := fmt.Sprintf("/p%d", i)
+		before, after = append(before, result(p, "mobile", 95, 1000)), append(after, result(p, "mobile", 50, 1000))
+	}
+	e := Events(outcome(before, after, nil, false), now, counter())[0]
+	body, _, _ := Render(KindSlack, e, nil, now)
+	if got := unescape(body); !strings.Contains(got, "and 2 more pages") || strings.Contains(got, "/p5") {
+		t.Errorf("slack message: %s", body)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,8 +26,12 @@ const (
 	KindWebhook = store.ChannelWebhook
 )
 
-// topLines is how many regressions or broken budgets a chat message lists; the rest are counted.
-const topLines = 3
+// topLines is how many broken budgets a chat message lists, and topPages how many regressed
+// pages (each with its regressions and its cause); the rest are counted.
+const (
+	topLines = 3
+	topPages = 5
+)
 
 // Render writes an event for a channel kind: the request body and the headers to send with it.
 // The signed webhook's headers carry the event type, the delivery id (the event id) and the
@@ -42,6 +47,9 @@ func Render(kind string, e Event, secret []byte, now time.Time) ([]byte, http.He
 	case KindDiscord:
 		msg = discordMessage(e)
 	case KindWebhook:
+		if e.Data.Changes == nil { // a delivery planned before events carried changes
+			e.Data.Changes = []EventChange{}
+		}
 		body, err := json.Marshal(e)
 		if err != nil {
 			return nil, nil, err
@@ -111,8 +119,11 @@ func Email(e Event) (subject, body string) {
 	s := summarize(e)
 	var b strings.Builder
 	b.WriteString(s.title + "\n\n")
-	for _, l := range s.lines {
+	for i, l := range s.lines {
 		b.WriteString("  " + l + "\n")
+		if w := s.because(i); w != "" {
+			b.WriteString("    " + w + "\n")
+		}
 	}
 	b.WriteString("\n" + s.context + "\n")
 	if s.url != "" {
@@ -124,11 +135,13 @@ func Email(e Event) (subject, body string) {
 	return "SitePulse: " + s.title, b.String()
 }
 
-// summary is what every chat message says, in plain text: a title, the top lines, and the
-// context line (who published, which scan).
+// summary is what every chat message says, in plain text: a title, the top lines (each with
+// the sentence that explains it in why, "" for none), and the context line (who published,
+// which scan).
 type summary struct {
 	title   string
 	lines   []string
+	why     []string
 	context string
 	url     string
 	button  string
@@ -144,13 +157,7 @@ func summarize(e Event) summary {
 	case EventRegressionConfirmed:
 		n := len(e.Data.Regressions)
 		s.title = fmt.Sprintf("%d confirmed %s on %s", n, plural(n, "regression", "regressions"), site)
-		for i, r := range e.Data.Regressions {
-			if i == topLines {
-				s.lines = append(s.lines, fmt.Sprintf("and %d more", n-topLines))
-				break
-			}
-			s.lines = append(s.lines, fmt.Sprintf("%s (%s): %s %s → %s", oneLine(r.PagePath), r.Strategy, analysis.Label(r.Metric), FmtMetric(r.Metric, r.From), FmtMetric(r.Metric, r.To)))
-		}
+		s.lines, s.why = regressionLines(e.Data)
 	case EventBudgetBroken:
 		n := len(e.Data.Violations)
 		s.title = fmt.Sprintf("%d %s broken on %s", n, plural(n, "budget", "budgets"), site)
@@ -205,6 +212,48 @@ func summarize(e Event) summary {
 	return s
 }
 
+// regressionLines are a regression event's top lines: one per page and strategy, the pages of
+// the worst regressions first, each listing its regressions (before → after) and explained by
+// the page's cause; past topPages pages, the rest are counted.
+func regressionLines(d EventDetail) (lines, why []string) {
+	type page struct {
+		path  string
+		strat store.Strategy
+		regs  []string
+	}
+	var pages []*page
+	for _, r := range d.Regressions {
+		i := slices.IndexFunc(pages, func(p *page) bool { return p.path == r.PagePath && p.strat == r.Strategy })
+		if i < 0 {
+			i = len(pages)
+			pages = append(pages, &page{path: r.PagePath, strat: r.Strategy})
+		}
+		pages[i].regs = append(pages[i].regs, fmt.Sprintf("%s %s → %s", analysis.Label(r.Metric), FmtMetric(r.Metric, r.From), FmtMetric(r.Metric, r.To)))
+	}
+	for i, p := range pages {
+		if i == topPages {
+			n := len(pages) - topPages
+			lines, why = append(lines, fmt.Sprintf("and %d more %s", n, plural(n, "page", "pages"))), append(why, "")
+			break
+		}
+		lines = append(lines, fmt.Sprintf("%s (%s): %s", oneLine(p.path), p.strat, strings.Join(p.regs, ", ")))
+		cause := ""
+		if j := slices.IndexFunc(d.Changes, func(c EventChange) bool { return c.PagePath == p.path && c.Strategy == p.strat }); j >= 0 {
+			cause = "Why: " + oneLine(d.Changes[j].Cause)
+		}
+		why = append(why, cause)
+	}
+	return lines, why
+}
+
+// because is the sentence explaining line i, "" when none does.
+func (s summary) because(i int) string {
+	if i < len(s.why) {
+		return s.why[i]
+	}
+	return ""
+}
+
 func plural(n int, one, many string) string {
 	if n == 1 {
 		return one
@@ -240,8 +289,11 @@ var slackEscape = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 func slackMessage(e Event) map[string]any {
 	s := summarize(e)
 	text := "*" + slackEscape.Replace(s.title) + "*"
-	for _, l := range s.lines {
+	for i, l := range s.lines {
 		text += "\n• " + slackEscape.Replace(l)
+		if w := s.because(i); w != "" {
+			text += "\n    " + slackEscape.Replace(w)
+		}
 	}
 	section := map[string]any{"type": "section", "text": map[string]any{"type": "mrkdwn", "text": clip(text, 3000)}}
 	if s.url != "" {
@@ -267,8 +319,11 @@ func slackMessage(e Event) map[string]any {
 func teamsMessage(e Event) map[string]any {
 	s := summarize(e)
 	body := []any{teamsText(s.title, "weight", "Bolder", "size", "Medium")}
-	for _, l := range s.lines {
+	for i, l := range s.lines {
 		body = append(body, teamsText("• "+l))
+		if w := s.because(i); w != "" {
+			body = append(body, teamsText(w, "isSubtle", true))
+		}
 	}
 	body = append(body, teamsText(s.context, "isSubtle", true, "size", "Small"))
 	card := map[string]any{
@@ -302,9 +357,12 @@ var discordColors = map[string]int{EventRegressionConfirmed: 0xd93025, EventBudg
 // discordMessage is a Discord webhook message with one embed linking to the scan.
 func discordMessage(e Event) map[string]any {
 	s := summarize(e)
-	lines := make([]string, len(s.lines))
+	lines := make([]string, 0, len(s.lines))
 	for i, l := range s.lines {
-		lines[i] = "• " + discordEscape.Replace(l)
+		lines = append(lines, "• "+discordEscape.Replace(l))
+		if w := s.because(i); w != "" {
+			lines = append(lines, "  "+discordEscape.Replace(w))
+		}
 	}
 	embed := map[string]any{
 		"title":       clip(s.title, 256),

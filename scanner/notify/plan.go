@@ -11,7 +11,7 @@ import (
 
 // PlanStore is what planning a finished scan's alerts reads, and the budget state it swaps.
 type PlanStore interface {
-	CompletedScans(ctx context.Context, userID, siteID string, limit int) ([]store.Scan, error)
+	PreviousPairs(ctx context.Context, userID, scanID string) (store.ScanPairs, error)
 	PageMetrics(ctx context.Context, userID, scanID string) ([]store.PageResult, error)
 	Budgets(ctx context.Context, userID, siteID string) (map[string]store.Budget, error)
 	AlertRules(ctx context.Context, userID, siteID string) ([]store.AlertRule, error)
@@ -51,19 +51,21 @@ func (p *Planner) Plan(ctx context.Context, site store.Site, scan store.Scan) ([
 		if o.Latest, err = p.Store.PageMetrics(ctx, uid, scan.ID); err != nil {
 			return nil, err
 		}
-		scans, err := p.Store.CompletedScans(ctx, uid, site.ID, 3)
+		// The previous completed scan's runs and this one's, with what explains each, in one
+		// read: the regressions and what changed on their pages (analysis.Compare).
+		pairs, err := p.Store.PreviousPairs(ctx, uid, scan.ID)
 		if err != nil {
 			return nil, err
 		}
-		for _, s := range scans {
-			if s.ID != scan.ID && (scan.CompletedAt == nil || s.CompletedAt == nil || !s.CompletedAt.After(*scan.CompletedAt)) {
-				if o.Previous, err = p.Store.PageMetrics(ctx, uid, s.ID); err != nil {
-					return nil, err
-				}
-				if o.Previous == nil {
-					o.Previous = []store.PageResult{}
-				}
-				break
+		if pairs.From != nil {
+			o.Previous = make([]store.PageResult, 0, len(pairs.Pairs))
+			explains := make(map[store.PageKey]*store.Explain, len(pairs.Pairs))
+			for _, pr := range pairs.Pairs {
+				o.Previous = append(o.Previous, pr.Before)
+				explains[store.PageKey{PagePath: pr.After.PagePath, Strategy: pr.After.Strategy}] = pr.After.Explain
+			}
+			for i, r := range o.Latest {
+				o.Latest[i].Explain = explains[store.PageKey{PagePath: r.PagePath, Strategy: r.Strategy}]
 			}
 		}
 		budgets, err := p.Store.Budgets(ctx, uid, site.ID)

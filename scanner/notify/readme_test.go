@@ -1,12 +1,17 @@
 package notify
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"sitepulse/store"
 )
 
 // TestReadmeVerifiesTheSignatureWithOpenssl runs the README's openssl lines on a signed event:
@@ -58,4 +63,144 @@ func TestReadmeVerifiesTheSignatureWithOpenssl(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestWebhookBodyMatchesTheReadme checks real webhook bodies of every event type, and the
+// README's own example, against the README's field list: no field outside it, none of its
+// required fields missing, each of its type.
+func TestWebhookBodyMatchesTheReadme(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := readmeFields(t, string(readme))
+	_, example, _ := strings.Cut(string(readme), "### The signed webhook's body")
+	_, example, _ = strings.Cut(example, "```json\n")
+	example, _, _ = strings.Cut(example, "```")
+	bodies := map[string][]byte{"the README's example": []byte(example)}
+	events := append(sample(), TestEvent("evt_t", now, EventRef{ID: "u1", Name: "Personal"}, store.Site{}, "https://sitepulse.example.com/"))
+	for _, e := range events {
+		body, _, err := Render(KindWebhook, e, []byte("k"), now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bodies[e.Type] = body
+	}
+	if !strings.Contains(string(bodies[EventRegressionConfirmed]), `"cause":"Performance -36`) {
+		t.Fatalf("the sample regression carries no cause: %s", bodies[EventRegressionConfirmed])
+	}
+	for name, body := range bodies {
+		var v any
+		if err := json.Unmarshal(body, &v); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for _, p := range checkShape(fields, "", v) {
+			t.Errorf("%s: %s", name, p)
+		}
+	}
+}
+
+// field is a row of the README's webhook field list.
+type field struct {
+	types    []string // JSON types: string, number, boolean, object, array, null
+	optional bool
+}
+
+// readmeFields reads the table between <!-- webhook-fields --> markers: `path` | type | ...,
+// a path's {a,b} expanded to each name.
+func readmeFields(t *testing.T, readme string) map[string]field {
+	_, table, ok := strings.Cut(readme, "<!-- webhook-fields -->\n")
+	table, _, ok2 := strings.Cut(table, "<!-- /webhook-fields -->")
+	if !ok || !ok2 {
+		t.Fatal("README lacks the webhook-fields table")
+	}
+	out := map[string]field{}
+	for _, line := range strings.Split(strings.TrimSpace(table), "\n")[2:] {
+		cells := strings.Split(line, "|")
+		if len(cells) < 4 {
+			t.Fatalf("README webhook field row %q", line)
+		}
+		path := strings.Trim(strings.TrimSpace(cells[1]), "`")
+		f := field{}
+		for _, w := range strings.FieldsFunc(cells[2], func(r rune) bool { return r == ' ' || r == ',' }) {
+			switch w {
+			case "or":
+			case "optional":
+				f.optional = true
+			default:
+				f.types = append(f.types, w)
+			}
+		}
+		for _, p := range expand(path) {
+			out[p] = f
+		}
+	}
+	return out
+}
+
+// expand writes out each {a,b,...} of path: "x.{a,b}[].{c,d}" is four paths.
+func expand(path string) []string {
+	i := strings.Index(path, "{")
+	if i < 0 {
+		return []string{path}
+	}
+	j := strings.Index(path[i:], "}") + i
+	var out []string
+	for _, alt := range strings.Split(path[i+1:j], ",") {
+		out = append(out, expand(path[:i]+alt+path[j+1:])...)
+	}
+	return out
+}
+
+// checkShape lists what of v, at path, the field list does not allow.
+func checkShape(fields map[string]field, path string, v any) []string {
+	var problems []string
+	var typ string
+	switch x := v.(type) {
+	case map[string]any:
+		typ = "object"
+		for k, sub := range x {
+			problems = append(problems, checkShape(fields, join(path, k), sub)...)
+		}
+		for p, f := range fields {
+			parent, key := "", p
+			if i := strings.LastIndex(p, "."); i >= 0 {
+				parent, key = p[:i], p[i+1:]
+			}
+			if _, present := x[key]; parent == path && !f.optional && !strings.HasSuffix(key, "[]") && !present {
+				problems = append(problems, "lacks "+p)
+			}
+		}
+	case []any:
+		typ = "array"
+		for _, sub := range x {
+			problems = append(problems, checkShape(fields, path+"[]", sub)...)
+		}
+	case string:
+		typ = "string"
+	case float64:
+		typ = "number"
+	case bool:
+		typ = "boolean"
+	case nil:
+		typ = "null"
+	}
+	if path == "" {
+		return problems
+	}
+	f, ok := fields[path]
+	if !ok {
+		return append(problems, path+" is not in the README's field list")
+	}
+	if !slices.Contains(f.types, typ) {
+		problems = append(problems, fmt.Sprintf("%s is %s, the README says %s", path, typ, strings.Join(f.types, " or ")))
+	}
+	return problems
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
 }

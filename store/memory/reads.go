@@ -145,7 +145,7 @@ func (m *Store) CreateScanReport(ctx context.Context, p store.Principal, r store
 	return out, m.createReportLocked(r)
 }
 
-func (m *Store) ExportScan(ctx context.Context, userID, siteID, scanID string, full bool, head func(string, *store.Scan) error, row func(store.PageResult) error) error {
+func (m *Store) ExportScan(ctx context.Context, userID, siteID, scanID string, full bool, head func(string, *store.Scan) error, row func(store.PageResult, *store.PageResult) error) error {
 	site, err := m.Site(ctx, userID, siteID)
 	if err != nil {
 		return err
@@ -165,12 +165,41 @@ func (m *Store) ExportScan(ctx context.Context, userID, siteID, scanID string, f
 	if err != nil {
 		return err
 	}
+	var pairs map[store.PageKey]store.RunPair
+	if full {
+		pp, err := m.PreviousPairs(ctx, userID, sc.ID)
+		if err != nil {
+			return err
+		}
+		pairs = map[store.PageKey]store.RunPair{}
+		for _, p := range pp.Pairs {
+			pairs[store.PageKey{PagePath: p.After.PagePath, Strategy: p.After.Strategy}] = p
+		}
+	}
 	for _, r := range results {
-		if err := row(store.ExportRow(r, full)); err != nil {
+		var previous *store.PageResult
+		if full {
+			p, ok := pairs[store.PageKey{PagePath: r.PagePath, Strategy: r.Strategy}]
+			r.Explain = p.After.Explain
+			if ok {
+				previous = &p.Before
+			} else if r.Explain, err = m.explainOf(sc.ID, r.PagePath, r.Strategy); err != nil {
+				return err
+			}
+		}
+		if err := row(store.ExportRow(r, full), previous); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// explainOf decodes the Explain of a page of a scan (nil when none is kept).
+func (m *Store) explainOf(scanID, pagePath string, strategy store.Strategy) (*store.Explain, error) {
+	m.mu.Lock()
+	b := m.results[scanID][store.PageKey{PagePath: pagePath, Strategy: strategy}].explain
+	m.mu.Unlock()
+	return store.DecodeExplain(b)
 }
 
 func (m *Store) ScanView(ctx context.Context, userID, scanID string) (store.ScanView, error) {

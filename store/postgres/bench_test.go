@@ -54,7 +54,7 @@ func newBenchService(b *testing.B) *benchService {
 	if err != nil {
 		b.Fatal(err)
 	}
-	h, err := handlers.NewHandler(handlers.Deps{Auth: pg, Accounts: pg, Sites: pg, Budgets: pg, Scans: pg, Reports: pg, API: pg, Webhooks: pg, Connections: pg, Workspaces: pg, Channels: pg, Health: pg, BaseURL: "http://127.0.0.1",
+	h, err := handlers.NewHandler(handlers.Deps{Auth: pg, Accounts: pg, Sites: pg, Budgets: pg, Scans: pg, Reports: pg, API: pg, Webhooks: pg, Connections: pg, Workspaces: pg, Channels: pg, Health: pg, CI: pg, BaseURL: "http://127.0.0.1",
 		OAuth: oauth.New(oauth.Config{Store: pg, BaseURL: "http://127.0.0.1"}), MCP: mcp.New(mcp.Config{Store: pg, BaseURL: "http://127.0.0.1"})})
 	if err != nil {
 		b.Fatal(err)
@@ -227,34 +227,53 @@ func benchmarkExport(b *testing.B, pages int) {
 	}
 }
 
-// seedLargeScan records a completed scan of pages pages of the demo site, each page a real
-// extracted Lighthouse result under a new path, and a session for the demo user.
+// seedLargeScan records two completed scans of pages pages of the demo site, each page a real
+// extracted Lighthouse result with what explains it under a new path: the sample site's home
+// page before the publish of testdata/psi-before/site-before.diff, then after it, so the JSON
+// export of the later (returned) has each page's requests and what changed since; and a
+// session for the demo user.
 func seedLargeScan(b *testing.B, s *benchService, pages int) (string, *http.Cookie) {
 	b.Helper()
 	ctx := context.Background()
-	latest, err := s.pg.PageResults(ctx, s.userID, s.demo.LatestScanID)
-	if err != nil || len(latest) == 0 {
-		b.Fatalf("demo results: %v", err)
-	}
-	var mobile, desktop store.PageResult
-	for _, r := range latest {
-		if r.Strategy == store.StrategyMobile && mobile.PagePath == "" {
-			mobile = r
-		}
-		if r.Strategy == store.StrategyDesktop && desktop.PagePath == "" {
-			desktop = r
-		}
+	scans, err := s.pg.CompletedScans(ctx, s.userID, s.demo.SiteID, 2)
+	if err != nil || len(scans) < 2 {
+		b.Fatalf("demo scans: %d, %v", len(scans), err)
 	}
 	now := time.Now()
-	sc := store.Scan{ID: store.NewID(), SiteID: s.demo.SiteID, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: now}
-	if err := s.pg.EnqueueScan(ctx, sc, store.KindDemo, now); err != nil {
+	var id string
+	for i, from := range []string{scans[1].ID, scans[0].ID} { // before the publish, then after
+		var runs []store.PageResult
+		for _, strategy := range []store.Strategy{store.StrategyMobile, store.StrategyDesktop} {
+			r, err := s.pg.PageResult(ctx, s.userID, from, "/", strategy)
+			if err != nil || r.Explain == nil {
+				b.Fatalf("demo result of / %s: explained %v, %v", strategy, r.Explain != nil, err)
+			}
+			runs = append(runs, r)
+		}
+		id = recordLargeScan(b, s, pages, runs, now.Add(time.Duration(i)*time.Hour))
+	}
+	now = now.Add(2 * time.Hour)
+	token, hash := store.NewSecret("")
+	if err := s.pg.CreateSession(ctx, store.Session{TokenHash: hash, UserID: s.userID, CSRF: "x", CreatedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
 		b.Fatal(err)
 	}
-	job, err := s.pg.ClaimJob(ctx, store.KindDemo, "bench", now, 0)
+	return id, &http.Cookie{Name: "session", Value: token}
+}
+
+// recordLargeScan records a completed scan of pages pages of the demo site, completed at at,
+// each page runs (one per strategy) under a new path.
+func recordLargeScan(b *testing.B, s *benchService, pages int, runs []store.PageResult, at time.Time) string {
+	b.Helper()
+	ctx := context.Background()
+	sc := store.Scan{ID: store.NewID(), SiteID: s.demo.SiteID, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: at}
+	if err := s.pg.EnqueueScan(ctx, sc, store.KindDemo, at); err != nil {
+		b.Fatal(err)
+	}
+	job, err := s.pg.ClaimJob(ctx, store.KindDemo, "bench", at, 0)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := s.pg.StartScan(ctx, job.Lease(), 2*pages, now); err != nil {
+	if err := s.pg.StartScan(ctx, job.Lease(), len(runs)*pages, at); err != nil {
 		b.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -264,7 +283,7 @@ func seedLargeScan(b *testing.B, s *benchService, pages int) (string, *http.Cook
 		go func(w int) {
 			defer wg.Done()
 			for i := w; i < pages; i += 8 {
-				for _, r := range []store.PageResult{mobile, desktop} {
+				for _, r := range runs {
 					r.PagePath = fmt.Sprintf("/page-%05d", i)
 					r.PageURL = "https://" + demo.Domain + r.PagePath
 					if err := s.pg.SavePageResult(ctx, job.Lease(), r); err != nil {
@@ -280,12 +299,8 @@ func seedLargeScan(b *testing.B, s *benchService, pages int) (string, *http.Cook
 	if err := <-errs; err != nil {
 		b.Fatal(err)
 	}
-	if err := s.pg.CompleteScan(ctx, job.Lease(), store.ScanScores{}, now.Add(time.Minute)); err != nil {
+	if err := s.pg.CompleteScan(ctx, job.Lease(), store.ScanScores{}, at.Add(time.Minute)); err != nil {
 		b.Fatal(err)
 	}
-	token, hash := store.NewSecret("")
-	if err := s.pg.CreateSession(ctx, store.Session{TokenHash: hash, UserID: s.userID, CSRF: "x", CreatedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
-		b.Fatal(err)
-	}
-	return sc.ID, &http.Cookie{Name: "session", Value: token}
+	return sc.ID
 }

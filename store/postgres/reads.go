@@ -308,27 +308,42 @@ func (p *Store) CreateScanReport(ctx context.Context, pr store.Principal, r stor
 // stored result an export writes besides (parts, one small object), so no whole result is
 // decoded. One row of NULLs when there is no such scan or it has no results; no row when the
 // site is not the user's.
-func exportScanSQL(parts string) string {
+//
+// With previous (the JSON export), each row also has the result's explain data and the
+// previous completed scan's run of the same page and strategy (as previousPairsSQL picks that
+// scan): its id, URL, metrics and explain data, NULL when it has none.
+func exportScanSQL(parts string, previous bool) string {
+	cols, joins := "", ""
+	if previous {
+		cols = `, r.explain, pc.id, pr.page_url, ARRAY[pr.m_performance, pr.m_seo, pr.m_accessibility, pr.m_best_practices,
+	pr.m_lcp, pr.m_cls, pr.m_inp, pr.m_fcp, pr.m_ttfb, pr.m_tbt, pr.m_speed_index, pr.m_tti], pr.explain`
+		joins = `
+	LEFT JOIN LATERAL (SELECT p.id FROM scans p WHERE p.site_id = s.id AND p.status = 'complete' AND p.id <> c.id
+		AND (p.completed_at < c.completed_at OR p.completed_at = c.completed_at AND p.id < c.id)
+		ORDER BY p.completed_at DESC, p.id DESC LIMIT 1) pc ON c.status = 'complete'
+	LEFT JOIN page_results pr ON pr.scan_id = pc.id AND pr.page_path = r.page_path AND pr.strategy = r.strategy AND pr.result IS NOT NULL`
+	}
 	return `SELECT s.name, ` + scanCols + `, r.page_url, r.page_path, r.strategy,
 	ARRAY[r.m_performance, r.m_seo, r.m_accessibility, r.m_best_practices,
-	r.m_lcp, r.m_cls, r.m_inp, r.m_fcp, r.m_ttfb, r.m_tbt, r.m_speed_index, r.m_tti], ` + parts + `
+	r.m_lcp, r.m_cls, r.m_inp, r.m_fcp, r.m_ttfb, r.m_tbt, r.m_speed_index, r.m_tti], ` + parts + cols + `
 	FROM sites s
 	LEFT JOIN LATERAL (SELECT * FROM scans WHERE site_id = s.id AND ($3::uuid IS NULL AND status = 'complete' OR id = $3)
 		ORDER BY completed_at DESC, id DESC LIMIT 1) c ON TRUE
-	LEFT JOIN page_results r ON r.scan_id = c.id AND c.status = 'complete' AND r.result IS NOT NULL
+	LEFT JOIN page_results r ON r.scan_id = c.id AND c.status = 'complete' AND r.result IS NOT NULL` + joins + `
 	WHERE s.id = $1 AND ` + readable("s.workspace_id", 2) + `
 	ORDER BY r.page_path, r.strategy`
 }
 
 // exportCSVSQL and exportJSONSQL are exportScanSQL with the parts the CSV export writes (CrUX,
-// opportunities) and the JSON export (the third-party scripts and accessibility issues too).
+// opportunities) and the JSON export (the third-party scripts and accessibility issues too,
+// and what explains the run and the previous one).
 var (
-	exportCSVSQL  = exportScanSQL(`json_build_object('crux', r.result->'crux', 'opportunities', r.result->'opportunities')`)
+	exportCSVSQL  = exportScanSQL(`json_build_object('crux', r.result->'crux', 'opportunities', r.result->'opportunities')`, false)
 	exportJSONSQL = exportScanSQL(`json_build_object('crux', r.result->'crux', 'opportunities', r.result->'opportunities',
-		'thirdPartyScripts', r.result->'thirdPartyScripts', 'a11yIssues', r.result->'a11yIssues')`)
+		'thirdPartyScripts', r.result->'thirdPartyScripts', 'a11yIssues', r.result->'a11yIssues')`, true)
 )
 
-func (p *Store) ExportScan(ctx context.Context, userID, siteID, scanID string, full bool, head func(string, *store.Scan) error, row func(store.PageResult) error) error {
+func (p *Store) ExportScan(ctx context.Context, userID, siteID, scanID string, full bool, head func(string, *store.Scan) error, row func(r store.PageResult, previous *store.PageResult) error) error {
 	if !uuidOK(userID, siteID) {
 		return store.NotFound("site")
 	}
@@ -348,9 +363,12 @@ func (p *Store) ExportScan(ctx context.Context, userID, siteID, scanID string, f
 	// the later rows' copies go to RawBytes, which neither copies nor allocates.
 	var name string
 	var m maybeScan
-	var path, url, strategy sql.NullString
-	var metrics, parts sql.RawBytes
+	var path, url, strategy, prevID, prevURL sql.NullString
+	var metrics, parts, explain, prevMetrics, prevExplain sql.RawBytes
 	dest := append(append([]any{&name}, m.dest()...), &url, &path, &strategy, &metrics, &parts)
+	if full {
+		dest = append(dest, &explain, &prevID, &prevURL, &prevMetrics, &prevExplain)
+	}
 	scanID = ""
 	var nums metricNums
 	first := true
@@ -381,11 +399,29 @@ func (p *Store) ExportScan(ctx context.Context, userID, siteID, scanID string, f
 			return pgErr("export", err)
 		}
 		nums.into(&r)
-		r.CoreWebVitals.TBT, r.CoreWebVitals.SpeedIndex, r.CoreWebVitals.TTI = nil, nil, nil
+		if !full {
+			r.CoreWebVitals.TBT, r.CoreWebVitals.SpeedIndex, r.CoreWebVitals.TTI = nil, nil, nil
+		}
 		if err := json.Unmarshal(parts, &r); err != nil {
 			return fmt.Errorf("page result %s of scan %s: %w", r.PagePath, scanID, err)
 		}
-		if err := row(r); err != nil {
+		var previous *store.PageResult
+		if full {
+			if r.Explain, err = store.DecodeExplain(explain); err != nil {
+				return fmt.Errorf("page result %s of scan %s: %w", r.PagePath, scanID, err)
+			}
+			if prevURL.Valid {
+				previous = &store.PageResult{ScanID: prevID.String, PageURL: prevURL.String, PagePath: r.PagePath, Strategy: r.Strategy}
+				if err := parseMetrics(prevMetrics, &nums); err != nil {
+					return pgErr("export", err)
+				}
+				nums.into(previous)
+				if previous.Explain, err = store.DecodeExplain(prevExplain); err != nil {
+					return fmt.Errorf("page result %s of scan %s: %w", r.PagePath, prevID.String, err)
+				}
+			}
+		}
+		if err := row(r, previous); err != nil {
 			return err
 		}
 	}

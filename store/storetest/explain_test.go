@@ -31,6 +31,7 @@ func TestExplains(t *testing.T) {
 		{"pictures are kept for the latest two completed scans of each page and both sides of a regression; the pruner releases the rest", testImagesKept},
 		{"retention releases a pruned scan's pictures, pinned or not, with their bytes", testImagesRetention},
 		{"a scan's runs pair with the previous completed scan's, and any two scans' of a site, with both sides' explain data, for members only", testPairs},
+		{"the JSON export streams each run with its explain data and the previous completed scan's run of its page; the CSV export neither", testExportPrevious},
 	}
 	for _, b := range storetest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
@@ -499,6 +500,81 @@ func testPairs(t *testing.T, s store.Store) {
 	if c, ok := changes[1].CauseOf("ttfb"); !ok || !strings.Contains(c.Sentence, "the document /pricing took") {
 		t.Errorf("the /pricing TTFB cause: %q", c.Sentence)
 	}
+}
+
+func testExportPrevious(t *testing.T, s store.Store) {
+	a, viewer, _, stranger, w := roles(t, s)
+	site := teamSite(t, s, a, w, "site")
+	runs := func(dir string, names ...string) []store.PageResult {
+		var out []store.PageResult
+		for _, n := range names {
+			out = append(out, fixtureRun(t, dir, n))
+		}
+		return out
+	}
+	type row struct {
+		r        store.PageResult
+		previous *store.PageResult
+	}
+	export := func(u store.User, scanID string, full bool) []row {
+		t.Helper()
+		var out []row
+		must(t, s.ExportScan(ctx, u.ID, site.ID, scanID, full, func(string, *store.Scan) error { return nil },
+			func(r store.PageResult, previous *store.PageResult) error {
+				out = append(out, row{r, previous})
+				return nil
+			}))
+		return out
+	}
+	before := scanWith(t, s, site, t0, true, runs("psi-before", "home.mobile", "pricing.mobile", "blog.desktop")...)
+	finishedScan(t, s, site, t0.Add(time.Hour), runs("psi", "home.mobile"), 0, true) // failed: never a previous scan
+	latest := scanWith(t, s, site, t0.Add(2*time.Hour), true, runs("psi", "home.mobile", "pricing.mobile", "fast.mobile")...)
+	scanWith(t, s, site, t0.Add(3*time.Hour), false, runs("psi", "about.mobile")...) // running: not exported
+
+	// The site's first scan has no previous run of any page.
+	for _, x := range export(a, before.ID, true) {
+		if x.previous != nil || x.r.Explain == nil {
+			t.Errorf("first scan %s: previous %+v, explain kept %v", x.r.PagePath, x.previous, x.r.Explain != nil)
+		}
+	}
+	// The latest, by id or as the latest completed scan, read by a viewer: /fast is new.
+	for _, id := range []string{latest.ID, ""} {
+		got := export(viewer, id, true)
+		if len(got) != 3 || got[0].r.PagePath != "/" || got[1].r.PagePath != "/fast" || got[2].r.PagePath != "/pricing" {
+			t.Fatalf("export of %q: %d rows", id, len(got))
+		}
+		for _, x := range got {
+			want := fixtureRun(t, "psi", map[string]string{"/": "home.mobile", "/fast": "fast.mobile", "/pricing": "pricing.mobile"}[x.r.PagePath])
+			if !reflect.DeepEqual(x.r.Explain, want.Explain) || !reflect.DeepEqual(x.r.CoreWebVitals, want.CoreWebVitals) {
+				t.Errorf("%s: the run's explain data or vitals differ from what was stored", x.r.PagePath)
+			}
+			if x.r.PagePath == "/fast" {
+				if x.previous != nil {
+					t.Errorf("/fast is new, yet has a previous run %+v", x.previous)
+				}
+				continue
+			}
+			b := fixtureRun(t, "psi-before", map[string]string{"/": "home.mobile", "/pricing": "pricing.mobile"}[x.r.PagePath])
+			if p := x.previous; p == nil || p.ScanID != before.ID || p.PagePath != x.r.PagePath || p.Strategy != x.r.Strategy ||
+				p.PageURL != "https://x.test"+x.r.PagePath || !reflect.DeepEqual(p.Explain, b.Explain) ||
+				!reflect.DeepEqual(p.Scores, b.Scores) || !reflect.DeepEqual(p.CoreWebVitals, b.CoreWebVitals) {
+				t.Errorf("%s: previous run %+v, want the scan before the failed one's, as stored", x.r.PagePath, p)
+			}
+		}
+		if c := analysis.Compare(*got[2].previous, got[2].r); !strings.Contains(c.Summary, "the document /pricing took") {
+			t.Errorf("what changed on /pricing: %s", c.Summary)
+		}
+	}
+	// The CSV export reads neither.
+	for _, x := range export(a, latest.ID, false) {
+		if x.previous != nil || x.r.Explain != nil || x.r.CoreWebVitals.TBT != nil {
+			t.Errorf("CSV export of %s carries explain data, a previous run or TBT", x.r.PagePath)
+		}
+	}
+	// A stranger reads nothing.
+	err := s.ExportScan(ctx, stranger.ID, site.ID, latest.ID, true, func(string, *store.Scan) error { return nil },
+		func(store.PageResult, *store.PageResult) error { return nil })
+	wantErr(t, err, store.ErrNotFound)
 }
 
 // TestPreviousPairsStatements: a scan's comparison with the previous one is one statement on

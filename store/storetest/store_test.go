@@ -332,7 +332,7 @@ func testOwnerScoping(t *testing.T, s store.Store) {
 			return s.EachPageResult(ctx, u, sc.ID, func(store.PageResult) error { return nil })
 		},
 		"ExportScan": func(u string) error {
-			return s.ExportScan(ctx, u, site.ID, "", true, func(string, *store.Scan) error { return nil }, func(store.PageResult) error { return nil })
+			return s.ExportScan(ctx, u, site.ID, "", true, func(string, *store.Scan) error { return nil }, func(store.PageResult, *store.PageResult) error { return nil })
 		},
 		"PageResult": func(u string) error { _, err := s.PageResult(ctx, u, sc.ID, "/", "mobile"); return err },
 		"PageErrors": func(u string) error { _, err := s.PageErrors(ctx, u, sc.ID); return err },
@@ -851,8 +851,11 @@ func testPageUpsert(t *testing.T, s store.Store) {
 				heads = append(heads, name+" "+got.ID+" "+string(got.Status))
 			}
 			return nil
-		}, func(r store.PageResult) error {
+		}, func(r store.PageResult, previous *store.PageResult) error {
 			streamed = append(streamed, r.PagePath+" "+string(r.Strategy))
+			if previous != nil {
+				t.Errorf("the site's first scan: %s has a previous run %+v", r.PagePath, previous)
+			}
 			if want := store.ExportRow(whole[i], full); !reflect.DeepEqual(r, want) {
 				t.Errorf("streamed %+v\nwant %+v", r, want)
 			}
@@ -880,10 +883,10 @@ func testPageUpsert(t *testing.T, s store.Store) {
 		}
 	}
 	stop := errors.New("stop")
-	if err := s.ExportScan(ctx, a.ID, site.ID, "", false, func(string, *store.Scan) error { return nil }, func(store.PageResult) error { return stop }); err != stop {
+	if err := s.ExportScan(ctx, a.ID, site.ID, "", false, func(string, *store.Scan) error { return nil }, func(store.PageResult, *store.PageResult) error { return stop }); err != stop {
 		t.Errorf("callback error not returned: %v", err)
 	}
-	if err := s.ExportScan(ctx, a.ID, site.ID, "", false, func(string, *store.Scan) error { return stop }, func(store.PageResult) error { return nil }); err != stop {
+	if err := s.ExportScan(ctx, a.ID, site.ID, "", false, func(string, *store.Scan) error { return stop }, func(store.PageResult, *store.PageResult) error { return nil }); err != stop {
 		t.Errorf("head error not returned: %v", err)
 	}
 }
