@@ -74,7 +74,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	defer ln.Close() // on an early return; Serve and Shutdown close it otherwise
+	defer ln.Close()     // on an early return; Serve and Shutdown close it otherwise
 	var mln net.Listener // METRICS_ADDR's; nil without
 	if cfg.MetricsAddr != "" {
 		if mln, err = listen(cfg.MetricsAddr); err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -9,6 +10,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -117,4 +120,49 @@ func TestSystemReadinessDrainsOnSIGTERM(t *testing.T) {
 			t.Errorf("log lacks %q", want)
 		}
 	}
+}
+
+// A real scrape of METRICS_ADDR from a process on Postgres that scanned a site passes
+// `promtool check metrics` (Debian's prometheus package), and carries the families of the
+// queue, the scans, the audits, PSI and the database pool with samples. Without promtool it
+// skips, except under CI=true.
+func TestSystemMetricsPassPromtool(t *testing.T) {
+	if runAsChild() {
+		return
+	}
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("promtool is missing (apt-get install prometheus); CI=true needs it")
+		}
+		t.Skip("promtool is missing (apt-get install prometheus)")
+	}
+	r := newScaleRig(t, 1, 1, map[string]string{"METRICS_ADDR": "127.0.0.1:0"})
+	r.publishAll(t)
+	r.waitEnded(t)
+	p := r.procs[0]
+	m := regexp.MustCompile(`msg="metrics listening" addr=(\S+)`).FindStringSubmatch(p.log.String())
+	if m == nil {
+		t.Fatalf("no metrics listener in the log:\n%s", p.log)
+	}
+	resp, err := http.Get("http://" + m[1] + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	cmd := exec.Command(promtool, "check", "metrics")
+	cmd.Stdin = bytes.NewReader(body)
+	out, err := cmd.CombinedOutput()
+	if err != nil || len(bytes.TrimSpace(out)) > 0 {
+		t.Errorf("promtool check metrics: %v\n%s\nscrape:\n%s", err, out, body)
+	}
+	for _, want := range []string{`sitepulse_scans_total{outcome="completed"} 1`, `sitepulse_audits_total{outcome="ok"} 10`,
+		`sitepulse_psi_breaker_state{state="closed"} 1`, `sitepulse_db_connections{state="in_use"}`, `sitepulse_info{role="all"} 1`,
+		`sitepulse_http_requests_total{route="POST /api/webhooks/platform",code="200"} 1`, "go_goroutines "} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("scrape lacks %q:\n%s", want, body)
+		}
+	}
+	t.Logf("promtool check metrics passed a %d-byte scrape of %d lines", len(body), bytes.Count(body, []byte("\n")))
 }
