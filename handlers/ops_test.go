@@ -409,3 +409,25 @@ func TestParsePromRefusesBadText(t *testing.T) {
 		t.Error("an id in a label was accepted")
 	}
 }
+
+// A live progress stream ends when the process starts draining, so the drain does not wait for
+// the scan: the page's script reconnects, to another process.
+func TestScanEventsEndWhenDraining(t *testing.T) {
+	stopping := make(chan struct{})
+	f := newUIFixture(t, time.Hour, memory.New(), func(d *Deps) { d.Stopping = stopping })
+	scan := store.Scan{ID: store.NewID(), SiteID: f.site, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: f.ts.now}
+	if err := f.ts.store.EnqueueScan(t.Context(), scan, store.KindScan, f.ts.now); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := f.a.c.Get(f.ts.URL + "/sites/" + f.site + "/scans/" + scan.ID + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	wantStatus(t, resp, http.StatusOK)
+	readEvents(t, resp, func(scanEvent) bool { return false }) // its first event: it is live
+	close(stopping)
+	if _, err := io.ReadAll(resp.Body); err != nil {
+		t.Errorf("the stream did not end cleanly: %v", err)
+	}
+}
