@@ -95,8 +95,7 @@ var latencyBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
 type routeStats struct {
 	buckets [12]atomic.Int64 // per latencyBuckets, the last one past them all (+Inf); not cumulative
 	nanos   atomic.Int64
-	mu      sync.Mutex
-	codes   map[int]int64
+	codes   [600]atomic.Int64 // by status code; 0 for one out of range
 }
 
 // otherRoute labels requests no route of routes.go matched.
@@ -110,7 +109,7 @@ func (m *Metrics) observe(pattern string, status int, took time.Duration) {
 	}
 	v, ok := m.routes.Load(pattern)
 	if !ok {
-		v, _ = m.routes.LoadOrStore(pattern, &routeStats{codes: map[int]int64{}})
+		v, _ = m.routes.LoadOrStore(pattern, &routeStats{})
 	}
 	rs := v.(*routeStats)
 	secs := took.Seconds()
@@ -120,9 +119,7 @@ func (m *Metrics) observe(pattern string, status int, took time.Duration) {
 	if status < 100 || status > 599 {
 		status = 0
 	}
-	rs.mu.Lock()
-	rs.codes[status]++
-	rs.mu.Unlock()
+	rs.codes[status].Add(1)
 }
 
 // family is one metric family: its name, type, help, and what writes its samples.
@@ -146,19 +143,10 @@ var families = []family{
 	{"sitepulse_http_requests_total", "counter", "HTTP requests answered, by route pattern (routes.go; other when none matched) and status code.",
 		func(m *Metrics, _ context.Context, e *expo) {
 			m.eachRoute(func(route string, rs *routeStats) {
-				rs.mu.Lock()
-				codes := make([]int, 0, len(rs.codes))
 				for c := range rs.codes {
-					codes = append(codes, c)
-				}
-				slices.Sort(codes)
-				counts := make([]int64, len(codes))
-				for i, c := range codes {
-					counts[i] = rs.codes[c]
-				}
-				rs.mu.Unlock()
-				for i, c := range codes {
-					e.sample("sitepulse_http_requests_total", float64(counts[i]), "route", route, "code", strconv.Itoa(c))
+					if n := rs.codes[c].Load(); n > 0 {
+						e.sample("sitepulse_http_requests_total", float64(n), "route", route, "code", strconv.Itoa(c))
+					}
 				}
 			})
 		}, nil},
