@@ -317,4 +317,45 @@ func TestSystemBackupAndRestore(t *testing.T) {
 			t.Errorf("the %s opened with another PLATFORM_TOKEN_KEY", what)
 		}
 	}
+	// The binary on the restored database with other keys: the hashed credentials still work
+	// (the session, the API key), but an alert is given up at once, saying the channel must be
+	// added again, and never reaches the receiver.
+	rand.Read(raw)
+	env["PLATFORM_TOKEN_KEY"] = base64.StdEncoding.EncodeToString(raw)
+	rand.Read(raw)
+	env["AUTH_KEY"] = base64.StdEncoding.EncodeToString(raw)
+	restored = startChild(t, "restored with other keys", env)
+	if code, _ := get("/sites/"+site.ID, "Cookie", "session="+session); code != http.StatusOK {
+		t.Errorf("the site page to the restored session, other keys: %d", code)
+	}
+	if code, _ := get("/api/external/scans/"+scans[0].ID, "Authorization", "Bearer "+apiKey); code != http.StatusOK {
+		t.Errorf("the scan to the restored API key, other keys: %d", code)
+	}
+	e.ID = "evt_other_key"
+	d = store.Delivery{ID: store.NewID(), ChannelID: ch.ID, EventID: e.ID, EventType: e.Type, State: store.DeliveryPending, CreatedAt: time.Now()}
+	if n, err := rst.PlanDeliveries(ctx, user.ID, []store.Delivery{d}, []store.JobArgs{notify.Dispatch{WorkspaceID: user.ID, ChannelID: ch.ID, Event: e}}, time.Now()); err != nil || n != 1 {
+		t.Fatalf("planned %d, %v", n, err)
+	}
+	var lost store.Delivery
+	if !storetest.Eventually(func() bool {
+		ds, err := rst.DeliveriesOf(ctx, user.ID, user.ID, ch.ID, 10)
+		for _, x := range ds {
+			if x.EventID == e.ID && x.State == store.DeliveryFailed {
+				lost = x
+			}
+		}
+		return err != nil || lost.ID != ""
+	}) {
+		t.Fatalf("the alert under another key was not given up:\n%s", restored.log)
+	}
+	restored.stop(t)
+	mu.Lock()
+	if received[e.ID] > 0 {
+		t.Error("an alert reached the receiver through a URL sealed under another key")
+	}
+	mu.Unlock()
+	if !strings.Contains(lost.LastError, "does not open") {
+		t.Errorf("the lost delivery says %q, want that the sealed URL does not open", lost.LastError)
+	}
+	t.Logf("with another PLATFORM_TOKEN_KEY: %q", lost.LastError)
 }
