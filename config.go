@@ -59,6 +59,11 @@ type config struct {
 	SchedulePoll         int
 	DiscoveryTimeout     int
 	Demo                 bool
+	// Role is web (UI and API, no jobs claimed), worker (jobs; only health, readiness and
+	// metrics served) or all.
+	Role         string
+	MetricsAddr  string
+	MetricsToken string
 }
 
 // siteRules are the rules of a site that depend on the configuration.
@@ -89,6 +94,9 @@ type setting struct {
 func (c *config) settings() []setting {
 	return []setting{
 		{env: "ADDR", def: ":8080", help: "listen address", str: &c.Addr},
+		{env: "ROLE", def: "all", help: "web (serves the UI and APIs, claims no jobs), worker (claims and runs jobs: scans, alerts, deliveries, e-mails; serves only /healthz, /readyz and /metrics) or all", str: &c.Role},
+		{env: "METRICS_ADDR", help: "listen address of a separate listener serving only /metrics, unauthenticated (keep it private, such as 127.0.0.1:9090); empty: none", str: &c.MetricsAddr},
+		{env: "METRICS_TOKEN", help: "bearer token of /metrics on the main listener; empty: the main listener has no /metrics", str: &c.MetricsToken, secret: true},
 		{env: "BASE_URL", help: "public base URL: OAuth issuer, report links (default: http:// and ADDR, a wildcard host as localhost)", str: &c.BaseURL},
 		{env: "DATABASE_URL", help: "Postgres DSN; empty runs on the in-memory store", str: &c.DatabaseURL, secret: true},
 		{env: "DATABASE_MAX_CONNS", def: "20", help: "Postgres connections this process may open (plus one for job notifications); replicas x (this + 1) + headroom must fit in max_connections", num: &c.DBMaxConns, min: 1},
@@ -183,6 +191,12 @@ func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (co
 func (c *config) validate() error {
 	if c.Addr == "" {
 		return fmt.Errorf("ADDR is empty: want a listen address such as :8080")
+	}
+	if c.Role != "web" && c.Role != "worker" && c.Role != "all" {
+		return fmt.Errorf("ROLE=%q: want web, worker or all", c.Role)
+	}
+	if c.MetricsAddr != "" && c.MetricsAddr == c.Addr {
+		return fmt.Errorf("METRICS_ADDR=%q is ADDR: give the metrics listener an address of its own, or leave it empty and set METRICS_TOKEN", c.MetricsAddr)
 	}
 	if c.BaseURL == "" {
 		c.BaseURL = "http://" + localURLHost(c.Addr)

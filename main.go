@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -73,7 +74,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	defer ln.Close() // on an early return; Serve and Shutdown close it otherwise
+	defer ln.Close()     // on an early return; Serve and Shutdown close it otherwise
+	var mln net.Listener // METRICS_ADDR's; nil without
+	if cfg.MetricsAddr != "" {
+		if mln, err = listen(cfg.MetricsAddr); err != nil {
+			return fmt.Errorf("METRICS_ADDR: %w", err)
+		}
+		defer mln.Close()
+	}
 
 	st, err := openStore(ctx, cfg)
 	if err != nil {
@@ -85,7 +93,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		}
 		log.Info("store closed")
 	}()
-	log.Info("store ready", "store", st.Name())
+	log.Info("store ready", "store", st.Name(), "role", cfg.Role)
+	metrics := &handlers.Metrics{Role: cfg.Role, Jobs: st, Now: time.Now}
+	if db, ok := st.(interface{ Stats() sql.DBStats }); ok {
+		metrics.DB = db.Stats
+	}
 
 	var demoSecret string
 	var replay *demo.Replay // the demo site's audits, answered offline; nil without the demo
@@ -108,7 +120,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	auditor, capacity := newAuditor(cfg, guard, log)
+	auditor, capacity := newAuditor(cfg, guard, metrics, log)
 	// One mailer: the regression digests, the sign-up messages and the workspace invitations.
 	digest := &notify.Digest{Store: st, SMTPAddr: cfg.SMTPAddr, From: cfg.SMTPFrom, Username: cfg.SMTPUsername,
 		Password: cfg.SMTPPassword, BaseURL: cfg.BaseURL, Log: log}
@@ -123,8 +135,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	// One account's audits stay under its share of the PSI key's day, however many workspaces it has.
 	quota := psi.NewAccountQuota(cfg.auditLimits(), st)
 	log.Info("audit budgets", "workspace_daily", cfg.auditLimits().Workspace, "account_daily", cfg.auditLimits().Account)
-	pool := newPool(cfg, st, demo.Replaying(replay, auditor), capacity, quota, guard.Client(), connector, digest, chKeys, wakes[0], log)
-	pool.Start()
+	pool := newPool(cfg, st, demo.Replaying(replay, auditor), capacity, quota, guard.Client(), connector, digest, chKeys, wakes[0], metrics, log)
+	// A web process claims no jobs: its pool (workers, scheduler, rescuer, pruner) never starts.
+	if cfg.Role != "web" {
+		pool.Start()
+	} else {
+		log.Info("ROLE=web: this process claims no jobs; run processes with ROLE=worker or all to scan, alert and deliver")
+	}
 	// Deferred after the store's Close, so it runs before it: HTTP server, scanner, store.
 	defer func() {
 		stopCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -162,6 +179,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		ChannelKeys: chKeys, Guard: guard, ChannelAllowHTTP: cfg.ScanAllowPrivate, SignedInAudits: cfg.AuditBackend == "lighthouse",
 		AuthKey: authKey, Mail: mail,
 		Quota: quota, ScanWake: wakes[1], Stopping: stopping,
+		Metrics: metrics, MetricsToken: cfg.MetricsToken, OpsOnly: cfg.Role == "worker",
 	})
 	if err != nil {
 		return err
@@ -177,21 +195,37 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	// Budget checks waiting for scans answer when shutdown begins, instead of being cut off.
-	srv.RegisterOnShutdown(func() { close(stopping) })
 	log.Info("listening", "addr", ln.Addr().String(), "base_url", cfg.BaseURL)
+	if cfg.MetricsToken == "" && cfg.MetricsAddr == "" {
+		log.Info("METRICS_ADDR and METRICS_TOKEN not set: /metrics is off")
+	}
 
-	serveErr := make(chan error, 1)
+	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(ln) }()
+	if mln != nil {
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", metrics)
+		msrv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 30 * time.Second,
+			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+		defer msrv.Close()
+		go func() { serveErr <- msrv.Serve(mln) }()
+		log.Info("metrics listening", "addr", mln.Addr().String())
+	}
 	select {
 	case err := <-serveErr:
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
 
-	log.Info("shutting down: draining HTTP requests")
+	// Draining: /readyz answers 503, so the load balancer stops sending requests; budget checks
+	// waiting for scans answer at once; the listener stays open while requests are in flight
+	// (at most drainFor), then closes and the rest finish.
+	log.Info("shutting down: draining HTTP requests", "in_flight", metrics.InFlight())
+	close(stopping)
+	srv.SetKeepAlivesEnabled(false)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
 	defer cancel()
+	drain(shutdownCtx, metrics, drainFor)
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		log.Warn("HTTP shutdown", "err", err)
 	}
@@ -200,6 +234,24 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	log.Info("HTTP server stopped")
 	return nil
+}
+
+// drainFor bounds how long a draining process keeps its listener open for requests in flight.
+const drainFor = 20 * time.Second
+
+// drain waits until no request is in flight, for at most max or until ctx ends.
+func drain(ctx context.Context, m *handlers.Metrics, max time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, max)
+	defer cancel()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for m.InFlight() > 0 {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // noKeys opens nothing: Postgres without PLATFORM_TOKEN_KEY, where a delivery of a channel
@@ -275,7 +327,7 @@ func platformConnector(cfg config, st store.Store, log *slog.Logger) (*platform.
 // counter and a circuit breaker) or a local Lighthouse, and the audit capacity the pool shares
 // fairly between scans: PSI_MAX_INFLIGHT calls, adapting to PSI's 429s, or
 // LIGHTHOUSE_CONCURRENCY runs.
-func newAuditor(cfg config, guard netguard.Guard, log *slog.Logger) (scanner.Auditor, *psi.Capacity) {
+func newAuditor(cfg config, guard netguard.Guard, metrics *handlers.Metrics, log *slog.Logger) (scanner.Auditor, *psi.Capacity) {
 	if cfg.AuditBackend == "lighthouse" {
 		log.Info("audit backend", "backend", cfg.AuditBackend, "lighthouse_concurrency", cfg.LHConcurrency)
 		return lighthouse.New(lighthouse.Config{Command: cfg.LighthouseCmd, ChromePath: cfg.ChromePath,
@@ -287,12 +339,15 @@ func newAuditor(cfg config, guard netguard.Guard, log *slog.Logger) (scanner.Aud
 		"psi_breaker_seconds", cfg.PSIBreakerSecs, "regression_confirm_runs", cfg.ConfirmRuns)
 	limiter := psi.NewRateLimiter(cfg.PSIRateLimit, 100*time.Second)
 	capacity := psi.NewCapacity(psi.CapacityConfig{MaxInFlight: cfg.PSIMaxInFlight, Limiter: limiter, Log: log})
+	daily := psi.NewDailyCounter(cfg.PSIDailyLimit)
+	breaker := psi.NewBreaker(psi.BreakerConfig{Failures: cfg.PSIBreakerFails,
+		OpenFor: time.Duration(cfg.PSIBreakerSecs) * time.Second, Log: log})
+	metrics.PSI = func() handlers.PSIFigures {
+		used, limit := daily.Used(time.Now())
+		return handlers.PSIFigures{Used: used, Limit: limit, Breaker: breaker.State()}
+	}
 	return psi.New(psi.Config{Endpoint: cfg.PageSpeedURL, Key: cfg.PageSpeedKey,
-		Limiter: limiter, Capacity: capacity,
-		Daily: psi.NewDailyCounter(cfg.PSIDailyLimit),
-		Breaker: psi.NewBreaker(psi.BreakerConfig{Failures: cfg.PSIBreakerFails,
-			OpenFor: time.Duration(cfg.PSIBreakerSecs) * time.Second, Log: log}),
-		Log: log}), capacity
+		Limiter: limiter, Capacity: capacity, Daily: daily, Breaker: breaker, Log: log}), capacity
 }
 
 // jobWakes subscribes once to the store's job notifications (store.JobWaker: Postgres
@@ -336,7 +391,7 @@ func jobWakes(ctx context.Context, st store.Store, log *slog.Logger, n int) []<-
 // newPool is the scan worker pool with its regression digest. A store that can announce new
 // jobs (wake, from jobWakes) wakes the dispatcher at once; it polls either way. Sitemaps
 // are fetched with fetch, the guarded client.
-func newPool(cfg config, st store.Store, auditor scanner.Auditor, capacity *psi.Capacity, quota *psi.AccountQuota, fetch *http.Client, connector *platform.Connector, digest *notify.Digest, chKeys *platform.Keys, wake <-chan struct{}, log *slog.Logger) *scanner.Pool {
+func newPool(cfg config, st store.Store, auditor scanner.Auditor, capacity *psi.Capacity, quota *psi.AccountQuota, fetch *http.Client, connector *platform.Connector, digest *notify.Digest, chKeys *platform.Keys, wake <-chan struct{}, metrics *handlers.Metrics, log *slog.Logger) *scanner.Pool {
 	var refresher scanner.PageRefresher
 	if connector != nil { // a nil *Connector in the interface would not be nil
 		refresher = connector
@@ -353,13 +408,13 @@ func newPool(cfg config, st store.Store, auditor scanner.Auditor, capacity *psi.
 	if cfg.SMTPAddr != "" {
 		mail = digest.Send
 	}
-	deliverer := &notify.Deliverer{Store: st, Keys: opener, Client: fetch, Mail: mail, BaseURL: cfg.BaseURL, Log: log, Now: time.Now}
+	deliverer := &notify.Deliverer{Store: countedDeliveries{st, metrics}, Keys: opener, Client: fetch, Mail: mail, BaseURL: cfg.BaseURL, Log: log, Now: time.Now}
 	var accessKeys scanner.Opener // sites' access settings are sealed as channel URLs are
 	if chKeys != nil {
 		accessKeys = chKeys
 	}
 	return scanner.NewPool(scanner.PoolConfig{
-		Store: st, Retention: st, Auditor: auditor, Capacity: capacity, Log: log, Workers: cfg.ScanWorkers, WorkspaceScans: cfg.WorkspaceScans,
+		Store: countedScans{st, metrics}, Retention: st, Auditor: auditor, Capacity: capacity, Log: log, Workers: cfg.ScanWorkers, WorkspaceScans: cfg.WorkspaceScans,
 		Wake: wake, Platform: refresher,
 		AccessKeys:    accessKeys,
 		ConfirmRuns:   cfg.ConfirmRuns,

@@ -175,6 +175,9 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{map[string]string{"AUTH_KEY": "short"}, nil, "AUTH_KEY"},
 		{map[string]string{"AUTH_KEY": "not base64 at all, but long enough to be a key!!"}, nil, "AUTH_KEY"},
 		{map[string]string{}, []string{"-scan-workers", "x"}, "SCAN_WORKERS"},
+		{map[string]string{"ROLE": "scanner"}, nil, "ROLE"},
+		{map[string]string{}, []string{"-role", "both"}, "ROLE"},
+		{map[string]string{"ADDR": "127.0.0.1:9100", "METRICS_ADDR": "127.0.0.1:9100"}, nil, "METRICS_ADDR"},
 	} {
 		var out bytes.Buffer
 		err := run(context.Background(), tt.args, func(k string) string { return tt.env[k] }, &out)

@@ -39,6 +39,7 @@ var scaleStrategies = []store.Strategy{store.StrategyMobile, store.StrategyDeskt
 
 type scaleRig struct {
 	st    *postgres.Store
+	dsn   string
 	sites []store.Site
 	psis  []*scantest.PSI
 	procs []*child
@@ -64,7 +65,7 @@ func newScaleRig(t *testing.T, sites, procs int, extra map[string]string) *scale
 	t.Helper()
 	ctx := context.Background()
 	st, dsn := storetest.PostgresDSN(t)
-	r := &scaleRig{st: st}
+	r := &scaleRig{st: st, dsn: dsn}
 	var users []store.User
 	for i := range 4 {
 		u := store.User{ID: store.NewID(), Email: fmt.Sprintf("scale%d@example.com", i), PasswordHash: "x", CreatedAt: time.Now()}

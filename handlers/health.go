@@ -8,10 +8,12 @@ import (
 	"time"
 )
 
-// HealthStore is what /healthz asks the store: its name and whether it answers.
+// HealthStore is what /healthz and /readyz ask the store: its name, whether it answers, and
+// whether its schema is this program's.
 type HealthStore interface {
 	Name() string
 	Ping(ctx context.Context) error
+	Ready(ctx context.Context) error
 }
 
 // handleHealth answers 200 when the store answers within two seconds, 503 otherwise, so a load
@@ -28,5 +30,33 @@ func (s *server) handleHealth() http.Handler {
 			return
 		}
 		oauth.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok", "store": s.Health.Name()})
+	})
+}
+
+// handleReady answers whether a load balancer should send this process requests: 503 while it
+// drains after SIGTERM (Stopping), while its store does not answer, or while the store's schema
+// lacks a migration this program needs; 200 otherwise. /healthz stays liveness: a draining
+// process is alive and finishing its requests.
+func (s *server) handleReady() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		unready := func(reason string) {
+			w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
+			oauth.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": reason, "store": s.Health.Name()})
+		}
+		select {
+		case <-s.Stopping:
+			unready("draining")
+			return
+		default:
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := s.Health.Ready(ctx); err != nil {
+			s.Log.Warn("readiness check: store not ready", "store", s.Health.Name(), "err", err)
+			unready("unavailable")
+			return
+		}
+		oauth.WriteJSON(w, http.StatusOK, map[string]string{"status": "ready", "store": s.Health.Name()})
 	})
 }

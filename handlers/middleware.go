@@ -20,6 +20,7 @@ func (s *server) middleware(mux *http.ServeMux) http.Handler {
 	}))
 	routed := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h, pattern := mux.Handler(r)
+		r.Pattern = pattern // for the metrics (accessLog): the route, never the path
 		if pattern == "" {
 			s.unrouted(w, r, h)
 			return
@@ -151,12 +152,19 @@ func logPath(r *http.Request) string {
 	return r.URL.Path
 }
 
-// accessLog logs one line per request: method, path (logPath), status, size and duration.
+// accessLog logs one line per request: method, path (logPath), status, size and duration; and
+// counts it in the metrics by the route pattern that matched.
 func (s *server) accessLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		lw := &loggingWriter{ResponseWriter: w}
+		s.Metrics.inFlight.Add(1)
+		defer s.Metrics.inFlight.Add(-1)
 		next.ServeHTTP(lw, r)
+		if lw.status == 0 {
+			lw.status = http.StatusOK
+		}
+		s.Metrics.observe(r.Pattern, lw.status, time.Since(start))
 		level := slog.LevelDebug
 		if lw.status >= 500 {
 			level = slog.LevelWarn

@@ -128,6 +128,8 @@ var (
 var roleCases = []roleCase{
 	// Operations, assets, accounts: no workspace's data, the same for every role.
 	{route: "GET /healthz", method: "GET", path: fixedPath("/healthz"), want: all(200)},
+	{route: "GET /readyz", method: "GET", path: fixedPath("/readyz"), want: all(200)},
+	{route: "GET /metrics", method: "GET", path: fixedPath("/metrics"), want: all(404)}, // no METRICS_TOKEN: off
 	{route: "GET /static/", method: "GET", path: fixedPath("/static/style.css"), want: all(200)},
 	{route: "GET /favicon.ico", method: "GET", path: fixedPath("/favicon.ico"), want: all(301)},
 	{route: "GET /signup", method: "GET", path: fixedPath("/signup"), want: all(303)}, // signed in: to the sites

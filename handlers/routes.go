@@ -8,8 +8,16 @@ import (
 
 // addRoutes is the map of the service: every route SitePulse answers is registered here.
 func (s *server) addRoutes(mux *http.ServeMux) {
-	// Operations and assets.
+	// Operations: liveness, readiness (503 while draining), Prometheus metrics (behind
+	// METRICS_TOKEN; METRICS_ADDR serves them apart). A worker (-role worker) serves these only.
 	mux.Handle("GET /healthz", s.handleHealth())
+	mux.Handle("GET /readyz", s.handleReady())
+	mux.Handle("GET /metrics", s.handleMetrics())
+	if s.OpsOnly {
+		return
+	}
+
+	// Assets.
 	mux.Handle("GET /static/", s.handleStatic())
 	mux.Handle("GET /favicon.ico", http.RedirectHandler("/static/favicon.svg", http.StatusMovedPermanently))
 

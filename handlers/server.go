@@ -123,6 +123,14 @@ type Deps struct {
 	// MaxWaits caps the budget checks waiting for scans at once; 0 means 1000 (and 50 per
 	// workspace).
 	MaxWaits int
+	// Metrics counts the requests and answers /metrics; nil makes one for this handler.
+	Metrics *Metrics
+	// MetricsToken is METRICS_TOKEN: the bearer token of /metrics on this listener; empty, the
+	// main listener has no /metrics (METRICS_ADDR may serve it apart).
+	MetricsToken string
+	// OpsOnly is -role worker: the process serves its health, readiness and metrics, and no
+	// UI or API.
+	OpsOnly bool
 }
 
 // server holds the dependencies every handler shares.
@@ -175,6 +183,9 @@ func NewHandler(d Deps) (http.Handler, error) {
 	if len(d.AuthKey) == 0 {
 		d.AuthKey = make([]byte, 32)
 		rand.Read(d.AuthKey)
+	}
+	if d.Metrics == nil {
+		d.Metrics = &Metrics{}
 	}
 	if d.PasswordIterations == 0 {
 		d.PasswordIterations = store.PasswordIterations

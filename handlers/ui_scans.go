@@ -228,6 +228,8 @@ func (s *server) handleScanEvents() http.Handler {
 			select {
 			case <-r.Context().Done():
 				return
+			case <-s.Stopping:
+				return // draining: the page's script reconnects, to another process
 			case e, ok := <-sub.C:
 				if !ok {
 					return // the store failed; the page's script reconnects

@@ -37,12 +37,16 @@ func eachBackend(t *testing.T, poll time.Duration, test func(*testing.T, *uiFixt
 	}
 }
 
-func newUIFixture(t *testing.T, poll time.Duration, st store.Store) *uiFixture {
+func newUIFixture(t *testing.T, poll time.Duration, st store.Store, with ...func(*Deps)) *uiFixture {
 	t.Helper()
 	ts := &testServer{store: st, now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
-	h, err := NewHandler(withServers(st, Deps{BaseURL: "http://sitepulse.test",
+	d := Deps{BaseURL: "http://sitepulse.test",
 		Now: func() time.Time { return ts.now }, PasswordIterations: 1000, ScanPollInterval: poll,
-		Replayed: func(s store.Site) bool { return s.Domain == "demo.sitepulse.test" }}))
+		Replayed: func(s store.Site) bool { return s.Domain == "demo.sitepulse.test" }}
+	for _, w := range with {
+		w(&d)
+	}
+	h, err := NewHandler(withServers(st, d))
 	if err != nil {
 		t.Fatal(err)
 	}

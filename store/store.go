@@ -36,6 +36,9 @@ type Store interface {
 	Name() string
 	// Ping answers whether the store can serve requests.
 	Ping(ctx context.Context) error
+	// Ready answers whether the store can serve this program: it answers, and its schema has
+	// every migration this program was built with (/readyz).
+	Ready(ctx context.Context) error
 	// Close releases the store's resources.
 	Close() error
 }
@@ -221,6 +224,10 @@ type Jobs interface {
 	CleanJobs(ctx context.Context, finishedBefore time.Time, limit int) (int, error)
 	// Job reads a job (system: tests and operations).
 	Job(ctx context.Context, id int64) (Job, error)
+	// JobFigures counts the live jobs (available or running) by kind and state, ordered by
+	// them, each available figure with the run time of its oldest job runnable at now: one
+	// cheap read for /metrics.
+	JobFigures(ctx context.Context, now time.Time) ([]JobFigure, error)
 }
 
 // ScanRecords is the life cycle of a scan, driven by its job (kind KindScan): the writes are

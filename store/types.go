@@ -399,6 +399,16 @@ type OverdueScan struct {
 	LastError string // the last error of its job: why its last attempt was put back
 }
 
+// JobFigure is how many live jobs of a kind are in a state (JobFigures).
+type JobFigure struct {
+	Kind  string
+	State JobState
+	Jobs  int
+	// OldestRunnable is the run time of the oldest available job that could run now (zero:
+	// none): how long work has waited for a worker.
+	OldestRunnable time.Time
+}
+
 // JobState is where a job is in the queue. Only the store writes it.
 type JobState string
 

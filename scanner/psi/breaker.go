@@ -206,3 +206,17 @@ func later(a, b time.Time) time.Time {
 	}
 	return b
 }
+
+// State is the breaker's state for the metrics: closed, open (audits refused until its open
+// time passes) or half_open (the next audit, or one in flight, is the probe).
+func (b *Breaker) State() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case b.until.IsZero():
+		return "closed"
+	case b.cfg.Now().Before(b.until):
+		return "open"
+	}
+	return "half_open"
+}

@@ -217,3 +217,41 @@ func TestUnavailableErrorReadsAsTheUI(t *testing.T) {
 		t.Errorf("Error() = %q, want %q", got, want)
 	}
 }
+
+// State follows the breaker for the metrics: closed, open after the failures, half_open once
+// its open time has passed, closed again after a probe that PSI answered; the daily counter's
+// Used counts the calls of the quota day.
+func TestBreakerStateAndDailyUse(t *testing.T) {
+	clock := scantest.NewClock(time.Date(2026, 1, 15, 12, 0, 0, 0, time.UTC))
+	b := NewBreaker(BreakerConfig{Failures: 1, OpenFor: time.Minute, Now: clock.Now})
+	want := func(s string) {
+		t.Helper()
+		if got := b.State(); got != s {
+			t.Errorf("state %q, want %q", got, s)
+		}
+	}
+	want("closed")
+	b.record(false, psiTrouble, "x")
+	want("open")
+	clock.Advance(time.Minute)
+	want("half_open")
+	p, err := b.allow(context.Background())
+	if !p || err != nil {
+		t.Fatalf("probe %v, %v", p, err)
+	}
+	b.record(true, psiAnswered, "")
+	want("closed")
+
+	d := NewDailyCounter(3)
+	if used, limit := d.Used(clock.Now()); used != 0 || limit != 3 {
+		t.Errorf("a new day: %d of %d", used, limit)
+	}
+	d.take(clock.Now())
+	d.take(clock.Now())
+	if used, _ := d.Used(clock.Now()); used != 2 {
+		t.Errorf("used %d, want 2", used)
+	}
+	if used, _ := d.Used(clock.Now().Add(24 * time.Hour)); used != 0 {
+		t.Errorf("the next quota day: used %d, want 0", used)
+	}
+}

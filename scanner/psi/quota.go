@@ -61,3 +61,13 @@ func (c *DailyCounter) Spent(now time.Time) (bool, time.Time) {
 	}
 	return c.count >= c.limit, c.reset
 }
+
+// Used answers the calls counted in the quota day of now, and the limit.
+func (c *DailyCounter) Used(now time.Time) (used, limit int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !now.Before(c.reset) {
+		return 0, c.limit
+	}
+	return c.count, c.limit
+}

@@ -113,7 +113,10 @@ func New() *Store {
 func (m *Store) Name() string { return "memory" }
 
 func (m *Store) Ping(ctx context.Context) error { return ctx.Err() }
-func (m *Store) Close() error                   { return nil }
+
+// Ready is Ping: the memory store has no schema to fall behind.
+func (m *Store) Ready(ctx context.Context) error { return ctx.Err() }
+func (m *Store) Close() error                    { return nil }
 
 func tp(t time.Time) *time.Time { t = store.Now(t); return &t }
 

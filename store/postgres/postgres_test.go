@@ -42,3 +42,29 @@ func TestPostgresConcurrentMigrations(t *testing.T) {
 		}
 	}
 }
+
+// A store whose schema lacks this program's latest migration (an older dump restored under a
+// running process) is not ready; once migrated, it is.
+func TestPostgresReadyNeedsTheLatestMigration(t *testing.T) {
+	ctx := context.Background()
+	dsn := storetest.SchemaDSN(t)
+	old, err := postgres.OpenMigratedTo(ctx, dsn, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	if err := old.Ready(ctx); err == nil {
+		t.Error("a schema at migration 5 is ready")
+	}
+	st, err := postgres.Open(ctx, dsn, postgres.Pool{MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.Ready(ctx); err != nil {
+		t.Errorf("a migrated schema is not ready: %v", err)
+	}
+	if err := old.Ready(ctx); err != nil {
+		t.Errorf("the older process, after a newer one migrated: %v", err)
+	}
+}

@@ -90,6 +90,8 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 		{"an account's daily audits across the workspaces it owns or created that day stay under its budget, which outlives a deleted workspace", testAccountAuditBudget},
 		{"deleting a site deletes its scans and reports", testDeleteSite},
 		{"a job of any kind carries its args and is claimed only for its kind", testJobKinds},
+		{"a store just opened is ready", testReady},
+		{"job figures count the live jobs by kind and state and age the oldest runnable one", testJobFigures},
 		{"completing a scan enqueues its follow-up jobs in the same transaction, a lost lease none", testCompleteScanFollowUps},
 		{"finished jobs are cleaned after the cut-off, oldest first; unfinished ones never", testCleanJobs},
 		{"every site write normalises the site and refuses one that breaks the rules, writing nothing", testSiteWritesValidate},
