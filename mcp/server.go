@@ -61,6 +61,8 @@ type Store interface {
 	PublishesOfScans(ctx context.Context, userID string, scanIDs []string) (map[string]store.Publish, error)
 	// Publishes are the trend view's marks, as on the site page's chart.
 	Publishes(ctx context.Context, userID, siteID string, since time.Time, limit int) ([]store.Publish, error)
+	// What changed between two scans (issue 33): get_regression_report's causes and compare_scans.
+	ComparePairs(ctx context.Context, userID, fromScanID, toScanID string) (store.ScanPairs, error)
 }
 
 // Fair-use limits: one account must not be able to flood the service.
