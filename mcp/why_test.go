@@ -1,10 +1,12 @@
 package mcp
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 
+	"sitepulse/store"
 	"sitepulse/store/storetest"
 )
 
@@ -78,6 +80,131 @@ func TestRegressionReportSaysWhy(t *testing.T) {
 						t.Errorf("%s: %s regressed with cause %q; the fixtures did not change it", v, key, c)
 					}
 				}
+			}
+		})
+	}
+}
+
+// strangerScan gives the fixture's second user a completed scan of its own site, one page.
+func strangerScan(t *testing.T, f *fixture) string {
+	t.Helper()
+	ctx := context.Background()
+	sc := store.Scan{ID: store.NewID(), SiteID: f.otherSite, Strategy: store.StrategyMobile, Trigger: store.TriggerManual, CreatedAt: f.now}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(f.st.EnqueueScan(ctx, sc, "stranger", f.now))
+	j, err := f.st.ClaimJob(ctx, "stranger", "w", f.now, 0)
+	must(err)
+	must(f.st.StartScan(ctx, j.Lease(), 1, f.now))
+	perf := 90
+	must(f.st.SavePageResult(ctx, j.Lease(), store.PageResult{PagePath: "/", PageURL: "https://other.test/", Strategy: "mobile", Scores: store.PageScores{Performance: &perf}}))
+	must(f.st.CompleteScan(ctx, j.Lease(), store.ScanScores{Performance: &perf}, f.now))
+	return sc.ID
+}
+
+// TestCompareScans: compare_scans compares two completed scans of one site per page and
+// strategy, as the compare page does: the demo's publish (site-before.diff) explains / and
+// /pricing and invents nothing for /blog, /about and /fast; each comparison carries both
+// runs' waterfalls; the text is a summary in words. pagePath and strategy narrow it. Another
+// account's scan ids are the not-found of every tool, on both stores; two sites' scans say so;
+// an invalid strategy is invalid arguments as for every tool; 2025-03-26 does not list it.
+func TestCompareScans(t *testing.T) {
+	for _, b := range storetest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			f := newFixture(t, b.Open(t))
+			_, edgeScan, _ := edgeSite(t, f)
+			theirs := strangerScan(t, f)
+			compare := func(v, userID string, args map[string]any) map[string]any {
+				return f.callAt(t, v, userID, "compare_scans", args)
+			}
+			r := compare("2025-06-18", f.userID, map[string]any{"fromScanId": f.previousID, "toScanId": f.latestID})
+			if r["isError"] == true {
+				t.Fatalf("compare_scans: %v", r["content"])
+			}
+			got := r["structuredContent"].(map[string]any)
+			if got["count"] != 10.0 || got["siteId"] != f.demo.SiteID || got["from"].(map[string]any)["scanId"] != f.previousID {
+				t.Fatalf("compare_scans: count %v site %v from %v", got["count"], got["siteId"], got["from"])
+			}
+			for _, x := range got["comparisons"].([]any) {
+				c := x.(map[string]any)
+				key := c["pagePath"].(string) + " " + c["strategy"].(string)
+				causes, summary := c["causes"].([]any), c["summary"].(string)
+				switch c["pagePath"] {
+				case "/":
+					if !strings.Contains(summary, "widgetly.test") || !strings.Contains(summary, "hero.jpg") {
+						t.Errorf("%s: summary %q, want the widget and the hero image", key, summary)
+					}
+				case "/pricing":
+					if !strings.Contains(summary, "document /pricing") {
+						t.Errorf("%s: summary %q, want the slower document", key, summary)
+					}
+				default:
+					if len(causes) != 0 {
+						t.Errorf("%s: causes %v; the publish did not change it", key, causes)
+					}
+				}
+				w := c["waterfall"].(map[string]any)
+				if len(w["before"].([]any)) == 0 || len(w["after"].([]any)) == 0 {
+					t.Errorf("%s: waterfall %v, want both runs' requests", key, w)
+				}
+				if key == "/ mobile" {
+					added := 0
+					for _, row := range w["after"].([]any) {
+						if row := row.(map[string]any); row["only"] == true && strings.Contains(row["url"].(string), "widgetly.test") {
+							added++
+						}
+					}
+					if added != 3 {
+						t.Errorf("/ mobile: %d widgetly.test requests marked added in the waterfall, want 3", added)
+					}
+				}
+			}
+			if text := textOf(t, r); !strings.HasPrefix(text, "Compared scan "+f.latestID+" with the earlier scan "+f.previousID) || !strings.Contains(text, "/pricing (mobile): ") {
+				t.Errorf("text = %.300s, want the summary", text)
+			}
+
+			one := compare("2025-11-25", f.userID, map[string]any{"fromScanId": f.previousID, "toScanId": f.latestID, "pagePath": "/pricing", "strategy": "desktop"})
+			if sc := one["structuredContent"].(map[string]any); sc["count"] != 1.0 || sc["comparisons"].([]any)[0].(map[string]any)["strategy"] != "desktop" {
+				t.Errorf("narrowed to /pricing desktop: %v", sc["count"])
+			}
+			// A scan compared with itself, stored without what explains it: metrics only.
+			self := compare("2025-06-18", f.userID, map[string]any{"fromScanId": edgeScan, "toScanId": edgeScan})
+			if c := self["structuredContent"].(map[string]any)["comparisons"].([]any)[0].(map[string]any); c["explained"] != false {
+				t.Errorf("a run without explain data: %v", c["explained"])
+			}
+
+			for name, c := range map[string]struct {
+				userID string
+				args   map[string]any
+				want   string
+			}{
+				"a stranger with the demo's ids":    {f.otherUser, map[string]any{"fromScanId": f.previousID, "toScanId": f.latestID}, string(errScanNotFound)},
+				"a stranger's scan as from":         {f.userID, map[string]any{"fromScanId": theirs, "toScanId": f.latestID}, string(errScanNotFound)},
+				"a stranger's scan as to":           {f.userID, map[string]any{"fromScanId": f.previousID, "toScanId": theirs}, string(errScanNotFound)},
+				"an unknown id":                     {f.userID, map[string]any{"fromScanId": store.NewID(), "toScanId": f.latestID}, string(errScanNotFound)},
+				"the stranger's own and the demo's": {f.otherUser, map[string]any{"fromScanId": theirs, "toScanId": f.latestID}, string(errScanNotFound)},
+				"two sites of one account":          {f.userID, map[string]any{"fromScanId": edgeScan, "toScanId": f.latestID}, string(errDifferentSites)},
+				"a page neither audited":            {f.userID, map[string]any{"fromScanId": f.previousID, "toScanId": f.latestID, "pagePath": "/nope"}, "No page and strategy matching the arguments was audited in both scans; the pages in both are: /, /about, /blog/, /fast, /pricing."},
+			} {
+				r := compare("2025-06-18", c.userID, c.args)
+				if r["isError"] != true || textOf(t, r) != c.want {
+					t.Errorf("%s: %v, want the tool error %q", name, r["content"], c.want)
+				}
+			}
+
+			bad := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"compare_scans","arguments":{"fromScanId":"` + f.previousID + `","toScanId":"` + f.latestID + `","strategy":"tablet"}}}`
+			if _, m := f.send(t, f.userID, map[string]string{"Mcp-Protocol-Version": "2025-06-18"}, bad); errCode(m) != CodeInvalidParams {
+				t.Errorf("an invalid strategy at 2025-06-18: %v, want %d", m, CodeInvalidParams)
+			}
+			if _, m := f.send(t, f.userID, map[string]string{"Mcp-Protocol-Version": "2025-11-25"}, bad); !strings.HasPrefix(textOf(t, m["result"].(map[string]any)), "Invalid arguments: ") {
+				t.Errorf("an invalid strategy at 2025-11-25: %v, want a tool error", m)
+			}
+			if _, m := f.send(t, f.userID, nil, strings.Replace(bad, `"tablet"`, `"mobile"`, 1)); errCode(m) != CodeInvalidParams {
+				t.Errorf("compare_scans at 2025-03-26: %v, want an unknown tool", m)
 			}
 		})
 	}
