@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +32,7 @@ func TestExplains(t *testing.T) {
 		{"pictures are kept for the latest two completed scans of each page and both sides of a regression; the pruner releases the rest", testImagesKept},
 		{"retention releases a pruned scan's pictures, pinned or not, with their bytes", testImagesRetention},
 		{"a scan's runs pair with the previous completed scan's, and any two scans' of a site, with both sides' explain data, for members only", testPairs},
+		{"several runs' pictures are read with their data in one statement, the large ones without, for members only", testRunImages},
 	}
 	for _, b := range storetest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
@@ -514,5 +516,50 @@ func TestPreviousPairsStatements(t *testing.T) {
 	must(t, err)
 	if sent := counted.Sent(); len(sent) != 1 || len(got.Pairs) != 1 || got.Pairs[0].Before.Explain == nil {
 		t.Errorf("sent %d statements for %d pairs, want 1:\n%s", len(sent), len(got.Pairs), strings.Join(sent, "\n"))
+	}
+}
+
+func testRunImages(t *testing.T, s store.Store) {
+	a, viewer, removed, stranger, w := roles(t, s)
+	site := teamSite(t, s, a, w, "site")
+	home, pricing := fixtureRun(t, "psi", "home.desktop"), fixtureRun(t, "psi", "pricing.mobile")
+	sc := scanWith(t, s, site, t0, true, home, pricing)
+	runs := []store.Run{{sc.ID, pricing.PagePath, pricing.Strategy}, {sc.ID, "/nowhere", store.StrategyMobile}, {sc.ID, home.PagePath, home.Strategy},
+		{store.NewID(), home.PagePath, home.Strategy}, {"not-a-uuid", home.PagePath, home.Strategy}}
+	limit := 10000
+	if !slices.ContainsFunc(home.Images, func(im store.PageImage) bool { return len(im.Data) > limit }) ||
+		!slices.ContainsFunc(home.Images, func(im store.PageImage) bool { return len(im.Data) <= limit }) {
+		t.Fatalf("the fixture's pictures are all on one side of %d bytes", limit)
+	}
+	for _, u := range []store.User{a, viewer} {
+		got, err := s.RunImages(ctx, u.ID, runs, limit)
+		must(t, err)
+		if len(got) != len(runs) || len(got[1])+len(got[3])+len(got[4]) != 0 {
+			t.Fatalf("%d runs' pictures, want %d; a page not audited, an unknown and a bad scan id have none", len(got), len(runs))
+		}
+		for i, want := range map[int]store.PageResult{0: pricing, 2: home} {
+			if len(got[i]) != len(want.Images) {
+				t.Fatalf("run %d: %d pictures, want %d", i, len(got[i]), len(want.Images))
+			}
+			for j, im := range got[i] {
+				w := want.Images[j]
+				wantData := w.Data
+				if len(w.Data) > limit {
+					wantData = nil
+				}
+				if im.Index != j || im.MIME != w.MIME || im.Bytes != len(w.Data) || !reflect.DeepEqual(im.Timings, w.Timings) || im.Final != w.Final || !bytes.Equal(im.Data, wantData) {
+					t.Errorf("run %d picture %d: %+v with %d bytes of data, want %d bytes (%d over %d: none)", i, j, im, len(im.Data), len(wantData), len(w.Data), limit)
+				}
+			}
+		}
+	}
+	for _, u := range []store.User{removed, stranger} {
+		got, err := s.RunImages(ctx, u.ID, runs, limit)
+		must(t, err)
+		for i, l := range got {
+			if len(l) != 0 {
+				t.Errorf("%s read %d pictures of run %d", u.Email, len(l), i)
+			}
+		}
 	}
 }
