@@ -63,6 +63,7 @@ type Store interface {
 	Publishes(ctx context.Context, userID, siteID string, since time.Time, limit int) ([]store.Publish, error)
 	// What changed between two scans (issue 33): get_regression_report's causes and compare_scans.
 	ComparePairs(ctx context.Context, userID, fromScanID, toScanID string) (store.ScanPairs, error)
+	RunImages(ctx context.Context, userID string, runs []store.Run, maxBytes int) ([][]store.PageImage, error)
 }
 
 // Fair-use limits: one account must not be able to flood the service.

@@ -222,7 +222,7 @@ var tools = []tool{
 		Input: object([]string{"scanId"}, map[string]*Schema{"scanId": scanIDArg()}),
 	},
 	{
-		Name: "compare_scans", Title: "What changed between two scans", ReadOnly: true, Scope: store.ScopeRead, Handler: handler((*Server).compareScans), Since: era20250618,
+		Name: "compare_scans", Title: "What changed between two scans", ReadOnly: true, Scope: store.ScopeRead, Handler: handler((*Server).compareScans), Since: era20250618, View: "ui://sitepulse/compare",
 		Example: "What changed on the home page between last week's scan and today's?",
 		Description: "Compares two completed scans of one site, page by page and strategy by strategy, as the compare page does: " +
 			"each metric before and after; the requests added, removed, grown and slower (matched by URL without its query, then " +

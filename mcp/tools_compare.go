@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"slices"
@@ -107,7 +108,92 @@ func (s *Server) compareScans(ctx context.Context, userID string, a args) (compa
 		out.Comparisons = append(out.Comparisons, scanComparison{Comparison: c, Waterfall: waterfallOf(c, kept[i])})
 	}
 	out.Count = len(out.Comparisons)
+	if err := s.addFilmstrips(ctx, userID, &out); err != nil {
+		return compareResult{}, err
+	}
 	return out, nil
+}
+
+// Bounds of the pictures an answer carries: its view draws them from the result (a host hands
+// the view nothing else, and the view fetches nothing), so they travel inside it, few and small.
+const (
+	// maxFilmstrips is how many comparisons carry their filmstrips: those with a cause first,
+	// in order, then the others. Narrow the call with pagePath and strategy for another page's.
+	maxFilmstrips = 2
+	// maxPictures is how many distinct pictures of one run are carried: the first, the last
+	// (the loaded page) and those evenly between. Lighthouse's filmstrip shows 3-5 distinct ones.
+	maxPictures = 4
+	// maxPictureBytes bounds one picture: Lighthouse's thumbnails are 1-25 KB of JPEG.
+	maxPictureBytes = 40 << 10
+)
+
+// addFilmstrips gives the first maxFilmstrips comparisons of out (those with a cause first)
+// both runs' filmstrips, reading their pictures in one statement (store.RunImages).
+func (s *Server) addFilmstrips(ctx context.Context, userID string, out *compareResult) error {
+	var chosen []int
+	for pass := range 2 {
+		for i, c := range out.Comparisons {
+			if (len(c.Causes) > 0) == (pass == 0) && len(chosen) < maxFilmstrips {
+				chosen = append(chosen, i)
+			}
+		}
+	}
+	if len(chosen) == 0 {
+		return nil
+	}
+	slices.Sort(chosen)
+	runs := make([]store.Run, 0, 2*len(chosen))
+	for _, i := range chosen {
+		c := out.Comparisons[i]
+		runs = append(runs, store.Run{ScanID: out.From.ScanID, PagePath: c.PagePath, Strategy: c.Strategy},
+			store.Run{ScanID: out.To.ScanID, PagePath: c.PagePath, Strategy: c.Strategy})
+	}
+	images, err := s.store.RunImages(ctx, userID, runs, maxPictureBytes)
+	if err != nil {
+		return err
+	}
+	for k, i := range chosen {
+		out.Comparisons[i].Filmstrips = &filmstrips{Before: filmstripOf(images[2*k]), After: filmstripOf(images[2*k+1])}
+	}
+	return nil
+}
+
+// filmstripOf is a run's filmstrip: every frame, and up to maxPictures of its pictures as
+// data: URIs, the first and the last shown always; a frame whose picture is not carried names
+// it all the same (the view leaves its place empty).
+func filmstripOf(images []store.PageImage) filmstrip {
+	frames, final := store.Filmstrip(images)
+	f := filmstrip{Frames: frames, Final: final, Images: []picture{}}
+	if f.Frames == nil {
+		f.Frames = []store.Frame{}
+	}
+	// The pictures in the order the filmstrip first shows them, the final one last.
+	var order []int
+	for _, fr := range frames {
+		if !slices.Contains(order, fr.Image) {
+			order = append(order, fr.Image)
+		}
+	}
+	if final >= 0 && !slices.Contains(order, final) {
+		order = append(order, final)
+	}
+	carried := map[int]bool{}
+	if n := len(order); n <= maxPictures {
+		for _, idx := range order {
+			carried[idx] = true
+		}
+	} else {
+		for k := range maxPictures {
+			carried[order[k*(n-1)/(maxPictures-1)]] = true
+		}
+	}
+	for _, im := range images {
+		if carried[im.Index] && im.Data != nil {
+			f.Images = append(f.Images, picture{Index: im.Index, Width: im.Width, Height: im.Height,
+				Src: "data:" + im.MIME + ";base64," + base64.StdEncoding.EncodeToString(im.Data)})
+		}
+	}
+	return f
 }
 
 // whyNotPaired tells why two scans could not be compared. Both the user's but of two sites is

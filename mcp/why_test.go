@@ -163,6 +163,37 @@ func TestCompareScans(t *testing.T) {
 					}
 				}
 			}
+			// The filmstrips of the first two comparisons with a cause, a few small pictures a side.
+			strips, size := 0, len(r["structuredContent"].(map[string]any)["comparisons"].([]any))
+			for _, x := range got["comparisons"].([]any) {
+				c := x.(map[string]any)
+				fs, ok := c["filmstrips"].(map[string]any)
+				if !ok {
+					continue
+				}
+				strips++
+				if len(c["causes"].([]any)) == 0 {
+					t.Errorf("%s %s carries filmstrips before a comparison with a cause", c["pagePath"], c["strategy"])
+				}
+				for _, side := range []string{"before", "after"} {
+					f := fs[side].(map[string]any)
+					images := f["images"].([]any)
+					if len(f["frames"].([]any)) == 0 || len(images) == 0 || len(images) > maxPictures {
+						t.Errorf("%s %s %s: %d frames, %d pictures; want some, at most %d", c["pagePath"], c["strategy"], side, len(f["frames"].([]any)), len(images), maxPictures)
+					}
+					for _, im := range images {
+						src := im.(map[string]any)["src"].(string)
+						if !strings.HasPrefix(src, "data:image/jpeg;base64,") || len(src) > maxPictureBytes*4/3+40 {
+							t.Errorf("a picture %.40s… of %d characters", src, len(src))
+						}
+						size += len(src)
+					}
+				}
+			}
+			if strips != maxFilmstrips {
+				t.Errorf("%d comparisons carry filmstrips, want %d", strips, maxFilmstrips)
+			}
+			t.Logf("the pictures of the whole demo comparison: %d KB", size>>10)
 			if text := textOf(t, r); !strings.HasPrefix(text, "Compared scan "+f.latestID+" with the earlier scan "+f.previousID) || !strings.Contains(text, "/pricing (mobile): ") {
 				t.Errorf("text = %.300s, want the summary", text)
 			}

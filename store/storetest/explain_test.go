@@ -524,8 +524,11 @@ func testRunImages(t *testing.T, s store.Store) {
 	site := teamSite(t, s, a, w, "site")
 	home, pricing := fixtureRun(t, "psi", "home.desktop"), fixtureRun(t, "psi", "pricing.mobile")
 	sc := scanWith(t, s, site, t0, true, home, pricing)
-	runs := []store.Run{{sc.ID, pricing.PagePath, pricing.Strategy}, {sc.ID, "/nowhere", store.StrategyMobile}, {sc.ID, home.PagePath, home.Strategy},
-		{store.NewID(), home.PagePath, home.Strategy}, {"not-a-uuid", home.PagePath, home.Strategy}}
+	run := func(scanID, path string, strategy store.Strategy) store.Run {
+		return store.Run{ScanID: scanID, PagePath: path, Strategy: strategy}
+	}
+	runs := []store.Run{run(sc.ID, pricing.PagePath, pricing.Strategy), run(sc.ID, "/nowhere", store.StrategyMobile), run(sc.ID, home.PagePath, home.Strategy),
+		run(store.NewID(), home.PagePath, home.Strategy), run("not-a-uuid", home.PagePath, home.Strategy)}
 	limit := 10000
 	if !slices.ContainsFunc(home.Images, func(im store.PageImage) bool { return len(im.Data) > limit }) ||
 		!slices.ContainsFunc(home.Images, func(im store.PageImage) bool { return len(im.Data) <= limit }) {
