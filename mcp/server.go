@@ -3,7 +3,7 @@
 // then each request judged by its MCP-Protocol-Version header) and the modern 2026-07-28 (no
 // handshake, every request self-describing). One table of tools over the authenticated user's own
 // data serves every version: read-only ones, one that creates a shareable client report and one
-// that starts a scan (a task of the tasks extension, tasks.go); three ui:// views draw results in
+// that starts a scan (a task of the tasks extension, tasks.go); four ui:// views draw results in
 // hosts that render MCP Apps (views.go). The versions differ only in envelopes. It knows nothing of HTTP authentication: the handlers package
 // verifies the bearer credential and hands ServeRequest the user's id, the headers and the body.
 package mcp

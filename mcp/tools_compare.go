@@ -260,7 +260,11 @@ func waterfallOf(c analysis.Comparison, p store.RunPair) waterfall {
 // is the structuredContent.
 func (r compareResult) summary() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Compared scan %s with the earlier scan %s: %d page and strategy pairs audited in both.\n", r.To.ScanID, r.From.ScanID, r.Count)
+	pairs := "pages and strategies"
+	if r.Count == 1 {
+		pairs = "page and strategy"
+	}
+	fmt.Fprintf(&b, "Compared scan %s with the earlier scan %s: %d %s audited in both.\n", r.To.ScanID, r.From.ScanID, r.Count, pairs)
 	for _, c := range r.Comparisons {
 		fmt.Fprintf(&b, "%s (%s): %s.", c.PagePath, c.Strategy, c.Summary)
 		if c.Explained {
