@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 	"sitepulse/store/storetest"
 )
@@ -238,5 +239,32 @@ func TestCompareScans(t *testing.T) {
 				t.Errorf("compare_scans at 2025-03-26: %v, want an unknown tool", m)
 			}
 		})
+	}
+}
+
+// TestCauseOfARegressionWithoutItsOwn: a regression whose metric the comparison names no cause
+// for (it crossed a web.dev band by less than run-to-run noise, or is field data such as INP)
+// says so, and what the comparison found beside it; a run kept without what explains it says
+// that no cause can be named.
+func TestCauseOfARegressionWithoutItsOwn(t *testing.T) {
+	inp := analysis.Regression{Metric: "inp", From: 180, To: 260, Delta: 80, PagePath: "/", Strategy: "mobile"}
+	beside := analysis.Comparison{PagePath: "/", Explained: true, Summary: "TBT +1.5 s: new third party widgetly.test",
+		Causes: []analysis.Cause{{Metric: "tbt", Sentence: "TBT +1.5 s: new third party widgetly.test"}}}
+	for _, c := range []struct {
+		name string
+		c    analysis.Comparison
+		want string
+	}{
+		{"another metric has a cause", beside, "INP +80 ms: within run-to-run noise on its own; beside it, TBT +1.5 s: new third party widgetly.test"},
+		{"nothing changed", analysis.Comparison{PagePath: "/", Explained: true}, "INP +80 ms: " + analysis.NoChangeSentence},
+		{"not explained", analysis.Comparison{PagePath: "/"}, "INP +80 ms: " + analysis.NotExplainedSentence},
+		{"no pair", analysis.Comparison{}, "INP +80 ms: " + analysis.NotExplainedSentence},
+	} {
+		if got := causeOf(c.c, inp); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+	if got := causeOf(analysis.Comparison{Causes: []analysis.Cause{{Metric: "inp", Sentence: "its own"}}}, inp); got != "its own" {
+		t.Errorf("with its own cause: %q", got)
 	}
 }
