@@ -108,8 +108,11 @@ func (s *Server) compareScans(ctx context.Context, userID string, a args) (compa
 		out.Comparisons = append(out.Comparisons, scanComparison{Comparison: c, Waterfall: waterfallOf(c, kept[i])})
 	}
 	out.Count = len(out.Comparisons)
-	if err := s.addFilmstrips(ctx, userID, &out); err != nil {
-		return compareResult{}, err
+	// The pictures are for the view: a 2026-07-28 client that cannot draw one goes without.
+	if !noViews(ctx) {
+		if err := s.addFilmstrips(ctx, userID, &out); err != nil {
+			return compareResult{}, err
+		}
 	}
 	return out, nil
 }

@@ -199,6 +199,15 @@ func TestCompareScans(t *testing.T) {
 				t.Errorf("text = %.300s, want the summary", text)
 			}
 
+			// A 2026-07-28 client that declares no ui extension cannot draw the view: no pictures.
+			_, m := f.modern(t, "tools/call", "compare_scans", `"name":"compare_scans","arguments":{"fromScanId":"`+f.previousID+`","toScanId":"`+f.latestID+`"}`)
+			for _, x := range m["result"].(map[string]any)["structuredContent"].(map[string]any)["comparisons"].([]any) {
+				if fs := x.(map[string]any)["filmstrips"]; fs != nil {
+					t.Errorf("a client without views got filmstrips")
+					break
+				}
+			}
+
 			one := compare("2025-11-25", f.userID, map[string]any{"fromScanId": f.previousID, "toScanId": f.latestID, "pagePath": "/pricing", "strategy": "desktop"})
 			if sc := one["structuredContent"].(map[string]any); sc["count"] != 1.0 || sc["comparisons"].([]any)[0].(map[string]any)["strategy"] != "desktop" {
 				t.Errorf("narrowed to /pricing desktop: %v", sc["count"])
