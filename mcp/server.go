@@ -43,8 +43,6 @@ type Store interface {
 	PageResult(ctx context.Context, userID, scanID, pagePath string, strategy store.Strategy) (store.PageResult, error)
 	PageMetrics(ctx context.Context, userID, scanID string) ([]store.PageResult, error)
 	PageErrors(ctx context.Context, userID, scanID string) ([]store.PageError, error)
-	// EachPageResult streams a scan's results for their runs: whether a regression was confirmed.
-	EachPageResult(ctx context.Context, userID, scanID string, fn func(store.PageResult) error) error
 	CreateReportWithin(ctx context.Context, r store.Report, max int) error
 	// start_scan, get_scan and the tasks extension: a "Scan now" enqueue, the site's newest
 	// scan, and cancelling an unfinished one.

@@ -156,61 +156,42 @@ func (s *Server) getRegressionReport(ctx context.Context, userID string, a args)
 	out.HasRegression = out.RegressionCount > 0
 	out.Regressions = make([]confirmedRegression, len(out.regressionCore.Regressions))
 	if out.HasRegression && typed(ctx) {
-		runs, err := s.pageRuns(ctx, userID, scans[0].ID)
-		if err != nil {
-			return regressionReport{}, err
-		}
 		changes, err := s.scanChanges(ctx, userID, scans[1].ID, scans[0].ID)
 		if err != nil {
 			return regressionReport{}, err
 		}
 		for i, r := range out.regressionCore.Regressions {
-			key := store.PageKey{PagePath: r.PagePath, Strategy: r.Strategy}
-			n := max(runs[key], 1)
-			c := changes[key]
-			out.Regressions[i] = confirmedRegression{Regression: r, Confirmed: n > 1, Runs: n, Cause: causeOf(c, r), Changes: changesOf(c, r)}
+			c := changes[store.PageKey{PagePath: r.PagePath, Strategy: r.Strategy}]
+			n := max(c.runs, 1)
+			out.Regressions[i] = confirmedRegression{Regression: r, Confirmed: n > 1, Runs: n, Cause: causeOf(c.Comparison, r), Changes: changesOf(c.Comparison, r)}
 		}
 	}
 	return out, nil
 }
 
-// pageRuns is how many audits stand behind each result of a completed scan (store.PageResult's
-// Runs), by page and strategy: one streamed read of the results' export fields, then kept per
-// scan (analysisCache), since a completed scan's results never change. Only a report with
-// regressions asks.
-func (s *Server) pageRuns(ctx context.Context, userID, scanID string) (map[store.PageKey]int, error) {
-	key := "runs " + scanID
-	if v, ok := s.analyses.get(key); ok {
-		return v.(map[store.PageKey]int), nil
-	}
-	runs := map[store.PageKey]int{}
-	err := s.store.EachPageResult(ctx, userID, scanID, func(r store.PageResult) error {
-		runs[store.PageKey{PagePath: r.PagePath, Strategy: r.Strategy}] = r.Runs
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	s.analyses.put(key, runs)
-	return runs, nil
+// pageChange is what changed in a page and strategy between two scans, and how many audits
+// stand behind the later result (store.PageResult's Runs): whether its regression was confirmed.
+type pageChange struct {
+	analysis.Comparison
+	runs int
 }
 
 // scanChanges is what changed in each page and strategy from scan fromID to scan toID of the
-// user's (analysis.Compare of store.Explains.ComparePairs, one statement), kept per pair of
-// scans (analysisCache) since completed scans never change. Only a report with regressions
-// asks, from 2025-06-18 on.
-func (s *Server) scanChanges(ctx context.Context, userID, fromID, toID string) (map[store.PageKey]analysis.Comparison, error) {
+// user's (analysis.Compare of store.Explains.ComparePairs, one statement, which reads the runs
+// too), kept per pair of scans (analysisCache) since completed scans never change. Only a
+// report with regressions asks, from 2025-06-18 on.
+func (s *Server) scanChanges(ctx context.Context, userID, fromID, toID string) (map[store.PageKey]pageChange, error) {
 	key := "changes " + fromID + " " + toID
 	if v, ok := s.analyses.get(key); ok {
-		return v.(map[store.PageKey]analysis.Comparison), nil
+		return v.(map[store.PageKey]pageChange), nil
 	}
 	pairs, err := s.store.ComparePairs(ctx, userID, fromID, toID)
 	if err != nil {
 		return nil, err
 	}
-	out := map[store.PageKey]analysis.Comparison{}
-	for _, c := range analysis.CompareAll(pairs.Pairs) {
-		out[store.PageKey{PagePath: c.PagePath, Strategy: c.Strategy}] = c
+	out := map[store.PageKey]pageChange{}
+	for i, c := range analysis.CompareAll(pairs.Pairs) {
+		out[store.PageKey{PagePath: c.PagePath, Strategy: c.Strategy}] = pageChange{c, pairs.Pairs[i].After.Runs}
 	}
 	s.analyses.put(key, out)
 	return out, nil

@@ -112,8 +112,9 @@ type Run struct {
 }
 
 // RunPair is one page and strategy in two scans, each side as analysis.Compare reads it: its
-// ScanID, PagePath, PageURL, Strategy, Scores, CoreWebVitals and Explain (nil for a result kept
-// before issue 33) are filled, the rest of the result is not read.
+// ScanID, PagePath, PageURL, Strategy, Scores, CoreWebVitals, Runs (whether a regression was
+// confirmed) and Explain (nil for a result kept before issue 33) are filled, the rest of the
+// result is not read.
 type RunPair struct {
 	Before, After PageResult
 }

@@ -121,7 +121,7 @@ func (m *Store) pairsLocked(from *store.Scan, to store.Scan) (store.ScanPairs, e
 	out.From = &f
 	side := func(scanID string, r memResult) (store.PageResult, error) {
 		p := metricsOf(scanID, r.result)
-		p.PageURL = r.result.PageURL
+		p.PageURL, p.Runs = r.result.PageURL, r.result.Runs
 		var err error
 		p.Explain, err = store.DecodeExplain(r.explain)
 		return p, err
