@@ -51,7 +51,7 @@ func TestStatementsPerRequest(t *testing.T) {
 		{"MCP get_accessibility_issues", "POST", "/api/mcp", mcp("get_accessibility_issues", "siteId", a.siteID), bearer(a.accessToken), 2, 2},
 		{"MCP get_regression_report", "POST", "/api/mcp", mcp("get_regression_report", "siteId", a.siteID), bearer(a.accessToken), 2, 2},
 		{"MCP get_trend", "POST", "/api/mcp", mcp("get_trend", "siteId", a.siteID), bearer(a.accessToken), 2, 2},
-		{"MCP get_scan", "POST", "/api/mcp", mcp("get_scan", "scanId", a.scanID), cred{bearer: a.accessToken, mcpVersion: "2025-06-18"}, 3, 3},
+		{"MCP get_scan", "POST", "/api/mcp", mcp("get_scan", "scanId", a.scanID), cred{bearer: a.accessToken, mcpVersion: "2025-06-18"}, 2, 2},
 		{"MCP generate_client_report", "POST", "/api/mcp", mcp("generate_client_report", "scanId", a.scanID), bearer(a.accessToken), 2, 2},
 		// From 2025-06-18 the regressions carry their confirmations and causes: the results'
 		// runs and both scans' explain data in one statement (store.ComparePairs), read once per
