@@ -209,7 +209,7 @@ const ajv = new Ajv2020({ strict: false });
 ajv.addSchema(schema);
 const validator = (def) => ajv.getSchema(`${schema.$id}#/$defs/${def}`) ?? ajv.compile({ $ref: `${schema.$id}#/$defs/${def}` });
 const views = {};
-await step('tools: _meta.ui of get_latest_scan, get_trend, get_regression_report valid per schema.json (McpUiToolMeta)', async () => {
+await step('tools: _meta.ui of get_latest_scan, get_trend, get_regression_report, compare_scans valid per schema.json (McpUiToolMeta)', async () => {
   const tools = (await plain.client.listTools()).tools;
   const validate = validator('McpUiToolMeta');
   const linked = tools.filter((t) => t._meta?.ui);
@@ -217,7 +217,7 @@ await step('tools: _meta.ui of get_latest_scan, get_trend, get_regression_report
     assert(validate(t._meta.ui), `${t.name}: ${ajv.errorsText(validate.errors)}`);
     views[t.name] = t._meta.ui.resourceUri;
   }
-  assert(linked.map((t) => t.name).sort().join() === 'get_latest_scan,get_regression_report,get_trend', `linked: ${linked.map((t) => t.name)}`);
+  assert(linked.map((t) => t.name).sort().join() === 'compare_scans,get_latest_scan,get_regression_report,get_trend', `linked: ${linked.map((t) => t.name)}`);
   return Object.values(views).join(', ');
 });
 const html = {};
@@ -270,11 +270,20 @@ const cases = [
   ['latest-hostile', 'get_latest_scan', edge.hostile], ['trend-hostile', 'get_trend', edge.hostile], ['regressions-hostile', 'get_regression_report', edge.hostile],
   ['regressions-slower', 'get_regression_report', edge.slower],
 ];
+// compare_scans (issue 33): the demo's two scans, all pages and the home page alone (its
+// filmstrips drawn from the data: URIs of the result), the slower page's two scans, and the
+// hostile site's one scan compared with itself. Its cases name their arguments.
+const scansOf = async (siteId) => (await plain.call('get_trend', { siteId })).structuredContent.scans.map((x) => x.scanId);
+const [demoFrom, demoTo] = await scansOf(demo.id), [slowFrom, slowTo] = await scansOf(edge.slower), [hostileScan] = await scansOf(edge.hostile);
+cases.push(['compare-demo', 'compare_scans', { fromScanId: demoFrom, toScanId: demoTo }],
+  ['compare-demo-home', 'compare_scans', { fromScanId: demoFrom, toScanId: demoTo, pagePath: '/', strategy: 'mobile' }],
+  ['compare-slower', 'compare_scans', { fromScanId: slowFrom, toScanId: slowTo }],
+  ['compare-hostile', 'compare_scans', { fromScanId: hostileScan, toScanId: hostileScan }]);
 const { srv, url: hostURL } = await hostServer();
 const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: ['--no-sandbox'] });
 try {
   for (const [label, tool, siteId] of cases) {
-    const result = await plain.call(tool, { siteId });
+    const result = await plain.call(tool, typeof siteId === 'object' ? siteId : { siteId });
     const view = html[views[tool]];
     for (const width of [360, 800]) {
       for (const theme of ['light', 'dark']) {
@@ -296,6 +305,7 @@ try {
           const text = await frame.evaluate(() => document.getElementById('app').innerText);
           const pwned = await page.evaluate(() => window.pwned);
           const doc = await frame.evaluate(() => ({ theme: document.documentElement.getAttribute('data-theme'), imgs: document.images.length, scripts: document.querySelectorAll('#app script').length,
+            dataImgs: [...document.images].filter((i) => /^data:image\/(jpeg|png|webp);base64,/.test(i.getAttribute('src')) && i.complete && i.naturalWidth > 0).length,
             marks: document.querySelectorAll('svg.trend g.publish').length }));
           const file = join(shots, `${label}-${width}-${theme}.png`);
           await page.setViewportSize({ width, height: Math.max(200, height) }); // the whole view in the viewport: Chromium paints an out-of-process iframe only there
@@ -304,7 +314,10 @@ try {
           await page.close();
           assert(errors.length === 0, `console errors: ${errors.join(' | ')}`);
           assert(requests.length === 0, `requests: ${requests.join(', ')}`);
-          assert(pwned.length === 0 && doc.imgs === 0 && doc.scripts === 0, `markup ran: ${pwned} imgs ${doc.imgs}`);
+          // Only the compare view draws pictures: the result's own data: URIs, each decoded.
+          const pictures = tool === 'compare_scans' ? doc.dataImgs : 0;
+          assert(pwned.length === 0 && doc.imgs === pictures && doc.scripts === 0, `markup ran: ${pwned} imgs ${doc.imgs} (${pictures} of the result's pictures)`);
+          if (label.startsWith('compare-demo')) assert(doc.imgs > 0 && text.includes('widgetly.test'), `the demo comparison draws ${doc.imgs} pictures; cause named: ${text.includes('widgetly.test')}`);
           assert(doc.theme === theme, `theme ${doc.theme}`);
           if (label.endsWith('hostile') && tool === 'get_latest_scan') assert(text.includes('<script>'), 'the hostile name is not shown as text');
           // Confirmation per regression: the demo's seeded regressions were seen once, the slower page's confirmed.

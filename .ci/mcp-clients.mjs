@@ -142,10 +142,10 @@ async function run(spec, edge) {
   });
   const typed = spec.want >= '2025-06-18';
   let tools = [];
-  // start_scan and get_scan are listed from 2025-06-18 on: a 2025-03-26 session keeps the
-  // interface's nine tools byte for byte (.ci/apps-host.mjs exercises the two).
-  const listed = typed ? [...TOOLS, 'start_scan', 'get_scan'] : TOOLS;
-  await step(`${L}: tools/list names the ${typed ? 'eleven' : 'nine'} tools${typed ? ' with outputSchema and title' : ''}`, async () => {
+  // start_scan, get_scan and compare_scans are listed from 2025-06-18 on: a 2025-03-26 session
+  // keeps the interface's nine tools byte for byte (.ci/apps-host.mjs exercises the three).
+  const listed = typed ? [...TOOLS, 'start_scan', 'get_scan', 'compare_scans'] : TOOLS;
+  await step(`${L}: tools/list names the ${typed ? 'twelve' : 'nine'} tools${typed ? ' with outputSchema and title' : ''}`, async () => {
     tools = (await client.listTools()).tools;
     const names = tools.map((t) => t.name);
     assert(JSON.stringify(names) === JSON.stringify(listed), `tools ${names}`);
@@ -159,6 +159,11 @@ async function run(spec, edge) {
     const r = await client.callTool({ name, arguments: args });
     const text = r.content?.[0]?.text;
     if (r.isError) return { error: text };
+    // compare_scans' text is a summary in words; its payload is the structuredContent.
+    if (name === 'compare_scans') {
+      assert(/^Compared scan /.test(text) && r.structuredContent?.comparisons, `${name}: ${text.slice(0, 100)}`);
+      return { payload: r.structuredContent };
+    }
     const payload = JSON.parse(text);
     if (typed) {
       assert(JSON.stringify(r.structuredContent) === JSON.stringify(payload), `${name}: structuredContent is not the text's JSON`);
@@ -192,6 +197,10 @@ async function run(spec, edge) {
     }
     tally(await call('get_third_party_scripts', { siteId: demo.id }));
     tally(await call('get_regression_report', { siteId: demo.id }));
+    if (typed && trend.scans.length > 1) {
+      const cmp = tally(await call('compare_scans', { fromScanId: trend.scans.at(-2).scanId, toScanId: trend.scans.at(-1).scanId })).payload;
+      assert(cmp.count > 0, 'compare_scans compared nothing');
+    }
     tally(await call('generate_client_report', { scanId: latest.scanId, title: `CI ${spec.label}`, expiresInDays: 1 }));
     assert(counts.toolErrors === 0, `${counts.toolErrors} tool errors on the demo data`);
     return `${counts.ok} calls`;

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -15,6 +16,11 @@ func TestStatementsPerRequest(t *testing.T) {
 	st, counted := storetest.CountingPostgres(t)
 	f := newAPIFixture(t, st)
 	a := f.a
+	scans, err := st.CompletedScans(context.Background(), a.userID, a.siteID, 2)
+	if err != nil || len(scans) != 2 {
+		t.Fatalf("the demo's scans: %v %v", scans, err)
+	}
+	previous := scans[1].ID
 	mcp := func(tool, arg, id string) string {
 		args := "{}"
 		if arg != "" {
@@ -52,6 +58,13 @@ func TestStatementsPerRequest(t *testing.T) {
 		{"MCP get_trend", "POST", "/api/mcp", mcp("get_trend", "siteId", a.siteID), bearer(a.accessToken), 2, 2},
 		{"MCP get_scan", "POST", "/api/mcp", mcp("get_scan", "scanId", a.scanID), cred{bearer: a.accessToken, mcpVersion: "2025-06-18"}, 2, 2},
 		{"MCP generate_client_report", "POST", "/api/mcp", mcp("generate_client_report", "scanId", a.scanID), bearer(a.accessToken), 2, 2},
+		// From 2025-06-18 the regressions carry their confirmations and causes: the results'
+		// runs and both scans' explain data in one statement (store.ComparePairs), read once per
+		// pair of scans and kept (a completed scan never changes): 3 cold, 2 again.
+		{"MCP get_regression_report 2025-06-18", "POST", "/api/mcp", mcp("get_regression_report", "siteId", a.siteID), cred{bearer: a.accessToken, mcpVersion: "2025-06-18"}, 3, 2},
+		// compare_scans: the token, both scans and their runs in one statement (ComparePairs),
+		// and the pictures of the filmstrips it carries in one more (RunImages).
+		{"MCP compare_scans", "POST", "/api/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"compare_scans","arguments":{"fromScanId":"` + previous + `","toScanId":"` + a.scanID + `"}}}`, cred{bearer: a.accessToken, mcpVersion: "2025-06-18"}, 3, 3},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

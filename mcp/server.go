@@ -3,7 +3,7 @@
 // then each request judged by its MCP-Protocol-Version header) and the modern 2026-07-28 (no
 // handshake, every request self-describing). One table of tools over the authenticated user's own
 // data serves every version: read-only ones, one that creates a shareable client report and one
-// that starts a scan (a task of the tasks extension, tasks.go); three ui:// views draw results in
+// that starts a scan (a task of the tasks extension, tasks.go); four ui:// views draw results in
 // hosts that render MCP Apps (views.go). The versions differ only in envelopes. It knows nothing of HTTP authentication: the handlers package
 // verifies the bearer credential and hands ServeRequest the user's id, the headers and the body.
 package mcp
@@ -43,8 +43,6 @@ type Store interface {
 	PageResult(ctx context.Context, userID, scanID, pagePath string, strategy store.Strategy) (store.PageResult, error)
 	PageMetrics(ctx context.Context, userID, scanID string) ([]store.PageResult, error)
 	PageErrors(ctx context.Context, userID, scanID string) ([]store.PageError, error)
-	// EachPageResult streams a scan's results for their runs: whether a regression was confirmed.
-	EachPageResult(ctx context.Context, userID, scanID string, fn func(store.PageResult) error) error
 	CreateReportWithin(ctx context.Context, r store.Report, max int) error
 	// start_scan, get_scan and the tasks extension: a "Scan now" enqueue, the site's newest
 	// scan, and cancelling an unfinished one.
@@ -61,6 +59,9 @@ type Store interface {
 	PublishesOfScans(ctx context.Context, userID string, scanIDs []string) (map[string]store.Publish, error)
 	// Publishes are the trend view's marks, as on the site page's chart.
 	Publishes(ctx context.Context, userID, siteID string, since time.Time, limit int) ([]store.Publish, error)
+	// What changed between two scans (issue 33): get_regression_report's causes and compare_scans.
+	ComparePairs(ctx context.Context, userID, fromScanID, toScanID string) (store.ScanPairs, error)
+	RunImages(ctx context.Context, userID string, runs []store.Run, maxBytes int) ([][]store.PageImage, error)
 }
 
 // Fair-use limits: one account must not be able to flood the service.

@@ -221,6 +221,24 @@ var tools = []tool{
 			"Use it to follow a scan start_scan started; poll no more than every few seconds.",
 		Input: object([]string{"scanId"}, map[string]*Schema{"scanId": scanIDArg()}),
 	},
+	{
+		Name: "compare_scans", Title: "What changed between two scans", ReadOnly: true, Scope: store.ScopeRead, Handler: handler((*Server).compareScans), Since: era20250618, View: "ui://sitepulse/compare",
+		Example: "What changed on the home page between last week's scan and today's?",
+		Description: "Compares two completed scans of one site, page by page and strategy by strategy, as the compare page does: " +
+			"each metric before and after; the requests added, removed, grown and slower (matched by URL without its query, then " +
+			"by host and path); bytes by resource type and party; third parties added and removed; scripts that cost more main-thread " +
+			"time; the LCP element and its phases (time to first byte, load delay, load duration, render delay); new layout shifts; " +
+			"audits that turned failing; and for each metric that got worse beyond run-to-run noise its cause in one sentence. " +
+			"fromScanId is the earlier scan, toScanId the later (get_trend and get_regression_report give scan ids). Narrow it " +
+			"with pagePath and strategy. The text is a summary; the structured result has every change and both runs' " +
+			"waterfalls and filmstrips.",
+		Input: object([]string{"fromScanId", "toScanId"}, map[string]*Schema{
+			"fromScanId": {Type: "string", Format: "uuid", Description: "The earlier scan's id (a UUID)."},
+			"toScanId":   {Type: "string", Format: "uuid", Description: "The later scan's id (a UUID), of the same site."},
+			"pagePath":   {Type: "string", MinLength: intp(1), MaxLength: intp(2048), Description: "Only this page, e.g. \"/\" or \"/pricing\". Omit it for every page both scans audited."},
+			"strategy":   {Type: "string", Enum: []string{"mobile", "desktop"}, Description: "Only the mobile or the desktop runs. Omit it for both."},
+		}),
+	},
 }
 
 // toolCount is how many tools era e lists, in words: the 2025-03-26 message says "nine".
@@ -352,6 +370,10 @@ type linker interface{ links() []resourceLink }
 // later eras declare the new fields in their outputSchema.
 type legacier interface{ legacy() any }
 
+// summarizer is a payload whose text block is a summary in words rather than its JSON: one
+// whose structuredContent carries what a view draws (pictures) and no model should read.
+type summarizer interface{ summary() string }
+
 // toolResult is the tools/call result envelope. The 2025-03-26 envelope is content and isError
 // only; structuredContent is the payload's JSON again (2025-06-18 and later); resultType and
 // _meta are 2026-07-28's.
@@ -447,6 +469,9 @@ func (s *Server) result(ctx context.Context, userID string, e era, t *tool, payl
 	r := toolResult{Content: text(string(b))}
 	if e >= era20250618 {
 		r.StructuredContent = b
+		if sm, ok := payload.(summarizer); ok {
+			r.Content = text(sm.summary())
+		}
 		if l, ok := payload.(linker); ok {
 			for _, link := range l.links() {
 				r.Content = append(r.Content, link)

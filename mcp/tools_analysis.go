@@ -105,6 +105,10 @@ type confirmedRegression struct {
 	analysis.Regression
 	Confirmed bool `json:"confirmed"`
 	Runs      int  `json:"runs"`
+	// Cause is why it got worse, in one sentence (analysis.Compare's cause of the metric);
+	// Changes is what changed in its page and strategy, bounded (changesOf).
+	Cause   string      `json:"cause"`
+	Changes pageChanges `json:"changes"`
 }
 
 // legacy leaves out publishedBy, publishedAt and the confirmations, which came after 2025-03-26.
@@ -152,35 +156,142 @@ func (s *Server) getRegressionReport(ctx context.Context, userID string, a args)
 	out.HasRegression = out.RegressionCount > 0
 	out.Regressions = make([]confirmedRegression, len(out.regressionCore.Regressions))
 	if out.HasRegression && typed(ctx) {
-		runs, err := s.pageRuns(ctx, userID, scans[0].ID)
+		changes, err := s.scanChanges(ctx, userID, scans[1].ID, scans[0].ID)
 		if err != nil {
 			return regressionReport{}, err
 		}
 		for i, r := range out.regressionCore.Regressions {
-			n := max(runs[store.PageKey{PagePath: r.PagePath, Strategy: r.Strategy}], 1)
-			out.Regressions[i] = confirmedRegression{Regression: r, Confirmed: n > 1, Runs: n}
+			c := changes[store.PageKey{PagePath: r.PagePath, Strategy: r.Strategy}]
+			n := max(c.runs, 1)
+			out.Regressions[i] = confirmedRegression{Regression: r, Confirmed: n > 1, Runs: n, Cause: causeOf(c.Comparison, r), Changes: changesOf(c.Comparison, r)}
 		}
 	}
 	return out, nil
 }
 
-// pageRuns is how many audits stand behind each result of a completed scan (store.PageResult's
-// Runs), by page and strategy: one streamed read of the results' export fields, then kept per
-// scan (analysisCache), since a completed scan's results never change. Only a report with
-// regressions asks.
-func (s *Server) pageRuns(ctx context.Context, userID, scanID string) (map[store.PageKey]int, error) {
-	key := "runs " + scanID
+// pageChange is what changed in a page and strategy between two scans, and how many audits
+// stand behind the later result (store.PageResult's Runs): whether its regression was confirmed.
+type pageChange struct {
+	analysis.Comparison
+	runs int
+}
+
+// scanChanges is what changed in each page and strategy from scan fromID to scan toID of the
+// user's (analysis.Compare of store.Explains.ComparePairs, one statement, which reads the runs
+// too), kept per pair of scans (analysisCache) since completed scans never change. Only a
+// report with regressions asks, from 2025-06-18 on.
+func (s *Server) scanChanges(ctx context.Context, userID, fromID, toID string) (map[store.PageKey]pageChange, error) {
+	key := "changes " + fromID + " " + toID
 	if v, ok := s.analyses.get(key); ok {
-		return v.(map[store.PageKey]int), nil
+		return v.(map[store.PageKey]pageChange), nil
 	}
-	runs := map[store.PageKey]int{}
-	err := s.store.EachPageResult(ctx, userID, scanID, func(r store.PageResult) error {
-		runs[store.PageKey{PagePath: r.PagePath, Strategy: r.Strategy}] = r.Runs
-		return nil
-	})
+	pairs, err := s.store.ComparePairs(ctx, userID, fromID, toID)
 	if err != nil {
 		return nil, err
 	}
-	s.analyses.put(key, runs)
-	return runs, nil
+	out := map[store.PageKey]pageChange{}
+	for i, c := range analysis.CompareAll(pairs.Pairs) {
+		out[store.PageKey{PagePath: c.PagePath, Strategy: c.Strategy}] = pageChange{c, pairs.Pairs[i].After.Runs}
+	}
+	s.analyses.put(key, out)
+	return out, nil
+}
+
+// causeOf is a regression's cause sentence: the comparison's cause of its metric. A metric can
+// cross a web.dev band (the regression rule) while moving less than run-to-run noise, or be
+// field data the runs do not explain (INP): then it says what the comparison found beside it,
+// or that nothing measurable changed.
+func causeOf(c analysis.Comparison, r analysis.Regression) string {
+	if cause, ok := c.CauseOf(r.Metric); ok {
+		return cause.Sentence
+	}
+	head := analysis.Label(r.Metric) + " " + analysis.FormatDelta(r.Metric, r.Delta) + ": "
+	switch {
+	case c.PagePath == "" || !c.Explained:
+		return head + analysis.NotExplainedSentence
+	case len(c.Causes) > 0:
+		return head + "within run-to-run noise on its own; beside it, " + c.Summary
+	}
+	return head + analysis.NoChangeSentence
+}
+
+// Bounds of a regression's changes: a chat's context holds the cause and the largest changes,
+// not every request of the page (compare_scans shows them all).
+const maxChangedRequests = 5
+
+// pageChanges is what a regression carries of its page and strategy's analysis.Comparison: the
+// reasons of its metric's cause, the added, removed and grown requests (the first
+// maxChangedRequests of each, with how many there are), the third parties added, and the LCP
+// element and phases.
+type pageChanges struct {
+	Explained bool `json:"explained"`
+	// Phase is, for LCP, the phase that grew most; Reasons the changes that explain most of
+	// the metric's change, ranked (analysis.Cause).
+	Phase               string                 `json:"phase,omitempty"`
+	Reasons             []analysis.Reason      `json:"reasons"`
+	Added               []changedRequest       `json:"added"`
+	AddedCount          int                    `json:"addedCount"`
+	Removed             []changedRequest       `json:"removed"`
+	RemovedCount        int                    `json:"removedCount"`
+	Grown               []changedRequest       `json:"grown"`
+	GrownCount          int                    `json:"grownCount"`
+	RenderBlockingAdded int                    `json:"renderBlockingAdded"`
+	ThirdPartiesAdded   []analysis.PartyChange `json:"thirdPartiesAdded"`
+	LCP                 lcpChanges             `json:"lcp"`
+}
+
+// changedRequest is a request of a change list, in short: its transfer size in the run it is
+// from (the later one when both made it) and what moved.
+type changedRequest struct {
+	URL           string `json:"url"`
+	Type          string `json:"type"`
+	Entity        string `json:"entity,omitempty"`
+	ThirdParty    bool   `json:"thirdParty,omitempty"`
+	TransferBytes int64  `json:"transferBytes"`
+	BytesDelta    int64  `json:"bytesDelta"`
+	EndDelta      int    `json:"endDelta"`
+}
+
+// lcpChanges is the LCP element of both runs (its selector) and its phases.
+type lcpChanges struct {
+	ElementBefore  string                 `json:"elementBefore"`
+	ElementAfter   string                 `json:"elementAfter"`
+	ElementChanged bool                   `json:"elementChanged"`
+	Phases         []analysis.PhaseChange `json:"phases"`
+}
+
+// changesOf is regression r's changes in its page and strategy's comparison c.
+func changesOf(c analysis.Comparison, r analysis.Regression) pageChanges {
+	short := func(l []analysis.RequestChange) []changedRequest {
+		out := []changedRequest{}
+		for _, x := range l[:min(len(l), maxChangedRequests)] {
+			side := x.After
+			if side == nil {
+				side = x.Before
+			}
+			out = append(out, changedRequest{URL: x.URL, Type: x.Type, Entity: x.Entity, ThirdParty: x.ThirdParty,
+				TransferBytes: side.TransferBytes, BytesDelta: x.BytesDelta, EndDelta: x.EndDelta})
+		}
+		return out
+	}
+	selector := func(e *store.Element) string {
+		if e == nil {
+			return ""
+		}
+		return e.Selector
+	}
+	out := pageChanges{Explained: c.Explained, Reasons: []analysis.Reason{},
+		Added: short(c.Added), AddedCount: len(c.Added), Removed: short(c.Removed), RemovedCount: len(c.Removed),
+		Grown: short(c.Grown), GrownCount: len(c.Grown), RenderBlockingAdded: len(c.RenderBlockingAdded), ThirdPartiesAdded: c.ThirdPartiesAdded,
+		LCP: lcpChanges{ElementBefore: selector(c.LCP.ElementBefore), ElementAfter: selector(c.LCP.ElementAfter), ElementChanged: c.LCP.ElementChanged, Phases: c.LCP.Phases}}
+	if cause, ok := c.CauseOf(r.Metric); ok {
+		out.Phase, out.Reasons = cause.Phase, cause.Reasons
+	}
+	if out.ThirdPartiesAdded == nil {
+		out.ThirdPartiesAdded = []analysis.PartyChange{}
+	}
+	if out.LCP.Phases == nil {
+		out.LCP.Phases = []analysis.PhaseChange{}
+	}
+	return out
 }

@@ -11,7 +11,7 @@ import (
 	"sitepulse/store"
 )
 
-// The MCP Apps views (extension io.modelcontextprotocol/ui): three ui:// resources, each one
+// The MCP Apps views (extension io.modelcontextprotocol/ui): four ui:// resources, each one
 // self-contained HTML page that a host renders in a sandboxed iframe beside the answer and hands
 // the tool's result. They are listed from 2025-06-18 on (the first version with
 // structuredContent, which they draw); a 2025-03-26 session sees none of this.
@@ -36,6 +36,8 @@ var (
 	viewTrend string
 	//go:embed views/regressions.html
 	viewRegressions string
+	//go:embed views/compare.html
+	viewCompare string
 )
 
 // view is one ui:// resource.
@@ -61,6 +63,9 @@ var views = []view{
 	{URI: "ui://sitepulse/regressions", Name: "regressions", Title: "Regressions",
 		Description: "What got worse between a site's last two scans, by how much, and on which page.",
 		HTML:        page(viewRegressions)},
+	{URI: "ui://sitepulse/compare", Name: "compare", Title: "What changed",
+		Description: "What changed between two scans of a site per page and strategy: the causes, both runs' filmstrips on one time axis with the LCP marked, a waterfall of both runs, the LCP phases and the requests added, removed and grown.",
+		HTML:        page(viewCompare)},
 }
 
 // viewResourceMeta is every view's _meta.ui: no external origin at all (an empty csp: no

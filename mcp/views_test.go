@@ -14,8 +14,8 @@ import (
 
 // TestViewsLinkedAndServed: from 2025-06-18 on initialize (and 2026-07-28's server/discover)
 // declares resources and the MCP Apps extension; get_latest_scan, get_trend and
-// get_regression_report name a ui:// view in _meta.ui.resourceUri, resources/list lists the
-// three and resources/read serves each as text/html;profile=mcp-app with an empty csp. An
+// get_regression_report and compare_scans name a ui:// view in _meta.ui.resourceUri,
+// resources/list lists the four and resources/read serves each as text/html;profile=mcp-app with an empty csp. An
 // unknown uri is -32002 (legacy) or -32602 (2026-07-28).
 func TestViewsLinkedAndServed(t *testing.T) {
 	f := newFixture(t, memory.New())
@@ -38,12 +38,13 @@ func TestViewsLinkedAndServed(t *testing.T) {
 			linked[tl["name"].(string)] = meta["ui"].(map[string]any)["resourceUri"].(string)
 		}
 	}
-	want := map[string]string{"get_latest_scan": "ui://sitepulse/latest-scan", "get_trend": "ui://sitepulse/trend", "get_regression_report": "ui://sitepulse/regressions"}
-	if len(linked) != 3 {
+	want := map[string]string{"get_latest_scan": "ui://sitepulse/latest-scan", "get_trend": "ui://sitepulse/trend", "get_regression_report": "ui://sitepulse/regressions",
+		"compare_scans": "ui://sitepulse/compare"}
+	if len(linked) != 4 {
 		t.Fatalf("tools with a view: %v", linked)
 	}
 	_, rl := f.send(t, f.userID, h, `{"jsonrpc":"2.0","id":3,"method":"resources/list"}`)
-	if n := len(rl["result"].(map[string]any)["resources"].([]any)); n != 3 {
+	if n := len(rl["result"].(map[string]any)["resources"].([]any)); n != 4 {
 		t.Fatalf("resources/list: %v", rl)
 	}
 	for tool, uri := range want {
@@ -58,7 +59,7 @@ func TestViewsLinkedAndServed(t *testing.T) {
 			t.Errorf("%s: %v", uri, c["mimeType"])
 		}
 		// Self-contained: the shared style and host script inlined, nothing to fetch.
-		for _, bad := range []string{"/*STYLE*/", "/*BRIDGE*/", "src=", "href=", "http://", "https://", "fetch(", "XMLHttpRequest", "import "} {
+		for _, bad := range []string{"/*STYLE*/", "/*BRIDGE*/", "src=", "href=", "http://", "https://", "fetch(", "XMLHttpRequest", "import ", "WebSocket", "EventSource", "sendBeacon", "url("} {
 			if strings.Contains(html, bad) {
 				t.Errorf("%s contains %q", uri, bad)
 			}
@@ -67,6 +68,14 @@ func TestViewsLinkedAndServed(t *testing.T) {
 			if !strings.Contains(html, need) {
 				t.Errorf("%s lacks %q", uri, need)
 			}
+		}
+	}
+	// The compare view draws pictures: from data: URIs only, which its policy allows and nothing else.
+	_, rr := f.send(t, f.userID, h, `{"jsonrpc":"2.0","id":4,"method":"resources/read","params":{"uri":"ui://sitepulse/compare"}}`)
+	html := rr["result"].(map[string]any)["contents"].([]any)[0].(map[string]any)["text"].(string)
+	for _, need := range []string{`content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"`, `/^data:image\/(jpeg|png|webp);base64,`} {
+		if !strings.Contains(html, need) {
+			t.Errorf("the compare view lacks %q", need)
 		}
 	}
 	status, rr := f.send(t, f.userID, h, `{"jsonrpc":"2.0","id":5,"method":"resources/read","params":{"uri":"ui://sitepulse/nope"}}`)

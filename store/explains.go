@@ -97,11 +97,24 @@ type Explains interface {
 	// regressions are explained by (analysis.RegressedChanges). From is nil, and Pairs empty,
 	// when the site has no such scan. ErrNotFound when the scan is not the user's.
 	PreviousPairs(ctx context.Context, userID, scanID string) (ScanPairs, error)
+	// RunImages reads the pictures of several runs with their Data, in one statement: what
+	// compare_scans hands its view, which draws both runs' filmstrips and fetches nothing. For
+	// each of runs (in order) its pictures by Index, a picture of more than maxBytes listed
+	// without its Data; none for a run whose pictures are not kept or whose scan is not the
+	// user's (the caller reached the scans through a scoped read already).
+	RunImages(ctx context.Context, userID string, runs []Run, maxBytes int) ([][]PageImage, error)
+}
+
+// Run names one page and strategy of a scan.
+type Run struct {
+	ScanID, PagePath string
+	Strategy         Strategy
 }
 
 // RunPair is one page and strategy in two scans, each side as analysis.Compare reads it: its
-// ScanID, PagePath, PageURL, Strategy, Scores, CoreWebVitals and Explain (nil for a result kept
-// before issue 33) are filled, the rest of the result is not read.
+// ScanID, PagePath, PageURL, Strategy, Scores, CoreWebVitals, Runs (whether a regression was
+// confirmed) and Explain (nil for a result kept before issue 33) are filled, the rest of the
+// result is not read.
 type RunPair struct {
 	Before, After PageResult
 }

@@ -86,8 +86,9 @@ async function listAndCall(provider) {
   try {
     await withTimeout(c.connect(new StreamableHTTPClientTransport(new URL(mcpUrl), { authProvider: provider })), STEP_MS, 'connect');
     const tools = (await withTimeout(c.listTools(), STEP_MS, 'tools/list')).tools.map((t) => t.name);
-    // The SDK speaks 2025-11-25, which lists the interface's nine tools and the two scan tools.
-    assertSameSet(tools, [...TOOL_NAMES, 'start_scan', 'get_scan'], 'tools');
+    // The SDK speaks 2025-11-25, which lists the interface's nine tools, the two scan tools and
+    // compare_scans.
+    assertSameSet(tools, [...TOOL_NAMES, 'start_scan', 'get_scan', 'compare_scans'], 'tools');
     const res = await withTimeout(c.callTool({ name: 'list_sites', arguments: {} }), STEP_MS, 'list_sites');
     assert(!res.isError && /"sites"/.test(res.content?.[0]?.text || ''), `list_sites: ${JSON.stringify(res).slice(0, 200)}`);
   } finally { await c.close().catch(() => {}); }

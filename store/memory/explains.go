@@ -121,7 +121,7 @@ func (m *Store) pairsLocked(from *store.Scan, to store.Scan) (store.ScanPairs, e
 	out.From = &f
 	side := func(scanID string, r memResult) (store.PageResult, error) {
 		p := metricsOf(scanID, r.result)
-		p.PageURL = r.result.PageURL
+		p.PageURL, p.Runs = r.result.PageURL, r.result.Runs
 		var err error
 		p.Explain, err = store.DecodeExplain(r.explain)
 		return p, err
@@ -143,6 +143,26 @@ func (m *Store) pairsLocked(from *store.Scan, to store.Scan) (store.ScanPairs, e
 			return out, err
 		}
 		out.Pairs = append(out.Pairs, pair)
+	}
+	return out, nil
+}
+
+func (m *Store) RunImages(ctx context.Context, userID string, runs []store.Run, maxBytes int) ([][]store.PageImage, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([][]store.PageImage, len(runs))
+	for i, r := range runs {
+		out[i] = []store.PageImage{}
+		if _, ok := m.ownedScan(userID, r.ScanID); !ok {
+			continue
+		}
+		for _, im := range m.results[r.ScanID][store.PageKey{PagePath: r.PagePath, Strategy: r.Strategy}].images {
+			im.Timings, im.Data = slices.Clone(im.Timings), slices.Clone(im.Data)
+			if len(im.Data) > maxBytes {
+				im.Data = nil
+			}
+			out[i] = append(out[i], im)
+		}
 	}
 	return out, nil
 }

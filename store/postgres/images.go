@@ -99,3 +99,43 @@ func (p *Store) ReportImage(ctx context.Context, r store.Report, pagePath string
 	im.Data = data
 	return im, pgErr("image", err)
 }
+
+func (p *Store) RunImages(ctx context.Context, userID string, runs []store.Run, maxBytes int) ([][]store.PageImage, error) {
+	out := make([][]store.PageImage, len(runs))
+	var scans, paths, strategies []string
+	var at []int64
+	for i, r := range runs {
+		out[i] = []store.PageImage{}
+		if uuidOK(r.ScanID) {
+			scans, paths, strategies, at = append(scans, r.ScanID), append(paths, r.PagePath), append(strategies, string(r.Strategy)), append(at, int64(i))
+		}
+	}
+	if len(scans) == 0 || !uuidOK(userID) {
+		return out, nil
+	}
+	rows, err := p.db.QueryContext(ctx, `SELECT r.n, `+imageCols+`, CASE WHEN octet_length(i.data) <= $6 THEN i.data END
+		FROM unnest($2::uuid[], $3::text[], $4::text[], $5::bigint[]) AS r(scan_id, page_path, strategy, n)
+		JOIN page_images i ON i.scan_id = r.scan_id AND i.page_path = r.page_path AND i.strategy = r.strategy
+		JOIN scans c ON c.id = r.scan_id JOIN sites s ON s.id = c.site_id
+		WHERE `+readable("s.workspace_id", 1)+` ORDER BY r.n, i.idx`,
+		userID, pq.Array(scans), pq.Array(paths), pq.Array(strategies), pq.Array(at), maxBytes)
+	if err != nil {
+		return nil, pgErr("run images", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var n int
+		var data []byte
+		var timings pq.Int64Array
+		var im store.PageImage
+		if err := rows.Scan(&n, &im.Index, &im.MIME, &im.Width, &im.Height, &timings, &im.Final, &im.Bytes, &data); err != nil {
+			return nil, pgErr("run images", err)
+		}
+		im.Timings, im.Data = ints(timings), data
+		out[n] = append(out[n], im)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, pgErr("run images", err)
+	}
+	return out, nil
+}

@@ -22,10 +22,11 @@ func pairsSQL(from string) string {
 	return `WITH b AS (SELECT c.* FROM scans c JOIN sites s ON s.id = c.site_id WHERE c.id = $1 AND ` + readable("s.workspace_id", 2) + `),
 	a AS (` + from + `)
 	SELECT ` + strings.ReplaceAll(scanCols, "c.", "b.") + `, ` + strings.ReplaceAll(scanCols, "c.", "a.") + `,
-		p.page_path, p.strategy, p.url_a, p.m_a, p.explain_a, p.url_b, p.m_b, p.explain_b
+		p.page_path, p.strategy, p.url_a, p.m_a, p.explain_a, p.runs_a, p.url_b, p.m_b, p.explain_b, p.runs_b
 	FROM b LEFT JOIN a ON a.site_id = b.site_id
 	LEFT JOIN LATERAL (SELECT ra.page_path, ra.strategy, ra.page_url AS url_a, ` + metrics("ra") + ` AS m_a, ra.explain AS explain_a,
-			rb.page_url AS url_b, ` + metrics("rb") + ` AS m_b, rb.explain AS explain_b
+			coalesce((ra.result->>'runs')::int, 0) AS runs_a, rb.page_url AS url_b, ` + metrics("rb") + ` AS m_b, rb.explain AS explain_b,
+			coalesce((rb.result->>'runs')::int, 0) AS runs_b
 		FROM page_results ra JOIN page_results rb ON rb.scan_id = b.id AND rb.page_path = ra.page_path AND rb.strategy = ra.strategy
 			AND rb.result IS NOT NULL
 		WHERE ra.scan_id = a.id AND ra.result IS NOT NULL ORDER BY ra.page_path, ra.strategy) p ON TRUE`
@@ -71,7 +72,8 @@ func (p *Store) pairs(ctx context.Context, query string, args ...any) (store.Sca
 		var to, from maybeScan
 		var path, strategy, urlA, urlB *string
 		var mA, mB, explainA, explainB []byte
-		dest := append(append(to.dest(), from.dest()...), &path, &strategy, &urlA, &mA, &explainA, &urlB, &mB, &explainB)
+		var runsA, runsB *int
+		dest := append(append(to.dest(), from.dest()...), &path, &strategy, &urlA, &mA, &explainA, &runsA, &urlB, &mB, &explainB, &runsB)
 		if err := rows.Scan(dest...); err != nil {
 			return out, pgErr("scan pairs", err)
 		}
@@ -89,8 +91,8 @@ func (p *Store) pairs(ctx context.Context, query string, args ...any) (store.Sca
 		if path == nil {
 			continue
 		}
-		side := func(scanID, url string, m, explain []byte) (store.PageResult, error) {
-			r := store.PageResult{ScanID: scanID, PagePath: *path, PageURL: url, Strategy: store.Strategy(*strategy)}
+		side := func(scanID, url string, m, explain []byte, runs *int) (store.PageResult, error) {
+			r := store.PageResult{ScanID: scanID, PagePath: *path, PageURL: url, Strategy: store.Strategy(*strategy), Runs: *runs}
 			var nums metricNums
 			if err := parseMetrics(m, &nums); err != nil {
 				return r, err
@@ -100,10 +102,10 @@ func (p *Store) pairs(ctx context.Context, query string, args ...any) (store.Sca
 			return r, err
 		}
 		var pair store.RunPair
-		if pair.Before, err = side(out.From.ID, *urlA, mA, explainA); err != nil {
+		if pair.Before, err = side(out.From.ID, *urlA, mA, explainA, runsA); err != nil {
 			return out, pgErr("scan pairs", err)
 		}
-		if pair.After, err = side(out.To.ID, *urlB, mB, explainB); err != nil {
+		if pair.After, err = side(out.To.ID, *urlB, mB, explainB, runsB); err != nil {
 			return out, pgErr("scan pairs", err)
 		}
 		out.Pairs = append(out.Pairs, pair)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -32,6 +33,7 @@ func TestExplains(t *testing.T) {
 		{"retention releases a pruned scan's pictures, pinned or not, with their bytes", testImagesRetention},
 		{"a scan's runs pair with the previous completed scan's, and any two scans' of a site, with both sides' explain data, for members only", testPairs},
 		{"the JSON export streams each run with its explain data and the previous completed scan's run of its page; the CSV export neither", testExportPrevious},
+		{"several runs' pictures are read with their data in one statement, the large ones without, for members only", testRunImages},
 	}
 	for _, b := range storetest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
@@ -421,7 +423,9 @@ func testPairs(t *testing.T, s store.Store) {
 	}
 	before := scanWith(t, s, site, t0, true, runs("psi-before", "home.mobile", "pricing.mobile", "blog.desktop")...)
 	failed := finishedScan(t, s, site, t0.Add(time.Hour), runs("psi", "home.mobile"), 0, true)
-	latest := scanWith(t, s, site, t0.Add(2*time.Hour), true, runs("psi", "home.mobile", "pricing.mobile", "fast.mobile")...) // no /blog/, a new /fast
+	latestRuns := runs("psi", "home.mobile", "pricing.mobile", "fast.mobile")
+	latestRuns[0].Runs = 3                                                   // the median of three audits: it looked regressed
+	latest := scanWith(t, s, site, t0.Add(2*time.Hour), true, latestRuns...) // no /blog/, a new /fast
 	running := scanWith(t, s, site, t0.Add(3*time.Hour), false, runs("psi", "about.mobile")...)
 	elsewhere := scanWith(t, s, other, t0, true, runs("psi", "home.mobile")...)
 
@@ -447,6 +451,9 @@ func testPairs(t *testing.T, s store.Store) {
 				t.Errorf("pair %s: metrics %+v, PageMetrics %+v", p.After.PagePath, p.After, m)
 			}
 		}
+	}
+	if r0, r1 := got.Pairs[0].After.Runs, got.Pairs[1].After.Runs; r0 != 3 || r1 != latestRuns[1].Runs {
+		t.Errorf("runs of / and /pricing: %d and %d, want 3 and %d", r0, r1, latestRuns[1].Runs)
 	}
 	if want := fixtureRun(t, "psi", "home.mobile"); !reflect.DeepEqual(got.Pairs[0].After.Explain, want.Explain) {
 		t.Error("the after side's explain data differs from what was stored")
@@ -590,5 +597,53 @@ func TestPreviousPairsStatements(t *testing.T) {
 	must(t, err)
 	if sent := counted.Sent(); len(sent) != 1 || len(got.Pairs) != 1 || got.Pairs[0].Before.Explain == nil {
 		t.Errorf("sent %d statements for %d pairs, want 1:\n%s", len(sent), len(got.Pairs), strings.Join(sent, "\n"))
+	}
+}
+
+func testRunImages(t *testing.T, s store.Store) {
+	a, viewer, removed, stranger, w := roles(t, s)
+	site := teamSite(t, s, a, w, "site")
+	home, pricing := fixtureRun(t, "psi", "home.desktop"), fixtureRun(t, "psi", "pricing.mobile")
+	sc := scanWith(t, s, site, t0, true, home, pricing)
+	run := func(scanID, path string, strategy store.Strategy) store.Run {
+		return store.Run{ScanID: scanID, PagePath: path, Strategy: strategy}
+	}
+	runs := []store.Run{run(sc.ID, pricing.PagePath, pricing.Strategy), run(sc.ID, "/nowhere", store.StrategyMobile), run(sc.ID, home.PagePath, home.Strategy),
+		run(store.NewID(), home.PagePath, home.Strategy), run("not-a-uuid", home.PagePath, home.Strategy)}
+	limit := 10000
+	if !slices.ContainsFunc(home.Images, func(im store.PageImage) bool { return len(im.Data) > limit }) ||
+		!slices.ContainsFunc(home.Images, func(im store.PageImage) bool { return len(im.Data) <= limit }) {
+		t.Fatalf("the fixture's pictures are all on one side of %d bytes", limit)
+	}
+	for _, u := range []store.User{a, viewer} {
+		got, err := s.RunImages(ctx, u.ID, runs, limit)
+		must(t, err)
+		if len(got) != len(runs) || len(got[1])+len(got[3])+len(got[4]) != 0 {
+			t.Fatalf("%d runs' pictures, want %d; a page not audited, an unknown and a bad scan id have none", len(got), len(runs))
+		}
+		for i, want := range map[int]store.PageResult{0: pricing, 2: home} {
+			if len(got[i]) != len(want.Images) {
+				t.Fatalf("run %d: %d pictures, want %d", i, len(got[i]), len(want.Images))
+			}
+			for j, im := range got[i] {
+				w := want.Images[j]
+				wantData := w.Data
+				if len(w.Data) > limit {
+					wantData = nil
+				}
+				if im.Index != j || im.MIME != w.MIME || im.Bytes != len(w.Data) || !reflect.DeepEqual(im.Timings, w.Timings) || im.Final != w.Final || !bytes.Equal(im.Data, wantData) {
+					t.Errorf("run %d picture %d: %+v with %d bytes of data, want %d bytes (%d over %d: none)", i, j, im, len(im.Data), len(wantData), len(w.Data), limit)
+				}
+			}
+		}
+	}
+	for _, u := range []store.User{removed, stranger} {
+		got, err := s.RunImages(ctx, u.ID, runs, limit)
+		must(t, err)
+		for i, l := range got {
+			if len(l) != 0 {
+				t.Errorf("%s read %d pictures of run %d", u.Email, len(l), i)
+			}
+		}
 	}
 }
