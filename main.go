@@ -87,10 +87,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}()
 	log.Info("store ready", "store", st.Name())
 
+	var authKey []byte
+	if cfg.AuthKey != "" {
+		authKey, _ = base64.StdEncoding.DecodeString(cfg.AuthKey) // checked by loadConfig
+	} else {
+		log.Info("AUTH_KEY not set: device cookies are signed with a random key for this process, so browsers count as new after a restart or on another replica")
+	}
 	var demoSecret string
 	var replay *demo.Replay // the demo site's audits, answered offline; nil without the demo
 	if st.Name() == "memory" || cfg.Demo {
-		if demoSecret, replay, err = seedDemo(ctx, st, cfg, stdout, log); err != nil {
+		if demoSecret, replay, err = seedDemo(ctx, st, cfg, authKey, stdout, log); err != nil {
 			return err
 		}
 	}
@@ -139,12 +145,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	// Client ID Metadata Documents, which anyone can point at any URL, through the guard.
 	authServer := oauth.New(oauth.Config{Store: st, BaseURL: cfg.BaseURL, Log: log, MetadataClient: guard.Client()})
 	mcpServer := mcp.New(mcp.Config{Store: st, BaseURL: cfg.BaseURL, Log: log, Quota: quota})
-	var authKey []byte
-	if cfg.AuthKey != "" {
-		authKey, _ = base64.StdEncoding.DecodeString(cfg.AuthKey) // checked by loadConfig
-	} else {
-		log.Info("AUTH_KEY not set: device cookies are signed with a random key for this process, so browsers count as new after a restart or on another replica")
-	}
 	var mail func(ctx context.Context, to, subject, body string) error // nil: logged instead
 	if cfg.SMTPAddr != "" {
 		mail = digest.Send
