@@ -190,7 +190,7 @@ func SeedWith(ctx context.Context, st Store, fx Fixtures, now time.Time, iterati
 	if err := st.AddAlertRule(ctx, u.ID, store.AlertRule{ID: store.NewID(), SiteID: site.ID, Metric: "tbt", Operator: store.OpMax, Threshold: 600, CreatedAt: now}); err != nil {
 		return d, fmt.Errorf("demo alert rule: %w", err)
 	}
-	beforeID, err := recordDemoScan(ctx, st, site, before, now.Add(-24*time.Hour))
+	beforeID, err := recordDemoScan(ctx, st, site, before, now.Add(-24*time.Hour), now)
 	if err != nil {
 		return d, err
 	}
@@ -199,7 +199,7 @@ func SeedWith(ctx context.Context, st Store, fx Fixtures, now time.Time, iterati
 	if err := st.MarkPublished(ctx, site.ID, publishedAt); err != nil {
 		return d, err
 	}
-	if d.LatestScanID, err = recordDemoScan(ctx, st, site, latest, publishedAt.Add(2*time.Minute)); err != nil {
+	if d.LatestScanID, err = recordDemoScan(ctx, st, site, latest, publishedAt.Add(2*time.Minute), now); err != nil {
 		return d, err
 	}
 	// The publish that started the latest scan, as the platform's webhook records it.
@@ -341,13 +341,15 @@ func pathsOf(results []store.PageResult) []string {
 }
 
 // recordDemoScan takes a scan through the queue's life cycle on the demo queue, which no worker
-// claims: enqueue, claim, start, store each result, complete with the scan's scores.
-func recordDemoScan(ctx context.Context, st Store, site store.Site, results []store.PageResult, at time.Time) (string, error) {
+// claims: enqueue, claim, start, store each result, complete with the scan's scores. The scan
+// is dated at, its job claimed now: a lease dated in the past would be rescued at once by
+// another process's rescuer, started meanwhile on the same database.
+func recordDemoScan(ctx context.Context, st Store, site store.Site, results []store.PageResult, at, now time.Time) (string, error) {
 	scan := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerDemo, CreatedAt: at}
 	if err := st.EnqueueScan(ctx, scan, store.KindDemo, at); err != nil {
 		return "", fmt.Errorf("demo scan: %w", err)
 	}
-	job, err := st.ClaimJob(ctx, store.KindDemo, "demo-seed", at, 0)
+	job, err := st.ClaimJob(ctx, store.KindDemo, "demo-seed", now, 0)
 	if err != nil {
 		return "", fmt.Errorf("demo scan: %w", err)
 	}
