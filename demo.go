@@ -38,12 +38,17 @@ func seedDemo(ctx context.Context, st store.Store, cfg config, authKey []byte, s
 	if err != nil {
 		return "", nil, fmt.Errorf("demo: %w", err)
 	}
-	// The demo site is fictional: its scans replay the recorded runs, offline.
+	// The demo site is fictional: its scans replay the recorded runs, offline, alternately
+	// the site before and after the bad publish.
 	runs, err := demo.LatestRuns(demoFixtures)
 	if err != nil {
 		return "", nil, fmt.Errorf("demo replay: %w", err)
 	}
-	replay = demo.NewReplay(demo.ReplayConfig{Runs: runs, SiteIDs: []string{d.SiteID}, Domain: demo.Domain, Log: log})
+	before, err := demo.BeforeRuns(demoFixtures)
+	if err != nil {
+		return "", nil, fmt.Errorf("demo replay: %w", err)
+	}
+	replay = demo.NewReplay(demo.ReplayConfig{Runs: runs, Before: before, Store: st, SiteIDs: []string{d.SiteID}, Domain: demo.Domain, Log: log})
 	log.Info("demo site audits are replayed from recorded Lighthouse runs, offline", "site", d.SiteID, "runs", len(runs))
 	log.Info("demo ready", "site", d.SiteID, "new_account", d.Created)
 	if d.Password == "" {

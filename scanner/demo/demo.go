@@ -246,8 +246,11 @@ func demoKey(ctx context.Context, st Store, userID, key string, now time.Time) (
 }
 
 // LatestRuns are the runs of the latest fixture set, which the demo site's later scans replay
-// (scanner.Replay).
+// (Replay), alternately with BeforeRuns.
 func LatestRuns(fx Fixtures) ([]store.PageResult, error) { return extractDir(fx.FS, fx.Latest) }
+
+// BeforeRuns are the runs of the site before the bad publish (Replay).
+func BeforeRuns(fx Fixtures) ([]store.PageResult, error) { return extractDir(fx.FS, fx.Before) }
 
 // extractDir extracts every PSI response of a fixture directory, moving the page URLs from the
 // local host the runs were made on to the demo domain.
