@@ -3,8 +3,8 @@ package demo
 import (
 	"context"
 	"errors"
-	"strings"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
