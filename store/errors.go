@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"syscall"
 )
 
@@ -65,6 +66,10 @@ func unreachable(err error) bool {
 			return true
 		}
 		return false
+	}
+	// database/sql's own: a call after the pool was closed (a request racing the shutdown).
+	if strings.Contains(err.Error(), "sql: database is closed") {
+		return true
 	}
 	var ne net.Error
 	var oe *net.OpError
