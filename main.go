@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -229,12 +230,36 @@ func channelKeys(cfg config, st store.Store, log *slog.Logger) (*platform.Keys, 
 func listen(addr string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if errors.Is(err, syscall.EADDRINUSE) {
-		return nil, fmt.Errorf("listen on %s: address already in use (is SitePulse already running?); stop that process, or choose another address with -addr 127.0.0.1:8081 or ADDR=127.0.0.1:8081", addr)
+		free := freeAddrNear(addr)
+		return nil, fmt.Errorf("listen on %s: address already in use (is SitePulse already running?); stop that process, or choose another address with -addr %s or ADDR=%s (free just now)", addr, free, free)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	return ln, nil
+}
+
+// freeAddrNear is an address on addr's host that was free just now: the first of the next 100
+// ports that can be listened on, else one the system picks.
+func freeAddrNear(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "127.0.0.1:8081"
+	}
+	p, _ := strconv.Atoi(port)
+	for next := p + 1; p > 0 && next < p+100 && next < 65536; next++ {
+		try := net.JoinHostPort(host, strconv.Itoa(next))
+		if ln, err := net.Listen("tcp", try); err == nil {
+			ln.Close()
+			return try
+		}
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return "127.0.0.1:8081"
+	}
+	defer ln.Close()
+	return net.JoinHostPort(host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
 }
 
 // platformConnector connects sites from the platform when PLATFORM_CLIENT_ID is set; nil turns

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -297,6 +298,47 @@ func TestRunOnABusyPortPrintsNoDemo(t *testing.T) {
 			t.Errorf("a server that never served printed %q:\n%s", leak, out.String())
 		}
 	}
+	// The address it suggests is free (issue 37: it suggested 8081, taken too): the next port is
+	// taken here as well, so the suggestion must look further.
+	m := regexp.MustCompile(`-addr (\S+) or ADDR=(\S+)`).FindStringSubmatch(err.Error())
+	if m == nil || m[1] != m[2] {
+		t.Fatalf("error %q suggests no address", err)
+	}
+	if m[1] == addr {
+		t.Errorf("it suggests the taken address %s", addr)
+	}
+	ln, lerr := net.Listen("tcp", m[1])
+	if lerr != nil {
+		t.Errorf("the suggested address %s is not free: %v", m[1], lerr)
+	} else {
+		ln.Close()
+	}
+}
+
+// TestFreeAddrNear: the address suggested on a clash is the first free port after the taken
+// one, on the same host.
+func TestFreeAddrNear(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	_, port, _ := net.SplitHostPort(taken.Addr().String())
+	p, _ := strconv.Atoi(port)
+	next, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p+1)) // taken too, when it can be
+	if err == nil {
+		defer next.Close()
+	}
+	got := freeAddrNear(taken.Addr().String())
+	host, gotPort, _ := net.SplitHostPort(got)
+	if host != "127.0.0.1" || gotPort == port || gotPort == strconv.Itoa(p+1) {
+		t.Errorf("freeAddrNear(%s) = %s", taken.Addr(), got)
+	}
+	ln, err := net.Listen("tcp", got)
+	if err != nil {
+		t.Fatalf("%s is not free: %v", got, err)
+	}
+	ln.Close()
 }
 
 // The default daily audit budget covers a full workspace scanned daily, as issue 25 asks: every
