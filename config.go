@@ -58,6 +58,7 @@ type config struct {
 	ScanDeadline         int
 	SchedulePoll         int
 	DiscoveryTimeout     int
+	LogLevel             string
 	Demo                 bool
 }
 
@@ -128,6 +129,7 @@ func (c *config) settings() []setting {
 		{env: "ACCOUNT_AUDIT_SHARE", def: "30", help: "percent of PSI_DAILY_LIMIT one account's audits may use per UTC day, across every workspace it owns (and any it created that day): counted in the store, kept when a workspace is deleted; past it, those workspaces' scans wait for the next day", num: &c.AccountAuditShare, min: 1},
 		{env: "SESSION_IDLE_MINUTES", def: "10080", help: "minutes without a request after which a browser session ends (default 7 days; sessions end after 30 days regardless)", num: &c.SessionIdleMins, min: 1},
 		{env: "PSI_BREAKER_SECONDS", def: "60", help: "seconds the PSI breaker stays open before one probe audit", num: &c.PSIBreakerSecs, min: 1},
+		{env: "LOG_LEVEL", def: "INFO", help: "DEBUG, INFO, WARN or ERROR; DEBUG adds one line per HTTP request", str: &c.LogLevel},
 	}
 }
 
@@ -218,6 +220,9 @@ func (c *config) validate() error {
 		if _, err := platform.ParseKeys(c.PlatformKey); err != nil {
 			return err
 		}
+	}
+	if _, err := parseLogLevel(c.LogLevel); err != nil {
+		return fmt.Errorf("LOG_LEVEL=%q: want DEBUG, INFO, WARN or ERROR", c.LogLevel)
 	}
 	if c.AccountAuditShare > 100 {
 		return fmt.Errorf("ACCOUNT_AUDIT_SHARE=%d: want a percent of PSI_DAILY_LIMIT, 1 to 100", c.AccountAuditShare)

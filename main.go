@@ -66,7 +66,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(stdout, &slog.HandlerOptions{Level: logLevel(getenv("LOG_LEVEL"))}))
+	log := slog.New(slog.NewTextHandler(stdout, &slog.HandlerOptions{Level: mustLogLevel(cfg.LogLevel)}))
 
 	// The address is taken first: a process that cannot serve must not print demo credentials
 	// that no server will accept.
@@ -417,10 +417,15 @@ func openStore(ctx context.Context, cfg config) (store.Store, error) {
 	return p, nil
 }
 
-func logLevel(s string) slog.Level {
+// parseLogLevel reads LOG_LEVEL: DEBUG, INFO, WARN or ERROR (slog's names, any case).
+func parseLogLevel(s string) (slog.Level, error) {
 	var l slog.Level
-	if err := l.UnmarshalText([]byte(s)); err != nil {
-		return slog.LevelInfo
-	}
+	err := l.UnmarshalText([]byte(s))
+	return l, err
+}
+
+// mustLogLevel is LOG_LEVEL's level, checked by loadConfig.
+func mustLogLevel(s string) slog.Level {
+	l, _ := parseLogLevel(s)
 	return l
 }

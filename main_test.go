@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -157,6 +158,7 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		args []string
 		want string
 	}{
+		{map[string]string{"LOG_LEVEL": "LOUD"}, nil, "LOG_LEVEL"},
 		{map[string]string{"SCAN_WORKERS": "three"}, nil, "SCAN_WORKERS"},
 		{map[string]string{"SCAN_WORKERS": "0"}, nil, "SCAN_WORKERS"},
 		{map[string]string{"DATABASE_MAX_CONNS": "0"}, nil, "DATABASE_MAX_CONNS"},
@@ -380,5 +382,59 @@ func TestDefaultAccountBudgetIsAShareOfTheKey(t *testing.T) {
 		if _, err := loadConfig(nil, func(k string) string { return env[k] }, &out); err == nil || !strings.Contains(err.Error(), "ACCOUNT_AUDIT_SHARE") {
 			t.Errorf("ACCOUNT_AUDIT_SHARE=%s: %v, want an error naming it", bad, err)
 		}
+	}
+}
+
+// envRead matches a variable the code reads by name: getenv("X"), os.Getenv("X"), and the
+// names firstOf is given.
+var envRead = regexp.MustCompile(`(?:getenv|Getenv|LookupEnv)\("([A-Z][A-Z0-9_]*)"\)|firstOf\(getenv((?:, "[A-Z0-9_]+")+)\)`)
+
+// TestHelpListsEverySetting: -h lists every variable the server reads: each setting of config.go
+// and every other getenv("...") of the program's code; `check -h` lists every variable the check
+// reads (issue 37: -h did not list LOG_LEVEL).
+func TestHelpListsEverySetting(t *testing.T) {
+	var help, checkHelp bytes.Buffer
+	if _, err := loadConfig([]string{"-h"}, func(string) string { return "" }, &help); err == nil {
+		t.Fatal("-h did not stop")
+	}
+	parseCheck([]string{"-h"}, func(string) string { return "" }, &checkHelp)
+	var c config
+	for _, s := range c.settings() {
+		if !strings.Contains(help.String(), "("+s.env+")") {
+			t.Errorf("-h does not list %s", s.env)
+		}
+	}
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := 0
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range envRead.FindAllStringSubmatch(string(src), -1) {
+			names := []string{m[1]}
+			if m[1] == "" {
+				names = regexp.MustCompile(`[A-Z][A-Z0-9_]+`).FindAllString(m[2], -1)
+			}
+			for _, env := range names {
+				read++
+				out, what := help.String(), "-h"
+				if strings.HasPrefix(name, "check") {
+					out, what = checkHelp.String(), "check -h"
+				}
+				if !strings.Contains(out, env) {
+					t.Errorf("%s reads %s, which %s does not list", name, env, what)
+				}
+			}
+		}
+	}
+	if read < 5 {
+		t.Fatalf("found %d variables read by name; the pattern no longer matches the code", read)
 	}
 }
