@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -75,6 +76,7 @@ func unreachable(err error) bool {
 	var oe *net.OpError
 	switch {
 	case errors.Is(err, driver.ErrBadConn),
+		errors.Is(err, sql.ErrConnDone),
 		errors.Is(err, io.EOF),
 		errors.Is(err, io.ErrUnexpectedEOF),
 		errors.Is(err, syscall.ECONNREFUSED),
