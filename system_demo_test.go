@@ -57,6 +57,9 @@ func TestSystemDemoOnTwoProcessesAtOnce(t *testing.T) {
 	for _, p := range procs {
 		p.waitHealthy(t)
 	}
+	if n := strings.Count(procs[0].log.String()+procs[1].log.String(), "new_account=true"); n != 1 {
+		t.Errorf("%d processes created the demo account, want 1", n)
+	}
 	first := readDemoLines(t, procs[0])
 	if second := readDemoLines(t, procs[1]); second != first {
 		t.Fatalf("the processes printed different demo lines:\n%+v\n%+v", first, second)
