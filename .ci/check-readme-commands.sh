@@ -5,12 +5,12 @@
 # example. A renamed or moved test then fails CI instead of leaving a command that runs nothing
 # (issue 37). Commands written across a line break inside backticks are joined first; a package
 # written as a placeholder (<pkg>, ...) is left out.
-#   .ci/check-readme-commands.sh                 # .ci/README.md
-#   .ci/check-readme-commands.sh README.md       # another file
+#   .ci/check-readme-commands.sh                 # .ci/README.md and README.md
+#   .ci/check-readme-commands.sh README.md       # one file
 set -euo pipefail
 cd "$(dirname "$0")/.."
 files=("$@")
-[ ${#files[@]} -gt 0 ] || files=(.ci/README.md)
+[ ${#files[@]} -gt 0 ] || files=(.ci/README.md README.md)
 
 # One command a line: the text from `go test` to the closing backtick, a # comment or the end of
 # the line, with inline code broken over two lines joined.
