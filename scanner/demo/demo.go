@@ -84,6 +84,8 @@ func NewCredentials(authKey []byte) Credentials {
 		hook, _ := store.NewSecret("whsec_")
 		return Credentials{Password: pw[:20], APIKey: key, WebhookSecret: hook}
 	}
+	// Derived as handlers' deriveKey derives its keys ("sitepulse " + purpose), with purposes
+	// of their own: a demo credential reveals nothing of the device-cookie or sign-up-link keys.
 	derive := func(prefix, purpose string) string {
 		m := hmac.New(sha256.New, authKey)
 		m.Write([]byte("sitepulse demo " + purpose))
