@@ -247,4 +247,8 @@ func TestDemoCurl(t *testing.T) {
 	if !strings.Contains(lines[2], `"_id":"'$(openssl rand -hex 12)'"`) {
 		t.Errorf("webhook line has no fresh delivery id: %q", lines[2])
 	}
+	// A key another process made (random, stored hashed) is unknown here: only the webhook line.
+	if lines := Curl("http://localhost:8080", Seeded{SiteID: "s-1"}, "whsec_x"); len(lines) != 1 || !strings.Contains(lines[0], "/api/webhooks/platform") {
+		t.Errorf("lines without a key = %q", lines)
+	}
 }
