@@ -391,17 +391,24 @@ var envRead = regexp.MustCompile(`(?:getenv|Getenv|LookupEnv)\("([A-Z][A-Z0-9_]*
 
 // TestHelpListsEverySetting: -h lists every variable the server reads: each setting of config.go
 // and every other getenv("...") of the program's code; `check -h` lists every variable the check
-// reads (issue 37: -h did not list LOG_LEVEL).
+// reads (issue 37: -h did not list LOG_LEVEL); the README's configuration table lists every setting.
 func TestHelpListsEverySetting(t *testing.T) {
 	var help, checkHelp bytes.Buffer
 	if _, err := loadConfig([]string{"-h"}, func(string) string { return "" }, &help); err == nil {
 		t.Fatal("-h did not stop")
 	}
 	parseCheck([]string{"-h"}, func(string) string { return "" }, &checkHelp)
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
 	var c config
 	for _, s := range c.settings() {
 		if !strings.Contains(help.String(), "("+s.env+")") {
 			t.Errorf("-h does not list %s", s.env)
+		}
+		if !strings.Contains(string(readme), "| `"+s.env+"`") && !strings.Contains(string(readme), ", `"+s.env+"` |") {
+			t.Errorf("the README's configuration table does not list %s", s.env)
 		}
 	}
 	files, err := filepath.Glob("*.go")
