@@ -58,6 +58,7 @@ type config struct {
 	ScanDeadline         int
 	SchedulePoll         int
 	DiscoveryTimeout     int
+	LogLevel             string
 	Demo                 bool
 	// Role is web (UI and API, no jobs claimed), worker (jobs; only health, readiness and
 	// metrics served) or all.
@@ -112,7 +113,7 @@ func (c *config) settings() []setting {
 		{env: "PLATFORM_AUTHORIZE_URL", def: "https://webflow.com/oauth/authorize", help: "the platform's OAuth authorize page", str: &c.PlatformAuthURL},
 		{env: "PLATFORM_API_URL", def: "https://api.webflow.com", help: "the platform's API origin: {it}/oauth/access_token and {it}/v2/...", str: &c.PlatformAPIURL},
 		{env: "PLATFORM_TOKEN_KEY", help: "AES-256-GCM keys sealing platform tokens, alert channel URLs and sites' access settings at rest: base64 32-byte keys, comma-separated, the first seals (openssl rand -base64 32)", str: &c.PlatformKey, secret: true},
-		{env: "AUTH_KEY", help: "base64 key of at least 32 bytes signing device cookies (a browser that signed in before is not counted against an account's failed-login cap); the same on every replica; empty: a random key for this process (openssl rand -base64 32)", str: &c.AuthKey, secret: true},
+		{env: "AUTH_KEY", help: "base64 key of at least 32 bytes signing device cookies (a browser that signed in before is not counted against an account's failed-login cap) and deriving the demo's credentials; the same on every replica; empty: a random key for this process (openssl rand -base64 32)", str: &c.AuthKey, secret: true},
 		{env: "SMTP_ADDR", help: "host:port of the SMTP server; empty logs digests and sign-up messages instead", str: &c.SMTPAddr},
 		{env: "SMTP_FROM", def: "SitePulse <sitepulse@localhost>", help: "From address of digest and sign-up e-mails", str: &c.SMTPFrom},
 		{env: "SMTP_USERNAME", help: "SMTP user (PLAIN auth)", str: &c.SMTPUsername},
@@ -136,6 +137,7 @@ func (c *config) settings() []setting {
 		{env: "ACCOUNT_AUDIT_SHARE", def: "30", help: "percent of PSI_DAILY_LIMIT one account's audits may use per UTC day, across every workspace it owns (and any it created that day): counted in the store, kept when a workspace is deleted; past it, those workspaces' scans wait for the next day", num: &c.AccountAuditShare, min: 1},
 		{env: "SESSION_IDLE_MINUTES", def: "10080", help: "minutes without a request after which a browser session ends (default 7 days; sessions end after 30 days regardless)", num: &c.SessionIdleMins, min: 1},
 		{env: "PSI_BREAKER_SECONDS", def: "60", help: "seconds the PSI breaker stays open before one probe audit", num: &c.PSIBreakerSecs, min: 1},
+		{env: "LOG_LEVEL", def: "INFO", help: "DEBUG, INFO, WARN or ERROR; DEBUG adds one line per HTTP request", str: &c.LogLevel},
 	}
 }
 
@@ -158,7 +160,7 @@ func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (co
 		}
 		raw[s.env] = fs.String(strings.ToLower(strings.ReplaceAll(s.env, "_", "-")), v, s.help+" ("+s.env+")")
 	}
-	fs.BoolVar(&c.Demo, "demo", false, "seed the demo account and site (always on with the in-memory store)")
+	fs.BoolVar(&c.Demo, "demo", false, "seed the demo account and site (always on with the in-memory store); safe on every process at once, which all print the same login, key and webhook line when AUTH_KEY is set")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -232,6 +234,9 @@ func (c *config) validate() error {
 		if _, err := platform.ParseKeys(c.PlatformKey); err != nil {
 			return err
 		}
+	}
+	if _, err := parseLogLevel(c.LogLevel); err != nil {
+		return fmt.Errorf("LOG_LEVEL=%q: want DEBUG, INFO, WARN or ERROR", c.LogLevel)
 	}
 	if c.AccountAuditShare > 100 {
 		return fmt.Errorf("ACCOUNT_AUDIT_SHARE=%d: want a percent of PSI_DAILY_LIMIT, 1 to 100", c.AccountAuditShare)

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -66,7 +67,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(stdout, &slog.HandlerOptions{Level: logLevel(getenv("LOG_LEVEL"))}))
+	log := slog.New(slog.NewTextHandler(stdout, &slog.HandlerOptions{Level: mustLogLevel(cfg.LogLevel)}))
 
 	// The address is taken first: a process that cannot serve must not print demo credentials
 	// that no server will accept.
@@ -99,10 +100,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		metrics.DB = db.Stats
 	}
 
+	var authKey []byte
+	if cfg.AuthKey != "" {
+		authKey, _ = base64.StdEncoding.DecodeString(cfg.AuthKey) // checked by loadConfig
+	} else {
+		log.Info("AUTH_KEY not set: device cookies are signed with a random key for this process, so browsers count as new after a restart or on another replica")
+	}
 	var demoSecret string
 	var replay *demo.Replay // the demo site's audits, answered offline; nil without the demo
 	if st.Name() == "memory" || cfg.Demo {
-		if demoSecret, replay, err = seedDemo(ctx, st, cfg, stdout, log); err != nil {
+		if demoSecret, replay, err = seedDemo(ctx, st, cfg, authKey, stdout, log); err != nil {
 			return err
 		}
 	}
@@ -156,12 +163,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	// Client ID Metadata Documents, which anyone can point at any URL, through the guard.
 	authServer := oauth.New(oauth.Config{Store: st, BaseURL: cfg.BaseURL, Log: log, MetadataClient: guard.Client()})
 	mcpServer := mcp.New(mcp.Config{Store: st, BaseURL: cfg.BaseURL, Log: log, Quota: quota})
-	var authKey []byte
-	if cfg.AuthKey != "" {
-		authKey, _ = base64.StdEncoding.DecodeString(cfg.AuthKey) // checked by loadConfig
-	} else {
-		log.Info("AUTH_KEY not set: device cookies are signed with a random key for this process, so browsers count as new after a restart or on another replica")
-	}
 	var mail func(ctx context.Context, to, subject, body string) error // nil: logged instead
 	if cfg.SMTPAddr != "" {
 		mail = digest.Send
@@ -281,12 +282,36 @@ func channelKeys(cfg config, st store.Store, log *slog.Logger) (*platform.Keys, 
 func listen(addr string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if errors.Is(err, syscall.EADDRINUSE) {
-		return nil, fmt.Errorf("listen on %s: address already in use (is SitePulse already running?); stop that process, or choose another address with -addr 127.0.0.1:8081 or ADDR=127.0.0.1:8081", addr)
+		free := freeAddrNear(addr)
+		return nil, fmt.Errorf("listen on %s: address already in use (is SitePulse already running?); stop that process, or choose another address with -addr %s or ADDR=%s (free just now)", addr, free, free)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	return ln, nil
+}
+
+// freeAddrNear is an address on addr's host that was free just now: the first of the next 100
+// ports that can be listened on, else one the system picks.
+func freeAddrNear(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "127.0.0.1:8081"
+	}
+	p, _ := strconv.Atoi(port)
+	for next := p + 1; p > 0 && next < p+100 && next < 65536; next++ {
+		try := net.JoinHostPort(host, strconv.Itoa(next))
+		if ln, err := net.Listen("tcp", try); err == nil {
+			ln.Close()
+			return try
+		}
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return "127.0.0.1:8081"
+	}
+	defer ln.Close()
+	return net.JoinHostPort(host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
 }
 
 // platformConnector connects sites from the platform when PLATFORM_CLIENT_ID is set; nil turns
@@ -447,10 +472,15 @@ func openStore(ctx context.Context, cfg config) (store.Store, error) {
 	return p, nil
 }
 
-func logLevel(s string) slog.Level {
+// parseLogLevel reads LOG_LEVEL: DEBUG, INFO, WARN or ERROR (slog's names, any case).
+func parseLogLevel(s string) (slog.Level, error) {
 	var l slog.Level
-	if err := l.UnmarshalText([]byte(s)); err != nil {
-		return slog.LevelInfo
-	}
+	err := l.UnmarshalText([]byte(s))
+	return l, err
+}
+
+// mustLogLevel is LOG_LEVEL's level, checked by loadConfig.
+func mustLogLevel(s string) slog.Level {
+	l, _ := parseLogLevel(s)
 	return l
 }

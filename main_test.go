@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -156,6 +158,7 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		args []string
 		want string
 	}{
+		{map[string]string{"LOG_LEVEL": "LOUD"}, nil, "LOG_LEVEL"},
 		{map[string]string{"SCAN_WORKERS": "three"}, nil, "SCAN_WORKERS"},
 		{map[string]string{"SCAN_WORKERS": "0"}, nil, "SCAN_WORKERS"},
 		{map[string]string{"DATABASE_MAX_CONNS": "0"}, nil, "DATABASE_MAX_CONNS"},
@@ -300,6 +303,47 @@ func TestRunOnABusyPortPrintsNoDemo(t *testing.T) {
 			t.Errorf("a server that never served printed %q:\n%s", leak, out.String())
 		}
 	}
+	// The address it suggests is free (issue 37: it suggested 8081, taken too): the next port is
+	// taken here as well, so the suggestion must look further.
+	m := regexp.MustCompile(`-addr (\S+) or ADDR=(\S+)`).FindStringSubmatch(err.Error())
+	if m == nil || m[1] != m[2] {
+		t.Fatalf("error %q suggests no address", err)
+	}
+	if m[1] == addr {
+		t.Errorf("it suggests the taken address %s", addr)
+	}
+	ln, lerr := net.Listen("tcp", m[1])
+	if lerr != nil {
+		t.Errorf("the suggested address %s is not free: %v", m[1], lerr)
+	} else {
+		ln.Close()
+	}
+}
+
+// TestFreeAddrNear: the address suggested on a clash is the first free port after the taken
+// one, on the same host.
+func TestFreeAddrNear(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	_, port, _ := net.SplitHostPort(taken.Addr().String())
+	p, _ := strconv.Atoi(port)
+	next, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p+1)) // taken too, when it can be
+	if err == nil {
+		defer next.Close()
+	}
+	got := freeAddrNear(taken.Addr().String())
+	host, gotPort, _ := net.SplitHostPort(got)
+	if host != "127.0.0.1" || gotPort == port || gotPort == strconv.Itoa(p+1) {
+		t.Errorf("freeAddrNear(%s) = %s", taken.Addr(), got)
+	}
+	ln, err := net.Listen("tcp", got)
+	if err != nil {
+		t.Fatalf("%s is not free: %v", got, err)
+	}
+	ln.Close()
 }
 
 // The default daily audit budget covers a full workspace scanned daily, as issue 25 asks: every
@@ -341,5 +385,66 @@ func TestDefaultAccountBudgetIsAShareOfTheKey(t *testing.T) {
 		if _, err := loadConfig(nil, func(k string) string { return env[k] }, &out); err == nil || !strings.Contains(err.Error(), "ACCOUNT_AUDIT_SHARE") {
 			t.Errorf("ACCOUNT_AUDIT_SHARE=%s: %v, want an error naming it", bad, err)
 		}
+	}
+}
+
+// envRead matches a variable the code reads by name: getenv("X"), os.Getenv("X"), and the
+// names firstOf is given.
+var envRead = regexp.MustCompile(`(?:getenv|Getenv|LookupEnv)\("([A-Z][A-Z0-9_]*)"\)|firstOf\(getenv((?:, "[A-Z0-9_]+")+)\)`)
+
+// TestHelpListsEverySetting: -h lists every variable the server reads: each setting of config.go
+// and every other getenv("...") of the program's code; `check -h` lists every variable the check
+// reads (issue 37: -h did not list LOG_LEVEL); the README's configuration table lists every setting.
+func TestHelpListsEverySetting(t *testing.T) {
+	var help, checkHelp bytes.Buffer
+	if _, err := loadConfig([]string{"-h"}, func(string) string { return "" }, &help); err == nil {
+		t.Fatal("-h did not stop")
+	}
+	parseCheck([]string{"-h"}, func(string) string { return "" }, &checkHelp)
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c config
+	for _, s := range c.settings() {
+		if !strings.Contains(help.String(), "("+s.env+")") {
+			t.Errorf("-h does not list %s", s.env)
+		}
+		if !strings.Contains(string(readme), "| `"+s.env+"`") && !strings.Contains(string(readme), ", `"+s.env+"` |") {
+			t.Errorf("the README's configuration table does not list %s", s.env)
+		}
+	}
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := 0
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range envRead.FindAllStringSubmatch(string(src), -1) {
+			names := []string{m[1]}
+			if m[1] == "" {
+				names = regexp.MustCompile(`[A-Z][A-Z0-9_]+`).FindAllString(m[2], -1)
+			}
+			for _, env := range names {
+				read++
+				out, what := help.String(), "-h"
+				if strings.HasPrefix(name, "check") {
+					out, what = checkHelp.String(), "check -h"
+				}
+				if !strings.Contains(out, env) {
+					t.Errorf("%s reads %s, which %s does not list", name, env, what)
+				}
+			}
+		}
+	}
+	if read < 5 {
+		t.Fatalf("found %d variables read by name; the pattern no longer matches the code", read)
 	}
 }

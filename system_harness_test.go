@@ -57,11 +57,20 @@ type child struct {
 // startChild re-executes the test binary running only t's test, which must begin with
 // runAsChild, with env added to the environment, and waits for /healthz. The process is
 // killed when the test ends if it is still running.
-func startChild(t *testing.T, name string, env map[string]string) *child {
+func startChild(t *testing.T, name string, env map[string]string, args ...string) *child {
+	t.Helper()
+	c := launchChild(t, name, env, args...)
+	c.waitHealthy(t)
+	return c
+}
+
+// launchChild starts a child as startChild does, with args for the program (such as -demo),
+// without waiting for it: processes started together.
+func launchChild(t *testing.T, name string, env map[string]string, args ...string) *child {
 	t.Helper()
 	addr := freeAddr(t)
 	c := &child{name: name, base: "http://" + addr, log: &scantest.LogBuffer{}, done: make(chan error, 1)}
-	c.cmd = exec.Command(os.Args[0], "-test.run=^"+regexp.QuoteMeta(t.Name())+"$")
+	c.cmd = exec.Command(os.Args[0], append([]string{"-test.run=^" + regexp.QuoteMeta(t.Name()) + "$", "--"}, args...)...)
 	c.cmd.Env = append(os.Environ(), childEnv+"=1", "ADDR="+addr, "BASE_URL="+c.base,
 		"DATABASE_MAX_CONNS="+strconv.Itoa(storetest.ChildMaxConns)) // env may raise it
 	for k, v := range env {
@@ -73,6 +82,12 @@ func startChild(t *testing.T, name string, env map[string]string) *child {
 	}
 	go func() { c.done <- c.cmd.Wait() }()
 	t.Cleanup(func() { c.kill() })
+	return c
+}
+
+// waitHealthy waits for the child's /healthz, and fails the test if it exits first.
+func (c *child) waitHealthy(t *testing.T) {
+	t.Helper()
 	exited := false
 	healthy := storetest.Eventually(func() bool {
 		select {
@@ -90,9 +105,8 @@ func startChild(t *testing.T, name string, env map[string]string) *child {
 		return resp.StatusCode == http.StatusOK
 	})
 	if !healthy || exited {
-		t.Fatalf("%s was not healthy (exited: %v):\n%s", name, exited, c.log)
+		t.Fatalf("%s was not healthy (exited: %v):\n%s", c.name, exited, c.log)
 	}
-	return c
 }
 
 // kill sends SIGKILL, no shutdown and no lease released, and waits for the process to go.

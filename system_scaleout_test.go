@@ -24,7 +24,7 @@ import (
 //
 // Bigger numbers, with figures printed:
 //
-//	SITEPULSE_SCALE_SITES=100 DATABASE_URL=... go test -run 'TestScaleOut' -v .
+//	SITEPULSE_SCALE_SITES=100 DATABASE_URL=... go test -run 'TestSystemScaleOut' -v .
 //
 // SITEPULSE_SCALE_DELAY_MS sets the slowest PSI answer (default 600; the fastest is a sixth).
 

@@ -57,7 +57,7 @@ type Deps struct {
 	// makes the webhook answer 503 rather than accept unsigned posts.
 	PlatformSecret string
 	// DemoWebhookSecret, when set, also signs publishes of the demo site (DemoPlatformID) and
-	// nothing else: the demo's secret, made up per process and printed in its webhook line. Without
+	// nothing else: the demo's secret (derived from AUTH_KEY, else made up per process), printed in its webhook line. Without
 	// PlatformSecret it signs every publish, as the demo's in-memory service has no other.
 	DemoWebhookSecret string
 	DemoPlatformID    string

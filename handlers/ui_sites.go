@@ -405,15 +405,17 @@ type sitePageData struct {
 	// history's "compare with previous" links.
 	PreviousOf  map[string]string
 	Regressions []analysis.Regression
-	Previous    *store.Scan
-	Violations  []analysis.Violation
-	HasBudgets  bool
-	InFlight    *store.Scan
-	Troubled    *store.Scan  // the newest scan, when some of its audits failed
-	Errors      []errorGroup // those failures, identical errors told once
-	CI          ciSnippet
-	ScanActive  bool // "Scan now" was refused: SCAN_ALREADY_ACTIVE
-	Replay      bool // the site's audits are replayed from recorded runs (the demo)
+	// Improvements are what got better since the previous scan: the recovery after regressions.
+	Improvements []analysis.Regression
+	Previous     *store.Scan
+	Violations   []analysis.Violation
+	HasBudgets   bool
+	InFlight     *store.Scan
+	Troubled     *store.Scan  // the newest scan, when some of its audits failed
+	Errors       []errorGroup // those failures, identical errors told once
+	CI           ciSnippet
+	ScanActive   bool // "Scan now" was refused: SCAN_ALREADY_ACTIVE
+	Replay       bool // the site's audits are replayed from recorded runs (the demo)
 }
 
 // chartPublishes is how many publishes the trend chart marks, the latest ones.
@@ -476,6 +478,7 @@ func (s *server) handleSite() http.Handler {
 			if len(completed) > 1 {
 				d.Previous = &completed[1]
 				d.Regressions = analysis.Regressions(v.Metrics[completed[1].ID], latest)
+				d.Improvements = analysis.Improvements(v.Metrics[completed[1].ID], latest)
 			}
 			d.HasBudgets = len(v.Budgets)+len(v.Rules) > 0
 			d.Violations = analysis.CheckBudgets(d.Latest.Scores, latest, v.Budgets, v.Rules)

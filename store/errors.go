@@ -2,11 +2,13 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"syscall"
 )
 
@@ -66,10 +68,15 @@ func unreachable(err error) bool {
 		}
 		return false
 	}
+	// database/sql's own: a call after the pool was closed (a request racing the shutdown).
+	if strings.Contains(err.Error(), "sql: database is closed") {
+		return true
+	}
 	var ne net.Error
 	var oe *net.OpError
 	switch {
 	case errors.Is(err, driver.ErrBadConn),
+		errors.Is(err, sql.ErrConnDone),
 		errors.Is(err, io.EOF),
 		errors.Is(err, io.ErrUnexpectedEOF),
 		errors.Is(err, syscall.ECONNREFUSED),

@@ -25,6 +25,7 @@ import (
 	"log"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -175,9 +176,26 @@ func bodies(sites, n int, secret, out string) error {
 
 // psiDouble answers runPagespeed with the real fixture of the asked page and strategy (the
 // tests' scantest double), after delay, so scans take a realistic-ish time without any network.
+// Without fixtures it refuses to start, saying where it looked: started from another directory
+// it would otherwise answer every audit with a 404 (issue 37).
 func psiDouble(addr, dir string, delay time.Duration) error {
-	log.Printf("psi double on %s (delay %s)", addr, delay)
+	n, err := psiFixtures(dir)
+	if err != nil {
+		return err
+	}
+	log.Printf("psi double on %s (delay %s), answering from %d fixtures in %s", addr, delay, n, dir)
 	return http.ListenAndServe(addr, scantest.Handler(dir, delay))
+}
+
+// psiFixtures counts the PSI responses in dir, or says where it looked and how to point it at them.
+func psiFixtures(dir string) (int, error) {
+	names, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	if len(names) > 0 {
+		return len(names), nil
+	}
+	abs, _ := filepath.Abs(dir)
+	return 0, fmt.Errorf("psi: no PSI fixtures (*.json) in %s: run it from the repository's root (go run ./.ci/loadkit psi), "+
+		"or point -fixtures at the repository's testdata/psi (e.g. -fixtures /path/to/sitepulse/testdata/psi)", abs)
 }
 
 // platformDouble serves the platform double (package platformtest) with its sample sites, for

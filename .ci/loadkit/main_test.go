@@ -25,3 +25,22 @@ func TestHelpListsCommands(t *testing.T) {
 		}
 	}
 }
+
+// TestPSIDoubleWithoutFixturesSaysWhere: the PSI double started where it finds no fixtures (from
+// outside the repository) refuses to start, naming the directory it looked in and how to fix it,
+// instead of answering every audit with a 404 (issue 37).
+func TestPSIDoubleWithoutFixturesSaysWhere(t *testing.T) {
+	dir := t.TempDir()
+	err := run([]string{"psi", "-addr", "127.0.0.1:0", "-fixtures", dir}, &bytes.Buffer{})
+	if err == nil {
+		t.Fatal("the PSI double started without fixtures")
+	}
+	for _, want := range []string{dir, "no PSI fixtures", "-fixtures", "testdata/psi", "repository's root"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if n, err := psiFixtures("../../testdata/psi"); err != nil || n < 10 {
+		t.Errorf("the repository's fixtures: %d, %v", n, err)
+	}
+}

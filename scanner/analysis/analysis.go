@@ -153,6 +153,17 @@ func Regressions(previous, latest []store.PageResult) []Regression {
 	return out
 }
 
+// Improvements are the metrics that got better from previous to latest by the rules of
+// Regressions read backwards (a score up more than RegressionThreshold points, a vital into a
+// better band): a recovery, such as the demo's scan after its regressions.
+func Improvements(previous, latest []store.PageResult) []Regression {
+	out := Regressions(latest, previous)
+	for i, r := range out {
+		out[i].From, out[i].To, out[i].Delta = r.To, r.From, -r.Delta
+	}
+	return out
+}
+
 // Violation is a budget or alert rule the scan broke. PagePath and Strategy name the worst page
 // for vitals; Strategy names the strategy of a score budget that applies to one.
 type Violation struct {

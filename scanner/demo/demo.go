@@ -4,6 +4,9 @@ package demo
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -26,6 +29,7 @@ type Store interface {
 	SetPasswordHash(ctx context.Context, userID, hash string) error
 	APIKeys(ctx context.Context, userID string) ([]store.APIKey, error)
 	CreateAPIKey(ctx context.Context, k store.APIKey) error
+	APIKeyByHash(ctx context.Context, keyHash string, now time.Time) (store.APIKey, error)
 	RevokeAPIKey(ctx context.Context, userID, keyID string, now time.Time) error
 	SiteByPlatformID(ctx context.Context, platformSiteID string) (store.Site, error)
 	CreateSite(ctx context.Context, s store.Site) error
@@ -54,10 +58,41 @@ const (
 
 // Seeded is what Seed made: the credentials to print and the site to point curl at.
 type Seeded struct {
-	Email, Password, APIKey string
-	SiteID                  string
-	LatestScanID            string
-	Created                 bool // false when the account existed and was reused
+	Email string
+	// Password and APIKey are the demo's credentials; empty when they are random and another
+	// process (or an earlier start) made them: they are stored hashed and cannot be printed again.
+	Password, APIKey string
+	SiteID           string
+	LatestScanID     string
+	Created          bool // false when the account existed and was reused
+}
+
+// Credentials are the demo's password, API key and publish webhook secret.
+type Credentials struct {
+	Password, APIKey, WebhookSecret string
+	// Derived is true when they come from AUTH_KEY: every process with the key has the same ones.
+	Derived bool
+}
+
+// NewCredentials derives the demo's credentials from authKey (AUTH_KEY, the same on every
+// replica), so every process prints the same login, key and webhook line and a restart keeps
+// them; without a key they are random, made up for this process.
+func NewCredentials(authKey []byte) Credentials {
+	if len(authKey) == 0 {
+		pw, _ := store.NewSecret("")
+		key, _ := store.NewSecret("svc_")
+		hook, _ := store.NewSecret("whsec_")
+		return Credentials{Password: pw[:20], APIKey: key, WebhookSecret: hook}
+	}
+	// Derived as handlers' deriveKey derives its keys ("sitepulse " + purpose), with purposes
+	// of their own: a demo credential reveals nothing of the device-cookie or sign-up-link keys.
+	derive := func(prefix, purpose string) string {
+		m := hmac.New(sha256.New, authKey)
+		m.Write([]byte("sitepulse demo " + purpose))
+		return prefix + base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+	}
+	return Credentials{Password: derive("", "password")[:20], APIKey: derive("svc_", "api key"),
+		WebhookSecret: derive("whsec_", "webhook secret"), Derived: true}
 }
 
 // Fixtures names the two fixture sets of the demo's scans inside the embedded testdata:
@@ -70,50 +105,54 @@ type Fixtures struct {
 	MaxPages int
 }
 
-// Seed creates the demo account, an API key and the demo site with two completed scans
-// extracted from real Lighthouse runs: the site before a publish that added a chat widget and a
-// slow hero image, then after it, so the latest scan has regressions. Run again on the same
-// store, it keeps the account and its data and hands out a fresh password and key, revoking the
-// keys earlier runs handed out, so restarts do not pile up live keys.
+// Seed seeds the demo with random credentials (SeedWith).
 func Seed(ctx context.Context, st Store, fx Fixtures, now time.Time, iterations int) (Seeded, error) {
+	return SeedWith(ctx, st, fx, now, iterations, NewCredentials(nil))
+}
+
+// SeedWith creates the demo account, an API key and the demo site with two completed scans
+// extracted from real Lighthouse runs: the site before a publish that added a chat widget and a
+// slow hero image, then after it, so the latest scan has regressions. It is safe to run on many
+// processes at once and again on every start: the first creates, the others find. Found, the
+// account keeps its password and key; derived credentials (AUTH_KEY) are made to work, and
+// demo keys of other credentials are revoked, so restarts do not pile up live keys.
+func SeedWith(ctx context.Context, st Store, fx Fixtures, now time.Time, iterations int, c Credentials) (Seeded, error) {
 	d := Seeded{Email: Email}
-	secret, _ := store.NewSecret("")
-	d.Password = secret[:20]
-	hash, err := store.HashPassword(d.Password, iterations)
+	hash, err := store.HashPassword(c.Password, iterations)
 	if err != nil {
 		return d, err
 	}
 	u, err := st.UserByEmail(ctx, Email)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
+	if errors.Is(err, store.ErrNotFound) {
 		u = store.User{ID: store.NewID(), Email: Email, PasswordHash: hash, NotifyRegressions: true, CreatedAt: now}
-		if err := st.CreateUser(ctx, u); err != nil {
-			return d, fmt.Errorf("demo user: %w", err)
-		}
-		d.Created = true
-	case err != nil:
-		return d, fmt.Errorf("demo user: %w", err)
-	default:
-		if err := st.SetPasswordHash(ctx, u.ID, hash); err != nil {
-			return d, fmt.Errorf("demo password: %w", err)
+		err = st.CreateUser(ctx, u)
+		d.Created = err == nil
+		if errors.Is(err, store.ErrConflict) { // another process created it meanwhile
+			u, err = st.UserByEmail(ctx, Email)
 		}
 	}
-	keys, err := st.APIKeys(ctx, u.ID)
 	if err != nil {
-		return d, fmt.Errorf("demo api keys: %w", err)
+		return d, fmt.Errorf("demo user: %w", err)
 	}
-	for _, k := range keys {
-		if k.Name == apiKeyName {
-			if err := st.RevokeAPIKey(ctx, u.ID, k.ID, now); err != nil {
-				return d, fmt.Errorf("revoke the previous demo api key: %w", err)
+	if d.Created || c.Derived {
+		d.Password = c.Password
+	}
+	if !d.Created && c.Derived {
+		if ok, _ := store.CheckPassword(u.PasswordHash, c.Password, iterations); !ok {
+			if err := st.SetPasswordHash(ctx, u.ID, hash); err != nil {
+				return d, fmt.Errorf("demo password: %w", err)
 			}
 		}
 	}
-	key, keyHash := store.NewSecret("svc_")
-	if err := st.CreateAPIKey(ctx, store.APIKey{ID: store.NewID(), UserID: u.ID, Name: apiKeyName, KeyHash: keyHash, Prefix: key[:12], Scope: store.ScopeAll, CreatedAt: now}); err != nil {
-		return d, fmt.Errorf("demo api key: %w", err)
+	if d.Created || c.Derived {
+		live, err := demoKey(ctx, st, u.ID, c.APIKey, now)
+		if err != nil {
+			return d, err
+		}
+		if live {
+			d.APIKey = c.APIKey
+		}
 	}
-	d.APIKey = key
 
 	if site, err := st.SiteByPlatformID(ctx, PlatformID); err == nil && site.UserID == u.ID {
 		d.SiteID = site.ID
@@ -135,7 +174,15 @@ func Seed(ctx context.Context, st Store, fx Fixtures, now time.Time, iterations 
 	if fx.MaxPages > 0 && len(site.Pages) > fx.MaxPages {
 		site.Pages = site.Pages[:fx.MaxPages]
 	}
-	if err := st.CreateSite(ctx, site); err != nil {
+	if err := st.CreateSite(ctx, site); errors.Is(err, store.ErrConflict) {
+		// Another process created it meanwhile, and records its scans.
+		found, err := st.SiteByPlatformID(ctx, PlatformID)
+		if err != nil || found.UserID != u.ID {
+			return d, fmt.Errorf("demo site: platform id %s is taken: %w", PlatformID, store.ErrConflict)
+		}
+		d.SiteID = found.ID
+		return d, nil
+	} else if err != nil {
 		return d, fmt.Errorf("demo site: %w", err)
 	}
 	d.SiteID = site.ID
@@ -145,7 +192,7 @@ func Seed(ctx context.Context, st Store, fx Fixtures, now time.Time, iterations 
 	if err := st.AddAlertRule(ctx, u.ID, store.AlertRule{ID: store.NewID(), SiteID: site.ID, Metric: "tbt", Operator: store.OpMax, Threshold: 600, CreatedAt: now}); err != nil {
 		return d, fmt.Errorf("demo alert rule: %w", err)
 	}
-	beforeID, err := recordDemoScan(ctx, st, site, before, now.Add(-24*time.Hour))
+	beforeID, err := recordDemoScan(ctx, st, site, before, now.Add(-24*time.Hour), now)
 	if err != nil {
 		return d, err
 	}
@@ -154,7 +201,7 @@ func Seed(ctx context.Context, st Store, fx Fixtures, now time.Time, iterations 
 	if err := st.MarkPublished(ctx, site.ID, publishedAt); err != nil {
 		return d, err
 	}
-	if d.LatestScanID, err = recordDemoScan(ctx, st, site, latest, publishedAt.Add(2*time.Minute)); err != nil {
+	if d.LatestScanID, err = recordDemoScan(ctx, st, site, latest, publishedAt.Add(2*time.Minute), now); err != nil {
 		return d, err
 	}
 	// The publish that started the latest scan, as the platform's webhook records it.
@@ -165,9 +212,47 @@ func Seed(ctx context.Context, st Store, fx Fixtures, now time.Time, iterations 
 	return d, nil
 }
 
+// demoKey makes key (its hash) a live demo key of the user, unless it is one already, and
+// revokes every other key named as Seed names its keys; a key the user made stays. It answers
+// false when the key cannot be live: the user revoked it (a derived key is made only once).
+func demoKey(ctx context.Context, st Store, userID, key string, now time.Time) (bool, error) {
+	keys, err := st.APIKeys(ctx, userID)
+	if err != nil {
+		return false, fmt.Errorf("demo api keys: %w", err)
+	}
+	live := false
+	for _, k := range keys {
+		switch {
+		case k.KeyHash == store.HashSecret(key):
+			live = true
+		case k.Name == apiKeyName:
+			// Another process may have revoked it first.
+			if err := st.RevokeAPIKey(ctx, userID, k.ID, now); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return false, fmt.Errorf("revoke the previous demo api key: %w", err)
+			}
+		}
+	}
+	if live {
+		return true, nil
+	}
+	err = st.CreateAPIKey(ctx, store.APIKey{ID: store.NewID(), UserID: userID, Name: apiKeyName, KeyHash: store.HashSecret(key),
+		Prefix: key[:12], Scope: store.ScopeAll, CreatedAt: now})
+	if errors.Is(err, store.ErrConflict) { // made meanwhile by another process with the same AUTH_KEY, or revoked
+		_, err := st.APIKeyByHash(ctx, store.HashSecret(key), now)
+		return err == nil, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("demo api key: %w", err)
+	}
+	return true, nil
+}
+
 // LatestRuns are the runs of the latest fixture set, which the demo site's later scans replay
-// (scanner.Replay).
+// (Replay), alternately with BeforeRuns.
 func LatestRuns(fx Fixtures) ([]store.PageResult, error) { return extractDir(fx.FS, fx.Latest) }
+
+// BeforeRuns are the runs of the site before the bad publish (Replay).
+func BeforeRuns(fx Fixtures) ([]store.PageResult, error) { return extractDir(fx.FS, fx.Before) }
 
 // extractDir extracts every PSI response of a fixture directory, moving the page URLs from the
 // local host the runs were made on to the demo domain.
@@ -261,13 +346,15 @@ func pathsOf(results []store.PageResult) []string {
 }
 
 // recordDemoScan takes a scan through the queue's life cycle on the demo queue, which no worker
-// claims: enqueue, claim, start, store each result, complete with the scan's scores.
-func recordDemoScan(ctx context.Context, st Store, site store.Site, results []store.PageResult, at time.Time) (string, error) {
+// claims: enqueue, claim, start, store each result, complete with the scan's scores. The scan
+// is dated at, its job claimed now: a lease dated in the past would be rescued at once by
+// another process's rescuer, started meanwhile on the same database.
+func recordDemoScan(ctx context.Context, st Store, site store.Site, results []store.PageResult, at, now time.Time) (string, error) {
 	scan := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerDemo, CreatedAt: at}
 	if err := st.EnqueueScan(ctx, scan, store.KindDemo, at); err != nil {
 		return "", fmt.Errorf("demo scan: %w", err)
 	}
-	job, err := st.ClaimJob(ctx, store.KindDemo, "demo-seed", at, 0)
+	job, err := st.ClaimJob(ctx, store.KindDemo, "demo-seed", now, 0)
 	if err != nil {
 		return "", fmt.Errorf("demo scan: %w", err)
 	}
@@ -296,10 +383,12 @@ func recordDemoScan(ctx context.Context, st Store, site store.Site, results []st
 // printed, so the line works in any shell.
 func Curl(baseURL string, d Seeded, webhookSecret string) []string {
 	q := func(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
-	return []string{
-		fmt.Sprintf(`curl -s -X POST %s/api/external/budget-check -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -d '{"siteId":"%s"}'`, baseURL, d.APIKey, d.SiteID),
-		fmt.Sprintf(`curl -s -X POST %s/api/mcp -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' -d '{"jsonrpc":"2.0","id":1,"method":"tools/list"}'`, baseURL, d.APIKey),
-		fmt.Sprintf(`body='{"siteId":"%s","_id":"'$(openssl rand -hex 12)'"}'; curl -s -X POST %s/api/webhooks/platform -H 'Content-Type: application/json' -H "x-platform-signature: $(printf %%s "$body" | openssl dgst -sha256 -hmac %s -hex | sed 's/^.* //')" -d "$body"`,
-			PlatformID, baseURL, q(webhookSecret)),
+	var lines []string
+	if d.APIKey != "" { // an unknown key (see Seeded) makes no line
+		lines = append(lines,
+			fmt.Sprintf(`curl -s -X POST %s/api/external/budget-check -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -d '{"siteId":"%s"}'`, baseURL, d.APIKey, d.SiteID),
+			fmt.Sprintf(`curl -s -X POST %s/api/mcp -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' -d '{"jsonrpc":"2.0","id":1,"method":"tools/list"}'`, baseURL, d.APIKey))
 	}
+	return append(lines, fmt.Sprintf(`body='{"siteId":"%s","_id":"'$(openssl rand -hex 12)'"}'; curl -s -X POST %s/api/webhooks/platform -H 'Content-Type: application/json' -H "x-platform-signature: $(printf %%s "$body" | openssl dgst -sha256 -hmac %s -hex | sed 's/^.* //')" -d "$body"`,
+		PlatformID, baseURL, q(webhookSecret)))
 }

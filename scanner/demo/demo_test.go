@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -104,42 +105,132 @@ func TestSeedDemo(t *testing.T) {
 				t.Error("the demo budgets all pass; the budget check would show nothing")
 			}
 
+			// A restart finds the account and resets nothing: random credentials cannot be
+			// printed again, and the first ones still work (issue 37).
 			again, err := Seed(ctx, st, fixtures, now.Add(time.Hour), 1000)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if again.Created || again.SiteID != d.SiteID || again.APIKey == d.APIKey || again.LatestScanID != d.LatestScanID {
+			if again.Created || again.SiteID != d.SiteID || again.APIKey != "" || again.Password != "" || again.LatestScanID != d.LatestScanID {
 				t.Errorf("second seed = %+v", again)
 			}
 			if scans, _ := st.CompletedScans(ctx, u.ID, d.SiteID, 10); len(scans) != 2 {
 				t.Errorf("second seed added scans: %d", len(scans))
 			}
-			// Each start hands out one key and revokes the one before; a key the user made stays.
-			own, ownHash := store.NewSecret("svc_")
-			if err := st.CreateAPIKey(ctx, store.APIKey{ID: store.NewID(), UserID: u.ID, Name: "ci", KeyHash: ownHash, Prefix: own[:12], CreatedAt: now}); err != nil {
-				t.Fatal(err)
+			u, _ = st.UserByEmail(ctx, Email)
+			if ok, _ := store.CheckPassword(u.PasswordHash, d.Password, 1000); !ok {
+				t.Error("a restart reset the password")
 			}
-			third, err := Seed(ctx, st, fixtures, now.Add(2*time.Hour), 1000)
-			if err != nil {
-				t.Fatal(err)
-			}
-			keys, _ := st.APIKeys(ctx, u.ID)
-			if len(keys) != 2 {
-				t.Errorf("%d live keys after three seeds and one own key, want 2", len(keys))
-			}
-			for _, k := range []string{d.APIKey, again.APIKey} {
-				if _, err := st.APIKeyByHash(ctx, store.HashSecret(k), now); err == nil {
-					t.Error("an earlier demo key still works")
-				}
-			}
-			for _, k := range []string{third.APIKey, own} {
-				if _, err := st.APIKeyByHash(ctx, store.HashSecret(k), now); err != nil {
-					t.Errorf("a key that should work: %v", err)
-				}
+			if _, err := st.APIKeyByHash(ctx, store.HashSecret(d.APIKey), now); err != nil {
+				t.Errorf("a restart revoked the key: %v", err)
 			}
 			// The demo queue is never the scan queue.
 			if _, err := st.ClaimJob(ctx, store.KindScan, "w", now.Add(48*time.Hour), 0); err == nil {
 				t.Error("a demo scan is claimable by the worker pool")
+			}
+		})
+	}
+}
+
+// TestSeedDemoDerivedFromAuthKey: with AUTH_KEY every process derives the same password, key
+// and webhook secret, so the lines one prints work against every other and after a restart;
+// the demo keys of earlier random credentials are revoked, a key the user made stays.
+func TestSeedDemoDerivedFromAuthKey(t *testing.T) {
+	authKey := []byte("0123456789abcdef0123456789abcdef")
+	c := NewCredentials(authKey)
+	if !c.Derived || c != NewCredentials(authKey) || c == NewCredentials([]byte("another key of at least 32 bytes.")) {
+		t.Fatalf("derived credentials are not a function of the key: %+v", c)
+	}
+	if r := NewCredentials(nil); r.Derived || r == NewCredentials(nil) || !strings.HasPrefix(r.APIKey, "svc_") || !strings.HasPrefix(r.WebhookSecret, "whsec_") {
+		t.Fatalf("random credentials %+v", r)
+	}
+	if !strings.HasPrefix(c.APIKey, "svc_") || !strings.HasPrefix(c.WebhookSecret, "whsec_") || len(c.Password) != 20 {
+		t.Fatalf("derived credentials %+v", c)
+	}
+	for _, b := range storetest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			st := b.Open(t)
+			now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+			first, err := Seed(ctx, st, fixtures, now, 1000) // started once without AUTH_KEY
+			if err != nil {
+				t.Fatal(err)
+			}
+			own, ownHash := store.NewSecret("svc_")
+			u, _ := st.UserByEmail(ctx, Email)
+			if err := st.CreateAPIKey(ctx, store.APIKey{ID: store.NewID(), UserID: u.ID, Name: "ci", KeyHash: ownHash, Prefix: own[:12], CreatedAt: now}); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 2 {
+				d, err := SeedWith(ctx, st, fixtures, now.Add(time.Duration(i+1)*time.Hour), 1000, c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d.Created || d.Password != c.Password || d.APIKey != c.APIKey || d.SiteID != first.SiteID {
+					t.Errorf("start %d: %+v", i+1, d)
+				}
+				u, _ := st.UserByEmail(ctx, Email)
+				if ok, _ := store.CheckPassword(u.PasswordHash, c.Password, 1000); !ok {
+					t.Errorf("start %d: the derived password does not log in", i+1)
+				}
+				for _, k := range []string{c.APIKey, own} {
+					if _, err := st.APIKeyByHash(ctx, store.HashSecret(k), now); err != nil {
+						t.Errorf("start %d: a key that should work: %v", i+1, err)
+					}
+				}
+				if _, err := st.APIKeyByHash(ctx, store.HashSecret(first.APIKey), now); err == nil {
+					t.Errorf("start %d: the random demo key of the first start still works", i+1)
+				}
+				if keys, _ := st.APIKeys(ctx, u.ID); len(keys) != 2 {
+					t.Errorf("start %d: %d live keys, want the demo's and the user's", i+1, len(keys))
+				}
+			}
+		})
+	}
+}
+
+// TestSeedDemoOnManyProcessesAtOnce: processes started together each seed the demo; the first
+// creates, the others find, none fails, and there is one account, one site and two scans.
+func TestSeedDemoOnManyProcessesAtOnce(t *testing.T) {
+	for _, b := range storetest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			st := b.Open(t)
+			now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+			c := NewCredentials([]byte("0123456789abcdef0123456789abcdef"))
+			const n = 4
+			seeded := make([]Seeded, n)
+			errs := make([]error, n)
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					seeded[i], errs[i] = SeedWith(ctx, st, fixtures, now, 1000, c)
+				}()
+			}
+			wg.Wait()
+			created := 0
+			for i := range n {
+				if errs[i] != nil {
+					t.Fatalf("process %d: %v", i, errs[i])
+				}
+				if seeded[i].Created {
+					created++
+				}
+				if seeded[i].SiteID != seeded[0].SiteID || seeded[i].APIKey != c.APIKey || seeded[i].Password != c.Password {
+					t.Errorf("process %d: %+v, process 0: %+v", i, seeded[i], seeded[0])
+				}
+			}
+			if created != 1 {
+				t.Errorf("%d processes created the account, want 1", created)
+			}
+			u, _ := st.UserByEmail(ctx, Email)
+			if scans, _ := st.CompletedScans(ctx, u.ID, seeded[0].SiteID, 10); len(scans) != 2 {
+				t.Errorf("%d demo scans, want 2", len(scans))
+			}
+			if keys, _ := st.APIKeys(ctx, u.ID); len(keys) != 1 {
+				t.Errorf("%d live keys, want 1", len(keys))
 			}
 		})
 	}
@@ -155,5 +246,9 @@ func TestDemoCurl(t *testing.T) {
 	// TestDemoWebhookLineWorksEachTimeItIsPasted runs it).
 	if !strings.Contains(lines[2], `"_id":"'$(openssl rand -hex 12)'"`) {
 		t.Errorf("webhook line has no fresh delivery id: %q", lines[2])
+	}
+	// A key another process made (random, stored hashed) is unknown here: only the webhook line.
+	if lines := Curl("http://localhost:8080", Seeded{SiteID: "s-1"}, "whsec_x"); len(lines) != 1 || !strings.Contains(lines[0], "/api/webhooks/platform") {
+		t.Errorf("lines without a key = %q", lines)
 	}
 }

@@ -2,6 +2,7 @@ package demo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -9,13 +10,19 @@ import (
 	"time"
 
 	"sitepulse/scanner"
+	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 )
 
 // ReplayConfig configures the demo site's auditor. Zero values get the defaults noted.
 type ReplayConfig struct {
-	// Runs are the real Lighthouse runs replayed, one per page path and strategy.
+	// Runs are the real Lighthouse runs replayed, one per page path and strategy: the site after
+	// the bad publish.
 	Runs []store.PageResult
+	// Before are the runs of the site before it. With Store, each new scan alternates (see
+	// Replay.choose); without either, every scan replays Runs.
+	Before []store.PageResult
+	Store  ReplayStore
 	// SiteIDs are the sites replayed, while on Domain: the demo site the demo seeding made,
 	// on its fictional domain, and never a user's own site.
 	SiteIDs []string
@@ -26,14 +33,21 @@ type ReplayConfig struct {
 	Log           *slog.Logger
 }
 
+// ReplayStore is what the replay reads to choose a scan's runs: what the site's latest completed
+// scan showed.
+type ReplayStore interface {
+	LatestCompletedScan(ctx context.Context, userID, siteID string) (store.Scan, error)
+	PageResult(ctx context.Context, userID, scanID, pagePath string, strategy store.Strategy) (store.PageResult, error)
+}
+
 // Replay audits the demo site offline: the fictional demo.sitepulse.test cannot be audited by
 // PageSpeed Insights, so its audits are answered from the real Lighthouse runs in testdata (the
 // runs the demo's seeded scans were extracted from), after a realistic delay. It makes no call
 // and spends no PSI quota. It serves only the sites it was made for, on their domain: main
 // puts it before the real auditor with Replaying.
 type Replay struct {
-	cfg  ReplayConfig
-	runs map[store.PageKey]store.PageResult
+	cfg          ReplayConfig
+	runs, before map[store.PageKey]store.PageResult
 }
 
 // NewReplay returns the replay of cfg.Runs.
@@ -44,10 +58,7 @@ func NewReplay(cfg ReplayConfig) *Replay {
 	if cfg.Delay == 0 && cfg.Jitter == 0 {
 		cfg.Delay, cfg.Jitter = 2*time.Second, 2*time.Second
 	}
-	r := &Replay{cfg: cfg, runs: map[store.PageKey]store.PageResult{}}
-	for _, res := range cfg.Runs {
-		r.runs[store.PageKey{PagePath: res.PagePath, Strategy: res.Strategy}] = res
-	}
+	r := &Replay{cfg: cfg, runs: byKey(cfg.Runs), before: byKey(cfg.Before)}
 	return r
 }
 
@@ -65,9 +76,54 @@ func (r *Replay) Serves(site store.Site) bool {
 	return false
 }
 
-// Audit answers with the recorded run of the page and strategy, after the delay; a page the
-// recordings lack fails the way Lighthouse fails on a page it cannot load.
+func byKey(runs []store.PageResult) map[store.PageKey]store.PageResult {
+	m := map[store.PageKey]store.PageResult{}
+	for _, res := range runs {
+		m[store.PageKey{PagePath: res.PagePath, Strategy: res.Strategy}] = res
+	}
+	return m
+}
+
+// choose is the recorded run a new audit of the site's page replays, so the demo always has a
+// story: the run after the bad publish when it regresses against what the site's latest completed
+// scan showed of the page (or nothing was shown), else the run before it, the recovery. Every
+// scan of the demo site thus shows either the regressions, with their causes, or their recovery,
+// alternately; re-audits in one scan (confirmation) choose alike, as the latest scan is unchanged.
+func (r *Replay) choose(ctx context.Context, site store.Site, key store.PageKey) (store.PageResult, bool, error) {
+	after, ok := r.runs[key]
+	before, hasBefore := r.before[key]
+	if !ok || !hasBefore || r.cfg.Store == nil {
+		return after, ok, nil
+	}
+	latest, err := r.cfg.Store.LatestCompletedScan(ctx, site.UserID, site.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		return after, true, nil
+	}
+	if err != nil {
+		return store.PageResult{}, false, fmt.Errorf("replay: read the latest scan: %w", err)
+	}
+	shown, err := r.cfg.Store.PageResult(ctx, site.UserID, latest.ID, key.PagePath, key.Strategy)
+	if errors.Is(err, store.ErrNotFound) {
+		return after, true, nil
+	}
+	if err != nil {
+		return store.PageResult{}, false, fmt.Errorf("replay: read the latest scan's page: %w", err)
+	}
+	if analysis.Suspect(shown, after) {
+		return after, true, nil
+	}
+	return before, true, nil
+}
+
+// Audit answers with the recorded run (after the bad publish) of the page and strategy.
 func (r *Replay) Audit(ctx context.Context, pageURL string, strategy store.Strategy) (store.PageResult, error) {
+	return r.audit(ctx, store.Site{}, pageURL, strategy)
+}
+
+// audit answers with the recorded run of the page and strategy that site's new scan replays
+// (choose; a zero site: the latest runs), after the delay; a page the recordings lack fails the
+// way Lighthouse fails on a page it cannot load.
+func (r *Replay) audit(ctx context.Context, site store.Site, pageURL string, strategy store.Strategy) (store.PageResult, error) {
 	path := "/"
 	if u, err := url.Parse(pageURL); err == nil && u.Path != "" {
 		path = u.Path
@@ -83,7 +139,14 @@ func (r *Replay) Audit(ctx context.Context, pageURL string, strategy store.Strat
 	case <-ctx.Done():
 		return store.PageResult{}, ctx.Err()
 	}
-	run, ok := r.runs[store.PageKey{PagePath: path, Strategy: strategy}]
+	key := store.PageKey{PagePath: path, Strategy: strategy}
+	run, ok := r.runs[key]
+	if site.ID != "" {
+		var err error
+		if run, ok, err = r.choose(ctx, site, key); err != nil {
+			return store.PageResult{}, err
+		}
+	}
 	if !ok {
 		return store.PageResult{}, fmt.Errorf("replay: no recorded Lighthouse run of %s on %s", path, strategy)
 	}
@@ -123,12 +186,26 @@ func (a *replaying) Audit(ctx context.Context, pageURL string, strategy store.St
 // For is the auditor of a site's scan.
 func (a *replaying) For(site store.Site) scanner.Auditor {
 	if a.replay.Serves(site) {
-		return a.replay
+		return siteReplay{a.replay, site}
 	}
 	return a.next
 }
 
+// siteReplay is the replay of one site's scan, which alternates (Replay.choose).
+type siteReplay struct {
+	r    *Replay
+	site store.Site
+}
+
+func (s siteReplay) Audit(ctx context.Context, pageURL string, strategy store.Strategy) (store.PageResult, error) {
+	return s.r.audit(ctx, s.site, pageURL, strategy)
+}
+
+// Replays: see Replay.Replays.
+func (siteReplay) Replays() {}
+
 var (
 	_ scanner.Replayer    = (*Replay)(nil)
+	_ scanner.Replayer    = siteReplay{}
 	_ scanner.SiteAuditor = (*replaying)(nil)
 )

@@ -2,11 +2,14 @@ package demo
 
 import (
 	"context"
+	"errors"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
 	"sitepulse/scanner"
+	"sitepulse/scanner/analysis"
 	"sitepulse/scanner/psi"
 	"sitepulse/scanner/scantest"
 	"sitepulse/store"
@@ -102,4 +105,110 @@ func TestReplayServes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDemoScansAlternate: each new scan of the demo site replays the site before or after the
+// bad publish, whichever tells a story against the scan before it (issue 37): after the seeded
+// scans (before, then after: regressions), the next scan is the recovery, and the one after it
+// shows the regressions again, with their causes. Each scan is one step of the pool.
+func TestDemoScansAlternate(t *testing.T) {
+	for _, b := range storetest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			st := b.Open(t)
+			ctx := context.Background()
+			d, err := Seed(ctx, st, fixtures, time.Now().Add(-time.Hour), 1000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			u, _ := st.UserByEmail(ctx, Email)
+			after, err := LatestRuns(fixtures)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before, err := BeforeRuns(fixtures)
+			if err != nil {
+				t.Fatal(err)
+			}
+			replay := NewReplay(ReplayConfig{Runs: after, Before: before, Store: st, SiteIDs: []string{d.SiteID}, Domain: Domain, Delay: time.Millisecond})
+			pool := scanner.NewPool(scanner.PoolConfig{Store: st, ConfirmRuns: 2, Auditor: Replaying(replay, noAudits{t})})
+			scanNow := func() []store.PageResult {
+				t.Helper()
+				sc := store.Scan{ID: store.NewID(), SiteID: d.SiteID, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: time.Now()}
+				if err := st.EnqueueScan(ctx, sc, store.KindScan, time.Now()); err != nil {
+					t.Fatal(err)
+				}
+				if ran, err := pool.WorkOnce(ctx, store.KindScan); !ran || err != nil {
+					t.Fatalf("WorkOnce = %v, %v", ran, err)
+				}
+				if done, err := st.Scan(ctx, u.ID, sc.ID); err != nil || done.Status != store.StatusComplete {
+					t.Fatalf("scan = %+v, %v", done, err)
+				}
+				results, err := st.PageResults(ctx, u.ID, sc.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return results
+			}
+			seeded, err := st.PageResults(ctx, u.ID, d.LatestScanID)
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			// The recovery: every seeded regression is back where it was before the publish
+			// (which also made /pricing more accessible: the recovery undoes that too).
+			seededScans, _ := st.CompletedScans(ctx, u.ID, d.SiteID, 2)
+			beforePublish, _ := st.PageResults(ctx, u.ID, seededScans[1].ID)
+			recovery := scanNow()
+			recovered := map[string]bool{}
+			for _, r := range analysis.Improvements(seeded, recovery) {
+				recovered[r.PagePath+" "+string(r.Strategy)+" "+r.Metric] = true
+			}
+			for _, r := range analysis.Regressions(beforePublish, seeded) {
+				if !recovered[r.PagePath+" "+string(r.Strategy)+" "+r.Metric] {
+					t.Errorf("the scan after the seeded regressions does not recover %s %s %s", r.PagePath, r.Strategy, r.Metric)
+				}
+			}
+			if regs := analysis.Regressions(beforePublish, recovery); len(regs) != 0 {
+				t.Errorf("the recovery is not the site before the publish: %v", regs)
+			}
+
+			regressed := scanNow()
+			regs := analysis.Regressions(recovery, regressed)
+			seen := map[string]bool{}
+			for _, r := range regs {
+				seen[r.PagePath+" "+string(r.Strategy)+" "+r.Metric] = true
+			}
+			for _, want := range []string{"/ mobile performance", "/pricing mobile lcp"} {
+				if !seen[want] {
+					t.Errorf("the next scan lacks the regression %s: %v", want, regs)
+				}
+			}
+			latest, err := st.LatestCompletedScan(ctx, u.ID, d.SiteID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pairs, err := st.PreviousPairs(ctx, u.ID, latest.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			changes := analysis.RegressedChanges(pairs.Pairs)
+			if len(changes) == 0 {
+				t.Fatal("the regressions have no causes")
+			}
+			for _, c := range changes {
+				if !strings.Contains(c.Summary, "widgetly.test") {
+					t.Errorf("%s %s: the cause does not name the chat widget: %s", c.PagePath, c.Strategy, c.Summary)
+				}
+			}
+		})
+	}
+}
+
+// noAudits fails the test: every audit of the demo site is replayed.
+type noAudits struct{ t *testing.T }
+
+func (n noAudits) Audit(ctx context.Context, pageURL string, strategy store.Strategy) (store.PageResult, error) {
+	n.t.Errorf("audited %s for real", pageURL)
+	return store.PageResult{}, errors.New("no audits")
 }

