@@ -120,8 +120,9 @@ func testOutage(t *testing.T, outage string) {
 	params := strings.NewReplacer("{siteId}", d.SiteID, "{scanId}", d.LatestScanID, "{workspaceId}", store.PersonalWorkspace(user.ID),
 		"{userId}", user.ID, "{index}", "0", "{$}", "", "{token}", "tok", "{keyID}", store.NewID(), "{clientID}", store.NewID(),
 		"{invitationId}", store.NewID(), "{channelId}", store.NewID(), "{ruleId}", store.NewID(), "{reportId}", store.NewID())
-	// These answer without the store: files, fixed documents and pages, and the preflight.
-	noStore := map[string]bool{"GET /static/": true, "GET /favicon.ico": true, "GET /docs/mcp": true,
+	// These answer without the store: files, fixed documents and pages, and the preflight; the
+	// metrics scrape too (it writes every family but the queue's, whose read failed; off here).
+	noStore := map[string]bool{"GET /static/": true, "GET /favicon.ico": true, "GET /docs/mcp": true, "GET /metrics": true,
 		"GET /.well-known/oauth-authorization-server": true, "GET /.well-known/oauth-authorization-server/api/mcp": true,
 		"GET /.well-known/oauth-protected-resource": true, "GET /.well-known/oauth-protected-resource/api/mcp": true}
 	// These refuse the request before any read: a malformed token, a body their protocol refuses.

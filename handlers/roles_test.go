@@ -412,8 +412,8 @@ func TestRolesWalkEveryTool(t *testing.T) {
 					switch req {
 					case "siteId":
 						args[req] = f.a.siteID
-					case "scanId":
-						args[req] = f.a.scanID
+					case "scanId", "fromScanId", "toScanId":
+						args[req] = f.a.scanID // compare_scans compares the scan with itself
 					}
 				}
 				for r := range nRoles {
@@ -445,7 +445,7 @@ func TestRolesWalkEveryTool(t *testing.T) {
 							}
 						case r >= removed:
 							want := "Site not found or not owned by you"
-							if _, ok := args["scanId"]; ok {
+							if _, ok := args["scanId"]; ok || args["fromScanId"] != "" {
 								want = "Scan not found or not owned by you"
 							}
 							if !out.Result.IsError || text != want {
