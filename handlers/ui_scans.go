@@ -134,7 +134,7 @@ func (s *server) handleScan() http.Handler {
 		if p, ok := pubs[scan.ID]; ok {
 			d.Publish = &p
 		}
-		s.render(w, r, http.StatusOK, "scan", page{Title: "Scan of " + site.Name, Data: d})
+		s.render(w, r, http.StatusOK, "scan", page{Title: "Scan of " + site.Name, Flash: uiFlash(r), Data: d})
 	})
 }
 

@@ -12,6 +12,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"sitepulse/mcp"
 	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 )
@@ -47,6 +48,8 @@ var uiFlashes = map[string]string{
 	"access-removed":        "The site is audited signed out: its access setting is removed.",
 	"rule-deleted":          "Alert rule deleted.",
 	"report-revoked":        "Report revoked. Its link now answers “gone”.",
+	"report-title":          "The report was not made: its title may have up to 200 characters and no invisible or control characters.",
+	"report-limit":          fmt.Sprintf("The report was not made: your account already has %d active report links. Revoke some under Reports, or let them expire.", mcp.MaxActiveReports),
 	"platform-disconnected": "Platform disconnected: SitePulse's webhooks were removed and its access forgotten. The sites and their scans stay here.",
 }
 

@@ -38,11 +38,20 @@ func eachBackend(t *testing.T, poll time.Duration, test func(*testing.T, *uiFixt
 }
 
 func newUIFixture(t *testing.T, poll time.Duration, st store.Store) *uiFixture {
+	return newUIFixtureWith(t, poll, st, nil)
+}
+
+// newUIFixtureWith is newUIFixture with the handler's dependencies changed by with.
+func newUIFixtureWith(t *testing.T, poll time.Duration, st store.Store, with func(*Deps)) *uiFixture {
 	t.Helper()
 	ts := &testServer{store: st, now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
-	h, err := NewHandler(withServers(st, Deps{BaseURL: "http://sitepulse.test",
+	d := Deps{BaseURL: "http://sitepulse.test",
 		Now: func() time.Time { return ts.now }, PasswordIterations: 1000, ScanPollInterval: poll,
-		Replayed: func(s store.Site) bool { return s.Domain == "demo.sitepulse.test" }}))
+		Replayed: func(s store.Site) bool { return s.Domain == "demo.sitepulse.test" }}
+	if with != nil {
+		with(&d)
+	}
+	h, err := NewHandler(withServers(st, d))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +137,7 @@ func testUIPages(t *testing.T, f *uiFixture) {
 			[]string{`name="budget_performance"`, `name="budget_cls"`, "Alert rules", "TBT", "Add a rule"}},
 		{"the edit form is filled in", "/sites/" + f.site + "/edit", []string{`value="Demo Site"`, "Delete this site"}},
 		{"the add form is empty", "/sites/new", []string{"Add a site", `name="domain"`, `name="pages"`}},
-		{"the reports page explains how reports are made", "/reports", []string{"Client reports", "generate_client_report"}},
+		{"the reports page explains how reports are made", "/reports", []string{"Client reports", "Share a report"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			resp, body := f.a.get(tt.path)

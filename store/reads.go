@@ -3,7 +3,9 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
+	"unicode/utf8"
 )
 
 // Reads answers questions a request asks as a whole, each in one statement on Postgres with the
@@ -30,7 +32,7 @@ type Reads interface {
 	// default title (DefaultReportTitle) when r.Title is empty, when all hold: principal p may
 	// publish a report in the scan's workspace (Authorize with ActReport), the scan is complete
 	// and the user holds fewer than max active reports. Otherwise it stores nothing and says why:
-	// ErrNotFound (the scan is not the user's, or outside an API key's workspace), ErrForbidden,
+	// ErrInvalid (Report.Validate), ErrNotFound (the scan is not the user's, or outside an API key's workspace), ErrForbidden,
 	// ErrScanNotComplete or ErrLimit. Calls racing at the cap may together pass it by as many as
 	// race: the check and the insert are one statement, not a locked transaction.
 	CreateScanReport(ctx context.Context, p Principal, r Report, max int) (ScanReport, error)
@@ -115,6 +117,42 @@ func DefaultReportTitle(siteName string) string {
 		name = name[:max]
 	}
 	return string(name) + suffix
+}
+
+// NewReport makes report of scan scanID by userID for CreateScanReport, as the MCP tool and the
+// scan page's form both do: a fresh token (returned, to be shown once) whose hash is stored,
+// sealed by seal when seal is not nil (so the Reports list can show its link again), expiring
+// days after now (0: never).
+func NewReport(scanID, userID, title string, days int, now time.Time, seal func(token, reportID string) (string, error)) (Report, string, error) {
+	token, hash := NewSecret("")
+	r := Report{ID: NewID(), TokenHash: hash, ScanID: CanonicalID(scanID), UserID: userID, Title: title, CreatedAt: now}
+	if days > 0 {
+		t := now.AddDate(0, 0, days)
+		r.ExpiresAt = &t
+	}
+	if seal != nil {
+		var err error
+		if r.TokenSealed, err = seal(token, r.ID); err != nil {
+			return r, "", fmt.Errorf("seal report link: %w", err)
+		}
+	}
+	return r, token, nil
+}
+
+// MaxReportTitle is the most characters a client report's title may have.
+const MaxReportTitle = 200
+
+// Validate checks what a person or a client wrote of a report: its title, which strangers read
+// on the public page (empty: the default title). CreateScanReport calls it, so the tool and the
+// scan page's form cannot disagree.
+func (r Report) Validate() error {
+	switch {
+	case utf8.RuneCountInString(r.Title) > MaxReportTitle:
+		return &InvalidError{Field: "title", Message: fmt.Sprintf("Keep the title to %d characters.", MaxReportTitle)}
+	case DisplayTextProblem(r.Title) != "":
+		return &InvalidError{Field: "title", Message: "The title " + DisplayTextProblem(r.Title) + "."}
+	}
+	return nil
 }
 
 // ReportRoles are the roles whose members principal p may publish a report for, in workspace

@@ -525,9 +525,12 @@ type Consent struct {
 type Report struct {
 	ID        string
 	TokenHash string
-	ScanID    string
-	SiteID    string // the scan's site: filled by reads, ignored by CreateReport
-	UserID    string // who made it
+	// TokenSealed is the token sealed for the report's id (platform.Keys.SealReportLink), so
+	// its link can be shown again; "" when it was made without a key (or before migration 033).
+	TokenSealed string
+	ScanID      string
+	SiteID      string // the scan's site: filled by reads, ignored by CreateReport
+	UserID      string // who made it
 	// WorkspaceID owns it: the scan's site's workspace, set by CreateReport.
 	WorkspaceID string
 	Title       string

@@ -113,6 +113,9 @@ func (m *Store) CreateScanReport(ctx context.Context, p store.Principal, r store
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out store.ScanReport
+	if err := r.Validate(); err != nil {
+		return out, err
+	}
 	sc, ok := m.ownedScan(r.UserID, r.ScanID)
 	if !ok {
 		return out, store.NotFound("scan")

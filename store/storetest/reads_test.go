@@ -234,7 +234,13 @@ func testCreateScanReport(t *testing.T, s store.Store) {
 	}
 	user := func(u store.User) store.Principal { return store.Principal{UserID: u.ID} }
 
+	// A title strangers would misread, or too long, is refused before anything is stored.
+	for _, title := range []string{"Q4\u202e", strings.Repeat("x", store.MaxReportTitle+1)} {
+		_, err := s.CreateScanReport(ctx, user(owner), report(owner, sc.ID, title), 2)
+		wantErr(t, err, store.ErrInvalid)
+	}
 	r := report(owner, sc.ID, "")
+	r.TokenSealed = "k1.sealed-token"
 	got, err := s.CreateScanReport(ctx, user(owner), r, 2)
 	must(t, err)
 	if want := store.DefaultReportTitle(long); got.Title != want || got.ScanStatus != store.StatusComplete {
@@ -242,8 +248,11 @@ func testCreateScanReport(t *testing.T, s store.Store) {
 	}
 	stored, err := s.ReportByHash(ctx, r.TokenHash)
 	must(t, err)
-	if stored.ID != r.ID || stored.Title != got.Title || stored.WorkspaceID != w.ID || stored.SiteID != site.ID {
+	if stored.ID != r.ID || stored.Title != got.Title || stored.WorkspaceID != w.ID || stored.SiteID != site.ID || stored.TokenSealed != r.TokenSealed {
 		t.Errorf("stored %+v", stored)
+	}
+	if list, _ := s.ReportsOf(ctx, viewer.ID); len(list) != 1 || list[0].TokenSealed != r.TokenSealed {
+		t.Errorf("ReportsOf = %+v, want the report with its sealed token", list)
 	}
 	_, err = s.CreateScanReport(ctx, user(viewer), report(viewer, sc.ID, "x"), 2)
 	wantErr(t, err, store.ErrForbidden)
