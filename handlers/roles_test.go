@@ -274,6 +274,8 @@ var roleCases = []roleCase{
 	{route: "POST /sites/{siteId}/delete", method: "POST", path: site("/delete"), form: url.Values{"confirm": {"yes"}}, want: edits, fresh: true},
 	{route: "POST /sites/{siteId}/scan", method: "POST", path: site("/scan"), form: url.Values{}, want: edits},
 	{route: "GET /sites/{siteId}/scans/{scanId}", method: "GET", path: func(f *rolesFixture) string { return "/sites/" + f.a.siteID + "/scans/" + f.a.scanID }, want: reads},
+	{route: "POST /sites/{siteId}/scans/{scanId}/reports", method: "POST", path: func(f *rolesFixture) string { return "/sites/" + f.a.siteID + "/scans/" + f.a.scanID + "/reports" },
+		form: url.Values{"expires": {"7"}}, want: edits},
 	{route: "GET /sites/{siteId}/scans/{scanId}/events", method: "GET", path: func(f *rolesFixture) string { return "/sites/" + f.a.siteID + "/scans/" + f.a.scanID + "/events" }, want: reads},
 	{route: "GET /sites/{siteId}/scans/{scanId}/page", method: "GET", path: func(f *rolesFixture) string {
 		return "/sites/" + f.a.siteID + "/scans/" + f.a.scanID + "/page?path=%2F&strategy=mobile"

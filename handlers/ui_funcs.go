@@ -20,6 +20,8 @@ func init() {
 // uiFuncs are the web UI's template functions, added to templateFuncs.
 var uiFuncs = template.FuncMap{
 	"metricLabel": analysis.Label,
+	// unicodeDomain shows a stored domain as people read it (bücher.de, not xn--bcher-kva.de).
+	"unicodeDomain": store.DisplayDomain,
 	// metricValue shows a budget, rule or regression value in its metric's unit.
 	"metricValue": metricValue,
 	// scoreOf reads a scan score by metric name, for loops over metrics.

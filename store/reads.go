@@ -13,7 +13,8 @@ import (
 // scan outside the user's workspaces is ErrNotFound, the same answer as an unknown id.
 type Reads interface {
 	// SiteListings lists the sites of every workspace the user belongs to, by name, each with
-	// its workspace's name; of workspaceID only when it is not empty (an API key's view).
+	// its workspace's name, latest scan and triage; of workspaceID only when it is not empty
+	// (an API key's view, the sites list's filter).
 	SiteListings(ctx context.Context, userID, workspaceID string) ([]SiteListing, error)
 	// PageDetails reads one successful result of a scan of the user's: the result of pagePath
 	// and strategy, or with pagePath empty the worst page's for strategy (the lowest performance
@@ -61,10 +62,47 @@ func ExportRow(r PageResult, full bool) PageResult {
 	return out
 }
 
-// SiteListing is a site with the name of its workspace.
+// SiteListing is a site with the name of its workspace and what the sites list triages by:
+// its latest scan of any status (nil: never scanned) and what its latest completed scan left.
 type SiteListing struct {
 	Site
 	WorkspaceName string
+	LastScan      *Scan
+	Triage        Triage
+}
+
+// Triage is what a site's latest completed scan left (SwapBudgetState keeps it): whether it
+// broke a budget or alert rule and which metrics (Broken, by interface name; empty for a
+// state kept before it was recorded), and how many regressions against the completed scan
+// before it survived confirmation.
+type Triage struct {
+	BudgetsBroken bool
+	Broken        []string
+	Regressions   int
+}
+
+// Worse orders sites worst first for the sites list: a failing latest scan, then more
+// confirmed regressions, then more broken budgets, then the lower health score (none last),
+// then by name.
+func (a SiteListing) Worse(b SiteListing) bool {
+	fa, fb := a.LastScan != nil && a.LastScan.Status == StatusFailed, b.LastScan != nil && b.LastScan.Status == StatusFailed
+	switch {
+	case fa != fb:
+		return fa
+	case a.Triage.Regressions != b.Triage.Regressions:
+		return a.Triage.Regressions > b.Triage.Regressions
+	case a.Triage.BudgetsBroken != b.Triage.BudgetsBroken:
+		return a.Triage.BudgetsBroken
+	case len(a.Triage.Broken) != len(b.Triage.Broken):
+		return len(a.Triage.Broken) > len(b.Triage.Broken)
+	case (a.HealthScore == nil) != (b.HealthScore == nil):
+		return a.HealthScore != nil
+	case a.HealthScore != nil && *a.HealthScore != *b.HealthScore:
+		return *a.HealthScore < *b.HealthScore
+	case a.Name != b.Name:
+		return a.Name < b.Name
+	}
+	return a.ID < b.ID
 }
 
 // PageDetails is PageDetails' answer: the scan's status and, when Found, the result.

@@ -413,8 +413,9 @@ type Channels interface {
 	// SwapBudgetState sets the budget state a site's latest completed scan left (broken or not)
 	// and answers the state before, in one step, so of two scans completing together exactly
 	// one sees a transition (system: scan completion). Swapping again for the same scan (its
-	// alerts job retried) changes nothing and answers what the first swap answered.
-	SwapBudgetState(ctx context.Context, siteID, scanID string, broken bool) (was bool, err error)
+	// alerts job retried) changes nothing and answers what the first swap answered. The broken
+	// state is t.BudgetsBroken; t is kept whole for the sites list (SiteListing.Triage).
+	SwapBudgetState(ctx context.Context, siteID, scanID string, t Triage) (was bool, err error)
 	// PlanDeliveries stores, in one transaction, a pending delivery per element of ds (by
 	// channel and event id) and, for each one new, its job jobs[i] runnable at now: planning a
 	// finished scan's alerts again (a retried job) duplicates nothing, and a crash loses none.

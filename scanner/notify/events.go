@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -79,6 +80,21 @@ type Outcome struct {
 // BudgetsBroken is the budget state the outcome leaves the site in, to keep for the next scan.
 func (o Outcome) BudgetsBroken() bool {
 	return o.Scan.Status == store.StatusComplete && len(o.Violations) > 0 || o.Scan.Status != store.StatusComplete && o.BudgetsWereBroken
+}
+
+// Triage is what the outcome of a completed scan leaves for the sites list: the metrics over
+// budget, in the order first broken, and the regressions that survived confirmation.
+func (o Outcome) Triage() store.Triage {
+	t := store.Triage{BudgetsBroken: len(o.Violations) > 0, Broken: []string{}}
+	for _, v := range o.Violations {
+		if !slices.Contains(t.Broken, v.Metric) {
+			t.Broken = append(t.Broken, v.Metric)
+		}
+	}
+	if o.Previous != nil {
+		t.Regressions = len(analysis.Regressions(o.Previous, o.Latest))
+	}
+	return t
 }
 
 // Events are the alerts a finished scan raises, at most one per type: regression.confirmed when

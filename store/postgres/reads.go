@@ -72,11 +72,23 @@ func (p *Store) SiteListings(ctx context.Context, userID, workspaceID string) ([
 	}
 	return queryAll(ctx, p.db, "sites", func(row rowScanner) (store.SiteListing, error) {
 		var l store.SiteListing
-		s, err := scanSite(plusScanner{row, []any{&l.WorkspaceName}})
-		l.Site = s
+		var last maybeScan
+		var broken pq.StringArray
+		s, err := scanSite(plusScanner{row, append([]any{&l.WorkspaceName, &l.Triage.BudgetsBroken, &broken, &l.Triage.Regressions}, last.dest()...)})
+		if err != nil {
+			return l, err
+		}
+		l.Site, l.Triage.Broken = s, []string(broken)
+		if l.Triage.Broken == nil {
+			l.Triage.Broken = []string{}
+		}
+		l.LastScan, err = last.scan()
 		return l, err
-	}, `SELECT `+siteCols+`, (SELECT w.name FROM workspaces w WHERE w.id = sites.workspace_id) AS workspace_name FROM sites
-		WHERE ($2::uuid IS NULL OR workspace_id = $2) AND `+readable("workspace_id", 1)+` ORDER BY name, id`,
+	}, `SELECT s.*, `+scanCols+` FROM (SELECT `+siteCols+`, (SELECT w.name FROM workspaces w WHERE w.id = sites.workspace_id) AS workspace_name,
+			budgets_broken, broken_budgets, regressions FROM sites
+			WHERE ($2::uuid IS NULL OR workspace_id = $2) AND `+readable("workspace_id", 1)+`) s
+		LEFT JOIN LATERAL (SELECT * FROM scans WHERE site_id = s.id ORDER BY created_at DESC, id DESC LIMIT 1) c ON TRUE
+		ORDER BY s.name, s.id`,
 		userID, optionalID(workspaceID))
 }
 

@@ -95,6 +95,21 @@ func testSiteListings(t *testing.T, s store.Store) {
 			}
 		}
 	}
+	// The triage: the latest scan of any status, and what the latest completed scan left.
+	done := scanWith(t, s, teamOne, t0, true, page("/", "mobile", ip(50), 1))
+	_, err := s.SwapBudgetState(ctx, teamOne.ID, done.ID, store.Triage{BudgetsBroken: true, Broken: []string{"lcp", "performance"}, Regressions: 3})
+	must(t, err)
+	queued := enqueue(t, s, teamOne, t0.Add(time.Hour))
+	got, err := s.SiteListings(ctx, a.ID, w.ID)
+	must(t, err)
+	want := store.Triage{BudgetsBroken: true, Broken: []string{"lcp", "performance"}, Regressions: 3}
+	if len(got) != 1 || got[0].LastScan == nil || got[0].LastScan.ID != queued.ID || !reflect.DeepEqual(got[0].Triage, want) {
+		t.Errorf("the team's listing = %+v, want the queued scan last and triage %+v", got, want)
+	}
+	if got, _ := s.SiteListings(ctx, a.ID, store.PersonalWorkspace(a.ID)); len(got) != 1 || got[0].LastScan != nil ||
+		!reflect.DeepEqual(got[0].Triage, store.Triage{Broken: []string{}}) {
+		t.Errorf("a site never scanned = %+v, want no scan and an empty triage", got)
+	}
 	if got, err := s.SiteListings(ctx, c.ID, ""); err != nil || len(got) != 0 {
 		t.Errorf("a stranger lists %+v, %v; want none", got, err)
 	}
