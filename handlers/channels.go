@@ -181,7 +181,7 @@ func (s *server) handleCreateChannel() http.Handler {
 			return
 		}
 		if s.ChannelKeys == nil && f.Kind != store.ChannelEmail {
-			fail(http.StatusServiceUnavailable, map[string]string{"url": "Channels cannot be saved: set PLATFORM_TOKEN_KEY (openssl rand -base64 32) so their URLs are sealed at rest."})
+			fail(http.StatusServiceUnavailable, map[string]string{"url": "Channels with a URL cannot be saved on this SitePulse yet: it has no key to seal their URLs at rest. Whoever runs it must set one (README, “Alerts”)."})
 			return
 		}
 		if !slices.ContainsFunc(channelKinds, func(k struct{ Kind, Label, Hint string }) bool { return k.Kind == f.Kind }) {
@@ -281,7 +281,7 @@ func (s *server) handleTestChannel() http.Handler {
 			return
 		}
 		if s.ChannelKeys == nil && c.Kind != store.ChannelEmail {
-			s.renderError(w, r, http.StatusServiceUnavailable, "Channels cannot be used: PLATFORM_TOKEN_KEY is not set.")
+			s.renderError(w, r, http.StatusServiceUnavailable, "This channel cannot be used on this SitePulse: it has no key to open its sealed URL. Whoever runs it must set one (README, “Alerts”).")
 			return
 		}
 		now := s.Now()

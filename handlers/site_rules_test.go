@@ -201,7 +201,7 @@ func TestPageCapSaidWhereItHappens(t *testing.T) {
 		if err := st.SetPagesFound(ctx, job.Lease(), 50, 80); err != nil {
 			t.Fatal(err)
 		}
-		const said = "50 of 80 pages audited (<code>MAX_PAGES_PER_SCAN</code>)"
+		const said = "50 of 80 pages audited</strong>: this SitePulse audits at most 50 pages a scan"
 		_, body := f.a.get("/sites/" + site.ID + "/scans/" + scan.ID)
 		contains(t, body, said)
 		if err := st.CompleteScan(ctx, job.Lease(), store.ScanScores{}, f.ts.now); err != nil {
@@ -212,7 +212,7 @@ func TestPageCapSaidWhereItHappens(t *testing.T) {
 		_, body = f.a.get("/sites/" + site.ID)
 		contains(t, body, said)
 		for _, path := range []string{"/sites/" + f.site, "/sites/" + f.site + "/scans/" + f.scan} {
-			if _, body := f.a.get(path); strings.Contains(body, "pages audited (") {
+			if _, body := f.a.get(path); strings.Contains(body, "data-capped") {
 				t.Errorf("%s speaks of a cap it did not reach", path)
 			}
 		}
