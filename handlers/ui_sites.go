@@ -39,7 +39,7 @@ type SiteStore interface {
 // uiFlashes are the confirmations a redirect may ask a web UI page to show; the query names one,
 // so no text of an attacker's choosing ever appears on a page.
 var uiFlashes = map[string]string{
-	"site-added":            "Site added. Press “Scan now” to audit it, or wait for the next publish.",
+	"site-added":            "Site added. Press “Scan now” to audit it; to scan it on a schedule too, choose daily or weekly scans on its edit page.",
 	"site-saved":            "Site saved.",
 	"site-deleted":          "Site deleted, with its scans, budgets and reports.",
 	"workspace-deleted":     "Workspace deleted, with its sites, scans, reports, API keys, invitations and members.",
