@@ -412,11 +412,11 @@ func testBudgetsEditor(t *testing.T, f *uiFixture) {
 	for _, tt := range []struct {
 		name, field, value, want string
 	}{
-		{"not a number", "budget_lcp", "fast", "Enter a number"},
+		{"not a number", "budget_lcp", "fast", "Enter a time such as 2.5s"},
 		{"a score above 100", "budget_performance", "120", "between 0 and 100"},
-		{"a negative time", "budget_ttfb", "-1", "milliseconds between 0"},
+		{"a negative time", "budget_ttfb", "-1", "time between 0 and 600s"},
 		{"a CLS above 10", "budget_cls", "25", "CLS is between 0 and 10"},
-		{"NaN", "budget_tbt", "NaN", "Enter a number"},
+		{"NaN", "budget_tbt", "NaN", "Enter a time such as 2.5s"},
 	} {
 		t.Run("a budget that is "+tt.name+" is refused", func(t *testing.T) {
 			resp, body := f.a.postCSRF(path, url.Values{"budget_seo": {"80"}, tt.field: {tt.value}})
@@ -455,7 +455,7 @@ func testBudgetsEditor(t *testing.T, f *uiFixture) {
 	}{
 		{"an unknown metric", url.Values{"metric": {"speed"}, "operator": {"max"}, "threshold": {"1"}}, "Choose a metric"},
 		{"an unknown operator", url.Values{"metric": {"lcp"}, "operator": {"eq"}, "threshold": {"1"}}, "at least"},
-		{"a missing threshold", url.Values{"metric": {"lcp"}, "operator": {"max"}, "threshold": {""}}, "Enter a number"},
+		{"a missing threshold", url.Values{"metric": {"lcp"}, "operator": {"max"}, "threshold": {""}}, "Enter a time such as 2.5s"},
 		{"a score threshold out of range", url.Values{"metric": {"seo"}, "operator": {"min"}, "threshold": {"101"}}, "between 0 and 100"},
 	} {
 		t.Run("a rule with "+tt.name+" is refused", func(t *testing.T) {
