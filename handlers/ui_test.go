@@ -751,11 +751,13 @@ func TestTrendSVG(t *testing.T) {
 	}{
 		{name: "no scans draw nothing", points: nil},
 		{name: "one scan is a dot per category in the middle", points: []trendPoint{{At: day(1), Scores: full(50)}},
-			want: []string{`cx="350"`, `d="M350 97"`, ">1 Nov<"}, circles: 4, paths: 4},
+			want: []string{`cx="357.5"`, `d="M357.5 137"`, ">1 Nov<", ">25<", ">75<"}, circles: 4, paths: 4},
 		{name: "scores map 100 to the top and 0 to the bottom", points: []trendPoint{{At: day(1), Scores: full(100)}, {At: day(2), Scores: full(0)}},
-			want: []string{`d="M72 10 L628 184"`, ">1 Nov<", ">2 Nov<", "Performance 100 · 1 Nov 2026, 09:00 UTC"}, circles: 8, paths: 4},
+			want: []string{`d="M87 10 L628 264"`, ">1 Nov<", ">2 Nov<", "Performance 100 · 1 Nov 2026, 09:00 UTC"}, circles: 8, paths: 4},
 		{name: "a missing score breaks its line", points: []trendPoint{{At: day(1), Scores: full(10)}, {At: day(2), Scores: store.ScanScores{SEO: p(90), Accessibility: p(80), BestPractices: p(70)}}, {At: day(3), Scores: full(30)}},
-			want: []string{`d="M72 166.6 M628 131.8"`}, circles: 11, paths: 4},
+			want: []string{`d="M87 238.6 M628 187.8"`}, circles: 11, paths: 4},
+		{name: "two scans of one day are told apart by their times", points: []trendPoint{{At: day(1), Scores: full(50)}, {At: day(1).Add(2 * time.Hour), Scores: full(60)}},
+			want: []string{">1 Nov 09:00<", ">1 Nov 11:00<"}, circles: 8, paths: 4},
 		{name: "a category with no score at all has no line", points: []trendPoint{{At: day(1), Scores: store.ScanScores{SEO: p(1)}}, {At: day(2), Scores: store.ScanScores{SEO: p(2)}}},
 			notWant: []string{"s-perf", "s-a11y"}, circles: 2, paths: 1},
 		{name: "twenty scans label the first, middle and last", points: func() []trendPoint {
