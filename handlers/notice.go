@@ -52,7 +52,8 @@ func noticeOwner(r *http.Request) []byte {
 	return []byte(owner)
 }
 
-// redirectNotice answers a form's POST with 303 to target, whose page shows n once.
+// redirectNotice answers a form's POST with 303 to target (its fragment dropped), whose page
+// shows n once.
 func (s *server) redirectNotice(w http.ResponseWriter, r *http.Request, target string, n notice) {
 	b := make([]byte, 12)
 	rand.Read(b)
@@ -63,16 +64,13 @@ func (s *server) redirectNotice(w http.ResponseWriter, r *http.Request, target s
 	rand.Read(nonce)
 	http.SetCookie(w, &http.Cookie{Name: s.noticeCookie(), Value: base64.RawURLEncoding.EncodeToString(aead.Seal(nonce, nonce, plain, noticeOwner(r))),
 		Path: "/", MaxAge: int(noticeTTL.Seconds()), HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode})
-	path, fragment, _ := strings.Cut(target, "#")
+	// The notice shows at the top of the page: no fragment, which would scroll past it.
+	path, _, _ := strings.Cut(target, "#")
 	sep := "?"
 	if strings.Contains(path, "?") {
 		sep = "&"
 	}
-	target = path + sep + "notice=" + url.QueryEscape(n.ID)
-	if fragment != "" {
-		target += "#" + fragment
-	}
-	http.Redirect(w, r, target, http.StatusSeeOther)
+	http.Redirect(w, r, path+sep+"notice="+url.QueryEscape(n.ID), http.StatusSeeOther)
 }
 
 // takeNotice returns the notice the request's ?notice= names when this browser's cookie holds
