@@ -23,7 +23,7 @@ var formErrorsOnly = map[string]string{
 	"POST /settings/password":               "TestChangePassword (recovery_test.go)",
 	"POST /settings/email":                  "TestChangeEmail (recovery_test.go)",
 	"POST /settings/delete":                 "TestDeleteAccount (recovery_test.go)",
-	"POST /oauth/consent":                   "the OAuth flow's consent (oauth_test.go): a redirect to the client",
+	"POST /oauth/consent":                   "browser.answer (oauth_test.go): 303 to the client",
 	"POST /platform/import":                 "TestPlatformConnectImportPublishDisconnect (platform_test.go)",
 	"POST /workspaces/{workspaceId}/delete": "TestDeleteWorkspace (teams_test.go)",
 }
