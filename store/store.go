@@ -151,9 +151,6 @@ type Scans interface {
 	// ScanWait tells why an unfinished scan of the user waits for its next attempt; the zero
 	// ScanWait when it is running, queued for its first attempt, finished or not the user's.
 	ScanWait(ctx context.Context, userID, scanID string) (ScanWait, error)
-	// LastScans gives the newest scan, of any status, of each of the user's sites that has one,
-	// by site id: the sites list's last-scan column, in one query however many sites.
-	LastScans(ctx context.Context, userID string) (map[string]Scan, error)
 	// ScansOf lists a site's scans of every status, newest first, at most limit.
 	ScansOf(ctx context.Context, userID, siteID string, limit int) ([]Scan, error)
 	// CompletedScans lists a site's complete scans, most recently completed first, at most limit;
