@@ -130,13 +130,13 @@ func (s *server) handleSetAccess() http.Handler {
 			http.Redirect(w, r, "/sites/"+site.ID+"/edit?done=access-removed#access", http.StatusSeeOther)
 			return
 		case !s.SignedInAudits:
-			fail(http.StatusUnprocessableEntity, "kind", "Signed-in audits need the local Lighthouse backend: set AUDIT_BACKEND=lighthouse (README, Local Lighthouse). PageSpeed Insights cannot sign in, and SitePulse never sends it a site's credentials.")
+			fail(http.StatusUnprocessableEntity, "kind", "Signed-in audits need audits run by this SitePulse's own Lighthouse, which it is not set up for (README, “Local Lighthouse”). PageSpeed Insights cannot sign in, and SitePulse never sends it a site's credentials.")
 			return
 		case v.Replayed:
 			fail(http.StatusUnprocessableEntity, "kind", "The demo site's audits are replayed from recorded runs: it cannot sign in.")
 			return
 		case s.ChannelKeys == nil:
-			fail(http.StatusServiceUnavailable, "kind", "Access settings cannot be saved: set PLATFORM_TOKEN_KEY (openssl rand -base64 32) so that they are sealed at rest.")
+			fail(http.StatusServiceUnavailable, "kind", "Access settings cannot be saved on this SitePulse yet: it has no key to seal them at rest. Whoever runs it must set one.")
 			return
 		}
 		a, errs := accessFromForm(r, kind, old)

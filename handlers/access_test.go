@@ -179,20 +179,20 @@ func TestSiteAccessRefusals(t *testing.T) {
 	basic := url.Values{"kind": {"basic"}, "username": {"basic-user-3f9"}, "password": {"basic-pw-1c7e"}}
 	psi := newAccessFixture(t, st, func(d *Deps) { d.SignedInAudits = false })
 	resp, body := psi.post(t, basic)
-	if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(body, "set <code>AUDIT_BACKEND=lighthouse</code>") && !strings.Contains(body, "set AUDIT_BACKEND=lighthouse") {
-		t.Errorf("with PSI: %d, want 422 naming AUDIT_BACKEND=lighthouse", resp.StatusCode)
+	if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(body, "own Lighthouse, which it is not set up for") {
+		t.Errorf("with PSI: %d, want 422 saying it needs this SitePulse's own Lighthouse", resp.StatusCode)
 	}
 	if resp, _ := psi.post(t, url.Values{"kind": {"none"}}); resp.StatusCode != http.StatusSeeOther {
 		t.Errorf("removing with PSI: %d, want 303", resp.StatusCode)
 	}
 	_, page := psi.do(t, "GET", "/sites/"+psi.a.siteID+"/edit", "", "", cookie(psi.a.session))
-	if !strings.Contains(page, "Signed-in audits need the local Lighthouse backend") {
+	if !strings.Contains(page, "Signed-in audits need audits run by this SitePulse") {
 		t.Error("the edit page does not say signed-in audits need the local Lighthouse backend")
 	}
 
 	noKeys := newAccessFixture(t, storetest.Backends(t)[0].Open(t), func(d *Deps) { d.ChannelKeys = nil })
-	if resp, body := noKeys.post(t, basic); resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "PLATFORM_TOKEN_KEY") {
-		t.Errorf("without keys: %d, want 503 naming PLATFORM_TOKEN_KEY", resp.StatusCode)
+	if resp, body := noKeys.post(t, basic); resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "no key to seal them") {
+		t.Errorf("without keys: %d, want 503 saying there is no sealing key", resp.StatusCode)
 	}
 
 	replayed := newAccessFixture(t, storetest.Backends(t)[0].Open(t), func(d *Deps) { d.Replayed = func(store.Site) bool { return true } })

@@ -47,6 +47,10 @@ func (s *server) handleSignupPage() http.Handler {
 			http.Redirect(w, r, "/", http.StatusSeeOther)
 			return
 		}
+		if r.URL.Query().Get("sent") == "1" { // where a sign-up's POST leads
+			s.render(w, r, http.StatusOK, "signup_sent", page{Title: "Check your e-mail", Data: signupSent{Logged: s.Mail == nil}})
+			return
+		}
 		s.render(w, r, http.StatusOK, "signup", page{Title: "Create your account", Data: accountForm{Next: safeNext(r.URL.Query().Get("next"))}})
 	}))
 }
@@ -59,7 +63,6 @@ const signupLinkTTL = 24 * time.Hour
 
 // signupSent is the page every valid sign-up gets, whether or not the e-mail has an account.
 type signupSent struct {
-	Email  string
 	Logged bool // no SMTP: the message is in the server's log
 }
 
@@ -97,7 +100,8 @@ func (s *server) handleSignup() http.Handler {
 			s.error(w, r, err, "")
 			return
 		}
-		s.render(w, r, http.StatusOK, "signup_sent", page{Title: "Check your e-mail", Data: signupSent{Email: email, Logged: s.Mail == nil}})
+		// A redirect, so that a reload sends no second message.
+		http.Redirect(w, r, "/signup?sent=1", http.StatusSeeOther)
 	})
 }
 

@@ -41,7 +41,7 @@ func TestSignupLoginLogout(t *testing.T) {
 		t.Fatal("no session cookie")
 	}
 	resp, _ = b.post("/signup", url.Values{"email": {"ANN@example.com"}, "password": {"another password"}})
-	wantStatus(t, resp, http.StatusOK) // as for a new e-mail; the owner is told by e-mail
+	wantStatus(t, resp, http.StatusSeeOther) // as for a new e-mail; the owner is told by e-mail
 	if m := b.mail.next(t, "ann@example.com"); !strings.Contains(m.body, "already has one") {
 		t.Errorf("the owner's message: %q", m.body)
 	}
@@ -192,8 +192,8 @@ func TestAPIKeys(t *testing.T) {
 	b := ts.browser(t)
 	b.signup("ann@example.com")
 
-	resp, body := b.post("/settings/api-keys", url.Values{"csrf_token": {b.csrf}, "name": {"GitHub Actions"}})
-	wantStatus(t, resp, http.StatusCreated)
+	resp, body := b.postFollow("/settings/api-keys", url.Values{"csrf_token": {b.csrf}, "name": {"GitHub Actions"}})
+	wantStatus(t, resp, http.StatusOK)
 	key := keyRe.FindString(body)
 	if key == "" {
 		t.Fatalf("new key not shown: %.500s", body)
@@ -214,7 +214,7 @@ func TestAPIKeys(t *testing.T) {
 	if k.Scope != store.ScopeRead {
 		t.Errorf("a key made without ticking \"may publish reports\" has scope %q, want %q", k.Scope, store.ScopeRead)
 	}
-	_, body = b.post("/settings/api-keys", url.Values{"csrf_token": {b.csrf}, "name": {"Reporter"}, "publish": {"on"}})
+	_, body = b.postFollow("/settings/api-keys", url.Values{"csrf_token": {b.csrf}, "name": {"Reporter"}, "publish": {"on"}})
 	if pk, err := ts.store.APIKeyByHash(t.Context(), store.HashSecret(keyRe.FindString(body)), ts.now); err != nil || pk.Scope != store.ScopeAll {
 		t.Errorf("a key made with \"may publish reports\" ticked: scope %q, %v; want %q", pk.Scope, err, store.ScopeAll)
 	}
@@ -367,7 +367,7 @@ func TestSignupRefusesWeakPasswords(t *testing.T) {
 	ts := newTestServer(t, memory.New())
 	b := ts.browser(t)
 	resp, _ := b.post("/signup", url.Values{"email": {"weak@example.com"}})
-	wantStatus(t, resp, http.StatusOK)
+	wantStatus(t, resp, http.StatusSeeOther)
 	link := signupLink(t, b.mail.next(t, "weak@example.com"))
 	for pw, want := range map[string]string{
 		"12345678": "10,000 most common passwords",
@@ -487,17 +487,18 @@ func TestSignupAnswersAlikeForKnownAndNewEmails(t *testing.T) {
 	attacker := ts.browser(t)
 	answer := func(email string) (int, string, []*http.Cookie) {
 		resp, body := attacker.post("/signup", url.Values{"email": {email}})
-		return resp.StatusCode, strings.ReplaceAll(body, email, "EMAIL"), resp.Cookies()
+		return resp.StatusCode, strings.ReplaceAll(body, email, "EMAIL") + resp.Header.Get("Location"), resp.Cookies()
 	}
 	knownStatus, knownBody, knownCookies := answer("ann@example.com")
 	newStatus, newBody, newCookies := answer("new@example.com")
-	if knownStatus != http.StatusOK || newStatus != knownStatus || knownBody != newBody {
+	if knownStatus != http.StatusSeeOther || newStatus != knownStatus || knownBody != newBody {
 		t.Errorf("known e-mail: %d, new e-mail: %d; bodies equal: %v", knownStatus, newStatus, knownBody == newBody)
 	}
 	if len(knownCookies) != 0 || len(newCookies) != 0 {
 		t.Errorf("cookies: known %v, new %v; want none", knownCookies, newCookies)
 	}
-	contains(t, newBody, "Check your e-mail")
+	_, sent := attacker.get("/signup?sent=1")
+	contains(t, sent, "Check your e-mail")
 	if _, err := ts.store.UserByEmail(t.Context(), "new@example.com"); err == nil {
 		t.Error("the account exists before its link was followed")
 	}

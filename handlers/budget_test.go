@@ -258,3 +258,31 @@ func TestBudgetCheckAnswerFollowsEveryChange(t *testing.T) {
 		})
 	}
 }
+
+// TestThresholdUnits: a budget accepts a time as the pages show it (2.5s, 2.5 s, 2500ms, a bare
+// number of milliseconds) and CLS as a bare number; a bare time under 50 asks about seconds.
+func TestThresholdUnits(t *testing.T) {
+	for _, tc := range []struct {
+		metric, in string
+		want       float64
+		problem    bool
+	}{
+		{"lcp", "2.5s", 2500, false},
+		{"lcp", "2.5 s", 2500, false},
+		{"lcp", " 2500ms", 2500, false},
+		{"lcp", "2500 ms", 2500, false},
+		{"lcp", "2500", 2500, false},
+		{"tbt", "0.6S", 600, false},
+		{"cls", "0.1", 0.1, false},
+		{"performance", "90", 90, false},
+		{"lcp", "2.5", 0, true},
+		{"lcp", "fast", 0, true},
+		{"cls", "0.1s", 0, true},
+		{"lcp", "700s", 0, true},
+	} {
+		got, problem := parseThreshold(tc.metric, tc.in)
+		if (problem != "") != tc.problem || !tc.problem && got != tc.want {
+			t.Errorf("parseThreshold(%q, %q) = %v, %q; want %v (problem %v)", tc.metric, tc.in, got, problem, tc.want, tc.problem)
+		}
+	}
+}

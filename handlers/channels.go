@@ -61,8 +61,6 @@ type notificationsData struct {
 	Events    []string
 	Form      channelForm
 	Errors    map[string]string
-	NewSecret string // a webhook channel's signing secret, shown in this response only
-	NewName   string
 	NoKeys    bool // PLATFORM_TOKEN_KEY is not set on Postgres: channels cannot be saved
 }
 
@@ -183,7 +181,7 @@ func (s *server) handleCreateChannel() http.Handler {
 			return
 		}
 		if s.ChannelKeys == nil && f.Kind != store.ChannelEmail {
-			fail(http.StatusServiceUnavailable, map[string]string{"url": "Channels cannot be saved: set PLATFORM_TOKEN_KEY (openssl rand -base64 32) so their URLs are sealed at rest."})
+			fail(http.StatusServiceUnavailable, map[string]string{"url": "Channels with a URL cannot be saved on this SitePulse yet: it has no key to seal their URLs at rest. Whoever runs it must set one (README, “Alerts”)."})
 			return
 		}
 		if !slices.ContainsFunc(channelKinds, func(k struct{ Kind, Label, Hint string }) bool { return k.Kind == f.Kind }) {
@@ -242,9 +240,10 @@ func (s *server) handleCreateChannel() http.Handler {
 		s.Log.Info("alert channel added", "user", uid, "workspace", ws.ID, "channel", c.ID, "kind", c.Kind) // never the URL: it is a credential
 		s.activity(ctx, ws.ID, "channel added", c.Name)
 		if secret != "" {
-			// Shown in this response only, as a new API key is.
-			s.notificationsPage(w, r, http.StatusOK, notificationsData{Form: channelForm{Events: []string{store.EventRegressionConfirmed}},
-				NewSecret: secret, NewName: c.Name}, "Channel added. Copy its signing secret now: it is not shown again.")
+			// Shown once, after the redirect, as a new API key is.
+			s.redirectNotice(w, r, notificationsURL(ws.ID)+"#channel-"+c.ID, notice{Text: "Channel added. The signing secret of “" + c.Name + "”:",
+				Detail: "copy it now, it is not shown again. Verify each delivery's X-SitePulse-Signature with it (README, “Verifying the signed webhook”).",
+				Secret: secret, Label: "Signing secret"})
 			return
 		}
 		http.Redirect(w, r, notificationsURL(ws.ID)+"?done=channel-added", http.StatusSeeOther)
@@ -282,7 +281,7 @@ func (s *server) handleTestChannel() http.Handler {
 			return
 		}
 		if s.ChannelKeys == nil && c.Kind != store.ChannelEmail {
-			s.renderError(w, r, http.StatusServiceUnavailable, "Channels cannot be used: PLATFORM_TOKEN_KEY is not set.")
+			s.renderError(w, r, http.StatusServiceUnavailable, "This channel cannot be used on this SitePulse: it has no key to open its sealed URL. Whoever runs it must set one (README, “Alerts”).")
 			return
 		}
 		now := s.Now()

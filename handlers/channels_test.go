@@ -202,8 +202,9 @@ func TestNotificationChannels(t *testing.T) {
 				contains(t, body, `<span class="tag good">delivered</span>`)
 			})
 			t.Run("a signed webhook channel shows its secret once, and the test verifies under it", func(t *testing.T) {
-				resp, shown := add("webhook", "CI hook", hk.URL+"/hook", store.EventScanFailed)
-				wantStatus(t, resp, http.StatusOK)
+				resp, _ := add("webhook", "CI hook", hk.URL+"/hook", store.EventScanFailed)
+				wantStatus(t, resp, http.StatusSeeOther)
+				_, shown := b.get(resp.Header.Get("Location"))
 				m := regexpSecret.FindStringSubmatch(shown)
 				if m == nil {
 					t.Fatalf("no secret shown:\n%s", shown)

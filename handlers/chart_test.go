@@ -35,7 +35,7 @@ func TestTrendCharts(t *testing.T) {
 		name          string
 		want, notWant []string
 	}{
-		{1, "health is a score chart with one line", []string{"Health 82 · 1 Nov 2026, 09:00 UTC", `class="line s-health"`, ">90<"}, nil},
+		{1, "health is a score chart with one line", []string{"Health 82 · 1 Nov 2026, 09:00 UTC", `class="line s-health"`, ">75<"}, nil},
 		{2, "LCP has grid lines at web.dev's bands and grows to its worst value", []string{">2.5 s<", ">4.0 s<", "LCP 8.3 s · 2 Nov 2026, 09:00 UTC", ">10.0 s<"}, nil},
 		{3, "CLS is written unitless", []string{">0.10<", ">0.25<", "CLS 0.39"}, nil},
 		{4, "a vital no scan has draws no line", []string{`aria-label="Total Blocking Time of the last 2 completed scans`}, []string{"<path", "<circle"}},
@@ -79,11 +79,11 @@ func TestTrendChartMarksPublishes(t *testing.T) {
 		{PublishedBy: "Old", PublishedOn: day(1).Add(-time.Hour)},            // before the chart: not drawn
 	}
 	charts := trendCharts(points, publishes)
-	for _, c := range charts[:2] { // the score charts: scans at x 72, 350 and 628
+	for _, c := range charts[:2] { // the score charts: scans at x 87, 357.5 and 628
 		got := string(c.SVG)
 		for _, want := range []string{
-			`<g class="publish"><line x1="211" y1="10" x2="211" y2="184"/>`, `<title>Published by &lt;b&gt;Ana&lt;/b&gt;, 1 Nov 21:00</title>`,
-			`<line x1="628" y1="10" x2="628" y2="184"/>`, `<title>Published 3 Nov 10:00</title>`,
+			`<g class="publish"><line x1="222.2" y1="10" x2="222.2" y2="264"/>`, `<title>Published by &lt;b&gt;Ana&lt;/b&gt;, 1 Nov 21:00</title>`,
+			`<line x1="628" y1="10" x2="628" y2="264"/>`, `<title>Published 3 Nov 10:00</title>`,
 		} {
 			if !strings.Contains(got, want) {
 				t.Errorf("%s chart lacks %q:\n%s", c.ID, want, got)

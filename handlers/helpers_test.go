@@ -109,6 +109,17 @@ func (b *browser) post(path string, form url.Values) (*http.Response, string) {
 	return resp, readBody(b.t, resp)
 }
 
+// postFollow posts a form and, when the answer is a redirect (POST-redirect-GET), gets where
+// it leads: the page that shows what the POST did, and its one-time notice.
+func (b *browser) postFollow(path string, form url.Values) (*http.Response, string) {
+	b.t.Helper()
+	resp, body := b.post(path, form)
+	if resp.StatusCode != http.StatusSeeOther {
+		return resp, body
+	}
+	return b.get(resp.Header.Get("Location"))
+}
+
 func readBody(t *testing.T, resp *http.Response) string {
 	t.Helper()
 	defer resp.Body.Close()
@@ -129,8 +140,8 @@ const testPassword = "correct horse battery"
 func (b *browser) signup(email string) {
 	b.t.Helper()
 	resp, _ := b.post("/signup", url.Values{"email": {email}})
-	if resp.StatusCode != http.StatusOK {
-		b.t.Fatalf("signup: %d", resp.StatusCode)
+	if resp.StatusCode != http.StatusSeeOther {
+		b.t.Fatalf("signup: %d, want 303", resp.StatusCode)
 	}
 	b.confirm(b.mail.next(b.t, email), testPassword)
 	b.refreshCSRF()

@@ -118,6 +118,12 @@ var ownershipCases = []ownershipCase{
 	{name: "A's scan page through B's own site", route: "GET /sites/{siteId}/scans/{scanId}", method: "GET", path: func(a, b apiAccount) string {
 		return "/sites/" + b.siteID + "/scans/" + a.scanID
 	}, cred: asCookie, status: 404},
+	{name: "sharing a report of A's scan", route: "POST /sites/{siteId}/scans/{scanId}/reports", method: "POST", path: scanPath("/reports"),
+		form: url.Values{"expires": {"7"}}, cred: asCookie, status: 404, intact: func(t *testing.T, f *apiFixture) {
+			if reps, _ := f.st.ReportsOf(context.Background(), f.a.userID); len(reps) != 1 {
+				t.Errorf("A's account holds %d reports after B's try, want the fixture's 1", len(reps))
+			}
+		}},
 	{name: "the progress stream of A's scan", route: "GET /sites/{siteId}/scans/{scanId}/events", method: "GET", path: scanPath("/events"), cred: asCookie, status: 404},
 	{name: "a page of A's scan", route: "GET /sites/{siteId}/scans/{scanId}/page", method: "GET", path: scanPath("/page?path=%2F&strategy=mobile"), cred: asCookie, status: 404},
 	{name: "a screenshot of A's scan", route: "GET /sites/{siteId}/scans/{scanId}/images/{index}", method: "GET", path: scanPath("/images/0?path=%2F&strategy=mobile"), cred: asCookie, status: 404},

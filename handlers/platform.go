@@ -278,7 +278,7 @@ func (s *server) handlePlatformImport() http.Handler {
 				switch {
 				case errors.As(res.Err, &dup):
 					out.Duplicate = dup
-					out.Err = errors.New("you already have a site for " + dup.Domain + ":")
+					out.Err = errors.New("this workspace already has a site for " + store.DisplayDomain(dup.Domain) + ":")
 				case errors.Is(res.Err, store.ErrInvalid):
 					out.Err = errors.New("its data on the platform breaks SitePulse's rules: " + store.InvalidMessage(res.Err))
 					status = max(status, http.StatusUnprocessableEntity)

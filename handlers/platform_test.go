@@ -458,7 +458,7 @@ func TestPlatformOff(t *testing.T) {
 	if strings.Contains(body, `href="/platform/connect"`) {
 		t.Error("the connect button shows without a platform app")
 	}
-	contains(t, body, "PLATFORM_CLIENT_ID")
+	contains(t, body, "has not set up a platform app")
 	resp, body := a.get("/platform/connect")
 	wantStatus(t, resp, http.StatusNotFound)
 	contains(t, body, "Connecting a platform is off")

@@ -34,7 +34,9 @@ type page struct {
 	Visitor *visitor
 	CSRF    string
 	Flash   string
-	Data    any
+	// Notice is shown once after a form's redirect (notice.go); render takes it.
+	Notice *notice
+	Data   any
 	// Public pages (a client report) are read by people with no account: no site navigation.
 	Public bool
 	// Workspace is the workspace the page is about, with the visitor's role (onSite,
@@ -49,6 +51,8 @@ func (p page) CanEdit() bool { return p.Workspace.Role.Can(store.ActEdit) }
 var ratingClass = map[string]string{analysis.RatingGood: "good", analysis.RatingNI: "ni", analysis.RatingPoor: "poor"}
 
 var templateFuncs = template.FuncMap{
+	// reportExpiries are the scan page's choices for a report link's life (ui_reports.go).
+	"reportExpiries": func() []reportExpiry { return reportExpiries },
 	// pathEscape puts an id that may hold "/" or ":" (a client_id URL) into one path segment.
 	"pathEscape": url.PathEscape,
 	// score shows a 0-100 score, or a dash when Lighthouse gave none.
@@ -144,6 +148,9 @@ func (s *server) render(w http.ResponseWriter, r *http.Request, status int, name
 	}
 	if p.Workspace.ID == "" {
 		p.Workspace = workspaceFrom(r.Context())
+	}
+	if p.Notice == nil {
+		p.Notice = s.takeNotice(w, r)
 	}
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, "layout", p); err != nil {

@@ -141,6 +141,8 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 	mux.Handle("POST /sites/{siteId}/delete", s.requireUser(s.onSite(store.ActEdit, s.handleDeleteSite())))
 	mux.Handle("POST /sites/{siteId}/scan", s.requireUser(s.onSite(store.ActEdit, s.handleScanNow())))
 	mux.Handle("GET /sites/{siteId}/scans/{scanId}", s.requireUser(s.onSite(store.ActRead, s.handleScan())))
+	// "Share a report": the store checks the role, as for the MCP tool (ActReport).
+	mux.Handle("POST /sites/{siteId}/scans/{scanId}/reports", s.requireUser(s.onSite(store.ActRead, s.handleShareReport())))
 	mux.Handle("GET /sites/{siteId}/scans/{scanId}/events", s.requireUser(s.onSite(store.ActRead, s.handleScanEvents())))
 	mux.Handle("GET /sites/{siteId}/scans/{scanId}/page", s.requireUser(s.onSite(store.ActRead, s.handlePageDetail())))
 	mux.Handle("GET /sites/{siteId}/scans/{scanId}/images/{index}", s.requireUser(s.onSite(store.ActRead, s.handleScanImage())))

@@ -11,12 +11,11 @@ import (
 	"sitepulse/store"
 )
 
-// settingsData is the settings page: API keys (a new one shown once), notifications, and the
+// settingsData is the settings page: API keys (a new one is shown once by a notice), notifications, and the
 // OAuth apps the user approved.
 type settingsData struct {
 	Keys     []store.APIKey
-	NewKey   string // the plaintext of a key just created; shown once, never stored
-	NewName  string
+	NewName  string // the name typed, echoed when it was refused
 	KeyError string
 	Notify   bool
 	Apps     []store.Consent
@@ -131,9 +130,9 @@ func (s *server) handleCreateAPIKey() http.Handler {
 		}
 		s.Log.Info("api key created", "user", v.User.ID, "key", k.ID, "scope", k.Scope)
 		s.activity(r.Context(), ws, "created the API key", name)
-		// The key is shown in this response only; a reload asks the browser to resend, which
-		// makes another key rather than revealing this one again.
-		s.settingsPage(w, r, http.StatusCreated, settingsData{NewKey: secret, NewName: name}, "")
+		// Shown once, after the redirect (notice.go): a reload shows it no more and makes no key.
+		s.redirectNotice(w, r, "/settings#api-keys", notice{Text: "Your new key “" + name + "”.",
+			Detail: "Copy it now: it is shown only once and SitePulse keeps only a hash of it.", Secret: secret, Label: "New API key"})
 	})
 }
 

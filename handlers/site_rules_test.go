@@ -147,7 +147,7 @@ func TestDuplicateDomain(t *testing.T) {
 				t.Run("the add form refuses "+spelling, func(t *testing.T) {
 					resp, body := a.postCSRF("/sites", url.Values{"name": {"Again"}, "domain": {spelling}})
 					wantStatus(t, resp, http.StatusConflict)
-					contains(t, body, "You already have a site for shop.example.com:")
+					contains(t, body, "This workspace already has a site for shop.example.com:")
 					contains(t, body, link)
 				})
 			}
@@ -164,7 +164,7 @@ func TestDuplicateDomain(t *testing.T) {
 				CustomDomains: []platform.CustomDomain{{ID: "d", URL: "https://shop.example.com"}}}, Pages: []platform.Page{{ID: "1", PublishedPath: "/"}}})
 			resp, body = a.postCSRF("/platform/import", url.Values{"site": {"65000000000000000000d0p", acme}})
 			wantStatus(t, resp, http.StatusConflict)
-			contains(t, body, "not imported: you already have a site for shop.example.com:")
+			contains(t, body, "not imported: this workspace already has a site for shop.example.com:")
 			contains(t, body, `<a href="/sites/`+firstID+`">Shop renamed</a>`)
 			if sites, _ := r.st.SitesOf(context.Background(), a.userID); len(sites) != 3 {
 				t.Errorf("%d sites, want Shop, Blog and Acme", len(sites))
@@ -201,7 +201,7 @@ func TestPageCapSaidWhereItHappens(t *testing.T) {
 		if err := st.SetPagesFound(ctx, job.Lease(), 50, 80); err != nil {
 			t.Fatal(err)
 		}
-		const said = "50 of 80 pages audited (<code>MAX_PAGES_PER_SCAN</code>)"
+		const said = "50 of 80 pages audited</strong>: this SitePulse audits at most 50 pages a scan"
 		_, body := f.a.get("/sites/" + site.ID + "/scans/" + scan.ID)
 		contains(t, body, said)
 		if err := st.CompleteScan(ctx, job.Lease(), store.ScanScores{}, f.ts.now); err != nil {
@@ -212,7 +212,7 @@ func TestPageCapSaidWhereItHappens(t *testing.T) {
 		_, body = f.a.get("/sites/" + site.ID)
 		contains(t, body, said)
 		for _, path := range []string{"/sites/" + f.site, "/sites/" + f.site + "/scans/" + f.scan} {
-			if _, body := f.a.get(path); strings.Contains(body, "pages audited (") {
+			if _, body := f.a.get(path); strings.Contains(body, "data-capped") {
 				t.Errorf("%s speaks of a cap it did not reach", path)
 			}
 		}

@@ -40,6 +40,9 @@ func TestStatementsPerRequest(t *testing.T) {
 		// the session, the site with the member's role (SiteAndWorkspace) and SiteView's two,
 		// its trend read from per-scan summaries: 4.
 		{"site page", "GET", "/sites/" + a.siteID, "", cookie(a.session), 4, 4},
+		// The sites list (a triage board, issue 37): the session, the workspaces and one read of
+		// the sites with their latest scans and triage (SiteListings).
+		{"sites list", "GET", "/", "", cookie(a.session), 3, 3},
 		{"export", "GET", "/api/sites/" + a.siteID + "/export", "", cookie(a.session), 2, 2},
 		{"export JSON", "GET", "/api/sites/" + a.siteID + "/export?format=json", "", cookie(a.session), 2, 2},
 		{"budget check", "POST", "/api/external/budget-check", `{"siteId":"` + a.siteID + `"}`, bearer(a.apiKey), 3, 1}, // 3 cold (key, its use, the inputs' load): the site page before it no longer loads the inputs

@@ -65,19 +65,38 @@ func budgetMetrics() []string {
 }
 
 // parseThreshold validates a threshold for a metric: scores 0-100, CLS 0-10, times 0-600000 ms.
+// A time is read as the pages show it: "2.5s", "2.5 s", "2500ms" or "2500 ms", a bare number
+// being milliseconds; a bare number under 50 is refused as probably meant in seconds.
 func parseThreshold(metric, in string) (float64, string) {
-	in = strings.TrimSpace(in)
+	in = strings.ToLower(strings.Join(strings.Fields(in), ""))
+	op, _ := analysis.BudgetMetric(metric)
+	timed := op == store.OpMax && metric != "cls"
+	scale, unit := 1.0, false
+	if timed {
+		switch {
+		case strings.HasSuffix(in, "ms"):
+			in, unit = strings.TrimSuffix(in, "ms"), true
+		case strings.HasSuffix(in, "s"):
+			in, scale, unit = strings.TrimSuffix(in, "s"), 1000, true
+		}
+	}
 	v, err := strconv.ParseFloat(in, 64)
 	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		if timed {
+			return 0, "Enter a time such as 2.5s or 2500ms."
+		}
 		return 0, "Enter a number."
 	}
-	switch op, _ := analysis.BudgetMetric(metric); {
+	v *= scale
+	switch {
 	case op == store.OpMin && (v < 0 || v > 100):
 		return 0, "A score is between 0 and 100."
 	case metric == "cls" && (v < 0 || v > 10):
 		return 0, "CLS is between 0 and 10, such as 0.1."
-	case op == store.OpMax && metric != "cls" && (v < 0 || v > 600000):
-		return 0, "Enter milliseconds between 0 and 600000, such as 2500."
+	case timed && (v < 0 || v > 600000):
+		return 0, "Enter a time between 0 and 600s, such as 2.5s or 2500ms."
+	case timed && !unit && v > 0 && v < 50:
+		return 0, "Did you mean " + strconv.FormatFloat(v, 'f', -1, 64) + " seconds? Write " + strconv.FormatFloat(v, 'f', -1, 64) + "s, or add ms for milliseconds."
 	}
 	return v, ""
 }

@@ -21,6 +21,15 @@ func init() {
 // uiFuncs are the web UI's template functions, added to templateFuncs.
 var uiFuncs = template.FuncMap{
 	"metricLabel": analysis.Label,
+	// eventName is an alert event type in words ("Budget broken" for budget.broken).
+	"eventName": func(t string) string {
+		if n, ok := store.EventNames[t]; ok {
+			return n
+		}
+		return t
+	},
+	// unicodeDomain shows a stored domain as people read it (bücher.de, not xn--bcher-kva.de).
+	"unicodeDomain": store.DisplayDomain,
 	// metricValue shows a budget, rule or regression value in its metric's unit.
 	"metricValue": metricValue,
 	// scoreOf reads a scan score by metric name, for loops over metrics.

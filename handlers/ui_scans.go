@@ -157,7 +157,7 @@ func (s *server) handleScan() http.Handler {
 				return
 			}
 		}
-		s.render(w, r, http.StatusOK, "scan", page{Title: "Scan of " + site.Name, Data: d})
+		s.render(w, r, http.StatusOK, "scan", page{Title: "Scan of " + site.Name, Flash: uiFlash(r), Data: d})
 	})
 }
 

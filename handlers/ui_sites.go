@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
+	"sitepulse/mcp"
 	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 )
@@ -19,13 +21,13 @@ import (
 // SiteStore is what the home page, the site form and the site page read and write: a workspace's
 // sites, their recent scans and publishes, and Scan now.
 type SiteStore interface {
-	SitesOf(ctx context.Context, userID string) ([]store.Site, error)
+	// SiteListings is the sites list's one read: the sites with their latest scans and triage.
+	SiteListings(ctx context.Context, userID, workspaceID string) ([]store.SiteListing, error)
 	WorkspacesOf(ctx context.Context, userID string) ([]store.Workspace, error)
 	CreateSiteWithin(ctx context.Context, s store.Site, max int) error
 	UpdateSite(ctx context.Context, s store.Site) error
 	DeleteSite(ctx context.Context, userID, siteID string) error
 	EnqueueScan(ctx context.Context, s store.Scan, kind string, runAt time.Time) error
-	LastScans(ctx context.Context, userID string) (map[string]store.Scan, error)
 	ScansOf(ctx context.Context, userID, siteID string, limit int) ([]store.Scan, error)
 	// SiteAccess and SetSiteAccess read and write a site's access setting, sealed (access.go).
 	SiteAccess(ctx context.Context, userID, siteID string) (store.SiteAccess, error)
@@ -37,7 +39,7 @@ type SiteStore interface {
 // uiFlashes are the confirmations a redirect may ask a web UI page to show; the query names one,
 // so no text of an attacker's choosing ever appears on a page.
 var uiFlashes = map[string]string{
-	"site-added":            "Site added. Press “Scan now” to audit it, or wait for the next publish.",
+	"site-added":            "Site added. Press “Scan now” to audit it; to scan it on a schedule too, choose daily or weekly scans on its edit page.",
 	"site-saved":            "Site saved.",
 	"site-deleted":          "Site deleted, with its scans, budgets and reports.",
 	"workspace-deleted":     "Workspace deleted, with its sites, scans, reports, API keys, invitations and members.",
@@ -47,6 +49,8 @@ var uiFlashes = map[string]string{
 	"access-removed":        "The site is audited signed out: its access setting is removed.",
 	"rule-deleted":          "Alert rule deleted.",
 	"report-revoked":        "Report revoked. Its link now answers “gone”.",
+	"report-title":          "The report was not made: its title may have up to 200 characters and no invisible or control characters.",
+	"report-limit":          fmt.Sprintf("The report was not made: your account already has %d active report links. Revoke some under Reports, or let them expire.", mcp.MaxActiveReports),
 	"platform-disconnected": "Platform disconnected: SitePulse's webhooks were removed and its access forgotten. The sites and their scans stay here.",
 }
 
@@ -65,69 +69,56 @@ func uiFlash(r *http.Request) string {
 	return uiFlashes[q.Get("done")]
 }
 
-// siteRow is a site on the sites list with its most recent scan of any status.
-type siteRow struct {
-	store.Site
-	LastScan *store.Scan
-}
-
-// homePage is the sites list, grouped by workspace, and the platform connection's state.
+// homePage is the sites list as a triage board: every site (of one workspace with
+// ?workspace=) worst first, with its latest scan and what its latest completed scan left;
+// the visitor's workspaces for the filter, and the platform connection's state.
 type homePage struct {
-	Sites    []siteRow // every site, for a visitor in one workspace: the list as it always was
-	Groups   []siteGroup
-	Platform platformStatus
-}
-
-// siteGroup is one workspace's sites on the sites list.
-type siteGroup struct {
-	Workspace store.Workspace
-	Sites     []siteRow
+	Sites      []store.SiteListing
+	Workspaces []store.Workspace
+	Filter     *store.Workspace // the workspace ?workspace= names; nil for every workspace
+	Platform   platformStatus
 }
 
 // Grouped says whether the list shows workspaces: only once the visitor is in more than one.
-func (h homePage) Grouped() bool { return len(h.Groups) > 1 }
+func (h homePage) Grouped() bool { return len(h.Workspaces) > 1 }
 
-// handleHome lists the signed-in user's sites.
+// handleHome lists the signed-in user's sites worst first: a failing scan, confirmed
+// regressions, broken budgets, then the lower health score. One read (SiteListings) gives the
+// sites with their latest scans and triage.
 func (s *server) handleHome() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v := visitorFrom(r.Context())
-		sites, err := s.Sites.SitesOf(r.Context(), v.User.ID)
-		if err != nil {
-			s.error(w, r, err, "")
-			return
-		}
-		last, err := s.Sites.LastScans(r.Context(), v.User.ID)
-		if err != nil {
-			s.error(w, r, err, "")
-			return
-		}
 		workspaces, err := s.Sites.WorkspacesOf(r.Context(), v.User.ID)
 		if err != nil {
 			s.error(w, r, err, "")
 			return
 		}
-		groups := make([]siteGroup, len(workspaces))
-		at := make(map[string]int, len(workspaces))
-		for i, ws := range workspaces {
-			groups[i].Workspace, at[ws.ID] = ws, i
-		}
-		rows := make([]siteRow, 0, len(sites))
-		for _, site := range sites {
-			row := siteRow{Site: site}
-			if sc, ok := last[site.ID]; ok {
-				row.LastScan = &sc
+		d := homePage{Workspaces: workspaces}
+		if id := r.URL.Query().Get("workspace"); id != "" {
+			for i := range workspaces {
+				if workspaces[i].ID == store.CanonicalID(id) {
+					d.Filter = &workspaces[i]
+				}
 			}
-			rows = append(rows, row)
-			if i, ok := at[site.WorkspaceID]; ok {
-				groups[i].Sites = append(groups[i].Sites, row)
+			if d.Filter == nil {
+				s.renderError(w, r, http.StatusNotFound, "There is no such workspace in your account.")
+				return
 			}
 		}
-		platform, err := s.platformStatus(r)
-		if err != nil {
+		filter := ""
+		if d.Filter != nil {
+			filter = d.Filter.ID
+		}
+		if d.Sites, err = s.Sites.SiteListings(r.Context(), v.User.ID, filter); err != nil {
 			s.error(w, r, err, "")
 			return
 		}
-		s.render(w, r, http.StatusOK, "home", page{Title: "Sites", Flash: uiFlash(r), Data: homePage{Sites: rows, Groups: groups, Platform: platform}})
+		sort.SliceStable(d.Sites, func(i, j int) bool { return d.Sites[i].Worse(d.Sites[j]) })
+		if d.Platform, err = s.platformStatus(r); err != nil {
+			s.error(w, r, err, "")
+			return
+		}
+		s.render(w, r, http.StatusOK, "home", page{Title: "Sites", Flash: uiFlash(r), Data: d})
 	})
 }
 
@@ -174,7 +165,7 @@ func (f *siteForm) refused(err error) (status int, ok bool) {
 	switch {
 	case errors.As(err, &dup):
 		f.Duplicate = dup
-		f.Errors["domain"] = "You already have a site for " + dup.Domain + ":"
+		f.Errors["domain"] = "This workspace already has a site for " + store.DisplayDomain(dup.Domain) + ":"
 		return http.StatusConflict, true
 	case errors.Is(err, store.ErrInvalid):
 		f.Errors = store.FieldErrors(err)

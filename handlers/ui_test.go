@@ -37,6 +37,16 @@ func eachBackend(t *testing.T, poll time.Duration, test func(*testing.T, *uiFixt
 	}
 }
 
+// newUIFixtureWith is newUIFixture with the handler's dependencies changed by with.
+func newUIFixtureWith(t *testing.T, poll time.Duration, st store.Store, with func(*Deps)) *uiFixture {
+	if with == nil {
+		return newUIFixture(t, poll, st)
+	}
+	return newUIFixture(t, poll, st, with)
+}
+
+// newUIFixture serves the web UI over st with the accounts of uiFixture; each with changes the
+// handler's dependencies before it is built.
 func newUIFixture(t *testing.T, poll time.Duration, st store.Store, with ...func(*Deps)) *uiFixture {
 	t.Helper()
 	ts := &testServer{store: st, now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
@@ -132,7 +142,7 @@ func testUIPages(t *testing.T, f *uiFixture) {
 			[]string{`name="budget_performance"`, `name="budget_cls"`, "Alert rules", "TBT", "Add a rule"}},
 		{"the edit form is filled in", "/sites/" + f.site + "/edit", []string{`value="Demo Site"`, "Delete this site"}},
 		{"the add form is empty", "/sites/new", []string{"Add a site", `name="domain"`, `name="pages"`}},
-		{"the reports page explains how reports are made", "/reports", []string{"Client reports", "generate_client_report"}},
+		{"the reports page explains how reports are made", "/reports", []string{"Client reports", "Share a report"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			resp, body := f.a.get(tt.path)
@@ -407,11 +417,11 @@ func testBudgetsEditor(t *testing.T, f *uiFixture) {
 	for _, tt := range []struct {
 		name, field, value, want string
 	}{
-		{"not a number", "budget_lcp", "fast", "Enter a number"},
+		{"not a number", "budget_lcp", "fast", "Enter a time such as 2.5s"},
 		{"a score above 100", "budget_performance", "120", "between 0 and 100"},
-		{"a negative time", "budget_ttfb", "-1", "milliseconds between 0"},
+		{"a negative time", "budget_ttfb", "-1", "time between 0 and 600s"},
 		{"a CLS above 10", "budget_cls", "25", "CLS is between 0 and 10"},
-		{"NaN", "budget_tbt", "NaN", "Enter a number"},
+		{"NaN", "budget_tbt", "NaN", "Enter a time such as 2.5s"},
 	} {
 		t.Run("a budget that is "+tt.name+" is refused", func(t *testing.T) {
 			resp, body := f.a.postCSRF(path, url.Values{"budget_seo": {"80"}, tt.field: {tt.value}})
@@ -450,7 +460,7 @@ func testBudgetsEditor(t *testing.T, f *uiFixture) {
 	}{
 		{"an unknown metric", url.Values{"metric": {"speed"}, "operator": {"max"}, "threshold": {"1"}}, "Choose a metric"},
 		{"an unknown operator", url.Values{"metric": {"lcp"}, "operator": {"eq"}, "threshold": {"1"}}, "at least"},
-		{"a missing threshold", url.Values{"metric": {"lcp"}, "operator": {"max"}, "threshold": {""}}, "Enter a number"},
+		{"a missing threshold", url.Values{"metric": {"lcp"}, "operator": {"max"}, "threshold": {""}}, "Enter a time such as 2.5s"},
 		{"a score threshold out of range", url.Values{"metric": {"seo"}, "operator": {"min"}, "threshold": {"101"}}, "between 0 and 100"},
 	} {
 		t.Run("a rule with "+tt.name+" is refused", func(t *testing.T) {
@@ -746,11 +756,13 @@ func TestTrendSVG(t *testing.T) {
 	}{
 		{name: "no scans draw nothing", points: nil},
 		{name: "one scan is a dot per category in the middle", points: []trendPoint{{At: day(1), Scores: full(50)}},
-			want: []string{`cx="350"`, `d="M350 97"`, ">1 Nov<"}, circles: 4, paths: 4},
+			want: []string{`cx="357.5"`, `d="M357.5 137"`, ">1 Nov<", ">25<", ">75<"}, circles: 4, paths: 4},
 		{name: "scores map 100 to the top and 0 to the bottom", points: []trendPoint{{At: day(1), Scores: full(100)}, {At: day(2), Scores: full(0)}},
-			want: []string{`d="M72 10 L628 184"`, ">1 Nov<", ">2 Nov<", "Performance 100 · 1 Nov 2026, 09:00 UTC"}, circles: 8, paths: 4},
+			want: []string{`d="M87 10 L628 264"`, ">1 Nov<", ">2 Nov<", "Performance 100 · 1 Nov 2026, 09:00 UTC"}, circles: 8, paths: 4},
 		{name: "a missing score breaks its line", points: []trendPoint{{At: day(1), Scores: full(10)}, {At: day(2), Scores: store.ScanScores{SEO: p(90), Accessibility: p(80), BestPractices: p(70)}}, {At: day(3), Scores: full(30)}},
-			want: []string{`d="M72 166.6 M628 131.8"`}, circles: 11, paths: 4},
+			want: []string{`d="M87 238.6 M628 187.8"`}, circles: 11, paths: 4},
+		{name: "two scans of one day are told apart by their times", points: []trendPoint{{At: day(1), Scores: full(50)}, {At: day(1).Add(2 * time.Hour), Scores: full(60)}},
+			want: []string{">1 Nov 09:00<", ">1 Nov 11:00<"}, circles: 8, paths: 4},
 		{name: "a category with no score at all has no line", points: []trendPoint{{At: day(1), Scores: store.ScanScores{SEO: p(1)}}, {At: day(2), Scores: store.ScanScores{SEO: p(2)}}},
 			notWant: []string{"s-perf", "s-a11y"}, circles: 2, paths: 1},
 		{name: "twenty scans label the first, middle and last", points: func() []trendPoint {

@@ -47,14 +47,9 @@ type workspaceData struct {
 	Activity    []store.Activity
 	Me          store.Member
 	CanManage   bool
-	// NewLink is an invitation link just made: shown once, never stored. Mailed says it was
-	// e-mailed too (not without SMTP, nor past the recipient's daily invitation e-mails).
-	NewLink  string
-	NewEmail string
-	Mailed   bool
-	Form     inviteForm
-	Sites    int
-	Personal bool
+	Form        inviteForm
+	Sites       int
+	Personal    bool
 	// CanLeave is false for the last owner: a workspace always keeps one.
 	CanLeave bool
 	// CanDelete shows the "Delete workspace" form: owners, and never a personal workspace (the
@@ -247,15 +242,21 @@ func (s *server) handleInvite() http.Handler {
 		link := s.BaseURL + "/invite/" + token
 		s.activity(ctx, ws.ID, "invited as "+string(inv.Role), inv.Email)
 		s.Log.Info("invitation created", "workspace", ws.ID, "invitation", inv.ID, "role", inv.Role)
-		d := workspaceData{NewLink: link, NewEmail: inv.Email}
+		mailed := false
 		if s.Mail != nil {
 			// A recipient gets store.InviteMailsPerEmail invitation e-mails a day, from every
 			// workspace together; past them the link is only shown here, to be sent by hand.
-			if d.Mailed = s.takeMail(r, "invite mail", inv.Email, store.InviteMailsPerEmail); d.Mailed {
+			if mailed = s.takeMail(r, "invite mail", inv.Email, store.InviteMailsPerEmail); mailed {
 				s.sendMail(r, inv.Email, "You are invited to a SitePulse workspace", invitationMail(visitorFrom(ctx).User.Email, ws.Name, inv.Role, link))
 			}
 		}
-		s.workspacePage(w, r, http.StatusCreated, d)
+		send := "Send it to them:"
+		if mailed {
+			send = "It was e-mailed to them; you may also send it yourself:"
+		}
+		// Shown once, after the redirect (notice.go): a reload invites no one again.
+		s.redirectNotice(w, r, "/workspaces/"+ws.ID+"#members", notice{Text: "Invitation link for " + inv.Email + ".",
+			Detail: send + " it is shown only once, works once, for 7 days, and only for that e-mail address.", Secret: link, Label: "Invitation link"})
 	})
 }
 

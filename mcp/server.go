@@ -82,6 +82,7 @@ type Server struct {
 	metrics  *metricsCache
 	analyses *analysisCache // latestAnalysis
 	quota    Quota
+	links    LinkSealer
 }
 
 // Config is what a Server needs. Now and Log default to time.Now and a discarding logger.
@@ -92,6 +93,14 @@ type Config struct {
 	Log     *slog.Logger
 	// Quota is the accounts' daily audit budget start_scan checks; nil grants every scan.
 	Quota Quota
+	// Links seals a new client report's token so the Reports list can show its link again
+	// (platform.Keys); nil keeps reports hashed only.
+	Links LinkSealer
+}
+
+// LinkSealer seals a client report's token bound to the report's id (platform.Keys).
+type LinkSealer interface {
+	SealReportLink(token, reportID string) (string, error)
 }
 
 // New returns a Server.
@@ -102,7 +111,7 @@ func New(c Config) *Server {
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{store: c.Store, baseURL: c.BaseURL, now: c.Now, log: c.Log, metrics: newMetricsCache(64), analyses: &analysisCache{max: 256}, quota: c.Quota}
+	s := &Server{store: c.Store, baseURL: c.BaseURL, now: c.Now, log: c.Log, metrics: newMetricsCache(64), analyses: &analysisCache{max: 256}, quota: c.Quota, links: c.Links}
 	for e := range era(eraCount) {
 		result := map[string]any{"tools": toolList(e)}
 		if e == eraModern {

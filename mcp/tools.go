@@ -105,15 +105,15 @@ var tools = []tool{
 		Description: "Lists the sites of every SitePulse workspace you belong to (your own and your teams'): for each " +
 			"its id, name, domain, current health score " +
 			"(0-100, the mean of the four Lighthouse category scores of its latest scan; null before the first scan), " +
-			"when it was last published, whether it is a founding site, and its workspace (id and name). Call this first: every other tool " +
+			"when it was last published, founding (true only for a site SitePulse seeded itself, the demo; false for every site added or imported), and its workspace (id and name). Call this first: every other tool " +
 			"takes a siteId from here, or a scanId reached through one.",
 		Input: object(nil, nil),
 	},
 	{
 		Name: "get_latest_scan", Title: "Latest scan of a site", ReadOnly: true, Scope: store.ScopeRead, Handler: handler((*Server).getLatestScan), View: "ui://sitepulse/latest-scan",
 		Example: "How is shop.example.com doing, and does it meet its budgets?",
-		Description: "Returns the latest completed scan of a site: its scanId, when it completed, how many page audits " +
-			"it holds, the strategy (mobile, desktop or both), the site-wide scores (health, performance, seo, " +
+		Description: "Returns the latest completed scan of a site: its scanId, when it completed, how many pages " +
+			"it audited (pagesTotal, each page once whatever the strategies), the strategy (mobile, desktop or both), the site-wide scores (health, performance, seo, " +
 			"accessibility, bestPractices; 0-100, the mean over every page) and the site's budget thresholds " +
 			"(e.g. performance 80 is a minimum score, lcp 2500 a maximum in ms; budget.strategy says per metric " +
 			"whether it applies to mobile, desktop or both). Use it for \"how is my site doing\" " +

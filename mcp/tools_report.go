@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"sitepulse/store"
 )
@@ -22,21 +21,23 @@ type clientReport struct {
 // (store.CreateScanReport): the tool is SelfAuthorizing.
 func (s *Server) generateClientReport(ctx context.Context, userID string, a args) (clientReport, error) {
 	days := a.integer("expiresInDays", 30)
-	now := s.now().UTC()
-	var expires *time.Time
-	if days > 0 {
-		t := now.AddDate(0, 0, days)
-		expires = &t
+	var seal func(token, reportID string) (string, error)
+	if s.links != nil {
+		seal = s.links.SealReportLink
 	}
-	token, hash := store.NewSecret("")
-	r := store.Report{ID: store.NewID(), TokenHash: hash, ScanID: store.CanonicalID(a.str("scanId", "")), UserID: userID,
-		Title: a.str("title", ""), CreatedAt: now, ExpiresAt: expires}
+	r, token, err := store.NewReport(a.str("scanId", ""), userID, a.str("title", ""), days, s.now().UTC(), seal)
+	if err != nil {
+		return clientReport{}, err
+	}
 	p := store.PrincipalFrom(ctx)
 	if p.UserID == "" { // Serve's caller named the user without a principal: a user's call
 		p = store.Principal{UserID: userID}
 	}
-	sr, err := s.store.CreateScanReport(ctx, p, r, MaxActiveReports)
+	var sr store.ScanReport
+	sr, err = s.store.CreateScanReport(ctx, p, r, MaxActiveReports)
 	switch {
+	case errors.Is(err, store.ErrInvalid):
+		return clientReport{}, toolError(store.InvalidMessage(err))
 	case errors.Is(err, store.ErrNotFound):
 		return clientReport{}, errScanNotFound
 	case errors.Is(err, store.ErrForbidden):

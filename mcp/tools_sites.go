@@ -118,7 +118,7 @@ func (s *Server) getLatestScan(ctx context.Context, userID string, a args) (late
 // latestScanOf is get_latest_scan's payload of a completed scan of the site in.
 func latestScanOf(in store.BudgetInputs, sc store.Scan) latestScan {
 	return latestScan{ScanID: sc.ID, SiteName: in.SiteName, Domain: in.SiteDomain, CompletedAt: iso(sc.CompletedAt),
-		PagesTotal: sc.PagesTotal, Strategy: sc.Strategy, Scores: sc.Scores, Budget: budgetObject(in.Budgets)}
+		PagesTotal: sc.PageCount(), Strategy: sc.Strategy, Scores: sc.Scores, Budget: budgetObject(in.Budgets)}
 }
 
 type trendItem struct {
@@ -165,7 +165,7 @@ func (s *Server) getTrend(ctx context.Context, userID string, a args) (trendResu
 	out := make([]trendItem, len(scans))
 	for i, sc := range scans { // newest first from the store; the trend reads oldest first
 		out[len(scans)-1-i] = trendItem{ScanID: sc.ID, CompletedAt: iso(sc.CompletedAt), Performance: sc.Scores.Performance,
-			SEO: sc.Scores.SEO, Accessibility: sc.Scores.Accessibility, BestPractices: sc.Scores.BestPractices, PagesTotal: sc.PagesTotal}
+			SEO: sc.Scores.SEO, Accessibility: sc.Scores.Accessibility, BestPractices: sc.Scores.BestPractices, PagesTotal: sc.PageCount()}
 	}
 	t := trendResult{trendCore: trendCore{out, len(out)}, Publishes: []trendPublish{}}
 	if len(scans) == 0 || !typed(ctx) {

@@ -30,6 +30,15 @@ const (
 	EventTest                = "test" // the Send test button's, never subscribed to
 )
 
+// EventNames are the event types as the pages name them: people read these, programs the ids.
+var EventNames = map[string]string{
+	EventRegressionConfirmed: "Regression confirmed",
+	EventBudgetBroken:        "Budget broken",
+	EventBudgetRecovered:     "Budgets met again",
+	EventScanFailed:          "Scan failed",
+	EventTest:                "Test message",
+}
+
 // EventTypes are the events a channel may subscribe to, in the page's order.
 var EventTypes = []string{EventRegressionConfirmed, EventBudgetBroken, EventBudgetRecovered, EventScanFailed}
 

@@ -3,7 +3,9 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
+	"unicode/utf8"
 )
 
 // Reads answers questions a request asks as a whole, each in one statement on Postgres with the
@@ -11,7 +13,8 @@ import (
 // scan outside the user's workspaces is ErrNotFound, the same answer as an unknown id.
 type Reads interface {
 	// SiteListings lists the sites of every workspace the user belongs to, by name, each with
-	// its workspace's name; of workspaceID only when it is not empty (an API key's view).
+	// its workspace's name, latest scan and triage; of workspaceID only when it is not empty
+	// (an API key's view, the sites list's filter).
 	SiteListings(ctx context.Context, userID, workspaceID string) ([]SiteListing, error)
 	// PageDetails reads one successful result of a scan of the user's: the result of pagePath
 	// and strategy, or with pagePath empty the worst page's for strategy (the lowest performance
@@ -30,7 +33,7 @@ type Reads interface {
 	// default title (DefaultReportTitle) when r.Title is empty, when all hold: principal p may
 	// publish a report in the scan's workspace (Authorize with ActReport), the scan is complete
 	// and the user holds fewer than max active reports. Otherwise it stores nothing and says why:
-	// ErrNotFound (the scan is not the user's, or outside an API key's workspace), ErrForbidden,
+	// ErrInvalid (Report.Validate), ErrNotFound (the scan is not the user's, or outside an API key's workspace), ErrForbidden,
 	// ErrScanNotComplete or ErrLimit. Calls racing at the cap may together pass it by as many as
 	// race: the check and the insert are one statement, not a locked transaction.
 	CreateScanReport(ctx context.Context, p Principal, r Report, max int) (ScanReport, error)
@@ -63,10 +66,47 @@ func ExportRow(r PageResult, full bool) PageResult {
 	return out
 }
 
-// SiteListing is a site with the name of its workspace.
+// SiteListing is a site with the name of its workspace and what the sites list triages by:
+// its latest scan of any status (nil: never scanned) and what its latest completed scan left.
 type SiteListing struct {
 	Site
 	WorkspaceName string
+	LastScan      *Scan
+	Triage        Triage
+}
+
+// Triage is what a site's latest completed scan left (SwapBudgetState keeps it): whether it
+// broke a budget or alert rule and which metrics (Broken, by interface name; empty for a
+// state kept before it was recorded), and how many regressions against the completed scan
+// before it survived confirmation.
+type Triage struct {
+	BudgetsBroken bool
+	Broken        []string
+	Regressions   int
+}
+
+// Worse orders sites worst first for the sites list: a failing latest scan, then more
+// confirmed regressions, then more broken budgets, then the lower health score (none last),
+// then by name.
+func (a SiteListing) Worse(b SiteListing) bool {
+	fa, fb := a.LastScan != nil && a.LastScan.Status == StatusFailed, b.LastScan != nil && b.LastScan.Status == StatusFailed
+	switch {
+	case fa != fb:
+		return fa
+	case a.Triage.Regressions != b.Triage.Regressions:
+		return a.Triage.Regressions > b.Triage.Regressions
+	case a.Triage.BudgetsBroken != b.Triage.BudgetsBroken:
+		return a.Triage.BudgetsBroken
+	case len(a.Triage.Broken) != len(b.Triage.Broken):
+		return len(a.Triage.Broken) > len(b.Triage.Broken)
+	case (a.HealthScore == nil) != (b.HealthScore == nil):
+		return a.HealthScore != nil
+	case a.HealthScore != nil && *a.HealthScore != *b.HealthScore:
+		return *a.HealthScore < *b.HealthScore
+	case a.Name != b.Name:
+		return a.Name < b.Name
+	}
+	return a.ID < b.ID
 }
 
 // PageDetails is PageDetails' answer: the scan's status and, when Found, the result.
@@ -119,6 +159,42 @@ func DefaultReportTitle(siteName string) string {
 		name = name[:max]
 	}
 	return string(name) + suffix
+}
+
+// NewReport makes report of scan scanID by userID for CreateScanReport, as the MCP tool and the
+// scan page's form both do: a fresh token (returned, to be shown once) whose hash is stored,
+// sealed by seal when seal is not nil (so the Reports list can show its link again), expiring
+// days after now (0: never).
+func NewReport(scanID, userID, title string, days int, now time.Time, seal func(token, reportID string) (string, error)) (Report, string, error) {
+	token, hash := NewSecret("")
+	r := Report{ID: NewID(), TokenHash: hash, ScanID: CanonicalID(scanID), UserID: userID, Title: title, CreatedAt: now}
+	if days > 0 {
+		t := now.AddDate(0, 0, days)
+		r.ExpiresAt = &t
+	}
+	if seal != nil {
+		var err error
+		if r.TokenSealed, err = seal(token, r.ID); err != nil {
+			return r, "", fmt.Errorf("seal report link: %w", err)
+		}
+	}
+	return r, token, nil
+}
+
+// MaxReportTitle is the most characters a client report's title may have.
+const MaxReportTitle = 200
+
+// Validate checks what a person or a client wrote of a report: its title, which strangers read
+// on the public page (empty: the default title). CreateScanReport calls it, so the tool and the
+// scan page's form cannot disagree.
+func (r Report) Validate() error {
+	switch {
+	case utf8.RuneCountInString(r.Title) > MaxReportTitle:
+		return &InvalidError{Field: "title", Message: fmt.Sprintf("Keep the title to %d characters.", MaxReportTitle)}
+	case DisplayTextProblem(r.Title) != "":
+		return &InvalidError{Field: "title", Message: "The title " + DisplayTextProblem(r.Title) + "."}
+	}
+	return nil
 }
 
 // ReportRoles are the roles whose members principal p may publish a report for, in workspace

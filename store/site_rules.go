@@ -467,3 +467,90 @@ func clip(s string, n int) string {
 	}
 	return string([]rune(s)[:n]) + "…"
 }
+
+// DisplayDomain is a stored (ASCII) domain as people read it: each "xn--" label decoded to
+// Unicode (bücher.de, not xn--bcher-kva.de). A label stays in punycode when it does not decode
+// and encode back to itself, mixes scripts the way look-alike domains do (MixedScripts), or
+// holds a character DisplayTextProblem refuses: then the ASCII form is the honest one.
+func DisplayDomain(domain string) string {
+	if !strings.Contains(domain, "xn--") {
+		return domain
+	}
+	labels := strings.Split(domain, ".")
+	for i, label := range labels {
+		if !strings.HasPrefix(label, "xn--") {
+			continue
+		}
+		u, ok := unpunycode(label[len("xn--"):])
+		if !ok || MixedScripts(u) || DisplayTextProblem(u) != "" {
+			continue
+		}
+		if back, ok := punycode(u); !ok || back != label[len("xn--"):] {
+			continue
+		}
+		labels[i] = u
+	}
+	return strings.Join(labels, ".")
+}
+
+// unpunycode decodes one label's punycode (RFC 3492 §6.2); ok is false for anything that is
+// not well-formed.
+func unpunycode(s string) (string, bool) {
+	var out []rune
+	if i := strings.LastIndexByte(s, '-'); i >= 0 {
+		for j := 0; j < i; j++ {
+			if s[j] >= 0x80 {
+				return "", false
+			}
+			out = append(out, rune(s[j]))
+		}
+		s = s[i+1:]
+	}
+	const maxInt = int(^uint32(0) >> 1)
+	n, bias, i := pcInitialN, pcInitialBias, 0
+	for pos := 0; pos < len(s); {
+		oldi, w := i, 1
+		for k := pcBase; ; k += pcBase {
+			if pos >= len(s) {
+				return "", false
+			}
+			c := s[pos]
+			pos++
+			var digit int
+			switch {
+			case c >= 'a' && c <= 'z':
+				digit = int(c - 'a')
+			case c >= 'A' && c <= 'Z':
+				digit = int(c - 'A')
+			case c >= '0' && c <= '9':
+				digit = int(c-'0') + 26
+			default:
+				return "", false
+			}
+			if digit > (maxInt-i)/w {
+				return "", false
+			}
+			i += digit * w
+			t := min(max(k-bias, pcTMin), pcTMax)
+			if digit < t {
+				break
+			}
+			if w > maxInt/(pcBase-t) {
+				return "", false
+			}
+			w *= pcBase - t
+		}
+		bias = pcAdapt(i-oldi, len(out)+1, oldi == 0)
+		if i/(len(out)+1) > maxInt-n {
+			return "", false
+		}
+		n += i / (len(out) + 1)
+		i %= len(out) + 1
+		if n > unicode.MaxRune || n >= 0xD800 && n <= 0xDFFF {
+			return "", false
+		}
+		out = append(out[:i], append([]rune{rune(n)}, out[i:]...)...)
+		i++
+	}
+	return string(out), true
+}

@@ -156,3 +156,17 @@ func BenchmarkNormalizeManyPages(b *testing.B) {
 		}
 	}
 }
+
+func TestDisplayDomain(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"xn--bcher-kva.de", "bücher.de"},
+		{"www.xn--mnchen-3ya.example", "www.münchen.example"},
+		{"example.com", "example.com"},
+		{"xn--pple-43d.com", "xn--pple-43d.com"}, // Cyrillic а in Latin "apple": a look-alike stays ASCII
+		{"xn--zz.com", "xn--zz.com"},             // not well-formed
+	} {
+		if got := store.DisplayDomain(tc.in); got != tc.want {
+			t.Errorf("DisplayDomain(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

@@ -154,9 +154,6 @@ type Scans interface {
 	// ScanWait tells why an unfinished scan of the user waits for its next attempt; the zero
 	// ScanWait when it is running, queued for its first attempt, finished or not the user's.
 	ScanWait(ctx context.Context, userID, scanID string) (ScanWait, error)
-	// LastScans gives the newest scan, of any status, of each of the user's sites that has one,
-	// by site id: the sites list's last-scan column, in one query however many sites.
-	LastScans(ctx context.Context, userID string) (map[string]Scan, error)
 	// ScansOf lists a site's scans of every status, newest first, at most limit.
 	ScansOf(ctx context.Context, userID, siteID string, limit int) ([]Scan, error)
 	// CompletedScans lists a site's complete scans, most recently completed first, at most limit;
@@ -420,8 +417,9 @@ type Channels interface {
 	// SwapBudgetState sets the budget state a site's latest completed scan left (broken or not)
 	// and answers the state before, in one step, so of two scans completing together exactly
 	// one sees a transition (system: scan completion). Swapping again for the same scan (its
-	// alerts job retried) changes nothing and answers what the first swap answered.
-	SwapBudgetState(ctx context.Context, siteID, scanID string, broken bool) (was bool, err error)
+	// alerts job retried) changes nothing and answers what the first swap answered. The broken
+	// state is t.BudgetsBroken; t is kept whole for the sites list (SiteListing.Triage).
+	SwapBudgetState(ctx context.Context, siteID, scanID string, t Triage) (was bool, err error)
 	// PlanDeliveries stores, in one transaction, a pending delivery per element of ds (by
 	// channel and event id) and, for each one new, its job jobs[i] runnable at now: planning a
 	// finished scan's alerts again (a retried job) duplicates nothing, and a crash loses none.

@@ -145,6 +145,19 @@ type Scan struct {
 	DetailsPrunedAt *time.Time `json:"-"`
 }
 
+// PageCount is how many pages the scan audits, each once per strategy: the interface's
+// pagesTotal of a completed scan (5 pages scanned on mobile and desktop are 5, not the 10
+// audits PagesTotal counts). PagesAudited when recorded, else the audits per strategy.
+func (s Scan) PageCount() int {
+	switch {
+	case s.PagesAudited > 0:
+		return s.PagesAudited
+	case s.Strategy == StrategyBoth:
+		return s.PagesTotal / 2
+	}
+	return s.PagesTotal
+}
+
 // Capped reports that discovery found more pages than the scan audits (MAX_PAGES_PER_SCAN).
 func (s Scan) Capped() bool { return s.PagesAudited > 0 && s.PagesFound > s.PagesAudited }
 
@@ -535,9 +548,12 @@ type Consent struct {
 type Report struct {
 	ID        string
 	TokenHash string
-	ScanID    string
-	SiteID    string // the scan's site: filled by reads, ignored by CreateReport
-	UserID    string // who made it
+	// TokenSealed is the token sealed for the report's id (platform.Keys.SealReportLink), so
+	// its link can be shown again; "" when it was made without a key (or before migration 033).
+	TokenSealed string
+	ScanID      string
+	SiteID      string // the scan's site: filled by reads, ignored by CreateReport
+	UserID      string // who made it
 	// WorkspaceID owns it: the scan's site's workspace, set by CreateReport.
 	WorkspaceID string
 	Title       string

@@ -9,7 +9,7 @@
       e.preventDefault(); // a button inside <summary> must not open or close its <details>
       var src = document.getElementById(b.getAttribute("data-copy"));
       if (!src) return;
-      navigator.clipboard.writeText(src.textContent).then(function () {
+      navigator.clipboard.writeText(src.tagName === "INPUT" ? src.value : src.textContent).then(function () {
         var label = b.textContent;
         b.textContent = "Copied";
         setTimeout(function () { b.textContent = label; }, 1500);

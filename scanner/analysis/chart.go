@@ -34,9 +34,9 @@ type ChartScale struct {
 // Titled is the scale with another title.
 func (c ChartScale) Titled(title string) ChartScale { c.Title = title; return c }
 
-// ScoreScale is the axis of 0-100 scores: grid at the rating bands, 50 and 90 separating poor,
-// needs improvement and good.
-var ScoreScale = ChartScale{Title: "Score", Max: 100, Grid: []float64{0, 50, 90, 100}, Format: func(v float64) string { return strconv.Itoa(int(v)) }}
+// ScoreScale is the axis of 0-100 scores, in quarters: evenly spaced labels read as a scale,
+// where the rating bands' 0, 50, 90 read as data.
+var ScoreScale = ChartScale{Title: "Score", Max: 100, Grid: []float64{0, 25, 50, 75, 100}, Format: func(v float64) string { return strconv.Itoa(int(v)) }}
 
 // ScoreSeries are the lines of the scores chart, in legend order: the interface's four
 // categories, with the class names that colour them.
@@ -79,7 +79,7 @@ func ScoresChart(at []time.Time, scores []store.ScanScores, marks ...ChartMark) 
 // the desktop's is smaller): a character takes about 0.6 of it, and tick labels closer than
 // ChartTickGap would touch.
 const (
-	chartW, chartH                               = 640, 220
+	chartW, chartH                               = 640, 300 // tall enough on a phone; the desktop stylesheet caps its height
 	chartLeft, chartRight, chartTop, chartBottom = 40, 12, 10, 36
 	ChartPhoneFont                               = 26
 	ChartTickGap                                 = ChartPhoneFont
@@ -131,6 +131,13 @@ func LineChart(label string, at []time.Time, scale ChartScale, lines []ChartLine
 	if len(at) > 1 {
 		labels = append(labels, len(at)-1)
 	}
+	// Two labelled points of one day are told apart by their times.
+	layout := "2 Jan"
+	for j := 1; j < len(labels); j++ {
+		if a, b := at[labels[j-1]].UTC(), at[labels[j]].UTC(); a.YearDay() == b.YearDay() && a.Year() == b.Year() {
+			layout = "2 Jan 15:04"
+		}
+	}
 	for _, i := range labels {
 		anchor := "middle"
 		if len(at) > 1 && i == 0 {
@@ -139,7 +146,7 @@ func LineChart(label string, at []time.Time, scale ChartScale, lines []ChartLine
 			anchor = "end"
 		}
 		fmt.Fprintf(&b, `<text class="axis date" x="%s" y="%d" text-anchor="%s">%s</text>`, num(x(i)), chartH-6, anchor,
-			html.EscapeString(at[i].UTC().Format("2 Jan")))
+			html.EscapeString(at[i].UTC().Format(layout)))
 	}
 	for _, m := range marks {
 		mx, ok := timeX(at, m.At, x)

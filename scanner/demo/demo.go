@@ -192,7 +192,7 @@ func SeedWith(ctx context.Context, st Store, fx Fixtures, now time.Time, iterati
 	if err := st.AddAlertRule(ctx, u.ID, store.AlertRule{ID: store.NewID(), SiteID: site.ID, Metric: "tbt", Operator: store.OpMax, Threshold: 600, CreatedAt: now}); err != nil {
 		return d, fmt.Errorf("demo alert rule: %w", err)
 	}
-	beforeID, err := recordDemoScan(ctx, st, site, before, now.Add(-24*time.Hour), now)
+	beforeID, err := recordDemoScan(ctx, st, site, before, now.Add(-24*time.Hour), now, false)
 	if err != nil {
 		return d, err
 	}
@@ -201,7 +201,7 @@ func SeedWith(ctx context.Context, st Store, fx Fixtures, now time.Time, iterati
 	if err := st.MarkPublished(ctx, site.ID, publishedAt); err != nil {
 		return d, err
 	}
-	if d.LatestScanID, err = recordDemoScan(ctx, st, site, latest, publishedAt.Add(2*time.Minute), now); err != nil {
+	if d.LatestScanID, err = recordDemoScan(ctx, st, site, latest, publishedAt.Add(2*time.Minute), now, true); err != nil {
 		return d, err
 	}
 	// The publish that started the latest scan, as the platform's webhook records it.
@@ -348,8 +348,10 @@ func pathsOf(results []store.PageResult) []string {
 // recordDemoScan takes a scan through the queue's life cycle on the demo queue, which no worker
 // claims: enqueue, claim, start, store each result, complete with the scan's scores. The scan
 // is dated at, its job claimed now: a lease dated in the past would be rescued at once by
-// another process's rescuer, started meanwhile on the same database.
-func recordDemoScan(ctx context.Context, st Store, site store.Site, results []store.PageResult, at, now time.Time) (string, error) {
+// another process's rescuer, started meanwhile on the same database. With alerts the completion
+// enqueues the scan's alerts job, as a real scan's does, so the alerts worker keeps what it left
+// (the sites list's triage: its regressions and broken budgets).
+func recordDemoScan(ctx context.Context, st Store, site store.Site, results []store.PageResult, at, now time.Time, alerts bool) (string, error) {
 	scan := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerDemo, CreatedAt: at}
 	if err := st.EnqueueScan(ctx, scan, store.KindDemo, at); err != nil {
 		return "", fmt.Errorf("demo scan: %w", err)
@@ -370,7 +372,11 @@ func recordDemoScan(ctx context.Context, st Store, site store.Site, results []st
 			return "", err
 		}
 	}
-	if err := st.CompleteScan(ctx, lease, analysis.ScanScores(results), at.Add(90*time.Second)); err != nil {
+	var then []store.JobArgs
+	if alerts {
+		then = append(then, store.AlertsJob{ScanID: scan.ID})
+	}
+	if err := st.CompleteScan(ctx, lease, analysis.ScanScores(results), at.Add(90*time.Second), then...); err != nil {
 		return "", err
 	}
 	return scan.ID, nil

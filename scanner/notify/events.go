@@ -131,6 +131,21 @@ func (o Outcome) BudgetsBroken() bool {
 	return o.Scan.Status == store.StatusComplete && len(o.Violations) > 0 || o.Scan.Status != store.StatusComplete && o.BudgetsWereBroken
 }
 
+// Triage is what the outcome of a completed scan leaves for the sites list: the metrics over
+// budget, in the order first broken, and the regressions that survived confirmation.
+func (o Outcome) Triage() store.Triage {
+	t := store.Triage{BudgetsBroken: len(o.Violations) > 0, Broken: []string{}}
+	for _, v := range o.Violations {
+		if !slices.Contains(t.Broken, v.Metric) {
+			t.Broken = append(t.Broken, v.Metric)
+		}
+	}
+	if o.Previous != nil {
+		t.Regressions = len(analysis.Regressions(o.Previous, o.Latest))
+	}
+	return t
+}
+
 // Events are the alerts a finished scan raises, at most one per type: regression.confirmed when
 // regressions survived confirmation (one for the scan, not one per metric), budget.broken or
 // budget.recovered when the pass/fail state turned, scan.failed with its reason. A failed scan

@@ -16,7 +16,7 @@ type PlanStore interface {
 	Budgets(ctx context.Context, userID, siteID string) (map[string]store.Budget, error)
 	AlertRules(ctx context.Context, userID, siteID string) ([]store.AlertRule, error)
 	PublishesOfScans(ctx context.Context, userID string, scanIDs []string) (map[string]store.Publish, error)
-	SwapBudgetState(ctx context.Context, siteID, scanID string, broken bool) (bool, error)
+	SwapBudgetState(ctx context.Context, siteID, scanID string, t store.Triage) (bool, error)
 	Workspace(ctx context.Context, userID, workspaceID string) (store.Workspace, error)
 	WorkspaceChannels(ctx context.Context, workspaceID string) ([]store.Channel, error)
 }
@@ -77,7 +77,7 @@ func (p *Planner) Plan(ctx context.Context, site store.Site, scan store.Scan) ([
 			return nil, err
 		}
 		o.Violations = analysis.CheckBudgets(scan.Scores, o.Latest, budgets, rules)
-		if o.BudgetsWereBroken, err = p.Store.SwapBudgetState(ctx, site.ID, scan.ID, len(o.Violations) > 0); err != nil {
+		if o.BudgetsWereBroken, err = p.Store.SwapBudgetState(ctx, site.ID, scan.ID, o.Triage()); err != nil {
 			return nil, err
 		}
 	} else if scan.Status != store.StatusFailed {

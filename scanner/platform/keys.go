@@ -84,7 +84,27 @@ const (
 	PurposeChannelSecret = "alert channel secret"
 	// PurposeSiteAccess seals a site's access setting (store.Access), bound to the site's id.
 	PurposeSiteAccess = "site access"
+	// PurposeReportLink seals a client report's token, bound to the report's id.
+	PurposeReportLink = "report link"
 )
+
+// SealReportLink seals the token of report reportID, so the Reports list can show its link
+// again. A nil ring (Postgres without PLATFORM_TOKEN_KEY) seals nothing: "" and no error, and
+// the report is kept hashed only.
+func (k *Keys) SealReportLink(token, reportID string) (string, error) {
+	if k == nil {
+		return "", nil
+	}
+	return k.SealFor(PurposeReportLink, token, reportID)
+}
+
+// OpenReportLink opens what SealReportLink sealed for reportID.
+func (k *Keys) OpenReportLink(sealed, reportID string) (string, error) {
+	if k == nil || sealed == "" {
+		return "", errSealed
+	}
+	return k.OpenFor(PurposeReportLink, sealed, reportID)
+}
 
 // Seal encrypts a token of userID under the first key: "<key id>.<base64url(nonce|ciphertext)>".
 func (k *Keys) Seal(token, userID string) (string, error) {

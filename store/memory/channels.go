@@ -153,16 +153,19 @@ func (m *Store) DeliveriesOf(ctx context.Context, userID, workspaceID, channelID
 	return out, nil
 }
 
-func (m *Store) SwapBudgetState(ctx context.Context, siteID, scanID string, broken bool) (bool, error) {
+func (m *Store) SwapBudgetState(ctx context.Context, siteID, scanID string, t store.Triage) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.sites[siteID]; !ok {
 		return false, store.NotFound("site")
 	}
+	broken := t.BudgetsBroken
 	last := m.budgetsSwap[siteID]
 	if last.scanID == scanID {
 		return last.was, nil // the same scan again: the first answer
 	}
+	t.Broken = append([]string{}, t.Broken...)
+	m.triage[siteID] = t
 	was := m.budgetsBroken[siteID]
 	m.budgetsBroken[siteID] = broken
 	m.budgetsSwap[siteID] = budgetSwap{scanID: scanID, was: was}

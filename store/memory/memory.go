@@ -52,6 +52,7 @@ type Store struct {
 	channelDeliveries []store.Delivery
 	budgetsBroken     map[string]bool // the budget state alerts compare with, by site (channels.go)
 	budgetsSwap       map[string]budgetSwap
+	triage            map[string]store.Triage // what each site's latest completed scan left (SwapBudgetState)
 	// workspaces (workspaces.go)
 	workspaces  map[string]store.Workspace
 	creators    map[string]string // who made each workspace with CreateWorkspace (it pays for its audits that day)
@@ -103,6 +104,7 @@ func New() *Store {
 		channels:       map[string]store.Channel{},
 		budgetsBroken:  map[string]bool{},
 		budgetsSwap:    map[string]budgetSwap{},
+		triage:         map[string]store.Triage{},
 		workspaces:     map[string]store.Workspace{},
 		members:        map[memberKey]store.Member{},
 		invitations:    map[string]store.Invitation{},

@@ -26,7 +26,17 @@ func (m *Store) SiteListings(ctx context.Context, userID, workspaceID string) ([
 	defer m.mu.Unlock()
 	out := make([]store.SiteListing, len(sites))
 	for i, s := range sites {
-		out[i] = store.SiteListing{Site: s, WorkspaceName: m.workspaces[s.WorkspaceID].Name}
+		t := m.triage[s.ID]
+		t.BudgetsBroken = m.budgetsBroken[s.ID]
+		t.Broken = append([]string{}, t.Broken...)
+		out[i] = store.SiteListing{Site: s, WorkspaceName: m.workspaces[s.WorkspaceID].Name, Triage: t}
+		for _, sc := range m.scans {
+			if sc.SiteID == s.ID && (out[i].LastScan == nil || sc.CreatedAt.After(out[i].LastScan.CreatedAt) ||
+				sc.CreatedAt.Equal(out[i].LastScan.CreatedAt) && sc.ID > out[i].LastScan.ID) {
+				c := cloneScan(sc)
+				out[i].LastScan = &c
+			}
+		}
 	}
 	return out, nil
 }
@@ -113,6 +123,9 @@ func (m *Store) CreateScanReport(ctx context.Context, p store.Principal, r store
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out store.ScanReport
+	if err := r.Validate(); err != nil {
+		return out, err
+	}
 	sc, ok := m.ownedScan(r.UserID, r.ScanID)
 	if !ok {
 		return out, store.NotFound("scan")

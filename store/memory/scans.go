@@ -65,22 +65,6 @@ func (m *Store) ScansOf(ctx context.Context, userID, siteID string, limit int) (
 	return m.scansOf(userID, siteID, limit, false)
 }
 
-func (m *Store) LastScans(ctx context.Context, userID string) (map[string]store.Scan, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := map[string]store.Scan{}
-	for _, sc := range m.scans {
-		if site, ok := m.sites[sc.SiteID]; !ok || !m.canRead(userID, site.WorkspaceID) {
-			continue
-		}
-		last, ok := out[sc.SiteID]
-		if !ok || sc.CreatedAt.After(last.CreatedAt) || sc.CreatedAt.Equal(last.CreatedAt) && sc.ID > last.ID {
-			out[sc.SiteID] = cloneScan(sc)
-		}
-	}
-	return out, nil
-}
-
 func (m *Store) CompletedScans(ctx context.Context, userID, siteID string, limit int) ([]store.Scan, error) {
 	return m.scansOf(userID, siteID, limit, true)
 }

@@ -131,7 +131,7 @@ func (p *Store) DeliveriesOf(ctx context.Context, userID, workspaceID, channelID
 	return out, err
 }
 
-func (p *Store) SwapBudgetState(ctx context.Context, siteID, scanID string, broken bool) (bool, error) {
+func (p *Store) SwapBudgetState(ctx context.Context, siteID, scanID string, t store.Triage) (bool, error) {
 	if !uuidOK(siteID, scanID) {
 		return false, store.NotFound("site")
 	}
@@ -140,9 +140,12 @@ func (p *Store) SwapBudgetState(ctx context.Context, siteID, scanID string, brok
 			budgets_scan_id IS NOT DISTINCT FROM $3::uuid AS again FROM sites WHERE id = $1 FOR UPDATE)
 		UPDATE sites s SET budgets_broken = CASE WHEN old.again THEN old.budgets_broken ELSE $2 END,
 			budgets_were_broken = CASE WHEN old.again THEN old.budgets_were_broken ELSE old.budgets_broken END,
-			budgets_scan_id = $3
+			budgets_scan_id = $3,
+			broken_budgets = CASE WHEN old.again THEN s.broken_budgets ELSE $4 END,
+			regressions = CASE WHEN old.again THEN s.regressions ELSE $5 END
 		FROM old WHERE s.id = old.id
-		RETURNING CASE WHEN old.again THEN old.budgets_were_broken ELSE old.budgets_broken END`, siteID, broken, scanID).Scan(&was)
+		RETURNING CASE WHEN old.again THEN old.budgets_were_broken ELSE old.budgets_broken END`,
+		siteID, t.BudgetsBroken, scanID, pq.StringArray(nonNil(t.Broken)), t.Regressions).Scan(&was)
 	return was, pgErr("swap budget state", err)
 }
 

@@ -72,11 +72,23 @@ func (p *Store) SiteListings(ctx context.Context, userID, workspaceID string) ([
 	}
 	return queryAll(ctx, p.db, "sites", func(row rowScanner) (store.SiteListing, error) {
 		var l store.SiteListing
-		s, err := scanSite(plusScanner{row, []any{&l.WorkspaceName}})
-		l.Site = s
+		var last maybeScan
+		var broken pq.StringArray
+		s, err := scanSite(plusScanner{row, append([]any{&l.WorkspaceName, &l.Triage.BudgetsBroken, &broken, &l.Triage.Regressions}, last.dest()...)})
+		if err != nil {
+			return l, err
+		}
+		l.Site, l.Triage.Broken = s, []string(broken)
+		if l.Triage.Broken == nil {
+			l.Triage.Broken = []string{}
+		}
+		l.LastScan, err = last.scan()
 		return l, err
-	}, `SELECT `+siteCols+`, (SELECT w.name FROM workspaces w WHERE w.id = sites.workspace_id) AS workspace_name FROM sites
-		WHERE ($2::uuid IS NULL OR workspace_id = $2) AND `+readable("workspace_id", 1)+` ORDER BY name, id`,
+	}, `SELECT s.*, `+scanCols+` FROM (SELECT `+siteCols+`, (SELECT w.name FROM workspaces w WHERE w.id = sites.workspace_id) AS workspace_name,
+			budgets_broken, broken_budgets, regressions FROM sites
+			WHERE ($2::uuid IS NULL OR workspace_id = $2) AND `+readable("workspace_id", 1)+`) s
+		LEFT JOIN LATERAL (SELECT * FROM scans WHERE site_id = s.id ORDER BY created_at DESC, id DESC LIMIT 1) c ON TRUE
+		ORDER BY s.name, s.id`,
 		userID, optionalID(workspaceID))
 }
 
@@ -253,7 +265,7 @@ func (p *Store) LatestTwo(ctx context.Context, userID, siteID string, known []st
 }
 
 // createScanReportSQL finds scan $3 of user $4 with the user's role in its workspace and the
-// user's active reports at $6, and inserts report $1 when the role is one of $8, the workspace
+// user's active reports at $6, and inserts report $1 (its sealed token $11) when the role is one of $8, the workspace
 // is $9 when that is set (an API key's), the scan is complete and fewer than $10 reports are
 // active; it answers what it found and the title it stored (NULL: nothing stored), no row when
 // the scan is not the user's.
@@ -261,14 +273,17 @@ const createScanReportSQL = `WITH t AS (SELECT c.id, c.status, c.details_pruned_
 		JOIN sites s ON s.id = c.site_id JOIN memberships m ON m.workspace_id = s.workspace_id AND m.user_id = $4
 		WHERE c.id = $3),
 	n AS (SELECT count(*) AS n FROM reports WHERE user_id = $4 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $6)),
-	ins AS (INSERT INTO reports (id, token_hash, scan_id, user_id, title, created_at, expires_at, workspace_id)
-		SELECT $1, $2, t.id, $4, coalesce($5, left(t.name, 181) || ' Performance Report'), $6, $7, t.workspace_id FROM t, n
+	ins AS (INSERT INTO reports (id, token_hash, scan_id, user_id, title, created_at, expires_at, workspace_id, token_sealed)
+		SELECT $1, $2, t.id, $4, coalesce($5, left(t.name, 181) || ' Performance Report'), $6, $7, t.workspace_id, $11 FROM t, n
 		WHERE t.role = ANY($8::text[]) AND ($9::uuid IS NULL OR t.workspace_id = $9) AND t.status = 'complete' AND t.details_pruned_at IS NULL AND n.n < $10
 		RETURNING title)
 	SELECT t.status, t.details_pruned_at, t.workspace_id, t.role, n.n, (SELECT title FROM ins) FROM t, n`
 
 func (p *Store) CreateScanReport(ctx context.Context, pr store.Principal, r store.Report, max int) (store.ScanReport, error) {
 	var out store.ScanReport
+	if err := r.Validate(); err != nil {
+		return out, err
+	}
 	if !uuidOK(r.UserID, r.ScanID) {
 		return out, store.NotFound("scan")
 	}
@@ -282,7 +297,7 @@ func (p *Store) CreateScanReport(ctx context.Context, pr store.Principal, r stor
 	var pruned sql.NullTime
 	err := p.db.QueryRowContext(ctx, createScanReportSQL, r.ID, r.TokenHash, r.ScanID, r.UserID, title,
 		store.Now(r.CreatedAt), nullTime(r.ExpiresAt), pq.StringArray(store.ReportRoles(pr, pr.KeyWorkspaceID)),
-		optionalID(pr.KeyWorkspaceID), max).Scan(&out.ScanStatus, &pruned, &w.ID, &w.Role, &n, &stored)
+		optionalID(pr.KeyWorkspaceID), max, nullString(r.TokenSealed)).Scan(&out.ScanStatus, &pruned, &w.ID, &w.Role, &n, &stored)
 	if err != nil {
 		return out, pgErr("create report", err)
 	}

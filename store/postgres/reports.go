@@ -40,21 +40,21 @@ func insertReport(ctx context.Context, db execer, r store.Report) error {
 	if !uuidOK(r.UserID, r.ScanID) {
 		return store.NotFound("scan")
 	}
-	res, err := db.ExecContext(ctx, `INSERT INTO reports (id, token_hash, scan_id, user_id, title, created_at, expires_at, workspace_id)
-		SELECT $1, $2, c.id, $4, $5, $6, $7, s.workspace_id FROM scans c JOIN sites s ON s.id = c.site_id
+	res, err := db.ExecContext(ctx, `INSERT INTO reports (id, token_hash, scan_id, user_id, title, created_at, expires_at, workspace_id, token_sealed)
+		SELECT $1, $2, c.id, $4, $5, $6, $7, s.workspace_id, $8 FROM scans c JOIN sites s ON s.id = c.site_id
 		WHERE c.id = $3 AND `+readable("s.workspace_id", 4),
-		r.ID, r.TokenHash, r.ScanID, r.UserID, r.Title, store.Now(r.CreatedAt), nullTime(r.ExpiresAt))
+		r.ID, r.TokenHash, r.ScanID, r.UserID, r.Title, store.Now(r.CreatedAt), nullTime(r.ExpiresAt), nullString(r.TokenSealed))
 	return pgErr("create report", affected(res, err, sql.ErrNoRows))
 }
 
 // reportCols are a report's columns and its scan's site, from reports r JOIN scans c.
-const reportCols = `r.id, r.token_hash, r.scan_id, c.site_id, r.user_id, r.workspace_id, r.title, r.created_at, r.expires_at, r.revoked_at
+const reportCols = `r.id, r.token_hash, coalesce(r.token_sealed, ''), r.scan_id, c.site_id, r.user_id, r.workspace_id, r.title, r.created_at, r.expires_at, r.revoked_at
 	FROM reports r JOIN scans c ON c.id = r.scan_id`
 
 func scanReport(row rowScanner) (store.Report, error) {
 	var r store.Report
 	var exp, rev sql.NullTime
-	err := row.Scan(&r.ID, &r.TokenHash, &r.ScanID, &r.SiteID, &r.UserID, &r.WorkspaceID, &r.Title, &r.CreatedAt, &exp, &rev)
+	err := row.Scan(&r.ID, &r.TokenHash, &r.TokenSealed, &r.ScanID, &r.SiteID, &r.UserID, &r.WorkspaceID, &r.Title, &r.CreatedAt, &exp, &rev)
 	r.CreatedAt, r.ExpiresAt, r.RevokedAt = r.CreatedAt.UTC(), timePtr(exp), timePtr(rev)
 	return r, err
 }

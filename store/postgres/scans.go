@@ -86,20 +86,6 @@ func (p *Store) ScanWait(ctx context.Context, userID, scanID string) (store.Scan
 	return w, pgErr("scan wait", err)
 }
 
-func (p *Store) LastScans(ctx context.Context, userID string) (map[string]store.Scan, error) {
-	out := map[string]store.Scan{}
-	if !uuidOK(userID) {
-		return out, nil
-	}
-	scans, err := queryAll(ctx, p.db, "last scans", scanScan, `SELECT `+scanCols+` FROM sites s
-		CROSS JOIN LATERAL (SELECT * FROM scans WHERE site_id = s.id ORDER BY created_at DESC, id DESC LIMIT 1) c
-		WHERE `+readable("s.workspace_id", 1), userID)
-	for _, sc := range scans {
-		out[sc.SiteID] = sc
-	}
-	return out, err
-}
-
 func (p *Store) CompletedScans(ctx context.Context, userID, siteID string, limit int) ([]store.Scan, error) {
 	return p.scansOf(ctx, userID, siteID, limit, `c.status = 'complete' ORDER BY c.completed_at DESC, c.id DESC`)
 }

@@ -109,13 +109,14 @@ func testChannels(t *testing.T, s store.Store) {
 func testBudgetState(t *testing.T, s store.Store) {
 	a := newUser(t, s, "a@example.com")
 	site, other := newSite(t, s, a, "Shop"), newSite(t, s, a, "Other")
+	broken := store.Triage{BudgetsBroken: true, Broken: []string{"lcp"}}
 	results := make(chan bool, 10)
 	var wg sync.WaitGroup
 	for range 10 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			was, err := s.SwapBudgetState(ctx, site.ID, store.NewID(), true)
+			was, err := s.SwapBudgetState(ctx, site.ID, store.NewID(), broken)
 			if err != nil {
 				t.Error(err)
 			}
@@ -134,22 +135,22 @@ func testBudgetState(t *testing.T, s store.Store) {
 		t.Errorf("%d of 10 concurrent swaps saw pass turn to fail, want 1", transitions)
 	}
 	recovery := store.NewID()
-	if was, _ := s.SwapBudgetState(ctx, site.ID, recovery, false); !was {
+	if was, _ := s.SwapBudgetState(ctx, site.ID, recovery, store.Triage{}); !was {
 		t.Error("the state before recovery was not broken")
 	}
 	// The same scan again (its alerts job retried): the same answer, nothing moved.
 	for range 2 {
-		if was, err := s.SwapBudgetState(ctx, site.ID, recovery, true); err != nil || !was {
+		if was, err := s.SwapBudgetState(ctx, site.ID, recovery, broken); err != nil || !was {
 			t.Errorf("the recovery's scan swapping again = %v, %v; want its first answer (broken)", was, err)
 		}
 	}
-	if was, _ := s.SwapBudgetState(ctx, site.ID, store.NewID(), false); was {
+	if was, _ := s.SwapBudgetState(ctx, site.ID, store.NewID(), store.Triage{}); was {
 		t.Error("a retried swap moved the state: the next scan found it broken")
 	}
-	if was, _ := s.SwapBudgetState(ctx, other.ID, store.NewID(), false); was {
+	if was, _ := s.SwapBudgetState(ctx, other.ID, store.NewID(), store.Triage{}); was {
 		t.Error("another site's state moved")
 	}
-	_, err := s.SwapBudgetState(ctx, store.NewID(), store.NewID(), true)
+	_, err := s.SwapBudgetState(ctx, store.NewID(), store.NewID(), broken)
 	wantErr(t, err, store.ErrNotFound)
 }
 

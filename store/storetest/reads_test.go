@@ -95,6 +95,21 @@ func testSiteListings(t *testing.T, s store.Store) {
 			}
 		}
 	}
+	// The triage: the latest scan of any status, and what the latest completed scan left.
+	done := scanWith(t, s, teamOne, t0, true, page("/", "mobile", ip(50), 1))
+	_, err := s.SwapBudgetState(ctx, teamOne.ID, done.ID, store.Triage{BudgetsBroken: true, Broken: []string{"lcp", "performance"}, Regressions: 3})
+	must(t, err)
+	queued := enqueue(t, s, teamOne, t0.Add(time.Hour))
+	got, err := s.SiteListings(ctx, a.ID, w.ID)
+	must(t, err)
+	want := store.Triage{BudgetsBroken: true, Broken: []string{"lcp", "performance"}, Regressions: 3}
+	if len(got) != 1 || got[0].LastScan == nil || got[0].LastScan.ID != queued.ID || !reflect.DeepEqual(got[0].Triage, want) {
+		t.Errorf("the team's listing = %+v, want the queued scan last and triage %+v", got, want)
+	}
+	if got, _ := s.SiteListings(ctx, a.ID, store.PersonalWorkspace(a.ID)); len(got) != 1 || got[0].LastScan != nil ||
+		!reflect.DeepEqual(got[0].Triage, store.Triage{Broken: []string{}}) {
+		t.Errorf("a site never scanned = %+v, want no scan and an empty triage", got)
+	}
 	if got, err := s.SiteListings(ctx, c.ID, ""); err != nil || len(got) != 0 {
 		t.Errorf("a stranger lists %+v, %v; want none", got, err)
 	}
@@ -234,7 +249,13 @@ func testCreateScanReport(t *testing.T, s store.Store) {
 	}
 	user := func(u store.User) store.Principal { return store.Principal{UserID: u.ID} }
 
+	// A title strangers would misread, or too long, is refused before anything is stored.
+	for _, title := range []string{"Q4\u202e", strings.Repeat("x", store.MaxReportTitle+1)} {
+		_, err := s.CreateScanReport(ctx, user(owner), report(owner, sc.ID, title), 2)
+		wantErr(t, err, store.ErrInvalid)
+	}
 	r := report(owner, sc.ID, "")
+	r.TokenSealed = "k1.sealed-token"
 	got, err := s.CreateScanReport(ctx, user(owner), r, 2)
 	must(t, err)
 	if want := store.DefaultReportTitle(long); got.Title != want || got.ScanStatus != store.StatusComplete {
@@ -242,8 +263,11 @@ func testCreateScanReport(t *testing.T, s store.Store) {
 	}
 	stored, err := s.ReportByHash(ctx, r.TokenHash)
 	must(t, err)
-	if stored.ID != r.ID || stored.Title != got.Title || stored.WorkspaceID != w.ID || stored.SiteID != site.ID {
+	if stored.ID != r.ID || stored.Title != got.Title || stored.WorkspaceID != w.ID || stored.SiteID != site.ID || stored.TokenSealed != r.TokenSealed {
 		t.Errorf("stored %+v", stored)
+	}
+	if list, _ := s.ReportsOf(ctx, viewer.ID); len(list) != 1 || list[0].TokenSealed != r.TokenSealed {
+		t.Errorf("ReportsOf = %+v, want the report with its sealed token", list)
 	}
 	_, err = s.CreateScanReport(ctx, user(viewer), report(viewer, sc.ID, "x"), 2)
 	wantErr(t, err, store.ErrForbidden)

@@ -57,7 +57,7 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 		{"a budget check sees each change to its site at once, however often it ran before", testBudgetInputsFollowChanges},
 		{"concurrent uses of one key all authenticate and record the use", testConcurrentKeyUse},
 		{"latest completed scan ignores queued, running and failed scans", testLatestCompleted},
-		{"last scans are each site's newest of any status, for the owner only", testLastScans},
+		{"site listings carry each site's newest scan of any status, for the owner only", testLastScans},
 		{"a second scan for a site with one in flight is SCAN_ALREADY_ACTIVE", testInFlight},
 		{"50 concurrent enqueues for one site create exactly one scan", testConcurrentEnqueue},
 		{"2 concurrent claimers over 500 jobs claim each exactly once", testConcurrentClaims},
@@ -1302,8 +1302,8 @@ func testDeleteSite(t *testing.T, s store.Store) {
 	must(t, s.Ping(ctx))
 }
 
-// testLastScans: the newest scan of any status per site, the same as ScansOf's first, for the
-// owner's sites only; a site never scanned has no entry.
+// testLastScans: SiteListings gives each site its newest scan of any status, the same as
+// ScansOf's first, for the owner's sites only; a site never scanned has none.
 func testLastScans(t *testing.T, s store.Store) {
 	a, b := newUser(t, s, "a@example.com"), newUser(t, s, "b@example.com")
 	done := newSite(t, s, a, "done")
@@ -1312,22 +1312,28 @@ func testLastScans(t *testing.T, s store.Store) {
 	queued := newSite(t, s, a, "queued")
 	completedScan(t, s, queued, t0, 50)
 	inFlight := enqueue(t, s, queued, t0.Add(2*time.Hour))
-	newSite(t, s, a, "never scanned")
+	never := newSite(t, s, a, "never scanned")
 	other := newSite(t, s, b, "other")
 	completedScan(t, s, other, t0, 40)
 
-	last, err := s.LastScans(ctx, a.ID)
+	listings, err := s.SiteListings(ctx, a.ID, "")
 	must(t, err)
-	if len(last) != 2 || last[done.ID].ID != newest.ID || last[queued.ID].ID != inFlight.ID {
-		t.Errorf("last scans = %+v, want %s for done and %s for queued only", last, newest.ID, inFlight.ID)
-	}
-	for siteID, sc := range last {
-		first, _ := s.ScansOf(ctx, a.ID, siteID, 1)
-		if !reflect.DeepEqual(sc, first[0]) {
-			t.Errorf("site %s: last %+v, ScansOf's first %+v", siteID, sc, first[0])
+	last := map[string]string{}
+	for _, l := range listings {
+		if l.LastScan == nil {
+			last[l.ID] = ""
+			continue
+		}
+		last[l.ID] = l.LastScan.ID
+		first, _ := s.ScansOf(ctx, a.ID, l.ID, 1)
+		if !reflect.DeepEqual(*l.LastScan, first[0]) {
+			t.Errorf("site %s: last %+v, ScansOf's first %+v", l.ID, *l.LastScan, first[0])
 		}
 	}
-	if last, err := s.LastScans(ctx, "not-a-uuid"); err != nil || len(last) != 0 {
-		t.Errorf("malformed user: %v %v", last, err)
+	if want := map[string]string{done.ID: newest.ID, queued.ID: inFlight.ID, never.ID: ""}; !reflect.DeepEqual(last, want) {
+		t.Errorf("last scans = %v, want %v", last, want)
+	}
+	if got, err := s.SiteListings(ctx, "not-a-uuid", ""); err != nil || len(got) != 0 {
+		t.Errorf("malformed user: %v %v", got, err)
 	}
 }
