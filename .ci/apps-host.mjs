@@ -123,14 +123,18 @@ async function webSession(base, email = process.env.LOGIN_EMAIL, password = proc
     assert(id, `creating ${name} answered ${r.status}`);
     return id;
   };
-  // key makes an API key in Settings; publish unticked, it is read-only (mcp:read).
+  // key makes an API key in Settings; publish unticked, it is read-only (mcp:read). The form
+  // answers 303 (POST-redirect-GET) and the page it leads to shows the key once.
   const key = async (name, publish) => {
     const form = { name, csrf_token: await csrfOf('/settings') };
     if (publish) form.publish = 'on';
     const r = await post('/settings/api-keys', form);
-    const html = await r.text();
-    const k = html.match(/svc_[A-Za-z0-9_-]{20,}/)?.[0];
-    assert(r.status === 201 && k, `creating key ${name} answered ${r.status}`);
+    const to = r.headers.get('location');
+    assert(r.status === 303 && to, `creating key ${name} answered ${r.status}`);
+    const shown = await fetch(new URL(to, base), { headers: { cookie }, redirect: 'manual' });
+    jar(shown);
+    const k = (await shown.text()).match(/svc_[A-Za-z0-9_-]{20,}/)?.[0];
+    assert(k, `the page after creating key ${name} (${to}) shows no key`);
     return k;
   };
   return { add, key };
