@@ -86,6 +86,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		log.Info("store closed")
 	}()
 	log.Info("store ready", "store", st.Name())
+	if cfg.DatabaseURL != "" {
+		log.Info("database connections", "mode", dbMode(cfg))
+	}
 
 	var demoSecret string
 	var replay *demo.Replay // the demo site's audits, answered offline; nil without the demo
@@ -307,9 +310,10 @@ func jobWakes(ctx context.Context, st store.Store, log *slog.Logger, n int) []<-
 	}
 	in, err := w.WakeOnJobs(ctx, func(err error) { log.Warn("job notifications", "err", err) })
 	if err != nil {
-		log.Warn("LISTEN for jobs failed; the scanner and the budget check waits poll instead", "err", err)
+		log.Warn("job wake-ups: LISTEN failed; the scanner and the budget check waits poll instead", "err", err)
 		return out
 	}
+	log.Info("job wake-ups: LISTEN heard a test notification; enqueued jobs start at once")
 	fan := make([]chan struct{}, n)
 	for i := range fan {
 		fan[i] = make(chan struct{}, 1)
@@ -374,6 +378,14 @@ func newPool(cfg config, st store.Store, auditor scanner.Auditor, capacity *psi.
 	})
 }
 
+// dbMode says which connection does what, for the start-up log (issue 36).
+func dbMode(cfg config) string {
+	if cfg.DatabaseDirect == "" || cfg.DatabaseDirect == cfg.DatabaseURL {
+		return "direct: DATABASE_URL for queries, migrations and LISTEN (behind a transaction pooler, set DATABASE_DIRECT_URL)"
+	}
+	return "pooled: DATABASE_URL for queries, DATABASE_DIRECT_URL for migrations and LISTEN"
+}
+
 // openStore opens Postgres when DATABASE_URL is set, else the in-memory store; either checks
 // every site it writes against the configured rules.
 func openStore(ctx context.Context, cfg config) (store.Store, error) {
@@ -384,7 +396,7 @@ func openStore(ctx context.Context, cfg config) (store.Store, error) {
 	}
 	connectCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	p, err := postgres.Open(connectCtx, cfg.DatabaseURL, postgres.Pool{MaxConns: cfg.DBMaxConns})
+	p, err := postgres.Open(connectCtx, cfg.DatabaseURL, postgres.Pool{MaxConns: cfg.DBMaxConns, Direct: cfg.DatabaseDirect})
 	if err != nil {
 		return nil, err
 	}

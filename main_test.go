@@ -28,6 +28,15 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
+// withDirect sets DATABASE_DIRECT_URL in env to the direct DSN of its DATABASE_URL, a schema's
+// (storetest.DirectDSN), unless env sets it: the tests' own DATABASE_DIRECT_URL names the
+// database, not the schema.
+func withDirect(env map[string]string) {
+	if _, ok := env["DATABASE_DIRECT_URL"]; !ok {
+		env["DATABASE_DIRECT_URL"] = storetest.DirectDSN(env["DATABASE_URL"])
+	}
+}
+
 // startRun runs the real program with env and waits for /healthz.
 func startRun(t *testing.T, env map[string]string) (base string, logs *scantest.LogBuffer, stop func() error) {
 	t.Helper()
@@ -36,6 +45,7 @@ func startRun(t *testing.T, env map[string]string) (base string, logs *scantest.
 	if env["DATABASE_URL"] != "" && env["DATABASE_MAX_CONNS"] == "" {
 		env["DATABASE_MAX_CONNS"] = strconv.Itoa(storetest.ChildMaxConns)
 	}
+	withDirect(env)
 	if env["BASE_URL"] == "" {
 		env["BASE_URL"] = "http://" + addr
 	}

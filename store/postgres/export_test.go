@@ -16,7 +16,7 @@ func OpenMigratedTo(ctx context.Context, dsn string, upTo int) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
-	p := &Store{db: db, dsn: dsn}
+	p := &Store{db: db, direct: dsn}
 	if err := p.migrateTo(ctx, upTo); err != nil {
 		db.Close()
 		return nil, err

@@ -15,7 +15,7 @@ func TestListenJobsWakesOnEnqueue(t *testing.T) {
 	p, dsn := storetest.PostgresDSN(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	wake, err := postgres.ListenJobs(ctx, dsn, func(err error) { t.Logf("listener: %v", err) })
+	wake, err := postgres.ListenJobs(ctx, storetest.DirectDSN(dsn), func(err error) { t.Logf("listener: %v", err) })
 	if err != nil {
 		t.Fatal(err)
 	}

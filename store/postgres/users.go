@@ -131,12 +131,8 @@ func (p *Store) APIKeys(ctx context.Context, userID string) ([]store.APIKey, err
 
 func (p *Store) APIKeyByHash(ctx context.Context, keyHash string, now time.Time) (store.APIKey, error) {
 	// A key works while its maker is a member of its workspace.
-	stmt, err := p.prepared(ctx, `SELECT `+keyCols+` WHERE k.key_hash = $1 AND k.revoked_at IS NULL
-		AND EXISTS (SELECT 1 FROM memberships m WHERE m.workspace_id = k.workspace_id AND m.user_id = k.user_id)`)
-	if err != nil {
-		return store.APIKey{}, pgErr("api key", err)
-	}
-	k, err := scanKey(stmt.QueryRowContext(ctx, keyHash))
+	k, err := scanKey(p.db.QueryRowContext(ctx, `SELECT `+keyCols+` WHERE k.key_hash = $1 AND k.revoked_at IS NULL
+		AND EXISTS (SELECT 1 FROM memberships m WHERE m.workspace_id = k.workspace_id AND m.user_id = k.user_id)`, keyHash))
 	if err != nil {
 		return store.APIKey{}, pgErr("api key", err)
 	}
@@ -160,11 +156,7 @@ func (p *Store) recordKeyUse(ctx context.Context, keyID string, last *time.Time,
 	if last != nil && last.After(now.Add(-store.KeyUseGranularity)) {
 		return last, nil
 	}
-	stmt, err := p.prepared(ctx, keyUseSQL)
-	if err != nil {
-		return last, pgErr("record api key use", err)
-	}
-	res, err := stmt.ExecContext(ctx, keyID, now, now.Add(-store.KeyUseGranularity))
+	res, err := p.db.ExecContext(ctx, keyUseSQL, keyID, now, now.Add(-store.KeyUseGranularity))
 	if err != nil {
 		return last, pgErr("record api key use", err)
 	}
