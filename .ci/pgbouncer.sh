@@ -3,7 +3,8 @@
 # operator runs it (issue 36): pool_mode = transaction, default_pool_size = 10, any database
 # name passed through. Prints the port it listens on (127.0.0.1 only) and its pid file's path;
 # stop it with `kill "$(cat PIDFILE)"`. PORT picks the port (default: a free one from 6432 up).
-# Run as root it runs PgBouncer as the postgres user, which PgBouncer requires.
+# Run as root it runs PgBouncer as the postgres user, which PgBouncer requires. auth_user lets any
+# role of the server log in (the tests make one per schema: storetest.SchemaDSN).
 #   eval "$(.ci/pgbouncer.sh)"   # sets PGBOUNCER_PORT and PGBOUNCER_PID
 set -euo pipefail
 
@@ -24,6 +25,7 @@ listen_port = $port
 unix_socket_dir =
 auth_type = trust
 auth_file = $dir/users.txt
+auth_user = postgres
 pool_mode = transaction
 default_pool_size = 10
 max_client_conn = 1000

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/lib/pq"
 )
@@ -45,4 +46,11 @@ func (p *Store) DumpText(ctx context.Context) (string, error) {
 		fmt.Fprintf(&out, "-- %s\n%s\n", name, rows)
 	}
 	return out.String(), nil
+}
+
+// SetWakeUpProbe sets how long WakeOnJobs waits for its test notification, until the test ends.
+func SetWakeUpProbe(t interface{ Cleanup(func()) }, d time.Duration) {
+	old := wakeUpProbe
+	wakeUpProbe = d
+	t.Cleanup(func() { wakeUpProbe = old })
 }
