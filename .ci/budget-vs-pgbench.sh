@@ -60,7 +60,16 @@ echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-6s %12s %10s %14s %12s %7s\n' round budget_rps p99_ms pgbench_tps pgb_lat_ms ratio
 ratios=()
 p99s=()
+mcp_body='{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_latest_scan","arguments":{"siteId":"'"$LOAD_SITE"'"}}}'
+mcps=()
 for i in $(seq 1 "$ROUNDS"); do
+  if [ "${MCP:-}" = 1 ]; then # MCP get_latest_scan with the same API key, 16 connections
+    mres=$(WRK_PATH=/api/mcp WRK_BODY="$mcp_body" wrk -t2 -c16 -d"${DURATION}s" --latency -s .ci/wrk.lua "$base" | grep '^RESULT')
+    mbad=$(sed -E 's/.* non200=([0-9]+).*/\1/' <<<"$mres")
+    [ "$mbad" = 0 ] || { echo "round $i: $mbad MCP answers were not 200"; exit 1; }
+    echo "round $i MCP get_latest_scan: $mres"
+    mcps+=("$(sed -E 's/.* rps=([0-9.]+).*/\1/' <<<"$mres")")
+  fi
   out=$(wrk -t2 -c16 -d"${DURATION}s" --latency -s .ci/wrk.lua "$base")
   res=$(grep '^RESULT' <<<"$out")
   rps=$(sed -E 's/.* rps=([0-9.]+).*/\1/' <<<"$res")
@@ -79,4 +88,8 @@ sorted=$(printf '%s\n' "${ratios[@]}" | sort -n)
 p99s=$(printf '%s\n' "${p99s[@]}" | sort -n)
 echo "p99 ms min/median/max: $(head -1 <<<"$p99s") / $(sed -n "$(( (ROUNDS + 1) / 2 ))p" <<<"$p99s") / $(tail -1 <<<"$p99s") (target < 10)"
 echo "ratio min/median/max: $(head -1 <<<"$sorted") / $(sed -n "$(( (ROUNDS + 1) / 2 ))p" <<<"$sorted") / $(tail -1 <<<"$sorted")"
+if [ "${#mcps[@]}" -gt 0 ]; then
+  m=$(printf '%s\n' "${mcps[@]}" | sort -n)
+  echo "MCP get_latest_scan req/s min/median/max: $(head -1 <<<"$m") / $(sed -n "$(( (ROUNDS + 1) / 2 ))p" <<<"$m") / $(tail -1 <<<"$m")"
+fi
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
