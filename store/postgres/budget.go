@@ -21,11 +21,10 @@ import (
 
 // budgetKeySQL authenticates an unrevoked API key by hash ($2), whose maker is still a member of
 // its workspace, and finds site $1 in that workspace: no row means no caller (an unknown or
-// revoked key, or its maker left); a NULL version means the site is not the key's to read.
-const budgetKeySQL = `SELECT k.id, k.user_id, k.last_used_at, s.budget_version FROM api_keys k
-	LEFT JOIN sites s ON s.id = $1 AND s.workspace_id = k.workspace_id
-	WHERE k.key_hash = $2 AND k.revoked_at IS NULL
-		AND EXISTS (SELECT 1 FROM memberships m WHERE m.workspace_id = k.workspace_id AND m.user_id = k.user_id)`
+// revoked key, or its maker left); a NULL version means the site is not the key's to read. The
+// query is the PL/pgSQL function of migration 026, so Postgres keeps its plan per server
+// connection, as the named prepared statement did, through a transaction pooler too.
+const budgetKeySQL = `SELECT * FROM budget_key($1, $2)`
 
 // budgetInputsSQL loads site $1 of user $2 with its version, all in one snapshot, so what is
 // kept is labelled with the version it was read at. Only the small sub-objects of each stored

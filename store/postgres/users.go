@@ -130,9 +130,9 @@ func (p *Store) APIKeys(ctx context.Context, userID string) ([]store.APIKey, err
 }
 
 func (p *Store) APIKeyByHash(ctx context.Context, keyHash string, now time.Time) (store.APIKey, error) {
-	// A key works while its maker is a member of its workspace.
-	k, err := scanKey(p.db.QueryRowContext(ctx, `SELECT `+keyCols+` WHERE k.key_hash = $1 AND k.revoked_at IS NULL
-		AND EXISTS (SELECT 1 FROM memberships m WHERE m.workspace_id = k.workspace_id AND m.user_id = k.user_id)`, keyHash))
+	// A key works while its maker is a member of its workspace: api_key_by_hash (migration 026),
+	// a function so that its plan is kept (see budgetKeySQL).
+	k, err := scanKey(p.db.QueryRowContext(ctx, `SELECT * FROM api_key_by_hash($1)`, keyHash))
 	if err != nil {
 		return store.APIKey{}, pgErr("api key", err)
 	}
