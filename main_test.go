@@ -158,6 +158,17 @@ func TestRunOnPostgres(t *testing.T) {
 	if !strings.Contains(logs.String(), "store=postgres") {
 		t.Errorf("log does not say postgres:\n%s", logs)
 	}
+	// Which connection does what, and whether LISTEN works (issue 36): behind the pooler of
+	// .ci/run's pooled pass, DATABASE_DIRECT_URL carries LISTEN, so it works there too.
+	mode := `mode="direct:`
+	if d := os.Getenv("DATABASE_DIRECT_URL"); d != "" && d != dsn {
+		mode = `mode="pooled:`
+	}
+	for _, want := range []string{mode, "job wake-ups: LISTEN heard a test notification"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("start-up log does not say %s:\n%s", want, logs)
+		}
+	}
 }
 
 func TestConfigErrorsNameTheVariable(t *testing.T) {
@@ -179,6 +190,7 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{map[string]string{"PAGESPEED_API_URL": "not a url"}, nil, "PAGESPEED_API_URL"},
 		{map[string]string{"SMTP_ADDR": "mailhost"}, nil, "SMTP_ADDR"},
 		{map[string]string{"DATABASE_URL": "mysql://x"}, nil, "DATABASE_URL"},
+		{map[string]string{"DATABASE_DIRECT_URL": "mysql://x"}, nil, "DATABASE_DIRECT_URL"},
 		{map[string]string{"PLATFORM_API_URL": "api.webflow.com"}, nil, "PLATFORM_API_URL"},
 		{map[string]string{"PLATFORM_CLIENT_ID": "app"}, nil, "PLATFORM_CLIENT_SECRET"},
 		{map[string]string{"PLATFORM_CLIENT_ID": "app", "PLATFORM_CLIENT_SECRET": "s", "PLATFORM_TOKEN_KEY": "short"}, nil, "PLATFORM_TOKEN_KEY"},
