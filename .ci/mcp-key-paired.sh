@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# MCP get_latest_scan with an API key, two builds side by side on one database (issue 36):
+# MCP get_latest_scan with an API key (WHAT=budget: the budget check), two builds side by side
+# on one database (issue 36):
 # BEFORE (a commit, default the merge base 42e8882) and this tree, each a real SitePulse process,
 # ROUNDS (3) paired rounds of `wrk -t2 -c16` for DURATION (5) seconds on each, then `pgbench -S
 # -c16 -j2` on the same Postgres. Prints requests/s, p50/p99 and each build's ratio to pgbench:
@@ -51,7 +52,10 @@ start after 8797 DATABASE_URL="$POOLURL/$DB?sslmode=disable" DATABASE_DIRECT_URL
 start before 8798
 body='{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_latest_scan","arguments":{"siteId":"'"$LOAD_SITE"'"}}}'
 export WRK_METHOD=POST WRK_PATH=/api/mcp WRK_BEARER="$LOAD_KEY" WRK_BODY="$body"
-echo "run: $(date -u +%FT%TZ), before $BEFORE, after $(git rev-parse --short HEAD), $(nproc) cores, service of 'after' on ${POOLURL##*@}, rounds $ROUNDS x ${DURATION}s"
+if [ "${WHAT:-mcp}" = budget ]; then
+  export WRK_PATH=/api/external/budget-check WRK_BODY='{"siteId":"'"$LOAD_SITE"'"}'
+fi
+echo "run: $(date -u +%FT%TZ), $WRK_PATH, before $BEFORE, after $(git rev-parse --short HEAD), $(nproc) cores, service of 'after' on ${POOLURL##*@}, rounds $ROUNDS x ${DURATION}s"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-6s %-7s %9s %8s %8s %12s %7s\n' round build rps p50_ms p99_ms pgbench_tps ratio
 for i in $(seq 1 "$ROUNDS"); do

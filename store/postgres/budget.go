@@ -96,23 +96,42 @@ func (p *Store) BudgetInputsByKey(ctx context.Context, keyHash, siteID string, n
 	if err := ctx.Err(); err != nil {
 		return store.BudgetInputs{}, err
 	}
-	var k struct {
-		id, userID string
-		used       sql.NullTime
-		version    sql.NullInt64
+	var version sql.NullInt64
+	k, ok := p.budgetKeys.get(keyHash, now)
+	if ok { // the key as found less than KeyCacheFor ago: the site's version alone
+		err := p.db.QueryRowContext(context.WithoutCancel(ctx), `SELECT budget_version FROM sites WHERE id = $1 AND workspace_id = $2`,
+			siteID, k.workspaceID).Scan(&version)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return store.BudgetInputs{}, pgErr("site", err)
+		}
+	} else {
+		var used sql.NullTime
+		if err := p.db.QueryRowContext(context.WithoutCancel(ctx), budgetKeySQL, siteID, keyHash).Scan(&k.id, &k.userID, &used, &version, &k.workspaceID); err != nil {
+			return store.BudgetInputs{}, pgErr("api key", err)
+		}
+		k.used = timePtr(used)
+		p.budgetKeys.put(keyHash, k.id, k, now)
 	}
-	if err := p.db.QueryRowContext(context.WithoutCancel(ctx), budgetKeySQL, siteID, keyHash).Scan(&k.id, &k.userID, &k.used, &k.version); err != nil {
-		return store.BudgetInputs{}, pgErr("api key", err)
-	}
-	if _, err := p.recordKeyUse(ctx, k.id, timePtr(k.used), now); err != nil {
+	used, err := p.recordKeyUse(ctx, k.id, k.used, now)
+	if err != nil {
 		return store.BudgetInputs{}, err
 	}
-	if !k.version.Valid {
+	if used != k.used {
+		k.used = used
+		p.budgetKeys.update(keyHash, k)
+	}
+	if !version.Valid {
 		return store.BudgetInputs{UserID: k.userID}, store.NotFound("site")
 	}
-	in, err := p.budgetInputs(ctx, k.userID, siteID, k.version.Int64)
+	in, err := p.budgetInputs(ctx, k.userID, siteID, version.Int64)
 	in.UserID = k.userID
 	return in, err
+}
+
+// budgetKey is what the budget check keeps of an API key (keyCache).
+type budgetKey struct {
+	id, userID, workspaceID string
+	used                    *time.Time
 }
 
 // budgetInputs answers from what this process keeps when it holds the site at version, and

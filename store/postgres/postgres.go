@@ -68,6 +68,9 @@ type Store struct {
 	db      *sql.DB
 	direct  string      // the DSN for LISTEN (WakeOnJobs): Pool.Direct, or the store's own
 	budgets budgetCache // what budget checks read, per site (budget.go)
+	// The API keys found by APIKeyByHash and BudgetInputsByKey, for KeyCacheFor (keys.go).
+	apiKeys    keyCache[store.APIKey]
+	budgetKeys keyCache[budgetKey]
 }
 
 var _ store.Store = (*Store)(nil)

@@ -5,12 +5,13 @@
 
 -- budget_key authenticates an unrevoked API key by hash whose maker is still a member of its
 -- workspace, and finds site `site` in that workspace: no row means no caller; a NULL version
--- means the site is not the key's to read (budgetKeySQL in store/postgres/budget.go).
+-- means the site is not the key's to read (budgetKeySQL in store/postgres/budget.go); with the
+-- key's workspace, for the checks that find the key in the process's cache.
 CREATE FUNCTION budget_key(site uuid, hash text)
-    RETURNS TABLE (key_id uuid, key_user uuid, key_used timestamptz, site_version bigint)
+    RETURNS TABLE (key_id uuid, key_user uuid, key_used timestamptz, site_version bigint, key_workspace uuid)
     LANGUAGE plpgsql STABLE AS $$
 BEGIN
-    RETURN QUERY SELECT k.id, k.user_id, k.last_used_at, s.budget_version FROM api_keys k
+    RETURN QUERY SELECT k.id, k.user_id, k.last_used_at, s.budget_version, k.workspace_id FROM api_keys k
         LEFT JOIN sites s ON s.id = site AND s.workspace_id = k.workspace_id
         WHERE k.key_hash = hash AND k.revoked_at IS NULL
             AND EXISTS (SELECT 1 FROM memberships m WHERE m.workspace_id = k.workspace_id AND m.user_id = k.user_id);
