@@ -99,9 +99,8 @@ func (p *Store) BudgetInputsByKey(ctx context.Context, keyHash, siteID string, n
 	var version sql.NullInt64
 	k, ok := p.budgetKeys.get(keyHash, now)
 	if ok { // the key as found less than KeyCacheFor ago: the site's version alone
-		err := p.db.QueryRowContext(context.WithoutCancel(ctx), `SELECT budget_version FROM sites WHERE id = $1 AND workspace_id = $2`,
-			siteID, k.workspaceID).Scan(&version)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		err := p.db.QueryRowContext(context.WithoutCancel(ctx), `SELECT site_version($1, $2)`, siteID, k.workspaceID).Scan(&version)
+		if err != nil {
 			return store.BudgetInputs{}, pgErr("site", err)
 		}
 	} else {

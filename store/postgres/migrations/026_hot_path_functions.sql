@@ -29,3 +29,13 @@ BEGIN
         WHERE k.key_hash = hash AND k.revoked_at IS NULL
             AND EXISTS (SELECT 1 FROM memberships m WHERE m.workspace_id = k.workspace_id AND m.user_id = k.user_id);
 END $$;
+
+-- site_version is site `site`'s budget_version when it is in workspace `workspace`, else NULL:
+-- the one statement of a budget check whose key the process found less than half a second ago
+-- (KeyCacheFor). A scalar function is the cheapest statement to parse and plan, and its query's
+-- plan is kept.
+CREATE FUNCTION site_version(site uuid, workspace uuid) RETURNS bigint
+    LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN (SELECT s.budget_version FROM sites s WHERE s.id = site AND s.workspace_id = workspace);
+END $$;
