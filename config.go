@@ -19,6 +19,7 @@ type config struct {
 	Addr            string
 	BaseURL         string
 	DatabaseURL     string
+	DatabaseDirect  string
 	DBMaxConns      int
 	PageSpeedURL    string
 	PageSpeedKey    string
@@ -100,6 +101,7 @@ func (c *config) settings() []setting {
 		{env: "METRICS_TOKEN", help: "bearer token of /metrics on the main listener; empty: the main listener has no /metrics", str: &c.MetricsToken, secret: true},
 		{env: "BASE_URL", help: "public base URL: OAuth issuer, report links (default: http:// and ADDR, a wildcard host as localhost)", str: &c.BaseURL},
 		{env: "DATABASE_URL", help: "Postgres DSN; empty runs on the in-memory store", str: &c.DatabaseURL, secret: true},
+		{env: "DATABASE_DIRECT_URL", help: "Postgres DSN of the same database that bypasses a connection pooler, for the migrations and the LISTEN of job wake-ups (default DATABASE_URL); behind a transaction pooler without it, wake-ups poll", str: &c.DatabaseDirect, secret: true},
 		{env: "DATABASE_MAX_CONNS", def: "20", help: "Postgres connections this process may open (plus one for job notifications); replicas x (this + 1) + headroom must fit in max_connections", num: &c.DBMaxConns, min: 1},
 		{env: "PAGESPEED_API_URL", def: "https://www.googleapis.com/pagespeedonline/v5/runPagespeed", help: "PageSpeed Insights endpoint", str: &c.PageSpeedURL},
 		{env: "PAGESPEED_API_KEY", help: "PageSpeed Insights API key", str: &c.PageSpeedKey, secret: true},
@@ -222,8 +224,10 @@ func (c *config) validate() error {
 	if c.AuditBackend != "psi" && c.AuditBackend != "lighthouse" {
 		return fmt.Errorf("AUDIT_BACKEND=%q: want psi or lighthouse", c.AuditBackend)
 	}
-	if c.DatabaseURL != "" && !strings.HasPrefix(c.DatabaseURL, "postgres://") && !strings.HasPrefix(c.DatabaseURL, "postgresql://") && !strings.Contains(c.DatabaseURL, "=") {
-		return fmt.Errorf("DATABASE_URL: want a Postgres URL (postgres://user@host/db) or key=value DSN")
+	for env, v := range map[string]string{"DATABASE_URL": c.DatabaseURL, "DATABASE_DIRECT_URL": c.DatabaseDirect} {
+		if v != "" && !strings.HasPrefix(v, "postgres://") && !strings.HasPrefix(v, "postgresql://") && !strings.Contains(v, "=") {
+			return fmt.Errorf("%s: want a Postgres URL (postgres://user@host/db) or key=value DSN", env)
+		}
 	}
 	if c.AuthKey != "" {
 		if k, err := base64.StdEncoding.DecodeString(c.AuthKey); err != nil || len(k) < 32 {

@@ -95,6 +95,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		log.Info("store closed")
 	}()
 	log.Info("store ready", "store", st.Name(), "role", cfg.Role)
+	if cfg.DatabaseURL != "" {
+		log.Info("database connections", "mode", dbMode(cfg))
+	}
 	metrics := &handlers.Metrics{Role: cfg.Role, Jobs: st, Now: time.Now}
 	if db, ok := st.(interface{ Stats() sql.DBStats }); ok {
 		metrics.DB = db.Stats
@@ -387,9 +390,10 @@ func jobWakes(ctx context.Context, st store.Store, log *slog.Logger, n int) []<-
 	}
 	in, err := w.WakeOnJobs(ctx, func(err error) { log.Warn("job notifications", "err", err) })
 	if err != nil {
-		log.Warn("LISTEN for jobs failed; the scanner and the budget check waits poll instead", "err", err)
+		log.Warn("job wake-ups: LISTEN failed; the scanner and the budget check waits poll instead", "err", err)
 		return out
 	}
+	log.Info("job wake-ups: LISTEN heard a test notification; enqueued jobs start at once")
 	fan := make([]chan struct{}, n)
 	for i := range fan {
 		fan[i] = make(chan struct{}, 1)
@@ -454,6 +458,14 @@ func newPool(cfg config, st store.Store, auditor scanner.Auditor, capacity *psi.
 	})
 }
 
+// dbMode says which connection does what, for the start-up log (issue 36).
+func dbMode(cfg config) string {
+	if cfg.DatabaseDirect == "" || cfg.DatabaseDirect == cfg.DatabaseURL {
+		return "direct: DATABASE_URL for queries, migrations and LISTEN (behind a transaction pooler, set DATABASE_DIRECT_URL)"
+	}
+	return "pooled: DATABASE_URL for queries, DATABASE_DIRECT_URL for migrations and LISTEN"
+}
+
 // openStore opens Postgres when DATABASE_URL is set, else the in-memory store; either checks
 // every site it writes against the configured rules.
 func openStore(ctx context.Context, cfg config) (store.Store, error) {
@@ -464,7 +476,7 @@ func openStore(ctx context.Context, cfg config) (store.Store, error) {
 	}
 	connectCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	p, err := postgres.Open(connectCtx, cfg.DatabaseURL, postgres.Pool{MaxConns: cfg.DBMaxConns})
+	p, err := postgres.Open(connectCtx, cfg.DatabaseURL, postgres.Pool{MaxConns: cfg.DBMaxConns, Direct: cfg.DatabaseDirect})
 	if err != nil {
 		return nil, err
 	}

@@ -30,6 +30,15 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
+// withDirect sets DATABASE_DIRECT_URL in env to the direct DSN of its DATABASE_URL, a schema's
+// (storetest.DirectDSN), unless env sets it: the tests' own DATABASE_DIRECT_URL names the
+// database, not the schema.
+func withDirect(env map[string]string) {
+	if _, ok := env["DATABASE_DIRECT_URL"]; !ok {
+		env["DATABASE_DIRECT_URL"] = storetest.DirectDSN(env["DATABASE_URL"])
+	}
+}
+
 // startRun runs the real program with env and waits for /healthz.
 func startRun(t *testing.T, env map[string]string) (base string, logs *scantest.LogBuffer, stop func() error) {
 	t.Helper()
@@ -38,6 +47,7 @@ func startRun(t *testing.T, env map[string]string) (base string, logs *scantest.
 	if env["DATABASE_URL"] != "" && env["DATABASE_MAX_CONNS"] == "" {
 		env["DATABASE_MAX_CONNS"] = strconv.Itoa(storetest.ChildMaxConns)
 	}
+	withDirect(env)
 	if env["BASE_URL"] == "" {
 		env["BASE_URL"] = "http://" + addr
 	}
@@ -150,6 +160,17 @@ func TestRunOnPostgres(t *testing.T) {
 	if !strings.Contains(logs.String(), "store=postgres") {
 		t.Errorf("log does not say postgres:\n%s", logs)
 	}
+	// Which connection does what, and whether LISTEN works (issue 36): behind the pooler of
+	// .ci/run's pooled pass, DATABASE_DIRECT_URL carries LISTEN, so it works there too.
+	mode := `mode="direct:`
+	if d := os.Getenv("DATABASE_DIRECT_URL"); d != "" && d != dsn {
+		mode = `mode="pooled:`
+	}
+	for _, want := range []string{mode, "job wake-ups: LISTEN heard a test notification"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("start-up log does not say %s:\n%s", want, logs)
+		}
+	}
 }
 
 func TestConfigErrorsNameTheVariable(t *testing.T) {
@@ -172,6 +193,7 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{map[string]string{"PAGESPEED_API_URL": "not a url"}, nil, "PAGESPEED_API_URL"},
 		{map[string]string{"SMTP_ADDR": "mailhost"}, nil, "SMTP_ADDR"},
 		{map[string]string{"DATABASE_URL": "mysql://x"}, nil, "DATABASE_URL"},
+		{map[string]string{"DATABASE_DIRECT_URL": "mysql://x"}, nil, "DATABASE_DIRECT_URL"},
 		{map[string]string{"PLATFORM_API_URL": "api.webflow.com"}, nil, "PLATFORM_API_URL"},
 		{map[string]string{"PLATFORM_CLIENT_ID": "app"}, nil, "PLATFORM_CLIENT_SECRET"},
 		{map[string]string{"PLATFORM_CLIENT_ID": "app", "PLATFORM_CLIENT_SECRET": "s", "PLATFORM_TOKEN_KEY": "short"}, nil, "PLATFORM_TOKEN_KEY"},

@@ -69,3 +69,32 @@ func exists(t *testing.T, readme, path string) {
 		t.Errorf("%s names %s, which is not in the repository", readme, path)
 	}
 }
+
+// TestReadmeContentsIsComplete: the README's contents list names every section and subsection
+// after it, in order, so whatever a newcomer looks for is findable from the top (issue 37).
+func TestReadmeContentsIsComplete(t *testing.T) {
+	body, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(body)
+	start := strings.Index(text, "\n## Contents\n")
+	if start < 0 {
+		t.Fatal("README.md has no ## Contents")
+	}
+	rest := text[start+len("\n## Contents\n"):]
+	end := strings.Index(rest, "\n## ")
+	if end < 0 {
+		t.Fatal("nothing follows the contents")
+	}
+	var listed, want []string
+	for _, m := range regexp.MustCompile(`\]\(#([^)]+)\)`).FindAllStringSubmatch(rest[:end], -1) {
+		listed = append(listed, m[1])
+	}
+	for _, h := range heading.FindAllStringSubmatch(rest[end:], -1) {
+		want = append(want, anchor(h[1]))
+	}
+	if strings.Join(listed, " ") != strings.Join(want, " ") {
+		t.Errorf("the contents list\n  %v\nis not the sections after it\n  %v", listed, want)
+	}
+}

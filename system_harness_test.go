@@ -73,6 +73,7 @@ func launchChild(t *testing.T, name string, env map[string]string, args ...strin
 	c.cmd = exec.Command(os.Args[0], append([]string{"-test.run=^" + regexp.QuoteMeta(t.Name()) + "$", "--"}, args...)...)
 	c.cmd.Env = append(os.Environ(), childEnv+"=1", "ADDR="+addr, "BASE_URL="+c.base,
 		"DATABASE_MAX_CONNS="+strconv.Itoa(storetest.ChildMaxConns)) // env may raise it
+	withDirect(env)
 	for k, v := range env {
 		c.cmd.Env = append(c.cmd.Env, k+"="+v)
 	}

@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"errors"
+	"sync"
 
 	"sitepulse/store"
 )
@@ -20,14 +21,32 @@ func (s *Server) authorize(ctx context.Context, userID string, t *tool, a args) 
 	if selfAuthorized(ctx, t, action) {
 		return nil
 	}
-	var siteID string
+	var siteID, id string
 	notFound := errSiteNotFound
 	switch {
 	case a.str("siteId", "") != "":
 		siteID = store.CanonicalID(a.str("siteId", ""))
+		id = siteID
 	case a.str("scanId", "") != "":
 		notFound = errScanNotFound
-		sc, err := s.store.Scan(ctx, userID, store.CanonicalID(a.str("scanId", "")))
+		id = store.CanonicalID(a.str("scanId", ""))
+	default:
+		return nil
+	}
+	// An API key's read: its lookup, this request, found the key's maker a member of the key's
+	// workspace, a read is every member's, and the tool's read is scoped to the maker's
+	// workspaces; what is left is whether the site is in the key's workspace, and a site never
+	// moves (nor a scan to another site), so once read it is remembered.
+	p := store.PrincipalFrom(ctx)
+	keyRead := p.KeyWorkspaceID != "" && action == store.ActRead
+	if ws, ok := s.homes.get(id); keyRead && ok {
+		if ws != p.KeyWorkspaceID {
+			return notFound
+		}
+		return nil
+	}
+	if siteID == "" {
+		sc, err := s.store.Scan(ctx, userID, id)
 		if errors.Is(err, store.ErrNotFound) {
 			return notFound
 		}
@@ -35,10 +54,12 @@ func (s *Server) authorize(ctx context.Context, userID string, t *tool, a args) 
 			return err
 		}
 		siteID = sc.SiteID
-	default:
-		return nil
 	}
-	switch err := s.authorizeSite(ctx, userID, siteID, action); {
+	ws, err := s.authorizeSite(ctx, userID, siteID, action)
+	if ws != "" {
+		s.homes.put(id, ws)
+	}
+	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return notFound
 	case errors.Is(err, store.ErrForbidden):
@@ -50,22 +71,47 @@ func (s *Server) authorize(ctx context.Context, userID string, t *tool, a args) 
 
 // authorizeSite asks store.Authorize whether the request's principal may do action on a site
 // of the user's: nil, store.ErrNotFound (not the user's, or outside an API key's workspace) or
-// store.ErrForbidden (the role does not allow it). tasks/get and tasks/cancel ask it too.
-func (s *Server) authorizeSite(ctx context.Context, userID, siteID string, action store.Action) error {
-	site, err := s.store.Site(ctx, userID, siteID)
+// store.ErrForbidden (the role does not allow it), and the site's workspace when it was read.
+// tasks/get and tasks/cancel ask it too.
+func (s *Server) authorizeSite(ctx context.Context, userID, siteID string, action store.Action) (string, error) {
+	site, w, err := s.store.SiteAndWorkspace(ctx, userID, siteID)
 	if err != nil {
-		return err
-	}
-	w, err := s.store.Workspace(ctx, userID, site.WorkspaceID)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return err
+		return "", err
 	}
 	w.ID = site.WorkspaceID
 	p := store.PrincipalFrom(ctx)
 	if p.UserID == "" { // Serve's caller named the user without a principal: a user's call
 		p = store.Principal{UserID: userID}
 	}
-	return store.Authorize(p, w, action)
+	return site.WorkspaceID, store.Authorize(p, w, action)
+}
+
+// homes remembers the workspace of sites and of scans (by id) that authorize has read, for an
+// API key's reads (see authorize). It is bounded and starts over when full. What it holds
+// never goes stale: a site stays in its workspace, a scan with its site, and a deleted one is
+// not found by the tool's own read.
+type homes struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+// maxHomes bounds homes: 100,000 ids of about 100 bytes each, some 10 MB.
+const maxHomes = 100_000
+
+func (h *homes) get(id string) (string, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ws, ok := h.m[id]
+	return ws, ok
+}
+
+func (h *homes) put(id, workspaceID string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.m == nil || len(h.m) >= maxHomes {
+		h.m = map[string]string{}
+	}
+	h.m[id] = workspaceID
 }
 
 // selfAuthorized says whether tool t answers its own authorization in the statement that reads

@@ -36,6 +36,7 @@ type Store interface {
 	WorkspacesOf(ctx context.Context, userID string) ([]store.Workspace, error)
 	Workspace(ctx context.Context, userID, workspaceID string) (store.Workspace, error)
 	Site(ctx context.Context, userID, siteID string) (store.Site, error)
+	SiteAndWorkspace(ctx context.Context, userID, siteID string) (store.Site, store.Workspace, error)
 	BudgetInputs(ctx context.Context, userID, siteID string) (store.BudgetInputs, error)
 	Scan(ctx context.Context, userID, scanID string) (store.Scan, error)
 	CompletedScans(ctx context.Context, userID, siteID string, limit int) ([]store.Scan, error)
@@ -83,6 +84,7 @@ type Server struct {
 	analyses *analysisCache // latestAnalysis
 	quota    Quota
 	links    LinkSealer
+	homes    homes // authorize
 }
 
 // Config is what a Server needs. Now and Log default to time.Now and a discarding logger.

@@ -112,7 +112,7 @@ func (s *Server) taskCall(ctx context.Context, userID, method string, params jso
 		if method == "tasks/cancel" {
 			action = store.ActScan
 		}
-		switch aerr := s.authorizeSite(ctx, userID, sc.SiteID, action); {
+		switch _, aerr := s.authorizeSite(ctx, userID, sc.SiteID, action); {
 		case errors.Is(aerr, store.ErrNotFound):
 			err = errScanNotFound
 		case errors.Is(aerr, store.ErrForbidden):

@@ -24,12 +24,8 @@ func (p *Store) TakeAudit(ctx context.Context, workspaceID string, now time.Time
 	if !uuidOK(workspaceID) {
 		return false, store.NotFound("workspace")
 	}
-	stmt, err := p.prepared(ctx, takeAuditSQL)
-	if err != nil {
-		return false, pgErr("take audit", err)
-	}
 	var spent sql.NullString
-	if err := stmt.QueryRowContext(ctx, workspaceID, utcDay(now), limits.Workspace, limits.Account).Scan(&spent); err != nil {
+	if err := p.db.QueryRowContext(ctx, takeAuditSQL, workspaceID, utcDay(now), limits.Workspace, limits.Account).Scan(&spent); err != nil {
 		return false, pgErr("take audit", err)
 	}
 	if !spent.Valid {
@@ -43,10 +39,6 @@ func (p *Store) AuditsTaken(ctx context.Context, workspaceID string, now time.Ti
 	if !uuidOK(workspaceID) {
 		return u, nil
 	}
-	stmt, err := p.prepared(ctx, auditsTakenSQL)
-	if err != nil {
-		return u, pgErr("audits taken", err)
-	}
-	err = stmt.QueryRowContext(ctx, workspaceID, utcDay(now)).Scan(&u.Workspace, &u.Account)
+	err := p.db.QueryRowContext(ctx, auditsTakenSQL, workspaceID, utcDay(now)).Scan(&u.Workspace, &u.Account)
 	return u, pgErr("audits taken", err)
 }

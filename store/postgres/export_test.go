@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/lib/pq"
 )
@@ -16,7 +17,7 @@ func OpenMigratedTo(ctx context.Context, dsn string, upTo int) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
-	p := &Store{db: db, dsn: dsn}
+	p := &Store{db: db, direct: dsn}
 	if err := p.migrateTo(ctx, upTo); err != nil {
 		db.Close()
 		return nil, err
@@ -45,4 +46,11 @@ func (p *Store) DumpText(ctx context.Context) (string, error) {
 		fmt.Fprintf(&out, "-- %s\n%s\n", name, rows)
 	}
 	return out.String(), nil
+}
+
+// SetWakeUpProbe sets how long WakeOnJobs waits for its test notification, until the test ends.
+func SetWakeUpProbe(t interface{ Cleanup(func()) }, d time.Duration) {
+	old := wakeUpProbe
+	wakeUpProbe = d
+	t.Cleanup(func() { wakeUpProbe = old })
 }

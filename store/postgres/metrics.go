@@ -30,11 +30,7 @@ func (p *Store) PageMetrics(ctx context.Context, userID, scanID string) ([]store
 	if !uuidOK(userID, scanID) {
 		return nil, store.NotFound("scan")
 	}
-	stmt, err := p.prepared(ctx, pageMetricsSQL)
-	if err != nil {
-		return nil, pgErr("page metrics", err)
-	}
-	rows, err := stmt.QueryContext(ctx, scanID, userID)
+	rows, err := p.db.QueryContext(ctx, pageMetricsSQL, scanID, userID)
 	if err != nil {
 		return nil, pgErr("page metrics", err)
 	}
@@ -89,11 +85,7 @@ func (p *Store) PageMetricsOf(ctx context.Context, userID string, scanIDs []stri
 	if len(ids) == 0 || !uuidOK(userID) {
 		return out, nil
 	}
-	stmt, err := p.prepared(ctx, pageMetricsOfSQL)
-	if err != nil {
-		return nil, pgErr("page metrics", err)
-	}
-	rows, err := stmt.QueryContext(ctx, pq.Array(ids), userID)
+	rows, err := p.db.QueryContext(ctx, pageMetricsOfSQL, pq.Array(ids), userID)
 	if err != nil {
 		return nil, pgErr("page metrics", err)
 	}

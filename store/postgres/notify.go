@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/lib/pq"
@@ -11,9 +12,44 @@ import (
 
 var _ store.JobWaker = (*Store)(nil)
 
-// WakeOnJobs is ListenJobs on the store's own database.
+// ErrNoWakeUps is WakeOnJobs' answer when a notification sent through the store's pool did not
+// reach its LISTEN: the listener's connection goes through a transaction pooler, which hands a
+// LISTEN's server connection to other clients once the statement is done.
+var ErrNoWakeUps = errors.New("a test notification sent through DATABASE_URL did not reach LISTEN " +
+	"(a transaction pooler in between?): set DATABASE_DIRECT_URL to a direct connection")
+
+// wakeUpProbe bounds the wait for WakeOnJobs' test notification. On a direct connection it
+// arrives in milliseconds; a loaded machine that takes longer only makes the process poll.
+var wakeUpProbe = 3 * time.Second
+
+// WakeOnJobs is ListenJobs on the store's direct DSN (Pool.Direct, else its own), once a test
+// notification sent through the store's pool has come back through it: behind a transaction
+// pooler a LISTEN hears nothing and fails silently, so without a direct connection the answer
+// is ErrNoWakeUps and the dispatchers only poll.
 func (p *Store) WakeOnJobs(ctx context.Context, onError func(error)) (<-chan struct{}, error) {
-	return ListenJobs(ctx, p.dsn, onError)
+	lctx, cancel := context.WithCancel(ctx)
+	wake, err := ListenJobs(lctx, p.direct, onError)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	if _, err := p.db.ExecContext(ctx, `SELECT pg_notify($1, 'probe')`, NotifyChannel); err != nil {
+		cancel()
+		return nil, err
+	}
+	t := time.NewTimer(wakeUpProbe)
+	defer t.Stop()
+	select {
+	case <-wake: // this probe, or anyone's enqueue: either way LISTEN hears
+		context.AfterFunc(ctx, cancel) // the listener ends with ctx
+		return wake, nil
+	case <-t.C:
+		cancel()
+		return nil, ErrNoWakeUps
+	case <-ctx.Done():
+		cancel()
+		return nil, ctx.Err()
+	}
 }
 
 // ListenJobs LISTENs on NotifyChannel on its own connection to dsn and sends on the returned

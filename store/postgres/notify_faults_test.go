@@ -14,10 +14,10 @@ import (
 // missed), and later enqueues wake it again.
 func TestListenJobsSurvivesDatabaseRestart(t *testing.T) {
 	p, dsn := storetest.PostgresDSN(t)
-	proxy := storetest.NewProxy(t, dsn)
+	proxy := storetest.NewProxy(t, storetest.DirectDSN(dsn))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	wake, err := postgres.ListenJobs(ctx, proxy.DSN(dsn), func(err error) { t.Logf("listener: %v", err) })
+	wake, err := postgres.ListenJobs(ctx, proxy.DSN(storetest.DirectDSN(dsn)), func(err error) { t.Logf("listener: %v", err) })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,6 +53,10 @@ type Pool struct {
 	// Wrap, when set, wraps the connector every connection is opened through: the tests that
 	// count statements per request wrap it in a counting one (storetest.CountingPostgres).
 	Wrap func(driver.Connector) driver.Connector
+	// Direct is a DSN of the same database that reaches Postgres itself, not through a
+	// connection pooler (DATABASE_DIRECT_URL): what needs a session uses it, the migrations
+	// and the LISTEN of job wake-ups. "" means the store's own DSN.
+	Direct string
 }
 
 // Store is the store.Store on PostgreSQL.
@@ -62,22 +66,32 @@ type Store struct {
 	Rules store.SiteRules
 
 	db      *sql.DB
-	dsn     string        // for the LISTEN connection of WakeOnJobs
-	budgets budgetCache   // what budget checks read, per site (budget.go)
-	prep    preparedStmts // hot-path statements (prepared.go)
+	direct  string      // the DSN for LISTEN (WakeOnJobs): Pool.Direct, or the store's own
+	budgets budgetCache // what budget checks read, per site (budget.go)
+	// The API keys found by APIKeyByHash and BudgetInputsByKey, for KeyCacheFor (keys.go).
+	apiKeys    keyCache[store.APIKey]
+	budgetKeys keyCache[budgetKey]
 }
 
 var _ store.Store = (*Store)(nil)
 
-// Open connects to dsn through a pool bounded by pool, applies pending migrations and returns
-// the store.
+// Open connects to dsn through a pool bounded by pool, applies pending migrations (on
+// pool.Direct when set) and returns the store.
+//
+// Every statement works through a transaction-mode pooler (PgBouncer, Supavisor, RDS Proxy): no
+// named prepared statement (one lives on a server connection the pooler may give another client
+// next), each statement with parameters sent as one unnamed Parse, Bind, Execute and Sync
+// (lib/pq's binary_parameters, set here whatever dsn says: without it lib/pq parses in one round
+// trip and binds in a second, which a pooler may send to another server connection), and no
+// session state outside a transaction. Plans the hot path would otherwise make on every request
+// are kept by Postgres in the PL/pgSQL functions of migration 026, per server connection.
 func Open(ctx context.Context, dsn string, pool Pool) (*Store, error) {
 	if pool.ConnectPatience <= 0 {
 		pool.ConnectPatience = 10 * time.Second
 	}
-	connector, err := pq.NewConnector(dsn)
+	connector, err := connect(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("open postgres: %w", err)
+		return nil, err
 	}
 	var c driver.Connector = waitingConnector{Connector: connector, patience: pool.ConnectPatience}
 	if pool.Wrap != nil {
@@ -101,12 +115,40 @@ func Open(ctx context.Context, dsn string, pool Pool) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("connect to postgres: %w", err)
 	}
-	p := &Store{db: db, dsn: dsn}
-	if err := p.migrate(ctx); err != nil {
+	p := &Store{db: db, direct: dsn}
+	if pool.Direct != "" && pool.Direct != dsn {
+		p.direct = pool.Direct
+		err = migrateOn(ctx, pool.Direct)
+	} else {
+		err = p.migrate(ctx)
+	}
+	if err != nil {
 		db.Close()
 		return nil, err
 	}
 	return p, nil
+}
+
+// connect is the connector of dsn with binary_parameters on (see Open).
+func connect(dsn string) (*pq.Connector, error) {
+	cfg, err := pq.NewConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres: %w", err)
+	}
+	cfg.BinaryParameters = true
+	return pq.NewConnectorConfig(cfg)
+}
+
+// migrateOn applies the migrations on a connection of its own to dsn (DATABASE_DIRECT_URL),
+// closed when done.
+func migrateOn(ctx context.Context, dsn string) error {
+	c, err := connect(dsn)
+	if err != nil {
+		return err
+	}
+	m := &Store{db: sql.OpenDB(c)}
+	defer m.db.Close()
+	return m.migrate(ctx)
 }
 
 func (p *Store) Name() string { return "postgres" }
@@ -118,24 +160,26 @@ func (p *Store) Ping(ctx context.Context) error { return p.db.PingContext(ctx) }
 func (p *Store) Stats() sql.DBStats { return p.db.Stats() }
 func (p *Store) Close() error       { return p.db.Close() }
 
-// migrate applies the embedded migrations in order, each in its own transaction, under a
-// session advisory lock held on one connection.
+// migrate applies the embedded migrations in order, each in its own transaction that holds
+// the migration lock and checks again whether another process applied it meanwhile.
 func (p *Store) migrate(ctx context.Context) error { return p.migrateTo(ctx, math.MaxInt) }
 
 // migrateTo is migrate stopping after version upTo: the migration tests build an older schema.
+//
+// The lock is a transaction's (pg_advisory_xact_lock), not a session's: a session lock taken
+// through a transaction pooler stays on whichever server connection ran it, and its unlock
+// may run on another, so the next process to start would wait for ever. Every transaction
+// starts with it, so two processes starting at once apply each migration once, in order,
+// whichever connection they reach Postgres through.
 func (p *Store) migrateTo(ctx context.Context, upTo int) error {
-	conn, err := p.db.Conn(ctx)
-	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock(hashtextextended(current_schema(), $1))`, migrationLock); err != nil {
-		return fmt.Errorf("migrate: lock: %w", err)
-	}
-	defer conn.ExecContext(context.Background(), `SELECT pg_advisory_unlock(hashtextextended(current_schema(), $1))`, migrationLock)
-
-	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+	if err := p.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended(current_schema(), $1))`, migrationLock); err != nil {
+			return fmt.Errorf("lock: %w", err)
+		}
+		_, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+			version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`)
+		return err
+	}); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	names, err := fs.Glob(migrations, "migrations/*.sql")
@@ -159,30 +203,24 @@ func (p *Store) migrateTo(ctx context.Context, upTo int) error {
 		if version > upTo {
 			break
 		}
-		var applied bool
-		if err := conn.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = $1)`, version).Scan(&applied); err != nil {
-			return fmt.Errorf("migrate: %w", err)
-		}
-		if applied {
-			continue
-		}
 		body, err := migrations.ReadFile(name)
 		if err != nil {
 			return err
 		}
-		tx, err := conn.BeginTx(ctx, nil)
-		if err != nil {
-			return fmt.Errorf("migrate %s: %w", base, err)
-		}
-		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
-			tx.Rollback()
-			return fmt.Errorf("migrate %s: %w", base, err)
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version) VALUES ($1)`, version); err != nil {
-			tx.Rollback()
-			return fmt.Errorf("migrate %s: %w", base, err)
-		}
-		if err := tx.Commit(); err != nil {
+		if err := p.tx(ctx, func(tx *sql.Tx) error {
+			var applied bool
+			if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended(current_schema(), $1))`, migrationLock); err != nil {
+				return fmt.Errorf("lock: %w", err)
+			}
+			if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = $1)`, version).Scan(&applied); err != nil || applied {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version) VALUES ($1)`, version)
+			return err
+		}); err != nil {
 			return fmt.Errorf("migrate %s: %w", base, err)
 		}
 	}

@@ -43,6 +43,8 @@ func insertJob(ctx context.Context, tx *sql.Tx, kind string, args any, scanID st
 	if kind == "" {
 		return store.Job{}, fmt.Errorf("job args %T: no kind", args)
 	}
+	// JSON goes as a string: a []byte goes in binary format (binary_parameters, Open), which
+	// Postgres reads as bytea's, and jsonb's starts with a version byte.
 	raw, err := json.Marshal(args)
 	if err != nil {
 		return store.Job{}, fmt.Errorf("job args of kind %s: %w", kind, err)
@@ -50,7 +52,7 @@ func insertJob(ctx context.Context, tx *sql.Tx, kind string, args any, scanID st
 	j, err := scanJob(tx.QueryRowContext(ctx, `INSERT INTO jobs (kind, args, scan_id, state, max_attempts, run_at, created_at, workspace_id)
 		VALUES ($1, $2, NULLIF($3, '')::uuid, 'available', $4, $5, $6, coalesce(NULLIF($7, '')::uuid,
 			(SELECT s.workspace_id FROM scans c JOIN sites s ON s.id = c.site_id WHERE c.id = NULLIF($3, '')::uuid))) RETURNING `+jobCols,
-		kind, raw, scanID, store.MaxAttemptsOf(args), store.Now(runAt), store.Now(createdAt), store.WorkspaceOf(args)))
+		kind, string(raw), scanID, store.MaxAttemptsOf(args), store.Now(runAt), store.Now(createdAt), store.WorkspaceOf(args)))
 	if err != nil {
 		return j, pgErr("enqueue job", err)
 	}
@@ -214,7 +216,7 @@ func (p *Store) SavePageResult(ctx context.Context, l store.Lease, r store.PageR
 		pinFrom = r.RegressedFrom
 	}
 	res, err := p.db.ExecContext(ctx, savePageResultSQL,
-		l.JobID, l.Attempt, l.ScanID, r.PagePath, r.Strategy, r.PageURL, store.EncodeResult(r), store.EncodeExplain(r.Explain),
+		l.JobID, l.Attempt, l.ScanID, r.PagePath, r.Strategy, r.PageURL, string(store.EncodeResult(r)), store.EncodeExplain(r.Explain),
 		pq.Array(idx), pq.Array(mime), pq.Array(width), pq.Array(height), pq.Array(timings), pq.Array(final), pq.ByteaArray(data), pinFrom)
 	if err != nil {
 		return pgErr("save page result", err)
@@ -281,7 +283,7 @@ func (p *Store) CompleteScan(ctx context.Context, l store.Lease, scores store.Sc
 		// The summary and size are computed where the rows are, in this transaction: the trends
 		// read them for ever after (scan_summary, migration 018).
 		if _, err := tx.ExecContext(ctx, `UPDATE scans SET status = 'complete', scores = $2, completed_at = $3,
-			error = '', summary = scan_summary($1), bytes = scan_bytes($1) WHERE id = $1`, l.ScanID, raw, store.Now(now)); err != nil {
+			error = '', summary = scan_summary($1), bytes = scan_bytes($1) WHERE id = $1`, l.ScanID, string(raw), store.Now(now)); err != nil {
 			return pgErr("complete scan", err)
 		}
 		_, err := tx.ExecContext(ctx, `UPDATE sites SET health_score = $2

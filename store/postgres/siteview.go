@@ -91,11 +91,7 @@ func (p *Store) SiteView(ctx context.Context, userID, siteID string, history, co
 	if !uuidOK(userID, siteID) {
 		return v, store.NotFound("site")
 	}
-	stmt, err := p.prepared(ctx, siteScansSQL)
-	if err != nil {
-		return v, pgErr("site scans", err)
-	}
-	rows, err := stmt.QueryContext(ctx, siteID, userID, history, completed)
+	rows, err := p.db.QueryContext(ctx, siteScansSQL, siteID, userID, history, completed)
 	if err != nil {
 		return v, pgErr("site scans", err)
 	}
@@ -141,11 +137,7 @@ func (p *Store) SiteView(ctx context.Context, userID, siteID string, history, co
 	if len(v.History) > 0 {
 		errorsOf = v.History[0].ID
 	}
-	stmt, err = p.prepared(ctx, siteDetailsSQL)
-	if err != nil {
-		return v, pgErr("site details", err)
-	}
-	rows, err = stmt.QueryContext(ctx, siteID, userID, pq.StringArray(metricsOf), errorsOf, store.Now(since), publishes, publishOf)
+	rows, err = p.db.QueryContext(ctx, siteDetailsSQL, siteID, userID, pq.StringArray(metricsOf), errorsOf, store.Now(since), publishes, publishOf)
 	if err != nil {
 		return v, pgErr("site details", err)
 	}

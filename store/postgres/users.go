@@ -130,17 +130,21 @@ func (p *Store) APIKeys(ctx context.Context, userID string) ([]store.APIKey, err
 }
 
 func (p *Store) APIKeyByHash(ctx context.Context, keyHash string, now time.Time) (store.APIKey, error) {
-	// A key works while its maker is a member of its workspace.
-	stmt, err := p.prepared(ctx, `SELECT `+keyCols+` WHERE k.key_hash = $1 AND k.revoked_at IS NULL
-		AND EXISTS (SELECT 1 FROM memberships m WHERE m.workspace_id = k.workspace_id AND m.user_id = k.user_id)`)
-	if err != nil {
-		return store.APIKey{}, pgErr("api key", err)
+	k, ok := p.apiKeys.get(keyHash, now) // found less than KeyCacheFor ago
+	if !ok {
+		// A key works while its maker is a member of its workspace: api_key_by_hash (migration
+		// 026), a function so that its plan is kept (see budgetKeySQL).
+		var err error
+		if k, err = scanKey(p.db.QueryRowContext(ctx, `SELECT * FROM api_key_by_hash($1)`, keyHash)); err != nil {
+			return store.APIKey{}, pgErr("api key", err)
+		}
+		p.apiKeys.put(keyHash, k.ID, k, now)
 	}
-	k, err := scanKey(stmt.QueryRowContext(ctx, keyHash))
-	if err != nil {
-		return store.APIKey{}, pgErr("api key", err)
+	used, err := p.recordKeyUse(ctx, k.ID, k.LastUsedAt, now)
+	if used != k.LastUsedAt {
+		k.LastUsedAt = used
+		p.apiKeys.update(keyHash, k)
 	}
-	k.LastUsedAt, err = p.recordKeyUse(ctx, k.ID, k.LastUsedAt, now)
 	return k, err
 }
 
@@ -160,11 +164,7 @@ func (p *Store) recordKeyUse(ctx context.Context, keyID string, last *time.Time,
 	if last != nil && last.After(now.Add(-store.KeyUseGranularity)) {
 		return last, nil
 	}
-	stmt, err := p.prepared(ctx, keyUseSQL)
-	if err != nil {
-		return last, pgErr("record api key use", err)
-	}
-	res, err := stmt.ExecContext(ctx, keyID, now, now.Add(-store.KeyUseGranularity))
+	res, err := p.db.ExecContext(ctx, keyUseSQL, keyID, now, now.Add(-store.KeyUseGranularity))
 	if err != nil {
 		return last, pgErr("record api key use", err)
 	}
@@ -180,6 +180,9 @@ func (p *Store) RevokeAPIKey(ctx context.Context, userID, keyID string, now time
 	}
 	res, err := p.db.ExecContext(ctx, `UPDATE api_keys SET revoked_at = $3
 		WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL`, keyID, userID, store.Now(now))
+	// This process refuses the key at once; the others within KeyCacheFor.
+	p.apiKeys.forget(keyID)
+	p.budgetKeys.forget(keyID)
 	return pgErr("revoke api key", affected(res, err, sql.ErrNoRows))
 }
 
@@ -372,6 +375,7 @@ func (p *Store) AccountUse(ctx context.Context, userID string) (store.AccountUse
 }
 
 func (p *Store) DeleteAccount(ctx context.Context, userID string) ([]string, error) {
+	defer p.forgetKeys()
 	if !uuidOK(userID) {
 		return nil, store.NotFound("user")
 	}

@@ -153,6 +153,7 @@ func (p *Store) SetRole(ctx context.Context, workspaceID, userID string, role st
 }
 
 func (p *Store) RemoveMember(ctx context.Context, workspaceID, userID string) error {
+	defer p.forgetKeys()
 	if !uuidOK(workspaceID, userID) {
 		return store.NotFound("member")
 	}
@@ -175,6 +176,7 @@ func (p *Store) RemoveMember(ctx context.Context, workspaceID, userID string) er
 }
 
 func (p *Store) DeleteWorkspace(ctx context.Context, userID, workspaceID string) error {
+	defer p.forgetKeys()
 	if !uuidOK(userID, workspaceID) {
 		return store.NotFound("workspace")
 	}

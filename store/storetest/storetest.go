@@ -5,6 +5,7 @@
 package storetest
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -108,7 +109,7 @@ func PostgresDSN(t testing.TB) (*postgres.Store, string) {
 // for up to 30 s: the backends of the tests that just closed their stores may not have exited.
 func Open(t testing.TB, dsn string) *postgres.Store {
 	t.Helper()
-	p, err := postgres.Open(context.Background(), dsn, postgres.Pool{MaxConns: MaxConns, ConnectPatience: 30 * time.Second})
+	p, err := postgres.Open(context.Background(), dsn, postgres.Pool{MaxConns: MaxConns, ConnectPatience: 30 * time.Second, Direct: DirectDSN(dsn)})
 	if err != nil {
 		t.Fatalf("open postgres: %v", err)
 	}
@@ -118,6 +119,12 @@ func Open(t testing.TB, dsn string) *postgres.Store {
 
 // SchemaDSN creates an empty schema and returns DATABASE_URL with its search_path set to it.
 // The schema is dropped in t.Cleanup.
+//
+// When DATABASE_DIRECT_URL is set too, DATABASE_URL is taken for a transaction pooler (issue
+// 36; .ci/run runs the suite so through PgBouncer): a pooler refuses a search_path in the
+// connection's start-up packet (PgBouncer 1.18) or drops it, so the schema gets a role of the same
+// name whose default search_path is the schema, and the DSN logs in as that role. DirectDSN
+// gives the same role's DSN on DATABASE_DIRECT_URL.
 func SchemaDSN(t testing.TB) string {
 	t.Helper()
 	base := os.Getenv("DATABASE_URL")
@@ -127,22 +134,69 @@ func SchemaDSN(t testing.TB) string {
 		}
 		t.Skip("DATABASE_URL not set; skipping the Postgres test")
 	}
+	direct := os.Getenv("DATABASE_DIRECT_URL")
 	slots <- struct{}{}
 	t.Cleanup(func() { <-slots }) // registered first, so it runs after the schema is dropped
-	db, err := admin(base)
+	db, err := admin(cmp.Or(direct, base))
 	if err != nil {
 		t.Fatalf("open postgres: %v", err)
 	}
 	schema := "t_" + strings.ReplaceAll(store.NewID(), "-", "")[:20]
-	if _, err := db.Exec(`CREATE SCHEMA ` + schema); err != nil {
-		t.Fatalf("create schema: %v", err)
+	if direct == "" || direct == base {
+		if _, err := db.Exec(`CREATE SCHEMA ` + schema); err != nil {
+			t.Fatalf("create schema: %v", err)
+		}
+		t.Cleanup(func() {
+			if _, err := db.Exec(`DROP SCHEMA ` + schema + ` CASCADE`); err != nil {
+				t.Logf("drop schema %s: %v", schema, err)
+			}
+		})
+		return withSearchPath(t, base, schema)
+	}
+	for _, q := range []string{`CREATE ROLE ` + schema + ` LOGIN`, `CREATE SCHEMA ` + schema + ` AUTHORIZATION ` + schema,
+		`ALTER ROLE ` + schema + ` SET search_path = ` + schema} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
 	}
 	t.Cleanup(func() {
-		if _, err := db.Exec(`DROP SCHEMA ` + schema + ` CASCADE`); err != nil {
-			t.Logf("drop schema %s: %v", schema, err)
+		// The pooler keeps the role's server connections open; they go first, so the role can.
+		for _, q := range []string{`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '` + schema + `'`,
+			`DROP SCHEMA ` + schema + ` CASCADE`, `DROP ROLE ` + schema} {
+			if _, err := db.Exec(q); err != nil {
+				t.Logf("%s: %v", q, err)
+			}
 		}
 	})
-	return withSearchPath(t, base, schema)
+	pooled := withUser(t, base, schema)
+	directs.Store(pooled, withUser(t, direct, schema))
+	return pooled
+}
+
+// directs maps a DSN SchemaDSN made for a pooler to the same role's direct one.
+var directs sync.Map
+
+// DirectDSN is the DSN on DATABASE_DIRECT_URL of the schema of dsn, a DSN SchemaDSN returned:
+// what a process given dsn as DATABASE_URL takes as DATABASE_DIRECT_URL. Without a pooler it is
+// dsn itself.
+func DirectDSN(dsn string) string {
+	if d, ok := directs.Load(dsn); ok {
+		return d.(string)
+	}
+	return dsn
+}
+
+// withUser is dsn logging in as user, with no password.
+func withUser(t testing.TB, dsn, user string) string {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			t.Fatalf("DATABASE_URL: %v", err)
+		}
+		u.User = url.User(user)
+		return u.String()
+	}
+	return fmt.Sprintf("%s user=%s password=''", dsn, user)
 }
 
 func withSearchPath(t testing.TB, dsn, schema string) string {
