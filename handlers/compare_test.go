@@ -162,6 +162,9 @@ func TestComparePage(t *testing.T) {
 			if !strings.Contains(html.UnescapeString(sitePage), "/compare?from="+f.a.prevScanID+"&to="+f.a.scanID) {
 				t.Error("the site page does not link the latest scan's comparison with the previous one")
 			}
+			if !strings.Contains(sitePage, `href="/sites/`+f.a.siteID+`/scans/`+f.a.scanID+`#what-changed"`) {
+				t.Error("the site page's regressions do not link to what changed on the latest scan")
+			}
 
 			// The later scan first: the same comparison, the earlier scan before.
 			resp, _ = f.do(t, "GET", base+"from="+f.a.scanID+"&to="+f.a.prevScanID+"&page=%2F&strategy=mobile", "", "", a)
