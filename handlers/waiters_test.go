@@ -48,8 +48,13 @@ func TestWaitersOneReadForAll(t *testing.T) {
 		waiters = append(waiters, w)
 	}
 	// Each add kicks a read (a scan may have finished before its waiter was parked; pending kicks
-	// fold into one); wait for one, then count from there.
-	storetest.WaitFor(t, "the kicks read", func() bool { mu.Lock(); defer mu.Unlock(); return len(reads) > 0 })
+	// fold into one); wait for a read of all ten, then count from there. A kick read begun while
+	// the waiters were still being added may still land after it, with fewer scans.
+	storetest.WaitFor(t, "the kicks read every scan", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(reads) > 0 && len(reads[len(reads)-1]) == 10
+	})
 	mu.Lock()
 	states["scan-03"] = store.Scan{ID: "scan-03", Status: store.StatusComplete}
 	delete(states, "scan-07") // deleted with its site
@@ -75,7 +80,10 @@ func TestWaitersOneReadForAll(t *testing.T) {
 	mu.Lock()
 	after := reads[before:]
 	mu.Unlock()
-	if released != 20 || ws.waiting() != 80 || len(after) == 0 || len(after[0]) != 10 {
+	// One read serves every waiter: some read since the wake holds all ten scans, and the reads
+	// number a few (a late kick's and the wake's), never one per waiter.
+	whole := slices.ContainsFunc(after, func(ids []string) bool { return len(ids) == 10 })
+	if released != 20 || ws.waiting() != 80 || !whole || len(after) > 3 {
 		t.Errorf("released %d, waiting %d, reads since the wake %v", released, ws.waiting(), after)
 	}
 	for i, w := range waiters {
