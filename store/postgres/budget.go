@@ -62,9 +62,26 @@ func (p *Store) BudgetInputs(ctx context.Context, userID, siteID string) (store.
 	if !uuidOK(userID, siteID) {
 		return store.BudgetInputs{}, store.NotFound("site")
 	}
-	// One statement: the version of the site, and the inputs too unless the process holds them
-	// at that version.
+	// One statement: when the process holds the site's inputs, the site's version alone
+	// (site_version_of, migration 027: a scalar function whose plan Postgres keeps), then the
+	// inputs only if the version moved; otherwise the inputs with their version.
 	held := p.budgets.version(siteID)
+	if held != noVersion {
+		var version sql.NullInt64
+		// Without parameters, as the budget check's probe: both ids are well-formed uuids.
+		err := p.db.QueryRowContext(ctx, `SELECT site_version_of(`+pq.QuoteLiteral(siteID)+`, `+pq.QuoteLiteral(userID)+`)`).Scan(&version)
+		if err != nil {
+			return store.BudgetInputs{}, pgErr("site", err)
+		}
+		if !version.Valid {
+			return store.BudgetInputs{}, store.NotFound("site")
+		}
+		if in, ok := p.budgets.get(siteID, version.Int64); ok {
+			in.UserID, in.Version = userID, version.Int64
+			return in, nil
+		}
+		held = noVersion // moved, or dropped meanwhile: load it
+	}
 	for {
 		in, version, err := p.loadBudgetInputs(ctx, userID, siteID, held)
 		if errors.Is(err, errHeld) {
