@@ -133,17 +133,7 @@ func TestLighthouseRealWhy(t *testing.T) {
 		if err := st.EnqueueScan(ctx, sc, store.KindScan, time.Now()); err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(10 * time.Minute)
-		var got store.Scan
-		for {
-			got, _ = st.Scan(ctx, r.user.ID, sc.ID)
-			if got.Status.Terminal() || time.Now().After(deadline) {
-				break
-			}
-			// A real Chromium audits for minutes, beyond storetest.Timeout: this polls its
-			// outcome, which no event of the pool's announces.
-			time.Sleep(500 * time.Millisecond)
-		}
+		got := r.scanEnded(sc.ID, 10*time.Minute)
 		p.Stop(ctx)
 		if _, errs := r.results(sc.ID); got.Status != store.StatusComplete || len(errs) != 0 {
 			t.Fatalf("scan %s (%s), page errors %+v; logs:\n%s", got.Status, got.Error, errs, r.logs.String())

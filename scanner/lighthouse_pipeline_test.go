@@ -160,18 +160,8 @@ func TestLighthouseRealScan(t *testing.T) {
 		c.Auditor, c.Workers, c.Capacity, c.Lease = lh, 1, psi.NewCapacity(psi.CapacityConfig{MaxInFlight: 1}), time.Minute
 		c.Log = slog.New(slog.NewTextHandler(r.logs, nil))
 	})
-	deadline := time.Now().Add(15 * time.Minute)
 	sc := r.enqueue(site)
-	var got store.Scan
-	for {
-		got, _ = st.Scan(context.Background(), r.user.ID, sc.ID)
-		if got.Status == store.StatusComplete || got.Status == store.StatusFailed || time.Now().After(deadline) {
-			break
-		}
-		// A real Chromium audits for minutes, beyond storetest.Timeout: this polls its outcome,
-		// which no event of the pool's announces.
-		time.Sleep(500 * time.Millisecond)
-	}
+	got := r.scanEnded(sc.ID, 15*time.Minute)
 	results, errs := r.results(sc.ID)
 	for _, res := range results {
 		t.Logf("%-8s %-7s perf %v a11y %v bp %v seo %v  LCP %v ms  CLS %v  TBT %v ms  third parties %d  LH %s", res.PagePath, res.Strategy,
@@ -198,4 +188,17 @@ func TestLighthouseRealScan(t *testing.T) {
 func fmtScores(s store.ScanScores) string {
 	return fmt.Sprintf("health %v perf %v a11y %v bp %v seo %v", intOrNil(s.Health), intOrNil(s.Performance),
 		intOrNil(s.Accessibility), intOrNil(s.BestPractices), intOrNil(s.SEO))
+}
+
+// scanEnded waits for scan id to complete or fail and answers it as it then is (or as it is
+// when guard runs out). A real Chromium audits for minutes, beyond storetest.Timeout, so the
+// wait has its own guard: a bound against a hang, never a measure.
+func (r *rig) scanEnded(id string, guard time.Duration) store.Scan {
+	r.t.Helper()
+	var got store.Scan
+	storetest.EventuallyWithin(guard, func() bool {
+		got, _ = r.st.Scan(context.Background(), r.user.ID, id)
+		return got.Status.Terminal()
+	})
+	return got
 }

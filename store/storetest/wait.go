@@ -29,13 +29,17 @@ func WaitFor(t testing.TB, what string, cond func() bool) {
 
 // Eventually checks cond every few milliseconds until it holds, and answers false if it does
 // not within Timeout, for a caller whose failure says more than WaitFor's.
-func Eventually(cond func() bool) bool {
+func Eventually(cond func() bool) bool { return EventuallyWithin(Timeout(), cond) }
+
+// EventuallyWithin is Eventually with its own guard, for what takes longer than Timeout by
+// nature (a real Chromium's audits): a bound against a hang, never a measure.
+func EventuallyWithin(guard time.Duration, cond func() bool) bool {
 	if cond() {
 		return true
 	}
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
-	limit := time.NewTimer(Timeout())
+	limit := time.NewTimer(guard)
 	defer limit.Stop()
 	for {
 		select {
