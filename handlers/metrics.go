@@ -235,22 +235,15 @@ var families = []family{
 			e.sample("sitepulse_db_connections_closed_total", float64(e.db.MaxIdleTimeClosed), "reason", "max_idle_time")
 			e.sample("sitepulse_db_connections_closed_total", float64(e.db.MaxLifetimeClosed), "reason", "max_lifetime")
 		}, hasDB},
-	{"go_goroutines", "gauge", "Goroutines that currently exist.",
-		func(m *Metrics, _ context.Context, e *expo) {
-			e.runtime("go_goroutines", "/sched/goroutines:goroutines")
-		}, nil},
-	{"go_heap_objects_bytes", "gauge", "Memory occupied by live heap objects and dead ones not yet freed.",
-		func(m *Metrics, _ context.Context, e *expo) {
-			e.runtime("go_heap_objects_bytes", "/memory/classes/heap/objects:bytes")
-		}, nil},
-	{"go_memory_mapped_bytes", "gauge", "All memory mapped by the Go runtime.",
-		func(m *Metrics, _ context.Context, e *expo) {
-			e.runtime("go_memory_mapped_bytes", "/memory/classes/total:bytes")
-		}, nil},
-	{"go_gc_cycles_total", "counter", "Completed garbage collection cycles.",
-		func(m *Metrics, _ context.Context, e *expo) {
-			e.runtime("go_gc_cycles_total", "/gc/cycles/total:gc-cycles")
-		}, nil},
+	runtimeFamily("go_goroutines", "gauge", "Goroutines that currently exist.", "/sched/goroutines:goroutines"),
+	runtimeFamily("go_heap_objects_bytes", "gauge", "Memory occupied by live heap objects and dead ones not yet freed.", "/memory/classes/heap/objects:bytes"),
+	runtimeFamily("go_memory_mapped_bytes", "gauge", "All memory mapped by the Go runtime.", "/memory/classes/total:bytes"),
+	runtimeFamily("go_gc_cycles_total", "counter", "Completed garbage collection cycles.", "/gc/cycles/total:gc-cycles"),
+}
+
+// runtimeFamily is a family read from one runtime/metrics sample, the same in every process.
+func runtimeFamily(name, typ, help, sample string) family {
+	return family{name, typ, help, func(_ *Metrics, _ context.Context, e *expo) { e.runtime(name, sample) }, nil}
 }
 
 func hasJobs(m *Metrics) bool { return m.Jobs != nil }
