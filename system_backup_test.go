@@ -33,7 +33,11 @@ func newDatabase(t *testing.T, admin *sql.DB, base *url.URL, name string) string
 	if _, err := admin.Exec(`CREATE DATABASE ` + pq.QuoteIdentifier(name)); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { admin.Exec(`DROP DATABASE IF EXISTS ` + pq.QuoteIdentifier(name) + ` WITH (FORCE)`) })
+	t.Cleanup(func() {
+		if _, err := admin.Exec(`DROP DATABASE IF EXISTS ` + pq.QuoteIdentifier(name) + ` WITH (FORCE)`); err != nil {
+			t.Errorf("drop database %s: %v", name, err)
+		}
+	})
 	u := *base
 	u.Path = "/" + name
 	return u.String()
@@ -105,7 +109,7 @@ func TestSystemBackupAndRestore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer admin.Close()
+	t.Cleanup(func() { admin.Close() }) // after the databases' drops (cleanups run last first); a defer ran before them
 	suffix := strings.ToLower(store.NewID()[:8])
 	srcDSN := newDatabase(t, admin, base, "sitepulse_backup_"+suffix)
 	dstDSN := newDatabase(t, admin, base, "sitepulse_restore_"+suffix)
