@@ -26,6 +26,50 @@ type Cause struct {
 	Phase    string   `json:"phase,omitempty"`
 	Reasons  []Reason `json:"reasons"`
 	Sentence string   `json:"sentence"`
+	// Confidence is how sure the cause is, from the share of the metric's change its reasons
+	// account for (confidenceOf): ConfidenceHigh, ConfidenceMedium or ConfidenceLow; "" when it
+	// names no change.
+	Confidence string `json:"confidence,omitempty"`
+}
+
+// Confidence levels of a cause.
+const (
+	ConfidenceHigh   = "high"
+	ConfidenceMedium = "medium"
+	ConfidenceLow    = "low"
+)
+
+// confidenceOf is how sure a cause is: high when its reasons account for at least 60% of the
+// metric's change, medium from 30%, low below. A category score's cause (audits turned failing)
+// is high: the score is those audits. The performance score's is its heaviest metric's.
+func confidenceOf(cause Cause, metricCauses []Cause) string {
+	if len(cause.Reasons) == 0 {
+		return ""
+	}
+	switch cause.Metric {
+	case "accessibility", "bestPractices", "seo":
+		return ConfidenceHigh
+	case "performance":
+		for _, x := range metricCauses {
+			if x.Confidence != "" && slices.ContainsFunc(x.Reasons, func(r Reason) bool { return r.Text == cause.Reasons[0].Text }) {
+				return x.Confidence
+			}
+		}
+		return ConfidenceLow
+	}
+	explained := 0.0
+	for _, r := range cause.Reasons {
+		explained += r.Weight
+	}
+	switch share := explained / math.Abs(cause.Delta); {
+	case cause.Delta == 0:
+		return ConfidenceLow
+	case share >= 0.6:
+		return ConfidenceHigh
+	case share >= 0.3:
+		return ConfidenceMedium
+	}
+	return ConfidenceLow
 }
 
 // Reason is one change named as (part of) a cause, with how much of the metric's change it
@@ -95,6 +139,7 @@ func causes(c Comparison, before, after store.PageResult) []Cause {
 			cause.Reasons = rank(pool, cause.Phase)
 		}
 		cause.Sentence = sentence(c, cause)
+		cause.Confidence = confidenceOf(cause, nil)
 		out = append(out, cause)
 	}
 	if perf != nil { // the score is made of the metrics: their causes, the heaviest metric first
@@ -110,6 +155,7 @@ func causes(c Comparison, before, after store.PageResult) []Cause {
 			}
 		}
 		cause.Sentence = sentence(c, cause)
+		cause.Confidence = confidenceOf(cause, out)
 		out = append([]Cause{cause}, out...)
 	}
 	return out
