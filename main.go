@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"sitepulse/handlers"
+	"sitepulse/handlers/ci"
 	"sitepulse/mcp"
 	"sitepulse/oauth"
 	"sitepulse/scanner"
@@ -45,12 +46,12 @@ func main() {
 // exitStatus prints why run failed and answers the process's exit status: an exitCode's own
 // (sitepulse check: 1 budgets broken, 2 could not judge), else 1.
 func exitStatus(err error, stderr io.Writer) int {
-	var exit *exitCode
+	var exit *ci.ExitCode
 	if errors.As(err, &exit) {
-		if exit.err != nil {
-			fmt.Fprintln(stderr, "sitepulse check:", exit.err)
+		if exit.Err != nil {
+			fmt.Fprintln(stderr, "sitepulse check:", exit.Err)
 		}
-		return exit.code
+		return exit.Code
 	}
 	fmt.Fprintln(stderr, "sitepulse:", err)
 	return 1
@@ -58,10 +59,10 @@ func exitStatus(err error, stderr io.Writer) int {
 
 // run wires the service and serves until ctx ends, then shuts down in order: HTTP server
 // (in-flight requests finish), scanner, store. `sitepulse check ...` is the CI client instead
-// (check.go).
+// (handlers/ci).
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	if len(args) > 0 && args[0] == "check" {
-		return runCheck(ctx, args[1:], getenv, stdout)
+		return ci.RunCheck(ctx, args[1:], getenv, stdout)
 	}
 	cfg, err := loadConfig(args, getenv, stdout)
 	if err != nil {
