@@ -453,8 +453,9 @@ func newPool(cfg config, st store.Store, auditor scanner.Auditor, capacity *psi.
 		Discovery: discover.Discovery{MaxPages: cfg.MaxPagesPerScan, Client: fetch,
 			Deadline: time.Duration(cfg.DiscoveryTimeout) * time.Second},
 		Quota: quota,
-		Kinds: []scanner.KindWorker{scanner.Work(1, digest.Work), scanner.Work(1, alerts.Work), scanner.Work(notify.DeliveryWorkers, deliverer.Work).PerWorkspace(notify.WorkspaceDeliveries)},
-		Then:  notify.AfterScan,
+		Kinds: []scanner.KindWorker{scanner.Work(1, digest.Work), scanner.Work(1, alerts.Work),
+			scanner.Work(1, (&scanner.FollowUps{Store: st, Now: time.Now, Log: log}).Work), scanner.Work(notify.DeliveryWorkers, deliverer.Work).PerWorkspace(notify.WorkspaceDeliveries)},
+		Then: notify.AfterScan,
 	})
 }
 
