@@ -147,7 +147,10 @@ type Pool struct {
 	cancel   context.CancelCauseFunc
 	wg       sync.WaitGroup
 	stopOnce sync.Once
-	// replayCapacity takes the replayed scans' audits: they call nothing, so no rate limit.
+	// replayCapacity takes the replayed scans' audits: they call nothing and run no Chrome, so
+	// neither the rate limit nor the backend's bound on audits at once (PSI_MAX_INFLIGHT,
+	// LIGHTHOUSE_CONCURRENCY) applies; only the capacity's default bound, shared fairly between
+	// replayed scans.
 	replayCapacity *psi.Capacity
 	// slots are each kind's worker slots free now, by worker number: a job holds one from its
 	// claim to its end, except a scan while it discovers its pages (see scan).
@@ -218,7 +221,7 @@ func NewPool(cfg PoolConfig) *Pool {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	p := &Pool{cfg: cfg, stop: make(chan struct{}), replayCapacity: psi.NewCapacity(psi.CapacityConfig{MaxInFlight: cfg.Capacity.MaxInFlight()}),
+	p := &Pool{cfg: cfg, stop: make(chan struct{}), replayCapacity: psi.NewCapacity(psi.CapacityConfig{}),
 		slots: map[string]chan int{}, wakes: map[string]chan struct{}{}, discovering: map[string]int{}}
 	p.jobsCtx, p.cancel = context.WithCancelCause(context.Background())
 	p.kinds = map[string]KindWorker{store.KindScan: {kind: store.KindScan, workers: cfg.Workers, perWorkspace: cfg.WorkspaceScans, work: p.workScan}}
