@@ -1,10 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
+
+	"sitepulse/mcp"
 )
 
 // TestDemoWebhookLineWorksEachTimeItIsPasted runs the printed webhook line in a shell, twice, as
@@ -51,5 +55,56 @@ func TestDemoWebhookLineWorksEachTimeItIsPasted(t *testing.T) {
 				t.Errorf("%d pastes reached the site, want 2:\n%s", n, got)
 			}
 		})
+	}
+}
+
+// TestDemoMCPLineSpeaksTheNewestVersion runs the printed MCP line in a shell, as a newcomer
+// pastes it (issue 43): it names the newest protocol version the server speaks, so it gets every
+// tool (a request without MCP-Protocol-Version is served as 2025-03-26: the interface's nine).
+func TestDemoMCPLineSpeaksTheNewestVersion(t *testing.T) {
+	for _, tool := range []string{"bash", "curl"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not installed: %v", tool, err)
+		}
+	}
+	_, logs, _ := startRun(t, map[string]string{})
+	var line string
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(l, "/api/mcp") {
+			line = l
+		}
+	}
+	if line == "" {
+		t.Fatalf("no MCP line printed:\n%s", logs)
+	}
+	if newest := mcp.SupportedVersions[0]; !strings.Contains(line, "MCP-Protocol-Version: "+newest) {
+		t.Errorf("the MCP line does not send MCP-Protocol-Version: %s:\n%s", newest, line)
+	}
+	sh := exec.Command("bash", "-c", line)
+	sh.Env = []string{"PATH=" + os.Getenv("PATH")}
+	out, err := sh.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v %s\nline: %s", err, out, line)
+	}
+	var answer struct {
+		Result struct {
+			Tools []struct{ Name string }
+		}
+	}
+	if err := json.Unmarshal(out, &answer); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	var got []string
+	for _, tool := range answer.Result.Tools {
+		got = append(got, tool.Name)
+	}
+	var want []string
+	for _, d := range mcp.ToolDocs() {
+		want = append(want, d.Name)
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("the MCP line lists %d tools %v, want every tool (%d) %v", len(got), got, len(want), want)
 	}
 }
