@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Builds docs/Containerfile as docs/container.md says and runs the image: /readyz must answer
-# 200 within 30 s, and the process must run as the image's non-root user. Needs podman (or
-# docker with a daemon); without one it says so and exits 0, the recipe then checked only by
-# TestContainerfileIsStaticAndNonRoot. Everything is bounded by timeouts.
+# Builds docs/Containerfile as docs/container.md says and runs the image (read-only, no
+# capabilities): /readyz must answer 200 within 30 s, and the process must run as the image's
+# non-root user. Needs podman (or docker with a daemon); without one it says so and exits 0,
+# the recipe then checked only by TestContainerfileIsStaticAndNonRoot. Everything is bounded by timeouts.
 #   .ci/container.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,7 +36,7 @@ extra=()
 if [ "$tool" = podman ] && command -v runc >/dev/null; then extra+=(--runtime runc); fi
 extra+=(--ulimit "nofile=$(ulimit -Hn):$(ulimit -Hn)" --ulimit nproc=4096:4096)
 port=$((20000 + RANDOM % 20000))
-timeout 60 "$tool" run -d --name "$name" --network host "${extra[@]}" "$tag" -addr "127.0.0.1:$port" >/dev/null
+timeout 60 "$tool" run -d --name "$name" --read-only --cap-drop=ALL --network host "${extra[@]}" "$tag" -addr "127.0.0.1:$port" >/dev/null
 ok=""
 for _ in $(seq 1 150); do
   if [ "$(curl -s -o /dev/null -w '%{http_code}' -m 2 "http://127.0.0.1:$port/readyz")" = 200 ]; then ok=1; break; fi
