@@ -1,0 +1,77 @@
+package handlers
+
+import (
+	"encoding/json"
+	"html"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestMCPDocsExampleIsARealAnswer: the get_trend example on /docs/mcp says what the tool answers
+// for the demo site (issue 43: it showed "pagesTotal": 10 where the tool answers 5, a page
+// audited on mobile and desktop counting once): each key of the example's structuredContent and
+// of its scans is one the real answer has, and each number the example shows is the real one.
+func TestMCPDocsExampleIsARealAnswer(t *testing.T) {
+	ms := newMCPServer(t)
+	resp, body := ms.do(t, "POST", ms.demo.APIKey, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_trend","arguments":{"siteId":"`+
+		ms.demo.SiteID+`","limit":1}}}`, map[string]string{"MCP-Protocol-Version": "2025-06-18"})
+	if resp.StatusCode != 200 {
+		t.Fatalf("get_trend: %d %s", resp.StatusCode, body)
+	}
+	var answer struct {
+		Result struct {
+			StructuredContent map[string]any `json:"structuredContent"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(body), &answer); err != nil {
+		t.Fatal(err)
+	}
+	real := answer.Result.StructuredContent
+	scans, _ := real["scans"].([]any)
+	if len(scans) != 1 {
+		t.Fatalf("get_trend answered %v", real)
+	}
+	realScan := scans[0].(map[string]any)
+
+	docs, err := ms.Client().Get(ms.URL + "/docs/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := readBody(t, docs)
+	_, example, ok := strings.Cut(page, `"structuredContent": `)
+	example, _, ok2 := strings.Cut(example, "</pre>")
+	if !ok || !ok2 {
+		t.Fatal("/docs/mcp shows no structuredContent example")
+	}
+	example = strings.TrimSuffix(strings.TrimSpace(html.UnescapeString(example)), "}")
+	// The example elides ids and lists with "…": make it JSON to read its keys and numbers.
+	example = regexp.MustCompile(`\[…\]|"…"`).ReplaceAllString(example, `null`)
+	var shown map[string]any
+	if err := json.Unmarshal([]byte(example), &shown); err != nil {
+		t.Fatalf("the example on /docs/mcp is not JSON once its ellipses are read as null: %v\n%s", err, example)
+	}
+	for k := range shown {
+		if _, ok := real[k]; !ok {
+			t.Errorf("/docs/mcp shows %q, which get_trend does not answer", k)
+		}
+	}
+	shownScans, _ := shown["scans"].([]any)
+	if len(shownScans) != 1 {
+		t.Fatalf("the example shows scans %v", shown["scans"])
+	}
+	for k, v := range shownScans[0].(map[string]any) {
+		got, ok := realScan[k]
+		switch {
+		case !ok:
+			t.Errorf("/docs/mcp shows scans[].%s, which get_trend does not answer", k)
+		case k == "pagesTotal" || k == "performance" || k == "seo" || k == "accessibility" || k == "bestPractices":
+			if got != v {
+				t.Errorf("/docs/mcp shows %s: %v, get_trend answers %v for the demo site", k, v, got)
+			}
+		}
+	}
+	if shown["count"] != real["count"] {
+		t.Errorf("/docs/mcp shows count: %v, get_trend answers %v", shown["count"], real["count"])
+	}
+}
