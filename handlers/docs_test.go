@@ -3,6 +3,8 @@ package handlers
 import (
 	"encoding/json"
 	"html"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -73,5 +75,31 @@ func TestMCPDocsExampleIsARealAnswer(t *testing.T) {
 	}
 	if shown["count"] != real["count"] {
 		t.Errorf("/docs/mcp shows count: %v, get_trend answers %v", shown["count"], real["count"])
+	}
+}
+
+// TestNoPageSendsUsersToTheReadme: what a page or notice says to read is a page the reader can
+// open (issue 43: the signing secret's notice said "README", which a user of the service does
+// not have, and the README's reference moved to docs/): no template and no string of this
+// package names the README.
+func TestNoPageSendsUsersToTheReadme(t *testing.T) {
+	files, err := filepath.Glob("templates/*.html")
+	must(t, err)
+	code, err := filepath.Glob("*.go")
+	must(t, err)
+	for _, name := range append(files, code...) {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(name)
+		must(t, err)
+		for i, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), "//") {
+				continue
+			}
+			if strings.Contains(line, "README") {
+				t.Errorf("%s:%d sends the reader to the README: %s", name, i+1, strings.TrimSpace(line))
+			}
+		}
 	}
 }
