@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -101,5 +102,27 @@ func TestNoPageSendsUsersToTheReadme(t *testing.T) {
 				t.Errorf("%s:%d sends the reader to the README: %s", name, i+1, strings.TrimSpace(line))
 			}
 		}
+	}
+}
+
+// TestMCPDocsSayWhatTheHeaderChanges: /docs/mcp says what a request without
+// MCP-Protocol-Version gets (issue 43: the README's curl sent none and got nine tools where the
+// docs said twelve), and the number it gives is what tools/list answers such a request.
+func TestMCPDocsSayWhatTheHeaderChanges(t *testing.T) {
+	ms := newMCPServer(t)
+	resp, body := ms.do(t, "POST", ms.demo.APIKey, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("tools/list: %d %s", resp.StatusCode, body)
+	}
+	var list struct {
+		Result struct{ Tools []any } `json:"result"`
+	}
+	must(t, json.Unmarshal([]byte(body), &list))
+	docs, err := ms.Client().Get(ms.URL + "/docs/mcp")
+	must(t, err)
+	page := readBody(t, docs)
+	want := "a request without it is served as <code>2025-03-26</code>, which lists\n    the interface's " + strconv.Itoa(len(list.Result.Tools)) + " tools"
+	if !strings.Contains(html.UnescapeString(page), want) {
+		t.Errorf("/docs/mcp does not say %q", want)
 	}
 }
