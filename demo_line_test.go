@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -106,5 +107,47 @@ func TestDemoMCPLineSpeaksTheNewestVersion(t *testing.T) {
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Errorf("the MCP line lists %d tools %v, want every tool (%d) %v", len(got), got, len(want), want)
+	}
+}
+
+// TestDocsMCPCurlWorks runs the by-hand MCP curl of the README and of docs/mcp.md against a
+// running server, with the demo's key (issue 43: it sent no MCP-Protocol-Version): it must answer
+// list_sites at the newest version the server speaks.
+func TestDocsMCPCurlWorks(t *testing.T) {
+	for _, tool := range []string{"bash", "curl"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not installed: %v", tool, err)
+		}
+	}
+	base, logs, _ := startRun(t, map[string]string{})
+	key := regexp.MustCompile(`demo api key: (svc_\S+)`).FindStringSubmatch(logs.String())
+	if key == nil {
+		t.Fatalf("no demo key printed:\n%s", logs)
+	}
+	for _, doc := range []string{"README.md", "docs/mcp.md"} {
+		b, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var block string
+		for _, part := range strings.Split(string(b), "```sh\n")[1:] {
+			part, _, _ = strings.Cut(part, "```")
+			if strings.Contains(part, "/api/mcp") && strings.Contains(part, "list_sites") {
+				block = part
+			}
+		}
+		if block == "" {
+			t.Fatalf("%s has no MCP curl calling list_sites", doc)
+		}
+		if newest := mcp.SupportedVersions[0]; !strings.Contains(block, "MCP-Protocol-Version: "+newest) {
+			t.Errorf("%s's curl does not send MCP-Protocol-Version: %s", doc, newest)
+		}
+		line := strings.NewReplacer("http://localhost:8080", base, "svc_...", key[1]).Replace(block)
+		sh := exec.Command("bash", "-c", line)
+		sh.Env = []string{"PATH=" + os.Getenv("PATH")}
+		out, err := sh.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), `"resultType":"complete"`) || !strings.Contains(string(out), `Demo Site`) {
+			t.Errorf("%s's curl: %v\n%s", doc, err, out)
+		}
 	}
 }
