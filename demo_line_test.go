@@ -17,11 +17,7 @@ import (
 // ignores, and with PLATFORM_CLIENT_SECRET configured on the server (the Webflow offline flow)
 // the line works in a shell that does not have it.
 func TestDemoWebhookLineWorksEachTimeItIsPasted(t *testing.T) {
-	for _, tool := range []string{"bash", "openssl", "curl"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not installed: %v", tool, err)
-		}
-	}
+	needTools(t, "bash", "openssl", "curl")
 	for _, tt := range []struct {
 		name string
 		env  map[string]string
@@ -31,19 +27,9 @@ func TestDemoWebhookLineWorksEachTimeItIsPasted(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, logs, _ := startRun(t, tt.env)
-			var line string
-			for _, l := range strings.Split(logs.String(), "\n") {
-				if strings.Contains(l, "/api/webhooks/platform") {
-					line = l
-				}
-			}
-			if line == "" {
-				t.Fatalf("no webhook line printed:\n%s", logs)
-			}
+			line := printedLine(t, logs.String(), "/api/webhooks/platform")
 			for i := 1; i <= 2; i++ {
-				sh := exec.Command("bash", "-c", line)
-				sh.Env = []string{"PATH=" + os.Getenv("PATH")} // a fresh terminal: no PLATFORM_CLIENT_SECRET
-				out, err := sh.CombinedOutput()
+				out, err := pasted(line) // a fresh terminal: no PLATFORM_CLIENT_SECRET
 				if err != nil || strings.TrimSpace(string(out)) != `{"ok":true}` {
 					t.Fatalf("paste %d: %v %s\nline: %s", i, err, out, line)
 				}
@@ -63,27 +49,13 @@ func TestDemoWebhookLineWorksEachTimeItIsPasted(t *testing.T) {
 // pastes it (issue 43): it names the newest protocol version the server speaks, so it gets every
 // tool (a request without MCP-Protocol-Version is served as 2025-03-26: the interface's nine).
 func TestDemoMCPLineSpeaksTheNewestVersion(t *testing.T) {
-	for _, tool := range []string{"bash", "curl"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not installed: %v", tool, err)
-		}
-	}
+	needTools(t, "bash", "curl")
 	_, logs, _ := startRun(t, map[string]string{})
-	var line string
-	for _, l := range strings.Split(logs.String(), "\n") {
-		if strings.Contains(l, "/api/mcp") {
-			line = l
-		}
-	}
-	if line == "" {
-		t.Fatalf("no MCP line printed:\n%s", logs)
-	}
+	line := printedLine(t, logs.String(), "/api/mcp")
 	if newest := mcp.SupportedVersions[0]; !strings.Contains(line, "MCP-Protocol-Version: "+newest) {
 		t.Errorf("the MCP line does not send MCP-Protocol-Version: %s:\n%s", newest, line)
 	}
-	sh := exec.Command("bash", "-c", line)
-	sh.Env = []string{"PATH=" + os.Getenv("PATH")}
-	out, err := sh.CombinedOutput()
+	out, err := pasted(line)
 	if err != nil {
 		t.Fatalf("%v %s\nline: %s", err, out, line)
 	}
@@ -114,11 +86,7 @@ func TestDemoMCPLineSpeaksTheNewestVersion(t *testing.T) {
 // running server, with the demo's key (issue 43: it sent no MCP-Protocol-Version): it must answer
 // list_sites at the newest version the server speaks.
 func TestDocsMCPCurlWorks(t *testing.T) {
-	for _, tool := range []string{"bash", "curl"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not installed: %v", tool, err)
-		}
-	}
+	needTools(t, "bash", "curl")
 	base, logs, _ := startRun(t, map[string]string{})
 	key := regexp.MustCompile(`demo api key: (svc_\S+)`).FindStringSubmatch(logs.String())
 	if key == nil {
@@ -143,11 +111,41 @@ func TestDocsMCPCurlWorks(t *testing.T) {
 			t.Errorf("%s's curl does not send MCP-Protocol-Version: %s", doc, newest)
 		}
 		line := strings.NewReplacer("http://localhost:8080", base, "svc_...", key[1]).Replace(block)
-		sh := exec.Command("bash", "-c", line)
-		sh.Env = []string{"PATH=" + os.Getenv("PATH")}
-		out, err := sh.CombinedOutput()
+		out, err := pasted(line)
 		if err != nil || !strings.Contains(string(out), `"resultType":"complete"`) || !strings.Contains(string(out), `Demo Site`) {
 			t.Errorf("%s's curl: %v\n%s", doc, err, out)
 		}
 	}
+}
+
+// needTools skips a test that pastes lines into a shell where one of their commands is missing.
+func needTools(t *testing.T, tools ...string) {
+	t.Helper()
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not installed: %v", tool, err)
+		}
+	}
+}
+
+// printedLine is the last line of the server's output that holds has.
+func printedLine(t *testing.T, logs, has string) string {
+	t.Helper()
+	var line string
+	for _, l := range strings.Split(logs, "\n") {
+		if strings.Contains(l, has) {
+			line = l
+		}
+	}
+	if line == "" {
+		t.Fatalf("no line with %s printed:\n%s", has, logs)
+	}
+	return line
+}
+
+// pasted runs line as a newcomer pastes it into a fresh terminal: bash, with nothing but PATH.
+func pasted(line string) ([]byte, error) {
+	sh := exec.Command("bash", "-c", line)
+	sh.Env = []string{"PATH=" + os.Getenv("PATH")}
+	return sh.CombinedOutput()
 }
