@@ -24,6 +24,8 @@ type notice struct {
 	Detail  string `json:"d,omitempty"` // what to do with the secret
 	Secret  string `json:"s,omitempty"` // shown in a read-only field with a copy button
 	Label   string `json:"l,omitempty"` // the field's name for screen readers
+	Link    string `json:"k,omitempty"` // a page (or a section of this one) that says more
+	LinkTo  string `json:"n,omitempty"` // the link's words
 	Expires int64  `json:"x"`           // Unix seconds
 }
 

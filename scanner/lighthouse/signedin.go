@@ -104,7 +104,7 @@ func (l *Runner) chromePath() (string, error) {
 			return p, nil
 		}
 	}
-	return "", errors.New("signed-in audits start Chrome themselves: set CHROME_PATH (README, Local Lighthouse)")
+	return "", errors.New("signed-in audits start Chrome themselves: set CHROME_PATH (docs/local-lighthouse.md)")
 }
 
 // signedChrome is the Chrome of one signed-in audit, signed in and waiting for Lighthouse.
