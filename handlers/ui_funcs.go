@@ -63,6 +63,8 @@ var uiFuncs = template.FuncMap{
 		return strings.ReplaceAll(s, "`", "")
 	},
 	"lighthouseText": lighthouseText,
+	// sentence shows a reason written in lower case ("no page could be audited") as a sentence.
+	"sentence": sentence,
 	"triggerLabel": func(t string) string {
 		switch t {
 		case store.TriggerWebhook:
