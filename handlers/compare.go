@@ -137,16 +137,25 @@ func (s *server) changePanel(ctx context.Context, uid string, site store.Site, f
 // page shows any other page.
 const maxChangePanels = 10
 
+// regressedCount is how much of a scan regressed: pages, and runs (a page on one strategy).
+type regressedCount struct{ Pages, Runs int }
+
 // regressedPanels are the scan page's panels: what changed in each regressed page of a
 // completed scan since the site's previous completed scan, at most maxChangePanels; and how
-// many pages and strategies regressed in all.
-func (s *server) regressedPanels(ctx context.Context, uid string, site store.Site, scan store.Scan) ([]changePanel, *store.Scan, int, error) {
+// many pages and runs regressed in all.
+func (s *server) regressedPanels(ctx context.Context, uid string, site store.Site, scan store.Scan) ([]changePanel, *store.Scan, regressedCount, error) {
+	var n regressedCount
 	pairs, err := s.Scans.PreviousPairs(ctx, uid, scan.ID)
 	if err != nil || pairs.From == nil {
-		return nil, nil, 0, err
+		return nil, nil, n, err
 	}
 	var out []changePanel
 	changes := analysis.RegressedChanges(pairs.Pairs)
+	pages := map[string]bool{}
+	for _, ch := range changes {
+		pages[ch.PagePath] = true
+	}
+	n = regressedCount{Pages: len(pages), Runs: len(changes)}
 	for _, ch := range changes[:min(len(changes), maxChangePanels)] {
 		for _, pair := range pairs.Pairs {
 			if pair.After.PagePath != ch.PagePath || pair.After.Strategy != ch.Strategy {
@@ -154,7 +163,7 @@ func (s *server) regressedPanels(ctx context.Context, uid string, site store.Sit
 			}
 			p, err := s.changePanel(ctx, uid, site, *pairs.From, pairs.To, pair, ch.Comparison)
 			if err != nil {
-				return nil, nil, 0, err
+				return nil, nil, n, err
 			}
 			p.Regressions = ch.Regressions
 			p.ID = "changed-" + strconv.Itoa(len(out))
@@ -162,7 +171,7 @@ func (s *server) regressedPanels(ctx context.Context, uid string, site store.Sit
 			break
 		}
 	}
-	return out, pairs.From, len(changes), nil
+	return out, pairs.From, n, nil
 }
 
 // comparePageData is the compare page.

@@ -42,3 +42,13 @@ func TestLighthouseText(t *testing.T) {
 		t.Error("a tag inside a link's URL is not escaped")
 	}
 }
+
+// TestScanPageCountsRegressedPages: the demo's latest scan regressed / and /pricing on both
+// strategies; that is 2 pages, not "4 pages".
+func TestScanPageCountsRegressedPages(t *testing.T) {
+	eachBackend(t, 0, func(t *testing.T, f *uiFixture) {
+		resp, body := f.a.get("/sites/" + f.site + "/scans/" + f.scan)
+		wantStatus(t, resp, http.StatusOK)
+		contains(t, body, "2 pages regressed (4 page/strategy runs) since the scan of")
+	})
+}
