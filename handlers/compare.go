@@ -204,6 +204,10 @@ func (s *server) handleCompare() http.Handler {
 			return
 		}
 		q := r.URL.Query()
+		if !q.Has("from") && !q.Has("to") {
+			s.compareLatest(w, r, site, q)
+			return
+		}
 		from, to := store.CanonicalID(q.Get("from")), store.CanonicalID(q.Get("to"))
 		if !store.ValidUUID(from) || !store.ValidUUID(to) {
 			s.renderError(w, r, http.StatusBadRequest, "Pick two scans to compare: from and to must be the ids of two completed scans of this site.")
@@ -271,6 +275,24 @@ func (s *server) handleCompare() http.Handler {
 		}
 		s.render(w, r, http.StatusOK, "compare", page{Title: "Compare scans of " + site.Name, Data: d})
 	})
+}
+
+// compareLatest answers the compare page asked for no scans: the site's latest two completed
+// scans, the earlier first (the page and strategy asked for kept), or when it has fewer a page
+// that says it needs two.
+func (s *server) compareLatest(w http.ResponseWriter, r *http.Request, site store.Site, q url.Values) {
+	scans, err := s.Scans.CompletedScans(r.Context(), visitorFrom(r.Context()).User.ID, site.ID, 2)
+	if err != nil {
+		s.error(w, r, err, "")
+		return
+	}
+	if len(scans) == 2 {
+		q.Set("from", scans[1].ID)
+		q.Set("to", scans[0].ID)
+		http.Redirect(w, r, "/sites/"+site.ID+"/compare?"+q.Encode(), http.StatusSeeOther)
+		return
+	}
+	s.render(w, r, http.StatusOK, "compare", page{Title: "Compare scans of " + site.Name, Data: comparePageData{Site: site, Completed: scans}})
 }
 
 // worstComparison is the comparison the compare page opens on: the one whose performance score
