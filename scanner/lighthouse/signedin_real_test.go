@@ -75,6 +75,8 @@ func (m *membersSite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		page(200, "Members", "Members only: the quarterly numbers, for members of the club", hostileFrames)
 	case "/basic/away": // a redirect from the site to another origin
 		http.Redirect(w, r, "http://cdn.thirdparty.test/after-redirect", http.StatusFound)
+	case "/basic/downgrade": // a redirect from the https site to its own host over http
+		http.Redirect(w, r, "http://members.test/basic/members", http.StatusFound)
 	case "/cookies/members":
 		if c, err := r.Cookie("session"); err == nil && c.Value == pastedCookie {
 			members()
@@ -157,9 +159,11 @@ func (t *thirdParty) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/widget.js":
 		w.Header().Set("Content-Type", "text/javascript")
 		fmt.Fprint(w, `document.title = document.title;`)
-	case "/challenge.png", "/frame", "/after-redirect", "/collect":
+	case "/challenge.png", "/frame", "/after-redirect", "/collect", "/basic/members":
 		w.Header().Set("WWW-Authenticate", `Basic realm="widget"`)
-		http.Error(w, "sign in", http.StatusUnauthorized)
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprint(w, `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Sign in</title></head><body><h1>Sign in</h1></body></html>`)
 	default:
 		w.Header().Set("Content-Type", "image/gif")
 		w.Write([]byte("GIF89a\x01\x00\x01\x00\x80\x00\x00\x00\x00\x00\xff\xff\xff!\xf9\x04\x01\x00\x00\x00\x00,\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02D\x01\x00;"))
@@ -173,6 +177,18 @@ func (t *thirdParty) requests() []string {
 	out := t.seen
 	t.seen = nil
 	return out
+}
+
+// dialHosts dials made-up host:port names on the local servers hosts maps them to.
+func dialHosts(hosts map[string]string) func(ctx context.Context, network, address string) (net.Conn, error) {
+	return func(ctx context.Context, network, address string) (net.Conn, error) {
+		to, ok := hosts[address]
+		if !ok {
+			return nil, fmt.Errorf("no such test host %s", address)
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, network, to)
+	}
 }
 
 // Issue 38 with a real Chrome and Lighthouse: the members' pages audited signed in with basic
@@ -196,14 +212,7 @@ func TestSignedInAuditsRealChrome(t *testing.T) {
 	hosts := map[string]string{"members.test:80": siteSrv.Listener.Addr().String(),
 		"cdn.thirdparty.test:80": thirdSrv.Listener.Addr().String(), "static.members.test:80": thirdSrv.Listener.Addr().String(),
 		"members.test:8081": thirdSrv.Listener.Addr().String()} // another port of the site's host is another origin
-	dial := func(ctx context.Context, network, address string) (net.Conn, error) {
-		to, ok := hosts[address]
-		if !ok {
-			return nil, fmt.Errorf("no such test host %s", address)
-		}
-		var d net.Dialer
-		return d.DialContext(ctx, network, to)
-	}
+	dial := dialHosts(hosts)
 	logs := &scantest.LogBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	l := New(Config{Command: cmd, ChromePath: chrome, Timeout: 3 * time.Minute, Guard: netguard.Guard{AllowPrivate: true}, Dial: dial,
@@ -343,4 +352,47 @@ func TestSignedInAuditsRealChrome(t *testing.T) {
 			t.Errorf("the DEBUG log holds the secret %q:\n%s", secret, logs.String())
 		}
 	}
+}
+
+// TestSignedInDowngradeRealChrome (issue 44, attack 6): the site is https, and its page redirects
+// to the same host over http, which asks for basic auth: another origin (the scheme is part of
+// it), so the credentials do not go, the audit fails, and the http side (recorded like a third
+// party) sees no Authorization header.
+func TestSignedInDowngradeRealChrome(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs Chromium")
+	}
+	cmd, chrome := lighthouseCLI(t)
+	siteSrv := httptest.NewTLSServer(&membersSite{sessions: map[string]bool{}})
+	defer siteSrv.Close()
+	plain := &thirdParty{} // the site's host over http
+	plainSrv := httptest.NewServer(plain)
+	defer plainSrv.Close()
+	hosts := map[string]string{"members.test:443": siteSrv.Listener.Addr().String(), "members.test:80": plainSrv.Listener.Addr().String(),
+		"cdn.thirdparty.test:80": plainSrv.Listener.Addr().String(), "static.members.test:80": plainSrv.Listener.Addr().String()}
+	dial := dialHosts(hosts)
+	logs := &scantest.LogBuffer{}
+	l := New(Config{Command: cmd, ChromePath: chrome, Timeout: 3 * time.Minute, Guard: netguard.Guard{AllowPrivate: true}, Dial: dial,
+		// The test server's certificate is its own: Chrome is told to take it.
+		ChromeFlags: "--headless=new --no-sandbox --disable-gpu --no-first-run --disable-background-networking --disable-component-update --disable-sync --ignore-certificate-errors",
+		Log:         slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	ctx := context.Background()
+	s, err := l.SignIn(ctx, "https://members.test", store.Access{Kind: store.AccessBasic, Username: basicUser, Password: basicPassword})
+	if err != nil {
+		t.Fatalf("sign-in: %v", err)
+	}
+	_, err = s.Audit(ctx, "https://members.test/basic/downgrade", store.StrategyDesktop)
+	if err == nil { // the http page answered 401 without them: a sign-in failure, or Lighthouse's own
+		t.Error("the downgraded page was audited: it got the credentials, or the audit ignored its 401")
+	}
+	seen := strings.Join(plain.requests(), "\n")
+	if !strings.Contains(seen, "members.test/basic/members ") {
+		t.Errorf("the downgrade never reached the http side:\n%s\nlog:\n%s", seen, logs.String())
+	}
+	for _, line := range strings.Split(seen, "\n") {
+		if line != "" && !strings.HasSuffix(line, `cookie="" authorization=""`) {
+			t.Errorf("the http side received credentials: %s", line)
+		}
+	}
+	t.Logf("audit error: %v\nhttp side:\n%s", err, seen)
 }
