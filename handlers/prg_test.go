@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"sitepulse/store/memory"
+	"sitepulse/store/storetest"
 )
 
 // formErrorsOnly are the UI's POST routes that roleCases walks only with input they refuse
@@ -109,7 +110,12 @@ func TestPRGSecretsShownOnce(t *testing.T) {
 // is single-use on the server: the same cookie replayed in the same session, within its five
 // minutes, shows the key no more.
 func TestNoticeShownOnceOnTheServer(t *testing.T) {
-	f := newUIFixture(t, 0, memory.New())
+	for _, b := range storetest.Backends(t) { // the record of a notice shown is the store's
+		t.Run(b.Name, func(t *testing.T) { noticeShownOnce(t, newUIFixture(t, 0, b.Open(t))) })
+	}
+}
+
+func noticeShownOnce(t *testing.T, f *uiFixture) {
 	resp, _ := f.a.postCSRF("/settings/api-keys", url.Values{"name": {"deploy"}})
 	wantStatus(t, resp, http.StatusSeeOther)
 	loc := resp.Header.Get("Location")
