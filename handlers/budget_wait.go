@@ -111,10 +111,11 @@ func (s *server) judgeBudgets(w http.ResponseWriter, r *http.Request, token, sit
 	}
 	if target != nil && target.InFlight() {
 		sc, finished, err := s.waitForScan(w, r, uid, *target, site.WorkspaceID, wait)
+		var limit waitLimitError
 		switch {
-		case errors.Is(err, errTooManyWaits):
+		case errors.As(err, &limit):
 			w.Header().Set("Retry-After", "10")
-			writeError(w, http.StatusTooManyRequests, "too many budget checks of this workspace are waiting at once; retry in a few seconds")
+			writeError(w, http.StatusTooManyRequests, limit.Error()+"; retry in a few seconds")
 			return
 		case err != nil:
 			s.error(w, r, err, "scan not found")
@@ -137,12 +138,12 @@ func (s *server) judgeBudgets(w http.ResponseWriter, r *http.Request, token, sit
 // it parks in s.waiters. It answers the finished scan, or (finished false) the scan as it
 // stands when the wait runs out or the process begins shutting down, re-read for the answer.
 // A client that goes away ends the wait.
-func (s *server) waitForScan(w http.ResponseWriter, r *http.Request, userID string, sc store.Scan, tenant string, wait time.Duration) (store.Scan, bool, error) {
+func (s *server) waitForScan(w http.ResponseWriter, r *http.Request, userID string, sc store.Scan, workspace string, wait time.Duration) (store.Scan, bool, error) {
 	ctx := r.Context()
 	if wait <= 0 {
 		return sc, false, nil
 	}
-	waiter, err := s.waiters.add(sc.ID, tenant)
+	waiter, err := s.waiters.add(sc.ID, workspace, userID)
 	if err != nil {
 		return sc, false, err
 	}

@@ -389,7 +389,7 @@ func TestBudgetCheckWaitsAtShutdown(t *testing.T) {
 			answer := f.background(t, ctx, key, "", wait)
 			f.waitTimer(t, 600*time.Second)
 			over := f.check(t, ctx, key, "", "", wait)
-			if over.resp.StatusCode != 429 || over.resp.Header.Get("Retry-After") == "" {
+			if over.resp.StatusCode != 429 || over.resp.Header.Get("Retry-After") == "" || !strings.Contains(over.body, "in this server process") {
 				t.Errorf("past the cap: %d %s", over.resp.StatusCode, over.body)
 			}
 			wantErrorShape(t, over.resp, over.body, "")

@@ -122,7 +122,7 @@ type Deps struct {
 	// inject a fake clock's.
 	NewTimer func(time.Duration) (<-chan time.Time, func() bool)
 	// MaxWaits caps the budget checks waiting for scans at once; 0 means 1000 (and 50 per
-	// workspace).
+	// workspace, 100 per account, the last tenth for accounts with none waiting).
 	MaxWaits int
 	// Metrics counts the requests and answers /metrics; nil makes one for this handler.
 	Metrics *metrics.Metrics

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -19,24 +18,41 @@ import (
 // case a notification was lost; it hands each finished scan to its waiters and stops when
 // none is left.
 
-// Caps of the waits: in all, and per workspace, so that one workspace's pipelines cannot hold
-// every slot. A wait refused by a cap is answered 429 with Retry-After.
+// Caps of the waits: per workspace, per account (the API key's: one account with ten
+// workspaces gets no more than maxWaitersPerAccount) and in all, the last tenth of which stays
+// for accounts with none waiting. A wait refused by a cap is answered 429 with Retry-After and
+// the limit it met.
 const (
-	defaultMaxWaiters   = 1000
-	maxWaitersPerTenant = 50
+	defaultMaxWaiters      = 1000
+	maxWaitersPerWorkspace = 50
+	maxWaitersPerAccount   = 100
 	waitFallback        = 10 * time.Second // the fallback read while anyone waits
 	waitReadTimeout     = 10 * time.Second // one read of the awaited scans
 )
 
-// errTooManyWaits is add's refusal past a cap.
-var errTooManyWaits = errors.New("too many budget checks are waiting at once")
+// The limits a wait can meet, as a 429 names them.
+const (
+	limitWorkspace = "workspace"
+	limitAccount   = "account"
+	limitProcess   = "process"
+)
+
+// waitLimitError is add's refusal past a cap; limit is the one met.
+type waitLimitError struct{ limit string }
+
+func (e waitLimitError) Error() string {
+	if e.limit == limitProcess {
+		return "too many budget checks are waiting at once in this server process"
+	}
+	return "too many budget checks of this " + e.limit + " are waiting at once"
+}
 
 // scanWaiter is one request waiting for a scan. done receives the scan once it finished, or
 // the zero Scan when it can no longer be read (deleted with its site); it is buffered, so the
 // registry never blocks on a request that has stopped listening.
 type scanWaiter struct {
-	scanID, tenant string
-	done           chan store.Scan
+	scanID, workspace, account string
+	done                       chan store.Scan
 }
 
 type scanWaiters struct {
@@ -50,7 +66,7 @@ type scanWaiters struct {
 
 	mu       sync.Mutex
 	byScan   map[string]map[*scanWaiter]struct{}
-	byTenant map[string]int
+	byTenant map[string]int // waits by workspace and by account (keys prefixed)
 	n        int
 	running  bool          // the goroutine runs
 	kick     chan struct{} // a waiter was added: read at once
@@ -68,20 +84,27 @@ func realTimer(d time.Duration) (<-chan time.Time, func() bool) {
 	return t.C, t.Stop
 }
 
-// add parks a waiter for scanID on behalf of tenant (the workspace), or refuses past a cap.
-// The caller removes it when it stops waiting, whatever happened.
-func (ws *scanWaiters) add(scanID, tenant string) (*scanWaiter, error) {
+// add parks a waiter for scanID on behalf of a workspace and an account, or refuses past a cap
+// (waitLimitError). The caller removes it when it stops waiting, whatever happened.
+func (ws *scanWaiters) add(scanID, workspace, account string) (*scanWaiter, error) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	if ws.n >= ws.max || ws.byTenant[tenant] >= maxWaitersPerTenant {
-		return nil, errTooManyWaits
+	w := &scanWaiter{scanID: scanID, workspace: "w:" + workspace, account: "a:" + account, done: make(chan store.Scan, 1)}
+	reserve := ws.max / 10 // for accounts with none waiting
+	switch {
+	case ws.byTenant[w.workspace] >= maxWaitersPerWorkspace:
+		return nil, waitLimitError{limitWorkspace}
+	case ws.byTenant[w.account] >= maxWaitersPerAccount:
+		return nil, waitLimitError{limitAccount}
+	case ws.n >= ws.max, ws.byTenant[w.account] > 0 && ws.n >= ws.max-reserve:
+		return nil, waitLimitError{limitProcess}
 	}
-	w := &scanWaiter{scanID: scanID, tenant: tenant, done: make(chan store.Scan, 1)}
 	if ws.byScan[scanID] == nil {
 		ws.byScan[scanID] = map[*scanWaiter]struct{}{}
 	}
 	ws.byScan[scanID][w] = struct{}{}
-	ws.byTenant[tenant]++
+	ws.byTenant[w.workspace]++
+	ws.byTenant[w.account]++
 	ws.n++
 	select {
 	case ws.kick <- struct{}{}:
@@ -109,8 +132,10 @@ func (ws *scanWaiters) forget(w *scanWaiter) {
 	if len(ws.byScan[w.scanID]) == 0 {
 		delete(ws.byScan, w.scanID)
 	}
-	if ws.byTenant[w.tenant]--; ws.byTenant[w.tenant] <= 0 {
-		delete(ws.byTenant, w.tenant)
+	for _, k := range []string{w.workspace, w.account} {
+		if ws.byTenant[k]--; ws.byTenant[k] <= 0 {
+			delete(ws.byTenant, k)
+		}
 	}
 	ws.n--
 }

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -43,7 +44,7 @@ func TestWaitersOneReadForAll(t *testing.T) {
 		mu.Lock()
 		states[id] = store.Scan{ID: id, Status: store.StatusRunning}
 		mu.Unlock()
-		w, err := ws.add(id, fmt.Sprint("workspace-", i%3))
+		w, err := ws.add(id, fmt.Sprint("workspace-", i%3), fmt.Sprint("account-", i%3))
 		must(t, err)
 		waiters = append(waiters, w)
 	}
@@ -104,7 +105,7 @@ func TestWaitersOneReadForAll(t *testing.T) {
 	storetest.WaitFor(t, "the goroutine to stop", func() bool { ws.mu.Lock(); defer ws.mu.Unlock(); return !ws.running })
 }
 
-// TestWaitersCaps: at most max waits in all and maxWaitersPerTenant per workspace.
+// TestWaitersCaps: at most max waits in all and maxWaitersPerWorkspace per workspace.
 func TestWaitersCaps(t *testing.T) {
 	read := func(_ context.Context, ids []string) (map[string]store.Scan, error) { // every scan runs
 		out := map[string]store.Scan{}
@@ -114,19 +115,19 @@ func TestWaitersCaps(t *testing.T) {
 		return out, nil
 	}
 	clock := scantest.NewClock(fixtureNow)
-	ws := newScanWaiters(read, nil, nil, clock.NewTimer, maxWaitersPerTenant+1, slog.New(slog.DiscardHandler))
+	ws := newScanWaiters(read, nil, nil, clock.NewTimer, maxWaitersPerWorkspace+1, slog.New(slog.DiscardHandler))
 	var held []*scanWaiter
-	for range maxWaitersPerTenant {
-		w, err := ws.add("s", "busy")
+	for i := range maxWaitersPerWorkspace {
+		w, err := ws.add("s", "busy", fmt.Sprint("account-", i))
 		must(t, err)
 		held = append(held, w)
 	}
-	if _, err := ws.add("s", "busy"); err != errTooManyWaits {
+	if _, err := ws.add("s", "busy", "another-account"); !errors.As(err, new(waitLimitError)) {
 		t.Errorf("past the workspace's cap: %v", err)
 	}
-	w, err := ws.add("s", "other")
+	w, err := ws.add("s", "other", "other-acct")
 	must(t, err)
-	if _, err := ws.add("s", "third"); err != errTooManyWaits {
+	if _, err := ws.add("s", "third", "third-acct"); !errors.As(err, new(waitLimitError)) {
 		t.Errorf("past the process's cap: %v", err)
 	}
 	for _, h := range append(held, w) {
@@ -134,5 +135,66 @@ func TestWaitersCaps(t *testing.T) {
 	}
 	if ws.waiting() != 0 {
 		t.Errorf("%d waiting", ws.waiting())
+	}
+}
+
+// TestWaitersFairPerAccount (issue 44 item 1): two accounts with ten workspaces each cannot take
+// every wait of the process (each stops at maxWaitersPerAccount), a tenant with none waiting
+// still gets one once the others fill all but the reserve, and a refusal names the limit met.
+func TestWaitersFairPerAccount(t *testing.T) {
+	read := func(_ context.Context, ids []string) (map[string]store.Scan, error) {
+		out := map[string]store.Scan{}
+		for _, id := range ids {
+			out[id] = store.Scan{ID: id, Status: store.StatusRunning}
+		}
+		return out, nil
+	}
+	clock := scantest.NewClock(fixtureNow)
+	ws := newScanWaiters(read, nil, nil, clock.NewTimer, defaultMaxWaiters, slog.New(slog.DiscardHandler))
+	limitOf := func(err error) string {
+		var lim waitLimitError
+		if errors.As(err, &lim) {
+			return lim.limit
+		}
+		return fmt.Sprint(err)
+	}
+	fill := func(account string, workspaces, each int) (got int, refused map[string]int) {
+		refused = map[string]int{}
+		for w := range workspaces {
+			for range each {
+				if _, err := ws.add("s", fmt.Sprintf("%s-ws%d", account, w), account); err != nil {
+					refused[limitOf(err)]++
+				} else {
+					got++
+				}
+			}
+		}
+		return got, refused
+	}
+	for _, a := range []string{"hostile-a", "hostile-b"} {
+		got, refused := fill(a, 10, maxWaitersPerWorkspace)
+		t.Logf("%s, 10 workspaces x %d waits: %d waiting, refused %v", a, maxWaitersPerWorkspace, got, refused)
+		if got != maxWaitersPerAccount || refused[limitAccount] != 10*maxWaitersPerWorkspace-maxWaitersPerAccount {
+			t.Errorf("%s: %d waiting, refused %v; want %d, the rest refused as the account's", a, got, refused, maxWaitersPerAccount)
+		}
+	}
+	if _, err := ws.add("s", "third-ws", "third"); err != nil {
+		t.Fatalf("a third tenant with no wait is refused: %v", err)
+	}
+	if _, err := ws.add("s", "hostile-a-ws0", "hostile-a"); limitOf(err) != limitWorkspace {
+		t.Errorf("a full workspace's refusal names %q", limitOf(err))
+	}
+	// Accounts fill the process up to its reserve; one already waiting is refused as the
+	// process's, one with none still gets a wait.
+	n := ws.waiting()
+	for i := 0; ws.waiting() < defaultMaxWaiters-defaultMaxWaiters/10; i++ {
+		fill(fmt.Sprintf("filler-%d", i), 2, maxWaitersPerWorkspace)
+	}
+	t.Logf("%d waiting before the fillers, %d after", n, ws.waiting())
+	if _, err := ws.add("s", "third-ws", "third"); limitOf(err) != limitProcess {
+		t.Errorf("an account already waiting, in the reserve: %v", err)
+	}
+	if _, err := ws.add("s", "newcomer-ws", "newcomer"); err != nil {
+		t.Errorf("a newcomer in the reserve is refused: %v", err)
 	}
 }
