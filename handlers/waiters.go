@@ -26,8 +26,8 @@ const (
 	defaultMaxWaiters      = 1000
 	maxWaitersPerWorkspace = 50
 	maxWaitersPerAccount   = 100
-	waitFallback        = 10 * time.Second // the fallback read while anyone waits
-	waitReadTimeout     = 10 * time.Second // one read of the awaited scans
+	waitFallback           = 10 * time.Second // the fallback read while anyone waits
+	waitReadTimeout        = 10 * time.Second // one read of the awaited scans
 )
 
 // The limits a wait can meet, as a 429 names them.
