@@ -74,32 +74,57 @@ func (m *Store) enqueue(s store.Scan, kind string, runAt time.Time) error {
 	return nil
 }
 
+// ClaimJob is claimSQL's rule in Go, written twice: the contract tests testFairClaims and
+// testFairClaimsPerAccount keep the two equal (store/storetest/twice_test.go).
 func (m *Store) ClaimJob(ctx context.Context, kind, workerID string, now time.Time, perWorkspace int) (store.Job, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	// As Postgres counts them: jobs of the kind running by workspace, anywhere and under workerID.
+	// As Postgres counts them: jobs of the kind running by workspace and by owning account (the
+	// workspace's oldest owner), anywhere and under workerID.
+	accounts := map[string]string{}
+	account := func(ws string) string {
+		if ws == "" {
+			return ""
+		}
+		a, ok := accounts[ws]
+		if !ok {
+			a = m.oldestOwner(ws)
+			accounts[ws] = a
+		}
+		return a
+	}
 	running, here := map[string]int{}, map[string]int{}
+	acctRunning, acctHere := map[string]int{}, map[string]int{}
 	for _, j := range m.jobs {
 		if j.Kind == kind && j.State == store.JobRunning && j.WorkspaceID != "" {
+			a := account(j.WorkspaceID)
 			running[j.WorkspaceID]++
+			if a != "" {
+				acctRunning[a]++
+			}
 			if j.LockedBy == workerID {
 				here[j.WorkspaceID]++
+				if a != "" {
+					acctHere[a]++
+				}
 			}
 		}
 	}
 	var best *store.Job
+	var bestAcct string
 	for _, j := range m.jobs {
 		if j.Kind != kind || j.State != store.JobAvailable || j.RunAt.After(now) {
 			continue
 		}
-		n := running[j.WorkspaceID]
-		if perWorkspace > 0 && here[j.WorkspaceID] >= perWorkspace {
+		a := account(j.WorkspaceID)
+		if perWorkspace > 0 && (here[j.WorkspaceID] >= perWorkspace || a != "" && acctHere[a] >= perWorkspace) {
 			continue
 		}
-		if best == nil || n < running[best.WorkspaceID] || n == running[best.WorkspaceID] &&
-			(j.RunAt.Before(best.RunAt) || j.RunAt.Equal(best.RunAt) && j.ID < best.ID) {
+		an, n := acctRunning[a], running[j.WorkspaceID] // a job of no account: one running none
+		if best == nil || an < acctRunning[bestAcct] || an == acctRunning[bestAcct] && (n < running[best.WorkspaceID] || n == running[best.WorkspaceID] &&
+			(j.RunAt.Before(best.RunAt) || j.RunAt.Equal(best.RunAt) && j.ID < best.ID)) {
 			j := j
-			best = &j
+			best, bestAcct = &j, a
 		}
 	}
 	if best == nil {

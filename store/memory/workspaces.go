@@ -190,10 +190,9 @@ func (m *Store) RemoveMember(ctx context.Context, workspaceID, userID string) er
 	return nil
 }
 
-// handOver gives what userID made in a workspace (sites; reports too, when the account goes)
-// to its oldest owner, as Postgres does; the caller holds m.mu and has ended the membership.
-func (m *Store) handOver(workspaceID, userID string) {
-	// The sites they added pass to an owner, as Postgres does (the oldest owner).
+// oldestOwner is a workspace's oldest owner, its owning account ("" for none); the caller holds
+// m.mu.
+func (m *Store) oldestOwner(workspaceID string) string {
 	var heir store.Member
 	for _, mb := range m.members {
 		if mb.WorkspaceID == workspaceID && mb.Role == store.RoleOwner &&
@@ -201,15 +200,23 @@ func (m *Store) handOver(workspaceID, userID string) {
 			heir = mb
 		}
 	}
+	return heir.UserID
+}
+
+// handOver gives what userID made in a workspace (sites; reports too, when the account goes)
+// to its oldest owner, as Postgres does; the caller holds m.mu and has ended the membership.
+func (m *Store) handOver(workspaceID, userID string) {
+	// The sites they added pass to an owner, as Postgres does (the oldest owner).
+	heir := m.oldestOwner(workspaceID)
 	for id, s := range m.sites {
 		if s.WorkspaceID == workspaceID && s.UserID == userID {
-			s.UserID = heir.UserID
+			s.UserID = heir
 			m.sites[id] = s
 		}
 	}
 	for id, r := range m.reports {
 		if r.WorkspaceID == workspaceID && r.UserID == userID {
-			r.UserID = heir.UserID
+			r.UserID = heir
 			m.reports[id] = r
 		}
 	}

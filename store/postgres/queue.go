@@ -81,18 +81,24 @@ func scanJob(row rowScanner) (store.Job, error) {
 }
 
 // claimSQL is the one claim (FOR UPDATE SKIP LOCKED, River's JobGetAvailable): the runnable job
-// of kind $1 whose workspace runs the fewest jobs of the kind anywhere, oldest first among
-// equals, skipping ($4 > 0) the workspaces running $4 of them under worker $2 already, marked
-// running under worker $2 at $3. The counts are of running jobs, read by the same statement
-// (jobs_running_workspace).
+// of kind $1 whose owning account (migration 038's owning_account), then whose workspace, runs
+// the fewest jobs of the kind anywhere, oldest first among equals, skipping ($4 > 0) the
+// workspaces and the accounts running $4 of them under worker $2 already, marked running under
+// worker $2 at $3. The counts are of running jobs, read by the same statement
+// (jobs_running_workspace). Written twice: the memory store's ClaimJob is the same rule, kept
+// equal by the contract tests testFairClaims and testFairClaimsPerAccount.
 const claimSQL = `WITH running AS (
-		SELECT workspace_id, count(*) AS n, count(*) FILTER (WHERE locked_by = $2) AS here
+		SELECT workspace_id, owning_account(workspace_id) AS account, count(*) AS n, count(*) FILTER (WHERE locked_by = $2) AS here
 		FROM jobs WHERE kind = $1 AND state = 'running' AND workspace_id IS NOT NULL
 		GROUP BY workspace_id),
+	accounts AS (
+		SELECT account, sum(n) AS n, sum(here) AS here FROM running WHERE account IS NOT NULL GROUP BY account),
 	next AS (
 		SELECT j.id FROM jobs j LEFT JOIN running r ON r.workspace_id = j.workspace_id
-		WHERE j.kind = $1 AND j.state = 'available' AND j.run_at <= $3 AND ($4::int <= 0 OR coalesce(r.here, 0) < $4::int)
-		ORDER BY coalesce(r.n, 0), j.run_at, j.id FOR UPDATE OF j SKIP LOCKED LIMIT 1)
+		LEFT JOIN accounts a ON a.account = owning_account(j.workspace_id)
+		WHERE j.kind = $1 AND j.state = 'available' AND j.run_at <= $3
+			AND ($4::int <= 0 OR coalesce(r.here, 0) < $4::int AND coalesce(a.here, 0) < $4::int)
+		ORDER BY coalesce(a.n, 0), coalesce(r.n, 0), j.run_at, j.id FOR UPDATE OF j SKIP LOCKED LIMIT 1)
 	UPDATE jobs j SET state = 'running', attempt = j.attempt + 1, heartbeat_at = $3, locked_by = $2
 	FROM next WHERE j.id = next.id RETURNING ` + jobColsJ
 

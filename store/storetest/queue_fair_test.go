@@ -96,3 +96,46 @@ func testFairClaims(t *testing.T, s store.Store) {
 		}
 	}
 }
+
+// testFairClaimsPerAccount: the cap of running jobs a worker gives a workspace is also the cap
+// it gives the workspace's owning account (its oldest owner) across all the workspaces it owns,
+// and accounts take turns before workspaces do (issue 44 item 1: one account with two
+// workspaces held every scan worker, SCANS_PER_WORKSPACE 2 of 3, while another tenant's Scan
+// now waited). Written twice: claimSQL with migration 038's job_account, and the memory
+// store's ClaimJob.
+func testFairClaimsPerAccount(t *testing.T, s store.Store) {
+	a, b := newUser(t, s, "a@example.com"), newUser(t, s, "b@example.com")
+	x := store.Workspace{ID: store.NewID(), Name: "A's second", CreatedAt: t0}
+	must(t, s.CreateWorkspace(ctx, x, a.ID, 10))
+	tag := map[string]string{a.ID: "A", x.ID: "X", b.ID: "B"}
+	for i, ws := range []string{a.ID, x.ID, b.ID} {
+		for n := range 3 {
+			_, err := s.EnqueueJob(ctx, workspaceJob{WS: ws, N: n + 1}, t0.Add(time.Duration(i)*time.Minute+time.Duration(n)*time.Second))
+			must(t, err)
+		}
+	}
+	claim := func(worker string) string {
+		t.Helper()
+		j, err := s.ClaimJob(ctx, "fair", worker, t0.Add(time.Hour), 2)
+		if err != nil {
+			wantErr(t, err, store.ErrNotFound)
+			return "none"
+		}
+		var args workspaceJob
+		must(t, json.Unmarshal(j.Args, &args))
+		return fmt.Sprintf("%s%d", tag[j.WorkspaceID], args.N)
+	}
+	var order []string
+	for range 6 {
+		order = append(order, claim("w"))
+	}
+	// A1 first (oldest), then B's account (none running) before A's second workspace, then X1
+	// (A's account and B's run one each; X runs none), then A's account is at its cap of 2.
+	if got, want := strings.Join(order, " "), "A1 B1 X1 B2 none none"; got != want {
+		t.Errorf("claims under a cap of 2 per workspace and account: %s, want %s", got, want)
+	}
+	// The cap is per worker (process): another takes A's account's jobs up to its own 2.
+	if got, want := claim("v")+" "+claim("v")+" "+claim("v"), "A2 B3 X2"; got != want {
+		t.Errorf("another worker's claims: %s, want %s", got, want)
+	}
+}

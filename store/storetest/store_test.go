@@ -63,6 +63,7 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 		{"50 concurrent enqueues for one site create exactly one scan", testConcurrentEnqueue},
 		{"2 concurrent claimers over 500 jobs claim each exactly once", testConcurrentClaims},
 		{"workspaces take turns at the claim, and one at a worker's cap of its running jobs waits there while others are claimed", testFairClaims},
+		{"accounts take turns at the claim before workspaces, and an account at a worker's cap across its workspaces waits there while others are claimed", testFairClaimsPerAccount},
 		{"a job is claimed only from its queue and not before its run time", testRunAt},
 		{"a stale worker's writes are ignored after a rescue", testStaleWorker},
 		{"a rescue on the last attempt fails the scan", testRescueGivesUp},

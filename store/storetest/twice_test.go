@@ -28,6 +28,12 @@ var rulesWrittenTwice = []struct {
 			"store/memory/users.go", "store/memory/budget.go"}, // APIKeyByHash, BudgetInputsByKey
 		tests: []string{"testKeyWorkspace", "testBudgetInputsByKey", "testAPIKeys"},
 	},
+	{
+		rule: "the claim: accounts, then workspaces, take turns, and neither gets more than a worker's cap (SCANS_PER_WORKSPACE, deliveries)",
+		files: []string{"store/postgres/migrations/038_owning_account.sql", "store/postgres/queue.go", // owning_account, claimSQL
+			"store/memory/queue.go"}, // ClaimJob, oldestOwner
+		tests: []string{"testFairClaims", "testFairClaimsPerAccount"},
+	},
 }
 
 func TestRulesWrittenTwice(t *testing.T) {
