@@ -123,7 +123,7 @@ func (c *config) settings() []setting {
 		{env: "SMTP_USERNAME", help: "SMTP user (PLAIN auth)", str: &c.SMTPUsername},
 		{env: "SMTP_PASSWORD", help: "SMTP password", str: &c.SMTPPassword, secret: true},
 		{env: "SCAN_WORKERS", def: "3", help: "scans audited at once by this process", num: &c.ScanWorkers, min: 1},
-		{env: "SCANS_PER_WORKSPACE", def: "2", help: "scans one workspace may have running at once in this process; its other scans wait while other workspaces' are claimed (keep it below SCAN_WORKERS, so every process keeps a worker for other workspaces)", num: &c.WorkspaceScans, min: 1},
+		{env: "SCANS_PER_WORKSPACE", def: "2", help: "scans one workspace, and one account across the workspaces it owns, may have running at once in this process; its other scans wait while other accounts' are claimed (keep it below SCAN_WORKERS, so every process keeps a worker for other accounts)", num: &c.WorkspaceScans, min: 1},
 		{env: "SCAN_LEASE_SECONDS", def: "120", help: "seconds a running scan may go without a heartbeat before another process takes it over", num: &c.ScanLease, min: 2},
 		{env: "SCAN_DEADLINE_SECONDS", def: "1800", help: "seconds after its start a scan not yet complete is failed with the reason, freeing its site", num: &c.ScanDeadline, min: 1},
 		{env: "SCHEDULE_POLL_SECONDS", def: "60", help: "how often this process's scheduler enqueues the scans of sites whose daily or weekly scan is due", num: &c.SchedulePoll, min: 1},

@@ -25,6 +25,7 @@ import (
 func TestSharedWorkersAreFairBetweenWorkspaces(t *testing.T) {
 	onStores(t,
 		storeTest{name: "six scans of one workspace hold SCANS_PER_WORKSPACE workers, and another's Scan now starts within a poll", fn: testFairScanClaims},
+		storeTest{name: "one account's four scans in two workspaces hold SCANS_PER_WORKSPACE workers in all, and another account's Scan now starts within a poll", fn: testFairScanClaimsPerAccount},
 		storeTest{name: "eight deliveries to a receiver that never answers hold two workers 10 s each, and another workspace's alert goes out within a poll", fn: testFairDeliveries},
 	)
 }
@@ -95,6 +96,64 @@ func testFairScanClaims(t *testing.T, st store.Store) {
 		waited, took, hang)
 	if fakeClock(st) && waited > poll {
 		t.Errorf("the other workspace's scan waited %s to start, want at most one poll (%s)", waited, poll)
+	}
+}
+
+// testFairScanClaimsPerAccount (issue 44 item 1): one account with two workspaces and two slow
+// scans in each held every scan worker (SCANS_PER_WORKSPACE 2 of 3), so another tenant's Scan now
+// waited for a whole audit. The cap is the owning account's too now.
+func testFairScanClaimsPerAccount(t *testing.T, st store.Store) {
+	const workers, perWorkspace = 3, 2
+	r := newRig(t, st)
+	hang := 20 * time.Second
+	if !fakeClock(st) {
+		hang = 10 * time.Minute
+	}
+	for _, s := range []store.Strategy{store.StrategyMobile, store.StrategyDesktop} {
+		r.psi.Fail("/pricing", s, scantest.Fault{Hang: true})
+	}
+	second := store.Workspace{ID: store.NewID(), Name: "Second", CreatedAt: time.Now()}
+	if err := st.CreateWorkspace(context.Background(), second, r.user.ID, 10); err != nil {
+		t.Fatal(err)
+	}
+	var flood []store.Scan
+	for i, ws := range []string{"", "", second.ID, second.ID} {
+		site := store.Site{ID: store.NewID(), UserID: r.user.ID, WorkspaceID: ws, Name: fmt.Sprintf("Flood %d", i+1), Domain: "sample.test",
+			Pages: []string{"/pricing"}, CreatedAt: time.Now()}
+		if err := st.CreateSite(context.Background(), site); err != nil {
+			t.Fatal(err)
+		}
+		flood = append(flood, r.enqueue(site))
+	}
+	other := r.secondTenant("Other", []string{"/fast"})
+	const poll = 10 * time.Millisecond
+	r.pool(func(c *PoolConfig) {
+		c.Workers, c.WorkspaceScans, c.Poll = workers, perWorkspace, poll
+		c.Auditor = psi.New(psi.Config{Endpoint: r.psi.Endpoint(), Client: r.psi.Client(), Key: "k", Timeout: hang, Attempts: 1,
+			Log: slog.New(slog.NewTextHandler(r.logs, nil))})
+	})
+	running := func() int {
+		n := 0
+		for _, sc := range flood {
+			if got, _ := st.Scan(context.Background(), r.user.ID, sc.ID); got.Status == store.StatusRunning {
+				n++
+			}
+		}
+		return n
+	}
+	storetest.WaitFor(t, "the flood's scans to hold their workers", func() bool { return running() >= perWorkspace })
+	sc := other.wait(other.enqueue(other.site).ID)
+	if sc.Status != store.StatusComplete {
+		t.Fatalf("the other account's scan is %s (%s), want complete", sc.Status, sc.Error)
+	}
+	if n := running(); n > perWorkspace {
+		t.Errorf("%d of one account's scans running, want at most SCANS_PER_WORKSPACE = %d across its workspaces", n, perWorkspace)
+	}
+	waited, took := sc.StartedAt.Sub(sc.CreatedAt), sc.CompletedAt.Sub(sc.CreatedAt)
+	t.Logf("another account's Scan now: started %s after it was queued, complete after %s, behind 4 scans of one account in two workspaces whose audits hang %s",
+		waited, took, hang)
+	if fakeClock(st) && waited > poll {
+		t.Errorf("the other account's scan waited %s to start, want at most one poll (%s)", waited, poll)
 	}
 }
 

@@ -87,9 +87,10 @@ type PoolConfig struct {
 	Log   *slog.Logger
 	// Workers is SCAN_WORKERS: scans audited at once by this process. Default 3.
 	Workers int
-	// WorkspaceScans is SCANS_PER_WORKSPACE: scans one workspace may have running at once in
-	// this process (KindWorker.PerWorkspace); its others wait for another worker or process
-	// while other workspaces' are claimed. 0: no cap (workspaces still take turns).
+	// WorkspaceScans is SCANS_PER_WORKSPACE: scans one workspace, and one owning account across
+	// its workspaces, may have running at once in this process (KindWorker.PerWorkspace); their
+	// others wait for another worker or process while other accounts' are claimed. 0: no cap
+	// (accounts and workspaces still take turns).
 	WorkspaceScans int
 	// Capacity bounds the audits in flight in this process and shares them fairly between the
 	// scans running at once; give the same one to the PSI client so that its 429s adapt it.

@@ -189,13 +189,14 @@ type Jobs interface {
 	// dispatchers (JobWaker).
 	EnqueueJob(ctx context.Context, args JobArgs, runAt time.Time) (Job, error)
 	// ClaimJob takes the next runnable job of a kind, marks it running under a new attempt and
-	// returns it; ErrNotFound when none is runnable at now. Workspaces take turns: the jobs of
-	// the workspaces with the fewest jobs of the kind running (in every process) come first,
-	// then the oldest (run_at, id). With perWorkspace > 0 a workspace already running that many
-	// jobs of the kind under workerID gets none from this worker until one ends, so a process
-	// whose workers outnumber perWorkspace always keeps one for other workspaces: one
-	// workspace's queue never holds every worker while another's waits, yet a lone workspace
-	// still uses every process. A job of no workspace counts as one of a workspace running none.
+	// returns it; ErrNotFound when none is runnable at now. Accounts, then workspaces, take
+	// turns: the jobs of the owning accounts (a workspace's oldest owner), then of the workspaces,
+	// with the fewest jobs of the kind running (in every process) come first, then the oldest
+	// (run_at, id). With perWorkspace > 0 a workspace, or an account across the workspaces it
+	// owns, already running that many jobs of the kind under workerID gets none from this worker
+	// until one ends, so a process whose workers outnumber perWorkspace always keeps one for
+	// other accounts: one account's queues never hold every worker while another's waits, yet a
+	// lone workspace still uses every process. A job of no workspace counts as one of a workspace running none.
 	ClaimJob(ctx context.Context, kind, workerID string, now time.Time, perWorkspace int) (Job, error)
 	// Heartbeat extends the lease.
 	Heartbeat(ctx context.Context, l Lease, now time.Time) error
