@@ -56,7 +56,8 @@ type Comparison struct {
 	Explained bool `json:"explained"`
 	// Metrics are the lab metrics and the performance score before and after.
 	Metrics []MetricChange `json:"metrics"`
-	// Requests matched by URL without its query, then by host and path.
+	// Requests matched by URL, then without its query, then by host and path, then by
+	// normalised name (match.go).
 	Added   []RequestChange `json:"added"`   // only After made them
 	Removed []RequestChange `json:"removed"` // only Before made them
 	Grown   []RequestChange `json:"grown"`   // their transfer size grew beyond noise
@@ -109,6 +110,9 @@ type RequestChange struct {
 	BytesDelta    int64 `json:"bytesDelta"`
 	EndDelta      int   `json:"endDelta"`
 	DurationDelta int   `json:"durationDelta"`
+	// MatchedBy is how After's request was found to be Before's (MatchedURL, ...); "" when
+	// only one run made it.
+	MatchedBy string `json:"matchedBy,omitempty"`
 }
 
 // BytesChange is the requests and transfer bytes of one resource type and party in both runs.
@@ -195,12 +199,12 @@ func Compare(before, after store.PageResult) Comparison {
 		if doc, ok := a.Document(); ok {
 			c.host, c.docURL = doc.Host(), doc.URL
 		}
-		pair := match(b, a)
-		c.compareRequests(b, a, pair)
+		m := match(b, a)
+		c.compareRequests(b, a, m)
 		c.Bytes = compareBytes(b, a)
 		c.ThirdPartiesAdded, c.ThirdPartiesRemoved = partiesOnlyIn(a, b), partiesOnlyIn(b, a)
 		c.Scripts = compareScripts(b, a)
-		c.LCP = compareLCP(b, a, pair)
+		c.LCP = compareLCP(b, a, m)
 		c.Shifts = compareShifts(b, a)
 		for _, f := range a.Failing {
 			if _, was := b.Failed(f.ID); !was {
@@ -250,50 +254,6 @@ func worse(metric string, b, d float64) bool {
 	return d > NoiseMs && d > NoiseShare*b
 }
 
-// requestKeys are the keys requests are matched by, in turn: the URL without its query and
-// fragment, then the host and path (any scheme, port, query).
-func requestKeys(raw string) (noQuery, hostPath string) {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return raw, raw
-	}
-	u.RawQuery, u.Fragment, u.ForceQuery = "", "", false
-	return u.String(), u.Hostname() + u.EscapedPath()
-}
-
-// match pairs each request of a with the request of b it is the same as: by URL without its
-// query first, then by host and path, each request at most once, in the order they started.
-// It answers, for each index of a, the matched index of b or -1.
-func match(b, a *store.Explain) []int {
-	pair := make([]int, len(a.Requests))
-	for i := range pair {
-		pair[i] = -1
-	}
-	used := make([]bool, len(b.Requests))
-	for pass := range 2 {
-		byKey := map[string][]int{}
-		for j, r := range b.Requests {
-			if !used[j] {
-				k1, k2 := requestKeys(r.URL)
-				k := []string{k1, k2}[pass]
-				byKey[k] = append(byKey[k], j)
-			}
-		}
-		for i, r := range a.Requests {
-			if pair[i] >= 0 {
-				continue
-			}
-			k1, k2 := requestKeys(r.URL)
-			k := []string{k1, k2}[pass]
-			if js := byKey[k]; len(js) > 0 {
-				pair[i], used[js[0]] = js[0], true
-				byKey[k] = js[1:]
-			}
-		}
-	}
-	return pair
-}
-
 // change is the RequestChange of a request of b (nil when none) and of a (nil when none).
 func change(b, a *store.Request) RequestChange {
 	r := a
@@ -315,21 +275,22 @@ func grew(b, a int64) bool {
 // later answers whether a request's time grew by d beyond noise, for a request that took dur.
 func later(d, dur int) bool { return d > NoiseRequestMs && float64(d) > NoiseRequestShare*float64(dur) }
 
-// compareRequests fills the request lists; pair is match's answer.
-func (c *Comparison) compareRequests(b, a *store.Explain, pair []int) {
+// compareRequests fills the request lists; m is match's answer.
+func (c *Comparison) compareRequests(b, a *store.Explain, m matching) {
 	matched := make([]bool, len(b.Requests))
 	for i := range a.Requests {
 		ar := &a.Requests[i]
-		if pair[i] < 0 {
+		if m.pair[i] < 0 {
 			c.Added = append(c.Added, change(nil, ar))
 			if ar.RenderBlocking {
 				c.RenderBlockingAdded = append(c.RenderBlockingAdded, change(nil, ar))
 			}
 			continue
 		}
-		br := &b.Requests[pair[i]]
-		matched[pair[i]] = true
+		br := &b.Requests[m.pair[i]]
+		matched[m.pair[i]] = true
 		ch := change(br, ar)
+		ch.MatchedBy = m.by[i]
 		if grew(br.TransferBytes, ar.TransferBytes) {
 			c.Grown = append(c.Grown, ch)
 		}
@@ -415,20 +376,26 @@ func partiesOnlyIn(x, y *store.Explain) []PartyChange {
 	return out
 }
 
-// compareScripts are the scripts whose main-thread time grew beyond noise, the most first.
+// compareScripts are the scripts whose main-thread time grew beyond noise, the most first,
+// each matched to Before's as requests are (matchURLs). Time bootup-time could not give a
+// script ("Unattributable"; Lighthouse 5's "Other") is no script.
 func compareScripts(b, a *store.Explain) []ScriptChange {
 	out := []ScriptChange{}
+	var bu, au []string
+	for _, s := range b.Scripts {
+		bu = append(bu, s.URL)
+	}
 	for _, s := range a.Scripts {
-		if s.URL == "Unattributable" {
+		au = append(au, s.URL)
+	}
+	m := matchURLs(bu, au)
+	for i, s := range a.Scripts {
+		if !webURL(s.URL) {
 			continue
 		}
-		key, _ := requestKeys(s.URL)
 		was := 0
-		for _, o := range b.Scripts {
-			if k, _ := requestKeys(o.URL); k == key {
-				was = o.TotalMs
-				break
-			}
+		if m.pair[i] >= 0 {
+			was = b.Scripts[m.pair[i]].TotalMs
 		}
 		if s.TotalMs-was > NoiseMainThreadMs && float64(s.TotalMs-was) > NoiseShare*float64(was) {
 			out = append(out, ScriptChange{URL: s.URL, BeforeMs: was, AfterMs: s.TotalMs})
@@ -438,8 +405,14 @@ func compareScripts(b, a *store.Explain) []ScriptChange {
 	return out
 }
 
-// compareLCP compares the LCP element, phases and request; pair is match's answer.
-func compareLCP(b, a *store.Explain, pair []int) LCPChange {
+// webURL answers whether s is an http or https URL.
+func webURL(s string) bool { return strings.HasPrefix(s, "https://") || strings.HasPrefix(s, "http://") }
+
+// compareLCP compares the LCP element, phases and resource; m is match's answer. The LCP
+// resource of After is Before's by URL (m) when a step matched it; otherwise, when Before's LCP
+// had a resource too, it is that one (MatchedLCP): another file for the LCP (an image replaced
+// under a new URL, moved to a CSS background) is what the LCP now waits for instead.
+func compareLCP(b, a *store.Explain, m matching) LCPChange {
 	l := LCPChange{ElementBefore: b.LCP.Element, ElementAfter: a.LCP.Element, Phases: []PhaseChange{}}
 	l.ElementChanged = (b.LCP.Element == nil) != (a.LCP.Element == nil) ||
 		b.LCP.Element != nil && a.LCP.Element != nil && b.LCP.Element.Selector != a.LCP.Element.Selector
@@ -449,24 +422,24 @@ func compareLCP(b, a *store.Explain, pair []int) LCPChange {
 			l.Phases = append(l.Phases, PhaseChange{Phase: ph, Before: x, After: y, Delta: y - x})
 		}
 	}
+	ai, bi := slices.IndexFunc(a.Requests, func(r store.Request) bool { return r.LCP }), slices.IndexFunc(b.Requests, func(r store.Request) bool { return r.LCP })
 	var br, ar *store.Request
-	for i := range a.Requests {
-		if a.Requests[i].LCP {
-			ar = &a.Requests[i]
-			if pair[i] >= 0 {
-				br = &b.Requests[pair[i]]
-			}
+	by := ""
+	if ai >= 0 {
+		ar = &a.Requests[ai]
+		if j := m.pair[ai]; j >= 0 {
+			br, by = &b.Requests[j], m.by[ai]
 		}
 	}
-	if ar == nil {
-		for j := range b.Requests {
-			if b.Requests[j].LCP {
-				br = &b.Requests[j]
-			}
+	if br == nil && bi >= 0 {
+		br = &b.Requests[bi]
+		if ar != nil {
+			by = MatchedLCP
 		}
 	}
 	if br != nil || ar != nil {
 		ch := change(br, ar)
+		ch.MatchedBy = by
 		l.Request = &ch
 	}
 	return l
@@ -648,15 +621,17 @@ func Requests(before, after *store.Explain) []RequestChange {
 	if before == nil || after == nil {
 		return nil
 	}
-	pair := match(before, after)
+	m := match(before, after)
 	matched := make([]bool, len(before.Requests))
 	out := make([]RequestChange, 0, len(after.Requests))
 	for i := range after.Requests {
 		var b *store.Request
-		if pair[i] >= 0 {
-			b, matched[pair[i]] = &before.Requests[pair[i]], true
+		if m.pair[i] >= 0 {
+			b, matched[m.pair[i]] = &before.Requests[m.pair[i]], true
 		}
-		out = append(out, change(b, &after.Requests[i]))
+		ch := change(b, &after.Requests[i])
+		ch.MatchedBy = m.by[i]
+		out = append(out, ch)
 	}
 	for j := range before.Requests {
 		if !matched[j] {
