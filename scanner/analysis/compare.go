@@ -406,7 +406,9 @@ func compareScripts(b, a *store.Explain) []ScriptChange {
 }
 
 // webURL answers whether s is an http or https URL.
-func webURL(s string) bool { return strings.HasPrefix(s, "https://") || strings.HasPrefix(s, "http://") }
+func webURL(s string) bool {
+	return strings.HasPrefix(s, "https://") || strings.HasPrefix(s, "http://")
+}
 
 // compareLCP compares the LCP element, phases and resource; m is match's answer. The LCP
 // resource of After is Before's by URL (m) when a step matched it; otherwise, when Before's LCP
