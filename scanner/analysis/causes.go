@@ -99,6 +99,11 @@ const (
 	ReasonLateContent          = "lateContent"          // content inserted later shifted the page
 	ReasonLayoutShift          = "layoutShift"          // a shift with another root cause (a web font, an iframe)
 	ReasonAuditFailing         = "auditFailing"         // an audit of the category turned failing
+	ReasonAuditsApply          = "auditsApply"          // the audits that apply to the category changed
+	ReasonLCPResourceReplaced  = "lcpResourceReplaced"  // the LCP element's resource is another file
+	ReasonLCPResourceNew       = "lcpResourceNew"       // the LCP now waits for a resource it did not
+	ReasonRequestGrown         = "requestGrown"         // a request the metric waits for grew
+	ReasonLargestChange        = "largestChange"        // the largest change, when none explains the metric
 )
 
 // NoChangeSentence is said when a metric got worse but nothing measurable changed, or when
@@ -137,6 +142,9 @@ func causes(c Comparison, before, after store.PageResult) []Cause {
 			var pool []Reason
 			pool, cause.Phase = candidates(c, m.Metric, before, after)
 			cause.Reasons = rank(pool, cause.Phase)
+			if len(cause.Reasons) == 0 && c.Changed() { // never "lab variance" while something changed
+				cause.Reasons = []Reason{largestChange(c, m.Metric)}
+			}
 		}
 		cause.Sentence = sentence(c, cause)
 		cause.Confidence = confidenceOf(cause, nil)
@@ -191,7 +199,7 @@ func candidates(c Comparison, metric string, before, after store.PageResult) (po
 	case "ttfb":
 		pool = documentSlower(c, before, after)
 	case "fcp":
-		pool = slices.Concat(documentSlower(c, before, after), renderBlocking(c))
+		pool = slices.Concat(documentSlower(c, before, after), renderBlocking(c), grownRequests(c))
 	case "tbt":
 		pool = slices.Concat(thirdParties(c, true, -1), scriptCosts(c))
 	case "cls":
@@ -207,9 +215,9 @@ func candidates(c Comparison, metric string, before, after store.PageResult) (po
 		if after.Explain.LCP.Phased {
 			moment = after.Explain.LCP.Ms()
 		}
-		pool = slices.Concat(documentSlower(c, before, after), lcpRequest(c), renderBlocking(c), thirdParties(c, false, moment), scriptCosts(c))
+		pool = slices.Concat(documentSlower(c, before, after), lcpRequest(c), renderBlocking(c), grownRequests(c), thirdParties(c, false, moment), scriptCosts(c))
 	case "speedIndex":
-		pool = slices.Concat(documentSlower(c, before, after), renderBlocking(c), lcpRequest(c), thirdParties(c, false, -1), scriptCosts(c))
+		pool = slices.Concat(documentSlower(c, before, after), renderBlocking(c), grownRequests(c), lcpRequest(c), thirdParties(c, false, -1), scriptCosts(c))
 	case "accessibility", "bestPractices", "seo":
 		pool = turnedFailing(c, lighthouseCategory[metric])
 	}
@@ -248,13 +256,28 @@ func documentSlower(c Comparison, before, after store.PageResult) []Reason {
 	return nil
 }
 
-// lcpRequest: the LCP element's resource arrived later, or was requested later, or the LCP is
-// another element.
+// lcpRequest: the LCP element's resource is another file (matched through the element:
+// compareLCP), arrived later, was requested later, or is new; or the LCP is another element.
+// The resource is weighed by how much later its last byte arrived, and named with how much
+// heavier it is.
 func lcpRequest(c Comparison) []Reason {
 	var out []Reason
 	r := c.LCP.Request
-	if r != nil && r.Before != nil && r.After != nil {
+	switch {
+	case r != nil && r.Before != nil && r.After != nil && r.MatchedBy == MatchedLCP:
+		text := "the LCP " + typeWord(r.Type) + " is now " + shortURL(*r) + " (was " + shortURL(change(nil, r.Before)) + ")"
+		if grew(r.Before.TransferBytes, r.After.TransferBytes) {
+			text += ", " + formatKB(r.BytesDelta) + " heavier"
+		}
+		if later(r.EndDelta, r.Before.DurationMs()) {
+			text += ", arriving " + formatMs(float64(r.EndDelta)) + " later"
+		}
+		out = append(out, Reason{Kind: ReasonLCPResourceReplaced, Weight: float64(max(r.EndDelta, 0)), Text: text, URL: r.URL, phase: store.PhaseLoadDuration})
+	case r != nil && r.Before != nil && r.After != nil:
 		what := "the LCP " + typeWord(r.Type) + " " + shortURL(*r)
+		if r.MatchedBy == MatchedName {
+			what += " (was " + shortURL(change(nil, r.Before)) + ")"
+		}
 		if later(r.EndDelta, r.Before.DurationMs()) {
 			text := what + " arrived " + formatMs(float64(r.EndDelta)) + " later"
 			if grew(r.Before.TransferBytes, r.After.TransferBytes) {
@@ -266,6 +289,9 @@ func lcpRequest(c Comparison) []Reason {
 			out = append(out, Reason{Kind: ReasonLCPRequestDelayed, Weight: float64(d), Text: what + " was requested " + formatMs(float64(d)) + " later",
 				URL: r.URL, phase: store.PhaseLoadDelay})
 		}
+	case r != nil && r.After != nil:
+		text := "the LCP now waits for the " + typeWord(r.Type) + " " + shortURL(*r) + " (" + formatKB(r.After.TransferBytes) + ", arriving at " + formatMs(float64(r.After.EndMs)) + ")"
+		out = append(out, Reason{Kind: ReasonLCPResourceNew, Weight: float64(r.After.DurationMs()), Text: text, URL: r.URL, phase: store.PhaseLoadDuration})
 	}
 	if c.LCP.ElementChanged && c.LCP.ElementAfter != nil {
 		text := "the LCP element is now " + c.LCP.ElementAfter.Selector
@@ -277,6 +303,28 @@ func lcpRequest(c Comparison) []Reason {
 			weight = float64(r.After.DurationMs())
 		}
 		out = append(out, Reason{Kind: ReasonLCPElementChanged, Weight: max(weight, NoiseMs+1), Text: text, Selector: c.LCP.ElementAfter.Selector})
+	}
+	return out
+}
+
+// grownRequests: requests the first render or the LCP waits for (render-blocking ones, the
+// LCP resource) that grew beyond noise, a renamed one with its old name, weighed by how much
+// later they arrived.
+func grownRequests(c Comparison) []Reason {
+	var out []Reason
+	for _, r := range c.Grown {
+		if !r.After.RenderBlocking || r.Before.RenderBlocking != r.After.RenderBlocking {
+			continue // the LCP resource is lcpRequest's; a newly blocking one renderBlocking's
+		}
+		text := "the render-blocking " + typeWord(r.Type) + " " + shortURL(r)
+		if r.MatchedBy == MatchedName {
+			text += " (was " + shortURL(change(nil, r.Before)) + ")"
+		}
+		text += " grew by " + formatKB(r.BytesDelta)
+		if later(r.EndDelta, r.Before.DurationMs()) {
+			text += ", arriving " + formatMs(float64(r.EndDelta)) + " later"
+		}
+		out = append(out, Reason{Kind: ReasonRequestGrown, Weight: float64(max(r.EndDelta, 1)), Text: text, URL: r.URL, Party: party(r), phase: store.PhaseRenderDelay})
 	}
 	return out
 }
@@ -357,6 +405,72 @@ func scriptCosts(c Comparison) []Reason {
 		out = append(out, Reason{Kind: ReasonScriptCost, Weight: float64(s.AfterMs - s.BeforeMs), Text: text, URL: s.URL, phase: store.PhaseRenderDelay})
 	}
 	return out
+}
+
+// largestChange is the largest change of the comparison, named when none of a metric's own
+// candidates explains it: the one that cost most time (ms; CLS for CLS), then most bytes. Its
+// weight is the time (or CLS) it cost, 0 when it cost none.
+func largestChange(c Comparison, metric string) Reason {
+	type candidate struct {
+		ms    float64
+		bytes int64
+		r     Reason
+	}
+	var all []candidate
+	add := func(ms float64, bytes int64, text, url string) {
+		if metric == "cls" {
+			ms = 0 // time is not CLS's unit
+		}
+		all = append(all, candidate{ms, bytes, Reason{Kind: ReasonLargestChange, Text: text, URL: url}})
+	}
+	for _, r := range c.Slower {
+		add(float64(r.DurationDelta), 0, "the "+typeWord(r.Type)+" "+shortURL(r)+" took "+formatMs(float64(r.DurationDelta))+" longer", r.URL)
+	}
+	for _, r := range c.Added {
+		add(float64(r.After.DurationMs()), r.After.TransferBytes, "the new "+typeWord(r.Type)+" "+shortURL(r)+" ("+formatKB(r.After.TransferBytes)+")", r.URL)
+	}
+	for _, r := range c.Grown {
+		text := "the " + typeWord(r.Type) + " " + shortURL(r)
+		if r.MatchedBy == MatchedName {
+			text += " (was " + shortURL(change(nil, r.Before)) + ")"
+		}
+		add(float64(max(r.EndDelta, 0)), r.BytesDelta, text+" grew by "+formatKB(r.BytesDelta), r.URL)
+	}
+	for _, r := range c.Removed {
+		add(0, r.Before.TransferBytes, "the "+typeWord(r.Type)+" "+shortURL(r)+" is no longer loaded ("+formatKB(r.Before.TransferBytes)+")", r.URL)
+	}
+	for _, s := range c.Scripts {
+		add(float64(s.AfterMs-s.BeforeMs), 0, c.label(s.URL)+" takes "+formatMs(float64(s.AfterMs-s.BeforeMs))+" more main-thread time", s.URL)
+	}
+	for _, p := range c.ThirdPartiesRemoved {
+		add(0, p.TransferBytes, "the third party "+p.Name+" is no longer loaded ("+plural(p.Requests, "request")+", "+formatKB(p.TransferBytes)+")", "")
+	}
+	if c.LCP.ElementChanged && c.LCP.ElementAfter != nil {
+		add(0, 0, "the LCP element is now "+c.LCP.ElementAfter.Selector, "")
+	}
+	for _, a := range c.TurnedFailing {
+		add(0, 0, a.ID+" now fails", "")
+	}
+	// A layout shift costs CLS, not time: for CLS it is the largest change by its score.
+	for _, s := range c.Shifts.New {
+		all = append(all, candidate{0, 0, Reason{Kind: ReasonLargestChange, Text: "a new layout shift of " + s.Selector + " (" + formatCLS(s.Score) + ")", Selector: s.Selector}})
+		if metric == "cls" {
+			all[len(all)-1].ms = s.Score * 1e6
+		}
+	}
+	if len(all) == 0 {
+		return Reason{Kind: ReasonLargestChange, Text: "the third parties loaded changed"}
+	}
+	best := slices.MaxFunc(all, func(x, y candidate) int { return cmp.Or(cmp.Compare(x.ms, y.ms), cmp.Compare(x.bytes, y.bytes)) })
+	r := best.r
+	switch _, score := lighthouseCategory[metric]; {
+	case score:
+	case metric == "cls":
+		r.Weight = best.ms / 1e6
+	default:
+		r.Weight = best.ms
+	}
+	return r
 }
 
 // unsizedCause answers whether a layout shift's root cause is an image without a size
@@ -482,7 +596,39 @@ func sentence(c Comparison, cause Cause) string {
 	for i, r := range cause.Reasons {
 		texts[i] = r.Text
 	}
-	return head + ": " + strings.Join(texts, "; ")
+	return head + ": " + strings.Join(texts, "; ") + partShare(cause)
+}
+
+// PartShare is the share of a metric's change below which a cause's sentence says how much of
+// it the named changes explain.
+const PartShare = 0.6
+
+// partShare is ", which explains about 40% of it" for a cause whose reasons explain only part
+// of a timing metric's or CLS's change ("together about ..." for two); "" when they explain
+// most of it, or when the metric is a score, whose reasons are not in its unit.
+func partShare(cause Cause) string {
+	if _, score := lighthouseCategory[cause.Metric]; score || cause.Delta == 0 {
+		return ""
+	}
+	explained := 0.0
+	for _, r := range cause.Reasons {
+		explained += r.Weight
+	}
+	share := explained / math.Abs(cause.Delta)
+	if share >= PartShare {
+		return ""
+	}
+	words := "under 10%"
+	if pct := math.Round(share*10) * 10; pct >= 10 {
+		words = "about " + strconv.Itoa(int(pct)) + "%"
+	}
+	if share == 0 {
+		words = "none"
+	}
+	if len(cause.Reasons) > 1 {
+		return " (together " + strings.TrimPrefix(words, "about ") + " of it)"
+	}
+	return ", which explains " + words + " of it"
 }
 
 // summary is the causes' sentences together, or what is true when there is none.
@@ -531,8 +677,12 @@ func formatMs(v float64) string {
 
 func formatCLS(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
 
-// formatKB writes a size in kilobytes (1,024 bytes), at least 1 KB.
+// formatKB writes a size in kilobytes (1,024 bytes), at least 1 KB; from 1,000 KB in
+// megabytes, "1.9 MB".
 func formatKB(b int64) string {
+	if kb := math.Round(math.Abs(float64(b)) / 1024); kb >= 1000 {
+		return strconv.FormatFloat(float64(b)/(1<<20), 'f', 1, 64) + " MB"
+	}
 	return strconv.FormatInt(max(int64(math.Round(float64(b)/1024)), 1), 10) + " KB"
 }
 

@@ -487,10 +487,13 @@ func (c Comparison) CauseOf(metric string) (Cause, bool) {
 	return Cause{}, false
 }
 
-// Changed answers whether anything but the metrics changed beyond noise.
+// Changed answers whether anything but the metrics changed beyond noise: a request, a size, a
+// timing, the LCP element or its resource, a third party, a script's cost, a layout shift, an
+// audit. Only when nothing did is a metric that got worse "likely lab variance".
 func (c Comparison) Changed() bool {
 	return len(c.Added)+len(c.Removed)+len(c.Grown)+len(c.Slower)+len(c.RenderBlockingAdded)+len(c.ThirdPartiesAdded)+
-		len(c.ThirdPartiesRemoved)+len(c.Scripts)+len(c.Shifts.New)+len(c.TurnedFailing) > 0 || c.LCP.ElementChanged
+		len(c.ThirdPartiesRemoved)+len(c.Scripts)+len(c.Shifts.New)+len(c.TurnedFailing) > 0 || c.LCP.ElementChanged ||
+		c.LCP.Request != nil && (c.LCP.Request.Before == nil || c.LCP.Request.After == nil || c.LCP.Request.MatchedBy == MatchedLCP)
 }
 
 // shortURL is how a sentence names a request: its path (and query) on the page's own hosts,
