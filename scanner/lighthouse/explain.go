@@ -27,6 +27,8 @@ func (l *lhr) explain() *store.Explain {
 	e.MainThread = l.mainThread()
 	e.Scripts = l.scripts()
 	e.Failing = l.failing()
+	e.Applied = l.applied()
+	e.LastVisualChangeMs = l.lastVisualChange()
 	return e
 }
 
@@ -83,7 +85,8 @@ func (l *lhr) requests(e *store.Explain) {
 		r := store.Request{URL: store.Clip(it.URL, store.MaxExplainText), Entity: it.Entity, Type: cmp.Or(it.ResourceType, "Other"),
 			MIME: it.MimeType, Priority: it.Priority, Status: int(it.StatusCode),
 			TransferBytes: int64(math.Round(it.TransferSize)), ResourceBytes: int64(math.Round(it.ResourceSize)),
-			RenderBlocking: blocking[it.URL]}
+			BlockingMs: blocking[it.URL]}
+		_, r.RenderBlocking = blocking[it.URL]
 		if t := cmp.Or(it.NetworkRequestTime, it.StartTime); t != nil {
 			r.StartMs = ms(*t)
 		}
@@ -211,28 +214,37 @@ func keepRequests(all []store.Request) []store.Request {
 	return out
 }
 
-// renderBlocking are the URLs of the render-blocking requests: Lighthouse 13's
-// render-blocking-insight, Lighthouse 12's render-blocking-resources.
-func (l *lhr) renderBlocking() map[string]bool {
+// renderBlocking are the render-blocking requests by URL, with what Lighthouse estimates each
+// cost the first render (wastedMs): Lighthouse 13's render-blocking-insight, Lighthouse 5 to
+// 12's render-blocking-resources.
+func (l *lhr) renderBlocking() map[string]int {
 	var d struct {
 		Items []struct {
-			URL string `json:"url"`
+			URL      string  `json:"url"`
+			WastedMs float64 `json:"wastedMs"`
 		} `json:"items"`
 	}
 	if !l.details("render-blocking-insight", &d) {
 		l.details("render-blocking-resources", &d)
 	}
-	out := map[string]bool{}
+	out := map[string]int{}
 	for _, it := range d.Items {
-		out[it.URL] = true
+		out[it.URL] = ms(it.WastedMs)
 	}
 	return out
 }
 
-var srcAttr = regexp.MustCompile(`\ssrc="([^"]+)"`)
+// srcAttr is an element's src attribute; backgroundURL the url() of an inline style's
+// background image.
+var (
+	srcAttr       = regexp.MustCompile(`\ssrc="([^"]+)"`)
+	backgroundURL = regexp.MustCompile(`background(?:-image)?\s*:[^;"]*url\(\s*(?:&quot;|['"])?([^'")&]+)`)
+)
 
 // lcpURL is the URL of the LCP element's resource when the report says it: Lighthouse 12's
-// prioritize-lcp-image names it; else the element's src attribute, resolved against the page.
+// prioritize-lcp-image names it; else the element's src attribute, or its inline style's
+// background image, resolved against the page. (A background image set by a stylesheet is
+// found by its timing: requests.)
 func (l *lhr) lcpURL() string {
 	var d struct {
 		DebugData struct {
@@ -249,6 +261,9 @@ func (l *lhr) lcpURL() string {
 		return ""
 	}
 	m := srcAttr.FindStringSubmatch(el.Snippet)
+	if m == nil {
+		m = backgroundURL.FindStringSubmatch(el.Snippet)
+	}
 	if m == nil {
 		return ""
 	}
@@ -477,6 +492,39 @@ func (l *lhr) failing() []store.FailingAudit {
 		}
 	}
 	return out
+}
+
+// appliedCategories are the categories whose applied audits Explain keeps: the performance
+// score is made of metrics, not of its audits.
+var appliedCategories = []string{"accessibility", "best-practices", "seo"}
+
+// applied lists the weighted audits of appliedCategories that applied to the page: those with
+// a score, binary or numeric.
+func (l *lhr) applied() []store.AppliedAudit {
+	out := []store.AppliedAudit{}
+	for _, cat := range appliedCategories {
+		for _, ref := range l.Categories[cat].AuditRefs {
+			a, ok := l.Audits[ref.ID]
+			if !ok || ref.Weight <= 0 || a.Score == nil || (a.ScoreDisplayMode != "binary" && a.ScoreDisplayMode != "numeric" && a.ScoreDisplayMode != "metricSavings") {
+				continue
+			}
+			out = append(out, store.AppliedAudit{ID: ref.ID, Category: cat, Weight: ref.Weight})
+		}
+	}
+	return out
+}
+
+// lastVisualChange is the metrics audit's observedLastVisualChange, ms.
+func (l *lhr) lastVisualChange() int {
+	var d struct {
+		Items []struct {
+			LastVisualChange float64 `json:"observedLastVisualChange"`
+		} `json:"items"`
+	}
+	if !l.details("metrics", &d) || len(d.Items) == 0 {
+		return 0
+	}
+	return ms(d.Items[0].LastVisualChange)
 }
 
 // itemLabels names what an audit's details point at first: up to store.MaxFailingItems URLs or

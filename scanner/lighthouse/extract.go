@@ -1,6 +1,7 @@
 package lighthouse
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -163,7 +164,7 @@ func fromLHR(l *lhr) (store.PageResult, error) {
 			LCP:        l.metric("largest-contentful-paint", 0),
 			CLS:        l.metric("cumulative-layout-shift", 4),
 			FCP:        l.metric("first-contentful-paint", 0),
-			TTFB:       l.metric("server-response-time", 0),
+			TTFB:       cmp.Or(l.metric("server-response-time", 0), l.metric("time-to-first-byte", 0)), // Lighthouse 5's id
 			TBT:        l.metric("total-blocking-time", 0),
 			SpeedIndex: l.metric("speed-index", 0),
 			TTI:        l.metric("interactive", 0),
