@@ -31,6 +31,14 @@ type wireExplain struct {
 	C []wireScript  `json:"c,omitempty"`
 	E []wireEntity  `json:"e,omitempty"`
 	F []wireAudit   `json:"f,omitempty"`
+	A []wireApplied `json:"a,omitempty"`
+	V int           `json:"v,omitempty"`
+}
+
+type wireApplied struct {
+	I string  `json:"i"`
+	C string  `json:"c"`
+	W float64 `json:"w"`
 }
 
 type wireRequest struct {
@@ -46,6 +54,7 @@ type wireRequest struct {
 	A  int    `json:"a,omitempty"`
 	B  int    `json:"b,omitempty"`
 	K  bool   `json:"k,omitempty"`
+	KM int    `json:"km,omitempty"`
 	L  bool   `json:"l,omitempty"`
 }
 
@@ -117,7 +126,7 @@ func EncodeExplain(e *Explain) []byte {
 		R: e.LCP.RenderDelayMs, OK: e.LCP.Phased}}
 	for _, r := range e.Requests {
 		w.R = append(w.R, wireRequest{U: r.URL, N: r.Entity, X: r.ThirdParty, Y: r.Type, M: r.MIME, P: r.Priority, S: r.Status,
-			TB: r.TransferBytes, RB: r.ResourceBytes, A: r.StartMs, B: r.EndMs, K: r.RenderBlocking, L: r.LCP})
+			TB: r.TransferBytes, RB: r.ResourceBytes, A: r.StartMs, B: r.EndMs, K: r.RenderBlocking, KM: r.BlockingMs, L: r.LCP})
 	}
 	for _, t := range e.Totals {
 		w.T = append(w.T, wireTotal{Y: t.Type, X: t.ThirdParty, N: t.Requests, B: t.TransferBytes})
@@ -141,6 +150,10 @@ func EncodeExplain(e *Explain) []byte {
 	for _, a := range e.Failing {
 		w.F = append(w.F, wireAudit{I: a.ID, T: a.Title, S: a.Score, C: a.Categories, IT: a.Items})
 	}
+	for _, a := range e.Applied {
+		w.A = append(w.A, wireApplied{I: a.ID, C: a.Category, W: a.Weight})
+	}
+	w.V = e.LastVisualChangeMs
 	raw, err := json.Marshal(w)
 	if err != nil {
 		panic(err) // the wire form holds only strings, numbers and booleans
@@ -180,7 +193,7 @@ func DecodeExplain(b []byte) (*Explain, error) {
 		Failing: make([]FailingAudit, 0, len(w.F))}
 	for _, r := range w.R {
 		e.Requests = append(e.Requests, Request{URL: r.U, Entity: r.N, ThirdParty: r.X, Type: r.Y, MIME: r.M, Priority: r.P, Status: r.S,
-			TransferBytes: r.TB, ResourceBytes: r.RB, StartMs: r.A, EndMs: r.B, RenderBlocking: r.K, LCP: r.L})
+			TransferBytes: r.TB, ResourceBytes: r.RB, StartMs: r.A, EndMs: r.B, RenderBlocking: r.K, BlockingMs: r.KM, LCP: r.L})
 	}
 	for _, t := range w.T {
 		e.Totals = append(e.Totals, Total{Type: t.Y, ThirdParty: t.X, Requests: t.N, TransferBytes: t.B})
@@ -204,5 +217,9 @@ func DecodeExplain(b []byte) (*Explain, error) {
 	for _, a := range w.F {
 		e.Failing = append(e.Failing, FailingAudit{ID: a.I, Title: a.T, Score: a.S, Categories: a.C, Items: a.IT})
 	}
+	for _, a := range w.A {
+		e.Applied = append(e.Applied, AppliedAudit{ID: a.I, Category: a.C, Weight: a.W})
+	}
+	e.LastVisualChangeMs = w.V
 	return e, nil
 }

@@ -11,7 +11,7 @@ func sampleExplain() *Explain {
 	return &Explain{
 		Requests: []Request{{URL: "https://a.test/", Entity: "a.test", Type: "Document", MIME: "text/html", Priority: "VeryHigh", Status: 200,
 			TransferBytes: 2000, ResourceBytes: 1900, StartMs: 1, EndMs: 90},
-			{URL: "https://cdn.b.test/w.js", Entity: "b.test", ThirdParty: true, Type: "Script", Status: 200, TransferBytes: 1141, StartMs: 700, EndMs: 1000, RenderBlocking: true}},
+			{URL: "https://cdn.b.test/w.js", Entity: "b.test", ThirdParty: true, Type: "Script", Status: 200, TransferBytes: 1141, StartMs: 700, EndMs: 1000, RenderBlocking: true, BlockingMs: 904}},
 		Totals:     []Total{{Type: "Document", Requests: 1, TransferBytes: 2000}, {Type: "Script", ThirdParty: true, Requests: 1, TransferBytes: 1141}},
 		LCP:        LCP{Element: &Element{Selector: "h1", Snippet: "<h1>"}, TTFBMs: 90, RenderDelayMs: 900, Phased: true},
 		Shifts:     []LayoutShift{{Selector: "main", Score: 0.12, Window: 1, Causes: []ShiftCause{{Cause: "Unsized image element", Selector: "img"}}}},
@@ -20,6 +20,8 @@ func sampleExplain() *Explain {
 		Entities:   []Entity{{Name: "a.test", Requests: 1, TransferBytes: 2000}, {Name: "b.test", ThirdParty: true, Requests: 1, TransferBytes: 1141, MainThreadMs: 1000}},
 		Failing: []FailingAudit{{ID: "render-blocking-insight", Title: "Render blocking requests", Score: 0, Categories: []string{"performance"},
 			Items: []string{"https://cdn.b.test/w.js"}}},
+		Applied:            []AppliedAudit{{ID: "image-alt", Category: "accessibility", Weight: 10}, {ID: "is-crawlable", Category: "seo", Weight: 4.043478260869565}},
+		LastVisualChangeMs: 2753,
 	}
 }
 
