@@ -50,6 +50,20 @@ type Explain struct {
 	// observedLastVisualChange), ms after the navigation started; 0 when not reported. Content
 	// inserted late shifts the page about then.
 	LastVisualChangeMs int `json:"lastVisualChangeMs,omitempty"`
+	// ThroughputKbps is the network throughput Lighthouse simulated the lab metrics with (PSI
+	// and Lighthouse's default: 1638.4 on mobile, 10240 on desktop); 0 when the metrics are as
+	// observed. A request's bytes cost the metrics bytes*8/ThroughputKbps ms, however fast the
+	// observed run fetched them.
+	ThroughputKbps float64 `json:"throughputKbps,omitempty"`
+}
+
+// BytesMs is what n bytes cost the lab metrics of the run in time: their transfer at the
+// simulated throughput, 0 when the run was not simulated.
+func (e *Explain) BytesMs(n int64) int {
+	if e == nil || e.ThroughputKbps <= 0 || n <= 0 {
+		return 0
+	}
+	return int(float64(n) * 8 / e.ThroughputKbps)
 }
 
 // AppliedAudit is an audit that counted in a category's score, with its weight there.

@@ -33,6 +33,7 @@ type wireExplain struct {
 	F []wireAudit   `json:"f,omitempty"`
 	A []wireApplied `json:"a,omitempty"`
 	V int           `json:"v,omitempty"`
+	K float64       `json:"k,omitempty"`
 }
 
 type wireApplied struct {
@@ -153,7 +154,7 @@ func EncodeExplain(e *Explain) []byte {
 	for _, a := range e.Applied {
 		w.A = append(w.A, wireApplied{I: a.ID, C: a.Category, W: a.Weight})
 	}
-	w.V = e.LastVisualChangeMs
+	w.V, w.K = e.LastVisualChangeMs, e.ThroughputKbps
 	raw, err := json.Marshal(w)
 	if err != nil {
 		panic(err) // the wire form holds only strings, numbers and booleans
@@ -220,6 +221,6 @@ func DecodeExplain(b []byte) (*Explain, error) {
 	for _, a := range w.A {
 		e.Applied = append(e.Applied, AppliedAudit{ID: a.I, Category: a.C, Weight: a.W})
 	}
-	e.LastVisualChangeMs = w.V
+	e.LastVisualChangeMs, e.ThroughputKbps = w.V, w.K
 	return e, nil
 }

@@ -22,6 +22,7 @@ func sampleExplain() *Explain {
 			Items: []string{"https://cdn.b.test/w.js"}}},
 		Applied:            []AppliedAudit{{ID: "image-alt", Category: "accessibility", Weight: 10}, {ID: "is-crawlable", Category: "seo", Weight: 4.043478260869565}},
 		LastVisualChangeMs: 2753,
+		ThroughputKbps:     1638.4,
 	}
 }
 

@@ -272,18 +272,23 @@ func lcpRequest(c Comparison) []Reason {
 		if later(r.EndDelta, r.Before.DurationMs()) {
 			text += ", arriving " + formatMs(float64(r.EndDelta)) + " later"
 		}
-		out = append(out, Reason{Kind: ReasonLCPResourceReplaced, Weight: float64(max(r.EndDelta, 0)), Text: text, URL: r.URL, phase: store.PhaseLoadDuration})
+		out = append(out, Reason{Kind: ReasonLCPResourceReplaced, Weight: float64(max(r.EndDelta, c.bytesMs(r.BytesDelta), 0)), Text: text, URL: r.URL, phase: store.PhaseLoadDuration})
 	case r != nil && r.Before != nil && r.After != nil:
 		what := "the LCP " + typeWord(r.Type) + " " + shortURL(*r)
 		if r.MatchedBy == MatchedName {
 			what += " (was " + shortURL(change(nil, r.Before)) + ")"
 		}
-		if later(r.EndDelta, r.Before.DurationMs()) {
+		late, heavier := later(r.EndDelta, r.Before.DurationMs()), grew(r.Before.TransferBytes, r.After.TransferBytes)
+		switch {
+		case late:
 			text := what + " arrived " + formatMs(float64(r.EndDelta)) + " later"
-			if grew(r.Before.TransferBytes, r.After.TransferBytes) {
+			if heavier {
 				text += ", " + formatKB(r.BytesDelta) + " larger"
 			}
-			out = append(out, Reason{Kind: ReasonLCPRequestLater, Weight: float64(r.EndDelta), Text: text, URL: r.URL, phase: store.PhaseLoadDuration})
+			out = append(out, Reason{Kind: ReasonLCPRequestLater, Weight: float64(max(r.EndDelta, c.bytesMs(r.BytesDelta))), Text: text, URL: r.URL, phase: store.PhaseLoadDuration})
+		case heavier:
+			out = append(out, Reason{Kind: ReasonLCPRequestLater, Weight: float64(c.bytesMs(r.BytesDelta)), Text: what + " is " + formatKB(r.BytesDelta) + " larger",
+				URL: r.URL, phase: store.PhaseLoadDuration})
 		}
 		if d := r.After.StartMs - r.Before.StartMs; later(d, r.Before.DurationMs()) {
 			out = append(out, Reason{Kind: ReasonLCPRequestDelayed, Weight: float64(d), Text: what + " was requested " + formatMs(float64(d)) + " later",
@@ -291,7 +296,7 @@ func lcpRequest(c Comparison) []Reason {
 		}
 	case r != nil && r.After != nil:
 		text := "the LCP now waits for the " + typeWord(r.Type) + " " + shortURL(*r) + " (" + formatKB(r.After.TransferBytes) + ", arriving at " + formatMs(float64(r.After.EndMs)) + ")"
-		out = append(out, Reason{Kind: ReasonLCPResourceNew, Weight: float64(r.After.DurationMs()), Text: text, URL: r.URL, phase: store.PhaseLoadDuration})
+		out = append(out, Reason{Kind: ReasonLCPResourceNew, Weight: float64(max(r.After.DurationMs(), c.bytesMs(r.After.TransferBytes))), Text: text, URL: r.URL, phase: store.PhaseLoadDuration})
 	}
 	if c.LCP.ElementChanged && c.LCP.ElementAfter != nil {
 		text := "the LCP element is now " + c.LCP.ElementAfter.Selector
@@ -324,7 +329,7 @@ func grownRequests(c Comparison) []Reason {
 		if later(r.EndDelta, r.Before.DurationMs()) {
 			text += ", arriving " + formatMs(float64(r.EndDelta)) + " later"
 		}
-		out = append(out, Reason{Kind: ReasonRequestGrown, Weight: float64(max(r.EndDelta, 1)), Text: text, URL: r.URL, Party: party(r), phase: store.PhaseRenderDelay})
+		out = append(out, Reason{Kind: ReasonRequestGrown, Weight: float64(max(r.EndDelta, c.bytesMs(r.BytesDelta), 1)), Text: text, URL: r.URL, Party: party(r), phase: store.PhaseRenderDelay})
 	}
 	return out
 }
@@ -338,7 +343,7 @@ func renderBlocking(c Comparison) []Reason {
 		if r.ThirdParty && r.Entity != "" {
 			text += " (third party " + r.Entity + ")"
 		}
-		out = append(out, Reason{Kind: ReasonRenderBlockingAdded, Weight: float64(r.After.DurationMs()), Text: text, URL: r.URL, Party: party(r),
+		out = append(out, Reason{Kind: ReasonRenderBlockingAdded, Weight: float64(blockingMs(c, r)), Text: text, URL: r.URL, Party: party(r),
 			phase: store.PhaseRenderDelay})
 	}
 	for _, r := range c.Slower {
@@ -349,6 +354,16 @@ func renderBlocking(c Comparison) []Reason {
 		}
 	}
 	return out
+}
+
+// blockingMs is what a newly render-blocking request cost the first render: Lighthouse's own
+// estimate (the insight's wastedMs) where the report has one, else how long it took, or its
+// bytes at the simulated throughput, the larger.
+func blockingMs(c Comparison, r RequestChange) int {
+	if r.After.BlockingMs > 0 {
+		return r.After.BlockingMs
+	}
+	return max(r.After.DurationMs(), c.bytesMs(r.After.TransferBytes))
 }
 
 func party(r RequestChange) string {
@@ -536,6 +551,16 @@ func layoutShifts(c Comparison) []Reason {
 		r := g.reason
 		r.Weight = round(r.Weight, 4)
 		r.Text += " shifted " + strings.Join(g.shifted, ", ")
+		if r.Kind == ReasonLateContent {
+			if ins, ok := c.inserter(); ok {
+				r.Text += ", after the new " + typeWord(ins.Type) + " " + shortURL(ins)
+				if ins.ThirdParty && ins.Entity != "" {
+					r.Text += " (third party " + ins.Entity + ")"
+				}
+				r.Text += " ran"
+				r.URL, r.Party = ins.URL, party(ins)
+			}
+		}
 		if r.Kind == ReasonUnsizedImage {
 			if a, ok := failing(c.TurnedFailing, "unsized-images"); ok && len(a.Items) > 0 {
 				var paths []string
@@ -548,6 +573,26 @@ func layoutShifts(c Comparison) []Reason {
 		out = append(out, r)
 	}
 	return out
+}
+
+// inserter is the new script most likely to have inserted content late, when Lighthouse names
+// no culprit for the shift: of After's added scripts whose last byte arrived before the page
+// last changed on screen (when the late content shifted it), a new third party's first, then
+// the latest to arrive. ok is false when no script was added.
+func (c Comparison) inserter() (RequestChange, bool) {
+	var best RequestChange
+	found := false
+	for _, r := range c.Added {
+		if r.Type != "Script" || c.lastVisual > 0 && r.After.EndMs > c.lastVisual {
+			continue
+		}
+		newParty := r.ThirdParty && slices.ContainsFunc(c.ThirdPartiesAdded, func(p PartyChange) bool { return p.Name == r.Entity })
+		bestNew := found && best.ThirdParty && slices.ContainsFunc(c.ThirdPartiesAdded, func(p PartyChange) bool { return p.Name == best.Entity })
+		if !found || newParty && !bestNew || newParty == bestNew && r.After.EndMs > best.After.EndMs {
+			best, found = r, true
+		}
+	}
+	return best, found
 }
 
 func failing(list []store.FailingAudit, id string) (store.FailingAudit, bool) {

@@ -82,9 +82,17 @@ type Comparison struct {
 	Causes []Cause `json:"causes"`
 	// Summary is the causes' sentences together, or NoChangeSentence when no metric got worse
 	// and nothing changed.
-	Summary string `json:"summary"`
-	host    string // the host of After's document: the page's own
-	docURL  string // After's document URL
+	Summary string  `json:"summary"`
+	host    string  // the host of After's document: the page's own
+	docURL  string  // After's document URL
+	kbps    float64 // After's simulated throughput (store.Explain.ThroughputKbps)
+	// lastVisual is when After's page last changed on screen (store.Explain.LastVisualChangeMs)
+	lastVisual int
+}
+
+// bytesMs is what n bytes cost After's lab metrics in time (store.Explain.BytesMs).
+func (c Comparison) bytesMs(n int64) int {
+	return (&store.Explain{ThroughputKbps: c.kbps}).BytesMs(n)
 }
 
 // MetricChange is one metric of both runs; Regressed is true when it got worse beyond noise.
@@ -199,6 +207,7 @@ func Compare(before, after store.PageResult) Comparison {
 		if doc, ok := a.Document(); ok {
 			c.host, c.docURL = doc.Host(), doc.URL
 		}
+		c.kbps, c.lastVisual = a.ThroughputKbps, a.LastVisualChangeMs
 		m := match(b, a)
 		c.compareRequests(b, a, m)
 		c.Bytes = compareBytes(b, a)
@@ -393,16 +402,27 @@ func compareScripts(b, a *store.Explain) []ScriptChange {
 		if !webURL(s.URL) {
 			continue
 		}
-		was := 0
+		was, now := 0, scriptMs(s)
 		if m.pair[i] >= 0 {
-			was = b.Scripts[m.pair[i]].TotalMs
+			was = scriptMs(b.Scripts[m.pair[i]])
 		}
-		if s.TotalMs-was > NoiseMainThreadMs && float64(s.TotalMs-was) > NoiseShare*float64(was) {
-			out = append(out, ScriptChange{URL: s.URL, BeforeMs: was, AfterMs: s.TotalMs})
+		if now-was > NoiseMainThreadMs && float64(now-was) > NoiseShare*float64(was) {
+			out = append(out, ScriptChange{URL: s.URL, BeforeMs: was, AfterMs: now})
 		}
 	}
 	slices.SortStableFunc(out, func(x, y ScriptChange) int { return cmp.Compare(y.AfterMs-y.BeforeMs, x.AfterMs-x.BeforeMs) })
 	return out
+}
+
+// scriptMs is the main-thread time a script's own work took: evaluating, parsing and
+// compiling it. bootup-time's total counts also the style, layout and parsing it set off (a
+// page's document is charged all its HTML parsing and layout), which a script did not take;
+// a report without the split gives the total.
+func scriptMs(s store.ScriptCost) int {
+	if own := s.ScriptingMs + s.ParseMs; own > 0 {
+		return own
+	}
+	return s.TotalMs
 }
 
 // webURL answers whether s is an http or https URL.

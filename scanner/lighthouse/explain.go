@@ -29,7 +29,32 @@ func (l *lhr) explain() *store.Explain {
 	e.Failing = l.failing()
 	e.Applied = l.applied()
 	e.LastVisualChangeMs = l.lastVisualChange()
+	e.ThroughputKbps = l.throughput()
 	return e
+}
+
+// Lighthouse's default simulated throughput (its constants.throttling): mobileSlow4G for
+// mobile, desktopDense4G for desktop. PSI runs with them and does not say so.
+const (
+	mobileKbps  = 1638.4
+	desktopKbps = 10240
+)
+
+// throughput is the network throughput Lighthouse simulated the lab metrics with: the
+// report's own when it says, the default of its form factor when it does not (PSI, which always
+// simulates); 0 when it throttled the real network (devtools) or not at all (provided), and its
+// observed timings are the metrics' own.
+func (l *lhr) throughput() float64 {
+	c := l.ConfigSettings
+	switch {
+	case c.ThrottlingMethod == "devtools" || c.ThrottlingMethod == "provided":
+		return 0
+	case c.Throttling.ThroughputKbps > 0:
+		return c.Throttling.ThroughputKbps
+	case firstNonEmpty(c.FormFactor, c.EmulatedFormFactor) == "desktop":
+		return desktopKbps
+	}
+	return mobileKbps
 }
 
 // details decodes an audit's details into v; false when the audit is missing or its details do

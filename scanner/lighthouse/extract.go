@@ -26,6 +26,10 @@ type lhr struct {
 	ConfigSettings    struct {
 		FormFactor         string `json:"formFactor"`
 		EmulatedFormFactor string `json:"emulatedFormFactor"`
+		ThrottlingMethod   string `json:"throttlingMethod"`
+		Throttling         struct {
+			ThroughputKbps float64 `json:"throughputKbps"`
+		} `json:"throttling"`
 	} `json:"configSettings"`
 	RuntimeError *struct {
 		Code    string `json:"code"`
