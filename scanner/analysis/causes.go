@@ -219,7 +219,7 @@ func candidates(c Comparison, metric string, before, after store.PageResult) (po
 	case "speedIndex":
 		pool = slices.Concat(documentSlower(c, before, after), renderBlocking(c), grownRequests(c), lcpRequest(c), thirdParties(c, false, -1), scriptCosts(c))
 	case "accessibility", "bestPractices", "seo":
-		pool = turnedFailing(c, lighthouseCategory[metric])
+		pool = slices.Concat(turnedFailing(c, lighthouseCategory[metric]), auditsApply(before.Explain, after.Explain, lighthouseCategory[metric]))
 	}
 	return pool, phase
 }
@@ -239,6 +239,49 @@ func turnedFailing(c Comparison, category string) []Reason {
 		out = append(out, Reason{Kind: ReasonAuditFailing, Weight: float64(101 - a.Score), Text: text + ")"})
 	}
 	return out
+}
+
+// auditsApply: passing audits of a category that no longer apply (Lighthouse found what they
+// check gone: the ARIA attributes of a removed widget), so the audits that still fail weigh
+// more in its score; weighed by the points that cost, as Lighthouse scores a category (the
+// weighted share of the audits that apply and pass).
+func auditsApply(b, a *store.Explain, category string) []Reason {
+	now := map[string]bool{}
+	for _, x := range a.Applied {
+		if x.Category == category {
+			now[x.ID] = true
+		}
+	}
+	if len(now) == 0 {
+		return nil // not kept for After (a result stored before they were)
+	}
+	var total, passing, gone float64
+	var ids []string
+	for _, x := range b.Applied {
+		if x.Category != category {
+			continue
+		}
+		f, failed := b.Failed(x.ID)
+		failed = failed && slices.Contains(f.Categories, category)
+		total += x.Weight
+		if !failed {
+			passing += x.Weight
+		}
+		if !now[x.ID] && !failed {
+			ids = append(ids, x.ID)
+			gone += x.Weight
+		}
+	}
+	if len(ids) == 0 || total-gone <= 0 {
+		return nil
+	}
+	points := 100 * (passing/total - (passing-gone)/(total-gone))
+	verb := " no longer apply ("
+	if len(ids) == 1 {
+		verb = " no longer applies ("
+	}
+	text := plural(len(ids), "passing audit") + verb + strings.Join(ids, ", ") + "), so those that fail weigh more"
+	return []Reason{{Kind: ReasonAuditsApply, Weight: round(points, 1), Text: text}}
 }
 
 // documentSlower: the page's document took longer, with the server response time of both runs.
@@ -382,13 +425,17 @@ func thirdParties(c Comparison, cpu bool, moment int) []Reason {
 		if moment >= 0 && !slices.ContainsFunc(c.Added, func(r RequestChange) bool { return r.Entity == p.Name && r.After.StartMs < moment }) {
 			continue
 		}
-		weight := float64(p.MainThreadMs)
+		observed := p.MainThreadMs
+		if observed < NoiseMainThreadMs && p.CPUMs > observed { // its time not attributed to it: bootup-time's
+			observed = p.CPUMs
+		}
+		weight := float64(observed)
 		if cpu && p.CPUMs > 0 {
 			weight = float64(p.CPUMs)
 		}
 		text := "new third party " + p.Name + ": " + plural(p.Requests, "request") + ", " + formatKB(p.TransferBytes)
-		if p.MainThreadMs >= NoiseMainThreadMs {
-			text += ", " + formatMs(float64(p.MainThreadMs)) + " of main-thread work"
+		if observed >= NoiseMainThreadMs {
+			text += ", " + formatMs(float64(observed)) + " of main-thread work"
 		}
 		out = append(out, Reason{Kind: ReasonThirdPartyAdded, Weight: weight, Text: text, Party: p.Name, phase: store.PhaseRenderDelay})
 	}
@@ -411,7 +458,7 @@ func scriptCosts(c Comparison) []Reason {
 			name = "the page's inline scripts"
 		}
 		text := name + " take " + formatMs(float64(s.AfterMs-s.BeforeMs)) + " more main-thread time"
-		if s.BeforeMs == 0 {
+		if s.New {
 			text = "the new " + strings.TrimPrefix(name, "the ") + " take " + formatMs(float64(s.AfterMs)) + " of main-thread time"
 		}
 		if s.URL != c.docURL {

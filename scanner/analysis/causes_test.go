@@ -80,3 +80,33 @@ func TestLabVarianceOnlyWhenNothingChanged(t *testing.T) {
 		})
 	}
 }
+
+// TestCategoryScoreMovedByAuditsThatApply (issue 43, the demo's recovery scan): when the chat
+// widget is removed again, /pricing's accessibility drops 62 → 52 though no audit turned
+// failing: the widget's passing ARIA audits no longer apply, so the failing ones weigh more.
+// The cause names those audits, never lab variance.
+func TestCategoryScoreMovedByAuditsThatApply(t *testing.T) {
+	for _, page := range []string{"pricing.mobile", "pricing.desktop"} {
+		c := analysis.Compare(run(t, "psi", page), run(t, "psi-before", page))
+		cause, ok := c.CauseOf("accessibility")
+		want := "Accessibility -10: 4 passing audits no longer apply (aria-allowed-attr, aria-conditional-attr, aria-valid-attr-value, aria-valid-attr), so those that fail weigh more"
+		if !ok || cause.Sentence != want || cause.Confidence != analysis.ConfidenceHigh || strings.Contains(c.Summary, analysis.NoChangeSentence) {
+			t.Errorf("%s: cause %q (%s), summary %q;\n want %q", page, cause.Sentence, cause.Confidence, c.Summary, want)
+		}
+	}
+}
+
+// TestNewThirdPartyCostFallsBackToBootupTime: a new third party whose main-thread time
+// Lighthouse did not attribute to it (third-parties-insight says 0) is weighed and named by
+// its scripts' bootup-time.
+func TestNewThirdPartyCostFallsBackToBootupTime(t *testing.T) {
+	doc := req("https://a.test/", "Document", 2000, 0, 100)
+	tag := store.Request{URL: "https://tags.t.test/gtm.js", Entity: "t.test", ThirdParty: true, Type: "Script", Status: 200, TransferBytes: 40_000, StartMs: 150, EndMs: 400}
+	b, a := pair(store.Vitals{TBT: fp(100)}, store.Vitals{TBT: fp(1000)}, []store.Request{doc}, []store.Request{doc, tag})
+	a.Explain.Scripts = []store.ScriptCost{{URL: tag.URL, TotalMs: 900, ScriptingMs: 850, ParseMs: 40}}
+	a.Explain.Entities = []store.Entity{{Name: "a.test", Requests: 1}, {Name: "t.test", ThirdParty: true, Requests: 1, TransferBytes: 40_000}}
+	cause, _ := analysis.Compare(b, a).CauseOf("tbt")
+	if want := "TBT +900 ms: new third party t.test: 1 request, 39 KB, 900 ms of main-thread work"; cause.Sentence != want || cause.Confidence != analysis.ConfidenceHigh {
+		t.Errorf("cause %q (%s),\n want %q (high)", cause.Sentence, cause.Confidence, want)
+	}
+}

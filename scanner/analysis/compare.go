@@ -146,11 +146,14 @@ type PartyChange struct {
 	CPUMs int `json:"cpuMs"`
 }
 
-// ScriptChange is a script whose main-thread time grew (Before 0 for a new one).
+// ScriptChange is a script whose main-thread time grew: BeforeMs is 0 for one bootup-time did
+// not list before (a new script, or one below its threshold); New is true only for a script
+// the earlier run did not load at all.
 type ScriptChange struct {
 	URL      string `json:"url"`
 	BeforeMs int    `json:"beforeMs"`
 	AfterMs  int    `json:"afterMs"`
+	New      bool   `json:"new,omitempty"`
 }
 
 // LCPChange is the largest contentful paint of both runs: its element, its phases and its
@@ -397,7 +400,7 @@ func compareScripts(b, a *store.Explain) []ScriptChange {
 	for _, s := range a.Scripts {
 		au = append(au, s.URL)
 	}
-	m := matchURLs(bu, au)
+	m, loaded := matchURLs(bu, au), matchURLs(urlsOf(b.Requests), au)
 	for i, s := range a.Scripts {
 		if !webURL(s.URL) {
 			continue
@@ -407,7 +410,7 @@ func compareScripts(b, a *store.Explain) []ScriptChange {
 			was = scriptMs(b.Scripts[m.pair[i]])
 		}
 		if now-was > NoiseMainThreadMs && float64(now-was) > NoiseShare*float64(was) {
-			out = append(out, ScriptChange{URL: s.URL, BeforeMs: was, AfterMs: now})
+			out = append(out, ScriptChange{URL: s.URL, BeforeMs: was, AfterMs: now, New: m.pair[i] < 0 && loaded.pair[i] < 0})
 		}
 	}
 	slices.SortStableFunc(out, func(x, y ScriptChange) int { return cmp.Compare(y.AfterMs-y.BeforeMs, x.AfterMs-x.BeforeMs) })
