@@ -152,7 +152,11 @@ func causes(c Comparison, before, after store.PageResult) []Cause {
 	}
 	if perf != nil { // the score is made of the metrics: their causes, the heaviest metric first
 		cause := Cause{Metric: "performance", Delta: perf.Delta, Reasons: []Reason{}}
-		for _, x := range out {
+		byImpact := slices.Clone(out)
+		slices.SortStableFunc(byImpact, func(x, y Cause) int {
+			return cmp.Compare(scoreImpact(y, after.Strategy), scoreImpact(x, after.Strategy))
+		})
+		for _, x := range byImpact {
 			if !slices.Contains(performanceMetrics, x.Metric) {
 				continue
 			}
@@ -167,6 +171,27 @@ func causes(c Comparison, before, after store.PageResult) []Cause {
 		out = append([]Cause{cause}, out...)
 	}
 	return out
+}
+
+// scoreControl are Lighthouse 10-13's weights of the performance metrics and the medians of
+// their scoring curves (mobile, desktop): a metric's change weighs in the score about as its
+// weight times the change over its median.
+var scoreControl = map[string]struct{ weight, mobile, desktop float64 }{
+	"fcp": {0.10, 3000, 1600}, "speedIndex": {0.10, 5800, 2300}, "lcp": {0.25, 4000, 2400},
+	"tbt": {0.30, 600, 350}, "cls": {0.25, 0.25, 0.25},
+}
+
+// scoreImpact is how much a metric's change weighs in the performance score (scoreControl).
+func scoreImpact(x Cause, strategy store.Strategy) float64 {
+	ctl, ok := scoreControl[x.Metric]
+	if !ok {
+		return 0
+	}
+	median := ctl.mobile
+	if strategy == "desktop" {
+		median = ctl.desktop
+	}
+	return ctl.weight * x.Delta / median
 }
 
 // rank orders a metric's candidate reasons, the largest share of the change first, and keeps

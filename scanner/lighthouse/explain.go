@@ -267,7 +267,7 @@ var (
 )
 
 // lcpURL is the URL of the LCP element's resource when the report says it: Lighthouse 12's
-// prioritize-lcp-image names it; else the element's src attribute, or its inline style's
+// prioritize-lcp-image or Lighthouse 6 to 10's preload-lcp-image names it; else the element's src attribute, or its inline style's
 // background image, resolved against the page. (A background image set by a stylesheet is
 // found by its timing: requests.)
 func (l *lhr) lcpURL() string {
@@ -280,6 +280,14 @@ func (l *lhr) lcpURL() string {
 	}
 	if l.details("prioritize-lcp-image", &d) && len(d.DebugData.InitiatorPath) > 0 {
 		return d.DebugData.InitiatorPath[0].URL
+	}
+	var preload struct { // Lighthouse 6 to 10 name the LCP image in preload-lcp-image's table
+		Items []struct {
+			URL string `json:"url"`
+		} `json:"items"`
+	}
+	if l.details("preload-lcp-image", &preload) && len(preload.Items) > 0 && preload.Items[0].URL != "" {
+		return preload.Items[0].URL
 	}
 	el := l.lcpElement()
 	if el == nil {

@@ -399,6 +399,7 @@ func (l *lhr) lcpElement() *store.Element {
 	}
 	var legacy struct {
 		Items []struct {
+			Node  node `json:"node"` // Lighthouse 6 to 9: one table of the node
 			Items []struct {
 				Node node `json:"node"`
 			} `json:"items"`
@@ -406,6 +407,9 @@ func (l *lhr) lcpElement() *store.Element {
 	}
 	if a, ok := l.Audits["largest-contentful-paint-element"]; ok && json.Unmarshal(a.Details, &legacy) == nil {
 		for _, group := range legacy.Items {
+			if n := group.Node; n.Selector != "" {
+				return &store.Element{Selector: n.Selector, Snippet: n.Snippet, NodeLabel: n.NodeLabel}
+			}
 			for _, it := range group.Items {
 				if it.Node.Selector != "" {
 					n := it.Node
