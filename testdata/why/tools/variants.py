@@ -20,8 +20,6 @@ def base(dst):
     shutil.copytree(os.path.join(SITE, 'main'), os.path.join(dst, 'main'))
     shutil.copytree(os.path.join(SITE, 'thirdparty'), os.path.join(dst, 'thirdparty'))
     subprocess.run(['patch', '-s', '-p6', '-d', os.path.join(dst, 'main'), '-i', os.path.abspath(BEFORE_DIFF)], check=True)
-    for site in ('main', 'thirdparty'):  # one layout for every _routes.json, so change.diff shows only the change
-        route(dst, site, None, None)
     return dst
 
 
@@ -43,9 +41,7 @@ def sub(d, p, old, new):
 def route(d, site, path, v):
     p = os.path.join(d, site, '_routes.json')
     r = json.load(open(p)) if os.path.exists(p) else {}
-    if path is None:
-        pass
-    elif v is None:
+    if v is None:
         r.pop(path, None)
     else:
         r[path] = v
