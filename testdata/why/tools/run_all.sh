@@ -1,10 +1,10 @@
 #!/bin/bash
 # usage: run_all.sh SITES_DIR OUT_DIR [PAIR...] — every run of the corpus, in the order they were made.
 SITES="$1"; OUT="$2"; shift 2; HERE=$(cd "$(dirname "$0")" && pwd)
-while read -r pair page strat runs; do
+while read -r pair page strat runs extra; do
   [ -z "$pair" ] && continue
   if [ $# -gt 0 ]; then case " $* " in *" $pair "*) ;; *) continue;; esac; fi
-  "$HERE/run_pair.sh" "$SITES" "$pair" "$page" "$strat" "$runs" "$OUT"
+  "$HERE/run_pair.sh" "$SITES" "$pair" "$page" "$strat" "$runs" "$OUT" $extra
 done <<'JOBS'
 heavy-lcp-png / mobile 1
 late-consent-banner / mobile 1
@@ -16,7 +16,7 @@ tag-manager-sync / mobile 1
 font-other-host / mobile 1
 lcp-css-background / mobile 1
 bundle-split / mobile 1
-query-changed /blog/ mobile 1
+query-changed /blog/ mobile 1 --throttling-method=devtools
 faster / mobile 1
 gallery /gallery mobile 1
 heavy-lcp-png / desktop 1

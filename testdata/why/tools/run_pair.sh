@@ -1,11 +1,11 @@
 #!/bin/bash
-# usage: run_pair.sh SITES_DIR PAIR PATH STRATEGY RUNS OUT_DIR
+# usage: run_pair.sh SITES_DIR PAIR PATH STRATEGY RUNS OUT_DIR [extra lighthouse args...]
 # Serves SITES_DIR/PAIR/before then SITES_DIR/PAIR/after on the SAME ports (main site 127.0.0.1:18101,
 # third parties 127.0.0.1:18102, so URLs match), and runs Lighthouse RUNS times on each side:
 #   OUT_DIR/PAIR/{before,after}.STRATEGY.N.lhr.json
 # Third-party hostnames are mapped onto the local third-party server with Chromium's --host-resolver-rules;
 # every other name is NOTFOUND (no DNS, no egress).
-SITES="$1"; PAIR="$2"; PAGE="$3"; STRAT="$4"; RUNS="$5"; OUT="$6"
+SITES="$1"; PAIR="$2"; PAGE="$3"; STRAT="$4"; RUNS="$5"; OUT="$6"; shift 6
 HERE=$(cd "$(dirname "$0")" && pwd); SERVE="$HERE/../../site/serve.py"
 LH_HOME=${LH_HOME:-$HOME/.sitepulse/lighthouse}
 export CHROME_PATH=${CHROME_PATH:-/usr/bin/chromium}
@@ -25,7 +25,7 @@ for side in before after; do
     timeout 300 "$NODE" "$LH" "http://127.0.0.1:18101$PAGE" --output=json \
       --output-path="$OUT/$PAIR/$side.$STRAT.$n.lhr.json" $PRESET \
       --only-categories=performance,accessibility,best-practices,seo \
-      --chrome-flags="$FLAGS" --quiet
+      --chrome-flags="$FLAGS" --quiet "$@"
     echo "rc=$? $PAIR $side $PAGE $STRAT run $n $(date -u +%FT%TZ)"
   done
   kill $M $T; wait $M $T 2>/dev/null
