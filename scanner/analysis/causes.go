@@ -142,7 +142,7 @@ func causes(c Comparison, before, after store.PageResult) []Cause {
 			var pool []Reason
 			pool, cause.Phase = candidates(c, m.Metric, before, after)
 			cause.Reasons = rank(pool, cause.Phase)
-			if len(cause.Reasons) == 0 && c.Changed() { // never "lab variance" while something changed
+			if len(cause.Reasons) == 0 && c.changedFor(m.Metric) { // never "lab variance" while something changed
 				cause.Reasons = []Reason{largestChange(c, m.Metric)}
 			}
 		}
@@ -346,7 +346,10 @@ func lcpRequest(c Comparison) []Reason {
 		if r.MatchedBy == MatchedName {
 			what += " (was " + shortURL(change(nil, r.Before)) + ")"
 		}
-		late, heavier := later(r.EndDelta, r.Before.DurationMs()), grew(r.Before.TransferBytes, r.After.TransferBytes)
+		// It arrived later because it took longer or grew; merely starting later with the rest
+		// of the page (a busy lab machine parses slower) is no change of its own.
+		late := later(r.EndDelta, r.Before.DurationMs()) && later(r.DurationDelta, r.Before.DurationMs())
+		heavier := grew(r.Before.TransferBytes, r.After.TransferBytes)
 		switch {
 		case late:
 			text := what + " arrived " + formatMs(float64(r.EndDelta)) + " later"
@@ -358,7 +361,7 @@ func lcpRequest(c Comparison) []Reason {
 			out = append(out, Reason{Kind: ReasonLCPRequestLater, Weight: float64(c.bytesMs(r.BytesDelta)), Text: what + " is " + formatKB(r.BytesDelta) + " larger",
 				URL: r.URL, phase: store.PhaseLoadDuration})
 		}
-		if d := r.After.StartMs - r.Before.StartMs; later(d, r.Before.DurationMs()) {
+		if d := r.After.StartMs - r.Before.StartMs; later(d, r.Before.DurationMs()) && c.pageChanged() {
 			out = append(out, Reason{Kind: ReasonLCPRequestDelayed, Weight: float64(d), Text: what + " was requested " + formatMs(float64(d)) + " later",
 				URL: r.URL, phase: store.PhaseLoadDelay})
 		}
@@ -495,8 +498,8 @@ func scriptCosts(c Comparison) []Reason {
 }
 
 // largestChange is the largest change of the comparison, named when none of a metric's own
-// candidates explains it: the one that cost most time (ms; CLS for CLS), then most bytes. Its
-// weight is the time (or CLS) it cost, 0 when it cost none.
+// candidates explains it: the one that cost most time (for CLS, the largest new shift), then
+// most bytes. It weighs nothing: it is no cause of the metric, only what changed most.
 func largestChange(c Comparison, metric string) Reason {
 	type candidate struct {
 		ms    float64
@@ -550,13 +553,7 @@ func largestChange(c Comparison, metric string) Reason {
 	}
 	best := slices.MaxFunc(all, func(x, y candidate) int { return cmp.Or(cmp.Compare(x.ms, y.ms), cmp.Compare(x.bytes, y.bytes)) })
 	r := best.r
-	switch _, score := lighthouseCategory[metric]; {
-	case score:
-	case metric == "cls":
-		r.Weight = best.ms / 1e6
-	default:
-		r.Weight = best.ms
-	}
+	r.Text = "no change explains it; the largest: " + r.Text
 	return r
 }
 
@@ -724,7 +721,7 @@ const PartShare = 0.6
 // of a timing metric's or CLS's change ("together about ..." for two); "" when they explain
 // most of it, or when the metric is a score, whose reasons are not in its unit.
 func partShare(cause Cause) string {
-	if _, score := lighthouseCategory[cause.Metric]; score || cause.Delta == 0 {
+	if _, score := lighthouseCategory[cause.Metric]; score || cause.Delta == 0 || cause.Reasons[0].Kind == ReasonLargestChange {
 		return ""
 	}
 	explained := 0.0
@@ -738,9 +735,6 @@ func partShare(cause Cause) string {
 	words := "under 10%"
 	if pct := math.Round(share*10) * 10; pct >= 10 {
 		words = "about " + strconv.Itoa(int(pct)) + "%"
-	}
-	if share == 0 {
-		words = "none"
 	}
 	if len(cause.Reasons) > 1 {
 		return " (together " + strings.TrimPrefix(words, "about ") + " of it)"

@@ -43,6 +43,12 @@ const (
 	NoiseMainThreadMs = 50
 	// NoiseShift is the share of CLS below which a layout shift is left out of a cause.
 	NoiseShift = 0.005
+	// NoiseScriptShare bounds the main-thread time of a script whose file did not change (the
+	// same URL, the same size within noise): on a busy lab machine every script slows together,
+	// and the corpus's unchanged page (testdata/why/unchanged-2) had its inline scripts take 79%
+	// longer and a third party's 57%. Such a script took more time only past doubling; a
+	// script whose file changed, past NoiseShare.
+	NoiseScriptShare = 1.0
 )
 
 // Comparison is what changed in one page and strategy between two runs, Before and After (two
@@ -409,12 +415,23 @@ func compareScripts(b, a *store.Explain) []ScriptChange {
 		if m.pair[i] >= 0 {
 			was = scriptMs(b.Scripts[m.pair[i]])
 		}
-		if now-was > NoiseMainThreadMs && float64(now-was) > NoiseShare*float64(was) {
+		share := NoiseShare
+		if j := loaded.pair[i]; j >= 0 && loaded.by[i] == MatchedURL && sameFile(b.Requests[j], a.Requests, s.URL) {
+			share = NoiseScriptShare
+		}
+		if now-was > NoiseMainThreadMs && float64(now-was) > share*float64(was) {
 			out = append(out, ScriptChange{URL: s.URL, BeforeMs: was, AfterMs: now, New: m.pair[i] < 0 && loaded.pair[i] < 0})
 		}
 	}
 	slices.SortStableFunc(out, func(x, y ScriptChange) int { return cmp.Compare(y.AfterMs-y.BeforeMs, x.AfterMs-x.BeforeMs) })
 	return out
+}
+
+// sameFile answers whether After's request of url (in reqs) is b's file unchanged: its size
+// within noise.
+func sameFile(b store.Request, reqs []store.Request, url string) bool {
+	i := slices.IndexFunc(reqs, func(r store.Request) bool { return r.URL == url })
+	return i >= 0 && !grew(b.TransferBytes, reqs[i].TransferBytes) && !grew(reqs[i].TransferBytes, b.TransferBytes)
 }
 
 // scriptMs is the main-thread time a script's own work took: evaluating, parsing and
@@ -514,9 +531,26 @@ func (c Comparison) CauseOf(metric string) (Cause, bool) {
 // timing, the LCP element or its resource, a third party, a script's cost, a layout shift, an
 // audit. Only when nothing did is a metric that got worse "likely lab variance".
 func (c Comparison) Changed() bool {
+	return c.pageChanged() || len(c.TurnedFailing) > 0
+}
+
+// pageChanged answers whether the page itself changed beyond noise: its requests, sizes,
+// timings, LCP element or resource, third parties, scripts' costs or layout shifts. An audit or
+// insight that turned failing is not: a performance insight flips with its metric's noise.
+func (c Comparison) pageChanged() bool {
 	return len(c.Added)+len(c.Removed)+len(c.Grown)+len(c.Slower)+len(c.RenderBlockingAdded)+len(c.ThirdPartiesAdded)+
-		len(c.ThirdPartiesRemoved)+len(c.Scripts)+len(c.Shifts.New)+len(c.TurnedFailing) > 0 || c.LCP.ElementChanged ||
+		len(c.ThirdPartiesRemoved)+len(c.Scripts)+len(c.Shifts.New) > 0 || c.LCP.ElementChanged ||
 		c.LCP.Request != nil && (c.LCP.Request.Before == nil || c.LCP.Request.After == nil || c.LCP.Request.MatchedBy == MatchedLCP)
+}
+
+// changedFor answers whether anything changed that may explain metric: the page itself, or
+// for a category score an audit of that category that turned failing.
+func (c Comparison) changedFor(metric string) bool {
+	if c.pageChanged() {
+		return true
+	}
+	cat, score := lighthouseCategory[metric]
+	return score && metric != "performance" && slices.ContainsFunc(c.TurnedFailing, func(a store.FailingAudit) bool { return slices.Contains(a.Categories, cat) })
 }
 
 // shortURL is how a sentence names a request: its path (and query) on the page's own hosts,
