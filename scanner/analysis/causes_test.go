@@ -110,3 +110,63 @@ func TestNewThirdPartyCostFallsBackToBootupTime(t *testing.T) {
 		t.Errorf("cause %q (%s),\n want %q (high)", cause.Sentence, cause.Confidence, want)
 	}
 }
+
+// TestCauseOfARenamedBundle (issue 42's code review): a content-hashed bundle renamed and
+// grown by a build is one request that grew, named with its old name, weighed by its bytes at
+// the lab's simulated throughput; not a script removed and a new render-blocking one added.
+func TestCauseOfARenamedBundle(t *testing.T) {
+	doc := req("https://a.test/", "Document", 2000, 0, 100)
+	app := func(url string, bytes int64, end int) store.Request {
+		r := req(url, "Script", bytes, 120, end)
+		r.RenderBlocking = true
+		return r
+	}
+	b, a := pair(store.Vitals{FCP: fp(1500)}, store.Vitals{FCP: fp(3300)},
+		[]store.Request{doc, app("https://a.test/static/app.3f9a2c1b.js", 97_000, 400)}, []store.Request{doc, app("https://a.test/static/app.77d0e4aa.js", 460_000, 520)})
+	a.Explain.ThroughputKbps = 1638.4
+	c := analysis.Compare(b, a)
+	if len(c.Added)+len(c.Removed)+len(c.RenderBlockingAdded) != 0 || len(c.Grown) != 1 || c.Grown[0].MatchedBy != analysis.MatchedName {
+		t.Fatalf("added %d removed %d blocking %d grown %+v", len(c.Added), len(c.Removed), len(c.RenderBlockingAdded), c.Grown)
+	}
+	cause, _ := c.CauseOf("fcp")
+	if want := "FCP +1.8 s: the render-blocking script /static/app.77d0e4aa.js (was /static/app.3f9a2c1b.js) grew by 354 KB"; cause.Sentence != want || cause.Confidence != analysis.ConfidenceHigh {
+		t.Errorf("cause %q (%s),\n want %q (high)", cause.Sentence, cause.Confidence, want)
+	}
+}
+
+// TestNewRenderBlockingRankedByLighthouseSavings: newly render-blocking requests are ranked by
+// what Lighthouse estimates each cost the first render (the insight's wastedMs), not by how
+// long they took: Lighthouse CI names the two stylesheets, not the quick inline-sized script.
+func TestNewRenderBlockingRankedByLighthouseSavings(t *testing.T) {
+	doc := req("https://a.test/", "Document", 2000, 0, 100)
+	blocking := func(url, typ string, end, savings int) store.Request {
+		r := req(url, typ, 9000, 110, end)
+		r.RenderBlocking, r.BlockingMs = true, savings
+		return r
+	}
+	b, a := pair(store.Vitals{FCP: fp(1500)}, store.Vitals{FCP: fp(2600)}, []store.Request{doc},
+		[]store.Request{doc, blocking("https://a.test/inline.js", "Script", 900, 40), blocking("https://a.test/icons.css", "Stylesheet", 300, 520), blocking("https://a.test/carousel.css", "Stylesheet", 280, 500)})
+	cause, _ := analysis.Compare(b, a).CauseOf("fcp")
+	if want := "FCP +1.1 s: new render-blocking stylesheet /icons.css; new render-blocking stylesheet /carousel.css"; cause.Sentence != want {
+		t.Errorf("cause %q,\n want %q", cause.Sentence, want)
+	}
+}
+
+// TestLateContentNamesTheNewScriptThatRanBefore (issue 42's second miss): content inserted
+// late with no culprit Lighthouse can name says which new script ran before the page last
+// changed on screen, a new third party's first.
+func TestLateContentNamesTheNewScriptThatRanBefore(t *testing.T) {
+	doc := req("https://a.test/", "Document", 2000, 0, 100)
+	own := req("https://a.test/late.js", "Script", 900, 300, 380)
+	cmp := store.Request{URL: "https://cdn.c.test/cmp/consent.js", Entity: "c.test", ThirdParty: true, Type: "Script", Status: 200, TransferBytes: 800, StartMs: 700, EndMs: 900}
+	after := store.Request{URL: "https://cdn.x.test/x.js", Entity: "x.test", ThirdParty: true, Type: "Script", Status: 200, TransferBytes: 800, StartMs: 2600, EndMs: 2700}
+	b, a := pair(store.Vitals{CLS: fp(0)}, store.Vitals{CLS: fp(0.14)}, []store.Request{doc}, []store.Request{doc, own, cmp, after})
+	a.Explain.Shifts = []store.LayoutShift{{Selector: "body > section.hero", Score: 0.14}}
+	a.Explain.Entities = []store.Entity{{Name: "a.test"}, {Name: "c.test", ThirdParty: true, Requests: 1}, {Name: "x.test", ThirdParty: true, Requests: 1}}
+	a.Explain.LastVisualChangeMs = 2500 // x.js arrived after the page last changed: not it
+	cause, _ := analysis.Compare(b, a).CauseOf("cls")
+	want := "CLS +0.14: content inserted later shifted body > section.hero (0.14), after the new script cdn.c.test/cmp/consent.js (third party c.test) ran"
+	if cause.Sentence != want {
+		t.Errorf("cause %q,\n want %q", cause.Sentence, want)
+	}
+}
