@@ -18,9 +18,9 @@ import (
 	"sitepulse/store/memory"
 )
 
-// corpusLighthousePairs are the corpus's pairs re-made end to end with real Chromium (a change, a
-// late third-party shift and a page that did not change): each is the
-// sample site before its bad publish (site-before.diff) then with the pair's change.diff applied.
+// corpusLighthousePairs are the corpus's pairs re-made end to end with real Chromium (a slower
+// route, a late third-party shift, a page that did not change): each is the sample site before
+// its bad publish (site-before.diff), then with the pair's change.diff applied.
 var corpusLighthousePairs = []string{"slow-route.mobile", "late-consent-banner.mobile", "unchanged-1.mobile"}
 
 // TestLighthouseCorpusWhy: three pairs of the corpus (testdata/why) made again, for real: the
