@@ -583,9 +583,7 @@ func (c Comparison) label(item string) string {
 // typeWord is how a sentence names a resource type: "image", "stylesheet", "script".
 func typeWord(t string) string {
 	switch t {
-	case "XHR", "Fetch":
-		return "request"
-	case "":
+	case "XHR", "Fetch", "Other", "": // "Other" is Lighthouse's bucket of what it could not type
 		return "request"
 	}
 	return strings.ToLower(t)
