@@ -136,6 +136,8 @@ func matchURLs(b, a []string) matching {
 		m.pair[i] = -1
 	}
 	used := make([]bool, len(b))
+	queries := map[string]url.Values{} // each URL's query, parsed once
+	shared := func(x, y string) int { return sharedParams(queryOf(queries, x), queryOf(queries, y)) }
 	for _, step := range matchSteps {
 		byKey := map[string][]int{}
 		for j, u := range b {
@@ -155,7 +157,7 @@ func matchURLs(b, a []string) matching {
 			}
 			best := 0
 			for n := 1; n < len(js); n++ {
-				if sharedParams(b[js[n]], u) > sharedParams(b[js[best]], u) {
+				if shared(b[js[n]], u) > shared(b[js[best]], u) {
 					best = n
 				}
 			}
@@ -167,14 +169,20 @@ func matchURLs(b, a []string) matching {
 	return m
 }
 
-// sharedParams is how many query parameters (name and value) two URLs share.
-func sharedParams(x, y string) int {
-	ux, err1 := url.Parse(x)
-	uy, err2 := url.Parse(y)
-	if err1 != nil || err2 != nil {
-		return 0
+// queryOf is a URL's query parameters, parsed once into cache.
+func queryOf(cache map[string]url.Values, raw string) url.Values {
+	q, ok := cache[raw]
+	if !ok {
+		if u, err := url.Parse(raw); err == nil {
+			q = u.Query()
+		}
+		cache[raw] = q
 	}
-	qx, qy := ux.Query(), uy.Query()
+	return q
+}
+
+// sharedParams is how many query parameters (name and value) two queries share.
+func sharedParams(qx, qy url.Values) int {
 	n := 0
 	for k, vs := range qx {
 		for _, v := range vs {
