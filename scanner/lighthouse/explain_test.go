@@ -323,9 +323,9 @@ func TestExplainBounds(t *testing.T) {
 // quotes in others) names that image.
 func TestBackgroundURL(t *testing.T) {
 	for snippet, want := range map[string]string{
-		`<header class="masthead" style="background-image: url('/img/DKOffice.jpg')">`: "/img/DKOffice.jpg",
+		`<header class="masthead" style="background-image: url('/img/DKOffice.jpg')">`:                      "/img/DKOffice.jpg",
 		`<div class="hero" style="background: #000 url(&quot;/static/img/hero.jpg&quot;) center / cover;">`: "/static/img/hero.jpg",
-		`<div class="hero" style="background-image:url(/a/b.webp)">`: "/a/b.webp",
+		`<div class="hero" style="background-image:url(/a/b.webp)">`:                                        "/a/b.webp",
 		`<div class="hero">`: "",
 	} {
 		got := ""
