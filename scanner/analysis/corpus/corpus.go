@@ -31,7 +31,9 @@ type Truth struct {
 	Shape  string `json:"shape,omitempty"`
 	// NoCause: the page did not change, or got faster; no cause may name a change.
 	NoCause bool `json:"noCause,omitempty"`
-	// Causes are the regressed metrics a right comparison explains, with what it must name.
+	// Causes are the metrics the change makes worse, with what their cause must name. Those
+	// that got worse beyond noise in the comparison are scored; none getting worse is wrong (a
+	// run made again live may leave one of them within noise, never all).
 	Causes []Want `json:"causes,omitempty"`
 	// MetricsPresent are metrics both runs must have a value for (an older report shape).
 	MetricsPresent []string `json:"metricsPresent,omitempty"`
@@ -158,12 +160,21 @@ func (p Pair) Score(c analysis.Comparison) Score {
 		return s
 	}
 	var says []string
+	scored := 0
 	for _, w := range p.Truth.Causes {
+		if !c.Regressed(w.Metric) {
+			says = append(says, w.Metric+" did not get worse beyond noise")
+			continue
+		}
+		scored++
 		v, sentence := w.score(c)
 		says = append(says, sentence)
 		if rank(v) > rank(s.Verdict) {
 			s.Verdict = v
 		}
+	}
+	if scored == 0 { // the regression was not seen at all
+		s.Verdict = Wrong
 	}
 	s.Says = strings.Join(says, " | ")
 	return s
@@ -174,7 +185,7 @@ func rank(v string) int { return map[string]int{Right: 0, Partial: 1, Wrong: 2, 
 func (w Want) score(c analysis.Comparison) (string, string) {
 	cause, ok := c.CauseOf(w.Metric)
 	if !ok {
-		return Wrong, w.Metric + " did not get worse beyond noise"
+		return Wrong, w.Metric + " got worse and has no cause"
 	}
 	if len(cause.Reasons) == 0 {
 		return Wrong, cause.Sentence
