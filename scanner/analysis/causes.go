@@ -3,6 +3,7 @@ package analysis
 import (
 	"cmp"
 	"fmt"
+	"html"
 	"math"
 	"regexp"
 	"slices"
@@ -675,10 +676,11 @@ func failing(list []store.FailingAudit, id string) (store.FailingAudit, bool) {
 
 var srcAttr = regexp.MustCompile(`\ssrc="([^"]+)"`)
 
-// srcOf is the src attribute of an element's snippet, "" when it has none.
+// srcOf is the src attribute of an element's snippet (its entities decoded: "&amp;" in a
+// query), "" when it has none.
 func srcOf(snippet string) string {
 	if m := srcAttr.FindStringSubmatch(snippet); m != nil {
-		return m[1]
+		return html.UnescapeString(m[1])
 	}
 	return ""
 }
