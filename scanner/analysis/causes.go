@@ -503,7 +503,7 @@ func scriptCosts(c Comparison) []Reason {
 // most bytes. It weighs nothing: it is no cause of the metric, only what changed most.
 func largestChange(c Comparison, metric string) Reason {
 	type candidate struct {
-		ms    float64
+		ms    float64 // the time it cost (for CLS, a shift's score)
 		bytes int64
 		r     Reason
 	}
@@ -542,12 +542,14 @@ func largestChange(c Comparison, metric string) Reason {
 	for _, a := range c.TurnedFailing {
 		add(0, 0, a.ID+" now fails", "")
 	}
-	// A layout shift costs CLS, not time: for CLS it is the largest change by its score.
+	// A layout shift costs CLS, not time: for CLS (whose candidates cost no time) it ranks by
+	// its score.
 	for _, s := range c.Shifts.New {
-		all = append(all, candidate{0, 0, Reason{Kind: ReasonLargestChange, Text: "a new layout shift of " + s.Selector + " (" + formatCLS(s.Score) + ")", Selector: s.Selector}})
+		cost := 0.0
 		if metric == "cls" {
-			all[len(all)-1].ms = s.Score * 1e6
+			cost = s.Score
 		}
+		all = append(all, candidate{cost, 0, Reason{Kind: ReasonLargestChange, Text: "a new layout shift of " + s.Selector + " (" + formatCLS(s.Score) + ")", Selector: s.Selector}})
 	}
 	if len(all) == 0 {
 		return Reason{Kind: ReasonLargestChange, Text: "the third parties loaded changed"}
