@@ -41,11 +41,15 @@ const (
 )
 
 // confidenceOf is how sure a cause is: high when its reasons account for at least 60% of the
-// metric's change, medium from 30%, low below. A category score's cause (audits turned failing)
+// metric's change, medium from 30%, low below, and low when it names only the largest change
+// because nothing explains the metric. A category score's cause (audits turned failing)
 // is high: the score is those audits. The performance score's is its heaviest metric's.
 func confidenceOf(cause Cause, metricCauses []Cause) string {
 	if len(cause.Reasons) == 0 {
 		return ""
+	}
+	if cause.Reasons[0].Kind == ReasonLargestChange { // only what changed most, no cause
+		return ConfidenceLow
 	}
 	switch cause.Metric {
 	case "accessibility", "bestPractices", "seo":
