@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"sitepulse/scanner/lighthouse/lhtest"
 	"sitepulse/store"
 	"sitepulse/store/storetest"
 )
@@ -100,12 +101,12 @@ func BenchmarkSitePagePostgres(b *testing.B) {
 // template.
 func BenchmarkComparePage(b *testing.B) {
 	hundred := func(b *testing.B) (before, after store.PageResult) {
-		before, after = fixtureExplain(b, "psi-before", "home.mobile"), fixtureExplain(b, "psi", "home.mobile")
-		before.Explain, after.Explain = repeated(before.Explain, 100), repeated(after.Explain, 100)
+		before, after = lhtest.Explained(b, "../testdata/psi-before/home.mobile.json"), lhtest.Explained(b, "../testdata/psi/home.mobile.json")
+		before.Explain, after.Explain = lhtest.Repeated(before.Explain, 100), lhtest.Repeated(after.Explain, 100)
 		return before, after
 	}
 	gallery := func(b *testing.B) (before, after store.PageResult) {
-		return fixtureExplain(b, "why/gallery-300.mobile", "before"), fixtureExplain(b, "why/gallery-300.mobile", "after")
+		return lhtest.Explained(b, "../testdata/why/gallery-300.mobile/before.json"), lhtest.Explained(b, "../testdata/why/gallery-300.mobile/after.json")
 	}
 	for _, size := range []struct {
 		requests int
