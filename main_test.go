@@ -476,3 +476,35 @@ func TestHelpListsEverySetting(t *testing.T) {
 		t.Fatalf("found %d variables read by name; the pattern no longer matches the code", read)
 	}
 }
+
+// TestUnknownCommandIsAnError: a word that is not a command (a typo of check, or one after the
+// flags) is an error naming the commands there are, and starts nothing (issue 43: `sitepulse
+// chek` started the server as if nothing was said).
+func TestUnknownCommandIsAnError(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // were a server to start anyway, it stops at once
+	env := map[string]string{"ADDR": "127.0.0.1:0"}
+	for _, args := range [][]string{{"chek"}, {"check-budgets", "-site", "x"}, {"-addr", "127.0.0.1:0", "serve"}, {"help"}} {
+		var out bytes.Buffer
+		err := run(ctx, args, func(k string) string { return env[k] }, &out)
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%q", args[len(args)-1])) && !strings.Contains(err.Error(), fmt.Sprintf("%q", args[0])) ||
+			!strings.Contains(err.Error(), "check") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("sitepulse %v: error %v, want one line naming the word and the command check", args, err)
+		}
+		if strings.Contains(out.String(), "listening") || strings.Contains(out.String(), "demo login") {
+			t.Errorf("sitepulse %v started the server:\n%s", args, out.String())
+		}
+	}
+}
+
+// TestVersion: -version prints the build's version and nothing else starts; the version is
+// the one sitepulse_info carries.
+func TestVersion(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"-version"}, func(string) string { return "" }, &out); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := out.String(), "sitepulse "+version()+"\n"; got != want || version() == "" {
+		t.Errorf("-version printed %q, want %q", got, want)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"sitepulse/scanner/lighthouse/lhtest"
 	"sitepulse/store"
 	"sitepulse/store/storetest"
 )
@@ -94,18 +95,18 @@ func BenchmarkSitePagePostgres(b *testing.B) {
 // BenchmarkComparePage measures the compare page's server time (issues 33 and 42): the handler,
 // from the request to the rendered page, on memory and on Postgres, for two runs of a page of 100
 // requests each (the fixtures' home page on mobile before and after the publish, its requests
-// repeated to 100 by repeated) and of 300 requests each (testdata/why/gallery-300.mobile: two
+// repeated to 100 by lhtest.Repeated) and of 300 requests each (testdata/why/gallery-300.mobile: two
 // real Lighthouse runs of a page that makes 300 requests) with their pictures: the pairs' read,
 // analysis.Compare, the pictures' lists, the waterfall (40 rows drawn), the phases and the
 // template.
 func BenchmarkComparePage(b *testing.B) {
 	hundred := func(b *testing.B) (before, after store.PageResult) {
-		before, after = fixtureExplain(b, "psi-before", "home.mobile"), fixtureExplain(b, "psi", "home.mobile")
-		before.Explain, after.Explain = repeated(before.Explain, 100), repeated(after.Explain, 100)
+		before, after = lhtest.Explained(b, "../testdata/psi-before/home.mobile.json"), lhtest.Explained(b, "../testdata/psi/home.mobile.json")
+		before.Explain, after.Explain = lhtest.Repeated(before.Explain, 100), lhtest.Repeated(after.Explain, 100)
 		return before, after
 	}
 	gallery := func(b *testing.B) (before, after store.PageResult) {
-		return fixtureExplain(b, "why/gallery-300.mobile", "before"), fixtureExplain(b, "why/gallery-300.mobile", "after")
+		return lhtest.Explained(b, "../testdata/why/gallery-300.mobile/before.json"), lhtest.Explained(b, "../testdata/why/gallery-300.mobile/after.json")
 	}
 	for _, size := range []struct {
 		requests int

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"sitepulse/scanner/analysis"
+	"sitepulse/scanner/lighthouse/lhtest"
 	"sitepulse/store"
 	"sitepulse/store/storetest"
 )
@@ -222,7 +223,7 @@ func TestScanPageBoundsPanels(t *testing.T) {
 		t.Run(b.Name, func(t *testing.T) {
 			f := newAPIFixture(t, b.Open(t))
 			site := f.newSite(t, f.a.userID, "Many pages")
-			before, after := fixtureExplain(t, "psi-before", "home.mobile"), fixtureExplain(t, "psi", "home.mobile")
+			before, after := lhtest.Explained(t, "../testdata/psi-before/home.mobile.json"), lhtest.Explained(t, "../testdata/psi/home.mobile.json")
 			var bs, as []store.PageResult
 			for i := range maxChangePanels + 2 {
 				b, a := before, after

@@ -160,6 +160,10 @@ func (m *Store) APIKeys(ctx context.Context, userID string) ([]store.APIKey, err
 	return out, nil
 }
 
+// APIKeyByHash is written twice: api_key_by_hash and budget_key (Postgres, migration
+// 026_hot_path_functions.sql) are the same rule in PL/pgSQL. The contract tests testKeyWorkspace,
+// testBudgetInputsByKey and testAPIKeys keep them equal (rulesWrittenTwice in
+// store/storetest/twice_test.go): change both, run them on both stores.
 func (m *Store) APIKeyByHash(ctx context.Context, keyHash string, now time.Time) (store.APIKey, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
