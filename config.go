@@ -82,7 +82,7 @@ func (c config) auditLimits() store.AuditLimits {
 }
 
 // setting is one configuration value: its variable, flag, default and meaning. The table is the
-// one place that lists them; the README's configuration table mirrors it.
+// one place that lists them; the table of docs/configuration.md mirrors it.
 type setting struct {
 	env, def, help string
 	str            *string

@@ -417,14 +417,15 @@ var envRead = regexp.MustCompile(`(?:getenv|Getenv|LookupEnv)\("([A-Z][A-Z0-9_]*
 
 // TestHelpListsEverySetting: -h lists every variable the server reads: each setting of config.go
 // and every other getenv("...") of the program's code; `check -h` lists every variable the check
-// reads (issue 37: -h did not list LOG_LEVEL); the README's configuration table lists every setting.
+// reads (issue 37: -h did not list LOG_LEVEL); the configuration table (docs/configuration.md)
+// lists every setting.
 func TestHelpListsEverySetting(t *testing.T) {
 	var help, checkHelp bytes.Buffer
 	if _, err := loadConfig([]string{"-h"}, func(string) string { return "" }, &help); err == nil {
 		t.Fatal("-h did not stop")
 	}
 	ci.RunCheck(t.Context(), []string{"-h"}, func(string) string { return "" }, &checkHelp)
-	readme, err := os.ReadFile("README.md")
+	readme, err := os.ReadFile("docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -434,7 +435,7 @@ func TestHelpListsEverySetting(t *testing.T) {
 			t.Errorf("-h does not list %s", s.env)
 		}
 		if !strings.Contains(string(readme), "| `"+s.env+"`") && !strings.Contains(string(readme), ", `"+s.env+"` |") {
-			t.Errorf("the README's configuration table does not list %s", s.env)
+			t.Errorf("the configuration table (docs/configuration.md) does not list %s", s.env)
 		}
 	}
 	files, err := filepath.Glob("*.go")
