@@ -95,7 +95,7 @@ func BenchmarkSitePagePostgres(b *testing.B) {
 // BenchmarkComparePage measures the compare page's server time (issues 33 and 42): the handler,
 // from the request to the rendered page, on memory and on Postgres, for two runs of a page of 100
 // requests each (the fixtures' home page on mobile before and after the publish, its requests
-// repeated to 100 by repeated) and of 300 requests each (testdata/why/gallery-300.mobile: two
+// repeated to 100 by lhtest.Repeated) and of 300 requests each (testdata/why/gallery-300.mobile: two
 // real Lighthouse runs of a page that makes 300 requests) with their pictures: the pairs' read,
 // analysis.Compare, the pictures' lists, the waterfall (40 rows drawn), the phases and the
 // template.
