@@ -19,7 +19,8 @@ import (
 )
 
 // WebhookStore is what the publish webhook needs: the site a platform id names, the replay
-// guard of deliveries, the publish record and the scan it enqueues.
+// guard of deliveries (which also makes a one-time notice single use, notice.go), the publish
+// record and the scan it enqueues.
 type WebhookStore interface {
 	SiteByPlatformID(ctx context.Context, platformSiteID string) (store.Site, error)
 	SeenDelivery(ctx context.Context, bodyHash string, since, now time.Time) (bool, error)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -13,10 +14,9 @@ import (
 	"sync"
 	"time"
 
-	"sitepulse/store"
-
 	"sitepulse/scanner/discover"
 	"sitepulse/scanner/psi"
+	"sitepulse/store"
 )
 
 // Store is what the pool needs of the store: the job queue's claims and settlements
@@ -275,14 +275,12 @@ func (p *Pool) Start() {
 			loop()
 		}()
 	}
-	kinds := make([]string, 0, len(p.kinds))
-	for k := range p.kinds {
-		kinds = append(kinds, k)
-	}
-	slices.Sort(kinds)
-	p.cfg.Log.Info("scanner started", "workers", p.cfg.Workers, "scans_per_workspace", p.cfg.WorkspaceScans, "kinds", strings.Join(kinds, ","), "worker_id", p.cfg.WorkerID,
+	p.cfg.Log.Info("scanner started", "workers", p.cfg.Workers, "scans_per_workspace", p.cfg.WorkspaceScans, "kinds", strings.Join(p.Kinds(), ","), "worker_id", p.cfg.WorkerID,
 		"max_inflight", p.cfg.Capacity.MaxInFlight(), "notify", p.cfg.Wake != nil, "poll", p.cfg.Poll)
 }
+
+// Kinds are the kinds of job the pool runs, in order.
+func (p *Pool) Kinds() []string { return slices.Sorted(maps.Keys(p.kinds)) }
 
 // Stop claims nothing more and waits for running jobs to finish until ctx ends; then it
 // cancels them, and each returns its job to the queue (within ReleaseGrace) so another

@@ -371,7 +371,8 @@ type Reports interface {
 	ReportScan(ctx context.Context, r Report) (Scan, Site, []PageResult, error)
 }
 
-// Webhooks keeps the replay guard of the publish webhook.
+// Webhooks keeps the replay guard of the publish webhook, which also makes a one-time notice
+// of the web UI single use (keys "notice:<id>").
 type Webhooks interface {
 	// SeenDelivery records a delivery by a key (the hash of its body or of its event id) and
 	// answers whether the same key was already seen after since.

@@ -19,6 +19,7 @@ func (m *Store) CreateUser(ctx context.Context, u store.User) error {
 		}
 	}
 	u.CreatedAt = store.Now(u.CreatedAt)
+	u.PasswordChangedAt = u.CreatedAt
 	m.users[u.ID] = u
 	m.addPersonalWorkspace(u)
 	return nil
@@ -242,12 +243,12 @@ func (m *Store) takeLink(tokenHash string, purpose store.LinkPurpose, now time.T
 }
 
 // setPassword is the rule ResetPassword and ChangePassword share; the caller holds m.mu.
-func (m *Store) setPassword(userID, hash, keep string) error {
+func (m *Store) setPassword(userID, hash, keep string, now time.Time) error {
 	u, ok := m.users[userID]
 	if !ok {
 		return store.NotFound("user")
 	}
-	u.PasswordHash = hash
+	u.PasswordHash, u.PasswordChangedAt = hash, store.Now(now)
 	m.users[userID] = u
 	m.endSessions(userID, keep)
 	m.dropPendingLinks(userID)
@@ -280,16 +281,16 @@ func (m *Store) ResetPassword(ctx context.Context, tokenHash, passwordHash strin
 	if err != nil {
 		return store.User{}, err
 	}
-	if err := m.setPassword(l.UserID, passwordHash, ""); err != nil {
+	if err := m.setPassword(l.UserID, passwordHash, "", now); err != nil {
 		return store.User{}, err
 	}
 	return m.users[l.UserID], nil
 }
 
-func (m *Store) ChangePassword(ctx context.Context, userID, passwordHash, keepSession string) error {
+func (m *Store) ChangePassword(ctx context.Context, userID, passwordHash, keepSession string, now time.Time) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.setPassword(userID, passwordHash, keepSession)
+	return m.setPassword(userID, passwordHash, keepSession, now)
 }
 
 func (m *Store) ConfirmEmail(ctx context.Context, tokenHash string, now time.Time) (store.User, string, error) {
