@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -30,7 +31,7 @@ func TestDemoWebhookLineWorksEachTimeItIsPasted(t *testing.T) {
 			line := printedLine(t, logs.String(), "/api/webhooks/platform")
 			for i := 1; i <= 2; i++ {
 				out, err := pasted(line) // a fresh terminal: no PLATFORM_CLIENT_SECRET
-				if err != nil || strings.TrimSpace(string(out)) != `{"ok":true}` {
+				if err != nil || !publishTaken(out) {
 					t.Fatalf("paste %d: %v %s\nline: %s", i, err, out, line)
 				}
 			}
@@ -144,6 +145,20 @@ func printedLine(t *testing.T, logs, has string) string {
 }
 
 // pasted runs line as a newcomer pastes it into a fresh terminal: bash, with nothing but PATH.
+// publishTaken answers whether the publish webhook's answer is the interface's {ok: true}, with the
+// follow-up it may add when a scan of the site is already in flight (the publish is then scanned
+// by the running or queued scan, or by the one follow-up scan after it).
+func publishTaken(out []byte) bool {
+	var a struct {
+		OK       bool    `json:"ok"`
+		FollowUp *string `json:"followUp"`
+	}
+	if err := json.Unmarshal(bytes.TrimSpace(out), &a); err != nil || !a.OK {
+		return false
+	}
+	return a.FollowUp == nil || slices.Contains([]string{"queued", "joined", "covered"}, *a.FollowUp)
+}
+
 func pasted(line string) ([]byte, error) {
 	sh := exec.Command("bash", "-c", line)
 	sh.Env = []string{"PATH=" + os.Getenv("PATH")}

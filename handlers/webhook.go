@@ -143,28 +143,14 @@ func (s *server) handlePlatformWebhook() http.Handler {
 			s.failDelivery(w, r, keys, err)
 			return
 		}
-		scan := store.Scan{ID: store.NewID(), SiteID: site.ID, Strategy: store.StrategyBoth, Trigger: store.TriggerWebhook, CreatedAt: now}
-		runAt := now.Add(s.WebhookJitter())
-		err = s.Webhooks.EnqueueScan(r.Context(), scan, store.KindScan, runAt)
 		pub := publishOf(event, webflow, now)
 		pub.ID, pub.SiteID = store.NewID(), site.ID
-		answer := map[string]any{"ok": true}
-		switch {
-		case errors.Is(err, store.ErrScanActive):
-			did, err := s.Webhooks.EnqueueFollowUp(r.Context(), site.ID, runAt)
-			if err != nil {
-				s.failDelivery(w, r, keys, err)
-				return
-			}
-			answer["followUp"] = did
-			s.Log.Info("webhook: SCAN_ALREADY_ACTIVE: "+followUpSays[did], "site", site.ID, "follow_up", did)
-		case err != nil:
+		answer, scanID, err := s.scanPublish(r.Context(), site.ID, now)
+		if err != nil {
 			s.failDelivery(w, r, keys, err)
 			return
-		default:
-			pub.ScanID = scan.ID
-			s.Log.Info("webhook: publish; scan enqueued", "site", site.ID, "scan", scan.ID, "run_at", runAt.UTC().Format(time.RFC3339Nano))
 		}
+		pub.ScanID = scanID
 		// Who published is a detail of the publish, not its effect: the scan is enqueued, so a
 		// failure here is logged and the delivery still acknowledged (a retry would not scan).
 		if err := s.Webhooks.RecordPublish(r.Context(), pub); err != nil {
@@ -172,6 +158,30 @@ func (s *server) handlePlatformWebhook() http.Handler {
 		}
 		oauth.WriteJSON(w, http.StatusOK, answer)
 	})
+}
+
+// scanPublish enqueues the scan of a site's publish, or, when the site has a scan in flight
+// (SCAN_ALREADY_ACTIVE), makes sure a scan audits the publish (store.EnqueueFollowUp). It
+// answers the webhook's answer and the scan enqueued ("" for a follow-up).
+func (s *server) scanPublish(ctx context.Context, siteID string, now time.Time) (answer map[string]any, scanID string, err error) {
+	scan := store.Scan{ID: store.NewID(), SiteID: siteID, Strategy: store.StrategyBoth, Trigger: store.TriggerWebhook, CreatedAt: now}
+	runAt := now.Add(s.WebhookJitter())
+	answer = map[string]any{"ok": true}
+	err = s.Webhooks.EnqueueScan(ctx, scan, store.KindScan, runAt)
+	if errors.Is(err, store.ErrScanActive) {
+		did, err := s.Webhooks.EnqueueFollowUp(ctx, siteID, runAt)
+		if err != nil {
+			return nil, "", err
+		}
+		answer["followUp"] = did
+		s.Log.Info("webhook: SCAN_ALREADY_ACTIVE: "+followUpSays[did], "site", siteID, "follow_up", did)
+		return answer, "", nil
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	s.Log.Info("webhook: publish; scan enqueued", "site", siteID, "scan", scan.ID, "run_at", runAt.UTC().Format(time.RFC3339Nano))
+	return answer, scan.ID, nil
 }
 
 // followUpSays is what the log says of a publish during a scan, by what EnqueueFollowUp did.
