@@ -117,7 +117,7 @@ func (c *config) settings() []setting {
 		{env: "PLATFORM_AUTHORIZE_URL", def: "https://webflow.com/oauth/authorize", help: "the platform's OAuth authorize page", str: &c.PlatformAuthURL},
 		{env: "PLATFORM_API_URL", def: "https://api.webflow.com", help: "the platform's API origin: {it}/oauth/access_token and {it}/v2/...", str: &c.PlatformAPIURL},
 		{env: "PLATFORM_TOKEN_KEY", help: "AES-256-GCM keys sealing platform tokens, alert channel URLs and sites' access settings at rest: base64 32-byte keys, comma-separated, the first seals (openssl rand -base64 32)", str: &c.PlatformKey, secret: true},
-		{env: "AUTH_KEY", help: "base64 key of at least 32 bytes signing device cookies (a browser that signed in before is not counted against an account's failed-login cap) and deriving the demo's credentials; the same on every replica; empty: a random key for this process (openssl rand -base64 32)", str: &c.AuthKey, secret: true},
+		{env: "AUTH_KEY", help: "base64 key of at least 32 bytes signing device cookies (a browser that signed in before is not counted against an account's failed-login cap), sealing the queued account e-mails and deriving the demo's credentials; the same on every replica; empty: a random key for this process (openssl rand -base64 32)", str: &c.AuthKey, secret: true},
 		{env: "SMTP_ADDR", help: "host:port of the SMTP server; empty logs digests and sign-up messages instead", str: &c.SMTPAddr},
 		{env: "SMTP_FROM", def: "SitePulse <sitepulse@localhost>", help: "From address of digest and sign-up e-mails", str: &c.SMTPFrom},
 		{env: "SMTP_USERNAME", help: "SMTP user (PLAIN auth)", str: &c.SMTPUsername},

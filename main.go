@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
 	"encoding/base64"
 	"errors"
@@ -111,10 +112,12 @@ type service struct {
 	connector  *platform.Connector
 	quota      *psi.AccountQuota
 	digest     *notify.Digest
-	chKeys     *platform.Keys
-	scanWake   <-chan struct{} // the budget check waits' share of the job notifications
-	handler    http.Handler
-	stopping   chan struct{} // closed when the HTTP server begins to shut down
+	// accountMail enqueues and sends the account e-mails (sign-up, reset, invitations).
+	accountMail *notify.AccountMails
+	chKeys      *platform.Keys
+	scanWake    <-chan struct{} // the budget check waits' share of the job notifications
+	handler     http.Handler
+	stopping    chan struct{} // closed when the HTTP server begins to shut down
 
 	stops []func() // what to stop, in the order started
 }
@@ -212,6 +215,14 @@ func (sv *service) startScanner(ctx context.Context) error {
 	// One mailer: the regression digests, the sign-up messages and the workspace invitations.
 	sv.digest = &notify.Digest{Store: st, SMTPAddr: cfg.SMTPAddr, From: cfg.SMTPFrom, Username: cfg.SMTPUsername,
 		Password: cfg.SMTPPassword, BaseURL: cfg.BaseURL, Log: log}
+	// Account e-mails (links, notices) go out as jobs through the same SMTP sender, their
+	// bodies sealed with AUTH_KEY (a random one for this process when it is not set).
+	mailKey := sv.authKey
+	if len(mailKey) == 0 {
+		mailKey = make([]byte, 32)
+		rand.Read(mailKey)
+	}
+	sv.accountMail = &notify.AccountMails{Jobs: st, Key: mailKey, Send: sv.digest.Send, Log: log}
 	if sv.chKeys, err = channelKeys(cfg, st, log); err != nil {
 		return err
 	}
@@ -223,7 +234,7 @@ func (sv *service) startScanner(ctx context.Context) error {
 	// One account's audits stay under its share of the PSI key's day, however many workspaces it has.
 	sv.quota = psi.NewAccountQuota(cfg.auditLimits(), st)
 	log.Info("audit budgets", "workspace_daily", cfg.auditLimits().Workspace, "account_daily", cfg.auditLimits().Account)
-	pool := newPool(cfg, st, demo.Replaying(sv.replay, auditor), capacity, sv.quota, sv.guard.Client(), sv.connector, sv.digest, sv.chKeys, wakes[0], sv.meter, log)
+	pool := newPool(cfg, st, demo.Replaying(sv.replay, auditor), capacity, sv.quota, sv.guard.Client(), sv.connector, sv.digest, sv.accountMail, sv.chKeys, wakes[0], sv.meter, log)
 	sv.meter.JobKinds = pool.Kinds()
 	// A web process claims no jobs: its pool (workers, scheduler, rescuer, pruner) never starts.
 	if cfg.Role != "web" {
@@ -251,7 +262,7 @@ func (sv *service) buildHandler(context.Context) error {
 	mcpServer := mcp.New(mcp.Config{Sites: st, Scans: st, Writes: st, BaseURL: cfg.BaseURL, Log: log, Quota: sv.quota, Links: sv.chKeys})
 	var mail func(ctx context.Context, to, subject, body string) error // nil: logged instead
 	if cfg.SMTPAddr != "" {
-		mail = sv.digest.Send
+		mail = sv.accountMail.Enqueue
 	}
 	sv.stopping = make(chan struct{})
 	var err error
@@ -535,10 +546,10 @@ func jobWakes(ctx context.Context, st store.Store, log *slog.Logger, n int) []<-
 	return out
 }
 
-// newPool is the scan worker pool with its regression digest. A store that can announce new
+// newPool is the scan worker pool with its regression digest and account e-mails. A store that can announce new
 // jobs (wake, from jobWakes) wakes the dispatcher at once; it polls either way. Sitemaps
 // are fetched with fetch, the guarded client.
-func newPool(cfg config, st store.Store, auditor scanner.Auditor, capacity *psi.Capacity, quota *psi.AccountQuota, fetch *http.Client, connector *platform.Connector, digest *notify.Digest, chKeys *platform.Keys, wake <-chan struct{}, meter *metrics.Metrics, log *slog.Logger) *scanner.Pool {
+func newPool(cfg config, st store.Store, auditor scanner.Auditor, capacity *psi.Capacity, quota *psi.AccountQuota, fetch *http.Client, connector *platform.Connector, digest *notify.Digest, accountMail *notify.AccountMails, chKeys *platform.Keys, wake <-chan struct{}, meter *metrics.Metrics, log *slog.Logger) *scanner.Pool {
 	var refresher scanner.PageRefresher
 	if connector != nil { // a nil *Connector in the interface would not be nil
 		refresher = connector
@@ -571,7 +582,7 @@ func newPool(cfg config, st store.Store, auditor scanner.Auditor, capacity *psi.
 		Discovery: discover.Discovery{MaxPages: cfg.MaxPagesPerScan, Client: fetch,
 			Deadline: time.Duration(cfg.DiscoveryTimeout) * time.Second},
 		Quota: quota,
-		Kinds: []scanner.KindWorker{scanner.Work(1, digest.Work), scanner.Work(1, alerts.Work),
+		Kinds: []scanner.KindWorker{scanner.Work(1, digest.Work), scanner.Work(1, accountMail.Work), scanner.Work(1, alerts.Work),
 			scanner.Work(1, (&scanner.FollowUps{Store: st, Now: time.Now, Log: log}).Work), scanner.Work(notify.DeliveryWorkers, deliverer.Work).PerWorkspace(notify.WorkspaceDeliveries)},
 		Then: notify.AfterScan,
 	})

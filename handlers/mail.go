@@ -35,22 +35,20 @@ func (s *server) sendAccountMail(r *http.Request, to, subject, body string) {
 	s.sendMail(r, to, subject, body)
 }
 
-// sendMail sends a message in the background, so that the answer does not wait for the SMTP
-// server (nor take longer for one kind of message). Without SMTP it is written to the log,
-// body and links included, at INFO: the log is then the service's outbox, which keeps a
-// laptop or a private instance usable (sign-up and reset links are read from it); NewHandler
+// sendMail hands a message to Mail, which in the service enqueues it as a job on the queue
+// (notify.AccountMails: retried, at least once, resumed by the next process after a shutdown),
+// so the answer waits for one insert, never for the SMTP server. Without SMTP it is written to
+// the log, body and links included, at INFO: the log is then the service's outbox, which keeps
+// a laptop or a private instance usable (sign-up and reset links are read from it); NewHandler
 // warns once at start that this is so. With SMTP a message's text is never logged.
 func (s *server) sendMail(r *http.Request, to, subject, body string) {
 	if s.Mail == nil {
 		s.Log.Info("e-mail (SMTP_ADDR not set, so logged instead of sent)", "to", to, "subject", subject, "body", body)
 		return
 	}
-	ctx := context.WithoutCancel(r.Context())
-	go func() {
-		ctx, cancel := context.WithTimeout(ctx, time.Minute)
-		defer cancel()
-		if err := s.Mail(ctx, to, subject, body); err != nil {
-			s.Log.Warn("sending an e-mail failed", "subject", subject, "err", err)
-		}
-	}()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 10*time.Second)
+	defer cancel()
+	if err := s.Mail(ctx, to, subject, body); err != nil {
+		s.Log.Warn("an e-mail could not be queued; it is not sent", "subject", subject, "err", err)
+	}
 }

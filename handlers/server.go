@@ -96,8 +96,9 @@ type Deps struct {
 	// WebhookJitter delays each webhook scan (0-5 s); nil picks one at random. Tests inject one.
 	WebhookJitter func() time.Duration
 	// Mail sends an e-mail (sign-up, reset and e-mail change links, notices of account changes,
-	// the workspace invitations); nil logs the account messages instead (no SMTP_ADDR), and an
-	// invitation link is only shown to its inviter.
+	// the workspace invitations): in the service it enqueues the message as a job on the queue
+	// (notify.AccountMails), so it returns at once and a shutdown loses nothing; nil logs the
+	// account messages instead (no SMTP_ADDR), and an invitation link is only shown to its inviter.
 	Mail func(ctx context.Context, to, subject, body string) error
 	// AuthKey is AUTH_KEY, the secret that device cookies are signed and sign-up links sealed
 	// with (keys derived from it); nil makes a random one, which lasts only for this process.

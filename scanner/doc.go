@@ -7,7 +7,8 @@
 // # Jobs have kinds
 //
 // Every kind of work is a job in one table, jobs(kind, args jsonb, ...): scans (kind "scan",
-// args {"scanId"}), the digest e-mail (notify.KindDigest), the planning of a finished scan's
+// args {"scanId"}), the digest e-mail (notify.KindDigest), the account e-mails
+// (notify.KindAccountMail: links and notices, their bodies sealed), the planning of a finished scan's
 // alerts (notify.KindAlerts) and each alert's delivery (notify.KindDelivery). Per kind the
 // pool runs one dispatcher, which claims runnable jobs with FOR UPDATE SKIP LOCKED and wakes on
 // LISTEN/NOTIFY or its poll, and that kind's workers. Every job is settled the same way: done,
