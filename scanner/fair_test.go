@@ -47,8 +47,41 @@ func (r *rig) secondTenant(name string, pages []string) *rig {
 }
 
 func testFairScanClaims(t *testing.T, st store.Store) {
-	const workers, perWorkspace = 3, 2
 	r := newRig(t, st)
+	var flood []store.Site
+	for i := range 6 {
+		flood = append(flood, r.addSite(fmt.Sprintf("Flood %d", i+1), []string{"/pricing"}))
+	}
+	scanNowBehind(t, r, flood, "6 scans of one workspace")
+}
+
+// testFairScanClaimsPerAccount (issue 44 item 1): one account with two workspaces and two slow
+// scans in each held every scan worker (SCANS_PER_WORKSPACE 2 of 3), so another tenant's Scan now
+// waited for a whole audit (19.995 s on the fake clock). The cap is the owning account's too now.
+func testFairScanClaimsPerAccount(t *testing.T, st store.Store) {
+	r := newRig(t, st)
+	second := store.Workspace{ID: store.NewID(), Name: "Second", CreatedAt: time.Now()}
+	if err := st.CreateWorkspace(context.Background(), second, r.user.ID, 10); err != nil {
+		t.Fatal(err)
+	}
+	var flood []store.Site
+	for i, ws := range []string{"", "", second.ID, second.ID} {
+		site := store.Site{ID: store.NewID(), UserID: r.user.ID, WorkspaceID: ws, Name: fmt.Sprintf("Flood %d", i+1), Domain: "sample.test",
+			Pages: []string{"/pricing"}, CreatedAt: time.Now()}
+		if err := st.CreateSite(context.Background(), site); err != nil {
+			t.Fatal(err)
+		}
+		flood = append(flood, site)
+	}
+	scanNowBehind(t, r, flood, "4 scans of one account in two workspaces")
+}
+
+// scanNowBehind queues a scan of each of r's flood sites, whose audits hang, on 3 workers with
+// SCANS_PER_WORKSPACE 2, then another account's Scan now: it must complete while the flood's
+// scans still run, at most 2 of them, and on the fake clock start within a poll.
+func scanNowBehind(t *testing.T, r *rig, floodSites []store.Site, what string) {
+	const workers, perWorkspace = 3, 2
+	st := r.st
 	// The flood's audits hang until PSI's timeout: 20 s on the fake clock, where the figures are
 	// exact; on real time they hang until the test ends, so nothing but the claims decides.
 	hang := 20 * time.Second
@@ -59,70 +92,7 @@ func testFairScanClaims(t *testing.T, st store.Store) {
 		r.psi.Fail("/pricing", s, scantest.Fault{Hang: true})
 	}
 	var flood []store.Scan
-	for i := range 6 {
-		flood = append(flood, r.enqueue(r.addSite(fmt.Sprintf("Flood %d", i+1), []string{"/pricing"})))
-	}
-	other := r.secondTenant("Other", []string{"/fast"})
-	const poll = 10 * time.Millisecond
-	r.pool(func(c *PoolConfig) {
-		c.Workers, c.WorkspaceScans, c.Poll = workers, perWorkspace, poll
-		c.Auditor = psi.New(psi.Config{Endpoint: r.psi.Endpoint(), Client: r.psi.Client(), Key: "k", Timeout: hang, Attempts: 1,
-			Log: slog.New(slog.NewTextHandler(r.logs, nil))})
-	})
-	running := func() int {
-		n := 0
-		for _, sc := range flood {
-			if got, _ := st.Scan(context.Background(), r.user.ID, sc.ID); got.Status == store.StatusRunning {
-				n++
-			}
-		}
-		return n
-	}
-	storetest.WaitFor(t, "the flood's scans to hold their workers", func() bool { return running() >= perWorkspace })
-	sc := other.wait(other.enqueue(other.site).ID)
-	if sc.Status != store.StatusComplete {
-		t.Fatalf("the other workspace's scan is %s (%s), want complete", sc.Status, sc.Error)
-	}
-	if n := running(); n > perWorkspace {
-		t.Errorf("%d of the flood's scans running, want at most SCANS_PER_WORKSPACE = %d", n, perWorkspace)
-	}
-	for _, f := range flood {
-		if got, _ := st.Scan(context.Background(), r.user.ID, f.ID); got.Status == store.StatusComplete || got.Status == store.StatusFailed {
-			t.Errorf("flood scan %s is %s: the other workspace's scan waited for it", f.ID, got.Status)
-		}
-	}
-	waited, took := sc.StartedAt.Sub(sc.CreatedAt), sc.CompletedAt.Sub(sc.CreatedAt)
-	t.Logf("the other workspace's Scan now: started %s after it was queued, complete after %s, behind 6 scans of one workspace whose audits hang %s",
-		waited, took, hang)
-	if fakeClock(st) && waited > poll {
-		t.Errorf("the other workspace's scan waited %s to start, want at most one poll (%s)", waited, poll)
-	}
-}
-
-// testFairScanClaimsPerAccount (issue 44 item 1): one account with two workspaces and two slow
-// scans in each held every scan worker (SCANS_PER_WORKSPACE 2 of 3), so another tenant's Scan now
-// waited for a whole audit. The cap is the owning account's too now.
-func testFairScanClaimsPerAccount(t *testing.T, st store.Store) {
-	const workers, perWorkspace = 3, 2
-	r := newRig(t, st)
-	hang := 20 * time.Second
-	if !fakeClock(st) {
-		hang = 10 * time.Minute
-	}
-	for _, s := range []store.Strategy{store.StrategyMobile, store.StrategyDesktop} {
-		r.psi.Fail("/pricing", s, scantest.Fault{Hang: true})
-	}
-	second := store.Workspace{ID: store.NewID(), Name: "Second", CreatedAt: time.Now()}
-	if err := st.CreateWorkspace(context.Background(), second, r.user.ID, 10); err != nil {
-		t.Fatal(err)
-	}
-	var flood []store.Scan
-	for i, ws := range []string{"", "", second.ID, second.ID} {
-		site := store.Site{ID: store.NewID(), UserID: r.user.ID, WorkspaceID: ws, Name: fmt.Sprintf("Flood %d", i+1), Domain: "sample.test",
-			Pages: []string{"/pricing"}, CreatedAt: time.Now()}
-		if err := st.CreateSite(context.Background(), site); err != nil {
-			t.Fatal(err)
-		}
+	for _, site := range floodSites {
 		flood = append(flood, r.enqueue(site))
 	}
 	other := r.secondTenant("Other", []string{"/fast"})
@@ -147,11 +117,16 @@ func testFairScanClaimsPerAccount(t *testing.T, st store.Store) {
 		t.Fatalf("the other account's scan is %s (%s), want complete", sc.Status, sc.Error)
 	}
 	if n := running(); n > perWorkspace {
-		t.Errorf("%d of one account's scans running, want at most SCANS_PER_WORKSPACE = %d across its workspaces", n, perWorkspace)
+		t.Errorf("%d of the flood's scans running, want at most SCANS_PER_WORKSPACE = %d", n, perWorkspace)
+	}
+	for _, f := range flood {
+		if got, _ := st.Scan(context.Background(), r.user.ID, f.ID); got.Status == store.StatusComplete || got.Status == store.StatusFailed {
+			t.Errorf("flood scan %s is %s: the other account's scan waited for it", f.ID, got.Status)
+		}
 	}
 	waited, took := sc.StartedAt.Sub(sc.CreatedAt), sc.CompletedAt.Sub(sc.CreatedAt)
-	t.Logf("another account's Scan now: started %s after it was queued, complete after %s, behind 4 scans of one account in two workspaces whose audits hang %s",
-		waited, took, hang)
+	t.Logf("another account's Scan now: started %s after it was queued, complete after %s, behind %s whose audits hang %s",
+		waited, took, what, hang)
 	if fakeClock(st) && waited > poll {
 		t.Errorf("the other account's scan waited %s to start, want at most one poll (%s)", waited, poll)
 	}
