@@ -102,6 +102,8 @@ var uiFuncs = template.FuncMap{
 		}
 		return formatTime(*t)
 	},
+	// confidenceMeaning is the title of a cause's confidence tag: what its level means.
+	"confidenceMeaning": analysis.ConfidenceMeaning,
 }
 
 func metricValue(metric string, v float64) string {

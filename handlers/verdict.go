@@ -36,10 +36,12 @@ type verdict struct {
 }
 
 // scanChange is something that got worse since the scan before: a metric of one page
-// (analysis.Regressions), with the causes that explain it: one sentence (CauseSentence).
+// (analysis.Regressions), with the causes that explain it: one sentence (CauseSentence), and
+// how sure it is (analysis.Cause's Confidence; absent when the sentence names no change).
 type scanChange struct {
 	analysis.Regression
-	Causes []string `json:"causes"`
+	Causes     []string `json:"causes"`
+	Confidence string   `json:"confidence,omitempty"`
 }
 
 // judged says whether the verdict judged budgets (a completed scan), not why it could not.
@@ -116,14 +118,20 @@ func (s *server) verdictOf(ctx context.Context, userID string, site store.Site, 
 // page and MCP show).
 // It also answers the pages' changes themselves.
 func whatChanged(pairs []store.RunPair) ([]scanChange, []analysis.PageChange) {
-	out := []scanChange{}
 	pages := analysis.RegressedChanges(pairs)
+	return scanChanges(pages), pages
+}
+
+// scanChanges are the regressions of pages, each with its cause's sentence and confidence.
+func scanChanges(pages []analysis.PageChange) []scanChange {
+	out := []scanChange{}
 	for _, c := range pages {
 		for _, r := range c.Regressions {
-			out = append(out, scanChange{Regression: r, Causes: []string{c.CauseSentence(r)}})
+			cause, _ := c.CauseOf(r.Metric)
+			out = append(out, scanChange{Regression: r, Causes: []string{c.CauseSentence(r)}, Confidence: cause.Confidence})
 		}
 	}
-	return out, pages
+	return out
 }
 
 // Formats of the budget check's answer.
@@ -192,4 +200,13 @@ func answerFormat(r *http.Request) (format string, explicit bool, problem string
 		return formatJSON, false, ""
 	}
 	return best, true, ""
+}
+
+// hedged is a cause's sentence as the Markdown and JUnit answers give it: a high confidence
+// stated plainly, a lower one said after it ("... (low confidence)").
+func hedged(sentence, confidence string) string {
+	if h := analysis.Hedge(confidence); h != "" {
+		return sentence + " (" + h + ")"
+	}
+	return sentence
 }

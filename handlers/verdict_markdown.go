@@ -97,7 +97,7 @@ func markdownOf(v verdict) string {
 			fmt.Fprintf(&b, "- **%s** on %s (%s): %s → %s\n", analysis.Label(c.Metric), mdText(c.PagePath), c.Strategy,
 				metricValue(c.Metric, c.From), metricValue(c.Metric, c.To))
 			for _, cause := range c.Causes {
-				b.WriteString("  - " + mdText(cause) + "\n")
+				b.WriteString("  - " + mdText(hedged(cause, c.Confidence)) + "\n")
 			}
 		}
 		b.WriteString("\n")

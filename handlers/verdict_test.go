@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"encoding/json"
 	"encoding/xml"
 	"flag"
 	"os"
@@ -209,5 +210,47 @@ func TestMDText(t *testing.T) {
 		if got := mdText(in); got != want {
 			t.Errorf("mdText(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestVerdictSaysHowSure: the CI answer says how sure each cause is (issue 42): the JSON's
+// changes carry the confidence of their cause; Markdown and JUnit state a high one plainly and
+// say "(medium confidence)" or "(low confidence)" after one that is not.
+func TestVerdictSaysHowSure(t *testing.T) {
+	v := hostileVerdict(t)
+	for _, c := range v.Changes {
+		x, _ := json.Marshal(c)
+		if c.Confidence != analysis.ConfidenceHigh || !strings.Contains(string(x), `"confidence":"high"`) {
+			t.Errorf("the demo's %s regression on %s: %s, want its cause's high confidence", c.Metric, c.PagePath, x)
+		}
+	}
+	// The LCP cause of /pricing (mobile) made less sure: both formats hedge it, and only it.
+	lcp := ""
+	for i, p := range v.pages {
+		for j, x := range p.Causes {
+			if p.PagePath == hostilePath && p.Strategy == store.StrategyMobile && x.Metric == "lcp" {
+				v.pages[i].Causes[j].Confidence, lcp = analysis.ConfidenceLow, x.Sentence
+			}
+		}
+	}
+	if lcp == "" {
+		t.Fatal("no LCP cause on the hostile /pricing (mobile)")
+	}
+	v.Changes = scanChanges(v.pages)
+	md := markdownOf(v)
+	if !strings.Contains(md, "  - "+mdText(lcp+" (low confidence)")+"\n") || strings.Count(md, "confidence") != 1 {
+		t.Errorf("the Markdown does not hedge the LCP cause once:\n%s", md)
+	}
+	b, err := junitOf(v)
+	must(t, err)
+	var got junitSuites
+	must(t, xml.Unmarshal(b, &got))
+	for _, c := range got.Suites[0].Cases {
+		if c.Name == "LCP ≤ 2.5 s" && (c.Failure == nil || !strings.Contains(c.Failure.Text, hostilePath+" (mobile): "+lcp+" (low confidence)")) {
+			t.Errorf("the LCP failure does not hedge its cause: %+v", c.Failure)
+		}
+	}
+	if strings.Count(string(b), "confidence") != 1 {
+		t.Errorf("the JUnit hedges more than the LCP cause:\n%s", b)
 	}
 }
