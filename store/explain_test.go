@@ -3,6 +3,9 @@ package store
 import (
 	"bytes"
 	"compress/flate"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 )
@@ -79,6 +82,39 @@ func TestClip(t *testing.T) {
 	}{{"short", 10, "short"}, {"abcdefghij", 6, "abc…"}, {"ééééé", 6, "é…"}} {
 		if got := Clip(tt.in, tt.n); got != tt.want || len(got) > tt.n {
 			t.Errorf("Clip(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
+		}
+	}
+}
+
+// Rows written before issue 43 (version 1: short keys) still read: the 25 fixture runs as
+// version 1 stored them read back as their golden explain data.
+func TestExplainV1Reads(t *testing.T) {
+	b, err := os.ReadFile("../testdata/explain-v1.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored map[string][]byte
+	if err := json.Unmarshal(b, &stored); err != nil {
+		t.Fatal(err)
+	}
+	if len(stored) != 25 {
+		t.Fatalf("%d stored runs, want 25", len(stored))
+	}
+	for name, v1 := range stored {
+		if v1[0] != explainVersion1 {
+			t.Fatalf("%s: version %d", name, v1[0])
+		}
+		e, err := DecodeExplain(v1)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		got, _ := json.MarshalIndent(e, "", "  ")
+		want, err := os.ReadFile(filepath.Join("..", "testdata", "golden", "explain", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got)+"\n" != string(want) {
+			t.Errorf("%s: version 1 reads as\n%s\nwant\n%s", name, got, want)
 		}
 	}
 }
