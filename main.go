@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"sitepulse/handlers"
+	"sitepulse/handlers/ci"
+	"sitepulse/handlers/metrics"
 	"sitepulse/mcp"
 	"sitepulse/oauth"
 	"sitepulse/scanner"
@@ -45,12 +47,12 @@ func main() {
 // exitStatus prints why run failed and answers the process's exit status: an exitCode's own
 // (sitepulse check: 1 budgets broken, 2 could not judge), else 1.
 func exitStatus(err error, stderr io.Writer) int {
-	var exit *exitCode
+	var exit *ci.ExitCode
 	if errors.As(err, &exit) {
-		if exit.err != nil {
-			fmt.Fprintln(stderr, "sitepulse check:", exit.err)
+		if exit.Err != nil {
+			fmt.Fprintln(stderr, "sitepulse check:", exit.Err)
 		}
-		return exit.code
+		return exit.Code
 	}
 	fmt.Fprintln(stderr, "sitepulse:", err)
 	return 1
@@ -58,140 +60,221 @@ func exitStatus(err error, stderr io.Writer) int {
 
 // run wires the service and serves until ctx ends, then shuts down in order: HTTP server
 // (in-flight requests finish), scanner, store. `sitepulse check ...` is the CI client instead
-// (check.go).
+// (handlers/ci).
+//
+// What starts is the table below, in order; each step may leave something to stop, and what
+// was started is stopped in the reverse order when run returns.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	if len(args) > 0 && args[0] == "check" {
-		return runCheck(ctx, args[1:], getenv, stdout)
+		return ci.RunCheck(ctx, args[1:], getenv, stdout)
 	}
 	cfg, err := loadConfig(args, getenv, stdout)
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(stdout, &slog.HandlerOptions{Level: mustLogLevel(cfg.LogLevel)}))
+	sv := &service{cfg: cfg, stdout: stdout,
+		log: slog.New(slog.NewTextHandler(stdout, &slog.HandlerOptions{Level: mustLogLevel(cfg.LogLevel)}))}
+	defer sv.stop()
+	for _, start := range []func(context.Context) error{
+		sv.listen,       // the addresses first: a process that cannot serve prints no demo credentials
+		sv.openStore,    // Postgres or memory, and the metrics that read it
+		sv.deviceKey,    // AUTH_KEY
+		sv.seedDemo,     // the demo account, and the replay of its site's audits
+		sv.startScanner, // the job queue's pool: scans, alerts, deliveries, digests
+		sv.buildHandler, // every route: web UI, API, CI, OAuth, MCP, metrics
+	} {
+		if err := start(ctx); err != nil {
+			return err
+		}
+	}
+	return sv.serve(ctx)
+}
 
-	// The address is taken first: a process that cannot serve must not print demo credentials
-	// that no server will accept.
-	ln, err := listen(cfg.Addr)
+// service is what run starts, handed from one step of its table to the next.
+type service struct {
+	cfg    config
+	log    *slog.Logger
+	stdout io.Writer
+
+	ln, mln    net.Listener // the main listener; METRICS_ADDR's, nil without
+	st         store.Store
+	meter      *metrics.Metrics
+	authKey    []byte
+	demoSecret string
+	replay     *demo.Replay // the demo site's audits, answered offline; nil without the demo
+	guard      netguard.Guard
+	connector  *platform.Connector
+	quota      *psi.AccountQuota
+	digest     *notify.Digest
+	chKeys     *platform.Keys
+	scanWake   <-chan struct{} // the budget check waits' share of the job notifications
+	handler    http.Handler
+	stopping   chan struct{} // closed when the HTTP server begins to shut down
+
+	stops []func() // what to stop, in the order started
+}
+
+// stop stops what the steps started, the last first.
+func (sv *service) stop() {
+	for i := len(sv.stops) - 1; i >= 0; i-- {
+		sv.stops[i]()
+	}
+}
+
+// listen takes the addresses: a process that cannot serve must not print demo credentials
+// that no server will accept.
+func (sv *service) listen(context.Context) error {
+	ln, err := listen(sv.cfg.Addr)
 	if err != nil {
 		return err
 	}
-	defer ln.Close()     // on an early return; Serve and Shutdown close it otherwise
-	var mln net.Listener // METRICS_ADDR's; nil without
-	if cfg.MetricsAddr != "" {
-		if mln, err = listen(cfg.MetricsAddr); err != nil {
+	sv.ln = ln
+	sv.stops = append(sv.stops, func() { ln.Close() }) // on an early return; Serve and Shutdown close it otherwise
+	if sv.cfg.MetricsAddr != "" {
+		mln, err := listen(sv.cfg.MetricsAddr)
+		if err != nil {
 			return fmt.Errorf("METRICS_ADDR: %w", err)
 		}
-		defer mln.Close()
+		sv.mln = mln
+		sv.stops = append(sv.stops, func() { mln.Close() })
 	}
+	return nil
+}
 
+// openStore opens the store (closed last) and the metrics that read it.
+func (sv *service) openStore(ctx context.Context) error {
+	cfg, log := sv.cfg, sv.log
 	st, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	defer func() {
+	sv.st = st
+	sv.stops = append(sv.stops, func() {
 		if err := st.Close(); err != nil {
 			log.Warn("close store", "err", err)
 		}
 		log.Info("store closed")
-	}()
+	})
 	log.Info("store ready", "store", st.Name(), "role", cfg.Role)
 	if cfg.DatabaseURL != "" {
 		log.Info("database connections", "mode", dbMode(cfg))
 	}
-	metrics := &handlers.Metrics{Role: cfg.Role, Jobs: st, Now: time.Now}
+	sv.meter = &metrics.Metrics{Role: cfg.Role, Jobs: st, Now: time.Now}
 	if db, ok := st.(interface{ Stats() sql.DBStats }); ok {
-		metrics.DB = db.Stats
+		sv.meter.DB = db.Stats
 	}
+	return nil
+}
 
-	var authKey []byte
-	if cfg.AuthKey != "" {
-		authKey, _ = base64.StdEncoding.DecodeString(cfg.AuthKey) // checked by loadConfig
-	} else {
-		log.Info("AUTH_KEY not set: device cookies are signed with a random key for this process, so browsers count as new after a restart or on another replica")
+// deviceKey reads AUTH_KEY, which signs device cookies (and derives the demo's secrets).
+func (sv *service) deviceKey(context.Context) error {
+	if sv.cfg.AuthKey != "" {
+		sv.authKey, _ = base64.StdEncoding.DecodeString(sv.cfg.AuthKey) // checked by loadConfig
+		return nil
 	}
-	var demoSecret string
-	var replay *demo.Replay // the demo site's audits, answered offline; nil without the demo
-	if st.Name() == "memory" || cfg.Demo {
-		if demoSecret, replay, err = seedDemo(ctx, st, cfg, authKey, stdout, log); err != nil {
-			return err
-		}
-	}
+	sv.log.Info("AUTH_KEY not set: device cookies are signed with a random key for this process, so browsers count as new after a restart or on another replica")
+	return nil
+}
 
+// seedDemo seeds the demo on the in-memory store, or with DEMO=true (demo.go).
+func (sv *service) seedDemo(ctx context.Context) error {
+	if sv.st.Name() != "memory" && !sv.cfg.Demo {
+		return nil
+	}
+	var err error
+	sv.demoSecret, sv.replay, err = seedDemo(ctx, sv.st, sv.cfg, sv.authKey, sv.stdout, sv.log)
+	return err
+}
+
+// startScanner builds the job queue's pool and, unless ROLE=web, starts it; it stops after the
+// HTTP server and before the store.
+func (sv *service) startScanner(ctx context.Context) error {
+	cfg, st, log := sv.cfg, sv.st, sv.log
 	// Every fetch made on a user's behalf goes through the guard.
-	guard := netguard.Guard{AllowPrivate: cfg.ScanAllowPrivate}
+	sv.guard = netguard.Guard{AllowPrivate: cfg.ScanAllowPrivate}
 	if cfg.WorkspaceScans >= cfg.ScanWorkers && cfg.ScanWorkers > 1 {
 		log.Warn("SCANS_PER_WORKSPACE is not below SCAN_WORKERS: one workspace's scans can hold every scan worker of this process while another's wait",
 			"scans_per_workspace", cfg.WorkspaceScans, "scan_workers", cfg.ScanWorkers)
 	}
-	if guard.AllowPrivate {
+	if sv.guard.AllowPrivate {
 		log.Warn("SCAN_ALLOW_PRIVATE=true: scans may fetch loopback, private and link-local addresses; do not run a multi-tenant service this way")
 	}
-	connector, err := platformConnector(cfg, st, log)
-	if err != nil {
+	var err error
+	if sv.connector, err = platformConnector(cfg, st, log); err != nil {
 		return err
 	}
-	auditor, capacity := newAuditor(cfg, guard, metrics, log)
+	auditor, capacity := newAuditor(cfg, sv.guard, sv.meter, log)
 	// One mailer: the regression digests, the sign-up messages and the workspace invitations.
-	digest := &notify.Digest{Store: st, SMTPAddr: cfg.SMTPAddr, From: cfg.SMTPFrom, Username: cfg.SMTPUsername,
+	sv.digest = &notify.Digest{Store: st, SMTPAddr: cfg.SMTPAddr, From: cfg.SMTPFrom, Username: cfg.SMTPUsername,
 		Password: cfg.SMTPPassword, BaseURL: cfg.BaseURL, Log: log}
-	chKeys, err := channelKeys(cfg, st, log)
-	if err != nil {
+	if sv.chKeys, err = channelKeys(cfg, st, log); err != nil {
 		return err
 	}
 	// One subscription to the store's job notifications, shared: the dispatcher claims on them,
 	// and the budget checks waiting for scans wake on them (a finished scan enqueues its alerts).
 	wakes := jobWakes(ctx, st, log, 2)
+	sv.scanWake = wakes[1]
 	// The demo site's audits are replayed offline; every other site's go to the real auditor.
 	// One account's audits stay under its share of the PSI key's day, however many workspaces it has.
-	quota := psi.NewAccountQuota(cfg.auditLimits(), st)
+	sv.quota = psi.NewAccountQuota(cfg.auditLimits(), st)
 	log.Info("audit budgets", "workspace_daily", cfg.auditLimits().Workspace, "account_daily", cfg.auditLimits().Account)
-	pool := newPool(cfg, st, demo.Replaying(replay, auditor), capacity, quota, guard.Client(), connector, digest, chKeys, wakes[0], metrics, log)
+	pool := newPool(cfg, st, demo.Replaying(sv.replay, auditor), capacity, sv.quota, sv.guard.Client(), sv.connector, sv.digest, sv.chKeys, wakes[0], sv.meter, log)
 	// A web process claims no jobs: its pool (workers, scheduler, rescuer, pruner) never starts.
 	if cfg.Role != "web" {
 		pool.Start()
 	} else {
 		log.Info("ROLE=web: this process claims no jobs; run processes with ROLE=worker or all to scan, alert and deliver")
 	}
-	// Deferred after the store's Close, so it runs before it: HTTP server, scanner, store.
-	defer func() {
+	sv.stops = append(sv.stops, func() {
 		stopCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		if err := pool.Stop(stopCtx); err != nil {
 			log.Warn("scanner stop", "err", err)
 		}
 		log.Info("scanner stopped")
-	}()
+	})
+	return nil
+}
 
-	// The authorization server issues the access tokens the MCP endpoint accepts. It fetches
-	// Client ID Metadata Documents, which anyone can point at any URL, through the guard.
-	authServer := oauth.New(oauth.Config{Store: st, BaseURL: cfg.BaseURL, Log: log, MetadataClient: guard.Client()})
-	mcpServer := mcp.New(mcp.Config{Store: st, BaseURL: cfg.BaseURL, Log: log, Quota: quota, Links: chKeys})
+// buildHandler builds every route: the authorization server issues the access tokens the MCP
+// endpoint accepts, and fetches Client ID Metadata Documents, which anyone can point at any
+// URL, through the guard.
+func (sv *service) buildHandler(context.Context) error {
+	cfg, st, log := sv.cfg, sv.st, sv.log
+	authServer := oauth.New(oauth.Config{Store: st, BaseURL: cfg.BaseURL, Log: log, MetadataClient: sv.guard.Client()})
+	mcpServer := mcp.New(mcp.Config{Store: st, BaseURL: cfg.BaseURL, Log: log, Quota: sv.quota, Links: sv.chKeys})
 	var mail func(ctx context.Context, to, subject, body string) error // nil: logged instead
 	if cfg.SMTPAddr != "" {
-		mail = digest.Send
+		mail = sv.digest.Send
 	}
-	stopping := make(chan struct{}) // closed when the HTTP server begins to shut down
-	handler, err := handlers.NewHandler(handlers.Deps{
+	sv.stopping = make(chan struct{})
+	var err error
+	sv.handler, err = handlers.NewHandler(handlers.Deps{
 		// One store, handed to every surface as the narrow interface that surface declares.
 		Auth: st, Accounts: st, Sites: st, Budgets: st, Scans: st, Reports: st, API: st, Webhooks: st,
 		Connections: st, Workspaces: st, Channels: st, Health: st, CI: st,
 		Log: log, BaseURL: cfg.BaseURL,
-		OAuth: authServer, MCP: mcpServer, PlatformSecret: cfg.PlatformSecret, DemoWebhookSecret: demoSecret, DemoPlatformID: demo.PlatformID,
+		OAuth: authServer, MCP: mcpServer, PlatformSecret: cfg.PlatformSecret, DemoWebhookSecret: sv.demoSecret, DemoPlatformID: demo.PlatformID,
 		MaxSitesPerWorkspace: cfg.MaxSitesPerWorkspace, MaxWorkspacesPerUser: cfg.MaxWorkspaces, SiteRules: cfg.siteRules(),
-		SessionIdle: time.Duration(cfg.SessionIdleMins) * time.Minute, Replayed: replay.Serves,
-		Platform: connector, PlatformClientID: cfg.PlatformID, PlatformAuthorizeURL: cfg.PlatformAuthURL,
-		ChannelKeys: chKeys, Guard: guard, ChannelAllowHTTP: cfg.ScanAllowPrivate, SignedInAudits: cfg.AuditBackend == "lighthouse",
-		AuthKey: authKey, Mail: mail,
-		Quota: quota, ScanWake: wakes[1], Stopping: stopping,
-		Metrics: metrics, MetricsToken: cfg.MetricsToken, OpsOnly: cfg.Role == "worker",
+		SessionIdle: time.Duration(cfg.SessionIdleMins) * time.Minute, Replayed: sv.replay.Serves,
+		Platform: sv.connector, PlatformClientID: cfg.PlatformID, PlatformAuthorizeURL: cfg.PlatformAuthURL,
+		ChannelKeys: sv.chKeys, Guard: sv.guard, ChannelAllowHTTP: cfg.ScanAllowPrivate, SignedInAudits: cfg.AuditBackend == "lighthouse",
+		AuthKey: sv.authKey, Mail: mail,
+		Quota: sv.quota, ScanWake: sv.scanWake, Stopping: sv.stopping,
+		Metrics: sv.meter, MetricsToken: cfg.MetricsToken, OpsOnly: cfg.Role == "worker",
 	})
-	if err != nil {
-		return err
-	}
+	return err
+}
 
+// serve serves until ctx ends or a listener fails, then drains: /readyz answers 503, so the
+// load balancer stops sending requests; budget checks waiting for scans answer at once; the
+// listener stays open while requests are in flight (at most drainFor), then closes and the
+// rest finish.
+func (sv *service) serve(ctx context.Context) error {
+	cfg, log := sv.cfg, sv.log
 	srv := &http.Server{
 		Addr:              cfg.Addr,
-		Handler:           handler,
+		Handler:           sv.handler,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second, // long responses (SSE, big exports) extend their own deadline
@@ -199,21 +282,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	log.Info("listening", "addr", ln.Addr().String(), "base_url", cfg.BaseURL)
+	log.Info("listening", "addr", sv.ln.Addr().String(), "base_url", cfg.BaseURL)
 	if cfg.MetricsToken == "" && cfg.MetricsAddr == "" {
 		log.Info("METRICS_ADDR and METRICS_TOKEN not set: /metrics is off")
 	}
 
 	serveErr := make(chan error, 2)
-	go func() { serveErr <- srv.Serve(ln) }()
-	if mln != nil {
+	go func() { serveErr <- srv.Serve(sv.ln) }()
+	if sv.mln != nil {
 		mux := http.NewServeMux()
-		mux.Handle("GET /metrics", metrics)
+		mux.Handle("GET /metrics", sv.meter)
 		msrv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 30 * time.Second,
 			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 		defer msrv.Close()
-		go func() { serveErr <- msrv.Serve(mln) }()
-		log.Info("metrics listening", "addr", mln.Addr().String())
+		go func() { serveErr <- msrv.Serve(sv.mln) }()
+		log.Info("metrics listening", "addr", sv.mln.Addr().String())
 	}
 	select {
 	case err := <-serveErr:
@@ -221,15 +304,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	case <-ctx.Done():
 	}
 
-	// Draining: /readyz answers 503, so the load balancer stops sending requests; budget checks
-	// waiting for scans answer at once; the listener stays open while requests are in flight
-	// (at most drainFor), then closes and the rest finish.
-	log.Info("shutting down: draining HTTP requests", "in_flight", metrics.InFlight())
-	close(stopping)
+	log.Info("shutting down: draining HTTP requests", "in_flight", sv.meter.InFlight())
+	close(sv.stopping)
 	srv.SetKeepAlivesEnabled(false)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
 	defer cancel()
-	drain(shutdownCtx, metrics, drainFor)
+	drain(shutdownCtx, sv.meter, drainFor)
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		log.Warn("HTTP shutdown", "err", err)
 	}
@@ -244,7 +324,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 const drainFor = 20 * time.Second
 
 // drain waits until no request is in flight, for at most max or until ctx ends.
-func drain(ctx context.Context, m *handlers.Metrics, max time.Duration) {
+func drain(ctx context.Context, m *metrics.Metrics, max time.Duration) {
 	ctx, cancel := context.WithTimeout(ctx, max)
 	defer cancel()
 	tick := time.NewTicker(20 * time.Millisecond)
@@ -355,7 +435,7 @@ func platformConnector(cfg config, st store.Store, log *slog.Logger) (*platform.
 // counter and a circuit breaker) or a local Lighthouse, and the audit capacity the pool shares
 // fairly between scans: PSI_MAX_INFLIGHT calls, adapting to PSI's 429s, or
 // LIGHTHOUSE_CONCURRENCY runs.
-func newAuditor(cfg config, guard netguard.Guard, metrics *handlers.Metrics, log *slog.Logger) (scanner.Auditor, *psi.Capacity) {
+func newAuditor(cfg config, guard netguard.Guard, meter *metrics.Metrics, log *slog.Logger) (scanner.Auditor, *psi.Capacity) {
 	if cfg.AuditBackend == "lighthouse" {
 		log.Info("audit backend", "backend", cfg.AuditBackend, "lighthouse_concurrency", cfg.LHConcurrency)
 		return lighthouse.New(lighthouse.Config{Command: cfg.LighthouseCmd, ChromePath: cfg.ChromePath,
@@ -370,9 +450,9 @@ func newAuditor(cfg config, guard netguard.Guard, metrics *handlers.Metrics, log
 	daily := psi.NewDailyCounter(cfg.PSIDailyLimit)
 	breaker := psi.NewBreaker(psi.BreakerConfig{Failures: cfg.PSIBreakerFails,
 		OpenFor: time.Duration(cfg.PSIBreakerSecs) * time.Second, Log: log})
-	metrics.PSI = func() handlers.PSIFigures {
+	meter.PSI = func() metrics.PSIFigures {
 		used, limit := daily.Used(time.Now())
-		return handlers.PSIFigures{Used: used, Limit: limit, Breaker: breaker.State()}
+		return metrics.PSIFigures{Used: used, Limit: limit, Breaker: breaker.State()}
 	}
 	return psi.New(psi.Config{Endpoint: cfg.PageSpeedURL, Key: cfg.PageSpeedKey,
 		Limiter: limiter, Capacity: capacity, Daily: daily, Breaker: breaker, Log: log}), capacity
@@ -420,7 +500,7 @@ func jobWakes(ctx context.Context, st store.Store, log *slog.Logger, n int) []<-
 // newPool is the scan worker pool with its regression digest. A store that can announce new
 // jobs (wake, from jobWakes) wakes the dispatcher at once; it polls either way. Sitemaps
 // are fetched with fetch, the guarded client.
-func newPool(cfg config, st store.Store, auditor scanner.Auditor, capacity *psi.Capacity, quota *psi.AccountQuota, fetch *http.Client, connector *platform.Connector, digest *notify.Digest, chKeys *platform.Keys, wake <-chan struct{}, metrics *handlers.Metrics, log *slog.Logger) *scanner.Pool {
+func newPool(cfg config, st store.Store, auditor scanner.Auditor, capacity *psi.Capacity, quota *psi.AccountQuota, fetch *http.Client, connector *platform.Connector, digest *notify.Digest, chKeys *platform.Keys, wake <-chan struct{}, meter *metrics.Metrics, log *slog.Logger) *scanner.Pool {
 	var refresher scanner.PageRefresher
 	if connector != nil { // a nil *Connector in the interface would not be nil
 		refresher = connector
@@ -437,13 +517,13 @@ func newPool(cfg config, st store.Store, auditor scanner.Auditor, capacity *psi.
 	if cfg.SMTPAddr != "" {
 		mail = digest.Send
 	}
-	deliverer := &notify.Deliverer{Store: countedDeliveries{st, metrics}, Keys: opener, Client: fetch, Mail: mail, BaseURL: cfg.BaseURL, Log: log, Now: time.Now}
+	deliverer := &notify.Deliverer{Store: metrics.CountedDeliveries{DelivererStore: st, M: meter}, Keys: opener, Client: fetch, Mail: mail, BaseURL: cfg.BaseURL, Log: log, Now: time.Now}
 	var accessKeys scanner.Opener // sites' access settings are sealed as channel URLs are
 	if chKeys != nil {
 		accessKeys = chKeys
 	}
 	return scanner.NewPool(scanner.PoolConfig{
-		Store: countedScans{st, metrics}, Retention: st, Auditor: auditor, Capacity: capacity, Log: log, Workers: cfg.ScanWorkers, WorkspaceScans: cfg.WorkspaceScans,
+		Store: metrics.CountedScans{Store: st, M: meter}, Retention: st, Auditor: auditor, Capacity: capacity, Log: log, Workers: cfg.ScanWorkers, WorkspaceScans: cfg.WorkspaceScans,
 		Wake: wake, Platform: refresher,
 		AccessKeys:    accessKeys,
 		ConfirmRuns:   cfg.ConfirmRuns,

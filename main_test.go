@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"sitepulse/handlers/ci"
 	"sitepulse/scanner/scantest"
 	"sitepulse/store/storetest"
 )
@@ -422,7 +423,7 @@ func TestHelpListsEverySetting(t *testing.T) {
 	if _, err := loadConfig([]string{"-h"}, func(string) string { return "" }, &help); err == nil {
 		t.Fatal("-h did not stop")
 	}
-	parseCheck([]string{"-h"}, func(string) string { return "" }, &checkHelp)
+	ci.RunCheck(t.Context(), []string{"-h"}, func(string) string { return "" }, &checkHelp)
 	readme, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)
@@ -437,6 +438,11 @@ func TestHelpListsEverySetting(t *testing.T) {
 		}
 	}
 	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkFiles, err := filepath.Glob("handlers/ci/*.go")
+	files = append(files, checkFiles...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -457,7 +463,7 @@ func TestHelpListsEverySetting(t *testing.T) {
 			for _, env := range names {
 				read++
 				out, what := help.String(), "-h"
-				if strings.HasPrefix(name, "check") {
+				if strings.HasPrefix(name, "handlers/ci/") {
 					out, what = checkHelp.String(), "check -h"
 				}
 				if !strings.Contains(out, env) {

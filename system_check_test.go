@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"sitepulse/handlers/ci/citest"
 	"sitepulse/scanner/scantest"
 	"sitepulse/store"
 	"sitepulse/store/storetest"
@@ -34,7 +35,7 @@ type checkRun struct {
 	exit              int
 	stdout, summary   string
 	junit             junitReport
-	statuses          []githubRequest
+	statuses          []citest.GitHubRequest
 	summaryPath, junP string
 }
 
@@ -54,11 +55,11 @@ type junitReport struct {
 // runCheckProcess runs `sitepulse check args...` as a process of this test binary, in the
 // environment a GitHub Actions step has (and none of the machine's own GITHUB_ or SITEPULSE_
 // variables), against base with key and site, the commit status going to g.
-func runCheckProcess(t *testing.T, base, key, siteID string, g *githubDouble, args ...string) checkRun {
+func runCheckProcess(t *testing.T, base, key, siteID string, g *citest.GitHub, args ...string) checkRun {
 	t.Helper()
 	dir := t.TempDir()
 	r := checkRun{summaryPath: filepath.Join(dir, "summary.md"), junP: filepath.Join(dir, "sitepulse.xml")}
-	before := len(g.received())
+	before := len(g.Received())
 	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^" + regexp.QuoteMeta(strings.Split(t.Name(), "/")[0]) + "$", "--", "check", "-junit", r.junP}, args...)...)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "GITHUB_") && !strings.HasPrefix(kv, "SITEPULSE_") && !strings.HasPrefix(kv, "CI_") && !strings.HasPrefix(kv, "GITLAB_") {
@@ -84,7 +85,7 @@ func runCheckProcess(t *testing.T, base, key, siteID string, g *githubDouble, ar
 			t.Errorf("the JUnit report is not XML: %v\n%s", err, x)
 		}
 	}
-	r.statuses = g.received()[before:]
+	r.statuses = g.Received()[before:]
 	return r
 }
 
@@ -137,7 +138,7 @@ func TestSystemCheckOnPostgres(t *testing.T) {
 		}
 	}
 	server := startChild(t, "server", map[string]string{"DATABASE_URL": dsn, "PAGESPEED_API_URL": psi.Endpoint()})
-	g := newGitHubDouble(t, checkToken, checkRepo)
+	g := citest.NewGitHub(t, checkToken, checkRepo)
 
 	broken := runCheckProcess(t, server.base, key, site.ID, g)
 	m := scanStartedLine.FindStringSubmatch(broken.stdout)
@@ -199,7 +200,7 @@ func TestSystemCheckOnTheDemo(t *testing.T) {
 	if key == nil || site == nil {
 		t.Fatalf("no demo key or site in the start-up output:\n%s", logs)
 	}
-	g := newGitHubDouble(t, checkToken, checkRepo)
+	g := citest.NewGitHub(t, checkToken, checkRepo)
 
 	// The demo's first new scan replays the site before the bad publish: its recovery.
 	recovered := runCheckProcess(t, server.base, key[1], site[1], g)

@@ -3,8 +3,8 @@
 // the JUnit XML read by test-results-parser (the parser of testbeats' reports) and junit2json.
 //
 // It reads the golden files the handlers write for a hostile site (testdata/golden/ci, made by
-// TestVerdictMarkdown and TestVerdictJUnit from real Lighthouse results through markdownOf and
-// junitOf, the functions the endpoint answers with; those tests fail when the code's output
+// TestVerdictMarkdown and TestVerdictJUnit from real Lighthouse results through ci.Markdown and
+// ci.JUnit, the functions the endpoint answers with; those tests fail when the code's output
 // drifts from them), and checks: the table is a table, row by row and cell by cell; no string
 // the site gave became HTML, a link, emphasis or an image; each budget is one test case,
 // failed with its measured value, skipped when not measured.
@@ -27,7 +27,7 @@ const mdPath = join(root, 'testdata/golden/ci/verdict.md');
 const xmlPath = join(root, 'testdata/golden/ci/verdict.junit.xml');
 
 // The hostile strings, read from the Go test that wrote the goldens, so both say the same.
-const goTest = readFileSync(join(root, 'handlers/verdict_test.go'), 'utf8');
+const goTest = readFileSync(join(root, 'handlers/ci/verdict_test.go'), 'utf8');
 const goString = (name) => {
   const raw = goTest.match(new RegExp(name + '\\s*=\\s*`([^`]*)`'));
   if (raw) return raw[1];

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"sitepulse/handlers/ci"
 	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 )
@@ -20,18 +21,6 @@ type APIStore interface {
 	BudgetInputs(ctx context.Context, userID, siteID string) (store.BudgetInputs, error)
 	// ExportScan streams the export in one statement (store.Reads).
 	ExportScan(ctx context.Context, userID, siteID, scanID string, full bool, head func(siteName string, sc *store.Scan) error, row func(r store.PageResult, previous *store.PageResult) error) error
-}
-
-// budgetCheckResponse is the 200 body of POST /api/external/budget-check. Every key is always
-// present, so a CI script can read it without guarding: when the site has no completed scan,
-// pass is false, violations is [] and scores, scanId and scannedAt are null.
-type budgetCheckResponse struct {
-	Pass       bool                 `json:"pass"`
-	Site       string               `json:"site"`
-	Scores     *store.ScanScores    `json:"scores"`
-	Violations []analysis.Violation `json:"violations"`
-	ScanID     *string              `json:"scanId"`
-	ScannedAt  *time.Time           `json:"scannedAt"`
 }
 
 // handleBudgetCheck checks the latest completed scan of a site against its budgets and alert
@@ -56,7 +45,7 @@ func (s *server) handleBudgetCheck() http.Handler {
 		var req budgetRequest
 		err := decodeJSON(r, &req)
 		siteID, problem := uuidField(req.SiteID)
-		format, explicit, formatProblem := answerFormat(r)
+		format, explicit, formatProblem := ci.FormatOf(r)
 		if err == nil && problem == "" && (explicit || present(req.ScanID) || present(req.WaitSeconds)) {
 			// A CI pipeline's check: a given scan, a wait, or another format (budget_wait.go).
 			s.judgeBudgets(w, r, token, siteID, format, formatProblem, req)
@@ -90,7 +79,7 @@ func (s *server) handleBudgetCheck() http.Handler {
 		}
 		body, ok := s.budgetAnswers.get(siteID, in.Version)
 		if !ok {
-			resp := budgetCheckResponse{Site: in.SiteName, Violations: []analysis.Violation{}}
+			resp := ci.Answer{Site: in.SiteName, Violations: []analysis.Violation{}}
 			if in.Scan != nil {
 				resp.Violations = analysis.CheckBudgets(in.Scan.Scores, in.Results, in.Budgets, in.Rules)
 				resp.Pass = len(resp.Violations) == 0

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"sitepulse/handlers/ci"
+	"sitepulse/oauth"
 	"sitepulse/store"
 )
 
@@ -24,7 +26,7 @@ type budgetRequest struct {
 }
 
 // validate reads the CI parameters, or says per field what is wrong (formatProblem is the
-// format parameter's, from answerFormat).
+// format parameter's, from ci.FormatOf).
 func (req budgetRequest) validate(formatProblem string) (scanID string, wait time.Duration, problems map[string][]string) {
 	problems = map[string][]string{}
 	if present(req.ScanID) {
@@ -51,7 +53,7 @@ func (req budgetRequest) validate(formatProblem string) (scanID string, wait tim
 // without it the site's scan in flight when the request waits, else its latest completed scan.
 // A scan still queued or running is waited for up to waitSeconds: the answer comes when it
 // finishes, or 202 with its status when the wait runs out or the process shuts down (retry
-// then). A finished scan is judged (verdictOf) and answered 200 in the asked format.
+// then). A finished scan is judged (ci.Judge) and answered 200 in the asked format.
 func (s *server) judgeBudgets(w http.ResponseWriter, r *http.Request, token, siteID, format, formatProblem string, req budgetRequest) {
 	ctx := r.Context()
 	principal, _, err := s.verifyBearer(ctx, apiKeyOnly, token)
@@ -121,7 +123,7 @@ func (s *server) judgeBudgets(w http.ResponseWriter, r *http.Request, token, sit
 		}
 		target = &sc
 	}
-	v, err := s.verdictOf(ctx, uid, site, target)
+	v, err := ci.Judge(ctx, s.CI, uid, site, target, s.scanURL)
 	if err != nil {
 		s.error(w, r, err, "site not found")
 		return
@@ -167,4 +169,43 @@ func (s *server) waitForScan(w http.ResponseWriter, r *http.Request, userID stri
 		return sc, false, err
 	}
 	return now, now.Status.Terminal(), nil
+}
+
+// writeVerdict answers a judged (or unjudgeable) check, 200, in its format.
+func (s *server) writeVerdict(w http.ResponseWriter, r *http.Request, format string, v ci.Verdict) {
+	s.writeFormat(w, r, http.StatusOK, format, v, func() string { return ci.Markdown(v) }, func() ([]byte, error) { return ci.JUnit(v) })
+}
+
+// writeNotYet answers 202 with the status of a scan the wait did not see finish, in the
+// format asked.
+func (s *server) writeNotYet(w http.ResponseWriter, r *http.Request, format string, site store.Site, sc store.Scan) {
+	st := s.scanStatusOf(sc)
+	w.Header().Set("Location", st.StatusURL)
+	s.writeFormat(w, r, http.StatusAccepted, format, st, func() string { return ci.NotYetMarkdown(site.Name, st) },
+		func() ([]byte, error) { return ci.NotYetJUnit(site.Name, st) })
+}
+
+// writeFormat writes an answer of the budget check in its format: v as JSON, or what md or
+// junit make of it.
+func (s *server) writeFormat(w http.ResponseWriter, r *http.Request, status int, format string, v any, md func() string, junit func() ([]byte, error)) {
+	w.Header().Set("Cache-Control", "no-store")
+	var body []byte
+	switch format {
+	case ci.FormatMarkdown:
+		w.Header().Set("Content-Type", ci.MarkdownType)
+		body = []byte(md())
+	case ci.FormatJUnit:
+		b, err := junit()
+		if err != nil {
+			s.error(w, r, err, "")
+			return
+		}
+		w.Header().Set("Content-Type", ci.JUnitType)
+		body = b
+	default:
+		oauth.WriteJSON(w, status, v)
+		return
+	}
+	w.WriteHeader(status)
+	w.Write(body)
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"sitepulse/handlers/ci"
 	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 	"sitepulse/store/storetest"
@@ -268,7 +269,7 @@ func testBudgetCheckForCI(t *testing.T, st store.Store) {
 
 	t.Run("without a wait a scan in flight is 202 with its status, in every format", func(t *testing.T) {
 		got := f.check(t, ctx, key, "", "", running)
-		var st scanStatus
+		var st ci.ScanStatus
 		must(t, json.Unmarshal([]byte(got.body), &st))
 		if got.resp.StatusCode != 202 || st.ScanID != started.ScanID || st.Status != store.StatusQueued || got.resp.Header.Get("Location") != st.StatusURL {
 			t.Errorf("%d %s", got.resp.StatusCode, got.body)
@@ -399,64 +400,6 @@ func TestBudgetCheckWaitsAtShutdown(t *testing.T) {
 			// Once shutting down, a new wait answers at once too.
 			if late := f.check(t, ctx, key, "", "", wait); late.resp.StatusCode != 202 {
 				t.Errorf("a wait during shutdown: %d %s", late.resp.StatusCode, late.body)
-			}
-		})
-	}
-}
-
-// TestAnswerFormat: the format parameter wins; else Accept's most preferred of the three;
-// JSON otherwise, and then the interface's own answer.
-func TestAnswerFormat(t *testing.T) {
-	tests := []struct {
-		query, accept string
-		format        string
-		explicit      bool
-		problem       bool
-	}{
-		{"", "", formatJSON, false, false},
-		{"", "application/json", formatJSON, false, false},
-		{"", "text/html, */*", formatJSON, false, false},
-		{"", "text/markdown", formatMarkdown, true, false},
-		{"", "text/markdown; charset=utf-8; variant=GFM", formatMarkdown, true, false},
-		{"", "application/xml", formatJUnit, true, false},
-		{"", "application/junit+xml", formatJUnit, true, false},
-		{"", "text/xml;q=0.9, application/json;q=0.1", formatJUnit, true, false},
-		{"", "application/json, text/markdown;q=0.5", formatJSON, false, false},
-		{"", "text/markdown;q=0.4, application/xml;q=0.8", formatJUnit, true, false},
-		{"", "text/markdown;q=oops", formatJSON, false, false},
-		{"?format=markdown", "application/xml", formatMarkdown, true, false},
-		{"?format=JUnit", "", formatJUnit, true, false},
-		{"?format=md", "", formatMarkdown, true, false},
-		{"?format=json", "text/markdown", formatJSON, true, false},
-		{"?format=", "", formatJSON, true, true},
-		{"?format=html", "", formatJSON, true, true},
-	}
-	for _, tt := range tests {
-		r, _ := http.NewRequest("POST", "/api/external/budget-check"+tt.query, nil)
-		if tt.accept != "" {
-			r.Header.Set("Accept", tt.accept)
-		}
-		format, explicit, problem := answerFormat(r)
-		if format != tt.format || explicit != tt.explicit || (problem != "") != tt.problem {
-			t.Errorf("%q Accept %q: %s %v %q; want %s %v problem %v", tt.query, tt.accept, format, explicit, problem, tt.format, tt.explicit, tt.problem)
-		}
-	}
-}
-
-// BenchmarkAnswerFormat: what choosing the format costs a budget check, the interface's plain
-// request (no query, Accept: application/json) and a pipeline's Markdown one.
-func BenchmarkAnswerFormat(b *testing.B) {
-	for _, c := range []struct{ name, query, accept string }{
-		{"plain", "", "application/json"},
-		{"markdown", "", "text/markdown"},
-		{"junit-query", "?format=junit", ""},
-	} {
-		r, _ := http.NewRequest("POST", "/api/external/budget-check"+c.query, nil)
-		r.Header.Set("Accept", c.accept)
-		b.Run(c.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				answerFormat(r)
 			}
 		})
 	}

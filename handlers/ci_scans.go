@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"sitepulse/handlers/ci"
 	"sitepulse/oauth"
 	"sitepulse/store"
 )
@@ -22,11 +23,7 @@ type CIStore interface {
 	store.ScanStarter // ScansOf, EnqueueScan: the rules of Scan now
 	Scan(ctx context.Context, userID, scanID string) (store.Scan, error)
 	CompletedScans(ctx context.Context, userID, siteID string, limit int) ([]store.Scan, error)
-	Budgets(ctx context.Context, userID, siteID string) (map[string]store.Budget, error)
-	AlertRules(ctx context.Context, userID, siteID string) ([]store.AlertRule, error)
-	PageMetrics(ctx context.Context, userID, scanID string) ([]store.PageResult, error)
-	PreviousPairs(ctx context.Context, userID, scanID string) (store.ScanPairs, error)
-	PublishesOfScans(ctx context.Context, userID string, scanIDs []string) (map[string]store.Publish, error)
+	ci.Store // what a verdict reads
 	RecordPublish(ctx context.Context, p store.Publish) error
 	Publishes(ctx context.Context, userID, siteID string, since time.Time, limit int) ([]store.Publish, error)
 	MarkPublished(ctx context.Context, siteID string, at time.Time) error
@@ -40,26 +37,9 @@ type ScanQuota interface {
 	Check(workspaceID string, now time.Time) error
 }
 
-// scanStatus is a scan as the CI endpoints show it: POST /api/external/scans, GET
-// /api/external/scans/{scanId}, and a budget check whose wait ran out (202).
-type scanStatus struct {
-	ScanID      string           `json:"scanId"`
-	SiteID      string           `json:"siteId"`
-	Status      store.ScanStatus `json:"status"`
-	Strategy    store.Strategy   `json:"strategy"`
-	Trigger     string           `json:"trigger"`
-	PagesDone   int              `json:"pagesDone"`
-	PagesTotal  int              `json:"pagesTotal"`
-	CreatedAt   time.Time        `json:"createdAt"`
-	StartedAt   *time.Time       `json:"startedAt"`
-	CompletedAt *time.Time       `json:"completedAt"`
-	Reason      *string          `json:"reason"`    // why a failed scan failed
-	URL         string           `json:"url"`       // the scan's page in the web UI
-	StatusURL   string           `json:"statusUrl"` // GET /api/external/scans/{scanId}
-}
-
-func (s *server) scanStatusOf(sc store.Scan) scanStatus {
-	st := scanStatus{ScanID: sc.ID, SiteID: sc.SiteID, Status: sc.Status, Strategy: sc.Strategy, Trigger: sc.Trigger,
+// scanStatusOf is sc as the CI endpoints show it.
+func (s *server) scanStatusOf(sc store.Scan) ci.ScanStatus {
+	st := ci.ScanStatus{ScanID: sc.ID, SiteID: sc.SiteID, Status: sc.Status, Strategy: sc.Strategy, Trigger: sc.Trigger,
 		PagesDone: sc.PagesDone, PagesTotal: sc.PagesTotal, CreatedAt: sc.CreatedAt, StartedAt: sc.StartedAt,
 		CompletedAt: sc.CompletedAt, URL: s.scanURL(sc.SiteID, sc.ID), StatusURL: s.BaseURL + "/api/external/scans/" + sc.ID}
 	if sc.Status == store.StatusFailed {
@@ -76,7 +56,7 @@ func (s *server) scanURL(siteID, scanID string) string {
 
 // startedScan is the 202 answer of POST /api/external/scans.
 type startedScan struct {
-	scanStatus
+	ci.ScanStatus
 	// AlreadyRunning says the site had a scan in flight, answered instead of a new one (one
 	// scan in flight per site): it started before this call, so the deploy may not be in it.
 	AlreadyRunning bool `json:"alreadyRunning"`
@@ -203,7 +183,7 @@ func (s *server) handleStartScan() http.Handler {
 		}
 		w.Header().Set("Location", s.BaseURL+"/api/external/scans/"+got.ID)
 		w.Header().Set("Cache-Control", "no-store")
-		oauth.WriteJSON(w, http.StatusAccepted, startedScan{scanStatus: s.scanStatusOf(got), AlreadyRunning: !started})
+		oauth.WriteJSON(w, http.StatusAccepted, startedScan{ScanStatus: s.scanStatusOf(got), AlreadyRunning: !started})
 	})
 }
 

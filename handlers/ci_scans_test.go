@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"sitepulse/handlers/ci"
 	"sitepulse/scanner/analysis"
 	"sitepulse/scanner/scantest"
 	"sitepulse/store"
@@ -269,7 +270,7 @@ func testStartScan(t *testing.T, st store.Store) {
 					wantErrorShape(t, resp, body, "")
 					return
 				}
-				var got scanStatus
+				var got ci.ScanStatus
 				must(t, json.Unmarshal([]byte(body), &got))
 				if got.ScanID != first.ScanID || got.Status != store.StatusQueued || got.PagesTotal != 0 {
 					t.Errorf("status %s", body)
@@ -281,7 +282,7 @@ func testStartScan(t *testing.T, st store.Store) {
 	t.Run("the completed scan shows its progress, and the trend marks the deploy with its commit", func(t *testing.T) {
 		f.finish(t, first.ScanID, fixtureResults(t, "home.mobile", "pricing.mobile"))
 		_, body := f.do(t, "GET", "/api/external/scans/"+first.ScanID, "", "", bearer(a.apiKey))
-		var got scanStatus
+		var got ci.ScanStatus
 		must(t, json.Unmarshal([]byte(body), &got))
 		if got.Status != store.StatusComplete || got.PagesDone != 2 || got.PagesTotal != 2 || got.CompletedAt == nil {
 			t.Errorf("status %s", body)

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 
+	"sitepulse/handlers/svg"
 	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 )
@@ -103,9 +104,9 @@ func (s *server) changePanel(ctx context.Context, uid string, site store.Site, f
 			return p, err
 		}
 	}
-	moments, cells := filmGrid(images[0], images[1], lcp[0], lcp[1])
+	moments, cells := svg.FilmGrid(images[0], images[1], lcp[0], lcp[1])
 	for _, m := range moments {
-		p.Moments = append(p.Moments, axisLabel(m))
+		p.Moments = append(p.Moments, svg.AxisLabel(m))
 	}
 	for i, sc := range []store.Scan{from, to} {
 		row := filmRow{Label: []string{"Before", "After"}[i]}
@@ -127,9 +128,9 @@ func (s *server) changePanel(ctx context.Context, uid string, site store.Site, f
 	reqs := analysis.Requests(pair.Before.Explain, pair.After.Explain)
 	p.Requests = len(reqs)
 	if len(reqs) > 0 {
-		p.Waterfall, p.Hidden = waterfallSVG(reqs, lcp[0], lcp[1])
+		p.Waterfall, p.Hidden = svg.Waterfall(reqs, lcp[0], lcp[1])
 	}
-	p.Phases = phasesSVG(c.LCP.Phases)
+	p.Phases = svg.Phases(c.LCP.Phases)
 	return p, nil
 }
 

@@ -2,10 +2,14 @@ package handlers
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
 	"net/http"
-	"sitepulse/oauth"
 	"strconv"
+	"strings"
 	"time"
+
+	"sitepulse/oauth"
 )
 
 // HealthStore is what /healthz and /readyz ask the store: its name, whether it answers, and
@@ -58,5 +62,25 @@ func (s *server) handleReady() http.Handler {
 			return
 		}
 		oauth.WriteJSON(w, http.StatusOK, map[string]string{"status": "ready", "store": s.Health.Name()})
+	})
+}
+
+// handleMetrics serves /metrics on the main listener to a scraper holding METRICS_TOKEN as a
+// bearer token, compared in constant time; without METRICS_TOKEN there is no such page.
+func (s *server) handleMetrics() http.Handler {
+	want := sha256.Sum256([]byte(s.MetricsToken))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.MetricsToken == "" {
+			s.renderError(w, r, http.StatusNotFound, "There is no page at this address.")
+			return
+		}
+		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		got := sha256.Sum256([]byte(token))
+		if !ok || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="metrics"`)
+			http.Error(w, "metrics need the bearer token METRICS_TOKEN", http.StatusUnauthorized)
+			return
+		}
+		s.Metrics.ServeHTTP(w, r)
 	})
 }

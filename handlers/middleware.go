@@ -158,13 +158,13 @@ func (s *server) accessLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		lw := &loggingWriter{ResponseWriter: w}
-		s.Metrics.inFlight.Add(1)
-		defer s.Metrics.inFlight.Add(-1)
+		s.Metrics.Begin()
+		defer s.Metrics.End()
 		next.ServeHTTP(lw, r)
 		if lw.status == 0 {
 			lw.status = http.StatusOK
 		}
-		s.Metrics.observe(r.Pattern, lw.status, time.Since(start))
+		s.Metrics.Observe(r.Pattern, lw.status, time.Since(start))
 		level := slog.LevelDebug
 		if lw.status >= 500 {
 			level = slog.LevelWarn

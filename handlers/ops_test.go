@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"sitepulse/handlers/metrics"
 	"sitepulse/store"
 	"sitepulse/store/memory"
 )
@@ -327,7 +328,7 @@ func checkExposition(t *testing.T, fams map[string]*promFamily) {
 // parses strictly, has every family of the table, and labels requests by route pattern only.
 func TestMetricsExposition(t *testing.T) {
 	st := memory.New()
-	m := &Metrics{Role: "all", Jobs: st, PSI: func() PSIFigures { return PSIFigures{Used: 7, Limit: 25000, Breaker: "half_open"} }}
+	m := &metrics.Metrics{Role: "all", Jobs: st, PSI: func() metrics.PSIFigures { return metrics.PSIFigures{Used: 7, Limit: 25000, Breaker: "half_open"} }}
 	ts := newTestServerWith(t, st, func(d *Deps) { d.Metrics = m; d.MetricsToken = "m-token" })
 	if _, err := st.EnqueueJob(context.Background(), store.ScanJob{ScanID: "scan-" + store.NewID()}, time.Now().Add(-time.Minute)); err != nil {
 		t.Fatal(err)
@@ -346,12 +347,12 @@ func TestMetricsExposition(t *testing.T) {
 	wantStatus(t, resp, http.StatusOK)
 	fams := parseProm(t, strings.NewReader(body))
 	checkExposition(t, fams)
-	for _, f := range families {
-		if f.name == "sitepulse_db_connections" || strings.HasPrefix(f.name, "sitepulse_db_") {
+	for _, name := range metrics.Names() {
+		if strings.HasPrefix(name, "sitepulse_db_") {
 			continue // no Postgres here
 		}
-		if fams[f.name] == nil {
-			t.Errorf("family %s missing", f.name)
+		if fams[name] == nil {
+			t.Errorf("family %s missing", name)
 		}
 	}
 	routes := map[string]bool{}
@@ -430,17 +431,4 @@ func TestScanEventsEndWhenDraining(t *testing.T) {
 	if _, err := io.ReadAll(resp.Body); err != nil {
 		t.Errorf("the stream did not end cleanly: %v", err)
 	}
-}
-
-// BenchmarkMetricsObserve is what the metrics add to every request: the in-flight gauge and one
-// observation, from every core at once on one route.
-func BenchmarkMetricsObserve(b *testing.B) {
-	m := &Metrics{}
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			m.inFlight.Add(1)
-			m.observe("POST /api/external/budget-check", 200, 3*time.Millisecond)
-			m.inFlight.Add(-1)
-		}
-	})
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"sitepulse/handlers/svg"
 	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 	"sitepulse/store/storetest"
@@ -95,7 +96,7 @@ func TestSummaryMatchesPageRows(t *testing.T) {
 	all := fixtureResults(t, "home.mobile", "home.desktop", "about.mobile", "about.desktop", "blog.mobile", "blog.desktop")
 	for _, results := range [][]store.PageResult{all, all[:1], {all[1], all[3]}, all[2:]} {
 		sum := store.Summarize(results)
-		for _, m := range append(trendVitals, "inp", "fcp", "ttfb", "speedIndex", "tti") {
+		for _, m := range append(svg.TrendVitals, "inp", "fcp", "ttfb", "speedIndex", "tti") {
 			got, want := sum.SiteVital(m), analysis.SiteVital(results, m)
 			if (got == nil) != (want == nil) || got != nil && *got != *want {
 				t.Errorf("%d results, %s: summary %v, page rows %v", len(results), m, got, want)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"sitepulse/handlers/metrics"
 	"sitepulse/mcp"
 	"sitepulse/oauth"
 	"sitepulse/scanner/netguard"
@@ -124,7 +125,7 @@ type Deps struct {
 	// workspace).
 	MaxWaits int
 	// Metrics counts the requests and answers /metrics; nil makes one for this handler.
-	Metrics *Metrics
+	Metrics *metrics.Metrics
 	// MetricsToken is METRICS_TOKEN: the bearer token of /metrics on this listener; empty, the
 	// main listener has no /metrics (METRICS_ADDR may serve it apart).
 	MetricsToken string
@@ -185,7 +186,7 @@ func NewHandler(d Deps) (http.Handler, error) {
 		rand.Read(d.AuthKey)
 	}
 	if d.Metrics == nil {
-		d.Metrics = &Metrics{}
+		d.Metrics = &metrics.Metrics{}
 	}
 	if d.PasswordIterations == 0 {
 		d.PasswordIterations = store.PasswordIterations

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"sitepulse/handlers/svg"
 	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 )
@@ -84,8 +85,8 @@ var uiFuncs = template.FuncMap{
 	"clip":      func(s string) string { return truncate(s, store.MaxSiteName) },
 	"trimFloat": func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) },
 	// What changed (compare.go): a request by its path, a size, a moment, a change of time.
-	"requestLabel": func(r analysis.RequestChange) string { return requestLabel(r.URL, r.ThirdParty, 120) },
-	"size":         sizeLabel,
+	"requestLabel": func(r analysis.RequestChange) string { return svg.RequestLabel(r.URL, r.ThirdParty, 120) },
+	"size":         svg.SizeLabel,
 	"at":           func(ms int) string { return analysis.FormatValue("lcp", float64(ms)) },
 	"signedMs": func(ms int) string {
 		if ms < 0 {
@@ -93,7 +94,7 @@ var uiFuncs = template.FuncMap{
 		}
 		return "+" + analysis.FormatValue("lcp", float64(ms))
 	},
-	"phaseName": func(p string) string { return phaseNames[p] },
+	"phaseName": func(p string) string { return svg.PhaseNames[p] },
 	"lower":     strings.ToLower,
 	// when is a moment where a <time> element cannot go (an <option>).
 	"when": func(t *time.Time) string {
@@ -106,11 +107,7 @@ var uiFuncs = template.FuncMap{
 	"confidenceMeaning": analysis.ConfidenceMeaning,
 }
 
-func metricValue(metric string, v float64) string {
-	if op, _ := analysis.BudgetMetric(metric); op == store.OpMin {
-		return strconv.FormatFloat(v, 'f', -1, 64)
-	}
-	return formatVital(metric, v)
-}
+// metricValue is a budget's, rule's or regression's value in its metric's unit.
+func metricValue(metric string, v float64) string { return analysis.BudgetValue(metric, v) }
 
 var mdLink = regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`)

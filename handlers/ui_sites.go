@@ -13,6 +13,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"sitepulse/handlers/svg"
 	"sitepulse/mcp"
 	"sitepulse/scanner/analysis"
 	"sitepulse/store"
@@ -389,7 +390,7 @@ type sitePageData struct {
 	Publish    *store.Publish  // the publish that started the latest scan; nil when none did
 	Publishes  []store.Publish // the latest three the trend marks, newest first
 	Strategies []strategyView
-	Charts     []trendChart // the trend's tabs
+	Charts     []svg.TrendChart // the trend's tabs
 	ChartScans int
 	History    []store.Scan
 	// PreviousOf is, for each completed scan of History, the completed scan before it: the
@@ -444,12 +445,12 @@ func (s *server) handleSite() http.Handler {
 				break
 			}
 		}
-		points := make([]trendPoint, 0, len(completed))
+		points := make([]svg.TrendPoint, 0, len(completed))
 		for i := len(completed) - 1; i >= 0; i-- {
 			c := completed[i]
 			if c.CompletedAt != nil {
-				p := trendPoint{At: *c.CompletedAt, Scores: c.Scores, Vitals: map[string]*float64{}}
-				for _, m := range trendVitals {
+				p := svg.TrendPoint{At: *c.CompletedAt, Scores: c.Scores, Vitals: map[string]*float64{}}
+				for _, m := range svg.TrendVitals {
 					p.Vitals[m] = summaryOf(c).SiteVital(m)
 				}
 				points = append(points, p)
@@ -459,7 +460,7 @@ func (s *server) handleSite() http.Handler {
 		if len(points) > 0 {
 			publishes = v.Publishes // the publishes since the chart's first scan (chartPublishes at most)
 		}
-		d.Charts, d.ChartScans = trendCharts(points, publishes), len(points)
+		d.Charts, d.ChartScans = svg.TrendCharts(points, publishes), len(points)
 		d.Publishes = publishes[max(0, len(publishes)-3):]
 		slices.Reverse(d.Publishes)
 		if len(completed) > 0 {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"sitepulse/handlers/svg"
 	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 )
@@ -184,7 +185,7 @@ func (l latestScan) viewData(ctx context.Context, s *Server, userID string) (any
 	return v, nil
 }
 
-// trendView is the trend's chart, drawn by the web UI's code (analysis.ScoresChart) with the
+// trendView is the trend's chart, drawn by the web UI's code (svg.ScoresChart) with the
 // publishes marked: an SVG whose every label the chart code formats and escapes itself.
 type trendView struct {
 	Chart  string                                  `json:"chart"`
@@ -206,7 +207,7 @@ func (t trendResult) viewData(context.Context, *Server, string) (any, error) {
 		scores = append(scores, store.ScanScores{Performance: sc.Performance, SEO: sc.SEO, Accessibility: sc.Accessibility, BestPractices: sc.BestPractices})
 	}
 	// The publishes are marked as the site page marks them: a dashed line titled with who published.
-	marks := make([]analysis.ChartMark, 0, len(t.Publishes))
+	marks := make([]svg.Mark, 0, len(t.Publishes))
 	for _, p := range t.Publishes {
 		when, err := time.Parse(time.RFC3339, p.PublishedAt)
 		if err != nil {
@@ -216,7 +217,7 @@ func (t trendResult) viewData(context.Context, *Server, string) (any, error) {
 		if p.PublishedBy != nil {
 			pub.PublishedBy = *p.PublishedBy
 		}
-		marks = append(marks, analysis.ChartMark{At: when, Label: pub.Line()})
+		marks = append(marks, svg.Mark{At: when, Label: pub.Line()})
 	}
-	return trendView{Chart: analysis.ScoresChart(at, scores, marks...), Series: analysis.ScoreSeries}, nil
+	return trendView{Chart: svg.ScoresChart(at, scores, marks...), Series: svg.ScoreSeries}, nil
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"sitepulse/scanner/analysis"
+	"sitepulse/handlers/svg"
 	"sitepulse/store"
 	"sitepulse/store/memory"
 )
@@ -120,12 +120,12 @@ func TestViewData(t *testing.T) {
 	if err != nil || len(pubs) != 1 {
 		t.Fatalf("publishes %v, %v", pubs, err)
 	}
-	mark := analysis.ChartMark{At: pubs[0].PublishedOn.Truncate(time.Second), Label: pubs[0].Line()}
-	if chart := tr["chart"].(string); chart != analysis.ScoresChart(at, scores, mark) || !strings.HasPrefix(chart, `<svg class="trend"`) {
+	mark := svg.Mark{At: pubs[0].PublishedOn.Truncate(time.Second), Label: pubs[0].Line()}
+	if chart := tr["chart"].(string); chart != svg.ScoresChart(at, scores, mark) || !strings.HasPrefix(chart, `<svg class="trend"`) {
 		t.Fatalf("trend chart is not the web UI's drawing: %.300s", chart)
 	}
 	b, _ := json.Marshal(tr["series"])
-	if !strings.Contains(string(b), "s-perf") || len(analysis.ScoreSeries) != 4 {
+	if !strings.Contains(string(b), "s-perf") || len(svg.ScoreSeries) != 4 {
 		t.Errorf("series = %s", b)
 	}
 	// 2025-03-26 results stay the interface's: no _meta.

@@ -513,6 +513,15 @@ func FormatValue(metric string, v float64) string {
 	return formatMs(v)
 }
 
+// BudgetValue writes a budget's, a rule's or a regression's value in its metric's unit: a
+// score as given ("87", "87.5"), a vital as FormatValue does.
+func BudgetValue(metric string, v float64) string {
+	if op, _ := BudgetMetric(metric); op == store.OpMin {
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	return FormatValue(metric, v)
+}
+
 // FormatDelta writes a change of a metric with its sign: "+1.2 s", "+810 ms", "+0.39", "-33".
 func FormatDelta(metric string, d float64) string {
 	sign := "+"

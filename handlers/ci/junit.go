@@ -1,12 +1,10 @@
-package handlers
+package ci
 
 import (
 	"encoding/xml"
 	"fmt"
-	"net/http"
 	"strings"
 
-	"sitepulse/oauth"
 	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 )
@@ -63,8 +61,8 @@ type junitProblem struct {
 // junitClass is every test case's classname: reports group the cases under it.
 const junitClass = "sitepulse.budgets"
 
-// junitOf writes a verdict as a JUnit report.
-func junitOf(v verdict) ([]byte, error) {
+// JUnit writes a verdict as a JUnit report.
+func JUnit(v Verdict) ([]byte, error) {
 	suite := junitSuite{Name: "SitePulse budgets: " + v.Site, Time: "0"}
 	if v.ScannedAt != nil {
 		suite.Timestamp = v.ScannedAt.UTC().Format("2006-01-02T15:04:05")
@@ -98,8 +96,8 @@ func junitOf(v verdict) ([]byte, error) {
 	return encodeJUnit(suite)
 }
 
-// notYetJUnit is the report of a scan the wait did not see finish: one test case in error.
-func notYetJUnit(siteName string, st scanStatus) ([]byte, error) {
+// NotYetJUnit is the report of a scan the wait did not see finish: one test case in error.
+func NotYetJUnit(siteName string, st ScanStatus) ([]byte, error) {
 	msg := fmt.Sprintf("The scan is still %s (%d of %d audits done); ask again to judge it when it completes: %s", st.Status, st.PagesDone, st.PagesTotal, st.URL)
 	scanID, url := st.ScanID, st.URL
 	suite := junitSuite{Name: "SitePulse budgets: " + siteName, Time: "0",
@@ -147,7 +145,7 @@ func strategyNote(s store.Strategy) string {
 }
 
 // failureText is a failure's body: the check in plain values, and where to look.
-func failureText(c analysis.Check, v verdict) string {
+func failureText(c analysis.Check, v Verdict) string {
 	lines := []string{
 		"metric: " + c.Metric,
 		"operator: " + c.Operator,
@@ -175,43 +173,4 @@ func failureText(c analysis.Check, v verdict) string {
 		lines = append(append(lines, "why, since the previous scan "+*v.PreviousScanID+":"), why...)
 	}
 	return strings.Join(lines, "\n")
-}
-
-// writeVerdict answers a judged (or unjudgeable) check, 200, in its format.
-func (s *server) writeVerdict(w http.ResponseWriter, r *http.Request, format string, v verdict) {
-	s.writeFormat(w, r, http.StatusOK, format, v, func() string { return markdownOf(v) }, func() ([]byte, error) { return junitOf(v) })
-}
-
-// writeNotYet answers 202 with the status of a scan the wait did not see finish, in the
-// format asked.
-func (s *server) writeNotYet(w http.ResponseWriter, r *http.Request, format string, site store.Site, sc store.Scan) {
-	st := s.scanStatusOf(sc)
-	w.Header().Set("Location", st.StatusURL)
-	s.writeFormat(w, r, http.StatusAccepted, format, st, func() string { return notYetMarkdown(site.Name, st) },
-		func() ([]byte, error) { return notYetJUnit(site.Name, st) })
-}
-
-// writeFormat writes an answer of the budget check in its format: v as JSON, or what md or
-// junit make of it.
-func (s *server) writeFormat(w http.ResponseWriter, r *http.Request, status int, format string, v any, md func() string, junit func() ([]byte, error)) {
-	w.Header().Set("Cache-Control", "no-store")
-	var body []byte
-	switch format {
-	case formatMarkdown:
-		w.Header().Set("Content-Type", markdownType)
-		body = []byte(md())
-	case formatJUnit:
-		b, err := junit()
-		if err != nil {
-			s.error(w, r, err, "")
-			return
-		}
-		w.Header().Set("Content-Type", junitType)
-		body = b
-	default:
-		oauth.WriteJSON(w, status, v)
-		return
-	}
-	w.WriteHeader(status)
-	w.Write(body)
 }

@@ -1,15 +1,16 @@
-package handlers
+// Package metrics is what GET /metrics tells Prometheus: the one table of families (families),
+// written in the text exposition format by hand, the HTTP counts the middleware makes, and the
+// scanner's outcomes counted by the stores' wrappers (counted.go).
+package metrics
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"database/sql"
 	"fmt"
 	"io"
 	"math"
 	"net/http"
-	"runtime/metrics"
+	rtmetrics "runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,7 +23,8 @@ import (
 
 // Metrics is what GET /metrics tells Prometheus about this process, in the text exposition
 // format written by hand (families, below, is the one table of them). The HTTP families are
-// counted by the middleware; the scanner's counters are added by main's wrappers; the other
+// counted by the middleware (Begin, Observe, End); the scanner's counters are added by the
+// stores' wrappers (CountedScans, CountedDeliveries); the other
 // figures are read at each scrape from the sources main sets before serving.
 type Metrics struct {
 	// Role is the process's -role (web, worker or all): sitepulse_info's label.
@@ -101,9 +103,15 @@ type routeStats struct {
 // otherRoute labels requests no route of routes.go matched.
 const otherRoute = "other"
 
-// observe counts one answered request of route pattern (the routes.go pattern that matched,
+// Begin counts a request being answered now; End, when it has been.
+func (m *Metrics) Begin() { m.inFlight.Add(1) }
+
+// End ends what Begin counted.
+func (m *Metrics) End() { m.inFlight.Add(-1) }
+
+// Observe counts one answered request of route pattern (the routes.go pattern that matched,
 // "" for none) with its status and duration.
-func (m *Metrics) observe(pattern string, status int, took time.Duration) {
+func (m *Metrics) Observe(pattern string, status int, took time.Duration) {
 	if pattern == "" {
 		pattern = otherRoute
 	}
@@ -334,20 +342,20 @@ func (m *Metrics) Write(ctx context.Context, w io.Writer) error {
 	if m.DB != nil {
 		e.db = m.DB()
 	}
-	rs := make([]metrics.Sample, len(runtimeSamples))
+	rs := make([]rtmetrics.Sample, len(runtimeSamples))
 	for i, name := range runtimeSamples {
 		rs[i].Name = name
 	}
-	metrics.Read(rs)
+	rtmetrics.Read(rs)
 	e.runtime = func(name, key string) {
 		for _, s := range rs {
 			if s.Name != key {
 				continue
 			}
 			switch s.Value.Kind() {
-			case metrics.KindUint64:
+			case rtmetrics.KindUint64:
 				e.sample(name, float64(s.Value.Uint64()))
-			case metrics.KindFloat64:
+			case rtmetrics.KindFloat64:
 				e.sample(name, s.Value.Float64())
 			}
 		}
@@ -366,7 +374,7 @@ func (m *Metrics) Write(ctx context.Context, w io.Writer) error {
 }
 
 // ServeHTTP answers a scrape: the metrics listener (METRICS_ADDR) serves it as it is; the main
-// listener only behind METRICS_TOKEN (handleMetrics).
+// listener only behind METRICS_TOKEN (handlers' handleMetrics).
 func (m *Metrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
@@ -375,22 +383,11 @@ func (m *Metrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m.Write(ctx, w) // a failed queue read leaves its families empty rather than the scrape failing
 }
 
-// handleMetrics serves /metrics on the main listener to a scraper holding METRICS_TOKEN as a
-// bearer token, compared in constant time; without METRICS_TOKEN there is no such page.
-func (s *server) handleMetrics() http.Handler {
-	want := sha256.Sum256([]byte(s.MetricsToken))
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.MetricsToken == "" {
-			s.renderError(w, r, http.StatusNotFound, "There is no page at this address.")
-			return
-		}
-		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		got := sha256.Sum256([]byte(token))
-		if !ok || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="metrics"`)
-			http.Error(w, "metrics need the bearer token METRICS_TOKEN", http.StatusUnauthorized)
-			return
-		}
-		s.Metrics.ServeHTTP(w, r)
-	})
+// Names are the families' names, in the table's order.
+func Names() []string {
+	out := make([]string, len(families))
+	for i, f := range families {
+		out[i] = f.name
+	}
+	return out
 }

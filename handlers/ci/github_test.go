@@ -1,84 +1,19 @@
-package main
+package ci
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
-	"time"
+
+	"sitepulse/handlers/ci/citest"
 )
-
-// githubDouble is the GitHub REST API's "Create a commit status"
-// (POST /repos/{owner}/{repo}/statuses/{sha}) as GitHub answers it: 201 with the status it
-// made, 401 "Bad credentials" for a token it does not know, 404 "Not Found" for another
-// repository, 422 "Validation Failed" for a state it does not know. It keeps every request.
-type githubDouble struct {
-	*httptest.Server
-	token, repo string
-
-	mu       sync.Mutex
-	requests []githubRequest
-}
-
-type githubRequest struct {
-	Method, Path string
-	Header       http.Header
-	Body         []byte
-}
-
-func newGitHubDouble(t *testing.T, token, repo string) *githubDouble {
-	g := &githubDouble{token: token, repo: repo}
-	g.Server = httptest.NewServer(http.HandlerFunc(g.serve))
-	t.Cleanup(g.Close)
-	return g
-}
-
-func (g *githubDouble) serve(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	g.mu.Lock()
-	g.requests = append(g.requests, githubRequest{r.Method, r.URL.EscapedPath(), r.Header.Clone(), body})
-	g.mu.Unlock()
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	fail := func(status int, message string) {
-		w.WriteHeader(status)
-		json.NewEncoder(w).Encode(map[string]string{"message": message,
-			"documentation_url": "https://docs.github.com/rest/commits/statuses#create-a-commit-status", "status": http.StatusText(status)})
-	}
-	if r.Header.Get("Authorization") != "Bearer "+g.token {
-		fail(http.StatusUnauthorized, "Bad credentials")
-		return
-	}
-	prefix := "/repos/" + g.repo + "/statuses/"
-	if r.Method != http.MethodPost || !strings.HasPrefix(r.URL.Path, prefix) {
-		fail(http.StatusNotFound, "Not Found")
-		return
-	}
-	var st commitStatus
-	if json.Unmarshal(body, &st) != nil || !map[string]bool{"error": true, "failure": true, "pending": true, "success": true}[st.State] {
-		fail(http.StatusUnprocessableEntity, "Validation Failed")
-		return
-	}
-	now := time.Now().UTC().Format(time.RFC3339)
-	w.WriteHeader(http.StatusCreated)
-	json.NewEncoder(w).Encode(map[string]any{"url": "https://api.github.com" + r.URL.Path, "id": 1, "node_id": "SC_test",
-		"state": st.State, "description": st.Description, "target_url": st.TargetURL, "context": st.Context,
-		"created_at": now, "updated_at": now, "creator": map[string]any{"login": "github-actions[bot]", "id": 41898282}})
-}
-
-func (g *githubDouble) received() []githubRequest {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return append([]githubRequest(nil), g.requests...)
-}
 
 // TestCommitStatus: the status of each outcome, and the request GitHub gets for it, exactly:
 // the double refuses anything GitHub would.
 func TestCommitStatus(t *testing.T) {
 	const sha = "1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b"
-	g := newGitHubDouble(t, "ghs_token", "octo-org/octo-repo")
+	g := citest.NewGitHub(t, "ghs_token", "octo-org/octo-repo")
 	env := githubEnv{token: "ghs_token", repo: "octo-org/octo-repo", sha: sha, apiURL: g.URL}
 	complete, failed := "complete", "failed"
 	reason := "The scan failed: no page could be audited"
@@ -93,7 +28,7 @@ func TestCommitStatus(t *testing.T) {
 		want    commitStatus
 	}{
 		{"budgets met: success", pass, nil, commitStatus{State: "success", TargetURL: "https://sp.test/s", Description: "Budgets met on Shop", Context: "sitepulse"}},
-		{"budgets broken: failure, the description cut to GitHub's 140 characters", broken, &exitCode{code: 1},
+		{"budgets broken: failure, the description cut to GitHub's 140 characters", broken, &ExitCode{Code: 1},
 			commitStatus{State: "failure", TargetURL: "https://sp.test/s", Context: "sitepulse",
 				Description: cut("1 budget broken: LCP 8305 ms on /"+strings.Repeat("long-path/", 20)+" (mobile), over the maximum of 2500 ms", 140)}},
 		{"a failed scan: error with its reason", unjudged, cannotJudge("%s", reason),
@@ -113,7 +48,7 @@ func TestCommitStatus(t *testing.T) {
 			if err := env.setStatus(t.Context(), http.DefaultClient, got); err != nil {
 				t.Fatal(err)
 			}
-			req := g.received()[i]
+			req := g.Received()[i]
 			var body map[string]any
 			if err := json.Unmarshal(req.Body, &body); err != nil {
 				t.Fatal(err)

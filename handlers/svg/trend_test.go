@@ -1,4 +1,4 @@
-package handlers
+package svg
 
 import (
 	"regexp"
@@ -7,22 +7,21 @@ import (
 	"testing"
 	"time"
 
-	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 )
 
 func TestTrendCharts(t *testing.T) {
-	if trendCharts(nil, nil) != nil {
+	if TrendCharts(nil, nil) != nil {
 		t.Error("no scans, want no charts")
 	}
 	f := func(v float64) *float64 { return &v }
 	i := func(v int) *int { return &v }
 	day := func(d int) time.Time { return time.Date(2026, 11, d, 9, 0, 0, 0, time.UTC) }
-	points := []trendPoint{
+	points := []TrendPoint{
 		{At: day(1), Scores: store.ScanScores{Health: i(82)}, Vitals: map[string]*float64{"lcp": f(3600), "cls": f(0.01)}},
 		{At: day(2), Scores: store.ScanScores{Health: i(77)}, Vitals: map[string]*float64{"lcp": f(8305), "cls": f(0.39)}},
 	}
-	charts := trendCharts(points, nil)
+	charts := TrendCharts(points, nil)
 	var ids []string
 	for _, c := range charts {
 		ids = append(ids, c.ID)
@@ -58,8 +57,8 @@ func TestTrendCharts(t *testing.T) {
 
 func TestNiceCeil(t *testing.T) {
 	for in, want := range map[float64]float64{8720: 10000, 5000: 5000, 0.31: 0.5, 0.24: 0.25, 750: 1000, 1900: 2000, 0: 1} {
-		if got := analysis.NiceCeil(in); got != want {
-			t.Errorf("analysis.NiceCeil(%v) = %v, want %v", in, got, want)
+		if got := NiceCeil(in); got != want {
+			t.Errorf("NiceCeil(%v) = %v, want %v", in, got, want)
 		}
 	}
 }
@@ -69,16 +68,16 @@ func TestNiceCeil(t *testing.T) {
 func TestTrendChartMarksPublishes(t *testing.T) {
 	i := func(v int) *int { return &v }
 	day := func(d int) time.Time { return time.Date(2026, 11, d, 9, 0, 0, 0, time.UTC) }
-	var points []trendPoint
+	var points []TrendPoint
 	for d := 1; d <= 3; d++ {
-		points = append(points, trendPoint{At: day(d), Scores: store.ScanScores{Health: i(80), Performance: i(80)}, Vitals: map[string]*float64{}})
+		points = append(points, TrendPoint{At: day(d), Scores: store.ScanScores{Health: i(80), Performance: i(80)}, Vitals: map[string]*float64{}})
 	}
 	publishes := []store.Publish{
 		{PublishedBy: "<b>Ana</b>", PublishedOn: day(1).Add(12 * time.Hour)}, // halfway from the first scan to the second
 		{PublishedOn: day(3).Add(time.Hour)},                                 // after the last scan: its scan is not done yet
 		{PublishedBy: "Old", PublishedOn: day(1).Add(-time.Hour)},            // before the chart: not drawn
 	}
-	charts := trendCharts(points, publishes)
+	charts := TrendCharts(points, publishes)
 	for _, c := range charts[:2] { // the score charts: scans at x 87, 357.5 and 628
 		got := string(c.SVG)
 		for _, want := range []string{
@@ -106,16 +105,16 @@ func TestTrendChartMarksPublishes(t *testing.T) {
 func TestChartAxes(t *testing.T) {
 	f := func(v float64) *float64 { return &v }
 	i := func(v int) *int { return &v }
-	var points []trendPoint
+	var points []TrendPoint
 	for d := 1; d <= 9; d++ {
-		points = append(points, trendPoint{At: time.Date(2026, 11, d, 9, 0, 0, 0, time.UTC),
+		points = append(points, TrendPoint{At: time.Date(2026, 11, d, 9, 0, 0, 0, time.UTC),
 			Scores: store.ScanScores{Health: i(80), Performance: i(70)},
 			// A 40 s LCP puts the top at 50 s: 0, 2.5 s and 4 s would sit within 15 units.
 			Vitals: map[string]*float64{"lcp": f(40000), "cls": f(0.05), "tbt": f(300)}})
 	}
 	tick := regexp.MustCompile(`<text class="axis" x="[0-9.]+" y="([0-9.]+)" text-anchor="end">`)
 	date := regexp.MustCompile(`<text class="axis date" x="([0-9.]+)" y="[0-9.]+" text-anchor="(start|middle|end)">([^<]*)<`)
-	for _, c := range trendCharts(points, nil) {
+	for _, c := range TrendCharts(points, nil) {
 		t.Run(c.ID, func(t *testing.T) {
 			svg := string(c.SVG)
 			want := map[string]string{"scores": "Score", "health": "Health", "lcp": "LCP", "cls": "CLS", "tbt": "TBT"}[c.ID]
@@ -131,8 +130,8 @@ func TestChartAxes(t *testing.T) {
 				t.Fatalf("%d tick labels, want at least 0 and one more:\n%s", len(ys), svg)
 			}
 			for k := 1; k < len(ys); k++ {
-				if gap := ys[k-1] - ys[k]; gap < analysis.ChartTickGap {
-					t.Errorf("tick labels %v and %v are %v units apart, want at least %v", ys[k-1], ys[k], gap, analysis.ChartTickGap)
+				if gap := ys[k-1] - ys[k]; gap < ChartTickGap {
+					t.Errorf("tick labels %v and %v are %v units apart, want at least %v", ys[k-1], ys[k], gap, ChartTickGap)
 				}
 			}
 			dates := date.FindAllStringSubmatch(svg, -1)
@@ -143,12 +142,79 @@ func TestChartAxes(t *testing.T) {
 			lastRight := -1.0
 			for _, m := range dates {
 				x, _ := strconv.ParseFloat(m[1], 64)
-				w := 0.6 * analysis.ChartPhoneFont * float64(len([]rune(m[3])))
+				w := 0.6 * ChartPhoneFont * float64(len([]rune(m[3])))
 				left := map[string]float64{"start": x, "middle": x - w/2, "end": x - w}[m[2]]
 				if left < lastRight+8 {
 					t.Errorf("date %q at %v overlaps the one before it (ends at %v)", m[3], left, lastRight)
 				}
 				lastRight = left + w
+			}
+		})
+	}
+}
+
+func TestTrendSVG(t *testing.T) {
+	day := func(d int) time.Time { return time.Date(2026, 11, d, 9, 0, 0, 0, time.UTC) }
+	p := func(v int) *int { return &v }
+	full := func(perf int) store.ScanScores {
+		return store.ScanScores{Performance: p(perf), SEO: p(90), Accessibility: p(80), BestPractices: p(70)}
+	}
+	for _, tt := range []struct {
+		name    string
+		points  []TrendPoint
+		want    []string
+		notWant []string
+		circles int
+		paths   int
+	}{
+		{name: "no scans draw nothing", points: nil},
+		{name: "one scan is a dot per category in the middle", points: []TrendPoint{{At: day(1), Scores: full(50)}},
+			want: []string{`cx="357.5"`, `d="M357.5 137"`, ">1 Nov<", ">25<", ">75<"}, circles: 4, paths: 4},
+		{name: "scores map 100 to the top and 0 to the bottom", points: []TrendPoint{{At: day(1), Scores: full(100)}, {At: day(2), Scores: full(0)}},
+			want: []string{`d="M87 10 L628 264"`, ">1 Nov<", ">2 Nov<", "Performance 100 · 1 Nov 2026, 09:00 UTC"}, circles: 8, paths: 4},
+		{name: "a missing score breaks its line", points: []TrendPoint{{At: day(1), Scores: full(10)}, {At: day(2), Scores: store.ScanScores{SEO: p(90), Accessibility: p(80), BestPractices: p(70)}}, {At: day(3), Scores: full(30)}},
+			want: []string{`d="M87 238.6 M628 187.8"`}, circles: 11, paths: 4},
+		{name: "two scans of one day are told apart by their times", points: []TrendPoint{{At: day(1), Scores: full(50)}, {At: day(1).Add(2 * time.Hour), Scores: full(60)}},
+			want: []string{">1 Nov 09:00<", ">1 Nov 11:00<"}, circles: 8, paths: 4},
+		{name: "a category with no score at all has no line", points: []TrendPoint{{At: day(1), Scores: store.ScanScores{SEO: p(1)}}, {At: day(2), Scores: store.ScanScores{SEO: p(2)}}},
+			notWant: []string{"s-perf", "s-a11y"}, circles: 2, paths: 1},
+		{name: "twenty scans label the first, middle and last", points: func() []TrendPoint {
+			var ps []TrendPoint
+			for i := 1; i <= 20; i++ {
+				ps = append(ps, TrendPoint{At: day(i), Scores: full(i * 5)})
+			}
+			return ps
+		}(), want: []string{">1 Nov<", ">11 Nov<", ">20 Nov<", "last 20 completed scans"}, circles: 80, paths: 4},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := string(TrendScores(tt.points))
+			if len(tt.points) == 0 {
+				if got != "" {
+					t.Errorf("got %q, want nothing", got)
+				}
+				return
+			}
+			if !strings.HasPrefix(got, `<svg class="trend"`) || !strings.HasSuffix(got, "</svg>") {
+				t.Errorf("not one svg element: %.80s", got)
+			}
+			if strings.Contains(got, "style=") {
+				t.Error("inline style: the CSP forbids it")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("missing %q in\n%s", w, got)
+				}
+			}
+			for _, w := range tt.notWant {
+				if strings.Contains(got, w) {
+					t.Errorf("unexpected %q", w)
+				}
+			}
+			if n := strings.Count(got, "<circle"); n != tt.circles {
+				t.Errorf("%d circles, want %d", n, tt.circles)
+			}
+			if n := strings.Count(got, "<path"); n != tt.paths {
+				t.Errorf("%d paths, want %d", n, tt.paths)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package handlers
+package ci
 
 import (
 	"fmt"
@@ -34,10 +34,10 @@ func mdText(s string) string {
 	return b.String()
 }
 
-// markdownOf writes a verdict: a heading with the outcome, a line naming the scan (linked),
+// Markdown writes a verdict: a heading with the outcome, a line naming the scan (linked),
 // the commit and who published, the table of scores and checks against their budgets, the
 // violations, the regressions since the previous scan with their causes, and a link to the scan.
-func markdownOf(v verdict) string {
+func Markdown(v Verdict) string {
 	var b strings.Builder
 	site := mdText(v.Site)
 	switch {
@@ -55,7 +55,7 @@ func markdownOf(v verdict) string {
 			scan = "Scan [" + (*v.ScanID)[:8] + "](" + *v.ScanURL + ")"
 		}
 		if v.ScannedAt != nil {
-			scan += " completed " + formatTime(*v.ScannedAt)
+			scan += " completed " + (*v.ScannedAt).UTC().Format("2 Jan 2006, 15:04 UTC")
 		}
 		line = append(line, scan)
 		if v.Commit != nil {
@@ -95,7 +95,7 @@ func markdownOf(v verdict) string {
 		fmt.Fprintf(&b, "#### %s since the previous scan (%s)\n\n", capitalized(plural(len(v.Changes), "regression")), (*v.PreviousScanID)[:8])
 		for _, c := range v.Changes {
 			fmt.Fprintf(&b, "- **%s** on %s (%s): %s → %s\n", analysis.Label(c.Metric), mdText(c.PagePath), c.Strategy,
-				metricValue(c.Metric, c.From), metricValue(c.Metric, c.To))
+				analysis.BudgetValue(c.Metric, c.From), analysis.BudgetValue(c.Metric, c.To))
 			for _, cause := range c.Causes {
 				b.WriteString("  - " + mdText(hedged(cause, c.Confidence)) + "\n")
 			}
@@ -108,8 +108,8 @@ func markdownOf(v verdict) string {
 	return b.String()
 }
 
-// notYetMarkdown says a scan has not finished when the wait ran out.
-func notYetMarkdown(siteName string, st scanStatus) string {
+// NotYetMarkdown says a scan has not finished when the wait ran out.
+func NotYetMarkdown(siteName string, st ScanStatus) string {
 	return fmt.Sprintf("### ⏳ SitePulse: the scan of %s is still %s\n\n%d of %d audits done. [Follow the scan](%s); ask again to judge it when it completes.\n",
 		mdText(siteName), st.Status, st.PagesDone, st.PagesTotal, st.URL)
 }
@@ -119,7 +119,7 @@ type tableRow struct{ metric, measured, budget, result string }
 
 // tableRows are the scan's five scores, each with its budget for both strategies when it has
 // one, then every other check: budgets of one strategy, vitals, alert rules.
-func tableRows(v verdict) []tableRow {
+func tableRows(v Verdict) []tableRow {
 	var rows []tableRow
 	used := make([]bool, len(v.checks))
 	for _, m := range analysis.Metrics {
@@ -143,7 +143,7 @@ func tableRows(v verdict) []tableRow {
 		}
 		row := tableRow{metric: checkLabel(c, mdText), measured: "no data", budget: budgetText(c), result: resultText(c)}
 		if c.Measured {
-			row.measured = metricValue(c.Metric, c.Actual)
+			row.measured = analysis.BudgetValue(c.Metric, c.Actual)
 		}
 		rows = append(rows, row)
 	}
@@ -174,7 +174,7 @@ func budgetText(c analysis.Check) string {
 	if c.Operator == store.OpMax {
 		op = "≤"
 	}
-	return op + " " + metricValue(c.Metric, c.Threshold)
+	return op + " " + analysis.BudgetValue(c.Metric, c.Threshold)
 }
 
 func resultText(c analysis.Check) string {
@@ -191,7 +191,7 @@ func resultText(c analysis.Check) string {
 // maximum of 2.5 s" (bold is strong, the path escaped, for Markdown; JUnit's message is
 // checkSentence(c, identity, "")).
 func checkSentence(c analysis.Check, esc func(string) string, strong string) string {
-	s := strong + analysis.Label(c.Metric) + strong + " " + metricValue(c.Metric, c.Actual)
+	s := strong + analysis.Label(c.Metric) + strong + " " + analysis.BudgetValue(c.Metric, c.Actual)
 	if c.PagePath != "" {
 		s += " on " + esc(c.PagePath)
 	}
@@ -199,9 +199,9 @@ func checkSentence(c analysis.Check, esc func(string) string, strong string) str
 		s += " (" + string(c.On) + ")"
 	}
 	if c.Operator == store.OpMax {
-		s += ", over the maximum of " + metricValue(c.Metric, c.Threshold)
+		s += ", over the maximum of " + analysis.BudgetValue(c.Metric, c.Threshold)
 	} else {
-		s += ", under the minimum of " + metricValue(c.Metric, c.Threshold)
+		s += ", under the minimum of " + analysis.BudgetValue(c.Metric, c.Threshold)
 	}
 	if c.Rule {
 		s += " (alert rule)"

@@ -1,4 +1,4 @@
-package handlers
+package svg
 
 import (
 	"fmt"
@@ -19,9 +19,9 @@ import (
 // take their colours from the stylesheet (classes, no inline style) and scale with their
 // viewBox.
 
-// maxWaterfallRows bounds the waterfall: the requests that explain a change (added, the LCP
+// MaxWaterfallRows bounds the waterfall: the requests that explain a change (added, the LCP
 // request, render-blocking ones) are always drawn, then the earliest others.
-const maxWaterfallRows = 40
+const MaxWaterfallRows = 40
 
 // Waterfall geometry, in viewBox units.
 const (
@@ -92,8 +92,8 @@ func niceStep(span, n int) int {
 	}
 }
 
-// axisLabel writes a moment of an axis: "0", "500 ms", "1.5 s".
-func axisLabel(ms int) string {
+// AxisLabel writes a moment of an axis: "0", "500 ms", "1.5 s".
+func AxisLabel(ms int) string {
 	switch {
 	case ms == 0:
 		return "0"
@@ -103,9 +103,9 @@ func axisLabel(ms int) string {
 	return strconv.FormatFloat(float64(ms)/1000, 'f', -1, 64) + " s"
 }
 
-// requestLabel is how a panel names a request: the path (and query) on the page's own hosts,
+// RequestLabel is how a panel names a request: the path (and query) on the page's own hosts,
 // host and path for another's, cut to n characters.
-func requestLabel(raw string, thirdParty bool, n int) string {
+func RequestLabel(raw string, thirdParty bool, n int) string {
 	s := raw
 	if u, err := url.Parse(raw); err == nil && u.Host != "" {
 		s = u.EscapedPath()
@@ -122,12 +122,12 @@ func requestLabel(raw string, thirdParty bool, n int) string {
 	return s
 }
 
-// waterfallSVG draws both runs' requests on one time axis: per request its label, Before's bar
+// Waterfall draws both runs' requests on one time axis: per request its label, Before's bar
 // (thin, grey) and After's (an added request's and the LCP request's highlighted), and each
 // run's LCP moment (ms; 0 when unknown). It answers the drawing and how many requests it left
 // out.
-func waterfallSVG(reqs []analysis.RequestChange, lcpBefore, lcpAfter int) (template.HTML, int) {
-	rows, hidden := waterfallRows(reqs, maxWaterfallRows)
+func Waterfall(reqs []analysis.RequestChange, lcpBefore, lcpAfter int) (template.HTML, int) {
+	rows, hidden := waterfallRows(reqs, MaxWaterfallRows)
 	span := max(lcpBefore, lcpAfter, 1)
 	for _, w := range rows {
 		for _, side := range []*store.Request{w.Before, w.After} {
@@ -156,11 +156,11 @@ func waterfallSVG(reqs []analysis.RequestChange, lcpBefore, lcpAfter int) (templ
 			anchor = "end"
 		}
 		fmt.Fprintf(&b, `<line class="wf-grid" x1="%.1f" y1="%d" x2="%.1f" y2="%d"/>`, x(t), wfAxis-6, x(t), height-wfBottom)
-		fmt.Fprintf(&b, `<text class="wf-axis" x="%.1f" y="%d" text-anchor="%s">%s</text>`, x(t), wfAxis-10, anchor, axisLabel(t))
+		fmt.Fprintf(&b, `<text class="wf-axis" x="%.1f" y="%d" text-anchor="%s">%s</text>`, x(t), wfAxis-10, anchor, AxisLabel(t))
 	}
 	for i, w := range rows {
 		y := wfAxis + i*wfRow
-		label := requestLabel(w.URL, w.ThirdParty, wfLabelCh)
+		label := RequestLabel(w.URL, w.ThirdParty, wfLabelCh)
 		var notes []string
 		switch {
 		case w.Added:
@@ -213,14 +213,14 @@ func rowTitle(w waterfallRow) string {
 		r    *store.Request
 	}{{"before", w.Before}, {"after", w.After}} {
 		if r := side.r; r != nil {
-			s += fmt.Sprintf("\n%s: %s–%s, %s", side.name, axisLabel(r.StartMs), axisLabel(r.EndMs), sizeLabel(r.TransferBytes))
+			s += fmt.Sprintf("\n%s: %s–%s, %s", side.name, AxisLabel(r.StartMs), AxisLabel(r.EndMs), SizeLabel(r.TransferBytes))
 		}
 	}
 	return s
 }
 
-// sizeLabel writes a transfer size: "830 B", "12.4 KB", "1.2 MB".
-func sizeLabel(n int64) string {
+// SizeLabel writes a transfer size: "830 B", "12.4 KB", "1.2 MB".
+func SizeLabel(n int64) string {
 	switch {
 	case n >= 1<<20:
 		return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) + " MB"
@@ -230,8 +230,8 @@ func sizeLabel(n int64) string {
 	return strconv.FormatInt(n, 10) + " B"
 }
 
-// phaseNames label the LCP phases, in store.LCPPhases order.
-var phaseNames = map[string]string{store.PhaseTTFB: "TTFB", store.PhaseLoadDelay: "Load delay",
+// PhaseNames label the LCP phases, in store.LCPPhases order.
+var PhaseNames = map[string]string{store.PhaseTTFB: "TTFB", store.PhaseLoadDelay: "Load delay",
 	store.PhaseLoadDuration: "Load duration", store.PhaseRenderDelay: "Render delay"}
 
 // Phases geometry, in viewBox units.
@@ -242,9 +242,9 @@ const (
 	phGap   = 12
 )
 
-// phasesSVG draws the LCP phases of both runs as two stacked bars on one scale; "" when the
+// Phases draws the LCP phases of both runs as two stacked bars on one scale; "" when the
 // runs have no phases.
-func phasesSVG(phases []analysis.PhaseChange) template.HTML {
+func Phases(phases []analysis.PhaseChange) template.HTML {
 	if len(phases) == 0 {
 		return ""
 	}
@@ -274,62 +274,11 @@ func phasesSVG(phases []analysis.PhaseChange) template.HTML {
 			}
 			w := float64(v) * room / float64(span)
 			fmt.Fprintf(&b, `<rect class="ph-%s" x="%.1f" y="%d" width="%.1f" height="%d"><title>%s %s</title></rect>`,
-				strings.ToLower(p.Phase), at, y, w, phBar, phaseNames[p.Phase], analysis.FormatValue("lcp", float64(v)))
+				strings.ToLower(p.Phase), at, y, w, phBar, PhaseNames[p.Phase], analysis.FormatValue("lcp", float64(v)))
 			at += w
 		}
 		fmt.Fprintf(&b, `<text class="ph-total" x="%.1f" y="%d">%s</text>`, at+6, y+phBar/2+5, analysis.FormatValue("lcp", float64(totals[i])))
 	}
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String())
-}
-
-// filmColumns is how many moments a filmstrip shows at most.
-const filmColumns = 10
-
-// filmCell is a filmstrip at one moment: the picture it showed (PageImage.Index; -1 before its
-// first frame) and whether the LCP happened by then and not at the moment before.
-type filmCell struct {
-	Image int
-	LCP   bool
-}
-
-// filmGrid lays both runs' filmstrips on one time axis: moments every step ms up to the later
-// of the last frame and the LCP (at most filmColumns of them), and at each moment the picture
-// each run showed then, with the moment its LCP (ms; 0 when unknown) happened by marked.
-func filmGrid(before, after []store.PageImage, lcpBefore, lcpAfter int) (moments []int, rows [2][]filmCell) {
-	frames := [2][]store.Frame{}
-	frames[0], _ = store.Filmstrip(before)
-	frames[1], _ = store.Filmstrip(after)
-	span := max(lcpBefore, lcpAfter)
-	for _, f := range frames {
-		if len(f) > 0 {
-			span = max(span, f[len(f)-1].TimingMs)
-		}
-	}
-	if len(frames[0])+len(frames[1]) == 0 {
-		return nil, rows
-	}
-	step := niceStep(max(span, 1), filmColumns)
-	for t := step; len(moments) < filmColumns; t += step {
-		moments = append(moments, t)
-		if t >= span {
-			break
-		}
-	}
-	for i, lcp := range []int{lcpBefore, lcpAfter} {
-		marked := false
-		for _, t := range moments {
-			c := filmCell{Image: -1}
-			for _, f := range frames[i] {
-				if f.TimingMs <= t {
-					c.Image = f.Image
-				}
-			}
-			if lcp > 0 && !marked && t >= lcp {
-				c.LCP, marked = true, true
-			}
-			rows[i] = append(rows[i], c)
-		}
-	}
-	return moments, rows
 }

@@ -1,4 +1,4 @@
-package main
+package ci
 
 import (
 	"bytes"
@@ -22,24 +22,24 @@ import (
 // summary to $GITHUB_STEP_SUMMARY and the JUnit report when asked, sets a GitHub commit status,
 // and exits 0 when the budgets hold, 1 when they are broken, 2 when it could not judge.
 
-// exitCode ends the process with code; err, when set, is the reason main prints.
-type exitCode struct {
-	code int
-	err  error
+// ExitCode ends the process with Code; Err, when set, is the reason main prints.
+type ExitCode struct {
+	Code int
+	Err  error
 }
 
-func (e *exitCode) Error() string {
-	if e.err == nil {
-		return fmt.Sprintf("exit status %d", e.code)
+func (e *ExitCode) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit status %d", e.Code)
 	}
-	return e.err.Error()
+	return e.Err.Error()
 }
 
-func (e *exitCode) Unwrap() error { return e.err }
+func (e *ExitCode) Unwrap() error { return e.Err }
 
 // cannotJudge is exit 2 with its reason.
 func cannotJudge(format string, a ...any) error {
-	return &exitCode{code: 2, err: fmt.Errorf(format, a...)}
+	return &ExitCode{Code: 2, Err: fmt.Errorf(format, a...)}
 }
 
 // checkConfig is what `sitepulse check` was asked to do.
@@ -94,7 +94,7 @@ Flags:
 	fs.BoolVar(&c.status, "commit-status", true, "set a GitHub commit status when GITHUB_TOKEN, GITHUB_REPOSITORY and GITHUB_SHA are set")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return c, &exitCode{code: 0}
+			return c, &ExitCode{Code: 0}
 		}
 		return c, cannotJudge("%v", err)
 	}
@@ -177,11 +177,13 @@ type checker struct {
 	sleep  func(ctx context.Context, d time.Duration) error
 }
 
-func runCheck(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+// RunCheck is `sitepulse check args...`: it answers nil when the budgets hold (or -help was
+// asked), else an *ExitCode (1: broken, 2: could not judge, with why).
+func RunCheck(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	cfg, err := parseCheck(args, getenv, stdout)
 	if err != nil {
-		var exit *exitCode
-		if errors.As(err, &exit) && exit.code == 0 {
+		var exit *ExitCode
+		if errors.As(err, &exit) && exit.Code == 0 {
 			return nil // -help
 		}
 		return err
@@ -330,7 +332,7 @@ func (c *checker) finish(ctx context.Context, v *checkVerdict, scanURL string, f
 		case !v.judged():
 			outcome = cannotJudge("%s", deref(v.Reason))
 		case !v.Pass:
-			outcome = &exitCode{code: 1}
+			outcome = &ExitCode{Code: 1}
 		}
 	}
 	if failed == nil { // the service answered: its own words for the reports
@@ -512,11 +514,4 @@ func pluralS(n int) string {
 		return ""
 	}
 	return "s"
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }

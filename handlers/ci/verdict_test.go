@@ -1,4 +1,4 @@
-package handlers
+package ci
 
 import (
 	"encoding/json"
@@ -28,12 +28,12 @@ const (
 // hostileVerdict is a verdict of real Lighthouse results (testdata/psi against
 // testdata/psi-before: real regressions) for a site with a hostile name whose /pricing page
 // has a hostile path, with budgets that break, hold and cannot be checked, and an alert rule.
-func hostileVerdict(t *testing.T) verdict {
+func hostileVerdict(t *testing.T) Verdict {
 	t.Helper()
 	read := func(dir string) []store.PageResult {
 		var out []store.PageResult
 		for _, n := range []string{"about.mobile", "about.desktop", "pricing.mobile", "pricing.desktop"} {
-			body, err := os.ReadFile("../testdata/" + dir + "/" + n + ".json")
+			body, err := os.ReadFile("../../testdata/" + dir + "/" + n + ".json")
 			must(t, err)
 			r, err := lighthouse.ExtractPSI(body)
 			must(t, err)
@@ -53,10 +53,10 @@ func hostileVerdict(t *testing.T) verdict {
 	url := "https://sitepulse.example.com/sites/9b1deb4d-3b7d-4bad-9bdd-2b0d7b3dcb6d/scans/" + scanID
 	completed := time.Date(2026, 11, 23, 8, 48, 18, 0, time.UTC)
 	status, commit, by := store.StatusComplete, "1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b", hostileBy
-	v := verdict{budgetCheckResponse: budgetCheckResponse{Site: hostileName, Scores: &scores, ScanID: &scanID, ScannedAt: &completed,
+	v := Verdict{Answer: Answer{Site: hostileName, Scores: &scores, ScanID: &scanID, ScannedAt: &completed,
 		Violations: []analysis.Violation{}}, Status: &status, ScanURL: &url, Commit: &commit, PublishedBy: &by, PreviousScanID: &previous,
 		checks: analysis.Checks(scores, after, budgets, rules)}
-	v.Changes, v.pages = whatChanged(runPairs(before, after))
+	v.Changes, v.pages = WhatChanged(runPairs(before, after))
 	for _, c := range v.checks {
 		if c.Measured && !c.Pass {
 			v.Violations = append(v.Violations, c.Violation())
@@ -83,15 +83,15 @@ func runPairs(before, after []store.PageResult) []store.RunPair {
 // check (.ci/ci-formats.mjs) renders these files with real consumers.
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := "../testdata/golden/ci/" + name
+	path := "../../testdata/golden/ci/" + name
 	if *update {
-		must(t, os.MkdirAll("../testdata/golden/ci", 0o755))
+		must(t, os.MkdirAll("../../testdata/golden/ci", 0o755))
 		must(t, os.WriteFile(path, got, 0o644))
 	}
 	want, err := os.ReadFile(path)
 	must(t, err)
 	if string(got) != string(want) {
-		t.Errorf("%s changed (go test ./handlers -run %s -update to accept):\n%s", path, t.Name(), got)
+		t.Errorf("%s changed (go test ./handlers/ci -run %s -update to accept):\n%s", path, t.Name(), got)
 	}
 }
 
@@ -99,7 +99,7 @@ func golden(t *testing.T, name string, got []byte) {
 // string the site gave, keeps one table row per line, and has every section.
 func TestVerdictMarkdown(t *testing.T) {
 	v := hostileVerdict(t)
-	md := markdownOf(v)
+	md := Markdown(v)
 	golden(t, "verdict.md", []byte(md))
 	for _, raw := range []string{"<img", "<script", "<b>", "**Shop**", "[click](", "www.evil", "](https://evil", "&amp;", "~~x~~", "`rm"} {
 		for i := 0; ; {
@@ -155,7 +155,7 @@ func TestVerdictMarkdown(t *testing.T) {
 // intact once parsed.
 func TestVerdictJUnit(t *testing.T) {
 	v := hostileVerdict(t)
-	b, err := junitOf(v)
+	b, err := JUnit(v)
 	must(t, err)
 	golden(t, "verdict.junit.xml", b)
 	var got junitSuites
@@ -213,6 +213,13 @@ func TestMDText(t *testing.T) {
 	}
 }
 
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestVerdictSaysHowSure: the CI answer says how sure each cause is (issue 42): the JSON's
 // changes carry the confidence of their cause; Markdown and JUnit state a high one plainly and
 // say "(medium confidence)" or "(low confidence)" after one that is not.
@@ -236,12 +243,12 @@ func TestVerdictSaysHowSure(t *testing.T) {
 	if lcp == "" {
 		t.Fatal("no LCP cause on the hostile /pricing (mobile)")
 	}
-	v.Changes = scanChanges(v.pages)
-	md := markdownOf(v)
+	v.Changes = changesOf(v.pages)
+	md := Markdown(v)
 	if !strings.Contains(md, "  - "+mdText(lcp+" (low confidence)")+"\n") || strings.Count(md, "confidence") != 1 {
 		t.Errorf("the Markdown does not hedge the LCP cause once:\n%s", md)
 	}
-	b, err := junitOf(v)
+	b, err := JUnit(v)
 	must(t, err)
 	var got junitSuites
 	must(t, xml.Unmarshal(b, &got))

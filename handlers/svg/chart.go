@@ -1,4 +1,9 @@
-package analysis
+// Package svg draws SitePulse's pictures as SVG, on the server, from what analysis measured:
+// the trend's line charts (the site page's and the MCP trend view's), the waterfall of two runs,
+// the LCP phases, and the filmstrips' grid on one time axis. No script draws anything, so they
+// show as they are under the strict CSP; they take their colours from the stylesheet (classes,
+// no inline style) and scale with their viewBox.
+package svg
 
 import (
 	"fmt"
@@ -8,23 +13,24 @@ import (
 	"strings"
 	"time"
 
+	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 )
 
-// The SVG line chart of the web UI's trend (handlers) and of the MCP trend view (mcp): one
+// The SVG line chart of the web UI's trend (TrendCharts) and of the MCP trend view (mcp): one
 // drawing, computed here, so the chart an agent's user sees in the chat is the site page's.
 // Lines and dots carry class names, so each surface colours them from its own stylesheet.
 
-// ChartLine is one line of a chart: a value per point, nil where there is none.
-type ChartLine struct {
+// Line is one line of a chart: a value per point, nil where there is none.
+type Line struct {
 	Label, Class string
 	Values       []*float64
 }
 
-// ChartScale is a chart's y axis from 0 to Max, titled Title, with grid lines at Grid (in
+// Scale is a chart's y axis from 0 to Max, titled Title, with grid lines at Grid (in
 // ascending order) and values written by Format. A grid line is labelled unless its label would
 // crowd the labelled one below it.
-type ChartScale struct {
+type Scale struct {
 	Title  string
 	Max    float64
 	Grid   []float64
@@ -32,11 +38,11 @@ type ChartScale struct {
 }
 
 // Titled is the scale with another title.
-func (c ChartScale) Titled(title string) ChartScale { c.Title = title; return c }
+func (c Scale) Titled(title string) Scale { c.Title = title; return c }
 
 // ScoreScale is the axis of 0-100 scores, in quarters: evenly spaced labels read as a scale,
 // where the rating bands' 0, 50, 90 read as data.
-var ScoreScale = ChartScale{Title: "Score", Max: 100, Grid: []float64{0, 25, 50, 75, 100}, Format: func(v float64) string { return strconv.Itoa(int(v)) }}
+var ScoreScale = Scale{Title: "Score", Max: 100, Grid: []float64{0, 25, 50, 75, 100}, Format: func(v float64) string { return strconv.Itoa(int(v)) }}
 
 // ScoreSeries are the lines of the scores chart, in legend order: the interface's four
 // categories, with the class names that colour them.
@@ -47,25 +53,25 @@ var ScoreSeries = []struct{ Metric, Label, Class string }{
 	{"seo", "SEO", "s-seo"},
 }
 
-// ChartMark is an event marked on a chart's time axis, a publish: a dashed line titled Label.
-type ChartMark struct {
+// Mark is an event marked on a chart's time axis, a publish: a dashed line titled Label.
+type Mark struct {
 	At    time.Time
 	Label string
 }
 
 // ScoresChart draws scans' category scores (0-100), oldest scan (first) on the left, with the
 // marks; "" for none.
-func ScoresChart(at []time.Time, scores []store.ScanScores, marks ...ChartMark) string {
+func ScoresChart(at []time.Time, scores []store.ScanScores, marks ...Mark) string {
 	if len(at) == 0 {
 		return ""
 	}
-	lines := make([]ChartLine, len(ScoreSeries))
+	lines := make([]Line, len(ScoreSeries))
 	for i, s := range ScoreSeries {
-		lines[i] = ChartLine{Label: s.Label, Class: s.Class, Values: make([]*float64, len(at))}
+		lines[i] = Line{Label: s.Label, Class: s.Class, Values: make([]*float64, len(at))}
 	}
 	for i, sc := range scores {
 		for j, s := range ScoreSeries {
-			if v := ScanScoreOf(sc, s.Metric); v != nil {
+			if v := analysis.ScanScoreOf(sc, s.Metric); v != nil {
 				f := float64(*v)
 				lines[j].Values[i] = &f
 			}
@@ -91,7 +97,7 @@ const (
 // mark is a dashed line behind the lines, placed in time between the points around it (at the
 // right edge when it came after the last); one before the first point is off the chart. Every
 // label is escaped.
-func LineChart(label string, at []time.Time, scale ChartScale, lines []ChartLine, marks ...ChartMark) string {
+func LineChart(label string, at []time.Time, scale Scale, lines []Line, marks ...Mark) string {
 	plotH := float64(chartH - chartTop - chartBottom)
 	y := func(v float64) float64 { return chartTop + plotH*(1-v/scale.Max) }
 	// A tick is labelled when it is far enough above the last labelled one; the labels, and the

@@ -1,4 +1,4 @@
-package handlers
+package svg
 
 import (
 	"encoding/xml"
@@ -18,7 +18,7 @@ import (
 // fixtureExplain is what explains a real Lighthouse run of testdata (dir psi or psi-before).
 func fixtureExplain(t testing.TB, dir, name string) store.PageResult {
 	t.Helper()
-	body, err := os.ReadFile("../testdata/" + dir + "/" + name + ".json")
+	body, err := os.ReadFile("../../testdata/" + dir + "/" + name + ".json")
 	must(t, err)
 	r, err := lighthouse.ExtractPSI(body)
 	must(t, err)
@@ -139,35 +139,35 @@ func TestFilmGrid(t *testing.T) {
 		before, after []store.PageImage
 		lcpB, lcpA    int
 		wantMoments   []int
-		wantB, wantA  []filmCell
+		wantB, wantA  []FilmCell
 	}{
 		{name: "no pictures kept, no filmstrip", lcpB: 700, lcpA: 900},
 		{name: "both runs on the later run's time axis, each LCP marked once",
 			before: []store.PageImage{im(0, 300), im(1, 600, 900, 1200)}, after: []store.PageImage{im(0, 300, 600, 900), im(1, 1200, 1500, 1800)},
 			lcpB: 600, lcpA: 1700, wantMoments: []int{200, 400, 600, 800, 1000, 1200, 1400, 1600, 1800},
-			wantB: []filmCell{{-1, false}, {0, false}, {1, true}, {1, false}, {1, false}, {1, false}, {1, false}, {1, false}, {1, false}},
-			wantA: []filmCell{{-1, false}, {0, false}, {0, false}, {0, false}, {0, false}, {1, false}, {1, false}, {1, false}, {1, true}}},
+			wantB: []FilmCell{{-1, false}, {0, false}, {1, true}, {1, false}, {1, false}, {1, false}, {1, false}, {1, false}, {1, false}},
+			wantA: []FilmCell{{-1, false}, {0, false}, {0, false}, {0, false}, {0, false}, {1, false}, {1, false}, {1, false}, {1, true}}},
 		{name: "a run with no LCP has no mark, the axis reaches the later LCP",
 			before: []store.PageImage{im(0, 100)}, after: []store.PageImage{im(0, 100)}, lcpA: 950,
 			wantMoments: []int{100, 200, 300, 400, 500, 600, 700, 800, 900, 1000},
-			wantB:       []filmCell{{0, false}, {0, false}, {0, false}, {0, false}, {0, false}, {0, false}, {0, false}, {0, false}, {0, false}, {0, false}},
-			wantA:       []filmCell{{0, false}, {0, false}, {0, false}, {0, false}, {0, false}, {0, false}, {0, false}, {0, false}, {0, false}, {0, true}}},
+			wantB:       []FilmCell{{0, false}, {0, false}, {0, false}, {0, false}, {0, false}, {0, false}, {0, false}, {0, false}, {0, false}, {0, false}},
+			wantA:       []FilmCell{{0, false}, {0, false}, {0, false}, {0, false}, {0, false}, {0, false}, {0, false}, {0, false}, {0, false}, {0, true}}},
 		{name: "only the later run kept pictures: the earlier row is blank",
 			after: []store.PageImage{im(0, 500)}, lcpB: 400, lcpA: 500,
 			wantMoments: []int{100, 200, 300, 400, 500},
-			wantB:       []filmCell{{-1, false}, {-1, false}, {-1, false}, {-1, true}, {-1, false}},
-			wantA:       []filmCell{{-1, false}, {-1, false}, {-1, false}, {-1, false}, {0, true}}},
+			wantB:       []FilmCell{{-1, false}, {-1, false}, {-1, false}, {-1, true}, {-1, false}},
+			wantA:       []FilmCell{{-1, false}, {-1, false}, {-1, false}, {-1, false}, {0, true}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			moments, rows := filmGrid(tc.before, tc.after, tc.lcpB, tc.lcpA)
+			moments, rows := FilmGrid(tc.before, tc.after, tc.lcpB, tc.lcpA)
 			if !slices.Equal(moments, tc.wantMoments) {
 				t.Fatalf("moments %v, want %v", moments, tc.wantMoments)
 			}
 			if !slices.Equal(rows[0], tc.wantB) || !slices.Equal(rows[1], tc.wantA) {
 				t.Errorf("rows\n%v\n%v\nwant\n%v\n%v", rows[0], rows[1], tc.wantB, tc.wantA)
 			}
-			if len(moments) > filmColumns {
-				t.Errorf("%d moments, more than %d", len(moments), filmColumns)
+			if len(moments) > FilmColumns {
+				t.Errorf("%d moments, more than %d", len(moments), FilmColumns)
 			}
 		})
 	}
@@ -213,11 +213,11 @@ func TestWaterfallSVG(t *testing.T) {
 		{name: "a URL with markup in it is text", b: before.Explain, a: &hostile, wantRows: len(analysis.Requests(before.Explain, &hostile)),
 			wantText: []string{"&lt;script&gt;alert(1)&lt;/script&gt;&amp;x=&lt;y&gt;"}},
 		{name: "100 requests a run: 40 drawn, the rest counted", b: repeated(before.Explain, 100), a: repeated(after.Explain, 100),
-			wantRows: maxWaterfallRows, wantHidden: len(analysis.Requests(repeated(before.Explain, 100), repeated(after.Explain, 100))) - maxWaterfallRows,
+			wantRows: MaxWaterfallRows, wantHidden: len(analysis.Requests(repeated(before.Explain, 100), repeated(after.Explain, 100))) - MaxWaterfallRows,
 			wantText: []string{"more left out", "/static/img/hero.jpg"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			svg, hidden := waterfallSVG(analysis.Requests(tc.b, tc.a), tc.b.LCP.Ms(), tc.a.LCP.Ms())
+			svg, hidden := Waterfall(analysis.Requests(tc.b, tc.a), tc.b.LCP.Ms(), tc.a.LCP.Ms())
 			count := wellFormed(t, string(svg))
 			if count["g"] != tc.wantRows || hidden != tc.wantHidden {
 				t.Errorf("%d rows, %d hidden; want %d, %d", count["g"], hidden, tc.wantRows, tc.wantHidden)
@@ -243,7 +243,7 @@ func TestPhasesSVG(t *testing.T) {
 	if len(c.LCP.Phases) != 4 {
 		t.Fatalf("%d phases", len(c.LCP.Phases))
 	}
-	svg := string(phasesSVG(c.LCP.Phases))
+	svg := string(Phases(c.LCP.Phases))
 	count := wellFormed(t, svg)
 	if count["rect"] < 4 || count["rect"] > 8 {
 		t.Errorf("%d phase bars, want one per phase of each run that took time", count["rect"])
@@ -253,7 +253,14 @@ func TestPhasesSVG(t *testing.T) {
 			t.Errorf("the phases do not say %q", s)
 		}
 	}
-	if phasesSVG(nil) != "" {
+	if Phases(nil) != "" {
 		t.Error("runs without phases draw bars")
+	}
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }
