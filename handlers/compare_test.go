@@ -249,8 +249,7 @@ func TestScanPageBoundsPanels(t *testing.T) {
 var confidenceRe = regexp.MustCompile(`<li><span class="cause-text">([^<]*)</span> <span class="tag conf conf-(high|medium|low)" title="([^"]+)">(high|medium|low) confidence</span></li>`)
 
 // Every cause of the scan page's panels and of the compare page says how sure it is, the
-// confidence analysis.Compare gave it: on the demo's / mobile the FCP cause (a new stylesheet,
-// a small share of FCP's second) is low, the others high.
+// confidence analysis.Compare gave it, with a title saying what that means.
 func TestWhatChangedSaysHowSure(t *testing.T) {
 	for _, b := range storetest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
@@ -284,9 +283,6 @@ func TestWhatChangedSaysHowSure(t *testing.T) {
 			got := panels(t, body)
 			for key, panel := range got {
 				check("scan page "+key, panel)
-			}
-			if !strings.Contains(got["/ mobile"], `conf-low" title=`) {
-				t.Errorf("/ mobile: no low-confidence cause: %s", causesOf(got["/ mobile"]))
 			}
 			_, body = f.do(t, "GET", compareURL(f.a.siteID, f.a.prevScanID, f.a.scanID, "/", store.StrategyMobile), "", "", cookie(f.a.session))
 			check("compare page / mobile", body)
