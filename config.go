@@ -66,6 +66,8 @@ type config struct {
 	Role         string
 	MetricsAddr  string
 	MetricsToken string
+	// Version is -version: print the version and exit.
+	Version bool
 }
 
 // siteRules are the rules of a site that depend on the configuration.
@@ -80,7 +82,7 @@ func (c config) auditLimits() store.AuditLimits {
 }
 
 // setting is one configuration value: its variable, flag, default and meaning. The table is the
-// one place that lists them; the README's configuration table mirrors it.
+// one place that lists them; the table of docs/configuration.md mirrors it.
 type setting struct {
 	env, def, help string
 	str            *string
@@ -163,8 +165,15 @@ func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (co
 		raw[s.env] = fs.String(strings.ToLower(strings.ReplaceAll(s.env, "_", "-")), v, s.help+" ("+s.env+")")
 	}
 	fs.BoolVar(&c.Demo, "demo", false, "seed the demo account and site (always on with the in-memory store); safe on every process at once, which all print the same login, key and webhook line when AUTH_KEY is set")
+	fs.BoolVar(&c.Version, "version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unknown command %q: the one command is check, the CI budget check (sitepulse check -h); without one, sitepulse runs the service (its flags: sitepulse -h)", fs.Arg(0))
+	}
+	if c.Version {
+		return c, nil
 	}
 	for _, s := range c.settings() {
 		v := strings.TrimSpace(*raw[s.env])

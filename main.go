@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strconv"
 	"syscall"
 	"time"
@@ -71,6 +72,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	cfg, err := loadConfig(args, getenv, stdout)
 	if err != nil {
 		return err
+	}
+	if cfg.Version {
+		fmt.Fprintln(stdout, "sitepulse", version())
+		return nil
 	}
 	sv := &service{cfg: cfg, stdout: stdout,
 		log: slog.New(slog.NewTextHandler(stdout, &slog.HandlerOptions{Level: mustLogLevel(cfg.LogLevel)}))}
@@ -159,7 +164,7 @@ func (sv *service) openStore(ctx context.Context) error {
 	if cfg.DatabaseURL != "" {
 		log.Info("database connections", "mode", dbMode(cfg))
 	}
-	sv.meter = &metrics.Metrics{Role: cfg.Role, Jobs: st, Now: time.Now}
+	sv.meter = &metrics.Metrics{Role: cfg.Role, Version: version(), Jobs: st, Now: time.Now}
 	if db, ok := st.(interface{ Stats() sql.DBStats }); ok {
 		sv.meter.DB = db.Stats
 	}
@@ -219,6 +224,7 @@ func (sv *service) startScanner(ctx context.Context) error {
 	sv.quota = psi.NewAccountQuota(cfg.auditLimits(), st)
 	log.Info("audit budgets", "workspace_daily", cfg.auditLimits().Workspace, "account_daily", cfg.auditLimits().Account)
 	pool := newPool(cfg, st, demo.Replaying(sv.replay, auditor), capacity, sv.quota, sv.guard.Client(), sv.connector, sv.digest, sv.chKeys, wakes[0], sv.meter, log)
+	sv.meter.JobKinds = pool.Kinds()
 	// A web process claims no jobs: its pool (workers, scheduler, rescuer, pruner) never starts.
 	if cfg.Role != "web" {
 		pool.Start()
@@ -242,7 +248,7 @@ func (sv *service) startScanner(ctx context.Context) error {
 func (sv *service) buildHandler(context.Context) error {
 	cfg, st, log := sv.cfg, sv.st, sv.log
 	authServer := oauth.New(oauth.Config{Store: st, BaseURL: cfg.BaseURL, Log: log, MetadataClient: sv.guard.Client()})
-	mcpServer := mcp.New(mcp.Config{Store: st, BaseURL: cfg.BaseURL, Log: log, Quota: sv.quota, Links: sv.chKeys})
+	mcpServer := mcp.New(mcp.Config{Sites: st, Scans: st, Writes: st, BaseURL: cfg.BaseURL, Log: log, Quota: sv.quota, Links: sv.chKeys})
 	var mail func(ctx context.Context, to, subject, body string) error // nil: logged instead
 	if cfg.SMTPAddr != "" {
 		mail = sv.digest.Send
@@ -318,6 +324,38 @@ func (sv *service) serve(ctx context.Context) error {
 	}
 	log.Info("HTTP server stopped")
 	return nil
+}
+
+// version is this build's: the main module's version (a tag, or the pseudo-version go build
+// stamps from the commit), else the commit it was built from ("-dirty" with local changes),
+// else "devel". Nothing of the build's time goes in, so two builds of a tree are the same bytes.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "devel"
+	}
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	rev, dirty := "", false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		return "devel"
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if dirty {
+		rev += "-dirty"
+	}
+	return rev
 }
 
 // drainFor bounds how long a draining process keeps its listener open for requests in flight.
@@ -533,8 +571,9 @@ func newPool(cfg config, st store.Store, auditor scanner.Auditor, capacity *psi.
 		Discovery: discover.Discovery{MaxPages: cfg.MaxPagesPerScan, Client: fetch,
 			Deadline: time.Duration(cfg.DiscoveryTimeout) * time.Second},
 		Quota: quota,
-		Kinds: []scanner.KindWorker{scanner.Work(1, digest.Work), scanner.Work(1, alerts.Work), scanner.Work(notify.DeliveryWorkers, deliverer.Work).PerWorkspace(notify.WorkspaceDeliveries)},
-		Then:  notify.AfterScan,
+		Kinds: []scanner.KindWorker{scanner.Work(1, digest.Work), scanner.Work(1, alerts.Work),
+			scanner.Work(1, (&scanner.FollowUps{Store: st, Now: time.Now, Log: log}).Work), scanner.Work(notify.DeliveryWorkers, deliverer.Work).PerWorkspace(notify.WorkspaceDeliveries)},
+		Then: notify.AfterScan,
 	})
 }
 

@@ -417,14 +417,15 @@ var envRead = regexp.MustCompile(`(?:getenv|Getenv|LookupEnv)\("([A-Z][A-Z0-9_]*
 
 // TestHelpListsEverySetting: -h lists every variable the server reads: each setting of config.go
 // and every other getenv("...") of the program's code; `check -h` lists every variable the check
-// reads (issue 37: -h did not list LOG_LEVEL); the README's configuration table lists every setting.
+// reads (issue 37: -h did not list LOG_LEVEL); the configuration table (docs/configuration.md)
+// lists every setting.
 func TestHelpListsEverySetting(t *testing.T) {
 	var help, checkHelp bytes.Buffer
 	if _, err := loadConfig([]string{"-h"}, func(string) string { return "" }, &help); err == nil {
 		t.Fatal("-h did not stop")
 	}
 	ci.RunCheck(t.Context(), []string{"-h"}, func(string) string { return "" }, &checkHelp)
-	readme, err := os.ReadFile("README.md")
+	readme, err := os.ReadFile("docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -434,7 +435,7 @@ func TestHelpListsEverySetting(t *testing.T) {
 			t.Errorf("-h does not list %s", s.env)
 		}
 		if !strings.Contains(string(readme), "| `"+s.env+"`") && !strings.Contains(string(readme), ", `"+s.env+"` |") {
-			t.Errorf("the README's configuration table does not list %s", s.env)
+			t.Errorf("the configuration table (docs/configuration.md) does not list %s", s.env)
 		}
 	}
 	files, err := filepath.Glob("*.go")
@@ -474,5 +475,37 @@ func TestHelpListsEverySetting(t *testing.T) {
 	}
 	if read < 5 {
 		t.Fatalf("found %d variables read by name; the pattern no longer matches the code", read)
+	}
+}
+
+// TestUnknownCommandIsAnError: a word that is not a command (a typo of check, or one after the
+// flags) is an error naming the commands there are, and starts nothing (issue 43: `sitepulse
+// chek` started the server as if nothing was said).
+func TestUnknownCommandIsAnError(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // were a server to start anyway, it stops at once
+	env := map[string]string{"ADDR": "127.0.0.1:0"}
+	for _, args := range [][]string{{"chek"}, {"check-budgets", "-site", "x"}, {"-addr", "127.0.0.1:0", "serve"}, {"help"}} {
+		var out bytes.Buffer
+		err := run(ctx, args, func(k string) string { return env[k] }, &out)
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%q", args[len(args)-1])) && !strings.Contains(err.Error(), fmt.Sprintf("%q", args[0])) ||
+			!strings.Contains(err.Error(), "check") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("sitepulse %v: error %v, want one line naming the word and the command check", args, err)
+		}
+		if strings.Contains(out.String(), "listening") || strings.Contains(out.String(), "demo login") {
+			t.Errorf("sitepulse %v started the server:\n%s", args, out.String())
+		}
+	}
+}
+
+// TestVersion: -version prints the build's version and nothing else starts; the version is
+// the one sitepulse_info carries.
+func TestVersion(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"-version"}, func(string) string { return "" }, &out); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := out.String(), "sitepulse "+version()+"\n"; got != want || version() == "" {
+		t.Errorf("-version printed %q, want %q", got, want)
 	}
 }

@@ -158,8 +158,10 @@ func TestSystemMetricsPassPromtool(t *testing.T) {
 		t.Errorf("promtool check metrics: %v\n%s\nscrape:\n%s", err, out, body)
 	}
 	for _, want := range []string{`sitepulse_scans_total{outcome="completed"} 1`, `sitepulse_audits_total{outcome="ok"} 10`,
-		`sitepulse_psi_breaker_state{state="closed"} 1`, `sitepulse_db_connections{state="in_use"}`, `sitepulse_info{role="all"} 1`,
-		`sitepulse_http_requests_total{route="POST /api/webhooks/platform",code="200"} 1`, "go_goroutines "} {
+		`sitepulse_psi_breaker_state{state="closed"} 1`, `sitepulse_db_connections{state="in_use"}`, `sitepulse_info{role="all",version="` + version() + `"} 1`,
+		`sitepulse_http_requests_total{route="POST /api/webhooks/platform",code="200"} 1`, "go_goroutines ",
+		`sitepulse_jobs{kind="digest",state="running"} `, `sitepulse_jobs{kind="delivery",state="available"} `} { // every kind the pool runs, 0 or not
+
 		if !strings.Contains(string(body), want) {
 			t.Errorf("scrape lacks %q:\n%s", want, body)
 		}

@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
-# Proves every `go test ... -run X`, `-bench X` and `-fuzz X` command written in a README runs
+# Proves every `go test ... -run X`, `-bench X` and `-fuzz X` command written in the docs runs
 # something: for each package and each alternative of the pattern (A|B: A, then B; a subtest
 # pattern A/b: A), `go test -list` must name at least one test, benchmark, fuzz target or
 # example. A renamed or moved test then fails CI instead of leaving a command that runs nothing
 # (issue 37). Commands written across a line break inside backticks are joined first; a package
 # written as a placeholder (<pkg>, ...) is left out.
-#   .ci/check-readme-commands.sh                 # .ci/README.md and README.md
+#   .ci/check-readme-commands.sh                 # .ci/README.md, README.md and docs/*.md
 #   .ci/check-readme-commands.sh README.md       # one file
 set -euo pipefail
 cd "$(dirname "$0")/.."
 files=("$@")
-[ ${#files[@]} -gt 0 ] || files=(.ci/README.md README.md)
+[ ${#files[@]} -gt 0 ] || files=(.ci/README.md README.md docs/*.md)
 
 # One command a line: the text from `go test` to the closing backtick, a # comment or the end of
 # the line, with inline code broken over two lines joined.

@@ -130,7 +130,7 @@ func (s *server) handleSetAccess() http.Handler {
 			http.Redirect(w, r, "/sites/"+site.ID+"/edit?done=access-removed#access", http.StatusSeeOther)
 			return
 		case !s.SignedInAudits:
-			fail(http.StatusUnprocessableEntity, "kind", "Signed-in audits need audits run by this SitePulse's own Lighthouse, which it is not set up for (README, “Local Lighthouse”). PageSpeed Insights cannot sign in, and SitePulse never sends it a site's credentials.")
+			fail(http.StatusUnprocessableEntity, "kind", "Signed-in audits need audits run by this SitePulse's own Lighthouse, which it is not set up for (docs/local-lighthouse.md). PageSpeed Insights cannot sign in, and SitePulse never sends it a site's credentials.")
 			return
 		case v.Replayed:
 			fail(http.StatusUnprocessableEntity, "kind", "The demo site's audits are replayed from recorded runs: it cannot sign in.")

@@ -84,7 +84,8 @@ func (s *server) handleChangePassword() http.Handler {
 			s.error(w, r, err, "")
 			return
 		}
-		if err := s.Accounts.ChangePassword(r.Context(), v.User.ID, hash, session); err != nil {
+		now := s.Now()
+		if err := s.Accounts.ChangePassword(r.Context(), v.User.ID, hash, session, now); err != nil {
 			s.error(w, r, err, "")
 			return
 		}
@@ -206,7 +207,8 @@ func (s *server) handleEmailConfirm() http.Handler {
 	}))
 }
 
-// handleEndOtherSessions signs the account out of every browser but this one.
+// handleEndOtherSessions signs the account out of every browser but this one, and disconnects
+// the apps connected since the password was last set, naming them once on the page.
 func (s *server) handleEndOtherSessions() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v := visitorFrom(r.Context())
@@ -216,6 +218,10 @@ func (s *server) handleEndOtherSessions() http.Handler {
 			return
 		}
 		s.Log.Info("other sessions ended", "user", v.User.ID, "sessions", n)
+		if apps := s.endGrants(r, v.User.ID, v.User.PasswordChangedAt, s.Now()); apps != "" {
+			s.redirectNotice(w, r, "/settings#sessions", notice{Text: flashes["sessions-ended"], Detail: strings.TrimSpace(apps)})
+			return
+		}
 		http.Redirect(w, r, "/settings?done=sessions-ended#sessions", http.StatusSeeOther)
 	})
 }

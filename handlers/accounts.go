@@ -18,6 +18,7 @@ import (
 type AccountStore interface {
 	CreateUser(ctx context.Context, u store.User) error
 	UserByEmail(ctx context.Context, email string) (store.User, error)
+	UserByID(ctx context.Context, id string) (store.User, error)
 	SetPasswordHash(ctx context.Context, userID, hash string) error
 	TakeLoginAttempt(ctx context.Context, key string, now time.Time, limit store.LoginLimit) (ok bool, wait time.Duration, err error)
 	ClearLoginAttempts(ctx context.Context, key string) error

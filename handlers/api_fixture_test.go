@@ -8,8 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -201,44 +199,6 @@ func (f *apiFixture) do(t testing.TB, method, path, contentType, body string, c 
 	b, err := io.ReadAll(resp.Body)
 	must(t, err)
 	return resp, string(b)
-}
-
-// fixtureExplain is what explains a real Lighthouse run of testdata (dir psi or psi-before).
-func fixtureExplain(t testing.TB, dir, name string) store.PageResult {
-	t.Helper()
-	body, err := os.ReadFile("../testdata/" + dir + "/" + name + ".json")
-	must(t, err)
-	r, err := lighthouse.ExtractPSI(body)
-	must(t, err)
-	if r.Explain == nil {
-		t.Fatalf("%s/%s has no explain data", dir, name)
-	}
-	return r
-}
-
-// repeated is a run's explain with its requests repeated until it has n: each copy's URLs get a
-// query of their own, so they stay distinct requests, as on a page of many (the fixtures' pages
-// make 2 to 11).
-func repeated(e *store.Explain, n int) *store.Explain {
-	out := *e
-	out.Requests = nil
-	for i := 0; len(out.Requests) < n; i++ {
-		for _, r := range e.Requests {
-			if len(out.Requests) == n {
-				break
-			}
-			if i > 0 {
-				r.URL += "?copy=" + strconv.Itoa(i)
-				r.LCP, r.RenderBlocking = false, false
-				if r.Type == "Document" {
-					r.Type = "Fetch"
-				}
-			}
-			out.Requests = append(out.Requests, r)
-		}
-	}
-	slices.SortStableFunc(out.Requests, func(a, b store.Request) int { return a.StartMs - b.StartMs })
-	return &out
 }
 
 // wellFormed parses an SVG with encoding/xml and answers its elements by name.

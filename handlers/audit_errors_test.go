@@ -24,7 +24,7 @@ func TestExplainAuditError(t *testing.T) {
 			"5 audits were refused by PageSpeed Insights (API key rejected): check PAGESPEED_API_KEY and that the API is enabled for it."},
 		{1, "Lighthouse runtime error NO_FCP: The page did not paint any content.",
 			"1 audit could not be measured by Lighthouse (the page did not load as expected): open the page in a browser; the error below names Lighthouse's reason."},
-		{2, `LIGHTHOUSE_CMD "lighthouse" not found: install Lighthouse`, "2 audits could not start Lighthouse (command not found): install it as the README's “Local Lighthouse” says, or set LIGHTHOUSE_CMD."},
+		{2, `LIGHTHOUSE_CMD "lighthouse" not found: install Lighthouse`, "2 audits could not start Lighthouse (command not found): install it as docs/local-lighthouse.md says, or set LIGHTHOUSE_CMD."},
 		{1, "something new", "1 audit failed: the error is below."},
 	} {
 		if got := explainAuditError(tt.n, tt.raw); got != tt.want {

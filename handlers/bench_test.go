@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"sitepulse/scanner/lighthouse/lhtest"
 	"sitepulse/store"
 	"sitepulse/store/storetest"
 )
@@ -101,8 +102,8 @@ func BenchmarkComparePage(b *testing.B) {
 		b.Run(be.Name, func(b *testing.B) {
 			f := newAPIFixture(b, be.Open(b))
 			site := f.newSite(b, f.a.userID, "A hundred requests")
-			before, after := fixtureExplain(b, "psi-before", "home.mobile"), fixtureExplain(b, "psi", "home.mobile")
-			before.Explain, after.Explain = repeated(before.Explain, 100), repeated(after.Explain, 100)
+			before, after := lhtest.Explained(b, "../testdata/psi-before/home.mobile.json"), lhtest.Explained(b, "../testdata/psi/home.mobile.json")
+			before.Explain, after.Explain = lhtest.Repeated(before.Explain, 100), lhtest.Repeated(after.Explain, 100)
 			from := f.recordScan(b, site, []store.PageResult{before}, f.now.Add(-time.Hour))
 			to := f.recordScan(b, site, []store.PageResult{after}, f.now)
 			req := httptest.NewRequest("GET", compareURL(site, from, to, "/", store.StrategyMobile), nil)

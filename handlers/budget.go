@@ -45,7 +45,7 @@ func (s *server) handleBudgetCheck() http.Handler {
 		var req budgetRequest
 		err := decodeJSON(r, &req)
 		siteID, problem := uuidField(req.SiteID)
-		format, explicit, formatProblem := ci.FormatOf(r)
+		format, explicit, formatProblem := ci.FormatOf(r, req.Format)
 		if err == nil && problem == "" && (explicit || present(req.ScanID) || present(req.WaitSeconds)) {
 			// A CI pipeline's check: a given scan, a wait, or another format (budget_wait.go).
 			s.judgeBudgets(w, r, token, siteID, format, formatProblem, req)

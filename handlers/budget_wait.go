@@ -17,12 +17,14 @@ import (
 const maxWaitSeconds = 600
 
 // budgetRequest is the body of POST /api/external/budget-check: the interface's siteId, and
-// the CI parameters scanId (judge that scan, which must be the site's) and waitSeconds (wait up
-// to that long for it, or for the site's running scan, to finish).
+// the CI parameters scanId (judge that scan, which must be the site's), waitSeconds (wait up
+// to that long for it, or for the site's running scan, to finish) and format (as the query's,
+// ci.FormatOf).
 type budgetRequest struct {
 	SiteID      json.RawMessage `json:"siteId"`
 	ScanID      json.RawMessage `json:"scanId"`
 	WaitSeconds json.RawMessage `json:"waitSeconds"`
+	Format      json.RawMessage `json:"format"`
 }
 
 // validate reads the CI parameters, or says per field what is wrong (formatProblem is the

@@ -218,6 +218,8 @@ func testBudgetCheckForCI(t *testing.T, st store.Store) {
 			{"a wait given as a string is 422", "", body(`,"waitSeconds":"10"`), key, 422, []string{"waitSeconds"}},
 			{"a huge wait is 422", "", body(`,"waitSeconds":1e308`), key, 422, []string{"waitSeconds"}},
 			{"an unknown format is 422", "?format=pdf", body(""), key, 422, []string{"format"}},
+			{"an unknown format in the body is 422", "", body(`,"format":"pdf"`), key, 422, []string{"format"}},
+			{"the body's format and the query's disagreeing is 422", "?format=markdown", body(`,"format":"junit"`), key, 422, []string{"format"}},
 			{"a bad siteId and a bad wait say both", "", `{"siteId":"x","waitSeconds":700}`, key, 422, []string{"siteId", "waitSeconds"}},
 			{"a bad siteId and a bad format say both", "?format=pdf", `{"siteId":"x"}`, key, 422, []string{"siteId", "format"}},
 		}
@@ -257,6 +259,11 @@ func testBudgetCheckForCI(t *testing.T, st store.Store) {
 		md := f.check(t, ctx, bKey, "?format=markdown", "", `{"siteId":"`+fresh+`"}`)
 		if md.resp.StatusCode != 200 || !strings.Contains(md.body, "could not judge Fresh Site") {
 			t.Errorf("markdown %d:\n%s", md.resp.StatusCode, md.body)
+		}
+		// The format in the body, beside siteId, as a CI step that builds one JSON body sends it.
+		md = f.check(t, ctx, bKey, "", "", `{"siteId":"`+fresh+`","format":"markdown"}`)
+		if md.resp.StatusCode != 200 || !strings.HasPrefix(md.resp.Header.Get("Content-Type"), "text/markdown") || !strings.Contains(md.body, "could not judge Fresh Site") {
+			t.Errorf("markdown asked in the body: %d %s:\n%s", md.resp.StatusCode, md.resp.Header.Get("Content-Type"), md.body)
 		}
 	})
 

@@ -181,7 +181,7 @@ func (s *server) handleCreateChannel() http.Handler {
 			return
 		}
 		if s.ChannelKeys == nil && f.Kind != store.ChannelEmail {
-			fail(http.StatusServiceUnavailable, map[string]string{"url": "Channels with a URL cannot be saved on this SitePulse yet: it has no key to seal their URLs at rest. Whoever runs it must set one (README, “Alerts”)."})
+			fail(http.StatusServiceUnavailable, map[string]string{"url": "Channels with a URL cannot be saved on this SitePulse yet: it has no key to seal their URLs at rest. Whoever runs it must set one (SitePulse's docs/alerts.md says how)."})
 			return
 		}
 		if !slices.ContainsFunc(channelKinds, func(k struct{ Kind, Label, Hint string }) bool { return k.Kind == f.Kind }) {
@@ -242,7 +242,8 @@ func (s *server) handleCreateChannel() http.Handler {
 		if secret != "" {
 			// Shown once, after the redirect, as a new API key is.
 			s.redirectNotice(w, r, notificationsURL(ws.ID)+"#channel-"+c.ID, notice{Text: "Channel added. The signing secret of “" + c.Name + "”:",
-				Detail: "copy it now, it is not shown again. Verify each delivery's X-SitePulse-Signature with it (README, “Verifying the signed webhook”).",
+				Detail: "copy it now, it is not shown again. Verify each delivery's X-SitePulse-Signature with it:",
+				Link:   "#verify-deliveries", LinkTo: "Verifying deliveries, below, says how.",
 				Secret: secret, Label: "Signing secret"})
 			return
 		}
@@ -281,7 +282,7 @@ func (s *server) handleTestChannel() http.Handler {
 			return
 		}
 		if s.ChannelKeys == nil && c.Kind != store.ChannelEmail {
-			s.renderError(w, r, http.StatusServiceUnavailable, "This channel cannot be used on this SitePulse: it has no key to open its sealed URL. Whoever runs it must set one (README, “Alerts”).")
+			s.renderError(w, r, http.StatusServiceUnavailable, "This channel cannot be used on this SitePulse: it has no key to open its sealed URL. Whoever runs it must set one (SitePulse's docs/alerts.md says how).")
 			return
 		}
 		now := s.Now()

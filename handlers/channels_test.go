@@ -3,11 +3,14 @@ package handlers
 import (
 	"context"
 	"encoding/json"
+	"html/template"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -208,6 +211,21 @@ func TestNotificationChannels(t *testing.T) {
 				m := regexpSecret.FindStringSubmatch(shown)
 				if m == nil {
 					t.Fatalf("no secret shown:\n%s", shown)
+				}
+				// The notice says where verifying is explained, on a page that exists (issue 43: it
+				// said "README", which a user of the service does not have): this page's section,
+				// with the documented openssl lines (docs/alerts.md, which a test runs).
+				contains(t, shown, `<a href="#verify-deliveries">`)
+				contains(t, shown, `id="verify-deliveries"`)
+				doc, err := os.ReadFile(filepath.Join("..", "docs", "alerts.md"))
+				must(t, err)
+				_, lines, _ := strings.Cut(string(doc), "<!-- verify-signature -->\n```sh\n")
+				lines, _, _ = strings.Cut(lines, "```")
+				if lines == "" || !strings.Contains(shown, template.HTMLEscapeString(lines)) {
+					t.Errorf("the page's section lacks the documented lines:\n%s", lines)
+				}
+				if strings.Contains(shown, "README") {
+					t.Error("the page points at the README")
 				}
 				_, again := b.get(page)
 				if strings.Contains(again, m[1]) {

@@ -148,7 +148,7 @@ func (s *server) handleStartScan() http.Handler {
 		}
 		site, err := s.keySite(ctx, v.siteID, store.ActScan)
 		if errors.Is(err, store.ErrForbidden) {
-			writeError(w, http.StatusForbidden, "forbidden: this API key may not start scans. It needs \"may publish reports and start scans\" (mcp:write, Settings → API keys), and its owner the owner or editor role in the site's workspace")
+			writeError(w, http.StatusForbidden, "this API key may not start scans. It needs \"may publish reports and start scans\" (mcp:write, Settings → API keys), and its owner the owner or editor role in the site's workspace")
 			return
 		}
 		if err != nil {

@@ -138,16 +138,25 @@ func (s *server) changePanel(ctx context.Context, uid string, site store.Site, f
 // page shows any other page.
 const maxChangePanels = 10
 
+// regressedCount is how much of a scan regressed: pages, and runs (a page on one strategy).
+type regressedCount struct{ Pages, Runs int }
+
 // regressedPanels are the scan page's panels: what changed in each regressed page of a
 // completed scan since the site's previous completed scan, at most maxChangePanels; and how
-// many pages and strategies regressed in all.
-func (s *server) regressedPanels(ctx context.Context, uid string, site store.Site, scan store.Scan) ([]changePanel, *store.Scan, int, error) {
+// many pages and runs regressed in all.
+func (s *server) regressedPanels(ctx context.Context, uid string, site store.Site, scan store.Scan) ([]changePanel, *store.Scan, regressedCount, error) {
+	var n regressedCount
 	pairs, err := s.Scans.PreviousPairs(ctx, uid, scan.ID)
 	if err != nil || pairs.From == nil {
-		return nil, nil, 0, err
+		return nil, nil, n, err
 	}
 	var out []changePanel
 	changes := analysis.RegressedChanges(pairs.Pairs)
+	pages := map[string]bool{}
+	for _, ch := range changes {
+		pages[ch.PagePath] = true
+	}
+	n = regressedCount{Pages: len(pages), Runs: len(changes)}
 	for _, ch := range changes[:min(len(changes), maxChangePanels)] {
 		for _, pair := range pairs.Pairs {
 			if pair.After.PagePath != ch.PagePath || pair.After.Strategy != ch.Strategy {
@@ -155,7 +164,7 @@ func (s *server) regressedPanels(ctx context.Context, uid string, site store.Sit
 			}
 			p, err := s.changePanel(ctx, uid, site, *pairs.From, pairs.To, pair, ch.Comparison)
 			if err != nil {
-				return nil, nil, 0, err
+				return nil, nil, n, err
 			}
 			p.Regressions = ch.Regressions
 			p.ID = "changed-" + strconv.Itoa(len(out))
@@ -163,7 +172,7 @@ func (s *server) regressedPanels(ctx context.Context, uid string, site store.Sit
 			break
 		}
 	}
-	return out, pairs.From, len(changes), nil
+	return out, pairs.From, n, nil
 }
 
 // comparePageData is the compare page.
@@ -196,6 +205,10 @@ func (s *server) handleCompare() http.Handler {
 			return
 		}
 		q := r.URL.Query()
+		if !q.Has("from") && !q.Has("to") {
+			s.compareLatest(w, r, site, q)
+			return
+		}
 		from, to := store.CanonicalID(q.Get("from")), store.CanonicalID(q.Get("to"))
 		if !store.ValidUUID(from) || !store.ValidUUID(to) {
 			s.renderError(w, r, http.StatusBadRequest, "Pick two scans to compare: from and to must be the ids of two completed scans of this site.")
@@ -263,6 +276,24 @@ func (s *server) handleCompare() http.Handler {
 		}
 		s.render(w, r, http.StatusOK, "compare", page{Title: "Compare scans of " + site.Name, Data: d})
 	})
+}
+
+// compareLatest answers the compare page asked for no scans: the site's latest two completed
+// scans, the earlier first (the page and strategy asked for kept), or when it has fewer a page
+// that says it needs two.
+func (s *server) compareLatest(w http.ResponseWriter, r *http.Request, site store.Site, q url.Values) {
+	scans, err := s.Scans.CompletedScans(r.Context(), visitorFrom(r.Context()).User.ID, site.ID, 2)
+	if err != nil {
+		s.error(w, r, err, "")
+		return
+	}
+	if len(scans) == 2 {
+		q.Set("from", scans[1].ID)
+		q.Set("to", scans[0].ID)
+		http.Redirect(w, r, "/sites/"+site.ID+"/compare?"+q.Encode(), http.StatusSeeOther)
+		return
+	}
+	s.render(w, r, http.StatusOK, "compare", page{Title: "Compare scans of " + site.Name, Data: comparePageData{Site: site, Completed: scans}})
 }
 
 // worstComparison is the comparison the compare page opens on: the one whose performance score

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"sitepulse/scanner/analysis"
+	"sitepulse/scanner/lighthouse/lhtest"
 	"sitepulse/store"
 	"sitepulse/store/storetest"
 )
@@ -189,7 +190,6 @@ func TestComparePage(t *testing.T) {
 				{"A's scans through A's other site", "/sites/" + otherSite + "/compare?" + valid, a, 404},
 				{"a scan of A's other site", base + "from=" + otherScan + "&to=" + f.a.scanID, a, 404},
 				{"an unknown scan", base + "from=" + store.NewID() + "&to=" + f.a.scanID, a, 404},
-				{"without scans", base, a, 400},
 				{"without the earlier scan", base + "to=" + f.a.scanID, a, 400},
 				{"a scan id that is none", base + "from=x&to=" + f.a.scanID, a, 400},
 				{"one scan twice", base + "from=" + f.a.scanID + "&to=" + f.a.scanID, a, 422},
@@ -222,7 +222,7 @@ func TestScanPageBoundsPanels(t *testing.T) {
 		t.Run(b.Name, func(t *testing.T) {
 			f := newAPIFixture(t, b.Open(t))
 			site := f.newSite(t, f.a.userID, "Many pages")
-			before, after := fixtureExplain(t, "psi-before", "home.mobile"), fixtureExplain(t, "psi", "home.mobile")
+			before, after := lhtest.Explained(t, "../testdata/psi-before/home.mobile.json"), lhtest.Explained(t, "../testdata/psi/home.mobile.json")
 			var bs, as []store.PageResult
 			for i := range maxChangePanels + 2 {
 				b, a := before, after
@@ -286,6 +286,35 @@ func TestWhatChangedSaysHowSure(t *testing.T) {
 			}
 			_, body = f.do(t, "GET", compareURL(f.a.siteID, f.a.prevScanID, f.a.scanID, "/", store.StrategyMobile), "", "", cookie(f.a.session))
 			check("compare page / mobile", body)
+		})
+	}
+}
+
+// TestCompareOpensOnTheLatestTwo: the compare page opened without scans (from the address bar,
+// a bookmark) opens on the site's latest two completed scans, the earlier first; a site with
+// fewer says it needs two, and offers what there is, rather than a 400.
+func TestCompareOpensOnTheLatestTwo(t *testing.T) {
+	for _, b := range storetest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			f := newAPIFixture(t, b.Open(t))
+			a := cookie(f.a.session)
+			resp, _ := f.do(t, "GET", "/sites/"+f.a.siteID+"/compare", "", "", a)
+			loc, _ := url.Parse(resp.Header.Get("Location"))
+			if resp.StatusCode != http.StatusSeeOther || loc.Query().Get("from") != f.a.prevScanID || loc.Query().Get("to") != f.a.scanID {
+				t.Fatalf("without scans: %d to %q, want 303 to from=%s&to=%s", resp.StatusCode, resp.Header.Get("Location"), f.a.prevScanID, f.a.scanID)
+			}
+			resp, body := f.do(t, "GET", loc.String(), "", "", a)
+			wantStatus(t, resp, http.StatusOK)
+			contains(t, body, `<option value="`+f.a.prevScanID+`" selected>`)
+
+			one := f.newSite(t, f.a.userID, "One scan")
+			f.recordScan(t, one, fixtureResults(t, "home.mobile"), f.now)
+			resp, body = f.do(t, "GET", "/sites/"+one+"/compare", "", "", a)
+			wantStatus(t, resp, http.StatusOK)
+			contains(t, body, "Comparing needs two completed scans of this site; it has 1 so far.")
+			if strings.Contains(body, `name="from"`) {
+				t.Error("a site with one completed scan is offered a form to pick two")
+			}
 		})
 	}
 }

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"sitepulse/store"
 )
@@ -12,6 +15,46 @@ import (
 // retryAfterSeconds is the Retry-After of a 503 while the database is away: a restart takes a
 // few seconds, and database/sql reconnects on the next request.
 const retryAfterSeconds = 5
+
+// errorTitles head the error page in plain words, by status: what happened, not the HTTP
+// reason phrase ("Unprocessable Entity"). The page's sentence says the rest.
+var errorTitles = map[int]string{
+	http.StatusBadRequest:            "That request could not be read",
+	http.StatusUnauthorized:          "Please log in again",
+	http.StatusForbidden:             "Not allowed",
+	http.StatusNotFound:              "Not found",
+	http.StatusMethodNotAllowed:      "Not found",
+	http.StatusConflict:              "Nothing was changed",
+	http.StatusGone:                  "No longer available",
+	http.StatusRequestEntityTooLarge: "Too large",
+	http.StatusUnprocessableEntity:   "Please check what you sent",
+	http.StatusTooManyRequests:       "Too many attempts",
+	http.StatusInternalServerError:   "Something went wrong",
+	http.StatusServiceUnavailable:    "Temporarily unavailable",
+}
+
+// errorTitle is the error page's heading for a status (errorTitles), "Something went wrong"
+// for one it does not list.
+func errorTitle(status int) string {
+	if t, ok := errorTitles[status]; ok {
+		return t
+	}
+	return "Something went wrong"
+}
+
+// sentence makes a message of the error mapping, written for the API ("site not found"), a
+// sentence for the error page: a capital first letter and a full stop.
+func sentence(message string) string {
+	if message == "" {
+		return message
+	}
+	r, n := utf8.DecodeRuneInString(message)
+	message = string(unicode.ToUpper(r)) + message[n:]
+	if !strings.HasSuffix(message, ".") && !strings.HasSuffix(message, "?") && !strings.HasSuffix(message, "!") {
+		message += "."
+	}
+	return message
+}
 
 // error answers a request whose store call failed: the status from what the store says went
 // wrong (store.Classify), the shape from the route (the REST {error} on /api/ and the other
@@ -35,23 +78,26 @@ func (s *server) error(w http.ResponseWriter, r *http.Request, err error, notFou
 		}
 	case store.ErrInvalid:
 		status, message = http.StatusUnprocessableEntity, store.InvalidMessage(err)
+		if message == "" {
+			message = "what was sent was not accepted"
+		}
 	case store.ErrConflict:
-		status, message = http.StatusConflict, "conflict: the resource changed or already exists"
+		status, message = http.StatusConflict, "the resource changed or already exists"
 		var dup *store.DuplicateError
 		if errors.As(err, &dup) {
-			message = "conflict: " + dup.Error() + " (/sites/" + dup.SiteID + ")"
+			message = dup.Error() + " (/sites/" + dup.SiteID + ")"
 		}
 	case store.ErrForbidden:
-		status, message = http.StatusForbidden, "forbidden: your role in this workspace does not allow this"
+		status, message = http.StatusForbidden, "your role in this workspace does not allow this"
 	case store.ErrGone:
-		status, message = http.StatusGone, "gone: this link was used, revoked or has expired"
+		status, message = http.StatusGone, "this link was used, revoked or has expired"
 	case store.ErrUnavailable:
 		s.Log.Warn("database unavailable", "method", r.Method, "path", logPath(r), "route", r.Pattern, "err", err)
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
 		w.Header().Set("Cache-Control", "no-store")
 		status, message = http.StatusServiceUnavailable, "the database is unavailable; retry shortly"
 		if !isAPI(r.URL.Path) {
-			s.failurePage(w, status, "Service unavailable",
+			s.failurePage(w, status, errorTitle(status),
 				"SitePulse cannot reach its database just now. Please try again in a few seconds.", "Service unavailable: "+message)
 			return
 		}
@@ -63,7 +109,7 @@ func (s *server) error(w http.ResponseWriter, r *http.Request, err error, notFou
 		}
 		s.Log.Error("request failed", "method", r.Method, "path", logPath(r), "route", r.Pattern, "err", err)
 		if !isAPI(r.URL.Path) {
-			s.failurePage(w, status, "Internal error",
+			s.failurePage(w, status, errorTitle(status),
 				"Something went wrong on our side. It has been logged; please try again.", "Internal error")
 			return
 		}

@@ -48,7 +48,7 @@ func withStore(st store.Store, d Deps) Deps {
 func withServers(st store.Store, d Deps) Deps {
 	d = withStore(st, d)
 	d.OAuth = oauth.New(oauth.Config{Store: st, BaseURL: d.BaseURL, Now: d.Now, Log: d.Log})
-	d.MCP = mcp.New(mcp.Config{Store: st, BaseURL: d.BaseURL, Now: d.Now, Log: d.Log})
+	d.MCP = mcp.New(mcp.Config{Sites: st, Scans: st, Writes: st, BaseURL: d.BaseURL, Now: d.Now, Log: d.Log})
 	if d.Mail == nil {
 		d.Mail = outboxFor(st).send
 	}

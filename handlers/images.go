@@ -1,10 +1,11 @@
 package handlers
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"sitepulse/store"
@@ -14,11 +15,13 @@ import (
 // ?path=&strategy= serves one picture of a page of a scan to those who may read the site,
 // through the scan page's own authorization (onSite, then ownScan), and GET
 // /report/{token}/images/{index}?path=&strategy= to a client report's readers, only of the
-// report's scan. The pictures of a finished scan never change: they are cached for a year by the
-// reader's browser only (private).
+// report's scan. Every view asks the server again (no-cache) with the picture's ETag, and the
+// server answers 304 only after the request's own authorization passed: a revoked report link
+// answers 410 and a removed member 404, where a year's cache (the rule until issue 44) would
+// have kept showing what they may no longer see. An unchanged picture costs a 304, not its bytes.
 
-// longCache is the Cache-Control of a finished scan's picture.
-const longCache = "private, max-age=31536000, immutable"
+// revalidate is the Cache-Control of every picture: the reader's browser only, asked every view.
+const revalidate = "private, no-cache"
 
 // pageQuery reads the page and strategy a page's view names (?path=/pricing&strategy=desktop),
 // mobile when none; ok is false for anything that cannot be a page of a scan.
@@ -58,9 +61,9 @@ func readImageRef(r *http.Request) (ref imageRef, ok bool) {
 
 const noImage = "There is no such picture of this scan."
 
-// serveImage answers the picture a request names, read by load, cached as cache says; a picture
-// that cannot be, or is not kept, is the same 404.
-func (s *server) serveImage(w http.ResponseWriter, r *http.Request, load func(imageRef) (store.PageImage, error), cache string) {
+// serveImage answers the picture a request names, read by load, with its ETag (304 when the
+// browser holds it); a picture that cannot be, or is not kept, is the same 404.
+func (s *server) serveImage(w http.ResponseWriter, r *http.Request, load func(imageRef) (store.PageImage, error)) {
 	ref, ok := readImageRef(r)
 	if !ok {
 		s.renderError(w, r, http.StatusNotFound, noImage)
@@ -71,12 +74,30 @@ func (s *server) serveImage(w http.ResponseWriter, r *http.Request, load func(im
 		s.error(w, r, err, noImage)
 		return
 	}
+	sum := sha256.Sum256(im.Data) // a retried audit may still replace a running scan's picture
+	etag := `"` + base64.RawURLEncoding.EncodeToString(sum[:16]) + `"`
 	h := w.Header()
+	h.Set("Cache-Control", revalidate)
+	h.Set("ETag", etag)
+	if etagMatches(r.Header.Get("If-None-Match"), etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
 	h.Set("Content-Type", im.MIME)
 	h.Set("Content-Length", strconv.Itoa(len(im.Data)))
-	h.Set("Cache-Control", cache)
 	w.WriteHeader(http.StatusOK)
 	w.Write(im.Data)
+}
+
+// etagMatches reads an If-None-Match header (RFC 9110 §13.1.2: a list, weak comparison, or *).
+func etagMatches(header, etag string) bool {
+	for _, v := range strings.Split(header, ",") {
+		v = strings.TrimPrefix(strings.TrimSpace(v), "W/")
+		if v == etag || v == "*" {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *server) handleScanImage() http.Handler {
@@ -85,14 +106,10 @@ func (s *server) handleScanImage() http.Handler {
 		if !ok {
 			return
 		}
-		cache := longCache
-		if !scan.Status.Terminal() { // a retried audit may still replace the run
-			cache = "private, no-cache"
-		}
 		uid := visitorFrom(r.Context()).User.ID
 		s.serveImage(w, r, func(ref imageRef) (store.PageImage, error) {
 			return s.Scans.PageImage(r.Context(), uid, scan.ID, ref.path, ref.strategy, ref.index)
-		}, cache)
+		})
 	})
 }
 
@@ -106,18 +123,12 @@ func (s *server) handleReportImage() http.Handler {
 			s.error(w, r, err, "There is no report at this address.")
 			return
 		}
-		now := s.Now()
-		if reportState(rep, now) != "active" {
+		if reportState(rep, s.Now()) != "active" {
 			s.renderError(w, r, http.StatusGone, "This report has expired.")
 			return
 		}
-		// Cached no longer than the report lives.
-		age := 365 * 24 * time.Hour
-		if rep.ExpiresAt != nil {
-			age = min(age, rep.ExpiresAt.Sub(now))
-		}
 		s.serveImage(w, r, func(ref imageRef) (store.PageImage, error) {
 			return s.Reports.ReportImage(r.Context(), rep, ref.path, ref.strategy, ref.index)
-		}, "private, max-age="+strconv.Itoa(int(age.Seconds())))
+		})
 	})
 }

@@ -16,14 +16,19 @@ import (
 // API key, signing secret, invitation link or report link, the secret with a copy button. The
 // redirect names it by a random id (?notice=), never by its text; the notice itself travels in
 // a short-lived cookie sealed with a key derived from AUTH_KEY and bound to the session, which
-// the page it was meant for reads and clears. So a reload shows it no more and makes nothing
-// again, the secret is never in a URL, and any replica sharing AUTH_KEY can show it.
+// the page it was meant for reads and clears. The cookie goes to that page only (its Path), and
+// the store's replay guard records the notice's id when it is shown, so a copy of the cookie
+// replayed in the same session shows nothing either. So a reload shows it no more and makes
+// nothing again, the secret is never in a URL nor in the database, and any replica sharing
+// AUTH_KEY can show it.
 type notice struct {
 	ID      string `json:"i"`
 	Text    string `json:"t"`           // the sentence, in bold
 	Detail  string `json:"d,omitempty"` // what to do with the secret
 	Secret  string `json:"s,omitempty"` // shown in a read-only field with a copy button
 	Label   string `json:"l,omitempty"` // the field's name for screen readers
+	Link    string `json:"k,omitempty"` // a page (or a section of this one) that says more
+	LinkTo  string `json:"n,omitempty"` // the link's words
 	Expires int64  `json:"x"`           // Unix seconds
 }
 
@@ -32,7 +37,7 @@ const noticeTTL = 5 * time.Minute
 
 func (s *server) noticeCookie() string {
 	if s.secure {
-		return "__Host-notice"
+		return "__Secure-notice" // not __Host-: its Path is one page, not /
 	}
 	return "notice"
 }
@@ -62,10 +67,11 @@ func (s *server) redirectNotice(w http.ResponseWriter, r *http.Request, target s
 	aead := s.noticeAEAD()
 	nonce := make([]byte, aead.NonceSize())
 	rand.Read(nonce)
-	http.SetCookie(w, &http.Cookie{Name: s.noticeCookie(), Value: base64.RawURLEncoding.EncodeToString(aead.Seal(nonce, nonce, plain, noticeOwner(r))),
-		Path: "/", MaxAge: int(noticeTTL.Seconds()), HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode})
 	// The notice shows at the top of the page: no fragment, which would scroll past it.
 	path, _, _ := strings.Cut(target, "#")
+	page, _, _ := strings.Cut(path, "?")
+	http.SetCookie(w, &http.Cookie{Name: s.noticeCookie(), Value: base64.RawURLEncoding.EncodeToString(aead.Seal(nonce, nonce, plain, noticeOwner(r))),
+		Path: page, MaxAge: int(noticeTTL.Seconds()), HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode})
 	sep := "?"
 	if strings.Contains(path, "?") {
 		sep = "&"
@@ -74,7 +80,7 @@ func (s *server) redirectNotice(w http.ResponseWriter, r *http.Request, target s
 }
 
 // takeNotice returns the notice the request's ?notice= names when this browser's cookie holds
-// it, unexpired and of this session, and clears the cookie: it is shown once.
+// it, unexpired, of this session and not shown before, and clears the cookie: it is shown once.
 func (s *server) takeNotice(w http.ResponseWriter, r *http.Request) *notice {
 	id := r.URL.Query().Get("notice")
 	if id == "" {
@@ -84,7 +90,7 @@ func (s *server) takeNotice(w http.ResponseWriter, r *http.Request) *notice {
 	if err != nil {
 		return nil
 	}
-	http.SetCookie(w, &http.Cookie{Name: s.noticeCookie(), Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode})
+	http.SetCookie(w, &http.Cookie{Name: s.noticeCookie(), Value: "", Path: r.URL.Path, MaxAge: -1, HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode})
 	sealed, err := base64.RawURLEncoding.DecodeString(c.Value)
 	aead := s.noticeAEAD()
 	if err != nil || len(sealed) < aead.NonceSize() {
@@ -92,7 +98,12 @@ func (s *server) takeNotice(w http.ResponseWriter, r *http.Request) *notice {
 	}
 	plain, err := aead.Open(nil, sealed[:aead.NonceSize()], sealed[aead.NonceSize():], noticeOwner(r))
 	var n notice
-	if err != nil || json.Unmarshal(plain, &n) != nil || n.ID != id || !s.Now().Before(time.Unix(n.Expires, 0)) {
+	now := s.Now()
+	if err != nil || json.Unmarshal(plain, &n) != nil || n.ID != id || !now.Before(time.Unix(n.Expires, 0)) {
+		return nil
+	}
+	// Single use on the server: the first showing records the id for the notice's lifetime.
+	if seen, err := s.Webhooks.SeenDelivery(r.Context(), "notice:"+n.ID, now.Add(-noticeTTL), now); err != nil || seen {
 		return nil
 	}
 	return &n

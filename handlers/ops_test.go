@@ -328,7 +328,7 @@ func checkExposition(t *testing.T, fams map[string]*promFamily) {
 // parses strictly, has every family of the table, and labels requests by route pattern only.
 func TestMetricsExposition(t *testing.T) {
 	st := memory.New()
-	m := &metrics.Metrics{Role: "all", Jobs: st, PSI: func() metrics.PSIFigures { return metrics.PSIFigures{Used: 7, Limit: 25000, Breaker: "half_open"} }}
+	m := &metrics.Metrics{Role: "all", Version: "v1.4.0", Jobs: st, PSI: func() metrics.PSIFigures { return metrics.PSIFigures{Used: 7, Limit: 25000, Breaker: "half_open"} }}
 	ts := newTestServerWith(t, st, func(d *Deps) { d.Metrics = m; d.MetricsToken = "m-token" })
 	if _, err := st.EnqueueJob(context.Background(), store.ScanJob{ScanID: "scan-" + store.NewID()}, time.Now().Add(-time.Minute)); err != nil {
 		t.Fatal(err)
@@ -368,7 +368,7 @@ func TestMetricsExposition(t *testing.T) {
 		t.Error("the scrape names an id")
 	}
 	for _, want := range []string{`sitepulse_jobs{kind="scan",state="available"} 1`, `sitepulse_psi_breaker_state{state="half_open"} 1`,
-		`sitepulse_psi_quota_remaining 24993`, `sitepulse_audits_total{outcome="failed"} 1`, `sitepulse_info{role="all"} 1`,
+		`sitepulse_psi_quota_remaining 24993`, `sitepulse_audits_total{outcome="failed"} 1`, `sitepulse_info{role="all",version="v1.4.0"} 1`,
 		`sitepulse_http_requests_total{route="GET /login",code="200"} 4`} { // two asked, two reached by redirect
 		contains(t, body, want)
 	}

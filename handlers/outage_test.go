@@ -78,17 +78,22 @@ func (p *cutProxy) cut() {
 var routePattern = regexp.MustCompile(`mux\.Handle\("([A-Z]+) ([^"]+)"`)
 
 // TestDatabaseOutageIs503OnEveryRoute walks every route of routes.go, signed in, with a CSRF
-// token and an API key, while Postgres is unreachable and after the store was closed (a request
-// racing the shutdown) (issue 37: POST /login showed a 500 page): none answers 500, and every
-// route that reads the store answers 503 with Retry-After.
+// token and an API key, while Postgres is unreachable, after the store was closed (a request
+// racing the shutdown) (issue 37: POST /login showed a 500 page), after its database was dropped
+// under it and after its schema was (every relation missing; issue 43: "/", "/settings", POST
+// /login and the budget check answered 500 "pq: database ... does not exist"): none answers
+// 500, and every route that reads the store answers 503 with Retry-After.
 func TestDatabaseOutageIs503OnEveryRoute(t *testing.T) {
-	for _, outage := range []string{"unreachable", "closed"} {
+	for _, outage := range []string{"unreachable", "closed", "database dropped", "schema dropped"} {
 		t.Run(outage, func(t *testing.T) { testOutage(t, outage) })
 	}
 }
 
 func testOutage(t *testing.T, outage string) {
-	dsn := storetest.SchemaDSN(t)
+	dsn, dropDatabase := storetest.SchemaDSN(t), func() {}
+	if outage == "database dropped" {
+		dsn, dropDatabase = storetest.DatabaseDSN(t)
+	}
 	u, err := url.Parse(dsn)
 	if err != nil || u.Host == "" {
 		t.Skipf("DATABASE_URL is not a URL: %v", err)
@@ -129,9 +134,14 @@ func testOutage(t *testing.T, outage string) {
 	refusedFirst := map[string]bool{"POST /signup/confirm/{token}": true, "POST /password/reset/{token}": true,
 		"POST /api/oauth/register": true, "POST /api/oauth/token": true, "POST /api/oauth/revoke": true}
 
-	if outage == "closed" {
+	switch outage {
+	case "closed":
 		st.Close()
-	} else {
+	case "database dropped":
+		dropDatabase()
+	case "schema dropped":
+		storetest.DropSchema(t, dsn)
+	default:
 		proxy.cut()
 	}
 	for _, rt := range routes {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"sitepulse/store/memory"
+	"sitepulse/store/storetest"
 )
 
 // formErrorsOnly are the UI's POST routes that roleCases walks only with input they refuse
@@ -102,4 +103,43 @@ func TestPRGSecretsShownOnce(t *testing.T) {
 	}
 	_, body = v.get("/signup?sent=1")
 	contains(t, body, "Check your e-mail")
+}
+
+// TestNoticeShownOnceOnTheServer (issue 44, attack 4): the sealed cookie that carries a new key
+// across the redirect is scoped to the one page that shows it, not every request (Path=/), and
+// is single-use on the server: the same cookie replayed in the same session, within its five
+// minutes, shows the key no more.
+func TestNoticeShownOnceOnTheServer(t *testing.T) {
+	for _, b := range storetest.Backends(t) { // the record of a notice shown is the store's
+		t.Run(b.Name, func(t *testing.T) { noticeShownOnce(t, newUIFixture(t, 0, b.Open(t))) })
+	}
+}
+
+func noticeShownOnce(t *testing.T, f *uiFixture) {
+	resp, _ := f.a.postCSRF("/settings/api-keys", url.Values{"name": {"deploy"}})
+	wantStatus(t, resp, http.StatusSeeOther)
+	loc := resp.Header.Get("Location")
+	var sealed *http.Cookie
+	for _, c := range resp.Cookies() {
+		if strings.HasSuffix(c.Name, "notice") {
+			sealed = c
+		}
+	}
+	if sealed == nil {
+		t.Fatal("no notice cookie")
+	}
+	if sealed.Path != "/settings" {
+		t.Errorf("notice cookie Path %q, want /settings: only the page that shows it gets it", sealed.Path)
+	}
+	_, body := f.a.get(loc)
+	key := regexp.MustCompile(`readonly value="(svc_[A-Za-z0-9_-]+)"`).FindStringSubmatch(body)
+	if key == nil {
+		t.Fatalf("the page after the redirect shows no key:\n%s", body)
+	}
+	// The replay: the captured cookie put back into the same browser, a minute later.
+	u, _ := url.Parse(f.a.base + loc)
+	f.a.c.Jar.SetCookies(u, []*http.Cookie{{Name: sealed.Name, Value: sealed.Value, Path: sealed.Path}})
+	if _, body := f.a.get(loc); strings.Contains(body, key[1]) {
+		t.Error("the replayed notice cookie shows the key a second time")
+	}
 }

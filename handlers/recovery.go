@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"time"
 
 	"sitepulse/store"
 )
@@ -94,6 +95,28 @@ func (s *server) accountLink(w http.ResponseWriter, r *http.Request, purpose sto
 	return l, token, false
 }
 
+// endGrants ends the OAuth grants of the account made since its password was last set (the
+// apps an intruder who had the password or a session may have connected) and answers a
+// paragraph naming them for the e-mail or page that tells the owner, "" when there were none.
+// Apps connected before stay: the owner connected them while the password was theirs alone.
+func (s *server) endGrants(r *http.Request, userID string, since, now time.Time) string {
+	ended, err := s.Accounts.EndGrantsSince(r.Context(), userID, since, now)
+	if err != nil {
+		s.Log.Error("end grants since the last password", "user", userID, "err", err)
+		return "The apps connected since the password was last set could not be disconnected: disconnect them in your settings.\n\n"
+	}
+	if len(ended) == 0 {
+		return ""
+	}
+	names := make([]string, len(ended))
+	for i, c := range ended {
+		names[i] = "“" + c.ClientName + "”"
+	}
+	s.Log.Info("grants since the last password ended", "user", userID, "apps", len(ended))
+	return "The apps connected to the account since its password was last set were disconnected, their tokens revoked: " +
+		strings.Join(names, ", ") + ". If one was yours, connect it again from the app.\n\n"
+}
+
 // handleResetPage is where a reset link leads: the form that chooses the new password. A GET
 // changes nothing, since mail scanners open links.
 func (s *server) handleResetPage() http.Handler {
@@ -116,8 +139,13 @@ func (s *server) handleReset() http.Handler {
 			s.tooMany(w, r, "reset", accountForm{Token: r.PathValue("token")}, wait)
 			return
 		}
-		_, token, ok := s.accountLink(w, r, store.LinkReset)
+		link, token, ok := s.accountLink(w, r, store.LinkReset)
 		if !ok {
+			return
+		}
+		before, err := s.Accounts.UserByID(r.Context(), link.UserID) // when the password was set before
+		if err != nil {
+			s.error(w, r, err, "")
 			return
 		}
 		password := r.PostForm.Get("password")
@@ -131,7 +159,8 @@ func (s *server) handleReset() http.Handler {
 			s.error(w, r, err, "")
 			return
 		}
-		u, err := s.Accounts.ResetPassword(r.Context(), store.HashSecret(token), hash, s.Now())
+		now := s.Now()
+		u, err := s.Accounts.ResetPassword(r.Context(), store.HashSecret(token), hash, now)
 		if err != nil { // used by a parallel request in between
 			s.error(w, r, err, "This password reset link is not valid. Ask for a new one.")
 			return
@@ -144,6 +173,7 @@ func (s *server) handleReset() http.Handler {
 		s.forgetDevice(w)
 		s.sendMail(r, u.Email, "Your SitePulse password was changed",
 			"The password of the SitePulse account of this address was changed with a reset link, and every session of the account was ended.\n\n"+
+				s.endGrants(r, u.ID, before.PasswordChangedAt, now)+
 				"If it was not you, choose a new password now: "+s.BaseURL+"/password/forgot\n"+
 				"Then look at the API keys and connected apps in your settings: "+s.BaseURL+"/settings\n")
 		s.Log.Info("password reset", "user", u.ID)

@@ -555,7 +555,7 @@ func TestAccountMailWithoutSMTPIsLogged(t *testing.T) {
 	// withServers would put the tests' outbox in place of a nil Mail.
 	d := withStore(st, Deps{BaseURL: "http://sitepulse.test", PasswordIterations: 1000, Log: slog.New(slog.NewTextHandler(&logs, nil))})
 	d.OAuth = oauth.New(oauth.Config{Store: st, BaseURL: d.BaseURL})
-	d.MCP = mcp.New(mcp.Config{Store: st, BaseURL: d.BaseURL})
+	d.MCP = mcp.New(mcp.Config{Sites: st, Scans: st, Writes: st, BaseURL: d.BaseURL})
 	h, err := NewHandler(d)
 	must(t, err)
 	if !strings.Contains(logs.String(), "SMTP_ADDR not set: account e-mails") {

@@ -165,9 +165,10 @@ func (s *server) render(w http.ResponseWriter, r *http.Request, status int, name
 	w.Write(buf.Bytes())
 }
 
-// renderError shows an error page with a status and a sentence for a person.
+// renderError shows an error page with a status, headed in plain words (errorTitle), and a
+// sentence for a person.
 func (s *server) renderError(w http.ResponseWriter, r *http.Request, status int, message string) {
-	s.render(w, r, status, "error", page{Title: http.StatusText(status), Data: message})
+	s.render(w, r, status, "error", page{Title: errorTitle(status), Data: sentence(message)})
 }
 
 // failurePage writes the error page of a failure of ours, without the visitor (loading it may be

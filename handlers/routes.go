@@ -53,7 +53,7 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 	mux.Handle("GET /settings/notifications", s.requireUser(s.handleSettingsNotifications()))
 	mux.Handle("POST /settings/connected-apps/{clientID}/revoke", s.requireUser(s.handleRevokeApp()))
 
-	// OAuth 2.1 authorization server for MCP clients (README "Connect an MCP client"). The
+	// OAuth 2.1 authorization server for MCP clients (docs/mcp.md). The
 	// protocol lives in package oauth; the consent page is here.
 	// The metadata is also served at the path-suffixed addresses clients derive from the MCP
 	// endpoint's URL (RFC 8414 §3.1, RFC 9728 §3.1).
@@ -74,8 +74,8 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 		mux.Handle("OPTIONS "+path, s.OAuth.HandlePreflight())
 	}
 
-	// MCP server (README "Connect an MCP client"): JSON-RPC over stateless Streamable HTTP for
-	// AI clients, and the public client reports its generate_client_report tool links to (README
+	// MCP server (docs/mcp.md): JSON-RPC over stateless Streamable HTTP for
+	// AI clients, and the public client reports its generate_client_report tool links to (docs/monitoring.md,
 	// "Client reports"). The protocol and the tools live in package mcp.
 	mux.Handle("POST /api/mcp", s.sameOrigin(s.requireBearer(mcpBearer, s.handleMCP(s.MCP))))
 	mux.Handle("GET /api/mcp", s.sameOrigin(s.requireBearer(mcpBearer, s.handleMCPMethodNotAllowed())))
@@ -86,7 +86,7 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 	// Scan pipeline: the platform's publish webhook (interface "Events").
 	mux.Handle("POST /api/webhooks/platform", s.handlePlatformWebhook())
 
-	// Connecting sites from the platform (README "Connect Webflow"): the app install
+	// Connecting sites from the platform (docs/webflow.md): the app install
 	// (OAuth authorization code), the import page, disconnect.
 	mux.Handle("GET /platform/connect", s.requireUser(s.handlePlatformConnect()))
 	mux.Handle("GET /platform/callback", s.requireUser(s.handlePlatformCallback()))
@@ -94,7 +94,7 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 	mux.Handle("POST /platform/import", s.requireUser(s.handlePlatformImport()))
 	mux.Handle("POST /platform/disconnect", s.requireUser(s.handlePlatformDisconnect()))
 
-	// Workspaces (README "Teams"): members with roles, invitations, activity. onWorkspace names
+	// Workspaces (docs/teams.md): members with roles, invitations, activity. onWorkspace names
 	// the action each route takes in the workspace; the invitation link is the credential of
 	// GET /invite/{token}, and accepting it needs the invited e-mail's session (and CSRF).
 	mux.Handle("POST /workspaces", s.requireUser(s.handleCreateWorkspace()))
@@ -116,12 +116,12 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 	mux.Handle("GET /invite/{token}", s.withVisitor(s.handleInvitation()))
 	mux.Handle("POST /invite/{token}", s.requireUser(s.handleAcceptInvitation()))
 
-	// Budget check for CI and scan export (README "Budget check in CI", "Export").
+	// Budget check for CI and scan export (docs/ci.md, docs/api.md "Export").
 	// The check takes API keys only, as requireBearer(apiKeyOnly) would, but verifies the key
 	// itself in the same store round trip that reads the site (budget.go). The export takes the
 	// session cookie only and answers 401 JSON rather than a login redirect.
 	mux.Handle("POST /api/external/budget-check", s.handleBudgetCheck())
-	// CI pipelines (README "Budget check in CI"): start a scan as Scan now does (API keys
+	// CI pipelines (docs/ci.md): start a scan as Scan now does (API keys
 	// allowed to start scans), and follow it. The budget check above judges it, waiting for it.
 	mux.Handle("POST /api/external/scans", s.requireBearer(apiKeyOnly, s.handleStartScan()))
 	mux.Handle("GET /api/external/scans/{scanId}", s.requireBearer(apiKeyOnly, s.handleScanStatus()))

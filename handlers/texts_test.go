@@ -48,3 +48,28 @@ func testUITextsPlain(t *testing.T, f *uiFixture) {
 	_, body = f.a.get("/workspaces/" + ws + "/notifications")
 	contains(t, body, "Budget broken")
 }
+
+// TestPublishIsPromisedOnlyWhereItHappens: a site added by hand is never scanned on publish, so
+// the empty home page and the add form's schedule hint do not promise it; the edit form of a
+// site connected from the platform does.
+func TestPublishIsPromisedOnlyWhereItHappens(t *testing.T) {
+	eachBackend(t, 0, func(t *testing.T, f *uiFixture) {
+		c := f.ts.browser(t)
+		c.signup("c@example.com")
+		_, home := c.get("/")
+		contains(t, home, "No sites yet")
+		if strings.Contains(home, "after every publish.") {
+			t.Error("the empty home page promises a scan after every publish to a site added by hand")
+		}
+		_, form := f.a.get("/sites/new")
+		hint := regexp.MustCompile(`(?s)<p class="hint" id="schedule-hint">.*?</p>`).FindString(form)
+		if hint == "" || strings.Contains(hint, "publish") {
+			t.Errorf("the add form's schedule hint speaks of publishes to a site added by hand: %q", hint)
+		}
+		_, edit := f.a.get("/sites/" + f.site + "/edit")
+		hint = regexp.MustCompile(`(?s)<p class="hint" id="schedule-hint">.*?</p>`).FindString(edit)
+		if !strings.Contains(hint, "on publish") {
+			t.Errorf("the edit form of a site connected from the platform does not say it is scanned on publish: %q", hint)
+		}
+	})
+}

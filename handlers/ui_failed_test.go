@@ -34,3 +34,18 @@ func testUIFailedScan(t *testing.T, f *uiFixture) {
 		contains(t, body, w)
 	}
 }
+
+// TestUIFailedScanReadsAsSentences: the pipeline's reason starts in lower case ("no page could be
+// audited ..."); after "This scan failed." it is a sentence of its own, capitalised and ended.
+func TestUIFailedScanReadsAsSentences(t *testing.T) {
+	eachBackend(t, 0, func(t *testing.T, f *uiFixture) {
+		ctx := context.Background()
+		sc := store.Scan{ID: store.NewID(), SiteID: f.site, Strategy: store.StrategyBoth, Trigger: store.TriggerManual, CreatedAt: f.ts.now}
+		must(t, f.ts.store.EnqueueScan(ctx, sc, store.KindScan, f.ts.now))
+		must(t, f.ts.store.ExpireScan(ctx, sc.ID, "no page could be audited (2 of 2 failed); / mobile: the audit timed out", f.ts.now))
+		_, body := f.a.get("/sites/" + f.site + "/scans/" + sc.ID)
+		contains(t, body, "<strong>This scan failed.</strong> No page could be audited (2 of 2 failed); / mobile: the audit timed out.</p>")
+		_, body = f.a.get("/sites/" + f.site)
+		contains(t, body, "<strong>The last scan failed.</strong> No page could be audited")
+	})
+}

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"html/template"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -55,13 +56,16 @@ var uiFuncs = template.FuncMap{
 		}
 		return strconv.FormatFloat(n, 'f', 0, 64) + " B"
 	},
-	"ms": func(v float64) string { return formatVital("ms", v) },
-	// plain turns Lighthouse's markdown descriptions into text: "[Learn more](url)" keeps its
-	// words, backticks go.
+	// ms shows a duration in milliseconds with its unit: "830 ms", "3.0 s".
+	"ms": analysis.FormatMs,
+	// plain turns a Lighthouse title into text: "[Learn more](url)" keeps its words, backticks go.
 	"plain": func(s string) string {
 		s = mdLink.ReplaceAllString(s, "$1")
 		return strings.ReplaceAll(s, "`", "")
 	},
+	"lighthouseText": lighthouseText,
+	// sentence shows a reason written in lower case ("no page could be audited") as a sentence.
+	"sentence": sentence,
 	"triggerLabel": func(t string) string {
 		switch t {
 		case store.TriggerWebhook:
@@ -110,4 +114,26 @@ var uiFuncs = template.FuncMap{
 // metricValue is a budget's, rule's or regression's value in its metric's unit.
 func metricValue(metric string, v float64) string { return analysis.BudgetValue(metric, v) }
 
-var mdLink = regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`)
+// mdLink is a Markdown link in a Lighthouse text: its words, then its target.
+var mdLink = regexp.MustCompile(`\[([^\]]*)\]\(([^)]*)\)`)
+
+// lighthouseText shows a Lighthouse description: its text escaped with backticks dropped, and its
+// "[Learn more](url)" links kept as links to a new tab when they are https (any other target
+// keeps only its words). Nothing of the report reaches the page as HTML of its own.
+func lighthouseText(s string) template.HTML {
+	text := func(s string) string { return template.HTMLEscapeString(strings.ReplaceAll(s, "`", "")) }
+	var b strings.Builder
+	last := 0
+	for _, m := range mdLink.FindAllStringSubmatchIndex(s, -1) {
+		b.WriteString(text(s[last:m[0]]))
+		words, target := s[m[2]:m[3]], s[m[4]:m[5]]
+		if u, err := url.Parse(target); err == nil && u.Scheme == "https" && u.Host != "" {
+			b.WriteString(`<a href="` + template.HTMLEscapeString(u.String()) + `" rel="noopener noreferrer" target="_blank">` + text(words) + `</a>`)
+		} else {
+			b.WriteString(text(words))
+		}
+		last = m[1]
+	}
+	b.WriteString(text(s[last:]))
+	return template.HTML(b.String())
+}

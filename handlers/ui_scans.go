@@ -76,7 +76,7 @@ type scanPageData struct {
 	// completed scan (nil when none); Completed are the site's completed scans to compare
 	// with.
 	Changes   []changePanel
-	Regressed int // pages and strategies that regressed, Changes or not
+	Regressed regressedCount // pages and runs that regressed, Changes or not
 	Previous  *store.Scan
 	Completed []store.Scan
 }

@@ -140,10 +140,13 @@ type siteForm struct {
 	Workspaces []store.Workspace
 	// Access is the site's access setting, on the edit page only (access.go).
 	Access *accessView
+	// OnPublish: the site is connected from the platform, so its publishes start scans; a site
+	// added by hand is scanned only on demand and on its schedule.
+	OnPublish bool
 }
 
 func formOf(site store.Site) siteForm {
-	return siteForm{ID: site.ID, Name: site.Name, Domain: site.Domain, Pages: strings.Join(site.Pages, "\n"), Schedule: site.Schedule}
+	return siteForm{ID: site.ID, Name: site.Name, Domain: site.Domain, Pages: strings.Join(site.Pages, "\n"), Schedule: site.Schedule, OnPublish: site.PlatformSiteID != ""}
 }
 
 // Schedules are the choices of the form's schedule field.
@@ -270,7 +273,7 @@ func (s *server) handleUpdateSite() http.Handler {
 		if !ok {
 			return
 		}
-		f := siteForm{ID: old.ID, MaxPages: s.SiteRules.PageLimit()}
+		f := siteForm{ID: old.ID, MaxPages: s.SiteRules.PageLimit(), OnPublish: old.PlatformSiteID != ""}
 		site := f.parse(r)
 		// UserID is who asks: the store checks their role in the site's workspace.
 		site.ID, site.UserID, site.Founding = old.ID, visitorFrom(r.Context()).User.ID, old.Founding

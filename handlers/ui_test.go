@@ -781,7 +781,7 @@ func testScanPageFailedWithPageErrors(t *testing.T, f *uiFixture) {
 	must(st.FailScan(ctx, job.Lease(), "no page could be audited", f.ts.now))
 	resp, body := f.a.get("/sites/" + f.site + "/scans/" + scan.ID)
 	wantStatus(t, resp, http.StatusOK)
-	for _, w := range []string{"This scan failed", "no page could be audited", "Audits that failed",
+	for _, w := range []string{"This scan failed.</strong> No page could be audited.", "Audits that failed",
 		"2 audits could not reach PageSpeed Insights (DNS lookup failed): check the network or PAGESPEED_API_URL.",
 		"1 audit failed: the error is below.", "<details><summary>Error and pages</summary>", "NO_FCP &lt;b&gt;",
 		`<span class="mono">/</span> desktop, <span class="mono">/about</span> mobile`, "by a publish"} {

@@ -19,7 +19,8 @@ import (
 )
 
 // WebhookStore is what the publish webhook needs: the site a platform id names, the replay
-// guard of deliveries, the publish record and the scan it enqueues.
+// guard of deliveries (which also makes a one-time notice single use, notice.go), the publish
+// record and the scan it enqueues.
 type WebhookStore interface {
 	SiteByPlatformID(ctx context.Context, platformSiteID string) (store.Site, error)
 	SeenDelivery(ctx context.Context, bodyHash string, since, now time.Time) (bool, error)
@@ -27,6 +28,7 @@ type WebhookStore interface {
 	RecordPublish(ctx context.Context, p store.Publish) error
 	MarkPublished(ctx context.Context, siteID string, at time.Time) error
 	EnqueueScan(ctx context.Context, s store.Scan, kind string, runAt time.Time) error
+	EnqueueFollowUp(ctx context.Context, siteID string, runAt time.Time) (store.FollowUp, error)
 }
 
 // webhookReplayWindow is how long a delivery seen before, by its signed body or by its `_id`,
@@ -53,8 +55,11 @@ func randomJitter() time.Duration {
 // x-webflow-signature header. The raw body, read once under the 1 MiB cap, is verified before it
 // is parsed; then the site is looked up by its platform id and a scan of both strategies is enqueued with trigger
 // webhook, delayed by a 0-5 s jitter. Once the signature is valid the answer is always 200
-// {ok: true}, also when the site is unknown, a scan is already in flight (SCAN_ALREADY_ACTIVE,
-// logged) or the same body was seen within the replay window.
+// {ok: true}, also when the site is unknown or the same body was seen within the replay window.
+// A publish while the site has a scan in flight (SCAN_ALREADY_ACTIVE) is never dropped: a scan
+// still queued audits it; otherwise the site's one follow-up scan does, once the running scan
+// ends (store.EnqueueFollowUp: later publishes join it); the answer says which in followUp
+// ("covered", "queued", "joined"), and the log too.
 func (s *server) handlePlatformWebhook() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.PlatformSecret == "" && s.DemoWebhookSecret == "" {
@@ -143,9 +148,16 @@ func (s *server) handlePlatformWebhook() http.Handler {
 		err = s.Webhooks.EnqueueScan(r.Context(), scan, store.KindScan, runAt)
 		pub := publishOf(event, webflow, now)
 		pub.ID, pub.SiteID = store.NewID(), site.ID
+		answer := map[string]any{"ok": true}
 		switch {
 		case errors.Is(err, store.ErrScanActive):
-			s.Log.Warn("webhook: SCAN_ALREADY_ACTIVE: the site already has a queued or running scan", "site", site.ID)
+			did, err := s.Webhooks.EnqueueFollowUp(r.Context(), site.ID, runAt)
+			if err != nil {
+				s.failDelivery(w, r, keys, err)
+				return
+			}
+			answer["followUp"] = did
+			s.Log.Info("webhook: SCAN_ALREADY_ACTIVE: "+followUpSays[did], "site", site.ID, "follow_up", did)
 		case err != nil:
 			s.failDelivery(w, r, keys, err)
 			return
@@ -158,8 +170,15 @@ func (s *server) handlePlatformWebhook() http.Handler {
 		if err := s.Webhooks.RecordPublish(r.Context(), pub); err != nil {
 			s.Log.Warn("webhook: could not record who published", "site", site.ID, "err", err)
 		}
-		oauth.WriteJSON(w, http.StatusOK, ok)
+		oauth.WriteJSON(w, http.StatusOK, answer)
 	})
+}
+
+// followUpSays is what the log says of a publish during a scan, by what EnqueueFollowUp did.
+var followUpSays = map[store.FollowUp]string{
+	store.FollowUpCovered: "the queued scan has not started and will audit this publish",
+	store.FollowUpQueued:  "a follow-up scan is queued to audit this publish once the running scan ends",
+	store.FollowUpJoined:  "the follow-up scan already queued will audit this publish too",
 }
 
 // failDelivery answers a delivery whose effect failed after its keys were recorded, and forgets

@@ -664,3 +664,56 @@ func TestPlatformWebhookRetryAfterFailureScans(t *testing.T) {
 		})
 	}
 }
+
+// A publish while the site's scan runs is audited (issue 43: it was answered {"ok":true} and
+// dropped as SCAN_ALREADY_ACTIVE): the first queues one follow-up scan, the next joins it, and
+// once the running scan ends the follow-up scan runs and completes; two scans in all.
+func TestPublishDuringScanIsFollowedUp(t *testing.T) {
+	for _, b := range storetest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			st := b.Open(t)
+			w := newWebhookRig(t, st, webhookSecret)
+			w.jitter = 0
+			fake := scantest.NewPSI(t, "../testdata/psi")
+			release := fake.Hold()
+			if status, _ := w.publish(""); status != 200 {
+				t.Fatalf("publish: %d", status)
+			}
+			first := w.scans()[0].ID
+			log := slog.New(slog.NewTextHandler(w.logs, nil))
+			newPool := func(kinds ...scanner.KindWorker) {
+				pool := scanner.NewPool(scanner.PoolConfig{Store: st, Auditor: psi.New(psi.Config{Endpoint: fake.Endpoint(), Key: "k"}),
+					Poll: 10 * time.Millisecond, Log: log, Kinds: kinds})
+				pool.Start()
+				t.Cleanup(func() { release(); pool.Stop(ctx) }) // the pool waits for the held audits
+			}
+			newPool()
+			if !storetest.Eventually(func() bool {
+				sc, err := st.Scan(ctx, w.user.ID, first)
+				return err == nil && sc.Status == store.StatusRunning
+			}) {
+				t.Fatal("the first scan never ran")
+			}
+			for i, want := range []string{`{"followUp":"queued","ok":true}`, `{"followUp":"joined","ok":true}`} {
+				if status, body := w.publish(fmt.Sprintf(`,"n":%d`, i)); status != 200 || strings.TrimSpace(body) != want {
+					t.Fatalf("publish %d during the scan: %d %s, want 200 %s", i+2, status, body, want)
+				}
+			}
+			// The follow-ups' worker (main registers it with the others) from here on, so the
+			// publishes above met the follow-up waiting.
+			newPool(scanner.Work(1, (&scanner.FollowUps{Store: st, Now: time.Now, Log: log, Wait: 20 * time.Millisecond}).Work))
+			release()
+			var scans []store.Scan
+			if !storetest.Eventually(func() bool {
+				scans = w.scans()
+				return len(scans) == 2 && scans[0].Status == store.StatusComplete && scans[1].Status == store.StatusComplete
+			}) {
+				t.Fatalf("scans %+v, want the first and its follow-up complete; logs:\n%s", scans, w.logs.String())
+			}
+			if scans[0].Trigger != store.TriggerWebhook || !strings.Contains(w.logs.String(), "a follow-up scan is queued to audit this publish") {
+				t.Errorf("follow-up trigger %s; logs:\n%s", scans[0].Trigger, w.logs.String())
+			}
+		})
+	}
+}

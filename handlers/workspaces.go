@@ -35,7 +35,7 @@ type WorkspaceStore interface {
 	store.WorkspaceRetention
 }
 
-// Workspaces, members and invitations (README "Teams"). Routes that act in a workspace go
+// Workspaces, members and invitations (docs/teams.md). Routes that act in a workspace go
 // through onWorkspace with their action (routes.go), so the role is checked before anything is
 // read or changed here.
 

@@ -46,7 +46,7 @@ func (s *Server) authorize(ctx context.Context, userID string, t *tool, a args) 
 		return nil
 	}
 	if siteID == "" {
-		sc, err := s.store.Scan(ctx, userID, id)
+		sc, err := s.scans.Scan(ctx, userID, id)
 		if errors.Is(err, store.ErrNotFound) {
 			return notFound
 		}
@@ -74,7 +74,7 @@ func (s *Server) authorize(ctx context.Context, userID string, t *tool, a args) 
 // store.ErrForbidden (the role does not allow it), and the site's workspace when it was read.
 // tasks/get and tasks/cancel ask it too.
 func (s *Server) authorizeSite(ctx context.Context, userID, siteID string, action store.Action) (string, error) {
-	site, w, err := s.store.SiteAndWorkspace(ctx, userID, siteID)
+	site, w, err := s.sites.SiteAndWorkspace(ctx, userID, siteID)
 	if err != nil {
 		return "", err
 	}

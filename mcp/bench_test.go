@@ -97,7 +97,7 @@ func BenchmarkToolsCallPostgres(b *testing.B) {
 	}
 	recordScan(b, st, site, fixtureResults(b, "testdata/psi-before"), now.Add(-time.Hour))
 	latest := recordScan(b, st, site, fixtureResults(b, "testdata/psi"), now)
-	srv := New(Config{Store: st, BaseURL: testBase, Now: func() time.Time { return now }})
+	srv := New(Config{Sites: st, Scans: st, Writes: st, BaseURL: testBase, Now: func() time.Time { return now }})
 	cases := []struct{ name, params string }{
 		{"get_latest_scan", `{"name":"get_latest_scan","arguments":{"siteId":"` + site.ID + `"}}`},
 		{"get_accessibility_issues", `{"name":"get_accessibility_issues","arguments":{"siteId":"` + site.ID + `"}}`},
@@ -129,7 +129,7 @@ func BenchmarkToolsCallPostgres(b *testing.B) {
 		b.Run(c.name+"/cold", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				New(Config{Store: st, BaseURL: testBase}).Serve(allScopes, u.ID, body)
+				New(Config{Sites: st, Scans: st, Writes: st, BaseURL: testBase}).Serve(allScopes, u.ID, body)
 			}
 		})
 	}

@@ -28,7 +28,7 @@ func newMetricsCache(maxScans int) *metricsCache {
 func (s *Server) pageMetrics(ctx context.Context, userID string, scan store.Scan) ([]store.PageResult, error) {
 	c := s.metrics
 	if scan.Status != store.StatusComplete {
-		return s.store.PageMetrics(ctx, userID, scan.ID)
+		return s.scans.PageMetrics(ctx, userID, scan.ID)
 	}
 	c.mu.Lock()
 	m, ok := c.byScan[scan.ID]
@@ -36,7 +36,7 @@ func (s *Server) pageMetrics(ctx context.Context, userID string, scan store.Scan
 	if ok {
 		return m, nil
 	}
-	m, err := s.store.PageMetrics(ctx, userID, scan.ID)
+	m, err := s.scans.PageMetrics(ctx, userID, scan.ID)
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,7 @@ import (
 
 // countingStore counts PageMetrics reads.
 type countingStore struct {
-	Store
+	ScanReader
 	reads map[string]int
 }
 
@@ -20,7 +20,7 @@ func (c *countingStore) PageMetrics(ctx context.Context, userID, scanID string) 
 
 func TestMetricsCache(t *testing.T) {
 	cs := &countingStore{reads: map[string]int{}}
-	s := New(Config{Store: cs})
+	s := New(Config{Scans: cs})
 	s.metrics = newMetricsCache(2)
 	ctx := context.Background()
 	read := func(id string, status store.ScanStatus) {

@@ -59,7 +59,7 @@ func newFixture(t testing.TB, st store.Store) *fixture {
 	if err := st.CreateSite(ctx, store.Site{ID: f.otherSite, UserID: f.otherUser, Name: "Other Site", Domain: "other.test", CreatedAt: f.now}); err != nil {
 		t.Fatal(err)
 	}
-	f.srv = New(Config{Store: st, BaseURL: testBase, Now: func() time.Time { return f.now }})
+	f.srv = New(Config{Sites: st, Scans: st, Writes: st, BaseURL: testBase, Now: func() time.Time { return f.now }})
 	return f
 }
 

@@ -323,7 +323,7 @@ func TestTaskFoundFromAnotherProcess(t *testing.T) {
 	first.Close() // the first process is gone mid-scan: its connections and its Server with it
 	second := storetest.Open(t, dsn)
 	f.st = second
-	f.srv = New(Config{Store: second, BaseURL: testBase, Now: func() time.Time { return f.now }})
+	f.srv = New(Config{Sites: second, Scans: second, Writes: second, BaseURL: testBase, Now: func() time.Time { return f.now }})
 	if got := f.getTask(t, id); got["status"] != "working" || !strings.Contains(got["statusMessage"].(string), "0 of 4") {
 		t.Fatalf("tasks/get from the second process = %v", got)
 	}

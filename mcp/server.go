@@ -28,41 +28,43 @@ const (
 	ServerTitle   = "SitePulse performance data"
 )
 
-// Store is the part of the store the tools read and write. Every method is scoped to the
-// workspaces the user belongs to.
-type Store interface {
-	SitesOf(ctx context.Context, userID string) ([]store.Site, error)
-	SitesIn(ctx context.Context, userID, workspaceID string) ([]store.Site, error)
-	WorkspacesOf(ctx context.Context, userID string) ([]store.Workspace, error)
-	Workspace(ctx context.Context, userID, workspaceID string) (store.Workspace, error)
+// The store as the tools read and write it, in three parts (main gives each the one store);
+// every method is scoped to the workspaces the user belongs to.
+
+// SiteReader is what the tools read of sites: list_sites, get_site and get_budget_status, and
+// the site a request names (authorizeSite).
+type SiteReader interface {
+	SiteListings(ctx context.Context, userID, workspaceID string) ([]store.SiteListing, error)
 	Site(ctx context.Context, userID, siteID string) (store.Site, error)
 	SiteAndWorkspace(ctx context.Context, userID, siteID string) (store.Site, store.Workspace, error)
 	BudgetInputs(ctx context.Context, userID, siteID string) (store.BudgetInputs, error)
-	Scan(ctx context.Context, userID, scanID string) (store.Scan, error)
 	CompletedScans(ctx context.Context, userID, siteID string, limit int) ([]store.Scan, error)
+	// Publishes are the trend view's marks, as on the site page's chart.
+	Publishes(ctx context.Context, userID, siteID string, since time.Time, limit int) ([]store.Publish, error)
+}
+
+// ScanReader is what the tools read of scans and their pages: get_scan, get_page_details,
+// get_regression_report, compare_scans and the views.
+type ScanReader interface {
+	Scan(ctx context.Context, userID, scanID string) (store.Scan, error)
+	ScanView(ctx context.Context, userID, scanID string) (store.ScanView, error)
 	PageResults(ctx context.Context, userID, scanID string) ([]store.PageResult, error)
-	PageResult(ctx context.Context, userID, scanID, pagePath string, strategy store.Strategy) (store.PageResult, error)
 	PageMetrics(ctx context.Context, userID, scanID string) ([]store.PageResult, error)
 	PageErrors(ctx context.Context, userID, scanID string) ([]store.PageError, error)
-	CreateReportWithin(ctx context.Context, r store.Report, max int) error
-	// start_scan, get_scan and the tasks extension: a "Scan now" enqueue, the site's newest
-	// scan, and cancelling an unfinished one.
-	EnqueueScan(ctx context.Context, sc store.Scan, queue string, runAt time.Time) error
-	ScansOf(ctx context.Context, userID, siteID string, limit int) ([]store.Scan, error)
-	ExpireScan(ctx context.Context, scanID, reason string, now time.Time) error
-	// The tools' one-statement reads (store.Reads).
-	SiteListings(ctx context.Context, userID, workspaceID string) ([]store.SiteListing, error)
 	PageDetails(ctx context.Context, userID, scanID, pagePath string, strategy store.Strategy) (store.PageDetails, error)
 	LatestResults(ctx context.Context, userID, siteID, knownScanID string) (store.LatestResults, error)
 	LatestTwo(ctx context.Context, userID, siteID string, known []string) (store.LatestTwo, error)
-	CreateScanReport(ctx context.Context, p store.Principal, r store.Report, max int) (store.ScanReport, error)
-	ScanView(ctx context.Context, userID, scanID string) (store.ScanView, error)
-	PublishesOfScans(ctx context.Context, userID string, scanIDs []string) (map[string]store.Publish, error)
-	// Publishes are the trend view's marks, as on the site page's chart.
-	Publishes(ctx context.Context, userID, siteID string, since time.Time, limit int) ([]store.Publish, error)
 	// What changed between two scans (issue 33): get_regression_report's causes and compare_scans.
 	ComparePairs(ctx context.Context, userID, fromScanID, toScanID string) (store.ScanPairs, error)
 	RunImages(ctx context.Context, userID string, runs []store.Run, maxBytes int) ([][]store.PageImage, error)
+}
+
+// ScanWriter is what the tools write: start_scan's "Scan now" (store.StartScan), cancelling an
+// unfinished scan (the tasks extension) and create_report.
+type ScanWriter interface {
+	store.ScanStarter
+	ExpireScan(ctx context.Context, scanID, reason string, now time.Time) error
+	CreateScanReport(ctx context.Context, p store.Principal, r store.Report, max int) (store.ScanReport, error)
 }
 
 // Fair-use limits: one account must not be able to flood the service.
@@ -75,7 +77,9 @@ const (
 
 // Server answers MCP requests.
 type Server struct {
-	store    Store
+	sites    SiteReader
+	scans    ScanReader
+	writes   ScanWriter
 	baseURL  string
 	now      func() time.Time
 	log      *slog.Logger
@@ -89,7 +93,9 @@ type Server struct {
 
 // Config is what a Server needs. Now and Log default to time.Now and a discarding logger.
 type Config struct {
-	Store   Store
+	Sites   SiteReader
+	Scans   ScanReader
+	Writes  ScanWriter
 	BaseURL string // {base_url}, no trailing slash: report links start with it
 	Now     func() time.Time
 	Log     *slog.Logger
@@ -113,7 +119,7 @@ func New(c Config) *Server {
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{store: c.Store, baseURL: c.BaseURL, now: c.Now, log: c.Log, metrics: newMetricsCache(64), analyses: &analysisCache{max: 256}, quota: c.Quota, links: c.Links}
+	s := &Server{sites: c.Sites, scans: c.Scans, writes: c.Writes, baseURL: c.BaseURL, now: c.Now, log: c.Log, metrics: newMetricsCache(64), analyses: &analysisCache{max: 256}, quota: c.Quota, links: c.Links}
 	for e := range era(eraCount) {
 		result := map[string]any{"tools": toolList(e)}
 		if e == eraModern {

@@ -74,7 +74,7 @@ func (s *Server) taskOf(ctx context.Context, userID string, sc store.Scan) (task
 		t.Status, t.StatusMessage = "failed", "Scan failed: "+sc.Error
 		t.Error = &rpcError{Code: CodeInternal, Message: "Scan failed: " + sc.Error, Data: map[string]string{"reason": sc.Error}}
 	default:
-		in, err := s.store.BudgetInputs(ctx, userID, sc.SiteID)
+		in, err := s.sites.BudgetInputs(ctx, userID, sc.SiteID)
 		if err != nil {
 			return task{}, err
 		}
@@ -157,7 +157,7 @@ func (s *Server) startTask(ctx context.Context, userID string, r toolResult) (an
 	var t task
 	if err == nil {
 		var sc store.Scan
-		if sc, err = s.store.Scan(ctx, userID, st.ScanID); err == nil {
+		if sc, err = s.scans.Scan(ctx, userID, st.ScanID); err == nil {
 			t, err = s.taskOf(ctx, userID, sc)
 		}
 	}

@@ -27,7 +27,7 @@ func latestAnalysis[T any](ctx context.Context, s *Server, userID string, a args
 		knownID = ""
 	}
 	for {
-		in, err := s.store.LatestResults(ctx, userID, siteID, knownID)
+		in, err := s.scans.LatestResults(ctx, userID, siteID, knownID)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			return zero, errSiteNotFound
@@ -121,14 +121,14 @@ func (r regressionReport) legacy() any { return r.regressionCore }
 // the scans this server keeps (metricsCache) are named to the store, which leaves them out.
 func (s *Server) getRegressionReport(ctx context.Context, userID string, a args) (regressionReport, error) {
 	siteID := store.CanonicalID(a.str("siteId", ""))
-	two, err := s.store.LatestTwo(ctx, userID, siteID, s.metrics.scans())
+	two, err := s.scans.LatestTwo(ctx, userID, siteID, s.metrics.scans())
 	var latest, previous []store.PageResult
 	if err == nil && len(two.Scans) == 2 {
 		var okLatest, okPrevious bool
 		latest, okLatest = s.metrics.keep(two.Scans[0].ID, two.Metrics[0])
 		previous, okPrevious = s.metrics.keep(two.Scans[1].ID, two.Metrics[1])
 		if !okLatest || !okPrevious { // dropped from the cache since named: read them
-			if two, err = s.store.LatestTwo(ctx, userID, siteID, nil); err == nil && len(two.Scans) == 2 {
+			if two, err = s.scans.LatestTwo(ctx, userID, siteID, nil); err == nil && len(two.Scans) == 2 {
 				latest, previous = two.Metrics[0], two.Metrics[1]
 			}
 		}
@@ -189,7 +189,7 @@ func (s *Server) scanChanges(ctx context.Context, userID, fromID, toID string) (
 	if v, ok := s.analyses.get(key); ok {
 		return v.(map[store.PageKey]pageChange), nil
 	}
-	pairs, err := s.store.ComparePairs(ctx, userID, fromID, toID)
+	pairs, err := s.scans.ComparePairs(ctx, userID, fromID, toID)
 	if err != nil {
 		return nil, err
 	}

@@ -75,7 +75,7 @@ type waterfallRow struct {
 // which checks both are the user's and of one site) and compares each page and strategy.
 func (s *Server) compareScans(ctx context.Context, userID string, a args) (compareResult, error) {
 	fromID, toID := store.CanonicalID(a.str("fromScanId", "")), store.CanonicalID(a.str("toScanId", ""))
-	pairs, err := s.store.ComparePairs(ctx, userID, fromID, toID)
+	pairs, err := s.scans.ComparePairs(ctx, userID, fromID, toID)
 	if errors.Is(err, store.ErrNotFound) {
 		return compareResult{}, s.whyNotPaired(ctx, userID, fromID, toID)
 	}
@@ -151,7 +151,7 @@ func (s *Server) addFilmstrips(ctx context.Context, userID string, out *compareR
 		runs = append(runs, store.Run{ScanID: out.From.ScanID, PagePath: c.PagePath, Strategy: c.Strategy},
 			store.Run{ScanID: out.To.ScanID, PagePath: c.PagePath, Strategy: c.Strategy})
 	}
-	images, err := s.store.RunImages(ctx, userID, runs, maxPictureBytes)
+	images, err := s.scans.RunImages(ctx, userID, runs, maxPictureBytes)
 	if err != nil {
 		return err
 	}
@@ -204,11 +204,11 @@ func filmstripOf(images []store.PageImage) filmstrip {
 // says, never telling another workspace's scan from none. Only this failure reads the scans
 // again.
 func (s *Server) whyNotPaired(ctx context.Context, userID, fromID, toID string) error {
-	from, err := s.store.Scan(ctx, userID, fromID)
+	from, err := s.scans.Scan(ctx, userID, fromID)
 	if err != nil {
 		return notFound(err, errScanNotFound)
 	}
-	to, err := s.store.Scan(ctx, userID, toID)
+	to, err := s.scans.Scan(ctx, userID, toID)
 	if err != nil {
 		return notFound(err, errScanNotFound)
 	}

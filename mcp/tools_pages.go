@@ -21,7 +21,7 @@ type pageDetails struct {
 func (s *Server) getPageDetails(ctx context.Context, userID string, a args) (pageDetails, error) {
 	strategy := a.strategy(store.StrategyMobile)
 	path, named := a["pagePath"].(string)
-	d, err := s.store.PageDetails(ctx, userID, a.str("scanId", ""), path, strategy)
+	d, err := s.scans.PageDetails(ctx, userID, a.str("scanId", ""), path, strategy)
 	if err == nil && !d.Found { // only then is the scan read: retention may have removed its pages
 		if err := s.prunedScan(ctx, userID, a.str("scanId", "")); err != nil {
 			return pageDetails{}, err
@@ -69,7 +69,7 @@ type lcpResult struct {
 func (s *Server) getLCPElements(ctx context.Context, userID string, a args) (lcpResult, error) {
 	strategy := a.strategy(store.StrategyMobile)
 	// PageResults checks the scan is the user's itself: no separate read of the scan.
-	results, err := s.store.PageResults(ctx, userID, a.str("scanId", ""))
+	results, err := s.scans.PageResults(ctx, userID, a.str("scanId", ""))
 	if errors.Is(err, store.ErrNotFound) {
 		return lcpResult{}, errScanNotFound
 	}

@@ -34,7 +34,7 @@ func (s *Server) generateClientReport(ctx context.Context, userID string, a args
 		p = store.Principal{UserID: userID}
 	}
 	var sr store.ScanReport
-	sr, err = s.store.CreateScanReport(ctx, p, r, MaxActiveReports)
+	sr, err = s.writes.CreateScanReport(ctx, p, r, MaxActiveReports)
 	switch {
 	case errors.Is(err, store.ErrInvalid):
 		return clientReport{}, toolError(store.InvalidMessage(err))

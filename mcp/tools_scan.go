@@ -37,7 +37,7 @@ type scanState struct {
 // startScan enqueues a manual scan of the site, or answers the scan already in flight
 // (store.StartScan: the rules of Scan now), the workspace's daily quota checked first.
 func (s *Server) startScan(ctx context.Context, userID string, a args) (scanState, error) {
-	site, err := s.store.Site(ctx, userID, store.CanonicalID(a.str("siteId", "")))
+	site, err := s.sites.Site(ctx, userID, store.CanonicalID(a.str("siteId", "")))
 	if errors.Is(err, store.ErrNotFound) {
 		return scanState{}, errSiteNotFound
 	}
@@ -56,7 +56,7 @@ func (s *Server) startScan(ctx context.Context, userID string, a args) (scanStat
 		}
 		return nil
 	}
-	got, started, err := store.StartScan(ctx, s.store, userID, sc, now, admit)
+	got, started, err := store.StartScan(ctx, s.writes, userID, sc, now, admit)
 	if err != nil {
 		return scanState{}, err
 	}
@@ -71,7 +71,7 @@ func (s *Server) startScan(ctx context.Context, userID string, a args) (scanStat
 // getScan reads one scan of the user with its site's name, domain and budgets, in one
 // statement (store.ScanView).
 func (s *Server) getScan(ctx context.Context, userID string, a args) (scanState, error) {
-	v, err := s.store.ScanView(ctx, userID, store.CanonicalID(a.str("scanId", "")))
+	v, err := s.scans.ScanView(ctx, userID, store.CanonicalID(a.str("scanId", "")))
 	if errors.Is(err, store.ErrNotFound) {
 		return scanState{}, errScanNotFound
 	}
@@ -86,7 +86,7 @@ func (s *Server) scanState(ctx context.Context, userID string, sc store.Scan) (s
 	var in store.BudgetInputs
 	if sc.Status == store.StatusComplete {
 		var err error
-		if in, err = s.store.BudgetInputs(ctx, userID, sc.SiteID); err != nil {
+		if in, err = s.sites.BudgetInputs(ctx, userID, sc.SiteID); err != nil {
 			return scanState{}, err
 		}
 	}
@@ -115,7 +115,7 @@ func (s *Server) cancelScan(ctx context.Context, userID, scanID string) error {
 	if err != nil || !sc.InFlight() {
 		return err
 	}
-	err = s.store.ExpireScan(ctx, sc.ID, "Cancelled through MCP (tasks/cancel)", s.now())
+	err = s.writes.ExpireScan(ctx, sc.ID, "Cancelled through MCP (tasks/cancel)", s.now())
 	if errors.Is(err, store.ErrNotFound) { // it finished meanwhile
 		return nil
 	}

@@ -42,7 +42,7 @@ type siteList struct {
 // listSites answers the sites of every workspace the user belongs to; an API key's, of its
 // workspace only.
 func (s *Server) listSites(ctx context.Context, userID string, _ args) (siteList, error) {
-	sites, err := s.store.SiteListings(ctx, userID, store.PrincipalFrom(ctx).KeyWorkspaceID)
+	sites, err := s.sites.SiteListings(ctx, userID, store.PrincipalFrom(ctx).KeyWorkspaceID)
 	if err != nil {
 		return siteList{}, err
 	}
@@ -58,7 +58,7 @@ func (s *Server) listSites(ctx context.Context, userID string, _ args) (siteList
 // completedScans lists a site's completed scans, newest first, at most limit. CompletedScans
 // checks the site is the user's itself: no separate read of the site.
 func (s *Server) completedScans(ctx context.Context, userID, siteID string, limit int) ([]store.Scan, error) {
-	scans, err := s.store.CompletedScans(ctx, userID, siteID, limit)
+	scans, err := s.sites.CompletedScans(ctx, userID, siteID, limit)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, errSiteNotFound
 	}
@@ -67,7 +67,7 @@ func (s *Server) completedScans(ctx context.Context, userID, siteID string, limi
 
 // scan reads a scan of the user, mapping "not found" to the tool error.
 func (s *Server) scan(ctx context.Context, userID, scanID string) (store.Scan, error) {
-	sc, err := s.store.Scan(ctx, userID, scanID)
+	sc, err := s.scans.Scan(ctx, userID, scanID)
 	if errors.Is(err, store.ErrNotFound) {
 		return sc, errScanNotFound
 	}
@@ -103,7 +103,7 @@ func budgetObject(budgets map[string]store.Budget) map[string]any {
 // getLatestScan reads what a budget check reads (store.BudgetInputs: the site, its latest
 // completed scan and budgets, kept per process on Postgres and checked by one lookup).
 func (s *Server) getLatestScan(ctx context.Context, userID string, a args) (latestScan, error) {
-	in, err := s.store.BudgetInputs(ctx, userID, store.CanonicalID(a.str("siteId", "")))
+	in, err := s.sites.BudgetInputs(ctx, userID, store.CanonicalID(a.str("siteId", "")))
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return latestScan{}, errSiteNotFound
@@ -171,7 +171,7 @@ func (s *Server) getTrend(ctx context.Context, userID string, a args) (trendResu
 	if len(scans) == 0 || !typed(ctx) {
 		return t, nil
 	}
-	pubs, err := s.store.Publishes(ctx, userID, scans[0].SiteID, *scans[len(scans)-1].CompletedAt, trendPublishes)
+	pubs, err := s.sites.Publishes(ctx, userID, scans[0].SiteID, *scans[len(scans)-1].CompletedAt, trendPublishes)
 	if err != nil {
 		return trendResult{}, err
 	}

@@ -158,7 +158,7 @@ func (l latestScan) viewData(ctx context.Context, s *Server, userID string) (any
 	if err != nil {
 		return nil, err
 	}
-	failed, err := s.store.PageErrors(ctx, userID, l.ScanID)
+	failed, err := s.scans.PageErrors(ctx, userID, l.ScanID)
 	if err != nil {
 		return nil, err
 	}

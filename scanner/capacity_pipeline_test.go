@@ -222,3 +222,34 @@ func testSmallSiteNotStarved(t *testing.T, st store.Store) {
 	t.Logf("small scan of 10 audits: %s; the big one of 80, started before it: %s",
 		s.CompletedAt.Sub(*s.StartedAt).Round(time.Millisecond), b.CompletedAt.Sub(*b.StartedAt).Round(time.Millisecond))
 }
+
+// replayedPSI is an auditor whose audits are replayed (a Replayer, as the demo's replay): here
+// answered by the PSI double, so the test counts how many run at once.
+type replayedPSI struct{ Auditor }
+
+func (replayedPSI) Replays() {}
+
+// A replayed scan runs no Chrome and calls no one, so it takes no slot of the audit capacity
+// however small (issue 43: with AUDIT_BACKEND=lighthouse and LIGHTHOUSE_CONCURRENCY=1 the demo's
+// 10 replayed audits ran one at a time, 26.7 s where the README says 8-12 s): all its audits run
+// at once.
+func TestReplayTakesNoAuditSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, memory.New())
+		r.psi.Delay(3 * time.Second) // a replayed audit takes 2-4 s
+		r.pool(func(c *PoolConfig) {
+			c.Capacity = psi.NewCapacity(psi.CapacityConfig{MaxInFlight: 1}) // LIGHTHOUSE_CONCURRENCY=1
+			c.Auditor = replayedPSI{c.Auditor}
+		})
+		sc := r.wait(r.enqueue(r.site).ID)
+		if sc.Status != store.StatusComplete || sc.PagesDone != 10 {
+			t.Fatalf("scan %s, %d/%d done (%s)", sc.Status, sc.PagesDone, sc.PagesTotal, sc.Error)
+		}
+		if most, _ := r.psi.MaxInFlight(); most != 10 {
+			t.Errorf("at most %d replayed audits at once, want all 10: a replay waits for no audit slot", most)
+		}
+		if took := sc.CompletedAt.Sub(*sc.StartedAt); took > 4*time.Second {
+			t.Errorf("the replayed scan took %s of fake time, want about one audit's 3 s", took)
+		}
+	})
+}

@@ -42,7 +42,7 @@ func lighthouseInstall(t *testing.T) (cmd, chrome string) {
 		chrome = "/usr/bin/chromium"
 	}
 	if cmd == "" {
-		missing(t, "Lighthouse is not installed: "+lighthouse.InstallCommand+" (README, Local Lighthouse)")
+		missing(t, "Lighthouse is not installed: "+lighthouse.InstallCommand+" (docs/local-lighthouse.md)")
 	}
 	if _, err := exec.LookPath(strings.Fields(cmd)[0]); err != nil {
 		missing(t, fmt.Sprintf("Lighthouse command %q not runnable: %v", cmd, err))

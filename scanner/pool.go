@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -13,10 +14,9 @@ import (
 	"sync"
 	"time"
 
-	"sitepulse/store"
-
 	"sitepulse/scanner/discover"
 	"sitepulse/scanner/psi"
+	"sitepulse/store"
 )
 
 // Store is what the pool needs of the store: the job queue's claims and settlements
@@ -147,7 +147,10 @@ type Pool struct {
 	cancel   context.CancelCauseFunc
 	wg       sync.WaitGroup
 	stopOnce sync.Once
-	// replayCapacity takes the replayed scans' audits: they call nothing, so no rate limit.
+	// replayCapacity takes the replayed scans' audits: they call nothing and run no Chrome, so
+	// neither the rate limit nor the backend's bound on audits at once (PSI_MAX_INFLIGHT,
+	// LIGHTHOUSE_CONCURRENCY) applies; only the capacity's default bound, shared fairly between
+	// replayed scans.
 	replayCapacity *psi.Capacity
 	// slots are each kind's worker slots free now, by worker number: a job holds one from its
 	// claim to its end, except a scan while it discovers its pages (see scan).
@@ -218,7 +221,7 @@ func NewPool(cfg PoolConfig) *Pool {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	p := &Pool{cfg: cfg, stop: make(chan struct{}), replayCapacity: psi.NewCapacity(psi.CapacityConfig{MaxInFlight: cfg.Capacity.MaxInFlight()}),
+	p := &Pool{cfg: cfg, stop: make(chan struct{}), replayCapacity: psi.NewCapacity(psi.CapacityConfig{}),
 		slots: map[string]chan int{}, wakes: map[string]chan struct{}{}, discovering: map[string]int{}}
 	p.jobsCtx, p.cancel = context.WithCancelCause(context.Background())
 	p.kinds = map[string]KindWorker{store.KindScan: {kind: store.KindScan, workers: cfg.Workers, perWorkspace: cfg.WorkspaceScans, work: p.workScan}}
@@ -272,14 +275,12 @@ func (p *Pool) Start() {
 			loop()
 		}()
 	}
-	kinds := make([]string, 0, len(p.kinds))
-	for k := range p.kinds {
-		kinds = append(kinds, k)
-	}
-	slices.Sort(kinds)
-	p.cfg.Log.Info("scanner started", "workers", p.cfg.Workers, "scans_per_workspace", p.cfg.WorkspaceScans, "kinds", strings.Join(kinds, ","), "worker_id", p.cfg.WorkerID,
+	p.cfg.Log.Info("scanner started", "workers", p.cfg.Workers, "scans_per_workspace", p.cfg.WorkspaceScans, "kinds", strings.Join(p.Kinds(), ","), "worker_id", p.cfg.WorkerID,
 		"max_inflight", p.cfg.Capacity.MaxInFlight(), "notify", p.cfg.Wake != nil, "poll", p.cfg.Poll)
 }
+
+// Kinds are the kinds of job the pool runs, in order.
+func (p *Pool) Kinds() []string { return slices.Sorted(maps.Keys(p.kinds)) }
 
 // Stop claims nothing more and waits for running jobs to finish until ctx ends; then it
 // cancels them, and each returns its job to the queue (within ReleaseGrace) so another

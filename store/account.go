@@ -118,9 +118,15 @@ type Accounts interface {
 	// replaced, every session of the account and every other pending link deleted. It answers
 	// the account (with its new hash).
 	ResetPassword(ctx context.Context, tokenHash, passwordHash string, now time.Time) (User, error)
-	// ChangePassword replaces the password hash and deletes every session of the user but
-	// keepSession (a token hash, or "" for none) and every pending link, in one transaction.
-	ChangePassword(ctx context.Context, userID, passwordHash, keepSession string) error
+	// ChangePassword replaces the password hash (PasswordChangedAt becomes now) and deletes
+	// every session of the user but keepSession (a token hash, or "" for none) and every
+	// pending link, in one transaction. ResetPassword sets PasswordChangedAt to its now too.
+	ChangePassword(ctx context.Context, userID, passwordHash, keepSession string, now time.Time) error
+	// EndGrantsSince ends the OAuth grants of the user made at or after since (the time the
+	// password was last set): every token of a family whose first token was issued since is
+	// revoked, and every consent given since is forgotten with all its client's tokens. It
+	// answers the apps ended, newest first, with their names. Grants made before since stay.
+	EndGrantsSince(ctx context.Context, userID string, since, now time.Time) ([]Consent, error)
 	// ConfirmEmail uses an e-mail change link, in one transaction: the account's e-mail
 	// becomes the link's and the link is marked used. It answers the account as it was (its
 	// old e-mail) and the new address. ErrConflict, and the link left unused, when another

@@ -1,23 +1,17 @@
 package store
 
 import (
-	"context"
-	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"strings"
-	"syscall"
 )
 
 // Sentinel errors. Implementations wrap them with %w; Classify finds them.
 var (
 	ErrNotFound = errors.New("not found")
 	ErrConflict = errors.New("conflict")
-	// ErrUnavailable means the database could not be reached or dropped the connection (a
-	// restart, a failover, a network cut), rather than a bad query or bad data. Such a failure
+	// ErrUnavailable means the database could not be reached, dropped the connection (a
+	// restart, a failover, a network cut) or lost what the store keeps in it (the database or
+	// its schema dropped), rather than a bad query or bad data. Such a failure
 	// is the database's and passes: handlers answer 503 with Retry-After instead of 500, and the
 	// scanner retries the write instead of failing the scan. database/sql reconnects by itself
 	// on the next call.
@@ -36,9 +30,10 @@ var (
 func NotFound(what string) error { return fmt.Errorf("%s: %w", what, ErrNotFound) }
 
 // Classify is the one mapping from what went wrong in a store call to the sentinel its caller
-// acts on: ErrNotFound, ErrConflict, ErrInvalid, ErrScanActive, ErrLeaseLost, or ErrUnavailable for the
-// driver's and the network's connection failures. Any other error (a bug: a 500) comes back
-// as it is, and nil as nil.
+// acts on: ErrNotFound, ErrConflict, ErrInvalid, ErrScanActive, ErrLeaseLost, ErrForbidden,
+// ErrGone, or ErrUnavailable for a store whose backend is away (as the store that has one reads
+// its own errors: RegisterOutage). Any other error (a bug: a 500) comes back as it is, and nil as
+// nil.
 func Classify(err error) error {
 	if err == nil {
 		return nil
@@ -48,56 +43,18 @@ func Classify(err error) error {
 			return sentinel
 		}
 	}
-	if unreachable(err) {
-		return ErrUnavailable
+	for _, away := range outages {
+		if away(err) {
+			return ErrUnavailable
+		}
 	}
 	return err
 }
 
-// unreachable answers whether err is a connection failure of the driver or the network.
-func unreachable(err error) bool {
-	// The driver's error, read through the SQLSTATE it reports (lib/pq's *pq.Error has
-	// SQLState), so this package needs no driver.
-	var pe interface{ SQLState() string }
-	if errors.As(err, &pe) {
-		switch class(pe.SQLState()) {
-		case "08", // connection exception
-			"57", // operator intervention: admin_shutdown, crash_shutdown, cannot_connect_now
-			"53": // insufficient resources: too_many_connections, out of memory, disk full
-			return true
-		}
-		return false
-	}
-	// database/sql's own: a call after the pool was closed (a request racing the shutdown).
-	if strings.Contains(err.Error(), "sql: database is closed") {
-		return true
-	}
-	var ne net.Error
-	var oe *net.OpError
-	switch {
-	case errors.Is(err, driver.ErrBadConn),
-		errors.Is(err, sql.ErrConnDone),
-		errors.Is(err, io.EOF),
-		errors.Is(err, io.ErrUnexpectedEOF),
-		errors.Is(err, syscall.ECONNREFUSED),
-		errors.Is(err, syscall.ECONNRESET),
-		errors.Is(err, syscall.EPIPE),
-		errors.As(err, &oe):
-		return true
-	case errors.As(err, &ne) && ne.Timeout():
-		return true
-	case errors.Is(err, context.DeadlineExceeded):
-		// A query that ran out of time while the database did not answer; a request whose
-		// client went away ends with context.Canceled instead, which is not counted.
-		return true
-	}
-	return false
-}
+// outages are the stores' readings of their own errors as outages (RegisterOutage).
+var outages []func(error) bool
 
-// class is the class of a SQLSTATE code: its first two characters.
-func class(code string) string {
-	if len(code) < 2 {
-		return code
-	}
-	return code[:2]
-}
+// RegisterOutage adds away to what Classify reads as ErrUnavailable: a store with a backend
+// (store/postgres) registers, from its package's init, how its driver and the network say that
+// the backend is away, so this package knows no database package. Call it only from an init.
+func RegisterOutage(away func(error) bool) { outages = append(outages, away) }

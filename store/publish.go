@@ -94,3 +94,31 @@ func (p Publish) Line() string {
 	}
 	return line
 }
+
+// KindFollowUp is the job that scans a site again once its scan in flight has ended, because
+// the site was published while that scan ran (EnqueueFollowUp): the scanner's worker enqueues
+// the scan, and snoozes while the site still has one in flight.
+const KindFollowUp = "followup"
+
+// FollowUpJob is the args of a KindFollowUp job: the site to scan again.
+type FollowUpJob struct {
+	SiteID      string `json:"siteId"`
+	WorkspaceID string `json:"workspaceId"`
+}
+
+func (FollowUpJob) Kind() string { return KindFollowUp }
+
+// Workspace is the site's workspace: the claim shares the workers between workspaces by it.
+func (f FollowUpJob) Workspace() string { return f.WorkspaceID }
+
+// FollowUp is what EnqueueFollowUp did with a publish that came while a scan was in flight.
+type FollowUp string
+
+const (
+	// FollowUpQueued: a follow-up scan will audit the publish once the scan in flight ends.
+	FollowUpQueued FollowUp = "queued"
+	// FollowUpJoined: the site's follow-up, queued by an earlier publish, will audit it.
+	FollowUpJoined FollowUp = "joined"
+	// FollowUpCovered: the scan in flight has not started; it will audit the publish itself.
+	FollowUpCovered FollowUp = "covered"
+)

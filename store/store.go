@@ -371,7 +371,8 @@ type Reports interface {
 	ReportScan(ctx context.Context, r Report) (Scan, Site, []PageResult, error)
 }
 
-// Webhooks keeps the replay guard of the publish webhook.
+// Webhooks keeps the replay guard of the publish webhook, which also makes a one-time notice
+// of the web UI single use (keys "notice:<id>").
 type Webhooks interface {
 	// SeenDelivery records a delivery by a key (the hash of its body or of its event id) and
 	// answers whether the same key was already seen after since.
@@ -388,6 +389,13 @@ type Webhooks interface {
 	// PublishesOfScans gives the publish that started each scan, by scan id; a scan not
 	// started by a publish, or not the user's, has no entry.
 	PublishesOfScans(ctx context.Context, userID string, scanIDs []string) (map[string]Publish, error)
+	// EnqueueFollowUp keeps a publish of the site that came while a scan was in flight from
+	// being lost (system: the publish webhook, after EnqueueScan answered ErrScanActive): when
+	// the scan in flight is still queued (it has looked at no page) it covers the publish;
+	// otherwise a KindFollowUp job of the site is enqueued runnable at runAt, unless one is
+	// already waiting, which the publish joins: at most one per site, whoever publishes.
+	// ErrNotFound for an unknown site.
+	EnqueueFollowUp(ctx context.Context, siteID string, runAt time.Time) (FollowUp, error)
 }
 
 // Channels are where a workspace's alerts go, and the record of what was sent to each. The

@@ -13,6 +13,9 @@ type User struct {
 	PasswordHash      string
 	NotifyRegressions bool
 	CreatedAt         time.Time
+	// PasswordChangedAt is when the password was last set: CreatedAt until it is changed or
+	// reset. The OAuth grants made since are the ones an intruder may have made (EndGrantsSince).
+	PasswordChangedAt time.Time
 }
 
 // Session is a signed-in browser. Only the SHA-256 of its cookie value is kept.

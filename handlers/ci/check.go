@@ -8,10 +8,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"sitepulse/scanner/analysis"
@@ -37,9 +39,10 @@ func (e *ExitCode) Error() string {
 
 func (e *ExitCode) Unwrap() error { return e.Err }
 
-// cannotJudge is exit 2 with its reason.
+// cannotJudge is exit 2 with its reason, one line with nothing of the service's that a
+// terminal or a runner would act on (safeLine): main prints it.
 func cannotJudge(format string, a ...any) error {
-	return &ExitCode{Code: 2, Err: fmt.Errorf(format, a...)}
+	return &ExitCode{Code: 2, Err: errors.New(safeLine(fmt.Sprintf(format, a...)))}
 }
 
 // checkConfig is what `sitepulse check` was asked to do.
@@ -67,8 +70,12 @@ func parseCheck(args []string, getenv func(string) string, out io.Writer) (check
 
 Starts a SitePulse scan of a site (or judges its latest scan), waits for it, and judges it
 against the site's budgets. Exit status: 0 the budgets hold, 1 they are broken, 2 it could not
-judge (the reason is printed). The API key is read from SITEPULSE_API_KEY only, so it never
-shows in a process list; it must be allowed to start scans unless -latest or -scan is given.
+judge (the reason is printed). A service that answers 429 or 5xx, or does not answer in time,
+is asked again while -wait lasts; one that cannot be reached (no such host, connection
+refused) cannot judge, at once. What the service sends is printed and written with its
+control characters dropped and workflow-command prefixes made inert. The API key is read from
+SITEPULSE_API_KEY only, so it never shows in a process list; it must be allowed to start scans
+unless -latest or -scan is given.
 
 With GITHUB_STEP_SUMMARY set the Markdown verdict is appended to it; with GITHUB_TOKEN,
 GITHUB_REPOSITORY and GITHUB_SHA set (as in GitHub Actions; GITHUB_API_URL for GitHub
@@ -159,6 +166,20 @@ type checkViolation struct {
 
 func (v checkVerdict) judged() bool { return v.Status != nil && *v.Status == "complete" }
 
+// inert makes every string of the service's one safe line (safeLine), as printed.
+func (v *checkVerdict) inert() {
+	v.Site = safeLine(v.Site)
+	for _, p := range []*string{v.ScanID, v.Status, v.Reason, v.ScanURL} {
+		if p != nil {
+			*p = safeLine(*p)
+		}
+	}
+	for i := range v.Violations {
+		x := &v.Violations[i]
+		x.Metric, x.Operator, x.PagePath, x.Strategy = safeLine(x.Metric), safeLine(x.Operator), safeLine(x.PagePath), safeLine(x.Strategy)
+	}
+}
+
 // checkScan is a scan as POST /api/external/scans and a 202 show it.
 type checkScan struct {
 	ScanID         string `json:"scanId"`
@@ -169,12 +190,18 @@ type checkScan struct {
 	AlreadyRunning bool   `json:"alreadyRunning"`
 }
 
+// inert makes every string of the service's one safe line (safeLine), as printed.
+func (sc *checkScan) inert() {
+	sc.ScanID, sc.Status, sc.URL = safeLine(sc.ScanID), safeLine(sc.Status), safeLine(sc.URL)
+}
+
 // checker is one run of `sitepulse check`.
 type checker struct {
 	checkConfig
 	client *http.Client
 	out    io.Writer
 	sleep  func(ctx context.Context, d time.Duration) error
+	now    func() time.Time
 }
 
 // RunCheck is `sitepulse check args...`: it answers nil when the budgets hold (or -help was
@@ -188,7 +215,7 @@ func RunCheck(ctx context.Context, args []string, getenv func(string) string, st
 		}
 		return err
 	}
-	c := &checker{checkConfig: cfg, client: &http.Client{}, out: stdout, sleep: sleepCtx}
+	c := &checker{checkConfig: cfg, client: &http.Client{}, out: safeWriter{stdout}, sleep: sleepCtx, now: time.Now}
 	return c.run(ctx)
 }
 
@@ -236,19 +263,22 @@ func (c *checker) start(ctx context.Context) (checkScan, error) {
 	if err := json.Unmarshal(raw, &sc); err != nil || sc.ScanID == "" {
 		return sc, cannotJudge("starting a scan: the service's answer is not a scan: %.200s", raw)
 	}
+	sc.inert()
 	return sc, nil
 }
 
 // judge asks for the verdict, waiting (in requests of at most 10 minutes each) until the scan
 // finishes or c.wait runs out. A service restarting or overloaded is retried while time is
-// left: it answers 202 when it shuts down during a wait, 429 past its cap of waits, 502 to 504
-// behind a proxy.
+// left: it answers 202 when it shuts down during a wait, 429 past its cap of waits, 503 in an
+// outage, 502 to 504 behind a proxy; a request that timed out or whose connection broke is
+// retried too. A name that does not resolve or a connection refused is an answer: the check
+// cannot judge, at once.
 func (c *checker) judge(ctx context.Context) (checkVerdict, error) {
 	var v checkVerdict
-	deadline := time.Now().Add(c.wait)
+	deadline := c.now().Add(c.wait)
 	failures := 0
 	for {
-		left := time.Until(deadline).Truncate(time.Second)
+		left := deadline.Sub(c.now()).Truncate(time.Second)
 		waitFor := min(max(left, 0), maxWaitPerRequest)
 		resp, raw, err := c.post(ctx, "/api/external/budget-check", "json", c.judgeBody(waitFor), waitFor+time.Minute)
 		retry, last := time.Duration(0), ""
@@ -257,6 +287,9 @@ func (c *checker) judge(ctx context.Context) (checkVerdict, error) {
 			if ctx.Err() != nil {
 				return v, cannotJudge("interrupted: %v", ctx.Err())
 			}
+			if !transient(err) {
+				return v, cannotJudge("cannot reach the service: %v", err)
+			}
 			failures++
 			retry, last = backoff(failures), err.Error()
 			fmt.Fprintf(c.out, "SitePulse: the service did not answer (%v); retrying in %s\n", err, retry)
@@ -264,17 +297,19 @@ func (c *checker) judge(ctx context.Context) (checkVerdict, error) {
 			if err := json.Unmarshal(raw, &v); err != nil {
 				return v, cannotJudge("the service's verdict is not JSON: %.200s", raw)
 			}
+			v.inert()
 			return v, nil
 		case resp.StatusCode == http.StatusAccepted:
 			failures = 0
 			var sc checkScan
 			json.Unmarshal(raw, &sc)
-			if time.Until(deadline) <= 0 {
+			sc.inert()
+			if deadline.Sub(c.now()) <= 0 {
 				return v, cannotJudge("the scan %s is still %s after %s (%d of %d audits done): %s", sc.ScanID, sc.Status, c.wait, sc.PagesDone, sc.PagesTotal, sc.URL)
 			}
 			fmt.Fprintf(c.out, "SitePulse: scan %s %s, %d of %d audits done\n", sc.ScanID, sc.Status, sc.PagesDone, sc.PagesTotal)
 			retry = retryAfterHeader(resp, 0)
-		case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 502 && resp.StatusCode <= 504:
+		case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
 			failures++
 			retry, last = retryAfterHeader(resp, backoff(failures)), serviceError(resp, raw)
 			fmt.Fprintf(c.out, "SitePulse: %s; retrying in %s\n", last, retry)
@@ -284,13 +319,28 @@ func (c *checker) judge(ctx context.Context) (checkVerdict, error) {
 		if failures > 6 {
 			return v, cannotJudge("the service kept failing; last: %s", last)
 		}
-		if last != "" && time.Until(deadline) <= retry {
+		if last != "" && deadline.Sub(c.now()) <= retry {
 			return v, cannotJudge("no verdict within %s; last: %s", c.wait, last)
 		}
 		if err := c.sleep(ctx, retry); err != nil {
 			return v, cannotJudge("interrupted: %v", err)
 		}
 	}
+}
+
+// transient says whether a request that got no answer may get one when tried again: it timed
+// out, or its connection broke mid-way. A name that does not resolve, a connection refused, a
+// certificate refused are answers.
+func transient(err error) bool {
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return false
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
 }
 
 func (c *checker) judgeBody(wait time.Duration) map[string]any {
@@ -340,6 +390,7 @@ func (c *checker) finish(ctx context.Context, v *checkVerdict, scanURL string, f
 			if md, err := c.report(ctx, v, "markdown"); err != nil {
 				fmt.Fprintf(c.out, "SitePulse: could not fetch the Markdown summary: %v\n", err)
 			} else {
+				md = []byte(safeText(string(md), true))
 				c.writeFile(c.summary, md, true)
 				c.writeFile(c.md, md, false)
 			}
@@ -480,7 +531,7 @@ func serviceError(resp *http.Response, raw []byte) string {
 			msg += ": " + string(e.Error) // a 422's {formErrors, fieldErrors}
 		}
 	}
-	return msg
+	return safeLine(msg)
 }
 
 func retryAfterHeader(resp *http.Response, def time.Duration) time.Duration {

@@ -13,25 +13,52 @@ import (
 // gave (its name, page paths, who published) goes through mdText, so a site named
 // "<img src=x onerror=...>" or "**[click](https://evil)**" shows as those characters.
 
-// mdText escapes s for Markdown text, a table cell included: every ASCII punctuation character
-// gets a backslash (CommonMark lets any be escaped, and an escaped one is never markup, an
-// entity, an HTML tag, an autolink's "www." or "://", nor GFM's table "|"), and line breaks,
-// tabs and other control characters become spaces, so nothing ends a line or a table row.
+// mdText escapes s for Markdown text, a table cell included, escaping only what GitHub-flavoured
+// Markdown would read as markup, so the file reads as written ("/pricing", "1.2 s", "-37"):
+//   - inline markup anywhere: \ ` * _ [ ] < | ~ (emphasis, code, links and images, HTML and
+//     autolinks, GFM's table cells and strikethrough) and $ (GitHub's math);
+//   - an & that starts an entity ("&amp;"), the "." of "www." and the ":" of "://" (GFM's
+//     autolinks), an @ before a name (an e-mail autolink);
+//   - what starts a block when the text starts a line (a list item's, a reason's): # > - + =
+//     and the "." or ")" of "1." or "1)".
+//
+// Line breaks, tabs and other control characters become spaces, so nothing ends a line or a
+// table row.
 func mdText(s string) string {
 	var b strings.Builder
-	b.Grow(len(s) + len(s)/4)
-	for _, c := range s {
+	b.Grow(len(s) + len(s)/8)
+	for i, c := range s {
 		switch {
 		case c < 0x20 || c == 0x7f || c == 0x85 || c == 0x2028 || c == 0x2029:
 			b.WriteByte(' ')
-		case c < 0x80 && strings.ContainsRune("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~", c):
+			continue
+		case strings.ContainsRune("\\`*_[]<|~$", c),
+			c == '&' && entityAt(s[i+1:]),
+			c == '.' && strings.HasSuffix(strings.ToLower(s[:i]), "www"),
+			c == ':' && strings.HasPrefix(s[i+1:], "//"),
+			c == '@' && i > 0 && i+1 < len(s) && isWordByte(s[i+1]),
+			i == 0 && strings.ContainsRune("#>-+=", c),
+			(c == '.' || c == ')') && i > 0 && strings.TrimLeft(s[:i], "0123456789") == "":
 			b.WriteByte('\\')
-			b.WriteRune(c)
-		default:
-			b.WriteRune(c)
 		}
+		b.WriteRune(c)
 	}
 	return b.String()
+}
+
+// entityAt says whether s, the text after an &, makes it an entity or a character reference:
+// a name or a number, then ";".
+func entityAt(s string) bool {
+	s = strings.TrimPrefix(s, "#")
+	n := 0
+	for n < len(s) && n < 32 && isWordByte(s[n]) && s[n] != '_' {
+		n++
+	}
+	return n > 0 && n < len(s) && s[n] == ';'
+}
+
+func isWordByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_'
 }
 
 // Markdown writes a verdict: a heading with the outcome, a line naming the scan (linked),

@@ -4,10 +4,12 @@
 package metrics
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	rtmetrics "runtime/metrics"
@@ -27,8 +29,9 @@ import (
 // stores' wrappers (CountedScans, CountedDeliveries); the other
 // figures are read at each scrape from the sources main sets before serving.
 type Metrics struct {
-	// Role is the process's -role (web, worker or all): sitepulse_info's label.
-	Role string
+	// Role is the process's -role (web, worker or all), and Version the build's (sitepulse
+	// -version): sitepulse_info's labels.
+	Role, Version string
 	// Scans counts the scans this process finished, by outcome: completed or failed.
 	Scans Outcomes
 	// Audits counts the audits this process made, by outcome: ok (a page result) or failed.
@@ -38,6 +41,9 @@ type Metrics struct {
 	Deliveries Outcomes
 	// Jobs reads the queue's figures at each scrape; nil leaves the job families out.
 	Jobs JobFigures
+	// JobKinds are the kinds of job the queue runs (scanner.Pool.Kinds): each has its job
+	// series from the first scrape, 0 while none is queued.
+	JobKinds []string
 	// DB is the Postgres connection pool's figures; nil (the memory store) leaves them out.
 	DB func() sql.DBStats
 	// PSI is the PageSpeed Insights client's day (this process's calls counted against
@@ -75,16 +81,28 @@ func (o *Outcomes) Add(outcome string) {
 	v.(*atomic.Int64).Add(1)
 }
 
-// each calls fn for every outcome in order.
-func (o *Outcomes) each(fn func(outcome string, n int64)) {
-	var keys []string
+// each calls fn for every outcome in order: the known ones (0 until counted) and any other
+// counted.
+func (o *Outcomes) each(known []string, fn func(outcome string, n int64)) {
+	keys := slices.Clone(known)
 	o.m.Range(func(k, _ any) bool { keys = append(keys, k.(string)); return true })
 	slices.Sort(keys)
-	for _, k := range keys {
-		v, _ := o.m.Load(k)
-		fn(k, v.(*atomic.Int64).Load())
+	for _, k := range slices.Compact(keys) {
+		var n int64
+		if v, ok := o.m.Load(k); ok {
+			n = v.(*atomic.Int64).Load()
+		}
+		fn(k, n)
 	}
 }
+
+// The outcomes each counter has a series of from the first scrape.
+var (
+	scanOutcomes     = []string{"completed", "failed"}
+	auditOutcomes    = []string{"ok", "failed"}
+	deliveryOutcomes = []string{store.DeliveryDelivered, store.DeliveryPending, store.DeliveryFailed}
+	jobStates        = []store.JobState{store.JobAvailable, store.JobRunning}
+)
 
 // InFlight is the number of requests being answered now: shutdown waits for it to reach zero
 // while /readyz answers 503.
@@ -142,8 +160,10 @@ type family struct {
 // (sitepulse_ prefix, _total counters, base units in _seconds and _bytes); label values are
 // bounded: route patterns from routes.go, status codes, fixed outcomes, job kinds and states.
 var families = []family{
-	{"sitepulse_info", "gauge", "Always 1; role is this process's -role (web, worker or all).",
-		func(m *Metrics, _ context.Context, e *expo) { e.sample("sitepulse_info", 1, "role", m.Role) }, nil},
+	{"sitepulse_info", "gauge", "Always 1; role is this process's -role (web, worker or all), version its build's (sitepulse -version).",
+		func(m *Metrics, _ context.Context, e *expo) {
+			e.sample("sitepulse_info", 1, "role", m.Role, "version", m.Version)
+		}, nil},
 	{"sitepulse_http_requests_in_flight", "gauge", "HTTP requests being answered now.",
 		func(m *Metrics, _ context.Context, e *expo) {
 			e.sample("sitepulse_http_requests_in_flight", float64(m.inFlight.Load()))
@@ -174,34 +194,57 @@ var families = []family{
 		}, nil},
 	{"sitepulse_jobs", "gauge", "Jobs in the queue (every process's), by kind and state: available (waiting or scheduled) or running.",
 		func(m *Metrics, ctx context.Context, e *expo) {
+			type series struct {
+				kind  string
+				state store.JobState
+			}
+			jobs := map[series]int{}
+			for _, k := range m.JobKinds {
+				for _, st := range jobStates {
+					jobs[series{k, st}] = 0
+				}
+			}
 			for _, f := range e.jobs {
-				e.sample("sitepulse_jobs", float64(f.Jobs), "kind", f.Kind, "state", string(f.State))
+				jobs[series{f.Kind, f.State}] += f.Jobs
+			}
+			keys := slices.SortedFunc(maps.Keys(jobs), func(a, b series) int {
+				return cmp.Or(cmp.Compare(a.kind, b.kind), cmp.Compare(a.state, b.state))
+			})
+			for _, k := range keys {
+				e.sample("sitepulse_jobs", float64(jobs[k]), "kind", k.kind, "state", string(k.state))
 			}
 		}, hasJobs},
 	{"sitepulse_jobs_oldest_runnable_age_seconds", "gauge", "Age of the oldest job that could run now but waits for a worker, by kind (0: none waits).",
 		func(m *Metrics, ctx context.Context, e *expo) {
 			now := m.now()
 			oldest := map[string]float64{}
-			var kinds []string
+			for _, k := range m.JobKinds {
+				oldest[k] = 0
+			}
 			for _, f := range e.jobs {
 				if _, ok := oldest[f.Kind]; !ok {
-					kinds = append(kinds, f.Kind)
 					oldest[f.Kind] = 0
 				}
 				if !f.OldestRunnable.IsZero() {
 					oldest[f.Kind] = max(oldest[f.Kind], now.Sub(f.OldestRunnable).Seconds())
 				}
 			}
-			for _, k := range kinds {
+			for _, k := range slices.Sorted(maps.Keys(oldest)) {
 				e.sample("sitepulse_jobs_oldest_runnable_age_seconds", oldest[k], "kind", k)
 			}
 		}, hasJobs},
 	{"sitepulse_scans_total", "counter", "Scans this process finished, by outcome: completed or failed.",
-		func(m *Metrics, _ context.Context, e *expo) { e.outcomes("sitepulse_scans_total", &m.Scans) }, nil},
+		func(m *Metrics, _ context.Context, e *expo) {
+			e.outcomes("sitepulse_scans_total", &m.Scans, scanOutcomes)
+		}, nil},
 	{"sitepulse_audits_total", "counter", "Page audits this process made, by outcome: ok (a page result) or failed (a page error).",
-		func(m *Metrics, _ context.Context, e *expo) { e.outcomes("sitepulse_audits_total", &m.Audits) }, nil},
+		func(m *Metrics, _ context.Context, e *expo) {
+			e.outcomes("sitepulse_audits_total", &m.Audits, auditOutcomes)
+		}, nil},
 	{"sitepulse_deliveries_total", "counter", "Alert delivery attempts this process recorded, by outcome: delivered, pending (tried again later) or failed.",
-		func(m *Metrics, _ context.Context, e *expo) { e.outcomes("sitepulse_deliveries_total", &m.Deliveries) }, nil},
+		func(m *Metrics, _ context.Context, e *expo) {
+			e.outcomes("sitepulse_deliveries_total", &m.Deliveries, deliveryOutcomes)
+		}, nil},
 	{"sitepulse_psi_quota_used", "gauge", "PageSpeed Insights calls this process made in the current quota day (PSI_DAILY_LIMIT).",
 		func(m *Metrics, _ context.Context, e *expo) {
 			e.sample("sitepulse_psi_quota_used", float64(e.psi.Used))
@@ -308,8 +351,8 @@ func (e *expo) sample(name string, v float64, labels ...string) {
 	e.w.WriteByte('\n')
 }
 
-func (e *expo) outcomes(name string, o *Outcomes) {
-	o.each(func(outcome string, n int64) { e.sample(name, float64(n), "outcome", outcome) })
+func (e *expo) outcomes(name string, o *Outcomes, known []string) {
+	o.each(known, func(outcome string, n int64) { e.sample(name, float64(n), "outcome", outcome) })
 }
 
 var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)

@@ -85,18 +85,19 @@ func ScoresChart(at []time.Time, scores []store.ScanScores, marks ...Mark) strin
 // the desktop's is smaller): a character takes about 0.6 of it, and tick labels closer than
 // ChartTickGap would touch.
 const (
-	chartW, chartH                               = 640, 300 // tall enough on a phone; the desktop stylesheet caps its height
-	chartLeft, chartRight, chartTop, chartBottom = 40, 12, 10, 36
+	chartW, chartH                               = 640, 300       // tall enough on a phone; the desktop stylesheet caps its height
+	chartLeft, chartRight, chartTop, chartBottom = 40, 12, 20, 36 // the top tick's label, on its line, needs 20 at the phone size
 	ChartPhoneFont                               = 26
 	ChartTickGap                                 = ChartPhoneFont
 	chartTitleW                                  = ChartPhoneFont + 6 // the rotated y-axis title's column
 )
 
-// LineChart draws lines over time as an inline SVG, oldest point on the left. A missing value
-// breaks its line instead of dropping to zero; a line with no value at all is not drawn. Each
-// mark is a dashed line behind the lines, placed in time between the points around it (at the
-// right edge when it came after the last); one before the first point is off the chart. Every
-// label is escaped.
+// LineChart draws lines over time as an inline SVG, oldest point on the left, each point placed
+// by its time (two scans a day apart and the next a week later are drawn so). Dates are written
+// under round times a step apart (dateTicks), else under the first and last points. A missing
+// value breaks its line instead of dropping to zero; a line with no value at all is not drawn.
+// Each mark is a dashed line behind the lines, at its time (at the right edge when it came after
+// the last point); one before the first point is off the chart. Every label is escaped.
 func LineChart(label string, at []time.Time, scale Scale, lines []Line, marks ...Mark) string {
 	plotH := float64(chartH - chartTop - chartBottom)
 	y := func(v float64) float64 { return chartTop + plotH*(1-v/scale.Max) }
@@ -111,12 +112,14 @@ func LineChart(label string, at []time.Time, scale Scale, lines []Line, marks ..
 		}
 	}
 	plotW := float64(chartW - left - chartRight)
-	x := func(i int) float64 {
-		if len(at) == 1 {
+	first, span := at[0], at[len(at)-1].Sub(at[0])
+	xAt := func(t time.Time) float64 {
+		if span <= 0 {
 			return float64(left) + plotW/2
 		}
-		return float64(left) + plotW*float64(i)/float64(len(at)-1)
+		return float64(left) + plotW*float64(t.Sub(first))/float64(span)
 	}
+	x := func(i int) float64 { return xAt(at[i]) }
 
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg class="trend" viewBox="0 0 %d %d" role="img" aria-label="%s" xmlns="http://www.w3.org/2000/svg">`,
@@ -129,35 +132,32 @@ func LineChart(label string, at []time.Time, scale Scale, lines []Line, marks ..
 	}
 	fmt.Fprintf(&b, `<text class="axis-title" transform="translate(%d %s) rotate(-90)" text-anchor="middle">%s</text>`,
 		ChartPhoneFont-4, num(chartTop+plotH/2), html.EscapeString(scale.Title))
-	// Dates under the first and last points (and the middle one when there are many).
-	labels := []int{0}
-	if len(at) > 4 {
-		labels = append(labels, len(at)/2)
-	}
-	if len(at) > 1 {
-		labels = append(labels, len(at)-1)
-	}
-	// Two labelled points of one day are told apart by their times.
-	layout := "2 Jan"
-	for j := 1; j < len(labels); j++ {
-		if a, b := at[labels[j-1]].UTC(), at[labels[j]].UTC(); a.YearDay() == b.YearDay() && a.Year() == b.Year() {
+	ticks := dateTicks(at[0], at[len(at)-1], plotW)
+	if len(ticks) < 2 { // a short span: the first and last points' dates, their times when one day has both
+		layout := "2 Jan"
+		if a, b := at[0].UTC(), at[len(at)-1].UTC(); span > 0 && a.YearDay() == b.YearDay() && a.Year() == b.Year() {
 			layout = "2 Jan 15:04"
 		}
-	}
-	for _, i := range labels {
-		anchor := "middle"
-		if len(at) > 1 && i == 0 {
-			anchor = "start"
-		} else if len(at) > 1 && i == len(at)-1 {
-			anchor = "end"
+		ticks = []dateTick{{at[0], at[0].UTC().Format(layout)}}
+		if span > 0 {
+			ticks = append(ticks, dateTick{at[len(at)-1], at[len(at)-1].UTC().Format(layout)})
 		}
-		fmt.Fprintf(&b, `<text class="axis date" x="%s" y="%d" text-anchor="%s">%s</text>`, num(x(i)), chartH-6, anchor,
-			html.EscapeString(at[i].UTC().Format(layout)))
+	}
+	bottom := chartH - chartBottom
+	for _, t := range ticks {
+		// Centred under its time, kept inside the drawing.
+		tx, half := xAt(t.At), 0.3*ChartPhoneFont*float64(len([]rune(t.Text)))
+		cx := min(max(tx, half), chartW-half)
+		fmt.Fprintf(&b, `<line class="grid" x1="%s" y1="%d" x2="%s" y2="%d"/>`, num(tx), bottom, num(tx), bottom+5)
+		fmt.Fprintf(&b, `<text class="axis date" x="%s" y="%d" text-anchor="middle">%s</text>`, num(cx), chartH-6, html.EscapeString(t.Text))
 	}
 	for _, m := range marks {
-		mx, ok := timeX(at, m.At, x)
-		if !ok {
+		if m.At.Before(first) {
 			continue
+		}
+		mx := xAt(m.At)
+		if m.At.After(at[len(at)-1]) {
+			mx = x(len(at) - 1)
 		}
 		fmt.Fprintf(&b, `<g class="publish"><line x1="%s" y1="%d" x2="%s" y2="%d"/><path d="M%s %d l5 -8 h-10 z"/><title>%s</title></g>`,
 			num(mx), chartTop, num(mx), chartH-chartBottom, num(mx), chartTop, html.EscapeString(m.Label))
@@ -187,22 +187,73 @@ func LineChart(label string, at []time.Time, scale Scale, lines []Line, marks ..
 	return b.String()
 }
 
-// timeX places t on a chart whose points, at the times at, sit at x(i): between the two points
-// around it in proportion to time, at the last point when t is after it; false before the first.
-func timeX(at []time.Time, t time.Time, x func(int) float64) (float64, bool) {
-	if len(at) == 0 || t.Before(at[0]) {
-		return 0, false
-	}
-	for i := 0; i+1 < len(at); i++ {
-		if t.Before(at[i+1]) {
-			span := at[i+1].Sub(at[i])
-			if span <= 0 {
-				return x(i), true
+// tickSteps are the steps between the dates under a chart, finest first, with how each writes
+// its time ("" for hours: see dateTicks): hours, days, weeks (7 days from a Monday), months.
+var tickSteps = []struct {
+	step   time.Duration // 0: months
+	months int
+	layout string
+}{
+	{time.Hour, 0, ""}, {2 * time.Hour, 0, ""}, {3 * time.Hour, 0, ""}, {6 * time.Hour, 0, ""}, {12 * time.Hour, 0, ""},
+	{24 * time.Hour, 0, "2 Jan"}, {48 * time.Hour, 0, "2 Jan"}, {7 * 24 * time.Hour, 0, "2 Jan"}, {14 * 24 * time.Hour, 0, "2 Jan"},
+	{0, 1, "Jan 2006"}, {0, 2, "Jan 2006"}, {0, 3, "Jan 2006"}, {0, 6, "Jan 2006"}, {0, 12, "2006"},
+}
+
+// dateTick is a time written under a chart.
+type dateTick struct {
+	At   time.Time
+	Text string
+}
+
+// dateTicks are the round times from t0 to t1 (UTC hours, midnights, Mondays, firsts of months)
+// written under a chart width units wide: the finest step whose labels fit at the phone size
+// with a gap between them. Hours are written "15:04" and midnights by their day ("2 Jan"); when
+// no midnight falls in the span the first hour says its day too. None when no round time falls
+// in the span.
+func dateTicks(t0, t1 time.Time, width float64) []dateTick {
+	t0, t1 = t0.UTC(), t1.UTC()
+	for _, s := range tickSteps {
+		var at []time.Time
+		if s.months == 0 {
+			t := t0.Truncate(s.step) // the zero time is a Monday midnight, UTC
+			if t.Before(t0) {
+				t = t.Add(s.step)
 			}
-			return x(i) + (x(i+1)-x(i))*float64(t.Sub(at[i]))/float64(span), true
+			for ; !t.After(t1) && len(at) <= 60; t = t.Add(s.step) {
+				at = append(at, t)
+			}
+		} else {
+			m := (int(t0.Month()) - 1) / s.months * s.months
+			t := time.Date(t0.Year(), time.Month(m+1), 1, 0, 0, 0, 0, time.UTC)
+			if t.Before(t0) {
+				t = t.AddDate(0, s.months, 0)
+			}
+			for ; !t.After(t1) && len(at) <= 60; t = t.AddDate(0, s.months, 0) {
+				at = append(at, t)
+			}
+		}
+		ticks, widest, midnight := make([]dateTick, len(at)), 0, false
+		for i, t := range at {
+			text := t.Format(s.layout)
+			if s.layout == "" {
+				text = t.Format("15:04")
+				if t.Hour() == 0 {
+					text, midnight = t.Format("2 Jan"), true
+				}
+			}
+			ticks[i] = dateTick{t, text}
+		}
+		if s.layout == "" && !midnight && len(ticks) > 0 {
+			ticks[0].Text = ticks[0].At.Format("2 Jan 15:04")
+		}
+		for _, t := range ticks {
+			widest = max(widest, len([]rune(t.Text)))
+		}
+		if float64(len(ticks))*(0.6*ChartPhoneFont*float64(widest)+ChartTickGap) <= width+ChartTickGap {
+			return ticks
 		}
 	}
-	return x(len(at) - 1), true
+	return nil
 }
 
 // NiceCeil rounds v up to 1, 2, 2.5 or 5 times a power of ten, for an axis top people read.

@@ -81,8 +81,8 @@ func TestTrendChartMarksPublishes(t *testing.T) {
 	for _, c := range charts[:2] { // the score charts: scans at x 87, 357.5 and 628
 		got := string(c.SVG)
 		for _, want := range []string{
-			`<g class="publish"><line x1="222.2" y1="10" x2="222.2" y2="264"/>`, `<title>Published by &lt;b&gt;Ana&lt;/b&gt;, 1 Nov 21:00</title>`,
-			`<line x1="628" y1="10" x2="628" y2="264"/>`, `<title>Published 3 Nov 10:00</title>`,
+			`<g class="publish"><line x1="222.2" y1="20" x2="222.2" y2="264"/>`, `<title>Published by &lt;b&gt;Ana&lt;/b&gt;, 1 Nov 21:00</title>`,
+			`<line x1="628" y1="20" x2="628" y2="264"/>`, `<title>Published 3 Nov 10:00</title>`,
 		} {
 			if !strings.Contains(got, want) {
 				t.Errorf("%s chart lacks %q:\n%s", c.ID, want, got)
@@ -169,22 +169,22 @@ func TestTrendSVG(t *testing.T) {
 	}{
 		{name: "no scans draw nothing", points: nil},
 		{name: "one scan is a dot per category in the middle", points: []TrendPoint{{At: day(1), Scores: full(50)}},
-			want: []string{`cx="357.5"`, `d="M357.5 137"`, ">1 Nov<", ">25<", ">75<"}, circles: 4, paths: 4},
+			want: []string{`cx="357.5"`, `d="M357.5 142"`, ">1 Nov<", ">25<", ">75<"}, circles: 4, paths: 4},
 		{name: "scores map 100 to the top and 0 to the bottom", points: []TrendPoint{{At: day(1), Scores: full(100)}, {At: day(2), Scores: full(0)}},
-			want: []string{`d="M87 10 L628 264"`, ">1 Nov<", ">2 Nov<", "Performance 100 · 1 Nov 2026, 09:00 UTC"}, circles: 8, paths: 4},
+			want: []string{`d="M87 20 L628 264"`, ">12:00<", ">18:00<", ">2 Nov<", ">06:00<", "Performance 100 · 1 Nov 2026, 09:00 UTC"}, circles: 8, paths: 4},
 		{name: "a missing score breaks its line", points: []TrendPoint{{At: day(1), Scores: full(10)}, {At: day(2), Scores: store.ScanScores{SEO: p(90), Accessibility: p(80), BestPractices: p(70)}}, {At: day(3), Scores: full(30)}},
-			want: []string{`d="M87 238.6 M628 187.8"`}, circles: 11, paths: 4},
+			want: []string{`d="M87 239.6 M628 190.8"`}, circles: 11, paths: 4},
 		{name: "two scans of one day are told apart by their times", points: []TrendPoint{{At: day(1), Scores: full(50)}, {At: day(1).Add(2 * time.Hour), Scores: full(60)}},
 			want: []string{">1 Nov 09:00<", ">1 Nov 11:00<"}, circles: 8, paths: 4},
 		{name: "a category with no score at all has no line", points: []TrendPoint{{At: day(1), Scores: store.ScanScores{SEO: p(1)}}, {At: day(2), Scores: store.ScanScores{SEO: p(2)}}},
 			notWant: []string{"s-perf", "s-a11y"}, circles: 2, paths: 1},
-		{name: "twenty scans label the first, middle and last", points: func() []TrendPoint {
+		{name: "twenty daily scans label the weeks, from Monday 2 Nov", points: func() []TrendPoint {
 			var ps []TrendPoint
 			for i := 1; i <= 20; i++ {
 				ps = append(ps, TrendPoint{At: day(i), Scores: full(i * 5)})
 			}
 			return ps
-		}(), want: []string{">1 Nov<", ">11 Nov<", ">20 Nov<", "last 20 completed scans"}, circles: 80, paths: 4},
+		}(), want: []string{">2 Nov<", ">9 Nov<", ">16 Nov<", "last 20 completed scans"}, circles: 80, paths: 4},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got := string(TrendScores(tt.points))
@@ -217,5 +217,44 @@ func TestTrendSVG(t *testing.T) {
 				t.Errorf("%d paths, want %d", n, tt.paths)
 			}
 		})
+	}
+}
+
+// TestChartSpacesByTime: points sit where their times put them (two scans a day apart, the next a
+// week later), the dates under the chart are round times between the ends, and nothing is
+// drawn outside the drawing at the phone size: the top tick's "100" nor the dates at the edges.
+func TestChartSpacesByTime(t *testing.T) {
+	i := func(v int) *int { return &v }
+	at := func(d, h int) time.Time { return time.Date(2026, 11, d, h, 0, 0, 0, time.UTC) }
+	var points []TrendPoint
+	for _, t := range []time.Time{at(1, 9), at(2, 9), at(9, 9)} {
+		points = append(points, TrendPoint{At: t, Scores: store.ScanScores{Performance: i(100)}})
+	}
+	svg := string(TrendScores(points))
+	// 87 to 628 over 8 days: the second scan a day in, the third at the end.
+	contains := func(want string) {
+		if !strings.Contains(svg, want) {
+			t.Errorf("missing %q in\n%s", want, svg)
+		}
+	}
+	contains(`d="M87 20 L154.6 20 L628 20"`)
+	dates := regexp.MustCompile(`<text class="axis date" x="([0-9.]+)" y="[0-9.]+" text-anchor="middle">([^<]*)<`).FindAllStringSubmatch(svg, -1)
+	var texts []string
+	for _, m := range dates {
+		texts = append(texts, m[2])
+		x, _ := strconv.ParseFloat(m[1], 64)
+		if w := 0.6 * ChartPhoneFont * float64(len([]rune(m[2]))); x-w/2 < 0 || x+w/2 > 640 {
+			t.Errorf("the date %q at %v runs off the drawing at the phone size", m[2], x)
+		}
+	}
+	if got := strings.Join(texts, " "); got != "3 Nov 5 Nov 7 Nov 9 Nov" {
+		t.Errorf("dates %q, want round days between the ends", got)
+	}
+	top := regexp.MustCompile(`<text class="axis" x="[0-9.]+" y="([0-9.]+)" text-anchor="end">100<`).FindStringSubmatch(svg)
+	if top == nil {
+		t.Fatalf("no 100 on the axis:\n%s", svg)
+	}
+	if y, _ := strconv.ParseFloat(top[1], 64); y-0.75*ChartPhoneFont < 0 { // a digit's height, about 0.75 em, above its baseline
+		t.Errorf("the top tick's label at y %v is cut off by the top of the drawing at the phone size", y)
 	}
 }

@@ -4,54 +4,15 @@ import (
 	"encoding/xml"
 	"errors"
 	"io"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"sitepulse/scanner/analysis"
-	"sitepulse/scanner/lighthouse"
+	"sitepulse/scanner/lighthouse/lhtest"
 	"sitepulse/store"
 )
-
-// fixtureExplain is what explains a real Lighthouse run of testdata (dir psi or psi-before).
-func fixtureExplain(t testing.TB, dir, name string) store.PageResult {
-	t.Helper()
-	body, err := os.ReadFile("../../testdata/" + dir + "/" + name + ".json")
-	must(t, err)
-	r, err := lighthouse.ExtractPSI(body)
-	must(t, err)
-	if r.Explain == nil {
-		t.Fatalf("%s/%s has no explain data", dir, name)
-	}
-	return r
-}
-
-// repeated is a run's explain with its requests repeated until it has n: each copy's URLs get a
-// query of their own, so they stay distinct requests, as on a page of many (the fixtures' pages
-// make 2 to 11).
-func repeated(e *store.Explain, n int) *store.Explain {
-	out := *e
-	out.Requests = nil
-	for i := 0; len(out.Requests) < n; i++ {
-		for _, r := range e.Requests {
-			if len(out.Requests) == n {
-				break
-			}
-			if i > 0 {
-				r.URL += "?copy=" + strconv.Itoa(i)
-				r.LCP, r.RenderBlocking = false, false
-				if r.Type == "Document" {
-					r.Type = "Fetch"
-				}
-			}
-			out.Requests = append(out.Requests, r)
-		}
-	}
-	slices.SortStableFunc(out.Requests, func(a, b store.Request) int { return a.StartMs - b.StartMs })
-	return &out
-}
 
 func req(url string, start, end int) store.Request {
 	return store.Request{URL: url, Type: "Script", StartMs: start, EndMs: end, TransferBytes: 1000}
@@ -197,7 +158,7 @@ func wellFormed(t *testing.T, svg string) map[string]int {
 // The waterfall and the phases of the fixtures' home page, before and after the publish, and of
 // a hostile page: well-formed SVG whose text is the requests' (escaped), bounded in rows.
 func TestWaterfallSVG(t *testing.T) {
-	before, after := fixtureExplain(t, "psi-before", "home.mobile"), fixtureExplain(t, "psi", "home.mobile")
+	before, after := lhtest.Explained(t, "../../testdata/psi-before/home.mobile.json"), lhtest.Explained(t, "../../testdata/psi/home.mobile.json")
 	hostile := *after.Explain
 	hostile.Requests = append(slices.Clone(hostile.Requests), store.Request{URL: `https://evil.test/"><script>alert(1)</script>&x=<y>`, Type: "Script", StartMs: 10, EndMs: 20})
 	for _, tc := range []struct {
@@ -212,8 +173,8 @@ func TestWaterfallSVG(t *testing.T) {
 			wantText: []string{"cdn.widgetly.test/widget.js", "/static/img/hero.jpg", "new", "LCP", "render-blocking"}},
 		{name: "a URL with markup in it is text", b: before.Explain, a: &hostile, wantRows: len(analysis.Requests(before.Explain, &hostile)),
 			wantText: []string{"&lt;script&gt;alert(1)&lt;/script&gt;&amp;x=&lt;y&gt;"}},
-		{name: "100 requests a run: 40 drawn, the rest counted", b: repeated(before.Explain, 100), a: repeated(after.Explain, 100),
-			wantRows: MaxWaterfallRows, wantHidden: len(analysis.Requests(repeated(before.Explain, 100), repeated(after.Explain, 100))) - MaxWaterfallRows,
+		{name: "100 requests a run: 40 drawn, the rest counted", b: lhtest.Repeated(before.Explain, 100), a: lhtest.Repeated(after.Explain, 100),
+			wantRows: MaxWaterfallRows, wantHidden: len(analysis.Requests(lhtest.Repeated(before.Explain, 100), lhtest.Repeated(after.Explain, 100))) - MaxWaterfallRows,
 			wantText: []string{"more left out", "/static/img/hero.jpg"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -238,7 +199,7 @@ func TestWaterfallSVG(t *testing.T) {
 }
 
 func TestPhasesSVG(t *testing.T) {
-	before, after := fixtureExplain(t, "psi-before", "home.mobile"), fixtureExplain(t, "psi", "home.mobile")
+	before, after := lhtest.Explained(t, "../../testdata/psi-before/home.mobile.json"), lhtest.Explained(t, "../../testdata/psi/home.mobile.json")
 	c := analysis.Compare(before, after)
 	if len(c.LCP.Phases) != 4 {
 		t.Fatalf("%d phases", len(c.LCP.Phases))

@@ -30,7 +30,7 @@ var auditCauses = []struct {
 	{[]string{"PSI refused the request"}, "were refused by PageSpeed Insights", "check the page address and PAGESPEED_API_KEY"},
 	{[]string{"PSI answered 200 but"}, "got an unreadable answer from PageSpeed Insights", "usually passing; scan again"},
 	{[]string{"Lighthouse runtime error"}, "could not be measured by Lighthouse (the page did not load as expected)", "open the page in a browser; the error below names Lighthouse's reason"},
-	{[]string{"LIGHTHOUSE_CMD", "not found"}, "could not start Lighthouse (command not found)", "install it as the README's “Local Lighthouse” says, or set LIGHTHOUSE_CMD"},
+	{[]string{"LIGHTHOUSE_CMD", "not found"}, "could not start Lighthouse (command not found)", "install it as docs/local-lighthouse.md says, or set LIGHTHOUSE_CMD"},
 	{[]string{"Lighthouse did not finish within"}, "timed out in Lighthouse", "check the page loads quickly in a browser; scan again"},
 	{[]string{"Lighthouse failed"}, "failed in Lighthouse", "check CHROME_PATH and LIGHTHOUSE_CHROME_FLAGS; the error below is Lighthouse's"},
 }

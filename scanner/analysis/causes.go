@@ -531,6 +531,9 @@ func FormatDelta(metric string, d float64) string {
 	return sign + FormatValue(metric, d)
 }
 
+// FormatMs writes a duration in milliseconds the way people read it: "830 ms", "3.0 s".
+func FormatMs(v float64) string { return formatMs(v) }
+
 func formatMs(v float64) string {
 	if math.Abs(v) >= 1000 {
 		return strconv.FormatFloat(v/1000, 'f', 1, 64) + " s"

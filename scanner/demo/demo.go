@@ -382,8 +382,13 @@ func recordDemoScan(ctx context.Context, st Store, site store.Site, results []st
 	return scan.ID, nil
 }
 
+// MCPVersion is the protocol version the printed MCP line speaks: the newest the server does
+// (mcp.SupportedVersions[0]; a test keeps them equal). Without the header a request is served as
+// 2025-03-26, which lists the interface's nine tools and answers no causes.
+const MCPVersion = "2026-07-28"
+
 // Curl returns ready-to-paste commands against a running service: the budget check, MCP
-// tools/list, and a signed publish webhook. The webhook line makes a fresh delivery id (`_id`,
+// tools/list at MCPVersion, and a signed publish webhook. The webhook line makes a fresh delivery id (`_id`,
 // which with the body is what the 24-hour replay guard keys on) and signs the body with openssl
 // each time it runs, so pasting it again publishes again; webhookSecret is the demo's own secret,
 // printed, so the line works in any shell.
@@ -393,7 +398,7 @@ func Curl(baseURL string, d Seeded, webhookSecret string) []string {
 	if d.APIKey != "" { // an unknown key (see Seeded) makes no line
 		lines = append(lines,
 			fmt.Sprintf(`curl -s -X POST %s/api/external/budget-check -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -d '{"siteId":"%s"}'`, baseURL, d.APIKey, d.SiteID),
-			fmt.Sprintf(`curl -s -X POST %s/api/mcp -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' -d '{"jsonrpc":"2.0","id":1,"method":"tools/list"}'`, baseURL, d.APIKey))
+			fmt.Sprintf(`curl -s -X POST %s/api/mcp -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: %s' -H 'Mcp-Method: tools/list' -d '{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"%[3]s","io.modelcontextprotocol/clientCapabilities":{}}}}'`, baseURL, d.APIKey, MCPVersion))
 	}
 	return append(lines, fmt.Sprintf(`body='{"siteId":"%s","_id":"'$(openssl rand -hex 12)'"}'; curl -s -X POST %s/api/webhooks/platform -H 'Content-Type: application/json' -H "x-platform-signature: $(printf %%s "$body" | openssl dgst -sha256 -hmac %s -hex | sed 's/^.* //')" -d "$body"`,
 		PlatformID, baseURL, q(webhookSecret)))

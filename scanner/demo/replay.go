@@ -161,7 +161,7 @@ func (r *Replay) audit(ctx context.Context, site store.Site, pageURL string, str
 }
 
 // Replays marks the replay as a scanner.Replayer: its audits call no one, so they spend no
-// account's daily audits and take no slot of the PSI capacity.
+// account's daily audits and take no slot of the audit capacity, PSI's or Lighthouse's.
 func (r *Replay) Replays() {}
 
 // Replaying is the auditor main chooses with the demo: the sites r serves are audited by r,

@@ -56,11 +56,11 @@ type Runner struct {
 	argv []string
 }
 
-// Home is where the README's "Local Lighthouse" installs Lighthouse 13 and the Node
+// Home is where docs/local-lighthouse.md installs Lighthouse 13 and the Node
 // 22 it needs, under the user's home directory; the real-scan test looks there too.
 const Home = ".sitepulse/lighthouse"
 
-// InstallCommand is the install command of the README's "Local Lighthouse".
+// InstallCommand is the install command of docs/local-lighthouse.md.
 const InstallCommand = "npm install --prefix ~/" + Home + " lighthouse@13 node@22"
 
 // DefaultChromeFlags are the Chrome flags used when none are configured.
@@ -178,7 +178,7 @@ func (l *Runner) audit(ctx context.Context, pageURL string, strategy store.Strat
 	case errors.Is(runCtx.Err(), context.DeadlineExceeded):
 		return store.PageResult{}, fmt.Errorf("Lighthouse did not finish within %s", l.cfg.Timeout)
 	case errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist):
-		return store.PageResult{}, fmt.Errorf("LIGHTHOUSE_CMD %q not found: install Lighthouse 13 with Node 22 (%s) and set LIGHTHOUSE_CMD as the README's \"Local Lighthouse\" says", l.argv[0], InstallCommand)
+		return store.PageResult{}, fmt.Errorf("LIGHTHOUSE_CMD %q not found: install Lighthouse 13 with Node 22 (%s) and set LIGHTHOUSE_CMD as docs/local-lighthouse.md says", l.argv[0], InstallCommand)
 	}
 	if s != nil && !stdout.over { // a page that did not sign in fails so, whatever else went wrong with it
 		if err := s.check(chrome, pageURL, stdout.Bytes(), stderr.String()); err != nil {

@@ -44,7 +44,7 @@ func lighthouseCLI(t *testing.T) (cmd, chrome string) {
 	}
 	chrome = cmp.Or(os.Getenv("CHROME_PATH"), "/usr/bin/chromium")
 	if cmd == "" {
-		missing(t, "Lighthouse is not installed: "+InstallCommand+" (README, Local Lighthouse)")
+		missing(t, "Lighthouse is not installed: "+InstallCommand+" (docs/local-lighthouse.md)")
 	}
 	if _, err := exec.LookPath(strings.Fields(cmd)[0]); err != nil {
 		missing(t, fmt.Sprintf("Lighthouse command %q not runnable: %v", cmd, err))
@@ -134,7 +134,7 @@ exit 1
 // test lets through) redirects to, and loads an image, a fetch, an iframe, a WebSocket and a
 // stylesheet from, an internal service (another loopback port). The internal service receives
 // nothing, and its heading is not the LCP element. Skips, saying why, without Chromium and
-// Lighthouse (README, Local Lighthouse).
+// Lighthouse (docs/local-lighthouse.md).
 func TestLighthouseRealChromeStaysOutside(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs Chromium")

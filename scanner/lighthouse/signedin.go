@@ -104,7 +104,7 @@ func (l *Runner) chromePath() (string, error) {
 			return p, nil
 		}
 	}
-	return "", errors.New("signed-in audits start Chrome themselves: set CHROME_PATH (README, Local Lighthouse)")
+	return "", errors.New("signed-in audits start Chrome themselves: set CHROME_PATH (docs/local-lighthouse.md)")
 }
 
 // signedChrome is the Chrome of one signed-in audit, signed in and waiting for Lighthouse.
@@ -279,10 +279,9 @@ func (s *SignedIn) onEvent(c *signedChrome) func(method, sessionID string, param
 				return
 			}
 			answer := map[string]any{"response": "CancelAuth"}
-			ours := e.AuthChallenge.Source != "Proxy" && store.SameOrigin(e.Request.URL, s.origin) && store.SameOrigin(e.AuthChallenge.Origin, s.origin)
 			c.mu.Lock()
-			again := c.tried[e.Request.URL]
-			if ours && !again { // answered once a URL: asked again, the site did not accept them
+			give, ours := answerAuth(s.origin, e.Request.URL, e.AuthChallenge.Origin, e.AuthChallenge.Source, c.tried[e.Request.URL])
+			if give {
 				c.tried[e.Request.URL] = true
 				answer = map[string]any{"response": "ProvideCredentials", "username": s.username, "password": s.password}
 				c.answered.Add(1)
@@ -296,6 +295,18 @@ func (s *SignedIn) onEvent(c *signedChrome) func(method, sessionID string, param
 			c.cdp.Call(ctx, sessionID, "Fetch.continueWithAuth", map[string]any{"requestId": e.RequestID, "authChallengeResponse": answer}, nil)
 		}
 	}
+}
+
+// answerAuth is the private-pages origin rule for a basic auth challenge (Fetch.authRequired) of
+// a signed-in audit of the site at origin: the credentials go (give) only to a server's
+// challenge, not a proxy's, for a URL of the site's own origin (scheme, host and port) that
+// comes from that origin, and only the first time that URL asks: asked again, the site did not
+// accept them, and answering again would loop. ours says the challenge was the site's (a
+// second ask is a rejection to report). Every other challenge is cancelled: another host, a
+// subdomain, another port or scheme (an http downgrade), a redirect's target elsewhere.
+func answerAuth(origin, requestURL, challengeOrigin, source string, askedBefore bool) (give, ours bool) {
+	ours = source != "Proxy" && store.SameOrigin(requestURL, origin) && store.SameOrigin(challengeOrigin, origin)
+	return ours && !askedBefore, ours
 }
 
 // lighthouseAttached reports whether a page target opened after the sign-in: Lighthouse's tab,

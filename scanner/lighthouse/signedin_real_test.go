@@ -33,13 +33,17 @@ const (
 // (else 403), /form/members the session the login form gives (else a redirect to the form). A members page's largest text, its LCP
 // element, says "Members only"; it loads a script and an image from a third party and an
 // image from a subdomain of its own host. The login page says "Please sign in".
+// /basic/hostile is a basic auth members page that attacks the origin rule (issue 44): frames
+// of a third party and of another port of the site's host that ask for basic auth, a frame of
+// the site that redirects to the third party, which asks, and forms posted off-origin to both,
+// which ask too.
 type membersSite struct {
 	mu       sync.Mutex
 	sessions map[string]bool // sessions the login form gave, until revoked
 }
 
 func (m *membersSite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	page := func(status int, title, heading string) {
+	page := func(status int, title, heading string, more ...string) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.WriteHeader(status)
 		fmt.Fprintf(w, `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>%s</title>
@@ -49,7 +53,7 @@ func (m *membersSite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 <img src="http://cdn.thirdparty.test/pixel.png" alt="" width="8" height="8">
 <img src="http://static.members.test/pixel.png" alt="" width="8" height="8">
 <img src="http://cdn.thirdparty.test/challenge.png" alt="" width="8" height="8">
-</body></html>`, title, heading)
+%s</body></html>`, title, heading, strings.Join(more, ""))
 	}
 	members := func() { page(200, "Members", "Members only: the quarterly numbers, for members of the club") }
 	toLogin := func() { http.Redirect(w, r, "/login", http.StatusFound) }
@@ -62,6 +66,17 @@ func (m *membersSite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		w.Header().Set("WWW-Authenticate", `Basic realm="members"`)
 		page(401, "Sign in", "Please sign in")
+	case "/basic/hostile":
+		if u, p, ok := r.BasicAuth(); !ok || u != basicUser || subtle.ConstantTimeCompare([]byte(p), []byte(basicPassword)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Basic realm="members"`)
+			page(401, "Sign in", "Please sign in")
+			return
+		}
+		page(200, "Members", "Members only: the quarterly numbers, for members of the club", hostileFrames)
+	case "/basic/away": // a redirect from the site to another origin
+		http.Redirect(w, r, "http://cdn.thirdparty.test/after-redirect", http.StatusFound)
+	case "/basic/downgrade": // a redirect from the https site to its own host over http
+		http.Redirect(w, r, "http://members.test/basic/members", http.StatusFound)
 	case "/cookies/members":
 		if c, err := r.Cookie("session"); err == nil && c.Value == pastedCookie {
 			members()
@@ -105,6 +120,17 @@ func (m *membersSite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// hostileFrames are /basic/hostile's attacks on the origin rule: each asks for basic auth from
+// another origin than the site's, by a frame, a redirect or an off-origin form.
+const hostileFrames = `<iframe src="http://cdn.thirdparty.test/frame" width="40" height="20"></iframe>
+<iframe src="http://members.test:8081/frame" width="40" height="20"></iframe>
+<iframe src="/basic/away" width="40" height="20"></iframe>
+<iframe name="sink1" width="40" height="20"></iframe><iframe name="sink2" width="40" height="20"></iframe>
+<form id="f1" method="post" action="http://cdn.thirdparty.test/collect" target="sink1"><input type="hidden" name="q" value="1"></form>
+<form id="f2" method="post" action="http://members.test:8081/collect" target="sink2"><input type="hidden" name="q" value="2"></form>
+<script>document.getElementById("f1").submit(); document.getElementById("f2").submit();</script>
+`
+
 func (m *membersSite) live(sid string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -133,9 +159,11 @@ func (t *thirdParty) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/widget.js":
 		w.Header().Set("Content-Type", "text/javascript")
 		fmt.Fprint(w, `document.title = document.title;`)
-	case "/challenge.png":
+	case "/challenge.png", "/frame", "/after-redirect", "/collect", "/basic/members":
 		w.Header().Set("WWW-Authenticate", `Basic realm="widget"`)
-		http.Error(w, "sign in", http.StatusUnauthorized)
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprint(w, `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Sign in</title></head><body><h1>Sign in</h1></body></html>`)
 	default:
 		w.Header().Set("Content-Type", "image/gif")
 		w.Write([]byte("GIF89a\x01\x00\x01\x00\x80\x00\x00\x00\x00\x00\xff\xff\xff!\xf9\x04\x01\x00\x00\x00\x00,\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02D\x01\x00;"))
@@ -149,6 +177,18 @@ func (t *thirdParty) requests() []string {
 	out := t.seen
 	t.seen = nil
 	return out
+}
+
+// dialHosts dials made-up host:port names on the local servers hosts maps them to.
+func dialHosts(hosts map[string]string) func(ctx context.Context, network, address string) (net.Conn, error) {
+	return func(ctx context.Context, network, address string) (net.Conn, error) {
+		to, ok := hosts[address]
+		if !ok {
+			return nil, fmt.Errorf("no such test host %s", address)
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, network, to)
+	}
 }
 
 // Issue 38 with a real Chrome and Lighthouse: the members' pages audited signed in with basic
@@ -170,15 +210,9 @@ func TestSignedInAuditsRealChrome(t *testing.T) {
 	// Made-up hosts, so that the third party is another host (cookies are scoped by host, not
 	// port): the proxy and the login form dial them on the local servers.
 	hosts := map[string]string{"members.test:80": siteSrv.Listener.Addr().String(),
-		"cdn.thirdparty.test:80": thirdSrv.Listener.Addr().String(), "static.members.test:80": thirdSrv.Listener.Addr().String()}
-	dial := func(ctx context.Context, network, address string) (net.Conn, error) {
-		to, ok := hosts[address]
-		if !ok {
-			return nil, fmt.Errorf("no such test host %s", address)
-		}
-		var d net.Dialer
-		return d.DialContext(ctx, network, to)
-	}
+		"cdn.thirdparty.test:80": thirdSrv.Listener.Addr().String(), "static.members.test:80": thirdSrv.Listener.Addr().String(),
+		"members.test:8081": thirdSrv.Listener.Addr().String()} // another port of the site's host is another origin
+	dial := dialHosts(hosts)
 	logs := &scantest.LogBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	l := New(Config{Command: cmd, ChromePath: chrome, Timeout: 3 * time.Minute, Guard: netguard.Guard{AllowPrivate: true}, Dial: dial,
@@ -233,6 +267,33 @@ func TestSignedInAuditsRealChrome(t *testing.T) {
 		if !regexp.MustCompile(`signed_in=basic auth_answered=[1-9]\d* auth_refused=0`).MatchString(logs.String()) {
 			t.Errorf("log: want the run's line to count the site's challenge answered and none refused:\n%s", logs.String())
 		}
+	})
+	t.Run("basic auth goes to no other origin: frames, a redirect, another port, off-origin forms", func(t *testing.T) {
+		s, err := l.SignIn(ctx, origin, store.Access{Kind: store.AccessBasic, Username: basicUser, Password: basicPassword})
+		if err != nil {
+			t.Fatalf("sign-in: %v", err)
+		}
+		r, err := s.Audit(ctx, origin+"/basic/hostile", store.StrategyDesktop)
+		if err != nil {
+			t.Fatalf("signed-in audit: %v\nlog:\n%s", err, logs.String())
+		}
+		if lcp := lcpOf(t, r); !strings.Contains(lcp, "Members only") {
+			t.Errorf("LCP element %q: want the members-only heading", lcp)
+		}
+		seen := strings.Join(third.requests(), "\n")
+		// Each attack reached the third party (so it ran), and none carried a credential.
+		for _, asked := range []string{"cdn.thirdparty.test/frame ", "members.test:8081/frame ", "cdn.thirdparty.test/after-redirect ",
+			"cdn.thirdparty.test/collect ", "members.test:8081/collect ", "cdn.thirdparty.test/challenge.png "} {
+			if !strings.Contains(seen, asked) {
+				t.Errorf("the attack %s never reached the third party:\n%s", strings.TrimSpace(asked), seen)
+			}
+		}
+		for _, line := range strings.Split(seen, "\n") {
+			if !strings.HasSuffix(line, `cookie="" authorization=""`) {
+				t.Errorf("the third party received credentials: %s", line)
+			}
+		}
+		t.Logf("third-party requests:\n%s", seen)
 	})
 	t.Run("a pasted cookie goes to the site's host only", func(t *testing.T) {
 		signedIn(t, store.Access{Kind: store.AccessCookies, Cookies: []store.NameValue{{Name: "session", Value: pastedCookie}}}, "/cookies/members")
@@ -291,4 +352,47 @@ func TestSignedInAuditsRealChrome(t *testing.T) {
 			t.Errorf("the DEBUG log holds the secret %q:\n%s", secret, logs.String())
 		}
 	}
+}
+
+// TestSignedInDowngradeRealChrome (issue 44, attack 6): the site is https, and its page redirects
+// to the same host over http, which asks for basic auth: another origin (the scheme is part of
+// it), so the credentials do not go, the audit fails, and the http side (recorded like a third
+// party) sees no Authorization header.
+func TestSignedInDowngradeRealChrome(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs Chromium")
+	}
+	cmd, chrome := lighthouseCLI(t)
+	siteSrv := httptest.NewTLSServer(&membersSite{sessions: map[string]bool{}})
+	defer siteSrv.Close()
+	plain := &thirdParty{} // the site's host over http
+	plainSrv := httptest.NewServer(plain)
+	defer plainSrv.Close()
+	hosts := map[string]string{"members.test:443": siteSrv.Listener.Addr().String(), "members.test:80": plainSrv.Listener.Addr().String(),
+		"cdn.thirdparty.test:80": plainSrv.Listener.Addr().String(), "static.members.test:80": plainSrv.Listener.Addr().String()}
+	dial := dialHosts(hosts)
+	logs := &scantest.LogBuffer{}
+	l := New(Config{Command: cmd, ChromePath: chrome, Timeout: 3 * time.Minute, Guard: netguard.Guard{AllowPrivate: true}, Dial: dial,
+		// The test server's certificate is its own: Chrome is told to take it.
+		ChromeFlags: "--headless=new --no-sandbox --disable-gpu --no-first-run --disable-background-networking --disable-component-update --disable-sync --ignore-certificate-errors",
+		Log:         slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	ctx := context.Background()
+	s, err := l.SignIn(ctx, "https://members.test", store.Access{Kind: store.AccessBasic, Username: basicUser, Password: basicPassword})
+	if err != nil {
+		t.Fatalf("sign-in: %v", err)
+	}
+	_, err = s.Audit(ctx, "https://members.test/basic/downgrade", store.StrategyDesktop)
+	if err == nil { // the http page answered 401 without them: a sign-in failure, or Lighthouse's own
+		t.Error("the downgraded page was audited: it got the credentials, or the audit ignored its 401")
+	}
+	seen := strings.Join(plain.requests(), "\n")
+	if !strings.Contains(seen, "members.test/basic/members ") {
+		t.Errorf("the downgrade never reached the http side:\n%s\nlog:\n%s", seen, logs.String())
+	}
+	for _, line := range strings.Split(seen, "\n") {
+		if line != "" && !strings.HasSuffix(line, `cookie="" authorization=""`) {
+			t.Errorf("the http side received credentials: %s", line)
+		}
+	}
+	t.Logf("audit error: %v\nhttp side:\n%s", err, seen)
 }

@@ -374,7 +374,8 @@ func discordMessage(e Event) map[string]any {
 		}
 	}
 	embed := map[string]any{
-		"title":       clip(s.title, 256),
+		"title": clip(discordEscape.Replace(s.title), 256), // Markdown, as the description: a site named "[x](https://…)" stays text
+		// The footer is plain text: nothing to escape there.
 		"description": clip(strings.Join(lines, "\n"), 4096),
 		"color":       discordColors[e.Type],
 		"footer":      map[string]any{"text": clip(s.context, 2048)},

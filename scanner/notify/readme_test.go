@@ -14,20 +14,21 @@ import (
 	"sitepulse/store"
 )
 
-// TestReadmeVerifiesTheSignatureWithOpenssl runs the README's openssl lines on a signed event:
+// TestReadmeVerifiesTheSignatureWithOpenssl runs the openssl lines of docs/alerts.md (the
+// README's reference; "Verifying the signed webhook") on a signed event:
 // a fresh delivery verifies; one signed six minutes ago, or with a changed body, does not.
 func TestReadmeVerifiesTheSignatureWithOpenssl(t *testing.T) {
 	if _, err := exec.LookPath("openssl"); err != nil {
 		t.Skip("openssl not installed")
 	}
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "..", "docs", "alerts.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, block, ok := strings.Cut(string(readme), "<!-- verify-signature -->\n```sh\n")
 	block, _, ok2 := strings.Cut(block, "```\n<!-- /verify-signature -->")
 	if !ok || !ok2 {
-		t.Fatal("README lacks the verify-signature block")
+		t.Fatal("docs/alerts.md lacks the verify-signature block")
 	}
 	secret := []byte("whsec_3f9a0c1d")
 	e := sample()[0]
@@ -59,25 +60,25 @@ func TestReadmeVerifiesTheSignatureWithOpenssl(t *testing.T) {
 			cmd.Env = append(os.Environ(), "SIG="+h.Get("X-SitePulse-Signature"), "SECRET="+string(secret))
 			out, err := cmd.CombinedOutput()
 			if got := strings.TrimSpace(string(out)); err != nil || got != c.want {
-				t.Errorf("README lines said %q (err %v), want %q", got, err, c.want)
+				t.Errorf("docs/alerts.md's lines said %q (err %v), want %q", got, err, c.want)
 			}
 		})
 	}
 }
 
 // TestWebhookBodyMatchesTheReadme checks real webhook bodies of every event type, and the
-// README's own example, against the README's field list: no field outside it, none of its
-// required fields missing, each of its type.
+// documented example, against the documented field list (docs/alerts.md, "The signed webhook's
+// body"): no field outside it, none of its required fields missing, each of its type.
 func TestWebhookBodyMatchesTheReadme(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "..", "docs", "alerts.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	fields := readmeFields(t, string(readme))
-	_, example, _ := strings.Cut(string(readme), "### The signed webhook's body")
+	_, example, _ := strings.Cut(string(readme), "## The signed webhook's body")
 	_, example, _ = strings.Cut(example, "```json\n")
 	example, _, _ = strings.Cut(example, "```")
-	bodies := map[string][]byte{"the README's example": []byte(example)}
+	bodies := map[string][]byte{"the documented example": []byte(example)}
 	events := append(sample(), TestEvent("evt_t", now, EventRef{ID: "u1", Name: "Personal"}, store.Site{}, "https://sitepulse.example.com/"))
 	for _, e := range events {
 		body, _, err := Render(KindWebhook, e, []byte("k"), now)
@@ -112,13 +113,13 @@ func readmeFields(t *testing.T, readme string) map[string]field {
 	_, table, ok := strings.Cut(readme, "<!-- webhook-fields -->\n")
 	table, _, ok2 := strings.Cut(table, "<!-- /webhook-fields -->")
 	if !ok || !ok2 {
-		t.Fatal("README lacks the webhook-fields table")
+		t.Fatal("docs/alerts.md lacks the webhook-fields table")
 	}
 	out := map[string]field{}
 	for _, line := range strings.Split(strings.TrimSpace(table), "\n")[2:] {
 		cells := strings.Split(line, "|")
 		if len(cells) < 4 {
-			t.Fatalf("README webhook field row %q", line)
+			t.Fatalf("docs/alerts.md webhook field row %q", line)
 		}
 		path := strings.Trim(strings.TrimSpace(cells[1]), "`")
 		f := field{}
@@ -190,10 +191,10 @@ func checkShape(fields map[string]field, path string, v any) []string {
 	}
 	f, ok := fields[path]
 	if !ok {
-		return append(problems, path+" is not in the README's field list")
+		return append(problems, path+" is not in the documented field list")
 	}
 	if !slices.Contains(f.types, typ) {
-		problems = append(problems, fmt.Sprintf("%s is %s, the README says %s", path, typ, strings.Join(f.types, " or ")))
+		problems = append(problems, fmt.Sprintf("%s is %s, docs/alerts.md says %s", path, typ, strings.Join(f.types, " or ")))
 	}
 	return problems
 }

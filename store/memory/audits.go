@@ -10,6 +10,11 @@ import (
 
 func dayOf(now time.Time) time.Time { return now.UTC().Truncate(24 * time.Hour) }
 
+// TakeAudit and payers are written twice: take_audit and audit_payers (Postgres, migration
+// 022_account_audits.sql) are the same rule in PL/pgSQL. The contract tests testAuditBudget and
+// testAccountAuditBudget keep the two equal (rulesWrittenTwice in store/storetest/twice_test.go):
+// change both, run them on both stores.
+
 // payers are the accounts a workspace's audit on day counts against, as Postgres's audit_payers:
 // its owners, and its creator when it made it that day. The caller holds m.mu.
 func (m *Store) payers(workspaceID string, day time.Time) []string {

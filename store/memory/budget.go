@@ -30,6 +30,10 @@ func (m *Store) BudgetInputs(ctx context.Context, userID, siteID string) (store.
 	return in, nil
 }
 
+// BudgetInputsByKey is written twice: budget_key (Postgres, migration 026_hot_path_functions.sql)
+// is the same rule in PL/pgSQL. The contract tests testKeyWorkspace, testBudgetInputsByKey and
+// testAPIKeys keep them equal (rulesWrittenTwice in store/storetest/twice_test.go): change both,
+// run them on both stores.
 func (m *Store) BudgetInputsByKey(ctx context.Context, keyHash, siteID string, now time.Time) (store.BudgetInputs, error) {
 	k, err := m.APIKeyByHash(ctx, keyHash, now)
 	if err != nil {

@@ -277,3 +277,48 @@ func (m *Store) RevokeConsent(ctx context.Context, userID, clientID string, now 
 	m.revokeWhere(func(t store.OAuthToken) bool { return t.UserID == userID && t.ClientID == clientID }, now)
 	return nil
 }
+
+func (m *Store) EndGrantsSince(ctx context.Context, userID string, since, now time.Time) ([]store.Consent, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	since = store.Now(since)
+	ended, gone := map[string]store.Consent{}, map[string]bool{} // by client; gone: its consent
+	for k, c := range m.consents {
+		if k[0] == userID && !c.CreatedAt.Before(since) {
+			delete(m.consents, k)
+			ended[k[1]], gone[k[1]] = c, true
+		}
+	}
+	began := map[string]time.Time{} // each family of the user, when its first token was issued
+	live := map[string]bool{}       // the families with a token not revoked
+	for _, t := range m.tokens {
+		if t.UserID == userID {
+			if b, ok := began[t.FamilyID]; !ok || t.CreatedAt.Before(b) {
+				began[t.FamilyID] = t.CreatedAt
+			}
+			live[t.FamilyID] = live[t.FamilyID] || t.RevokedAt == nil
+		}
+	}
+	for _, t := range m.tokens {
+		if _, named := ended[t.ClientID]; t.UserID == userID && !named && live[t.FamilyID] && !began[t.FamilyID].Before(since) {
+			ended[t.ClientID] = store.Consent{UserID: userID, ClientID: t.ClientID, ClientName: m.clients[t.ClientID].Name, CreatedAt: store.Now(now)}
+		}
+	}
+	m.revokeWhere(func(t store.OAuthToken) bool {
+		if t.UserID != userID {
+			return false
+		}
+		return gone[t.ClientID] || !began[t.FamilyID].Before(since)
+	}, now)
+	out := make([]store.Consent, 0, len(ended))
+	for _, c := range ended {
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.After(out[j].CreatedAt)
+		}
+		return out[i].ClientID < out[j].ClientID
+	})
+	return out, nil
+}

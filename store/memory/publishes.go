@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"sort"
 	"time"
@@ -76,4 +77,28 @@ func (m *Store) PublishesOfScans(ctx context.Context, userID string, scanIDs []s
 		}
 	}
 	return out, nil
+}
+
+func (m *Store) EnqueueFollowUp(ctx context.Context, siteID string, runAt time.Time) (store.FollowUp, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	site, ok := m.sites[siteID]
+	if !ok {
+		return "", store.NotFound("site")
+	}
+	for _, s := range m.scans {
+		if s.SiteID == siteID && s.Status == store.StatusQueued {
+			return store.FollowUpCovered, nil
+		}
+	}
+	for _, j := range m.jobs {
+		var f store.FollowUpJob
+		if j.Kind == store.KindFollowUp && j.State == store.JobAvailable && json.Unmarshal(j.Args, &f) == nil && f.SiteID == siteID {
+			return store.FollowUpJoined, nil
+		}
+	}
+	if _, err := m.insertJob(store.KindFollowUp, store.FollowUpJob{SiteID: siteID, WorkspaceID: site.WorkspaceID}, "", runAt, time.Now()); err != nil {
+		return "", err
+	}
+	return store.FollowUpQueued, nil
 }

@@ -19,6 +19,7 @@ func (m *Store) CreateUser(ctx context.Context, u store.User) error {
 		}
 	}
 	u.CreatedAt = store.Now(u.CreatedAt)
+	u.PasswordChangedAt = u.CreatedAt
 	m.users[u.ID] = u
 	m.addPersonalWorkspace(u)
 	return nil
@@ -160,6 +161,10 @@ func (m *Store) APIKeys(ctx context.Context, userID string) ([]store.APIKey, err
 	return out, nil
 }
 
+// APIKeyByHash is written twice: api_key_by_hash and budget_key (Postgres, migration
+// 026_hot_path_functions.sql) are the same rule in PL/pgSQL. The contract tests testKeyWorkspace,
+// testBudgetInputsByKey and testAPIKeys keep them equal (rulesWrittenTwice in
+// store/storetest/twice_test.go): change both, run them on both stores.
 func (m *Store) APIKeyByHash(ctx context.Context, keyHash string, now time.Time) (store.APIKey, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -238,12 +243,12 @@ func (m *Store) takeLink(tokenHash string, purpose store.LinkPurpose, now time.T
 }
 
 // setPassword is the rule ResetPassword and ChangePassword share; the caller holds m.mu.
-func (m *Store) setPassword(userID, hash, keep string) error {
+func (m *Store) setPassword(userID, hash, keep string, now time.Time) error {
 	u, ok := m.users[userID]
 	if !ok {
 		return store.NotFound("user")
 	}
-	u.PasswordHash = hash
+	u.PasswordHash, u.PasswordChangedAt = hash, store.Now(now)
 	m.users[userID] = u
 	m.endSessions(userID, keep)
 	m.dropPendingLinks(userID)
@@ -276,16 +281,16 @@ func (m *Store) ResetPassword(ctx context.Context, tokenHash, passwordHash strin
 	if err != nil {
 		return store.User{}, err
 	}
-	if err := m.setPassword(l.UserID, passwordHash, ""); err != nil {
+	if err := m.setPassword(l.UserID, passwordHash, "", now); err != nil {
 		return store.User{}, err
 	}
 	return m.users[l.UserID], nil
 }
 
-func (m *Store) ChangePassword(ctx context.Context, userID, passwordHash, keepSession string) error {
+func (m *Store) ChangePassword(ctx context.Context, userID, passwordHash, keepSession string, now time.Time) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.setPassword(userID, passwordHash, keepSession)
+	return m.setPassword(userID, passwordHash, keepSession, now)
 }
 
 func (m *Store) ConfirmEmail(ctx context.Context, tokenHash string, now time.Time) (store.User, string, error) {

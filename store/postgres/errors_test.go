@@ -35,6 +35,8 @@ func TestUnavailable(t *testing.T) {
 		{"admin shutdown (57P01)", &pq.Error{Code: "57P01"}, true},
 		{"the database is starting up (57P03)", fmt.Errorf("x: %w", &pq.Error{Code: "57P03"}), true},
 		{"too many connections (53300)", &pq.Error{Code: "53300"}, true},
+		{"the database dropped (3D000)", fmt.Errorf("x: %w", &pq.Error{Code: "3D000"}), true},
+		{"the schema dropped: no relation (42P01)", &pq.Error{Code: "42P01"}, true},
 		{"query timed out", fmt.Errorf("x: %w", context.DeadlineExceeded), true},
 		{"client went away", context.Canceled, false},
 		{"unique violation", &pq.Error{Code: "23505"}, false},

@@ -225,3 +225,41 @@ func (p *Store) RevokeConsent(ctx context.Context, userID, clientID string, now 
 		return pgErr("revoke tokens", err)
 	})
 }
+
+func (p *Store) EndGrantsSince(ctx context.Context, userID string, since, now time.Time) ([]store.Consent, error) {
+	ended := []store.Consent{}
+	if !uuidOK(userID) {
+		return ended, nil
+	}
+	err := p.tx(ctx, func(tx *sql.Tx) error {
+		// The consents given since, forgotten; then every token of their clients, and of each
+		// family begun since, revoked. The apps ended are named from their clients.
+		rows, err := tx.QueryContext(ctx, `WITH gone AS (
+				DELETE FROM oauth_consents WHERE user_id = $1 AND created_at >= $2 RETURNING client_id, scope, created_at),
+			fresh AS (
+				SELECT family_id, client_id FROM oauth_tokens WHERE user_id = $1 GROUP BY family_id, client_id
+					HAVING min(created_at) >= $2 AND bool_or(revoked_at IS NULL)),
+			revoked AS (
+				UPDATE oauth_tokens SET revoked_at = $3 WHERE user_id = $1 AND revoked_at IS NULL
+					AND (client_id IN (SELECT client_id FROM gone) OR family_id IN (SELECT family_id FROM fresh))
+				RETURNING client_id)
+			SELECT k.id, k.name, COALESCE(g.scope, ''), COALESCE(g.created_at, $3)
+			FROM oauth_clients k LEFT JOIN gone g ON g.client_id = k.id
+			WHERE k.id IN (SELECT client_id FROM gone UNION SELECT client_id FROM fresh)
+			ORDER BY 4 DESC, k.id`, userID, store.Now(since), store.Now(now))
+		if err != nil {
+			return pgErr("end grants", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			c := store.Consent{UserID: userID}
+			if err := rows.Scan(&c.ClientID, &c.ClientName, &c.Scope, &c.CreatedAt); err != nil {
+				return pgErr("end grants", err)
+			}
+			c.CreatedAt = c.CreatedAt.UTC()
+			ended = append(ended, c)
+		}
+		return pgErr("end grants", rows.Err())
+	})
+	return ended, err
+}

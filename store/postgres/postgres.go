@@ -153,7 +153,12 @@ func migrateOn(ctx context.Context, dsn string) error {
 
 func (p *Store) Name() string { return "postgres" }
 
-func (p *Store) Ping(ctx context.Context) error { return p.db.PingContext(ctx) }
+// Ping answers whether the store can read its schema: Postgres answers, and the database and
+// schema the store keeps its data in are there (a dropped one is an outage, not a healthy store).
+func (p *Store) Ping(ctx context.Context) error {
+	_, err := p.db.ExecContext(ctx, `SELECT FROM schema_migrations LIMIT 1`)
+	return err
+}
 
 // Stats is the connection pool's use: how many connections are open and in use, and how often
 // and how long goroutines waited for one (a pool too small for the load waits a lot).

@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
+	"encoding/json"
 	"time"
 
 	"github.com/lib/pq"
@@ -63,4 +65,41 @@ func (p *Store) PublishesOfScans(ctx context.Context, userID string, scanIDs []s
 		out[pub.ScanID] = pub
 	}
 	return out, err
+}
+
+func (p *Store) EnqueueFollowUp(ctx context.Context, siteID string, runAt time.Time) (store.FollowUp, error) {
+	if !uuidOK(siteID) {
+		return "", store.NotFound("site")
+	}
+	var did store.FollowUp
+	err := p.tx(ctx, func(tx *sql.Tx) error {
+		var workspaceID string
+		var queued bool // the site's scan in flight has not started: it audits the publish itself
+		err := tx.QueryRowContext(ctx, `SELECT s.workspace_id, EXISTS (SELECT 1 FROM scans c WHERE c.site_id = s.id AND c.status = 'queued')
+			FROM sites s WHERE s.id = $1`, siteID).Scan(&workspaceID, &queued)
+		if err != nil {
+			return pgErr("follow-up: site", err)
+		}
+		if queued {
+			did = store.FollowUpCovered
+			return nil
+		}
+		args, _ := json.Marshal(store.FollowUpJob{SiteID: siteID, WorkspaceID: workspaceID})
+		// The unique index jobs_one_follow_up makes a second waiting one conflict.
+		res, err := tx.ExecContext(ctx, `INSERT INTO jobs (kind, args, state, max_attempts, run_at, created_at, workspace_id)
+			VALUES ($1, $2, 'available', $3, $4, $5, $6)
+			ON CONFLICT ((args->>'siteId')) WHERE kind = 'followup' AND state = 'available' DO NOTHING`,
+			store.KindFollowUp, string(args), store.MaxAttemptsOf(store.FollowUpJob{}), store.Now(runAt), store.Now(time.Now()), workspaceID)
+		if err != nil {
+			return pgErr("enqueue follow-up", err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			did = store.FollowUpJoined
+			return nil
+		}
+		did = store.FollowUpQueued
+		_, err = tx.ExecContext(ctx, `SELECT pg_notify($1, $2)`, NotifyChannel, store.KindFollowUp)
+		return pgErr("notify", err)
+	})
+	return did, err
 }

@@ -26,12 +26,12 @@ func (p *Store) CreateUser(ctx context.Context, u store.User) error {
 	})
 }
 
-const userCols = `id, email, password_hash, notify_regressions, created_at`
+const userCols = `id, email, password_hash, notify_regressions, created_at, COALESCE(password_changed_at, created_at)`
 
 func scanUser(row rowScanner) (store.User, error) {
 	var u store.User
-	err := row.Scan(&u.ID, &u.Email, &u.PasswordHash, &u.NotifyRegressions, &u.CreatedAt)
-	u.CreatedAt = u.CreatedAt.UTC()
+	err := row.Scan(&u.ID, &u.Email, &u.PasswordHash, &u.NotifyRegressions, &u.CreatedAt, &u.PasswordChangedAt)
+	u.CreatedAt, u.PasswordChangedAt = u.CreatedAt.UTC(), u.PasswordChangedAt.UTC()
 	return u, err
 }
 
@@ -81,12 +81,12 @@ func (p *Store) SessionByHash(ctx context.Context, tokenHash string, now time.Ti
 	var s store.Session
 	u := &s.User
 	err := p.db.QueryRowContext(ctx, `SELECT s.token_hash, s.user_id, s.csrf, s.created_at, s.expires_at, s.seen_at,
-		u.id, u.email, u.password_hash, u.notify_regressions, u.created_at
+		u.id, u.email, u.password_hash, u.notify_regressions, u.created_at, COALESCE(u.password_changed_at, u.created_at)
 		FROM sessions s JOIN users u ON u.id = s.user_id
 		WHERE s.token_hash = $1 AND s.expires_at > $2`, tokenHash, now).
 		Scan(&s.TokenHash, &s.UserID, &s.CSRF, &s.CreatedAt, &s.ExpiresAt, &s.SeenAt,
-			&u.ID, &u.Email, &u.PasswordHash, &u.NotifyRegressions, &u.CreatedAt)
-	s.CreatedAt, s.ExpiresAt, s.SeenAt, u.CreatedAt = s.CreatedAt.UTC(), s.ExpiresAt.UTC(), s.SeenAt.UTC(), u.CreatedAt.UTC()
+			&u.ID, &u.Email, &u.PasswordHash, &u.NotifyRegressions, &u.CreatedAt, &u.PasswordChangedAt)
+	s.CreatedAt, s.ExpiresAt, s.SeenAt, u.CreatedAt, u.PasswordChangedAt = s.CreatedAt.UTC(), s.ExpiresAt.UTC(), s.SeenAt.UTC(), u.CreatedAt.UTC(), u.PasswordChangedAt.UTC()
 	return s, pgErr("session", err)
 }
 
@@ -246,8 +246,8 @@ func takeLink(ctx context.Context, tx *sql.Tx, tokenHash string, purpose store.L
 
 // setPassword replaces a user's password hash and deletes their sessions but keep and their
 // pending links: the one rule ResetPassword and ChangePassword share.
-func setPassword(ctx context.Context, tx *sql.Tx, userID, hash, keep string) error {
-	res, err := tx.ExecContext(ctx, `UPDATE users SET password_hash = $2 WHERE id = $1`, userID, hash)
+func setPassword(ctx context.Context, tx *sql.Tx, userID, hash, keep string, now time.Time) error {
+	res, err := tx.ExecContext(ctx, `UPDATE users SET password_hash = $2, password_changed_at = $3 WHERE id = $1`, userID, hash, store.Now(now))
 	if err := affected(res, err, sql.ErrNoRows); err != nil {
 		return pgErr("set password", err)
 	}
@@ -265,7 +265,7 @@ func (p *Store) ResetPassword(ctx context.Context, tokenHash, passwordHash strin
 		if err != nil {
 			return err
 		}
-		if err := setPassword(ctx, tx, l.UserID, passwordHash, ""); err != nil {
+		if err := setPassword(ctx, tx, l.UserID, passwordHash, "", now); err != nil {
 			return err
 		}
 		u, err = scanUser(tx.QueryRowContext(ctx, `SELECT `+userCols+` FROM users WHERE id = $1`, l.UserID))
@@ -274,11 +274,11 @@ func (p *Store) ResetPassword(ctx context.Context, tokenHash, passwordHash strin
 	return u, err
 }
 
-func (p *Store) ChangePassword(ctx context.Context, userID, passwordHash, keepSession string) error {
+func (p *Store) ChangePassword(ctx context.Context, userID, passwordHash, keepSession string, now time.Time) error {
 	if !uuidOK(userID) {
 		return store.NotFound("user")
 	}
-	return p.tx(ctx, func(tx *sql.Tx) error { return setPassword(ctx, tx, userID, passwordHash, keepSession) })
+	return p.tx(ctx, func(tx *sql.Tx) error { return setPassword(ctx, tx, userID, passwordHash, keepSession, now) })
 }
 
 func (p *Store) ConfirmEmail(ctx context.Context, tokenHash string, now time.Time) (store.User, string, error) {

@@ -24,6 +24,7 @@ func TestAccounts(t *testing.T) {
 		{"a reset link works once, until it expires, and only the newest of a user's", testResetLink},
 		{"of 20 parallel uses of one reset link exactly one sets the password", testResetLinkRace},
 		{"a reset ends every session; a password change every session but the one kept", testPasswordEndsSessions},
+		{"the OAuth grants made since the password was last set end; those before stay", testEndGrantsSince},
 		{"an e-mail change link moves the account to its address once, unless another account took it", testConfirmEmail},
 		{"a user lists and ends their own sessions only", testSessionsOf},
 		{"deleting an account is refused while workspaces others use need it, and names them", testDeleteAccountInUse},
@@ -154,7 +155,7 @@ func testPasswordEndsSessions(t *testing.T, s store.Store) {
 	u, other := newUser(t, s, "u@example.com"), newUser(t, s, "o@example.com")
 	a, b, theirs := session(t, s, u, t0), session(t, s, u, t0), session(t, s, other, t0)
 	email := link(t, s, u, store.LinkEmail, "new@example.com", t0)
-	must(t, s.ChangePassword(ctx, u.ID, "changed", a))
+	must(t, s.ChangePassword(ctx, u.ID, "changed", a, t0))
 	if !live(s, a) || live(s, b) || !live(s, theirs) {
 		t.Fatalf("after a change keeping a: a %v, b %v, another user's %v; want true, false, true", live(s, a), live(s, b), live(s, theirs))
 	}
@@ -172,7 +173,7 @@ func testPasswordEndsSessions(t *testing.T, s store.Store) {
 	if live(s, a) || live(s, c) || !live(s, theirs) {
 		t.Fatal("a reset left one of the account's sessions, or ended another account's")
 	}
-	wantErr(t, s.ChangePassword(ctx, store.NewID(), "x", ""), store.ErrNotFound)
+	wantErr(t, s.ChangePassword(ctx, store.NewID(), "x", "", t0), store.ErrNotFound)
 }
 
 func testConfirmEmail(t *testing.T, s store.Store) {
@@ -368,5 +369,91 @@ func testDeleteAccountRace(t *testing.T, s store.Store) {
 		if err := errs[2]; err != nil && !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("round %d: AcceptInvitation: %v", i, err)
 		}
+	}
+}
+
+// testEndGrantsSince (issue 44, attack 3): a password reset and "sign out everywhere" end the
+// grants made since the password was last set, and answer the apps ended. A family begun before
+// stays, however recently it was rotated; a consent given since goes with all its client's
+// tokens; a new family of an app consented before goes; another account's grants stay.
+func testEndGrantsSince(t *testing.T, s store.Store) {
+	u, other := newUser(t, s, "u@example.com"), newUser(t, s, "o@example.com")
+	if got, _ := s.UserByID(ctx, u.ID); !got.PasswordChangedAt.Equal(got.CreatedAt) {
+		t.Fatalf("a new account's PasswordChangedAt %v, want its CreatedAt %v", got.PasswordChangedAt, got.CreatedAt)
+	}
+	for _, c := range []struct{ id, name string }{{"c_own", "Own"}, {"c_evil", "Evil"}, {"c_again", "Again"}} {
+		must(t, s.CreateClient(ctx, store.OAuthClient{ID: c.id, Name: c.name, RedirectURIs: []string{"https://x/cb"}, AuthMethod: "none", CreatedAt: t0}))
+	}
+	grant := func(user, client string, at time.Time) (family, hash string) {
+		t.Helper()
+		family = store.NewID()
+		_, hash = store.NewSecret("rt_")
+		must(t, s.CreateTokens(ctx, store.OAuthToken{TokenHash: hash, Kind: store.TokenRefresh, ClientID: client, UserID: user, FamilyID: family,
+			Scope: store.ScopeRead, CreatedAt: at, ExpiresAt: at.Add(30 * 24 * time.Hour)}))
+		return family, hash
+	}
+	revoked := func(hash string) bool {
+		tok, err := s.Token(ctx, hash)
+		must(t, err)
+		return tok.RevokedAt != nil
+	}
+	// Before the password change: u's own app, and "Again", both consented, and another
+	// account's grant of Evil.
+	must(t, s.SaveConsent(ctx, store.Consent{UserID: u.ID, ClientID: "c_own", Scope: store.ScopeRead, CreatedAt: t0}))
+	must(t, s.SaveConsent(ctx, store.Consent{UserID: u.ID, ClientID: "c_again", Scope: store.ScopeRead, CreatedAt: t0}))
+	ownFamily, ownFirst := grant(u.ID, "c_own", t0)
+	_, againOld := grant(u.ID, "c_again", t0)
+	must(t, s.SaveConsent(ctx, store.Consent{UserID: other.ID, ClientID: "c_evil", Scope: store.ScopeRead, CreatedAt: t0.Add(3 * time.Hour)}))
+	_, theirs := grant(other.ID, "c_evil", t0.Add(3*time.Hour))
+
+	changed := t0.Add(time.Hour)
+	must(t, s.ChangePassword(ctx, u.ID, "changed", "", changed))
+	got, _ := s.UserByID(ctx, u.ID)
+	if !got.PasswordChangedAt.Equal(changed) {
+		t.Fatalf("PasswordChangedAt %v after a change at %v", got.PasswordChangedAt, changed)
+	}
+	// Since: u's own family rotated, Evil consented and granted, Again granted anew on its old
+	// consent.
+	_, ownRotated := store.NewSecret("rt_")
+	must(t, s.RotateRefresh(ctx, ownFirst, t0.Add(2*time.Hour), store.OAuthToken{TokenHash: ownRotated, Kind: store.TokenRefresh, ClientID: "c_own",
+		UserID: u.ID, FamilyID: ownFamily, Scope: store.ScopeRead, CreatedAt: t0.Add(2 * time.Hour), ExpiresAt: t0.Add(30 * 24 * time.Hour)}))
+	must(t, s.SaveConsent(ctx, store.Consent{UserID: u.ID, ClientID: "c_evil", Scope: store.ScopeRead, CreatedAt: t0.Add(90 * time.Minute)}))
+	_, evil := grant(u.ID, "c_evil", t0.Add(90*time.Minute))
+	_, againNew := grant(u.ID, "c_again", t0.Add(100*time.Minute))
+
+	ended, err := s.EndGrantsSince(ctx, u.ID, got.PasswordChangedAt, t0.Add(4*time.Hour))
+	must(t, err)
+	var names []string
+	for _, c := range ended {
+		names = append(names, c.ClientName)
+	}
+	if fmt.Sprint(names) != "[Again Evil]" && fmt.Sprint(names) != "[Evil Again]" {
+		t.Errorf("ended %v, want Evil and Again", names)
+	}
+	for name, c := range map[string]struct {
+		hash string
+		want bool
+	}{
+		"own, rotated since": {ownRotated, false}, "evil": {evil, true}, "again's new family": {againNew, true},
+		"again's old family": {againOld, false}, "another account's": {theirs, false},
+	} {
+		if revoked(c.hash) != c.want {
+			t.Errorf("%s: revoked %v, want %v", name, !c.want, c.want)
+		}
+	}
+	consents, err := s.Consents(ctx, u.ID)
+	must(t, err)
+	var left []string
+	for _, c := range consents {
+		left = append(left, c.ClientID)
+	}
+	if fmt.Sprint(left) != "[c_again c_own]" && fmt.Sprint(left) != "[c_own c_again]" {
+		t.Errorf("consents left %v, want c_own and c_again", left)
+	}
+	if ended, err := s.EndGrantsSince(ctx, u.ID, got.PasswordChangedAt, t0.Add(5*time.Hour)); err != nil || len(ended) != 0 {
+		t.Errorf("ending again: %v, %v; want nothing", ended, err)
+	}
+	if ended, err := s.EndGrantsSince(ctx, "not-a-uuid", t0, t0); err != nil || len(ended) != 0 {
+		t.Errorf("an id that is no uuid: %v, %v", ended, err)
 	}
 }

@@ -59,6 +59,7 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 		{"latest completed scan ignores queued, running and failed scans", testLatestCompleted},
 		{"site listings carry each site's newest scan of any status, for the owner only", testLastScans},
 		{"a second scan for a site with one in flight is SCAN_ALREADY_ACTIVE", testInFlight},
+		{"a publish during a scan is covered by a queued scan, or queues the site's one follow-up, which later publishes join", testFollowUps},
 		{"50 concurrent enqueues for one site create exactly one scan", testConcurrentEnqueue},
 		{"2 concurrent claimers over 500 jobs claim each exactly once", testConcurrentClaims},
 		{"workspaces take turns at the claim, and one at a worker's cap of its running jobs waits there while others are claimed", testFairClaims},

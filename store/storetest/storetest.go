@@ -212,3 +212,51 @@ func withSearchPath(t testing.TB, dsn, schema string) string {
 	}
 	return fmt.Sprintf("%s search_path=%s", dsn, schema)
 }
+
+// DatabaseDSN creates a database of its own and returns its DSN and drop, which drops it at
+// once with its connections, as an operator's DROP DATABASE ... WITH (FORCE) under a running
+// server does (it is dropped in t.Cleanup too). The DSN is on DATABASE_DIRECT_URL when set: a
+// pooler serves only the databases it was told of.
+func DatabaseDSN(t testing.TB) (dsn string, drop func()) {
+	t.Helper()
+	base := cmp.Or(os.Getenv("DATABASE_DIRECT_URL"), os.Getenv("DATABASE_URL"))
+	if base == "" {
+		SchemaDSN(t) // skips, or fails under CI=true
+	}
+	slots <- struct{}{}
+	t.Cleanup(func() { <-slots })
+	db, err := admin(base)
+	if err != nil {
+		t.Fatalf("open postgres: %v", err)
+	}
+	name := "sitepulse_t_" + strings.ReplaceAll(store.NewID(), "-", "")[:16]
+	if _, err := db.Exec(`CREATE DATABASE ` + name); err != nil {
+		t.Fatalf("create database: %v", err)
+	}
+	drop = func() {
+		if _, err := db.Exec(`DROP DATABASE IF EXISTS ` + name + ` WITH (FORCE)`); err != nil {
+			t.Errorf("drop database %s: %v", name, err)
+		}
+	}
+	t.Cleanup(drop)
+	u, err := url.Parse(base)
+	if err != nil || u.Host == "" {
+		t.Fatalf("DATABASE_URL is not a URL: %v", err)
+	}
+	u.Path = "/" + name
+	return u.String(), drop
+}
+
+// DropSchema drops the schema of dsn (a DSN SchemaDSN returned) with everything in it, under
+// whatever has it open: the store's next statements find no relation.
+func DropSchema(t testing.TB, dsn string) {
+	t.Helper()
+	db, err := sql.Open("postgres", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`DO $$ BEGIN EXECUTE 'DROP SCHEMA ' || quote_ident(current_schema()) || ' CASCADE'; END $$`); err != nil {
+		t.Fatalf("drop schema: %v", err)
+	}
+}

@@ -24,6 +24,10 @@ INSERT INTO account_audits (user_id, day, used)
     JOIN memberships m ON m.workspace_id = a.workspace_id AND m.role = 'owner'
     GROUP BY m.user_id, a.day;
 
+-- audit_payers and take_audit are written twice: store/memory/audits.go is the same rule in Go.
+-- The contract tests testAuditBudget and testAccountAuditBudget keep the two equal (see
+-- rulesWrittenTwice in store/storetest/twice_test.go): change both, run them on both stores.
+
 -- audit_payers are the accounts a workspace's audit of day d counts against: its owners, and the
 -- account that created it when it did so on d (UTC).
 CREATE FUNCTION audit_payers(ws uuid, d date) RETURNS SETOF uuid LANGUAGE sql STABLE AS $$

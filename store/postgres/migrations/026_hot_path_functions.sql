@@ -3,6 +3,12 @@
 -- server connection is gone on the next). A PL/pgSQL function keeps the plans of its queries per
 -- server connection, whichever client calls it, so each call parses and plans only itself.
 
+-- budget_key and api_key_by_hash are written twice: store/memory/users.go (APIKeyByHash) and
+-- store/memory/budget.go (BudgetInputsByKey) are the same rules in Go: a key works while its maker
+-- is a member of its workspace, and reads that workspace's sites only. The contract tests
+-- testKeyWorkspace, testBudgetInputsByKey and testAPIKeys keep them equal (rulesWrittenTwice in
+-- store/storetest/twice_test.go): change both, run them on both stores.
+
 -- budget_key authenticates an unrevoked API key by hash whose maker is still a member of its
 -- workspace, and finds site `site` in that workspace: no row means no caller; a NULL version
 -- means the site is not the key's to read (budgetKeySQL in store/postgres/budget.go); with the
