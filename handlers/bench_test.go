@@ -92,34 +92,52 @@ func BenchmarkSitePagePostgres(b *testing.B) {
 	}
 }
 
-// BenchmarkComparePage measures the compare page's server time (issue 33): the handler, from the
-// request to the rendered page, on memory and on Postgres, for two runs of a page of 100 requests
-// each (the fixtures' home page on mobile before and after the publish, its requests repeated to
-// 100 by repeated) with their pictures: the pairs' read, analysis.Compare, the pictures' lists,
-// the waterfall (40 rows drawn), the phases and the template.
+// BenchmarkComparePage measures the compare page's server time (issues 33 and 42): the handler,
+// from the request to the rendered page, on memory and on Postgres, for two runs of a page of 100
+// requests each (the fixtures' home page on mobile before and after the publish, its requests
+// repeated to 100 by lhtest.Repeated) and of 300 requests each (testdata/why/gallery-300.mobile: two
+// real Lighthouse runs of a page that makes 300 requests) with their pictures: the pairs' read,
+// analysis.Compare, the pictures' lists, the waterfall (40 rows drawn), the phases and the
+// template.
 func BenchmarkComparePage(b *testing.B) {
-	for _, be := range storetest.Backends(b) {
-		b.Run(be.Name, func(b *testing.B) {
-			f := newAPIFixture(b, be.Open(b))
-			site := f.newSite(b, f.a.userID, "A hundred requests")
-			before, after := lhtest.Explained(b, "../testdata/psi-before/home.mobile.json"), lhtest.Explained(b, "../testdata/psi/home.mobile.json")
-			before.Explain, after.Explain = lhtest.Repeated(before.Explain, 100), lhtest.Repeated(after.Explain, 100)
-			from := f.recordScan(b, site, []store.PageResult{before}, f.now.Add(-time.Hour))
-			to := f.recordScan(b, site, []store.PageResult{after}, f.now)
-			req := httptest.NewRequest("GET", compareURL(site, from, to, "/", store.StrategyMobile), nil)
-			req.AddCookie(&http.Cookie{Name: "session", Value: f.a.session})
-			serve := func() *httptest.ResponseRecorder {
-				rec := httptest.NewRecorder()
-				f.Config.Handler.ServeHTTP(rec, req)
-				return rec
-			}
-			if rec := serve(); rec.Code != 200 || !strings.Contains(rec.Body.String(), "requests are not drawn") {
-				b.Fatalf("compare page: %d %.300s", rec.Code, rec.Body.String())
-			}
-			b.ReportAllocs()
-			for b.Loop() {
-				serve()
-			}
-		})
+	hundred := func(b *testing.B) (before, after store.PageResult) {
+		before, after = lhtest.Explained(b, "../testdata/psi-before/home.mobile.json"), lhtest.Explained(b, "../testdata/psi/home.mobile.json")
+		before.Explain, after.Explain = lhtest.Repeated(before.Explain, 100), lhtest.Repeated(after.Explain, 100)
+		return before, after
+	}
+	gallery := func(b *testing.B) (before, after store.PageResult) {
+		return lhtest.Explained(b, "../testdata/why/gallery-300.mobile/before.json"), lhtest.Explained(b, "../testdata/why/gallery-300.mobile/after.json")
+	}
+	for _, size := range []struct {
+		requests int
+		path     string
+		runs     func(b *testing.B) (before, after store.PageResult)
+	}{{100, "/", hundred}, {300, "/gallery", gallery}} {
+		for _, be := range storetest.Backends(b) {
+			b.Run(fmt.Sprintf("requests=%d/%s", size.requests, be.Name), func(b *testing.B) {
+				f := newAPIFixture(b, be.Open(b))
+				site := f.newSite(b, f.a.userID, fmt.Sprintf("%d requests", size.requests))
+				before, after := size.runs(b)
+				if n := len(after.Explain.Requests); n != size.requests || len(before.Explain.Requests) != size.requests {
+					b.Fatalf("runs of %d and %d requests, want %d", len(before.Explain.Requests), n, size.requests)
+				}
+				from := f.recordScan(b, site, []store.PageResult{before}, f.now.Add(-time.Hour))
+				to := f.recordScan(b, site, []store.PageResult{after}, f.now)
+				req := httptest.NewRequest("GET", compareURL(site, from, to, size.path, store.StrategyMobile), nil)
+				req.AddCookie(&http.Cookie{Name: "session", Value: f.a.session})
+				serve := func() *httptest.ResponseRecorder {
+					rec := httptest.NewRecorder()
+					f.Config.Handler.ServeHTTP(rec, req)
+					return rec
+				}
+				if rec := serve(); rec.Code != 200 || !strings.Contains(rec.Body.String(), "requests are not drawn") {
+					b.Fatalf("compare page: %d %.300s", rec.Code, rec.Body.String())
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					serve()
+				}
+			})
+		}
 	}
 }

@@ -173,7 +173,7 @@ func TestWhyInEveryAlert(t *testing.T) {
 		text := msg.Blocks[0].Text.Text
 		for _, want := range []string{
 			"/ (mobile): ", "/ (desktop): ", "/pricing (mobile): ", "/pricing (desktop): ",
-			"new third party widgetly.test: 3 requests, 138 KB", "the LCP image /static/img/hero.jpg arrived 1.1 s later",
+			"new third party widgetly.test: 3 requests, 138 KB", "(/static/img/hero.jpg) shifted body",
 			"the document /pricing took 803 ms longer to arrive", "the document /pricing took 816 ms longer to arrive",
 		} {
 			if !strings.Contains(text, want) {

@@ -112,14 +112,19 @@ func serveOn(t *testing.T, docroot string, port int) (stop func()) {
 }
 
 // sampleLighthouse is the local Lighthouse backend set up for the sample site, its third parties
-// (cdn.widgetly.test, static.hotjar.com) served on port third: Chrome maps their names there, and
+// (cdn.widgetly.test, static.hotjar.com, and moreHosts) served on port third: Chrome maps their names there, and
 // so does the run's proxy, which Chrome sends every request to.
-func sampleLighthouse(t *testing.T, third int) *lighthouse.Runner {
+func sampleLighthouse(t *testing.T, third int, moreHosts ...string) *lighthouse.Runner {
 	t.Helper()
 	cmd, chrome := lighthouseInstall(t)
-	rules := fmt.Sprintf("MAP cdn.widgetly.test:80 127.0.0.1:%d,MAP static.hotjar.com:80 127.0.0.1:%d,MAP * ~NOTFOUND,EXCLUDE 127.0.0.1,EXCLUDE localhost", third, third)
+	rules := ""
+	thirdParty := map[string]string{}
+	for _, h := range append([]string{"cdn.widgetly.test", "static.hotjar.com"}, moreHosts...) {
+		rules += fmt.Sprintf("MAP %s:80 127.0.0.1:%d,", h, third)
+		thirdParty[h+":80"] = fmt.Sprintf("127.0.0.1:%d", third)
+	}
+	rules += "MAP * ~NOTFOUND,EXCLUDE 127.0.0.1,EXCLUDE localhost"
 	flags := `--headless=new --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking --disable-component-update --disable-sync --host-resolver-rules="` + rules + `"`
-	thirdParty := map[string]string{"cdn.widgetly.test:80": fmt.Sprintf("127.0.0.1:%d", third), "static.hotjar.com:80": fmt.Sprintf("127.0.0.1:%d", third)}
 	dial := func(ctx context.Context, network, address string) (net.Conn, error) {
 		if to, ok := thirdParty[address]; ok {
 			address = to

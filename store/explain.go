@@ -42,6 +42,35 @@ type Explain struct {
 	// pass mark), of every category, in category order; metrics are not audits and are left
 	// out.
 	Failing []FailingAudit `json:"failing"`
+	// Applied are the weighted audits of the accessibility, best-practices and SEO categories
+	// that applied to the page (passed or failed; not those Lighthouse found not applicable),
+	// in category order: a category score moves when they change, and a cause names them.
+	Applied []AppliedAudit `json:"applied,omitempty"`
+	// LastVisualChangeMs is when the page last changed on screen (Lighthouse's
+	// observedLastVisualChange), ms after the navigation started; 0 when not reported. Content
+	// inserted late shifts the page about then.
+	LastVisualChangeMs int `json:"lastVisualChangeMs,omitempty"`
+	// ThroughputKbps is the network throughput Lighthouse simulated the lab metrics with (PSI
+	// and Lighthouse's default: 1638.4 on mobile, 10240 on desktop); 0 when the metrics are as
+	// observed. A request's bytes cost the metrics bytes*8/ThroughputKbps ms, however fast the
+	// observed run fetched them.
+	ThroughputKbps float64 `json:"throughputKbps,omitempty"`
+}
+
+// BytesMs is what n bytes cost the lab metrics of the run in time: their transfer at the
+// simulated throughput, 0 when the run was not simulated.
+func (e *Explain) BytesMs(n int64) int {
+	if e == nil || e.ThroughputKbps <= 0 || n <= 0 {
+		return 0
+	}
+	return int(float64(n) * 8 / e.ThroughputKbps)
+}
+
+// AppliedAudit is an audit that counted in a category's score, with its weight there.
+type AppliedAudit struct {
+	ID       string  `json:"id"`
+	Category string  `json:"category"` // Lighthouse's id: accessibility, best-practices, seo
+	Weight   float64 `json:"weight"`
 }
 
 // Request is one request of a run (Lighthouse's network-requests).
@@ -62,8 +91,11 @@ type Request struct {
 	ResourceBytes int64 `json:"resourceBytes"`
 	StartMs       int   `json:"startMs"` // sent
 	EndMs         int   `json:"endMs"`   // its last byte arrived
-	// RenderBlocking is true when Lighthouse found it blocked the first render.
+	// RenderBlocking is true when Lighthouse found it blocked the first render; BlockingMs is
+	// Lighthouse's estimate of what it cost the first render (the render-blocking insight's
+	// wastedMs), 0 when the report has none.
 	RenderBlocking bool `json:"renderBlocking,omitempty"`
+	BlockingMs     int  `json:"blockingMs,omitempty"`
 	// LCP is true for the request of the LCP element's resource (its image).
 	LCP bool `json:"lcp,omitempty"`
 }

@@ -3,6 +3,7 @@ package analysis
 import (
 	"cmp"
 	"fmt"
+	"html"
 	"math"
 	"regexp"
 	"slices"
@@ -40,11 +41,15 @@ const (
 )
 
 // confidenceOf is how sure a cause is: high when its reasons account for at least 60% of the
-// metric's change, medium from 30%, low below. A category score's cause (audits turned failing)
+// metric's change, medium from 30%, low below, and low when it names only the largest change
+// because nothing explains the metric. A category score's cause (audits turned failing)
 // is high: the score is those audits. The performance score's is its heaviest metric's.
 func confidenceOf(cause Cause, metricCauses []Cause) string {
 	if len(cause.Reasons) == 0 {
 		return ""
+	}
+	if cause.Reasons[0].Kind == ReasonLargestChange { // only what changed most, no cause
+		return ConfidenceLow
 	}
 	switch cause.Metric {
 	case "accessibility", "bestPractices", "seo":
@@ -99,6 +104,11 @@ const (
 	ReasonLateContent          = "lateContent"          // content inserted later shifted the page
 	ReasonLayoutShift          = "layoutShift"          // a shift with another root cause (a web font, an iframe)
 	ReasonAuditFailing         = "auditFailing"         // an audit of the category turned failing
+	ReasonAuditsApply          = "auditsApply"          // the audits that apply to the category changed
+	ReasonLCPResourceReplaced  = "lcpResourceReplaced"  // the LCP element's resource is another file
+	ReasonLCPResourceNew       = "lcpResourceNew"       // the LCP now waits for a resource it did not
+	ReasonRequestGrown         = "requestGrown"         // a request the metric waits for grew
+	ReasonLargestChange        = "largestChange"        // the largest change, when none explains the metric
 )
 
 // NoChangeSentence is said when a metric got worse but nothing measurable changed, or when
@@ -137,6 +147,9 @@ func causes(c Comparison, before, after store.PageResult) []Cause {
 			var pool []Reason
 			pool, cause.Phase = candidates(c, m.Metric, before, after)
 			cause.Reasons = rank(pool, cause.Phase)
+			if len(cause.Reasons) == 0 && c.changedFor(m.Metric) { // never "lab variance" while something changed
+				cause.Reasons = []Reason{largestChange(c, m.Metric)}
+			}
 		}
 		cause.Sentence = sentence(c, cause)
 		cause.Confidence = confidenceOf(cause, nil)
@@ -144,7 +157,11 @@ func causes(c Comparison, before, after store.PageResult) []Cause {
 	}
 	if perf != nil { // the score is made of the metrics: their causes, the heaviest metric first
 		cause := Cause{Metric: "performance", Delta: perf.Delta, Reasons: []Reason{}}
-		for _, x := range out {
+		byImpact := slices.Clone(out)
+		slices.SortStableFunc(byImpact, func(x, y Cause) int {
+			return cmp.Compare(scoreImpact(y, after.Strategy), scoreImpact(x, after.Strategy))
+		})
+		for _, x := range byImpact {
 			if !slices.Contains(performanceMetrics, x.Metric) {
 				continue
 			}
@@ -159,6 +176,27 @@ func causes(c Comparison, before, after store.PageResult) []Cause {
 		out = append([]Cause{cause}, out...)
 	}
 	return out
+}
+
+// scoreControl are Lighthouse 10-13's weights of the performance metrics and the medians of
+// their scoring curves (mobile, desktop): a metric's change weighs in the score about as its
+// weight times the change over its median.
+var scoreControl = map[string]struct{ weight, mobile, desktop float64 }{
+	"fcp": {0.10, 3000, 1600}, "speedIndex": {0.10, 5800, 2300}, "lcp": {0.25, 4000, 2400},
+	"tbt": {0.30, 600, 350}, "cls": {0.25, 0.25, 0.25},
+}
+
+// scoreImpact is how much a metric's change weighs in the performance score (scoreControl).
+func scoreImpact(x Cause, strategy store.Strategy) float64 {
+	ctl, ok := scoreControl[x.Metric]
+	if !ok {
+		return 0
+	}
+	median := ctl.mobile
+	if strategy == "desktop" {
+		median = ctl.desktop
+	}
+	return ctl.weight * x.Delta / median
 }
 
 // rank orders a metric's candidate reasons, the largest share of the change first, and keeps
@@ -191,7 +229,7 @@ func candidates(c Comparison, metric string, before, after store.PageResult) (po
 	case "ttfb":
 		pool = documentSlower(c, before, after)
 	case "fcp":
-		pool = slices.Concat(documentSlower(c, before, after), renderBlocking(c))
+		pool = slices.Concat(documentSlower(c, before, after), renderBlocking(c), grownRequests(c))
 	case "tbt":
 		pool = slices.Concat(thirdParties(c, true, -1), scriptCosts(c))
 	case "cls":
@@ -207,11 +245,11 @@ func candidates(c Comparison, metric string, before, after store.PageResult) (po
 		if after.Explain.LCP.Phased {
 			moment = after.Explain.LCP.Ms()
 		}
-		pool = slices.Concat(documentSlower(c, before, after), lcpRequest(c), renderBlocking(c), thirdParties(c, false, moment), scriptCosts(c))
+		pool = slices.Concat(documentSlower(c, before, after), lcpRequest(c), renderBlocking(c), grownRequests(c), thirdParties(c, false, moment), scriptCosts(c))
 	case "speedIndex":
-		pool = slices.Concat(documentSlower(c, before, after), renderBlocking(c), lcpRequest(c), thirdParties(c, false, -1), scriptCosts(c))
+		pool = slices.Concat(documentSlower(c, before, after), renderBlocking(c), grownRequests(c), lcpRequest(c), thirdParties(c, false, -1), scriptCosts(c))
 	case "accessibility", "bestPractices", "seo":
-		pool = turnedFailing(c, lighthouseCategory[metric])
+		pool = slices.Concat(turnedFailing(c, lighthouseCategory[metric]), auditsApply(before.Explain, after.Explain, lighthouseCategory[metric]))
 	}
 	return pool, phase
 }
@@ -233,6 +271,49 @@ func turnedFailing(c Comparison, category string) []Reason {
 	return out
 }
 
+// auditsApply: passing audits of a category that no longer apply (Lighthouse found what they
+// check gone: the ARIA attributes of a removed widget), so the audits that still fail weigh
+// more in its score; weighed by the points that cost, as Lighthouse scores a category (the
+// weighted share of the audits that apply and pass).
+func auditsApply(b, a *store.Explain, category string) []Reason {
+	now := map[string]bool{}
+	for _, x := range a.Applied {
+		if x.Category == category {
+			now[x.ID] = true
+		}
+	}
+	if len(now) == 0 {
+		return nil // not kept for After (a result stored before they were)
+	}
+	var total, passing, gone float64
+	var ids []string
+	for _, x := range b.Applied {
+		if x.Category != category {
+			continue
+		}
+		f, failed := b.Failed(x.ID)
+		failed = failed && slices.Contains(f.Categories, category)
+		total += x.Weight
+		if !failed {
+			passing += x.Weight
+		}
+		if !now[x.ID] && !failed {
+			ids = append(ids, x.ID)
+			gone += x.Weight
+		}
+	}
+	if len(ids) == 0 || total-gone <= 0 {
+		return nil
+	}
+	points := 100 * (passing/total - (passing-gone)/(total-gone))
+	verb := " no longer apply ("
+	if len(ids) == 1 {
+		verb = " no longer applies ("
+	}
+	text := plural(len(ids), "passing audit") + verb + strings.Join(ids, ", ") + "), so those that fail weigh more"
+	return []Reason{{Kind: ReasonAuditsApply, Weight: round(points, 1), Text: text}}
+}
+
 // documentSlower: the page's document took longer, with the server response time of both runs.
 func documentSlower(c Comparison, before, after store.PageResult) []Reason {
 	for _, r := range c.Slower {
@@ -248,24 +329,50 @@ func documentSlower(c Comparison, before, after store.PageResult) []Reason {
 	return nil
 }
 
-// lcpRequest: the LCP element's resource arrived later, or was requested later, or the LCP is
-// another element.
+// lcpRequest: the LCP element's resource is another file (matched through the element:
+// compareLCP), arrived later, was requested later, or is new; or the LCP is another element.
+// The resource is weighed by how much later its last byte arrived, and named with how much
+// heavier it is.
 func lcpRequest(c Comparison) []Reason {
 	var out []Reason
 	r := c.LCP.Request
-	if r != nil && r.Before != nil && r.After != nil {
-		what := "the LCP " + typeWord(r.Type) + " " + shortURL(*r)
+	switch {
+	case r != nil && r.Before != nil && r.After != nil && r.MatchedBy == MatchedLCP:
+		text := "the LCP " + typeWord(r.Type) + " is now " + shortURL(*r) + " (was " + shortURL(change(nil, r.Before)) + ")"
+		if grew(r.Before.TransferBytes, r.After.TransferBytes) {
+			text += ", " + formatKB(r.BytesDelta) + " heavier"
+		}
 		if later(r.EndDelta, r.Before.DurationMs()) {
+			text += ", arriving " + formatMs(float64(r.EndDelta)) + " later"
+		}
+		out = append(out, Reason{Kind: ReasonLCPResourceReplaced, Weight: float64(max(r.EndDelta, c.bytesMs(r.BytesDelta), 0)), Text: text, URL: r.URL, phase: store.PhaseLoadDuration})
+	case r != nil && r.Before != nil && r.After != nil:
+		what := "the LCP " + typeWord(r.Type) + " " + shortURL(*r)
+		if r.MatchedBy == MatchedName {
+			what += " (was " + shortURL(change(nil, r.Before)) + ")"
+		}
+		// It arrived later because it took longer or grew; merely starting later with the rest
+		// of the page (a busy lab machine parses slower) is no change of its own.
+		late := later(r.EndDelta, r.Before.DurationMs()) && later(r.DurationDelta, r.Before.DurationMs())
+		heavier := grew(r.Before.TransferBytes, r.After.TransferBytes)
+		switch {
+		case late:
 			text := what + " arrived " + formatMs(float64(r.EndDelta)) + " later"
-			if grew(r.Before.TransferBytes, r.After.TransferBytes) {
+			if heavier {
 				text += ", " + formatKB(r.BytesDelta) + " larger"
 			}
-			out = append(out, Reason{Kind: ReasonLCPRequestLater, Weight: float64(r.EndDelta), Text: text, URL: r.URL, phase: store.PhaseLoadDuration})
+			out = append(out, Reason{Kind: ReasonLCPRequestLater, Weight: float64(max(r.EndDelta, c.bytesMs(r.BytesDelta))), Text: text, URL: r.URL, phase: store.PhaseLoadDuration})
+		case heavier:
+			out = append(out, Reason{Kind: ReasonLCPRequestLater, Weight: float64(c.bytesMs(r.BytesDelta)), Text: what + " is " + formatKB(r.BytesDelta) + " larger",
+				URL: r.URL, phase: store.PhaseLoadDuration})
 		}
-		if d := r.After.StartMs - r.Before.StartMs; later(d, r.Before.DurationMs()) {
+		if d := r.After.StartMs - r.Before.StartMs; later(d, r.Before.DurationMs()) && c.pageChanged() {
 			out = append(out, Reason{Kind: ReasonLCPRequestDelayed, Weight: float64(d), Text: what + " was requested " + formatMs(float64(d)) + " later",
 				URL: r.URL, phase: store.PhaseLoadDelay})
 		}
+	case r != nil && r.After != nil:
+		text := "the LCP now waits for the " + typeWord(r.Type) + " " + shortURL(*r) + " (" + formatKB(r.After.TransferBytes) + ", arriving at " + formatMs(float64(r.After.EndMs)) + ")"
+		out = append(out, Reason{Kind: ReasonLCPResourceNew, Weight: float64(max(r.After.DurationMs(), c.bytesMs(r.After.TransferBytes))), Text: text, URL: r.URL, phase: store.PhaseLoadDuration})
 	}
 	if c.LCP.ElementChanged && c.LCP.ElementAfter != nil {
 		text := "the LCP element is now " + c.LCP.ElementAfter.Selector
@@ -281,6 +388,28 @@ func lcpRequest(c Comparison) []Reason {
 	return out
 }
 
+// grownRequests: requests the first render or the LCP waits for (render-blocking ones, the
+// LCP resource) that grew beyond noise, a renamed one with its old name, weighed by how much
+// later they arrived.
+func grownRequests(c Comparison) []Reason {
+	var out []Reason
+	for _, r := range c.Grown {
+		if !r.After.RenderBlocking || r.Before.RenderBlocking != r.After.RenderBlocking {
+			continue // the LCP resource is lcpRequest's; a newly blocking one renderBlocking's
+		}
+		text := "the render-blocking " + typeWord(r.Type) + " " + shortURL(r)
+		if r.MatchedBy == MatchedName {
+			text += " (was " + shortURL(change(nil, r.Before)) + ")"
+		}
+		text += " grew by " + formatKB(r.BytesDelta)
+		if later(r.EndDelta, r.Before.DurationMs()) {
+			text += ", arriving " + formatMs(float64(r.EndDelta)) + " later"
+		}
+		out = append(out, Reason{Kind: ReasonRequestGrown, Weight: float64(max(r.EndDelta, c.bytesMs(r.BytesDelta), 1)), Text: text, URL: r.URL, Party: party(r), phase: store.PhaseRenderDelay})
+	}
+	return out
+}
+
 // renderBlocking: requests that newly block the first render, by how long they took, and
 // render-blocking ones that took longer.
 func renderBlocking(c Comparison) []Reason {
@@ -290,7 +419,7 @@ func renderBlocking(c Comparison) []Reason {
 		if r.ThirdParty && r.Entity != "" {
 			text += " (third party " + r.Entity + ")"
 		}
-		out = append(out, Reason{Kind: ReasonRenderBlockingAdded, Weight: float64(r.After.DurationMs()), Text: text, URL: r.URL, Party: party(r),
+		out = append(out, Reason{Kind: ReasonRenderBlockingAdded, Weight: float64(blockingMs(c, r)), Text: text, URL: r.URL, Party: party(r),
 			phase: store.PhaseRenderDelay})
 	}
 	for _, r := range c.Slower {
@@ -301,6 +430,16 @@ func renderBlocking(c Comparison) []Reason {
 		}
 	}
 	return out
+}
+
+// blockingMs is what a newly render-blocking request cost the first render: Lighthouse's own
+// estimate (the insight's wastedMs) where the report has one, else how long it took, or its
+// bytes at the simulated throughput, the larger.
+func blockingMs(c Comparison, r RequestChange) int {
+	if r.After.BlockingMs > 0 {
+		return r.After.BlockingMs
+	}
+	return max(r.After.DurationMs(), c.bytesMs(r.After.TransferBytes))
 }
 
 func party(r RequestChange) string {
@@ -319,13 +458,17 @@ func thirdParties(c Comparison, cpu bool, moment int) []Reason {
 		if moment >= 0 && !slices.ContainsFunc(c.Added, func(r RequestChange) bool { return r.Entity == p.Name && r.After.StartMs < moment }) {
 			continue
 		}
-		weight := float64(p.MainThreadMs)
+		observed := p.MainThreadMs
+		if observed < NoiseMainThreadMs && p.CPUMs > observed { // its time not attributed to it: bootup-time's
+			observed = p.CPUMs
+		}
+		weight := float64(observed)
 		if cpu && p.CPUMs > 0 {
 			weight = float64(p.CPUMs)
 		}
 		text := "new third party " + p.Name + ": " + plural(p.Requests, "request") + ", " + formatKB(p.TransferBytes)
-		if p.MainThreadMs >= NoiseMainThreadMs {
-			text += ", " + formatMs(float64(p.MainThreadMs)) + " of main-thread work"
+		if observed >= NoiseMainThreadMs {
+			text += ", " + formatMs(float64(observed)) + " of main-thread work"
 		}
 		out = append(out, Reason{Kind: ReasonThirdPartyAdded, Weight: weight, Text: text, Party: p.Name, phase: store.PhaseRenderDelay})
 	}
@@ -348,7 +491,7 @@ func scriptCosts(c Comparison) []Reason {
 			name = "the page's inline scripts"
 		}
 		text := name + " take " + formatMs(float64(s.AfterMs-s.BeforeMs)) + " more main-thread time"
-		if s.BeforeMs == 0 {
+		if s.New {
 			text = "the new " + strings.TrimPrefix(name, "the ") + " take " + formatMs(float64(s.AfterMs)) + " of main-thread time"
 		}
 		if s.URL != c.docURL {
@@ -357,6 +500,68 @@ func scriptCosts(c Comparison) []Reason {
 		out = append(out, Reason{Kind: ReasonScriptCost, Weight: float64(s.AfterMs - s.BeforeMs), Text: text, URL: s.URL, phase: store.PhaseRenderDelay})
 	}
 	return out
+}
+
+// largestChange is the largest change of the comparison, named when none of a metric's own
+// candidates explains it: the one that cost most time (for CLS, the largest new shift), then
+// most bytes. It weighs nothing: it is no cause of the metric, only what changed most.
+func largestChange(c Comparison, metric string) Reason {
+	type candidate struct {
+		ms    float64 // the time it cost (for CLS, a shift's score)
+		bytes int64
+		r     Reason
+	}
+	var all []candidate
+	add := func(ms float64, bytes int64, text, url string) {
+		if metric == "cls" {
+			ms = 0 // time is not CLS's unit
+		}
+		all = append(all, candidate{ms, bytes, Reason{Kind: ReasonLargestChange, Text: text, URL: url}})
+	}
+	for _, r := range c.Slower {
+		add(float64(r.DurationDelta), 0, "the "+typeWord(r.Type)+" "+shortURL(r)+" took "+formatMs(float64(r.DurationDelta))+" longer", r.URL)
+	}
+	for _, r := range c.Added {
+		add(float64(r.After.DurationMs()), r.After.TransferBytes, "the new "+typeWord(r.Type)+" "+shortURL(r)+" ("+formatKB(r.After.TransferBytes)+")", r.URL)
+	}
+	for _, r := range c.Grown {
+		text := "the " + typeWord(r.Type) + " " + shortURL(r)
+		if r.MatchedBy == MatchedName {
+			text += " (was " + shortURL(change(nil, r.Before)) + ")"
+		}
+		add(float64(max(r.EndDelta, 0)), r.BytesDelta, text+" grew by "+formatKB(r.BytesDelta), r.URL)
+	}
+	for _, r := range c.Removed {
+		add(0, r.Before.TransferBytes, "the "+typeWord(r.Type)+" "+shortURL(r)+" is no longer loaded ("+formatKB(r.Before.TransferBytes)+")", r.URL)
+	}
+	for _, s := range c.Scripts {
+		add(float64(s.AfterMs-s.BeforeMs), 0, c.label(s.URL)+" takes "+formatMs(float64(s.AfterMs-s.BeforeMs))+" more main-thread time", s.URL)
+	}
+	for _, p := range c.ThirdPartiesRemoved {
+		add(0, p.TransferBytes, "the third party "+p.Name+" is no longer loaded ("+plural(p.Requests, "request")+", "+formatKB(p.TransferBytes)+")", "")
+	}
+	if c.LCP.ElementChanged && c.LCP.ElementAfter != nil {
+		add(0, 0, "the LCP element is now "+c.LCP.ElementAfter.Selector, "")
+	}
+	for _, a := range c.TurnedFailing {
+		add(0, 0, a.ID+" now fails", "")
+	}
+	// A layout shift costs CLS, not time: for CLS (whose candidates cost no time) it ranks by
+	// its score.
+	for _, s := range c.Shifts.New {
+		cost := 0.0
+		if metric == "cls" {
+			cost = s.Score
+		}
+		all = append(all, candidate{cost, 0, Reason{Kind: ReasonLargestChange, Text: "a new layout shift of " + s.Selector + " (" + formatCLS(s.Score) + ")", Selector: s.Selector}})
+	}
+	if len(all) == 0 {
+		return Reason{Kind: ReasonLargestChange, Text: "the third parties loaded changed"}
+	}
+	best := slices.MaxFunc(all, func(x, y candidate) int { return cmp.Or(cmp.Compare(x.ms, y.ms), cmp.Compare(x.bytes, y.bytes)) })
+	r := best.r
+	r.Text = "no change explains it; the largest: " + r.Text
+	return r
 }
 
 // unsizedCause answers whether a layout shift's root cause is an image without a size
@@ -422,6 +627,16 @@ func layoutShifts(c Comparison) []Reason {
 		r := g.reason
 		r.Weight = round(r.Weight, 4)
 		r.Text += " shifted " + strings.Join(g.shifted, ", ")
+		if r.Kind == ReasonLateContent {
+			if ins, ok := c.inserter(); ok {
+				r.Text += ", after the new " + typeWord(ins.Type) + " " + shortURL(ins)
+				if ins.ThirdParty && ins.Entity != "" {
+					r.Text += " (third party " + ins.Entity + ")"
+				}
+				r.Text += " ran"
+				r.URL, r.Party = ins.URL, party(ins)
+			}
+		}
 		if r.Kind == ReasonUnsizedImage {
 			if a, ok := failing(c.TurnedFailing, "unsized-images"); ok && len(a.Items) > 0 {
 				var paths []string
@@ -436,6 +651,26 @@ func layoutShifts(c Comparison) []Reason {
 	return out
 }
 
+// inserter is the new script most likely to have inserted content late, when Lighthouse names
+// no culprit for the shift: of After's added scripts whose last byte arrived before the page
+// last changed on screen (when the late content shifted it), a new third party's first, then
+// the latest to arrive. ok is false when no script was added.
+func (c Comparison) inserter() (RequestChange, bool) {
+	var best RequestChange
+	found := false
+	for _, r := range c.Added {
+		if r.Type != "Script" || c.lastVisual > 0 && r.After.EndMs > c.lastVisual {
+			continue
+		}
+		newParty := r.ThirdParty && slices.ContainsFunc(c.ThirdPartiesAdded, func(p PartyChange) bool { return p.Name == r.Entity })
+		bestNew := found && best.ThirdParty && slices.ContainsFunc(c.ThirdPartiesAdded, func(p PartyChange) bool { return p.Name == best.Entity })
+		if !found || newParty && !bestNew || newParty == bestNew && r.After.EndMs > best.After.EndMs {
+			best, found = r, true
+		}
+	}
+	return best, found
+}
+
 func failing(list []store.FailingAudit, id string) (store.FailingAudit, bool) {
 	for _, a := range list {
 		if a.ID == id {
@@ -447,10 +682,11 @@ func failing(list []store.FailingAudit, id string) (store.FailingAudit, bool) {
 
 var srcAttr = regexp.MustCompile(`\ssrc="([^"]+)"`)
 
-// srcOf is the src attribute of an element's snippet, "" when it has none.
+// srcOf is the src attribute of an element's snippet (its entities decoded: "&amp;" in a
+// query), "" when it has none.
 func srcOf(snippet string) string {
 	if m := srcAttr.FindStringSubmatch(snippet); m != nil {
-		return m[1]
+		return html.UnescapeString(m[1])
 	}
 	return ""
 }
@@ -482,7 +718,36 @@ func sentence(c Comparison, cause Cause) string {
 	for i, r := range cause.Reasons {
 		texts[i] = r.Text
 	}
-	return head + ": " + strings.Join(texts, "; ")
+	return head + ": " + strings.Join(texts, "; ") + partShare(cause)
+}
+
+// PartShare is the share of a metric's change below which a cause's sentence says how much of
+// it the named changes explain.
+const PartShare = 0.6
+
+// partShare is ", which explains about 40% of it" for a cause whose reasons explain only part
+// of a timing metric's or CLS's change ("together about ..." for two); "" when they explain
+// most of it, or when the metric is a score, whose reasons are not in its unit.
+func partShare(cause Cause) string {
+	if _, score := lighthouseCategory[cause.Metric]; score || cause.Delta == 0 || cause.Reasons[0].Kind == ReasonLargestChange {
+		return ""
+	}
+	explained := 0.0
+	for _, r := range cause.Reasons {
+		explained += r.Weight
+	}
+	share := explained / math.Abs(cause.Delta)
+	if share >= PartShare {
+		return ""
+	}
+	words := "under 10%"
+	if pct := math.Round(share*10) * 10; pct >= 10 {
+		words = "about " + strconv.Itoa(int(pct)) + "%"
+	}
+	if len(cause.Reasons) > 1 {
+		return " (together " + strings.TrimPrefix(words, "about ") + " of it)"
+	}
+	return ", which explains " + words + " of it"
 }
 
 // summary is the causes' sentences together, or what is true when there is none.
@@ -543,8 +808,12 @@ func formatMs(v float64) string {
 
 func formatCLS(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
 
-// formatKB writes a size in kilobytes (1,024 bytes), at least 1 KB.
+// formatKB writes a size in kilobytes (1,024 bytes), at least 1 KB; from 1,000 KB in
+// megabytes, "1.9 MB".
 func formatKB(b int64) string {
+	if kb := math.Round(math.Abs(float64(b)) / 1024); kb >= 1000 {
+		return strconv.FormatFloat(float64(b)/(1<<20), 'f', 1, 64) + " MB"
+	}
 	return strconv.FormatInt(max(int64(math.Round(float64(b)/1024)), 1), 10) + " KB"
 }
 

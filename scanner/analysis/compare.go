@@ -43,6 +43,12 @@ const (
 	NoiseMainThreadMs = 50
 	// NoiseShift is the share of CLS below which a layout shift is left out of a cause.
 	NoiseShift = 0.005
+	// NoiseScriptShare bounds the main-thread time of a script whose file did not change (the
+	// same URL, the same size within noise): on a busy lab machine every script slows together,
+	// and the corpus's unchanged page (testdata/why/unchanged-2) had its inline scripts take 79%
+	// longer and a third party's 57%. Such a script took more time only past doubling; a
+	// script whose file changed, past NoiseShare.
+	NoiseScriptShare = 1.0
 )
 
 // Comparison is what changed in one page and strategy between two runs, Before and After (two
@@ -56,7 +62,8 @@ type Comparison struct {
 	Explained bool `json:"explained"`
 	// Metrics are the lab metrics and the performance score before and after.
 	Metrics []MetricChange `json:"metrics"`
-	// Requests matched by URL without its query, then by host and path.
+	// Requests matched by URL, then without its query, then by host and path, then by
+	// normalised name (match.go).
 	Added   []RequestChange `json:"added"`   // only After made them
 	Removed []RequestChange `json:"removed"` // only Before made them
 	Grown   []RequestChange `json:"grown"`   // their transfer size grew beyond noise
@@ -81,9 +88,17 @@ type Comparison struct {
 	Causes []Cause `json:"causes"`
 	// Summary is the causes' sentences together, or NoChangeSentence when no metric got worse
 	// and nothing changed.
-	Summary string `json:"summary"`
-	host    string // the host of After's document: the page's own
-	docURL  string // After's document URL
+	Summary string  `json:"summary"`
+	host    string  // the host of After's document: the page's own
+	docURL  string  // After's document URL
+	kbps    float64 // After's simulated throughput (store.Explain.ThroughputKbps)
+	// lastVisual is when After's page last changed on screen (store.Explain.LastVisualChangeMs)
+	lastVisual int
+}
+
+// bytesMs is what n bytes cost After's lab metrics in time (store.Explain.BytesMs).
+func (c Comparison) bytesMs(n int64) int {
+	return (&store.Explain{ThroughputKbps: c.kbps}).BytesMs(n)
 }
 
 // MetricChange is one metric of both runs; Regressed is true when it got worse beyond noise.
@@ -109,6 +124,9 @@ type RequestChange struct {
 	BytesDelta    int64 `json:"bytesDelta"`
 	EndDelta      int   `json:"endDelta"`
 	DurationDelta int   `json:"durationDelta"`
+	// MatchedBy is how After's request was found to be Before's (MatchedURL, ...); "" when
+	// only one run made it.
+	MatchedBy string `json:"matchedBy,omitempty"`
 }
 
 // BytesChange is the requests and transfer bytes of one resource type and party in both runs.
@@ -134,11 +152,14 @@ type PartyChange struct {
 	CPUMs int `json:"cpuMs"`
 }
 
-// ScriptChange is a script whose main-thread time grew (Before 0 for a new one).
+// ScriptChange is a script whose main-thread time grew: BeforeMs is 0 for one bootup-time did
+// not list before (a new script, or one below its threshold); New is true only for a script
+// the earlier run did not load at all.
 type ScriptChange struct {
 	URL      string `json:"url"`
 	BeforeMs int    `json:"beforeMs"`
 	AfterMs  int    `json:"afterMs"`
+	New      bool   `json:"new,omitempty"`
 }
 
 // LCPChange is the largest contentful paint of both runs: its element, its phases and its
@@ -195,12 +216,13 @@ func Compare(before, after store.PageResult) Comparison {
 		if doc, ok := a.Document(); ok {
 			c.host, c.docURL = doc.Host(), doc.URL
 		}
-		pair := match(b, a)
-		c.compareRequests(b, a, pair)
+		c.kbps, c.lastVisual = a.ThroughputKbps, a.LastVisualChangeMs
+		m := match(b, a)
+		c.compareRequests(b, a, m)
 		c.Bytes = compareBytes(b, a)
 		c.ThirdPartiesAdded, c.ThirdPartiesRemoved = partiesOnlyIn(a, b), partiesOnlyIn(b, a)
 		c.Scripts = compareScripts(b, a)
-		c.LCP = compareLCP(b, a, pair)
+		c.LCP = compareLCP(b, a, m)
 		c.Shifts = compareShifts(b, a)
 		for _, f := range a.Failing {
 			if _, was := b.Failed(f.ID); !was {
@@ -250,50 +272,6 @@ func worse(metric string, b, d float64) bool {
 	return d > NoiseMs && d > NoiseShare*b
 }
 
-// requestKeys are the keys requests are matched by, in turn: the URL without its query and
-// fragment, then the host and path (any scheme, port, query).
-func requestKeys(raw string) (noQuery, hostPath string) {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return raw, raw
-	}
-	u.RawQuery, u.Fragment, u.ForceQuery = "", "", false
-	return u.String(), u.Hostname() + u.EscapedPath()
-}
-
-// match pairs each request of a with the request of b it is the same as: by URL without its
-// query first, then by host and path, each request at most once, in the order they started.
-// It answers, for each index of a, the matched index of b or -1.
-func match(b, a *store.Explain) []int {
-	pair := make([]int, len(a.Requests))
-	for i := range pair {
-		pair[i] = -1
-	}
-	used := make([]bool, len(b.Requests))
-	for pass := range 2 {
-		byKey := map[string][]int{}
-		for j, r := range b.Requests {
-			if !used[j] {
-				k1, k2 := requestKeys(r.URL)
-				k := []string{k1, k2}[pass]
-				byKey[k] = append(byKey[k], j)
-			}
-		}
-		for i, r := range a.Requests {
-			if pair[i] >= 0 {
-				continue
-			}
-			k1, k2 := requestKeys(r.URL)
-			k := []string{k1, k2}[pass]
-			if js := byKey[k]; len(js) > 0 {
-				pair[i], used[js[0]] = js[0], true
-				byKey[k] = js[1:]
-			}
-		}
-	}
-	return pair
-}
-
 // change is the RequestChange of a request of b (nil when none) and of a (nil when none).
 func change(b, a *store.Request) RequestChange {
 	r := a
@@ -315,21 +293,22 @@ func grew(b, a int64) bool {
 // later answers whether a request's time grew by d beyond noise, for a request that took dur.
 func later(d, dur int) bool { return d > NoiseRequestMs && float64(d) > NoiseRequestShare*float64(dur) }
 
-// compareRequests fills the request lists; pair is match's answer.
-func (c *Comparison) compareRequests(b, a *store.Explain, pair []int) {
+// compareRequests fills the request lists; m is match's answer.
+func (c *Comparison) compareRequests(b, a *store.Explain, m matching) {
 	matched := make([]bool, len(b.Requests))
 	for i := range a.Requests {
 		ar := &a.Requests[i]
-		if pair[i] < 0 {
+		if m.pair[i] < 0 {
 			c.Added = append(c.Added, change(nil, ar))
 			if ar.RenderBlocking {
 				c.RenderBlockingAdded = append(c.RenderBlockingAdded, change(nil, ar))
 			}
 			continue
 		}
-		br := &b.Requests[pair[i]]
-		matched[pair[i]] = true
+		br := &b.Requests[m.pair[i]]
+		matched[m.pair[i]] = true
 		ch := change(br, ar)
+		ch.MatchedBy = m.by[i]
 		if grew(br.TransferBytes, ar.TransferBytes) {
 			c.Grown = append(c.Grown, ch)
 		}
@@ -415,31 +394,67 @@ func partiesOnlyIn(x, y *store.Explain) []PartyChange {
 	return out
 }
 
-// compareScripts are the scripts whose main-thread time grew beyond noise, the most first.
+// compareScripts are the scripts whose main-thread time grew beyond noise, the most first,
+// each matched to Before's as requests are (matchURLs). Time bootup-time could not give a
+// script ("Unattributable"; Lighthouse 5's "Other") is no script.
 func compareScripts(b, a *store.Explain) []ScriptChange {
 	out := []ScriptChange{}
+	var bu, au []string
+	for _, s := range b.Scripts {
+		bu = append(bu, s.URL)
+	}
 	for _, s := range a.Scripts {
-		if s.URL == "Unattributable" {
+		au = append(au, s.URL)
+	}
+	m, loaded := matchURLs(bu, au), matchURLs(urlsOf(b.Requests), au)
+	for i, s := range a.Scripts {
+		if !webURL(s.URL) {
 			continue
 		}
-		key, _ := requestKeys(s.URL)
-		was := 0
-		for _, o := range b.Scripts {
-			if k, _ := requestKeys(o.URL); k == key {
-				was = o.TotalMs
-				break
-			}
+		was, now := 0, scriptMs(s)
+		if m.pair[i] >= 0 {
+			was = scriptMs(b.Scripts[m.pair[i]])
 		}
-		if s.TotalMs-was > NoiseMainThreadMs && float64(s.TotalMs-was) > NoiseShare*float64(was) {
-			out = append(out, ScriptChange{URL: s.URL, BeforeMs: was, AfterMs: s.TotalMs})
+		share := NoiseShare
+		if j := loaded.pair[i]; j >= 0 && loaded.by[i] == MatchedURL && sameFile(b.Requests[j], a.Requests, s.URL) {
+			share = NoiseScriptShare
+		}
+		if now-was > NoiseMainThreadMs && float64(now-was) > share*float64(was) {
+			out = append(out, ScriptChange{URL: s.URL, BeforeMs: was, AfterMs: now, New: m.pair[i] < 0 && loaded.pair[i] < 0})
 		}
 	}
 	slices.SortStableFunc(out, func(x, y ScriptChange) int { return cmp.Compare(y.AfterMs-y.BeforeMs, x.AfterMs-x.BeforeMs) })
 	return out
 }
 
-// compareLCP compares the LCP element, phases and request; pair is match's answer.
-func compareLCP(b, a *store.Explain, pair []int) LCPChange {
+// sameFile answers whether After's request of url (in reqs) is b's file unchanged: its size
+// within noise.
+func sameFile(b store.Request, reqs []store.Request, url string) bool {
+	i := slices.IndexFunc(reqs, func(r store.Request) bool { return r.URL == url })
+	return i >= 0 && !grew(b.TransferBytes, reqs[i].TransferBytes) && !grew(reqs[i].TransferBytes, b.TransferBytes)
+}
+
+// scriptMs is the main-thread time a script's own work took: evaluating, parsing and
+// compiling it. bootup-time's total counts also the style, layout and parsing it set off (a
+// page's document is charged all its HTML parsing and layout), which a script did not take;
+// a report without the split gives the total.
+func scriptMs(s store.ScriptCost) int {
+	if own := s.ScriptingMs + s.ParseMs; own > 0 {
+		return own
+	}
+	return s.TotalMs
+}
+
+// webURL answers whether s is an http or https URL.
+func webURL(s string) bool {
+	return strings.HasPrefix(s, "https://") || strings.HasPrefix(s, "http://")
+}
+
+// compareLCP compares the LCP element, phases and resource; m is match's answer. The LCP
+// resource of After is Before's by URL (m) when a step matched it; otherwise, when Before's LCP
+// had a resource too, it is that one (MatchedLCP): another file for the LCP (an image replaced
+// under a new URL, moved to a CSS background) is what the LCP now waits for instead.
+func compareLCP(b, a *store.Explain, m matching) LCPChange {
 	l := LCPChange{ElementBefore: b.LCP.Element, ElementAfter: a.LCP.Element, Phases: []PhaseChange{}}
 	l.ElementChanged = (b.LCP.Element == nil) != (a.LCP.Element == nil) ||
 		b.LCP.Element != nil && a.LCP.Element != nil && b.LCP.Element.Selector != a.LCP.Element.Selector
@@ -449,24 +464,24 @@ func compareLCP(b, a *store.Explain, pair []int) LCPChange {
 			l.Phases = append(l.Phases, PhaseChange{Phase: ph, Before: x, After: y, Delta: y - x})
 		}
 	}
+	ai, bi := slices.IndexFunc(a.Requests, func(r store.Request) bool { return r.LCP }), slices.IndexFunc(b.Requests, func(r store.Request) bool { return r.LCP })
 	var br, ar *store.Request
-	for i := range a.Requests {
-		if a.Requests[i].LCP {
-			ar = &a.Requests[i]
-			if pair[i] >= 0 {
-				br = &b.Requests[pair[i]]
-			}
+	by := ""
+	if ai >= 0 {
+		ar = &a.Requests[ai]
+		if j := m.pair[ai]; j >= 0 {
+			br, by = &b.Requests[j], m.by[ai]
 		}
 	}
-	if ar == nil {
-		for j := range b.Requests {
-			if b.Requests[j].LCP {
-				br = &b.Requests[j]
-			}
+	if br == nil && bi >= 0 {
+		br = &b.Requests[bi]
+		if ar != nil {
+			by = MatchedLCP
 		}
 	}
 	if br != nil || ar != nil {
 		ch := change(br, ar)
+		ch.MatchedBy = by
 		l.Request = &ch
 	}
 	return l
@@ -512,10 +527,30 @@ func (c Comparison) CauseOf(metric string) (Cause, bool) {
 	return Cause{}, false
 }
 
-// Changed answers whether anything but the metrics changed beyond noise.
+// Changed answers whether anything but the metrics changed beyond noise: a request, a size, a
+// timing, the LCP element or its resource, a third party, a script's cost, a layout shift, an
+// audit. Only when nothing did is a metric that got worse "likely lab variance".
 func (c Comparison) Changed() bool {
+	return c.pageChanged() || len(c.TurnedFailing) > 0
+}
+
+// pageChanged answers whether the page itself changed beyond noise: its requests, sizes,
+// timings, LCP element or resource, third parties, scripts' costs or layout shifts. An audit or
+// insight that turned failing is not: a performance insight flips with its metric's noise.
+func (c Comparison) pageChanged() bool {
 	return len(c.Added)+len(c.Removed)+len(c.Grown)+len(c.Slower)+len(c.RenderBlockingAdded)+len(c.ThirdPartiesAdded)+
-		len(c.ThirdPartiesRemoved)+len(c.Scripts)+len(c.Shifts.New)+len(c.TurnedFailing) > 0 || c.LCP.ElementChanged
+		len(c.ThirdPartiesRemoved)+len(c.Scripts)+len(c.Shifts.New) > 0 || c.LCP.ElementChanged ||
+		c.LCP.Request != nil && (c.LCP.Request.Before == nil || c.LCP.Request.After == nil || c.LCP.Request.MatchedBy == MatchedLCP)
+}
+
+// changedFor answers whether anything changed that may explain metric: the page itself, or
+// for a category score an audit of that category that turned failing.
+func (c Comparison) changedFor(metric string) bool {
+	if c.pageChanged() {
+		return true
+	}
+	cat, score := lighthouseCategory[metric]
+	return score && metric != "performance" && slices.ContainsFunc(c.TurnedFailing, func(a store.FailingAudit) bool { return slices.Contains(a.Categories, cat) })
 }
 
 // shortURL is how a sentence names a request: its path (and query) on the page's own hosts,
@@ -548,9 +583,7 @@ func (c Comparison) label(item string) string {
 // typeWord is how a sentence names a resource type: "image", "stylesheet", "script".
 func typeWord(t string) string {
 	switch t {
-	case "XHR", "Fetch":
-		return "request"
-	case "":
+	case "XHR", "Fetch", "Other", "": // "Other" is Lighthouse's bucket of what it could not type
 		return "request"
 	}
 	return strings.ToLower(t)
@@ -657,15 +690,17 @@ func Requests(before, after *store.Explain) []RequestChange {
 	if before == nil || after == nil {
 		return nil
 	}
-	pair := match(before, after)
+	m := match(before, after)
 	matched := make([]bool, len(before.Requests))
 	out := make([]RequestChange, 0, len(after.Requests))
 	for i := range after.Requests {
 		var b *store.Request
-		if pair[i] >= 0 {
-			b, matched[pair[i]] = &before.Requests[pair[i]], true
+		if m.pair[i] >= 0 {
+			b, matched[m.pair[i]] = &before.Requests[m.pair[i]], true
 		}
-		out = append(out, change(b, &after.Requests[i]))
+		ch := change(b, &after.Requests[i])
+		ch.MatchedBy = m.by[i]
+		out = append(out, ch)
 	}
 	for j := range before.Requests {
 		if !matched[j] {

@@ -26,6 +26,7 @@ func TestConfidenceOf(t *testing.T) {
 		{"under 30% is low", Cause{Metric: "tbt", Delta: 1000, Reasons: reasons(299)}, nil, ConfidenceLow},
 		{"CLS in its own unit", Cause{Metric: "cls", Delta: 0.3, Reasons: reasons(0.25)}, nil, ConfidenceHigh},
 		{"a category's failing audits are the score", Cause{Metric: "seo", Delta: -10, Reasons: reasons(50)}, nil, ConfidenceHigh},
+		{"only the largest change, nothing that explains it", Cause{Metric: "seo", Delta: -10, Reasons: []Reason{{Kind: ReasonLargestChange, Text: "x"}}}, nil, ConfidenceLow},
 		{"performance follows its heaviest metric", Cause{Metric: "performance", Delta: -30, Reasons: []Reason{{Weight: 700, Text: "a"}}},
 			[]Cause{{Metric: "lcp", Reasons: lcp.Reasons, Confidence: ConfidenceMedium}}, ConfidenceMedium},
 	} {

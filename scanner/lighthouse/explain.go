@@ -27,7 +27,34 @@ func (l *lhr) explain() *store.Explain {
 	e.MainThread = l.mainThread()
 	e.Scripts = l.scripts()
 	e.Failing = l.failing()
+	e.Applied = l.applied()
+	e.LastVisualChangeMs = l.lastVisualChange()
+	e.ThroughputKbps = l.throughput()
 	return e
+}
+
+// Lighthouse's default simulated throughput (its constants.throttling): mobileSlow4G for
+// mobile, desktopDense4G for desktop. PSI runs with them and does not say so.
+const (
+	mobileKbps  = 1638.4
+	desktopKbps = 10240
+)
+
+// throughput is the network throughput Lighthouse simulated the lab metrics with: the
+// report's own when it says, the default of its form factor when it does not (PSI, which always
+// simulates); 0 when it throttled the real network (devtools) or not at all (provided), and its
+// observed timings are the metrics' own.
+func (l *lhr) throughput() float64 {
+	c := l.ConfigSettings
+	switch {
+	case c.ThrottlingMethod == "devtools" || c.ThrottlingMethod == "provided":
+		return 0
+	case c.Throttling.ThroughputKbps > 0:
+		return c.Throttling.ThroughputKbps
+	case firstNonEmpty(c.FormFactor, c.EmulatedFormFactor) == "desktop":
+		return desktopKbps
+	}
+	return mobileKbps
 }
 
 // details decodes an audit's details into v; false when the audit is missing or its details do
@@ -83,7 +110,8 @@ func (l *lhr) requests(e *store.Explain) {
 		r := store.Request{URL: store.Clip(it.URL, store.MaxExplainText), Entity: it.Entity, Type: cmp.Or(it.ResourceType, "Other"),
 			MIME: it.MimeType, Priority: it.Priority, Status: int(it.StatusCode),
 			TransferBytes: int64(math.Round(it.TransferSize)), ResourceBytes: int64(math.Round(it.ResourceSize)),
-			RenderBlocking: blocking[it.URL]}
+			BlockingMs: blocking[it.URL]}
+		_, r.RenderBlocking = blocking[it.URL]
 		if t := cmp.Or(it.NetworkRequestTime, it.StartTime); t != nil {
 			r.StartMs = ms(*t)
 		}
@@ -211,28 +239,37 @@ func keepRequests(all []store.Request) []store.Request {
 	return out
 }
 
-// renderBlocking are the URLs of the render-blocking requests: Lighthouse 13's
-// render-blocking-insight, Lighthouse 12's render-blocking-resources.
-func (l *lhr) renderBlocking() map[string]bool {
+// renderBlocking are the render-blocking requests by URL, with what Lighthouse estimates each
+// cost the first render (wastedMs): Lighthouse 13's render-blocking-insight, Lighthouse 5 to
+// 12's render-blocking-resources.
+func (l *lhr) renderBlocking() map[string]int {
 	var d struct {
 		Items []struct {
-			URL string `json:"url"`
+			URL      string  `json:"url"`
+			WastedMs float64 `json:"wastedMs"`
 		} `json:"items"`
 	}
 	if !l.details("render-blocking-insight", &d) {
 		l.details("render-blocking-resources", &d)
 	}
-	out := map[string]bool{}
+	out := map[string]int{}
 	for _, it := range d.Items {
-		out[it.URL] = true
+		out[it.URL] = ms(it.WastedMs)
 	}
 	return out
 }
 
-var srcAttr = regexp.MustCompile(`\ssrc="([^"]+)"`)
+// srcAttr is an element's src attribute; backgroundURL the url() of an inline style's
+// background image.
+var (
+	srcAttr       = regexp.MustCompile(`\ssrc="([^"]+)"`)
+	backgroundURL = regexp.MustCompile(`background(?:-image)?\s*:[^;"]*url\(\s*(?:&quot;|['"])?([^'")&]+)`)
+)
 
 // lcpURL is the URL of the LCP element's resource when the report says it: Lighthouse 12's
-// prioritize-lcp-image names it; else the element's src attribute, resolved against the page.
+// prioritize-lcp-image or Lighthouse 6 to 10's preload-lcp-image names it; else the element's src attribute, or its inline style's
+// background image, resolved against the page. (A background image set by a stylesheet is
+// found by its timing: requests.)
 func (l *lhr) lcpURL() string {
 	var d struct {
 		DebugData struct {
@@ -244,11 +281,22 @@ func (l *lhr) lcpURL() string {
 	if l.details("prioritize-lcp-image", &d) && len(d.DebugData.InitiatorPath) > 0 {
 		return d.DebugData.InitiatorPath[0].URL
 	}
+	var preload struct { // Lighthouse 6 to 10 name the LCP image in preload-lcp-image's table
+		Items []struct {
+			URL string `json:"url"`
+		} `json:"items"`
+	}
+	if l.details("preload-lcp-image", &preload) && len(preload.Items) > 0 && preload.Items[0].URL != "" {
+		return preload.Items[0].URL
+	}
 	el := l.lcpElement()
 	if el == nil {
 		return ""
 	}
 	m := srcAttr.FindStringSubmatch(el.Snippet)
+	if m == nil {
+		m = backgroundURL.FindStringSubmatch(el.Snippet)
+	}
 	if m == nil {
 		return ""
 	}
@@ -477,6 +525,39 @@ func (l *lhr) failing() []store.FailingAudit {
 		}
 	}
 	return out
+}
+
+// appliedCategories are the categories whose applied audits Explain keeps: the performance
+// score is made of metrics, not of its audits.
+var appliedCategories = []string{"accessibility", "best-practices", "seo"}
+
+// applied lists the weighted audits of appliedCategories that applied to the page: those with
+// a score, binary or numeric.
+func (l *lhr) applied() []store.AppliedAudit {
+	out := []store.AppliedAudit{}
+	for _, cat := range appliedCategories {
+		for _, ref := range l.Categories[cat].AuditRefs {
+			a, ok := l.Audits[ref.ID]
+			if !ok || ref.Weight <= 0 || a.Score == nil || (a.ScoreDisplayMode != "binary" && a.ScoreDisplayMode != "numeric" && a.ScoreDisplayMode != "metricSavings") {
+				continue
+			}
+			out = append(out, store.AppliedAudit{ID: ref.ID, Category: cat, Weight: ref.Weight})
+		}
+	}
+	return out
+}
+
+// lastVisualChange is the metrics audit's observedLastVisualChange, ms.
+func (l *lhr) lastVisualChange() int {
+	var d struct {
+		Items []struct {
+			LastVisualChange float64 `json:"observedLastVisualChange"`
+		} `json:"items"`
+	}
+	if !l.details("metrics", &d) || len(d.Items) == 0 {
+		return 0
+	}
+	return ms(d.Items[0].LastVisualChange)
 }
 
 // itemLabels names what an audit's details point at first: up to store.MaxFailingItems URLs or

@@ -317,3 +317,23 @@ func TestExplainBounds(t *testing.T) {
 		t.Errorf("the bounded explain data takes %d B", n)
 	}
 }
+
+// TestBackgroundURL: an LCP element whose image is its inline style's background (the real
+// snippet of the Lighthouse CI server's dkdevelopment.net fixture, and as Lighthouse escapes
+// quotes in others) names that image.
+func TestBackgroundURL(t *testing.T) {
+	for snippet, want := range map[string]string{
+		`<header class="masthead" style="background-image: url('/img/DKOffice.jpg')">`:                      "/img/DKOffice.jpg",
+		`<div class="hero" style="background: #000 url(&quot;/static/img/hero.jpg&quot;) center / cover;">`: "/static/img/hero.jpg",
+		`<div class="hero" style="background-image:url(/a/b.webp)">`:                                        "/a/b.webp",
+		`<div class="hero">`: "",
+	} {
+		got := ""
+		if m := backgroundURL.FindStringSubmatch(snippet); m != nil {
+			got = m[1]
+		}
+		if got != want {
+			t.Errorf("%s: %q, want %q", snippet, got, want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package lighthouse
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,6 +26,10 @@ type lhr struct {
 	ConfigSettings    struct {
 		FormFactor         string `json:"formFactor"`
 		EmulatedFormFactor string `json:"emulatedFormFactor"`
+		ThrottlingMethod   string `json:"throttlingMethod"`
+		Throttling         struct {
+			ThroughputKbps float64 `json:"throughputKbps"`
+		} `json:"throttling"`
 	} `json:"configSettings"`
 	RuntimeError *struct {
 		Code    string `json:"code"`
@@ -163,7 +168,7 @@ func fromLHR(l *lhr) (store.PageResult, error) {
 			LCP:        l.metric("largest-contentful-paint", 0),
 			CLS:        l.metric("cumulative-layout-shift", 4),
 			FCP:        l.metric("first-contentful-paint", 0),
-			TTFB:       l.metric("server-response-time", 0),
+			TTFB:       cmp.Or(l.metric("server-response-time", 0), l.metric("time-to-first-byte", 0)), // Lighthouse 5's id
 			TBT:        l.metric("total-blocking-time", 0),
 			SpeedIndex: l.metric("speed-index", 0),
 			TTI:        l.metric("interactive", 0),
@@ -394,6 +399,7 @@ func (l *lhr) lcpElement() *store.Element {
 	}
 	var legacy struct {
 		Items []struct {
+			Node  node `json:"node"` // Lighthouse 6 to 9: one table of the node
 			Items []struct {
 				Node node `json:"node"`
 			} `json:"items"`
@@ -401,6 +407,9 @@ func (l *lhr) lcpElement() *store.Element {
 	}
 	if a, ok := l.Audits["largest-contentful-paint-element"]; ok && json.Unmarshal(a.Details, &legacy) == nil {
 		for _, group := range legacy.Items {
+			if n := group.Node; n.Selector != "" {
+				return &store.Element{Selector: n.Selector, Snippet: n.Snippet, NodeLabel: n.NodeLabel}
+			}
 			for _, it := range group.Items {
 				if it.Node.Selector != "" {
 					n := it.Node
