@@ -322,6 +322,12 @@ try {
           const pictures = tool === 'compare_scans' ? doc.dataImgs : 0;
           assert(pwned.length === 0 && doc.imgs === pictures && doc.scripts === 0, `markup ran: ${pwned} imgs ${doc.imgs} (${pictures} of the result's pictures)`);
           if (label.startsWith('compare-demo')) assert(doc.imgs > 0 && text.includes('widgetly.test'), `the demo comparison draws ${doc.imgs} pictures; cause named: ${text.includes('widgetly.test')}`);
+          // Each cause says how sure it is (issue 42): a tag per cause sentence.
+          if (label.startsWith('compare-demo')) {
+            const tags = await frame.evaluate(() => [document.querySelectorAll('ul.causes li').length, document.querySelectorAll('ul.causes li .conf').length]);
+            assert(tags[0] > 0 && tags[0] === tags[1] && text.includes('high confidence'), `${tags[1]} of ${tags[0]} causes say how sure they are`);
+          }
+          if (label === 'regressions-demo') assert(/(high|medium|low) confidence/.test(text), 'the regressions do not say how sure their causes are');
           assert(doc.theme === theme, `theme ${doc.theme}`);
           if (label.endsWith('hostile') && tool === 'get_latest_scan') assert(text.includes('<script>'), 'the hostile name is not shown as text');
           // Confirmation per regression: the demo's seeded regressions were seen once, the slower page's confirmed.

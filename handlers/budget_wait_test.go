@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"sitepulse/handlers/ci"
+	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 	"sitepulse/store/storetest"
 )
@@ -85,6 +86,7 @@ type ciVerdict struct {
 	Changes        []struct {
 		Metric, PagePath string
 		Causes           []string `json:"causes"`
+		Confidence       *string  `json:"confidence"`
 	} `json:"changes"`
 	raw map[string]any
 }
@@ -167,6 +169,10 @@ func testBudgetCheckForCI(t *testing.T, st store.Store) {
 			if c.Metric == "" || c.PagePath == "" || len(c.Causes) != 1 || c.Causes[0] == "" {
 				t.Errorf("change %+v", c)
 				continue
+			}
+			// How sure the cause is (issue 42): the demo's regressions each name a change.
+			if c.Confidence == nil || !slices.Contains([]string{analysis.ConfidenceHigh, analysis.ConfidenceMedium, analysis.ConfidenceLow}, *c.Confidence) {
+				t.Errorf("the %s regression of %s: confidence %v, want high, medium or low", c.Metric, c.PagePath, c.Confidence)
 			}
 			if w, ok := says[c.PagePath]; ok && c.Metric == "performance" && !strings.Contains(c.Causes[0], w) {
 				t.Errorf("the performance regression of %s: cause %q does not name %q", c.PagePath, c.Causes[0], w)

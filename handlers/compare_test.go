@@ -243,6 +243,53 @@ func TestScanPageBoundsPanels(t *testing.T) {
 	}
 }
 
+// confidenceRe is a cause of a "What changed" panel with how sure it is beside it (issue 42):
+// the sentence, then a tag saying "high", "medium" or "low confidence" with a title saying what
+// that means.
+var confidenceRe = regexp.MustCompile(`<li><span class="cause-text">([^<]*)</span> <span class="tag conf conf-(high|medium|low)" title="([^"]+)">(high|medium|low) confidence</span></li>`)
+
+// Every cause of the scan page's panels and of the compare page says how sure it is, the
+// confidence analysis.Compare gave it, with a title saying what that means.
+func TestWhatChangedSaysHowSure(t *testing.T) {
+	for _, b := range storetest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			f := newAPIFixture(t, b.Open(t))
+			pairs, err := f.st.PreviousPairs(context.Background(), f.a.userID, f.a.scanID)
+			must(t, err)
+			want := map[string]string{} // sentence → confidence, of every cause of the demo's pages
+			for _, c := range analysis.CompareAll(pairs.Pairs) {
+				for _, x := range c.Causes {
+					want[x.Sentence] = x.Confidence
+				}
+			}
+			check := func(where, body string) {
+				t.Helper()
+				items := strings.Count(causesOf(body), "<li>")
+				tagged := confidenceRe.FindAllStringSubmatch(body, -1)
+				if items == 0 || len(tagged) < items {
+					t.Errorf("%s: %d of %d causes say how sure they are: %s", where, len(tagged), items, causesOf(body))
+				}
+				for _, m := range tagged {
+					sentence := html.UnescapeString(m[1])
+					if w, ok := want[sentence]; !ok || w != m[2] || m[2] != m[4] {
+						t.Errorf("%s: %q tagged %s (%s), want %q", where, sentence, m[2], m[4], w)
+					}
+					if !strings.Contains(html.UnescapeString(m[3]), "of the metric's change") {
+						t.Errorf("%s: the tag's title does not say what %s means: %q", where, m[2], m[3])
+					}
+				}
+			}
+			_, body := f.do(t, "GET", "/sites/"+f.a.siteID+"/scans/"+f.a.scanID, "", "", cookie(f.a.session))
+			got := panels(t, body)
+			for key, panel := range got {
+				check("scan page "+key, panel)
+			}
+			_, body = f.do(t, "GET", compareURL(f.a.siteID, f.a.prevScanID, f.a.scanID, "/", store.StrategyMobile), "", "", cookie(f.a.session))
+			check("compare page / mobile", body)
+		})
+	}
+}
+
 // TestCompareOpensOnTheLatestTwo: the compare page opened without scans (from the address bar,
 // a bookmark) opens on the site's latest two completed scans, the earlier first; a site with
 // fewer says it needs two, and offers what there is, rather than a 400.

@@ -168,6 +168,12 @@ func testExport(t *testing.T, st store.Store) {
 				t.Errorf("%s %s: changes %+v, want Compare's of the two runs: %s", p.PagePath, p.Strategy, p.Changes, want.Summary)
 				continue
 			}
+			// Each cause says how sure it is, as Compare does (issue 42).
+			for j, c := range p.Changes.Causes {
+				if j >= len(want.Causes) || c.Confidence != want.Causes[j].Confidence || c.Confidence == "" {
+					t.Errorf("%s %s: cause %q has confidence %q, want Compare's (high, medium or low)", p.PagePath, p.Strategy, c.Sentence, c.Confidence)
+				}
+			}
 			if w, ok := says[p.PagePath]; ok && !strings.Contains(p.Changes.Summary, w) || !ok && len(p.Changes.Causes) != 0 {
 				t.Errorf("%s %s: %s", p.PagePath, p.Strategy, p.Changes.Summary)
 			} else if ok {

@@ -107,6 +107,8 @@ var uiFuncs = template.FuncMap{
 		}
 		return formatTime(*t)
 	},
+	// confidenceMeaning is the title of a cause's confidence tag: what its level means.
+	"confidenceMeaning": analysis.ConfidenceMeaning,
 }
 
 // metricValue is a budget's, rule's or regression's value in its metric's unit.

@@ -106,9 +106,11 @@ type confirmedRegression struct {
 	Confirmed bool `json:"confirmed"`
 	Runs      int  `json:"runs"`
 	// Cause is why it got worse, in one sentence (analysis.Compare's cause of the metric);
+	// Confidence how sure that cause is (high, medium, low; absent when it names no change);
 	// Changes is what changed in its page and strategy, bounded (changesOf).
-	Cause   string      `json:"cause"`
-	Changes pageChanges `json:"changes"`
+	Cause      string      `json:"cause"`
+	Confidence string      `json:"confidence,omitempty"`
+	Changes    pageChanges `json:"changes"`
 }
 
 // legacy leaves out publishedBy, publishedAt and the confirmations, which came after 2025-03-26.
@@ -163,7 +165,9 @@ func (s *Server) getRegressionReport(ctx context.Context, userID string, a args)
 		for i, r := range out.regressionCore.Regressions {
 			c := changes[store.PageKey{PagePath: r.PagePath, Strategy: r.Strategy}]
 			n := max(c.runs, 1)
-			out.Regressions[i] = confirmedRegression{Regression: r, Confirmed: n > 1, Runs: n, Cause: causeOf(c.Comparison, r), Changes: changesOf(c.Comparison, r)}
+			own, _ := c.CauseOf(r.Metric)
+			out.Regressions[i] = confirmedRegression{Regression: r, Confirmed: n > 1, Runs: n, Cause: causeOf(c.Comparison, r),
+				Confidence: own.Confidence, Changes: changesOf(c.Comparison, r)}
 		}
 	}
 	return out, nil

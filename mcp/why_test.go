@@ -37,6 +37,9 @@ func TestRegressionReportSaysWhy(t *testing.T) {
 				if _, ok := r.(map[string]any)["cause"]; ok {
 					t.Fatalf("a 2025-03-26 client got a cause: %v", r)
 				}
+				if _, ok := r.(map[string]any)["confidence"]; ok {
+					t.Fatalf("a 2025-03-26 client got a confidence: %v", r)
+				}
 			}
 			for _, v := range []string{"2025-06-18", "2025-11-25"} {
 				got := payload(t, f.callAt(t, v, f.userID, "get_regression_report", map[string]any{"siteId": f.demo.SiteID}))
@@ -50,6 +53,10 @@ func TestRegressionReportSaysWhy(t *testing.T) {
 					cause, _ := r["cause"].(string)
 					if cause == "" {
 						t.Errorf("%s: regression %v has no cause", v, r)
+					}
+					// How sure the cause is (issue 42): each of the demo's names a change.
+					if c, _ := r["confidence"].(string); c != analysis.ConfidenceHigh && c != analysis.ConfidenceMedium && c != analysis.ConfidenceLow {
+						t.Errorf("%s: regression %v %v: confidence %v, want high, medium or low", v, r["pagePath"], r["metric"], r["confidence"])
 					}
 					ch, _ := r["changes"].(map[string]any)
 					if ch == nil || ch["explained"] != true {
@@ -134,6 +141,11 @@ func TestCompareScans(t *testing.T) {
 				c := x.(map[string]any)
 				key := c["pagePath"].(string) + " " + c["strategy"].(string)
 				causes, summary := c["causes"].([]any), c["summary"].(string)
+				for _, x := range causes { // each says how sure it is (issue 42)
+					if conf, _ := x.(map[string]any)["confidence"].(string); conf != analysis.ConfidenceHigh && conf != analysis.ConfidenceMedium && conf != analysis.ConfidenceLow {
+						t.Errorf("%s: cause %v without its confidence", key, x)
+					}
+				}
 				switch c["pagePath"] {
 				case "/":
 					if !strings.Contains(summary, "widgetly.test") || !strings.Contains(summary, "hero.jpg") {

@@ -166,7 +166,7 @@ func failureText(c analysis.Check, v Verdict) string {
 	var why []string
 	for _, p := range v.pages {
 		if x, ok := p.CauseOf(c.Metric); ok && (c.PagePath == "" || p.PagePath == c.PagePath) && (c.On == "" || p.Strategy == c.On) {
-			why = append(why, fmt.Sprintf("  %s (%s): %s", p.PagePath, p.Strategy, x.Sentence))
+			why = append(why, fmt.Sprintf("  %s (%s): %s", p.PagePath, p.Strategy, hedged(x.Sentence, x.Confidence)))
 		}
 	}
 	if len(why) > 0 && v.PreviousScanID != nil {

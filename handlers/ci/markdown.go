@@ -124,7 +124,7 @@ func Markdown(v Verdict) string {
 			fmt.Fprintf(&b, "- **%s** on %s (%s): %s → %s\n", analysis.Label(c.Metric), mdText(c.PagePath), c.Strategy,
 				analysis.BudgetValue(c.Metric, c.From), analysis.BudgetValue(c.Metric, c.To))
 			for _, cause := range c.Causes {
-				b.WriteString("  - " + mdText(cause) + "\n")
+				b.WriteString("  - " + mdText(hedged(cause, c.Confidence)) + "\n")
 			}
 		}
 		b.WriteString("\n")

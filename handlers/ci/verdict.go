@@ -48,10 +48,12 @@ type Verdict struct {
 }
 
 // Change is something that got worse since the scan before: a metric of one page
-// (analysis.Regressions), with the causes that explain it: one sentence (CauseSentence).
+// (analysis.Regressions), with the causes that explain it: one sentence (CauseSentence), and
+// how sure it is (analysis.Cause's Confidence; absent when the sentence names no change).
 type Change struct {
 	analysis.Regression
-	Causes []string `json:"causes"`
+	Causes     []string `json:"causes"`
+	Confidence string   `json:"confidence,omitempty"`
 }
 
 // judged says whether the verdict judged budgets (a completed scan), not why it could not.
@@ -139,14 +141,29 @@ func Judge(ctx context.Context, st Store, userID string, site store.Site, sc *st
 // page and MCP show).
 // It also answers the pages' changes themselves.
 func WhatChanged(pairs []store.RunPair) ([]Change, []analysis.PageChange) {
-	out := []Change{}
 	pages := analysis.RegressedChanges(pairs)
+	return changesOf(pages), pages
+}
+
+// changesOf are the regressions of pages, each with its cause's sentence and confidence.
+func changesOf(pages []analysis.PageChange) []Change {
+	out := []Change{}
 	for _, c := range pages {
 		for _, r := range c.Regressions {
-			out = append(out, Change{Regression: r, Causes: []string{c.CauseSentence(r)}})
+			cause, _ := c.CauseOf(r.Metric)
+			out = append(out, Change{Regression: r, Causes: []string{c.CauseSentence(r)}, Confidence: cause.Confidence})
 		}
 	}
-	return out, pages
+	return out
+}
+
+// hedged is a cause's sentence as the Markdown and JUnit answers give it: a high confidence
+// stated plainly, a lower one said after it ("... (low confidence)").
+func hedged(sentence, confidence string) string {
+	if h := analysis.Hedge(confidence); h != "" {
+		return sentence + " (" + h + ")"
+	}
+	return sentence
 }
 
 // ScanStatus is a scan as the CI endpoints show it: POST /api/external/scans, GET

@@ -1,10 +1,12 @@
 package ci
 
 import (
+	"encoding/json"
 	"encoding/xml"
 	"flag"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -235,5 +237,50 @@ func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestVerdictSaysHowSure: the CI answer says how sure each cause is (issue 42): the JSON's
+// changes carry the confidence of their cause; Markdown and JUnit state a high one plainly and
+// say "(medium confidence)" or "(low confidence)" after one that is not.
+func TestVerdictSaysHowSure(t *testing.T) {
+	v := hostileVerdict(t)
+	for _, c := range v.Changes {
+		x, _ := json.Marshal(c)
+		i := slices.IndexFunc(v.pages, func(p analysis.PageChange) bool { return p.PagePath == c.PagePath && p.Strategy == c.Strategy })
+		cause, _ := v.pages[i].CauseOf(c.Metric)
+		if c.Confidence == "" || c.Confidence != cause.Confidence || !strings.Contains(string(x), `"confidence":"`+c.Confidence+`"`) {
+			t.Errorf("the demo's %s regression on %s: %s, want its cause's confidence %q", c.Metric, c.PagePath, x, cause.Confidence)
+		}
+	}
+	// Every cause high but the LCP cause of /pricing (mobile): both formats hedge it, and only it.
+	lcp := ""
+	for i, p := range v.pages {
+		for j, x := range p.Causes {
+			v.pages[i].Causes[j].Confidence = analysis.ConfidenceHigh
+			if p.PagePath == hostilePath && p.Strategy == store.StrategyMobile && x.Metric == "lcp" {
+				v.pages[i].Causes[j].Confidence, lcp = analysis.ConfidenceLow, x.Sentence
+			}
+		}
+	}
+	if lcp == "" {
+		t.Fatal("no LCP cause on the hostile /pricing (mobile)")
+	}
+	v.Changes = changesOf(v.pages)
+	md := Markdown(v)
+	if !strings.Contains(md, "  - "+mdText(lcp+" (low confidence)")+"\n") || strings.Count(md, "confidence") != 1 {
+		t.Errorf("the Markdown does not hedge the LCP cause once:\n%s", md)
+	}
+	b, err := JUnit(v)
+	must(t, err)
+	var got junitSuites
+	must(t, xml.Unmarshal(b, &got))
+	for _, c := range got.Suites[0].Cases {
+		if c.Name == "LCP ≤ 2.5 s" && (c.Failure == nil || !strings.Contains(c.Failure.Text, hostilePath+" (mobile): "+lcp+" (low confidence)")) {
+			t.Errorf("the LCP failure does not hedge its cause: %+v", c.Failure)
+		}
+	}
+	if strings.Count(string(b), "confidence") != 1 {
+		t.Errorf("the JUnit hedges more than the LCP cause:\n%s", b)
 	}
 }

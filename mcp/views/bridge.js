@@ -80,5 +80,14 @@ var SP = (function () {
     if (unit === "") return num(v, 2);
     return v >= 1000 ? num(v / 1000, 1) + "\u202fs" : num(v) + "\u202fms";
   }
-  return { esc: esc, num: num, date: date, band: band, vital: vital };
+  // conf is a cause's confidence as a small tag ("low confidence"), with what it means as its
+  // title, as the scan page shows it; "" when the cause names no change.
+  var meanings = { high: "the changes named account for 60% or more of the metric's change",
+    medium: "the changes named account for 30 to 60% of the metric's change; something else moved it too",
+    low: "the changes named account for less than 30% of the metric's change; the largest change found, not the whole story" };
+  function conf(level) {
+    if (!meanings[level]) return "";
+    return " <span class=\"conf conf-" + level + "\" title=\"" + esc(meanings[level]) + "\">" + level + " confidence</span>";
+  }
+  return { esc: esc, num: num, date: date, band: band, vital: vital, conf: conf };
 })();

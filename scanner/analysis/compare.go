@@ -622,22 +622,31 @@ func RegressedChanges(pairs []store.RunPair) []PageChange {
 	return out
 }
 
+// Main is the page's cause (its sentence is Sentence's, its Confidence how sure the alerts and
+// the digest say it is); ok is false when no metric of the page got worse beyond noise.
+func (c PageChange) Main() (Cause, bool) {
+	if x, ok := c.CauseOf("performance"); ok {
+		return x, true
+	}
+	for _, r := range c.Regressions {
+		if x, ok := c.CauseOf(r.Metric); ok {
+			return x, true
+		}
+	}
+	if len(c.Causes) > 0 {
+		return c.Causes[0], true
+	}
+	return Cause{}, false
+}
+
 // Sentence is the page's cause in one sentence, what an alert or a digest shows under the page's
 // regressions: the performance score's cause when the score regressed (it gathers the heaviest
 // reason of each of its metrics), else the cause of its first regression that has one, else of
 // any metric that got worse, else what Summary says (no measurable change, or nothing kept to
 // explain the runs).
 func (c PageChange) Sentence() string {
-	if x, ok := c.CauseOf("performance"); ok {
+	if x, ok := c.Main(); ok {
 		return x.Sentence
-	}
-	for _, r := range c.Regressions {
-		if x, ok := c.CauseOf(r.Metric); ok {
-			return x.Sentence
-		}
-	}
-	if len(c.Causes) > 0 {
-		return c.Causes[0].Sentence
 	}
 	if !c.Explained {
 		return NotExplainedSentence

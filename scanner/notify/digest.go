@@ -159,7 +159,8 @@ func (d *Digest) Work(ctx context.Context, _ store.Job, args DigestJob) error {
 }
 
 // compose writes the digest: one line per regression with page, strategy, metric, from and to,
-// then what changed on each regressed page, in one sentence (analysis.PageChange.Sentence).
+// then what changed on each regressed page, in one sentence (analysis.PageChange.Sentence),
+// saying how sure it is when it is not (analysis.Hedge).
 func (d *Digest) compose(site store.Site, scanID, previousID string, changes []analysis.PageChange) (subject, body string) {
 	n := 0
 	for _, c := range changes {
@@ -177,7 +178,11 @@ func (d *Digest) compose(site store.Site, scanID, previousID string, changes []a
 	}
 	b.WriteString("\nWhat changed:\n")
 	for _, c := range changes {
-		fmt.Fprintf(&b, "\n%s (%s): %s\n", oneLine(c.PagePath), c.Strategy, oneLine(c.Sentence()))
+		sure := ""
+		if main, ok := c.Main(); ok && analysis.Hedge(main.Confidence) != "" {
+			sure = ", " + analysis.Hedge(main.Confidence)
+		}
+		fmt.Fprintf(&b, "\n%s (%s)%s: %s\n", oneLine(c.PagePath), c.Strategy, sure, oneLine(c.Sentence()))
 	}
 	fmt.Fprintf(&b, "\nScan %s, compared with scan %s.\n", scanID, previousID)
 	if d.BaseURL != "" {

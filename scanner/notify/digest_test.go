@@ -105,3 +105,32 @@ func TestDigestGoesToMembersWithNotificationsOn(t *testing.T) {
 		t.Errorf("digest to a member with e-mails off, or scans read as %q:\n%s", st.reader, out)
 	}
 }
+
+// The digest says how sure each page's cause is when it is not high (issue 42).
+func TestDigestSaysHowSure(t *testing.T) {
+	changes := analysis.RegressedChanges(runPairs(fixtureRuns("psi-before"), fixtureRuns("psi")))
+	sure := func(c analysis.PageChange, x analysis.Cause) string {
+		if c.PagePath == "/" && c.Strategy == store.StrategyMobile && x.Metric == "performance" {
+			return analysis.ConfidenceMedium
+		}
+		return analysis.ConfidenceHigh
+	}
+	for i, c := range changes {
+		for j := range c.Causes {
+			changes[i].Causes[j].Confidence = analysis.ConfidenceHigh
+		}
+	}
+	_, body := (&Digest{}).compose(store.Site{Name: "Shop"}, "scan2", "scan1", changes)
+	if strings.Contains(body, "confidence") {
+		t.Errorf("high causes are stated plainly:\n%s", body)
+	}
+	for i, c := range changes {
+		for j, x := range c.Causes {
+			changes[i].Causes[j].Confidence = sure(c, x)
+		}
+	}
+	_, body = (&Digest{}).compose(store.Site{Name: "Shop"}, "scan2", "scan1", changes)
+	if !strings.Contains(body, "\n/ (mobile), medium confidence: Performance -33") || strings.Count(body, "confidence") != 1 {
+		t.Errorf("the digest does not hedge the less sure cause once:\n%s", body)
+	}
+}

@@ -84,8 +84,10 @@ type EventChange struct {
 	Strategy store.Strategy `json:"strategy"`
 	// Explained is false when a run was kept without what explains it: then no cause is named.
 	Explained bool `json:"explained"`
-	// Cause is the page's cause in one sentence (analysis.PageChange.Sentence).
-	Cause string `json:"cause"`
+	// Cause is the page's cause in one sentence (analysis.PageChange.Sentence); Confidence how
+	// sure it is (analysis.Cause's), "" when it names no change.
+	Cause      string `json:"cause"`
+	Confidence string `json:"confidence,omitempty"`
 	// Causes are, for each metric that got worse beyond run-to-run noise, its change and the
 	// one or two changes that explain most of it, ranked.
 	Causes       []analysis.Cause `json:"causes"`
@@ -243,6 +245,9 @@ func regressed(changes []analysis.PageChange) ([]analysis.Regression, []EventCha
 func eventChange(c analysis.PageChange) EventChange {
 	e := EventChange{PagePath: c.PagePath, Strategy: c.Strategy, Explained: c.Explained, Cause: clip(c.Sentence(), MaxEventText),
 		Causes: make([]analysis.Cause, len(c.Causes)), AddedTotal: len(c.Added), RemovedTotal: len(c.Removed), GrownTotal: len(c.Grown)}
+	if main, ok := c.Main(); ok {
+		e.Confidence = main.Confidence
+	}
 	for i, x := range c.Causes {
 		x.Sentence, x.Reasons = clip(x.Sentence, MaxEventText), slices.Clone(x.Reasons)
 		for j := range x.Reasons {

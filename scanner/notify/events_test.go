@@ -364,3 +364,67 @@ func TestTestMessageHasNoEmptyParts(t *testing.T) {
 		}
 	}
 }
+
+// Every alert says how sure its cause is (issue 42): the event carries the confidence of each
+// page's cause and of each metric's (the webhook's body); a high one is stated plainly ("Why:"),
+// a less sure one says so in the Slack, Teams and Discord messages and the e-mail.
+func TestWhySaysHowSure(t *testing.T) {
+	e := sample()[0]
+	changes := analysis.RegressedChanges(runPairs(fixtureRuns("psi-before"), fixtureRuns("psi")))
+	low := -1
+	for i, c := range e.Data.Changes {
+		j := slices.IndexFunc(changes, func(x analysis.PageChange) bool { return x.PagePath == c.PagePath && x.Strategy == c.Strategy })
+		main, _ := changes[j].Main()
+		if c.Confidence != main.Confidence || c.Confidence == "" {
+			t.Errorf("%s (%s): confidence %q, want its cause's (%q)", c.PagePath, c.Strategy, c.Confidence, main.Confidence)
+		}
+		for k, x := range c.Causes {
+			if x.Confidence != changes[j].Causes[k].Confidence || x.Confidence == "" {
+				t.Errorf("%s (%s): %s cause confidence %q, want Compare's %q", c.PagePath, c.Strategy, x.Metric, x.Confidence, changes[j].Causes[k].Confidence)
+			}
+		}
+		if c.PagePath == "/" && c.Strategy == store.StrategyMobile {
+			low = i
+		}
+	}
+	body, _, _ := Render(KindWebhook, e, []byte("k"), now)
+	var hook struct {
+		Data struct {
+			Changes []struct {
+				Confidence string `json:"confidence"`
+				Causes     []struct {
+					Confidence string `json:"confidence"`
+				} `json:"causes"`
+			} `json:"changes"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &hook); err != nil || len(hook.Data.Changes) == 0 {
+		t.Fatalf("webhook body: %v", err)
+	}
+	for _, c := range hook.Data.Changes {
+		if c.Confidence == "" || len(c.Causes) == 0 || slices.ContainsFunc(c.Causes, func(x struct {
+			Confidence string `json:"confidence"`
+		}) bool {
+			return x.Confidence == ""
+		}) {
+			t.Errorf("the webhook's body does not say how sure each cause is: %+v", c)
+		}
+	}
+	if low < 0 {
+		t.Fatal("no change of / (mobile)")
+	}
+	for i := range e.Data.Changes {
+		e.Data.Changes[i].Confidence = analysis.ConfidenceHigh
+	}
+	e.Data.Changes[low].Confidence = analysis.ConfidenceLow
+	for _, kind := range []string{KindSlack, KindTeams, KindDiscord} {
+		body, _, _ := Render(kind, e, nil, now)
+		text := unescape(body)
+		if !strings.Contains(text, "Why (low confidence): Performance -33") || !strings.Contains(text, "Why: Performance -36") {
+			t.Errorf("%s message does not hedge only the less sure cause:\n%s", kind, body)
+		}
+	}
+	if _, mail := Email(e); !strings.Contains(mail, "    Why (low confidence): Performance -33") || !strings.Contains(mail, "    Why: Performance -36") {
+		t.Errorf("the e-mail does not hedge only the less sure cause:\n%s", mail)
+	}
+}

@@ -239,11 +239,20 @@ func regressionLines(d EventDetail) (lines, why []string) {
 		lines = append(lines, fmt.Sprintf("%s (%s): %s", oneLine(p.path), p.strat, strings.Join(p.regs, ", ")))
 		cause := ""
 		if j := slices.IndexFunc(d.Changes, func(c EventChange) bool { return c.PagePath == p.path && c.Strategy == p.strat }); j >= 0 {
-			cause = "Why: " + oneLine(d.Changes[j].Cause)
+			cause = whyLabel(d.Changes[j].Confidence) + oneLine(d.Changes[j].Cause)
 		}
 		why = append(why, cause)
 	}
 	return lines, why
+}
+
+// whyLabel heads a page's cause in a message: "Why: " when it is sure, "Why (low confidence): "
+// when it is not (analysis.Hedge).
+func whyLabel(confidence string) string {
+	if h := analysis.Hedge(confidence); h != "" {
+		return "Why (" + h + "): "
+	}
+	return "Why: "
 }
 
 // because is the sentence explaining line i, "" when none does.
