@@ -38,6 +38,9 @@ var hostileLabel = strings.Join(hostileStrings, " ")
 // hostileURL is a request URL a page can make: every hostile string, as a URL carries it.
 var hostileURL = "https://cdn.evil.test/" + url.PathEscape(strings.Join(hostileStrings, " ")) + "?q=<svg onload=alert(1)>&x=[click](https://evil.test/)"
 
+// cdataSection is an XML CDATA section (the JUnit report's failure texts): what it holds is text.
+var cdataSection = regexp.MustCompile(`(?s)<!\[CDATA\[.*?\]\]>`)
+
 // hostileMDLink finds the hostile Markdown link with its brackets unescaped.
 var hostileMDLink = regexp.MustCompile(`(^|[^\\])\[click(\\)?\]\(`)
 
@@ -59,9 +62,13 @@ func forged(kind, out string) []string {
 		}
 	}
 	switch kind {
-	case "markup": // HTML, SVG, XML
-		has("<svg onload", "markup that runs")
-		has("<!channel>", "unescaped markup")
+	case "markup": // HTML, SVG, XML; a CDATA section is character data, never markup (XML 1.0 §2.7)
+		markup := cdataSection.ReplaceAllString(out, "")
+		for _, s := range []struct{ s, why string }{{"<svg onload", "markup that runs"}, {"<!channel>", "unescaped markup"}} {
+			if strings.Contains(markup, s.s) {
+				bad = append(bad, s.why+": "+s.s)
+			}
+		}
 	case "slack":
 		has("<!channel>", "a Slack mention")
 		has("<https://", "a Slack link")
