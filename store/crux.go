@@ -88,3 +88,7 @@ type CruxHistory interface {
 	// answers how many.
 	PruneCrux(ctx context.Context, now time.Time, limit int) (int, error)
 }
+
+// CruxKeyHint says where the key of the CrUX history is set, for every surface that shows
+// field data or its absence (the configuration's -h and docs/field.md say the same).
+const CruxKeyHint = "CrUX history is fetched with the service's PAGESPEED_API_KEY: the same Google API key serves PageSpeed Insights and CrUX once the Chrome UX Report API is enabled on its Google Cloud project."
