@@ -45,8 +45,8 @@ func CruxDouble(now time.Time) *cruxtest.Double {
 			changed(steady(1350, 70, 0.03, 900, 340), steady(1700, 110, 0.04, 980, 350))},
 		origin + "/": {changed(steady(2400, 180, 0.05, 1550, 640), steady(3600, 320, 0.09, 1750, 660)),
 			changed(steady(1400, 75, 0.02, 950, 350), steady(1850, 120, 0.04, 1050, 360))},
-		origin + "/blog": {steady(2100, 150, 0.04, 1400, 600), steady(1250, 60, 0.02, 850, 330)},
-		origin + "/fast": {steady(1200, 90, 0.01, 900, 400), steady(700, 40, 0.0, 500, 220)},
+		origin + "/blog/": {steady(2100, 150, 0.04, 1400, 600), steady(1250, 60, 0.02, 850, 330)},
+		origin + "/fast":  {steady(1200, 90, 0.01, 900, 400), steady(700, 40, 0.0, 500, 220)},
 	}
 	pricing := devices{steady(2600, 210, 0.11, 1700, 700), steady(1500, 90, 0.05, 1000, 380)}
 	pricing.phone.Gaps, pricing.phone.NaNGaps = []int{9, 10}, []int{24}

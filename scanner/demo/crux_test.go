@@ -52,6 +52,19 @@ func TestCruxDoubleTellsTheFieldStory(t *testing.T) {
 	if gaps != 3 {
 		t.Errorf("pricing page: %d gaps, want 3", gaps)
 	}
+	// Every page of the demo site has field data on both devices, but NoFieldPath.
+	runs, err := LatestRuns(fixtures)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range pathsOf(runs) {
+		for _, device := range []store.FieldDevice{store.FieldPhone, store.FieldDesktop} {
+			rec, err := c.History(ctx, crux.Query{Origin: origin, Page: origin + path, Device: device})
+			if err != nil || rec.Found != (path != NoFieldPath) {
+				t.Errorf("%s %s: found %v (err %v)", path, device, rec.Found, err)
+			}
+		}
+	}
 	rec, err := c.History(ctx, crux.Query{Origin: origin, Page: origin + NoFieldPath, Device: store.FieldPhone})
 	if err != nil || rec.Found {
 		t.Errorf("%s: found %v, err %v; want no field data", NoFieldPath, rec.Found, err)
