@@ -129,8 +129,8 @@ func (e *BudgetSpent) Error() string {
 	return fmt.Sprintf("CRUX_DAILY_REQUESTS is spent until %s", e.Until.Format(time.RFC3339))
 }
 
-// History asks the API for q's record: Found false for its 404 (no field data for this origin
-// or page on this device), else a point per metric and collection period. A transport failure
+// History asks the API for q's record: Found false for its 404 NOT_FOUND (no field data for
+// this origin or page on this device; a 404 without it, a wrong CRUX_API_URL, is an error), else a point per metric and collection period. A transport failure
 // or an answer other than 200 and 404 is an error (*APIError for an HTTP status), the key
 // never in it.
 func (c *Client) History(ctx context.Context, q Query) (store.CruxRecord, error) {
@@ -180,8 +180,8 @@ func (c *Client) History(ctx context.Context, q Query) (store.CruxRecord, error)
 		return rec, fmt.Errorf("CrUX API: reading the answer: %s", c.redact(err.Error()))
 	}
 	switch {
-	case resp.StatusCode == http.StatusNotFound:
-		return rec, nil
+	case resp.StatusCode == http.StatusNotFound && strings.HasPrefix(apiReason(data), "NOT_FOUND"):
+		return rec, nil // the API's "chrome ux report data not found": no field data
 	case resp.StatusCode != http.StatusOK:
 		e := &APIError{Status: resp.StatusCode, Reason: c.redact(apiReason(data))}
 		if d, ok := retryAfter(resp.Header.Get("Retry-After"), c.cfg.Now()); ok {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -244,6 +245,27 @@ func TestBudgetSpent(t *testing.T) {
 	if n := len(d.Calls()); n != 1 {
 		t.Errorf("%d calls, want 1", n)
 	}
+}
+
+// TestNotFoundIsTheAPIs: only the API's own 404 (NOT_FOUND) means no field data; a 404 page of
+// a wrong CRUX_API_URL is an error that says so.
+func TestNotFoundIsTheAPIs(t *testing.T) {
+	wrong := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) })
+	c := crux.New(crux.Config{Endpoint: "http://crux.test/v1/wrong", Key: testKey, HTTP: &http.Client{Transport: handlerTransport{wrong}},
+		Now: func() time.Time { return now }})
+	rec, err := c.History(context.Background(), crux.Query{Origin: "https://shop.test", Device: store.FieldPhone})
+	var api *crux.APIError
+	if !errors.As(err, &api) || api.Status != 404 || rec.Found {
+		t.Errorf("record %+v, err %v: want a 404 error", rec, err)
+	}
+}
+
+type handlerTransport struct{ h http.Handler }
+
+func (t handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	w := httptest.NewRecorder()
+	t.h.ServeHTTP(w, r)
+	return w.Result(), nil
 }
 
 // TestKeyNeverInErrors: a transport failure quotes no key.
