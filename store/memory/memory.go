@@ -63,6 +63,8 @@ type Store struct {
 	accountLinks map[string]store.AccountLink
 	access       map[string]store.SiteAccess // sites' access settings, sealed, by site (access.go)
 	wakes        map[chan struct{}]struct{}  // WakeOnJobs' channels (wake.go)
+	identities   map[identityKey]store.Identity
+	ssoRules     map[string]store.WorkspaceSSO // single sign-on rules by workspace (sso.go)
 }
 
 type memResult struct {
