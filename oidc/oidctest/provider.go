@@ -188,6 +188,7 @@ func (p *Provider) idToken(sub, nonce, access string) string {
 	claims["at_hash"] = base64.RawURLEncoding.EncodeToString(h[:16])
 	hdr := map[string]any{"alg": "RS256", "kid": "rsa-1", "typ": "JWT"}
 	key := crypto.Signer(p.rsaKey)
+	p.changed = false // the JWKS changes for that fault's sign-in only
 	switch p.Fault {
 	case FaultWrongIssuer:
 		claims["iss"] = "https://evil.example"
