@@ -108,11 +108,15 @@ func (c *Client) AuthURL(ctx context.Context, f Flow) (string, error) {
 		return "", err
 	}
 	sum := sha256.Sum256([]byte(f.Verifier))
+	scope := "openid email profile"
+	if contains(m.ScopesSupported, "offline_access") {
+		scope += " offline_access" // a refresh token, to ask the provider again later (Recheck)
+	}
 	q := url.Values{
 		"response_type":         {"code"},
 		"client_id":             {c.cfg.ClientID},
 		"redirect_uri":          {c.cfg.RedirectURL},
-		"scope":                 {"openid email profile"},
+		"scope":                 {scope},
 		"state":                 {f.State},
 		"nonce":                 {f.Nonce},
 		"code_challenge":        {base64.RawURLEncoding.EncodeToString(sum[:])},

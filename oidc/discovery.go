@@ -18,6 +18,7 @@ type Metadata struct {
 	UserinfoEndpoint              string   `json:"userinfo_endpoint"`
 	JWKSURI                       string   `json:"jwks_uri"`
 	CodeChallengeMethodsSupported []string `json:"code_challenge_methods_supported"`
+	ScopesSupported               []string `json:"scopes_supported"`
 }
 
 // ValidIssuer checks an issuer URL as configured: https (http only with allowHTTP), a host, no
