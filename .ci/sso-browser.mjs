@@ -27,10 +27,15 @@ function check(name, ok, detail = '') {
   if (!ok) failed++;
   console.log(`${ok ? 'PASS' : 'FAIL'} ${name}${detail ? ` — ${detail}` : ''}`);
 }
+// finish stops Chromium, and removes its profile once it has exited (it writes until then).
 function finish(code) {
+  const done = () => {
+    try { rmSync(profile, { recursive: true, force: true }); } catch { /* a temporary directory */ }
+    process.exit(code);
+  };
+  if (chrome.exitCode !== null || chrome.signalCode !== null) done();
+  chrome.once('exit', done);
   chrome.kill('SIGKILL');
-  rmSync(profile, { recursive: true, force: true });
-  process.exit(code);
 }
 setTimeout(() => { console.log('FAIL the sign-in did not finish within 60 s'); finish(1); }, 60000).unref();
 
@@ -112,6 +117,16 @@ try {
   check('the page is a signed-in one (Log out in the header)', /Log out|Settings/.test(nav), nav.replace(/\s+/g, ' ').slice(0, 120));
   const settings = await evaluate(`fetch('/settings').then(r => r.text()).then(t => t.includes('csrf_token') ? 'ok' : 'no')`);
   check('the session opens the settings', settings === 'ok');
+  if (process.env.SHOTS) {
+    // The personal workspace's single sign-on page, signed in through the provider.
+    const ws = await evaluate(`Promise.all(['/', '/settings'].map(p => fetch(p).then(r => r.text()))).then(ts => (ts.join(' ').match(new RegExp('/workspaces/([0-9a-f-]{36})')) || [])[1] || '')`);
+    await page('Page.navigate', { url: `${base}/workspaces/${ws}/sso` });
+    await waitFor((h) => h.endsWith('/sso'), 'the single sign-on page');
+    const heading = await evaluate(`document.querySelector('h1')?.textContent ?? ''`);
+    check('the workspace\'s single sign-on page opens', heading === 'Single sign-on', heading);
+    await shot('workspace-sso', 1280);
+    await shot('workspace-sso', 375);
+  }
 } catch (e) {
   check('the sign-in', false, e.message);
 }
