@@ -162,6 +162,25 @@ func TestSSOSignIn(t *testing.T) {
 		t.Fatalf("second sign-in: %d, want pat's account (%s)", resp.StatusCode, u.ID)
 	}
 
+	// The MCP authorization server sends a signed-out person to the login page with its
+	// request in next: the button keeps it, and the sign-in comes back to it.
+	// (A Client ID Metadata Document's client_id is fetched for a signed-in person only.)
+	resp, _ = ts.browser(t).get("/oauth/authorize?client_id=" + url.QueryEscape("https://app.example/client.json"))
+	loginURL := resp.Header.Get("Location")
+	if _, body := ts.browser(t).get(loginURL); !strings.HasPrefix(loginURL, "/login?next=") {
+		t.Fatalf("authorize, signed out: to %q", loginURL)
+	} else if !strings.Contains(body, `href="/login/sso?next=%2foauth%2fauthorize%3fclient_id%3dhttps%253A%252F%252Fapp.example%252Fclient.json"`) {
+		t.Fatalf("the MCP login page's button loses the request: %.1500s", body)
+	}
+	b3 := ts.browser(t)
+	start, _ := b3.get("/login/sso?next=" + url.QueryEscape("/oauth/authorize?client_id=x&response_type=code"))
+	at, _ := b3.c.Get(start.Header.Get("Location"))
+	at.Body.Close()
+	back, _ := url.Parse(at.Header.Get("Location"))
+	if resp, _ := b3.get("/login/sso/callback?" + back.RawQuery); resp.Header.Get("Location") != "/oauth/authorize?client_id=x&response_type=code" {
+		t.Fatalf("after the sign-in: to %q, want back to the authorization request", resp.Header.Get("Location"))
+	}
+
 	// Another person at the provider whose e-mail is a password account's: refused.
 	hash, _ := store.HashPassword(testPassword, 1000)
 	must(t, ts.store.CreateUser(context.Background(), store.User{ID: store.NewID(), Email: "sam@example.com", PasswordHash: hash, CreatedAt: ts.now}))
@@ -232,6 +251,18 @@ func TestSSODomainVerificationAndRequirement(t *testing.T) {
 				t.Fatalf("before the requirement, the password session opens the workspace: %d", resp.StatusCode)
 			}
 
+			// An owner signed in with a password cannot require it: it could lock them out.
+			oscar := store.User{ID: store.NewID(), Email: "oscar@elsewhere.test", PasswordHash: hash, CreatedAt: ts.now}
+			must(t, st.CreateUser(ctx, oscar))
+			st.JoinJustInTime(ctx, ws.ID, oscar.ID, store.RoleViewer, ts.now)
+			must(t, st.SetRole(ctx, ws.ID, oscar.ID, store.RoleOwner))
+			ob := ts.browser(t)
+			ob.post("/login", url.Values{"email": {oscar.Email}, "password": {testPassword}})
+			ob.refreshCSRF()
+			if resp, body := ob.post(path+"/require", url.Values{"csrf_token": {ob.csrf}, "required": {"on"}}); resp.StatusCode != 422 || !strings.Contains(body, "could lock you out") {
+				t.Fatalf("an owner's password session requires SSO: %d", resp.StatusCode)
+			}
+
 			ts.now = ts.now.Add(time.Minute)
 			if resp, _ := owner.post(path+"/require", form(url.Values{"required": {"on"}, "jit_role": {"viewer"}})); resp.StatusCode != 303 {
 				t.Fatalf("require: %d", resp.StatusCode)
@@ -245,6 +276,15 @@ func TestSSODomainVerificationAndRequirement(t *testing.T) {
 			if status := bearerStatus(t, ts, oldKey); status != 403 {
 				t.Fatalf("a key made before the requirement: %d, want 403", status)
 			}
+			// Break glass: the operator suspends the workspace's requirement.
+			glass := ssoServer(t, st, p, func(d *Deps) { d.SSOBreakGlass = map[string]bool{ws.ID: true} })
+			glass.now = ts.now
+			gb := glass.browser(t)
+			gb.post("/login", url.Values{"email": {"pat@acme.test"}, "password": {testPassword}})
+			if resp, _ := gb.get("/workspaces/" + ws.ID); resp.StatusCode != 200 {
+				t.Fatalf("with SSO_BREAK_GLASS, pat's password session: %d, want 200", resp.StatusCode)
+			}
+			p.Now = func() time.Time { return ts.now }
 
 			// Pat signs in with the provider: linked (verified e-mail, verified domain).
 			p.Set(func(p *oidctest.Provider) { p.Subject, p.Email = "pat", "pat@acme.test" })
