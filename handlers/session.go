@@ -71,8 +71,12 @@ func (s *server) loadVisitor(r *http.Request) (*visitor, error) {
 	if sess.SSOIssuer != "" && now.Sub(sess.SSOCheckedAt) >= s.SSORecheck {
 		// A single sign-on session lives while its provider vouches: asked again every
 		// SSORecheck, it ends when the provider refuses (recheck.go).
-		if !s.revouch(r, sess.SSOIssuer, sess.SSOSubject) {
-			s.Auth.DeleteSession(r.Context(), sess.TokenHash)
+		// A provider that cannot be asked ends nothing: this request is signed out, the next
+		// asks again.
+		if ok, lost := s.revouchOrLose(r, sess.SSOIssuer, sess.SSOSubject); !ok {
+			if lost {
+				s.Auth.DeleteSession(r.Context(), sess.TokenHash)
+			}
 			return nil, nil
 		}
 	}

@@ -184,13 +184,20 @@ func (s *server) vouchedFor(r *http.Request, userID string) bool {
 // that cannot be reached is not a refusal: the answer is no for this request, and nothing is
 // ended.
 func (s *server) revouch(r *http.Request, issuer, subject string) bool {
+	ok, _ := s.revouchOrLose(r, issuer, subject)
+	return ok
+}
+
+// revouchOrLose is revouch that also says whether the vouch was lost (false: the provider
+// could not be asked, and nothing was ended).
+func (s *server) revouchOrLose(r *http.Request, issuer, subject string) (ok, lost bool) {
 	ctx := r.Context()
 	if s.SSOProvider == nil || s.SSOProvider.Issuer() != issuer {
-		return false
+		return false, true
 	}
 	id, err := s.SSO.Identity(ctx, issuer, subject)
 	if err != nil || id.LostAt != nil {
-		return false
+		return false, true
 	}
 	var refresh string
 	if id.RefreshSealed != "" && s.ChannelKeys != nil {
@@ -198,22 +205,26 @@ func (s *server) revouch(r *http.Request, issuer, subject string) bool {
 	}
 	if refresh == "" {
 		s.loseVouch(r, id, "no refresh token to ask the provider with: sign in again")
-		return false
+		return false, true
 	}
 	next, err := s.SSOProvider.Recheck(ctx, refresh, subject)
 	var refusal *oidc.Refusal
+	var down *oidc.Unreachable
 	switch {
+	case errors.As(err, &down):
+		s.Log.Warn("sso: re-check: the provider cannot be asked", "err", err)
+		return false, false
 	case errors.As(err, &refusal):
 		s.loseVouch(r, id, refusal.Reason)
-		return false
+		return false, true
 	case err != nil:
 		s.Log.Warn("sso: re-check", "err", err)
-		return false
+		return false, false
 	}
 	if err := s.SSO.Vouched(ctx, issuer, subject, s.sealRefresh(oidc.Identity{Issuer: issuer, Subject: subject, RefreshToken: next}), s.Now()); err != nil {
 		s.Log.Warn("sso: record vouch", "err", err)
 	}
-	return true
+	return true, false
 }
 
 func (s *server) loseVouch(r *http.Request, id store.Identity, why string) {

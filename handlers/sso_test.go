@@ -309,6 +309,18 @@ func TestSSODomainVerificationAndRequirement(t *testing.T) {
 				t.Fatalf("nia joined as %q (%v), want viewer", w.Role, err)
 			}
 
+			// A provider that cannot be asked ends nothing: the request is refused, the next
+			// asks again.
+			p.Set(func(p *oidctest.Provider) { p.Down = true })
+			ts.now = ts.now.Add(61 * time.Minute)
+			if resp, _ := sso.get("/workspaces/" + ws.ID); resp.StatusCode != 303 {
+				t.Fatalf("provider down: %d, want this request signed out", resp.StatusCode)
+			}
+			p.Set(func(p *oidctest.Provider) { p.Down = false })
+			if resp, _ := sso.get("/workspaces/" + ws.ID); resp.StatusCode != 200 {
+				t.Fatalf("provider back: %d, want the session kept and re-vouched", resp.StatusCode)
+			}
+
 			// The provider stops vouching for pat: within the re-check interval nothing is
 			// asked; past it, the session ends and the key stops.
 			p.Set(func(p *oidctest.Provider) { p.Refuse = true })

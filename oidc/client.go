@@ -183,12 +183,12 @@ func (c *Client) Exchange(ctx context.Context, f Flow, code string) (Identity, e
 
 // Recheck asks the provider whether it still vouches for the person of refreshToken (a refresh
 // grant): the new refresh token when it does (or the old one, if it sends none), a Refusal when
-// it refuses (the account was disabled, the grant revoked), another error when it cannot be
-// reached.
+// it refuses (the account was disabled, the grant revoked), an Unreachable when it cannot be
+// asked (check for Unreachable first: it may wrap a Refusal's words).
 func (c *Client) Recheck(ctx context.Context, refreshToken, subject string) (string, error) {
 	m, keys, err := c.metadata(ctx)
 	if err != nil {
-		return "", err
+		return "", &Unreachable{Err: err} // its discovery document failing is not a refusal to vouch
 	}
 	tr, err := c.token(ctx, m, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {refreshToken}})
 	if err != nil {
@@ -201,7 +201,7 @@ func (c *Client) Recheck(ctx context.Context, refreshToken, subject string) (str
 		}
 		key, err := keys.key(ctx, t.header)
 		if err != nil {
-			return "", err
+			return "", &Unreachable{Err: err}
 		}
 		if err := t.verify(key); err != nil {
 			return "", err

@@ -55,6 +55,7 @@ type Provider struct {
 	Email     string
 	Verified  bool
 	Refuse    bool // refresh grants are refused (the person was disabled)
+	Down      bool // the token endpoint answers 503
 	rsaKey    *rsa.PrivateKey
 	ecKey     *ecdsa.PrivateKey
 	newKey    *rsa.PrivateKey // published after FaultRotated
@@ -140,6 +141,10 @@ func (p *Provider) token(w http.ResponseWriter, r *http.Request) {
 	r.ParseForm()
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.Down {
+		tokenError(w, http.StatusServiceUnavailable, "temporarily_unavailable")
+		return
+	}
 	var sub, nonce string
 	switch r.PostForm.Get("grant_type") {
 	case "authorization_code":
