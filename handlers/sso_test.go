@@ -286,6 +286,11 @@ func TestSSODomainVerificationAndRequirement(t *testing.T) {
 			}
 			p.Now = func() time.Time { return ts.now }
 
+			// Pat's OAuth app (MCP): refused while the provider has not vouched for pat.
+			if status := mcpStatus(t, ts, mcpToken(t, st, pat.ID, ts.now)); status != 403 {
+				t.Fatalf("pat's MCP token before any SSO sign-in: %d, want 403", status)
+			}
+
 			// Pat signs in with the provider: linked (verified e-mail, verified domain).
 			p.Set(func(p *oidctest.Provider) { p.Subject, p.Email = "pat", "pat@acme.test" })
 			sso := ts.browser(t)
@@ -294,6 +299,9 @@ func TestSSODomainVerificationAndRequirement(t *testing.T) {
 			}
 			if resp, _ := sso.get("/workspaces/" + ws.ID); resp.StatusCode != 200 {
 				t.Fatalf("pat's SSO session: %d", resp.StatusCode)
+			}
+			if status := mcpStatus(t, ts, mcpToken(t, st, pat.ID, ts.now)); status != 200 {
+				t.Fatalf("pat's MCP token after the SSO sign-in: %d, want 200", status)
 			}
 			newKey := apiKey(t, st, pat.ID, ws.ID, ts.now)
 			if status := bearerStatus(t, ts, newKey); status != 404 {
@@ -335,6 +343,9 @@ func TestSSODomainVerificationAndRequirement(t *testing.T) {
 			if status := bearerStatus(t, ts, newKey); status != 403 {
 				t.Fatalf("pat's key after the lost vouch: %d, want 403", status)
 			}
+			if status := mcpStatus(t, ts, mcpToken(t, st, pat.ID, ts.now)); status != 403 {
+				t.Fatalf("pat's MCP token after the lost vouch: %d, want 403", status)
+			}
 			id, err := st.Identity(ctx, p.Issuer, "pat")
 			if err != nil || id.LostAt == nil {
 				t.Fatalf("pat's identity: %+v %v", id, err)
@@ -359,6 +370,21 @@ func bearerStatus(t *testing.T, ts *testServer, key string) int {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, ts.URL+"/api/external/scans/"+store.NewID(), nil)
 	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// mcpStatus is the status of an MCP ping with an OAuth access token.
+func mcpStatus(t *testing.T, ts *testServer, token string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, ts.URL+"/api/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
