@@ -270,6 +270,14 @@ func TestSSODomainVerificationAndRequirement(t *testing.T) {
 			if resp, body := pw.get("/workspaces/" + ws.ID); resp.StatusCode != 403 || !strings.Contains(body, "requires single sign-on for @acme.test") {
 				t.Fatalf("password session after the requirement: %d %.300s", resp.StatusCode, body)
 			}
+			site := store.Site{ID: store.NewID(), UserID: olga.ID, WorkspaceID: ws.ID, Name: "Acme shop", Domain: "shop.acme.test", CreatedAt: ts.now}
+			must(t, st.CreateSite(ctx, site))
+			if _, body := pw.get("/"); strings.Contains(body, "Acme shop") {
+				t.Fatal("the home page lists the workspace's site to pat's password session")
+			}
+			if _, body := owner.get("/"); !strings.Contains(body, "Acme shop") {
+				t.Fatal("the home page hides the site from olga's SSO session")
+			}
 			if resp, _ := pw.get("/workspaces/" + store.PersonalWorkspace(pat.ID)); resp.StatusCode != 200 {
 				t.Fatalf("the rule reached pat's personal workspace: %d", resp.StatusCode)
 			}
