@@ -275,6 +275,9 @@ func TestSSODomainVerificationAndRequirement(t *testing.T) {
 			if _, body := pw.get("/"); strings.Contains(body, "Acme shop") {
 				t.Fatal("the home page lists the workspace's site to pat's password session")
 			}
+			if resp, _ := pw.get("/api/sites/" + site.ID + "/export"); resp.StatusCode != 403 {
+				t.Fatalf("pat's password session exports the workspace's site: %d, want 403", resp.StatusCode)
+			}
 			if _, body := owner.get("/"); !strings.Contains(body, "Acme shop") {
 				t.Fatal("the home page hides the site from olga's SSO session")
 			}
