@@ -102,6 +102,8 @@ func (s *server) handleSSOCallback() http.Handler {
 			s.renderError(w, r, http.StatusNotFound, "Single sign-on is not set up on this server.")
 			return
 		}
+		// No Referer from this page: its URL carries the provider's code.
+		w.Header().Set("Referrer-Policy", "no-referrer")
 		c, err := r.Cookie(s.flowCookieName())
 		http.SetCookie(w, &http.Cookie{Name: s.flowCookieName(), Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode})
 		var f ssoFlow
