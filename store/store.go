@@ -32,6 +32,7 @@ type Store interface {
 	SiteViews
 	Reads
 	Explains
+	Runners
 	// Name is "memory" or "postgres", for the health check and the log.
 	Name() string
 	// Ping answers whether the store can serve requests.
