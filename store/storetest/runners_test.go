@@ -14,9 +14,9 @@ func TestRunners(t *testing.T) {
 	for _, b := range storetest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
 			for name, fn := range map[string]func(*testing.T, store.Store){
-				"tokens are listed by workspace, found by hash, and stop when revoked":                    testRunnerTokens,
+				"tokens are listed by workspace, found by hash, and stop when revoked":                     testRunnerTokens,
 				"a lease is of the token's workspace, expires, goes to another runner and refuses the old": testRunnerLeases,
-				"a site's locations and a re-audit's avoided runner choose who leases":                    testRunnerChoice,
+				"a site's locations and a re-audit's avoided runner choose who leases":                     testRunnerChoice,
 			} {
 				t.Run(name, func(t *testing.T) {
 					t.Parallel()
