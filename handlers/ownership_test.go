@@ -72,10 +72,14 @@ var ownershipCases = []ownershipCase{
 	{name: "making a runner token of A's workspace", route: "POST /workspaces/{workspaceId}/runners", method: "POST", path: wsPath("/runners"),
 		form: url.Values{"name": {"B's"}}, cred: asCookie, status: 404, intact: runnerIntact},
 	{name: "revoking A's runner token", route: "POST /workspaces/{workspaceId}/runners/{tokenId}/revoke", method: "POST",
-		path: func(a, _ apiAccount) string { return "/workspaces/" + a.userID + "/runners/" + a.runnerTokenID + "/revoke" }, form: url.Values{},
+		path: func(a, _ apiAccount) string {
+			return "/workspaces/" + a.userID + "/runners/" + a.runnerTokenID + "/revoke"
+		}, form: url.Values{},
 		cred: asCookie, status: 404, intact: runnerIntact},
 	{name: "revoking A's runner token from B's workspace", route: "POST /workspaces/{workspaceId}/runners/{tokenId}/revoke", method: "POST",
-		path: func(a, b apiAccount) string { return "/workspaces/" + b.userID + "/runners/" + a.runnerTokenID + "/revoke" }, form: url.Values{},
+		path: func(a, b apiAccount) string {
+			return "/workspaces/" + b.userID + "/runners/" + a.runnerTokenID + "/revoke"
+		}, form: url.Values{},
 		cred: asCookie, status: 404, intact: runnerIntact},
 	{name: "A's site's runner locations", route: "POST /sites/{siteId}/locations", method: "POST", path: func(a, _ apiAccount) string { return "/sites/" + a.siteID + "/locations" },
 		form: url.Values{"locations": {"b-lan"}}, cred: asCookie, status: 404, intact: runnerIntact},

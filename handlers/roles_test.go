@@ -260,7 +260,9 @@ var roleCases = []roleCase{
 	{route: "POST /workspaces/{workspaceId}/runners", method: "POST", path: team("/runners"), form: url.Values{"name": {"office"}},
 		want: [nRoles]int{200, 403, 403, 404, 404}, fresh: true},
 	{route: "POST /workspaces/{workspaceId}/runners/{tokenId}/revoke", method: "POST",
-		path: func(f *rolesFixture) string { return "/workspaces/" + f.ws + "/runners/" + f.a.runnerTokenID + "/revoke" }, form: url.Values{},
+		path: func(f *rolesFixture) string {
+			return "/workspaces/" + f.ws + "/runners/" + f.a.runnerTokenID + "/revoke"
+		}, form: url.Values{},
 		want: manages, fresh: true},
 	{route: "POST /sites/{siteId}/locations", method: "POST", path: site("/locations"), form: url.Values{"locations": {"staging-lan"}}, want: edits},
 

@@ -235,7 +235,7 @@ func NewPool(cfg PoolConfig) *Pool {
 	}
 	p := &Pool{cfg: cfg, stop: make(chan struct{}), replayCapacity: psi.NewCapacity(psi.CapacityConfig{}),
 		runnerCapacity: psi.NewCapacity(psi.CapacityConfig{MaxInFlight: 256}),
-		slots: map[string]chan int{}, wakes: map[string]chan struct{}{}, discovering: map[string]int{}}
+		slots:          map[string]chan int{}, wakes: map[string]chan struct{}{}, discovering: map[string]int{}}
 	p.jobsCtx, p.cancel = context.WithCancelCause(context.Background())
 	p.kinds = map[string]KindWorker{store.KindScan: {kind: store.KindScan, workers: cfg.Workers, perWorkspace: cfg.WorkspaceScans, work: p.workScan}}
 	if cfg.Retention != nil {

@@ -55,10 +55,10 @@ const (
 // scans' results, the older first). Its lists are empty, not nil, when nothing changed beyond
 // noise; every request list is in the order the requests started in the run they are from.
 type Comparison struct {
-	PagePath string         `json:"pagePath"`
+	PagePath string `json:"pagePath"`
 	// Machine says the later run was made on a slower machine than the earlier one
 	// (SlowerMachine), when it got worse; empty otherwise.
-	Machine string `json:"machine,omitempty"`
+	Machine  string         `json:"machine,omitempty"`
 	Strategy store.Strategy `json:"strategy"`
 	// Explained is false when either run was stored without what explains it (a result kept
 	// before issue 33): then only Metrics are compared, and no cause is named.
