@@ -323,7 +323,6 @@ func testRunners(t *testing.T, st store.Store, lhCmd, chrome string) {
 	}
 }
 
-
 func intOr(v *int) any {
 	if v == nil {
 		return nil
