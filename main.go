@@ -76,6 +76,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if len(args) > 0 && args[0] == "runner" {
 		return runner.Main(ctx, args[1:], getenv, stdout)
 	}
+	if len(args) > 0 && args[0] == "runner-token" {
+		return runnerTokenCommand(ctx, args[1:], getenv, stdout)
+	}
 	if getenv("ROLE") == "runner" {
 		return runner.Main(ctx, args, getenv, stdout)
 	}
