@@ -258,7 +258,7 @@ var roleCases = []roleCase{
 		json: `{"error":"x"}`, want: all(401)},
 	{route: "POST /api/runner/revoke", method: "POST", path: fixedPath("/api/runner/revoke"), json: `{}`, want: all(401)},
 	{route: "POST /workspaces/{workspaceId}/runners", method: "POST", path: team("/runners"), form: url.Values{"name": {"office"}},
-		want: [nRoles]int{200, 403, 403, 404, 404}, fresh: true},
+		want: manages, fresh: true},
 	{route: "POST /workspaces/{workspaceId}/runners/{tokenId}/revoke", method: "POST",
 		path: func(f *rolesFixture) string {
 			return "/workspaces/" + f.ws + "/runners/" + f.a.runnerTokenID + "/revoke"

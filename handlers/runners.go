@@ -240,8 +240,11 @@ func (s *server) handleCreateRunnerToken() http.Handler {
 			s.error(w, r, err, "")
 			return
 		}
-		s.activity(r.Context(), ws.ID, "made runner token "+name, "")
-		s.workspacePage(w, r, http.StatusOK, workspaceData{NewRunnerToken: secret})
+		s.activity(r.Context(), ws.ID, "made a runner token", name)
+		// Shown once, after the redirect (notice.go): a reload shows it no more and makes no token.
+		s.redirectNotice(w, r, "/workspaces/"+ws.ID+"#runners", notice{Text: "Your new runner token “" + name + "”.",
+			Detail: "Start the runner with it (see Runners in the documentation). Copy it now: it is shown only once and SitePulse keeps only a hash of it.",
+			Secret: secret, Label: "New runner token"})
 	})
 }
 

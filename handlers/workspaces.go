@@ -60,11 +60,9 @@ type workspaceData struct {
 	// Bytes is about how much the workspace's scans take in the database (issue 25).
 	Bytes        float64
 	MaxRetention int
-	// Runners are the workspace's runner tokens (owners); NewRunnerToken is one just made,
-	// shown this once.
-	Runners        []store.RunnerToken
-	NewRunnerToken string
-	RunnersOn      bool
+	// Runners are the workspace's runner tokens (owners); RunnersOn shows their section.
+	Runners   []store.RunnerToken
+	RunnersOn bool
 }
 
 // inviteForm is the invitation form and its errors.
