@@ -19,6 +19,7 @@ type RunnerQueue interface {
 	EnqueueRunnerAudit(ctx context.Context, a store.RunnerAudit) error
 	RunnerAudit(ctx context.Context, id string) (store.RunnerAudit, error)
 	DeleteRunnerAudit(ctx context.Context, id string) error
+	ForgetRunnerAudits(ctx context.Context, scanID string) error
 }
 
 // leasedAuditorFor is the auditor of a scan whose audits runners run: its workspace has a
@@ -40,6 +41,11 @@ func (p *Pool) leasedAuditorFor(ctx context.Context, run *scanRun) (Auditor, err
 	locations, err := p.cfg.Runners.SiteLocations(ctx, run.site.ID)
 	if err != nil {
 		return nil, fmt.Errorf("read the site's runner locations: %w", err)
+	}
+	// This attempt holds the scan's job: what an earlier, dead attempt left queued or posted
+	// is nobody's now.
+	if err := p.cfg.Runners.ForgetRunnerAudits(ctx, run.scan.ID); err != nil {
+		return nil, fmt.Errorf("forget an earlier attempt's runner audits: %w", err)
 	}
 	return &leasedAuditor{p: p, workspace: ws, site: run.site.ID, scan: run.scan.ID, locations: locations, last: map[store.PageKey]string{}}, nil
 }

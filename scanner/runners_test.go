@@ -42,6 +42,7 @@ func (f *fakeRunners) RunnerAudit(_ context.Context, id string) (store.RunnerAud
 	}
 	return a, nil
 }
+func (f *fakeRunners) ForgetRunnerAudits(context.Context, string) error { return nil }
 func (f *fakeRunners) DeleteRunnerAudit(_ context.Context, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

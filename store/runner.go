@@ -113,4 +113,7 @@ type Runners interface {
 	RunnerAudit(ctx context.Context, id string) (RunnerAudit, error)
 	// DeleteRunnerAudit forgets an audit (read, or its scan gave up on it).
 	DeleteRunnerAudit(ctx context.Context, id string) error
+	// ForgetRunnerAudits forgets every audit of a scan: a new attempt of the scan starts with
+	// none of a dead attempt's left behind (their reports would otherwise stay).
+	ForgetRunnerAudits(ctx context.Context, scanID string) error
 }

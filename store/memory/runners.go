@@ -254,3 +254,15 @@ func (m *Store) DeleteRunnerAudit(ctx context.Context, id string) error {
 	delete(m.runners.audits, id)
 	return nil
 }
+
+func (m *Store) ForgetRunnerAudits(ctx context.Context, scanID string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.runnersInit()
+	for id, a := range m.runners.audits {
+		if a.ScanID == scanID {
+			delete(m.runners.audits, id)
+		}
+	}
+	return nil
+}

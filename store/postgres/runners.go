@@ -215,3 +215,11 @@ func (p *Store) DeleteRunnerAudit(ctx context.Context, id string) error {
 	_, err := p.db.ExecContext(ctx, `DELETE FROM runner_audits WHERE id = $1`, id)
 	return pgErr("delete runner audit", err)
 }
+
+func (p *Store) ForgetRunnerAudits(ctx context.Context, scanID string) error {
+	if !uuidOK(scanID) {
+		return nil
+	}
+	_, err := p.db.ExecContext(ctx, `DELETE FROM runner_audits WHERE scan_id = $1`, scanID)
+	return pgErr("forget runner audits", err)
+}

@@ -168,6 +168,14 @@ func testRunnerLeases(t *testing.T, s store.Store) {
 	_, err = s.RunnerAudit(ctx, au2.ID)
 	wantErr(t, err, store.ErrNotFound)
 
+	// A new attempt of the scan forgets what an earlier one left.
+	left := runnerAudit(t, s, site, scan, "/left", t0.Add(3*time.Second))
+	must(t, s.ForgetRunnerAudits(ctx, scan.ID))
+	_, err = s.RunnerAudit(ctx, left.ID)
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.RunnerAudit(ctx, au.ID)
+	wantErr(t, err, store.ErrNotFound)
+
 	// An operator's runner serves every workspace: B's site's audit too.
 	siteB := newSite(t, s, b, "b site")
 	scanB := enqueue(t, s, siteB, t0)
