@@ -161,15 +161,25 @@ func TestRunnersLeaseAndFinishAuditsOfOneScan(t *testing.T) {
 	}
 }
 
-func testRunners(t *testing.T, st store.Store, lhCmd, chrome string) {
+// runnerService is the service of the runner tests on st: its routes and its scan pipeline on
+// a fake clock, listening on a port of this helper's range, and a site of three small pages on
+// loopback owned by a, and b, an account of its own.
+type runnerService struct {
+	base  string
+	clock *scantest.Clock
+	logs  *scantest.LogBuffer
+	log   *slog.Logger
+	a, b  store.User
+	site  store.Site
+}
+
+func newRunnerService(t *testing.T, st store.Store, lease time.Duration) *runnerService {
+	t.Helper()
 	ctx := context.Background()
 	storetest.WithRules(st, store.SiteRules{AllowPrivate: true}) // the audited site is a server on 127.0.0.1
-	clock := scantest.NewClock(time.Now().UTC().Truncate(time.Second))
-	logs := &scantest.LogBuffer{}
-	log := slog.New(slog.NewTextHandler(logs, nil))
-	const lease = 2 * time.Minute
-
-	// The service: its routes and its scan pipeline, on the fake clock.
+	rs := &runnerService{clock: scantest.NewClock(time.Now().UTC().Truncate(time.Second)), logs: &scantest.LogBuffer{}}
+	rs.log = slog.New(slog.NewTextHandler(rs.logs, nil))
+	clock, log := rs.clock, rs.log
 	d := handlers.Deps{Auth: st, Accounts: st, Sites: st, Budgets: st, Scans: st, Reports: st, API: st, Webhooks: st,
 		Connections: st, Workspaces: st, Channels: st, Health: st, CI: st, Runners: st, RunnerLease: lease,
 		BaseURL: "http://127.0.0.1", Now: clock.Now, Log: log}
@@ -179,34 +189,54 @@ func testRunners(t *testing.T, st store.Store, lhCmd, chrome string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := serveOnRunnerPort(t, h)
+	rs.base = serveOnRunnerPort(t, h)
 	pool := scanner.NewPool(scanner.PoolConfig{Store: st, Auditor: noAuditor{t}, Runners: st, RunnerPoll: 20 * time.Millisecond,
 		Workers: 1, Poll: 50 * time.Millisecond, Lease: time.Hour, Now: clock.Now, Log: log})
 	pool.Start()
 	t.Cleanup(func() { pool.Stop(context.Background()) })
-
-	// The site: three small pages on loopback.
 	site := serveOnRunnerPort(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		fmt.Fprintf(w, `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Staging %s</title><meta name="description" content="A private staging page."></head><body><h1>Staging</h1><p>Page %s.</p></body></html>`, r.URL.Path, r.URL.Path)
 	}))
-	a := store.User{ID: store.NewID(), Email: "a@example.com", PasswordHash: "x", CreatedAt: clock.Now()}
-	b := store.User{ID: store.NewID(), Email: "b@example.com", PasswordHash: "x", CreatedAt: clock.Now()}
-	s := store.Site{ID: store.NewID(), UserID: a.ID, Name: "Staging", Domain: site, Pages: []string{"/", "/about", "/pricing"}, CreatedAt: clock.Now()}
-	for _, err := range []error{st.CreateUser(ctx, a), st.CreateUser(ctx, b), st.CreateSite(ctx, s)} {
+	rs.a = store.User{ID: store.NewID(), Email: "a@example.com", PasswordHash: "x", CreatedAt: clock.Now()}
+	rs.b = store.User{ID: store.NewID(), Email: "b@example.com", PasswordHash: "x", CreatedAt: clock.Now()}
+	rs.site = store.Site{ID: store.NewID(), UserID: rs.a.ID, Name: "Staging", Domain: site, Pages: []string{"/", "/about", "/pricing"}, CreatedAt: clock.Now()}
+	for _, err := range []error{st.CreateUser(ctx, rs.a), st.CreateUser(ctx, rs.b), st.CreateSite(ctx, rs.site)} {
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	token := func(workspace, name string) (store.RunnerToken, string) {
-		secret, hash := store.NewSecret("rnr_")
-		tok := store.RunnerToken{ID: store.NewID(), WorkspaceID: workspace, Name: name, TokenHash: hash, Prefix: secret[:12], CreatedAt: clock.Now()}
-		if err := st.CreateRunnerToken(ctx, tok); err != nil {
-			t.Fatal(err)
-		}
-		return tok, secret
+	return rs
+}
+
+// token makes a runner token of workspace.
+func (rs *runnerService) token(t *testing.T, st store.Store, workspace, name string) (store.RunnerToken, string) {
+	t.Helper()
+	secret, hash := store.NewSecret("rnr_")
+	tok := store.RunnerToken{ID: store.NewID(), WorkspaceID: workspace, Name: name, TokenHash: hash, Prefix: secret[:12], CreatedAt: rs.clock.Now()}
+	if err := st.CreateRunnerToken(context.Background(), tok); err != nil {
+		t.Fatal(err)
 	}
+	return tok, secret
+}
+
+// scan enqueues a mobile scan of the site.
+func (rs *runnerService) scan(t *testing.T, st store.Store) store.Scan {
+	t.Helper()
+	scan := store.Scan{ID: store.NewID(), SiteID: rs.site.ID, Strategy: store.StrategyMobile, Trigger: store.TriggerManual, CreatedAt: rs.clock.Now()}
+	if err := st.EnqueueScan(context.Background(), scan, store.KindScan, rs.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	return scan
+}
+
+func testRunners(t *testing.T, st store.Store, lhCmd, chrome string) {
+	ctx := context.Background()
+	const lease = 2 * time.Minute
+	rs := newRunnerService(t, st, lease)
+	base, clock, logs, log, a, b := rs.base, rs.clock, rs.logs, rs.log, rs.a, rs.b
+	token := func(workspace, name string) (store.RunnerToken, string) { return rs.token(t, st, workspace, name) }
 	_, doubleToken := token(a.ID, "lab")
 	realTok, realToken := token(a.ID, "staging office")
 	_, lateToken := token(a.ID, "late")
@@ -218,10 +248,7 @@ func testRunners(t *testing.T, st store.Store, lhCmd, chrome string) {
 	defer stopB()
 	go runner.Run(bCtx, runner.Config{ServiceURL: base, Token: bToken, Name: "b", Concurrency: 2, Poll: 20 * time.Millisecond, Backend: bBackend})
 
-	scan := store.Scan{ID: store.NewID(), SiteID: s.ID, Strategy: store.StrategyMobile, Trigger: store.TriggerManual, CreatedAt: clock.Now()}
-	if err := st.EnqueueScan(ctx, scan, store.KindScan, clock.Now()); err != nil {
-		t.Fatal(err)
-	}
+	scan := rs.scan(t, st)
 
 	// A runner of A's leases one audit and goes quiet: past its lease, its result is refused.
 	var late struct {
