@@ -8,7 +8,8 @@
 #           Postgres: the composed floor 1/(1/hello + 1/pgbench), a request doing both
 # and prints each one's requests/s, its ratio to LHCI's in the same round, the budget check's
 # fraction of the floor, and each server process's CPU per request (cpu_ms, from /proc/PID/stat;
-# robust to a busy machine, Postgres's not counted) with SitePulse's ratio to LHCI's. Then, unless INGEST=0, ingest end to end in the same round:
+# robust to a busy machine) and that of the Postgres backends connected to its database
+# (db_cpu_ms), with SitePulse's ratios to LHCI's. Then, unless INGEST=0, ingest end to end in the same round:
 #   lhci-in POST /v1/projects/{id}/builds/{id}/runs of the Lighthouse report of
 #           testdata/psi/home.mobile.json (its lighthouseResult, 265 kB, as `lhci upload` sends
 #           it) into an unsealed build: LHCI parses the body, checks the build and inserts the run
@@ -87,7 +88,14 @@ hello=$!
 pids+=($hello)
 wait_up "http://127.0.0.1:$HELLO_PORT/"
 tck=$(getconf CLK_TCK)
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; } # pid: its CPU (user + system) in clock ticks
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; } # pid: its CPU (user + system) in clock ticks
+db_ticks() { # database: the CPU of the Postgres backends connected to it, in clock ticks
+  local t=0 p
+  for p in $(psql -Atc "SELECT pid FROM pg_stat_activity WHERE datname = '$1' AND pid <> pg_backend_pid()" "$PGURL/postgres"); do
+    t=$(( t + $(cpu_ticks "$p") )) # a backend gone meanwhile counts 0 (its ticks are lost)
+  done
+  echo "$t"
+}
 cpu_ms() { awk -v t="$1" -v hz="$tck" -v n="$2" 'BEGIN {printf "%.3f", t / hz * 1000 / n}'; } # ticks requests
 
 run() { # name url [env...]: one wrk run; prints rps, p50, p99 and requests
@@ -102,21 +110,21 @@ run() { # name url [env...]: one wrk run; prints rps, p50, p99 and requests
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 mcp='{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_latest_scan","arguments":{"siteId":"'"$LOAD_SITE"'"}}}'
-echo "run: $(date -u +%FT%TZ), SitePulse $(git rev-parse --short HEAD), @lhci/server $(node -p "require('$LHCI_DIR/node_modules/@lhci/server/package.json').version"), $(nproc) cores, $(pgbench --version), rounds $ROUNDS x ${DURATION}s"
+echo "run: $(date -u +%FT%TZ), SitePulse ${SITEPULSE_BIN:-$(git rev-parse --short HEAD)}, @lhci/server $(node -p "require('$LHCI_DIR/node_modules/@lhci/server/package.json').version"), $(nproc) cores, $(pgbench --version), rounds $ROUNDS x ${DURATION}s"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-6s %-8s %9s %8s %8s %7s %9s\n' round read rps p50_ms p99_ms x_lhci cpu_ms
+printf '%-6s %-8s %9s %8s %8s %7s %9s %9s\n' round read rps p50_ms p99_ms x_lhci cpu_ms db_cpu_ms
 for i in $(seq 1 "$ROUNDS"); do
-  c0=$(cpu_ticks "$lhci")
+  c0=$(cpu_ticks "$lhci") d0=$(db_ticks "$LDB")
   read -r lr lp50 lp99 n < <(run lhci "http://127.0.0.1:$LHCI_PORT" WRK_PATH="/v1/projects/$pid/builds?limit=1")
-  lcpu=$(cpu_ms "$(( $(cpu_ticks "$lhci") - c0 ))" "$n")
-  printf '%-6s %-8s %9.0f %8s %8s %7s %9s   load %s\n' "$i" lhci "$lr" "$lp50" "$lp99" 1 "$lcpu" "$(cut -d' ' -f1 /proc/loadavg)"
+  lcpu=$(cpu_ms "$(( $(cpu_ticks "$lhci") - c0 ))" "$n") ldb=$(cpu_ms "$(( $(db_ticks "$LDB") - d0 ))" "$n")
+  printf '%-6s %-8s %9.0f %8s %8s %7s %9s %9s   load %s\n' "$i" lhci "$lr" "$lp50" "$lp99" 1 "$lcpu" "$ldb" "$(cut -d' ' -f1 /proc/loadavg)"
   for what in mcp budget; do
     if [ "$what" = mcp ]; then body=$mcp path=/api/mcp; else body='{"siteId":"'"$LOAD_SITE"'"}' path=/api/external/budget-check; fi
-    c0=$(cpu_ticks "$svc")
+    c0=$(cpu_ticks "$svc") d0=$(db_ticks "$DB")
     read -r r p50 p99 n < <(run "$what" "http://127.0.0.1:$SP_PORT" WRK_METHOD=POST WRK_PATH="$path" WRK_BEARER="$LOAD_KEY" WRK_BODY="$body")
-    cpu=$(cpu_ms "$(( $(cpu_ticks "$svc") - c0 ))" "$n")
-    printf '%-6s %-8s %9.0f %8s %8s %7s %9s   load %s; CPU per request x lhci %s\n' "$i" "$what" "$r" "$p50" "$p99" "$(ratio "$r" "$lr")" "$cpu" \
-      "$(cut -d' ' -f1 /proc/loadavg)" "$(ratio "$lcpu" "$cpu")"
+    cpu=$(cpu_ms "$(( $(cpu_ticks "$svc") - c0 ))" "$n") dbc=$(cpu_ms "$(( $(db_ticks "$DB") - d0 ))" "$n")
+    printf '%-6s %-8s %9.0f %8s %8s %7s %9s %9s   load %s; CPU per request x lhci: service %s, with Postgres %s\n' "$i" "$what" "$r" "$p50" "$p99" \
+      "$(ratio "$r" "$lr")" "$cpu" "$dbc" "$(cut -d' ' -f1 /proc/loadavg)" "$(ratio "$lcpu" "$cpu")" "$(awk -v a="$lcpu" -v b="$ldb" -v c="$cpu" -v d="$dbc" 'BEGIN {printf "%.2f", (a + b) / (c + d)}')"
     [ "$what" = budget ] && br=$r
   done
   c0=$(cpu_ticks "$hello")
@@ -127,15 +135,25 @@ for i in $(seq 1 "$ROUNDS"); do
   printf '%-6s floor: hello %.0f req/s (cpu_ms %s), pgbench -S %.0f tps, composed %s; budget check %.0f = %s of the floor   load %s\n' \
     "$i" "$hr" "$hcpu" "$pg" "$floor" "$br" "$(ratio "$br" "$floor")" "$(cut -d' ' -f1 /proc/loadavg)"
   if [ "${INGEST:-1}" != 0 ]; then
-    c0=$(cpu_ticks "$lhci")
+    c0=$(cpu_ticks "$lhci") d0=$(db_ticks "$LDB")
     read -r lir _ _ ln < <(run lhci-in "http://127.0.0.1:$LHCI_PORT" WRK_METHOD=POST WRK_PATH="/v1/projects/$pid/builds/$bid/runs" \
       WRK_BODY_FILE="$work/run.json" WRK_HEADER="x-lhci-build-token: $token")
-    licpu=$(cpu_ms "$(( $(cpu_ticks "$lhci") - c0 ))" "$ln")
-    sres=$("$work/loadkit" ingest -c 16 -d "${DURATION}s" | grep '^RESULT')
+    licpu=$(cpu_ms "$(( $(cpu_ticks "$lhci") - c0 ))" "$ln") lidb=$(cpu_ms "$(( $(db_ticks "$LDB") - d0 ))" "$ln")
+    "$work/loadkit" ingest -c 16 -d "${DURATION}s" >"$work/ingest.out" &
+    ing=$!
+    sleep 1
+    d1=$(db_ticks "$DB")
+    sleep "$((DURATION - 2))"
+    d2=$(db_ticks "$DB")
+    wait "$ing"
+    sres=$(grep '^RESULT' "$work/ingest.out")
     sir=$(sed -E 's/.* rps=([0-9.]+).*/\1/' <<<"$sres")
     sicpu=$(sed -E 's/.*cpu_ms_per_request=([0-9.]+).*/\1/' <<<"$sres")
-    printf '%-6s ingest: lhci %.0f runs/s (%s runs, cpu_ms %s), SitePulse %.0f results/s (%s, cpu_ms %s) = %s x lhci, CPU per result x lhci %s   load %s\n' \
-      "$i" "$lir" "$ln" "$licpu" "$sir" "$(sed -E 's/.*requests=([0-9]+).*/\1/' <<<"$sres")" "$sicpu" "$(ratio "$sir" "$lir")" "$(ratio "$licpu" "$sicpu")" "$(cut -d' ' -f1 /proc/loadavg)"
+    # The backends' CPU over the middle DURATION-2 s of loadkit's run, per result at its rate.
+    sidb=$(awk -v t="$(( d2 - d1 ))" -v hz="$tck" -v r="$sir" -v s="$((DURATION - 2))" 'BEGIN {printf "%.3f", t / hz * 1000 / (r * s)}')
+    printf '%-6s ingest: lhci %.0f runs/s (%s runs, cpu_ms %s, db_cpu_ms %s), SitePulse %.0f results/s (%s, cpu_ms %s, db_cpu_ms %s) = %s x lhci; CPU per result x lhci: %s, with Postgres %s   load %s\n' \
+      "$i" "$lir" "$ln" "$licpu" "$lidb" "$sir" "$(sed -E 's/.*requests=([0-9]+).*/\1/' <<<"$sres")" "$sicpu" "$sidb" "$(ratio "$sir" "$lir")" "$(ratio "$licpu" "$sicpu")" \
+      "$(awk -v a="$licpu" -v b="$lidb" -v c="$sicpu" -v d="$sidb" 'BEGIN {printf "%.2f", (a + b) / (c + d)}')" "$(cut -d' ' -f1 /proc/loadavg)"
   fi
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
