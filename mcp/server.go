@@ -89,6 +89,7 @@ type Server struct {
 	quota    Quota
 	links    LinkSealer
 	homes    homes // authorize
+	latest   latestAnswers
 }
 
 // Config is what a Server needs. Now and Log default to time.Now and a discarding logger.
