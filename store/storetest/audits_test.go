@@ -300,3 +300,34 @@ func testKeyDayShares(t *testing.T, s store.Store) {
 		t.Errorf("the next day: %v, %v; want the audit", ok, err)
 	}
 }
+
+// BenchmarkTakeAuditManyAccounts is the same cost with each goroutine its own account and the
+// key's day shared (issue 44): every take also locks the key's day row, so takes of different
+// accounts now queue on it.
+//
+//	DATABASE_URL=... go test ./store/storetest/ -run '^$' -bench TakeAuditManyAccounts -benchtime=2s
+func BenchmarkTakeAuditManyAccounts(b *testing.B) {
+	for _, be := range storetest.Backends(b) {
+		b.Run(be.Name, func(b *testing.B) {
+			s := be.Open(b)
+			users := make([]store.User, 64)
+			for i := range users {
+				users[i] = newUser(b, s, fmt.Sprintf("bench%d@example.com", i))
+			}
+			now := time.Now()
+			limits := store.AuditLimits{Workspace: 1 << 30, Account: 1 << 30, Day: 1 << 30, Mark: 1 << 29, Reserve: 1 << 20, Newcomer: 100}
+			var next atomic.Int64
+			b.SetParallelism(4) // 4 x GOMAXPROCS goroutines
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				u := users[int(next.Add(1)-1)%len(users)]
+				for pb.Next() {
+					if _, err := s.TakeAudit(ctx, u.ID, now, limits); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
