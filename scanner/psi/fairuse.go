@@ -125,8 +125,9 @@ func (q *AccountQuota) spent(used store.AuditUsage, now time.Time) error {
 	case store.RefusedDay:
 		return wait("the PSI key's day of %d audits %s is used up by every account's scans", l.Day, KeyDayMark)
 	case store.RefusedShare:
-		return wait("past %d of the PSI key's %d daily audits %s, what is left is shared among the %d accounts that audited today, and an owner has taken its share; other accounts' scans go on",
-			l.Mark, l.Day, ShareMark, max(used.Askers, 1))
+		askers := max(used.Askers, 1)
+		return wait("past %d of the PSI key's %d daily audits %s, the %d left above the newcomers' reserve are shared among the %d accounts that audited today, %d each, and an owner has taken its share; other accounts' scans go on",
+			l.Mark, l.Day, ShareMark, max(l.Day-l.Reserve-l.Mark, 0), askers, max(l.Day-l.Reserve-l.Mark, 0)/askers)
 	case store.RefusedReserve:
 		return wait("the PSI key's last %d audits of the day %s are kept for the first scans of accounts that had not audited today; other accounts' scans go on", l.Reserve, ReserveMark)
 	}
