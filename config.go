@@ -59,6 +59,8 @@ type config struct {
 	MaxWorkspaces        int
 	UserDailyAudits      int
 	AccountAuditShare    int
+	AuditShareMark       int
+	NewcomerReserve      int
 	SessionIdleMins      int
 	ConfirmRuns          int
 	ScanDeadline         int
@@ -87,10 +89,14 @@ func (c config) siteRules() store.SiteRules {
 	return store.SiteRules{AllowPrivate: c.ScanAllowPrivate, MaxPages: c.MaxPagesPerScan}
 }
 
-// auditLimits are the daily audit budgets: USER_DAILY_AUDITS a workspace, and
-// ACCOUNT_AUDIT_SHARE percent of PSI_DAILY_LIMIT an account across its workspaces.
+// auditLimits are the daily audit budgets: USER_DAILY_AUDITS a workspace, ACCOUNT_AUDIT_SHARE
+// percent of PSI_DAILY_LIMIT an account across its workspaces, and the key's day shared past
+// AUDIT_SHARE_MARK percent of it with NEWCOMER_RESERVE percent kept for accounts that had not
+// audited, each of those granted a first scan's audits (every page, both strategies).
 func (c config) auditLimits() store.AuditLimits {
-	return store.AuditLimits{Workspace: c.UserDailyAudits, Account: max(1, c.PSIDailyLimit*c.AccountAuditShare/100)}
+	return store.AuditLimits{Workspace: c.UserDailyAudits, Account: max(1, c.PSIDailyLimit*c.AccountAuditShare/100),
+		Day: c.PSIDailyLimit, Mark: c.PSIDailyLimit * c.AuditShareMark / 100, Reserve: c.PSIDailyLimit * c.NewcomerReserve / 100,
+		Newcomer: 2 * c.MaxPagesPerScan}
 }
 
 // setting is one configuration value: its variable, flag, default and meaning. The table is the
@@ -154,6 +160,8 @@ func (c *config) settings() []setting {
 		{env: "MAX_WORKSPACES_PER_USER", def: "10", help: "workspaces one account may own, its personal one included", num: &c.MaxWorkspaces, min: 1},
 		{env: "USER_DAILY_AUDITS", def: "6000", help: "audits the scans of one workspace may make per UTC day (counted in the store, so shared by every replica); past it, its scans wait for the next day", num: &c.UserDailyAudits, min: 1},
 		{env: "ACCOUNT_AUDIT_SHARE", def: "30", help: "percent of PSI_DAILY_LIMIT one account's audits may use per UTC day, across every workspace it owns (and any it created that day): counted in the store, kept when a workspace is deleted; past it, those workspaces' scans wait for the next day", num: &c.AccountAuditShare, min: 1},
+		{env: "AUDIT_SHARE_MARK", def: "70", help: "percent of PSI_DAILY_LIMIT every account's audits of a UTC day (counted in the store, across replicas) reach before what is left is shared: past it, each account that audited that day may take an equal share of what is left above NEWCOMER_RESERVE; 100 (with NEWCOMER_RESERVE 0) shares nothing out, the day ending at PSI_DAILY_LIMIT", num: &c.AuditShareMark},
+		{env: "NEWCOMER_RESERVE", def: "10", help: "percent of PSI_DAILY_LIMIT kept, at the end of each UTC day, for accounts that had not audited before AUDIT_SHARE_MARK: each may take a first scan's audits (MAX_PAGES_PER_SCAN x 2) from it", num: &c.NewcomerReserve},
 		{env: "SESSION_IDLE_MINUTES", def: "10080", help: "minutes without a request after which a browser session ends (default 7 days; sessions end after 30 days regardless)", num: &c.SessionIdleMins, min: 1},
 		{env: "PSI_BREAKER_SECONDS", def: "60", help: "seconds the PSI breaker stays open before one probe audit", num: &c.PSIBreakerSecs, min: 1},
 		{env: "OIDC_ISSUER", help: "issuer URL of the OpenID provider people may sign in with (docs/sso.md), exactly as its discovery document names it; empty: no single sign-on", str: &c.OIDCIssuer},
@@ -282,6 +290,9 @@ func (c *config) validate() error {
 		if c.OIDCClientID == "" || c.OIDCClientSecret == "" {
 			return fmt.Errorf("OIDC_ISSUER is set without OIDC_CLIENT_ID and OIDC_CLIENT_SECRET: the code exchange needs both")
 		}
+	}
+	if c.AuditShareMark > 100 || c.NewcomerReserve > 100 || c.AuditShareMark+c.NewcomerReserve > 100 {
+		return fmt.Errorf("AUDIT_SHARE_MARK=%d, NEWCOMER_RESERVE=%d: want percents of PSI_DAILY_LIMIT that add up to at most 100", c.AuditShareMark, c.NewcomerReserve)
 	}
 	if c.SMTPAddr != "" && !strings.Contains(c.SMTPAddr, ":") {
 		return fmt.Errorf("SMTP_ADDR=%q: want host:port", c.SMTPAddr)

@@ -247,7 +247,8 @@ func (sv *service) startScanner(ctx context.Context) error {
 	// The demo site's audits are replayed offline; every other site's go to the real auditor.
 	// One account's audits stay under its share of the PSI key's day, however many workspaces it has.
 	sv.quota = psi.NewAccountQuota(cfg.auditLimits(), st)
-	log.Info("audit budgets", "workspace_daily", cfg.auditLimits().Workspace, "account_daily", cfg.auditLimits().Account)
+	log.Info("audit budgets", "workspace_daily", cfg.auditLimits().Workspace, "account_daily", cfg.auditLimits().Account,
+		"key_daily", cfg.auditLimits().Day, "shared_past", cfg.auditLimits().Mark, "newcomer_reserve", cfg.auditLimits().Reserve)
 	pool := newPool(cfg, st, demo.Replaying(sv.replay, auditor), capacity, sv.quota, sv.guard.Client(), sv.connector, sv.digest, sv.accountMail, sv.chKeys, wakes[0], sv.meter, log,
 		cruxRefresher(cfg, st, sv.replay, log))
 	sv.meter.JobKinds = pool.Kinds()
