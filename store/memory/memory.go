@@ -63,6 +63,7 @@ type Store struct {
 	accountLinks map[string]store.AccountLink
 	access       map[string]store.SiteAccess // sites' access settings, sealed, by site (access.go)
 	wakes        map[chan struct{}]struct{}  // WakeOnJobs' channels (wake.go)
+	beacon       *memBeacon                  // the beacon's keys and figures (beacon.go)
 }
 
 type memResult struct {
