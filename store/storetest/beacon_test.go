@@ -97,7 +97,7 @@ func testBeaconSeries(t *testing.T, s store.Store) {
 	site := newSite(t, s, a, "shop")
 	addSamples(t, s, site.ID, day0.Add(13*time.Hour), "/pricing", store.FieldPhone, "inp", 1, 100, 200, 300, 400)
 	addSamples(t, s, site.ID, day0, "/pricing", store.FieldPhone, "inp", 1, 420) // the same day, a later flush
-	addSamples(t, s, site.ID, day0, "/", store.FieldDesktop, "lcp", 4, 2000)       // sampled 1 in 4
+	addSamples(t, s, site.ID, day0, "/", store.FieldDesktop, "lcp", 4, 2000)     // sampled 1 in 4
 	addSamples(t, s, site.ID, day0.AddDate(0, 0, 1), "/pricing", store.FieldPhone, "inp", 1, 150)
 
 	pts, err := s.BeaconSeriesOf(ctx, site.ID, store.FieldQuery{Page: "https://shop.test/pricing", Metric: "inp"})
