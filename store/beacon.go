@@ -219,6 +219,9 @@ type BeaconWrites interface {
 	// AddBeacons adds a batch to the histograms (system: the ingest's flush), in one
 	// transaction; counts of a site deleted since are dropped.
 	AddBeacons(ctx context.Context, b BeaconBatch) error
+	// BeaconElementsOf lists the LCP elements and CLS largest-shift targets the beacon saw
+	// (system; Page "" every page), most often seen first, at most limit (<= 0: 10).
+	BeaconElementsOf(ctx context.Context, siteID string, q FieldQuery, limit int) ([]BeaconElement, error)
 	// BeaconViewsOf counts page views by navigation type (system; Page "" site-wide).
 	BeaconViewsOf(ctx context.Context, siteID string, q FieldQuery) ([]BeaconViews, error)
 	// PruneBeacons deletes beacon days older than their workspace's RetentionDays before now
@@ -423,5 +426,81 @@ func BeaconViewsFrom(origin string, rows []BeaconCount) []BeaconViews {
 		}
 		return a.Navigation < b.Navigation
 	})
+	return out
+}
+
+// BeaconElement is an element the beacon saw as a page's LCP element (with its resource) or
+// its CLS largest shift's target: how often, and the p75 of the metric when it was.
+type BeaconElement struct {
+	Page     string
+	Device   FieldDevice
+	Metric   string // lcp or cls
+	Selector string
+	Resource string // LCP's image or other resource, without query; "" for text or CLS
+	Count    int64
+	P75      float64
+	LastSeen time.Time
+}
+
+// BeaconElementsFrom turns summed element rows (parts "lcp" and "cls") into elements, most seen
+// first, then by p75, at most limit (<= 0: 10).
+func BeaconElementsFrom(origin string, rows []BeaconInteractionCount, limit int) []BeaconElement {
+	if limit <= 0 {
+		limit = 10
+	}
+	type key struct {
+		path, selector, resource, metric string
+		device                           FieldDevice
+	}
+	bins := map[key]map[int]float64{}
+	seen := map[key]time.Time{}
+	for _, r := range rows {
+		if r.Part != "lcp" && r.Part != "cls" {
+			continue
+		}
+		k := key{r.Path, r.Selector, r.EventType, r.Part, r.Device}
+		if bins[k] == nil {
+			bins[k] = map[int]float64{}
+		}
+		bins[k][r.Bin] += r.Count
+		if r.Seen.After(seen[k]) {
+			seen[k] = r.Seen.UTC()
+		}
+	}
+	out := make([]BeaconElement, 0, len(bins))
+	for k, b := range bins {
+		var n float64
+		for _, c := range b {
+			n += c
+		}
+		e := BeaconElement{Device: k.device, Metric: k.metric, Selector: k.selector, Resource: k.resource, Count: int64(math.Round(n)), LastSeen: seen[k]}
+		if k.path != "" {
+			e.Page = origin + k.path
+		}
+		e.P75, _ = BeaconP75(k.metric, b)
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Count != b.Count {
+			return a.Count > b.Count
+		}
+		if a.P75 != b.P75 {
+			return a.P75 > b.P75
+		}
+		if a.Page != b.Page {
+			return a.Page < b.Page
+		}
+		if a.Metric != b.Metric {
+			return a.Metric < b.Metric
+		}
+		if a.Selector != b.Selector {
+			return a.Selector < b.Selector
+		}
+		return a.Device < b.Device
+	})
+	if len(out) > limit {
+		out = out[:limit]
+	}
 	return out
 }

@@ -99,24 +99,31 @@ func (m *Store) AddBeacons(ctx context.Context, batch store.BeaconBatch) error {
 	}
 	// The slowest list is bounded per site, day, page and device: a selector not yet kept is
 	// admitted while the group had fewer than MaxBeaconInteractions before this batch.
-	type sel struct {
+	// Each part counts apart (an INP value and its phases, an LCP element, a CLS target).
+	type sel struct{ selector, event string }
+	type group struct {
 		interGroup
-		selector, event string
+		part string
 	}
-	before := map[interGroup]map[sel]bool{}
+	before := map[group]map[sel]bool{}
+	known := map[interGroup]map[sel]bool{}
 	for k := range b.inter {
-		g := k.interGroup
+		g := group{k.interGroup, k.part}
 		if before[g] == nil {
 			before[g] = map[sel]bool{}
 		}
-		before[g][sel{g, k.selector, k.event}] = true
+		before[g][sel{k.selector, k.event}] = true
+		if known[k.interGroup] == nil {
+			known[k.interGroup] = map[sel]bool{}
+		}
+		known[k.interGroup][sel{k.selector, k.event}] = true
 	}
 	for _, c := range batch.Interactions {
 		if _, ok := m.sites[c.SiteID]; !ok {
 			continue
 		}
 		g := interGroup{c.SiteID, store.BeaconDay(c.Day), c.Path, c.Device}
-		if kept := before[g]; !kept[sel{g, c.Selector, c.EventType}] && len(kept) >= store.MaxBeaconInteractions {
+		if !known[g][sel{c.Selector, c.EventType}] && len(before[group{g, c.Part}]) >= store.MaxBeaconInteractions {
 			continue
 		}
 		k := interCell{g, c.Selector, c.EventType, c.Part, c.Bin}
@@ -189,6 +196,26 @@ func (m *Store) slowInteractions(userID, siteID string, q store.FieldQuery, limi
 	if !ok {
 		return []store.Interaction{}, nil
 	}
+	return store.BeaconSlowest(origin, m.interRows(siteID, path, q), limit), nil
+}
+
+func (m *Store) BeaconElementsOf(ctx context.Context, siteID string, q store.FieldQuery, limit int) ([]store.BeaconElement, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	origin, ok := m.beaconSite("", siteID)
+	if !ok {
+		return nil, store.NotFound("site")
+	}
+	path, ok := store.BeaconPath(origin, q.Page)
+	if !ok {
+		return []store.BeaconElement{}, nil
+	}
+	return store.BeaconElementsFrom(origin, m.interRows(siteID, path, q), limit), nil
+}
+
+// interRows are a site's interaction rows of path ("" every page) within q; the caller holds
+// m.mu.
+func (m *Store) interRows(siteID, path string, q store.FieldQuery) []store.BeaconInteractionCount {
 	var rows []store.BeaconInteractionCount
 	for k, t := range m.beaconState().inter {
 		if k.site != siteID || (path != "" && k.path != path) || !beaconDayIn(k.day, q) || (q.Device != "" && k.device != q.Device) {
@@ -197,7 +224,7 @@ func (m *Store) slowInteractions(userID, siteID string, q store.FieldQuery, limi
 		rows = append(rows, store.BeaconInteractionCount{Day: k.day, Path: k.path, Device: k.device, Selector: k.selector,
 			EventType: k.event, Part: k.part, Bin: k.bin, Count: t.count, Seen: t.seen})
 	}
-	return store.BeaconSlowest(origin, rows, limit), nil
+	return rows
 }
 
 func (m *Store) SlowInteractions(ctx context.Context, userID, siteID string, q store.FieldQuery, limit int) ([]store.Interaction, error) {

@@ -56,8 +56,9 @@ const addBinsSQL = `INSERT INTO beacon_bins AS b (site_id, day, device, metric, 
 	ON CONFLICT (site_id, path, day, device, metric, bin) DO UPDATE SET count = b.count + EXCLUDED.count, kept = b.kept + EXCLUDED.kept`
 
 // addInteractionsSQL adds a batch of interaction counts. A (selector, event type) not yet kept
-// for its site, day, page and device is admitted while that group had fewer than $11 before
-// the batch (store.MaxBeaconInteractions): the slowest list is bounded, whatever is sent.
+// for its site, day, page and device is admitted while that group had fewer than $11 of the
+// same part before the batch (store.MaxBeaconInteractions): the slowest list (and the LCP and
+// CLS element lists) are bounded, whatever is sent.
 const addInteractionsSQL = `WITH t AS (
 		SELECT t.site_id, t.day, t.path, t.device, t.selector, t.event_type, t.part, t.bin, sum(t.count) AS count, max(t.seen) AS seen
 		FROM unnest($1::uuid[], $2::date[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::smallint[], $9::float8[], $10::timestamptz[])
@@ -70,7 +71,7 @@ const addInteractionsSQL = `WITH t AS (
 	WHERE EXISTS (SELECT 1 FROM beacon_interactions k WHERE k.site_id = t.site_id AND k.path = t.path AND k.day = t.day
 			AND k.device = t.device AND k.selector = t.selector AND k.event_type = t.event_type)
 		OR (SELECT count(DISTINCT (k.selector, k.event_type)) FROM beacon_interactions k
-			WHERE k.site_id = t.site_id AND k.path = t.path AND k.day = t.day AND k.device = t.device) < $11
+			WHERE k.site_id = t.site_id AND k.path = t.path AND k.day = t.day AND k.device = t.device AND k.part = t.part) < $11
 	ORDER BY t.site_id, t.path, t.day, t.device, t.selector, t.event_type, t.part, t.bin
 	ON CONFLICT (site_id, path, day, device, selector, event_type, part, bin)
 		DO UPDATE SET count = i.count + EXCLUDED.count, seen = greatest(i.seen, EXCLUDED.seen)`
@@ -219,27 +220,42 @@ func (p *Store) BeaconViewsOf(ctx context.Context, siteID string, q store.FieldQ
 }
 
 func (p *Store) slowInteractions(ctx context.Context, userID, siteID string, q store.FieldQuery, limit int) ([]store.Interaction, error) {
+	origin, rows, err := p.interRows(ctx, userID, siteID, q, []string{"inp", "input", "processing", "presentation"})
+	if err != nil || origin == "" {
+		return []store.Interaction{}, err
+	}
+	return store.BeaconSlowest(origin, rows, limit), nil
+}
+
+func (p *Store) BeaconElementsOf(ctx context.Context, siteID string, q store.FieldQuery, limit int) ([]store.BeaconElement, error) {
+	origin, rows, err := p.interRows(ctx, "", siteID, q, []string{"lcp", "cls"})
+	if err != nil || origin == "" {
+		return []store.BeaconElement{}, err
+	}
+	return store.BeaconElementsFrom(origin, rows, limit), nil
+}
+
+// interRows reads a site's interaction rows of the given parts within q; origin "" when q's
+// page is not the site's.
+func (p *Store) interRows(ctx context.Context, userID, siteID string, q store.FieldQuery, parts []string) (string, []store.BeaconInteractionCount, error) {
 	origin, err := p.beaconOrigin(ctx, userID, siteID)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	path, ok := store.BeaconPath(origin, q.Page)
 	if !ok {
-		return []store.Interaction{}, nil
+		return "", nil, nil
 	}
 	from, to := dayBounds(q)
-	rows, err := queryAll(ctx, p.db, "slow interactions", func(row rowScanner) (store.BeaconInteractionCount, error) {
+	rows, err := queryAll(ctx, p.db, "beacon interactions", func(row rowScanner) (store.BeaconInteractionCount, error) {
 		var c store.BeaconInteractionCount
 		err := row.Scan(&c.Path, &c.Device, &c.Selector, &c.EventType, &c.Part, &c.Bin, &c.Count, &c.Seen)
 		return c, err
 	}, `SELECT path, device, selector, event_type, part, bin, count, seen FROM beacon_interactions
 		WHERE site_id = $1 AND ($2 = '' OR path = $2) AND ($3 = '' OR device = $3)
-			AND ($4::date IS NULL OR day >= $4::date) AND ($5::date IS NULL OR day < $5::date)`,
-		siteID, path, string(q.Device), from, to)
-	if err != nil {
-		return nil, err
-	}
-	return store.BeaconSlowest(origin, rows, limit), nil
+			AND ($4::date IS NULL OR day >= $4::date) AND ($5::date IS NULL OR day < $5::date) AND part = ANY($6)`,
+		siteID, path, string(q.Device), from, to, pq.Array(parts))
+	return origin, rows, err
 }
 
 func (p *Store) SlowInteractions(ctx context.Context, userID, siteID string, q store.FieldQuery, limit int) ([]store.Interaction, error) {

@@ -248,6 +248,23 @@ func testSlowInteractions(t *testing.T, s store.Store) {
 	if len(got) != 1 || got[0].Count != 4 {
 		t.Fatalf("after one more: %+v", got)
 	}
+	// LCP elements and CLS targets are kept beside, and are no interactions.
+	el := func(part, sel, res string, v float64) store.BeaconInteractionCount {
+		return store.BeaconInteractionCount{SiteID: site.ID, Day: day0, Path: "/pricing", Device: store.FieldPhone, Selector: sel, EventType: res,
+			Part: part, Bin: store.BeaconBin(part, v), Count: 1, Seen: day0.Add(2 * time.Hour)}
+	}
+	must(t, s.AddBeacons(ctx, store.BeaconBatch{Interactions: []store.BeaconInteractionCount{
+		el("lcp", "img.hero", "https://shop.test/hero.jpg", 2400), el("lcp", "img.hero", "https://shop.test/hero.jpg", 2600), el("cls", "div.banner", "", 0.2)}}))
+	els, err := s.BeaconElementsOf(ctx, site.ID, store.FieldQuery{Page: "https://shop.test/pricing"}, 10)
+	must(t, err)
+	if len(els) != 2 || els[0].Metric != "lcp" || els[0].Selector != "img.hero" || els[0].Resource != "https://shop.test/hero.jpg" || els[0].Count != 2 ||
+		els[1].Metric != "cls" || els[1].Selector != "div.banner" || store.BeaconBin("cls", els[1].P75) != store.BeaconBin("cls", 0.2) {
+		t.Fatalf("elements: %+v", els)
+	}
+	got, _ = s.SlowInteractionsOf(ctx, site.ID, store.FieldQuery{Page: "https://shop.test/pricing"}, 10)
+	if len(got) != 2 {
+		t.Fatalf("elements read as interactions: %+v", got)
+	}
 }
 
 func testBeaconScopeAndRetention(t *testing.T, s store.Store) {
