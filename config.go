@@ -55,12 +55,17 @@ type config struct {
 	UserDailyAudits      int
 	AccountAuditShare    int
 	SessionIdleMins      int
-	ConfirmRuns          int
-	ScanDeadline         int
-	SchedulePoll         int
-	DiscoveryTimeout     int
-	LogLevel             string
-	Demo                 bool
+	// The beacon's ingest (docs/field.md "The beacon").
+	BeaconDailyCap   int
+	BeaconSiteRate   int
+	BeaconAddrRate   int
+	BeaconFlushMS    int
+	ConfirmRuns      int
+	ScanDeadline     int
+	SchedulePoll     int
+	DiscoveryTimeout int
+	LogLevel         string
+	Demo             bool
 	// Role is web (UI and API, no jobs claimed), worker (jobs; only health, readiness and
 	// metrics served) or all.
 	Role         string
@@ -139,6 +144,10 @@ func (c *config) settings() []setting {
 		{env: "MAX_WORKSPACES_PER_USER", def: "10", help: "workspaces one account may own, its personal one included", num: &c.MaxWorkspaces, min: 1},
 		{env: "USER_DAILY_AUDITS", def: "6000", help: "audits the scans of one workspace may make per UTC day (counted in the store, so shared by every replica); past it, its scans wait for the next day", num: &c.UserDailyAudits, min: 1},
 		{env: "ACCOUNT_AUDIT_SHARE", def: "30", help: "percent of PSI_DAILY_LIMIT one account's audits may use per UTC day, across every workspace it owns (and any it created that day): counted in the store, kept when a workspace is deleted; past it, those workspaces' scans wait for the next day", num: &c.AccountAuditShare, min: 1},
+		{env: "BEACON_DAILY_CAP", def: "100000", help: "beacons one site keeps per UTC day before sampling: past it one in 2 is kept (counting 2), past twice it one in 4, and so on, so the p75 holds and storage stays bounded", num: &c.BeaconDailyCap, min: 1},
+		{env: "BEACON_SITE_RATE", def: "2000", help: "beacons a second one site may send to this process (bursts of 5 seconds' worth); past it, 429", num: &c.BeaconSiteRate, min: 1},
+		{env: "BEACON_ADDR_RATE", def: "2", help: "beacons a second one address may send (bursts of 30); past it, 429; the address is held in memory for the limit only, never stored", num: &c.BeaconAddrRate, min: 1},
+		{env: "BEACON_FLUSH_MS", def: "1000", help: "milliseconds between the beacon ingest's batched writes; a crash loses at most this long's accepted beacons", num: &c.BeaconFlushMS, min: 1},
 		{env: "SESSION_IDLE_MINUTES", def: "10080", help: "minutes without a request after which a browser session ends (default 7 days; sessions end after 30 days regardless)", num: &c.SessionIdleMins, min: 1},
 		{env: "PSI_BREAKER_SECONDS", def: "60", help: "seconds the PSI breaker stays open before one probe audit", num: &c.PSIBreakerSecs, min: 1},
 		{env: "LOG_LEVEL", def: "INFO", help: "DEBUG, INFO, WARN or ERROR; DEBUG adds one line per HTTP request", str: &c.LogLevel},
