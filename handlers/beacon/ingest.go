@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"math/bits"
+	"math/rand/v2"
 	"net/url"
 	"slices"
 	"strings"
@@ -43,6 +44,8 @@ type Options struct {
 	// MaxPending bounds the histogram cells held unwritten while the store is away; past it,
 	// new beacons are dropped (still answered 204). Default 200,000.
 	MaxPending int
+	// Seed seeds the sampling's random choice; 0 picks one (tests fix it).
+	Seed uint64
 }
 
 // Errors of Accept, mapped to statuses by the handler.
@@ -72,6 +75,7 @@ type Ingest struct {
 	dropped  int64
 	accepted int64
 	sampled  int64
+	rnd      *rand.Rand // the sampling's coin, under mu
 }
 
 type cached struct {
@@ -152,7 +156,10 @@ func New(st Store, o Options) *Ingest {
 	if o.MaxPending <= 0 {
 		o.MaxPending = 200_000
 	}
-	return &Ingest{st: st, opts: o, addrs: newBuckets(o.AddrRate, o.AddrBurst, o.Now), sites: newBuckets(o.SiteRate, o.SiteBurst, o.Now),
+	if o.Seed == 0 {
+		o.Seed = rand.Uint64()
+	}
+	return &Ingest{st: st, opts: o, rnd: rand.New(rand.NewPCG(o.Seed, o.Seed^0x5eed)), addrs: newBuckets(o.AddrRate, o.AddrBurst, o.Now), sites: newBuckets(o.SiteRate, o.SiteBurst, o.Now),
 		cache: map[string]cached{}, days: map[string]*siteDay{}, counts: map[countKey]tally{}, inter: map[interKey]interTally{}}
 }
 
@@ -236,7 +243,7 @@ func (in *Ingest) Accept(ctx context.Context, key, origin string, b Beacon) erro
 		in.days[site.SiteID] = sd
 		in.forgetOldDays(day)
 	}
-	weight, keep := sample(sd.seen, in.opts.DailyCap)
+	weight, keep := sample(sd.seen, in.opts.DailyCap, in.rnd)
 	sd.seen++
 	if !keep {
 		in.sampled++
@@ -340,11 +347,12 @@ func (in *Ingest) forgetOldDays(today time.Time) {
 }
 
 // sample decides the fate of a site's n-th beacon of the day (from 0) under a daily cap: below
-// the cap every one is kept and counts 1; from cap to 2·cap one in 2 is kept, counting 2; from
-// 2·cap to 4·cap one in 4, counting 4; and so on. Each doubling keeps cap/2 beacons, so a day's
-// kept beacons grow with the log of its traffic, and its histogram stays an estimate of all of
-// them (the p75 unchanged in expectation, the counts scaled).
-func sample(n, dailyCap int64) (weight float64, keep bool) {
+// the cap every one is kept and counts 1; from cap to 2·cap one in 2 is kept at random,
+// counting 2; from 2·cap to 4·cap one in 4, counting 4; and so on. Each doubling keeps about
+// cap/2 beacons, so a day's kept beacons grow with the log of its traffic, and its histogram
+// stays an unbiased estimate of all of them (the p75 unchanged in expectation, the counts
+// scaled). The choice is random, not every k-th, so a periodic flood cannot choose what is kept.
+func sample(n, dailyCap int64, rnd *rand.Rand) (weight float64, keep bool) {
 	if n < dailyCap {
 		return 1, true
 	}
@@ -353,7 +361,7 @@ func sample(n, dailyCap int64) (weight float64, keep bool) {
 		level = 30
 	}
 	step := int64(1) << level
-	return float64(step), n%step == 0
+	return float64(step), rnd.Int64N(step) == 0
 }
 
 // Flush writes what was accepted since the last flush in one batch. On failure the batch is
