@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	_ "embed"
 	"encoding/hex"
+	"strings"
 )
 
 // WebVitalsVersion is the web-vitals release embedded (npm web-vitals@5.3.0, its
@@ -41,7 +42,12 @@ func build() script {
 	b.WriteString("/*! SitePulse beacon; web-vitals " + WebVitalsVersion + " (c) Google LLC, Apache-2.0 */\n(function(){\n")
 	b.Write(webVitals)
 	b.WriteString("\n")
-	b.Write(sender)
+	// The sender without its comments and indentation: the file stays readable, the wire small.
+	for _, line := range strings.Split(string(sender), "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "//") {
+			b.WriteString(line + "\n")
+		}
+	}
 	b.WriteString("})();\n")
 	var z bytes.Buffer
 	w, _ := gzip.NewWriterLevel(&z, gzip.BestCompression)

@@ -26,17 +26,42 @@ var flush = function () {
 var nt = function (n) { return ({ 'back-forward-cache': 'back-forward-cache', reload: 'reload', 'back-forward': 'back-forward', prerender: 'prerender', restore: 'restore' })[n] || 'navigate'; };
 var add = function (p, m, v) { q.push({ p: p, nt: nt(v.navigationType), m: m }); };
 var wv = webVitals, a = function (v) { return v.attribution || {}; };
+// Where the page was when: INP and CLS are reported when the page hides, after any soft
+// navigation, so each is filed under the path at its interaction or shift.
+var paths = [[0, hard]];
+var at = function (t) { var p = hard; paths.forEach(function (x) { if (x[0] <= t) p = x[1]; }); return p; };
+// The targets of recent interactions, by time: web-vitals names the INP target from the event
+// entries, which can come without one; the event itself has it.
+var sel = function (n) {
+  var out = [];
+  for (; n && n.nodeType === 1 && out.length < 4; n = n.parentNode) {
+    var s = n.nodeName.toLowerCase();
+    if (n.id) { out.unshift(s + '#' + n.id); break; }
+    if (typeof n.className === 'string' && n.className.trim()) s += '.' + n.className.trim().split(/\s+/).join('.');
+    out.unshift(s);
+  }
+  return out.join('>');
+};
+var seen = [];
+['pointerdown', 'keydown', 'click'].forEach(function (ty) {
+  addEventListener(ty, function (e) { seen.push([e.timeStamp, e.target]); if (seen.length > 20) seen.shift(); }, { capture: true, passive: true });
+});
+var targetAt = function (t) {
+  var best, d = 50;
+  seen.forEach(function (x) { if (Math.abs(x[0] - t) <= d) { d = Math.abs(x[0] - t); best = x[1]; } });
+  return best ? sel(best) : undefined;
+};
 wv.onTTFB(function (v) { add(hard, { n: 'ttfb', v: v.value }, v); });
 wv.onFCP(function (v) { add(hard, { n: 'fcp', v: v.value }, v); });
 wv.onLCP(function (v) { add(hard, { n: 'lcp', v: v.value, t: cut(a(v).target), u: noq(a(v).url) }, v); });
-wv.onCLS(function (v) { add(here(), { n: 'cls', v: v.value, t: cut(a(v).largestShiftTarget) }, v); });
+wv.onCLS(function (v) { add(at(a(v).largestShiftTime || 0), { n: 'cls', v: v.value, t: cut(a(v).largestShiftTarget) }, v); });
 wv.onINP(function (v) {
-  var at = a(v), ev = at.interactionType, longest = -1;
-  (at.processedEventEntries || []).forEach(function (e) {
+  var att = a(v), ev = att.interactionType, longest = -1, t0 = att.interactionTime || 0;
+  (att.processedEventEntries || []).forEach(function (e) {
     var d = e.processingEnd - e.processingStart;
     if (d > longest) { longest = d; ev = e.name; }
   });
-  add(here(), { n: 'inp', v: v.value, t: cut(at.interactionTarget), e: ev, i: at.inputDelay, r: at.processingDuration, s: at.presentationDelay }, v);
+  add(at(t0), { n: 'inp', v: v.value, t: cut(att.interactionTarget || targetAt(t0)), e: ev, i: att.inputDelay, r: att.processingDuration, s: att.presentationDelay }, v);
 });
 addEventListener('visibilitychange', function () { if (document.visibilityState === 'hidden') flush(); });
 addEventListener('pagehide', flush);
@@ -48,6 +73,7 @@ var moved = function () {
   if (p === last) return;
   flush();
   last = p;
+  paths.push([performance.now(), p]);
   q.push({ p: p, nt: 'soft', m: { n: 'nav' } });
   flush();
 };
