@@ -220,9 +220,13 @@ func TestBeaconInRealChromium(t *testing.T) {
 
 // launchChromium starts headless Chromium with a profile of its own and answers its DevTools
 // connection and the session of a new page attached to it; both end with the test.
-func launchChromium(t *testing.T, chrome string) (*lighthouse.DevTools, string) {
+func launchChromium(t *testing.T, chrome string) (dt *lighthouse.DevTools, session string) {
 	t.Helper()
-	dir := t.TempDir()
+	// Not t.TempDir: Chromium's helper processes may still write there as it exits, and the
+	// profile is removed on a best-effort basis.
+	dir, err := os.MkdirTemp("", "sitepulse-beacon-chrome-")
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
 	cmd := exec.Command(chrome, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-extensions",
 		"--remote-debugging-port=0", "--user-data-dir="+dir, "about:blank")
@@ -241,7 +245,7 @@ func launchChromium(t *testing.T, chrome string) (*lighthouse.DevTools, string) 
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), storetest.Timeout())
 	defer cancel()
-	dt, err := lighthouse.DialDevTools(ctx, wsURL, nil)
+	dt, err = lighthouse.DialDevTools(ctx, wsURL, nil)
 	must(t, err)
 	t.Cleanup(func() { dt.Close() })
 	var target struct {

@@ -12,6 +12,7 @@ import (
 
 	"sitepulse/handlers/beacon"
 	"sitepulse/store"
+	"sitepulse/store/memory"
 	"sitepulse/store/storetest"
 )
 
@@ -149,7 +150,7 @@ func testHostileBeacons(t *testing.T, st store.Store) {
 // The script is served to any page, cacheable, gzip-compressed when asked, and revalidated
 // by its ETag.
 func TestBeaconScript(t *testing.T) {
-	ts := newTestServerWith(t, storetest.Backends(t)[0].Open(t), nil)
+	ts := newTestServerWith(t, memory.New(), nil)
 	req, _ := http.NewRequest("GET", ts.URL+"/beacon/v1.js", nil)
 	req.Header.Set("Accept-Encoding", "gzip")
 	resp, err := http.DefaultTransport.RoundTrip(req)
@@ -187,7 +188,7 @@ func TestBeaconScript(t *testing.T) {
 // The site's edit page (owners and editors) shows its beacon tag, with the public id the
 // ingest takes, never the site id.
 func TestBeaconSnippetOnEditPage(t *testing.T) {
-	st := storetest.Backends(t)[0].Open(t)
+	st := memory.New()
 	f := newAccessFixture(t, st, nil)
 	_, page := f.do(t, "GET", "/sites/"+f.a.siteID+"/edit", "", "", cookie(f.a.session))
 	key, err := st.BeaconKey(context.Background(), f.a.userID, f.a.siteID)
