@@ -62,12 +62,17 @@ type config struct {
 	AuditShareMark       int
 	NewcomerReserve      int
 	SessionIdleMins      int
-	ConfirmRuns          int
-	ScanDeadline         int
-	SchedulePoll         int
-	DiscoveryTimeout     int
-	LogLevel             string
-	Demo                 bool
+	// The beacon's ingest (docs/field.md "The beacon").
+	BeaconDailyCap   int
+	BeaconSiteRate   int
+	BeaconAddrRate   int
+	BeaconFlushMS    int
+	ConfirmRuns      int
+	ScanDeadline     int
+	SchedulePoll     int
+	DiscoveryTimeout int
+	LogLevel         string
+	Demo             bool
 	// Role is web (UI and API, no jobs claimed), worker (jobs; only health, readiness and
 	// metrics served) or all.
 	Role         string
@@ -162,6 +167,10 @@ func (c *config) settings() []setting {
 		{env: "ACCOUNT_AUDIT_SHARE", def: "30", help: "percent of PSI_DAILY_LIMIT one account's audits may use per UTC day, across every workspace it owns (and any it created that day): counted in the store, kept when a workspace is deleted; past it, those workspaces' scans wait for the next day", num: &c.AccountAuditShare, min: 1},
 		{env: "AUDIT_SHARE_MARK", def: "70", help: "percent of PSI_DAILY_LIMIT every account's audits of a UTC day (counted in the store, across replicas) reach before what is left is shared: past it, each account that audited that day may take an equal share of what is left above NEWCOMER_RESERVE; 100 (with NEWCOMER_RESERVE 0) shares nothing out, the day ending at PSI_DAILY_LIMIT", num: &c.AuditShareMark},
 		{env: "NEWCOMER_RESERVE", def: "10", help: "percent of PSI_DAILY_LIMIT kept, at the end of each UTC day, for accounts that had not audited before AUDIT_SHARE_MARK: each may take a first scan's audits (MAX_PAGES_PER_SCAN x 2) from it", num: &c.NewcomerReserve},
+		{env: "BEACON_DAILY_CAP", def: "100000", help: "beacons one site keeps per UTC day before sampling: past it one in 2 is kept (counting 2), past twice it one in 4, and so on, so the p75 holds and storage stays bounded", num: &c.BeaconDailyCap, min: 1},
+		{env: "BEACON_SITE_RATE", def: "2000", help: "beacons a second one site may send to this process (bursts of 5 seconds' worth); past it, 429", num: &c.BeaconSiteRate, min: 1},
+		{env: "BEACON_ADDR_RATE", def: "2", help: "beacons a second one address may send (bursts of 30); past it, 429; the address is held in memory for the limit only, never stored", num: &c.BeaconAddrRate, min: 1},
+		{env: "BEACON_FLUSH_MS", def: "1000", help: "milliseconds between the beacon ingest's batched writes; a crash loses at most this long's accepted beacons", num: &c.BeaconFlushMS, min: 1},
 		{env: "SESSION_IDLE_MINUTES", def: "10080", help: "minutes without a request after which a browser session ends (default 7 days; sessions end after 30 days regardless)", num: &c.SessionIdleMins, min: 1},
 		{env: "PSI_BREAKER_SECONDS", def: "60", help: "seconds the PSI breaker stays open before one probe audit", num: &c.PSIBreakerSecs, min: 1},
 		{env: "OIDC_ISSUER", help: "issuer URL of the OpenID provider people may sign in with (docs/sso.md), exactly as its discovery document names it; empty: no single sign-on", str: &c.OIDCIssuer},

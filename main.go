@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"sitepulse/handlers"
+	"sitepulse/handlers/beacon"
 	"sitepulse/handlers/ci"
 	"sitepulse/handlers/metrics"
 	"sitepulse/mcp"
@@ -121,7 +122,8 @@ type service struct {
 	meter      *metrics.Metrics
 	authKey    []byte
 	demoSecret string
-	replay     *demo.Replay // the demo site's audits, answered offline; nil without the demo
+	replay     *demo.Replay   // the demo site's audits, answered offline; nil without the demo
+	beacon     *beacon.Ingest // the real-user beacon's ingest, flushed every BEACON_FLUSH_MS
 	guard      netguard.Guard
 	connector  *platform.Connector
 	quota      *psi.AccountQuota
@@ -269,6 +271,18 @@ func (sv *service) startScanner(ctx context.Context) error {
 	return nil
 }
 
+// startBeacon builds the beacon's ingest and flushes it every BEACON_FLUSH_MS; on stop (after
+// the HTTP server, before the store) it flushes what it holds.
+func (sv *service) startBeacon() {
+	cfg := sv.cfg
+	sv.beacon = beacon.New(sv.st, beacon.Options{Log: sv.log, FlushEvery: time.Duration(cfg.BeaconFlushMS) * time.Millisecond,
+		DailyCap: int64(cfg.BeaconDailyCap), SiteRate: float64(cfg.BeaconSiteRate), AddrRate: float64(cfg.BeaconAddrRate)})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { sv.beacon.Run(ctx); close(done) }()
+	sv.stops = append(sv.stops, func() { cancel(); <-done })
+}
+
 // buildHandler builds every route: the authorization server issues the access tokens the MCP
 // endpoint accepts, and fetches Client ID Metadata Documents, which anyone can point at any
 // URL, through the guard.
@@ -281,11 +295,12 @@ func (sv *service) buildHandler(context.Context) error {
 		mail = sv.accountMail.Enqueue
 	}
 	sv.stopping = make(chan struct{})
+	sv.startBeacon()
 	var err error
 	sv.handler, err = handlers.NewHandler(handlers.Deps{
 		// One store, handed to every surface as the narrow interface that surface declares.
 		Auth: st, Accounts: st, Sites: st, Budgets: st, Scans: st, Reports: st, API: st, Webhooks: st,
-		Connections: st, Workspaces: st, Channels: st, Health: st, CI: st, Runners: st,
+		Connections: st, Workspaces: st, Channels: st, Health: st, CI: st, Runners: st, Beacons: st, Beacon: sv.beacon,
 		RunnerLease: time.Duration(cfg.RunnerLease) * time.Second,
 		Log:         log, BaseURL: cfg.BaseURL,
 		OAuth: authServer, MCP: mcpServer, PlatformSecret: cfg.PlatformSecret, DemoWebhookSecret: sv.demoSecret, DemoPlatformID: demo.PlatformID,

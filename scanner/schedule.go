@@ -100,6 +100,12 @@ func pruneAll(ctx context.Context, batch func(context.Context) (int, error)) (in
 // pruneDetails deletes the page details past their workspace's retention (PruneOnce).
 func (p *Pool) pruneDetails(ctx context.Context) (int, error) {
 	total := 0
+	// The beacon's daily histograms go with the same retention: a few rows per page and day.
+	if n, err := p.cfg.Retention.PruneBeacons(ctx, p.cfg.Now()); err != nil {
+		return 0, err
+	} else if n > 0 {
+		p.cfg.Log.Info("pruner: beacon days past their workspace's retention removed", "rows", n)
+	}
 	for {
 		n, err := p.cfg.Retention.PruneDetails(ctx, p.cfg.Now(), store.PruneBatch)
 		total += n

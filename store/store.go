@@ -36,6 +36,8 @@ type Store interface {
 	CruxHistory
 	SSO
 	Runners
+	BeaconReads
+	BeaconWrites
 	// Name is "memory" or "postgres", for the health check and the log.
 	Name() string
 	// Ping answers whether the store can serve requests.

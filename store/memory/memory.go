@@ -72,6 +72,7 @@ type Store struct {
 	cruxNext    map[string]time.Time
 	identities  map[identityKey]store.Identity
 	ssoRules    map[string]store.WorkspaceSSO // single sign-on rules by workspace (sso.go)
+	beacon      *memBeacon                    // the beacon's keys and figures (beacon.go)
 }
 
 type memResult struct {
