@@ -59,6 +59,7 @@ type Store interface {
 // workspace's retention removed in batches, and at most one prune job queued at a time.
 type Retention interface {
 	PruneDetails(ctx context.Context, now time.Time, limit int) (int, error)
+	PruneMonths(ctx context.Context, now time.Time) ([]string, error)
 	EnqueuePrune(ctx context.Context, now time.Time, every time.Duration) (bool, error)
 }
 

@@ -62,6 +62,14 @@ const PruneEvery = time.Hour
 // rows it changed. It needs PoolConfig.Retention.
 func (p *Pool) PruneOnce(ctx context.Context) (int, error) {
 	total := 0
+	// Whole months first (a partition dropped on Postgres), then the rows of the months that
+	// straddle a workspace's window. A month that cannot go now (a lock not granted at once)
+	// goes at a later run: the rows are pruned meanwhile.
+	if months, err := p.cfg.Retention.PruneMonths(ctx, p.cfg.Now()); err != nil {
+		p.cfg.Log.Error("pruner: dropping whole months failed", "err", err)
+	} else if len(months) > 0 {
+		p.cfg.Log.Info("pruner: months past every workspace's retention dropped", "months", months)
+	}
 	for {
 		n, err := p.cfg.Retention.PruneDetails(ctx, p.cfg.Now(), store.PruneBatch)
 		total += n
