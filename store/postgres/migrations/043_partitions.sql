@@ -21,6 +21,9 @@
 --   per scan, kept for ever with its summary).
 -- * workspace_id is on every row of both (sites never change workspace), for a sharded
 --   Postgres that distributes by tenant (docs/operations.md, "Partitions").
+-- * The twelve metric columns of migration 002 are plain columns filled by a trigger
+--   (page_result_metrics) instead of generated ones: the copy below moves their values as they
+--   are, where generated columns would read every result again, twelve times a row.
 -- * In place: the rows are copied into the partitioned tables in this migration's one
 --   transaction, which holds the old tables' locks until it commits: the reads and writes of
 --   page details wait for it (the pause measured in .ci/README.md, "Partitions").
@@ -40,18 +43,18 @@ CREATE TABLE page_results (
     page_url     text NOT NULL,
     result       jsonb,
     error        text NOT NULL DEFAULT '',
-    m_performance    float8 GENERATED ALWAYS AS (CASE WHEN jsonb_typeof(result->'scores'->'performance') = 'number' THEN (result->'scores'->'performance')::float8 END) STORED,
-    m_seo            float8 GENERATED ALWAYS AS (CASE WHEN jsonb_typeof(result->'scores'->'seo') = 'number' THEN (result->'scores'->'seo')::float8 END) STORED,
-    m_accessibility  float8 GENERATED ALWAYS AS (CASE WHEN jsonb_typeof(result->'scores'->'accessibility') = 'number' THEN (result->'scores'->'accessibility')::float8 END) STORED,
-    m_best_practices float8 GENERATED ALWAYS AS (CASE WHEN jsonb_typeof(result->'scores'->'bestPractices') = 'number' THEN (result->'scores'->'bestPractices')::float8 END) STORED,
-    m_lcp            float8 GENERATED ALWAYS AS (CASE WHEN jsonb_typeof(result->'coreWebVitals'->'lcp') = 'number' THEN (result->'coreWebVitals'->'lcp')::float8 END) STORED,
-    m_cls            float8 GENERATED ALWAYS AS (CASE WHEN jsonb_typeof(result->'coreWebVitals'->'cls') = 'number' THEN (result->'coreWebVitals'->'cls')::float8 END) STORED,
-    m_inp            float8 GENERATED ALWAYS AS (CASE WHEN jsonb_typeof(result->'coreWebVitals'->'inp') = 'number' THEN (result->'coreWebVitals'->'inp')::float8 END) STORED,
-    m_fcp            float8 GENERATED ALWAYS AS (CASE WHEN jsonb_typeof(result->'coreWebVitals'->'fcp') = 'number' THEN (result->'coreWebVitals'->'fcp')::float8 END) STORED,
-    m_ttfb           float8 GENERATED ALWAYS AS (CASE WHEN jsonb_typeof(result->'coreWebVitals'->'ttfb') = 'number' THEN (result->'coreWebVitals'->'ttfb')::float8 END) STORED,
-    m_tbt            float8 GENERATED ALWAYS AS (CASE WHEN jsonb_typeof(result->'coreWebVitals'->'tbt') = 'number' THEN (result->'coreWebVitals'->'tbt')::float8 END) STORED,
-    m_speed_index    float8 GENERATED ALWAYS AS (CASE WHEN jsonb_typeof(result->'coreWebVitals'->'speedIndex') = 'number' THEN (result->'coreWebVitals'->'speedIndex')::float8 END) STORED,
-    m_tti            float8 GENERATED ALWAYS AS (CASE WHEN jsonb_typeof(result->'coreWebVitals'->'tti') = 'number' THEN (result->'coreWebVitals'->'tti')::float8 END) STORED,
+    m_performance    float8,
+    m_seo            float8,
+    m_accessibility  float8,
+    m_best_practices float8,
+    m_lcp            float8,
+    m_cls            float8,
+    m_inp            float8,
+    m_fcp            float8,
+    m_ttfb           float8,
+    m_tbt            float8,
+    m_speed_index    float8,
+    m_tti            float8,
     explain      bytea,
     workspace_id uuid NOT NULL,
     scanned_at   timestamptz NOT NULL,
@@ -94,14 +97,43 @@ BEGIN
     END LOOP;
 END $$;
 
-INSERT INTO page_results (scan_id, page_path, strategy, page_url, result, error, explain, workspace_id, scanned_at)
-    SELECT r.scan_id, r.page_path, r.strategy, r.page_url, r.result, r.error, r.explain, s.workspace_id, c.created_at
+-- The metric columns are copied as they are (no result is read again: the copy is a copy of
+-- bytes), and the trigger below fills them for the rows written from now on.
+INSERT INTO page_results (scan_id, page_path, strategy, page_url, result, error, explain, workspace_id, scanned_at,
+        m_performance, m_seo, m_accessibility, m_best_practices, m_lcp, m_cls, m_inp, m_fcp, m_ttfb, m_tbt, m_speed_index, m_tti)
+    SELECT r.scan_id, r.page_path, r.strategy, r.page_url, r.result, r.error, r.explain, s.workspace_id, c.created_at,
+        r.m_performance, r.m_seo, r.m_accessibility, r.m_best_practices, r.m_lcp, r.m_cls, r.m_inp, r.m_fcp, r.m_ttfb, r.m_tbt, r.m_speed_index, r.m_tti
     FROM page_results_unpartitioned r JOIN scans c ON c.id = r.scan_id JOIN sites s ON s.id = c.site_id;
 INSERT INTO page_images (scan_id, page_path, strategy, idx, mime, width, height, timings, final, pinned, data, workspace_id, scanned_at)
     SELECT i.scan_id, i.page_path, i.strategy, i.idx, i.mime, i.width, i.height, i.timings, i.final, i.pinned, i.data, s.workspace_id, c.created_at
     FROM page_images_unpartitioned i JOIN scans c ON c.id = i.scan_id JOIN sites s ON s.id = c.site_id;
 DROP TABLE page_images_unpartitioned;
 DROP TABLE page_results_unpartitioned;
+
+-- page_result_metrics is migration 002's generated columns as a trigger: the same twelve
+-- numbers (NULL when missing or not a JSON number), but the result is read once a row where
+-- twelve generated expressions read it twelve times each; and a copy (above) needs none of it.
+CREATE FUNCTION page_result_metrics() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    s jsonb := NEW.result->'scores';
+    v jsonb := NEW.result->'coreWebVitals';
+BEGIN
+    NEW.m_performance    := CASE WHEN jsonb_typeof(s->'performance') = 'number' THEN (s->'performance')::float8 END;
+    NEW.m_seo            := CASE WHEN jsonb_typeof(s->'seo') = 'number' THEN (s->'seo')::float8 END;
+    NEW.m_accessibility  := CASE WHEN jsonb_typeof(s->'accessibility') = 'number' THEN (s->'accessibility')::float8 END;
+    NEW.m_best_practices := CASE WHEN jsonb_typeof(s->'bestPractices') = 'number' THEN (s->'bestPractices')::float8 END;
+    NEW.m_lcp            := CASE WHEN jsonb_typeof(v->'lcp') = 'number' THEN (v->'lcp')::float8 END;
+    NEW.m_cls            := CASE WHEN jsonb_typeof(v->'cls') = 'number' THEN (v->'cls')::float8 END;
+    NEW.m_inp            := CASE WHEN jsonb_typeof(v->'inp') = 'number' THEN (v->'inp')::float8 END;
+    NEW.m_fcp            := CASE WHEN jsonb_typeof(v->'fcp') = 'number' THEN (v->'fcp')::float8 END;
+    NEW.m_ttfb           := CASE WHEN jsonb_typeof(v->'ttfb') = 'number' THEN (v->'ttfb')::float8 END;
+    NEW.m_tbt            := CASE WHEN jsonb_typeof(v->'tbt') = 'number' THEN (v->'tbt')::float8 END;
+    NEW.m_speed_index    := CASE WHEN jsonb_typeof(v->'speedIndex') = 'number' THEN (v->'speedIndex')::float8 END;
+    NEW.m_tti            := CASE WHEN jsonb_typeof(v->'tti') = 'number' THEN (v->'tti')::float8 END;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER page_result_metrics BEFORE INSERT OR UPDATE OF result ON page_results
+    FOR EACH ROW EXECUTE FUNCTION page_result_metrics();
 
 -- As in 019 and 020, on the new row types.
 CREATE FUNCTION page_row_bytes(r page_results) RETURNS bigint LANGUAGE sql IMMUTABLE AS $$
