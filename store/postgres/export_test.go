@@ -12,7 +12,9 @@ import (
 
 // OpenMigratedTo is OpenAt, for the tests that build a database as an older SitePulse left it
 // and then let Open move it on.
-func OpenMigratedTo(ctx context.Context, dsn string, upTo int) (*Store, error) { return OpenAt(ctx, dsn, upTo) }
+func OpenMigratedTo(ctx context.Context, dsn string, upTo int) (*Store, error) {
+	return OpenAt(ctx, dsn, upTo)
+}
 
 // DB is the store's pool, for raw SQL in tests.
 func (p *Store) DB() *sql.DB { return p.db }
