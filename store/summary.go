@@ -156,7 +156,8 @@ type Retention interface {
 	// PruneMonths drops the page details (rows and pictures) of whole calendar months (UTC, by
 	// the scan's CreatedAt) that ended before now and of which no scan is kept: every scan of
 	// the month is finished and one PruneDetails would prune (or pruned already). Its scans get
-	// DetailsPrunedAt and keep 300 bytes, as PruneDetails leaves them. On Postgres a month is a
+	// DetailsPrunedAt and keep 300 bytes, as PruneDetails leaves them (on Postgres, from the
+	// PruneDetails that the prune job runs next, in batches). On Postgres a month is a
 	// partition, detached and dropped (its space goes back to the disk), and the partitions of
 	// the current month and MonthsAhead ahead are made first (issue 46). A month that straddles
 	// a workspace's window is left to PruneDetails. It answers the months dropped that held

@@ -130,6 +130,7 @@ func (m *Store) PruneDetails(ctx context.Context, now time.Time, limit int) (int
 		if marked < limit && len(m.results[id]) == 0 && m.prunable(s, now, latest) {
 			delete(m.results, id)
 			s.DetailsPrunedAt = tp(now)
+			s.Bytes = min(s.Bytes, store.PrunedScanBytes)
 			m.scans[id] = s
 			marked++
 		}

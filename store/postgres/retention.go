@@ -62,8 +62,9 @@ UPDATE scans c SET bytes = greatest(c.bytes - g.bytes, 0)
 FROM (SELECT scan_id, sum(bytes)::bigint AS bytes, count(*) AS n FROM gone GROUP BY scan_id) g
 WHERE c.id = g.scan_id RETURNING g.n`
 
-// prunedScansSQL marks up to $2 prunable scans that have no page row left as pruned at $1.
-var prunedScansSQL = `UPDATE scans SET details_pruned_at = $1 WHERE id IN (
+// prunedScansSQL marks up to $2 prunable scans that have no page row left as pruned at $1, with
+// the size of a scan without any (the rows of a dropped month went without taking theirs off).
+var prunedScansSQL = `UPDATE scans SET details_pruned_at = $1, bytes = least(bytes, ` + fmt.Sprint(store.PrunedScanBytes) + `) WHERE id IN (
 	SELECT c.id FROM scans c JOIN sites s ON s.id = c.site_id JOIN workspaces w ON w.id = s.workspace_id
 	WHERE ` + prunableSQL + ` AND NOT EXISTS (SELECT 1 FROM page_results r WHERE r.scan_id = c.id) LIMIT $2)`
 
@@ -226,13 +227,16 @@ func (p *Store) makeMonth(ctx context.Context, m time.Time) error {
 	return pgErr("make partition", err)
 }
 
-// dropMonth detaches and drops month m's partitions when none of its scans is kept, and marks
-// its scans pruned, in one transaction; it answers whether it dropped a month that held scans
-// not pruned yet (as the memory store counts).
+// dropMonth detaches and drops month m's partitions when none of its scans is kept, in one
+// transaction that holds the parents' locks only for the DDL; it answers whether it dropped a
+// month that held scans not pruned yet (as the memory store counts). Its scans are marked
+// pruned by PruneDetails (prunedScansSQL, a batch a statement), which the prune job runs next:
+// marking a month's scans here (60,000 rows at 2,000 sites) took 30 s, under the locks.
 func (p *Store) dropMonth(ctx context.Context, now, m time.Time) (bool, error) {
 	held := false
 	err := p.tx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `SET LOCAL lock_timeout = '`+partitionLockTimeout+`'`); err != nil {
+		// JIT compiling the month's check cost more than running it (1.3 s of 2.5 s).
+		if _, err := tx.ExecContext(ctx, `SET LOCAL lock_timeout = '`+partitionLockTimeout+`'; SET LOCAL jit = off`); err != nil {
 			return err
 		}
 		var scans, kept int
@@ -243,10 +247,6 @@ func (p *Store) dropMonth(ctx context.Context, now, m time.Time) (bool, error) {
 			return errKept
 		}
 		held = scans > 0
-		if _, err := tx.ExecContext(ctx, `UPDATE scans SET details_pruned_at = $1, bytes = least(bytes, $4)
-			WHERE created_at >= $2 AND created_at < $3 AND details_pruned_at IS NULL`, store.Now(now), m, m.AddDate(0, 1, 0), store.PrunedScanBytes); err != nil {
-			return err
-		}
 		// The pictures first: they reference the rows.
 		for _, table := range []string{"page_images", "page_results"} {
 			part := table + "_p" + m.Format("200601")
