@@ -144,5 +144,6 @@ CREATE FUNCTION page_image_bytes(i page_images) RETURNS bigint LANGUAGE sql IMMU
     SELECT 100 + pg_column_size(i.data)::bigint + octet_length(i.page_path)
 $$;
 
--- The pruner asks which scans a month holds.
-CREATE INDEX scans_created ON scans (created_at);
+-- The pruner asks which scans a month holds and whether any is kept: with the columns that tell
+-- (prunableSQL's), read from the index alone (a month is 60,000 scans at 2,000 sites).
+CREATE INDEX scans_created ON scans (created_at) INCLUDE (id, site_id, status, completed_at, details_pruned_at);
