@@ -29,7 +29,7 @@ bouncer=
 
 cleanup() {
   if [ -n "$svc" ]; then kill "$svc" 2>/dev/null || true; wait "$svc" 2>/dev/null || true; fi
-  if [ -n "$bouncer" ]; then kill "$(cat "$bouncer")" 2>/dev/null || true; fi
+  if [ -n "$bouncer" ]; then kill "$(cat "$bouncer")" 2>/dev/null || true; rm -rf "$(dirname "$bouncer")"; fi
   rm -rf "$work"
 }
 trap cleanup EXIT
