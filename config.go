@@ -163,7 +163,7 @@ func (c *config) settings() []setting {
 		{env: "SCAN_ALLOW_PRIVATE", def: "false", help: "true lets scans fetch loopback, private and link-local addresses (intranet or staging sites); never on a multi-tenant service", boolean: &c.ScanAllowPrivate},
 		{env: "MAX_SITES_PER_WORKSPACE", def: "50", help: "sites one workspace may have (MAX_SITES_PER_USER, its former name, is still read)", num: &c.MaxSitesPerWorkspace, min: 1, alias: "MAX_SITES_PER_USER"},
 		{env: "MAX_WORKSPACES_PER_USER", def: "10", help: "workspaces one account may own, its personal one included", num: &c.MaxWorkspaces, min: 1},
-		{env: "USER_DAILY_AUDITS", def: "6000", help: "audits the scans of one workspace may make per UTC day (counted in the store, so shared by every replica); past it, its scans wait for the next day", num: &c.UserDailyAudits, min: 1},
+		{env: "USER_DAILY_AUDITS", def: "0", help: "audits the scans of one workspace may make per UTC day (counted in the store, so shared by every replica); past it, its scans wait for the next day; 0 follows the caps: MAX_SITES_PER_WORKSPACE x MAX_PAGES_PER_SCAN x 2 strategies x 1.2 for re-audits", num: &c.UserDailyAudits, min: 0},
 		{env: "ACCOUNT_AUDIT_SHARE", def: "30", help: "percent of PSI_DAILY_LIMIT one account's audits may use per UTC day, across every workspace it owns (and any it created that day): counted in the store, kept when a workspace is deleted; past it, those workspaces' scans wait for the next day", num: &c.AccountAuditShare, min: 1},
 		{env: "AUDIT_SHARE_MARK", def: "70", help: "percent of PSI_DAILY_LIMIT every account's audits of a UTC day (counted in the store, across replicas) reach before what is left is shared: past it, each account that audited that day may take an equal share of what is left above NEWCOMER_RESERVE; 100 (with NEWCOMER_RESERVE 0) shares nothing out, the day ending at PSI_DAILY_LIMIT", num: &c.AuditShareMark},
 		{env: "NEWCOMER_RESERVE", def: "10", help: "percent of PSI_DAILY_LIMIT kept, at the end of each UTC day, for accounts that had not audited before AUDIT_SHARE_MARK: each may take a first scan's audits (MAX_PAGES_PER_SCAN x 2) from it", num: &c.NewcomerReserve},
@@ -242,6 +242,9 @@ func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (co
 func (c *config) validate() error {
 	if c.Addr == "" {
 		return fmt.Errorf("ADDR is empty: want a listen address such as :8080")
+	}
+	if c.UserDailyAudits == 0 { // follows the caps: a full workspace scanned daily, with its re-audits
+		c.UserDailyAudits = c.MaxSitesPerWorkspace * c.MaxPagesPerScan * 2 * 6 / 5
 	}
 	if c.Role != "web" && c.Role != "worker" && c.Role != "all" {
 		return fmt.Errorf("ROLE=%q: want web, worker or all", c.Role)

@@ -104,6 +104,7 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 		{"a budget is a finite threshold of at least 0 for a known strategy", testBudgetsValidate},
 		{"a completed scan keeps its summary, written at completion: each strategy's scores and worst pages", testScanSummary},
 		{"pruning removes old page details in batches, never a running scan's, the latest two completed nor a workspace's that keeps them; summaries stay", testPruneDetails},
+		{"a month goes whole (a partition on Postgres) when no workspace keeps a scan of it; a straddling month is pruned row by row", testPruneMonths},
 		{"at most one prune job is queued or running, and one an hour", testEnqueuePrune},
 		{"a site's page reads what the separate reads give, for the owner only", testSiteView},
 		{"a site's access setting is written by owners and editors, read by members, sealed, and goes with its site", testSiteAccess},
