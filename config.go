@@ -55,6 +55,7 @@ type config struct {
 	UserDailyAudits      int
 	AccountAuditShare    int
 	SessionIdleMins      int
+	AuditLogDays         int // AUDIT_LOG_RETENTION_DAYS
 	ConfirmRuns          int
 	ScanDeadline         int
 	SchedulePoll         int
@@ -140,6 +141,7 @@ func (c *config) settings() []setting {
 		{env: "USER_DAILY_AUDITS", def: "6000", help: "audits the scans of one workspace may make per UTC day (counted in the store, so shared by every replica); past it, its scans wait for the next day", num: &c.UserDailyAudits, min: 1},
 		{env: "ACCOUNT_AUDIT_SHARE", def: "30", help: "percent of PSI_DAILY_LIMIT one account's audits may use per UTC day, across every workspace it owns (and any it created that day): counted in the store, kept when a workspace is deleted; past it, those workspaces' scans wait for the next day", num: &c.AccountAuditShare, min: 1},
 		{env: "SESSION_IDLE_MINUTES", def: "10080", help: "minutes without a request after which a browser session ends (default 7 days; sessions end after 30 days regardless)", num: &c.SessionIdleMins, min: 1},
+		{env: "AUDIT_LOG_RETENTION_DAYS", def: "400", help: "days the security log (docs/audit-log.md) keeps a line; the pruner deletes older ones, the log's only delete", num: &c.AuditLogDays, min: 1},
 		{env: "PSI_BREAKER_SECONDS", def: "60", help: "seconds the PSI breaker stays open before one probe audit", num: &c.PSIBreakerSecs, min: 1},
 		{env: "LOG_LEVEL", def: "INFO", help: "DEBUG, INFO, WARN or ERROR; DEBUG adds one line per HTTP request", str: &c.LogLevel},
 	}

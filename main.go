@@ -33,6 +33,7 @@ import (
 	"sitepulse/scanner/notify"
 	"sitepulse/scanner/platform"
 	"sitepulse/scanner/psi"
+	"sitepulse/securitylog"
 	"sitepulse/store"
 	"sitepulse/store/memory"
 	"sitepulse/store/postgres"
@@ -115,7 +116,8 @@ type service struct {
 	// accountMail enqueues and sends the account e-mails (sign-up, reset, invitations).
 	accountMail *notify.AccountMails
 	chKeys      *platform.Keys
-	scanWake    <-chan struct{} // the budget check waits' share of the job notifications
+	recorder    *securitylog.Recorder // the security log's one recorder (docs/audit-log.md)
+	scanWake    <-chan struct{}       // the budget check waits' share of the job notifications
 	handler     http.Handler
 	stopping    chan struct{} // closed when the HTTP server begins to shut down
 
@@ -157,6 +159,7 @@ func (sv *service) openStore(ctx context.Context) error {
 		return err
 	}
 	sv.st = st
+	sv.recorder = &securitylog.Recorder{Store: st, Now: time.Now, Log: log}
 	sv.stops = append(sv.stops, func() {
 		if err := st.Close(); err != nil {
 			log.Warn("close store", "err", err)
@@ -269,7 +272,7 @@ func (sv *service) buildHandler(context.Context) error {
 	sv.handler, err = handlers.NewHandler(handlers.Deps{
 		// One store, handed to every surface as the narrow interface that surface declares.
 		Auth: st, Accounts: st, Sites: st, Budgets: st, Scans: st, Reports: st, API: st, Webhooks: st,
-		Connections: st, Workspaces: st, Channels: st, Health: st, CI: st,
+		Connections: st, Workspaces: st, Channels: st, Health: st, CI: st, SecurityLog: st, Recorder: sv.recorder, LogRetentionDays: cfg.AuditLogDays,
 		Log: log, BaseURL: cfg.BaseURL,
 		OAuth: authServer, MCP: mcpServer, PlatformSecret: cfg.PlatformSecret, DemoWebhookSecret: sv.demoSecret, DemoPlatformID: demo.PlatformID,
 		MaxSitesPerWorkspace: cfg.MaxSitesPerWorkspace, MaxWorkspacesPerUser: cfg.MaxWorkspaces, SiteRules: cfg.siteRules(),
@@ -572,7 +575,7 @@ func newPool(cfg config, st store.Store, auditor scanner.Auditor, capacity *psi.
 		accessKeys = chKeys
 	}
 	return scanner.NewPool(scanner.PoolConfig{
-		Store: metrics.CountedScans{Store: st, M: meter}, Retention: st, Auditor: auditor, Capacity: capacity, Log: log, Workers: cfg.ScanWorkers, WorkspaceScans: cfg.WorkspaceScans,
+		Store: metrics.CountedScans{Store: st, M: meter}, Retention: st, SecurityLog: st, LogRetention: time.Duration(cfg.AuditLogDays) * 24 * time.Hour, Auditor: auditor, Capacity: capacity, Log: log, Workers: cfg.ScanWorkers, WorkspaceScans: cfg.WorkspaceScans,
 		Wake: wake, Platform: refresher,
 		AccessKeys:    accessKeys,
 		ConfirmRuns:   cfg.ConfirmRuns,

@@ -237,8 +237,8 @@ func (s *server) handleCreateChannel() http.Handler {
 			s.error(w, r, err, "")
 			return
 		}
-		s.Log.Info("alert channel added", "user", uid, "workspace", ws.ID, "channel", c.ID, "kind", c.Kind) // never the URL: it is a credential
-		s.activity(ctx, ws.ID, "channel added", c.Name)
+		s.Log.Info("alert channel added", "user", uid, "workspace", ws.ID, "channel", c.ID, "kind", c.Kind)                                                      // never the URL: it is a credential
+		s.audit(ctx, ws.ID, store.LogChannelCreated, c.Name, map[string]string{"channelId": c.ID, "channelKind": c.Kind, "events": strings.Join(c.Events, " ")}) // never the URL
 		if secret != "" {
 			// Shown once, after the redirect, as a new API key is.
 			s.redirectNotice(w, r, notificationsURL(ws.ID)+"#channel-"+c.ID, notice{Text: "Channel added. The signing secret of “" + c.Name + "”:",
@@ -320,7 +320,7 @@ func (s *server) handleDeleteChannel() http.Handler {
 			s.error(w, r, err, "There is no such channel in this workspace.")
 			return
 		}
-		s.activity(ctx, ws.ID, "channel deleted", c.Name)
+		s.audit(ctx, ws.ID, store.LogChannelDeleted, c.Name, map[string]string{"channelId": c.ID, "channelKind": c.Kind})
 		http.Redirect(w, r, notificationsURL(ws.ID)+"?done=channel-deleted", http.StatusSeeOther)
 	})
 }

@@ -104,6 +104,12 @@ func (s *server) handleExport() http.Handler {
 		if err == nil {
 			err = out.finish()
 		}
+		if err == nil {
+			// Who took the scan's results out, in the site's workspace's log.
+			if site, err := s.Auth.Site(ctx, userID, store.CanonicalID(siteID)); err == nil {
+				s.audit(ctx, site.WorkspaceID, store.LogExport, site.Name, map[string]string{"siteId": site.ID, "scanId": scan.ID, "format": format})
+			}
+		}
 		if err != nil {
 			if !out.started {
 				s.error(w, r, err, "site not found")

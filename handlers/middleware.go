@@ -8,6 +8,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"time"
+
+	"sitepulse/securitylog"
 )
 
 // middleware wraps the mux with what every request gets: panic recovery, an access log line,
@@ -33,12 +35,20 @@ func (s *server) middleware(mux *http.ServeMux) http.Handler {
 		}
 		cop.Handler(mux).ServeHTTP(w, r)
 	})
-	return s.recoverer(s.accessLog(s.headers(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return s.recoverer(withOrigin(s.accessLog(s.headers(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil {
 			r.Body = http.MaxBytesReader(w, r.Body, maxBody)
 		}
 		routed.ServeHTTP(w, r)
-	}))))
+	})))))
+}
+
+// withOrigin puts where the request comes from in its context, for the security log's lines it
+// causes. It wraps the access log, which reads the route the mux sets on this very request.
+func withOrigin(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r.WithContext(securitylog.WithOrigin(r.Context(), securitylog.Origin{IP: clientIP(r), UserAgent: r.UserAgent()})))
+	})
 }
 
 // unrouted answers a request no route matched, in the surface's shape, keeping the mux's status

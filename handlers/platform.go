@@ -170,7 +170,7 @@ func (s *server) handlePlatformCallback() http.Handler {
 			return
 		}
 		s.Log.Info("platform: connected", "user", v.User.ID, "workspace", ws)
-		s.activity(r.Context(), ws, "connected the platform", "")
+		s.audit(r.Context(), ws, store.LogPlatformConnected, "", nil)
 		next := "/platform/import"
 		if ws != store.PersonalWorkspace(v.User.ID) {
 			next += "?workspace=" + ws
@@ -322,7 +322,7 @@ func (s *server) handlePlatformDisconnect() http.Handler {
 			s.error(w, r, err, "")
 			return
 		}
-		s.activity(r.Context(), ws, "disconnected the platform", "")
+		s.audit(r.Context(), ws, store.LogPlatformDisconnected, "", nil)
 		http.Redirect(w, r, "/?done=platform-disconnected", http.StatusSeeOther)
 	})
 }

@@ -113,6 +113,9 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 	mux.Handle("POST /workspaces/{workspaceId}/channels", s.requireUser(s.onWorkspace(store.ActEdit, s.handleCreateChannel())))
 	mux.Handle("POST /workspaces/{workspaceId}/channels/{channelId}/test", s.requireUser(s.onWorkspace(store.ActEdit, s.handleTestChannel())))
 	mux.Handle("POST /workspaces/{workspaceId}/channels/{channelId}/delete", s.requireUser(s.onWorkspace(store.ActEdit, s.handleDeleteChannel())))
+	// The workspace's audit log (docs/audit-log.md): its owners read, filter and export it.
+	mux.Handle("GET /workspaces/{workspaceId}/audit-log", s.requireUser(s.onWorkspace(store.ActAudit, s.handleAuditLog())))
+	mux.Handle("GET /workspaces/{workspaceId}/audit-log/export", s.requireUser(s.onWorkspace(store.ActAudit, s.handleAuditExport())))
 	mux.Handle("GET /invite/{token}", s.withVisitor(s.handleInvitation()))
 	mux.Handle("POST /invite/{token}", s.requireUser(s.handleAcceptInvitation()))
 

@@ -18,6 +18,7 @@ import (
 	"sitepulse/oauth"
 	"sitepulse/scanner/netguard"
 	"sitepulse/scanner/platform"
+	"sitepulse/securitylog"
 	"sitepulse/store"
 )
 
@@ -26,20 +27,27 @@ import (
 type Deps struct {
 	// The store, one narrow interface per surface, each declared beside the handlers that use
 	// it; run() hands the same whole store to every one.
-	Auth        AuthStore      // the visitor (sessions, API keys) and their role (authorize.go)
-	Accounts    AccountStore   // sign-up, login, settings
-	Sites       SiteStore      // the home page, the site form and page, Scan now
-	Budgets     BudgetStore    // the budgets and alert rules page
-	Scans       ScanStore      // the scan page, its progress stream, the page detail
-	Reports     ReportStore    // the reports list and the public report page
-	API         APIStore       // the CI budget check and the export
-	Webhooks    WebhookStore   // the platform's publish webhook
-	Connections PlatformStore  // connecting sites from the platform
-	Workspaces  WorkspaceStore // the workspace pages and invitations
-	Channels    ChannelStore   // the notifications page: alert channels and deliveries
-	Health      HealthStore    // /healthz
-	CI          CIStore        // CI pipelines: scans started and followed, budget checks waited for
-	Log         *slog.Logger
+	Auth        AuthStore        // the visitor (sessions, API keys) and their role (authorize.go)
+	Accounts    AccountStore     // sign-up, login, settings
+	Sites       SiteStore        // the home page, the site form and page, Scan now
+	Budgets     BudgetStore      // the budgets and alert rules page
+	Scans       ScanStore        // the scan page, its progress stream, the page detail
+	Reports     ReportStore      // the reports list and the public report page
+	API         APIStore         // the CI budget check and the export
+	Webhooks    WebhookStore     // the platform's publish webhook
+	Connections PlatformStore    // connecting sites from the platform
+	Workspaces  WorkspaceStore   // the workspace pages and invitations
+	Channels    ChannelStore     // the notifications page: alert channels and deliveries
+	Health      HealthStore      // /healthz
+	CI          CIStore          // CI pipelines: scans started and followed, budget checks waited for
+	SecurityLog SecurityLogStore // the workspace's audit log page and its exports
+	// Recorder appends to the security log (docs/audit-log.md); run() builds it once. Nil: one
+	// is made over SecurityLog with this handler's clock and log.
+	Recorder *securitylog.Recorder
+	// LogRetentionDays is AUDIT_LOG_RETENTION_DAYS, for the audit log page to state; 0 means
+	// store.DefaultLogRetentionDays.
+	LogRetentionDays int
+	Log              *slog.Logger
 	// BaseURL is the interface's {base_url}: scheme and host, no trailing slash.
 	BaseURL string
 	// Now is the clock; tests inject one.
@@ -205,10 +213,16 @@ func NewHandler(d Deps) (http.Handler, error) {
 		v    any
 	}{{"Auth", d.Auth}, {"Accounts", d.Accounts}, {"Sites", d.Sites}, {"Budgets", d.Budgets}, {"Scans", d.Scans},
 		{"Reports", d.Reports}, {"API", d.API}, {"Webhooks", d.Webhooks}, {"Connections", d.Connections},
-		{"Workspaces", d.Workspaces}, {"Channels", d.Channels}, {"Health", d.Health}, {"CI", d.CI}} {
+		{"Workspaces", d.Workspaces}, {"Channels", d.Channels}, {"Health", d.Health}, {"CI", d.CI}, {"SecurityLog", d.SecurityLog}} {
 		if dep.v == nil { // a nil interface field stays nil as any
 			return nil, errors.New("handlers: Deps." + dep.name + " is required (run() hands the store to every surface)")
 		}
+	}
+	if d.LogRetentionDays <= 0 {
+		d.LogRetentionDays = store.DefaultLogRetentionDays
+	}
+	if d.Recorder == nil {
+		d.Recorder = &securitylog.Recorder{Store: d.SecurityLog, Now: d.Now, Log: d.Log}
 	}
 	pg, err := parsePages()
 	if err != nil {
