@@ -159,7 +159,8 @@ func (sv *service) openStore(ctx context.Context) error {
 		return err
 	}
 	sv.st = st
-	sv.recorder = &securitylog.Recorder{Store: st, Now: time.Now, Log: log}
+	// Each line appended is also planned for the webhooks subscribed to the audit log.
+	sv.recorder = &securitylog.Recorder{Store: st, Now: time.Now, Log: log, Appended: (&notify.AuditPlanner{Store: st, Now: time.Now}).Plan}
 	sv.stops = append(sv.stops, func() {
 		if err := st.Close(); err != nil {
 			log.Warn("close store", "err", err)
@@ -586,7 +587,8 @@ func newPool(cfg config, st store.Store, auditor scanner.Auditor, capacity *psi.
 			Deadline: time.Duration(cfg.DiscoveryTimeout) * time.Second},
 		Quota: quota,
 		Kinds: []scanner.KindWorker{scanner.Work(1, digest.Work), scanner.Work(1, accountMail.Work), scanner.Work(1, alerts.Work),
-			scanner.Work(1, (&scanner.FollowUps{Store: st, Now: time.Now, Log: log}).Work), scanner.Work(notify.DeliveryWorkers, deliverer.Work).PerWorkspace(notify.WorkspaceDeliveries)},
+			scanner.Work(1, (&scanner.FollowUps{Store: st, Now: time.Now, Log: log}).Work), scanner.Work(notify.DeliveryWorkers, deliverer.Work).PerWorkspace(notify.WorkspaceDeliveries),
+			scanner.Work(notify.DeliveryWorkers, deliverer.WorkAudit).PerWorkspace(notify.WorkspaceDeliveries)},
 		Then: notify.AfterScan,
 	})
 }

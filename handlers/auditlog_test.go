@@ -209,7 +209,7 @@ func TestAuditLogPage(t *testing.T) {
 				lines = append(lines, store.LogEvent{WorkspaceID: ws, ActorID: ws, ActorEmail: "owner@example.com", Kind: store.LogSiteChanged,
 					Target: "site-" + string(rune('a'+i%26)) + strings.Repeat("x", i/26), At: ts.now.Add(-time.Duration(i/7) * time.Second)}) // ties of 7
 			}
-			must(t, st.AppendLog(context.Background(), lines...))
+			appendLog(t, st, lines...)
 			seen, next, pages := 0, "/workspaces/"+ws+"/audit-log?kind=site.changed", 0
 			for next != "" {
 				resp, body := own.get(next)
@@ -238,4 +238,38 @@ func TestAuditLogPage(t *testing.T) {
 			contains(t, body, "No event matches this filter")
 		})
 	}
+}
+
+func appendLog(t *testing.T, st store.Store, events ...store.LogEvent) {
+	t.Helper()
+	_, err := st.AppendLog(context.Background(), events...)
+	must(t, err)
+}
+
+// Only owners send the audit log to a webhook, and only owners stop it: an editor's channel
+// subscribed to it is refused (403), as is an editor's deletion of the owners' SIEM channel.
+func TestAuditWebhookIsTheOwners(t *testing.T) {
+	st := storetest.Backends(t)[0].Open(t)
+	hk := newHook(t)
+	ts, own := channelsServer(t, st, hk)
+	ws := own.userID
+	editor := joinAs(t, ts, st, ws, own.userID, "editor@example.com", store.RoleEditor)
+	form := func(b *browser, kind string) url.Values {
+		return url.Values{"csrf_token": {b.csrf}, "name": {"SIEM"}, "kind": {kind}, "url": {hk.URL + "/siem"}, "events": {store.EventAudit}}
+	}
+	resp, _ := editor.post("/workspaces/"+ws+"/channels", form(editor, "webhook"))
+	wantStatus(t, resp, http.StatusForbidden)
+	resp, _ = own.post("/workspaces/"+ws+"/channels", form(own, "slack"))
+	wantStatus(t, resp, http.StatusUnprocessableEntity)
+	resp, _ = own.post("/workspaces/"+ws+"/channels", form(own, "webhook"))
+	wantStatus(t, resp, http.StatusSeeOther)
+	chs, err := st.ChannelsIn(context.Background(), own.userID, ws)
+	must(t, err)
+	if len(chs) != 1 {
+		t.Fatalf("channels %+v, want the owner's one", chs)
+	}
+	resp, _ = editor.post("/workspaces/"+ws+"/channels/"+chs[0].ID+"/delete", url.Values{"csrf_token": {editor.csrf}})
+	wantStatus(t, resp, http.StatusForbidden)
+	resp, _ = own.post("/workspaces/"+ws+"/channels/"+chs[0].ID+"/delete", url.Values{"csrf_token": {own.csrf}})
+	wantStatus(t, resp, http.StatusSeeOther)
 }

@@ -14,7 +14,7 @@ import (
 // Store is what recording needs: appending, the actor's e-mail at the time, and an account's
 // workspaces (an account event goes to each of them).
 type Store interface {
-	AppendLog(ctx context.Context, events ...store.LogEvent) error
+	AppendLog(ctx context.Context, events ...store.LogEvent) ([]store.LogEvent, error)
 	UserByID(ctx context.Context, id string) (store.User, error)
 	WorkspacesOf(ctx context.Context, userID string) ([]store.Workspace, error)
 }
@@ -98,15 +98,23 @@ func (r *Recorder) append(ctx context.Context, lines []store.LogEvent) {
 	}
 	// The log outlives the request: a client that hangs up does not unwrite it.
 	ctx = context.WithoutCancel(ctx)
-	if err := r.Store.AppendLog(ctx, lines...); err != nil {
-		r.logger().Warn("security log: event not recorded", "kind", lines[0].Kind, "workspace", lines[0].WorkspaceID, "err", err)
+	lines, err := r.Store.AppendLog(ctx, lines...)
+	if err != nil {
+		r.logger().Warn("security log: event not recorded", "kind", lines0(lines), "err", err)
 		return
 	}
 	if r.Appended != nil {
 		if err := r.Appended(ctx, lines); err != nil {
-			r.logger().Warn("security log: webhook deliveries not planned", "kind", lines[0].Kind, "err", err)
+			r.logger().Warn("security log: webhook deliveries not planned", "kind", lines0(lines), "err", err)
 		}
 	}
+}
+
+func lines0(lines []store.LogEvent) string {
+	if len(lines) == 0 {
+		return ""
+	}
+	return lines[0].Kind
 }
 
 func (r *Recorder) logger() *slog.Logger {

@@ -165,8 +165,8 @@ func (f LogFilter) PageLimit() int {
 // SecurityLog is the append-only security log of every workspace (DESIGN §21).
 type SecurityLog interface {
 	// AppendLog appends lines, each Normalized and Validated (a FieldError refuses them all),
-	// in one transaction, in order.
-	AppendLog(ctx context.Context, events ...LogEvent) error
+	// in one transaction, in order, and answers them as stored (with their Seq).
+	AppendLog(ctx context.Context, events ...LogEvent) ([]LogEvent, error)
 	// LogOf lists the lines f selects, newest first (At, then Seq), at most f.PageLimit().
 	LogOf(ctx context.Context, f LogFilter) ([]LogEvent, error)
 	// PruneLog deletes the lines older than before, of every workspace: the log's only delete

@@ -10,24 +10,26 @@ import (
 	"sitepulse/store"
 )
 
-func (m *Store) AppendLog(ctx context.Context, events ...store.LogEvent) error {
+func (m *Store) AppendLog(ctx context.Context, events ...store.LogEvent) ([]store.LogEvent, error) {
 	out := make([]store.LogEvent, len(events))
 	for i, e := range events {
 		e.Details = maps.Clone(e.Details)
 		e.Normalize()
 		if err := e.Validate(); err != nil {
-			return err
+			return nil, err
 		}
 		out[i] = e
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for _, e := range out {
+	for i := range out {
 		m.logSeq++
-		e.Seq = m.logSeq
+		out[i].Seq = m.logSeq
+		e := out[i]
+		e.Details = maps.Clone(e.Details)
 		m.securityLog = append(m.securityLog, e)
 	}
-	return nil
+	return out, nil
 }
 
 func (m *Store) LogOf(ctx context.Context, f store.LogFilter) ([]store.LogEvent, error) {

@@ -49,8 +49,8 @@ func TestSecurityLogTriggerRefusesChanges(t *testing.T) {
 	u := newUser(t, s, "o@example.com")
 	ws := store.PersonalWorkspace(u.ID)
 	old := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
-	must(t, s.AppendLog(ctx, store.LogEvent{WorkspaceID: ws, ActorID: u.ID, Kind: store.LogSignIn, At: old},
-		store.LogEvent{WorkspaceID: ws, ActorID: u.ID, Kind: store.LogSignIn, At: old.Add(48 * time.Hour)}))
+	appendLog(t, s, store.LogEvent{WorkspaceID: ws, ActorID: u.ID, Kind: store.LogSignIn, At: old},
+		store.LogEvent{WorkspaceID: ws, ActorID: u.ID, Kind: store.LogSignIn, At: old.Add(48 * time.Hour)})
 	for _, q := range []string{
 		`UPDATE security_log SET kind = 'auth.signout'`,
 		`UPDATE security_log SET actor_email = 'someone@else.test' WHERE at = '2020-01-01'`,
@@ -74,4 +74,10 @@ func TestSecurityLogTriggerRefusesChanges(t *testing.T) {
 	if lines, _ := s.LogOf(ctx, store.LogFilter{WorkspaceID: ws}); len(lines) != 1 {
 		t.Errorf("left %d lines, want 1", len(lines))
 	}
+}
+
+func appendLog(t *testing.T, s store.Store, events ...store.LogEvent) {
+	t.Helper()
+	_, err := s.AppendLog(context.Background(), events...)
+	must(t, err)
 }

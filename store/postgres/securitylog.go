@@ -12,33 +12,37 @@ import (
 	"sitepulse/store"
 )
 
-func (p *Store) AppendLog(ctx context.Context, events ...store.LogEvent) error {
+func (p *Store) AppendLog(ctx context.Context, events ...store.LogEvent) ([]store.LogEvent, error) {
 	rows := make([]store.LogEvent, len(events))
 	for i, e := range events {
 		e.Details = maps.Clone(e.Details)
 		e.Normalize()
 		if err := e.Validate(); err != nil {
-			return err
+			return nil, err
 		}
 		rows[i] = e
 	}
 	if len(rows) == 0 {
-		return nil
+		return rows, nil
 	}
-	return p.tx(ctx, func(tx *sql.Tx) error {
-		for _, e := range rows {
+	err := p.tx(ctx, func(tx *sql.Tx) error {
+		for i, e := range rows {
 			details, err := json.Marshal(e.Details)
 			if err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO security_log (workspace_id, actor_id, actor_email, kind, target, details, ip, user_agent, at)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-				e.WorkspaceID, nullString(e.ActorID), e.ActorEmail, e.Kind, e.Target, string(details), e.IP, e.UserAgent, e.At); err != nil {
+			if err := tx.QueryRowContext(ctx, `INSERT INTO security_log (workspace_id, actor_id, actor_email, kind, target, details, ip, user_agent, at)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING seq`,
+				e.WorkspaceID, nullString(e.ActorID), e.ActorEmail, e.Kind, e.Target, string(details), e.IP, e.UserAgent, e.At).Scan(&rows[i].Seq); err != nil {
 				return pgErr("append to the security log", err)
 			}
 		}
 		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	return rows, nil
 }
 
 func (p *Store) LogOf(ctx context.Context, f store.LogFilter) ([]store.LogEvent, error) {

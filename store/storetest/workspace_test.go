@@ -384,7 +384,7 @@ func testDeleteWorkspace(t *testing.T, s store.Store) {
 	must(t, s.CreateAPIKey(ctx, store.APIKey{ID: store.NewID(), UserID: editor.ID, WorkspaceID: w.ID, Name: "ci", KeyHash: "key-hash", Prefix: "svc_", CreatedAt: t0}))
 	must(t, s.CreateInvitation(ctx, store.Invitation{ID: store.NewID(), TokenHash: "inv-hash", WorkspaceID: w.ID, Email: "x@example.com",
 		Role: store.RoleViewer, InvitedBy: owner.ID, CreatedAt: t0, ExpiresAt: t0.Add(store.InvitationTTL)}))
-	must(t, s.AppendLog(ctx, store.LogEvent{WorkspaceID: w.ID, ActorID: owner.ID, ActorEmail: owner.Email, Kind: store.LogInvitationCreated, Target: "x@example.com", At: t0}))
+	appendLog(t, s, store.LogEvent{WorkspaceID: w.ID, ActorID: owner.ID, ActorEmail: owner.Email, Kind: store.LogInvitationCreated, Target: "x@example.com", At: t0})
 	must(t, s.SavePlatformConnection(ctx, store.PlatformConnection{WorkspaceID: w.ID, TokenSealed: "k1.sealed-1", CreatedAt: t0}))
 	mine := newSite(t, s, owner, "mine")
 	running := enqueue(t, s, site, t0)
