@@ -302,7 +302,7 @@ func TestEditsAreTheEditorsNotTheAdders(t *testing.T) {
 	_, body := own.get(sitePath)
 	contains(t, body, "Renamed")
 	_, body = own.get(wsPath)
-	for _, want := range []string{"added the site", "changed the role to viewer", "changed the site"} {
+	for _, want := range []string{store.LogSiteAdded, store.LogRoleChanged, store.LogSiteChanged, "adder@example.com", "Renamed"} {
 		contains(t, body, want)
 	}
 }
