@@ -263,7 +263,7 @@ func (sv *service) startScanner(ctx context.Context) error {
 func (sv *service) buildHandler(context.Context) error {
 	cfg, st, log := sv.cfg, sv.st, sv.log
 	authServer := oauth.New(oauth.Config{Store: st, BaseURL: cfg.BaseURL, Log: log, MetadataClient: sv.guard.Client()})
-	mcpServer := mcp.New(mcp.Config{Sites: st, Scans: st, Writes: st, BaseURL: cfg.BaseURL, Log: log, Quota: sv.quota, Links: sv.chKeys})
+	mcpServer := mcp.New(mcp.Config{Sites: st, Scans: st, Writes: st, BaseURL: cfg.BaseURL, Log: log, Quota: sv.quota, Links: sv.chKeys, AuditLog: sv.recorder})
 	var mail func(ctx context.Context, to, subject, body string) error // nil: logged instead
 	if cfg.SMTPAddr != "" {
 		mail = sv.accountMail.Enqueue

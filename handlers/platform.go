@@ -272,6 +272,9 @@ func (s *server) handlePlatformImport() http.Handler {
 			if res.Scan != "" {
 				scans++
 			}
+			if res.Created && res.SiteID != "" {
+				s.audit(r.Context(), ws, store.LogSiteAdded, res.Name, map[string]string{"siteId": res.SiteID, "platformSiteId": res.PlatformID, "via": "platform import"})
+			}
 			if res.Err != nil {
 				failed = true
 				s.Log.Warn("platform: site import failed", "platform_site", res.PlatformID, "err", res.Err)

@@ -88,7 +88,8 @@ type Server struct {
 	analyses *analysisCache // latestAnalysis
 	quota    Quota
 	links    LinkSealer
-	homes    homes // authorize
+	auditLog Recorder // nil: none
+	homes    homes    // authorize
 }
 
 // Config is what a Server needs. Now and Log default to time.Now and a discarding logger.
@@ -104,6 +105,14 @@ type Config struct {
 	// Links seals a new client report's token so the Reports list can show its link again
 	// (platform.Keys); nil keeps reports hashed only.
 	Links LinkSealer
+	// AuditLog records the security events tools cause (a report link made) in the workspace's
+	// security log (securitylog.Recorder); nil records none.
+	AuditLog Recorder
+}
+
+// Recorder appends an event to a workspace's security log (securitylog.Recorder).
+type Recorder interface {
+	Record(ctx context.Context, e store.LogEvent)
 }
 
 // LinkSealer seals a client report's token bound to the report's id (platform.Keys).
@@ -119,7 +128,7 @@ func New(c Config) *Server {
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{sites: c.Sites, scans: c.Scans, writes: c.Writes, baseURL: c.BaseURL, now: c.Now, log: c.Log, metrics: newMetricsCache(64), analyses: &analysisCache{max: 256}, quota: c.Quota, links: c.Links}
+	s := &Server{sites: c.Sites, scans: c.Scans, writes: c.Writes, baseURL: c.BaseURL, now: c.Now, log: c.Log, metrics: newMetricsCache(64), analyses: &analysisCache{max: 256}, quota: c.Quota, links: c.Links, auditLog: c.AuditLog}
 	for e := range era(eraCount) {
 		result := map[string]any{"tools": toolList(e)}
 		if e == eraModern {
