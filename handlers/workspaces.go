@@ -161,7 +161,11 @@ func (s *server) handleWorkspace() http.Handler {
 // audit records an event of a workspace in its security log, with the request's actor and
 // origin (securitylog.Recorder.Record); a failure to record it is logged, never undoes it.
 func (s *server) audit(ctx context.Context, workspaceID, kind, target string, details map[string]string) {
-	s.Recorder.Record(ctx, store.LogEvent{WorkspaceID: workspaceID, Kind: kind, Target: target, Details: details})
+	e := store.LogEvent{WorkspaceID: workspaceID, Kind: kind, Target: target, Details: details}
+	if v := visitorFrom(ctx); v != nil { // the e-mail at hand: no read to find it
+		e.ActorID, e.ActorEmail = v.User.ID, v.User.Email
+	}
+	s.Recorder.Record(ctx, e)
 }
 
 // auditAccount records an event of userID's account in the log of each of their workspaces.

@@ -22,19 +22,30 @@ func (p *Store) AppendLog(ctx context.Context, events ...store.LogEvent) ([]stor
 		}
 		rows[i] = e
 	}
-	if len(rows) == 0 {
+	insert := func(q querier1, i int) error {
+		e := rows[i]
+		details, err := json.Marshal(e.Details)
+		if err != nil {
+			return err
+		}
+		err = q.QueryRowContext(ctx, `INSERT INTO security_log (workspace_id, actor_id, actor_email, kind, target, details, ip, user_agent, at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING seq`,
+			e.WorkspaceID, nullString(e.ActorID), e.ActorEmail, e.Kind, e.Target, string(details), e.IP, e.UserAgent, e.At).Scan(&rows[i].Seq)
+		return pgErr("append to the security log", err)
+	}
+	switch len(rows) {
+	case 0:
+		return rows, nil
+	case 1: // one statement, its own transaction: the common case costs one round trip
+		if err := insert(p.db, 0); err != nil {
+			return nil, err
+		}
 		return rows, nil
 	}
 	err := p.tx(ctx, func(tx *sql.Tx) error {
-		for i, e := range rows {
-			details, err := json.Marshal(e.Details)
-			if err != nil {
+		for i := range rows {
+			if err := insert(tx, i); err != nil {
 				return err
-			}
-			if err := tx.QueryRowContext(ctx, `INSERT INTO security_log (workspace_id, actor_id, actor_email, kind, target, details, ip, user_agent, at)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING seq`,
-				e.WorkspaceID, nullString(e.ActorID), e.ActorEmail, e.Kind, e.Target, string(details), e.IP, e.UserAgent, e.At).Scan(&rows[i].Seq); err != nil {
-				return pgErr("append to the security log", err)
 			}
 		}
 		return nil
@@ -92,4 +103,9 @@ func (p *Store) PruneLog(ctx context.Context, before time.Time) (int, error) {
 	var n int
 	err := p.db.QueryRowContext(ctx, `SELECT prune_security_log($1)`, store.Now(before)).Scan(&n)
 	return n, pgErr("prune the security log", err)
+}
+
+// querier1 is a *sql.DB or *sql.Tx, for a statement that answers one row.
+type querier1 interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
