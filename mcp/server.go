@@ -88,7 +88,8 @@ type Server struct {
 	analyses *analysisCache // latestAnalysis
 	quota    Quota
 	links    LinkSealer
-	homes    homes // authorize
+	auditLog Recorder // nil: none
+	homes    homes    // authorize
 	latest   latestAnswers
 }
 
@@ -105,6 +106,14 @@ type Config struct {
 	// Links seals a new client report's token so the Reports list can show its link again
 	// (platform.Keys); nil keeps reports hashed only.
 	Links LinkSealer
+	// AuditLog records the security events tools cause (a report link made) in the workspace's
+	// security log (securitylog.Recorder); nil records none.
+	AuditLog Recorder
+}
+
+// Recorder appends an event to a workspace's security log (securitylog.Recorder).
+type Recorder interface {
+	Record(ctx context.Context, e store.LogEvent)
 }
 
 // LinkSealer seals a client report's token bound to the report's id (platform.Keys).
@@ -120,7 +129,7 @@ func New(c Config) *Server {
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{sites: c.Sites, scans: c.Scans, writes: c.Writes, baseURL: c.BaseURL, now: c.Now, log: c.Log, metrics: newMetricsCache(64), analyses: &analysisCache{max: 256}, quota: c.Quota, links: c.Links}
+	s := &Server{sites: c.Sites, scans: c.Scans, writes: c.Writes, baseURL: c.BaseURL, now: c.Now, log: c.Log, metrics: newMetricsCache(64), analyses: &analysisCache{max: 256}, quota: c.Quota, links: c.Links, auditLog: c.AuditLog}
 	for e := range era(eraCount) {
 		result := map[string]any{"tools": toolList(e)}
 		if e == eraModern {

@@ -28,6 +28,9 @@ const (
 	EventBudgetRecovered     = "budget.recovered"
 	EventScanFailed          = "scan.failed"
 	EventTest                = "test" // the Send test button's, never subscribed to
+	// EventAudit is every line of the workspace's security log, sent to a signed webhook only
+	// (a SIEM); only owners subscribe a channel to it (docs/audit-log.md).
+	EventAudit = "audit"
 )
 
 // EventNames are the event types as the pages name them: people read these, programs the ids.
@@ -37,10 +40,11 @@ var EventNames = map[string]string{
 	EventBudgetRecovered:     "Budgets met again",
 	EventScanFailed:          "Scan failed",
 	EventTest:                "Test message",
+	EventAudit:               "Audit log (security events; signed webhook, owners only)",
 }
 
 // EventTypes are the events a channel may subscribe to, in the page's order.
-var EventTypes = []string{EventRegressionConfirmed, EventBudgetBroken, EventBudgetRecovered, EventScanFailed}
+var EventTypes = []string{EventRegressionConfirmed, EventBudgetBroken, EventBudgetRecovered, EventScanFailed, EventAudit}
 
 // Channel is where a workspace's alerts go. URLSealed and SecretSealed are sealed by the caller
 // (PLATFORM_TOKEN_KEY, bound to the workspace id): a Slack or Discord webhook URL is a
@@ -91,6 +95,9 @@ func (c *Channel) Validate() error {
 		errs = append(errs, &InvalidError{"events", "Choose the events the channel receives."})
 	}
 	c.Events = events
+	if slices.Contains(events, EventAudit) && c.Kind != ChannelWebhook {
+		errs = append(errs, &InvalidError{"events", "Only a signed webhook receives the audit log: its lines are for a SIEM, not a chat."})
+	}
 	c.SiteIDs = uniq(c.SiteIDs)
 	for _, id := range c.SiteIDs {
 		if !ValidUUID(id) {
