@@ -69,7 +69,8 @@ type Store struct {
 	cruxFetches map[cruxTarget]store.CruxFetch
 	cruxNext    map[string]time.Time
 	identities  map[identityKey]store.Identity
-	ssoRules    map[string]store.WorkspaceSSO // single sign-on rules by workspace (sso.go)
+	ssoRules    map[string]store.WorkspaceSSO      // single sign-on rules by workspace (sso.go)
+	providers   map[string]store.WorkspaceProvider // workspaces' own OpenID providers (workspace_providers.go)
 }
 
 type memResult struct {
