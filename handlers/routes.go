@@ -39,6 +39,7 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 	// Single sign-on (docs/sso.md): to the operator's OpenID provider and back (sso.go).
 	mux.Handle("GET /login/sso", s.handleSSOStart())
 	mux.Handle("GET /login/sso/callback", s.handleSSOCallback())
+	mux.Handle("GET /login/sso/w/{workspaceId}", s.handleSSOWorkspaceStart()) // a workspace's own provider (sso_workspace.go)
 	mux.Handle("GET /email/confirm/{token}", s.handleEmailConfirmPage())
 	mux.Handle("POST /email/confirm/{token}", s.handleEmailConfirm())
 
@@ -122,6 +123,7 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 	mux.Handle("POST /workspaces/{workspaceId}/sso/domain", s.requireUser(s.onWorkspace(store.ActManage, s.handleSSODomain())))
 	mux.Handle("POST /workspaces/{workspaceId}/sso/verify", s.requireUser(s.onWorkspace(store.ActManage, s.handleSSOVerify())))
 	mux.Handle("POST /workspaces/{workspaceId}/sso/require", s.requireUser(s.onWorkspace(store.ActManage, s.handleSSORequire())))
+	mux.Handle("POST /workspaces/{workspaceId}/sso/provider", s.requireUser(s.onWorkspace(store.ActManage, s.handleSSOProviderSave())))
 	mux.Handle("GET /invite/{token}", s.withVisitor(s.handleInvitation()))
 	mux.Handle("POST /invite/{token}", s.requireUser(s.handleAcceptInvitation()))
 

@@ -111,4 +111,7 @@ type WorkspaceProviders interface {
 	// WorkspaceProviderByIssuer finds the provider of issuer (system: the callback and the
 	// re-check, from the session's issuer); ErrNotFound when no workspace has it.
 	WorkspaceProviderByIssuer(ctx context.Context, issuer string) (WorkspaceProvider, error)
+	// AnyWorkspaceProvider says whether some workspace has its own provider (system: the login
+	// page then asks for a work e-mail).
+	AnyWorkspaceProvider(ctx context.Context) (bool, error)
 }

@@ -52,3 +52,14 @@ func (m *Store) WorkspaceProviderByIssuer(ctx context.Context, issuer string) (s
 	}
 	return store.WorkspaceProvider{}, store.NotFound("workspace provider")
 }
+
+func (m *Store) AnyWorkspaceProvider(ctx context.Context) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for id := range m.providers {
+		if _, live := m.workspaces[id]; live {
+			return true, nil
+		}
+	}
+	return false, nil
+}

@@ -53,3 +53,9 @@ func (p *Store) WorkspaceProviderByIssuer(ctx context.Context, issuer string) (s
 	w, err := scanProvider(p.db.QueryRowContext(ctx, `SELECT `+providerCols+` FROM workspace_providers WHERE issuer = $1`, issuer))
 	return w, pgErr("workspace provider", err)
 }
+
+func (p *Store) AnyWorkspaceProvider(ctx context.Context) (bool, error) {
+	var exists bool
+	err := p.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT FROM workspace_providers)`).Scan(&exists)
+	return exists, pgErr("workspace providers", err)
+}

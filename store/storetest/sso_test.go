@@ -175,6 +175,9 @@ func testWorkspaceProvider(t *testing.T, s store.Store) {
 	if _, err := s.WorkspaceProviderOf(ctx, w.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("no provider yet: %v, want not found", err)
 	}
+	if exists, err := s.AnyWorkspaceProvider(ctx); err != nil || exists {
+		t.Fatalf("any provider before one is set: %v, %v", exists, err)
+	}
 	p := store.WorkspaceProvider{WorkspaceID: w.ID, Issuer: "https://id.acme.test", ClientID: "sp", SecretSealed: "sealed", UpdatedAt: t0}
 	if err := s.SetWorkspaceProvider(ctx, editor.ID, p); !errors.Is(err, store.ErrForbidden) {
 		t.Fatalf("an editor sets the provider: %v, want forbidden", err)
@@ -183,6 +186,9 @@ func testWorkspaceProvider(t *testing.T, s store.Store) {
 		t.Fatalf("a stranger sets the provider: %v, want not found", err)
 	}
 	must(t, s.SetWorkspaceProvider(ctx, owner.ID, p))
+	if exists, err := s.AnyWorkspaceProvider(ctx); err != nil || !exists {
+		t.Fatalf("any provider after one is set: %v, %v", exists, err)
+	}
 	p.ClientID = "sp-2"
 	must(t, s.SetWorkspaceProvider(ctx, owner.ID, p)) // replaced, not added
 	got, err := s.WorkspaceProviderOf(ctx, w.ID)
