@@ -42,6 +42,8 @@ type accountForm struct {
 	Token string
 	// SSO is the single sign-on provider's name, when one is configured.
 	SSO string
+	// WorkSSO: workspaces have their own providers, so the login page asks for a work e-mail.
+	WorkSSO bool
 }
 
 func (s *server) handleSignupPage() http.Handler {

@@ -130,7 +130,9 @@ func testOutage(t *testing.T, outage string) {
 	// metrics scrape too (it writes every family but the queue's, whose read failed; off here).
 	noStore := map[string]bool{"GET /static/": true, "GET /beacon/v1.js": true, "GET /favicon.ico": true, "GET /docs/mcp": true, "GET /metrics": true,
 		"GET /.well-known/oauth-authorization-server": true, "GET /.well-known/oauth-authorization-server/api/mcp": true,
-		"GET /.well-known/oauth-protected-resource": true, "GET /.well-known/oauth-protected-resource/api/mcp": true}
+		"GET /.well-known/oauth-protected-resource": true, "GET /.well-known/oauth-protected-resource/api/mcp": true,
+		// Without an operator's provider or a work e-mail to route, single sign-on is off.
+		"GET /login/sso": true}
 	// These refuse the request before any read: a malformed token, a body their protocol refuses.
 	refusedFirst := map[string]bool{"POST /signup/confirm/{token}": true, "POST /password/reset/{token}": true,
 		"POST /api/oauth/register": true, "POST /api/oauth/token": true, "POST /api/oauth/revoke": true,

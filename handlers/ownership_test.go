@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"errors"
 	"net/url"
 	"os"
 	"regexp"
@@ -254,6 +255,9 @@ var ownershipCases = []ownershipCase{
 	{name: "A's workspace single sign-on page", route: "GET /workspaces/{workspaceId}/sso", method: "GET", path: wsPath("/sso"), cred: asCookie, status: 404},
 	{name: "setting A's SSO domain", route: "POST /workspaces/{workspaceId}/sso/domain", method: "POST", path: wsPath("/sso/domain"), form: url.Values{"domain": {"evil.example"}}, cred: asCookie, status: 404, intact: ssoIntact},
 	{name: "verifying A's SSO domain", route: "POST /workspaces/{workspaceId}/sso/verify", method: "POST", path: wsPath("/sso/verify"), form: url.Values{}, cred: asCookie, status: 404, intact: ssoIntact},
+	{name: "setting A's workspace provider", route: "POST /workspaces/{workspaceId}/sso/provider", method: "POST", path: wsPath("/sso/provider"),
+		form: url.Values{"issuer": {"https://evil.example"}, "client_id": {"x"}, "client_secret": {"y"}}, cred: asCookie, status: 404, intact: providerIntact},
+	{name: "signing in with A's workspace provider (it has none)", route: "GET /login/sso/w/{workspaceId}", method: "GET", path: func(a, _ apiAccount) string { return "/login/sso/w/" + a.userID }, cred: asCookie, status: 404},
 	{name: "requiring SSO in A's workspace", route: "POST /workspaces/{workspaceId}/sso/require", method: "POST", path: wsPath("/sso/require"), form: url.Values{"required": {"on"}, "jit_role": {"editor"}}, cred: asCookie, status: 404, intact: ssoIntact},
 	// Invitations are reached by their secret token: a guessed one is unknown.
 	{name: "a sign-up link that was never sealed", route: "GET /signup/confirm/{token}", method: "GET", path: func(a, _ apiAccount) string { return "/signup/confirm/" + a.userID }, cred: asCookie, status: 400},
@@ -431,5 +435,11 @@ func ssoIntact(t *testing.T, f *apiFixture) {
 	r, err := f.st.SSORule(context.Background(), f.a.userID)
 	if err != nil || r.Domain != "" || r.RequiredAt != nil || r.JITRole != "" {
 		t.Errorf("A's single sign-on rule after B's request: %+v %v", r, err)
+	}
+}
+
+func providerIntact(t *testing.T, f *apiFixture) {
+	if p, err := f.st.WorkspaceProviderOf(context.Background(), f.a.userID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("A's workspace provider after B's request: %+v %v", p, err)
 	}
 }

@@ -152,8 +152,11 @@ func (s *server) render(w http.ResponseWriter, r *http.Request, status int, name
 	if p.Notice == nil {
 		p.Notice = s.takeNotice(w, r)
 	}
-	if f, ok := p.Data.(accountForm); ok && s.SSOProvider != nil {
-		f.SSO = s.SSOName // the login page's "Sign in with" button
+	if f, ok := p.Data.(accountForm); ok {
+		if s.SSOProvider != nil {
+			f.SSO = s.SSOName // the login page's "Sign in with" button
+		}
+		f.WorkSSO, _ = s.anyWorkspaceProvider(r.Context()) // unknown: the operator's button only
 		p.Data = f
 	}
 	var buf bytes.Buffer

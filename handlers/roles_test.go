@@ -141,6 +141,7 @@ var roleCases = []roleCase{
 	// No provider is configured here: single sign-on is off (sso_test.go walks it with one).
 	{route: "GET /login/sso", method: "GET", path: fixedPath("/login/sso"), want: all(404)},
 	{route: "GET /login/sso/callback", method: "GET", path: fixedPath("/login/sso/callback?code=x&state=y"), want: all(404)},
+	{route: "GET /login/sso/w/{workspaceId}", method: "GET", path: fixedPath("/login/sso/w/00000000-0000-4000-8000-000000000000"), want: all(404)},
 	{route: "POST /login", method: "POST", path: fixedPath("/login"), form: url.Values{"email": {"nobody@example.com"}, "password": {"wrong password"}}, want: all(401)},
 	{route: "POST /logout", method: "POST", path: fixedPath("/logout"), form: url.Values{}, want: all(303), fresh: true},
 	// Recovery works signed in or out, the same for every role: the e-mailed link is the
@@ -257,6 +258,8 @@ var roleCases = []roleCase{
 	{route: "POST /workspaces/{workspaceId}/sso/domain", method: "POST", path: team("/sso/domain"), form: url.Values{"domain": {"acme.example"}}, want: manages, fresh: true},
 	{route: "POST /workspaces/{workspaceId}/sso/verify", method: "POST", path: team("/sso/verify"), form: url.Values{}, want: [nRoles]int{422, 403, 403, 404, 404}, fresh: true},
 	{route: "POST /workspaces/{workspaceId}/sso/require", method: "POST", path: team("/sso/require"), form: url.Values{"jit_role": {""}}, want: manages},
+	// A workspace's own provider: only owners set it (an issuer that is not a URL: 422).
+	{route: "POST /workspaces/{workspaceId}/sso/provider", method: "POST", path: team("/sso/provider"), form: url.Values{"issuer": {"not a url"}, "client_id": {"x"}}, want: [nRoles]int{422, 403, 403, 404, 404}},
 	// The audit log is its owners' (there is no admin role): an editor or viewer gets 403.
 	{route: "GET /workspaces/{workspaceId}/audit-log", method: "GET", path: team("/audit-log?kind=member.&from=2020-01-01"), want: audits},
 	{route: "GET /workspaces/{workspaceId}/audit-log/export", method: "GET", path: team("/audit-log/export?format=jsonl"), want: audits},

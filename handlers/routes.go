@@ -39,6 +39,7 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 	// Single sign-on (docs/sso.md): to the operator's OpenID provider and back (sso.go).
 	mux.Handle("GET /login/sso", s.handleSSOStart())
 	mux.Handle("GET /login/sso/callback", s.handleSSOCallback())
+	mux.Handle("GET /login/sso/w/{workspaceId}", s.handleSSOWorkspaceStart()) // a workspace's own provider (sso_workspace.go)
 	mux.Handle("GET /email/confirm/{token}", s.handleEmailConfirmPage())
 	mux.Handle("POST /email/confirm/{token}", s.handleEmailConfirm())
 
@@ -127,6 +128,7 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 	mux.Handle("POST /workspaces/{workspaceId}/sso/domain", s.requireUser(s.onWorkspace(store.ActManage, s.handleSSODomain())))
 	mux.Handle("POST /workspaces/{workspaceId}/sso/verify", s.requireUser(s.onWorkspace(store.ActManage, s.handleSSOVerify())))
 	mux.Handle("POST /workspaces/{workspaceId}/sso/require", s.requireUser(s.onWorkspace(store.ActManage, s.handleSSORequire())))
+	mux.Handle("POST /workspaces/{workspaceId}/sso/provider", s.requireUser(s.onWorkspace(store.ActManage, s.handleSSOProviderSave())))
 	// The workspace's audit log (docs/audit-log.md): its owners read, filter and export it.
 	mux.Handle("GET /workspaces/{workspaceId}/audit-log", s.requireUser(s.onWorkspace(store.ActAudit, s.handleAuditLog())))
 	mux.Handle("GET /workspaces/{workspaceId}/audit-log/export", s.requireUser(s.onWorkspace(store.ActAudit, s.handleAuditExport())))

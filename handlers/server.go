@@ -163,6 +163,8 @@ type Deps struct {
 	SSOBreakGlass map[string]bool
 	// SSOResolver looks up a domain's TXT records for its verification; nil is net.DefaultResolver.
 	SSOResolver TXTResolver
+	// SSOAllowHTTP lets a workspace's own provider be plain http (SCAN_ALLOW_PRIVATE, tests).
+	SSOAllowHTTP bool
 	// RunnerLease is RUNNER_LEASE_SECONDS: how long a runner's lease lasts without a heartbeat;
 	// 0 means DefaultRunnerLease.
 	RunnerLease time.Duration
@@ -186,11 +188,12 @@ type server struct {
 	revokeIP      *limiter // token revocation (RFC 7009 §5)
 	deviceLimit   *limiter // per device cookie: its attempts are not counted against the account
 	deviceKey     []byte
-	scanFeeds     *scanHub      // the pollers of live progress streams
-	metadataIP    *limiter      // authorization requests that name a Client ID Metadata Document URL
-	budgetAnswers budgetAnswers // budget.go
-	waiters       *scanWaiters  // the budget checks waiting for scans (waiters.go)
-	ssoRules      *ruleCache    // workspaces' single sign-on rules (sso_rule.go)
+	scanFeeds     *scanHub       // the pollers of live progress streams
+	metadataIP    *limiter       // authorization requests that name a Client ID Metadata Document URL
+	budgetAnswers budgetAnswers  // budget.go
+	waiters       *scanWaiters   // the budget checks waiting for scans (waiters.go)
+	ssoRules      *ruleCache     // workspaces' single sign-on rules (sso_rule.go)
+	wsProviders   *providerCache // workspaces' own providers' relying parties (sso_workspace.go)
 }
 
 // NewHandler returns the whole service as one http.Handler.
@@ -295,6 +298,7 @@ func NewHandler(d Deps) (http.Handler, error) {
 	}
 	s.waiters = newScanWaiters(d.CI.ScansByID, d.ScanWake, d.Stopping, s.NewTimer, s.MaxWaits, d.Log)
 	s.ssoRules = &ruleCache{m: map[string]cachedRule{}}
+	s.wsProviders = &providerCache{m: map[string]cachedProvider{}}
 	s.cookieName = "session"
 	if s.secure {
 		s.cookieName = "__Host-session"

@@ -37,6 +37,8 @@ type ssoFlow struct {
 	oidc.Flow
 	Next string `json:"x"`
 	Exp  int64  `json:"e"`
+	// WS is the workspace whose own provider this sign-in went to; "" is the operator's.
+	WS string `json:"w,omitempty"`
 }
 
 func (s *server) flowCookieName() string {
@@ -73,24 +75,35 @@ func (s *server) openFlow(v string) (ssoFlow, bool) {
 	return f, true
 }
 
-// handleSSOStart sends the browser to the provider with a fresh state, nonce and PKCE
-// challenge, kept in the flow cookie.
+// handleSSOStart sends the browser to the provider: with a work e-mail (the login page asks
+// for one when workspaces have their own providers), to the provider of the workspace whose
+// verified domain it is; else to the operator's.
 func (s *server) handleSSOStart() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if email := strings.TrimSpace(r.URL.Query().Get("email")); email != "" && s.SSO != nil {
+			s.ssoByEmail(w, r, email)
+			return
+		}
 		if s.SSOProvider == nil {
 			s.renderError(w, r, http.StatusNotFound, "Single sign-on is not set up on this server.")
 			return
 		}
-		f := ssoFlow{Flow: oidc.NewFlow(), Next: safeNext(r.URL.Query().Get("next")), Exp: s.Now().Add(ssoFlowTTL).Unix()}
-		to, err := s.SSOProvider.AuthURL(r.Context(), f.Flow)
-		if err != nil {
-			s.ssoRefused(w, r, err)
-			return
-		}
-		http.SetCookie(w, &http.Cookie{Name: s.flowCookieName(), Value: s.sealFlow(f), Path: "/", MaxAge: int(ssoFlowTTL.Seconds()),
-			HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode})
-		http.Redirect(w, r, to, http.StatusSeeOther)
+		s.startFlow(w, r, s.SSOProvider, "")
 	})
+}
+
+// startFlow sends the browser to provider c with a fresh state, nonce and PKCE challenge, kept
+// in the flow cookie with the workspace whose provider it is ("" for the operator's).
+func (s *server) startFlow(w http.ResponseWriter, r *http.Request, c *oidc.Client, workspaceID string) {
+	f := ssoFlow{Flow: oidc.NewFlow(), Next: safeNext(r.URL.Query().Get("next")), Exp: s.Now().Add(ssoFlowTTL).Unix(), WS: workspaceID}
+	to, err := c.AuthURL(r.Context(), f.Flow)
+	if err != nil {
+		s.ssoRefused(w, r, err)
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: s.flowCookieName(), Value: s.sealFlow(f), Path: "/", MaxAge: int(ssoFlowTTL.Seconds()),
+		HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode})
+	http.Redirect(w, r, to, http.StatusSeeOther)
 }
 
 // handleSSOCallback is where the provider sends the browser back: the flow cookie is used
@@ -99,8 +112,15 @@ func (s *server) handleSSOStart() http.Handler {
 func (s *server) handleSSOCallback() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.SSOProvider == nil {
-			s.renderError(w, r, http.StatusNotFound, "Single sign-on is not set up on this server.")
-			return
+			exists, err := s.anyWorkspaceProvider(r.Context())
+			if err != nil {
+				s.error(w, r, err, "")
+				return
+			}
+			if !exists {
+				s.renderError(w, r, http.StatusNotFound, "Single sign-on is not set up on this server.")
+				return
+			}
 		}
 		// No Referer from this page: its URL carries the provider's code.
 		w.Header().Set("Referrer-Policy", "no-referrer")
@@ -127,10 +147,35 @@ func (s *server) handleSSOCallback() http.Handler {
 			s.ssoRefusedBecause(w, r, http.StatusUnauthorized, "the identity provider did not sign you in ("+code+").")
 			return
 		}
-		id, err := s.SSOProvider.Exchange(r.Context(), f.Flow, q.Get("code"))
+		provider := s.SSOProvider
+		if f.WS != "" {
+			c, _, err := s.workspaceClient(r.Context(), f.WS)
+			if err != nil {
+				s.Log.Warn("sso: workspace provider", "workspace", f.WS, "err", err)
+				s.ssoRefusedBecause(w, r, http.StatusBadRequest, "this workspace's identity provider is no longer set up. Start again from the login page.")
+				return
+			}
+			provider = c
+		}
+		if provider == nil {
+			s.renderError(w, r, http.StatusNotFound, "Single sign-on is not set up on this server.")
+			return
+		}
+		id, err := provider.Exchange(r.Context(), f.Flow, q.Get("code"))
 		if err != nil {
 			s.ssoRefused(w, r, err)
 			return
+		}
+		if f.WS != "" {
+			why, err := s.workspaceVouchRefusal(r.Context(), f.WS, id)
+			if err != nil {
+				s.error(w, r, err, "")
+				return
+			}
+			if why != "" {
+				s.ssoRefusedBecause(w, r, http.StatusForbidden, why)
+				return
+			}
 		}
 		u, err := s.ssoAccount(r, id)
 		if err != nil {

@@ -192,7 +192,8 @@ func (s *server) revouch(r *http.Request, issuer, subject string) bool {
 // could not be asked, and nothing was ended).
 func (s *server) revouchOrLose(r *http.Request, issuer, subject string) (ok, lost bool) {
 	ctx := r.Context()
-	if s.SSOProvider == nil || s.SSOProvider.Issuer() != issuer {
+	provider := s.providerFor(ctx, issuer)
+	if provider == nil {
 		return false, true
 	}
 	id, err := s.SSO.Identity(ctx, issuer, subject)
@@ -207,7 +208,7 @@ func (s *server) revouchOrLose(r *http.Request, issuer, subject string) (ok, los
 		s.loseVouch(r, id, "no refresh token to ask the provider with: sign in again")
 		return false, true
 	}
-	next, err := s.SSOProvider.Recheck(ctx, refresh, subject)
+	next, err := provider.Recheck(ctx, refresh, subject)
 	var refusal *oidc.Refusal
 	var down *oidc.Unreachable
 	switch {

@@ -33,6 +33,9 @@ type ssoSettingsData struct {
 	SSOSession  bool // the visitor signed in through the provider (required before requiring it)
 	BreakGlass  bool
 	Error       string
+	// The workspace's own provider (sso_workspace.go): its issuer and client id, never its
+	// secret; SignInURL is the page that signs in with it.
+	OwnIssuer, OwnClientID, SignInURL string
 }
 
 func (s *server) handleSSOSettings() http.Handler {
@@ -57,6 +60,10 @@ func (s *server) renderSSOSettings(w http.ResponseWriter, r *http.Request, statu
 		if d.Provider == "" {
 			d.Provider = "your identity provider"
 		}
+	}
+	if p, err := s.SSO.WorkspaceProviderOf(r.Context(), ws.ID); err == nil {
+		d.OwnIssuer, d.OwnClientID, d.SignInURL = p.Issuer, p.ClientID, s.BaseURL+"/login/sso/w/"+ws.ID
+		d.SSOSession = d.SSOSession || v.Session.SSOIssuer == p.Issuer
 	}
 	s.render(w, r, status, "workspace_sso", page{Title: "Single sign-on · " + ws.Name, Data: d})
 }

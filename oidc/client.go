@@ -316,3 +316,10 @@ func isToken(s string) bool {
 	}
 	return s != ""
 }
+
+// Discover reads the provider's discovery document now (through the configured client: the
+// outbound guard), refusing one whose issuer is not the configured one exactly.
+func (c *Client) Discover(ctx context.Context) error {
+	_, _, err := c.metadata(ctx)
+	return err
+}

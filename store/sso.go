@@ -50,6 +50,7 @@ func EmailDomain(email string) string {
 // SSO keeps identities at OpenID providers, the single sign-on sessions bound to them and the
 // workspaces' rules.
 type SSO interface {
+	WorkspaceProviders
 	// Identity finds the identity (system: the sign-in callback); ErrNotFound when the
 	// provider's person has no account here yet.
 	Identity(ctx context.Context, issuer, subject string) (Identity, error)
@@ -85,4 +86,32 @@ type SSO interface {
 	// already (system: the sign-in callback, under the workspace's rule); joined says whether
 	// it did.
 	JoinJustInTime(ctx context.Context, workspaceID, userID string, role Role, now time.Time) (joined bool, err error)
+}
+
+// WorkspaceProvider is a workspace's own OpenID provider, set up by its owner. It vouches only
+// for e-mails of the workspace's verified domain (docs/sso.md), and its identities are (iss,
+// sub) of Issuer. SecretSealed is the client secret sealed (platform keys): never shown back.
+type WorkspaceProvider struct {
+	WorkspaceID  string
+	Issuer       string
+	ClientID     string
+	SecretSealed string
+	UpdatedAt    time.Time
+}
+
+// WorkspaceProviders keeps the workspaces' own providers.
+type WorkspaceProviders interface {
+	// SetWorkspaceProvider replaces a workspace's provider; ErrNotFound for a non-member,
+	// ErrForbidden for a member who is not an owner, ErrConflict when another workspace's
+	// provider has the same issuer (a session's issuer must name one provider).
+	SetWorkspaceProvider(ctx context.Context, userID string, p WorkspaceProvider) error
+	// WorkspaceProviderOf reads a workspace's provider (system: the sign-in and the settings
+	// page behind the membership check); ErrNotFound when it has none.
+	WorkspaceProviderOf(ctx context.Context, workspaceID string) (WorkspaceProvider, error)
+	// WorkspaceProviderByIssuer finds the provider of issuer (system: the callback and the
+	// re-check, from the session's issuer); ErrNotFound when no workspace has it.
+	WorkspaceProviderByIssuer(ctx context.Context, issuer string) (WorkspaceProvider, error)
+	// AnyWorkspaceProvider says whether some workspace has its own provider (system: the login
+	// page then asks for a work e-mail).
+	AnyWorkspaceProvider(ctx context.Context) (bool, error)
 }

@@ -72,8 +72,9 @@ type Store struct {
 	cruxFetches map[cruxTarget]store.CruxFetch
 	cruxNext    map[string]time.Time
 	identities  map[identityKey]store.Identity
-	ssoRules    map[string]store.WorkspaceSSO // single sign-on rules by workspace (sso.go)
-	beacon      *memBeacon                    // the beacon's keys and figures (beacon.go)
+	ssoRules    map[string]store.WorkspaceSSO      // single sign-on rules by workspace (sso.go)
+	beacon      *memBeacon                         // the beacon's keys and figures (beacon.go)
+	providers   map[string]store.WorkspaceProvider // workspaces' own OpenID providers (workspace_providers.go)
 }
 
 type memResult struct {

@@ -20,6 +20,7 @@ func TestSingleSignOn(t *testing.T) {
 		{"a vouch re-checks the identity's sessions; a lost vouch ends them and no others", testVouch},
 		{"only an owner sets the rule; members read it; strangers get not found; a verified domain is one workspace's", testWorkspaceRule},
 		{"the just-in-time join adds a member once, with the rule's role", testJustInTime},
+		{"only an owner sets a workspace's provider; one issuer names one workspace's; found by both", testWorkspaceProvider},
 	}
 	for _, b := range storetest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
@@ -165,5 +166,46 @@ func testJustInTime(t *testing.T, s store.Store) {
 	}
 	if ws, _ := s.Workspace(ctx, owner.ID, w.ID); ws.Role != store.RoleOwner {
 		t.Fatalf("the owner became %s", ws.Role)
+	}
+}
+
+func testWorkspaceProvider(t *testing.T, s store.Store) {
+	owner, editor, stranger := newUser(t, s, "own@acme.test"), newUser(t, s, "ed@acme.test"), newUser(t, s, "x@evil.test")
+	w := team(t, s, owner, "Acme", map[store.User]store.Role{editor: store.RoleEditor})
+	if _, err := s.WorkspaceProviderOf(ctx, w.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("no provider yet: %v, want not found", err)
+	}
+	if exists, err := s.AnyWorkspaceProvider(ctx); err != nil || exists {
+		t.Fatalf("any provider before one is set: %v, %v", exists, err)
+	}
+	p := store.WorkspaceProvider{WorkspaceID: w.ID, Issuer: "https://id.acme.test", ClientID: "sp", SecretSealed: "sealed", UpdatedAt: t0}
+	if err := s.SetWorkspaceProvider(ctx, editor.ID, p); !errors.Is(err, store.ErrForbidden) {
+		t.Fatalf("an editor sets the provider: %v, want forbidden", err)
+	}
+	if err := s.SetWorkspaceProvider(ctx, stranger.ID, p); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a stranger sets the provider: %v, want not found", err)
+	}
+	must(t, s.SetWorkspaceProvider(ctx, owner.ID, p))
+	if exists, err := s.AnyWorkspaceProvider(ctx); err != nil || !exists {
+		t.Fatalf("any provider after one is set: %v, %v", exists, err)
+	}
+	p.ClientID = "sp-2"
+	must(t, s.SetWorkspaceProvider(ctx, owner.ID, p)) // replaced, not added
+	got, err := s.WorkspaceProviderOf(ctx, w.ID)
+	if err != nil || got.Issuer != p.Issuer || got.ClientID != "sp-2" || got.SecretSealed != "sealed" || !got.UpdatedAt.Equal(t0) {
+		t.Fatalf("provider: %+v, %v", got, err)
+	}
+	if got, err := s.WorkspaceProviderByIssuer(ctx, "https://id.acme.test"); err != nil || got.WorkspaceID != w.ID {
+		t.Fatalf("by issuer: %+v, %v", got, err)
+	}
+	if _, err := s.WorkspaceProviderByIssuer(ctx, "https://id.other.test"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("an unknown issuer: %v, want not found", err)
+	}
+	other := team(t, s, stranger, "Evil", nil)
+	if err := s.SetWorkspaceProvider(ctx, stranger.ID, store.WorkspaceProvider{WorkspaceID: other.ID, Issuer: p.Issuer, ClientID: "x", SecretSealed: "y", UpdatedAt: t0}); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("another workspace takes the same issuer: %v, want conflict", err)
+	}
+	if _, err := s.WorkspaceProviderOf(ctx, "not-a-uuid"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a malformed id: %v, want not found", err)
 	}
 }
