@@ -39,6 +39,8 @@ type Deps struct {
 	Channels    ChannelStore   // the notifications page: alert channels and deliveries
 	Health      HealthStore    // /healthz
 	CI          CIStore        // CI pipelines: scans started and followed, budget checks waited for
+	// Field is the field data beside the lab (field.go); nil: every site says it has none.
+	Field FieldStore
 	Log         *slog.Logger
 	// BaseURL is the interface's {base_url}: scheme and host, no trailing slash.
 	BaseURL string
