@@ -108,6 +108,7 @@ type service struct {
 	authKey    []byte
 	demoSecret string
 	replay     *demo.Replay // the demo site's audits, answered offline; nil without the demo
+	field      handlers.FieldStore
 	guard      netguard.Guard
 	connector  *platform.Connector
 	quota      *psi.AccountQuota
@@ -184,13 +185,25 @@ func (sv *service) deviceKey(context.Context) error {
 	return nil
 }
 
+// fieldReads are the field surfaces' reads: the demo's (its recorded story, then the store's),
+// else the store's when it keeps field data, else none.
+func (sv *service) fieldReads() handlers.FieldStore {
+	if sv.field != nil {
+		return sv.field
+	}
+	if f, ok := sv.st.(handlers.FieldStore); ok {
+		return f
+	}
+	return nil
+}
+
 // seedDemo seeds the demo on the in-memory store, or with DEMO=true (demo.go).
 func (sv *service) seedDemo(ctx context.Context) error {
 	if sv.st.Name() != "memory" && !sv.cfg.Demo {
 		return nil
 	}
 	var err error
-	sv.demoSecret, sv.replay, err = seedDemo(ctx, sv.st, sv.cfg, sv.authKey, sv.stdout, sv.log)
+	sv.demoSecret, sv.replay, sv.field, err = seedDemo(ctx, sv.st, sv.cfg, sv.authKey, sv.stdout, sv.log)
 	return err
 }
 
@@ -259,7 +272,7 @@ func (sv *service) startScanner(ctx context.Context) error {
 func (sv *service) buildHandler(context.Context) error {
 	cfg, st, log := sv.cfg, sv.st, sv.log
 	authServer := oauth.New(oauth.Config{Store: st, BaseURL: cfg.BaseURL, Log: log, MetadataClient: sv.guard.Client()})
-	mcpServer := mcp.New(mcp.Config{Sites: st, Scans: st, Writes: st, BaseURL: cfg.BaseURL, Log: log, Quota: sv.quota, Links: sv.chKeys})
+	mcpServer := mcp.New(mcp.Config{Sites: st, Scans: st, Writes: st, BaseURL: cfg.BaseURL, Log: log, Quota: sv.quota, Links: sv.chKeys, Field: sv.fieldReads()})
 	var mail func(ctx context.Context, to, subject, body string) error // nil: logged instead
 	if cfg.SMTPAddr != "" {
 		mail = sv.accountMail.Enqueue
@@ -269,7 +282,7 @@ func (sv *service) buildHandler(context.Context) error {
 	sv.handler, err = handlers.NewHandler(handlers.Deps{
 		// One store, handed to every surface as the narrow interface that surface declares.
 		Auth: st, Accounts: st, Sites: st, Budgets: st, Scans: st, Reports: st, API: st, Webhooks: st,
-		Connections: st, Workspaces: st, Channels: st, Health: st, CI: st,
+		Connections: st, Workspaces: st, Channels: st, Health: st, CI: st, Field: sv.fieldReads(),
 		Log: log, BaseURL: cfg.BaseURL,
 		OAuth: authServer, MCP: mcpServer, PlatformSecret: cfg.PlatformSecret, DemoWebhookSecret: sv.demoSecret, DemoPlatformID: demo.PlatformID,
 		MaxSitesPerWorkspace: cfg.MaxSitesPerWorkspace, MaxWorkspacesPerUser: cfg.MaxWorkspaces, SiteRules: cfg.siteRules(),

@@ -41,7 +41,7 @@ type Deps struct {
 	CI          CIStore        // CI pipelines: scans started and followed, budget checks waited for
 	// Field is the field data beside the lab (field.go); nil: every site says it has none.
 	Field FieldStore
-	Log         *slog.Logger
+	Log   *slog.Logger
 	// BaseURL is the interface's {base_url}: scheme and host, no trailing slash.
 	BaseURL string
 	// Now is the clock; tests inject one.
