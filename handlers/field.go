@@ -138,9 +138,12 @@ func (s *server) fieldPanelOf(ctx context.Context, uid string, site store.Site, 
 		if err != nil {
 			return p, err
 		}
-		p.Verdicts = append(p.Verdicts, fieldVerdict{Regression: r,
+		v := fieldVerdict{Regression: r,
 			Beacon: analysis.FieldOfBeacon(r.Metric, rq.Device, in.Publish.PublishedOn, bd, now, analysis.DefaultFieldRule),
-			Crux:   analysis.FieldOfCrux(r.Metric, rq.Device, in.Publish.PublishedOn, cd, now, analysis.DefaultFieldRule)})
+			Crux:   analysis.FieldOfCrux(r.Metric, rq.Device, in.Publish.PublishedOn, cd, now, analysis.DefaultFieldRule)}
+		if v.Beacon.Status != analysis.FieldNoData || v.Crux.Status != analysis.FieldNoData { // a page the field knows nothing of says nothing
+			p.Verdicts = append(p.Verdicts, v)
+		}
 	}
 
 	// Field-only regressions: the series read above, then the pages of the slowest

@@ -320,6 +320,9 @@ func FieldOnly(metric string, page string, device store.FieldDevice, days []stor
 				in := slowest[i]
 				fr.Interaction = &in
 				fr.Text = fmt.Sprintf("%s p75 %s on %s: %s on %s", Label(metric), FormatValue(metric, to), PagePathOf(page), in.EventType, in.Selector)
+				if page == "" && in.Page != "" { // the whole site's INP: say which page the element is on
+					fr.Text += " (" + PagePathOf(in.Page) + ")"
+				}
 				break
 			}
 		}

@@ -226,6 +226,12 @@ func TestFieldOnlyNamesTheSlowestInteraction(t *testing.T) {
 			}
 		})
 	}
+	t.Run("the whole site's INP names the element's page", func(t *testing.T) {
+		got, ok := FieldOnly("inp", "", store.FieldPhone, beaconDays(day0, 60, append(calm, 420, 430)...), false, slow, DefaultFieldRule)
+		if !ok || got.Text != "INP p75 420 ms on the whole site: click on button.plan-toggle (/pricing)" {
+			t.Errorf("got %v %q", ok, got.Text)
+		}
+	})
 	t.Run("LCP names no interaction", func(t *testing.T) {
 		days := beaconDays(day0, 60, 2000, 2100, 2050, 2000, 2080, 4500, 4700)
 		for i := range days {
