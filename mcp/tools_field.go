@@ -219,8 +219,8 @@ func (f fieldData) summary() string {
 // fieldView is what the field view draws: the two trends of each metric on phones, drawn by the
 // web UI's chart code (svg.FieldChart) with the web.dev bands.
 type fieldView struct {
-	Charts []fieldViewChart                `json:"charts"`
-	Legend []struct{ Label, Class string } `json:"legend"`
+	Charts []fieldViewChart `json:"charts"`
+	Legend []svg.LegendItem `json:"legend"`
 }
 
 type fieldViewChart struct {

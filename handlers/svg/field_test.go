@@ -13,7 +13,7 @@ func TestFieldChartDrawsBothSourcesAgainstTheBands(t *testing.T) {
 	day := func(d int) time.Time { return time.Date(2026, 11, d, 0, 0, 0, 0, time.UTC) }
 	trend := FieldTrend{Metric: "inp", Device: store.FieldPhone,
 		Crux:   []store.FieldPoint{{End: day(7), P75: f(180)}, {End: day(14), P75: nil}, {End: day(21), P75: f(260)}},
-		Beacon: []store.FieldPoint{{Start: day(18), P75: f(170)}, {Start: day(19), P75: f(420)}, {Start: day(20), P75: f(430)}},
+		Beacon: []store.FieldPoint{{Start: day(18), P75: f(170)}, {Start: day(19), P75: f(420)}, {Start: day(20), P75: f(630)}},
 		Lab:    []LabPoint{{At: day(1).Add(-48 * time.Hour), Value: f(999)}, {At: day(19), Value: nil}},
 	}
 	publish := store.Publish{PublishedBy: "Ana <script>", PublishedOn: day(18).Add(15 * time.Hour)}
@@ -37,6 +37,12 @@ func TestFieldChartDrawsBothSourcesAgainstTheBands(t *testing.T) {
 	}
 	if strings.Contains(got, "999") {
 		t.Error("a lab scan before the field began is drawn")
+	}
+	if strings.Contains(got, "777") {
+		t.Error("a CrUX period older than 13 weeks is drawn")
+	}
+	if legend := charts[0].Legend.([]LegendItem); len(legend) != 2 {
+		t.Errorf("legend %v: the lab line has no value, so it is not in the legend", legend)
 	}
 	if FieldChart(FieldTrend{Metric: "inp", Lab: []LabPoint{{At: day(1), Value: f(1)}}}) != "" {
 		t.Error("a trend without field points should draw nothing")
