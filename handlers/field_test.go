@@ -1,0 +1,89 @@
+package handlers
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"sitepulse/scanner/demo"
+	"sitepulse/store"
+	"sitepulse/store/storetest"
+)
+
+// lateField is a field store set once the fixture has seeded the demo site it serves.
+type lateField struct{ FieldStore }
+
+// TestUIFieldBesideLab: the site page, the scan page and the page detail show the demo's
+// recorded field story beside the lab: the trend with its bands, the lab/field disagreement,
+// the CLS regression of the publish felt by users (and the LCP one not), the field-only INP
+// regression naming its element, the slowest interactions; a site without field data says so,
+// and another account's site is not found.
+func TestUIFieldBesideLab(t *testing.T) {
+	rec, err := demo.LoadField(os.DirFS(".."))
+	must(t, err)
+	for _, b := range storetest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			lf := &lateField{}
+			st := b.Open(t)
+			f := newUIFixture(t, 0, st, func(d *Deps) { d.Field = lf })
+			ctx := context.Background()
+			pubs, err := st.Publishes(ctx, f.a.userID, f.site, time.Time{}, 10)
+			if err != nil || len(pubs) != 1 {
+				t.Fatalf("publishes %v %v", pubs, err)
+			}
+			lf.FieldStore = demo.NewField(rec, f.site, pubs[0].PublishedOn, st, nil)
+			f.ts.now = pubs[0].PublishedOn.Add(50 * time.Hour) // two days on: the beacon has days after the publish
+
+			for _, path := range []string{"/sites/" + f.site, "/sites/" + f.site + "/scans/" + f.scan} {
+				resp, body := f.a.get(path)
+				wantStatus(t, resp, 200)
+				for _, want := range []string{`id="field"`, `class="band band-good"`, `class="line s-crux"`, `class="line s-beacon"`,
+					"Lab and field disagree · LCP: lab says poor",
+					"felt by users: CLS p75 0.03 → 0.24 on phones since the publish of",
+					"not felt by users: LCP p75 2.6 s → 2.6 s on phones",
+					"not yet seen in the field: CrUX&#39;s 28-day window",
+					"Field-only regression · INP p75 394 ms on /pricing: click on button.plan-toggle",
+					`id="slow-interactions"`, "div.chat-launcher &gt; button"} {
+					if !strings.Contains(body, want) {
+						t.Errorf("%s lacks %q", path, want)
+					}
+				}
+			}
+			resp, body := f.a.get("/sites/" + f.site + "/scans/" + f.scan + "/page?path=%2Fpricing&strategy=mobile")
+			wantStatus(t, resp, 200)
+			for _, want := range []string{"what real users measured on /pricing", "Lab and field disagree · LCP: lab says poor (4.6 s), field says needs improvement",
+				"button.plan-toggle"} {
+				if !strings.Contains(body, want) {
+					t.Errorf("the page detail lacks %q", want)
+				}
+			}
+			if strings.Contains(body, "button.menu-toggle") {
+				t.Error("the pricing page lists the home page's interactions")
+			}
+
+			// B's site has no field data; A's site is not B's.
+			resp, body = f.b.get("/sites/" + f.bSite)
+			wantStatus(t, resp, 200)
+			if !strings.Contains(body, "No field data for this site yet.") || strings.Contains(body, `class="line s-beacon"`) {
+				t.Error("B's site page should say it has no field data")
+			}
+			resp, _ = f.b.get("/sites/" + f.site)
+			wantStatus(t, resp, 404)
+			if _, err := lf.BeaconSeries(ctx, f.b.userID, f.site, store.FieldQuery{}); err == nil {
+				t.Error("the demo's field reads served another account")
+			}
+		})
+	}
+}
+
+// TestUINoFieldStore: without a field store every site says it has no field data.
+func TestUINoFieldStore(t *testing.T) {
+	f := newUIFixture(t, 0, storetest.Backends(t)[0].Open(t))
+	resp, body := f.a.get("/sites/" + f.site)
+	wantStatus(t, resp, 200)
+	if !strings.Contains(body, `id="no-field"`) || !strings.Contains(body, "No field data for this site yet.") {
+		t.Error("the site page should say the site has no field data")
+	}
+}
