@@ -210,3 +210,64 @@ func latestP75(ps []store.FieldPoint, atEnd bool) (*float64, time.Time) {
 	}
 	return nil, time.Time{}
 }
+
+// exportField is a page's field figures in the JSON export: on the device of the row's strategy,
+// each metric's latest p75 as of the scan from each source (CrUX's period ending last before the
+// scan completed, the beacon's day holding it or the last before), rated by web.dev's bands.
+type exportField struct {
+	Device store.FieldDevice            `json:"device"`
+	Crux   map[string]exportFieldFigure `json:"crux,omitempty"`
+	Beacon map[string]exportFieldFigure `json:"beacon,omitempty"`
+}
+
+type exportFieldFigure struct {
+	P75     float64   `json:"p75"`
+	Rating  string    `json:"rating"`
+	Start   time.Time `json:"start"`
+	End     time.Time `json:"end"`
+	Samples int64     `json:"samples,omitempty"`
+}
+
+// exportFieldOf gives the export's rows their field figures, reading each page's once (both
+// devices, both sources) as its first row streams; scan is the export's scan, set before the
+// first row.
+func (s *server) exportFieldOf(ctx context.Context, uid, siteID string, scan *store.Scan) func(string, store.Strategy) (*exportField, error) {
+	type read struct{ crux, beacon []store.FieldPoint }
+	pages := map[string]read{}
+	return func(pageURL string, strategy store.Strategy) (*exportField, error) {
+		at := s.Now()
+		if scan.CompletedAt != nil {
+			at = *scan.CompletedAt
+		}
+		rd, ok := pages[pageURL]
+		if !ok {
+			q := store.FieldQuery{Page: pageURL, From: at.Add(-fieldBeaconSpan), To: at.Add(time.Nanosecond)}
+			var err error
+			if rd.crux, err = s.Field.CruxSeries(ctx, uid, siteID, q); err != nil {
+				return nil, err
+			}
+			if rd.beacon, err = s.Field.BeaconSeries(ctx, uid, siteID, q); err != nil {
+				return nil, err
+			}
+			pages[pageURL] = rd
+		}
+		f := exportField{Device: analysis.DeviceOf(strategy)}
+		figures := func(ps []store.FieldPoint) map[string]exportFieldFigure {
+			out := map[string]exportFieldFigure{}
+			for _, p := range ps { // oldest first: the last one with a value wins
+				if p.Device == f.Device && p.P75 != nil {
+					out[p.Metric] = exportFieldFigure{P75: *p.P75, Rating: analysis.FieldBand(p.Metric, *p.P75), Start: p.Start, End: p.End, Samples: p.Samples}
+				}
+			}
+			if len(out) == 0 {
+				return nil
+			}
+			return out
+		}
+		f.Crux, f.Beacon = figures(rd.crux), figures(rd.beacon)
+		if f.Crux == nil && f.Beacon == nil {
+			return nil, nil
+		}
+		return &f, nil
+	}
+}

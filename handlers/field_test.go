@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
@@ -61,6 +62,41 @@ func TestUIFieldBesideLab(t *testing.T) {
 			}
 			if strings.Contains(body, "button.menu-toggle") {
 				t.Error("the pricing page lists the home page's interactions")
+			}
+
+			// The JSON export carries each row's field figures as of the scan: INP still good then.
+			resp, body = f.a.get("/api/sites/" + f.site + "/export?format=json&scanId=" + f.scan)
+			wantStatus(t, resp, 200)
+			var rows []struct {
+				PagePath string
+				Strategy string
+				Field    *struct {
+					Device string
+					Crux   map[string]struct{ P75 float64 }
+					Beacon map[string]struct {
+						P75     float64
+						Rating  string
+						Samples int64
+					}
+				}
+			}
+			must(t, json.Unmarshal([]byte(body), &rows))
+			seen := 0
+			for _, r := range rows {
+				switch {
+				case r.PagePath == "/pricing" && r.Strategy == "mobile":
+					seen++
+					if r.Field == nil || r.Field.Device != "phone" || r.Field.Beacon["inp"].P75 >= 200 || r.Field.Crux["lcp"].P75 == 0 {
+						t.Errorf("/pricing mobile field %+v", r.Field)
+					}
+				case r.Strategy == "desktop" || r.PagePath == "/about":
+					if r.Field != nil {
+						t.Errorf("%s %s has no field data, got %+v", r.PagePath, r.Strategy, r.Field)
+					}
+				}
+			}
+			if seen != 1 || strings.Count(body, `"field":`) != 2 { // /pricing and / on phones
+				t.Errorf("export rows with field figures: %d in %.200s", strings.Count(body, `"field":`), body)
 			}
 
 			// B's site has no field data; A's site is not B's.
