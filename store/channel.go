@@ -27,7 +27,10 @@ const (
 	EventBudgetBroken        = "budget.broken"
 	EventBudgetRecovered     = "budget.recovered"
 	EventScanFailed          = "scan.failed"
-	EventTest                = "test" // the Send test button's, never subscribed to
+	// EventFieldRegression is a field-only regression (DESIGN §19): real users' p75 crossed
+	// into a worse band while the lab saw nothing.
+	EventFieldRegression = "field.regression"
+	EventTest            = "test" // the Send test button's, never subscribed to
 )
 
 // EventNames are the event types as the pages name them: people read these, programs the ids.
@@ -36,11 +39,12 @@ var EventNames = map[string]string{
 	EventBudgetBroken:        "Budget broken",
 	EventBudgetRecovered:     "Budgets met again",
 	EventScanFailed:          "Scan failed",
+	EventFieldRegression:     "Field-only regression",
 	EventTest:                "Test message",
 }
 
 // EventTypes are the events a channel may subscribe to, in the page's order.
-var EventTypes = []string{EventRegressionConfirmed, EventBudgetBroken, EventBudgetRecovered, EventScanFailed}
+var EventTypes = []string{EventRegressionConfirmed, EventBudgetBroken, EventBudgetRecovered, EventScanFailed, EventFieldRegression}
 
 // Channel is where a workspace's alerts go. URLSealed and SecretSealed are sealed by the caller
 // (PLATFORM_TOKEN_KEY, bound to the workspace id): a Slack or Discord webhook URL is a
