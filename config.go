@@ -45,6 +45,8 @@ type config struct {
 	PSIMaxInFlight  int
 	LHConcurrency   int
 	PSIDailyLimit   int
+	CruxURL         string
+	CruxDaily       int
 	PSIBreakerFails int
 	PSIBreakerSecs  int
 	// ScanAllowPrivate lets scans fetch internal addresses: for self-hosters who
@@ -106,7 +108,7 @@ func (c *config) settings() []setting {
 		{env: "DATABASE_DIRECT_URL", help: "Postgres DSN of the same database that bypasses a connection pooler, for the migrations and the LISTEN of job wake-ups (default DATABASE_URL); behind a transaction pooler without it, wake-ups poll", str: &c.DatabaseDirect, secret: true},
 		{env: "DATABASE_MAX_CONNS", def: "20", help: "Postgres connections this process may open (plus one for job notifications); replicas x (this + 1) + headroom must fit in max_connections", num: &c.DBMaxConns, min: 1},
 		{env: "PAGESPEED_API_URL", def: "https://www.googleapis.com/pagespeedonline/v5/runPagespeed", help: "PageSpeed Insights endpoint", str: &c.PageSpeedURL},
-		{env: "PAGESPEED_API_KEY", help: "PageSpeed Insights API key", str: &c.PageSpeedKey, secret: true},
+		{env: "PAGESPEED_API_KEY", help: "Google API key of PageSpeed Insights and of the weekly CrUX history: the same key serves both once the Chrome UX Report API is enabled on its Google Cloud project; empty: CrUX history is off (the demo site's is served offline)", str: &c.PageSpeedKey, secret: true},
 		{env: "AUDIT_BACKEND", def: "psi", help: "psi or lighthouse", str: &c.AuditBackend},
 		{env: "LIGHTHOUSE_CMD", def: "lighthouse", help: "Lighthouse CLI for AUDIT_BACKEND=lighthouse", str: &c.LighthouseCmd},
 		{env: "CHROME_PATH", help: "Chrome or Chromium binary for Lighthouse", str: &c.ChromePath},
@@ -132,6 +134,8 @@ func (c *config) settings() []setting {
 		{env: "PSI_RATE_LIMIT", def: "400", help: "PSI calls per 100 seconds, shared by all workers of this process", num: &c.PSIRateLimit, min: 1},
 		{env: "PSI_MAX_INFLIGHT", def: "64", help: "PSI audits in flight at once, shared fairly by all scans of this process; a 429 lowers it (and the rate) for a while", num: &c.PSIMaxInFlight, min: 1},
 		{env: "PSI_DAILY_LIMIT", def: "25000", help: "PSI calls per quota day (to midnight America/Los_Angeles), shared by all workers of this process; reaching it pauses scans until the reset", num: &c.PSIDailyLimit, min: 1},
+		{env: "CRUX_API_URL", def: "https://chromeuxreport.googleapis.com/v1/records:queryHistoryRecord", help: "CrUX History API endpoint (queryHistoryRecord), called with PAGESPEED_API_KEY", str: &c.CruxURL},
+		{env: "CRUX_DAILY_REQUESTS", def: "216000", help: "CrUX History API calls per UTC day, shared by the weekly CrUX refreshes of this process (the default is the API's quota, 150 a minute, for a whole day); reaching it holds the refreshes until the next day", num: &c.CruxDaily, min: 1},
 		{env: "PSI_BREAKER_FAILURES", def: "5", help: "consecutive audits finding PSI in trouble (5xx, timeouts, network) that open the PSI breaker", num: &c.PSIBreakerFails, min: 1},
 		{env: "REGRESSION_CONFIRM_RUNS", def: "2", help: "re-audits of a page whose audit regressed against the previous scan, the median run kept; 0 turns confirmation off", num: &c.ConfirmRuns},
 		{env: "SCAN_ALLOW_PRIVATE", def: "false", help: "true lets scans fetch loopback, private and link-local addresses (intranet or staging sites); never on a multi-tenant service", boolean: &c.ScanAllowPrivate},

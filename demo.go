@@ -50,11 +50,8 @@ func seedDemo(ctx context.Context, st store.Store, cfg config, authKey []byte, s
 	if published.IsZero() { // the account was made before: its publish, as this process would have dated it
 		published = now.Add(-demoPublishedAgo)
 	}
-	var next demo.FieldReads
-	if fr, ok := st.(demo.FieldReads); ok {
-		next = fr
-	}
-	field = demo.NewField(rec, d.SiteID, published, st, next)
+	beacon, _ := st.(store.BeaconReads) // nil while the store keeps no beacon figures
+	field = demo.NewField(rec, d.SiteID, published, st, st, beacon)
 	// The demo site is fictional: its scans replay the recorded runs, offline, alternately
 	// the site before and after the bad publish.
 	runs, err := demo.LatestRuns(demoFixtures)

@@ -26,6 +26,8 @@ import (
 	"sitepulse/mcp"
 	"sitepulse/oauth"
 	"sitepulse/scanner"
+	"sitepulse/scanner/crux"
+	"sitepulse/scanner/crux/cruxtest"
 	"sitepulse/scanner/demo"
 	"sitepulse/scanner/discover"
 	"sitepulse/scanner/lighthouse"
@@ -186,15 +188,14 @@ func (sv *service) deviceKey(context.Context) error {
 }
 
 // fieldReads are the field reads every surface and the alerts take: the demo's (its recorded
-// story, then the store's), else the store's when it keeps field data, else none.
+// story over the store's), else the store's CrUX history and beacon figures joined (a half the
+// store does not keep answers nothing).
 func (sv *service) fieldReads() demo.FieldReads {
 	if sv.field != nil {
 		return sv.field
 	}
-	if f, ok := sv.st.(demo.FieldReads); ok {
-		return f
-	}
-	return nil
+	beacon, _ := sv.st.(store.BeaconReads)
+	return demo.NewField(demo.FieldRecording{}, "", time.Time{}, sv.st, sv.st, beacon)
 }
 
 // fieldStore is fieldReads as the handlers take it: a nil interface without field data.
@@ -267,7 +268,8 @@ func (sv *service) startScanner(ctx context.Context) error {
 	// One account's audits stay under its share of the PSI key's day, however many workspaces it has.
 	sv.quota = psi.NewAccountQuota(cfg.auditLimits(), st)
 	log.Info("audit budgets", "workspace_daily", cfg.auditLimits().Workspace, "account_daily", cfg.auditLimits().Account)
-	pool := newPool(cfg, st, demo.Replaying(sv.replay, auditor), capacity, sv.quota, sv.guard.Client(), sv.connector, sv.digest, sv.accountMail, sv.chKeys, wakes[0], sv.meter, log, field)
+	pool := newPool(cfg, st, demo.Replaying(sv.replay, auditor), capacity, sv.quota, sv.guard.Client(), sv.connector, sv.digest, sv.accountMail, sv.chKeys, wakes[0], sv.meter, log,
+		cruxRefresher(cfg, st, sv.replay, log), field)
 	sv.meter.JobKinds = pool.Kinds()
 	// A web process claims no jobs: its pool (workers, scheduler, rescuer, pruner) never starts.
 	if cfg.Role != "web" {
@@ -582,7 +584,7 @@ func jobWakes(ctx context.Context, st store.Store, log *slog.Logger, n int) []<-
 // newPool is the scan worker pool with its regression digest and account e-mails. A store that can announce new
 // jobs (wake, from jobWakes) wakes the dispatcher at once; it polls either way. Sitemaps
 // are fetched with fetch, the guarded client.
-func newPool(cfg config, st store.Store, auditor scanner.Auditor, capacity *psi.Capacity, quota *psi.AccountQuota, fetch *http.Client, connector *platform.Connector, digest *notify.Digest, accountMail *notify.AccountMails, chKeys *platform.Keys, wake <-chan struct{}, meter *metrics.Metrics, log *slog.Logger, field notify.FieldSource) *scanner.Pool {
+func newPool(cfg config, st store.Store, auditor scanner.Auditor, capacity *psi.Capacity, quota *psi.AccountQuota, fetch *http.Client, connector *platform.Connector, digest *notify.Digest, accountMail *notify.AccountMails, chKeys *platform.Keys, wake <-chan struct{}, meter *metrics.Metrics, log *slog.Logger, cruxRefresh *crux.Refresher, field notify.FieldSource) *scanner.Pool {
 	var refresher scanner.PageRefresher
 	if connector != nil { // a nil *Connector in the interface would not be nil
 		refresher = connector
@@ -604,8 +606,15 @@ func newPool(cfg config, st store.Store, auditor scanner.Auditor, capacity *psi.
 	if chKeys != nil {
 		accessKeys = chKeys
 	}
+	kinds := []scanner.KindWorker{scanner.Work(1, digest.Work), scanner.Work(1, accountMail.Work), scanner.Work(1, alerts.Work),
+		scanner.Work(1, (&scanner.FollowUps{Store: st, Now: time.Now, Log: log}).Work), scanner.Work(notify.DeliveryWorkers, deliverer.Work).PerWorkspace(notify.WorkspaceDeliveries)}
+	var schedules []func(context.Context, time.Time) (int, error)
+	if cruxRefresh != nil { // CrUX history: a refresh per site a week (crux.Refresher)
+		kinds = append(kinds, scanner.Work(1, cruxRefresh.Work))
+		schedules = append(schedules, cruxRefresh.ScheduleOnce)
+	}
 	return scanner.NewPool(scanner.PoolConfig{
-		Store: metrics.CountedScans{Store: st, M: meter}, Retention: st, Auditor: auditor, Capacity: capacity, Log: log, Workers: cfg.ScanWorkers, WorkspaceScans: cfg.WorkspaceScans,
+		Store: metrics.CountedScans{Store: st, M: meter}, Retention: st, Schedules: schedules, Prunes: []func(context.Context, time.Time, int) (int, error){st.PruneCrux}, Auditor: auditor, Capacity: capacity, Log: log, Workers: cfg.ScanWorkers, WorkspaceScans: cfg.WorkspaceScans,
 		Wake: wake, Platform: refresher,
 		AccessKeys:    accessKeys,
 		ConfirmRuns:   cfg.ConfirmRuns,
@@ -615,10 +624,41 @@ func newPool(cfg config, st store.Store, auditor scanner.Auditor, capacity *psi.
 		Discovery: discover.Discovery{MaxPages: cfg.MaxPagesPerScan, Client: fetch,
 			Deadline: time.Duration(cfg.DiscoveryTimeout) * time.Second},
 		Quota: quota,
-		Kinds: []scanner.KindWorker{scanner.Work(1, digest.Work), scanner.Work(1, accountMail.Work), scanner.Work(1, alerts.Work),
-			scanner.Work(1, (&scanner.FollowUps{Store: st, Now: time.Now, Log: log}).Work), scanner.Work(notify.DeliveryWorkers, deliverer.Work).PerWorkspace(notify.WorkspaceDeliveries)},
-		Then: notify.AfterScan,
+		Kinds: kinds,
+		Then:  notify.AfterScan,
 	})
+}
+
+// cruxRefresher is the weekly CrUX history refresh (docs/field.md): every site's from the CrUX
+// History API with PAGESPEED_API_KEY (the same Google key serves PSI and CrUX once the Chrome UX
+// Report API is enabled on its project), the demo site's from the API's double, offline. Without
+// a key and without the demo it is nil: no refresh is scheduled.
+func cruxRefresher(cfg config, st store.Store, replay *demo.Replay, log *slog.Logger) *crux.Refresher {
+	budget := crux.NewBudget(cfg.CruxDaily)
+	limiter := psi.NewRateLimiter(crux.PerMinute, time.Minute)
+	var real, offline *crux.Client
+	if cfg.PageSpeedKey != "" {
+		real = crux.New(crux.Config{Endpoint: cfg.CruxURL, Key: cfg.PageSpeedKey, Budget: budget, Limiter: limiter})
+	}
+	if replay != nil {
+		double := demo.CruxDouble(time.Now())
+		offline = crux.New(crux.Config{Endpoint: cruxtest.Endpoint, Key: "offline-demo", HTTP: double.Client(), Budget: crux.NewBudget(crux.DailyRequests)})
+	}
+	switch {
+	case real == nil && offline == nil:
+		log.Info("PAGESPEED_API_KEY not set: CrUX history is off")
+		return nil
+	case real == nil:
+		log.Info("PAGESPEED_API_KEY not set: CrUX history is off but for the demo site, whose history is served offline")
+	default:
+		log.Info("CrUX history: weekly refreshes with PAGESPEED_API_KEY", "crux_daily_requests", cfg.CruxDaily)
+	}
+	return &crux.Refresher{Store: st, Now: time.Now, Log: log, ClientFor: func(site store.Site) *crux.Client {
+		if replay.Serves(site) {
+			return offline
+		}
+		return real
+	}}
 }
 
 // dbMode says which connection does what, for the start-up log (issue 36).

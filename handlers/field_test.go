@@ -34,7 +34,7 @@ func TestUIFieldBesideLab(t *testing.T) {
 			if err != nil || len(pubs) != 1 {
 				t.Fatalf("publishes %v %v", pubs, err)
 			}
-			lf.FieldStore = demo.NewField(rec, f.site, pubs[0].PublishedOn, st, nil)
+			lf.FieldStore = demo.NewField(rec, f.site, pubs[0].PublishedOn, st, st, nil)
 			f.ts.now = pubs[0].PublishedOn.Add(50 * time.Hour) // two days on: the beacon has days after the publish
 
 			for _, path := range []string{"/sites/" + f.site, "/sites/" + f.site + "/scans/" + f.scan} {

@@ -22,7 +22,7 @@ func TestGetFieldData(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.srv = New(Config{Sites: f.st, Scans: f.st, Writes: f.st, BaseURL: testBase, Now: func() time.Time { return f.now },
-		Field: demo.NewField(rec, f.demo.SiteID, f.now.Add(-50*time.Hour), f.st, nil)})
+		Field: demo.NewField(rec, f.demo.SiteID, f.now.Add(-50*time.Hour), f.st, f.st, nil)})
 
 	r := f.call2025(t, allScopes, "get_field_data", map[string]any{"siteId": f.demo.SiteID, "pagePath": "/pricing", "device": "phone"})
 	var p fieldData

@@ -71,6 +71,13 @@ type PoolConfig struct {
 	// Auditor audits the pages; a SiteAuditor chooses one per site (main's demo replay).
 	Auditor   Auditor
 	Discovery discover.Discovery
+	// Schedules are passes of other kinds' schedules (the weekly CrUX refresh), run at each
+	// scheduler pass after the scans' with the pass's time; each must be safe on many processes
+	// at once, as EnqueueDueScans is.
+	Schedules []func(ctx context.Context, now time.Time) (int, error)
+	// Prunes are retention passes of other history (the CrUX points), run by the prune job
+	// after the page details, each deleting at most limit rows a call and answering how many.
+	Prunes []func(ctx context.Context, now time.Time, limit int) (int, error)
 	// Kinds are the workers of the other kinds of job this process runs (the digest, ...),
 	// beside the scan kind the pool runs itself; see Work.
 	Kinds []KindWorker

@@ -36,6 +36,11 @@ func (p *Pool) scheduler() {
 		if _, err := p.ScheduleOnce(p.jobsCtx); err != nil {
 			p.cfg.Log.Error("scheduler: enqueuing due scans failed", "err", err)
 		}
+		for _, pass := range p.cfg.Schedules {
+			if _, err := pass(p.jobsCtx, p.cfg.Now()); err != nil {
+				p.cfg.Log.Error("scheduler: a schedule pass failed", "err", err)
+			}
+		}
 		if p.cfg.Retention != nil {
 			if _, err := p.cfg.Retention.EnqueuePrune(p.jobsCtx, p.cfg.Now(), PruneEvery); err != nil {
 				p.cfg.Log.Error("scheduler: enqueuing the pruner failed", "err", err)
@@ -58,9 +63,42 @@ const PruneEvery = time.Hour
 
 // PruneOnce is one run of the pruner (the prune job's work): it deletes the page details older
 // than their workspace's retention, store.PruneBatch rows per statement, each statement on its
-// own so no scan waits on it for long, until none is left or ctx ends. It answers how many
-// rows it changed. It needs PoolConfig.Retention.
+// own so no scan waits on it for long, until none is left or ctx ends, then runs the other
+// retention passes (PoolConfig.Prunes). It answers how many rows it changed. It needs
+// PoolConfig.Retention.
 func (p *Pool) PruneOnce(ctx context.Context) (int, error) {
+	total, err := p.pruneDetails(ctx)
+	for _, prune := range p.cfg.Prunes {
+		if err != nil {
+			break
+		}
+		var n int
+		n, err = pruneAll(ctx, func(ctx context.Context) (int, error) { return prune(ctx, p.cfg.Now(), store.PruneBatch) })
+		total += n
+		if n > 0 {
+			p.cfg.Log.Info("pruner: history past its workspace's retention removed", "rows", n)
+		}
+	}
+	return total, err
+}
+
+// pruneAll runs one batch after another until a batch deletes nothing or ctx ends.
+func pruneAll(ctx context.Context, batch func(context.Context) (int, error)) (int, error) {
+	total := 0
+	for {
+		n, err := batch(ctx)
+		total += n
+		if err != nil || n == 0 {
+			return total, err
+		}
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+	}
+}
+
+// pruneDetails deletes the page details past their workspace's retention (PruneOnce).
+func (p *Pool) pruneDetails(ctx context.Context) (int, error) {
 	total := 0
 	for {
 		n, err := p.cfg.Retention.PruneDetails(ctx, p.cfg.Now(), store.PruneBatch)

@@ -3,9 +3,11 @@ package scanner
 import (
 	"context"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"sitepulse/store"
+	"sitepulse/store/memory"
 	"sitepulse/store/storetest"
 )
 
@@ -41,4 +43,27 @@ func TestScheduledScan(t *testing.T) {
 			t.Errorf("next scan %v, want %v", site.NextScanAt, due.Add(24*time.Hour))
 		}
 	}})
+}
+
+// The scheduler runs the other kinds' passes (PoolConfig.Schedules: the weekly CrUX refresh)
+// at each of its passes, with the pool's time.
+func TestSchedulerRunsOtherPasses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		at := time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)
+		var passes []time.Time
+		p := NewPool(PoolConfig{Store: memory.New(), Now: func() time.Time { return at }, ScheduleEvery: time.Minute,
+			Schedules: []func(context.Context, time.Time) (int, error){func(_ context.Context, now time.Time) (int, error) {
+				passes = append(passes, now)
+				return 0, nil
+			}}})
+		p.Start()
+		time.Sleep(150 * time.Second) // fake time: the first pass and about two more
+		synctest.Wait()
+		if err := p.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if len(passes) < 2 || !passes[0].Equal(at) {
+			t.Errorf("passes at %v, want one at start and one about each minute, at the pool's time", passes)
+		}
+	})
 }

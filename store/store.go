@@ -32,6 +32,8 @@ type Store interface {
 	SiteViews
 	Reads
 	Explains
+	CruxReads
+	CruxHistory
 	// Name is "memory" or "postgres", for the health check and the log.
 	Name() string
 	// Ping answers whether the store can serve requests.

@@ -77,20 +77,26 @@ type SiteReader interface {
 }
 
 // Field serves the recording as the demo site's field data and hands every other site's reads
-// to the store's (next; nil: no other site has field data).
+// to the store's: its CrUX history (crux) and its beacon figures (beacon). A half the store does
+// not keep (nil) answers nothing. The demo site's CrUX comes from the store too when it keeps
+// CrUX (the CrUX double fills it for `go run .`), else from the recording; its beacon days and
+// slowest interactions always from the recording.
 type Field struct {
 	siteID string
 	sites  SiteReader
-	next   FieldReads
+	crux   store.CruxReads
+	beacon store.BeaconReads
 	points []store.FieldPoint
 	slow   []store.Interaction
 }
 
 var _ FieldReads = (*Field)(nil)
 
-// NewField places the recording on the demo site's dates: day 0 is the UTC day of publish.
-func NewField(rec FieldRecording, siteID string, publish time.Time, sites SiteReader, next FieldReads) *Field {
-	f := &Field{siteID: siteID, sites: sites, next: next}
+// NewField places the recording on the demo site's dates (day 0 is the UTC day of publish) over
+// the store's halves, either of which may be nil. With siteID "" no site is the demo's: it joins
+// the store's halves into one FieldReads.
+func NewField(rec FieldRecording, siteID string, publish time.Time, sites SiteReader, crux store.CruxReads, beacon store.BeaconReads) *Field {
+	f := &Field{siteID: siteID, sites: sites, crux: crux, beacon: beacon}
 	day0 := publish.UTC().Truncate(24 * time.Hour)
 	page := func(path string) string {
 		if path == "" {
@@ -140,15 +146,17 @@ func (f *Field) own(ctx context.Context, userID, siteID string) error {
 	return err
 }
 
+// demo reports whether siteID is the demo site's.
+func (f *Field) demo(siteID string) bool { return f.siteID != "" && siteID == f.siteID }
+
 // CruxSeries implements store.CruxReads.
 func (f *Field) CruxSeries(ctx context.Context, userID, siteID string, q store.FieldQuery) ([]store.FieldPoint, error) {
-	if siteID != f.siteID {
-		if f.next == nil {
-			return nil, f.own(ctx, userID, siteID)
+	if f.crux != nil {
+		ps, err := f.crux.CruxSeries(ctx, userID, siteID, q)
+		if err != nil || !f.demo(siteID) || len(ps) > 0 {
+			return ps, err
 		}
-		return f.next.CruxSeries(ctx, userID, siteID, q)
-	}
-	if err := f.own(ctx, userID, siteID); err != nil {
+	} else if err := f.own(ctx, userID, siteID); err != nil || !f.demo(siteID) {
 		return nil, err
 	}
 	return f.series(store.FieldCrUX, q), nil
@@ -156,24 +164,23 @@ func (f *Field) CruxSeries(ctx context.Context, userID, siteID string, q store.F
 
 // CruxSeriesOf implements store.CruxReads.
 func (f *Field) CruxSeriesOf(ctx context.Context, siteID string, q store.FieldQuery) ([]store.FieldPoint, error) {
-	if siteID != f.siteID {
-		if f.next == nil {
-			return nil, nil
+	if f.crux != nil {
+		ps, err := f.crux.CruxSeriesOf(ctx, siteID, q)
+		if err != nil || !f.demo(siteID) || len(ps) > 0 {
+			return ps, err
 		}
-		return f.next.CruxSeriesOf(ctx, siteID, q)
+	} else if !f.demo(siteID) {
+		return nil, nil
 	}
 	return f.series(store.FieldCrUX, q), nil
 }
 
 // BeaconSeries implements store.BeaconReads.
 func (f *Field) BeaconSeries(ctx context.Context, userID, siteID string, q store.FieldQuery) ([]store.FieldPoint, error) {
-	if siteID != f.siteID {
-		if f.next == nil {
-			return nil, f.own(ctx, userID, siteID)
-		}
-		return f.next.BeaconSeries(ctx, userID, siteID, q)
+	if !f.demo(siteID) && f.beacon != nil {
+		return f.beacon.BeaconSeries(ctx, userID, siteID, q)
 	}
-	if err := f.own(ctx, userID, siteID); err != nil {
+	if err := f.own(ctx, userID, siteID); err != nil || !f.demo(siteID) {
 		return nil, err
 	}
 	return f.series(store.FieldBeacon, q), nil
@@ -181,24 +188,21 @@ func (f *Field) BeaconSeries(ctx context.Context, userID, siteID string, q store
 
 // BeaconSeriesOf implements store.BeaconReads.
 func (f *Field) BeaconSeriesOf(ctx context.Context, siteID string, q store.FieldQuery) ([]store.FieldPoint, error) {
-	if siteID != f.siteID {
-		if f.next == nil {
+	if !f.demo(siteID) {
+		if f.beacon == nil {
 			return nil, nil
 		}
-		return f.next.BeaconSeriesOf(ctx, siteID, q)
+		return f.beacon.BeaconSeriesOf(ctx, siteID, q)
 	}
 	return f.series(store.FieldBeacon, q), nil
 }
 
 // SlowInteractions implements store.BeaconReads; Page "" lists every page's.
 func (f *Field) SlowInteractions(ctx context.Context, userID, siteID string, q store.FieldQuery, limit int) ([]store.Interaction, error) {
-	if siteID != f.siteID {
-		if f.next == nil {
-			return nil, f.own(ctx, userID, siteID)
-		}
-		return f.next.SlowInteractions(ctx, userID, siteID, q, limit)
+	if !f.demo(siteID) && f.beacon != nil {
+		return f.beacon.SlowInteractions(ctx, userID, siteID, q, limit)
 	}
-	if err := f.own(ctx, userID, siteID); err != nil {
+	if err := f.own(ctx, userID, siteID); err != nil || !f.demo(siteID) {
 		return nil, err
 	}
 	return f.slowOf(q, limit), nil
@@ -206,11 +210,11 @@ func (f *Field) SlowInteractions(ctx context.Context, userID, siteID string, q s
 
 // SlowInteractionsOf implements store.BeaconReads.
 func (f *Field) SlowInteractionsOf(ctx context.Context, siteID string, q store.FieldQuery, limit int) ([]store.Interaction, error) {
-	if siteID != f.siteID {
-		if f.next == nil {
+	if !f.demo(siteID) {
+		if f.beacon == nil {
 			return nil, nil
 		}
-		return f.next.SlowInteractionsOf(ctx, siteID, q, limit)
+		return f.beacon.SlowInteractionsOf(ctx, siteID, q, limit)
 	}
 	return f.slowOf(q, limit), nil
 }

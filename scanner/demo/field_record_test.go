@@ -157,7 +157,7 @@ func TestFieldRecording(t *testing.T) {
 	}
 	publish := time.Date(2026, 12, 4, 4, 0, 0, 0, time.UTC)
 	now := publish.Add(50 * time.Hour)
-	f := NewField(loaded, "demo", publish, nil, nil)
+	f := NewField(loaded, "demo", publish, nil, nil, nil)
 	ctx := context.Background()
 	read := func(src store.FieldSource, page, metric string) []store.FieldPoint {
 		q := store.FieldQuery{Page: page, Device: store.FieldPhone, Metric: metric}

@@ -63,6 +63,10 @@ type Store struct {
 	accountLinks map[string]store.AccountLink
 	access       map[string]store.SiteAccess // sites' access settings, sealed, by site (access.go)
 	wakes        map[chan struct{}]struct{}  // WakeOnJobs' channels (wake.go)
+	// CrUX history (crux.go): points, last answers, next refresh by site; made on first use.
+	cruxPoints  map[cruxKey]store.FieldPoint
+	cruxFetches map[cruxTarget]store.CruxFetch
+	cruxNext    map[string]time.Time
 }
 
 type memResult struct {

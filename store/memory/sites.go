@@ -168,6 +168,7 @@ func (m *Store) DeleteSite(ctx context.Context, userID, siteID string) error {
 func (m *Store) dropSite(siteID string) {
 	delete(m.sites, siteID)
 	delete(m.access, siteID)
+	m.dropCrux(siteID)
 	delete(m.budgets, siteID)
 	for id, r := range m.rules {
 		if r.SiteID == siteID {

@@ -108,6 +108,10 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 		{"a site's access setting is written by owners and editors, read by members, sealed, and goes with its site", testSiteAccess},
 		{"a scan started with pages of its own carries them in its job, not in the scan", testScanPagesInJob},
 		{"scans are read by id in one call, any status, unknown ids skipped", testScansByID},
+		{"a site's CrUX history is upserted per period, filtered, ordered, read by its workspace only, and goes with its site", testCruxHistory},
+		{"a site's CrUX refresh is enqueued once a week, in its workspace", testEnqueueDueCrux},
+		{"a CrUX refresh queries the pages of the site's latest completed scan", testCruxTarget},
+		{"CrUX points past their workspace's retention are pruned in batches; a workspace keeping history forever keeps them", testPruneCrux},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
