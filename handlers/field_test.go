@@ -55,7 +55,7 @@ func TestUIFieldBesideLab(t *testing.T) {
 			resp, body := f.a.get("/sites/" + f.site + "/scans/" + f.scan + "/page?path=%2Fpricing&strategy=mobile")
 			wantStatus(t, resp, 200)
 			for _, want := range []string{"what real users measured on /pricing", "Lab and field disagree · LCP: lab says poor (4.6 s), field says needs improvement",
-				"button.plan-toggle"} {
+				"button.plan-toggle", `<g class="publish">`} {
 				if !strings.Contains(body, want) {
 					t.Errorf("the page detail lacks %q", want)
 				}

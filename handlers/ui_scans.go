@@ -316,6 +316,14 @@ func (s *server) handlePageDetail() http.Handler {
 			d.Other = other
 		}
 		in := fieldInput{Page: res.PageURL, Lab: map[string][]svg.LabPoint{}, LabLatest: map[string]*float64{}}
+		pubs, err := s.Scans.PublishesOfScans(r.Context(), uid, []string{scan.ID})
+		if err != nil {
+			s.error(w, r, err, "")
+			return
+		}
+		if p, ok := pubs[scan.ID]; ok { // the publish that started the scan, marked on the field trend
+			in.Publishes = []store.Publish{p}
+		}
 		for _, m := range svg.FieldMetricsShown {
 			v := analysis.VitalOf(res.CoreWebVitals, m)
 			in.LabLatest[m] = v
