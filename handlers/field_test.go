@@ -3,6 +3,8 @@ package handlers
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -97,6 +99,40 @@ func TestUIFieldBesideLab(t *testing.T) {
 			}
 			if seen != 1 || strings.Count(body, `"field":`) != 2 { // /pricing and / on phones
 				t.Errorf("export rows with field figures: %d in %.200s", strings.Count(body, `"field":`), body)
+			}
+
+			// The budget check holds field budgets when asked; without them it answers as ever.
+			key, hash := store.NewSecret("svc_")
+			must(t, st.CreateAPIKey(ctx, store.APIKey{ID: store.NewID(), UserID: f.a.userID, Name: "ci", KeyHash: hash, Prefix: key[:12], Scope: store.ScopeAll, CreatedAt: f.ts.now}))
+			check := func(body string) (int, string) {
+				req, _ := http.NewRequest("POST", f.ts.URL+"/api/external/budget-check", strings.NewReader(body))
+				req.Header.Set("Authorization", "Bearer "+key)
+				req.Header.Set("Content-Type", "application/json")
+				resp, err := http.DefaultClient.Do(req)
+				must(t, err)
+				defer resp.Body.Close()
+				b, _ := io.ReadAll(resp.Body)
+				return resp.StatusCode, string(b)
+			}
+			plain, without := check(`{"siteId":"` + f.site + `"}`)
+			if plain != 200 || strings.Contains(without, "field") {
+				t.Errorf("the check without field budgets: %d %s", plain, without)
+			}
+			code, with := check(`{"siteId":"` + f.site + `","fieldBudgets":{"inp":200,"lcp":4000}}`)
+			if code != 200 || !strings.HasPrefix(with, strings.TrimSuffix(strings.Replace(without, `"pass":false`, `"pass":false`, 1), "}\n")) ||
+				!strings.Contains(with, `"fieldViolations":[{"metric":"inp","operator":"max","threshold":200,"actual":205,"source":"beacon","device":"phone"}]`) {
+				t.Errorf("field budgets: %d\n%s\nwithout them:\n%s", code, with, without)
+			}
+			for _, bad := range []string{`{"nope":1}`, `{"inp":-1}`, `[]`, `{}`} {
+				if code, body := check(`{"siteId":"` + f.site + `","fieldBudgets":` + bad + `}`); code != 422 || !strings.Contains(body, "fieldBudgets") {
+					t.Errorf("fieldBudgets %s: %d %s", bad, code, body)
+				}
+			}
+			if code, _ := check(`{"siteId":"` + f.site + `","fieldBudgets":{"inp":300},"format":"junit"}`); code != 422 {
+				t.Errorf("field budgets with a CI format: %d", code)
+			}
+			if code, _ := check(`{"siteId":"` + f.bSite + `","fieldBudgets":{"inp":300}}`); code != 404 {
+				t.Errorf("another account's site: %d", code)
 			}
 
 			// B's site has no field data; A's site is not B's.

@@ -405,3 +405,51 @@ func median(sorted []float64) float64 {
 	}
 	return (sorted[n/2-1] + sorted[n/2]) / 2
 }
+
+// FieldViolation is a field budget a site's real users broke: the field p75 of a metric (the
+// beacon's latest day with samples, else CrUX's latest period) above its budget's maximum.
+type FieldViolation struct {
+	Metric    string            `json:"metric"`
+	Operator  string            `json:"operator"` // always max: field budgets cap a p75
+	Threshold float64           `json:"threshold"`
+	Actual    float64           `json:"actual"`
+	Source    store.FieldSource `json:"source"`
+	Device    store.FieldDevice `json:"device"`
+}
+
+// CheckFieldBudgets checks field budgets (metric name to the highest p75 allowed) against the
+// latest field figure of each metric on device: the beacon's newest point with a value and at
+// least MinDaySamples samples, else CrUX's newest period with a value. A metric without a field
+// figure breaks nothing (there is nothing to judge). Violations come in FieldMetrics order.
+func CheckFieldBudgets(budgets map[string]float64, device store.FieldDevice, beacon, crux []store.FieldPoint, r FieldRule) []FieldViolation {
+	out := []FieldViolation{}
+	for _, m := range store.FieldMetrics {
+		limit, ok := budgets[m]
+		if !ok {
+			continue
+		}
+		var actual *float64
+		var src store.FieldSource
+		for _, cand := range []struct {
+			src store.FieldSource
+			ps  []store.FieldPoint
+			min int64
+		}{{store.FieldBeacon, beacon, r.MinDaySamples}, {store.FieldCrUX, crux, 0}} {
+			var latest *store.FieldPoint
+			for i := range cand.ps {
+				p := &cand.ps[i]
+				if p.Metric == m && p.Device == device && p.P75 != nil && p.Samples >= cand.min && (latest == nil || p.Start.After(latest.Start)) {
+					latest = p
+				}
+			}
+			if latest != nil {
+				actual, src = latest.P75, cand.src
+				break
+			}
+		}
+		if actual != nil && *actual > limit {
+			out = append(out, FieldViolation{Metric: m, Operator: store.OpMax, Threshold: limit, Actual: *actual, Source: src, Device: device})
+		}
+	}
+	return out
+}

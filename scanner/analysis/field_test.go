@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -249,5 +250,35 @@ func TestPagePathOf(t *testing.T) {
 		if got := PagePathOf(in); got != want {
 			t.Errorf("PagePathOf(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+func TestCheckFieldBudgets(t *testing.T) {
+	day0 := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
+	beacon := beaconDays(day0, 50, 180, 420)
+	thin := beaconDays(day0.AddDate(0, 0, 2), 5, 900) // too few samples: not the latest figure
+	crux := []store.FieldPoint{{Source: store.FieldCrUX, Device: store.FieldPhone, Metric: "lcp", Start: day0, End: day0.AddDate(0, 0, 28), P75: fv(2700)},
+		{Source: store.FieldCrUX, Device: store.FieldPhone, Metric: "inp", Start: day0, End: day0.AddDate(0, 0, 28), P75: fv(150)}}
+	for _, c := range []struct {
+		name    string
+		budgets map[string]float64
+		want    string
+	}{
+		{"none asked", nil, ""},
+		{"the beacon's latest day wins over CrUX", map[string]float64{"inp": 200}, "inp 420>200 beacon"},
+		{"within budget", map[string]float64{"inp": 500}, ""},
+		{"CrUX when the beacon has no such metric", map[string]float64{"lcp": 2500}, "lcp 2700>2500 crux"},
+		{"no figure breaks nothing", map[string]float64{"cls": 0.01}, ""},
+		{"in FieldMetrics order", map[string]float64{"inp": 100, "lcp": 1000}, "lcp 2700>1000 crux;inp 420>100 beacon"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var got []string
+			for _, v := range CheckFieldBudgets(c.budgets, store.FieldPhone, append(beacon, thin...), crux, DefaultFieldRule) {
+				got = append(got, fmt.Sprintf("%s %v>%v %s", v.Metric, v.Actual, v.Threshold, v.Source))
+			}
+			if s := strings.Join(got, ";"); s != c.want {
+				t.Errorf("got %q, want %q", s, c.want)
+			}
+		})
 	}
 }
