@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"sitepulse/oidc"
+	"sitepulse/scanner/netguard"
 	"sitepulse/scanner/platform"
 	"sitepulse/store"
 )
@@ -68,6 +70,13 @@ type config struct {
 	Role         string
 	MetricsAddr  string
 	MetricsToken string
+	// Single sign-on (docs/sso.md): the operator's OpenID provider.
+	OIDCIssuer       string
+	OIDCClientID     string
+	OIDCClientSecret string
+	OIDCName         string
+	SSORecheckMins   int
+	SSOBreakGlass    string
 	// Version is -version: print the version and exit.
 	Version bool
 }
@@ -145,6 +154,12 @@ func (c *config) settings() []setting {
 		{env: "ACCOUNT_AUDIT_SHARE", def: "30", help: "percent of PSI_DAILY_LIMIT one account's audits may use per UTC day, across every workspace it owns (and any it created that day): counted in the store, kept when a workspace is deleted; past it, those workspaces' scans wait for the next day", num: &c.AccountAuditShare, min: 1},
 		{env: "SESSION_IDLE_MINUTES", def: "10080", help: "minutes without a request after which a browser session ends (default 7 days; sessions end after 30 days regardless)", num: &c.SessionIdleMins, min: 1},
 		{env: "PSI_BREAKER_SECONDS", def: "60", help: "seconds the PSI breaker stays open before one probe audit", num: &c.PSIBreakerSecs, min: 1},
+		{env: "OIDC_ISSUER", help: "issuer URL of the OpenID provider people may sign in with (docs/sso.md), exactly as its discovery document names it; empty: no single sign-on", str: &c.OIDCIssuer},
+		{env: "OIDC_CLIENT_ID", help: "SitePulse's client id at the OpenID provider", str: &c.OIDCClientID},
+		{env: "OIDC_CLIENT_SECRET", help: "SitePulse's client secret at the OpenID provider", str: &c.OIDCClientSecret, secret: true},
+		{env: "OIDC_NAME", def: "SSO", help: "the provider's name on the login page's \"Sign in with ...\" button", str: &c.OIDCName},
+		{env: "SSO_RECHECK_MINUTES", def: "480", help: "minutes after which a single sign-on session (and the API keys and OAuth tokens of members a workspace requires SSO of) asks the provider again whether it still vouches for the person; a refusal ends their sessions", num: &c.SSORecheckMins, min: 1},
+		{env: "SSO_BREAK_GLASS", help: "comma-separated workspace ids whose single sign-on requirement is suspended, for owners the provider locked out (docs/sso.md)", str: &c.SSOBreakGlass},
 		{env: "LOG_LEVEL", def: "INFO", help: "DEBUG, INFO, WARN or ERROR; DEBUG adds one line per HTTP request", str: &c.LogLevel},
 	}
 }
@@ -258,6 +273,14 @@ func (c *config) validate() error {
 	if c.AccountAuditShare > 100 {
 		return fmt.Errorf("ACCOUNT_AUDIT_SHARE=%d: want a percent of PSI_DAILY_LIMIT, 1 to 100", c.AccountAuditShare)
 	}
+	if c.OIDCIssuer != "" {
+		if err := oidc.ValidIssuer(c.OIDCIssuer, c.ScanAllowPrivate); err != nil {
+			return fmt.Errorf("OIDC_ISSUER=%q: want the provider's https issuer URL", c.OIDCIssuer)
+		}
+		if c.OIDCClientID == "" || c.OIDCClientSecret == "" {
+			return fmt.Errorf("OIDC_ISSUER is set without OIDC_CLIENT_ID and OIDC_CLIENT_SECRET: the code exchange needs both")
+		}
+	}
 	if c.SMTPAddr != "" && !strings.Contains(c.SMTPAddr, ":") {
 		return fmt.Errorf("SMTP_ADDR=%q: want host:port", c.SMTPAddr)
 	}
@@ -275,4 +298,25 @@ func localURLHost(addr string) string {
 		host = "localhost"
 	}
 	return net.JoinHostPort(host, port)
+}
+
+// ssoProvider is the relying party of OIDC_ISSUER, its requests through the outbound guard;
+// nil without one.
+func (c config) ssoProvider(guard netguard.Guard) *oidc.Client {
+	if c.OIDCIssuer == "" {
+		return nil
+	}
+	return oidc.New(oidc.Config{Issuer: c.OIDCIssuer, ClientID: c.OIDCClientID, ClientSecret: c.OIDCClientSecret,
+		RedirectURL: c.BaseURL + "/login/sso/callback", HTTP: guard.Client(), AllowHTTP: c.ScanAllowPrivate})
+}
+
+// breakGlass is SSO_BREAK_GLASS as a set of workspace ids.
+func (c config) breakGlass() map[string]bool {
+	m := map[string]bool{}
+	for _, id := range strings.Split(c.SSOBreakGlass, ",") {
+		if id = strings.ToLower(strings.TrimSpace(id)); id != "" {
+			m[id] = true
+		}
+	}
+	return m
 }

@@ -314,6 +314,8 @@ func (sv *service) buildHandler(context.Context) error {
 		AuthKey: sv.authKey, Mail: mail,
 		Quota: sv.quota, ScanWake: sv.scanWake, Stopping: sv.stopping,
 		Metrics: sv.meter, MetricsToken: cfg.MetricsToken, OpsOnly: cfg.Role == "worker",
+		SSO: st, SSOProvider: cfg.ssoProvider(sv.guard), SSOName: cfg.OIDCName, SSORecheck: time.Duration(cfg.SSORecheckMins) * time.Minute,
+		SSOBreakGlass: cfg.breakGlass(),
 	})
 	return err
 }

@@ -40,10 +40,14 @@ func withDirect(env map[string]string) {
 	}
 }
 
-// startRun runs the real program with env and waits for /healthz.
+// startRun runs the real program with env (on a free address unless env sets ADDR) and waits
+// for /healthz.
 func startRun(t *testing.T, env map[string]string) (base string, logs *scantest.LogBuffer, stop func() error) {
 	t.Helper()
-	addr := freeAddr(t)
+	addr := env["ADDR"] // a test that must know it beforehand sets it
+	if addr == "" {
+		addr = freeAddr(t)
+	}
 	env["ADDR"] = addr
 	if env["DATABASE_URL"] != "" && env["DATABASE_MAX_CONNS"] == "" {
 		env["DATABASE_MAX_CONNS"] = strconv.Itoa(storetest.ChildMaxConns)

@@ -40,6 +40,8 @@ type accountForm struct {
 	Errors map[string]string
 	// Token is the e-mailed link's token a confirm or reset form posts back to its own path.
 	Token string
+	// SSO is the single sign-on provider's name, when one is configured.
+	SSO string
 }
 
 func (s *server) handleSignupPage() http.Handler {

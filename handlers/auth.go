@@ -58,6 +58,9 @@ func (s *server) requireBearer(p bearerPolicy, next http.Handler) http.Handler {
 			return
 		}
 		principal, scope, err := s.verifyBearer(r.Context(), p, token)
+		if err == nil {
+			err = s.bearerGate(r, principal, token)
+		}
 		if err != nil {
 			s.bearerFailure(w, r, p, err)
 			return
@@ -105,6 +108,11 @@ func isAPIKey(token string) bool {
 // bearerFailure answers a failed verifyBearer: an unknown credential (store.ErrNotFound) is a
 // 401 invalid_token, anything else a 500.
 func (s *server) bearerFailure(w http.ResponseWriter, r *http.Request, p bearerPolicy, err error) {
+	var sso *ssoRequiredError
+	if errors.As(err, &sso) {
+		writeError(w, http.StatusForbidden, sso.why)
+		return
+	}
 	if !errors.Is(err, store.ErrNotFound) {
 		s.error(w, r, err, "")
 		return

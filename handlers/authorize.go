@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 
 	"sitepulse/store"
 )
@@ -54,8 +55,11 @@ func (s *server) onSite(a store.Action, next http.Handler) http.Handler {
 		if err == nil {
 			err = store.Authorize(store.PrincipalFrom(r.Context()), ws, a)
 		}
+		if err == nil {
+			err = s.sessionGate(r, ws.ID)
+		}
 		if err != nil {
-			s.error(w, r, err, "There is no such site in your account.")
+			s.refuse(w, r, err, "There is no such site in your account.")
 			return
 		}
 		ctx := context.WithValue(r.Context(), siteKey{}, site)
@@ -73,12 +77,27 @@ func (s *server) onWorkspace(a store.Action, next http.Handler) http.Handler {
 		if store.ValidUUID(id) {
 			ws, err = s.authorize(r.Context(), id, a)
 		}
+		if err == nil && !strings.HasSuffix(r.Pattern, "/sso") {
+			// The SSO page stays open: it is where a member reads the rule that refuses them.
+			err = s.sessionGate(r, ws.ID)
+		}
 		if err != nil {
-			s.error(w, r, err, "There is no such workspace in your account.")
+			s.refuse(w, r, err, "There is no such workspace in your account.")
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), workspaceKey{}, ws)))
 	})
+}
+
+// refuse answers a failed door: the workspace's single sign-on rule with its own words (403),
+// anything else through the one error mapping.
+func (s *server) refuse(w http.ResponseWriter, r *http.Request, err error, notFound string) {
+	var sso *ssoRequiredError
+	if errors.As(err, &sso) {
+		s.renderError(w, r, http.StatusForbidden, sso.why)
+		return
+	}
+	s.error(w, r, err, notFound)
 }
 
 // workspaceFrom is the workspace onSite or onWorkspace authorized, with the user's role.

@@ -71,6 +71,17 @@ func (s *server) handleExport() http.Handler {
 			writeError(w, http.StatusNotFound, "site not found")
 			return
 		}
+		if s.SSOProvider != nil { // a workspace's single sign-on rule: one more read on such a server
+			site, err := s.Auth.Site(ctx, userID, siteID)
+			if err == nil {
+				err = s.sessionGate(r, site.WorkspaceID)
+			}
+			var sso *ssoRequiredError
+			if errors.As(err, &sso) {
+				writeError(w, http.StatusForbidden, sso.why)
+				return
+			}
+		}
 		// One statement (store.ExportScan) finds the site, which is the reader's when they are a
 		// member of its workspace (every role reads), its scan, and streams the scan's rows;
 		// head answers for the site and the scan before the first row.

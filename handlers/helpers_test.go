@@ -41,6 +41,7 @@ func withStore(st store.Store, d Deps) Deps {
 	d.Channels = st
 	d.Health = st
 	d.CI = st
+	d.SSO = st
 	return d
 }
 

@@ -198,6 +198,10 @@ var ownershipCases = []ownershipCase{
 		}, form: url.Values{}, cred: asCookie, status: 404, intact: channelsIntact},
 	{name: "A's workspace notifications", route: "POST /workspaces/{workspaceId}/notifications", method: "POST", path: wsPath("/notifications"), form: url.Values{}, cred: asCookie, status: 404, intact: membersIntact},
 	{name: "A's workspace retention", route: "POST /workspaces/{workspaceId}/retention", method: "POST", path: wsPath("/retention"), form: url.Values{"retention_days": {"1"}}, cred: asCookie, status: 404, intact: retentionIntact},
+	{name: "A's workspace single sign-on page", route: "GET /workspaces/{workspaceId}/sso", method: "GET", path: wsPath("/sso"), cred: asCookie, status: 404},
+	{name: "setting A's SSO domain", route: "POST /workspaces/{workspaceId}/sso/domain", method: "POST", path: wsPath("/sso/domain"), form: url.Values{"domain": {"evil.example"}}, cred: asCookie, status: 404, intact: ssoIntact},
+	{name: "verifying A's SSO domain", route: "POST /workspaces/{workspaceId}/sso/verify", method: "POST", path: wsPath("/sso/verify"), form: url.Values{}, cred: asCookie, status: 404, intact: ssoIntact},
+	{name: "requiring SSO in A's workspace", route: "POST /workspaces/{workspaceId}/sso/require", method: "POST", path: wsPath("/sso/require"), form: url.Values{"required": {"on"}, "jit_role": {"editor"}}, cred: asCookie, status: 404, intact: ssoIntact},
 	// Invitations are reached by their secret token: a guessed one is unknown.
 	{name: "a sign-up link that was never sealed", route: "GET /signup/confirm/{token}", method: "GET", path: func(a, _ apiAccount) string { return "/signup/confirm/" + a.userID }, cred: asCookie, status: 400},
 	{name: "choosing a password with a sign-up link that was never sealed", route: "POST /signup/confirm/{token}", method: "POST", path: func(a, _ apiAccount) string { return "/signup/confirm/" + a.userID },
@@ -367,5 +371,12 @@ func retentionIntact(t *testing.T, f *apiFixture) {
 	w, err := f.st.Workspace(context.Background(), f.a.userID, f.a.userID)
 	if err != nil || w.RetentionDays != store.DefaultRetentionDays {
 		t.Errorf("A's workspace retention after B's request: %d %v", w.RetentionDays, err)
+	}
+}
+
+func ssoIntact(t *testing.T, f *apiFixture) {
+	r, err := f.st.SSORule(context.Background(), f.a.userID)
+	if err != nil || r.Domain != "" || r.RequiredAt != nil || r.JITRole != "" {
+		t.Errorf("A's single sign-on rule after B's request: %+v %v", r, err)
 	}
 }

@@ -152,6 +152,10 @@ func (s *server) render(w http.ResponseWriter, r *http.Request, status int, name
 	if p.Notice == nil {
 		p.Notice = s.takeNotice(w, r)
 	}
+	if f, ok := p.Data.(accountForm); ok && s.SSOProvider != nil {
+		f.SSO = s.SSOName // the login page's "Sign in with" button
+		p.Data = f
+	}
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, "layout", p); err != nil {
 		s.error(w, r, fmt.Errorf("render %s: %w", name, err), "")

@@ -137,6 +137,9 @@ var roleCases = []roleCase{
 	{route: "GET /signup/confirm/{token}", method: "GET", path: fixedPath("/signup/confirm/forged"), want: all(400)},
 	{route: "POST /signup/confirm/{token}", method: "POST", path: fixedPath("/signup/confirm/forged"), form: url.Values{"password": {"a fine new password"}}, want: all(400)},
 	{route: "GET /login", method: "GET", path: fixedPath("/login"), want: all(303)}, // signed in: to the sites
+	// No provider is configured here: single sign-on is off (sso_test.go walks it with one).
+	{route: "GET /login/sso", method: "GET", path: fixedPath("/login/sso"), want: all(404)},
+	{route: "GET /login/sso/callback", method: "GET", path: fixedPath("/login/sso/callback?code=x&state=y"), want: all(404)},
 	{route: "POST /login", method: "POST", path: fixedPath("/login"), form: url.Values{"email": {"nobody@example.com"}, "password": {"wrong password"}}, want: all(401)},
 	{route: "POST /logout", method: "POST", path: fixedPath("/logout"), form: url.Values{}, want: all(303), fresh: true},
 	// Recovery works signed in or out, the same for every role: the e-mailed link is the
@@ -244,6 +247,12 @@ var roleCases = []roleCase{
 	{route: "POST /workspaces/{workspaceId}/notifications", method: "POST", path: team("/notifications"), form: url.Values{}, want: [nRoles]int{303, 303, 303, 404, 404}},
 	// Only owners set how long page details are kept.
 	{route: "POST /workspaces/{workspaceId}/retention", method: "POST", path: team("/retention"), form: url.Values{"retention_days": {"90"}}, want: manages},
+	// Single sign-on: every member reads the rule; only owners change it. Verifying needs a
+	// domain, which the fresh workspace has not (the verification itself: sso_test.go).
+	{route: "GET /workspaces/{workspaceId}/sso", method: "GET", path: team("/sso"), want: reads},
+	{route: "POST /workspaces/{workspaceId}/sso/domain", method: "POST", path: team("/sso/domain"), form: url.Values{"domain": {"acme.example"}}, want: manages, fresh: true},
+	{route: "POST /workspaces/{workspaceId}/sso/verify", method: "POST", path: team("/sso/verify"), form: url.Values{}, want: [nRoles]int{422, 403, 403, 404, 404}, fresh: true},
+	{route: "POST /workspaces/{workspaceId}/sso/require", method: "POST", path: team("/sso/require"), form: url.Values{"jit_role": {""}}, want: manages},
 	// The invitation is for S's address: only S may accept it; its page is the link's.
 	{route: "GET /invite/{token}", method: "GET", path: func(f *rolesFixture) string { return "/invite/" + f.invitationToken }, want: all(200)},
 	{route: "POST /invite/{token}", method: "POST", path: func(f *rolesFixture) string { return "/invite/" + f.invitationToken }, form: url.Values{},

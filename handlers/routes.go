@@ -36,6 +36,9 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 	mux.Handle("POST /password/forgot", s.handleForgot())
 	mux.Handle("GET /password/reset/{token}", s.handleResetPage())
 	mux.Handle("POST /password/reset/{token}", s.handleReset())
+	// Single sign-on (docs/sso.md): to the operator's OpenID provider and back (sso.go).
+	mux.Handle("GET /login/sso", s.handleSSOStart())
+	mux.Handle("GET /login/sso/callback", s.handleSSOCallback())
 	mux.Handle("GET /email/confirm/{token}", s.handleEmailConfirmPage())
 	mux.Handle("POST /email/confirm/{token}", s.handleEmailConfirm())
 
@@ -113,6 +116,12 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 	mux.Handle("POST /workspaces/{workspaceId}/channels", s.requireUser(s.onWorkspace(store.ActEdit, s.handleCreateChannel())))
 	mux.Handle("POST /workspaces/{workspaceId}/channels/{channelId}/test", s.requireUser(s.onWorkspace(store.ActEdit, s.handleTestChannel())))
 	mux.Handle("POST /workspaces/{workspaceId}/channels/{channelId}/delete", s.requireUser(s.onWorkspace(store.ActEdit, s.handleDeleteChannel())))
+	// A workspace's single sign-on: every member reads it, owners verify a domain and require
+	// it (sso_settings.go).
+	mux.Handle("GET /workspaces/{workspaceId}/sso", s.requireUser(s.onWorkspace(store.ActRead, s.handleSSOSettings())))
+	mux.Handle("POST /workspaces/{workspaceId}/sso/domain", s.requireUser(s.onWorkspace(store.ActManage, s.handleSSODomain())))
+	mux.Handle("POST /workspaces/{workspaceId}/sso/verify", s.requireUser(s.onWorkspace(store.ActManage, s.handleSSOVerify())))
+	mux.Handle("POST /workspaces/{workspaceId}/sso/require", s.requireUser(s.onWorkspace(store.ActManage, s.handleSSORequire())))
 	mux.Handle("GET /invite/{token}", s.withVisitor(s.handleInvitation()))
 	mux.Handle("POST /invite/{token}", s.requireUser(s.handleAcceptInvitation()))
 

@@ -16,6 +16,7 @@ import (
 	"sitepulse/handlers/metrics"
 	"sitepulse/mcp"
 	"sitepulse/oauth"
+	"sitepulse/oidc"
 	"sitepulse/scanner/netguard"
 	"sitepulse/scanner/platform"
 	"sitepulse/store"
@@ -132,6 +133,22 @@ type Deps struct {
 	// MetricsToken is METRICS_TOKEN: the bearer token of /metrics on this listener; empty, the
 	// main listener has no /metrics (METRICS_ADDR may serve it apart).
 	MetricsToken string
+	// SSO keeps identities at the OpenID provider and the workspaces' single sign-on rules.
+	SSO SSOStore
+	// SSOProvider is the OpenID provider the operator configured (OIDC_ISSUER); nil: no
+	// single sign-on, and the login page offers none.
+	SSOProvider *oidc.Client
+	// SSOName is the provider's name on the "Sign in with" button (OIDC_NAME).
+	SSOName string
+	// SSORecheck is SSO_RECHECK_MINUTES: how often a single sign-on session, and the API keys
+	// and OAuth tokens of a member a workspace requires SSO of, ask the provider again whether
+	// it still vouches for the person; 0 means 8 hours.
+	SSORecheck time.Duration
+	// SSOBreakGlass lists the workspaces whose SSO requirement is suspended (SSO_BREAK_GLASS),
+	// for an owner the provider locked out.
+	SSOBreakGlass map[string]bool
+	// SSOResolver looks up a domain's TXT records for its verification; nil is net.DefaultResolver.
+	SSOResolver TXTResolver
 	// OpsOnly is -role worker: the process serves its health, readiness and metrics, and no
 	// UI or API.
 	OpsOnly bool
@@ -156,6 +173,7 @@ type server struct {
 	metadataIP    *limiter      // authorization requests that name a Client ID Metadata Document URL
 	budgetAnswers budgetAnswers // budget.go
 	waiters       *scanWaiters  // the budget checks waiting for scans (waiters.go)
+	ssoRules      *ruleCache    // workspaces' single sign-on rules (sso_rule.go)
 }
 
 // NewHandler returns the whole service as one http.Handler.
@@ -191,6 +209,9 @@ func NewHandler(d Deps) (http.Handler, error) {
 	if d.Metrics == nil {
 		d.Metrics = &metrics.Metrics{}
 	}
+	if d.SSORecheck <= 0 {
+		d.SSORecheck = 8 * time.Hour
+	}
 	if d.PasswordIterations == 0 {
 		d.PasswordIterations = store.PasswordIterations
 	}
@@ -207,7 +228,7 @@ func NewHandler(d Deps) (http.Handler, error) {
 		v    any
 	}{{"Auth", d.Auth}, {"Accounts", d.Accounts}, {"Sites", d.Sites}, {"Budgets", d.Budgets}, {"Scans", d.Scans},
 		{"Reports", d.Reports}, {"API", d.API}, {"Webhooks", d.Webhooks}, {"Connections", d.Connections},
-		{"Workspaces", d.Workspaces}, {"Channels", d.Channels}, {"Health", d.Health}, {"CI", d.CI}} {
+		{"Workspaces", d.Workspaces}, {"Channels", d.Channels}, {"Health", d.Health}, {"CI", d.CI}, {"SSO", d.SSO}} {
 		if dep.v == nil { // a nil interface field stays nil as any
 			return nil, errors.New("handlers: Deps." + dep.name + " is required (run() hands the store to every surface)")
 		}
@@ -247,6 +268,7 @@ func NewHandler(d Deps) (http.Handler, error) {
 		s.MaxWaits = defaultMaxWaiters
 	}
 	s.waiters = newScanWaiters(d.CI.ScansByID, d.ScanWake, d.Stopping, s.NewTimer, s.MaxWaits, d.Log)
+	s.ssoRules = &ruleCache{m: map[string]cachedRule{}}
 	s.cookieName = "session"
 	if s.secure {
 		s.cookieName = "__Host-session"

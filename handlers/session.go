@@ -68,6 +68,18 @@ func (s *server) loadVisitor(r *http.Request) (*visitor, error) {
 			return nil, err
 		}
 	}
+	if sess.SSOIssuer != "" && now.Sub(sess.SSOCheckedAt) >= s.SSORecheck {
+		// A single sign-on session lives while its provider vouches: asked again every
+		// SSORecheck, it ends when the provider refuses (recheck.go).
+		// A provider that cannot be asked ends nothing: this request is signed out, the next
+		// asks again.
+		if ok, lost := s.revouchOrLose(r, sess.SSOIssuer, sess.SSOSubject); !ok {
+			if lost {
+				s.Auth.DeleteSession(r.Context(), sess.TokenHash)
+			}
+			return nil, nil
+		}
+	}
 	return &visitor{User: sess.User, Session: sess}, nil
 }
 
@@ -140,12 +152,16 @@ func (s *server) parseForm(w http.ResponseWriter, r *http.Request) bool {
 // startSession creates a fresh session for a user (a new id at every login) and sets its
 // cookie; it answers the session's token hash.
 func (s *server) startSession(w http.ResponseWriter, r *http.Request, userID string) (string, error) {
+	return s.newSession(w, r, store.Session{UserID: userID})
+}
+
+// newSession is startSession for a session that may carry its single sign-on identity.
+func (s *server) newSession(w http.ResponseWriter, r *http.Request, sess store.Session) (string, error) {
 	token, hash := store.NewSecret("")
 	csrf, _ := store.NewSecret("")
 	now := s.Now()
-	err := s.Auth.CreateSession(r.Context(), store.Session{
-		TokenHash: hash, UserID: userID, CSRF: csrf, CreatedAt: now, ExpiresAt: now.Add(sessionTTL),
-	})
+	sess.TokenHash, sess.CSRF, sess.CreatedAt, sess.ExpiresAt = hash, csrf, now, now.Add(sessionTTL)
+	err := s.Auth.CreateSession(r.Context(), sess)
 	if err != nil {
 		return "", err
 	}

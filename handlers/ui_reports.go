@@ -72,6 +72,9 @@ func (s *server) handleReports() http.Handler {
 		now := s.Now()
 		rows := make([]reportRow, 0, len(reports))
 		for _, rep := range reports {
+			if s.sessionGate(r, rep.WorkspaceID) != nil {
+				continue // the workspace requires single sign-on of this visitor
+			}
 			row := reportRow{Report: rep, SiteName: names[rep.SiteID], State: reportState(rep, now),
 				CanRevoke: roles[rep.WorkspaceID].Can(store.ActEdit)}
 			if row.State == "active" && rep.TokenSealed != "" {
@@ -92,13 +95,13 @@ func (s *server) handleRevokeReport() http.Handler {
 		// The report is read in the visitor's workspaces, then the role asked: a viewer gets 403.
 		err := error(store.ErrNotFound)
 		if store.ValidUUID(id) {
-			err = s.authorizeReport(r.Context(), uid, id)
+			err = s.authorizeReport(r, uid, id)
 		}
 		if err == nil {
 			err = s.Reports.RevokeReport(r.Context(), uid, id, s.Now())
 		}
 		if err != nil {
-			s.error(w, r, err, "There is no such report in your account.")
+			s.refuse(w, r, err, "There is no such report in your account.")
 			return
 		}
 		s.Log.Info("report revoked", "user", uid, "report", id)
@@ -108,15 +111,18 @@ func (s *server) handleRevokeReport() http.Handler {
 
 // authorizeReport answers whether the visitor may revoke report id: store.ErrNotFound outside
 // their workspaces, store.ErrForbidden for a viewer.
-func (s *server) authorizeReport(ctx context.Context, userID, id string) error {
+func (s *server) authorizeReport(r *http.Request, userID, id string) error {
+	ctx := r.Context()
 	reports, err := s.Reports.ReportsOf(ctx, userID)
 	if err != nil {
 		return err
 	}
 	for _, rep := range reports {
 		if rep.ID == id {
-			_, err := s.authorize(ctx, rep.WorkspaceID, store.ActEdit)
-			return err
+			if _, err := s.authorize(ctx, rep.WorkspaceID, store.ActEdit); err != nil {
+				return err
+			}
+			return s.sessionGate(r, rep.WorkspaceID)
 		}
 	}
 	return store.ErrNotFound

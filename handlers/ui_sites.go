@@ -114,6 +114,9 @@ func (s *server) handleHome() http.Handler {
 			s.error(w, r, err, "")
 			return
 		}
+		// A workspace that requires single sign-on of this visitor lists nothing to a
+		// password session (its doors refuse it too: sessionGate).
+		d.Sites = slices.DeleteFunc(d.Sites, func(l store.SiteListing) bool { return s.sessionGate(r, l.WorkspaceID) != nil })
 		sort.SliceStable(d.Sites, func(i, j int) bool { return d.Sites[i].Worse(d.Sites[j]) })
 		if d.Platform, err = s.platformStatus(r); err != nil {
 			s.error(w, r, err, "")

@@ -34,6 +34,7 @@ type Store interface {
 	Explains
 	CruxReads
 	CruxHistory
+	SSO
 	// Name is "memory" or "postgres", for the health check and the log.
 	Name() string
 	// Ping answers whether the store can serve requests.

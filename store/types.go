@@ -29,6 +29,11 @@ type Session struct {
 	// User is the session's user, read by SessionByHash in the same statement (every signed-in
 	// request needs both); CreateSession ignores it.
 	User User
+	// SSOIssuer and SSOSubject name the identity a single sign-on session was made by ("" for
+	// a password session); SSOCheckedAt is when the provider last vouched for it (SSO.Vouched).
+	SSOIssuer    string
+	SSOSubject   string
+	SSOCheckedAt time.Time
 }
 
 // APIKey is a long-lived `svc_` credential for CI and MCP clients.

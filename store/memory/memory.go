@@ -67,6 +67,8 @@ type Store struct {
 	cruxPoints  map[cruxKey]store.FieldPoint
 	cruxFetches map[cruxTarget]store.CruxFetch
 	cruxNext    map[string]time.Time
+	identities  map[identityKey]store.Identity
+	ssoRules    map[string]store.WorkspaceSSO // single sign-on rules by workspace (sso.go)
 }
 
 type memResult struct {

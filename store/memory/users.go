@@ -82,6 +82,9 @@ func (m *Store) CreateSession(ctx context.Context, s store.Session) error {
 		return store.NotFound("user")
 	}
 	s.CreatedAt, s.ExpiresAt, s.SeenAt = store.Now(s.CreatedAt), store.Now(s.ExpiresAt), store.Now(s.CreatedAt)
+	if s.SSOIssuer != "" {
+		s.SSOCheckedAt = store.Now(s.SSOCheckedAt)
+	}
 	m.sessions[s.TokenHash] = s
 	return nil
 }

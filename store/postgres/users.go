@@ -67,8 +67,12 @@ func (p *Store) SetNotifyRegressions(ctx context.Context, userID string, on bool
 }
 
 func (p *Store) CreateSession(ctx context.Context, s store.Session) error {
-	_, err := p.db.ExecContext(ctx, `INSERT INTO sessions (token_hash, user_id, csrf, created_at, expires_at, seen_at)
-		VALUES ($1, $2, $3, $4, $5, $4)`, s.TokenHash, s.UserID, s.CSRF, store.Now(s.CreatedAt), store.Now(s.ExpiresAt))
+	var checked any
+	if s.SSOIssuer != "" {
+		checked = store.Now(s.SSOCheckedAt)
+	}
+	_, err := p.db.ExecContext(ctx, `INSERT INTO sessions (token_hash, user_id, csrf, created_at, expires_at, seen_at, sso_issuer, sso_subject, sso_checked_at)
+		VALUES ($1, $2, $3, $4, $5, $4, $6, $7, $8)`, s.TokenHash, s.UserID, s.CSRF, store.Now(s.CreatedAt), store.Now(s.ExpiresAt), s.SSOIssuer, s.SSOSubject, checked)
 	return pgErr("create session", err)
 }
 
@@ -80,13 +84,17 @@ func (p *Store) TouchSession(ctx context.Context, tokenHash string, now time.Tim
 func (p *Store) SessionByHash(ctx context.Context, tokenHash string, now time.Time) (store.Session, error) {
 	var s store.Session
 	u := &s.User
+	var checked sql.NullTime
 	err := p.db.QueryRowContext(ctx, `SELECT s.token_hash, s.user_id, s.csrf, s.created_at, s.expires_at, s.seen_at,
-		u.id, u.email, u.password_hash, u.notify_regressions, u.created_at, COALESCE(u.password_changed_at, u.created_at)
+		s.sso_issuer, s.sso_subject, s.sso_checked_at, u.id, u.email, u.password_hash, u.notify_regressions, u.created_at, COALESCE(u.password_changed_at, u.created_at)
 		FROM sessions s JOIN users u ON u.id = s.user_id
 		WHERE s.token_hash = $1 AND s.expires_at > $2`, tokenHash, now).
 		Scan(&s.TokenHash, &s.UserID, &s.CSRF, &s.CreatedAt, &s.ExpiresAt, &s.SeenAt,
-			&u.ID, &u.Email, &u.PasswordHash, &u.NotifyRegressions, &u.CreatedAt, &u.PasswordChangedAt)
+			&s.SSOIssuer, &s.SSOSubject, &checked, &u.ID, &u.Email, &u.PasswordHash, &u.NotifyRegressions, &u.CreatedAt, &u.PasswordChangedAt)
 	s.CreatedAt, s.ExpiresAt, s.SeenAt, u.CreatedAt, u.PasswordChangedAt = s.CreatedAt.UTC(), s.ExpiresAt.UTC(), s.SeenAt.UTC(), u.CreatedAt.UTC(), u.PasswordChangedAt.UTC()
+	if checked.Valid {
+		s.SSOCheckedAt = checked.Time.UTC()
+	}
 	return s, pgErr("session", err)
 }
 
