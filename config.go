@@ -46,6 +46,7 @@ type config struct {
 	PSIRateLimit    int
 	PSIMaxInFlight  int
 	LHConcurrency   int
+	RunnerLease     int
 	PSIDailyLimit   int
 	CruxURL         string
 	CruxDaily       int
@@ -109,7 +110,7 @@ type setting struct {
 func (c *config) settings() []setting {
 	return []setting{
 		{env: "ADDR", def: ":8080", help: "listen address", str: &c.Addr},
-		{env: "ROLE", def: "all", help: "web (serves the UI and APIs, claims no jobs), worker (claims and runs jobs: scans, alerts, deliveries, e-mails; serves only /healthz, /readyz and /metrics) or all", str: &c.Role},
+		{env: "ROLE", def: "all", help: "web (serves the UI and APIs, claims no jobs), worker (claims and runs jobs: scans, alerts, deliveries, e-mails; serves only /healthz, /readyz and /metrics), all, or runner (runs audits leased from a service: sitepulse runner, docs/runners.md)", str: &c.Role},
 		{env: "METRICS_ADDR", help: "listen address of a separate listener serving only /metrics, unauthenticated (keep it private, such as 127.0.0.1:9090); empty: none", str: &c.MetricsAddr},
 		{env: "METRICS_TOKEN", help: "bearer token of /metrics on the main listener; empty: the main listener has no /metrics", str: &c.MetricsToken, secret: true},
 		{env: "BASE_URL", help: "public base URL: OAuth issuer, report links (default: http:// and ADDR, a wildcard host as localhost)", str: &c.BaseURL},
@@ -123,6 +124,7 @@ func (c *config) settings() []setting {
 		{env: "CHROME_PATH", help: "Chrome or Chromium binary for Lighthouse", str: &c.ChromePath},
 		{env: "LIGHTHOUSE_CHROME_FLAGS", def: "--headless=new --disable-gpu --no-first-run", help: "Chrome flags for Lighthouse runs (add --no-sandbox as root)", str: &c.ChromeFlags},
 		{env: "LIGHTHOUSE_CONCURRENCY", def: "1", help: "Lighthouse runs at once for AUDIT_BACKEND=lighthouse, shared fairly by all scans (Chrome runs are CPU-bound and skew each other's metrics)", num: &c.LHConcurrency, min: 1},
+		{env: "RUNNER_LEASE_SECONDS", def: "120", help: "seconds a runner's lease on an audit lasts without a heartbeat; then the audit goes back to the queue for another runner (docs/runners.md)", num: &c.RunnerLease, min: 2},
 		{env: "PLATFORM_CLIENT_SECRET", help: "the platform app's client secret: the code exchange, and the HMAC key of the publish webhook's x-platform-signature or Webflow's x-webflow-signature", str: &c.PlatformSecret, secret: true},
 		{env: "PLATFORM_CLIENT_ID", help: "the platform app's client id; empty turns connecting sites from the platform off", str: &c.PlatformID},
 		{env: "PLATFORM_AUTHORIZE_URL", def: "https://webflow.com/oauth/authorize", help: "the platform's OAuth authorize page", str: &c.PlatformAuthURL},
@@ -189,7 +191,7 @@ func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (co
 		return c, err
 	}
 	if fs.NArg() > 0 {
-		return c, fmt.Errorf("unknown command %q: the one command is check, the CI budget check (sitepulse check -h); without one, sitepulse runs the service (its flags: sitepulse -h)", fs.Arg(0))
+		return c, fmt.Errorf("unknown command %q: the commands are check, the CI budget check (sitepulse check -h), and runner, which runs audits for a service (sitepulse runner -h); without one, sitepulse runs the service (its flags: sitepulse -h)", fs.Arg(0))
 	}
 	if c.Version {
 		return c, nil

@@ -35,6 +35,7 @@ import (
 	"sitepulse/scanner/notify"
 	"sitepulse/scanner/platform"
 	"sitepulse/scanner/psi"
+	"sitepulse/scanner/runner"
 	"sitepulse/store"
 	"sitepulse/store/memory"
 	"sitepulse/store/postgres"
@@ -71,6 +72,17 @@ func exitStatus(err error, stderr io.Writer) int {
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	if len(args) > 0 && args[0] == "check" {
 		return ci.RunCheck(ctx, args[1:], getenv, stdout)
+	}
+	// The third role (docs/runners.md): audits run where the runner stands, leased from a
+	// service over HTTPS. `sitepulse runner`, or ROLE=runner for a container's environment.
+	if len(args) > 0 && args[0] == "runner" {
+		return runner.Main(ctx, args[1:], getenv, stdout)
+	}
+	if len(args) > 0 && args[0] == "runner-token" {
+		return runnerTokenCommand(ctx, args[1:], getenv, stdout)
+	}
+	if getenv("ROLE") == "runner" {
+		return runner.Main(ctx, args, getenv, stdout)
 	}
 	cfg, err := loadConfig(args, getenv, stdout)
 	if err != nil {
@@ -304,8 +316,9 @@ func (sv *service) buildHandler(context.Context) error {
 	sv.handler, err = handlers.NewHandler(handlers.Deps{
 		// One store, handed to every surface as the narrow interface that surface declares.
 		Auth: st, Accounts: st, Sites: st, Budgets: st, Scans: st, Reports: st, API: st, Webhooks: st,
-		Connections: st, Workspaces: st, Channels: st, Health: st, CI: st, Field: sv.fieldStore(),
-		Log: log, BaseURL: cfg.BaseURL,
+		Connections: st, Workspaces: st, Channels: st, Health: st, CI: st, Runners: st, Field: sv.fieldStore(),
+		RunnerLease: time.Duration(cfg.RunnerLease) * time.Second,
+		Log:         log, BaseURL: cfg.BaseURL,
 		OAuth: authServer, MCP: mcpServer, PlatformSecret: cfg.PlatformSecret, DemoWebhookSecret: sv.demoSecret, DemoPlatformID: demo.PlatformID,
 		MaxSitesPerWorkspace: cfg.MaxSitesPerWorkspace, MaxWorkspacesPerUser: cfg.MaxWorkspaces, SiteRules: cfg.siteRules(),
 		SessionIdle: time.Duration(cfg.SessionIdleMins) * time.Minute, Replayed: sv.replay.Serves,
@@ -618,6 +631,7 @@ func newPool(cfg config, st store.Store, auditor scanner.Auditor, capacity *psi.
 	return scanner.NewPool(scanner.PoolConfig{
 		Store: metrics.CountedScans{Store: st, M: meter}, Retention: st, Schedules: schedules, Prunes: []func(context.Context, time.Time, int) (int, error){st.PruneCrux}, Auditor: auditor, Capacity: capacity, Log: log, Workers: cfg.ScanWorkers, WorkspaceScans: cfg.WorkspaceScans,
 		Wake: wake, Platform: refresher,
+		Runners:       st, // a workspace with runners has its audits leased to them (docs/runners.md)
 		AccessKeys:    accessKeys,
 		ConfirmRuns:   cfg.ConfirmRuns,
 		Lease:         time.Duration(cfg.ScanLease) * time.Second,

@@ -85,6 +85,14 @@ func (s *server) editPage(w http.ResponseWriter, r *http.Request, status int, si
 		access = &v
 	}
 	f.MaxPages, f.Access = s.SiteRules.PageLimit(), access
+	if s.Runners != nil {
+		locs, err := s.Runners.SiteLocations(r.Context(), site.ID)
+		if err != nil {
+			s.error(w, r, err, "There is no such site in your account.")
+			return
+		}
+		f.Locations, f.RunnersOn = strings.Join(locs, ", "), true
+	}
 	s.render(w, r, status, "site_form", page{Title: "Edit " + site.Name, Flash: uiFlash(r), Data: f})
 }
 

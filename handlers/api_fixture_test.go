@@ -35,6 +35,9 @@ type apiAccount struct {
 	reportID    string // a client report of the latest scan (A only)
 	reportToken string // its link's token
 	channelID   string // an alert channel of the personal workspace
+	// runnerToken is a runner token of the personal workspace; leaseID a lease its runner
+	// holds on an audit of the latest scan (A only).
+	runnerToken, runnerTokenID, leaseID string
 }
 
 // apiFixture is a running service with two users. A is the demo account (real scans built from
@@ -96,6 +99,16 @@ func newAPIFixtureWith(t testing.TB, st store.Store, with func(*Deps)) *apiFixtu
 	must(t, st.CreateAPIKey(ctx, store.APIKey{ID: f.b.apiKeyID, UserID: b.ID, Name: "ci", KeyHash: hash, Prefix: key[:12], Scope: store.ScopeAll, CreatedAt: f.now}))
 	f.b.siteID = f.newSite(t, b.ID, f.b.siteName)
 	f.credentials(t, &f.b)
+	// A's runner holds a lease on an audit of A's latest scan, and another audit waits.
+	for _, path := range []string{"/", "/pricing"} {
+		must(t, st.EnqueueRunnerAudit(ctx, store.RunnerAudit{ID: store.NewID(), WorkspaceID: u.ID, SiteID: d.SiteID, ScanID: d.LatestScanID,
+			PageURL: "https://" + demo.Domain + path, Strategy: store.StrategyMobile, CreatedAt: f.now}))
+	}
+	tok, err := st.RunnerTokenByHash(ctx, store.HashSecret(f.a.runnerToken))
+	must(t, err)
+	l, err := st.LeaseRunnerAudit(ctx, tok, "a-runner", "", f.now, f.now.Add(time.Hour))
+	must(t, err)
+	f.a.leaseID = l.LeaseID
 	return f
 }
 
@@ -110,6 +123,10 @@ func (f *apiFixture) credentials(t testing.TB, acc *apiAccount) {
 	acc.channelID = store.NewID()
 	must(t, f.st.CreateChannel(ctx, acc.userID, store.Channel{ID: acc.channelID, WorkspaceID: acc.userID, Kind: store.ChannelEmail, Name: "team mail",
 		Events: []string{store.EventScanFailed}, CreatedAt: f.now}))
+	runner, runnerHash := store.NewSecret("rnr_")
+	acc.runnerToken, acc.runnerTokenID = runner, store.NewID()
+	must(t, f.st.CreateRunnerToken(ctx, store.RunnerToken{ID: acc.runnerTokenID, WorkspaceID: acc.userID, Name: "office", TokenHash: runnerHash,
+		Prefix: runner[:12], CreatedAt: f.now}))
 	acc.clientID = "c_" + strings.ReplaceAll(store.NewID(), "-", "")
 	must(t, f.st.CreateClient(ctx, store.OAuthClient{ID: acc.clientID, Name: "Test client", RedirectURIs: []string{"http://127.0.0.1/cb"},
 		GrantTypes: []string{"authorization_code", "refresh_token"}, AuthMethod: "none", Scope: "mcp:read", CreatedAt: f.now}))

@@ -39,6 +39,7 @@ func withStore(st store.Store, d Deps) Deps {
 	d.Connections = st
 	d.Workspaces = st
 	d.Channels = st
+	d.Runners = st
 	d.Health = st
 	d.CI = st
 	d.SSO = st

@@ -35,7 +35,11 @@ func (s *server) middleware(mux *http.ServeMux) http.Handler {
 	})
 	return s.recoverer(s.accessLog(s.headers(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil {
-			r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+			limit := int64(maxBody)
+			if isRunnerResult(r.URL.Path) { // a Lighthouse report, read only once its runner's token is verified
+				limit = maxRunnerReport
+			}
+			r.Body = http.MaxBytesReader(w, r.Body, limit)
 		}
 		routed.ServeHTTP(w, r)
 	}))))

@@ -124,7 +124,8 @@ func testOutage(t *testing.T, outage string) {
 	}
 	params := strings.NewReplacer("{siteId}", d.SiteID, "{scanId}", d.LatestScanID, "{workspaceId}", store.PersonalWorkspace(user.ID),
 		"{userId}", user.ID, "{index}", "0", "{$}", "", "{token}", "tok", "{keyID}", store.NewID(), "{clientID}", store.NewID(),
-		"{invitationId}", store.NewID(), "{channelId}", store.NewID(), "{ruleId}", store.NewID(), "{reportId}", store.NewID())
+		"{invitationId}", store.NewID(), "{channelId}", store.NewID(), "{ruleId}", store.NewID(), "{reportId}", store.NewID(),
+		"{leaseId}", store.NewID(), "{tokenId}", store.NewID())
 	// These answer without the store: files, fixed documents and pages, and the preflight; the
 	// metrics scrape too (it writes every family but the queue's, whose read failed; off here).
 	noStore := map[string]bool{"GET /static/": true, "GET /favicon.ico": true, "GET /docs/mcp": true, "GET /metrics": true,
@@ -166,7 +167,9 @@ func testOutage(t *testing.T, outage string) {
 			req, _ := http.NewRequest(method, ts.URL+path, body)
 			req.Header.Set("Content-Type", contentType)
 			req.Header.Set("Accept", "application/json, text/event-stream")
-			if strings.HasPrefix(pattern, "/api/") {
+			if strings.HasPrefix(pattern, "/api/runner/") { // runner tokens, looked up first
+				req.Header.Set("Authorization", "Bearer rnr_unknown")
+			} else if strings.HasPrefix(pattern, "/api/") {
 				req.Header.Set("Authorization", "Bearer "+d.APIKey)
 			} else {
 				req.Header.Set("Origin", ts.URL)

@@ -38,8 +38,51 @@ type ownershipCase struct {
 
 func asBearer(b apiAccount) cred { return bearer(b.apiKey) }
 func asCookie(b apiAccount) cred { return cookie(b.session) }
+func asRunner(b apiAccount) cred { return bearer(b.runnerToken) }
+
+// runnerIntact checks A's runner still holds its lease and token, and A's site names no
+// locations.
+func runnerIntact(t *testing.T, f *apiFixture) {
+	ctx := context.Background()
+	tok, err := f.st.RunnerTokenByHash(ctx, store.HashSecret(f.a.runnerToken))
+	if err != nil {
+		t.Fatalf("A's runner token after B's request: %v", err)
+	}
+	if err := f.st.ExtendRunnerLease(ctx, tok, f.a.leaseID, f.now, f.now.Add(time.Hour)); err != nil {
+		t.Errorf("A's runner lost its lease after B's request: %v", err)
+	}
+	if locs, err := f.st.SiteLocations(ctx, f.a.siteID); err != nil || locs != nil {
+		t.Errorf("A's site's locations after B's request: %v %v", locs, err)
+	}
+}
 
 var ownershipCases = []ownershipCase{
+	// Runners (docs/runners.md): B's runner sees nothing of A's queued audit, and cannot keep
+	// or finish A's runner's lease; B's session cannot make, revoke or place A's runners.
+	{name: "B's runner leasing (A's audit waits)", route: "POST /api/runner/leases", method: "POST", path: fixed("/api/runner/leases"),
+		json: func(apiAccount) string { return `{"runner":"b","location":""}` }, cred: asRunner, status: 204, intact: runnerIntact},
+	{name: "heartbeat of A's runner's lease", route: "POST /api/runner/leases/{leaseId}/heartbeat", method: "POST",
+		path: func(a, _ apiAccount) string { return "/api/runner/leases/" + a.leaseID + "/heartbeat" }, json: func(apiAccount) string { return `{}` },
+		cred: asRunner, status: 410, intact: runnerIntact},
+	{name: "result for A's runner's lease", route: "POST /api/runner/leases/{leaseId}/result", method: "POST",
+		path: func(a, _ apiAccount) string { return "/api/runner/leases/" + a.leaseID + "/result" }, json: func(apiAccount) string { return `{"error":"B was here"}` },
+		cred: asRunner, status: 410, intact: runnerIntact},
+	{name: "B's runner token revoking itself", route: "POST /api/runner/revoke", method: "POST", path: fixed("/api/runner/revoke"),
+		json: func(apiAccount) string { return `{}` }, cred: asRunner, status: 200, intact: runnerIntact},
+	{name: "making a runner token of A's workspace", route: "POST /workspaces/{workspaceId}/runners", method: "POST", path: wsPath("/runners"),
+		form: url.Values{"name": {"B's"}}, cred: asCookie, status: 404, intact: runnerIntact},
+	{name: "revoking A's runner token", route: "POST /workspaces/{workspaceId}/runners/{tokenId}/revoke", method: "POST",
+		path: func(a, _ apiAccount) string {
+			return "/workspaces/" + a.userID + "/runners/" + a.runnerTokenID + "/revoke"
+		}, form: url.Values{},
+		cred: asCookie, status: 404, intact: runnerIntact},
+	{name: "revoking A's runner token from B's workspace", route: "POST /workspaces/{workspaceId}/runners/{tokenId}/revoke", method: "POST",
+		path: func(a, b apiAccount) string {
+			return "/workspaces/" + b.userID + "/runners/" + a.runnerTokenID + "/revoke"
+		}, form: url.Values{},
+		cred: asCookie, status: 404, intact: runnerIntact},
+	{name: "A's site's runner locations", route: "POST /sites/{siteId}/locations", method: "POST", path: func(a, _ apiAccount) string { return "/sites/" + a.siteID + "/locations" },
+		form: url.Values{"locations": {"b-lan"}}, cred: asCookie, status: 404, intact: runnerIntact},
 	// Budget check (API key).
 	{name: "budget-check of A's site", route: "POST /api/external/budget-check", method: "POST", path: fixed("/api/external/budget-check"),
 		json: func(a apiAccount) string { return `{"siteId":"` + a.siteID + `"}` }, cred: asBearer, status: 404},

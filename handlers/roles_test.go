@@ -258,6 +258,23 @@ var roleCases = []roleCase{
 	{route: "POST /invite/{token}", method: "POST", path: func(f *rolesFixture) string { return "/invite/" + f.invitationToken }, form: url.Values{},
 		want: [nRoles]int{403, 403, 403, 403, 303}, fresh: true},
 
+	// Runners: the protocol takes runner tokens only, never a session; owners make and revoke
+	// the workspace's tokens, owners and editors name a site's locations.
+	{route: "POST /api/runner/leases", method: "POST", path: fixedPath("/api/runner/leases"), json: `{"runner":"r"}`, want: all(401)},
+	{route: "POST /api/runner/leases/{leaseId}/heartbeat", method: "POST", path: func(f *rolesFixture) string { return "/api/runner/leases/" + f.a.leaseID + "/heartbeat" },
+		json: `{}`, want: all(401)},
+	{route: "POST /api/runner/leases/{leaseId}/result", method: "POST", path: func(f *rolesFixture) string { return "/api/runner/leases/" + f.a.leaseID + "/result" },
+		json: `{"error":"x"}`, want: all(401)},
+	{route: "POST /api/runner/revoke", method: "POST", path: fixedPath("/api/runner/revoke"), json: `{}`, want: all(401)},
+	{route: "POST /workspaces/{workspaceId}/runners", method: "POST", path: team("/runners"), form: url.Values{"name": {"office"}},
+		want: manages, fresh: true},
+	{route: "POST /workspaces/{workspaceId}/runners/{tokenId}/revoke", method: "POST",
+		path: func(f *rolesFixture) string {
+			return "/workspaces/" + f.ws + "/runners/" + f.a.runnerTokenID + "/revoke"
+		}, form: url.Values{},
+		want: manages, fresh: true},
+	{route: "POST /sites/{siteId}/locations", method: "POST", path: site("/locations"), form: url.Values{"locations": {"staging-lan"}}, want: edits},
+
 	// Budget check with each role's API key: the owner's and the editor's are the team's; the
 	// viewer's is of its own workspace; the removed editor's stopped working; S's is S's.
 	{route: "POST /api/external/budget-check", method: "POST", path: fixedPath("/api/external/budget-check"), apiKey: true, json: `{"siteId":"<site>"}`,

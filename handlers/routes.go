@@ -125,6 +125,18 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 	mux.Handle("GET /invite/{token}", s.withVisitor(s.handleInvitation()))
 	mux.Handle("POST /invite/{token}", s.requireUser(s.handleAcceptInvitation()))
 
+	// Runners (docs/runners.md): `sitepulse runner` leases audits with its runner token, keeps
+	// each lease with heartbeats and posts the Lighthouse report (or the page's error); a token
+	// revokes itself in one call. Owners make and revoke the workspace's tokens; owners and
+	// editors name the locations a site is audited from.
+	mux.Handle("POST /api/runner/leases", s.requireRunner(s.handleRunnerLease()))
+	mux.Handle("POST /api/runner/leases/{leaseId}/heartbeat", s.requireRunner(s.handleRunnerHeartbeat()))
+	mux.Handle("POST /api/runner/leases/{leaseId}/result", s.requireRunner(s.handleRunnerResult()))
+	mux.Handle("POST /api/runner/revoke", s.requireRunner(s.handleRunnerRevoke()))
+	mux.Handle("POST /workspaces/{workspaceId}/runners", s.requireUser(s.onWorkspace(store.ActManage, s.handleCreateRunnerToken())))
+	mux.Handle("POST /workspaces/{workspaceId}/runners/{tokenId}/revoke", s.requireUser(s.onWorkspace(store.ActManage, s.handleRevokeRunnerToken())))
+	mux.Handle("POST /sites/{siteId}/locations", s.requireUser(s.onSite(store.ActEdit, s.handleSetLocations())))
+
 	// Budget check for CI and scan export (docs/ci.md, docs/api.md "Export").
 	// The check takes API keys only, as requireBearer(apiKeyOnly) would, but verifies the key
 	// itself in the same store round trip that reads the site (budget.go). The export takes the

@@ -40,6 +40,7 @@ type Deps struct {
 	Channels    ChannelStore   // the notifications page: alert channels and deliveries
 	Health      HealthStore    // /healthz
 	CI          CIStore        // CI pipelines: scans started and followed, budget checks waited for
+	Runners     RunnerStore    // runners (docs/runners.md): their tokens, leases and results; nil: off
 	// Field is the field data beside the lab (field.go); nil: every site says it has none.
 	Field FieldStore
 	Log   *slog.Logger
@@ -149,6 +150,9 @@ type Deps struct {
 	SSOBreakGlass map[string]bool
 	// SSOResolver looks up a domain's TXT records for its verification; nil is net.DefaultResolver.
 	SSOResolver TXTResolver
+	// RunnerLease is RUNNER_LEASE_SECONDS: how long a runner's lease lasts without a heartbeat;
+	// 0 means DefaultRunnerLease.
+	RunnerLease time.Duration
 	// OpsOnly is -role worker: the process serves its health, readiness and metrics, and no
 	// UI or API.
 	OpsOnly bool

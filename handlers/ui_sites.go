@@ -146,6 +146,10 @@ type siteForm struct {
 	// OnPublish: the site is connected from the platform, so its publishes start scans; a site
 	// added by hand is scanned only on demand and on its schedule.
 	OnPublish bool
+	// Locations are the runner locations the site is audited from (docs/runners.md), on the
+	// edit page only; RunnersOn shows their form.
+	Locations string
+	RunnersOn bool
 }
 
 func formOf(site store.Site) siteForm {

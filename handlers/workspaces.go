@@ -60,6 +60,9 @@ type workspaceData struct {
 	// Bytes is about how much the workspace's scans take in the database (issue 25).
 	Bytes        float64
 	MaxRetention int
+	// Runners are the workspace's runner tokens (owners); RunnersOn shows their section.
+	Runners   []store.RunnerToken
+	RunnersOn bool
 }
 
 // inviteForm is the invitation form and its errors.
@@ -108,6 +111,13 @@ func (s *server) workspacePage(w http.ResponseWriter, r *http.Request, status in
 		if d.Platform, err = s.platformStatusOf(r, d.Workspace.ID); err != nil {
 			s.error(w, r, err, "")
 			return
+		}
+		if s.Runners != nil {
+			d.RunnersOn = true
+			if d.Runners, err = s.Runners.RunnerTokens(ctx, d.Workspace.ID); err != nil {
+				s.error(w, r, err, "")
+				return
+			}
 		}
 		if !d.Personal {
 			// Another account's personal workspace has that account's id.

@@ -153,7 +153,8 @@ type auditPlan struct {
 	pairs    []auditPair // every audit of the scan
 	todo     []auditPair // those no earlier attempt stored (none when signing in failed)
 	previous map[store.PageKey]store.PageResult
-	auditor  Auditor // the site's, or one signed in as the site's access setting says
+	auditor  Auditor // the site's, or one signed in as the site's access setting says, or runners'
+	leased   bool    // runners run the audits (runners.go)
 }
 
 // discoveryNote is where a scan keeps the note of a site with more pages than the cap: a page
@@ -218,6 +219,14 @@ func (p *Pool) planAudits(ctx context.Context, run *scanRun) (auditPlan, error) 
 		"replay", p.replayed(run.site), "signed_in", run.access.Kind)
 
 	plan.auditor = p.auditorFor(run.site)
+	leased, err := p.leasedAuditorFor(ctx, run)
+	if err != nil {
+		return auditPlan{}, fmt.Errorf("read the workspace's runners: %w", err)
+	}
+	if leased != nil {
+		plan.auditor, plan.leased = leased, true
+		run.log.Info("scan audited by runners", "audits", len(plan.todo))
+	}
 	if !run.signed() || len(plan.todo) == 0 {
 		return plan, nil
 	}
@@ -259,7 +268,11 @@ type audited struct {
 func (p *Pool) auditPairs(ctx context.Context, run *scanRun, plan auditPlan) (audited, error) {
 	auditCtx, stopAudits := context.WithCancelCause(ctx)
 	defer stopAudits(nil)
-	share := p.capacityFor(run.site).Share()
+	capacity := p.capacityFor(run.site)
+	if plan.leased {
+		capacity = p.runnerCapacity
+	}
+	share := capacity.Share()
 	stopShowing := p.showInFlight(ctx, run.lease, share)
 	var wg sync.WaitGroup
 	var mu sync.Mutex

@@ -78,6 +78,11 @@ type PoolConfig struct {
 	// Prunes are retention passes of other history (the CrUX points), run by the prune job
 	// after the page details, each deleting at most limit rows a call and answering how many.
 	Prunes []func(ctx context.Context, now time.Time, limit int) (int, error)
+	// Runners, when set, hands the audits of a workspace with runners (a runner token of its
+	// own, or the operator's) to them (runners.go); nil runs every audit in-process.
+	Runners RunnerQueue
+	// RunnerPoll is how often a scan waiting for a runner's report looks for it. Default 1 s.
+	RunnerPoll time.Duration
 	// Kinds are the workers of the other kinds of job this process runs (the digest, ...),
 	// beside the scan kind the pool runs itself; see Work.
 	Kinds []KindWorker
@@ -160,6 +165,9 @@ type Pool struct {
 	// LIGHTHOUSE_CONCURRENCY) applies; only the capacity's default bound, shared fairly between
 	// replayed scans.
 	replayCapacity *psi.Capacity
+	// runnerCapacity takes the audits leased to runners: each runner bounds its own Chrome runs
+	// (RUNNER_CONCURRENCY), so this process's backend bound does not apply to them.
+	runnerCapacity *psi.Capacity
 	// slots are each kind's worker slots free now, by worker number: a job holds one from its
 	// claim to its end, except a scan while it discovers its pages (see scan).
 	slots map[string]chan int
@@ -229,8 +237,12 @@ func NewPool(cfg PoolConfig) *Pool {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.RunnerPoll <= 0 {
+		cfg.RunnerPoll = time.Second
+	}
 	p := &Pool{cfg: cfg, stop: make(chan struct{}), replayCapacity: psi.NewCapacity(psi.CapacityConfig{}),
-		slots: map[string]chan int{}, wakes: map[string]chan struct{}{}, discovering: map[string]int{}}
+		runnerCapacity: psi.NewCapacity(psi.CapacityConfig{MaxInFlight: 256}),
+		slots:          map[string]chan int{}, wakes: map[string]chan struct{}{}, discovering: map[string]int{}}
 	p.jobsCtx, p.cancel = context.WithCancelCause(context.Background())
 	p.kinds = map[string]KindWorker{store.KindScan: {kind: store.KindScan, workers: cfg.Workers, perWorkspace: cfg.WorkspaceScans, work: p.workScan}}
 	if cfg.Retention != nil {

@@ -35,6 +35,7 @@ type Store interface {
 	CruxReads
 	CruxHistory
 	SSO
+	Runners
 	// Name is "memory" or "postgres", for the health check and the log.
 	Name() string
 	// Ping answers whether the store can serve requests.

@@ -217,6 +217,11 @@ type PageResult struct {
 	CLSElements         []CLSElement   `json:"clsElements"`
 	Diagnostics         map[string]any `json:"diagnostics"`
 	StackPacks          []StackPack    `json:"stackPacks"`
+	// BenchmarkIndex is the CPU benchmark index (Lighthouse's environment.benchmarkIndex) of
+	// the runner that made the run, and Location its location label; zero and empty for an
+	// audit made in-process (docs/runners.md).
+	BenchmarkIndex float64 `json:"benchmarkIndex,omitempty"`
+	Location       string  `json:"location,omitempty"`
 	// Explain is what explains the run (requests, LCP phases, layout shifts, main thread, failing
 	// audits), kept beside the result in its compact form and read by the reads that need it
 	// (PageResult, the comparisons); nil when a read leaves it out or the result predates it. It

@@ -55,7 +55,10 @@ const (
 // scans' results, the older first). Its lists are empty, not nil, when nothing changed beyond
 // noise; every request list is in the order the requests started in the run they are from.
 type Comparison struct {
-	PagePath string         `json:"pagePath"`
+	PagePath string `json:"pagePath"`
+	// Machine says the later run was made on a slower machine than the earlier one
+	// (SlowerMachine), when it got worse; empty otherwise.
+	Machine  string         `json:"machine,omitempty"`
 	Strategy store.Strategy `json:"strategy"`
 	// Explained is false when either run was stored without what explains it (a result kept
 	// before issue 33): then only Metrics are compared, and no cause is named.
@@ -232,6 +235,12 @@ func Compare(before, after store.PageResult) Comparison {
 	}
 	c.Causes = causes(c, before, after)
 	c.Summary = summary(c)
+	if len(c.Causes) > 0 {
+		// A regression seen on a slower runner than the earlier run's says so (docs/runners.md).
+		if c.Machine = SlowerMachine(before, after); c.Machine != "" {
+			c.Summary += "; " + c.Machine
+		}
+	}
 	return c
 }
 

@@ -459,3 +459,18 @@ func (l *lhr) diagnostics() map[string]any {
 	}
 	return nil
 }
+
+// BenchmarkIndex is a report's environment.benchmarkIndex: Lighthouse's measure of the CPU
+// that ran it (higher is faster), 0 when the report has none. A runner's result keeps it, so
+// that a regression seen on a slower machine is said to be so (analysis.SlowerMachine).
+func BenchmarkIndex(report []byte) float64 {
+	var r struct {
+		Environment struct {
+			BenchmarkIndex float64 `json:"benchmarkIndex"`
+		} `json:"environment"`
+	}
+	if json.Unmarshal(report, &r) != nil || r.Environment.BenchmarkIndex < 0 || r.Environment.BenchmarkIndex > 1e6 {
+		return 0
+	}
+	return math.Round(r.Environment.BenchmarkIndex*10) / 10
+}

@@ -124,10 +124,33 @@ func (l *Runner) Audit(ctx context.Context, pageURL string, strategy store.Strat
 
 // audit runs Lighthouse once; with s, in a Chrome started and signed in for this run (signedin.go).
 func (l *Runner) audit(ctx context.Context, pageURL string, strategy store.Strategy, s *SignedIn) (store.PageResult, error) {
+	report, err := l.report(ctx, pageURL, strategy, s)
+	if err != nil {
+		return store.PageResult{}, err
+	}
+	return ExtractLighthouse(report)
+}
+
+// Report runs Lighthouse once as Audit does and answers its JSON report unread, checked only
+// to hold a result (ExtractLighthouse): what a runner posts to the service, which extracts it
+// on arrival (docs/runners.md).
+func (l *Runner) Report(ctx context.Context, pageURL string, strategy store.Strategy) ([]byte, error) {
+	report, err := l.report(ctx, pageURL, strategy, nil)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := ExtractLighthouse(report); err != nil {
+		return nil, err
+	}
+	return report, nil
+}
+
+// report runs Lighthouse once and answers its JSON report.
+func (l *Runner) report(ctx context.Context, pageURL string, strategy store.Strategy, s *SignedIn) ([]byte, error) {
 	asked := time.Now()
 	host, pin, err := l.cfg.Guard.CheckURL(ctx, pageURL)
 	if err != nil {
-		return store.PageResult{}, err
+		return nil, err
 	}
 	dial := l.cfg.Dial
 	if dial == nil {
@@ -135,7 +158,7 @@ func (l *Runner) audit(ctx context.Context, pageURL string, strategy store.Strat
 	}
 	proxy, err := StartChromeProxy(dial, l.cfg.Log)
 	if err != nil {
-		return store.PageResult{}, err
+		return nil, err
 	}
 	defer proxy.Close()
 	started := time.Now()
@@ -153,7 +176,7 @@ func (l *Runner) audit(ctx context.Context, pageURL string, strategy store.Strat
 	args := l.Args(pageURL, strategy, pin, host, proxy.URL())
 	if s != nil {
 		if chrome, err = s.start(runCtx, l.chromeFlags(pin, host, proxy.URL())); err != nil {
-			return store.PageResult{}, err
+			return nil, err
 		}
 		defer chrome.Close()
 		// Lighthouse attaches to that Chrome; --chrome-flags stay in case it had to start its own.
@@ -174,28 +197,24 @@ func (l *Runner) audit(ctx context.Context, pageURL string, strategy store.Strat
 	err = cmd.Run()
 	switch {
 	case ctx.Err() != nil:
-		return store.PageResult{}, fmt.Errorf("Lighthouse run cancelled: %w", context.Cause(ctx))
+		return nil, fmt.Errorf("Lighthouse run cancelled: %w", context.Cause(ctx))
 	case errors.Is(runCtx.Err(), context.DeadlineExceeded):
-		return store.PageResult{}, fmt.Errorf("Lighthouse did not finish within %s", l.cfg.Timeout)
+		return nil, fmt.Errorf("Lighthouse did not finish within %s", l.cfg.Timeout)
 	case errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist):
-		return store.PageResult{}, fmt.Errorf("LIGHTHOUSE_CMD %q not found: install Lighthouse 13 with Node 22 (%s) and set LIGHTHOUSE_CMD as docs/local-lighthouse.md says", l.argv[0], InstallCommand)
+		return nil, fmt.Errorf("LIGHTHOUSE_CMD %q not found: install Lighthouse 13 with Node 22 (%s) and set LIGHTHOUSE_CMD as docs/local-lighthouse.md says", l.argv[0], InstallCommand)
 	}
 	if s != nil && !stdout.over { // a page that did not sign in fails so, whatever else went wrong with it
 		if err := s.check(chrome, pageURL, stdout.Bytes(), stderr.String()); err != nil {
-			return store.PageResult{}, err
+			return nil, err
 		}
 	}
 	switch {
 	case err != nil:
-		return store.PageResult{}, fmt.Errorf("Lighthouse failed (%v): %s", err, stderr.String())
+		return nil, fmt.Errorf("Lighthouse failed (%v): %s", err, stderr.String())
 	case stdout.over:
-		return store.PageResult{}, fmt.Errorf("Lighthouse report is larger than %d MiB", maxLHReport>>20)
+		return nil, fmt.Errorf("Lighthouse report is larger than %d MiB", maxLHReport>>20)
 	}
-	r, err := ExtractLighthouse(stdout.Bytes())
-	if err != nil {
-		return store.PageResult{}, err
-	}
-	return r, nil
+	return stdout.Bytes(), nil
 }
 
 // chromeFlags are the flags of a Chrome started here (signed-in audits): the configured ones and

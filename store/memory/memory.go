@@ -18,6 +18,7 @@ type Store struct {
 	Rules store.SiteRules
 
 	mu         sync.Mutex
+	runners    memRunners // runner tokens and leased audits (runners.go)
 	users      map[string]store.User
 	sessions   map[string]store.Session
 	apiKeys    map[string]store.APIKey
