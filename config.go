@@ -59,13 +59,20 @@ type config struct {
 	MaxWorkspaces        int
 	UserDailyAudits      int
 	AccountAuditShare    int
+	AuditShareMark       int
+	NewcomerReserve      int
 	SessionIdleMins      int
-	ConfirmRuns          int
-	ScanDeadline         int
-	SchedulePoll         int
-	DiscoveryTimeout     int
-	LogLevel             string
-	Demo                 bool
+	// The beacon's ingest (docs/field.md "The beacon").
+	BeaconDailyCap   int
+	BeaconSiteRate   int
+	BeaconAddrRate   int
+	BeaconFlushMS    int
+	ConfirmRuns      int
+	ScanDeadline     int
+	SchedulePoll     int
+	DiscoveryTimeout int
+	LogLevel         string
+	Demo             bool
 	// Role is web (UI and API, no jobs claimed), worker (jobs; only health, readiness and
 	// metrics served) or all.
 	Role         string
@@ -87,10 +94,14 @@ func (c config) siteRules() store.SiteRules {
 	return store.SiteRules{AllowPrivate: c.ScanAllowPrivate, MaxPages: c.MaxPagesPerScan}
 }
 
-// auditLimits are the daily audit budgets: USER_DAILY_AUDITS a workspace, and
-// ACCOUNT_AUDIT_SHARE percent of PSI_DAILY_LIMIT an account across its workspaces.
+// auditLimits are the daily audit budgets: USER_DAILY_AUDITS a workspace, ACCOUNT_AUDIT_SHARE
+// percent of PSI_DAILY_LIMIT an account across its workspaces, and the key's day shared past
+// AUDIT_SHARE_MARK percent of it with NEWCOMER_RESERVE percent kept for accounts that had not
+// audited, each of those granted a first scan's audits (every page, both strategies).
 func (c config) auditLimits() store.AuditLimits {
-	return store.AuditLimits{Workspace: c.UserDailyAudits, Account: max(1, c.PSIDailyLimit*c.AccountAuditShare/100)}
+	return store.AuditLimits{Workspace: c.UserDailyAudits, Account: max(1, c.PSIDailyLimit*c.AccountAuditShare/100),
+		Day: c.PSIDailyLimit, Mark: c.PSIDailyLimit * c.AuditShareMark / 100, Reserve: c.PSIDailyLimit * c.NewcomerReserve / 100,
+		Newcomer: 2 * c.MaxPagesPerScan}
 }
 
 // setting is one configuration value: its variable, flag, default and meaning. The table is the
@@ -152,8 +163,14 @@ func (c *config) settings() []setting {
 		{env: "SCAN_ALLOW_PRIVATE", def: "false", help: "true lets scans fetch loopback, private and link-local addresses (intranet or staging sites); never on a multi-tenant service", boolean: &c.ScanAllowPrivate},
 		{env: "MAX_SITES_PER_WORKSPACE", def: "50", help: "sites one workspace may have (MAX_SITES_PER_USER, its former name, is still read)", num: &c.MaxSitesPerWorkspace, min: 1, alias: "MAX_SITES_PER_USER"},
 		{env: "MAX_WORKSPACES_PER_USER", def: "10", help: "workspaces one account may own, its personal one included", num: &c.MaxWorkspaces, min: 1},
-		{env: "USER_DAILY_AUDITS", def: "6000", help: "audits the scans of one workspace may make per UTC day (counted in the store, so shared by every replica); past it, its scans wait for the next day", num: &c.UserDailyAudits, min: 1},
+		{env: "USER_DAILY_AUDITS", def: "0", help: "audits the scans of one workspace may make per UTC day (counted in the store, so shared by every replica); past it, its scans wait for the next day; 0 follows the caps: MAX_SITES_PER_WORKSPACE x MAX_PAGES_PER_SCAN x 2 strategies x 1.2 for re-audits", num: &c.UserDailyAudits, min: 0},
 		{env: "ACCOUNT_AUDIT_SHARE", def: "30", help: "percent of PSI_DAILY_LIMIT one account's audits may use per UTC day, across every workspace it owns (and any it created that day): counted in the store, kept when a workspace is deleted; past it, those workspaces' scans wait for the next day", num: &c.AccountAuditShare, min: 1},
+		{env: "AUDIT_SHARE_MARK", def: "70", help: "percent of PSI_DAILY_LIMIT every account's audits of a UTC day (counted in the store, across replicas) reach before what is left is shared: past it, each account that audited that day may take an equal share of what is left above NEWCOMER_RESERVE; 100 (with NEWCOMER_RESERVE 0) shares nothing out, the day ending at PSI_DAILY_LIMIT", num: &c.AuditShareMark},
+		{env: "NEWCOMER_RESERVE", def: "10", help: "percent of PSI_DAILY_LIMIT kept, at the end of each UTC day, for accounts that had not audited before AUDIT_SHARE_MARK: each may take a first scan's audits (MAX_PAGES_PER_SCAN x 2) from it", num: &c.NewcomerReserve},
+		{env: "BEACON_DAILY_CAP", def: "100000", help: "beacons one site keeps per UTC day before sampling: past it one in 2 is kept (counting 2), past twice it one in 4, and so on, so the p75 holds and storage stays bounded", num: &c.BeaconDailyCap, min: 1},
+		{env: "BEACON_SITE_RATE", def: "2000", help: "beacons a second one site may send to this process (bursts of 5 seconds' worth); past it, 429", num: &c.BeaconSiteRate, min: 1},
+		{env: "BEACON_ADDR_RATE", def: "2", help: "beacons a second one address may send (bursts of 30); past it, 429; the address is held in memory for the limit only, never stored", num: &c.BeaconAddrRate, min: 1},
+		{env: "BEACON_FLUSH_MS", def: "1000", help: "milliseconds between the beacon ingest's batched writes; a crash loses at most this long's accepted beacons", num: &c.BeaconFlushMS, min: 1},
 		{env: "SESSION_IDLE_MINUTES", def: "10080", help: "minutes without a request after which a browser session ends (default 7 days; sessions end after 30 days regardless)", num: &c.SessionIdleMins, min: 1},
 		{env: "PSI_BREAKER_SECONDS", def: "60", help: "seconds the PSI breaker stays open before one probe audit", num: &c.PSIBreakerSecs, min: 1},
 		{env: "OIDC_ISSUER", help: "issuer URL of the OpenID provider people may sign in with (docs/sso.md), exactly as its discovery document names it; empty: no single sign-on", str: &c.OIDCIssuer},
@@ -226,6 +243,9 @@ func (c *config) validate() error {
 	if c.Addr == "" {
 		return fmt.Errorf("ADDR is empty: want a listen address such as :8080")
 	}
+	if c.UserDailyAudits == 0 { // follows the caps: a full workspace scanned daily, with its re-audits
+		c.UserDailyAudits = c.MaxSitesPerWorkspace * c.MaxPagesPerScan * 2 * 6 / 5
+	}
 	if c.Role != "web" && c.Role != "worker" && c.Role != "all" {
 		return fmt.Errorf("ROLE=%q: want web, worker or all", c.Role)
 	}
@@ -282,6 +302,9 @@ func (c *config) validate() error {
 		if c.OIDCClientID == "" || c.OIDCClientSecret == "" {
 			return fmt.Errorf("OIDC_ISSUER is set without OIDC_CLIENT_ID and OIDC_CLIENT_SECRET: the code exchange needs both")
 		}
+	}
+	if c.AuditShareMark > 100 || c.NewcomerReserve > 100 || c.AuditShareMark+c.NewcomerReserve > 100 {
+		return fmt.Errorf("AUDIT_SHARE_MARK=%d, NEWCOMER_RESERVE=%d: want percents of PSI_DAILY_LIMIT that add up to at most 100", c.AuditShareMark, c.NewcomerReserve)
 	}
 	if c.SMTPAddr != "" && !strings.Contains(c.SMTPAddr, ":") {
 		return fmt.Errorf("SMTP_ADDR=%q: want host:port", c.SMTPAddr)

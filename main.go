@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"sitepulse/handlers"
+	"sitepulse/handlers/beacon"
 	"sitepulse/handlers/ci"
 	"sitepulse/handlers/metrics"
 	"sitepulse/mcp"
@@ -121,8 +122,9 @@ type service struct {
 	meter      *metrics.Metrics
 	authKey    []byte
 	demoSecret string
-	replay     *demo.Replay // the demo site's audits, answered offline; nil without the demo
-	field      *demo.Field  // the demo site's recorded field data, over the store's; nil without the demo
+	replay     *demo.Replay   // the demo site's audits, answered offline; nil without the demo
+	beacon     *beacon.Ingest // the real-user beacon's ingest, flushed every BEACON_FLUSH_MS
+	field      *demo.Field    // the demo site's recorded field data, over the store's; nil without the demo
 	guard      netguard.Guard
 	connector  *platform.Connector
 	quota      *psi.AccountQuota
@@ -279,7 +281,8 @@ func (sv *service) startScanner(ctx context.Context) error {
 	// The demo site's audits are replayed offline; every other site's go to the real auditor.
 	// One account's audits stay under its share of the PSI key's day, however many workspaces it has.
 	sv.quota = psi.NewAccountQuota(cfg.auditLimits(), st)
-	log.Info("audit budgets", "workspace_daily", cfg.auditLimits().Workspace, "account_daily", cfg.auditLimits().Account)
+	log.Info("audit budgets", "workspace_daily", cfg.auditLimits().Workspace, "account_daily", cfg.auditLimits().Account,
+		"key_daily", cfg.auditLimits().Day, "shared_past", cfg.auditLimits().Mark, "newcomer_reserve", cfg.auditLimits().Reserve)
 	pool := newPool(cfg, st, demo.Replaying(sv.replay, auditor), capacity, sv.quota, sv.guard.Client(), sv.connector, sv.digest, sv.accountMail, sv.chKeys, wakes[0], sv.meter, log,
 		cruxRefresher(cfg, st, sv.replay, log), field)
 	sv.meter.JobKinds = pool.Kinds()
@@ -300,6 +303,18 @@ func (sv *service) startScanner(ctx context.Context) error {
 	return nil
 }
 
+// startBeacon builds the beacon's ingest and flushes it every BEACON_FLUSH_MS; on stop (after
+// the HTTP server, before the store) it flushes what it holds.
+func (sv *service) startBeacon() {
+	cfg := sv.cfg
+	sv.beacon = beacon.New(sv.st, beacon.Options{Log: sv.log, FlushEvery: time.Duration(cfg.BeaconFlushMS) * time.Millisecond,
+		DailyCap: int64(cfg.BeaconDailyCap), SiteRate: float64(cfg.BeaconSiteRate), AddrRate: float64(cfg.BeaconAddrRate)})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { sv.beacon.Run(ctx); close(done) }()
+	sv.stops = append(sv.stops, func() { cancel(); <-done })
+}
+
 // buildHandler builds every route: the authorization server issues the access tokens the MCP
 // endpoint accepts, and fetches Client ID Metadata Documents, which anyone can point at any
 // URL, through the guard.
@@ -312,11 +327,12 @@ func (sv *service) buildHandler(context.Context) error {
 		mail = sv.accountMail.Enqueue
 	}
 	sv.stopping = make(chan struct{})
+	sv.startBeacon()
 	var err error
 	sv.handler, err = handlers.NewHandler(handlers.Deps{
 		// One store, handed to every surface as the narrow interface that surface declares.
 		Auth: st, Accounts: st, Sites: st, Budgets: st, Scans: st, Reports: st, API: st, Webhooks: st,
-		Connections: st, Workspaces: st, Channels: st, Health: st, CI: st, Runners: st, Field: sv.fieldStore(),
+		Connections: st, Workspaces: st, Channels: st, Health: st, CI: st, Runners: st, Beacons: st, Beacon: sv.beacon, Field: sv.fieldStore(),
 		RunnerLease: time.Duration(cfg.RunnerLease) * time.Second,
 		Log:         log, BaseURL: cfg.BaseURL,
 		OAuth: authServer, MCP: mcpServer, PlatformSecret: cfg.PlatformSecret, DemoWebhookSecret: sv.demoSecret, DemoPlatformID: demo.PlatformID,

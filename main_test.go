@@ -415,6 +415,30 @@ func TestDefaultAccountBudgetIsAShareOfTheKey(t *testing.T) {
 	}
 }
 
+// The key's day is shared past AUDIT_SHARE_MARK with NEWCOMER_RESERVE kept (issue 44): by
+// default 70% and 10% of PSI_DAILY_LIMIT, a newcomer granted a first scan's audits; percents that
+// add up to more than the day are refused.
+func TestKeyDayShareConfig(t *testing.T) {
+	var out strings.Builder
+	c, err := loadConfig(nil, func(string) string { return "" }, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := c.auditLimits(); l.Day != 25000 || l.Mark != 17500 || l.Reserve != 2500 || l.Newcomer != 100 {
+		t.Errorf("default limits %+v, want the day of 25000 shared past 17500, a reserve of 2500 and first scans of 100 audits", l)
+	}
+	env := map[string]string{"PSI_DAILY_LIMIT": "1000", "AUDIT_SHARE_MARK": "50", "NEWCOMER_RESERVE": "20", "MAX_PAGES_PER_SCAN": "5"}
+	if c, err := loadConfig(nil, func(k string) string { return env[k] }, &out); err != nil || c.auditLimits().Mark != 500 || c.auditLimits().Reserve != 200 || c.auditLimits().Newcomer != 10 {
+		t.Errorf("50%% and 20%% of 1000: %+v, %v", c.auditLimits(), err)
+	}
+	for _, bad := range [][2]string{{"AUDIT_SHARE_MARK", "95"}, {"NEWCOMER_RESERVE", "101"}, {"AUDIT_SHARE_MARK", "-1"}, {"NEWCOMER_RESERVE", "x"}} {
+		env := map[string]string{"AUDIT_SHARE_MARK": "50", "NEWCOMER_RESERVE": "10", bad[0]: bad[1]}
+		if _, err := loadConfig(nil, func(k string) string { return env[k] }, &out); err == nil || !strings.Contains(err.Error(), bad[0]) {
+			t.Errorf("%s=%s: %v, want an error naming it", bad[0], bad[1], err)
+		}
+	}
+}
+
 // envRead matches a variable the code reads by name: getenv("X"), os.Getenv("X"), and the
 // names firstOf is given.
 var envRead = regexp.MustCompile(`(?:getenv|Getenv|LookupEnv)\("([A-Z][A-Z0-9_]*)"\)|firstOf\(getenv((?:, "[A-Z0-9_]+")+)\)`)

@@ -3,6 +3,8 @@
 --   WRK_METHOD    GET (default) or POST
 --   WRK_PATH      request path, e.g. /api/external/budget-check
 --   WRK_BODY      request body (sent as application/json)
+--   WRK_BODY_FILE a file whose content is the request body (for bodies too long for the environment)
+--   WRK_HEADER    one more header, "Name: value" (e.g. x-lhci-build-token: ...)
 --   WRK_BEARER    Authorization: Bearer token
 --   WRK_COOKIE    Cookie header, e.g. session=...
 --   WRK_BODIES    a file of "<hex signature> <body>" lines: each request POSTs the next body with
@@ -18,11 +20,20 @@
 local method = os.getenv("WRK_METHOD") or "GET"
 local path = os.getenv("WRK_PATH") or "/"
 local body = os.getenv("WRK_BODY")
+if os.getenv("WRK_BODY_FILE") then
+  local f = assert(io.open(os.getenv("WRK_BODY_FILE"), "rb"))
+  body = f:read("*a")
+  f:close()
+end
 local stop_after = tonumber(os.getenv("WRK_STOP_AFTER") or "0")
 local headers = {}
 if body then headers["Content-Type"] = "application/json" end
 if os.getenv("WRK_BEARER") then headers["Authorization"] = "Bearer " .. os.getenv("WRK_BEARER") end
 if os.getenv("WRK_COOKIE") then headers["Cookie"] = os.getenv("WRK_COOKIE") end
+if os.getenv("WRK_HEADER") then
+  local name, value = os.getenv("WRK_HEADER"):match("^([^:]+):%s*(.*)$")
+  headers[name] = value
+end
 
 local signed = {}
 local bodies_file = os.getenv("WRK_BODIES")

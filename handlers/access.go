@@ -93,6 +93,14 @@ func (s *server) editPage(w http.ResponseWriter, r *http.Request, status int, si
 		}
 		f.Locations, f.RunnersOn = strings.Join(locs, ", "), true
 	}
+	if f.ID != "" {
+		b, err := s.beaconOf(r.Context(), visitorFrom(r.Context()).User.ID, site)
+		if err != nil {
+			s.error(w, r, err, "There is no such site in your account.")
+			return
+		}
+		f.Beacon = b
+	}
 	s.render(w, r, status, "site_form", page{Title: "Edit " + site.Name, Flash: uiFlash(r), Data: f})
 }
 

@@ -2,8 +2,6 @@ package handlers
 
 import (
 	"context"
-	"encoding/xml"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -216,25 +214,4 @@ func (f *apiFixture) do(t testing.TB, method, path, contentType, body string, c 
 	b, err := io.ReadAll(resp.Body)
 	must(t, err)
 	return resp, string(b)
-}
-
-// wellFormed parses an SVG with encoding/xml and answers its elements by name.
-func wellFormed(t *testing.T, svg string) map[string]int {
-	t.Helper()
-	d := xml.NewDecoder(strings.NewReader(svg))
-	d.Strict = true
-	count := map[string]int{}
-	for {
-		tok, err := d.Token()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("not well-formed XML: %v\n%.500s", err, svg)
-		}
-		if s, ok := tok.(xml.StartElement); ok {
-			count[s.Name.Local]++
-		}
-	}
-	return count
 }

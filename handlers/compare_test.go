@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"sitepulse/handlers/svg/svgtest"
 	"sitepulse/scanner/analysis"
 	"sitepulse/scanner/lighthouse/lhtest"
 	"sitepulse/store"
@@ -85,7 +86,7 @@ func TestScanPageWhatChanged(t *testing.T) {
 				t.Errorf("%d drawings, want 8", len(svgs))
 			}
 			for _, svg := range svgs {
-				wellFormed(t, svg)
+				svgtest.WellFormed(t, svg)
 			}
 			srcs := map[string]bool{}
 			for _, m := range imgRe.FindAllStringSubmatch(got["/ mobile"], -1) {
@@ -147,7 +148,7 @@ func TestComparePage(t *testing.T) {
 				t.Errorf("the compare page does not open on a page that got worse: %v", picked)
 			}
 			for _, svg := range svgRe.FindAllString(body, -1) {
-				wellFormed(t, svg)
+				svgtest.WellFormed(t, svg)
 			}
 			if !strings.Contains(body, `action="/sites/`+f.a.siteID+`/compare"`) {
 				t.Error("no form to pick other scans")

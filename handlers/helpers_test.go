@@ -43,6 +43,7 @@ func withStore(st store.Store, d Deps) Deps {
 	d.Health = st
 	d.CI = st
 	d.SSO = st
+	d.Beacons = st
 	return d
 }
 

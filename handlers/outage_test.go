@@ -125,15 +125,16 @@ func testOutage(t *testing.T, outage string) {
 	params := strings.NewReplacer("{siteId}", d.SiteID, "{scanId}", d.LatestScanID, "{workspaceId}", store.PersonalWorkspace(user.ID),
 		"{userId}", user.ID, "{index}", "0", "{$}", "", "{token}", "tok", "{keyID}", store.NewID(), "{clientID}", store.NewID(),
 		"{invitationId}", store.NewID(), "{channelId}", store.NewID(), "{ruleId}", store.NewID(), "{reportId}", store.NewID(),
-		"{leaseId}", store.NewID(), "{tokenId}", store.NewID())
+		"{leaseId}", store.NewID(), "{tokenId}", store.NewID(), "{publicId}", store.NewBeaconKey())
 	// These answer without the store: files, fixed documents and pages, and the preflight; the
 	// metrics scrape too (it writes every family but the queue's, whose read failed; off here).
-	noStore := map[string]bool{"GET /static/": true, "GET /favicon.ico": true, "GET /docs/mcp": true, "GET /metrics": true,
+	noStore := map[string]bool{"GET /static/": true, "GET /beacon/v1.js": true, "GET /favicon.ico": true, "GET /docs/mcp": true, "GET /metrics": true,
 		"GET /.well-known/oauth-authorization-server": true, "GET /.well-known/oauth-authorization-server/api/mcp": true,
 		"GET /.well-known/oauth-protected-resource": true, "GET /.well-known/oauth-protected-resource/api/mcp": true}
 	// These refuse the request before any read: a malformed token, a body their protocol refuses.
 	refusedFirst := map[string]bool{"POST /signup/confirm/{token}": true, "POST /password/reset/{token}": true,
-		"POST /api/oauth/register": true, "POST /api/oauth/token": true, "POST /api/oauth/revoke": true}
+		"POST /api/oauth/register": true, "POST /api/oauth/token": true, "POST /api/oauth/revoke": true,
+		"POST /api/beacon/{publicId}": true} // JSON, not the beacon's text/plain
 
 	switch outage {
 	case "closed":

@@ -209,6 +209,12 @@ var ownershipCases = []ownershipCase{
 		return "/report/" + a.reportID + "/images/0?path=%2F&strategy=mobile"
 	}, cred: asCookie, status: 404},
 
+	// The beacon's ingest is keyed by a site's public beacon id, never its site id: a site id
+	// (or anything else of A's) names no site there.
+	{name: "a beacon sent to A's site id", route: "POST /api/beacon/{publicId}", method: "POST", path: func(a, _ apiAccount) string {
+		return "/api/beacon/" + a.siteID
+	}, json: func(apiAccount) string { return `{}` }, cred: asCookie, status: 404},
+
 	// Workspaces: A's personal workspace has A's user id; B is no member of it.
 	{name: "A's workspace page", route: "GET /workspaces/{workspaceId}", method: "GET", path: wsPath(""), cred: asCookie, status: 404},
 	{name: "inviting into A's workspace", route: "POST /workspaces/{workspaceId}/invitations", method: "POST", path: wsPath("/invitations"),

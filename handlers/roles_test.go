@@ -211,6 +211,9 @@ var roleCases = []roleCase{
 	}, want: all(200)},
 	{route: "GET /report/{token}/images/{index}", method: "GET", path: fixedPath("/report/never-issued/images/0?path=%2F&strategy=mobile"), want: all(404)},
 	{route: "POST /api/webhooks/platform", method: "POST", path: fixedPath("/api/webhooks/platform"), json: `{}`, want: all(401)},
+	// The beacon: public, the same for everyone (a beacon is text/plain; JSON is refused first).
+	{route: "GET /beacon/v1.js", method: "GET", path: fixedPath("/beacon/v1.js"), want: all(200)},
+	{route: "POST /api/beacon/{publicId}", method: "POST", path: fixedPath("/api/beacon/b_AAAAAAAAAAAAAAAA"), json: `{}`, want: all(415)},
 
 	// The platform connection is the workspace's: an owner's.
 	{route: "GET /platform/connect", method: "GET", path: func(f *rolesFixture) string { return "/platform/connect?workspace=" + f.ws },

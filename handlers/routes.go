@@ -86,6 +86,11 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 	mux.Handle("GET /report/{token}", s.handleReport())
 	mux.Handle("GET /report/{token}/images/{index}", s.handleReportImage())
 
+	// The real-user beacon (docs/field.md "The beacon"): the script a site's pages load, the
+	// same for every site, and the public ingest it sends to, keyed by the site's public id.
+	mux.Handle("GET /beacon/v1.js", s.handleBeaconScript())
+	mux.Handle("POST /api/beacon/{publicId}", s.handleBeacon())
+
 	// Scan pipeline: the platform's publish webhook (interface "Events").
 	mux.Handle("POST /api/webhooks/platform", s.handlePlatformWebhook())
 

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"sitepulse/handlers/beacon"
 	"sitepulse/handlers/metrics"
 	"sitepulse/mcp"
 	"sitepulse/oauth"
@@ -41,6 +42,12 @@ type Deps struct {
 	Health      HealthStore    // /healthz
 	CI          CIStore        // CI pipelines: scans started and followed, budget checks waited for
 	Runners     RunnerStore    // runners (docs/runners.md): their tokens, leases and results; nil: off
+	// Beacons is the beacon's store (field_beacon.go): the snippet's public id and the
+	// ingest's reads and writes; nil turns the beacon off (its ingest answers 503).
+	Beacons BeaconStore
+	// Beacon is the ingest run() built and flushes (BEACON_* settings); nil with Beacons set
+	// makes one that writes each beacon at once.
+	Beacon *beacon.Ingest
 	// Field is the field data beside the lab (field.go); nil: every site says it has none.
 	Field FieldStore
 	Log   *slog.Logger
@@ -215,6 +222,9 @@ func NewHandler(d Deps) (http.Handler, error) {
 	}
 	if d.SSORecheck <= 0 {
 		d.SSORecheck = 8 * time.Hour
+	}
+	if d.Beacon == nil && d.Beacons != nil {
+		d.Beacon = beacon.New(d.Beacons, beacon.Options{Now: d.Now, Log: d.Log})
 	}
 	if d.PasswordIterations == 0 {
 		d.PasswordIterations = store.PasswordIterations

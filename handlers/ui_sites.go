@@ -143,6 +143,8 @@ type siteForm struct {
 	Workspaces []store.Workspace
 	// Access is the site's access setting, on the edit page only (access.go).
 	Access *accessView
+	// Beacon is the site's beacon snippet, on the edit page only (field_beacon.go).
+	Beacon *beaconView
 	// OnPublish: the site is connected from the platform, so its publishes start scans; a site
 	// added by hand is scanned only on demand and on its schedule.
 	OnPublish bool

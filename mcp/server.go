@@ -89,6 +89,7 @@ type Server struct {
 	quota    Quota
 	links    LinkSealer
 	homes    homes // authorize
+	latest   latestAnswers
 	field    FieldReader
 }
 

@@ -469,11 +469,17 @@ func typed(ctx context.Context) bool {
 	return !ok || e >= era20250618
 }
 
+// preEncoded is a payload that may carry its encoding (marshal's), kept from an earlier call.
+type preEncoded interface{ encoded() []byte }
+
 // result wraps tool t's payload as era e wants it: the text block, and from 2025-06-18 the
 // structuredContent, resource links and what the tool's view draws.
 func (s *Server) result(ctx context.Context, userID string, e era, t *tool, payload any) (toolResult, *rpcError) {
-	b, err := marshal(payload)
-	if err != nil {
+	var b []byte
+	var err error
+	if pe, ok := payload.(preEncoded); ok && pe.encoded() != nil {
+		b = pe.encoded()
+	} else if b, err = marshal(payload); err != nil {
 		s.log.Error("mcp tool encode", "tool", t.Name, "err", err)
 		return toolResult{}, &rpcError{Code: CodeInternal, Message: "Internal error"}
 	}

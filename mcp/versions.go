@@ -64,6 +64,9 @@ const (
 	metaServerInfo         = "io.modelcontextprotocol/serverInfo"
 )
 
+// metaProtocolVersionKey is metaProtocolVersion as a body holds it unescaped.
+var metaProtocolVersionKey = []byte(`"` + metaProtocolVersion + `"`)
+
 // modernParams is what the modern rules read of a request's params.
 type modernParams struct {
 	Meta   map[string]json.RawMessage `json:"_meta"`
@@ -79,6 +82,11 @@ type modernParams struct {
 func isModern(header string, body []byte) bool {
 	if header == ModernVersion {
 		return true
+	}
+	// Without a backslash the reserved key can only be written as itself, so a body that does
+	// not hold it is legacy without decoding it (a second full decode of every legacy call).
+	if bytes.IndexByte(body, '\\') < 0 && !bytes.Contains(body, metaProtocolVersionKey) {
+		return false
 	}
 	var m struct {
 		Params modernParams `json:"params"`

@@ -16,6 +16,7 @@ import (
 	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 	"sitepulse/store/memory"
+	"sitepulse/store/storetest"
 )
 
 // send posts body with the given MCP headers (name: value, "" values left out) as userID and
@@ -649,5 +650,50 @@ func BenchmarkToolsCallPerVersion(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkGetLatestScanRequest is the request of the side-by-side load runs
+// (.ci/mcp-vs-lhci.sh): get_latest_scan with no MCP-Protocol-Version header, whole, through
+// ServeRequest (JSON-RPC decoding, the era, arguments, the store read, encoding), on the
+// memory store (the service's own CPU) and on Postgres (with DATABASE_URL).
+func BenchmarkGetLatestScanRequest(b *testing.B) {
+	for _, name := range []string{"memory", "postgres"} {
+		b.Run(name, func(b *testing.B) {
+			var st store.Store = memory.New()
+			if name == "postgres" {
+				st = storetest.Postgres(b)
+			}
+			f := newFixture(b, st)
+			req := Request{UserID: f.userID, Header: http.Header{},
+				Body: []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_latest_scan","arguments":{"siteId":"` + f.demo.SiteID + `"}}}`)}
+			b.ReportAllocs()
+			for b.Loop() {
+				if status, out := f.srv.ServeRequest(allScopes, req); status != 200 {
+					b.Fatalf("status %d: %s", status, out)
+				}
+			}
+		})
+	}
+}
+
+// TestIsModernWithoutDecoding holds isModern's shortcut (a body without a backslash and without
+// the reserved key is legacy, undecoded) to what the full decode answers, escaped keys included.
+func TestIsModernWithoutDecoding(t *testing.T) {
+	for _, c := range []struct {
+		body string
+		want bool
+	}{
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_latest_scan"}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"` + ModernVersion + `"}}}`, true},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol\/protocolVersion":"` + ModernVersion + `"}}}`, true},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"\u005fmeta":{"io.modelcontextprotocol\u002fprotocolVersion":"2099-01-01"}}}`, true},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-06-18"}}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":7}}}`, true},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a\"b"}}`, false},
+	} {
+		if got := isModern("", []byte(c.body)); got != c.want {
+			t.Errorf("isModern(%s) = %v, want %v", c.body, got, c.want)
+		}
 	}
 }

@@ -97,6 +97,10 @@ func TestParkedForQuota(t *testing.T) {
 	}{
 		{"", false},
 		{"PSI unavailable until 24 Nov 2026, 12:09 UTC: 5 audits in a row failed; scan snoozed", false},
+		{"PSI unavailable until 25 Nov 2026, 08:00 UTC: PSI_DAILY_LIMIT of 25000 calls reached for this quota day; scan snoozed", false},
+		{(&psi.UnavailableError{What: "this workspace's scans wait", Reason: "past 17500 of the PSI key's 25000 daily audits " + psi.ShareMark + ", what is left is shared"}).Error() + "; scan snoozed", true},
+		{(&psi.UnavailableError{What: "this workspace's scans wait", Reason: "the PSI key's last 2500 audits of the day " + psi.ReserveMark + " are kept"}).Error() + "; scan snoozed", true},
+		{(&psi.UnavailableError{What: "this workspace's scans wait", Reason: "the PSI key's day of 25000 audits " + psi.KeyDayMark + " is used up"}).Error() + "; scan snoozed", true},
 		{(&psi.UnavailableError{What: "this account's scans wait", Reason: "its daily budget of 2000 audits " + psi.QuotaMark + " is used up"}).Error() + "; scan snoozed", true},
 		{(&psi.UnavailableError{What: "this workspace's scans wait", Reason: "an owner's daily budget of 7500 audits across all their workspaces " + psi.AccountQuotaMark + " is used up"}).Error() + "; scan snoozed", true},
 	}

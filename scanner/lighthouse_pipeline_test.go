@@ -16,54 +16,20 @@ import (
 	"sitepulse/store"
 	"sitepulse/store/memory"
 	"sitepulse/store/storetest"
-	"strings"
 	"testing"
 	"time"
 
 	"sitepulse/scanner/lighthouse"
+	"sitepulse/scanner/lighthouse/chrometest"
 	"sitepulse/scanner/netguard"
 	"sitepulse/scanner/psi"
 )
 
-// lighthouseInstall finds a Lighthouse CLI and Chromium, or skips (fails under CI=true): LIGHTHOUSE_CMD and
-// CHROME_PATH when set, else where README "Local Lighthouse" installs them (~/lighthouse.Home).
+// lighthouseInstall finds a Lighthouse CLI, Chromium and python3, or skips (fails under
+// CI=true): chrometest.Find, as scanner/lighthouse's real-Chrome tests do.
 func lighthouseInstall(t *testing.T) (cmd, chrome string) {
 	t.Helper()
-	cmd = os.Getenv("LIGHTHOUSE_CMD")
-	if home, err := os.UserHomeDir(); cmd == "" && err == nil {
-		dir := filepath.Join(home, lighthouse.Home, "node_modules")
-		node, cli := filepath.Join(dir, ".bin", "node"), filepath.Join(dir, "lighthouse", "cli", "index.js")
-		if _, err := os.Stat(cli); err == nil {
-			cmd = node + " " + cli
-		}
-	}
-	chrome = os.Getenv("CHROME_PATH")
-	if chrome == "" {
-		chrome = "/usr/bin/chromium"
-	}
-	if cmd == "" {
-		missing(t, "Lighthouse is not installed: "+lighthouse.InstallCommand+" (docs/local-lighthouse.md)")
-	}
-	if _, err := exec.LookPath(strings.Fields(cmd)[0]); err != nil {
-		missing(t, fmt.Sprintf("Lighthouse command %q not runnable: %v", cmd, err))
-	}
-	if _, err := os.Stat(chrome); err != nil {
-		missing(t, fmt.Sprintf("Chromium not found at %s", chrome))
-	}
-	if _, err := exec.LookPath("python3"); err != nil {
-		missing(t, "python3 is needed to serve the sample site")
-	}
-	return cmd, chrome
-}
-
-// missing skips the test saying what it lacks; under CI=true, where .ci/run installs Chromium and
-// Lighthouse, it fails instead, as a missing Postgres does (issue 37).
-func missing(t *testing.T, why string) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatal("CI=true: " + why)
-	}
-	t.Skip(why)
+	return chrometest.Find(t, lighthouse.Home, lighthouse.InstallCommand, "python3") // python3 serves the sample site
 }
 
 // freePort is a port of 127.0.0.1 nothing listens on.

@@ -59,6 +59,9 @@ type Store interface {
 // workspace's retention removed in batches, and at most one prune job queued at a time.
 type Retention interface {
 	PruneDetails(ctx context.Context, now time.Time, limit int) (int, error)
+	// PruneBeacons deletes the beacon's days past their workspace's retention (issue 45).
+	PruneBeacons(ctx context.Context, now time.Time) (int64, error)
+	PruneMonths(ctx context.Context, now time.Time) ([]string, error)
 	EnqueuePrune(ctx context.Context, now time.Time, every time.Duration) (bool, error)
 }
 

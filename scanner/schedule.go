@@ -100,6 +100,20 @@ func pruneAll(ctx context.Context, batch func(context.Context) (int, error)) (in
 // pruneDetails deletes the page details past their workspace's retention (PruneOnce).
 func (p *Pool) pruneDetails(ctx context.Context) (int, error) {
 	total := 0
+	// Whole months first (a partition dropped on Postgres), then the rows of the months that
+	// straddle a workspace's window. A month that cannot go now (a lock not granted at once)
+	// goes at a later run: the rows are pruned meanwhile.
+	if months, err := p.cfg.Retention.PruneMonths(ctx, p.cfg.Now()); err != nil {
+		p.cfg.Log.Error("pruner: dropping whole months failed", "err", err)
+	} else if len(months) > 0 {
+		p.cfg.Log.Info("pruner: months past every workspace's retention dropped", "months", months)
+	}
+	// The beacon's daily histograms go with the same retention: a few rows per page and day.
+	if n, err := p.cfg.Retention.PruneBeacons(ctx, p.cfg.Now()); err != nil {
+		return 0, err
+	} else if n > 0 {
+		p.cfg.Log.Info("pruner: beacon days past their workspace's retention removed", "rows", n)
+	}
 	for {
 		n, err := p.cfg.Retention.PruneDetails(ctx, p.cfg.Now(), store.PruneBatch)
 		total += n

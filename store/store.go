@@ -36,6 +36,8 @@ type Store interface {
 	CruxHistory
 	SSO
 	Runners
+	BeaconReads
+	BeaconWrites
 	// Name is "memory" or "postgres", for the health check and the log.
 	Name() string
 	// Ping answers whether the store can serve requests.
@@ -287,6 +289,12 @@ type AuditLimits struct {
 	// Account is ACCOUNT_AUDIT_SHARE of PSI_DAILY_LIMIT: one account's audits of a UTC day across
 	// every workspace it owns, or created that day, so no account spends the key's whole day.
 	Account int
+	// Day is PSI_DAILY_LIMIT, the key's audits of a UTC day across every account and replica;
+	// 0 leaves the day unshared (AdmitAudit). Mark is AUDIT_SHARE_MARK of it, the high-water
+	// mark past which what is left is shared among the accounts that audited; Reserve is
+	// NEWCOMER_RESERVE of it, kept for accounts that had not audited before the mark; Newcomer
+	// is what each of those may take (a first scan's audits: MAX_PAGES_PER_SCAN x 2).
+	Day, Mark, Reserve, Newcomer int
 }
 
 // AuditUsage is what a workspace's audits of a UTC day have spent: the workspace's own count,
@@ -294,6 +302,9 @@ type AuditLimits struct {
 type AuditUsage struct {
 	Workspace int
 	Account   int
+	// Late is what that most spent payer took past the mark; Key is the audits every account
+	// took that day, and Askers how many accounts took one (AdmitAudit's inputs).
+	Late, Key, Askers int
 }
 
 // AuditLedger counts the daily audits in the database every replica shares: each workspace's
@@ -302,13 +313,15 @@ type AuditUsage struct {
 // it has left). An account's counts are its own, so they outlive a deleted workspace.
 type AuditLedger interface {
 	// TakeAudit spends one audit of the workspace's budget and of each of its payers' when the
-	// workspace has spent fewer than limits.Workspace and every payer fewer than
-	// limits.Account that UTC day, and answers whether it did: all or nothing, atomic, so
+	// workspace has spent fewer than limits.Workspace and AdmitAudit admits it for every payer
+	// that UTC day (under limits.Account, and the key's day shared when limits.Day is set),
+	// and answers whether it did: all or nothing, atomic, so
 	// concurrent takes from any number of processes never spend past a limit. Counts of days
 	// before yesterday are forgotten on the way. ErrNotFound when the workspace does not exist.
 	TakeAudit(ctx context.Context, workspaceID string, now time.Time, limits AuditLimits) (bool, error)
 	// AuditsTaken answers what the workspace and its most spent payer have spent on now's UTC
-	// day; nothing for an unknown workspace.
+	// day, and the key's day (every account's audits, how many accounts took one); nothing for
+	// an unknown workspace.
 	AuditsTaken(ctx context.Context, workspaceID string, now time.Time) (AuditUsage, error)
 }
 

@@ -130,6 +130,12 @@ const MaxRetentionDays = 3650
 // row locks at once nor blocks a scan's writes for long.
 const PruneBatch = 1000
 
+// MonthsAhead is how many months past the current one the pruner keeps partitions made for.
+const MonthsAhead = 2
+
+// PrunedScanBytes is what a scan whose page details are all gone takes (scan_bytes of no rows).
+const PrunedScanBytes = 300
+
 // KindPrune is the job that deletes page details older than their workspace's retention. The
 // store enqueues at most one at a time (EnqueuePrune); every process's scheduler asks it to.
 const KindPrune = "prune"
@@ -147,6 +153,16 @@ type Retention interface {
 	// retention is 0 (forever). A pruned scan keeps its summary and its row, gets
 	// DetailsPrunedAt and loses the bytes its rows took. It answers how many rows it deleted.
 	PruneDetails(ctx context.Context, now time.Time, limit int) (int, error)
+	// PruneMonths drops the page details (rows and pictures) of whole calendar months (UTC, by
+	// the scan's CreatedAt) that ended before now and of which no scan is kept: every scan of
+	// the month is finished and one PruneDetails would prune (or pruned already). Its scans get
+	// DetailsPrunedAt and keep 300 bytes, as PruneDetails leaves them (on Postgres, from the
+	// PruneDetails that the prune job runs next, in batches). On Postgres a month is a
+	// partition, detached and dropped (its space goes back to the disk), and the partitions of
+	// the current month and MonthsAhead ahead are made first (issue 46). A month that straddles
+	// a workspace's window is left to PruneDetails. It answers the months dropped that held
+	// scans, oldest first, as "2006-01".
+	PruneMonths(ctx context.Context, now time.Time) ([]string, error)
 	// EnqueuePrune enqueues a KindPrune job runnable at now unless one is queued or running, or
 	// one finished less than every before now: however many processes ask, one runs at a time.
 	// It answers whether it enqueued one.

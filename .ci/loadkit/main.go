@@ -8,6 +8,10 @@
 //	go run ./.ci/loadkit count  -want 100 -timeout 5m # waits for the load sites' scans to end
 //	go run ./.ci/loadkit platform -addr 127.0.0.1:8792 -client-id ID -secret S # the platform double
 //	go run ./.ci/loadkit year -sites 50 -pages 50 -days 365 -retention 90 # a seeded year before and after retention
+//	go run ./.ci/loadkit ingest -c 16 -d 5s    # results extracted and stored with explain data and pictures, per second
+//	go run ./.ci/loadkit hello -addr 127.0.0.1:8793 # a bare net/http hello
+//	go run ./.ci/loadkit fleet -sites 2000 -pages 20 -days 365 -detail-days 62 -out FILE # the size it is for; times the partition migration
+//	go run ./.ci/loadkit drop-month -retention 30 # the pruner's month drop on the fleet database, with the sizes before and after
 //
 // seed and count read DATABASE_URL. It lives under .ci/ (not part of ./...) because it is an
 // operations tool, not part of the service.
@@ -50,6 +54,12 @@ commands:
   platform -addr 127.0.0.1:8792 -client-id ID -secret S  the Webflow double
   year     -sites 50 -pages 50 -days 365 -retention 90   a year of daily scans, its size before and after retention (fresh DATABASE_URL);
            [-explain]                                    with what explains each result and its screenshots (issue 33)
+  ingest   -c 16 -d 5s                                   real PSI answers extracted and stored with explain data and pictures, for a time; prints results/s
+  hello    -addr 127.0.0.1:8793                          a bare net/http hello (the composed floor's Go half)
+  fleet    -sites 2000 -pages 20 -days 365 -detail-days 62 -out FILE
+                                                         a year of daily scans of sites sites at schema 38, the last detail-days
+                                                         with their page details; times the migration to month partitions (issue 46)
+  drop-month -retention 30                               the pruner's month drop on the fleet database, sizes before and after
 
 loadkit COMMAND -h lists every flag.
 `
@@ -86,6 +96,9 @@ func run(args []string, stdout io.Writer) error {
 	pages := fs.Int("pages", 50, "year: pages per site")
 	days := fs.Int("days", 365, "year: days of daily scans")
 	retention := fs.Int("retention", 90, "year: the retention applied, in days")
+	workers := fs.Int("c", 16, "ingest: concurrent workers")
+	duration := fs.Duration("d", 5*time.Second, "ingest: how long to store results")
+	detailDays := fs.Int("detail-days", 62, "fleet: the last days whose scans keep their page details")
 	explain := fs.Bool("explain", false, "year: every result also keeps what explains it and its screenshots (issue 33), as the pipeline writes them")
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -107,6 +120,14 @@ func run(args []string, stdout io.Writer) error {
 		return platformDouble(*addr, *clientID, *secret)
 	case "year":
 		return year(ctx, stdout, *fixtures, *sites, *pages, *days, *retention, *explain)
+	case "ingest":
+		return ingest(ctx, stdout, *fixtures, *workers, *duration)
+	case "hello":
+		return hello(*addr)
+	case "fleet":
+		return fleet(ctx, stdout, *fixtures, *sites, *pages, *days, *detailDays, *out)
+	case "drop-month":
+		return dropMonth(ctx, stdout, *retention)
 	}
 	fmt.Fprint(stdout, usage)
 	return fmt.Errorf("unknown command %q", args[0])

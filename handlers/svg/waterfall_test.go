@@ -1,14 +1,12 @@
 package svg
 
 import (
-	"encoding/xml"
-	"errors"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"sitepulse/handlers/svg/svgtest"
 	"sitepulse/scanner/analysis"
 	"sitepulse/scanner/lighthouse/lhtest"
 	"sitepulse/store"
@@ -134,27 +132,6 @@ func TestFilmGrid(t *testing.T) {
 	}
 }
 
-// wellFormed parses an SVG with encoding/xml and answers its elements by name.
-func wellFormed(t *testing.T, svg string) map[string]int {
-	t.Helper()
-	d := xml.NewDecoder(strings.NewReader(svg))
-	d.Strict = true
-	count := map[string]int{}
-	for {
-		tok, err := d.Token()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("not well-formed XML: %v\n%.500s", err, svg)
-		}
-		if s, ok := tok.(xml.StartElement); ok {
-			count[s.Name.Local]++
-		}
-	}
-	return count
-}
-
 // The waterfall and the phases of the fixtures' home page, before and after the publish, and of
 // a hostile page: well-formed SVG whose text is the requests' (escaped), bounded in rows.
 func TestWaterfallSVG(t *testing.T) {
@@ -179,7 +156,7 @@ func TestWaterfallSVG(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			svg, hidden := Waterfall(analysis.Requests(tc.b, tc.a), tc.b.LCP.Ms(), tc.a.LCP.Ms())
-			count := wellFormed(t, string(svg))
+			count := svgtest.WellFormed(t, string(svg))
 			if count["g"] != tc.wantRows || hidden != tc.wantHidden {
 				t.Errorf("%d rows, %d hidden; want %d, %d", count["g"], hidden, tc.wantRows, tc.wantHidden)
 			}
@@ -205,7 +182,7 @@ func TestPhasesSVG(t *testing.T) {
 		t.Fatalf("%d phases", len(c.LCP.Phases))
 	}
 	svg := string(Phases(c.LCP.Phases))
-	count := wellFormed(t, svg)
+	count := svgtest.WellFormed(t, svg)
 	if count["rect"] < 4 || count["rect"] > 8 {
 		t.Errorf("%d phase bars, want one per phase of each run that took time", count["rect"])
 	}

@@ -1,7 +1,6 @@
 package lighthouse
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -9,13 +8,13 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"sitepulse/scanner/lighthouse/chrometest"
 	"sitepulse/scanner/netguard"
 	"sitepulse/scanner/scantest"
 )
@@ -29,41 +28,10 @@ func publicSite(t *testing.T, h http.Handler) (*httptest.Server, netguard.Guard)
 }
 
 // lighthouseCLI finds a Lighthouse CLI and Chromium, or skips saying what is missing (under
-// CI=true it fails instead, as a missing Postgres does): LIGHTHOUSE_CMD and CHROME_PATH when
-// set, else where README "Local Lighthouse" installs them. (scanner's lighthouseInstall does the
-// same for the sample-site scan.)
+// CI=true it fails instead): chrometest.Find, as scanner's real-Chrome tests do.
 func lighthouseCLI(t *testing.T) (cmd, chrome string) {
 	t.Helper()
-	cmd = os.Getenv("LIGHTHOUSE_CMD")
-	if home, err := os.UserHomeDir(); cmd == "" && err == nil {
-		dir := filepath.Join(home, Home, "node_modules")
-		node, cli := filepath.Join(dir, ".bin", "node"), filepath.Join(dir, "lighthouse", "cli", "index.js")
-		if _, err := os.Stat(cli); err == nil {
-			cmd = node + " " + cli
-		}
-	}
-	chrome = cmp.Or(os.Getenv("CHROME_PATH"), "/usr/bin/chromium")
-	if cmd == "" {
-		missing(t, "Lighthouse is not installed: "+InstallCommand+" (docs/local-lighthouse.md)")
-	}
-	if _, err := exec.LookPath(strings.Fields(cmd)[0]); err != nil {
-		missing(t, fmt.Sprintf("Lighthouse command %q not runnable: %v", cmd, err))
-	}
-	if _, err := os.Stat(chrome); err != nil {
-		missing(t, fmt.Sprintf("Chromium not found at %s (sudo apt-get install chromium, or set CHROME_PATH)", chrome))
-	}
-	return cmd, chrome
-}
-
-// missing skips the test saying what it lacks; under CI=true, where .ci/run installs Chromium and
-// Lighthouse, it fails instead: the real-Chrome tests are the only proof of the guard through
-// Chromium, and must not vanish with a failed install (issue 37).
-func missing(t *testing.T, why string) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatal("CI=true: " + why)
-	}
-	t.Skip("skipped: " + why)
+	return chrometest.Find(t, Home, InstallCommand)
 }
 
 // hostilePage is the issue's first row: a page on an allowed address that redirects to, or

@@ -20,8 +20,11 @@ type AuditLedger interface {
 // PSI quota all of them share: a workspace's (USER_DAILY_AUDITS), and each of its owners'
 // accounts' across every workspace they own (ACCOUNT_AUDIT_SHARE of PSI_DAILY_LIMIT), so an
 // account with ten workspaces, or one that deletes and recreates a workspace, spends no more.
-// Past either, the workspace's scans are snoozed until the next UTC day with a message saying
-// which; other workspaces' scans go on. It counts in the store, one atomic call per audit, so
+// With the key's day shared (AuditLimits.Day set), past AUDIT_SHARE_MARK of PSI_DAILY_LIMIT
+// what is left is shared among the accounts that audited that day, and NEWCOMER_RESERVE of it
+// is kept for accounts that had not (store.AdmitAudit states the rule). Past any limit, the
+// workspace's scans are snoozed until the next UTC day with a message naming the limit and
+// when it lifts; other workspaces' scans go on. It counts in the store, one atomic call per audit, so
 // the budgets hold across every replica on the database: N replicas grant them once, not N times.
 // A nil quota grants everything.
 //
@@ -38,17 +41,26 @@ type AccountQuota struct {
 // an audit is not held up longer than this by a database that does not answer.
 const ledgerWait = 5 * time.Second
 
-// QuotaMark and AccountQuotaMark are in the reason of every scan parked for a workspace's or an
-// account's daily audits: the deadline finds such scans by them in their job's last error
-// (ParkedForBudget), and lets them wait as promised.
+// QuotaMark, AccountQuotaMark, ShareMark, ReserveMark and KeyDayMark are in the reason of every
+// scan parked for a daily audit budget (a workspace's, an account's, its share of the key's day
+// past the mark, the newcomers' reserve, the key's whole day): the deadline finds such scans by
+// them in their job's last error (ParkedForBudget), and lets them wait as promised.
 const (
 	QuotaMark        = "(USER_DAILY_AUDITS)"
 	AccountQuotaMark = "(ACCOUNT_AUDIT_SHARE)"
+	ShareMark        = "(AUDIT_SHARE_MARK)"
+	ReserveMark      = "(NEWCOMER_RESERVE)"
+	KeyDayMark       = "(PSI_DAILY_LIMIT across accounts)"
 )
 
 // ParkedForBudget answers whether a scan's last error is a daily audit budget's wait.
 func ParkedForBudget(reason string) bool {
-	return strings.Contains(reason, QuotaMark) || strings.Contains(reason, AccountQuotaMark)
+	for _, mark := range []string{QuotaMark, AccountQuotaMark, ShareMark, ReserveMark, KeyDayMark} {
+		if strings.Contains(reason, mark) {
+			return true
+		}
+	}
+	return false
 }
 
 // NewAccountQuota grants the audits limits allow per workspace and per account per UTC day,
@@ -79,20 +91,45 @@ func (q *AccountQuota) Check(workspaceID string, now time.Time) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), ledgerWait)
 	defer cancel()
-	if used, err := q.ledger.AuditsTaken(ctx, workspaceID, now); err == nil && (used.Workspace >= q.limits.Workspace || used.Account >= q.limits.Account) {
+	if used, err := q.ledger.AuditsTaken(ctx, workspaceID, now); err == nil && q.refused(used) != "" {
 		return q.spent(used, now)
 	}
 	return nil
 }
 
-// spent is the wait of a workspace whose budget, or one of whose owners' account budgets, is
-// spent: the account's when the workspace's is not.
+// refused is the limit an audit of a workspace that has spent used would meet ("" none): the
+// store's rule again, on the workspace's most spent owner.
+func (q *AccountQuota) refused(used store.AuditUsage) string {
+	if used.Workspace >= q.limits.Workspace {
+		return store.RefusedWorkspace
+	}
+	return store.AdmitAudit(q.limits, used.Key, used.Askers, store.AccountDay{Used: used.Account, Late: used.Late})
+}
+
+// spent is the wait of a workspace whose budget, one of whose owners' account budgets, or whose
+// owners' part of the key's day is spent: it names the limit met, and when it lifts (the next
+// UTC day, when every count starts again).
 func (q *AccountQuota) spent(used store.AuditUsage, now time.Time) error {
 	until := now.UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)
-	if used.Workspace < q.limits.Workspace {
-		return &UnavailableError{What: "this workspace's scans wait", Until: until,
-			Reason: fmt.Sprintf("an owner's daily budget of %d audits across all their workspaces %s is used up; other accounts' scans go on", q.limits.Account, AccountQuotaMark)}
+	l := q.limits
+	wait := func(reason string, args ...any) error {
+		return &UnavailableError{What: "this workspace's scans wait", Until: until, Reason: fmt.Sprintf(reason, args...)}
 	}
-	return &UnavailableError{What: "this workspace's scans wait", Until: until,
-		Reason: fmt.Sprintf("its daily budget of %d audits %s is used up; other workspaces' scans go on", q.limits.Workspace, QuotaMark)}
+	r := q.refused(used)
+	if r == "" { // refused by a co-owner's count, or by one that changed since: as before, the account's
+		r = store.RefusedAccount
+	}
+	switch r {
+	case store.RefusedAccount:
+		return wait("an owner's daily budget of %d audits across all their workspaces %s is used up; other accounts' scans go on", l.Account, AccountQuotaMark)
+	case store.RefusedDay:
+		return wait("the PSI key's day of %d audits %s is used up by every account's scans", l.Day, KeyDayMark)
+	case store.RefusedShare:
+		askers := max(used.Askers, 1)
+		return wait("past %d of the PSI key's %d daily audits %s, the %d left above the newcomers' reserve are shared among the %d accounts that audited today, %d each, and an owner has taken its share; other accounts' scans go on",
+			l.Mark, l.Day, ShareMark, max(l.Day-l.Reserve-l.Mark, 0), askers, max(l.Day-l.Reserve-l.Mark, 0)/askers)
+	case store.RefusedReserve:
+		return wait("the PSI key's last %d audits of the day %s are kept for the first scans of accounts that had not audited today; other accounts' scans go on", l.Reserve, ReserveMark)
+	}
+	return wait("its daily budget of %d audits %s is used up; other workspaces' scans go on", l.Workspace, QuotaMark)
 }

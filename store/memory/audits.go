@@ -10,10 +10,13 @@ import (
 
 func dayOf(now time.Time) time.Time { return now.UTC().Truncate(24 * time.Hour) }
 
-// TakeAudit and payers are written twice: take_audit and audit_payers (Postgres, migration
-// 022_account_audits.sql) are the same rule in PL/pgSQL. The contract tests testAuditBudget and
-// testAccountAuditBudget keep the two equal (rulesWrittenTwice in store/storetest/twice_test.go):
-// change both, run them on both stores.
+// TakeAudit and payers are written twice: take_audit and audit_payers (Postgres, migrations
+// 022_account_audits.sql and 039_key_day_shares.sql) are the same rule in PL/pgSQL. The contract
+// tests testAuditBudget, testAccountAuditBudget and testKeyDayShares keep the two equal
+// (rulesWrittenTwice in store/storetest/twice_test.go): change both, run them on both stores.
+
+// keyDay is every account's audits of a UTC day, and how many accounts took one.
+type keyDay struct{ used, askers int }
 
 // payers are the accounts a workspace's audit on day counts against, as Postgres's audit_payers:
 // its owners, and its creator when it made it that day. The caller holds m.mu.
@@ -53,18 +56,34 @@ func (m *Store) TakeAudit(ctx context.Context, workspaceID string, now time.Time
 	}
 	day := dayOf(now)
 	ws, payers := dayCounts(m.audits, workspaceID, day), m.payers(workspaceID, day)
+	for d := range m.keyAudits {
+		if d.Before(day.AddDate(0, 0, -1)) {
+			delete(m.keyAudits, d)
+		}
+	}
+	key := m.keyAudits[day]
 	if ws[day] >= limits.Workspace {
 		return false, nil
 	}
 	for _, p := range payers {
-		if dayCounts(m.accountAudits, p, day)[day] >= limits.Account || limits.Account <= 0 {
+		a := store.AccountDay{Used: dayCounts(m.accountAudits, p, day)[day], Late: dayCounts(m.lateAudits, p, day)[day]}
+		if store.AdmitAudit(limits, key.used, key.askers, a) != "" {
 			return false, nil
 		}
 	}
 	ws[day]++
+	late := store.LateAudit(limits, key.used)
 	for _, p := range payers {
+		if m.accountAudits[p][day] == 0 {
+			key.askers++
+		}
 		m.accountAudits[p][day]++
+		if late {
+			m.lateAudits[p][day]++
+		}
 	}
+	key.used++
+	m.keyAudits[day] = key
 	return true, nil
 }
 
@@ -77,7 +96,10 @@ func (m *Store) AuditsTaken(ctx context.Context, workspaceID string, now time.Ti
 		return u, nil
 	}
 	for _, p := range m.payers(workspaceID, day) {
-		u.Account = max(u.Account, m.accountAudits[p][day])
+		if used := m.accountAudits[p][day]; used > u.Account || used == u.Account && m.lateAudits[p][day] > u.Late {
+			u.Account, u.Late = used, m.lateAudits[p][day]
+		}
 	}
+	u.Key, u.Askers = m.keyAudits[day].used, m.keyAudits[day].askers
 	return u, nil
 }

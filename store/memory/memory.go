@@ -44,6 +44,8 @@ type Store struct {
 	connections    map[string]store.PlatformConnection
 	audits         map[string]map[time.Time]int // audits spent by workspace and UTC day (audits.go)
 	accountAudits  map[string]map[time.Time]int // audits spent by account and UTC day (audits.go)
+	lateAudits     map[string]map[time.Time]int // of those, the ones taken past the mark (audits.go)
+	keyAudits      map[time.Time]keyDay         // every account's audits by UTC day (audits.go)
 	logins         map[string]memLogin          // login attempts by account key (logins.go)
 	loginsSwept    time.Time
 	publishes      []store.Publish          // in the order recorded (publishes.go)
@@ -70,6 +72,7 @@ type Store struct {
 	cruxNext    map[string]time.Time
 	identities  map[identityKey]store.Identity
 	ssoRules    map[string]store.WorkspaceSSO // single sign-on rules by workspace (sso.go)
+	beacon      *memBeacon                    // the beacon's keys and figures (beacon.go)
 }
 
 type memResult struct {
@@ -102,6 +105,8 @@ func New() *Store {
 		tokens:         map[string]store.OAuthToken{},
 		audits:         map[string]map[time.Time]int{},
 		accountAudits:  map[string]map[time.Time]int{},
+		lateAudits:     map[string]map[time.Time]int{},
+		keyAudits:      map[time.Time]keyDay{},
 		creators:       map[string]string{},
 		consents:       map[[2]string]store.Consent{},
 		reports:        map[string]store.Report{},

@@ -105,26 +105,7 @@ func (m *Store) prunable(s store.Scan, now time.Time, latest map[string][]string
 func (m *Store) PruneDetails(ctx context.Context, now time.Time, limit int) (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	// The latest two completed scans of each site.
-	var done []store.Scan
-	for _, s := range m.scans {
-		if s.Status == store.StatusComplete && s.CompletedAt != nil {
-			done = append(done, s)
-		}
-	}
-	sort.Slice(done, func(i, j int) bool {
-		a, b := done[i], done[j]
-		if !a.CompletedAt.Equal(*b.CompletedAt) {
-			return a.CompletedAt.After(*b.CompletedAt)
-		}
-		return a.ID > b.ID
-	})
-	latest := map[string][]string{}
-	for _, s := range done {
-		if len(latest[s.SiteID]) < 2 {
-			latest[s.SiteID] = append(latest[s.SiteID], s.ID)
-		}
-	}
+	latest := m.latestTwo()
 	released := m.releaseImages(now, limit, latest)
 	deleted := 0
 	for id, s := range m.scans {
@@ -149,11 +130,73 @@ func (m *Store) PruneDetails(ctx context.Context, now time.Time, limit int) (int
 		if marked < limit && len(m.results[id]) == 0 && m.prunable(s, now, latest) {
 			delete(m.results, id)
 			s.DetailsPrunedAt = tp(now)
+			s.Bytes = min(s.Bytes, store.PrunedScanBytes)
 			m.scans[id] = s
 			marked++
 		}
 	}
 	return released + deleted + marked, nil
+}
+
+// latestTwo is the latest two completed scans of each site (prunable's latest). m.mu is held.
+func (m *Store) latestTwo() map[string][]string {
+	var done []store.Scan
+	for _, s := range m.scans {
+		if s.Status == store.StatusComplete && s.CompletedAt != nil {
+			done = append(done, s)
+		}
+	}
+	sort.Slice(done, func(i, j int) bool {
+		a, b := done[i], done[j]
+		if !a.CompletedAt.Equal(*b.CompletedAt) {
+			return a.CompletedAt.After(*b.CompletedAt)
+		}
+		return a.ID > b.ID
+	})
+	latest := map[string][]string{}
+	for _, s := range done {
+		if len(latest[s.SiteID]) < 2 {
+			latest[s.SiteID] = append(latest[s.SiteID], s.ID)
+		}
+	}
+	return latest
+}
+
+// PruneMonths is Postgres's partition drop on the memory store's terms: the same months go
+// (every scan of a month that ended before now pruned already or prunable), their scans'
+// details at once, and it answers the months that had a scan not pruned yet, as Postgres does.
+// There are no partitions to make ahead.
+func (m *Store) PruneMonths(ctx context.Context, now time.Time) ([]string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	latest := m.latestTwo()
+	kept := map[string]bool{} // the months with a scan not pruned yet: whether one is kept
+	for _, s := range m.scans {
+		if s.DetailsPrunedAt != nil {
+			continue
+		}
+		month := s.CreatedAt.UTC().Format("2006-01")
+		kept[month] = kept[month] || !m.prunable(s, now, latest)
+	}
+	var dropped []string
+	for month, keep := range kept {
+		start, _ := time.Parse("2006-01", month)
+		if !keep && !start.AddDate(0, 1, 0).After(now) {
+			dropped = append(dropped, month)
+		}
+	}
+	sort.Strings(dropped)
+	for id, s := range m.scans {
+		month := s.CreatedAt.UTC().Format("2006-01")
+		if i := sort.SearchStrings(dropped, month); i == len(dropped) || dropped[i] != month || s.DetailsPrunedAt != nil {
+			continue
+		}
+		delete(m.results, id)
+		s.DetailsPrunedAt = tp(now)
+		s.Bytes = min(s.Bytes, store.PrunedScanBytes)
+		m.scans[id] = s
+	}
+	return dropped, nil
 }
 
 func (m *Store) EnqueuePrune(ctx context.Context, now time.Time, every time.Duration) (bool, error) {

@@ -169,6 +169,7 @@ func (m *Store) dropSite(siteID string) {
 	delete(m.sites, siteID)
 	delete(m.access, siteID)
 	m.dropCrux(siteID)
+	m.dropBeacon(siteID)
 	delete(m.budgets, siteID)
 	for id, r := range m.rules {
 		if r.SiteID == siteID {

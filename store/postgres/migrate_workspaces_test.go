@@ -82,8 +82,8 @@ func TestMigrationMovesRowsIntoPersonalWorkspaces(t *testing.T) {
 		t.Fatalf("old platform connection %+v, %v", c, err)
 	}
 	// Migration 022 starts each account from what its workspaces spent that day.
-	if n, err := s.AuditsTaken(ctx, ada, now); err != nil || n != (store.AuditUsage{Workspace: 7, Account: 7}) {
-		t.Fatalf("audits taken %+v, %v; want the day's 7 kept, the workspace's and its owner's", n, err)
+	if n, err := s.AuditsTaken(ctx, ada, now); err != nil || n != (store.AuditUsage{Workspace: 7, Account: 7, Key: 7, Askers: 1}) {
+		t.Fatalf("audits taken %+v, %v; want the day's 7 kept, the workspace's, its owner's and the key's day's (migration 039)", n, err)
 	}
 	// A new account after the migration gets its own personal workspace.
 	carol := store.User{ID: store.NewID(), Email: "carol@example.com", PasswordHash: "h", CreatedAt: now}

@@ -23,11 +23,11 @@ func TestMigrationStartsAccountBudgets(t *testing.T) {
 	exec(`INSERT INTO activity (workspace_id, actor_id, action, subject, at) VALUES ($1, $2, 'created the workspace', 'Agency', $3)`, agency, ada, now)
 	exec(`INSERT INTO audit_usage (workspace_id, day, used) VALUES ($1, $3, 6), ($2, $3, 2)`, ada, agency, now.Format(time.DateOnly))
 	s := upgrade() // applies 022
-	if u, err := s.AuditsTaken(ctx, ada, now); err != nil || u != (store.AuditUsage{Workspace: 6, Account: 6}) {
-		t.Errorf("ada's workspace: %+v, %v; want 6 of its own and of ada's account", u, err)
+	if u, err := s.AuditsTaken(ctx, ada, now); err != nil || u != (store.AuditUsage{Workspace: 6, Account: 6, Key: 8, Askers: 2}) {
+		t.Errorf("ada's workspace: %+v, %v; want 6 of its own and of ada's account, and the key's day (migration 039) the 8 both workspaces spent, by 2 accounts", u, err)
 	}
 	// The agency's payers are Bob (its owner) and Ada (who made it today): Ada's 6 is the most.
-	if u, err := s.AuditsTaken(ctx, agency, now); err != nil || u != (store.AuditUsage{Workspace: 2, Account: 6}) {
+	if u, err := s.AuditsTaken(ctx, agency, now); err != nil || u != (store.AuditUsage{Workspace: 2, Account: 6, Key: 8, Askers: 2}) {
 		t.Errorf("the agency: %+v, %v; want 2 of its own and its creator ada's 6", u, err)
 	}
 	if ok, err := s.TakeAudit(ctx, agency, now, store.AuditLimits{Workspace: 100, Account: 6}); err != nil || ok {

@@ -169,6 +169,21 @@ func (p *Store) Close() error       { return p.db.Close() }
 // the migration lock and checks again whether another process applied it meanwhile.
 func (p *Store) migrate(ctx context.Context) error { return p.migrateTo(ctx, math.MaxInt) }
 
+// OpenAt opens dsn with the migrations up to version upTo only, as an older SitePulse left it:
+// loadkit seeds such a database to time the next migrations on it (Open applies them).
+func OpenAt(ctx context.Context, dsn string, upTo int) (*Store, error) {
+	db, err := sql.Open("postgres", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres: %w", err)
+	}
+	p := &Store{db: db, direct: dsn}
+	if err := p.migrateTo(ctx, upTo); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
 // migrateTo is migrate stopping after version upTo: the migration tests build an older schema.
 //
 // The lock is a transaction's (pg_advisory_xact_lock), not a session's: a session lock taken

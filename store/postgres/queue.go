@@ -182,21 +182,32 @@ func (p *Store) DonePages(ctx context.Context, scanID string) ([]store.PageKey, 
 // The page writes check the lease inside their one statement, so a stale worker writes nothing,
 // and move pages_done in the same statement.
 
+// scanKeySQL is the workspace and partition key (the scan's created_at: migration 043) of the
+// rows of scan $3.
+const scanKeySQL = `SELECT s.workspace_id, c.created_at AS scanned_at FROM scans c JOIN sites s ON s.id = c.site_id WHERE c.id = $3`
+
+// priorSQL is the row of page $4, $5 of scan $3 before the statement: a partitioned table's
+// RETURNING cannot read xmax, so the upserts tell an insert from an update by it (one
+// snapshot for the whole statement: the lease holder is the page's one writer).
+const priorSQL = `SELECT 1 FROM page_results WHERE scan_id = $3 AND page_path = $4 AND strategy = $5`
+
 // savePageResultSQL stores a result, its explain data and its pictures in one statement under
 // the lease ($1, $2): the row (upserted), the pictures $9.. (upserted by index, the ones past
 // their number deleted: a retried audit replaces the run), pinned when the run regressed against
 // scan $16, whose pictures of the same page it pins too.
 const savePageResultSQL = `WITH lease AS (SELECT 1 FROM jobs WHERE ` + leaseCond + `),
-	up AS (INSERT INTO page_results (scan_id, page_path, strategy, page_url, result, error, explain)
-		SELECT $3, $4, $5, $6, $7, '', $8 FROM lease
-		ON CONFLICT (scan_id, page_path, strategy) DO UPDATE
+	scanKey AS (` + scanKeySQL + `),
+	prior AS (` + priorSQL + `),
+	up AS (INSERT INTO page_results (scan_id, page_path, strategy, page_url, result, error, explain, workspace_id, scanned_at)
+		SELECT $3, $4, $5, $6, $7, '', $8, k.workspace_id, k.scanned_at FROM lease, scanKey k
+		ON CONFLICT (scan_id, page_path, strategy, scanned_at) DO UPDATE
 			SET page_url = EXCLUDED.page_url, result = EXCLUDED.result, error = '', explain = EXCLUDED.explain
-		RETURNING (xmax = 0) AS inserted),
-	img AS (INSERT INTO page_images (scan_id, page_path, strategy, idx, mime, width, height, timings, final, pinned, data)
-		SELECT $3, $4, $5, i.idx, i.mime, i.width, i.height, i.timings::integer[], i.final, $16::uuid IS NOT NULL, i.data
-		FROM lease, unnest($9::smallint[], $10::text[], $11::integer[], $12::integer[], $13::text[], $14::boolean[], $15::bytea[])
+		RETURNING NOT EXISTS (SELECT 1 FROM prior) AS inserted),
+	img AS (INSERT INTO page_images (scan_id, page_path, strategy, idx, mime, width, height, timings, final, pinned, data, workspace_id, scanned_at)
+		SELECT $3, $4, $5, i.idx, i.mime, i.width, i.height, i.timings::integer[], i.final, $16::uuid IS NOT NULL, i.data, k.workspace_id, k.scanned_at
+		FROM lease, scanKey k, unnest($9::smallint[], $10::text[], $11::integer[], $12::integer[], $13::text[], $14::boolean[], $15::bytea[])
 			AS i(idx, mime, width, height, timings, final, data)
-		ON CONFLICT (scan_id, page_path, strategy, idx) DO UPDATE
+		ON CONFLICT (scan_id, page_path, strategy, idx, scanned_at) DO UPDATE
 			SET mime = EXCLUDED.mime, width = EXCLUDED.width, height = EXCLUDED.height, timings = EXCLUDED.timings,
 				final = EXCLUDED.final, pinned = page_images.pinned OR EXCLUDED.pinned, data = EXCLUDED.data),
 	trimmed AS (DELETE FROM page_images WHERE scan_id = $3 AND page_path = $4 AND strategy = $5
@@ -246,11 +257,13 @@ func intArray(v []int) string {
 
 func (p *Store) SavePageError(ctx context.Context, l store.Lease, e store.PageError) error {
 	res, err := p.db.ExecContext(ctx, `WITH lease AS (SELECT 1 FROM jobs WHERE `+leaseCond+`),
-		up AS (INSERT INTO page_results (scan_id, page_path, strategy, page_url, result, error)
-			SELECT $3, $4, $5, $6, NULL, $7 FROM lease
-			ON CONFLICT (scan_id, page_path, strategy) DO UPDATE
+		scanKey AS (`+scanKeySQL+`),
+		prior AS (`+priorSQL+`),
+		up AS (INSERT INTO page_results (scan_id, page_path, strategy, page_url, result, error, workspace_id, scanned_at)
+			SELECT $3, $4, $5, $6, NULL, $7, k.workspace_id, k.scanned_at FROM lease, scanKey k
+			ON CONFLICT (scan_id, page_path, strategy, scanned_at) DO UPDATE
 				SET page_url = EXCLUDED.page_url, error = EXCLUDED.error WHERE page_results.result IS NULL
-			RETURNING (xmax = 0) AS inserted)
+			RETURNING NOT EXISTS (SELECT 1 FROM prior) AS inserted)
 		UPDATE scans SET pages_done = pages_done + 1 FROM up WHERE id = $3 AND up.inserted`,
 		l.JobID, l.Attempt, l.ScanID, e.PagePath, e.Strategy, e.PageURL, e.Error)
 	if err != nil {

@@ -1,6 +1,7 @@
 package storetest_test
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -125,7 +126,7 @@ func testAccountAuditBudget(t *testing.T, s store.Store) {
 	if take(second, day) || take(third, day) {
 		t.Error("ann's ninth audit was granted: her account's budget is 8 across her workspaces")
 	}
-	if used, err := s.AuditsTaken(ctx, second, day); err != nil || used != (store.AuditUsage{Workspace: 3, Account: 8}) {
+	if used, err := s.AuditsTaken(ctx, second, day); err != nil || used != (store.AuditUsage{Workspace: 3, Account: 8, Key: 8, Askers: 1}) {
 		t.Errorf("second workspace's usage %+v, %v; want 3 of its own, 8 of its owner's", used, err)
 	}
 	if !take(bob.ID, day) {
@@ -212,6 +213,116 @@ func BenchmarkTakeAudit(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					if _, err := s.TakeAudit(ctx, u.ID, now, store.AuditLimits{Workspace: 1 << 30, Account: 1 << 30}); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
+
+// testKeyDayShares: the key's day shared (issue 44). Twenty sign-ups audit at once, each under
+// its own budget of 30 audits of a 100-audit day: past the mark (70) each takes at most its
+// share of what is left before the reserve ((100-10-70)/20 = 1), the reserve of 10 stays whole,
+// and newcomers then get their first scans (4 audits each) from it, until the day's end.
+func testKeyDayShares(t *testing.T, s store.Store) {
+	day := time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
+	limits := store.AuditLimits{Workspace: 1000, Account: 30, Day: 100, Mark: 70, Reserve: 10, Newcomer: 4}
+	take := func(ws string) bool {
+		t.Helper()
+		ok, err := s.TakeAudit(ctx, ws, day, limits)
+		must(t, err)
+		return ok
+	}
+	var early []string
+	for i := range 20 {
+		u := newUser(t, s, fmt.Sprintf("signup%d@example.com", i))
+		early = append(early, u.ID)
+		if !take(u.ID) {
+			t.Fatalf("sign-up %d's first audit refused", i+1)
+		}
+	}
+	var granted atomic.Int64
+	var wg sync.WaitGroup
+	for _, ws := range early {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				ok, err := s.TakeAudit(ctx, ws, day, limits)
+				if err != nil {
+					t.Error(err)
+				}
+				if !ok {
+					return
+				}
+				granted.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	used, err := s.AuditsTaken(ctx, early[0], day)
+	must(t, err)
+	late := 0
+	for i, ws := range early {
+		u, _ := s.AuditsTaken(ctx, ws, day)
+		if u.Late > 1 || u.Account > limits.Account || u.Late == 0 && u.Account < limits.Account {
+			t.Errorf("sign-up %d took %d audits, %d past the mark; want at most 30, and its share of 1 past the mark unless its budget ran out first", i+1, u.Account, u.Late)
+		}
+		late += u.Late
+	}
+	if used.Key != 70+late || used.Key > 90 || used.Askers != 20 || 20+int(granted.Load()) != used.Key {
+		t.Errorf("the twenty spent %d of the key's day (the store says %d, %d askers, %d past the mark), want the mark's 70 and a share of 1 each at most, the reserve of 10 untouched",
+			20+granted.Load(), used.Key, used.Askers, late)
+	}
+	// Newcomers: a first scan of 4 audits each while the day lasts, then nothing.
+	var got, want []int
+	for i, left := 0, 100-used.Key; i < 3; i, left = i+1, left-min(left, 4) {
+		ws := newUser(t, s, fmt.Sprintf("newcomer%d@example.com", i)).ID
+		n := 0
+		for take(ws) {
+			n++
+		}
+		got, want = append(got, n), append(want, min(left, 4))
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) || got[0] != 4 || got[1] != 4 {
+		t.Errorf("newcomers' audits from the reserve: %v, want %v (a first scan each while the reserve holds one)", got, want)
+	}
+	if used, _ := s.AuditsTaken(ctx, early[0], day); used.Key != 100 {
+		t.Errorf("the key's day: %d audits taken, want its 100 and not one more", used.Key)
+	}
+	if take(early[0]) || take(newUser(t, s, "late@example.com").ID) {
+		t.Error("an audit was granted past the key's day")
+	}
+	// The next day starts afresh: every account below the mark again.
+	if ok, err := s.TakeAudit(ctx, early[0], day.Add(24*time.Hour), limits); !ok || err != nil {
+		t.Errorf("the next day: %v, %v; want the audit", ok, err)
+	}
+}
+
+// BenchmarkTakeAuditManyAccounts is the same cost with each goroutine its own account and the
+// key's day shared (issue 44): every take also locks the key's day row, so takes of different
+// accounts now queue on it.
+//
+//	DATABASE_URL=... go test ./store/storetest/ -run '^$' -bench TakeAuditManyAccounts -benchtime=2s
+func BenchmarkTakeAuditManyAccounts(b *testing.B) {
+	for _, be := range storetest.Backends(b) {
+		b.Run(be.Name, func(b *testing.B) {
+			s := be.Open(b)
+			users := make([]store.User, 64)
+			for i := range users {
+				users[i] = newUser(b, s, fmt.Sprintf("bench%d@example.com", i))
+			}
+			now := time.Now()
+			limits := store.AuditLimits{Workspace: 1 << 30, Account: 1 << 30, Day: 1 << 30, Mark: 1 << 29, Reserve: 1 << 20, Newcomer: 100}
+			var next atomic.Int64
+			b.SetParallelism(4) // 4 x GOMAXPROCS goroutines
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				u := users[int(next.Add(1)-1)%len(users)]
+				for pb.Next() {
+					if _, err := s.TakeAudit(ctx, u.ID, now, limits); err != nil {
 						b.Error(err)
 						return
 					}

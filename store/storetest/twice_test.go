@@ -23,6 +23,12 @@ var rulesWrittenTwice = []struct {
 		tests: []string{"testAuditBudget", "testAccountAuditBudget"},
 	},
 	{
+		rule: "the key's day shared past the mark, with a reserve for newcomers (AUDIT_SHARE_MARK, NEWCOMER_RESERVE)",
+		files: []string{"store/postgres/migrations/039_key_day_shares.sql", // admit_audit, take_audit
+			"store/memory/audits.go", "store/fairshare.go"}, // TakeAudit, AdmitAudit
+		tests: []string{"testAuditBudget", "testAccountAuditBudget", "testKeyDayShares"},
+	},
+	{
 		rule: "an API key works while its maker is a member of its workspace, and reads that workspace's sites only",
 		files: []string{"store/postgres/migrations/026_hot_path_functions.sql", // budget_key, api_key_by_hash
 			"store/memory/users.go", "store/memory/budget.go"}, // APIKeyByHash, BudgetInputsByKey
