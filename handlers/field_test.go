@@ -159,3 +159,43 @@ func TestUINoFieldStore(t *testing.T) {
 		t.Error("the site page should say the site has no field data")
 	}
 }
+
+// TestUIFieldFromTheStores: a site's own beacon days, written as the ingest writes them, reach
+// its page through the stores' field reads as run() wires them (the demo's overlay over the
+// store, for a site that is not the demo's): the trend, the field-only INP regression naming
+// its element, and the slowest interaction.
+func TestUIFieldFromTheStores(t *testing.T) {
+	for _, b := range storetest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			lf := &lateField{}
+			st := b.Open(t)
+			f := newUIFixture(t, 0, st, func(d *Deps) { d.Field = lf })
+			lf.FieldStore = demo.NewField(demo.FieldRecording{}, "", time.Time{}, st, st, st)
+			ctx := context.Background()
+			day0 := store.BeaconDay(f.ts.now).AddDate(0, 0, -9)
+			var batch store.BeaconBatch
+			for i, v := range []float64{170, 180, 175, 185, 180, 178, 182, 420, 430} {
+				for _, path := range []string{"", "/pricing"} {
+					batch.Counts = append(batch.Counts, store.BeaconCount{SiteID: f.bSite, Day: day0.AddDate(0, 0, i), Path: path, Device: store.FieldPhone,
+						Metric: "inp", Bin: store.BeaconBin("inp", v), Count: 60, Kept: 60})
+				}
+			}
+			for _, part := range store.BeaconInteractionParts {
+				batch.Interactions = append(batch.Interactions, store.BeaconInteractionCount{SiteID: f.bSite, Day: day0.AddDate(0, 0, 8), Path: "/pricing",
+					Device: store.FieldPhone, Selector: "button.plan-toggle", EventType: "click", Part: part, Bin: store.BeaconBin("inp", 300), Count: 12, Seen: day0.AddDate(0, 0, 8)})
+			}
+			must(t, st.AddBeacons(ctx, batch))
+			resp, body := f.b.get("/sites/" + f.bSite)
+			wantStatus(t, resp, 200)
+			for _, want := range []string{`class="line s-beacon"`, "Field-only regression · INP p75", "on the whole site: click on button.plan-toggle (/pricing)",
+				`id="slow-interactions"`, "button.plan-toggle"} {
+				if !strings.Contains(body, want) {
+					t.Errorf("B's site page lacks %q", want)
+				}
+			}
+			if resp, body := f.a.get("/sites/" + f.site); resp.StatusCode != 200 || strings.Contains(body, "button.plan-toggle") {
+				t.Error("A's site shows B's beacon figures")
+			}
+		})
+	}
+}

@@ -92,7 +92,7 @@ func (s *Server) getFieldData(ctx context.Context, userID string, a args) (field
 	}
 	page := ""
 	if path != "" {
-		page = analysis.FieldPageURL(site.Domain, path)
+		page = store.SiteOrigin(site.Domain) + path
 	}
 	now := s.now()
 	q := store.FieldQuery{Page: page, Device: store.FieldDevice(a.str("device", ""))}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/url"
 	"sort"
-	"strings"
 	"time"
 
 	"sitepulse/store"
@@ -343,16 +342,6 @@ func PagePathOf(page string) string {
 		return u.Path
 	}
 	return page
-}
-
-// FieldPageURL is a page's URL as field data names it (scheme, host and path): the site's
-// domain as https, or the domain itself when it is an origin, as discover.SiteOrigin reads it.
-func FieldPageURL(domain, path string) string {
-	d := strings.TrimRight(strings.TrimSpace(domain), "/")
-	if !strings.HasPrefix(d, "http://") && !strings.HasPrefix(d, "https://") {
-		d = "https://" + d
-	}
-	return d + path
 }
 
 // DeviceOf is the field device class a lab strategy stands for.
