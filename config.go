@@ -67,6 +67,7 @@ type config struct {
 	BeaconSiteRate   int
 	BeaconAddrRate   int
 	BeaconFlushMS    int
+	AuditLogDays     int // AUDIT_LOG_RETENTION_DAYS
 	ConfirmRuns      int
 	ScanDeadline     int
 	SchedulePoll     int
@@ -172,6 +173,7 @@ func (c *config) settings() []setting {
 		{env: "BEACON_ADDR_RATE", def: "2", help: "beacons a second one address may send (bursts of 30); past it, 429; the address is held in memory for the limit only, never stored", num: &c.BeaconAddrRate, min: 1},
 		{env: "BEACON_FLUSH_MS", def: "1000", help: "milliseconds between the beacon ingest's batched writes; a crash loses at most this long's accepted beacons", num: &c.BeaconFlushMS, min: 1},
 		{env: "SESSION_IDLE_MINUTES", def: "10080", help: "minutes without a request after which a browser session ends (default 7 days; sessions end after 30 days regardless)", num: &c.SessionIdleMins, min: 1},
+		{env: "AUDIT_LOG_RETENTION_DAYS", def: "400", help: "days the security log (docs/audit-log.md) keeps a line; the pruner deletes older ones, the log's only delete", num: &c.AuditLogDays, min: 1},
 		{env: "PSI_BREAKER_SECONDS", def: "60", help: "seconds the PSI breaker stays open before one probe audit", num: &c.PSIBreakerSecs, min: 1},
 		{env: "OIDC_ISSUER", help: "issuer URL of the OpenID provider people may sign in with (docs/sso.md), exactly as its discovery document names it; empty: no single sign-on", str: &c.OIDCIssuer},
 		{env: "OIDC_CLIENT_ID", help: "SitePulse's client id at the OpenID provider", str: &c.OIDCClientID},

@@ -37,6 +37,7 @@ import (
 	"sitepulse/scanner/platform"
 	"sitepulse/scanner/psi"
 	"sitepulse/scanner/runner"
+	"sitepulse/securitylog"
 	"sitepulse/store"
 	"sitepulse/store/memory"
 	"sitepulse/store/postgres"
@@ -132,7 +133,8 @@ type service struct {
 	// accountMail enqueues and sends the account e-mails (sign-up, reset, invitations).
 	accountMail *notify.AccountMails
 	chKeys      *platform.Keys
-	scanWake    <-chan struct{} // the budget check waits' share of the job notifications
+	recorder    *securitylog.Recorder // the security log's one recorder (docs/audit-log.md)
+	scanWake    <-chan struct{}       // the budget check waits' share of the job notifications
 	handler     http.Handler
 	stopping    chan struct{} // closed when the HTTP server begins to shut down
 
@@ -174,6 +176,8 @@ func (sv *service) openStore(ctx context.Context) error {
 		return err
 	}
 	sv.st = st
+	// Each line appended is also planned for the webhooks subscribed to the audit log.
+	sv.recorder = &securitylog.Recorder{Store: st, Now: time.Now, Log: log, Appended: (&notify.AuditPlanner{Store: st, Now: time.Now}).Plan}
 	sv.stops = append(sv.stops, func() {
 		if err := st.Close(); err != nil {
 			log.Warn("close store", "err", err)
@@ -321,7 +325,7 @@ func (sv *service) startBeacon() {
 func (sv *service) buildHandler(context.Context) error {
 	cfg, st, log := sv.cfg, sv.st, sv.log
 	authServer := oauth.New(oauth.Config{Store: st, BaseURL: cfg.BaseURL, Log: log, MetadataClient: sv.guard.Client()})
-	mcpServer := mcp.New(mcp.Config{Sites: st, Scans: st, Writes: st, BaseURL: cfg.BaseURL, Log: log, Quota: sv.quota, Links: sv.chKeys, Field: sv.fieldReader()})
+	mcpServer := mcp.New(mcp.Config{Sites: st, Scans: st, Writes: st, BaseURL: cfg.BaseURL, Log: log, Quota: sv.quota, Links: sv.chKeys, AuditLog: sv.recorder, Field: sv.fieldReader()})
 	var mail func(ctx context.Context, to, subject, body string) error // nil: logged instead
 	if cfg.SMTPAddr != "" {
 		mail = sv.accountMail.Enqueue
@@ -333,6 +337,7 @@ func (sv *service) buildHandler(context.Context) error {
 		// One store, handed to every surface as the narrow interface that surface declares.
 		Auth: st, Accounts: st, Sites: st, Budgets: st, Scans: st, Reports: st, API: st, Webhooks: st,
 		Connections: st, Workspaces: st, Channels: st, Health: st, CI: st, Runners: st, Beacons: st, Beacon: sv.beacon, Field: sv.fieldStore(),
+		SecurityLog: st, Recorder: sv.recorder, LogRetentionDays: cfg.AuditLogDays,
 		RunnerLease: time.Duration(cfg.RunnerLease) * time.Second,
 		Log:         log, BaseURL: cfg.BaseURL,
 		OAuth: authServer, MCP: mcpServer, PlatformSecret: cfg.PlatformSecret, DemoWebhookSecret: sv.demoSecret, DemoPlatformID: demo.PlatformID,
@@ -638,14 +643,15 @@ func newPool(cfg config, st store.Store, auditor scanner.Auditor, capacity *psi.
 		accessKeys = chKeys
 	}
 	kinds := []scanner.KindWorker{scanner.Work(1, digest.Work), scanner.Work(1, accountMail.Work), scanner.Work(1, alerts.Work),
-		scanner.Work(1, (&scanner.FollowUps{Store: st, Now: time.Now, Log: log}).Work), scanner.Work(notify.DeliveryWorkers, deliverer.Work).PerWorkspace(notify.WorkspaceDeliveries)}
+		scanner.Work(1, (&scanner.FollowUps{Store: st, Now: time.Now, Log: log}).Work), scanner.Work(notify.DeliveryWorkers, deliverer.Work).PerWorkspace(notify.WorkspaceDeliveries),
+		scanner.Work(notify.DeliveryWorkers, deliverer.WorkAudit).PerWorkspace(notify.WorkspaceDeliveries)}
 	var schedules []func(context.Context, time.Time) (int, error)
 	if cruxRefresh != nil { // CrUX history: a refresh per site a week (crux.Refresher)
 		kinds = append(kinds, scanner.Work(1, cruxRefresh.Work))
 		schedules = append(schedules, cruxRefresh.ScheduleOnce)
 	}
 	return scanner.NewPool(scanner.PoolConfig{
-		Store: metrics.CountedScans{Store: st, M: meter}, Retention: st, Schedules: schedules, Prunes: []func(context.Context, time.Time, int) (int, error){st.PruneCrux}, Auditor: auditor, Capacity: capacity, Log: log, Workers: cfg.ScanWorkers, WorkspaceScans: cfg.WorkspaceScans,
+		Store: metrics.CountedScans{Store: st, M: meter}, Retention: st, SecurityLog: st, LogRetention: time.Duration(cfg.AuditLogDays) * 24 * time.Hour, Schedules: schedules, Prunes: []func(context.Context, time.Time, int) (int, error){st.PruneCrux}, Auditor: auditor, Capacity: capacity, Log: log, Workers: cfg.ScanWorkers, WorkspaceScans: cfg.WorkspaceScans,
 		Wake: wake, Platform: refresher,
 		Runners:       st, // a workspace with runners has its audits leased to them (docs/runners.md)
 		AccessKeys:    accessKeys,

@@ -178,7 +178,7 @@ func TestSystemBackupAndRestore(t *testing.T) {
 		t.Fatalf("the scan did not complete:\n%s", src.log)
 	}
 	src.stop(t)
-	// Every other kind of row: alert rules, a report link, a team workspace (with its activity)
+	// Every other kind of row: alert rules, a report link, a team workspace (with a security log line)
 	// and an invitation, account links, a login throttle, a delivery, the OAuth flow's request,
 	// code, tokens and consent, a platform connect state.
 	reportToken, reportHash := store.NewSecret("")
@@ -191,6 +191,10 @@ func TestSystemBackupAndRestore(t *testing.T) {
 		st.AddAlertRule(ctx, user.ID, store.AlertRule{ID: store.NewID(), SiteID: site.ID, Metric: "seo", Operator: store.OpMin, Threshold: 80, CreatedAt: now}),
 		st.CreateReport(ctx, store.Report{ID: store.NewID(), TokenHash: reportHash, ScanID: scans[0].ID, UserID: user.ID, WorkspaceID: user.ID, Title: "Restored report", CreatedAt: now}),
 		st.CreateWorkspace(ctx, team, user.ID, 10),
+		func() error {
+			_, err := st.AppendLog(ctx, store.LogEvent{WorkspaceID: team.ID, ActorID: user.ID, ActorEmail: user.Email, Kind: store.LogWorkspaceCreated, Target: team.Name, At: now})
+			return err
+		}(),
 		st.CreateInvitation(ctx, store.Invitation{ID: store.NewID(), TokenHash: store.HashSecret("invite"), WorkspaceID: team.ID, Email: "guest@example.com",
 			Role: store.RoleViewer, InvitedBy: user.ID, CreatedAt: now, ExpiresAt: later}),
 		st.CreateAccountLink(ctx, store.AccountLink{TokenHash: store.HashSecret("reset"), UserID: user.ID, Purpose: store.LinkReset, CreatedAt: now, ExpiresAt: later}),

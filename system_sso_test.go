@@ -93,7 +93,7 @@ func TestSSORealProviderInChromium(t *testing.T) {
 	if err != nil || strings.Contains(string(out), "FAIL") {
 		t.Fatalf("the sign-in through the real provider failed (%v)\nSitePulse's log:\n%s\nthe provider's log:\n%s", err, logs, idpLog)
 	}
-	if !strings.Contains(logs.String(), "sso event") || !strings.Contains(logs.String(), "kind=sso.sign_in ") {
-		t.Errorf("no sso.sign_in event in the log:\n%s", logs)
+	if !strings.Contains(logs.String(), "sso event") || !strings.Contains(logs.String(), "kind=sso.signin ") {
+		t.Errorf("no sso.signin event in the log:\n%s", logs)
 	}
 }

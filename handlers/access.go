@@ -140,7 +140,7 @@ func (s *server) handleSetAccess() http.Handler {
 				return
 			}
 			if v.Kind != store.AccessNone {
-				s.activity(ctx, site.WorkspaceID, "removed the sign-in of the site", site.Name)
+				s.audit(ctx, site.WorkspaceID, store.LogAccessRemoved, site.Name, map[string]string{"siteId": site.ID})
 				s.Log.Info("site access removed", "user", uid, "site", site.ID)
 			}
 			http.Redirect(w, r, "/sites/"+site.ID+"/edit?done=access-removed#access", http.StatusSeeOther)
@@ -173,8 +173,8 @@ func (s *server) handleSetAccess() http.Handler {
 			s.error(w, r, err, "There is no such site in your account.")
 			return
 		}
-		s.activity(ctx, site.WorkspaceID, "set the sign-in of the site ("+string(kind)+")", site.Name)
-		s.Log.Info("site access set", "user", uid, "site", site.ID, "kind", kind) // never a credential
+		s.audit(ctx, site.WorkspaceID, store.LogAccessSet, site.Name, map[string]string{"siteId": site.ID, "access": string(kind)}) // never a credential
+		s.Log.Info("site access set", "user", uid, "site", site.ID, "kind", kind)                                                   // never a credential
 		http.Redirect(w, r, "/sites/"+site.ID+"/edit?done=access-saved#access", http.StatusSeeOther)
 	})
 }

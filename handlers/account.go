@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"sitepulse/store"
@@ -54,6 +55,7 @@ func (s *server) checkPassword(w http.ResponseWriter, r *http.Request, field, pa
 	}
 	if ok, _ := store.CheckPassword(v.User.PasswordHash, password, s.PasswordIterations); !ok {
 		s.Log.Info("account change: wrong password", "user", v.User.ID, "remote", ip)
+		s.auditAccount(r.Context(), v.User.ID, v.User.Email, store.LogSignInFailed, map[string]string{"reason": "wrong current password", "form": field})
 		return fail(http.StatusUnprocessableEntity, wrongPassword)
 	}
 	s.loginIP.refund(ip)
@@ -96,6 +98,7 @@ func (s *server) handleChangePassword() http.Handler {
 			"The password of the SitePulse account of this address was changed from its settings page, and its other sessions were ended.\n\n"+
 				"If it was not you, choose a new password now: "+s.BaseURL+"/password/forgot\n")
 		s.Log.Info("password changed", "user", u.ID)
+		s.auditAccount(r.Context(), u.ID, u.Email, store.LogPasswordChanged, nil)
 		http.Redirect(w, r, "/settings?done=password-changed#account", http.StatusSeeOther)
 	})
 }
@@ -199,6 +202,7 @@ func (s *server) handleEmailConfirm() http.Handler {
 			"The SitePulse account of this address now uses "+email+": messages about it go there, and you log in with it.\n\n"+
 				"If it was not you, write to the administrator of this SitePulse.\n")
 		s.Log.Info("e-mail changed", "user", old.ID)
+		s.auditAccount(r.Context(), old.ID, old.Email, store.LogEmailChanged, map[string]string{"from": old.Email, "to": email})
 		if v := visitorFrom(r.Context()); v != nil && v.User.ID == old.ID {
 			http.Redirect(w, r, "/settings?done=email-changed#account", http.StatusSeeOther)
 			return
@@ -218,6 +222,7 @@ func (s *server) handleEndOtherSessions() http.Handler {
 			return
 		}
 		s.Log.Info("other sessions ended", "user", v.User.ID, "sessions", n)
+		s.auditAccount(r.Context(), v.User.ID, v.User.Email, store.LogSignOutEverywhere, map[string]string{"sessions": strconv.Itoa(n)})
 		if apps := s.endGrants(r, v.User.ID, v.User.PasswordChangedAt, s.Now()); apps != "" {
 			s.redirectNotice(w, r, "/settings#sessions", notice{Text: flashes["sessions-ended"], Detail: strings.TrimSpace(apps)})
 			return
@@ -250,6 +255,8 @@ func (s *server) handleDeleteAccount() http.Handler {
 		for _, ws := range use.Deleted {
 			s.disconnectBeforeDeletion(r, v.User.ID, ws.ID)
 		}
+		// Recorded while the account still has its workspaces (the lines outlive it).
+		s.auditAccount(r.Context(), v.User.ID, v.User.Email, store.LogAccountDeleted, nil)
 		deleted, err := s.Accounts.DeleteAccount(r.Context(), v.User.ID)
 		if errors.Is(err, store.ErrConflict) { // someone joined in between
 			inUse()

@@ -276,6 +276,11 @@ func (s *server) handleLogin() http.Handler {
 		ok, rehash := store.CheckPassword(stored, password, s.PasswordIterations)
 		if !known || !ok {
 			s.Log.Info("login failed", "remote", ip)
+			if known {
+				// A wrong password for a member's account goes to their workspaces' logs; an
+				// e-mail with no account is in no workspace, and is not recorded at all.
+				s.auditAccount(r.Context(), u.ID, u.Email, store.LogSignInFailed, map[string]string{"reason": "wrong password"})
+			}
 			form.Errors = map[string]string{"form": "That e-mail and password do not match an account."}
 			s.render(w, r, http.StatusUnauthorized, "login", page{Title: "Log in", Data: form})
 			return
@@ -301,6 +306,7 @@ func (s *server) handleLogin() http.Handler {
 		}
 		s.setDevice(w, u)
 		s.Log.Info("user logged in", "user", u.ID)
+		s.auditAccount(r.Context(), u.ID, u.Email, store.LogSignIn, map[string]string{"method": "password"})
 		http.Redirect(w, r, form.Next, http.StatusSeeOther)
 	})
 }
@@ -345,10 +351,12 @@ func (s *server) tooMany(w http.ResponseWriter, r *http.Request, name string, fo
 
 func (s *server) handleLogout() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := s.endSession(w, r, visitorFrom(r.Context())); err != nil {
+		v := visitorFrom(r.Context())
+		if err := s.endSession(w, r, v); err != nil {
 			s.error(w, r, err, "")
 			return
 		}
+		s.auditAccount(r.Context(), v.User.ID, v.User.Email, store.LogSignOut, nil)
 		http.Redirect(w, r, "/login", http.StatusSeeOther)
 	})
 }

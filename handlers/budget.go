@@ -20,7 +20,7 @@ type APIStore interface {
 	BudgetInputsByKey(ctx context.Context, keyHash, siteID string, now time.Time) (store.BudgetInputs, error)
 	BudgetInputs(ctx context.Context, userID, siteID string) (store.BudgetInputs, error)
 	// ExportScan streams the export in one statement (store.Reads).
-	ExportScan(ctx context.Context, userID, siteID, scanID string, full bool, head func(siteName string, sc *store.Scan) error, row func(r store.PageResult, previous *store.PageResult) error) error
+	ExportScan(ctx context.Context, userID, siteID, scanID string, full bool, head func(site store.Site, sc *store.Scan) error, row func(r store.PageResult, previous *store.PageResult) error) error
 }
 
 // handleBudgetCheck checks the latest completed scan of a site against its budgets and alert

@@ -180,6 +180,12 @@ func (s *server) handleCreateChannel() http.Handler {
 			fail(http.StatusUnprocessableEntity, map[string]string{"sites": "Choose sites from the list."})
 			return
 		}
+		// The audit log goes where its readers, the owners, send it: an editor may not send it
+		// (addresses and who did what) to a receiver of their choosing.
+		if slices.Contains(f.Events, store.EventAudit) && !ws.Role.Can(store.ActAudit) {
+			fail(http.StatusForbidden, map[string]string{"events": "Only the workspace's owners send its audit log to a webhook."})
+			return
+		}
 		if s.ChannelKeys == nil && f.Kind != store.ChannelEmail {
 			fail(http.StatusServiceUnavailable, map[string]string{"url": "Channels with a URL cannot be saved on this SitePulse yet: it has no key to seal their URLs at rest. Whoever runs it must set one (SitePulse's docs/alerts.md says how)."})
 			return
@@ -237,8 +243,8 @@ func (s *server) handleCreateChannel() http.Handler {
 			s.error(w, r, err, "")
 			return
 		}
-		s.Log.Info("alert channel added", "user", uid, "workspace", ws.ID, "channel", c.ID, "kind", c.Kind) // never the URL: it is a credential
-		s.activity(ctx, ws.ID, "channel added", c.Name)
+		s.Log.Info("alert channel added", "user", uid, "workspace", ws.ID, "channel", c.ID, "kind", c.Kind)                                                      // never the URL: it is a credential
+		s.audit(ctx, ws.ID, store.LogChannelCreated, c.Name, map[string]string{"channelId": c.ID, "channelKind": c.Kind, "events": strings.Join(c.Events, " ")}) // never the URL
 		if secret != "" {
 			// Shown once, after the redirect, as a new API key is.
 			s.redirectNotice(w, r, notificationsURL(ws.ID)+"#channel-"+c.ID, notice{Text: "Channel added. The signing secret of “" + c.Name + "”:",
@@ -313,6 +319,11 @@ func (s *server) handleDeleteChannel() http.Handler {
 		ctx, uid, ws := r.Context(), visitorFrom(r.Context()).User.ID, workspaceFrom(r.Context())
 		id := store.CanonicalID(r.PathValue("channelId"))
 		c, err := s.Channels.Channel(ctx, ws.ID, id)
+		if err == nil && slices.Contains(c.Events, store.EventAudit) && !ws.Role.Can(store.ActAudit) {
+			// Nor stop it: the SIEM's feed is the owners' to end.
+			s.renderError(w, r, http.StatusForbidden, "Only the workspace's owners delete a channel that receives its audit log.")
+			return
+		}
 		if err == nil {
 			err = s.Channels.DeleteChannel(ctx, uid, ws.ID, id)
 		}
@@ -320,7 +331,7 @@ func (s *server) handleDeleteChannel() http.Handler {
 			s.error(w, r, err, "There is no such channel in this workspace.")
 			return
 		}
-		s.activity(ctx, ws.ID, "channel deleted", c.Name)
+		s.audit(ctx, ws.ID, store.LogChannelDeleted, c.Name, map[string]string{"channelId": c.ID, "channelKind": c.Kind})
 		http.Redirect(w, r, notificationsURL(ws.ID)+"?done=channel-deleted", http.StatusSeeOther)
 	})
 }

@@ -114,7 +114,7 @@ func (s *server) handleConsent() http.Handler {
 			s.renderError(w, r, http.StatusBadRequest, "That answer could not be read. Go back to the app and connect again.")
 			return
 		}
-		loc, err := s.OAuth.Decide(r.Context(), v.User.ID, ids[0], decision[0] == "approve")
+		loc, req, err := s.OAuth.DecideRequest(r.Context(), v.User.ID, ids[0], decision[0] == "approve")
 		if errors.Is(err, store.ErrNotFound) {
 			s.renderError(w, r, http.StatusBadRequest, "This request has expired or was already answered. Go back to the app and connect again.")
 			return
@@ -122,6 +122,9 @@ func (s *server) handleConsent() http.Handler {
 		if err != nil {
 			s.error(w, r, err, "")
 			return
+		}
+		if decision[0] == "approve" {
+			s.auditAccount(r.Context(), v.User.ID, v.User.Email, store.LogAppGranted, map[string]string{"clientId": req.ClientID, "scope": req.Scope})
 		}
 		redirect(w, loc)
 	})

@@ -87,8 +87,10 @@ func (s *server) handleExport() http.Handler {
 		// head answers for the site and the scan before the first row.
 		out := &exportWriter{w: w, format: format}
 		var scan store.Scan
+		var site store.Site
 		answered := errors.New("answered")
-		head := func(siteName string, sc *store.Scan) error {
+		head := func(st store.Site, sc *store.Scan) error {
+			site = st
 			switch {
 			case sc == nil && scanID != "":
 				writeError(w, http.StatusNotFound, "scan not found for this site")
@@ -104,7 +106,7 @@ func (s *server) handleExport() http.Handler {
 				return answered
 			}
 			scan = *sc
-			out.disposition = contentDisposition(siteName, sc.ID, format)
+			out.disposition = contentDisposition(site.Name, sc.ID, format)
 			http.NewResponseController(w).SetWriteDeadline(time.Now().Add(exportDeadline))
 			return nil
 		}
@@ -117,6 +119,10 @@ func (s *server) handleExport() http.Handler {
 		}
 		if err == nil {
 			err = out.finish()
+		}
+		if err == nil {
+			// Who took the scan's results out, in the site's workspace's log.
+			s.audit(ctx, site.WorkspaceID, store.LogExport, site.Name, map[string]string{"siteId": site.ID, "scanId": scan.ID, "format": format})
 		}
 		if err != nil {
 			if !out.started {

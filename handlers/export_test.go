@@ -362,7 +362,7 @@ type failingResults struct {
 	after int
 }
 
-func (f failingResults) ExportScan(ctx context.Context, userID, siteID, scanID string, full bool, head func(string, *store.Scan) error, fn func(store.PageResult, *store.PageResult) error) error {
+func (f failingResults) ExportScan(ctx context.Context, userID, siteID, scanID string, full bool, head func(store.Site, *store.Scan) error, fn func(store.PageResult, *store.PageResult) error) error {
 	n := 0
 	err := f.Store.ExportScan(ctx, userID, siteID, scanID, full, head, func(r store.PageResult, previous *store.PageResult) error {
 		if n == f.after {

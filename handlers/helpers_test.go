@@ -44,6 +44,7 @@ func withStore(st store.Store, d Deps) Deps {
 	d.CI = st
 	d.SSO = st
 	d.Beacons = st
+	d.SecurityLog = st
 	return d
 }
 

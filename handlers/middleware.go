@@ -8,6 +8,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"time"
+
+	"sitepulse/securitylog"
 )
 
 // middleware wraps the mux with what every request gets: panic recovery, an access log line,
@@ -33,7 +35,7 @@ func (s *server) middleware(mux *http.ServeMux) http.Handler {
 		}
 		cop.Handler(mux).ServeHTTP(w, r)
 	})
-	return s.recoverer(s.accessLog(s.headers(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return s.recoverer(withOrigin(s.accessLog(s.headers(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil {
 			limit := int64(maxBody)
 			if isRunnerResult(r.URL.Path) { // a Lighthouse report, read only once its runner's token is verified
@@ -42,7 +44,15 @@ func (s *server) middleware(mux *http.ServeMux) http.Handler {
 			r.Body = http.MaxBytesReader(w, r.Body, limit)
 		}
 		routed.ServeHTTP(w, r)
-	}))))
+	})))))
+}
+
+// withOrigin puts where the request comes from in its context, for the security log's lines it
+// causes. It wraps the access log, which reads the route the mux sets on this very request.
+func withOrigin(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r.WithContext(securitylog.WithOrigin(r.Context(), securitylog.Origin{IP: clientIP(r), UserAgent: r.UserAgent()})))
+	})
 }
 
 // unrouted answers a request no route matched, in the surface's shape, keeping the mux's status

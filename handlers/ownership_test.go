@@ -246,6 +246,10 @@ var ownershipCases = []ownershipCase{
 			return "/workspaces/" + b.userID + "/channels/" + a.channelID + "/delete"
 		}, form: url.Values{}, cred: asCookie, status: 404, intact: channelsIntact},
 	{name: "A's workspace notifications", route: "POST /workspaces/{workspaceId}/notifications", method: "POST", path: wsPath("/notifications"), form: url.Values{}, cred: asCookie, status: 404, intact: membersIntact},
+	{name: "A's audit log", route: "GET /workspaces/{workspaceId}/audit-log", method: "GET", path: wsPath("/audit-log"), cred: asCookie, status: 404},
+	{name: "A's audit log, a later page", route: "GET /workspaces/{workspaceId}/audit-log", method: "GET", path: wsPath("/audit-log?after=9999999999999999.99&kind=auth."), cred: asCookie, status: 404},
+	{name: "A's audit log as CSV", route: "GET /workspaces/{workspaceId}/audit-log/export", method: "GET", path: wsPath("/audit-log/export?format=csv"), cred: asCookie, status: 404},
+	{name: "A's audit log as JSON Lines", route: "GET /workspaces/{workspaceId}/audit-log/export", method: "GET", path: wsPath("/audit-log/export?format=jsonl&kind=auth.signin"), cred: asCookie, status: 404},
 	{name: "A's workspace retention", route: "POST /workspaces/{workspaceId}/retention", method: "POST", path: wsPath("/retention"), form: url.Values{"retention_days": {"1"}}, cred: asCookie, status: 404, intact: retentionIntact},
 	{name: "A's workspace single sign-on page", route: "GET /workspaces/{workspaceId}/sso", method: "GET", path: wsPath("/sso"), cred: asCookie, status: 404},
 	{name: "setting A's SSO domain", route: "POST /workspaces/{workspaceId}/sso/domain", method: "POST", path: wsPath("/sso/domain"), form: url.Values{"domain": {"evil.example"}}, cred: asCookie, status: 404, intact: ssoIntact},

@@ -170,7 +170,7 @@ func (s *server) handlePlatformCallback() http.Handler {
 			return
 		}
 		s.Log.Info("platform: connected", "user", v.User.ID, "workspace", ws)
-		s.activity(r.Context(), ws, "connected the platform", "")
+		s.audit(r.Context(), ws, store.LogPlatformConnected, "", nil)
 		next := "/platform/import"
 		if ws != store.PersonalWorkspace(v.User.ID) {
 			next += "?workspace=" + ws
@@ -272,6 +272,9 @@ func (s *server) handlePlatformImport() http.Handler {
 			if res.Scan != "" {
 				scans++
 			}
+			if res.Created && res.SiteID != "" {
+				s.audit(r.Context(), ws, store.LogSiteAdded, res.Name, map[string]string{"siteId": res.SiteID, "platformSiteId": res.PlatformID, "via": "platform import"})
+			}
 			if res.Err != nil {
 				failed = true
 				s.Log.Warn("platform: site import failed", "platform_site", res.PlatformID, "err", res.Err)
@@ -322,7 +325,7 @@ func (s *server) handlePlatformDisconnect() http.Handler {
 			s.error(w, r, err, "")
 			return
 		}
-		s.activity(r.Context(), ws, "disconnected the platform", "")
+		s.audit(r.Context(), ws, store.LogPlatformDisconnected, "", nil)
 		http.Redirect(w, r, "/?done=platform-disconnected", http.StatusSeeOther)
 	})
 }

@@ -64,6 +64,8 @@ func (s *server) handleForgot() http.Handler {
 					"To choose one, open this link within an hour; it works once:\n\n"+s.BaseURL+"/password/reset/"+token+"\n\n"+
 					"Choosing a new password signs the account out everywhere. If you did not ask, ignore this message: the password stays as it is.\n")
 			s.Log.Info("password reset link sent", "user", u.ID)
+			// Asked by whoever typed the address: the actor is the account, not the asker.
+			s.auditAccount(r.Context(), u.ID, u.Email, store.LogRecoveryRequest, nil)
 		}
 		http.Redirect(w, r, "/password/forgot?sent=1", http.StatusSeeOther)
 	})
@@ -177,6 +179,7 @@ func (s *server) handleReset() http.Handler {
 				"If it was not you, choose a new password now: "+s.BaseURL+"/password/forgot\n"+
 				"Then look at the API keys and connected apps in your settings: "+s.BaseURL+"/settings\n")
 		s.Log.Info("password reset", "user", u.ID)
+		s.auditAccount(r.Context(), u.ID, u.Email, store.LogPasswordReset, nil)
 		http.Redirect(w, r, "/login?done=password-reset", http.StatusSeeOther)
 	})
 }

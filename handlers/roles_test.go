@@ -123,6 +123,7 @@ var (
 	reads   = [nRoles]int{200, 200, 200, 404, 404}
 	edits   = [nRoles]int{303, 303, 403, 404, 404}
 	manages = [nRoles]int{303, 403, 403, 404, 404}
+	audits  = [nRoles]int{200, 403, 403, 404, 404}
 )
 
 var roleCases = []roleCase{
@@ -256,6 +257,10 @@ var roleCases = []roleCase{
 	{route: "POST /workspaces/{workspaceId}/sso/domain", method: "POST", path: team("/sso/domain"), form: url.Values{"domain": {"acme.example"}}, want: manages, fresh: true},
 	{route: "POST /workspaces/{workspaceId}/sso/verify", method: "POST", path: team("/sso/verify"), form: url.Values{}, want: [nRoles]int{422, 403, 403, 404, 404}, fresh: true},
 	{route: "POST /workspaces/{workspaceId}/sso/require", method: "POST", path: team("/sso/require"), form: url.Values{"jit_role": {""}}, want: manages},
+	// The audit log is its owners' (there is no admin role): an editor or viewer gets 403.
+	{route: "GET /workspaces/{workspaceId}/audit-log", method: "GET", path: team("/audit-log?kind=member.&from=2020-01-01"), want: audits},
+	{route: "GET /workspaces/{workspaceId}/audit-log/export", method: "GET", path: team("/audit-log/export?format=jsonl"), want: audits},
+	{route: "GET /workspaces/{workspaceId}/audit-log/export", method: "GET", path: team("/audit-log/export?format=csv&actor=x%40example.com"), want: audits},
 	// The invitation is for S's address: only S may accept it; its page is the link's.
 	{route: "GET /invite/{token}", method: "GET", path: func(f *rolesFixture) string { return "/invite/" + f.invitationToken }, want: all(200)},
 	{route: "POST /invite/{token}", method: "POST", path: func(f *rolesFixture) string { return "/invite/" + f.invitationToken }, form: url.Values{},

@@ -127,6 +127,9 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 	mux.Handle("POST /workspaces/{workspaceId}/sso/domain", s.requireUser(s.onWorkspace(store.ActManage, s.handleSSODomain())))
 	mux.Handle("POST /workspaces/{workspaceId}/sso/verify", s.requireUser(s.onWorkspace(store.ActManage, s.handleSSOVerify())))
 	mux.Handle("POST /workspaces/{workspaceId}/sso/require", s.requireUser(s.onWorkspace(store.ActManage, s.handleSSORequire())))
+	// The workspace's audit log (docs/audit-log.md): its owners read, filter and export it.
+	mux.Handle("GET /workspaces/{workspaceId}/audit-log", s.requireUser(s.onWorkspace(store.ActAudit, s.handleAuditLog())))
+	mux.Handle("GET /workspaces/{workspaceId}/audit-log/export", s.requireUser(s.onWorkspace(store.ActAudit, s.handleAuditExport())))
 	mux.Handle("GET /invite/{token}", s.withVisitor(s.handleInvitation()))
 	mux.Handle("POST /invite/{token}", s.requireUser(s.handleAcceptInvitation()))
 

@@ -240,7 +240,7 @@ func (s *server) handleCreateRunnerToken() http.Handler {
 			s.error(w, r, err, "")
 			return
 		}
-		s.activity(r.Context(), ws.ID, "made a runner token", name)
+		s.audit(r.Context(), ws.ID, store.LogRunnerTokenCreated, name, map[string]string{"tokenId": t.ID, "prefix": t.Prefix})
 		// Shown once, after the redirect (notice.go): a reload shows it no more and makes no token.
 		s.redirectNotice(w, r, "/workspaces/"+ws.ID+"#runners", notice{Text: "Your new runner token “" + name + "”.",
 			Detail: "Start the runner with it (see Runners in the documentation). Copy it now: it is shown only once and SitePulse keeps only a hash of it.",
@@ -262,7 +262,7 @@ func (s *server) handleRevokeRunnerToken() http.Handler {
 			s.error(w, r, err, "There is no such runner token in this workspace.")
 			return
 		}
-		s.activity(r.Context(), ws.ID, "revoked a runner token", "")
+		s.audit(r.Context(), ws.ID, store.LogRunnerTokenRevoked, "", map[string]string{"tokenId": id})
 		http.Redirect(w, r, "/workspaces/"+ws.ID+"?done=runner-revoked#runners", http.StatusSeeOther)
 	})
 }

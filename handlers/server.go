@@ -20,6 +20,7 @@ import (
 	"sitepulse/oidc"
 	"sitepulse/scanner/netguard"
 	"sitepulse/scanner/platform"
+	"sitepulse/securitylog"
 	"sitepulse/store"
 )
 
@@ -47,7 +48,14 @@ type Deps struct {
 	Beacons BeaconStore
 	// Beacon is the ingest run() built and flushes (BEACON_* settings); nil with Beacons set
 	// makes one that writes each beacon at once.
-	Beacon *beacon.Ingest
+	Beacon      *beacon.Ingest
+	SecurityLog SecurityLogStore // the workspace's audit log page and its exports
+	// Recorder appends to the security log (docs/audit-log.md); run() builds it once. Nil: one
+	// is made over SecurityLog with this handler's clock and log.
+	Recorder *securitylog.Recorder
+	// LogRetentionDays is AUDIT_LOG_RETENTION_DAYS, for the audit log page to state; 0 means
+	// store.DefaultLogRetentionDays.
+	LogRetentionDays int
 	// Field is the field data beside the lab (field.go); nil: every site says it has none.
 	Field FieldStore
 	Log   *slog.Logger
@@ -242,10 +250,16 @@ func NewHandler(d Deps) (http.Handler, error) {
 		v    any
 	}{{"Auth", d.Auth}, {"Accounts", d.Accounts}, {"Sites", d.Sites}, {"Budgets", d.Budgets}, {"Scans", d.Scans},
 		{"Reports", d.Reports}, {"API", d.API}, {"Webhooks", d.Webhooks}, {"Connections", d.Connections},
-		{"Workspaces", d.Workspaces}, {"Channels", d.Channels}, {"Health", d.Health}, {"CI", d.CI}, {"SSO", d.SSO}} {
+		{"Workspaces", d.Workspaces}, {"Channels", d.Channels}, {"Health", d.Health}, {"CI", d.CI}, {"SSO", d.SSO}, {"SecurityLog", d.SecurityLog}} {
 		if dep.v == nil { // a nil interface field stays nil as any
 			return nil, errors.New("handlers: Deps." + dep.name + " is required (run() hands the store to every surface)")
 		}
+	}
+	if d.LogRetentionDays <= 0 {
+		d.LogRetentionDays = store.DefaultLogRetentionDays
+	}
+	if d.Recorder == nil {
+		d.Recorder = &securitylog.Recorder{Store: d.SecurityLog, Now: d.Now, Log: d.Log}
 	}
 	pg, err := parsePages()
 	if err != nil {

@@ -3,6 +3,7 @@ package handlers
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -129,7 +130,7 @@ func (s *server) handleCreateAPIKey() http.Handler {
 			return
 		}
 		s.Log.Info("api key created", "user", v.User.ID, "key", k.ID, "scope", k.Scope)
-		s.activity(r.Context(), ws, "created the API key", name)
+		s.audit(r.Context(), ws, store.LogAPIKeyCreated, name, map[string]string{"keyId": k.ID, "prefix": k.Prefix, "scope": string(k.Scope)})
 		// Shown once, after the redirect (notice.go): a reload shows it no more and makes no key.
 		s.redirectNotice(w, r, "/settings#api-keys", notice{Text: "Your new key “" + name + "”.",
 			Detail: "Copy it now: it is shown only once and SitePulse keeps only a hash of it.", Secret: secret, Label: "New API key"})
@@ -140,12 +141,23 @@ func (s *server) handleRevokeAPIKey() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v := visitorFrom(r.Context())
 		id := store.CanonicalID(r.PathValue("keyID"))
-		err := s.Accounts.RevokeAPIKey(r.Context(), v.User.ID, id, s.Now())
+		keys, err := s.Accounts.APIKeys(r.Context(), v.User.ID)
+		if err != nil {
+			s.error(w, r, err, "")
+			return
+		}
+		i := slices.IndexFunc(keys, func(k store.APIKey) bool { return k.ID == id })
+		err = store.ErrNotFound
+		if i >= 0 {
+			err = s.Accounts.RevokeAPIKey(r.Context(), v.User.ID, id, s.Now())
+		}
 		if err != nil {
 			s.error(w, r, err, "That API key does not exist or was already revoked.")
 			return
 		}
 		s.Log.Info("api key revoked", "user", v.User.ID, "key", id)
+		k := keys[i]
+		s.audit(r.Context(), k.WorkspaceID, store.LogAPIKeyRevoked, k.Name, map[string]string{"keyId": k.ID, "prefix": k.Prefix})
 		http.Redirect(w, r, "/settings?done=key-revoked", http.StatusSeeOther)
 	})
 }
@@ -181,6 +193,7 @@ func (s *server) handleRevokeApp() http.Handler {
 			return
 		}
 		s.Log.Info("connected app revoked", "user", v.User.ID, "client", id)
+		s.auditAccount(r.Context(), v.User.ID, v.User.Email, store.LogAppRevoked, map[string]string{"clientId": id})
 		http.Redirect(w, r, "/settings?done=app-revoked", http.StatusSeeOther)
 	})
 }

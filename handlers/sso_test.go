@@ -155,6 +155,15 @@ func TestSSOSignIn(t *testing.T) {
 	if resp, _ := b.get("/settings"); resp.StatusCode != http.StatusOK {
 		t.Fatalf("signed in: /settings %d", resp.StatusCode)
 	}
+	// The sign-in is in the security log of the account's workspaces (ssoEvent), with no token.
+	wss, err := ts.store.WorkspacesOf(context.Background(), u.ID)
+	if err != nil || len(wss) == 0 {
+		t.Fatalf("workspaces of the new account: %v %v", wss, err)
+	}
+	lines, err := ts.store.LogOf(context.Background(), store.LogFilter{WorkspaceID: wss[0].ID, Kind: store.LogSSOSignIn})
+	if err != nil || len(lines) != 1 || lines[0].ActorID != u.ID || lines[0].Details["issuer"] == "" {
+		t.Fatalf("the SSO sign-in in the audit log: %+v %v", lines, err)
+	}
 	p.Set(func(p *oidctest.Provider) { p.Email = "pat.new@example.com" })
 	b2 := ts.browser(t)
 	signInWithSSO(t, b2)

@@ -169,9 +169,9 @@ func TestTeamEndToEnd(t *testing.T) {
 			resp, _ = ed.get(sitePath)
 			wantStatus(t, resp, http.StatusNotFound)
 
-			// The owner's activity tells who did what.
-			_, body = own.get(wsPath)
-			for _, want := range []string{"invited as editor", "editor@example.com", "invited as viewer", "removed", "joined as viewer"} {
+			// The owner's audit log tells who did what.
+			_, body = own.get(wsPath + "/audit-log")
+			for _, want := range []string{store.LogInvitationCreated, "editor@example.com", store.LogMemberRemoved, store.LogInvitationAccepted, "viewer"} {
 				contains(t, body, want)
 			}
 		})
@@ -302,7 +302,7 @@ func TestEditsAreTheEditorsNotTheAdders(t *testing.T) {
 	_, body := own.get(sitePath)
 	contains(t, body, "Renamed")
 	_, body = own.get(wsPath)
-	for _, want := range []string{"added the site", "changed the role to viewer", "changed the site"} {
+	for _, want := range []string{store.LogSiteAdded, store.LogRoleChanged, store.LogSiteChanged, "adder@example.com", "Renamed"} {
 		contains(t, body, want)
 	}
 }

@@ -178,7 +178,7 @@ func (s *server) handleSaveBudgets() http.Handler {
 			s.error(w, r, err, "")
 			return
 		}
-		s.activity(r.Context(), site.WorkspaceID, "changed the budgets of", site.Name)
+		s.audit(r.Context(), site.WorkspaceID, store.LogBudgetChanged, site.Name, map[string]string{"siteId": site.ID})
 		http.Redirect(w, r, "/sites/"+site.ID+"/budgets?done=budgets-saved", http.StatusSeeOther)
 	})
 }
@@ -229,7 +229,7 @@ func (s *server) handleAddRule() http.Handler {
 			s.error(w, r, err, "")
 			return
 		}
-		s.activity(r.Context(), site.WorkspaceID, "set an alert rule on", site.Name)
+		s.audit(r.Context(), site.WorkspaceID, store.LogRuleAdded, site.Name, map[string]string{"siteId": site.ID})
 		http.Redirect(w, r, "/sites/"+site.ID+"/budgets?done=rule-added#rules", http.StatusSeeOther)
 	})
 }
@@ -250,7 +250,7 @@ func (s *server) handleDeleteRule() http.Handler {
 			s.error(w, r, err, "That alert rule does not exist or was already deleted.")
 			return
 		}
-		s.activity(r.Context(), site.WorkspaceID, "deleted an alert rule of", site.Name)
+		s.audit(r.Context(), site.WorkspaceID, store.LogRuleDeleted, site.Name, map[string]string{"siteId": site.ID})
 		http.Redirect(w, r, "/sites/"+site.ID+"/budgets?done=rule-deleted#rules", http.StatusSeeOther)
 	})
 }

@@ -94,8 +94,9 @@ func (s *server) handleRevokeReport() http.Handler {
 		id := store.CanonicalID(r.PathValue("reportId"))
 		// The report is read in the visitor's workspaces, then the role asked: a viewer gets 403.
 		err := error(store.ErrNotFound)
+		var rep store.Report
 		if store.ValidUUID(id) {
-			err = s.authorizeReport(r, uid, id)
+			rep, err = s.authorizeReport(r, uid, id)
 		}
 		if err == nil {
 			err = s.Reports.RevokeReport(r.Context(), uid, id, s.Now())
@@ -105,27 +106,28 @@ func (s *server) handleRevokeReport() http.Handler {
 			return
 		}
 		s.Log.Info("report revoked", "user", uid, "report", id)
+		s.audit(r.Context(), rep.WorkspaceID, store.LogReportRevoked, rep.Title, map[string]string{"reportId": rep.ID, "scanId": rep.ScanID})
 		http.Redirect(w, r, "/reports?done=report-revoked", http.StatusSeeOther)
 	})
 }
 
 // authorizeReport answers whether the visitor may revoke report id: store.ErrNotFound outside
 // their workspaces, store.ErrForbidden for a viewer.
-func (s *server) authorizeReport(r *http.Request, userID, id string) error {
+func (s *server) authorizeReport(r *http.Request, userID, id string) (store.Report, error) {
 	ctx := r.Context()
 	reports, err := s.Reports.ReportsOf(ctx, userID)
 	if err != nil {
-		return err
+		return store.Report{}, err
 	}
 	for _, rep := range reports {
 		if rep.ID == id {
 			if _, err := s.authorize(ctx, rep.WorkspaceID, store.ActEdit); err != nil {
-				return err
+				return rep, err
 			}
-			return s.sessionGate(r, rep.WorkspaceID)
+			return rep, s.sessionGate(r, rep.WorkspaceID)
 		}
 	}
-	return store.ErrNotFound
+	return store.Report{}, store.ErrNotFound
 }
 
 type reportExpiry struct {
@@ -177,6 +179,11 @@ func (s *server) handleShareReport() http.Handler {
 			return
 		}
 		s.Log.Info("report created", "user", uid, "report", rep.ID, "scan", scan.ID) // never the link: it is the credential
+		expires := "never"
+		if rep.ExpiresAt != nil {
+			expires = rep.ExpiresAt.UTC().Format(time.RFC3339)
+		}
+		s.audit(r.Context(), site.WorkspaceID, store.LogReportCreated, rep.Title, map[string]string{"reportId": rep.ID, "siteId": site.ID, "scanId": scan.ID, "expires": expires})
 		detail := "Anyone with it can open the report, without an account, until it expires or is revoked."
 		if rep.TokenSealed == "" {
 			detail = "Copy it now: this server keeps only a fingerprint of it, so it cannot be shown again."

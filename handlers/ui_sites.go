@@ -258,7 +258,7 @@ func (s *server) handleCreateSite() http.Handler {
 			return
 		default:
 			s.Log.Info("site created", "user", v.User.ID, "site", site.ID)
-			s.activity(r.Context(), f.Workspace, "added the site", site.Name)
+			s.audit(r.Context(), f.Workspace, store.LogSiteAdded, site.Name, map[string]string{"siteId": site.ID, "domain": site.Domain})
 			http.Redirect(w, r, "/sites/"+site.ID+"?done=site-added", http.StatusSeeOther)
 			return
 		}
@@ -296,7 +296,7 @@ func (s *server) handleUpdateSite() http.Handler {
 			s.error(w, r, err, "There is no such site in your account.")
 			return
 		default:
-			s.activity(r.Context(), old.WorkspaceID, "changed the site", site.Name)
+			s.audit(r.Context(), old.WorkspaceID, store.LogSiteChanged, site.Name, map[string]string{"siteId": site.ID, "domain": site.Domain})
 			http.Redirect(w, r, "/sites/"+site.ID+"?done=site-saved", http.StatusSeeOther)
 			return
 		}
@@ -321,7 +321,7 @@ func (s *server) handleDeleteSite() http.Handler {
 			s.error(w, r, err, "")
 			return
 		}
-		s.activity(r.Context(), site.WorkspaceID, "deleted the site", site.Name)
+		s.audit(r.Context(), site.WorkspaceID, store.LogSiteDeleted, site.Name, map[string]string{"siteId": site.ID, "domain": site.Domain})
 		s.Log.Info("site deleted", "user", v.User.ID, "site", site.ID)
 		http.Redirect(w, r, "/?done=site-deleted", http.StatusSeeOther)
 	})

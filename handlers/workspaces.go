@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"sitepulse/securitylog"
 	"sitepulse/store"
 )
 
@@ -26,8 +27,6 @@ type WorkspaceStore interface {
 	InvitationByHash(ctx context.Context, tokenHash string) (store.Invitation, error)
 	AcceptInvitation(ctx context.Context, tokenHash, userID, email string, now time.Time) (store.Invitation, error)
 	RevokeInvitation(ctx context.Context, workspaceID, invitationID string, now time.Time) error
-	ActivityOf(ctx context.Context, workspaceID string, limit int) ([]store.Activity, error)
-	AddActivity(ctx context.Context, a store.Activity) error
 	PlatformConnection(ctx context.Context, workspaceID string) (store.PlatformConnection, error)
 	SitesIn(ctx context.Context, userID, workspaceID string) ([]store.Site, error)
 	UserByID(ctx context.Context, id string) (store.User, error)
@@ -39,17 +38,22 @@ type WorkspaceStore interface {
 // through onWorkspace with their action (routes.go), so the role is checked before anything is
 // read or changed here.
 
+// recentLines is how many lines of the security log the workspace page shows its owners.
+const recentLines = 10
+
 // workspaceData is the workspace page.
 type workspaceData struct {
 	Workspace   store.Workspace // with the visitor's Role
 	Members     []store.Member
 	Invitations []store.Invitation // pending; owners only
-	Activity    []store.Activity
-	Me          store.Member
-	CanManage   bool
-	Form        inviteForm
-	Sites       int
-	Personal    bool
+	// Recent are the latest lines of the security log, shown to owners (ActAudit) with a link
+	// to the audit log page.
+	Recent    []securitylog.Line
+	Me        store.Member
+	CanManage bool
+	Form      inviteForm
+	Sites     int
+	Personal  bool
 	// CanLeave is false for the last owner: a workspace always keeps one.
 	CanLeave bool
 	// CanDelete shows the "Delete workspace" form: owners, and never a personal workspace (the
@@ -130,9 +134,15 @@ func (s *server) workspacePage(w http.ResponseWriter, r *http.Request, status in
 			}
 		}
 	}
-	if d.Activity, err = s.Workspaces.ActivityOf(ctx, d.Workspace.ID, store.MaxActivity); err != nil {
-		s.error(w, r, err, "")
-		return
+	if d.Workspace.Role.Can(store.ActAudit) {
+		recent, err := s.SecurityLog.LogOf(ctx, store.LogFilter{WorkspaceID: d.Workspace.ID, Limit: recentLines})
+		if err != nil {
+			s.error(w, r, err, "")
+			return
+		}
+		for _, e := range recent {
+			d.Recent = append(d.Recent, securitylog.LineOf(e))
+		}
 	}
 	sites, err := s.Workspaces.SitesIn(ctx, uid, d.Workspace.ID)
 	if err != nil {
@@ -158,12 +168,19 @@ func (s *server) handleWorkspace() http.Handler {
 	})
 }
 
-// activity records a change in a workspace; a failure to record it is logged, never undoes it.
-func (s *server) activity(ctx context.Context, workspaceID, action, subject string) {
-	a := store.Activity{WorkspaceID: workspaceID, ActorID: store.UserIDFrom(ctx), Action: action, Subject: subject, At: s.Now()}
-	if err := s.Workspaces.AddActivity(ctx, a); err != nil {
-		s.Log.Warn("activity not recorded", "workspace", workspaceID, "action", action, "err", err)
+// audit records an event of a workspace in its security log, with the request's actor and
+// origin (securitylog.Recorder.Record); a failure to record it is logged, never undoes it.
+func (s *server) audit(ctx context.Context, workspaceID, kind, target string, details map[string]string) {
+	e := store.LogEvent{WorkspaceID: workspaceID, Kind: kind, Target: target, Details: details}
+	if v := visitorFrom(ctx); v != nil { // the e-mail at hand: no read to find it
+		e.ActorID, e.ActorEmail = v.User.ID, v.User.Email
 	}
+	s.Recorder.Record(ctx, e)
+}
+
+// auditAccount records an event of userID's account in the log of each of their workspaces.
+func (s *server) auditAccount(ctx context.Context, userID, email, kind string, details map[string]string) {
+	s.Recorder.RecordAccount(ctx, store.LogEvent{ActorID: userID, ActorEmail: email, Kind: kind, Details: details})
 }
 
 func (s *server) handleCreateWorkspace() http.Handler {
@@ -188,6 +205,7 @@ func (s *server) handleCreateWorkspace() http.Handler {
 			return
 		}
 		s.Log.Info("workspace created", "user", v.User.ID, "workspace", ws.ID)
+		s.audit(r.Context(), ws.ID, store.LogWorkspaceCreated, ws.Name, nil)
 		http.Redirect(w, r, "/workspaces/"+ws.ID+"?done=created", http.StatusSeeOther)
 	})
 }
@@ -250,7 +268,7 @@ func (s *server) handleInvite() http.Handler {
 			return
 		}
 		link := s.BaseURL + "/invite/" + token
-		s.activity(ctx, ws.ID, "invited as "+string(inv.Role), inv.Email)
+		s.audit(ctx, ws.ID, store.LogInvitationCreated, inv.Email, map[string]string{"invitationId": inv.ID, "role": string(inv.Role)})
 		s.Log.Info("invitation created", "workspace", ws.ID, "invitation", inv.ID, "role", inv.Role)
 		mailed := false
 		if s.Mail != nil {
@@ -293,7 +311,7 @@ func (s *server) handleRevokeInvitation() http.Handler {
 			s.error(w, r, err, "That invitation does not exist, or was already used or revoked.")
 			return
 		}
-		s.activity(r.Context(), ws.ID, "revoked an invitation", "")
+		s.audit(r.Context(), ws.ID, store.LogInvitationRevoked, "", map[string]string{"invitationId": id})
 		http.Redirect(w, r, "/workspaces/"+ws.ID+"?done=invite-revoked", http.StatusSeeOther)
 	})
 }
@@ -350,7 +368,7 @@ func (s *server) handleSetRole() http.Handler {
 			s.error(w, r, err, "There is no such member in this workspace.")
 			return
 		}
-		s.activity(r.Context(), ws.ID, "changed the role to "+string(role), m.Email)
+		s.audit(r.Context(), ws.ID, store.LogRoleChanged, m.Email, map[string]string{"userId": m.UserID, "from": string(m.Role), "to": string(role)})
 		http.Redirect(w, r, "/workspaces/"+ws.ID+"?done=role-changed", http.StatusSeeOther)
 	})
 }
@@ -373,7 +391,7 @@ func (s *server) handleRemoveMember() http.Handler {
 			s.error(w, r, err, "There is no such member in this workspace.")
 			return
 		}
-		s.activity(r.Context(), ws.ID, "removed", m.Email)
+		s.audit(r.Context(), ws.ID, store.LogMemberRemoved, m.Email, map[string]string{"userId": m.UserID, "role": string(m.Role)})
 		s.Log.Info("member removed", "workspace", ws.ID, "member", m.UserID)
 		http.Redirect(w, r, "/workspaces/"+ws.ID+"?done=removed", http.StatusSeeOther)
 	})
@@ -416,6 +434,8 @@ func (s *server) handleDeleteWorkspace() http.Handler {
 			return
 		}
 		s.Log.Info("workspace deleted", "user", v.User.ID, "workspace", ws.ID)
+		// Its log stays until its retention: the last line says who deleted it.
+		s.audit(r.Context(), ws.ID, store.LogWorkspaceDeleted, ws.Name, nil)
 		http.Redirect(w, r, "/?done=workspace-deleted", http.StatusSeeOther)
 	})
 }
@@ -448,7 +468,7 @@ func (s *server) handleLeaveWorkspace() http.Handler {
 			s.error(w, r, err, "")
 			return
 		}
-		s.activity(r.Context(), ws.ID, "left", v.User.Email)
+		s.audit(r.Context(), ws.ID, store.LogMemberLeft, v.User.Email, nil)
 		http.Redirect(w, r, "/?done=left-workspace", http.StatusSeeOther)
 	})
 }
@@ -518,7 +538,7 @@ func (s *server) handleAcceptInvitation() http.Handler {
 			return
 		}
 		v := visitorFrom(r.Context())
-		_, err := s.Workspaces.AcceptInvitation(r.Context(), store.HashSecret(token), v.User.ID, v.User.Email, s.Now())
+		accepted, err := s.Workspaces.AcceptInvitation(r.Context(), store.HashSecret(token), v.User.ID, v.User.Email, s.Now())
 		if errors.Is(err, store.ErrForbidden) {
 			s.renderError(w, r, http.StatusForbidden, "This invitation is for another e-mail address. Sign in with the invited address to accept it.")
 			return
@@ -528,6 +548,8 @@ func (s *server) handleAcceptInvitation() http.Handler {
 			return
 		}
 		s.Log.Info("invitation accepted", "workspace", inv.WorkspaceID, "invitation", inv.ID, "user", v.User.ID)
+		s.audit(r.Context(), accepted.WorkspaceID, store.LogInvitationAccepted, v.User.Email,
+			map[string]string{"invitationId": accepted.ID, "role": string(accepted.Role), "invitedBy": accepted.InvitedBy})
 		http.Redirect(w, r, "/workspaces/"+inv.WorkspaceID+"?done=joined", http.StatusSeeOther)
 	})
 }
@@ -545,11 +567,7 @@ func (s *server) handleRetention() http.Handler {
 			s.error(w, r, err, "")
 			return
 		}
-		what := fmt.Sprintf("set page details retention to %d days", days)
-		if days == 0 {
-			what = "set page details to be kept forever"
-		}
-		s.activity(r.Context(), ws.ID, what, "")
+		s.audit(r.Context(), ws.ID, store.LogRetention, "", map[string]string{"from": strconv.Itoa(ws.RetentionDays), "to": strconv.Itoa(days)})
 		http.Redirect(w, r, "/workspaces/"+ws.ID+"?done=retention#retention", http.StatusSeeOther)
 	})
 }

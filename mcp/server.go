@@ -88,7 +88,8 @@ type Server struct {
 	analyses *analysisCache // latestAnalysis
 	quota    Quota
 	links    LinkSealer
-	homes    homes // authorize
+	auditLog Recorder // nil: none
+	homes    homes    // authorize
 	latest   latestAnswers
 	field    FieldReader
 }
@@ -108,6 +109,14 @@ type Config struct {
 	Links LinkSealer
 	// Field is what get_field_data reads (tools_field.go); nil: every site has no field data.
 	Field FieldReader
+	// AuditLog records the security events tools cause (a report link made) in the workspace's
+	// security log (securitylog.Recorder); nil records none.
+	AuditLog Recorder
+}
+
+// Recorder appends an event to a workspace's security log (securitylog.Recorder).
+type Recorder interface {
+	Record(ctx context.Context, e store.LogEvent)
 }
 
 // LinkSealer seals a client report's token bound to the report's id (platform.Keys).
@@ -123,7 +132,7 @@ func New(c Config) *Server {
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{sites: c.Sites, scans: c.Scans, writes: c.Writes, baseURL: c.BaseURL, now: c.Now, log: c.Log, metrics: newMetricsCache(64), analyses: &analysisCache{max: 256}, quota: c.Quota, links: c.Links, field: c.Field}
+	s := &Server{sites: c.Sites, scans: c.Scans, writes: c.Writes, baseURL: c.BaseURL, now: c.Now, log: c.Log, metrics: newMetricsCache(64), analyses: &analysisCache{max: 256}, quota: c.Quota, links: c.Links, auditLog: c.AuditLog, field: c.Field}
 	for e := range era(eraCount) {
 		result := map[string]any{"tools": toolList(e)}
 		if e == eraModern {

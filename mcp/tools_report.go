@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"sitepulse/store"
 )
@@ -51,7 +52,29 @@ func (s *Server) generateClientReport(ctx context.Context, userID string, a args
 	case err != nil:
 		return clientReport{}, err
 	}
+	if sr.Title != "" {
+		r.Title = sr.Title
+	}
+	s.recordReport(ctx, userID, r, days)
 	return clientReport{URL: s.baseURL + "/report/" + token, Token: token, ExpiresInDays: days}, nil
+}
+
+// recordReport records a report link made through MCP in its site's workspace's security log,
+// as the scan page's "Share a report" does; never the link, which is the credential.
+func (s *Server) recordReport(ctx context.Context, userID string, r store.Report, days int) {
+	if s.auditLog == nil {
+		return
+	}
+	scan, err := s.scans.Scan(ctx, userID, r.ScanID)
+	if err != nil {
+		return
+	}
+	site, err := s.sites.Site(ctx, userID, scan.SiteID)
+	if err != nil {
+		return
+	}
+	s.auditLog.Record(ctx, store.LogEvent{WorkspaceID: site.WorkspaceID, ActorID: userID, Kind: store.LogReportCreated, Target: r.Title,
+		Details: map[string]string{"reportId": r.ID, "siteId": site.ID, "scanId": scan.ID, "expiresInDays": strconv.Itoa(days), "via": "mcp"}})
 }
 
 // links points at the report page itself (2025-06-18 and later), so a client can offer to open it.

@@ -238,18 +238,25 @@ func (s *Server) Begin(ctx context.Context, userID string, req AuthorizeRequest)
 // resource) and the state; on denial access_denied and the state. A request is answered once;
 // an unknown, expired, answered or other user's request is store.ErrNotFound.
 func (s *Server) Decide(ctx context.Context, userID, pendingID string, approve bool) (string, error) {
+	loc, _, err := s.DecideRequest(ctx, userID, pendingID, approve)
+	return loc, err
+}
+
+// DecideRequest is Decide, also answering the request it decided (its client and scope), for
+// the caller's security log.
+func (s *Server) DecideRequest(ctx context.Context, userID, pendingID string, approve bool) (string, store.AuthRequest, error) {
 	if pendingID == "" || len(pendingID) > maxSecretLen {
-		return "", fmt.Errorf("authorization request: %w", store.ErrNotFound)
+		return "", store.AuthRequest{}, fmt.Errorf("authorization request: %w", store.ErrNotFound)
 	}
 	now := s.now()
 	req, err := s.store.TakeAuthRequest(ctx, store.HashSecret(pendingID), userID, now)
 	if err != nil {
-		return "", err
+		return "", req, err
 	}
 	if !approve {
 		s.log.Info("authorization denied", "user", userID, "client", req.ClientID)
 		return withParams(req.RedirectURI, answer("error", errAccessDenied,
-			"error_description", "the user denied the request", "state", req.State, "iss", s.issuer)), nil
+			"error_description", "the user denied the request", "state", req.State, "iss", s.issuer)), req, nil
 	}
 	code, hash := store.NewSecret(prefixCode)
 	err = s.store.CreateCode(ctx, store.AuthCode{
@@ -257,11 +264,11 @@ func (s *Server) Decide(ctx context.Context, userID, pendingID string, approve b
 		Scope: req.Scope, Resource: req.Resource, FamilyID: store.NewID(), CreatedAt: now, ExpiresAt: now.Add(CodeTTL),
 	})
 	if err != nil {
-		return "", fmt.Errorf("create code: %w", err)
+		return "", req, fmt.Errorf("create code: %w", err)
 	}
 	if err := s.store.SaveConsent(ctx, store.Consent{UserID: userID, ClientID: req.ClientID, Scope: req.Scope, CreatedAt: now}); err != nil {
-		return "", fmt.Errorf("save consent: %w", err)
+		return "", req, fmt.Errorf("save consent: %w", err)
 	}
 	s.log.Info("authorization approved", "user", userID, "client", req.ClientID)
-	return withParams(req.RedirectURI, answer("code", code, "state", req.State, "iss", s.issuer)), nil
+	return withParams(req.RedirectURI, answer("code", code, "state", req.State, "iss", s.issuer)), req, nil
 }

@@ -71,6 +71,12 @@ type PoolConfig struct {
 	// Retention, when set, makes the pool run the pruner: its scheduler asks for a prune job at
 	// each pass and the pool works the prune kind. main hands in the store; nil prunes nothing.
 	Retention Retention
+	// SecurityLog, with Retention, makes each prune also delete the security log's lines older
+	// than LogRetention (AUDIT_LOG_RETENTION_DAYS; 0: store.DefaultLogRetentionDays).
+	SecurityLog interface {
+		PruneLog(ctx context.Context, before time.Time) (int, error)
+	}
+	LogRetention time.Duration
 	// Auditor audits the pages; a SiteAuditor chooses one per site (main's demo replay).
 	Auditor   Auditor
 	Discovery discover.Discovery

@@ -76,3 +76,27 @@ func must2(_ bool, err error) {
 		panic(err)
 	}
 }
+
+// The pruner also applies AUDIT_LOG_RETENTION_DAYS to the security log, the log's only delete:
+// lines older than the bound go, the rest stay.
+func TestPruneSecurityLog(t *testing.T) {
+	onStores(t, storeTest{name: "security log retention", fn: func(t *testing.T, st store.Store) {
+		ctx := context.Background()
+		start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		clock := scantest.NewClock(start)
+		u := store.User{ID: store.NewID(), Email: "p@example.com", PasswordHash: "x", CreatedAt: start}
+		must(t, st.CreateUser(ctx, u))
+		_, err := st.AppendLog(ctx, store.LogEvent{WorkspaceID: u.ID, ActorID: u.ID, Kind: store.LogSignIn, At: start},
+			store.LogEvent{WorkspaceID: u.ID, ActorID: u.ID, Kind: store.LogSignOut, At: start.Add(20 * 24 * time.Hour)})
+		must(t, err)
+		p := NewPool(PoolConfig{Store: st, Retention: st, SecurityLog: st, LogRetention: 30 * 24 * time.Hour, Now: clock.Now})
+		clock.Advance(40 * 24 * time.Hour)
+		_, err = p.PruneOnce(ctx)
+		must(t, err)
+		lines, err := st.LogOf(ctx, store.LogFilter{WorkspaceID: u.ID})
+		must(t, err)
+		if len(lines) != 1 || lines[0].Kind != store.LogSignOut {
+			t.Errorf("after 40 days with a 30-day retention the log holds %+v, want the sign-out only", lines)
+		}
+	}})
+}

@@ -64,7 +64,8 @@ const PruneEvery = time.Hour
 // PruneOnce is one run of the pruner (the prune job's work): it deletes the page details older
 // than their workspace's retention, store.PruneBatch rows per statement, each statement on its
 // own so no scan waits on it for long, until none is left or ctx ends, then runs the other
-// retention passes (PoolConfig.Prunes). It answers how many rows it changed. It needs
+// retention passes (PoolConfig.Prunes). It answers how many rows it changed, and first deletes
+// the security log's lines past LogRetention when PoolConfig.SecurityLog is set. It needs
 // PoolConfig.Retention.
 func (p *Pool) PruneOnce(ctx context.Context) (int, error) {
 	total, err := p.pruneDetails(ctx)
@@ -100,6 +101,19 @@ func pruneAll(ctx context.Context, batch func(context.Context) (int, error)) (in
 // pruneDetails deletes the page details past their workspace's retention (PruneOnce).
 func (p *Pool) pruneDetails(ctx context.Context) (int, error) {
 	total := 0
+	if p.cfg.SecurityLog != nil {
+		keep := p.cfg.LogRetention
+		if keep <= 0 {
+			keep = store.DefaultLogRetentionDays * 24 * time.Hour
+		}
+		n, err := p.cfg.SecurityLog.PruneLog(ctx, p.cfg.Now().Add(-keep))
+		if err != nil {
+			return 0, err
+		}
+		if n > 0 {
+			p.cfg.Log.Info("pruner: security log lines past AUDIT_LOG_RETENTION_DAYS removed", "lines", n)
+		}
+	}
 	// Whole months first (a partition dropped on Postgres), then the rows of the months that
 	// straddle a workspace's window. A month that cannot go now (a lock not granted at once)
 	// goes at a later run: the rows are pruned meanwhile.

@@ -31,6 +31,9 @@ const (
 	// into a worse band while the lab saw nothing.
 	EventFieldRegression = "field.regression"
 	EventTest            = "test" // the Send test button's, never subscribed to
+	// EventAudit is every line of the workspace's security log, sent to a signed webhook only
+	// (a SIEM); only owners subscribe a channel to it (docs/audit-log.md).
+	EventAudit = "audit"
 )
 
 // EventNames are the event types as the pages name them: people read these, programs the ids.
@@ -41,10 +44,11 @@ var EventNames = map[string]string{
 	EventScanFailed:          "Scan failed",
 	EventFieldRegression:     "Field-only regression",
 	EventTest:                "Test message",
+	EventAudit:               "Audit log (security events; signed webhook, owners only)",
 }
 
 // EventTypes are the events a channel may subscribe to, in the page's order.
-var EventTypes = []string{EventRegressionConfirmed, EventBudgetBroken, EventBudgetRecovered, EventScanFailed, EventFieldRegression}
+var EventTypes = []string{EventRegressionConfirmed, EventBudgetBroken, EventBudgetRecovered, EventScanFailed, EventFieldRegression, EventAudit}
 
 // Channel is where a workspace's alerts go. URLSealed and SecretSealed are sealed by the caller
 // (PLATFORM_TOKEN_KEY, bound to the workspace id): a Slack or Discord webhook URL is a
@@ -95,6 +99,9 @@ func (c *Channel) Validate() error {
 		errs = append(errs, &InvalidError{"events", "Choose the events the channel receives."})
 	}
 	c.Events = events
+	if slices.Contains(events, EventAudit) && c.Kind != ChannelWebhook {
+		errs = append(errs, &InvalidError{"events", "Only a signed webhook receives the audit log: its lines are for a SIEM, not a chat."})
+	}
 	c.SiteIDs = uniq(c.SiteIDs)
 	for _, id := range c.SiteIDs {
 		if !ValidUUID(id) {

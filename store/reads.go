@@ -40,7 +40,8 @@ type Reads interface {
 	// ScanView reads a scan of the user's of any status with its site's name, domain and
 	// budgets: MCP's get_scan.
 	ScanView(ctx context.Context, userID, scanID string) (ScanView, error)
-	// ExportScan streams the export of a site of the user's: head gets the site's name and the
+	// ExportScan streams the export of a site of the user's: head gets the site (its ID, Name and
+	// WorkspaceID only: the export's security log line needs no more) and the
 	// site's scan scanID, or with scanID empty its latest completed scan (nil when there is no
 	// such scan); then, when that scan is complete and head answered nil, row gets each
 	// successful result in page order with the fields an export writes (ExportRow). full adds
@@ -49,7 +50,7 @@ type Reads interface {
 	// previous completed scan (the scan PreviousPairs picks), with its ScanID, PageURL, scores,
 	// vitals and Explain, what analysis.Compare reads; nil when it has none, and always without
 	// full. ErrNotFound when the site is not the user's.
-	ExportScan(ctx context.Context, userID, siteID, scanID string, full bool, head func(siteName string, sc *Scan) error, row func(r PageResult, previous *PageResult) error) error
+	ExportScan(ctx context.Context, userID, siteID, scanID string, full bool, head func(site Site, sc *Scan) error, row func(r PageResult, previous *PageResult) error) error
 }
 
 // ExportRow is what an export writes of a result (ExportScan streams only this): the page,

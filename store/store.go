@@ -27,6 +27,7 @@ type Store interface {
 	Webhooks
 	Platform
 	Workspaces
+	SecurityLog
 	Channels
 	Retention
 	SiteViews

@@ -100,6 +100,7 @@ const (
 	ActLeave   Action = "leave"   // any member leaves
 	ActConnect Action = ActManage // the platform connection is an owner's
 	ActDelete  Action = ActManage // deleting the workspace is an owner's
+	ActAudit   Action = ActManage // reading and exporting the audit log is an owner's (there is no admin role)
 )
 
 // Can answers whether a member with role r may do a.
@@ -186,23 +187,10 @@ func (i Invitation) Validate() error {
 	return nil
 }
 
-// Activity is one membership or settings change in a workspace.
-type Activity struct {
-	WorkspaceID string
-	ActorID     string
-	ActorEmail  string // filled by reads; empty when the actor's account is gone
-	Action      string // e.g. "invited", "role changed", "removed", "site deleted"
-	Subject     string // whom or what: an e-mail, a site's name
-	At          time.Time
-}
-
-// MaxActivity is how many changes the workspace page lists.
-const MaxActivity = 100
-
-// Workspaces holds workspaces, memberships, invitations and their activity. Reads that take a
+// Workspaces holds workspaces, memberships and invitations (their changes go to the SecurityLog). Reads that take a
 // user id answer ErrNotFound for a workspace the user is not a member of.
 type Workspaces interface {
-	// CreateWorkspace stores w with ownerID as its owner, and the activity line, when ownerID
+	// CreateWorkspace stores w with ownerID as its owner, and records its creator, when ownerID
 	// owns fewer than max workspaces; ErrLimit otherwise (MAX_WORKSPACES_PER_USER). Atomic.
 	CreateWorkspace(ctx context.Context, w Workspace, ownerID string, max int) error
 	// WorkspacesOf lists the user's workspaces by name, personal first, each with its Role.
@@ -226,7 +214,8 @@ type Workspaces interface {
 	RemoveMember(ctx context.Context, workspaceID, userID string) error
 	// DeleteWorkspace deletes a workspace userID owns with everything it holds, in one
 	// transaction: its sites (their scans, results and queued jobs, as DeleteSite), API keys,
-	// reports, invitations, memberships, activity and the platform connection. ErrNotFound for a
+	// reports, invitations, memberships and the platform connection (not its SecurityLog lines,
+	// which stay until their retention). ErrNotFound for a
 	// non-member, ErrForbidden for a member who is not an owner, ErrConflict for a personal
 	// workspace (some account's home: its id is a user's id).
 	DeleteWorkspace(ctx context.Context, userID, workspaceID string) error
@@ -248,8 +237,4 @@ type Workspaces interface {
 	AcceptInvitation(ctx context.Context, tokenHash, userID, email string, now time.Time) (Invitation, error)
 	// RevokeInvitation revokes a pending invitation of the workspace.
 	RevokeInvitation(ctx context.Context, workspaceID, invitationID string, now time.Time) error
-
-	AddActivity(ctx context.Context, a Activity) error
-	// ActivityOf lists a workspace's latest changes, newest first, at most limit.
-	ActivityOf(ctx context.Context, workspaceID string, limit int) ([]Activity, error)
 }

@@ -48,6 +48,12 @@ func Send(ctx context.Context, client *http.Client, kind, rawURL string, secret 
 	if err != nil {
 		return Attempt{Err: err.Error()}
 	}
+	return post(ctx, client, rawURL, body, h, now)
+}
+
+// post is Send's request: body with headers h to rawURL, bounded by DeliveryTimeout, no redirect
+// followed, the answer read as an Attempt.
+func post(ctx context.Context, client *http.Client, rawURL string, body []byte, h http.Header, now time.Time) Attempt {
 	ctx, cancel := context.WithTimeout(ctx, DeliveryTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, rawURL, bytes.NewReader(body))

@@ -92,7 +92,15 @@ func (dl *Deliverer) log() *slog.Logger {
 // workspace's owners e-mailed), or its channel deleted.
 func (dl *Deliverer) Attempt(ctx context.Context, d Dispatch, attempts int, first time.Time) (*time.Time, error) {
 	ws := d.Workspace()
-	c, err := dl.Store.Channel(ctx, ws, d.ChannelID)
+	return dl.attempt(ctx, ws, d.ChannelID, d.Event.ID, d.Event.Type, attempts, first, func(c store.Channel, now time.Time) (Attempt, bool) {
+		return dl.try(ctx, ws, c, d.Event, now)
+	})
+}
+
+// attempt is Attempt of any event: try makes the one try at channel c.
+func (dl *Deliverer) attempt(ctx context.Context, ws, channelID, eventID, eventType string, attempts int, first time.Time,
+	try func(c store.Channel, now time.Time) (Attempt, bool)) (*time.Time, error) {
+	c, err := dl.Store.Channel(ctx, ws, channelID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil // deleted since: nothing to send to
 	}
@@ -100,9 +108,9 @@ func (dl *Deliverer) Attempt(ctx context.Context, d Dispatch, attempts int, firs
 		return nil, err
 	}
 	now := dl.Now()
-	rec := store.Delivery{ID: store.NewID(), ChannelID: c.ID, EventID: d.Event.ID, EventType: d.Event.Type, Attempts: attempts, CreatedAt: first}
+	rec := store.Delivery{ID: store.NewID(), ChannelID: c.ID, EventID: eventID, EventType: eventType, Attempts: attempts, CreatedAt: first}
 	var next *time.Time
-	a, opened := dl.try(ctx, ws, c, d.Event, now)
+	a, opened := try(c, now)
 	rec.LastStatus, rec.LastError = a.Status, a.Err
 	if !opened {
 		rec.State = store.DeliveryFailed
@@ -139,15 +147,25 @@ func (dl *Deliverer) try(ctx context.Context, workspaceID string, c store.Channe
 	if c.Kind == store.ChannelEmail {
 		return dl.email(ctx, workspaceID, e), true
 	}
+	url, secret, a, opened := dl.open(workspaceID, c)
+	if !opened {
+		return a, false
+	}
+	return Send(ctx, dl.Client, c.Kind, url, secret, e, now), true
+}
+
+// open opens channel c's sealed URL and signing secret; opened is false, with the Attempt that
+// says why, when they do not open (PLATFORM_TOKEN_KEY changed): retrying cannot help.
+func (dl *Deliverer) open(workspaceID string, c store.Channel) (url string, secret []byte, a Attempt, opened bool) {
 	url, err := dl.Keys.OpenFor(platform.PurposeChannelURL, c.URLSealed, workspaceID)
-	secret := ""
+	s := ""
 	if err == nil && c.SecretSealed != "" {
-		secret, err = dl.Keys.OpenFor(platform.PurposeChannelSecret, c.SecretSealed, workspaceID)
+		s, err = dl.Keys.OpenFor(platform.PurposeChannelSecret, c.SecretSealed, workspaceID)
 	}
 	if err != nil {
-		return Attempt{Err: "the channel's sealed URL does not open with PLATFORM_TOKEN_KEY: add the channel again"}, false
+		return "", nil, Attempt{Err: "the channel's sealed URL does not open with PLATFORM_TOKEN_KEY: add the channel again"}, false
 	}
-	return Send(ctx, dl.Client, c.Kind, url, []byte(secret), e, now), true
+	return url, []byte(s), Attempt{}, true
 }
 
 // Test sends e (a TestEvent) to channel c once, now, and records it as a delivery, delivered on

@@ -61,7 +61,8 @@ type Store struct {
 	creators    map[string]string // who made each workspace with CreateWorkspace (it pays for its audits that day)
 	members     map[memberKey]store.Member
 	invitations map[string]store.Invitation
-	activity    []store.Activity
+	securityLog []store.LogEvent // in the order appended (securitylog.go)
+	logSeq      int64
 	// accountLinks are the e-mailed reset and e-mail change links by token hash (users.go).
 	accountLinks map[string]store.AccountLink
 	access       map[string]store.SiteAccess // sites' access settings, sealed, by site (access.go)

@@ -158,7 +158,7 @@ func (m *Store) CreateScanReport(ctx context.Context, p store.Principal, r store
 	return out, m.createReportLocked(r)
 }
 
-func (m *Store) ExportScan(ctx context.Context, userID, siteID, scanID string, full bool, head func(string, *store.Scan) error, row func(store.PageResult, *store.PageResult) error) error {
+func (m *Store) ExportScan(ctx context.Context, userID, siteID, scanID string, full bool, head func(store.Site, *store.Scan) error, row func(store.PageResult, *store.PageResult) error) error {
 	site, err := m.Site(ctx, userID, siteID)
 	if err != nil {
 		return err
@@ -171,7 +171,7 @@ func (m *Store) ExportScan(ctx context.Context, userID, siteID, scanID string, f
 	} else if s, err := m.Scan(ctx, userID, scanID); err == nil && s.SiteID == site.ID {
 		sc = &s
 	}
-	if err := head(site.Name, sc); err != nil || sc == nil || sc.Status != store.StatusComplete {
+	if err := head(site, sc); err != nil || sc == nil || sc.Status != store.StatusComplete {
 		return err
 	}
 	results, err := m.PageResults(ctx, userID, sc.ID)

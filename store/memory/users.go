@@ -449,11 +449,6 @@ func (m *Store) DeleteAccount(ctx context.Context, userID string) ([]string, err
 			delete(m.invitations, id)
 		}
 	}
-	for i, a := range m.activity {
-		if a.ActorID == userID {
-			m.activity[i].ActorID = ""
-		}
-	}
 	// Rows still naming the user (made in a workspace they left before hand-overs existed).
 	for id, r := range m.reports {
 		if r.UserID == userID {

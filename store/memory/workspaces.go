@@ -3,7 +3,6 @@ package memory
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -57,7 +56,6 @@ func (m *Store) CreateWorkspace(ctx context.Context, w store.Workspace, ownerID 
 	m.workspaces[w.ID] = w
 	m.creators[w.ID] = ownerID
 	m.members[memberKey{w.ID, ownerID}] = store.Member{WorkspaceID: w.ID, UserID: ownerID, Role: store.RoleOwner, CreatedAt: w.CreatedAt, NotifyRegressions: true}
-	m.addActivityLocked(store.Activity{WorkspaceID: w.ID, ActorID: ownerID, Action: "created the workspace", Subject: w.Name, At: w.CreatedAt})
 	return nil
 }
 
@@ -273,7 +271,6 @@ func (m *Store) dropWorkspace(workspaceID string) {
 			m.dropChannel(id)
 		}
 	}
-	m.activity = slices.DeleteFunc(m.activity, func(a store.Activity) bool { return a.WorkspaceID == workspaceID })
 	delete(m.connections, workspaceID)
 	delete(m.audits, workspaceID)
 	delete(m.creators, workspaceID)
@@ -381,7 +378,6 @@ func (m *Store) AcceptInvitation(ctx context.Context, tokenHash, userID, email s
 			mb.Role = inv.Role
 		}
 		m.members[k] = mb
-		m.addActivityLocked(store.Activity{WorkspaceID: inv.WorkspaceID, ActorID: userID, Action: "joined as " + string(inv.Role), Subject: inv.Email, At: store.Now(now)})
 		return m.filled(inv), nil
 	}
 	return store.Invitation{}, store.NotFound("invitation")
@@ -397,36 +393,4 @@ func (m *Store) RevokeInvitation(ctx context.Context, workspaceID, invitationID 
 	inv.RevokedAt = tp(now)
 	m.invitations[invitationID] = inv
 	return nil
-}
-
-func (m *Store) AddActivity(ctx context.Context, a store.Activity) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if _, ok := m.workspaces[a.WorkspaceID]; !ok {
-		return store.NotFound("workspace")
-	}
-	m.addActivityLocked(a)
-	return nil
-}
-
-func (m *Store) addActivityLocked(a store.Activity) {
-	a.At, a.ActorEmail = store.Now(a.At), ""
-	m.activity = append(m.activity, a)
-}
-
-func (m *Store) ActivityOf(ctx context.Context, workspaceID string, limit int) ([]store.Activity, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := []store.Activity{}
-	for i := len(m.activity) - 1; i >= 0; i-- {
-		if a := m.activity[i]; a.WorkspaceID == workspaceID {
-			a.ActorEmail = m.users[a.ActorID].Email
-			out = append(out, a)
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].At.After(out[j].At) })
-	if len(out) > limit {
-		out = out[:limit]
-	}
-	return out, nil
 }

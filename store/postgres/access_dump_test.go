@@ -38,7 +38,7 @@ func TestSiteAccessDumpHoldsNoSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	h, err := handlers.NewHandler(handlers.Deps{Auth: pg, Accounts: pg, Sites: pg, Budgets: pg, Scans: pg, Reports: pg, API: pg, Webhooks: pg,
-		Connections: pg, Workspaces: pg, Channels: pg, Health: pg, CI: pg, SSO: pg, BaseURL: "http://127.0.0.1", SignedInAudits: true, ChannelKeys: platform.RandomKeys(),
+		Connections: pg, Workspaces: pg, Channels: pg, Health: pg, CI: pg, SSO: pg, SecurityLog: pg, BaseURL: "http://127.0.0.1", SignedInAudits: true, ChannelKeys: platform.RandomKeys(),
 		OAuth: oauth.New(oauth.Config{Store: pg, BaseURL: "http://127.0.0.1"}), MCP: mcp.New(mcp.Config{Sites: pg, Scans: pg, Writes: pg, BaseURL: "http://127.0.0.1"})})
 	if err != nil {
 		t.Fatal(err)

@@ -338,7 +338,7 @@ func exportScanSQL(parts string, previous bool) string {
 		ORDER BY p.completed_at DESC, p.id DESC LIMIT 1) pc ON c.status = 'complete'
 	LEFT JOIN page_results pr ON pr.scan_id = pc.id AND pr.page_path = r.page_path AND pr.strategy = r.strategy AND pr.result IS NOT NULL`
 	}
-	return `SELECT s.name, ` + scanCols + `, r.page_url, r.page_path, r.strategy,
+	return `SELECT s.name, s.workspace_id, ` + scanCols + `, r.page_url, r.page_path, r.strategy,
 	ARRAY[r.m_performance, r.m_seo, r.m_accessibility, r.m_best_practices,
 	r.m_lcp, r.m_cls, r.m_inp, r.m_fcp, r.m_ttfb, r.m_tbt, r.m_speed_index, r.m_tti], ` + parts + cols + `
 	FROM sites s
@@ -358,7 +358,7 @@ var (
 		'thirdPartyScripts', r.result->'thirdPartyScripts', 'a11yIssues', r.result->'a11yIssues')`, true)
 )
 
-func (p *Store) ExportScan(ctx context.Context, userID, siteID, scanID string, full bool, head func(string, *store.Scan) error, row func(r store.PageResult, previous *store.PageResult) error) error {
+func (p *Store) ExportScan(ctx context.Context, userID, siteID, scanID string, full bool, head func(store.Site, *store.Scan) error, row func(r store.PageResult, previous *store.PageResult) error) error {
 	if !uuidOK(userID, siteID) {
 		return store.NotFound("site")
 	}
@@ -376,11 +376,11 @@ func (p *Store) ExportScan(ctx context.Context, userID, siteID, scanID string, f
 	defer rows.Close()
 	// The first row's site and scan columns are read for head; every row repeats them, and
 	// the later rows' copies go to RawBytes, which neither copies nor allocates.
-	var name string
+	var name, workspaceID string
 	var m maybeScan
 	var path, url, strategy, prevID, prevURL sql.NullString
 	var metrics, parts, explain, prevMetrics, prevExplain sql.RawBytes
-	dest := append(append([]any{&name}, m.dest()...), &url, &path, &strategy, &metrics, &parts)
+	dest := append(append([]any{&name, &workspaceID}, m.dest()...), &url, &path, &strategy, &metrics, &parts)
 	if full {
 		dest = append(dest, &explain, &prevID, &prevURL, &prevMetrics, &prevExplain)
 	}
@@ -397,11 +397,11 @@ func (p *Store) ExportScan(ctx context.Context, userID, siteID, scanID string, f
 			if err != nil {
 				return err
 			}
-			if err := head(name, sc); err != nil {
+			if err := head(store.Site{ID: siteID, Name: name, WorkspaceID: workspaceID}, sc); err != nil {
 				return err
 			}
 			scanID = m.id.String
-			skip := make([]sql.RawBytes, 1+len(m.dest()))
+			skip := make([]sql.RawBytes, 2+len(m.dest()))
 			for i := range skip {
 				dest[i] = &skip[i]
 			}

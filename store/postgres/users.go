@@ -398,7 +398,7 @@ func (p *Store) DeleteAccount(ctx context.Context, userID string) ([]string, err
 		}
 		for _, w := range use.Deleted {
 			// Sites (their scans, results, jobs), keys, reports, invitations, memberships,
-			// activity, channels and the platform connection go with it (ON DELETE CASCADE).
+			// channels and the platform connection go with it (ON DELETE CASCADE).
 			if _, err := tx.ExecContext(ctx, `DELETE FROM workspaces WHERE id = $1`, w.ID); err != nil {
 				return pgErr("delete workspace", err)
 			}
@@ -416,7 +416,7 @@ func (p *Store) DeleteAccount(ctx context.Context, userID string) ([]string, err
 			}
 		}
 		// Sessions, keys, OAuth grants, memberships, links, pending connects and invitations
-		// they made go with the user (ON DELETE CASCADE); activity keeps the line without them.
+		// they made go with the user (ON DELETE CASCADE); the security log keeps its lines.
 		res, err := tx.ExecContext(ctx, `DELETE FROM users WHERE id = $1`, userID)
 		return pgErr("delete user", affected(res, err, sql.ErrNoRows))
 	})

@@ -30,12 +30,8 @@ func (p *Store) CreateWorkspace(ctx context.Context, w store.Workspace, ownerID 
 		if _, err := tx.ExecContext(ctx, `INSERT INTO workspaces (id, name, created_at, created_by) VALUES ($1, $2, $3, $4)`, w.ID, w.Name, at, ownerID); err != nil {
 			return pgErr("create workspace", err)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO memberships (workspace_id, user_id, role, created_at) VALUES ($1, $2, 'owner', $3)`,
-			w.ID, ownerID, at); err != nil {
-			return pgErr("create workspace", err)
-		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO activity (workspace_id, actor_id, action, subject, at) VALUES ($1, $2, 'created the workspace', $3, $4)`,
-			w.ID, ownerID, w.Name, at)
+		_, err := tx.ExecContext(ctx, `INSERT INTO memberships (workspace_id, user_id, role, created_at) VALUES ($1, $2, 'owner', $3)`,
+			w.ID, ownerID, at)
 		return pgErr("create workspace", err)
 	})
 }
@@ -203,7 +199,7 @@ func (p *Store) DeleteWorkspace(ctx context.Context, userID, workspaceID string)
 			return fmt.Errorf("a personal workspace is its account's home: %w", store.ErrConflict)
 		}
 		// Sites (and through them scans, results, jobs, budgets, rules), API keys, reports,
-		// invitations, memberships, activity and the platform connection reference the
+		// invitations, memberships and the platform connection reference the
 		// workspace ON DELETE CASCADE (migration 013).
 		res, err := tx.ExecContext(ctx, `DELETE FROM workspaces WHERE id = $1`, workspaceID)
 		return pgErr("delete workspace", affected(res, err, sql.ErrNoRows))
@@ -295,10 +291,6 @@ func (p *Store) AcceptInvitation(ctx context.Context, tokenHash, userID, email s
 			inv.WorkspaceID, userID, inv.Role, store.Now(now)); err != nil {
 			return pgErr("accept invitation", err)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO activity (workspace_id, actor_id, action, subject, at) VALUES ($1, $2, $3, $4, $5)`,
-			inv.WorkspaceID, userID, "joined as "+string(inv.Role), inv.Email, store.Now(now)); err != nil {
-			return pgErr("accept invitation", err)
-		}
 		t := store.Now(now)
 		inv.UsedAt, out = &t, inv
 		return nil
@@ -313,26 +305,4 @@ func (p *Store) RevokeInvitation(ctx context.Context, workspaceID, invitationID 
 	res, err := p.db.ExecContext(ctx, `UPDATE invitations SET revoked_at = $3
 		WHERE id = $1 AND workspace_id = $2 AND used_at IS NULL AND revoked_at IS NULL`, invitationID, workspaceID, store.Now(now))
 	return pgErr("revoke invitation", affected(res, err, sql.ErrNoRows))
-}
-
-func (p *Store) AddActivity(ctx context.Context, a store.Activity) error {
-	if !uuidOK(a.WorkspaceID, a.ActorID) {
-		return store.NotFound("workspace")
-	}
-	_, err := p.db.ExecContext(ctx, `INSERT INTO activity (workspace_id, actor_id, action, subject, at) VALUES ($1, $2, $3, $4, $5)`,
-		a.WorkspaceID, a.ActorID, a.Action, a.Subject, store.Now(a.At))
-	return pgErr("add activity", err)
-}
-
-func (p *Store) ActivityOf(ctx context.Context, workspaceID string, limit int) ([]store.Activity, error) {
-	if !uuidOK(workspaceID) {
-		return []store.Activity{}, nil
-	}
-	return queryAll(ctx, p.db, "activity", func(r rowScanner) (a store.Activity, err error) {
-		err = r.Scan(&a.WorkspaceID, &a.ActorID, &a.ActorEmail, &a.Action, &a.Subject, &a.At)
-		a.At = a.At.UTC()
-		return a, err
-	}, `SELECT a.workspace_id, coalesce(a.actor_id::text, ''), coalesce(u.email, ''), a.action, a.subject, a.at
-		FROM activity a LEFT JOIN users u ON u.id = a.actor_id WHERE a.workspace_id = $1 ORDER BY a.at DESC, a.id DESC LIMIT $2`,
-		workspaceID, limit)
 }

@@ -526,7 +526,7 @@ func testExportPrevious(t *testing.T, s store.Store) {
 	export := func(u store.User, scanID string, full bool) []row {
 		t.Helper()
 		var out []row
-		must(t, s.ExportScan(ctx, u.ID, site.ID, scanID, full, func(string, *store.Scan) error { return nil },
+		must(t, s.ExportScan(ctx, u.ID, site.ID, scanID, full, func(store.Site, *store.Scan) error { return nil },
 			func(r store.PageResult, previous *store.PageResult) error {
 				out = append(out, row{r, previous})
 				return nil
@@ -579,7 +579,7 @@ func testExportPrevious(t *testing.T, s store.Store) {
 		}
 	}
 	// A stranger reads nothing.
-	err := s.ExportScan(ctx, stranger.ID, site.ID, latest.ID, true, func(string, *store.Scan) error { return nil },
+	err := s.ExportScan(ctx, stranger.ID, site.ID, latest.ID, true, func(store.Site, *store.Scan) error { return nil },
 		func(store.PageResult, *store.PageResult) error { return nil })
 	wantErr(t, err, store.ErrNotFound)
 }

@@ -342,7 +342,7 @@ func testOwnerScoping(t *testing.T, s store.Store) {
 			return s.EachPageResult(ctx, u, sc.ID, func(store.PageResult) error { return nil })
 		},
 		"ExportScan": func(u string) error {
-			return s.ExportScan(ctx, u, site.ID, "", true, func(string, *store.Scan) error { return nil }, func(store.PageResult, *store.PageResult) error { return nil })
+			return s.ExportScan(ctx, u, site.ID, "", true, func(store.Site, *store.Scan) error { return nil }, func(store.PageResult, *store.PageResult) error { return nil })
 		},
 		"PageResult": func(u string) error { _, err := s.PageResult(ctx, u, sc.ID, "/", "mobile"); return err },
 		"PageErrors": func(u string) error { _, err := s.PageErrors(ctx, u, sc.ID); return err },
@@ -854,7 +854,8 @@ func testPageUpsert(t *testing.T, s store.Store) {
 	must(t, err)
 	export := func(scanID string, full bool) (heads []string, streamed []string) {
 		i := 0
-		must(t, s.ExportScan(ctx, a.ID, site.ID, scanID, full, func(name string, got *store.Scan) error {
+		must(t, s.ExportScan(ctx, a.ID, site.ID, scanID, full, func(site store.Site, got *store.Scan) error {
+			name := site.Name
 			if got == nil {
 				heads = append(heads, name+" no scan")
 			} else {
@@ -893,10 +894,10 @@ func testPageUpsert(t *testing.T, s store.Store) {
 		}
 	}
 	stop := errors.New("stop")
-	if err := s.ExportScan(ctx, a.ID, site.ID, "", false, func(string, *store.Scan) error { return nil }, func(store.PageResult, *store.PageResult) error { return stop }); err != stop {
+	if err := s.ExportScan(ctx, a.ID, site.ID, "", false, func(store.Site, *store.Scan) error { return nil }, func(store.PageResult, *store.PageResult) error { return stop }); err != stop {
 		t.Errorf("callback error not returned: %v", err)
 	}
-	if err := s.ExportScan(ctx, a.ID, site.ID, "", false, func(string, *store.Scan) error { return stop }, func(store.PageResult, *store.PageResult) error { return nil }); err != stop {
+	if err := s.ExportScan(ctx, a.ID, site.ID, "", false, func(store.Site, *store.Scan) error { return stop }, func(store.PageResult, *store.PageResult) error { return nil }); err != stop {
 		t.Errorf("head error not returned: %v", err)
 	}
 }

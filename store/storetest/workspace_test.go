@@ -26,8 +26,7 @@ func TestWorkspaces(t *testing.T) {
 		{"20 parallel accepts of one link make one member", testConcurrentAccept},
 		{"an API key reads only its workspace, and only while its maker is a member", testKeyWorkspace},
 		{"the site cap counts a workspace's sites, whoever added them", testWorkspaceSiteCap},
-		{"activity lists a workspace's changes, newest first, with their actor", testActivity},
-		{"an owner deletes a workspace with its sites, keys, reports, invitations, members, activity and connection; a personal one stays", testDeleteWorkspace},
+		{"an owner deletes a workspace with its sites, keys, reports, invitations, members and connection; a personal one stays, and the security log keeps its lines", testDeleteWorkspace},
 		{"a member's pending invitations end when they are removed or stop being owner", testInviterLeaves},
 		{"the holder of a personal workspace cannot be removed from it, demoted or leave it", testPersonalHolder},
 		{"an invitation is bound to its e-mail's canonical form: no Unicode case folding", testInvitationEmailForm},
@@ -329,18 +328,6 @@ func testWorkspaceSiteCap(t *testing.T, s store.Store) {
 	must(t, s.CreateSiteWithin(ctx, store.Site{ID: store.NewID(), UserID: editor.ID, Name: "d", Domain: "d.test", CreatedAt: t0}, 2))
 }
 
-func testActivity(t *testing.T, s store.Store) {
-	owner := newUser(t, s, "o@example.com")
-	w := team(t, s, owner, "Agency", nil)
-	must(t, s.AddActivity(ctx, store.Activity{WorkspaceID: w.ID, ActorID: owner.ID, Action: "invited", Subject: "b@example.com", At: t0.Add(time.Minute)}))
-	must(t, s.AddActivity(ctx, store.Activity{WorkspaceID: w.ID, ActorID: owner.ID, Action: "deleted site", Subject: "shop", At: t0.Add(2 * time.Minute)}))
-	acts, err := s.ActivityOf(ctx, w.ID, 2)
-	must(t, err)
-	if len(acts) != 2 || acts[0].Action != "deleted site" || acts[1].Action != "invited" || acts[0].ActorEmail != owner.Email {
-		t.Fatalf("activity %+v, want the two latest, newest first, with the actor's e-mail", acts)
-	}
-}
-
 // A client report is its workspace's: it still opens after its maker leaves the workspace.
 func TestReportOutlivesItsMaker(t *testing.T) {
 	for _, b := range storetest.Backends(t) {
@@ -397,7 +384,7 @@ func testDeleteWorkspace(t *testing.T, s store.Store) {
 	must(t, s.CreateAPIKey(ctx, store.APIKey{ID: store.NewID(), UserID: editor.ID, WorkspaceID: w.ID, Name: "ci", KeyHash: "key-hash", Prefix: "svc_", CreatedAt: t0}))
 	must(t, s.CreateInvitation(ctx, store.Invitation{ID: store.NewID(), TokenHash: "inv-hash", WorkspaceID: w.ID, Email: "x@example.com",
 		Role: store.RoleViewer, InvitedBy: owner.ID, CreatedAt: t0, ExpiresAt: t0.Add(store.InvitationTTL)}))
-	must(t, s.AddActivity(ctx, store.Activity{WorkspaceID: w.ID, ActorID: owner.ID, Action: "invited", Subject: "x@example.com", At: t0}))
+	appendLog(t, s, store.LogEvent{WorkspaceID: w.ID, ActorID: owner.ID, ActorEmail: owner.Email, Kind: store.LogInvitationCreated, Target: "x@example.com", At: t0})
 	must(t, s.SavePlatformConnection(ctx, store.PlatformConnection{WorkspaceID: w.ID, TokenSealed: "k1.sealed-1", CreatedAt: t0}))
 	mine := newSite(t, s, owner, "mine")
 	running := enqueue(t, s, site, t0)
@@ -445,8 +432,9 @@ func testDeleteWorkspace(t *testing.T, s store.Store) {
 	wantErr(t, err, store.ErrNotFound)
 	_, err = s.PlatformConnection(ctx, w.ID)
 	wantErr(t, err, store.ErrNotFound)
-	if acts, err := s.ActivityOf(ctx, w.ID, store.MaxActivity); err != nil || len(acts) != 0 {
-		t.Fatalf("a deleted workspace's activity: %+v, %v; want none", acts, err)
+	// Append-only: the log outlives the workspace until its retention (no member reads it).
+	if lines, err := s.LogOf(ctx, store.LogFilter{WorkspaceID: w.ID}); err != nil || len(lines) != 1 {
+		t.Fatalf("a deleted workspace's security log: %+v, %v; want its line kept", lines, err)
 	}
 	if ms, err := s.Members(ctx, w.ID); err != nil || len(ms) != 0 {
 		t.Fatalf("a deleted workspace's members: %+v, %v; want none", ms, err)
