@@ -125,6 +125,7 @@ type service struct {
 	demoSecret string
 	replay     *demo.Replay   // the demo site's audits, answered offline; nil without the demo
 	beacon     *beacon.Ingest // the real-user beacon's ingest, flushed every BEACON_FLUSH_MS
+	field      *demo.Field    // the demo site's recorded field data, over the store's; nil without the demo
 	guard      netguard.Guard
 	connector  *platform.Connector
 	quota      *psi.AccountQuota
@@ -204,13 +205,40 @@ func (sv *service) deviceKey(context.Context) error {
 	return nil
 }
 
+// fieldReads are the field reads every surface and the alerts take: the demo's (its recorded
+// story over the store's), else the store's CrUX history and beacon figures joined (a half the
+// store does not keep answers nothing).
+func (sv *service) fieldReads() demo.FieldReads {
+	if sv.field != nil {
+		return sv.field
+	}
+	beacon, _ := sv.st.(store.BeaconReads)
+	return demo.NewField(demo.FieldRecording{}, "", time.Time{}, sv.st, sv.st, beacon)
+}
+
+// fieldStore is fieldReads as the handlers take it: a nil interface without field data.
+func (sv *service) fieldStore() handlers.FieldStore {
+	if f := sv.fieldReads(); f != nil {
+		return f
+	}
+	return nil
+}
+
+// fieldReader is fieldReads as the MCP server takes it.
+func (sv *service) fieldReader() mcp.FieldReader {
+	if f := sv.fieldReads(); f != nil {
+		return f
+	}
+	return nil
+}
+
 // seedDemo seeds the demo on the in-memory store, or with DEMO=true (demo.go).
 func (sv *service) seedDemo(ctx context.Context) error {
 	if sv.st.Name() != "memory" && !sv.cfg.Demo {
 		return nil
 	}
 	var err error
-	sv.demoSecret, sv.replay, err = seedDemo(ctx, sv.st, sv.cfg, sv.authKey, sv.stdout, sv.log)
+	sv.demoSecret, sv.replay, sv.field, err = seedDemo(ctx, sv.st, sv.cfg, sv.authKey, sv.stdout, sv.log)
 	return err
 }
 
@@ -232,9 +260,13 @@ func (sv *service) startScanner(ctx context.Context) error {
 		return err
 	}
 	auditor, capacity := newAuditor(cfg, sv.guard, sv.meter, log)
+	var field notify.FieldSource // the digests' and alerts' field figures; nil without field data
+	if f := sv.fieldReads(); f != nil {
+		field = f
+	}
 	// One mailer: the regression digests, the sign-up messages and the workspace invitations.
 	sv.digest = &notify.Digest{Store: st, SMTPAddr: cfg.SMTPAddr, From: cfg.SMTPFrom, Username: cfg.SMTPUsername,
-		Password: cfg.SMTPPassword, BaseURL: cfg.BaseURL, Log: log}
+		Password: cfg.SMTPPassword, BaseURL: cfg.BaseURL, Log: log, Field: field}
 	// Account e-mails (links, notices) go out as jobs through the same SMTP sender, their
 	// bodies sealed with AUTH_KEY (a random one for this process when it is not set).
 	mailKey := sv.authKey
@@ -256,7 +288,7 @@ func (sv *service) startScanner(ctx context.Context) error {
 	log.Info("audit budgets", "workspace_daily", cfg.auditLimits().Workspace, "account_daily", cfg.auditLimits().Account,
 		"key_daily", cfg.auditLimits().Day, "shared_past", cfg.auditLimits().Mark, "newcomer_reserve", cfg.auditLimits().Reserve)
 	pool := newPool(cfg, st, demo.Replaying(sv.replay, auditor), capacity, sv.quota, sv.guard.Client(), sv.connector, sv.digest, sv.accountMail, sv.chKeys, wakes[0], sv.meter, log,
-		cruxRefresher(cfg, st, sv.replay, log))
+		cruxRefresher(cfg, st, sv.replay, log), field)
 	sv.meter.JobKinds = pool.Kinds()
 	// A web process claims no jobs: its pool (workers, scheduler, rescuer, pruner) never starts.
 	if cfg.Role != "web" {
@@ -293,7 +325,7 @@ func (sv *service) startBeacon() {
 func (sv *service) buildHandler(context.Context) error {
 	cfg, st, log := sv.cfg, sv.st, sv.log
 	authServer := oauth.New(oauth.Config{Store: st, BaseURL: cfg.BaseURL, Log: log, MetadataClient: sv.guard.Client()})
-	mcpServer := mcp.New(mcp.Config{Sites: st, Scans: st, Writes: st, BaseURL: cfg.BaseURL, Log: log, Quota: sv.quota, Links: sv.chKeys, AuditLog: sv.recorder})
+	mcpServer := mcp.New(mcp.Config{Sites: st, Scans: st, Writes: st, BaseURL: cfg.BaseURL, Log: log, Quota: sv.quota, Links: sv.chKeys, AuditLog: sv.recorder, Field: sv.fieldReader()})
 	var mail func(ctx context.Context, to, subject, body string) error // nil: logged instead
 	if cfg.SMTPAddr != "" {
 		mail = sv.accountMail.Enqueue
@@ -304,7 +336,7 @@ func (sv *service) buildHandler(context.Context) error {
 	sv.handler, err = handlers.NewHandler(handlers.Deps{
 		// One store, handed to every surface as the narrow interface that surface declares.
 		Auth: st, Accounts: st, Sites: st, Budgets: st, Scans: st, Reports: st, API: st, Webhooks: st,
-		Connections: st, Workspaces: st, Channels: st, Health: st, CI: st, Runners: st, Beacons: st, Beacon: sv.beacon,
+		Connections: st, Workspaces: st, Channels: st, Health: st, CI: st, Runners: st, Beacons: st, Beacon: sv.beacon, Field: sv.fieldStore(),
 		SecurityLog: st, Recorder: sv.recorder, LogRetentionDays: cfg.AuditLogDays,
 		RunnerLease: time.Duration(cfg.RunnerLease) * time.Second,
 		Log:         log, BaseURL: cfg.BaseURL,
@@ -588,7 +620,7 @@ func jobWakes(ctx context.Context, st store.Store, log *slog.Logger, n int) []<-
 // newPool is the scan worker pool with its regression digest and account e-mails. A store that can announce new
 // jobs (wake, from jobWakes) wakes the dispatcher at once; it polls either way. Sitemaps
 // are fetched with fetch, the guarded client.
-func newPool(cfg config, st store.Store, auditor scanner.Auditor, capacity *psi.Capacity, quota *psi.AccountQuota, fetch *http.Client, connector *platform.Connector, digest *notify.Digest, accountMail *notify.AccountMails, chKeys *platform.Keys, wake <-chan struct{}, meter *metrics.Metrics, log *slog.Logger, cruxRefresh *crux.Refresher) *scanner.Pool {
+func newPool(cfg config, st store.Store, auditor scanner.Auditor, capacity *psi.Capacity, quota *psi.AccountQuota, fetch *http.Client, connector *platform.Connector, digest *notify.Digest, accountMail *notify.AccountMails, chKeys *platform.Keys, wake <-chan struct{}, meter *metrics.Metrics, log *slog.Logger, cruxRefresh *crux.Refresher, field notify.FieldSource) *scanner.Pool {
 	var refresher scanner.PageRefresher
 	if connector != nil { // a nil *Connector in the interface would not be nil
 		refresher = connector
@@ -600,7 +632,7 @@ func newPool(cfg config, st store.Store, auditor scanner.Auditor, capacity *psi.
 	if chKeys != nil { // a nil *Keys in the interface would not be nil
 		opener = chKeys
 	}
-	alerts := &notify.Alerts{Store: st, Planner: &notify.Planner{Store: st, BaseURL: cfg.BaseURL, Now: time.Now}}
+	alerts := &notify.Alerts{Store: st, Planner: &notify.Planner{Store: st, BaseURL: cfg.BaseURL, Now: time.Now, Field: field}}
 	var mail notify.MailFunc // nil: alert e-mails and failing-channel notices are logged instead
 	if cfg.SMTPAddr != "" {
 		mail = digest.Send

@@ -46,6 +46,11 @@ func (s *server) handleBudgetCheck() http.Handler {
 		err := decodeJSON(r, &req)
 		siteID, problem := uuidField(req.SiteID)
 		format, explicit, formatProblem := ci.FormatOf(r, req.Format)
+		if err == nil && problem == "" && present(req.FieldBudgets) {
+			// Field budgets asked for: the check judges real users' p75 too (field_budget.go).
+			s.fieldBudgetCheck(w, r, token, siteID, explicit || present(req.ScanID) || present(req.WaitSeconds), req)
+			return
+		}
 		if err == nil && problem == "" && (explicit || present(req.ScanID) || present(req.WaitSeconds)) {
 			// A CI pipeline's check: a given scan, a wait, or another format (budget_wait.go).
 			s.judgeBudgets(w, r, token, siteID, format, formatProblem, req)

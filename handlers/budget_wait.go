@@ -25,6 +25,9 @@ type budgetRequest struct {
 	ScanID      json.RawMessage `json:"scanId"`
 	WaitSeconds json.RawMessage `json:"waitSeconds"`
 	Format      json.RawMessage `json:"format"`
+	// FieldBudgets, when given, also checks real users' p75 (field_budget.go); without it the
+	// answer is the interface's, byte for byte.
+	FieldBudgets json.RawMessage `json:"fieldBudgets"`
 }
 
 // validate reads the CI parameters, or says per field what is wrong (formatProblem is the

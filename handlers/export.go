@@ -110,6 +110,9 @@ func (s *server) handleExport() http.Handler {
 			http.NewResponseController(w).SetWriteDeadline(time.Now().Add(exportDeadline))
 			return nil
 		}
+		if format == "json" && s.Field != nil {
+			out.field = s.exportFieldOf(ctx, userID, store.CanonicalID(siteID), &scan)
+		}
 		err := s.API.ExportScan(ctx, userID, store.CanonicalID(siteID), store.CanonicalID(scanID), format == "json", head, out.row)
 		if errors.Is(err, answered) {
 			return
@@ -209,6 +212,8 @@ type exportWriter struct {
 	disposition string
 	started     bool
 	rows        int
+	// field gives a JSON row its field figures (field.go); nil without a field store.
+	field func(pageURL string, s store.Strategy) (*exportField, error)
 }
 
 func (e *exportWriter) start() error {
@@ -246,8 +251,14 @@ func (e *exportWriter) row(r store.PageResult, previous *store.PageResult) error
 			e.buf.WriteByte(',')
 		}
 		var b []byte
-		if b, err = json.Marshal(jsonRow(r, previous)); err == nil {
-			_, err = e.buf.Write(b)
+		row := jsonRow(r, previous)
+		if e.field != nil {
+			row.Field, err = e.field(r.PageURL, r.Strategy)
+		}
+		if err == nil {
+			if b, err = json.Marshal(row); err == nil {
+				_, err = e.buf.Write(b)
+			}
 		}
 	}
 	if err == nil && e.rows == 1 {
@@ -349,6 +360,9 @@ type exportPage struct {
 	// Changes are what changed since the site's previous completed scan's run of the page and
 	// strategy (analysis.Compare, as the compare page shows it); null when it has none.
 	Changes *analysis.Comparison `json:"changes"`
+	// Field are the page's field figures on the strategy's device as of the scan (field.go);
+	// absent when the page has none, so an export of a site without field data is unchanged.
+	Field *exportField `json:"field,omitempty"`
 }
 
 // exportRequest is a request as the export writes it, compactly.

@@ -529,7 +529,7 @@ func TestOAuthRoutes(t *testing.T) {
 		{"the resource metadata is served at the well-known address", "GET", "/.well-known/oauth-protected-resource", 200, `"resource":"http://sitepulse.test/api/mcp"`},
 		{"the resource metadata is also served path-suffixed", "GET", "/.well-known/oauth-protected-resource/api/mcp", 200, `"resource":"http://sitepulse.test/api/mcp"`},
 		{"the documentation page the metadata names exists", "GET", "/docs/mcp", 200, "http://sitepulse.test/api/mcp"},
-		{"the documentation page lists the twelve tools with an example prompt", "GET", "/docs/mcp", 200, "<h2>The 12 tools</h2>"},
+		{"the documentation page lists the thirteen tools with an example prompt", "GET", "/docs/mcp", 200, "<h2>The 13 tools</h2>"},
 		{"the documentation page shows a view and the agent loop", "GET", "/docs/mcp", 200, `src="/static/mcp-app-trend.png"`},
 		{"the view screenshot is served", "GET", "/static/mcp-app-trend.png", 200, "PNG"},
 		{"the documentation page names the protocol versions spoken", "GET", "/docs/mcp", 200, "<code>2026-07-28</code>, <code>2025-11-25</code>, <code>2025-06-18</code>, <code>2025-03-26</code>"},

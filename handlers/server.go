@@ -56,7 +56,9 @@ type Deps struct {
 	// LogRetentionDays is AUDIT_LOG_RETENTION_DAYS, for the audit log page to state; 0 means
 	// store.DefaultLogRetentionDays.
 	LogRetentionDays int
-	Log              *slog.Logger
+	// Field is the field data beside the lab (field.go); nil: every site says it has none.
+	Field FieldStore
+	Log   *slog.Logger
 	// BaseURL is the interface's {base_url}: scheme and host, no trailing slash.
 	BaseURL string
 	// Now is the clock; tests inject one.

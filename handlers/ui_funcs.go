@@ -58,6 +58,10 @@ var uiFuncs = template.FuncMap{
 	},
 	// ms shows a duration in milliseconds with its unit: "830 ms", "3.0 s".
 	"ms": analysis.FormatMs,
+	// pagePath is a field page's path ("/pricing"), "the whole site" for the origin.
+	"pagePath": analysis.PagePathOf,
+	// fptr is a value as the vital functions take it.
+	"fptr": func(v float64) *float64 { return &v },
 	// plain turns a Lighthouse title into text: "[Learn more](url)" keeps its words, backticks go.
 	"plain": func(s string) string {
 		s = mdLink.ReplaceAllString(s, "$1")

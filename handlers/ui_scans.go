@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"sitepulse/handlers/svg"
 	"sitepulse/scanner/analysis"
 	"sitepulse/store"
 )
@@ -79,6 +80,7 @@ type scanPageData struct {
 	Regressed regressedCount // pages and runs that regressed, Changes or not
 	Previous  *store.Scan
 	Completed []store.Scan
+	Field     fieldPanel // the site's field beside this scan, and whether users felt its regressions
 }
 
 // progress is how far a scan is: audits done (with a result), failed, in all, and in flight
@@ -153,6 +155,25 @@ func (s *server) handleScan() http.Handler {
 				return
 			}
 			if d.Completed, err = s.Scans.CompletedScans(r.Context(), uid, site.ID, maxCompareScans); err != nil {
+				s.error(w, r, err, "")
+				return
+			}
+			in := fieldInput{LabLatest: map[string]*float64{}, PageURLs: map[string]string{}, Publish: d.Publish}
+			for _, c := range d.Changes {
+				in.Regressions = append(in.Regressions, c.Regressions...)
+			}
+			for _, res := range d.Results {
+				in.PageURLs[res.PagePath] = res.PageURL
+			}
+			if scan.Summary != nil {
+				for _, m := range svg.FieldMetricsShown {
+					in.LabLatest[m] = scan.Summary.SiteVital(m)
+				}
+			}
+			if d.Publish != nil {
+				in.Publishes = []store.Publish{*d.Publish}
+			}
+			if d.Field, err = s.fieldPanelOf(r.Context(), uid, site, in); err != nil {
 				s.error(w, r, err, "")
 				return
 			}
@@ -257,6 +278,7 @@ type pageDetailData struct {
 	ThirdParty  []store.ThirdParty
 	Opportunity []store.Opportunity
 	Other       store.Strategy // the other strategy, when the scan has it
+	Field       fieldPanel     // what real users measured on this page
 }
 
 func (s *server) handlePageDetail() http.Handler {
@@ -292,6 +314,26 @@ func (s *server) handlePageDetail() http.Handler {
 		}
 		if _, err := s.Scans.PageResult(r.Context(), uid, scan.ID, path, other); err == nil {
 			d.Other = other
+		}
+		in := fieldInput{Page: res.PageURL, Lab: map[string][]svg.LabPoint{}, LabLatest: map[string]*float64{}}
+		pubs, err := s.Scans.PublishesOfScans(r.Context(), uid, []string{scan.ID})
+		if err != nil {
+			s.error(w, r, err, "")
+			return
+		}
+		if p, ok := pubs[scan.ID]; ok { // the publish that started the scan, marked on the field trend
+			in.Publishes = []store.Publish{p}
+		}
+		for _, m := range svg.FieldMetricsShown {
+			v := analysis.VitalOf(res.CoreWebVitals, m)
+			in.LabLatest[m] = v
+			if scan.CompletedAt != nil {
+				in.Lab[m] = []svg.LabPoint{{At: *scan.CompletedAt, Value: v}}
+			}
+		}
+		if d.Field, err = s.fieldPanelOf(r.Context(), uid, site, in); err != nil {
+			s.error(w, r, err, "")
+			return
 		}
 		s.render(w, r, http.StatusOK, "page_detail", page{Title: path + " · " + site.Name, Data: d})
 	})

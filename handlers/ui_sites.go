@@ -420,6 +420,7 @@ type sitePageData struct {
 	CI           ciSnippet
 	ScanActive   bool // "Scan now" was refused: SCAN_ALREADY_ACTIVE
 	Replay       bool // the site's audits are replayed from recorded runs (the demo)
+	Field        fieldPanel
 }
 
 // chartPublishes is how many publishes the trend chart marks, the latest ones.
@@ -486,6 +487,25 @@ func (s *server) handleSite() http.Handler {
 			}
 			d.HasBudgets = len(v.Budgets)+len(v.Rules) > 0
 			d.Violations = analysis.CheckBudgets(d.Latest.Scores, latest, v.Budgets, v.Rules)
+		}
+		in := fieldInput{Lab: map[string][]svg.LabPoint{}, LabLatest: map[string]*float64{}, Regressions: d.Regressions,
+			PageURLs: map[string]string{}, Publish: d.Publish, Publishes: publishes}
+		for _, pt := range points {
+			for m, v := range pt.Vitals {
+				in.Lab[m] = append(in.Lab[m], svg.LabPoint{At: pt.At, Value: v})
+			}
+		}
+		if d.Latest != nil {
+			for _, m := range svg.FieldMetricsShown {
+				in.LabLatest[m] = summaryOf(*d.Latest).SiteVital(m)
+			}
+			for _, r := range v.Metrics[d.Latest.ID] {
+				in.PageURLs[r.PagePath] = r.PageURL
+			}
+		}
+		if d.Field, err = s.fieldPanelOf(ctx, uid, site, in); err != nil {
+			s.error(w, r, err, "")
+			return
 		}
 		s.render(w, r, http.StatusOK, "site", page{Title: site.Name, Flash: uiFlash(r), Data: d})
 	})

@@ -90,8 +90,8 @@ func TestGenerateClientReport(t *testing.T) {
 // TestToolDocs: the connect guide lists every tool once, each with a title and an example prompt.
 func TestToolDocs(t *testing.T) {
 	docs := ToolDocs()
-	if len(docs) != len(tools) || len(docs) != 12 {
-		t.Fatalf("%d docs for %d tools, want 12", len(docs), len(tools))
+	if len(docs) != len(tools) || len(docs) != 13 {
+		t.Fatalf("%d docs for %d tools, want 13", len(docs), len(tools))
 	}
 	for i, d := range docs {
 		if d.Name != tools[i].Name || d.Title == "" || d.Example == "" {

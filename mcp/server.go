@@ -91,6 +91,7 @@ type Server struct {
 	auditLog Recorder // nil: none
 	homes    homes    // authorize
 	latest   latestAnswers
+	field    FieldReader
 }
 
 // Config is what a Server needs. Now and Log default to time.Now and a discarding logger.
@@ -106,6 +107,8 @@ type Config struct {
 	// Links seals a new client report's token so the Reports list can show its link again
 	// (platform.Keys); nil keeps reports hashed only.
 	Links LinkSealer
+	// Field is what get_field_data reads (tools_field.go); nil: every site has no field data.
+	Field FieldReader
 	// AuditLog records the security events tools cause (a report link made) in the workspace's
 	// security log (securitylog.Recorder); nil records none.
 	AuditLog Recorder
@@ -129,7 +132,7 @@ func New(c Config) *Server {
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{sites: c.Sites, scans: c.Scans, writes: c.Writes, baseURL: c.BaseURL, now: c.Now, log: c.Log, metrics: newMetricsCache(64), analyses: &analysisCache{max: 256}, quota: c.Quota, links: c.Links, auditLog: c.AuditLog}
+	s := &Server{sites: c.Sites, scans: c.Scans, writes: c.Writes, baseURL: c.BaseURL, now: c.Now, log: c.Log, metrics: newMetricsCache(64), analyses: &analysisCache{max: 256}, quota: c.Quota, links: c.Links, auditLog: c.AuditLog, field: c.Field}
 	for e := range era(eraCount) {
 		result := map[string]any{"tools": toolList(e)}
 		if e == eraModern {

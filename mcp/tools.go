@@ -239,6 +239,23 @@ var tools = []tool{
 			"strategy":   {Type: "string", Enum: []string{"mobile", "desktop"}, Description: "Only the mobile or the desktop runs. Omit it for both."},
 		}),
 	},
+	{
+		Name: "get_field_data", Title: "Field data: what real users measured", ReadOnly: true, Scope: store.ScopeRead, Handler: handler((*Server).getFieldData), Since: era20250618, View: "ui://sitepulse/field",
+		Example: "Do real users feel the slowdown on the pricing page?",
+		Description: "Returns what real users measured on a site, beside the lab: the weekly p75 of LCP, INP, CLS, FCP and TTFB from the " +
+			"CrUX History API (each point the 28 days before its end, up to 40 weeks; p75 null where CrUX has a gap) and the daily p75 from " +
+			"SitePulse's own beacon (with its sample count), by device (phone, desktop), each series with its latest value and web.dev rating; " +
+			"the slowest interactions the beacon saw (the element's selector and event type, how often it was the page's INP, the p75 and its " +
+			"input delay, processing and presentation phases); and fieldOnly, the regressions the lab cannot see (the beacon's p75 crossed into a " +
+			"worse band). Omit pagePath for the whole site (CrUX's origin record, the beacon's site-wide figures); omit device for both. " +
+			"hasData is false when the site has no field data at all. Use it to tell whether a lab regression reached real users, and for INP, " +
+			"which the lab cannot measure.",
+		Input: object([]string{"siteId"}, map[string]*Schema{
+			"siteId":   siteIDArg(),
+			"pagePath": {Type: "string", MinLength: intp(1), MaxLength: intp(2048), Description: "The page's path, e.g. \"/\" or \"/pricing\". Omit it for the whole site."},
+			"device":   {Type: "string", Enum: []string{"phone", "desktop"}, Description: "Only phones or only desktops. Omit it for both."},
+		}),
+	},
 }
 
 // toolCount is how many tools era e lists, in words: the 2025-03-26 message says "nine".
@@ -249,7 +266,7 @@ func toolCount(e era) string {
 			n++
 		}
 	}
-	if w, ok := map[int]string{9: "nine", 10: "ten", 11: "eleven", 12: "twelve"}[n]; ok {
+	if w, ok := map[int]string{9: "nine", 10: "ten", 11: "eleven", 12: "twelve", 13: "thirteen"}[n]; ok {
 		return w
 	}
 	return strconv.Itoa(n)

@@ -39,6 +39,8 @@ var (
 	viewRegressions string
 	//go:embed views/compare.html
 	viewCompare string
+	//go:embed views/field.html
+	viewField string
 )
 
 // view is one ui:// resource.
@@ -67,6 +69,9 @@ var views = []view{
 	{URI: "ui://sitepulse/compare", Name: "compare", Title: "What changed",
 		Description: "What changed between two scans of a site per page and strategy: the causes, both runs' filmstrips on one time axis with the LCP marked, a waterfall of both runs, the LCP phases and the requests added, removed and grown.",
 		HTML:        page(viewCompare)},
+	{URI: "ui://sitepulse/field", Name: "field", Title: "Field data",
+		Description: "What real users measured on a site: CrUX's weekly p75 and the beacon's daily p75 of INP, LCP and CLS against web.dev's bands, the field-only regressions and the slowest interactions.",
+		HTML:        page(viewField)},
 }
 
 // viewResourceMeta is every view's _meta.ui: no external origin at all (an empty csp: no

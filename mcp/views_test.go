@@ -15,7 +15,7 @@ import (
 // TestViewsLinkedAndServed: from 2025-06-18 on initialize (and 2026-07-28's server/discover)
 // declares resources and the MCP Apps extension; get_latest_scan, get_trend and
 // get_regression_report and compare_scans name a ui:// view in _meta.ui.resourceUri,
-// resources/list lists the four and resources/read serves each as text/html;profile=mcp-app with an empty csp. An
+// resources/list lists the five and resources/read serves each as text/html;profile=mcp-app with an empty csp. An
 // unknown uri is -32002 (legacy) or -32602 (2026-07-28).
 func TestViewsLinkedAndServed(t *testing.T) {
 	f := newFixture(t, memory.New())
@@ -39,12 +39,12 @@ func TestViewsLinkedAndServed(t *testing.T) {
 		}
 	}
 	want := map[string]string{"get_latest_scan": "ui://sitepulse/latest-scan", "get_trend": "ui://sitepulse/trend", "get_regression_report": "ui://sitepulse/regressions",
-		"compare_scans": "ui://sitepulse/compare"}
-	if len(linked) != 4 {
+		"compare_scans": "ui://sitepulse/compare", "get_field_data": "ui://sitepulse/field"}
+	if len(linked) != 5 {
 		t.Fatalf("tools with a view: %v", linked)
 	}
 	_, rl := f.send(t, f.userID, h, `{"jsonrpc":"2.0","id":3,"method":"resources/list"}`)
-	if n := len(rl["result"].(map[string]any)["resources"].([]any)); n != 4 {
+	if n := len(rl["result"].(map[string]any)["resources"].([]any)); n != 5 {
 		t.Fatalf("resources/list: %v", rl)
 	}
 	for tool, uri := range want {

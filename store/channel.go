@@ -27,7 +27,10 @@ const (
 	EventBudgetBroken        = "budget.broken"
 	EventBudgetRecovered     = "budget.recovered"
 	EventScanFailed          = "scan.failed"
-	EventTest                = "test" // the Send test button's, never subscribed to
+	// EventFieldRegression is a field-only regression (DESIGN §19): real users' p75 crossed
+	// into a worse band while the lab saw nothing.
+	EventFieldRegression = "field.regression"
+	EventTest            = "test" // the Send test button's, never subscribed to
 	// EventAudit is every line of the workspace's security log, sent to a signed webhook only
 	// (a SIEM); only owners subscribe a channel to it (docs/audit-log.md).
 	EventAudit = "audit"
@@ -39,12 +42,13 @@ var EventNames = map[string]string{
 	EventBudgetBroken:        "Budget broken",
 	EventBudgetRecovered:     "Budgets met again",
 	EventScanFailed:          "Scan failed",
+	EventFieldRegression:     "Field-only regression",
 	EventTest:                "Test message",
 	EventAudit:               "Audit log (security events; signed webhook, owners only)",
 }
 
 // EventTypes are the events a channel may subscribe to, in the page's order.
-var EventTypes = []string{EventRegressionConfirmed, EventBudgetBroken, EventBudgetRecovered, EventScanFailed, EventAudit}
+var EventTypes = []string{EventRegressionConfirmed, EventBudgetBroken, EventBudgetRecovered, EventScanFailed, EventFieldRegression, EventAudit}
 
 // Channel is where a workspace's alerts go. URLSealed and SecretSealed are sealed by the caller
 // (PLATFORM_TOKEN_KEY, bound to the workspace id): a Slack or Discord webhook URL is a

@@ -21,10 +21,13 @@ import (
 // drawing, computed here, so the chart an agent's user sees in the chat is the site page's.
 // Lines and dots carry class names, so each surface colours them from its own stylesheet.
 
-// Line is one line of a chart: a value per point, nil where there is none.
+// Line is one line of a chart: a value per point, nil where there is none. At, when set, places
+// the line's values at times of its own (a weekly series beside a daily one on one axis); else
+// they are at the chart's times.
 type Line struct {
 	Label, Class string
 	Values       []*float64
+	At           []time.Time
 }
 
 // Scale is a chart's y axis from 0 to Max, titled Title, with grid lines at Grid (in
@@ -35,6 +38,8 @@ type Scale struct {
 	Max    float64
 	Grid   []float64
 	Format func(float64) string
+	// Bands, when set, shades the web.dev bands behind the lines: good, needs improvement, poor.
+	Bands *analysis.Bands
 }
 
 // Titled is the scale with another title.
@@ -124,6 +129,19 @@ func LineChart(label string, at []time.Time, scale Scale, lines []Line, marks ..
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg class="trend" viewBox="0 0 %d %d" role="img" aria-label="%s" xmlns="http://www.w3.org/2000/svg">`,
 		chartW, chartH, html.EscapeString(label))
+	if bd := scale.Bands; bd != nil {
+		top := func(v float64) float64 { return y(math.Min(v, scale.Max)) }
+		for _, band := range []struct {
+			class    string
+			from, to float64
+		}{{"band-good", 0, bd.Good}, {"band-ni", bd.Good, bd.Poor}, {"band-poor", bd.Poor, scale.Max}} {
+			if band.from >= scale.Max {
+				continue
+			}
+			fmt.Fprintf(&b, `<rect class="band %s" x="%d" y="%s" width="%d" height="%s"/>`, band.class, left, num(top(band.to)),
+				chartW-chartRight-left, num(top(band.from)-top(band.to)))
+		}
+	}
 	for i, g := range scale.Grid {
 		fmt.Fprintf(&b, `<line class="grid" x1="%d" y1="%s" x2="%d" y2="%s"/>`, left, num(y(g)), chartW-chartRight, num(y(g)))
 		if labelled[i] {
@@ -163,6 +181,10 @@ func LineChart(label string, at []time.Time, scale Scale, lines []Line, marks ..
 			num(mx), chartTop, num(mx), chartH-chartBottom, num(mx), chartTop, html.EscapeString(m.Label))
 	}
 	for _, l := range lines {
+		x, at := x, at
+		if l.At != nil {
+			x, at = func(i int) float64 { return xAt(l.At[i]) }, l.At
+		}
 		var d strings.Builder
 		pen := "M"
 		for i, v := range l.Values {

@@ -65,6 +65,9 @@ type Seeded struct {
 	SiteID           string
 	LatestScanID     string
 	Created          bool // false when the account existed and was reused
+	// PublishedAt is when the demo's publish was; zero when the site existed (Created false or
+	// another process made it).
+	PublishedAt time.Time
 }
 
 // Credentials are the demo's password, API key and publish webhook secret.
@@ -103,6 +106,9 @@ type Fixtures struct {
 	// MaxPages is MAX_PAGES_PER_SCAN: the demo site saves at most this many of its pages, as
 	// any site may; 0 saves them all.
 	MaxPages int
+	// PublishedAgo is how long before the seeding the demo's publish was; 0 means an hour. The
+	// service's demo dates it two days back, so the field's days after it exist (field.go).
+	PublishedAgo time.Duration
 }
 
 // Seed seeds the demo with random credentials (SeedWith).
@@ -169,8 +175,14 @@ func SeedWith(ctx context.Context, st Store, fx Fixtures, now time.Time, iterati
 	if err != nil {
 		return d, err
 	}
+	ago := fx.PublishedAgo
+	if ago <= 0 {
+		ago = time.Hour
+	}
+	// The publish, the scan before it a day earlier, the site a day before that.
+	publishedAt := now.Add(-ago)
 	site := store.Site{ID: store.NewID(), UserID: u.ID, Name: SiteName, Domain: Domain, PlatformSiteID: PlatformID,
-		Founding: true, Pages: pathsOf(latest), CreatedAt: now.Add(-48 * time.Hour)}
+		Founding: true, Pages: pathsOf(latest), CreatedAt: publishedAt.Add(-47 * time.Hour)}
 	if fx.MaxPages > 0 && len(site.Pages) > fx.MaxPages {
 		site.Pages = site.Pages[:fx.MaxPages]
 	}
@@ -192,12 +204,12 @@ func SeedWith(ctx context.Context, st Store, fx Fixtures, now time.Time, iterati
 	if err := st.AddAlertRule(ctx, u.ID, store.AlertRule{ID: store.NewID(), SiteID: site.ID, Metric: "tbt", Operator: store.OpMax, Threshold: 600, CreatedAt: now}); err != nil {
 		return d, fmt.Errorf("demo alert rule: %w", err)
 	}
-	beforeID, err := recordDemoScan(ctx, st, site, before, now.Add(-24*time.Hour), now, false)
+	beforeID, err := recordDemoScan(ctx, st, site, before, publishedAt.Add(-23*time.Hour), now, false)
 	if err != nil {
 		return d, err
 	}
 	regressedFrom(latest, before, beforeID)
-	publishedAt := now.Add(-time.Hour)
+	d.PublishedAt = publishedAt
 	if err := st.MarkPublished(ctx, site.ID, publishedAt); err != nil {
 		return d, err
 	}

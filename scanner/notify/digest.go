@@ -51,6 +51,7 @@ type DigestStore interface {
 	UserByID(ctx context.Context, id string) (store.User, error)
 	Members(ctx context.Context, workspaceID string) ([]store.Member, error)
 	EnqueueJob(ctx context.Context, args store.JobArgs, runAt time.Time) (store.Job, error)
+	PublishesOfScans(ctx context.Context, userID string, scanIDs []string) (map[string]store.Publish, error)
 }
 
 // Digest e-mails the regressions of a completed scan against the previous completed one to
@@ -68,6 +69,9 @@ type Digest struct {
 	Timeout            time.Duration
 	Log                *slog.Logger
 	Now                func() time.Time
+	// Field is the sites' field data: the digest says what real users measured of the
+	// regressions of a publish (field.go); nil: it says nothing of the field.
+	Field FieldSource
 }
 
 // Work is the worker of the digest's jobs: it finds the regressions of a completed scan and
@@ -75,11 +79,15 @@ type Digest struct {
 // deleted meanwhile has nothing left to say.
 func (d *Digest) Work(ctx context.Context, _ store.Job, args DigestJob) error {
 	scanID := args.ScanID
+	now := time.Now
+	if d.Now != nil {
+		now = d.Now
+	}
 	log := d.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	_, site, err := d.Store.ScanForJob(ctx, scanID)
+	scan, site, err := d.Store.ScanForJob(ctx, scanID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
 	}
@@ -146,6 +154,24 @@ func (d *Digest) Work(ctx context.Context, _ store.Job, args DigestJob) error {
 	}
 	addr := to[0]
 	subject, body := d.compose(site, scanID, pairs.From.ID, changes)
+	if d.Field != nil {
+		// What real users measured of the regressions, when a publish started the scan.
+		o := Outcome{Site: site, Scan: scan}
+		for _, p := range pairs.Pairs {
+			o.Previous, o.Latest = append(o.Previous, p.Before), append(o.Latest, p.After)
+		}
+		pubs, err := d.Store.PublishesOfScans(ctx, reader, []string{scanID})
+		if err != nil {
+			return fmt.Errorf("digest: read the publish: %w", err)
+		}
+		if p, ok := pubs[scanID]; ok {
+			o.Publish = &p
+		}
+		if err := fieldOutcome(ctx, d.Field, &o, time.Time{}, now()); err != nil {
+			return fmt.Errorf("digest: read the field: %w", err)
+		}
+		body = withField(body, o)
+	}
 	if d.SMTPAddr == "" {
 		log.Info("digest (SMTP_ADDR not set, so logged instead of sent)", "to", addr, "subject", subject, "body", body)
 		return nil
@@ -190,6 +216,27 @@ func (d *Digest) compose(site store.Site, scanID, previousID string, changes []a
 	}
 	b.WriteString("\nYou get this e-mail because regression e-mails are on for this workspace in SitePulse.\n")
 	return subject, b.String()
+}
+
+// withField adds to a digest what real users measured: the field status of its regressions and
+// the field-only regressions of its pages, before its closing lines; the body as it was when the
+// field says nothing.
+func withField(body string, o Outcome) string {
+	var lines []string
+	for _, f := range o.Field {
+		lines = append(lines, fmt.Sprintf("%s (%s, %s): %s", analysis.Label(f.Metric), f.Device, f.Source, oneLine(f.Text)))
+	}
+	for _, r := range o.FieldOnly {
+		lines = append(lines, "Field-only: "+oneLine(r.Text))
+	}
+	if len(lines) == 0 {
+		return body
+	}
+	at := strings.Index(body, "\nScan ")
+	if at < 0 {
+		at = len(body)
+	}
+	return body[:at] + "\nWhat real users measured:\n  " + strings.Join(lines, "\n  ") + "\n" + body[at:]
 }
 
 // FmtMetric shows a value with its unit: scores as integers, CLS with decimals, vitals in ms.

@@ -46,6 +46,10 @@ type membersStore struct {
 	enqueued []store.JobArgs // the jobs the digest enqueued
 }
 
+func (m *membersStore) PublishesOfScans(context.Context, string, []string) (map[string]store.Publish, error) {
+	return nil, nil
+}
+
 func (m *membersStore) ScanForJob(_ context.Context, scanID string) (store.Scan, store.Site, error) {
 	return store.Scan{ID: scanID}, store.Site{ID: "s1", UserID: "u-gone", WorkspaceID: "w1", Name: "Shop"}, nil
 }

@@ -17,6 +17,7 @@ const (
 	EventBudgetBroken        = store.EventBudgetBroken
 	EventBudgetRecovered     = store.EventBudgetRecovered
 	EventScanFailed          = store.EventScanFailed
+	EventFieldRegression     = store.EventFieldRegression
 )
 
 // Event is one alert, the signed webhook's body as it is sent; the chat messages are rendered
@@ -63,6 +64,11 @@ type EventDetail struct {
 	Changes     []EventChange         `json:"changes"`
 	Violations  []analysis.Violation  `json:"violations"`
 	Reason      string                `json:"reason,omitempty"`
+	// Field is what real users measured of the regressions since the publish (their field
+	// status, DESIGN §19); FieldOnly the field-only regressions of a field.regression event.
+	// Both are absent without field data, so such a site's bodies are as before.
+	Field     []analysis.FieldVerdict    `json:"field,omitempty"`
+	FieldOnly []analysis.FieldRegression `json:"fieldOnly,omitempty"`
 }
 
 // Bounds of a regression.confirmed event's changes, so a body stays a few tens of KB whatever
@@ -126,6 +132,10 @@ type Outcome struct {
 	Previous, Latest  []store.PageResult
 	Violations        []analysis.Violation
 	BudgetsWereBroken bool
+	// Field is the field status of the scan's regressions, when a publish started it (Planner
+	// reads it); FieldOnly the field-only regressions that are new since the previous scan.
+	Field     []analysis.FieldVerdict
+	FieldOnly []analysis.FieldRegression
 }
 
 // BudgetsBroken is the budget state the outcome leaves the site in, to keep for the next scan.
@@ -149,8 +159,10 @@ func (o Outcome) Triage() store.Triage {
 }
 
 // Events are the alerts a finished scan raises, at most one per type: regression.confirmed when
-// regressions survived confirmation (one for the scan, not one per metric), budget.broken or
-// budget.recovered when the pass/fail state turned, scan.failed with its reason. A failed scan
+// regressions survived confirmation (one for the scan, not one per metric; with their field
+// status), budget.broken or budget.recovered when the pass/fail state turned, scan.failed with
+// its reason, field.regression when real users' figures crossed into a worse band since the
+// previous scan while the lab saw nothing. A failed scan
 // leaves the budget state as it was. newID makes each event's id.
 func Events(o Outcome, now time.Time, newID func() string) []Event {
 	base := Event{
@@ -190,6 +202,7 @@ func Events(o Outcome, now time.Time, newID func() string) []Event {
 		if changes := analysis.RegressedChanges(runPairs(o.Previous, o.Latest)); len(changes) > 0 {
 			d := base.Data
 			d.Regressions, d.Changes = regressed(changes)
+			d.Field = o.Field
 			out = append(out, event(EventRegressionConfirmed, d))
 		}
 	}
@@ -200,6 +213,11 @@ func Events(o Outcome, now time.Time, newID func() string) []Event {
 		out = append(out, event(EventBudgetBroken, d))
 	case !broken && o.BudgetsWereBroken:
 		out = append(out, event(EventBudgetRecovered, base.Data))
+	}
+	if len(o.FieldOnly) > 0 {
+		d := base.Data
+		d.FieldOnly = o.FieldOnly
+		out = append(out, event(EventFieldRegression, d))
 	}
 	return out
 }

@@ -158,6 +158,11 @@ func summarize(e Event) summary {
 		n := len(e.Data.Regressions)
 		s.title = fmt.Sprintf("%d confirmed %s on %s", n, plural(n, "regression", "regressions"), site)
 		s.lines, s.why = regressionLines(e.Data)
+		for _, f := range e.Data.Field { // what real users measured of them, when the field knows
+			if f.Status != analysis.FieldNoData && len(s.lines) < topLines+2 {
+				s.lines, s.why = append(s.lines, "Field ("+string(f.Source)+"): "+clip(oneLine(f.Text), MaxEventText)), append(s.why, "")
+			}
+		}
 	case EventBudgetBroken:
 		n := len(e.Data.Violations)
 		s.title = fmt.Sprintf("%d %s broken on %s", n, plural(n, "budget", "budgets"), site)
@@ -182,6 +187,16 @@ func summarize(e Event) summary {
 	case EventScanFailed:
 		s.title = "Scan failed on " + site
 		s.lines = []string{"Reason: " + oneLine(e.Data.Reason)}
+	case EventFieldRegression:
+		n := len(e.Data.FieldOnly)
+		s.title = fmt.Sprintf("%d field-only %s on %s: real users felt what the lab did not see", n, plural(n, "regression", "regressions"), site)
+		for i, r := range e.Data.FieldOnly {
+			if i == topLines {
+				s.lines = append(s.lines, fmt.Sprintf("and %d more", n-topLines))
+				break
+			}
+			s.lines = append(s.lines, clip(oneLine(r.Text), MaxEventText)+fmt.Sprintf(" (was %s)", FmtMetric(r.Metric, r.From)))
+		}
 	case store.EventTest:
 		s.title = "Test message from SitePulse"
 		s.lines = []string{oneLine(e.Data.Reason)}

@@ -29,6 +29,9 @@ type Planner struct {
 	Store   PlanStore
 	BaseURL string
 	Now     func() time.Time
+	// Field is the site's field data, for the field status of the regressions and the
+	// field-only regressions (field.go); nil: the events carry no field figures.
+	Field FieldSource
 }
 
 // Plan answers the dispatches of a finished (complete or failed) scan of site.
@@ -77,6 +80,13 @@ func (p *Planner) Plan(ctx context.Context, site store.Site, scan store.Scan) ([
 			return nil, err
 		}
 		o.Violations = analysis.CheckBudgets(scan.Scores, o.Latest, budgets, rules)
+		var previous time.Time
+		if pairs.From != nil && pairs.From.CompletedAt != nil {
+			previous = *pairs.From.CompletedAt
+		}
+		if err := fieldOutcome(ctx, p.Field, &o, previous, p.Now()); err != nil {
+			return nil, err
+		}
 		if o.BudgetsWereBroken, err = p.Store.SwapBudgetState(ctx, site.ID, scan.ID, o.Triage()); err != nil {
 			return nil, err
 		}
