@@ -181,7 +181,7 @@ func newRunnerService(t *testing.T, st store.Store, lease time.Duration) *runner
 	rs.log = slog.New(slog.NewTextHandler(rs.logs, nil))
 	clock, log := rs.clock, rs.log
 	d := handlers.Deps{Auth: st, Accounts: st, Sites: st, Budgets: st, Scans: st, Reports: st, API: st, Webhooks: st,
-		Connections: st, Workspaces: st, Channels: st, Health: st, CI: st, Runners: st, RunnerLease: lease,
+		Connections: st, Workspaces: st, Channels: st, Health: st, CI: st, Runners: st, RunnerLease: lease, SSO: st, SecurityLog: st,
 		BaseURL: "http://127.0.0.1", Now: clock.Now, Log: log}
 	d.OAuth = oauth.New(oauth.Config{Store: st, BaseURL: d.BaseURL, Now: clock.Now, Log: log})
 	d.MCP = mcp.New(mcp.Config{Sites: st, Scans: st, Writes: st, BaseURL: d.BaseURL, Now: clock.Now, Log: log})
