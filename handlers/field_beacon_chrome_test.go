@@ -165,6 +165,12 @@ func TestBeaconInRealChromium(t *testing.T) {
 		return views["navigate"] >= 1 && views["reload"] >= 1 && views["soft"] >= 1
 	})
 
+	// The INP sample first (its histogram), then the interaction it was filed with.
+	storetest.WaitFor(t, "the button's INP sample", func() bool {
+		pts, err := st.BeaconSeriesOf(ctx, site.ID, store.FieldQuery{Page: origin + "/", Metric: "inp"})
+		must(t, err)
+		return len(pts) > 0
+	})
 	var inp []store.Interaction
 	storetest.WaitFor(t, "the button's INP", func() bool {
 		inp, err = st.SlowInteractionsOf(ctx, site.ID, store.FieldQuery{}, 10)

@@ -16,18 +16,19 @@ import (
 // (the form re-rendered with its error, or an error page), each with the test that sees its
 // success answer 303.
 var formErrorsOnly = map[string]string{
-	"POST /signup":                              "TestPRGSecretsShownOnce (below)",
-	"POST /signup/confirm/{token}":              "newUIFixture's b.signup (helpers_test.go: confirm wants 303)",
-	"POST /login":                               "newUIFixture (demo login wants 303)",
-	"POST /password/reset/{token}":              "TestResetLink (recovery_test.go)",
-	"POST /email/confirm/{token}":               "TestChangeEmail (account e-mail change, recovery_test.go)",
-	"POST /settings/password":                   "TestChangePassword (recovery_test.go)",
-	"POST /settings/email":                      "TestChangeEmail (recovery_test.go)",
-	"POST /settings/delete":                     "TestDeleteAccount (recovery_test.go)",
-	"POST /oauth/consent":                       "browser.answer (oauth_test.go): 303 to the client",
-	"POST /platform/import":                     "TestPlatformConnectImportPublishDisconnect (platform_test.go)",
-	"POST /workspaces/{workspaceId}/delete":     "TestDeleteWorkspace (teams_test.go)",
-	"POST /workspaces/{workspaceId}/sso/verify": "TestSSODomainVerificationAndRequirement (sso_test.go)",
+	"POST /signup":                                "TestPRGSecretsShownOnce (below)",
+	"POST /signup/confirm/{token}":                "newUIFixture's b.signup (helpers_test.go: confirm wants 303)",
+	"POST /login":                                 "newUIFixture (demo login wants 303)",
+	"POST /password/reset/{token}":                "TestResetLink (recovery_test.go)",
+	"POST /email/confirm/{token}":                 "TestChangeEmail (account e-mail change, recovery_test.go)",
+	"POST /settings/password":                     "TestChangePassword (recovery_test.go)",
+	"POST /settings/email":                        "TestChangeEmail (recovery_test.go)",
+	"POST /settings/delete":                       "TestDeleteAccount (recovery_test.go)",
+	"POST /oauth/consent":                         "browser.answer (oauth_test.go): 303 to the client",
+	"POST /platform/import":                       "TestPlatformConnectImportPublishDisconnect (platform_test.go)",
+	"POST /workspaces/{workspaceId}/delete":       "TestDeleteWorkspace (teams_test.go)",
+	"POST /workspaces/{workspaceId}/sso/verify":   "TestSSODomainVerificationAndRequirement (sso_test.go)",
+	"POST /workspaces/{workspaceId}/sso/provider": "TestSSOWorkspaceProvider (sso_workspace_test.go: a provider saved answers 303)",
 }
 
 // TestEveryFormRedirects walks the routes table: every POST route of the web UI answers a
