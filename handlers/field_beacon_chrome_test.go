@@ -146,6 +146,10 @@ func TestBeaconInRealChromium(t *testing.T) {
 	call("Page.navigate", map[string]any{"url": sample.URL + "/"}, nil)
 	loaded()
 	click("#slow")
+	// The browser reports an interaction's Event Timing entry (what web-vitals' INP reads) only
+	// after the frame that follows it is presented, which a loaded machine delays: let the page
+	// settle before navigating away from it (a wait in the page, not a bound on the test).
+	eval(`new Promise(r => setTimeout(() => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(r, 1500))), 500))`)
 	click("#soft") // a soft navigation to /next: its page view is sent at once
 	call("Page.reload", map[string]any{}, nil)
 	loaded()
