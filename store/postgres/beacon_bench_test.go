@@ -58,7 +58,7 @@ func BenchmarkBeaconIngest(b *testing.B) {
 	done := make(chan struct{})
 	go func() { in.Run(runCtx); close(done) }()
 	h, err := handlers.NewHandler(handlers.Deps{Auth: pg, Accounts: pg, Sites: pg, Budgets: pg, Scans: pg, Reports: pg, API: pg, Webhooks: pg,
-		Connections: pg, Workspaces: pg, Channels: pg, Health: pg, CI: pg, Beacons: pg, Beacon: in, BaseURL: "http://127.0.0.1",
+		Connections: pg, Workspaces: pg, Channels: pg, Health: pg, CI: pg, Beacons: pg, Beacon: in, SSO: pg, SecurityLog: pg, BaseURL: "http://127.0.0.1",
 		OAuth: oauth.New(oauth.Config{Store: pg, BaseURL: "http://127.0.0.1"}), MCP: mcp.New(mcp.Config{Sites: pg, Scans: pg, Writes: pg, BaseURL: "http://127.0.0.1"})})
 	if err != nil {
 		b.Fatal(err)
