@@ -31,12 +31,13 @@ func (s *server) handleMCP(m *mcp.Server) http.Handler {
 		// The protocol version (MCP-Protocol-Version, and from 2026-07-28 Mcp-Method and
 		// Mcp-Name) is package mcp's to judge: it travels with the body.
 		status, out := m.ServeRequest(r.Context(), mcp.Request{UserID: store.UserIDFrom(r.Context()), Header: r.Header, Body: body})
-		w.Header().Set("Cache-Control", "no-store")
+		h := w.Header()
+		h["Cache-Control"] = noStoreValue
 		if out == nil {
 			w.WriteHeader(status)
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
+		h["Content-Type"] = jsonContentType
 		switch status {
 		case http.StatusServiceUnavailable:
 			w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))

@@ -247,7 +247,7 @@ func (s *Server) ServeRequest(ctx context.Context, r Request) (int, []byte) {
 	if resp.Error == errUnavailable {
 		return 503, encode(resp)
 	}
-	return 200, encode(resp)
+	return 200, encodeResponse(resp)
 }
 
 // serveBatch answers a JSON-RPC batch: a 2025-03-26 client may send one; 2025-06-18 removed them.
@@ -300,6 +300,20 @@ func encode(v any) []byte {
 		b, _ = json.Marshal(errorResponse(nullID, CodeInternal, "Internal error"))
 	}
 	return b
+}
+
+// encodeResponse is encode of a lone response, written around a kept result (keptResult)
+// instead of encoding the result again: the same bytes, as the id is a JSON scalar as the
+// request wrote it (parse), which encoding leaves as it is.
+func encodeResponse(r response) []byte {
+	k, ok := r.Result.(keptResult)
+	if !ok || r.Error != nil {
+		return encode(r)
+	}
+	const head, mid = `{"jsonrpc":"2.0","id":`, `,"result":`
+	b := make([]byte, 0, len(head)+len(r.ID)+len(mid)+len(k)+1)
+	b = append(append(append(append(b, head...), r.ID...), mid...), k...)
+	return append(b, '}')
 }
 
 // message is one incoming JSON-RPC message: a request, a notification or a response.

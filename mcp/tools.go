@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
+	"sync/atomic"
 
 	"sitepulse/store"
 )
@@ -455,7 +456,49 @@ func (s *Server) callTool(ctx context.Context, userID string, e era, params json
 		s.log.Error("mcp tool", "tool", t.Name, "err", err)
 		return nil, &rpcError{Code: CodeInternal, Message: "Internal error"}
 	}
-	return s.result(ctx, userID, e, t, payload)
+	// A kept payload's result is made of the payload and the era alone when no view data rides
+	// along: it is encoded once per era and answered as it is (keptResult).
+	k, keep := payload.(resultKeeper)
+	keep = keep && e < eraModern && !drawn(ctx, e, t, payload)
+	var kept *keptResults
+	if keep {
+		if kept = k.keptResults(); kept != nil {
+			if b := kept.byEra[e].Load(); b != nil {
+				return *b, nil
+			}
+		}
+	}
+	r, rerr := s.result(ctx, userID, e, t, payload)
+	if kept != nil && rerr == nil && r.Meta == nil {
+		if b, err := marshal(r); err == nil {
+			kr := keptResult(b)
+			kept.byEra[e].Store(&kr)
+			return kr, nil
+		}
+	}
+	return r, rerr
+}
+
+// resultKeeper is a payload kept across calls (latestAnswers) that keeps its calls' encoded
+// results too; keptResults is nil when the payload was not kept.
+type resultKeeper interface{ keptResults() *keptResults }
+
+// keptResults are the encoded tools/call results of one kept payload, one per legacy era.
+type keptResults struct {
+	byEra [eraModern]atomic.Pointer[keptResult]
+}
+
+// keptResult is a tools/call result encoded as marshal encodes it. It encodes as itself, and a
+// lone response carrying it is written around it (encodeResponse), not encoded again.
+type keptResult []byte
+
+func (k keptResult) MarshalJSON() ([]byte, error) { return k, nil }
+
+// drawn says whether tool t's result for this call carries view data (result's _meta): then it
+// depends on more than the payload and is never kept.
+func drawn(ctx context.Context, e era, t *tool, payload any) bool {
+	_, ok := payload.(viewer)
+	return ok && e >= era20250618 && t.View != "" && !noViews(ctx)
 }
 
 // eraKey carries the era of a tools/call to the tools: fields a 2025-03-26 payload leaves out
@@ -500,7 +543,7 @@ func (s *Server) result(ctx context.Context, userID string, e era, t *tool, payl
 				r.Content = append(r.Content, link)
 			}
 		}
-		if v, ok := payload.(viewer); ok && t.View != "" && !noViews(ctx) {
+		if v, ok := payload.(viewer); ok && drawn(ctx, e, t, payload) {
 			data, err := v.viewData(ctx, s, userID)
 			if store.Classify(err) == store.ErrUnavailable {
 				return toolResult{}, errUnavailable

@@ -86,10 +86,14 @@ type latestScan struct {
 	Budget      map[string]any   `json:"budget"`
 	// enc is this payload's encoding when it was kept (latestAnswers), nil otherwise.
 	enc []byte
+	// results are the encoded results of the calls that answered this kept payload, per era.
+	results *keptResults
 }
 
 // encoded is the payload's encoding when it was kept: result takes it as it is.
 func (l latestScan) encoded() []byte { return l.enc }
+
+func (l latestScan) keptResults() *keptResults { return l.results }
 
 // budgetObject is the interface's budget threshold map (metric -> threshold) with one more key,
 // strategy: metric -> the strategy its budget applies to (mobile, desktop or both). It is left
@@ -125,7 +129,7 @@ func (s *Server) getLatestScan(ctx context.Context, userID string, a args) (late
 	l := latestScanOf(in, *in.Scan)
 	if in.Version != 0 {
 		if b, err := marshal(l); err == nil {
-			l.enc = b
+			l.enc, l.results = b, &keptResults{}
 			s.latest.put(siteID, in.Version, l)
 		}
 	}

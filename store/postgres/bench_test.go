@@ -304,3 +304,59 @@ func recordLargeScan(b *testing.B, s *benchService, pages int, runs []store.Page
 	}
 	return sc.ID
 }
+
+// BenchmarkKeyReads measures the two reads issue 46 holds to Lighthouse CI's and to the composed
+// floor, the budget check and MCP get_latest_scan with an API key, through the whole handler
+// (middleware, authentication, the one statement, the kept answer) without the network, one
+// request at a time: ns/op, and the allocations the service makes per request (the request
+// and its writer are reused, so they are the handler's alone).
+//
+//	DATABASE_URL=... go test ./store/postgres/ -run '^$' -bench KeyReads -benchmem -count 6
+func BenchmarkKeyReads(b *testing.B) {
+	s := newBenchService(b)
+	mcpBody := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_latest_scan","arguments":{"siteId":"` + s.demo.SiteID + `"}}}`
+	for _, c := range []struct{ name, path, body string }{
+		{"budget check", "/api/external/budget-check", `{"siteId":"` + s.demo.SiteID + `"}`},
+		{"MCP get_latest_scan", "/api/mcp", mcpBody},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			body := bytes.NewReader([]byte(c.body))
+			req := httptest.NewRequest("POST", c.path, body)
+			req.Header.Set("Authorization", "Bearer "+s.demo.APIKey)
+			req.Header.Set("Content-Type", "application/json")
+			w := &discardWriter{header: http.Header{}}
+			serve := func() {
+				body.Seek(0, io.SeekStart)
+				clear(w.header)
+				w.status = 0
+				s.handler.ServeHTTP(w, req)
+			}
+			if serve(); w.status != 200 {
+				b.Fatalf("status %d", w.status)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				serve()
+			}
+		})
+	}
+}
+
+// discardWriter is a ResponseWriter that keeps the status and drops the body.
+type discardWriter struct {
+	header http.Header
+	status int
+}
+
+func (w *discardWriter) Header() http.Header { return w.header }
+func (w *discardWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = 200
+	}
+	return len(b), nil
+}
+func (w *discardWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+}

@@ -67,9 +67,14 @@ func (p *Store) BudgetInputs(ctx context.Context, userID, siteID string) (store.
 	// inputs only if the version moved; otherwise the inputs with their version.
 	held := p.budgets.version(siteID)
 	if held != noVersion {
+		// As the budget check's probe (BudgetInputsByKey): not cancellable, which spares
+		// database/sql's and lib/pq's goroutines watching the context, once a request whose
+		// client has gone is refused; and without parameters: both ids are well-formed uuids.
+		if err := ctx.Err(); err != nil {
+			return store.BudgetInputs{}, err
+		}
 		var version sql.NullInt64
-		// Without parameters, as the budget check's probe: both ids are well-formed uuids.
-		err := p.db.QueryRowContext(ctx, `SELECT site_version_of(`+pq.QuoteLiteral(siteID)+`, `+pq.QuoteLiteral(userID)+`)`).Scan(&version)
+		err := p.db.QueryRowContext(context.WithoutCancel(ctx), `SELECT site_version_of(`+pq.QuoteLiteral(siteID)+`, `+pq.QuoteLiteral(userID)+`)`).Scan(&version)
 		if err != nil {
 			return store.BudgetInputs{}, pgErr("site", err)
 		}

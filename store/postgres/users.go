@@ -179,7 +179,8 @@ func (p *Store) recordKeyUse(ctx context.Context, keyID string, last *time.Time,
 	if n, _ := res.RowsAffected(); n == 0 {
 		return last, nil
 	}
-	return &now, nil
+	used := now // a copy: &now would move now to the heap on every call, a write or not
+	return &used, nil
 }
 
 func (p *Store) RevokeAPIKey(ctx context.Context, userID, keyID string, now time.Time) error {
