@@ -36,7 +36,7 @@ func KnownScopes(scope string) string {
 
 // HasScope answers whether a granted scope string includes want.
 func HasScope(granted, want string) bool {
-	for _, f := range strings.Fields(granted) {
+	for f := range strings.FieldsSeq(granted) { // a sequence: no slice per call
 		if f == want {
 			return true
 		}
