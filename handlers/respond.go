@@ -44,8 +44,10 @@ var (
 // another error when it could not be read.
 func readRequestBody(r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(r.Body)
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
+	if err == nil {
+		return body, nil
+	}
+	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 		return nil, errTooLarge
 	}
 	return body, err

@@ -444,8 +444,7 @@ func (s *Server) callTool(ctx context.Context, userID string, e era, params json
 	if err == nil {
 		payload, err = t.Handler.run(s, ctx, userID, a)
 	}
-	var te toolError
-	if errors.As(err, &te) {
+	if te, ok := errors.AsType[toolError](err); ok {
 		return toolResult{Content: text(te.Error()), IsError: true}, nil
 	}
 	if store.Classify(err) == store.ErrUnavailable {
@@ -463,16 +462,16 @@ func (s *Server) callTool(ctx context.Context, userID string, e era, params json
 	var kept *keptResults
 	if keep {
 		if kept = k.keptResults(); kept != nil {
-			if b := kept.byEra[e].Load(); b != nil {
-				return *b, nil
+			if r := kept.byEra[e].Load(); r != nil {
+				return r, nil // a keptResult, boxed when it was kept
 			}
 		}
 	}
 	r, rerr := s.result(ctx, userID, e, t, payload)
 	if kept != nil && rerr == nil && r.Meta == nil {
 		if b, err := marshal(r); err == nil {
-			kr := keptResult(b)
-			kept.byEra[e].Store(&kr)
+			var kr any = keptResult(b)
+			kept.byEra[e].Store(kr)
 			return kr, nil
 		}
 	}
@@ -483,9 +482,10 @@ func (s *Server) callTool(ctx context.Context, userID string, e era, params json
 // results too; keptResults is nil when the payload was not kept.
 type resultKeeper interface{ keptResults() *keptResults }
 
-// keptResults are the encoded tools/call results of one kept payload, one per legacy era.
+// keptResults are the encoded tools/call results of one kept payload, one per legacy era: each
+// a keptResult held as an interface value, so that answering it allocates nothing.
 type keptResults struct {
-	byEra [eraModern]atomic.Pointer[keptResult]
+	byEra [eraModern]atomic.Value
 }
 
 // keptResult is a tools/call result encoded as marshal encodes it. It encodes as itself, and a

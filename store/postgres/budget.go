@@ -74,7 +74,7 @@ func (p *Store) BudgetInputs(ctx context.Context, userID, siteID string) (store.
 			return store.BudgetInputs{}, err
 		}
 		var version sql.NullInt64
-		err := p.db.QueryRowContext(context.WithoutCancel(ctx), `SELECT site_version_of(`+pq.QuoteLiteral(siteID)+`, `+pq.QuoteLiteral(userID)+`)`).Scan(&version)
+		err := p.db.QueryRowContext(context.WithoutCancel(ctx), versionCall("site_version_of", siteID, userID)).Scan(&version)
 		if err != nil {
 			return store.BudgetInputs{}, pgErr("site", err)
 		}
@@ -106,6 +106,16 @@ func (p *Store) BudgetInputs(ctx context.Context, userID, siteID string) (store.
 	}
 }
 
+// versionCall is the statement SELECT fn(a, b) of two ids, each quoted as pq.QuoteLiteral
+// quotes it: well-formed lower-case uuids (uuidOK), which QuoteLiteral leaves as they are between
+// quotes, are written in the one concatenation, the statement's only allocation.
+func versionCall(fn, a, b string) string {
+	if uuidOK(a, b) {
+		return "SELECT " + fn + "('" + a + "', '" + b + "')"
+	}
+	return "SELECT " + fn + "(" + pq.QuoteLiteral(a) + ", " + pq.QuoteLiteral(b) + ")"
+}
+
 // errHeld is loadBudgetInputs' answer when the site is at the version the process holds.
 var errHeld = errors.New("budget inputs held at this version")
 
@@ -126,7 +136,7 @@ func (p *Store) BudgetInputsByKey(ctx context.Context, keyHash, siteID string, n
 		// Without parameters: one Query message (the simple protocol, as pgbench -S sends),
 		// which a pooler relays more cheaply than Parse, Bind, Describe, Execute and Sync. Both
 		// ids are well-formed uuids (uuidOK, and the key's row), quoted all the same.
-		err := p.db.QueryRowContext(context.WithoutCancel(ctx), `SELECT site_version(`+pq.QuoteLiteral(siteID)+`, `+pq.QuoteLiteral(k.workspaceID)+`)`).Scan(&version)
+		err := p.db.QueryRowContext(context.WithoutCancel(ctx), versionCall("site_version", siteID, k.workspaceID)).Scan(&version)
 		if err != nil {
 			return store.BudgetInputs{}, pgErr("site", err)
 		}

@@ -3,6 +3,8 @@ package postgres
 import "testing"
 import "sitepulse/store"
 
+import "github.com/lib/pq"
+
 // The budget cache answers only for the version it holds, never lets an older read replace a
 // newer one, and starts over rather than grow past budgetCacheResults page results.
 func TestBudgetCache(t *testing.T) {
@@ -40,5 +42,20 @@ func TestBudgetCache(t *testing.T) {
 	c.put("c", 1, results(1))
 	if _, ok := c.get("a", 3); ok || len(c.entries) != 1 || c.results != 1 {
 		t.Errorf("over the bound: %d entries, %d results, want only c", len(c.entries), c.results)
+	}
+}
+
+// TestVersionCall: the statement is the one pq.QuoteLiteral would write, for well-formed ids and
+// for any other string.
+func TestVersionCall(t *testing.T) {
+	for _, ids := range [][2]string{
+		{"db70cd1b-6212-4f26-9739-cf3fa057352c", "e9dde5ee-b9bd-4742-bfb2-e59533885d25"},
+		{"DB70CD1B-6212-4F26-9739-CF3FA057352C", "e9dde5ee-b9bd-4742-bfb2-e59533885d25"},
+		{"x') OR true --", `a\'b`},
+	} {
+		want := "SELECT site_version(" + pq.QuoteLiteral(ids[0]) + ", " + pq.QuoteLiteral(ids[1]) + ")"
+		if got := versionCall("site_version", ids[0], ids[1]); got != want {
+			t.Errorf("versionCall(%q, %q) = %s, want %s", ids[0], ids[1], got, want)
+		}
 	}
 }
