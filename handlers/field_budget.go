@@ -56,13 +56,13 @@ func (s *server) fieldBudgetCheck(w http.ResponseWriter, r *http.Request, token,
 	if s.Field != nil {
 		now := s.Now()
 		q := store.FieldQuery{Device: store.FieldPhone}
-		q.From = now.Add(-fieldBeaconSpan)
+		q.From = now.Add(-store.FieldBeaconSpan)
 		beacon, err := s.Field.BeaconSeries(r.Context(), in.UserID, siteID, q)
 		if err != nil {
 			s.error(w, r, err, "site not found")
 			return
 		}
-		q.From = now.Add(-fieldCruxSpan)
+		q.From = now.Add(-store.FieldCruxSpan)
 		crux, err := s.Field.CruxSeries(r.Context(), in.UserID, siteID, q)
 		if err != nil {
 			s.error(w, r, err, "site not found")
