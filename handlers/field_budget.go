@@ -46,6 +46,10 @@ func (s *server) fieldBudgetCheck(w http.ResponseWriter, r *http.Request, token,
 		s.error(w, r, err, "site not found")
 		return
 	}
+	if err := s.keyInputsGate(r, token); err != nil {
+		s.bearerFailure(w, r, apiKeyOnly, err)
+		return
+	}
 	resp := fieldBudgetAnswer{Answer: ci.Answer{Site: in.SiteName, Violations: []analysis.Violation{}}}
 	if in.Scan != nil {
 		resp.Violations = analysis.CheckBudgets(in.Scan.Scores, in.Results, in.Budgets, in.Rules)
