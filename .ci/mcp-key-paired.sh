@@ -2,7 +2,8 @@
 # MCP get_latest_scan and the budget check with an API key, two builds side by side (issues 36
 # and 46): BEFORE (a commit, default the merge base 42e8882) and this tree, each a real
 # SitePulse process on a database of its own (one seeded site each), ROUNDS (3) paired rounds
-# in which each read runs `wrk -t2 -c16` for DURATION (5) seconds on before, then on after.
+# in which each read runs `wrk -t2 -c16` for DURATION (5) seconds on before and on after (in
+# turn first).
 # Prints requests/s, p50/p99 and each process's CPU per request (cpu_ms, from /proc/PID/stat)
 # and that of the Postgres backends connected to its database (db_cpu_ms): on a shared machine
 # requests/s swing with the load while CPU per request moves much less, and both sides of a
@@ -66,7 +67,9 @@ echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-6s %-7s %-7s %9s %8s %8s %8s %9s\n' round read build rps p50_ms p99_ms cpu_ms db_cpu_ms
 for i in $(seq 1 "$ROUNDS"); do
   for what in $reads; do
-    for b in before after; do
+    order="before after"
+    [ $((i % 2)) = 0 ] && order="after before" # the load moves during a round: each build goes first in turn
+    for b in $order; do
       if [ "$what" = mcp ]; then
         path=/api/mcp body='{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_latest_scan","arguments":{"siteId":"'"${site[$b]}"'"}}}'
       else
