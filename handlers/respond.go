@@ -40,10 +40,34 @@ var (
 	errTooLarge = errors.New("request body is larger than 1 MiB")
 )
 
+// readAll is io.ReadAll starting from the size the request declares (Content-Length, at most
+// 64 KiB; the body may still be longer, up to the server's cap, and is read whole): a budget
+// check or an MCP call of a hundred bytes then allocates a hundred, not io.ReadAll's 512.
+func readAll(r io.Reader, declared int64) ([]byte, error) {
+	size := int64(512)
+	if declared >= 0 && declared < 64<<10 {
+		size = declared + 1 // one more, so that the read that meets the end needs no growth
+	}
+	b := make([]byte, 0, size)
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
+}
+
 // readRequestBody reads the whole request body: errTooLarge when it passes the server's 1 MiB cap,
 // another error when it could not be read.
 func readRequestBody(r *http.Request) ([]byte, error) {
-	body, err := io.ReadAll(r.Body)
+	body, err := readAll(r.Body, r.ContentLength)
 	if err == nil {
 		return body, nil
 	}
