@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"time"
 
 	"sitepulse/store"
@@ -122,18 +121,10 @@ func (p *Store) SetWorkspaceSSO(ctx context.Context, userID string, w store.Work
 		return store.NotFound("workspace")
 	}
 	return p.tx(ctx, func(tx *sql.Tx) error {
-		var role string
-		err := tx.QueryRowContext(ctx, `SELECT role FROM memberships WHERE workspace_id = $1 AND user_id = $2 FOR SHARE`, w.WorkspaceID, userID).Scan(&role)
-		if errors.Is(err, sql.ErrNoRows) {
-			return store.NotFound("workspace")
+		if err := ownerOf(ctx, tx, w.WorkspaceID, userID, "sso settings"); err != nil {
+			return err
 		}
-		if err != nil {
-			return pgErr("sso settings", err)
-		}
-		if store.Role(role) != store.RoleOwner {
-			return fmt.Errorf("sso settings: %w", store.ErrForbidden)
-		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO workspace_sso (`+ruleCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7)
+		_, err := tx.ExecContext(ctx, `INSERT INTO workspace_sso (`+ruleCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7)
 			ON CONFLICT (workspace_id) DO UPDATE SET domain = $2, token = $3, verified_at = $4, required_at = $5, jit_role = $6, updated_at = $7`,
 			w.WorkspaceID, w.Domain, w.Token, nullTime(w.VerifiedAt), nullTime(w.RequiredAt), string(w.JITRole), store.Now(w.UpdatedAt))
 		return pgErr("sso settings", err)
