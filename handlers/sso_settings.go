@@ -35,8 +35,8 @@ type ssoSettingsData struct {
 	// through it (required before requiring it).
 	RuleIssuer, RuleProvider string
 	SSOSession               bool
-	BreakGlass  bool
-	Error       string
+	BreakGlass               bool
+	Error                    string
 	// The workspace's own provider (sso_workspace.go): its issuer and client id, never its
 	// secret; SignInURL is the page that signs in with it.
 	OwnIssuer, OwnClientID, SignInURL string
