@@ -149,6 +149,24 @@ func (s *server) binding(ctx context.Context, workspaceID, email string) (*bound
 	return &rule, nil
 }
 
+// ssoBindsDomain says whether a workspace that verified the domain of email requires single
+// sign-on of it (binding): such an address signs up through the provider.
+func (s *server) ssoBindsDomain(ctx context.Context, email string) (bool, error) {
+	if !s.ssoOn(ctx) {
+		return false, nil
+	}
+	rules, err := s.SSO.SSORulesForDomain(ctx, store.EmailDomain(email))
+	if err != nil {
+		return false, err
+	}
+	for _, r := range rules {
+		if rule, err := s.binding(ctx, r.WorkspaceID, email); err != nil || rule != nil {
+			return rule != nil, err
+		}
+	}
+	return false, nil
+}
+
 // sessionGate refuses a session of a member the workspace requires SSO of unless it was made
 // through the workspace's provider (ruleIssuer).
 func (s *server) sessionGate(r *http.Request, workspaceID string) error {

@@ -329,6 +329,18 @@ func TestSSORequiredThroughWorkspaceProvider(t *testing.T) {
 				t.Fatalf("a session through another provider: %d, want 403", resp.StatusCode)
 			}
 
+			// Sign-up with an address of the domain goes to the provider, not to a password:
+			// no message, no account; another domain's signs up as before.
+			if resp, _ := ts.browser(t).post("/signup", url.Values{"email": {"Sam@acme.test"}}); resp.StatusCode != 303 || resp.Header.Get("Location") != "/login/sso?email=sam%40acme.test&next=%2F" {
+				t.Fatalf("sign-up of a bound address: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+			}
+			if _, err := st.UserByEmail(ctx, "sam@acme.test"); err == nil {
+				t.Fatal("an account was made for sam")
+			}
+			if resp, _ := ts.browser(t).post("/signup", url.Values{"email": {"sam@elsewhere.test"}}); resp.StatusCode != 303 || resp.Header.Get("Location") != "/signup?sent=1" {
+				t.Fatalf("sign-up of another domain's address: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+			}
+
 			// Pat signs in through the workspace's provider: the workspace, a new key, MCP.
 			pa.Set(func(p *oidctest.Provider) { p.Subject, p.Email = "pat", "pat@acme.test" })
 			patSSO := ts.browser(t)
