@@ -409,18 +409,7 @@ func TestSSORequiredThroughWorkspaceProvider(t *testing.T) {
 			// session ends and his key and token stop.
 			pa.Set(func(p *oidctest.Provider) { p.Refuse = true })
 			ts.now = ts.now.Add(61 * time.Minute)
-			if resp, _ := patSSO.get("/workspaces/" + ws.ID); resp.StatusCode != 303 || !strings.HasPrefix(resp.Header.Get("Location"), "/login") {
-				t.Fatalf("after the lost vouch: %d %q, want the login page", resp.StatusCode, resp.Header.Get("Location"))
-			}
-			if status := bearerStatus(t, ts, newKey); status != 403 {
-				t.Fatalf("pat's key after the lost vouch: %d, want 403", status)
-			}
-			if status := mcpStatus(t, ts, mcpToken(t, st, pat.ID, ts.now)); status != 403 {
-				t.Fatalf("pat's MCP token after the lost vouch: %d, want 403", status)
-			}
-			if id, err := st.Identity(ctx, pa.Issuer, "pat"); err != nil || id.LostAt == nil {
-				t.Fatalf("pat's identity: %+v %v", id, err)
-			}
+			wantVouchLost(t, ts, patSSO, ws.ID, newKey, store.Identity{Issuer: pa.Issuer, Subject: "pat", UserID: pat.ID})
 
 			// Olga lifts the requirement (her session re-vouched), then removes the provider.
 			pa.Set(func(p *oidctest.Provider) { p.Refuse = false })

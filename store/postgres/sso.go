@@ -34,19 +34,10 @@ func insertIdentity(ctx context.Context, q interface {
 
 // CreateIdentityUser stores the account, its personal workspace and its identity together.
 func (p *Store) CreateIdentityUser(ctx context.Context, u store.User, id store.Identity) error {
-	u.Email = store.CanonicalEmail(u.Email)
 	id.UserID = u.ID
 	return p.tx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO users (id, email, password_hash, notify_regressions, created_at)
-			VALUES ($1, $2, $3, $4, $5)`, u.ID, u.Email, u.PasswordHash, u.NotifyRegressions, store.Now(u.CreatedAt))
-		if err != nil {
-			return pgErr("create user", err)
-		}
-		_, err = tx.ExecContext(ctx, `WITH w AS (INSERT INTO workspaces (id, name, created_at) VALUES ($1, $2, $3))
-			INSERT INTO memberships (workspace_id, user_id, role, created_at, notify_regressions) VALUES ($1, $4, 'owner', $3, $5)`,
-			store.PersonalWorkspace(u.ID), store.PersonalWorkspaceName(u.Email), store.Now(u.CreatedAt), u.ID, u.NotifyRegressions)
-		if err != nil {
-			return pgErr("create personal workspace", err)
+		if err := insertUser(ctx, tx, u); err != nil {
+			return err
 		}
 		return insertIdentity(ctx, tx, id)
 	})
