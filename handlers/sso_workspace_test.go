@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -313,6 +314,16 @@ func TestSSORequiredThroughWorkspaceProvider(t *testing.T) {
 			}
 			if status := bearerStatus(t, ts, oldKey); status != 403 {
 				t.Fatalf("a key made before the requirement: %d, want 403", status)
+			}
+			site := store.Site{ID: store.NewID(), UserID: olga.ID, WorkspaceID: ws.ID, Name: "Acme shop", Domain: "shop.acme.test", CreatedAt: ts.now}
+			must(t, st.CreateSite(ctx, site))
+			for _, body := range []string{`{"siteId":"%s"}`, `{"siteId":"%s","format":"junit"}`, `{"siteId":"%s","fieldBudgets":{"inp":200}}`} {
+				if status := budgetCheckStatus(t, ts, oldKey, fmt.Sprintf(body, site.ID)); status != 403 {
+					t.Fatalf("a key made before the requirement checks %s: %d, want 403", body, status)
+				}
+			}
+			if resp, _ := patPW.get("/api/sites/" + site.ID + "/export"); resp.StatusCode != 403 {
+				t.Fatalf("pat's password session exports the workspace's site: %d, want 403", resp.StatusCode)
 			}
 			if status := mcpStatus(t, ts, mcpToken(t, st, pat.ID, ts.now)); status != 403 {
 				t.Fatalf("pat's MCP token before any SSO sign-in: %d, want 403", status)
