@@ -185,6 +185,9 @@ async function workspaceMode() {
   const own = await text('#own-provider');
   check("the page shows the workspace's provider, its secret set", own.includes(issuer) && own.includes('secret set'), own.replace(/\s+/g, ' ').slice(0, 160));
   check('the page says the requirement is met through it', (await text('#provider')).includes('its requirement is met through it'));
+  check('the owner may remove it while it is not required', await evaluate(`!!document.querySelector('form[action$="/sso/provider/delete"]')`));
+  await shot('workspace-sso-provider', 1280);
+  await page('Emulation.clearDeviceMetricsOverride');
   // From the password session the requirement is refused: it could lock her out.
   await submit(`(() => { const f = document.querySelector('form[action$="/sso/require"]'); f.required.checked = true; f.submit(); })()`, 'the requirement form');
   const refused = await text('p.error');

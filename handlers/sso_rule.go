@@ -114,6 +114,10 @@ func (s *server) ssoOn(ctx context.Context) bool {
 	if s.SSOProvider != nil {
 		return true
 	}
+	if s.ssoRules == nil { // a server not built by NewHandler (tests): no cache, ask the store
+		own, err := s.SSO.AnyWorkspaceProvider(ctx)
+		return err != nil || own
+	}
 	now := s.Now()
 	s.ssoRules.mu.Lock()
 	defer s.ssoRules.mu.Unlock()
