@@ -264,6 +264,11 @@ func TestSSODomainVerificationAndRequirement(t *testing.T) {
 			if resp, _ := owner.post(path+"/require", form(url.Values{"required": {"on"}, "jit_role": {"viewer"}})); resp.StatusCode != 303 {
 				t.Fatalf("require: %d", resp.StatusCode)
 			}
+			// Required through the operator's provider, the workspace takes no provider of its
+			// own (the requirement would move to it, through which nobody has signed in).
+			if resp, body := owner.post(path+"/provider", form(url.Values{"issuer": {"https://id.acme.test"}, "client_id": {"x"}, "client_secret": {"y"}})); resp.StatusCode != 409 || !strings.Contains(body, "lift the requirement") {
+				t.Fatalf("a provider of its own while required through the operator's: %d %.300s", resp.StatusCode, body)
+			}
 			if resp, body := pw.get("/workspaces/" + ws.ID); resp.StatusCode != 403 || !strings.Contains(body, "requires single sign-on for @acme.test") {
 				t.Fatalf("password session after the requirement: %d %.300s", resp.StatusCode, body)
 			}

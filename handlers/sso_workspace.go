@@ -220,7 +220,7 @@ func (s *server) handleSSOProviderSave() http.Handler {
 				return
 			}
 			if current != issuer {
-				s.renderSSOSettings(w, r, http.StatusConflict, "This workspace requires single sign-on through "+current+": Lift the requirement first, then change the provider, sign in through the new one and require it again.")
+				s.renderSSOSettings(w, r, http.StatusConflict, "This workspace requires single sign-on through "+current+": lift the requirement first, then change the provider, sign in through the new one and require it again.")
 				return
 			}
 		}
@@ -277,7 +277,7 @@ func (s *server) handleSSOProviderRemove() http.Handler {
 		p, err := s.SSO.RemoveWorkspaceProvider(r.Context(), v.User.ID, ws.ID)
 		switch {
 		case errors.Is(err, store.ErrConflict):
-			s.renderSSOSettings(w, r, http.StatusConflict, "This workspace requires single sign-on through this provider: Lift the requirement first, then remove the provider.")
+			s.renderSSOSettings(w, r, http.StatusConflict, "This workspace requires single sign-on through this provider: lift the requirement first, then remove the provider.")
 			return
 		case errors.Is(err, store.ErrNotFound):
 			http.Redirect(w, r, "/workspaces/"+ws.ID+"/sso", http.StatusSeeOther)

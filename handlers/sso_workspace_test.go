@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"sitepulse/oidc"
 	"sitepulse/oidc/oidctest"
 	"sitepulse/scanner/netguard"
 	"sitepulse/scanner/platform"
@@ -384,10 +385,10 @@ func TestSSORequiredThroughWorkspaceProvider(t *testing.T) {
 			if resp, _ := patSSO.post(path+"/provider/delete", form(patSSO, url.Values{})); resp.StatusCode != 403 {
 				t.Fatalf("an editor removes the provider: %d, want 403", resp.StatusCode)
 			}
-			if resp, body := olgaSSO.post(path+"/provider/delete", form(olgaSSO, url.Values{})); resp.StatusCode != 409 || !strings.Contains(body, "Lift the requirement") {
+			if resp, body := olgaSSO.post(path+"/provider/delete", form(olgaSSO, url.Values{})); resp.StatusCode != 409 || !strings.Contains(body, "lift the requirement") {
 				t.Fatalf("removing the required provider: %d %.300s", resp.StatusCode, body)
 			}
-			if resp, body := olgaSSO.post(path+"/provider", form(olgaSSO, url.Values{"issuer": {other.Issuer}, "client_id": {"sp-o"}, "client_secret": {"secret-o"}})); resp.StatusCode != 409 || !strings.Contains(body, "Lift the requirement") {
+			if resp, body := olgaSSO.post(path+"/provider", form(olgaSSO, url.Values{"issuer": {other.Issuer}, "client_id": {"sp-o"}, "client_secret": {"secret-o"}})); resp.StatusCode != 409 || !strings.Contains(body, "lift the requirement") {
 				t.Fatalf("changing the required provider's issuer: %d %.300s", resp.StatusCode, body)
 			}
 			// Another workspace's owner: not found.
@@ -454,6 +455,78 @@ func TestSSORequiredThroughWorkspaceProvider(t *testing.T) {
 			}
 			if resp, _ := patPW.get("/workspaces/" + ws.ID); resp.StatusCode != 200 {
 				t.Fatalf("pat's password session once the requirement is lifted: %d", resp.StatusCode)
+			}
+		})
+	}
+}
+
+// TestSSOOwnProviderOverOperators: on a server with a provider of its own, a workspace that
+// has its own requires single sign-on through its own only: the owner's session through the
+// operator's provider does not let her require it, a member's does not open the workspace,
+// and the operator's provider admits no newcomer to it.
+func TestSSOOwnProviderOverOperators(t *testing.T) {
+	for _, backend := range storetest.Backends(t) {
+		t.Run(backend.Name, func(t *testing.T) {
+			st := backend.Open(t)
+			op, pa := oidctest.New(t, "sp-op", "secret-op"), oidctest.New(t, "sp-a", "secret-a")
+			ts := newTestServerWith(t, st, func(d *Deps) {
+				d.ChannelKeys = platform.RandomKeys()
+				d.SSOResolver = fakeTXT{}
+				d.Guard = netguard.Guard{AllowPrivate: true}
+				d.SSOAllowHTTP = true
+				d.SSORecheck = time.Hour
+				d.SSOProvider = oidc.New(oidc.Config{Issuer: op.Issuer, ClientID: op.ClientID, ClientSecret: op.ClientSecret,
+					RedirectURL: "http://sitepulse.test/login/sso/callback", HTTP: d.Guard.Client(), Now: d.Now, AllowHTTP: true})
+				d.SSOName = "Operator ID"
+			})
+			op.Now = func() time.Time { return ts.now }
+			pa.Now = op.Now
+			ctx := context.Background()
+			olgaPW, ws := ownerOf(t, ts, "olga@acme.test", "acme.test")
+			path := "/workspaces/" + ws.ID + "/sso"
+			if resp, body := olgaPW.post(path+"/provider", url.Values{"csrf_token": {olgaPW.csrf}, "issuer": {pa.Issuer}, "client_id": {"sp-a"}, "client_secret": {"secret-a"}}); resp.StatusCode != 303 {
+				t.Fatalf("olga sets the workspace's provider: %d %.300s", resp.StatusCode, body)
+			}
+			signIn := func(p *oidctest.Provider, sub, email, start string) *browser {
+				p.Set(func(p *oidctest.Provider) { p.Subject, p.Email = sub, email })
+				b := ts.browser(t)
+				if resp, body, _ := ssoThrough(t, b, start); resp.StatusCode != 303 {
+					t.Fatalf("%s signs in through %s: %d %.300s", email, p.Issuer, resp.StatusCode, body)
+				}
+				b.refreshCSRF()
+				return b
+			}
+			require := func(b *browser) (*http.Response, string) {
+				return b.post(path+"/require", url.Values{"csrf_token": {b.csrf}, "required": {"on"}, "jit_role": {"viewer"}})
+			}
+			if resp, body := require(signIn(op, "olga-op", "olga@acme.test", "/login/sso")); resp.StatusCode != 422 || !strings.Contains(body, "the workspace&#39;s identity provider first") {
+				t.Fatalf("required from a session through the operator's provider: %d %.300s", resp.StatusCode, body)
+			}
+			if resp, body := require(signIn(pa, "olga", "olga@acme.test", "/login/sso/w/"+ws.ID)); resp.StatusCode != 303 {
+				t.Fatalf("required from a session through the workspace's provider: %d %.300s", resp.StatusCode, body)
+			}
+			// A newcomer through the operator's provider is not admitted, nor opens the
+			// workspace; through the workspace's own, both.
+			nia := signIn(op, "nia-op", "nia@acme.test", "/login/sso")
+			u, err := st.UserByEmail(ctx, "nia@acme.test")
+			must(t, err)
+			if _, err := st.Workspace(ctx, u.ID, ws.ID); err == nil {
+				t.Fatal("the operator's provider admitted nia just in time")
+			}
+			if resp, _ := nia.get("/workspaces/" + ws.ID); resp.StatusCode != 404 {
+				t.Fatalf("nia through the operator's provider: %d, want 404 (not a member)", resp.StatusCode)
+			}
+			nia = signIn(pa, "nia", "nia@acme.test", "/login/sso?email=nia@acme.test")
+			if w, err := st.Workspace(ctx, u.ID, ws.ID); err != nil || w.Role != store.RoleViewer {
+				t.Fatalf("nia through the workspace's provider joined as %q (%v), want viewer", w.Role, err)
+			}
+			if resp, _ := nia.get("/workspaces/" + ws.ID); resp.StatusCode != 200 {
+				t.Fatalf("nia through the workspace's provider: %d", resp.StatusCode)
+			}
+			// Now a member, her session through the operator's provider is refused it.
+			nop := signIn(op, "nia-op", "nia@acme.test", "/login/sso")
+			if resp, body := nop.get("/workspaces/" + ws.ID); resp.StatusCode != 403 || !strings.Contains(body, "the workspace&#39;s identity provider") {
+				t.Fatalf("a member's session through the operator's provider: %d %.300s", resp.StatusCode, body)
 			}
 		})
 	}
