@@ -193,10 +193,20 @@ type BeaconInteractionCount struct {
 	Seen      time.Time
 }
 
+// BeaconSeen adds to the beacons a site's ingest saw on a UTC day, kept or sampled away: the
+// count BEACON_DAILY_CAP's sampling is decided on. It lives in the store so that every process
+// of the service samples on the same count, and a restart starts from it.
+type BeaconSeen struct {
+	SiteID string
+	Day    time.Time // 00:00 UTC
+	Seen   int64
+}
+
 // BeaconBatch is what the ingest flushes at once.
 type BeaconBatch struct {
 	Counts       []BeaconCount
 	Interactions []BeaconInteractionCount
+	Seen         []BeaconSeen
 }
 
 // BeaconViews is how many page views of a kind the beacon counted on a page and device over a
@@ -216,9 +226,11 @@ type BeaconWrites interface {
 	// BeaconSiteByKey finds the site of a public beacon id (system: the ingest); ErrNotFound
 	// for an unknown id.
 	BeaconSiteByKey(ctx context.Context, publicID string) (BeaconSite, error)
-	// AddBeacons adds a batch to the histograms (system: the ingest's flush), in one
-	// transaction; counts of a site deleted since are dropped.
-	AddBeacons(ctx context.Context, b BeaconBatch) error
+	// AddBeacons adds a batch to the histograms and to the sites' days seen (system: the
+	// ingest's flush), in one transaction; counts of a site deleted since are dropped. It
+	// answers, for each site and day of b.Seen, the day's total seen by every process so far
+	// (this batch included), in the same statement as the write.
+	AddBeacons(ctx context.Context, b BeaconBatch) ([]BeaconSeen, error)
 	// BeaconElementsOf lists the LCP elements and CLS largest-shift targets the beacon saw
 	// (system; Page "" every page), most often seen first, at most limit (<= 0: 10).
 	BeaconElementsOf(ctx context.Context, siteID string, q FieldQuery, limit int) ([]BeaconElement, error)

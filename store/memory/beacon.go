@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"sitepulse/store"
@@ -14,6 +15,12 @@ type memBeacon struct {
 	sites  map[string]string // site by public id
 	counts map[beaconCell]beaconTally
 	inter  map[interCell]interTally
+	seen   map[beaconDay]int64 // beacons seen per site and day (store.BeaconSeen)
+}
+
+type beaconDay struct {
+	site string
+	day  time.Time
 }
 
 type beaconCell struct {
@@ -52,7 +59,7 @@ type interTally struct {
 func (m *Store) beaconState() *memBeacon {
 	if m.beacon == nil {
 		m.beacon = &memBeacon{keys: map[string]string{}, sites: map[string]string{},
-			counts: map[beaconCell]beaconTally{}, inter: map[interCell]interTally{}}
+			counts: map[beaconCell]beaconTally{}, inter: map[interCell]interTally{}, seen: map[beaconDay]int64{}}
 	}
 	return m.beacon
 }
@@ -83,10 +90,23 @@ func (m *Store) BeaconSiteByKey(ctx context.Context, publicID string) (store.Bea
 	return store.BeaconSite{SiteID: s.ID, WorkspaceID: s.WorkspaceID, Domain: s.Domain}, nil
 }
 
-func (m *Store) AddBeacons(ctx context.Context, batch store.BeaconBatch) error {
+func (m *Store) AddBeacons(ctx context.Context, batch store.BeaconBatch) ([]store.BeaconSeen, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	b := m.beaconState()
+	var totals []store.BeaconSeen
+	for _, d := range batch.Seen {
+		if _, ok := m.sites[d.SiteID]; ok {
+			k := beaconDay{d.SiteID, store.BeaconDay(d.Day)}
+			b.seen[k] += d.Seen
+		}
+	}
+	for _, d := range batch.Seen { // each site and day once, with its total after the batch
+		k := beaconDay{d.SiteID, store.BeaconDay(d.Day)}
+		if n, ok := b.seen[k]; ok && !slices.ContainsFunc(totals, func(t store.BeaconSeen) bool { return t.SiteID == k.site && t.Day.Equal(k.day) }) {
+			totals = append(totals, store.BeaconSeen{SiteID: k.site, Day: k.day, Seen: n})
+		}
+	}
 	for _, c := range batch.Counts {
 		if _, ok := m.sites[c.SiteID]; !ok {
 			continue
@@ -134,7 +154,7 @@ func (m *Store) AddBeacons(ctx context.Context, batch store.BeaconBatch) error {
 		}
 		b.inter[k] = t
 	}
-	return nil
+	return totals, nil
 }
 
 // beaconSite is the origin of a site the user may read ("" and false otherwise); userID ""
@@ -283,6 +303,12 @@ func (m *Store) PruneBeacons(ctx context.Context, now time.Time) (int64, error) 
 			n++
 		}
 	}
+	for k := range b.seen {
+		if old(k.site, k.day) {
+			delete(b.seen, k)
+			n++
+		}
+	}
 	return n, nil
 }
 
@@ -299,6 +325,11 @@ func (m *Store) dropBeacon(siteID string) {
 	for k := range b.inter {
 		if k.site == siteID {
 			delete(b.inter, k)
+		}
+	}
+	for k := range b.seen {
+		if k.site == siteID {
+			delete(b.seen, k)
 		}
 	}
 }
