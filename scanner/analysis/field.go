@@ -272,6 +272,10 @@ type FieldRegression struct {
 	ToBand      string             `json:"toBand"`
 	Interaction *store.Interaction `json:"interaction,omitempty"`
 	Text        string             `json:"text"`
+	// Since is the day the regression began: the first of its recent days when it first held.
+	// It stays the same while the regression lasts, so it names the regression (an alert is
+	// raised once per Since); one that ends and comes back has a new one.
+	Since time.Time `json:"since"`
 }
 
 // FieldOnly finds a field-only regression in a page's beacon days of one metric and device.
@@ -282,7 +286,8 @@ type FieldRegression struct {
 // than the band of the baseline's median p75 and the rise is
 // beyond the baseline's spread (FieldOfBeacon's test), and labSaw is false (no confirmed lab
 // regression of that page and metric in the same days). For INP the slowest interaction of the
-// page (the first of slowest, as the store orders them) is named.
+// page (the first of slowest, as the store orders them) is named. Since is found by asking the
+// same of the days up to each earlier day, while it holds.
 func FieldOnly(metric string, page string, device store.FieldDevice, days []store.FieldPoint, labSaw bool, slowest []store.Interaction, r FieldRule) (FieldRegression, bool) {
 	if labSaw {
 		return FieldRegression{}, false
@@ -294,6 +299,22 @@ func FieldOnly(metric string, page string, device store.FieldDevice, days []stor
 		}
 	}
 	sort.SliceStable(kept, func(i, j int) bool { return kept[i].Start.Before(kept[j].Start) })
+	fr, ok := fieldOnly(metric, page, device, kept, slowest, r)
+	if !ok {
+		return fr, false
+	}
+	for n := len(kept) - 1; n > 0; n-- {
+		earlier, held := fieldOnly(metric, page, device, kept[:n], slowest, r)
+		if !held {
+			break
+		}
+		fr.Since = earlier.Since
+	}
+	return fr, true
+}
+
+// fieldOnly is FieldOnly's rule on the counted days of one metric and device, oldest first.
+func fieldOnly(metric string, page string, device store.FieldDevice, kept []store.FieldPoint, slowest []store.Interaction, r FieldRule) (FieldRegression, bool) {
 	if len(kept) < r.RecentDays+r.MinBeforeDays {
 		return FieldRegression{}, false
 	}
@@ -311,7 +332,7 @@ func FieldOnly(metric string, page string, device store.FieldDevice, days []stor
 	if fb == "" || ratingRank[tb] <= ratingRank[fb] || !r.rises(from, bv[len(bv)-1]-bv[0], to) {
 		return FieldRegression{}, false
 	}
-	fr := FieldRegression{Metric: metric, Page: page, Device: device, From: from, To: to, FromBand: fb, ToBand: tb}
+	fr := FieldRegression{Metric: metric, Page: page, Device: device, From: from, To: to, FromBand: fb, ToBand: tb, Since: recent[0].Start.UTC()}
 	fr.Text = fmt.Sprintf("%s p75 %s on %s (%s)", Label(metric), FormatValue(metric, to), PagePathOf(page), devicePlural(device))
 	if metric == "inp" {
 		for i := range slowest {

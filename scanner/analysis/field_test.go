@@ -282,3 +282,27 @@ func TestCheckFieldBudgets(t *testing.T) {
 		})
 	}
 }
+
+// A field-only regression is named by the day it began (Since: the first of the recent days
+// when it first held), which stays the same while it lasts, so an alert keyed on it is raised
+// once; one that ends and comes back is a new one.
+func TestFieldOnlySince(t *testing.T) {
+	day0 := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
+	calm := []float64{170, 180, 175, 185, 180, 178, 182}
+	for _, c := range []struct {
+		name  string
+		p75s  []float64
+		since time.Time
+	}{
+		{"just crossed", append(calm, 420, 430), day0.AddDate(0, 0, 7)},
+		{"lasting a day more", append(calm, 420, 430, 440), day0.AddDate(0, 0, 7)},
+		{"ended and came back", append(calm, 420, 430, 180, 178, 181, 176, 179, 183, 177, 450, 460), day0.AddDate(0, 0, 16)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, ok := FieldOnly("inp", "", store.FieldPhone, beaconDays(day0, 60, c.p75s...), false, nil, DefaultFieldRule)
+			if !ok || !got.Since.Equal(c.since) {
+				t.Fatalf("got %v since %v, want since %v", ok, got.Since, c.since)
+			}
+		})
+	}
+}
