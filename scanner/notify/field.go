@@ -70,11 +70,23 @@ func fieldOutcome(ctx context.Context, f FieldSource, o *Outcome, previous, now 
 			}
 		}
 	}
+	var err error
+	o.FieldOnly, err = fieldOnlyOf(ctx, f, o.Site.ID, pages, labSaw, previous, now)
+	return err
+}
+
+// fieldOnlyOf finds the field-only regressions on phones of a site's whole site and pages as the
+// beacon's days up to now show them (analysis.FieldOnly, the slowest interaction named);
+// labSaw marks what the lab saw (page URL + " " + metric; " " + metric for the whole site).
+// previous, when not zero, leaves out those the days ending by then already showed. The
+// scan's alerts and the daily field check (FieldCheck) both ask it.
+func fieldOnlyOf(ctx context.Context, f FieldSource, siteID string, pages []string, labSaw map[string]bool, previous, now time.Time) ([]analysis.FieldRegression, error) {
+	var out []analysis.FieldRegression
 	for _, page := range append([]string{""}, pages...) {
-		days, err := f.BeaconSeriesOf(ctx, o.Site.ID, store.FieldQuery{Page: page, Device: store.FieldPhone, From: now.Add(-fieldBeaconFor)})
+		days, err := f.BeaconSeriesOf(ctx, siteID, store.FieldQuery{Page: page, Device: store.FieldPhone, From: now.Add(-fieldBeaconFor)})
 		if err != nil || len(days) == 0 {
 			if err != nil {
-				return err
+				return nil, err
 			}
 			continue
 		}
@@ -85,9 +97,9 @@ func fieldOutcome(ctx context.Context, f FieldSource, o *Outcome, previous, now 
 			}
 		}
 		q := store.FieldQuery{Page: page, Device: store.FieldPhone}
-		slow, err := f.SlowInteractionsOf(ctx, o.Site.ID, q, 5)
+		slow, err := f.SlowInteractionsOf(ctx, siteID, q, 5)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for _, m := range store.FieldMetrics {
 			fr, ok := analysis.FieldOnly(m, page, store.FieldPhone, days, labSaw[page+" "+m], slow, analysis.DefaultFieldRule)
@@ -97,8 +109,8 @@ func fieldOutcome(ctx context.Context, f FieldSource, o *Outcome, previous, now 
 			if _, was := analysis.FieldOnly(m, page, store.FieldPhone, then, false, slow, analysis.DefaultFieldRule); was && !previous.IsZero() {
 				continue
 			}
-			o.FieldOnly = append(o.FieldOnly, fr)
+			out = append(out, fr)
 		}
 	}
-	return nil
+	return out, nil
 }
