@@ -172,7 +172,10 @@ func beaconDayIn(day time.Time, q store.FieldQuery) bool {
 	return (q.From.IsZero() || !day.Before(q.From)) && (q.To.IsZero() || day.Before(q.To))
 }
 
-func (m *Store) beaconSeries(userID, siteID string, q store.FieldQuery) ([]store.FieldPoint, error) {
+// beaconRead answers read of the origin and path of q's page, for a site userID may read (""
+// is the system), under m.mu: ErrNotFound for another site, nothing for a page of another
+// origin. Every beacon read goes through it.
+func beaconRead[T any](m *Store, userID, siteID string, q store.FieldQuery, read func(origin, path string) []T) ([]T, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	origin, ok := m.beaconSite(userID, siteID)
@@ -181,17 +184,28 @@ func (m *Store) beaconSeries(userID, siteID string, q store.FieldQuery) ([]store
 	}
 	path, ok := store.BeaconPath(origin, q.Page)
 	if !ok {
-		return []store.FieldPoint{}, nil
+		return []T{}, nil
 	}
+	return read(origin, path), nil
+}
+
+// countRows are a site's bins of path within q: the page views (metric nav) when nav, else the
+// field metrics (q.Metric's, or all); the caller holds m.mu. Postgres's beaconBins reads the same.
+func (m *Store) countRows(siteID, path string, q store.FieldQuery, nav bool) []store.BeaconCount {
 	var rows []store.BeaconCount
 	for k, t := range m.beaconState().counts {
-		if k.site != siteID || k.path != path || !beaconDayIn(k.day, q) || (q.Device != "" && k.device != q.Device) ||
-			k.metric == store.BeaconNavMetric || (q.Metric != "" && k.metric != q.Metric) {
-			continue
+		if k.site == siteID && k.path == path && beaconDayIn(k.day, q) && (q.Device == "" || k.device == q.Device) &&
+			(k.metric == store.BeaconNavMetric) == nav && (q.Metric == "" || k.metric == q.Metric) {
+			rows = append(rows, store.BeaconCount{Day: k.day, Path: k.path, Device: k.device, Metric: k.metric, Bin: k.bin, Count: t.count, Kept: t.kept})
 		}
-		rows = append(rows, store.BeaconCount{Day: k.day, Path: k.path, Device: k.device, Metric: k.metric, Bin: k.bin, Count: t.count, Kept: t.kept})
 	}
-	return store.BeaconPoints(origin, rows), nil
+	return rows
+}
+
+func (m *Store) beaconSeries(userID, siteID string, q store.FieldQuery) ([]store.FieldPoint, error) {
+	return beaconRead(m, userID, siteID, q, func(origin, path string) []store.FieldPoint {
+		return store.BeaconPoints(origin, m.countRows(siteID, path, q, false))
+	})
 }
 
 func (m *Store) BeaconSeries(ctx context.Context, userID, siteID string, q store.FieldQuery) ([]store.FieldPoint, error) {
@@ -206,31 +220,15 @@ func (m *Store) BeaconSeriesOf(ctx context.Context, siteID string, q store.Field
 }
 
 func (m *Store) slowInteractions(userID, siteID string, q store.FieldQuery, limit int) ([]store.Interaction, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	origin, ok := m.beaconSite(userID, siteID)
-	if !ok {
-		return nil, store.NotFound("site")
-	}
-	path, ok := store.BeaconPath(origin, q.Page)
-	if !ok {
-		return []store.Interaction{}, nil
-	}
-	return store.BeaconSlowest(origin, m.interRows(siteID, path, q), limit), nil
+	return beaconRead(m, userID, siteID, q, func(origin, path string) []store.Interaction {
+		return store.BeaconSlowest(origin, m.interRows(siteID, path, q), limit)
+	})
 }
 
 func (m *Store) BeaconElementsOf(ctx context.Context, siteID string, q store.FieldQuery, limit int) ([]store.BeaconElement, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	origin, ok := m.beaconSite("", siteID)
-	if !ok {
-		return nil, store.NotFound("site")
-	}
-	path, ok := store.BeaconPath(origin, q.Page)
-	if !ok {
-		return []store.BeaconElement{}, nil
-	}
-	return store.BeaconElementsFrom(origin, m.interRows(siteID, path, q), limit), nil
+	return beaconRead(m, "", siteID, q, func(origin, path string) []store.BeaconElement {
+		return store.BeaconElementsFrom(origin, m.interRows(siteID, path, q), limit)
+	})
 }
 
 // interRows are a site's interaction rows of path ("" every page) within q; the caller holds
@@ -259,23 +257,10 @@ func (m *Store) SlowInteractionsOf(ctx context.Context, siteID string, q store.F
 }
 
 func (m *Store) BeaconViewsOf(ctx context.Context, siteID string, q store.FieldQuery) ([]store.BeaconViews, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	origin, ok := m.beaconSite("", siteID)
-	if !ok {
-		return nil, store.NotFound("site")
-	}
-	path, ok := store.BeaconPath(origin, q.Page)
-	if !ok {
-		return []store.BeaconViews{}, nil
-	}
-	var rows []store.BeaconCount
-	for k, t := range m.beaconState().counts {
-		if k.site == siteID && k.path == path && k.metric == store.BeaconNavMetric && beaconDayIn(k.day, q) && (q.Device == "" || k.device == q.Device) {
-			rows = append(rows, store.BeaconCount{Path: k.path, Device: k.device, Bin: k.bin, Count: t.count})
-		}
-	}
-	return store.BeaconViewsFrom(origin, rows), nil
+	q.Metric = ""
+	return beaconRead(m, "", siteID, q, func(origin, path string) []store.BeaconViews {
+		return store.BeaconViewsFrom(origin, m.countRows(siteID, path, q, true))
+	})
 }
 
 func (m *Store) PruneBeacons(ctx context.Context, now time.Time) (int64, error) {
