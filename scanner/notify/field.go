@@ -20,7 +20,7 @@ type FieldSource interface {
 const (
 	fieldPages     = 10 // pages checked for field-only regressions, besides the whole site
 	fieldVerdicts  = 6  // regressions given a field status
-	fieldBeaconFor = 30 * 24 * time.Hour
+	fieldBeaconFor = store.FieldCheckDays * 24 * time.Hour
 )
 
 // fieldOutcome fills in what the field says of a completed scan: the field status of its
