@@ -110,6 +110,11 @@ func TestFieldCheckAlertsWithoutAScan(t *testing.T) {
 			if len(events) != 2 || pricing == "" || !strings.HasPrefix(pricing, "INP p75 3") {
 				t.Fatalf("planned %d field events %v, want the whole site's and /pricing's INP with its slowest interaction named", len(events), texts)
 			}
+			// The chat message names the regression and links the site's page (there is no scan).
+			if sum := summarize(events[0]); sum.button != "Open site" || sum.url != "https://sitepulse.example.com/sites/"+site.ID ||
+				!strings.Contains(sum.title, "1 field-only regression on Shop") {
+				t.Errorf("message %+v", sum)
+			}
 			// Later the same day: no second check.
 			clock = clock.Add(10 * time.Hour)
 			if got := runDue(0); len(got) != 0 {
