@@ -48,18 +48,7 @@ func testEnqueueDueField(t *testing.T, s store.Store) {
 	if n, _ := s.EnqueueDueField(ctx, now.Add(16*time.Hour), 100); n != 0 {
 		t.Fatalf("%d checks enqueued later the same day", n)
 	}
-	sites := map[string]bool{}
-	for range 2 {
-		j, err := s.ClaimJob(ctx, store.KindField, "w", now, 0)
-		must(t, err)
-		var args store.FieldJob
-		must(t, json.Unmarshal(j.Args, &args))
-		if args.WorkspaceID != a.ID || j.WorkspaceID != a.ID {
-			t.Errorf("job of workspace %q (args %q), want %q", j.WorkspaceID, args.WorkspaceID, a.ID)
-		}
-		sites[args.SiteID] = true
-		must(t, s.CompleteJob(ctx, j.Lease(), now))
-	}
+	sites := claimSiteJobs(t, s, store.KindField, a.ID, now, 2)
 	if !sites[beaconSite.ID] || !sites[cruxSite.ID] || sites[quiet.ID] || sites[old.ID] {
 		t.Errorf("checked %v", sites)
 	}
@@ -69,4 +58,23 @@ func testEnqueueDueField(t *testing.T, s store.Store) {
 	if n, _ := s.EnqueueDueField(ctx, now, 0); n != 0 {
 		t.Fatalf("a limit of 0 enqueued %d", n)
 	}
+}
+
+// claimSiteJobs claims and completes n jobs of a per-site kind (crux, field) at now, checks each
+// is of workspace ws in its args and its row, and answers their sites.
+func claimSiteJobs(t *testing.T, s store.Store, kind, ws string, now time.Time, n int) map[string]bool {
+	t.Helper()
+	sites := map[string]bool{}
+	for range n {
+		j, err := s.ClaimJob(ctx, kind, "w", now, 0)
+		must(t, err)
+		var args struct{ SiteID, WorkspaceID string }
+		must(t, json.Unmarshal(j.Args, &args))
+		if args.WorkspaceID != ws || j.WorkspaceID != ws {
+			t.Errorf("job of workspace %q (args %q), want %q", j.WorkspaceID, args.WorkspaceID, ws)
+		}
+		sites[args.SiteID] = true
+		must(t, s.CompleteJob(ctx, j.Lease(), now))
+	}
+	return sites
 }
