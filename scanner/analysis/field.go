@@ -106,6 +106,11 @@ type FieldRule struct {
 var DefaultFieldRule = FieldRule{MinDaySamples: 20, MinSideSamples: 100, MinBeforeDays: 3, BeforeDays: 7, MinRise: 0.10,
 	CruxWindow: 28 * 24 * time.Hour, RecentDays: 2}
 
+// CruxFieldRule is FieldOnly's rule on CrUX's weekly periods, for a page the beacon has no days
+// of: no sample counts (CrUX gives none), the latest 2 periods against the 4 before them (at
+// least 3). Each period averages 28 days, so it is slow to show a change, and slow to forget it.
+var CruxFieldRule = FieldRule{MinBeforeDays: 3, BeforeDays: 4, MinRise: 0.10, CruxWindow: 28 * 24 * time.Hour, RecentDays: 2}
+
 // FieldStatus is a confirmed regression's standing in the field.
 type FieldStatus string
 
@@ -263,6 +268,7 @@ func FieldOfCrux(metric string, device store.FieldDevice, publish time.Time, per
 // FieldRegression is a field-only regression: the beacon's p75 crossed into a worse band while
 // the lab saw nothing, with the slowest interaction named for INP.
 type FieldRegression struct {
+	Source      store.FieldSource  `json:"source"` // beacon days, or CrUX periods (CruxFieldRule) where the page has no beacon
 	Metric      string             `json:"metric"`
 	Page        string             `json:"page"`
 	Device      store.FieldDevice  `json:"device"`
@@ -332,8 +338,12 @@ func fieldOnly(metric string, page string, device store.FieldDevice, kept []stor
 	if fb == "" || ratingRank[tb] <= ratingRank[fb] || !r.rises(from, bv[len(bv)-1]-bv[0], to) {
 		return FieldRegression{}, false
 	}
-	fr := FieldRegression{Metric: metric, Page: page, Device: device, From: from, To: to, FromBand: fb, ToBand: tb, Since: recent[0].Start.UTC()}
+	fr := FieldRegression{Source: recent[0].Source, Metric: metric, Page: page, Device: device, From: from, To: to, FromBand: fb, ToBand: tb, Since: recent[0].Start.UTC()}
 	fr.Text = fmt.Sprintf("%s p75 %s on %s (%s)", Label(metric), FormatValue(metric, to), PagePathOf(page), devicePlural(device))
+	if fr.Source == store.FieldCrUX {
+		fr.Text = fmt.Sprintf("%s p75 %s on %s (%s, CrUX)", Label(metric), FormatValue(metric, to), PagePathOf(page), devicePlural(device))
+		return fr, true // CrUX names no interaction
+	}
 	if metric == "inp" {
 		for i := range slowest {
 			if slowest[i].Device == device || slowest[i].Device == "" {

@@ -306,3 +306,29 @@ func TestFieldOnlySince(t *testing.T) {
 		})
 	}
 }
+
+// CrUX's weekly periods are judged by the same rule with CruxFieldRule's numbers (no sample
+// counts: CrUX gives none; a baseline of the 4 periods before): for a page with CrUX history and
+// no beacon, the latest two periods crossing into a worse band is a field-only regression, named
+// as CrUX's.
+func TestFieldOnlyOnCrux(t *testing.T) {
+	end := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
+	periods := func(vs ...float64) []store.FieldPoint {
+		out := make([]store.FieldPoint, len(vs))
+		for i, v := range vs {
+			e := end.AddDate(0, 0, 7*(i-len(vs)+1))
+			out[i] = store.FieldPoint{Source: store.FieldCrUX, Device: store.FieldPhone, Metric: "lcp", Start: e.AddDate(0, 0, -28), End: e, P75: fv(v)}
+		}
+		return out
+	}
+	got, ok := FieldOnly("lcp", "https://x.test/pricing", store.FieldPhone, periods(2000, 2100, 2050, 2080, 2700, 2900), false, nil, CruxFieldRule)
+	if !ok || got.Source != store.FieldCrUX || got.Text != "LCP p75 2.7 s on /pricing (phones, CrUX)" || !got.Since.Equal(end.AddDate(0, 0, -7-28)) {
+		t.Fatalf("got %v %+v", ok, got)
+	}
+	if _, ok := FieldOnly("lcp", "", store.FieldPhone, periods(2000, 2100, 2050, 2080, 2100, 2900), false, nil, CruxFieldRule); ok {
+		t.Fatal("one crossed period is not two")
+	}
+	if _, ok := FieldOnly("lcp", "", store.FieldPhone, periods(2000, 2100, 2700, 2900), false, nil, CruxFieldRule); ok {
+		t.Fatal("two periods before are too few")
+	}
+}

@@ -149,7 +149,7 @@ func (c *FieldCheck) labSaw(ctx context.Context, site store.Site, now time.Time)
 // lasts (analysis.FieldRegression.Since names it), so a channel's delivery of it is planned
 // once (deliveries are unique by channel and event id).
 func FieldEventID(siteID string, r analysis.FieldRegression) string {
-	h := sha256.Sum256([]byte(r.Page + "\x00" + r.Metric + "\x00" + string(r.Device) + "\x00" + r.Since.UTC().Format(time.DateOnly)))
+	h := sha256.Sum256([]byte(string(r.Source) + "\x00" + r.Page + "\x00" + r.Metric + "\x00" + string(r.Device) + "\x00" + r.Since.UTC().Format(time.DateOnly)))
 	return "evt_field_" + siteID + "_" + hex.EncodeToString(h[:8])
 }
 

@@ -129,3 +129,65 @@ func TestFieldCheckAlertsWithoutAScan(t *testing.T) {
 		})
 	}
 }
+
+// TestFieldCheckOnCruxAlone: a site with CrUX history and no beacon is judged on CrUX's weekly
+// periods (analysis.CruxFieldRule): its origin's LCP crossing into needs improvement for two
+// periods is alerted once, named as CrUX's. Both stores.
+func TestFieldCheckOnCruxAlone(t *testing.T) {
+	for _, b := range storetest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			st := b.Open(t)
+			must := func(err error) {
+				t.Helper()
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			u := store.User{ID: store.NewID(), Email: "crux-field@example.com", PasswordHash: "x", CreatedAt: now}
+			must(st.CreateUser(ctx, u))
+			site := store.Site{ID: store.NewID(), UserID: u.ID, WorkspaceID: u.ID, Name: "Blog", Domain: "blog.example", CreatedAt: now}
+			must(st.CreateSite(ctx, site))
+			ch := store.Channel{ID: store.NewID(), WorkspaceID: u.ID, Kind: KindSlack, Name: "field", URLSealed: "x", Events: []string{store.EventFieldRegression}, CreatedAt: now}
+			must(st.CreateChannel(ctx, u.ID, ch))
+			end := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
+			var pts []store.FieldPoint
+			for i, v := range []float64{2000, 2100, 2050, 2080, 2700, 2900} {
+				e, p75 := end.AddDate(0, 0, 7*(i-5)), v
+				pts = append(pts, store.FieldPoint{Source: store.FieldCrUX, Device: store.FieldPhone, Metric: "lcp", Start: e.AddDate(0, 0, -28), End: e, P75: &p75})
+			}
+			must(st.SaveCrux(ctx, site.ID, store.CruxRecord{Device: store.FieldPhone, Found: true, Points: pts}, end))
+			clock := end.Add(5 * time.Hour)
+			check := &FieldCheck{Store: st, Field: st, BaseURL: "https://sitepulse.example.com", Now: func() time.Time { return clock }, Log: slog.New(slog.DiscardHandler)}
+			var texts []string
+			for range 2 { // today's check and tomorrow's
+				n, err := check.ScheduleOnce(ctx, clock)
+				must(err)
+				for range n {
+					j, err := st.ClaimJob(ctx, store.KindField, "w", clock, 0)
+					must(err)
+					var args store.FieldJob
+					must(json.Unmarshal(j.Args, &args))
+					must(check.Work(ctx, j, args))
+					must(st.CompleteJob(ctx, j.Lease(), clock))
+				}
+				for {
+					j, err := st.ClaimJob(ctx, KindDelivery, "w", clock, 0)
+					if err != nil {
+						break
+					}
+					var d Dispatch
+					must(json.Unmarshal(j.Args, &d))
+					for _, r := range d.Event.Data.FieldOnly {
+						texts = append(texts, r.Text)
+					}
+					must(st.CompleteJob(ctx, j.Lease(), clock))
+				}
+				clock = clock.AddDate(0, 0, 1)
+			}
+			if len(texts) != 1 || texts[0] != "LCP p75 2.7 s on the whole site (phones, CrUX)" {
+				t.Fatalf("alerted %q, want the origin's LCP from CrUX once", texts)
+			}
+		})
+	}
+}
