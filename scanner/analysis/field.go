@@ -319,6 +319,27 @@ func FieldOnly(metric string, page string, device store.FieldDevice, days []stor
 	return fr, true
 }
 
+// FieldOnlyOn is the field-only rule as every surface applies it (the alerts, the daily field
+// check, the site and page views, MCP get_field_data): on the beacon's days of the device, or,
+// where the beacon has none of that device, on CrUX's weekly periods (CruxFieldRule, with no
+// interaction to name).
+func FieldOnlyOn(metric, page string, device store.FieldDevice, beacon, crux []store.FieldPoint, labSaw bool, slowest []store.Interaction) (FieldRegression, bool) {
+	if HasDays(beacon, device) {
+		return FieldOnly(metric, page, device, beacon, labSaw, slowest, DefaultFieldRule)
+	}
+	return FieldOnly(metric, page, device, crux, labSaw, nil, CruxFieldRule)
+}
+
+// HasDays says whether points holds any of device.
+func HasDays(points []store.FieldPoint, device store.FieldDevice) bool {
+	for _, p := range points {
+		if p.Device == device {
+			return true
+		}
+	}
+	return false
+}
+
 // fieldOnly is FieldOnly's rule on the counted days of one metric and device, oldest first.
 func fieldOnly(metric string, page string, device store.FieldDevice, kept []store.FieldPoint, slowest []store.Interaction, r FieldRule) (FieldRegression, bool) {
 	if len(kept) < r.RecentDays+r.MinBeforeDays {

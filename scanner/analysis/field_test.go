@@ -332,3 +332,39 @@ func TestFieldOnlyOnCrux(t *testing.T) {
 		t.Fatal("two periods before are too few")
 	}
 }
+
+// TestFieldOnlyOn: the surfaces' rule takes the beacon's days of the device when there are any,
+// else CrUX's periods (a site with CrUX history and no beacon on phones).
+func TestFieldOnlyOn(t *testing.T) {
+	end := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
+	var crux []store.FieldPoint
+	for i, v := range []float64{2000, 2100, 2050, 2080, 2700, 2900} {
+		e := end.AddDate(0, 0, 7*(i-5))
+		crux = append(crux, store.FieldPoint{Source: store.FieldCrUX, Device: store.FieldPhone, Metric: "lcp", Start: e.AddDate(0, 0, -28), End: e, P75: fv(v)})
+	}
+	// A steady beacon on phones: its days decide, and they show nothing.
+	var beacon []store.FieldPoint
+	for d := range 14 {
+		s := end.AddDate(0, 0, d-14)
+		beacon = append(beacon, store.FieldPoint{Source: store.FieldBeacon, Device: store.FieldPhone, Metric: "lcp", Start: s, End: s.AddDate(0, 0, 1), P75: fv(2000), Samples: 500})
+	}
+	desktopOnly := []store.FieldPoint{{Source: store.FieldBeacon, Device: store.FieldDesktop, Metric: "lcp", Start: end, End: end.AddDate(0, 0, 1), P75: fv(900), Samples: 500}}
+	for _, tt := range []struct {
+		name   string
+		beacon []store.FieldPoint
+		want   bool
+		source store.FieldSource
+	}{
+		{"no beacon: CrUX's periods", nil, true, store.FieldCrUX},
+		{"a beacon on desktops only: CrUX's periods for phones", desktopOnly, true, store.FieldCrUX},
+		{"a steady beacon on phones decides", beacon, false, ""},
+	} {
+		got, ok := FieldOnlyOn("lcp", "https://x.test/pricing", store.FieldPhone, tt.beacon, crux, false, nil)
+		if ok != tt.want || got.Source != tt.source {
+			t.Errorf("%s: got %v %+v", tt.name, ok, got)
+		}
+	}
+	if _, ok := FieldOnlyOn("lcp", "https://x.test/pricing", store.FieldPhone, nil, crux, true, nil); ok {
+		t.Error("what the lab saw is not field-only")
+	}
+}
