@@ -157,20 +157,6 @@ func fleet(ctx context.Context, w io.Writer, fixtures string, sites, pages, days
 		WHERE s.name = 'Fleet 0001' ORDER BY c.created_at DESC LIMIT 1`).Scan(&latestSite, &latestScan); err != nil {
 		return err
 	}
-	key, keyHash := store.NewSecret("svc_")
-	if err := old.CreateAPIKey(ctx, store.APIKey{ID: store.NewID(), UserID: u.ID, Name: "fleet", KeyHash: keyHash, Prefix: key[:8],
-		Scope: store.ScopeRead, CreatedAt: now}); err != nil {
-		return err
-	}
-	token, hash := store.NewSecret("")
-	csrf, _ := store.NewSecret("")
-	if err := old.CreateSession(ctx, store.Session{TokenHash: hash, UserID: u.ID, CSRF: csrf, CreatedAt: now, ExpiresAt: now.Add(24 * time.Hour)}); err != nil {
-		return err
-	}
-	if err := os.WriteFile(out, fmt.Appendf(nil, "LOAD_KEY=%s\nLOAD_SITE=%s\nLOAD_SCAN=%s\nLOAD_COOKIE='session=%s'\nLOAD_WORKSPACE=%s\n",
-		key, latestSite, latestScan, token, u.ID), 0o600); err != nil {
-		return err
-	}
 	if err := fleetSize(ctx, w, db, "seeded at schema 38:"); err != nil {
 		return err
 	}
@@ -189,6 +175,22 @@ func fleet(ctx context.Context, w io.Writer, fixtures string, sites, pages, days
 	probes.stop()
 	fmt.Fprintf(w, "migration 043 (page results to month partitions): %.1f s\n", took.Seconds())
 	probes.report(w)
+	// The key and session the reads use, made at the current schema (its sessions and keys have
+	// columns schema 38's have not).
+	key, keyHash := store.NewSecret("svc_")
+	if err := st.CreateAPIKey(ctx, store.APIKey{ID: store.NewID(), UserID: u.ID, Name: "fleet", KeyHash: keyHash, Prefix: key[:8],
+		Scope: store.ScopeRead, CreatedAt: now}); err != nil {
+		return err
+	}
+	token, hash := store.NewSecret("")
+	csrf, _ := store.NewSecret("")
+	if err := st.CreateSession(ctx, store.Session{TokenHash: hash, UserID: u.ID, CSRF: csrf, CreatedAt: now, ExpiresAt: now.Add(24 * time.Hour)}); err != nil {
+		return err
+	}
+	if err := os.WriteFile(out, fmt.Appendf(nil, "LOAD_KEY=%s\nLOAD_SITE=%s\nLOAD_SCAN=%s\nLOAD_COOKIE='session=%s'\nLOAD_WORKSPACE=%s\n",
+		key, latestSite, latestScan, token, u.ID), 0o600); err != nil {
+		return err
+	}
 	if _, err := db.ExecContext(ctx, `ANALYZE page_results; ANALYZE page_images; ANALYZE scans`); err != nil {
 		return err
 	}

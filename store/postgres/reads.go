@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/lib/pq"
 
@@ -66,30 +67,75 @@ func optionalID(id string) any {
 	return id
 }
 
+// scanListing reads a row of listingSQL.
+func scanListing(row rowScanner) (store.SiteListing, error) {
+	var l store.SiteListing
+	var last maybeScan
+	var broken pq.StringArray
+	s, err := scanSite(plusScanner{row, append([]any{&l.WorkspaceName, &l.Triage.BudgetsBroken, &broken, &l.Triage.Regressions}, last.dest()...)})
+	if err != nil {
+		return l, err
+	}
+	l.Site, l.Triage.Broken = s, []string(broken)
+	if l.Triage.Broken == nil {
+		l.Triage.Broken = []string{}
+	}
+	l.LastScan, err = last.scan()
+	return l, err
+}
+
+// listingSQL reads the sites the condition where keeps (of user $1's workspaces), in order, at
+// most limit of them (empty: all), each with its workspace's name, triage and latest scan: the
+// latest scans are probed for the sites kept only.
+func listingSQL(where, order, limit, outer string) string {
+	return `SELECT s.*, ` + scanCols + ` FROM (SELECT ` + siteCols + `, (SELECT w.name FROM workspaces w WHERE w.id = sites.workspace_id) AS workspace_name,
+			budgets_broken, broken_budgets, regressions FROM sites
+			WHERE ` + where + ` AND ` + readable("workspace_id", 1) + ` ORDER BY ` + order + limit + `) s
+		LEFT JOIN LATERAL (SELECT * FROM scans WHERE site_id = s.id ORDER BY created_at DESC, id DESC LIMIT 1) c ON TRUE
+		ORDER BY ` + outer
+}
+
 func (p *Store) SiteListings(ctx context.Context, userID, workspaceID string) ([]store.SiteListing, error) {
 	if !uuidOK(userID) || workspaceID != "" && !uuidOK(workspaceID) {
 		return []store.SiteListing{}, nil
 	}
-	return queryAll(ctx, p.db, "sites", func(row rowScanner) (store.SiteListing, error) {
-		var l store.SiteListing
-		var last maybeScan
-		var broken pq.StringArray
-		s, err := scanSite(plusScanner{row, append([]any{&l.WorkspaceName, &l.Triage.BudgetsBroken, &broken, &l.Triage.Regressions}, last.dest()...)})
-		if err != nil {
-			return l, err
-		}
-		l.Site, l.Triage.Broken = s, []string(broken)
-		if l.Triage.Broken == nil {
-			l.Triage.Broken = []string{}
-		}
-		l.LastScan, err = last.scan()
-		return l, err
-	}, `SELECT s.*, `+scanCols+` FROM (SELECT `+siteCols+`, (SELECT w.name FROM workspaces w WHERE w.id = sites.workspace_id) AS workspace_name,
-			budgets_broken, broken_budgets, regressions FROM sites
-			WHERE ($2::uuid IS NULL OR workspace_id = $2) AND `+readable("workspace_id", 1)+`) s
-		LEFT JOIN LATERAL (SELECT * FROM scans WHERE site_id = s.id ORDER BY created_at DESC, id DESC LIMIT 1) c ON TRUE
-		ORDER BY s.name, s.id`,
+	return queryAll(ctx, p.db, "sites", scanListing, listingSQL("($2::uuid IS NULL OR workspace_id = $2)", "name, id", "", "s.name, s.id"),
 		userID, optionalID(workspaceID))
+}
+
+// siteListingsPageSQL are the pages after and before a site ($4) of the user's: $2 the
+// workspaces, $3 the text the name holds, $5 the rows read (a page and one more, to know there
+// is more). A cursor that is no site of the user's keeps no row.
+var siteListingsPageSQL = map[bool]string{
+	false: listingSQL(`workspace_id = ANY($2::uuid[]) AND strpos(lower(name), lower($3)) > 0
+		AND ($4::uuid IS NULL OR (name COLLATE "C", id) > (SELECT k.name COLLATE "C", k.id FROM sites k WHERE k.id = $4 AND `+readable("k.workspace_id", 1)+`))`,
+		`name COLLATE "C", id`, " LIMIT $5", `s.name COLLATE "C", s.id`),
+	true: listingSQL(`workspace_id = ANY($2::uuid[]) AND strpos(lower(name), lower($3)) > 0
+		AND (name COLLATE "C", id) < (SELECT k.name COLLATE "C", k.id FROM sites k WHERE k.id = $4 AND `+readable("k.workspace_id", 1)+`)`,
+		`name COLLATE "C" DESC, id DESC`, " LIMIT $5", `s.name COLLATE "C", s.id`),
+}
+
+func (p *Store) SiteListingsPage(ctx context.Context, userID string, q store.ListingQuery) (store.ListingPage, error) {
+	workspaces := slices.DeleteFunc(slices.Clone(q.Workspaces), func(id string) bool { return !uuidOK(id) })
+	if !uuidOK(userID) || len(workspaces) == 0 || q.Limit < 1 {
+		return store.ListingPage{Sites: []store.SiteListing{}}, nil
+	}
+	cursor, before := q.After, q.Before != ""
+	if before {
+		cursor = q.Before
+	}
+	if cursor != "" && !uuidOK(cursor) {
+		cursor, q.After, q.Before, before = "", "", "", false
+	}
+	for {
+		sites, err := queryAll(ctx, p.db, "sites", scanListing, siteListingsPageSQL[before], userID, pq.StringArray(workspaces), q.Search, optionalID(cursor), q.Limit+1)
+		if err != nil || len(sites) > 0 || cursor == "" {
+			return q.Page(sites), err
+		}
+		// Nothing past the cursor: it names no site of the user's (any longer), or the last
+		// one. Either way the list starts again at its first page.
+		cursor, q.After, q.Before, before = "", "", "", false
+	}
 }
 
 // pageDetailsSQL reads scan $1 of user $2 and its result of strategy $3 and path $4, or with
