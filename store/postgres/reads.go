@@ -143,7 +143,7 @@ func (p *Store) SiteListingsPage(ctx context.Context, userID string, q store.Lis
 // number, pages without one last, then the path byte by byte).
 var pageDetailsSQL = `SELECT c.status, r.result FROM scans c JOIN sites s ON s.id = c.site_id
 	LEFT JOIN LATERAL (SELECT r.result FROM page_results r
-		WHERE r.scan_id = c.id AND r.strategy = $3 AND r.result IS NOT NULL AND ($4::text IS NULL OR r.page_path = $4)
+		WHERE r.scan_id = c.id AND r.scanned_at = c.created_at AND r.strategy = $3 AND r.result IS NOT NULL AND ($4::text IS NULL OR r.page_path = $4)
 		ORDER BY trunc(r.m_performance) NULLS LAST, r.page_path COLLATE "C" LIMIT 1) r ON TRUE
 	WHERE c.id = $1 AND ` + readable("s.workspace_id", 2)
 
@@ -178,7 +178,7 @@ func (p *Store) PageDetails(ctx context.Context, userID, scanID, pagePath string
 var latestResultsSQL = `SELECT ` + scanCols + `, r.result FROM sites s
 	LEFT JOIN LATERAL (SELECT * FROM scans WHERE site_id = s.id AND status = 'complete'
 		ORDER BY completed_at DESC, id DESC LIMIT 1) c ON TRUE
-	LEFT JOIN page_results r ON r.scan_id = c.id AND r.result IS NOT NULL AND c.id IS DISTINCT FROM $3::uuid
+	LEFT JOIN page_results r ON r.scan_id = c.id AND r.scanned_at = c.created_at AND r.result IS NOT NULL AND c.id IS DISTINCT FROM $3::uuid
 	WHERE s.id = $1 AND ` + readable("s.workspace_id", 2) + `
 	ORDER BY r.page_path, r.strategy`
 
@@ -240,7 +240,7 @@ var latestTwoSQL = `SELECT ` + scanCols + `, c.pub_by, c.pub_on, r.page_path, r.
 	LEFT JOIN LATERAL (SELECT sc.*, p.published_by AS pub_by, p.published_on AS pub_on FROM scans sc
 		LEFT JOIN publishes p ON p.scan_id = sc.id
 		WHERE sc.site_id = s.id AND sc.status = 'complete' ORDER BY sc.completed_at DESC, sc.id DESC LIMIT 2) c ON TRUE
-	LEFT JOIN page_results r ON r.scan_id = c.id AND r.result IS NOT NULL AND NOT c.id = ANY($3::uuid[])
+	LEFT JOIN page_results r ON r.scan_id = c.id AND r.scanned_at = c.created_at AND r.result IS NOT NULL AND NOT c.id = ANY($3::uuid[])
 	WHERE s.id = $1 AND ` + readable("s.workspace_id", 2) + `
 	ORDER BY c.completed_at DESC, c.id DESC, r.page_path, r.strategy`
 
@@ -379,10 +379,10 @@ func exportScanSQL(parts string, previous bool) string {
 		cols = `, r.explain, pc.id, pr.page_url, ARRAY[pr.m_performance, pr.m_seo, pr.m_accessibility, pr.m_best_practices,
 	pr.m_lcp, pr.m_cls, pr.m_inp, pr.m_fcp, pr.m_ttfb, pr.m_tbt, pr.m_speed_index, pr.m_tti], pr.explain`
 		joins = `
-	LEFT JOIN LATERAL (SELECT p.id FROM scans p WHERE p.site_id = s.id AND p.status = 'complete' AND p.id <> c.id
+	LEFT JOIN LATERAL (SELECT p.id, p.created_at FROM scans p WHERE p.site_id = s.id AND p.status = 'complete' AND p.id <> c.id
 		AND (p.completed_at < c.completed_at OR p.completed_at = c.completed_at AND p.id < c.id)
 		ORDER BY p.completed_at DESC, p.id DESC LIMIT 1) pc ON c.status = 'complete'
-	LEFT JOIN page_results pr ON pr.scan_id = pc.id AND pr.page_path = r.page_path AND pr.strategy = r.strategy AND pr.result IS NOT NULL`
+	LEFT JOIN page_results pr ON pr.scan_id = pc.id AND pr.scanned_at = pc.created_at AND pr.page_path = r.page_path AND pr.strategy = r.strategy AND pr.result IS NOT NULL`
 	}
 	return `SELECT s.name, s.workspace_id, ` + scanCols + `, r.page_url, r.page_path, r.strategy,
 	ARRAY[r.m_performance, r.m_seo, r.m_accessibility, r.m_best_practices,
@@ -390,7 +390,7 @@ func exportScanSQL(parts string, previous bool) string {
 	FROM sites s
 	LEFT JOIN LATERAL (SELECT * FROM scans WHERE site_id = s.id AND ($3::uuid IS NULL AND status = 'complete' OR id = $3)
 		ORDER BY completed_at DESC, id DESC LIMIT 1) c ON TRUE
-	LEFT JOIN page_results r ON r.scan_id = c.id AND c.status = 'complete' AND r.result IS NOT NULL` + joins + `
+	LEFT JOIN page_results r ON r.scan_id = c.id AND r.scanned_at = c.created_at AND c.status = 'complete' AND r.result IS NOT NULL` + joins + `
 	WHERE s.id = $1 AND ` + readable("s.workspace_id", 2) + `
 	ORDER BY r.page_path, r.strategy`
 }

@@ -134,15 +134,17 @@ func (p *Store) WorkspaceBytes(ctx context.Context, workspaceID string) (int64, 
 }
 
 // monthKeptSQL counts the scans created in [$2, $3) not pruned yet, and those of them a month drop must not
-// take: not pruned yet and not prunable at $1 (prunableSQL, with the latest two completed scans
-// of each site found once, an index probe a site, instead of once a scan).
+// take: not prunable at $1 (prunableSQL, with the latest two completed scans of each site found
+// once, an index-only probe a site, instead of once a scan). It reads the month's scans not pruned
+// yet only (scans_unpruned_created, migration 056), and finds the latest two only when one of
+// them is complete or failed, past its retention.
 const monthKeptSQL = `WITH latest AS MATERIALIZED (SELECT l.id FROM sites s2 CROSS JOIN LATERAL (SELECT c2.id FROM scans c2
 	WHERE c2.site_id = s2.id AND c2.status = 'complete' ORDER BY c2.completed_at DESC, c2.id DESC LIMIT 2) l)
-SELECT count(*) FILTER (WHERE c.details_pruned_at IS NULL), count(*) FILTER (WHERE c.details_pruned_at IS NULL AND NOT coalesce(c.status IN ('complete', 'failed')
+SELECT count(*), count(*) FILTER (WHERE NOT coalesce(c.status IN ('complete', 'failed')
 	AND w.retention_days > 0 AND c.completed_at < $1::timestamptz - make_interval(days => w.retention_days)
 	AND c.id NOT IN (SELECT id FROM latest), false))
 FROM scans c LEFT JOIN sites s ON s.id = c.site_id LEFT JOIN workspaces w ON w.id = s.workspace_id
-WHERE c.created_at >= $2 AND c.created_at < $3`
+WHERE c.created_at >= $2 AND c.created_at < $3 AND c.details_pruned_at IS NULL`
 
 // partitionLockTimeout bounds how long the pruner's DDL waits for a table lock: a month not
 // made or dropped now is at the next run, and no request queues behind the DDL for longer.
