@@ -207,7 +207,8 @@ func (p *Store) PruneMonths(ctx context.Context, now time.Time) ([]string, error
 	return dropped, nil
 }
 
-// makeMonth makes month m's partitions of page_results and page_images. When the default
+// makeMonth makes month m's partitions of page_results and page_images, the pictures' referencing
+// the rows'. When the default
 // partitions hold rows of m already (a clock far off), they stay there and are pruned row by row.
 func (p *Store) makeMonth(ctx context.Context, m time.Time) error {
 	err := p.tx(ctx, func(tx *sql.Tx) error {
@@ -220,7 +221,15 @@ func (p *Store) makeMonth(ctx context.Context, m time.Time) error {
 				return err
 			}
 		}
-		return nil
+		// The month's pictures reference the month's rows (migration 056: so that dropping the
+		// month checks nothing), once.
+		suffix := "_p" + m.Format("200601")
+		_, err := tx.ExecContext(ctx, fmt.Sprintf(`DO $$ BEGIN
+			IF NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = 'page_images%[1]s'::regclass AND conname = 'page_images%[1]s_row') THEN
+				ALTER TABLE page_images%[1]s ADD CONSTRAINT page_images%[1]s_row FOREIGN KEY (scan_id, page_path, strategy, scanned_at)
+					REFERENCES page_results%[1]s ON DELETE CASCADE;
+			END IF; END $$`, suffix))
+		return err
 	})
 	var pe *pq.Error
 	if errors.As(err, &pe) && (pe.Code == "23514" || pe.Code == "55P03") {
