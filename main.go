@@ -208,28 +208,12 @@ func (sv *service) deviceKey(context.Context) error {
 // fieldReads are the field reads every surface and the alerts take: the demo's (its recorded
 // story over the store's), else the store's CrUX history and beacon figures joined (a half the
 // store does not keep answers nothing).
-func (sv *service) fieldReads() demo.FieldReads {
+func (sv *service) fieldReads() store.FieldReads {
 	if sv.field != nil {
 		return sv.field
 	}
 	beacon, _ := sv.st.(store.BeaconReads)
 	return demo.NewField(demo.FieldRecording{}, "", time.Time{}, sv.st, sv.st, beacon)
-}
-
-// fieldStore is fieldReads as the handlers take it: a nil interface without field data.
-func (sv *service) fieldStore() handlers.FieldStore {
-	if f := sv.fieldReads(); f != nil {
-		return f
-	}
-	return nil
-}
-
-// fieldReader is fieldReads as the MCP server takes it.
-func (sv *service) fieldReader() mcp.FieldReader {
-	if f := sv.fieldReads(); f != nil {
-		return f
-	}
-	return nil
 }
 
 // seedDemo seeds the demo on the in-memory store, or with DEMO=true (demo.go).
@@ -260,10 +244,7 @@ func (sv *service) startScanner(ctx context.Context) error {
 		return err
 	}
 	auditor, capacity := newAuditor(cfg, sv.guard, sv.meter, log)
-	var field notify.FieldSource // the digests' and alerts' field figures; nil without field data
-	if f := sv.fieldReads(); f != nil {
-		field = f
-	}
+	field := sv.fieldReads() // the digests' and alerts' field figures
 	// One mailer: the regression digests, the sign-up messages and the workspace invitations.
 	sv.digest = &notify.Digest{Store: st, SMTPAddr: cfg.SMTPAddr, From: cfg.SMTPFrom, Username: cfg.SMTPUsername,
 		Password: cfg.SMTPPassword, BaseURL: cfg.BaseURL, Log: log, Field: field}
@@ -325,7 +306,7 @@ func (sv *service) startBeacon() {
 func (sv *service) buildHandler(context.Context) error {
 	cfg, st, log := sv.cfg, sv.st, sv.log
 	authServer := oauth.New(oauth.Config{Store: st, BaseURL: cfg.BaseURL, Log: log, MetadataClient: sv.guard.Client()})
-	mcpServer := mcp.New(mcp.Config{Sites: st, Scans: st, Writes: st, BaseURL: cfg.BaseURL, Log: log, Quota: sv.quota, Links: sv.chKeys, AuditLog: sv.recorder, Field: sv.fieldReader()})
+	mcpServer := mcp.New(mcp.Config{Sites: st, Scans: st, Writes: st, BaseURL: cfg.BaseURL, Log: log, Quota: sv.quota, Links: sv.chKeys, AuditLog: sv.recorder, Field: sv.fieldReads()})
 	var mail func(ctx context.Context, to, subject, body string) error // nil: logged instead
 	if cfg.SMTPAddr != "" {
 		mail = sv.accountMail.Enqueue
@@ -336,7 +317,7 @@ func (sv *service) buildHandler(context.Context) error {
 	sv.handler, err = handlers.NewHandler(handlers.Deps{
 		// One store, handed to every surface as the narrow interface that surface declares.
 		Auth: st, Accounts: st, Sites: st, Budgets: st, Scans: st, Reports: st, API: st, Webhooks: st,
-		Connections: st, Workspaces: st, Channels: st, Health: st, CI: st, Runners: st, Beacons: st, Beacon: sv.beacon, Field: sv.fieldStore(),
+		Connections: st, Workspaces: st, Channels: st, Health: st, CI: st, Runners: st, Beacons: st, Beacon: sv.beacon, Field: sv.fieldReads(),
 		SecurityLog: st, Recorder: sv.recorder, LogRetentionDays: cfg.AuditLogDays,
 		RunnerLease: time.Duration(cfg.RunnerLease) * time.Second,
 		Log:         log, BaseURL: cfg.BaseURL,

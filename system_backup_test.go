@@ -166,7 +166,7 @@ func TestSystemBackupAndRestore(t *testing.T) {
 			GrantTypes: []string{"authorization_code", "refresh_token"}, AuthMethod: "none", Scope: "sites:read", CreatedAt: now}),
 		st.SetBudgets(ctx, user.ID, site.ID, map[string]store.Budget{"performance": {Threshold: 100}}),
 		st.CreateChannel(ctx, user.ID, ch),
-		st.SavePlatformConnection(ctx, store.PlatformConnection{WorkspaceID: user.ID, TokenSealed: sealedToken, CreatedAt: now}),
+		st.SavePlatformConnection(ctx, store.PlatformConnection{WorkspaceID: user.ID, TokenSealed: sealedToken, Scopes: platform.ScriptScopes, CreatedAt: now}),
 	} {
 		if err != nil {
 			t.Fatal(err)
@@ -361,6 +361,9 @@ func TestSystemBackupAndRestore(t *testing.T) {
 	}
 	if tok, err := keys.OpenFor(platform.PurposePlatformToken, conn.TokenSealed, user.ID); err != nil || tok != "platform-token-xyz" {
 		t.Errorf("the restored platform token does not open: %v", err)
+	}
+	if !conn.Granted(platform.ScriptScopes...) {
+		t.Errorf("the restored platform connection lost its scopes: %v", conn.Scopes)
 	}
 	access, err := rst.SiteAccessForScan(ctx, site.ID)
 	if err != nil {

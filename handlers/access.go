@@ -99,6 +99,9 @@ func (s *server) editPage(w http.ResponseWriter, r *http.Request, status int, si
 			s.error(w, r, err, "There is no such site in your account.")
 			return
 		}
+		if b != nil {
+			b.Error = f.beaconErr
+		}
 		f.Beacon = b
 	}
 	s.render(w, r, status, "site_form", page{Title: "Edit " + site.Name, Flash: uiFlash(r), Data: f})

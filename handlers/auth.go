@@ -57,10 +57,7 @@ func (s *server) requireBearer(p bearerPolicy, next http.Handler) http.Handler {
 			s.unauthorized(w, p, "", "missing bearer token: send Authorization: Bearer <key>")
 			return
 		}
-		principal, scope, err := s.verifyBearer(r.Context(), p, token)
-		if err == nil {
-			err = s.bearerGate(r, principal, token)
-		}
+		principal, scope, err := s.authenticate(r, p, token)
 		if err != nil {
 			s.bearerFailure(w, r, p, err)
 			return
@@ -68,6 +65,31 @@ func (s *server) requireBearer(p bearerPolicy, next http.Handler) http.Handler {
 		ctx := store.WithScope(store.WithPrincipal(r.Context(), principal), scope)
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+// authenticate is verifyBearer and then the single sign-on rule of the credential's workspace
+// (bearerGate): every route that takes a bearer credential, through requireBearer or on its own,
+// passes here, so none can skip the rule.
+func (s *server) authenticate(r *http.Request, p bearerPolicy, token string) (store.Principal, string, error) {
+	principal, scope, err := s.verifyBearer(r.Context(), p, token)
+	if err == nil {
+		err = s.bearerGate(r, principal, token)
+	}
+	return principal, scope, err
+}
+
+// keyInputsGate is the single sign-on rule for the budget check's plain forms, which find their
+// key and their inputs in one store call (store.BudgetInputsByKey) instead of authenticate: the
+// key's workspace rule, one more read on a server with single sign-on.
+func (s *server) keyInputsGate(r *http.Request, token string) error {
+	if s.SSO == nil || s.SSOProvider == nil {
+		return nil
+	}
+	k, err := s.Auth.APIKeyByHash(r.Context(), store.HashSecret(token), s.Now())
+	if err != nil {
+		return err
+	}
+	return s.bearerGate(r, store.Principal{UserID: k.UserID, KeyWorkspaceID: k.WorkspaceID}, token)
 }
 
 // verifyBearer finds the principal and scope of a token by its prefix: an API key acts for its

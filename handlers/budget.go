@@ -82,15 +82,9 @@ func (s *server) handleBudgetCheck() http.Handler {
 			s.error(w, r, err, "site not found")
 			return
 		}
-		if s.SSOProvider != nil { // a server with single sign-on applies the key's workspace rule
-			k, err := s.Auth.APIKeyByHash(r.Context(), store.HashSecret(token), s.Now())
-			if err == nil {
-				err = s.bearerGate(r, store.Principal{UserID: k.UserID, KeyWorkspaceID: k.WorkspaceID}, token)
-			}
-			if err != nil {
-				s.bearerFailure(w, r, apiKeyOnly, err)
-				return
-			}
+		if err := s.keyInputsGate(r, token); err != nil {
+			s.bearerFailure(w, r, apiKeyOnly, err)
+			return
 		}
 		body, ok := s.budgetAnswers.get(siteID, in.Version)
 		if !ok {

@@ -61,7 +61,7 @@ func (req budgetRequest) validate(formatProblem string) (scanID string, wait tim
 // then). A finished scan is judged (ci.Judge) and answered 200 in the asked format.
 func (s *server) judgeBudgets(w http.ResponseWriter, r *http.Request, token, siteID, format, formatProblem string, req budgetRequest) {
 	ctx := r.Context()
-	principal, _, err := s.verifyBearer(ctx, apiKeyOnly, token)
+	principal, _, err := s.authenticate(r, apiKeyOnly, token)
 	if err != nil {
 		s.bearerFailure(w, r, apiKeyOnly, err)
 		return

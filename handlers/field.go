@@ -9,22 +9,12 @@ import (
 	"sitepulse/store"
 )
 
-// FieldStore is what the field surfaces read (DESIGN §19): a site's CrUX history, its beacon
-// days and its slowest interactions, each scoped to the user's workspaces (store.CruxReads,
-// store.BeaconReads). The field status of a regression is computed on read from these (the
-// rules of scanner/analysis/field.go): two or three reads of a few hundred points, cheaper
-// than keeping a status that would go stale as the field's days arrive.
-type FieldStore interface {
-	CruxSeries(ctx context.Context, userID, siteID string, q store.FieldQuery) ([]store.FieldPoint, error)
-	BeaconSeries(ctx context.Context, userID, siteID string, q store.FieldQuery) ([]store.FieldPoint, error)
-	SlowInteractions(ctx context.Context, userID, siteID string, q store.FieldQuery, limit int) ([]store.Interaction, error)
-}
-
-// Field read windows: CrUX keeps up to 40 weekly periods; the beacon's days are read over two
-// months, enough for a week before a publish and the weeks after it.
+// The field surfaces read a site's CrUX history, its beacon days and its slowest interactions
+// (store.FieldReads, DESIGN §19), each scoped to the user's workspaces. The field status of a
+// regression is computed on read from these (the rules of scanner/analysis/field.go): two or
+// three reads of a few hundred points, cheaper than keeping a status that would go stale as
+// the field's days arrive.
 const (
-	fieldCruxSpan    = 40 * 7 * 24 * time.Hour
-	fieldBeaconSpan  = 60 * 24 * time.Hour
 	fieldSlowShown   = 10 // the slowest interactions listed
 	fieldVerdictMax  = 6  // the regressions given a field status on one page view
 	fieldOnlyPageMax = 3  // the pages (of the slowest interactions) checked for field-only regressions
@@ -84,11 +74,11 @@ func (s *server) fieldPanelOf(ctx context.Context, uid string, site store.Site, 
 	}
 	now := s.Now()
 	q := store.FieldQuery{Page: in.Page, Device: store.FieldPhone}
-	crux, err := s.Field.CruxSeries(ctx, uid, site.ID, withFrom(q, now.Add(-fieldCruxSpan)))
+	crux, err := s.Field.CruxSeries(ctx, uid, site.ID, withFrom(q, now.Add(-store.FieldCruxSpan)))
 	if err != nil {
 		return p, err
 	}
-	beacon, err := s.Field.BeaconSeries(ctx, uid, site.ID, withFrom(q, now.Add(-fieldBeaconSpan)))
+	beacon, err := s.Field.BeaconSeries(ctx, uid, site.ID, withFrom(q, now.Add(-store.FieldBeaconSpan)))
 	if err != nil {
 		return p, err
 	}
@@ -130,11 +120,11 @@ func (s *server) fieldPanelOf(ctx context.Context, uid string, site store.Site, 
 			continue
 		}
 		rq := store.FieldQuery{Page: in.PageURLs[r.PagePath], Device: analysis.DeviceOf(r.Strategy), Metric: r.Metric}
-		bd, err := s.Field.BeaconSeries(ctx, uid, site.ID, withFrom(rq, in.Publish.PublishedOn.Add(-fieldBeaconSpan/2)))
+		bd, err := s.Field.BeaconSeries(ctx, uid, site.ID, withFrom(rq, in.Publish.PublishedOn.Add(-store.FieldBeaconSpan/2)))
 		if err != nil {
 			return p, err
 		}
-		cd, err := s.Field.CruxSeries(ctx, uid, site.ID, withFrom(rq, in.Publish.PublishedOn.Add(-fieldCruxSpan/4)))
+		cd, err := s.Field.CruxSeries(ctx, uid, site.ID, withFrom(rq, in.Publish.PublishedOn.Add(-store.FieldCruxSpan/4)))
 		if err != nil {
 			return p, err
 		}
@@ -162,7 +152,7 @@ func (s *server) fieldPanelOf(ctx context.Context, uid string, site store.Site, 
 			continue
 		}
 		seen[in.Page] = true
-		days, err := s.Field.BeaconSeries(ctx, uid, site.ID, store.FieldQuery{Page: in.Page, Device: store.FieldPhone, From: now.Add(-fieldBeaconSpan)})
+		days, err := s.Field.BeaconSeries(ctx, uid, site.ID, store.FieldQuery{Page: in.Page, Device: store.FieldPhone, From: now.Add(-store.FieldBeaconSpan)})
 		if err != nil {
 			return p, err
 		}
@@ -241,7 +231,7 @@ func (s *server) exportFieldOf(ctx context.Context, uid, siteID string, scan *st
 		}
 		rd, ok := pages[pageURL]
 		if !ok {
-			q := store.FieldQuery{Page: pageURL, From: at.Add(-fieldBeaconSpan), To: at.Add(time.Nanosecond)}
+			q := store.FieldQuery{Page: pageURL, From: at.Add(-store.FieldBeaconSpan), To: at.Add(time.Nanosecond)}
 			var err error
 			if rd.crux, err = s.Field.CruxSeries(ctx, uid, siteID, q); err != nil {
 				return nil, err

@@ -21,13 +21,15 @@ type BeaconStore interface {
 }
 
 // handleBeaconScript serves the beacon script (docs/field.md "The beacon"): one file for every
-// site, cacheable, gzip-compressed when the client takes it; any page may load it.
+// site, cacheable, gzip-compressed when the client takes it; any page may load it, also as a
+// CORS request (the tag the platform renders checks the script's integrity, which needs one).
 func (s *server) handleBeaconScript() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Content-Type", "text/javascript; charset=utf-8")
 		h.Set("Cache-Control", "public, max-age=3600")
 		h.Set("Cross-Origin-Resource-Policy", "cross-origin")
+		h.Set("Access-Control-Allow-Origin", "*")
 		h.Set("Vary", "Accept-Encoding")
 		h.Set("ETag", beacon.Script.ETag)
 		if match := r.Header.Get("If-None-Match"); match != "" && strings.Contains(match, beacon.Script.ETag) {
@@ -122,9 +124,23 @@ func (s *server) handleBeacon() http.Handler {
 	})
 }
 
-// beaconView is the beacon's card on the site's edit page: the snippet to paste.
+// beaconView is the beacon's card on the site's edit page: the snippet to paste and, for a
+// site imported from the platform, the one-click install (field_beacon_platform.go).
 type beaconView struct {
 	Snippet string
+	// Platform: the site was imported through the workspace's platform connection.
+	Platform bool
+	// Installed is the script applied to the site on the platform; Current says it is the
+	// version of the script served now.
+	Installed *store.PlatformScript
+	Current   bool
+	// NeedsScope: the connection was made without the custom code scopes; Reconnect: the
+	// platform refused its token. Either way, connecting again (ConnectURL, an owner's: CanConnect) fixes it.
+	NeedsScope, Reconnect bool
+	ConnectURL            string
+	CanConnect            bool
+	// Error says why the last install or removal did nothing.
+	Error string
 }
 
 // beaconOf is the site's snippet for whoever edits it; nil when the beacon is off.
@@ -137,5 +153,6 @@ func (s *server) beaconOf(ctx context.Context, userID string, site store.Site) (
 		return nil, err
 	}
 	raw := `<script defer src="` + s.BaseURL + `/beacon/v1.js" data-site="` + key + `"></script>`
-	return &beaconView{Snippet: raw}, nil
+	v := &beaconView{Snippet: raw}
+	return v, s.beaconPlatform(ctx, site, v)
 }

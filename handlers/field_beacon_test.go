@@ -3,6 +3,8 @@ package handlers
 import (
 	"compress/gzip"
 	"context"
+	"crypto/sha512"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -158,12 +160,16 @@ func TestBeaconScript(t *testing.T) {
 	zipped, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Encoding") != "gzip" || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/javascript") ||
-		resp.Header.Get("Cross-Origin-Resource-Policy") != "cross-origin" || !strings.Contains(resp.Header.Get("Cache-Control"), "public") {
+		resp.Header.Get("Cross-Origin-Resource-Policy") != "cross-origin" || !strings.Contains(resp.Header.Get("Cache-Control"), "public") ||
+		resp.Header.Get("Access-Control-Allow-Origin") != "*" {
 		t.Fatalf("gzip: %d %v", resp.StatusCode, resp.Header)
 	}
 	zr, err := gzip.NewReader(strings.NewReader(string(zipped)))
 	must(t, err)
 	plain, _ := io.ReadAll(zr)
+	if sum := sha512.Sum384(plain); beacon.Script.Integrity != "sha384-"+base64.StdEncoding.EncodeToString(sum[:]) {
+		t.Errorf("integrity %s is not the sha384 of the bytes served", beacon.Script.Integrity)
+	}
 	if string(plain) != string(beacon.Script.Plain) || len(zipped) > 6<<10 {
 		t.Fatalf("gzipped body: %d bytes, unzips to the script: %v", len(zipped), string(plain) == string(beacon.Script.Plain))
 	}

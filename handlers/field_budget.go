@@ -46,6 +46,10 @@ func (s *server) fieldBudgetCheck(w http.ResponseWriter, r *http.Request, token,
 		s.error(w, r, err, "site not found")
 		return
 	}
+	if err := s.keyInputsGate(r, token); err != nil {
+		s.bearerFailure(w, r, apiKeyOnly, err)
+		return
+	}
 	resp := fieldBudgetAnswer{Answer: ci.Answer{Site: in.SiteName, Violations: []analysis.Violation{}}}
 	if in.Scan != nil {
 		resp.Violations = analysis.CheckBudgets(in.Scan.Scores, in.Results, in.Budgets, in.Rules)
@@ -56,13 +60,13 @@ func (s *server) fieldBudgetCheck(w http.ResponseWriter, r *http.Request, token,
 	if s.Field != nil {
 		now := s.Now()
 		q := store.FieldQuery{Device: store.FieldPhone}
-		q.From = now.Add(-fieldBeaconSpan)
+		q.From = now.Add(-store.FieldBeaconSpan)
 		beacon, err := s.Field.BeaconSeries(r.Context(), in.UserID, siteID, q)
 		if err != nil {
 			s.error(w, r, err, "site not found")
 			return
 		}
-		q.From = now.Add(-fieldCruxSpan)
+		q.From = now.Add(-store.FieldCruxSpan)
 		crux, err := s.Field.CruxSeries(r.Context(), in.UserID, siteID, q)
 		if err != nil {
 			s.error(w, r, err, "site not found")

@@ -16,7 +16,7 @@ import (
 )
 
 // lateField is a field store set once the fixture has seeded the demo site it serves.
-type lateField struct{ FieldStore }
+type lateField struct{ store.FieldReads }
 
 // TestUIFieldBesideLab: the site page, the scan page and the page detail show the demo's
 // recorded field story beside the lab: the trend with its bands, the lab/field disagreement,
@@ -36,7 +36,7 @@ func TestUIFieldBesideLab(t *testing.T) {
 			if err != nil || len(pubs) != 1 {
 				t.Fatalf("publishes %v %v", pubs, err)
 			}
-			lf.FieldStore = demo.NewField(rec, f.site, pubs[0].PublishedOn, st, st, nil)
+			lf.FieldReads = demo.NewField(rec, f.site, pubs[0].PublishedOn, st, st, nil)
 			f.ts.now = pubs[0].PublishedOn.Add(50 * time.Hour) // two days on: the beacon has days after the publish
 
 			for _, path := range []string{"/sites/" + f.site, "/sites/" + f.site + "/scans/" + f.scan} {
@@ -170,7 +170,7 @@ func TestUIFieldFromTheStores(t *testing.T) {
 			lf := &lateField{}
 			st := b.Open(t)
 			f := newUIFixture(t, 0, st, func(d *Deps) { d.Field = lf })
-			lf.FieldStore = demo.NewField(demo.FieldRecording{}, "", time.Time{}, st, st, st)
+			lf.FieldReads = demo.NewField(demo.FieldRecording{}, "", time.Time{}, st, st, st)
 			ctx := context.Background()
 			day0 := store.BeaconDay(f.ts.now).AddDate(0, 0, -9)
 			var batch store.BeaconBatch

@@ -147,6 +147,10 @@ var ownershipCases = []ownershipCase{
 		form: url.Values{"kind": {"cookies"}, "cookies": {"session=b-planted"}}, cred: asCookie, status: 404, intact: accessIntact},
 	{name: "removing the sign-in of A's site", route: "POST /sites/{siteId}/access", method: "POST", path: sitePath("/access"),
 		form: url.Values{"kind": {"none"}}, cred: asCookie, status: 404, intact: accessIntact},
+	{name: "adding the beacon to A's site on the platform", route: "POST /sites/{siteId}/beacon/install", method: "POST", path: sitePath("/beacon/install"),
+		form: url.Values{}, cred: asCookie, status: 404, intact: scriptIntact},
+	{name: "removing the beacon from A's site on the platform", route: "POST /sites/{siteId}/beacon/remove", method: "POST", path: sitePath("/beacon/remove"),
+		form: url.Values{}, cred: asCookie, status: 404, intact: scriptIntact},
 	{name: "deleting A's site", route: "POST /sites/{siteId}/delete", method: "POST", path: sitePath("/delete"),
 		form: url.Values{"confirm": {"yes"}}, cred: asCookie, status: 404, intact: siteIntact},
 	{name: "Scan now on A's site", route: "POST /sites/{siteId}/scan", method: "POST", path: sitePath("/scan"),
@@ -325,6 +329,14 @@ func channelsIntact(t *testing.T, f *apiFixture) {
 	}
 	if d, err := f.st.DeliveriesOf(context.Background(), f.a.userID, f.a.userID, f.a.channelID, 50); err != nil || len(d) != 0 {
 		t.Errorf("A's channel got deliveries: %v %v", d, err)
+	}
+}
+
+// scriptIntact: A's site records no script B applied or removed.
+func scriptIntact(t *testing.T, f *apiFixture) {
+	s, err := f.st.Site(context.Background(), f.a.userID, f.a.siteID)
+	if err != nil || s.PlatformScript != nil {
+		t.Errorf("A's site's platform script after B's request: %+v %v", s.PlatformScript, err)
 	}
 }
 

@@ -183,7 +183,7 @@ func TestPlatformConnectImportPublishDisconnect(t *testing.T) {
 			loc, _ := url.Parse(resp.Header.Get("Location"))
 			q := loc.Query()
 			if !strings.HasPrefix(loc.String(), r.double.AuthorizeURL()+"?") || q.Get("response_type") != "code" || q.Get("client_id") != appID ||
-				q.Get("redirect_uri") != r.ts.URL+"/platform/callback" || q.Get("scope") != "sites:read sites:write pages:read" || len(q.Get("state")) < 32 {
+				q.Get("redirect_uri") != r.ts.URL+"/platform/callback" || q.Get("scope") != platform.Scopes || len(q.Get("state")) < 32 {
 				t.Fatalf("authorize redirect %s", loc)
 			}
 

@@ -312,6 +312,10 @@ var roleCases = []roleCase{
 	// A setting with PSI as the backend (the fixture's): refused to those who may edit, 422.
 	{route: "POST /sites/{siteId}/access", method: "POST", path: site("/access"), form: url.Values{"kind": {"basic"}, "username": {"u"}, "password": {"p"}},
 		want: [nRoles]int{422, 422, 403, 404, 404}},
+	// The beacon on the platform: the fixture's site was not imported through a connection, so
+	// those who may edit are told to paste the tag (409; the install itself: field_beacon_platform_test.go).
+	{route: "POST /sites/{siteId}/beacon/install", method: "POST", path: site("/beacon/install"), form: url.Values{}, want: [nRoles]int{409, 409, 403, 404, 404}},
+	{route: "POST /sites/{siteId}/beacon/remove", method: "POST", path: site("/beacon/remove"), form: url.Values{}, want: [nRoles]int{409, 409, 403, 404, 404}},
 	{route: "POST /sites/{siteId}/delete", method: "POST", path: site("/delete"), form: url.Values{"confirm": {"yes"}}, want: edits, fresh: true},
 	{route: "POST /sites/{siteId}/scan", method: "POST", path: site("/scan"), form: url.Values{}, want: edits},
 	{route: "GET /sites/{siteId}/scans/{scanId}", method: "GET", path: func(f *rolesFixture) string { return "/sites/" + f.a.siteID + "/scans/" + f.a.scanID }, want: reads},

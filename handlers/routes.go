@@ -169,6 +169,9 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 	mux.Handle("GET /sites/{siteId}/edit", s.requireUser(s.onSite(store.ActEdit, s.handleEditSite())))
 	mux.Handle("POST /sites/{siteId}", s.requireUser(s.onSite(store.ActEdit, s.handleUpdateSite())))
 	mux.Handle("POST /sites/{siteId}/access", s.requireUser(s.onSite(store.ActEdit, s.handleSetAccess())))
+	// The beacon added to (removed from) a platform site's custom code in one click.
+	mux.Handle("POST /sites/{siteId}/beacon/install", s.requireUser(s.onSite(store.ActEdit, s.handleBeaconInstall())))
+	mux.Handle("POST /sites/{siteId}/beacon/remove", s.requireUser(s.onSite(store.ActEdit, s.handleBeaconRemove())))
 	mux.Handle("POST /sites/{siteId}/delete", s.requireUser(s.onSite(store.ActEdit, s.handleDeleteSite())))
 	mux.Handle("POST /sites/{siteId}/scan", s.requireUser(s.onSite(store.ActEdit, s.handleScanNow())))
 	mux.Handle("GET /sites/{siteId}/scans/{scanId}", s.requireUser(s.onSite(store.ActRead, s.handleScan())))

@@ -57,7 +57,7 @@ type Deps struct {
 	// store.DefaultLogRetentionDays.
 	LogRetentionDays int
 	// Field is the field data beside the lab (field.go); nil: every site says it has none.
-	Field FieldStore
+	Field store.FieldReads
 	Log   *slog.Logger
 	// BaseURL is the interface's {base_url}: scheme and host, no trailing slash.
 	BaseURL string

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"fmt"
 	"html"
 	"net/http"
 	"net/http/cookiejar"
@@ -296,6 +297,12 @@ func TestSSODomainVerificationAndRequirement(t *testing.T) {
 			if status := bearerStatus(t, ts, oldKey); status != 403 {
 				t.Fatalf("a key made before the requirement: %d, want 403", status)
 			}
+			// The budget check authenticates its key itself: each of its forms follows the rule.
+			for _, body := range []string{`{"siteId":"%s"}`, `{"siteId":"%s","format":"junit"}`, `{"siteId":"%s","fieldBudgets":{"inp":200}}`} {
+				if status := budgetCheckStatus(t, ts, oldKey, fmt.Sprintf(body, site.ID)); status != 403 {
+					t.Fatalf("a key made before the requirement checks %s: %d, want 403", body, status)
+				}
+			}
 			// Break glass: the operator suspends the workspace's requirement.
 			glass := ssoServer(t, st, p, func(d *Deps) { d.SSOBreakGlass = map[string]bool{ws.ID: true} })
 			glass.now = ts.now
@@ -390,6 +397,20 @@ func bearerStatus(t *testing.T, ts *testServer, key string) int {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, ts.URL+"/api/external/scans/"+store.NewID(), nil)
 	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// budgetCheckStatus is the status of a budget check with key and body.
+func budgetCheckStatus(t *testing.T, ts *testServer, key, body string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, ts.URL+"/api/external/budget-check", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -46,6 +46,8 @@ var uiFlashes = map[string]string{
 	"site-deleted":          "Site deleted, with its scans, budgets and reports.",
 	"workspace-deleted":     "Workspace deleted, with its sites, scans, reports, API keys, invitations and members.",
 	"budgets-saved":         "Budgets saved.",
+	"beacon-installed":      "SitePulse's script was added to this site's custom code on Webflow, in the footer of every page. It takes effect when you next publish the site on Webflow.",
+	"beacon-removed":        "SitePulse's script was removed from this site's custom code on Webflow; its other scripts stay. The change takes effect when you next publish the site on Webflow.",
 	"rule-added":            "Alert rule added.",
 	"access-saved":          "Access setting saved: the next scan signs in before it audits. Its credentials are sealed and never shown again.",
 	"access-removed":        "The site is audited signed out: its access setting is removed.",
@@ -194,6 +196,8 @@ type siteForm struct {
 	// edit page only; RunnersOn shows their form.
 	Locations string
 	RunnersOn bool
+	// beaconErr is why "Add to Webflow" or "Remove from Webflow" did nothing, for the beacon card.
+	beaconErr string
 }
 
 func formOf(site store.Site) siteForm {

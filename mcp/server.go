@@ -91,7 +91,7 @@ type Server struct {
 	auditLog Recorder // nil: none
 	homes    homes    // authorize
 	latest   latestAnswers
-	field    FieldReader
+	field    store.FieldReads
 }
 
 // Config is what a Server needs. Now and Log default to time.Now and a discarding logger.
@@ -108,7 +108,7 @@ type Config struct {
 	// (platform.Keys); nil keeps reports hashed only.
 	Links LinkSealer
 	// Field is what get_field_data reads (tools_field.go); nil: every site has no field data.
-	Field FieldReader
+	Field store.FieldReads
 	// AuditLog records the security events tools cause (a report link made) in the workspace's
 	// security log (securitylog.Recorder); nil records none.
 	AuditLog Recorder

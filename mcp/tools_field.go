@@ -14,20 +14,9 @@ import (
 
 // This file holds get_field_data (DESIGN §19): what real users measured, beside the lab.
 
-// FieldReader is what get_field_data reads: a site's CrUX history, its beacon days and its
-// slowest interactions, scoped to the user's workspaces (store.CruxReads, store.BeaconReads).
-type FieldReader interface {
-	CruxSeries(ctx context.Context, userID, siteID string, q store.FieldQuery) ([]store.FieldPoint, error)
-	BeaconSeries(ctx context.Context, userID, siteID string, q store.FieldQuery) ([]store.FieldPoint, error)
-	SlowInteractions(ctx context.Context, userID, siteID string, q store.FieldQuery, limit int) ([]store.Interaction, error)
-}
-
-// get_field_data's read windows: CrUX's 40 weekly periods, the beacon's last 60 days.
-const (
-	fieldCruxSpan   = 40 * 7 * 24 * time.Hour
-	fieldBeaconSpan = 60 * 24 * time.Hour
-	fieldSlowMax    = 10
-)
+// get_field_data reads a site's CrUX history, its beacon days and its slowest interactions
+// (store.FieldReads), scoped to the user's workspaces, over the field's read windows.
+const fieldSlowMax = 10
 
 type fieldPoint struct {
 	Start   string   `json:"start"`
@@ -96,11 +85,11 @@ func (s *Server) getFieldData(ctx context.Context, userID string, a args) (field
 	}
 	now := s.now()
 	q := store.FieldQuery{Page: page, Device: store.FieldDevice(a.str("device", ""))}
-	crux, err := s.field.CruxSeries(ctx, userID, site.ID, store.FieldQuery{Page: q.Page, Device: q.Device, From: now.Add(-fieldCruxSpan)})
+	crux, err := s.field.CruxSeries(ctx, userID, site.ID, store.FieldQuery{Page: q.Page, Device: q.Device, From: now.Add(-store.FieldCruxSpan)})
 	if err != nil {
 		return fieldData{}, err
 	}
-	beacon, err := s.field.BeaconSeries(ctx, userID, site.ID, store.FieldQuery{Page: q.Page, Device: q.Device, From: now.Add(-fieldBeaconSpan)})
+	beacon, err := s.field.BeaconSeries(ctx, userID, site.ID, store.FieldQuery{Page: q.Page, Device: q.Device, From: now.Add(-store.FieldBeaconSpan)})
 	if err != nil {
 		return fieldData{}, err
 	}

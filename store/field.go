@@ -82,6 +82,20 @@ type Interaction struct {
 	LastSeen                                          time.Time
 }
 
+// FieldReads are both halves of a site's field data, as every surface reads them (the site,
+// scan and page views, MCP get_field_data, the field budget, the alerts).
+type FieldReads interface {
+	CruxReads
+	BeaconReads
+}
+
+// The field's read windows: CrUX keeps up to 40 weekly periods; the beacon's days are read over
+// two months, enough for a week before a publish and the weeks after it.
+const (
+	FieldCruxSpan   = 40 * 7 * 24 * time.Hour
+	FieldBeaconSpan = 60 * 24 * time.Hour
+)
+
 // CruxReads reads a site's CrUX history. The user's form answers ErrNotFound for a site of a
 // workspace the user is not a member of; the Of form serves the system (the pipeline, alerts).
 type CruxReads interface {

@@ -54,6 +54,8 @@ const (
 
 	LogPlatformConnected    = "platform.connected"
 	LogPlatformDisconnected = "platform.disconnected"
+	LogBeaconInstalled      = "platform.script_installed"
+	LogBeaconRemoved        = "platform.script_removed"
 
 	LogSSOSignIn            = "sso.signin"
 	LogSSOSignInFailed      = "sso.signin_failed"
@@ -108,6 +110,8 @@ var LogKinds = []struct{ Kind, Means string }{
 	{LogReportRevoked, "a client report link was revoked"},
 	{LogPlatformConnected, "the site-builder platform was connected"},
 	{LogPlatformDisconnected, "the site-builder platform was disconnected"},
+	{LogBeaconInstalled, "the beacon script was added to a site's custom code on the platform"},
+	{LogBeaconRemoved, "the beacon script was removed from a site's custom code on the platform"},
 	{LogSSOSignIn, "a member signed in through the identity provider"},
 	{LogSSOSignInFailed, "a sign-in through the identity provider was refused"},
 	{LogSSOSettingsChanged, "the workspace's single sign-on settings changed"},

@@ -481,7 +481,8 @@ type Platform interface {
 	// DisablePlatformConnection marks a workspace's connection refused by the platform: reconnect.
 	DisablePlatformConnection(ctx context.Context, workspaceID string, now time.Time) error
 	// DisconnectPlatform forgets a workspace's connection and unlinks every site it imported
-	// (platform id, verification and webhook id cleared); the sites and their history stay.
+	// (platform id, verification, webhook id and applied script cleared); the sites and their
+	// history stay.
 	DisconnectPlatform(ctx context.Context, workspaceID string) error
 	// ImportPlatformSite links platform site s.PlatformSiteID to a site of workspace
 	// s.WorkspaceID (s.UserID's personal one when empty) through a verified connection, in one
@@ -494,6 +495,9 @@ type Platform interface {
 	ImportPlatformSite(ctx context.Context, s Site, maxSites int) (site Site, created bool, err error)
 	// SetPlatformWebhook records the webhook registered for a user's site.
 	SetPlatformWebhook(ctx context.Context, userID, siteID, webhookID string) error
+	// SetPlatformScript records the beacon script applied to a site's custom code on the
+	// platform (nil: removed), for a user who may edit the site; ErrNotFound otherwise.
+	SetPlatformScript(ctx context.Context, userID, siteID string, sc *PlatformScript) error
 	// SetSitePages replaces the saved pages of a user's site still verified for platformSiteID
 	// (system: the scanner's refresh from the platform before a publish's scan); ErrNotFound
 	// once a disconnect or another account's import has unlinked it.

@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
 )
@@ -65,10 +66,13 @@ type Site struct {
 	PlatformVerified bool
 	// PlatformWebhookID is the site_publish webhook SitePulse registered on the platform.
 	PlatformWebhookID string
-	Founding          bool
-	HealthScore       *int
-	LastPublished     *time.Time
-	Pages             []string // saved page paths; empty means discover them from the sitemap
+	// PlatformScript is the beacon script SitePulse applied to the site's custom code on the
+	// platform; nil when it did not (or removed it).
+	PlatformScript *PlatformScript
+	Founding       bool
+	HealthScore    *int
+	LastPublished  *time.Time
+	Pages          []string // saved page paths; empty means discover them from the sitemap
 	// Schedule is ScheduleOff (scan on publish and on demand only), ScheduleDaily or
 	// ScheduleWeekly; NextScanAt is when the next scheduled scan is due, nil when off.
 	Schedule   Schedule
@@ -581,6 +585,27 @@ type Report struct {
 type PlatformConnection struct {
 	WorkspaceID string
 	TokenSealed string
-	DisabledAt  *time.Time
-	CreatedAt   time.Time
+	// Scopes are what the platform granted the token; none for a connection made before they
+	// were recorded.
+	Scopes     []string
+	DisabledAt *time.Time
+	CreatedAt  time.Time
+}
+
+// Granted reports whether the connection's token was granted every one of scopes.
+func (c PlatformConnection) Granted(scopes ...string) bool {
+	for _, want := range scopes {
+		if !slices.Contains(c.Scopes, want) {
+			return false
+		}
+	}
+	return true
+}
+
+// PlatformScript is a script registered on the platform and applied to a site's custom code:
+// its id and version there, and when SitePulse applied it.
+type PlatformScript struct {
+	ID        string
+	Version   string
+	AppliedAt time.Time
 }

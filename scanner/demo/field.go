@@ -65,12 +65,6 @@ func LoadField(fsys fs.FS) (FieldRecording, error) {
 	return r, json.Unmarshal(b, &r)
 }
 
-// FieldReads are the field reads of the store (store.CruxReads and store.BeaconReads).
-type FieldReads interface {
-	store.CruxReads
-	store.BeaconReads
-}
-
 // SiteReader finds a site of the user's: the demo's field reads are scoped as the store's are.
 type SiteReader interface {
 	Site(ctx context.Context, userID, siteID string) (store.Site, error)
@@ -90,11 +84,11 @@ type Field struct {
 	slow   []store.Interaction
 }
 
-var _ FieldReads = (*Field)(nil)
+var _ store.FieldReads = (*Field)(nil)
 
 // NewField places the recording on the demo site's dates (day 0 is the UTC day of publish) over
 // the store's halves, either of which may be nil. With siteID "" no site is the demo's: it joins
-// the store's halves into one FieldReads.
+// the store's halves into one store.FieldReads.
 func NewField(rec FieldRecording, siteID string, publish time.Time, sites SiteReader, crux store.CruxReads, beacon store.BeaconReads) *Field {
 	f := &Field{siteID: siteID, sites: sites, crux: crux, beacon: beacon}
 	day0 := publish.UTC().Truncate(24 * time.Hour)

@@ -118,8 +118,9 @@ type Webhook struct {
 // TriggerSitePublish is the event SitePulse subscribes to.
 const TriggerSitePublish = "site_publish"
 
-// Scopes are what the app asks the user to grant: read sites and pages, write webhooks.
-const Scopes = "sites:read sites:write pages:read"
+// Scopes are what the app asks the user to grant: read sites and pages, write webhooks, read
+// and write custom code (to add the beacon script, customcode.go).
+const Scopes = "sites:read sites:write pages:read custom_code:read custom_code:write"
 
 // ClientConfig configures a Client. Zero values get the defaults noted.
 type ClientConfig struct {
@@ -127,8 +128,8 @@ type ClientConfig struct {
 	ClientID     string
 	ClientSecret string
 	HTTP         *http.Client // default: 15 s timeout
-	// Attempts bounds the tries of one call through 429 (any method), 5xx and timeouts (GET and
-	// DELETE only). Default 4.
+	// Attempts bounds the tries of one call through 429 (any method), 5xx and timeouts (GET, PUT
+	// and DELETE only). Default 4.
 	Attempts int
 	// Backoff is the wait before try n+1 after a 5xx or timeout. Default 500 ms × 2^(n-1).
 	Backoff func(n int) time.Duration
@@ -283,13 +284,13 @@ func (e *apiError) Error() string {
 const maxBody = 8 << 20
 
 // do makes one API call, retrying 429 after its Retry-After (the platform did not act), and,
-// for GET and DELETE only, 5xx and transport failures (timeouts included) after a backoff, up
+// for GET, PUT (a whole replacement) and DELETE only, 5xx and transport failures (timeouts included) after a backoff, up
 // to Attempts tries. A POST that got a 5xx or timed out may have been done by the platform
 // (a webhook created, a code spent), so it is not repeated blindly: it fails with
 // ErrUnavailable and the caller decides (ensureWebhook lists before creating again). The token
 // goes in the Authorization header only and is never part of an error or a log line.
 func (c *Client) do(ctx context.Context, method, path, token, contentType string, body []byte, out any) error {
-	idempotent := method == http.MethodGet || method == http.MethodDelete
+	idempotent := method == http.MethodGet || method == http.MethodPut || method == http.MethodDelete
 	var last error
 	for n := 1; ; n++ {
 		wait, err := c.try(ctx, method, path, token, contentType, body, out)
@@ -352,6 +353,13 @@ func (c *Client) try(ctx context.Context, method, path, token, contentType strin
 		return -1, ErrUnauthorized
 	case resp.StatusCode == http.StatusNotFound:
 		return -1, ErrNotFound
+	case resp.StatusCode == http.StatusForbidden:
+		e := &apiError{Status: resp.StatusCode}
+		json.Unmarshal(raw, e)
+		if e.Code == "missing_scopes" {
+			return -1, fmt.Errorf("%w: %v", ErrMissingScope, e)
+		}
+		return -1, e
 	case resp.StatusCode >= 300:
 		e := &apiError{Status: resp.StatusCode}
 		json.Unmarshal(raw, e)

@@ -46,17 +46,23 @@ type Connector struct {
 }
 
 // Connect exchanges an authorization code and keeps the token, sealed, as the workspace's
-// connection (a personal workspace's id is its user's, so older sealed tokens still open).
+// connection (a personal workspace's id is its user's, so older sealed tokens still open), with
+// the scopes the platform says it granted. Scopes it could not read are kept as none: what
+// needs one asks to connect again.
 func (c *Connector) Connect(ctx context.Context, workspaceID, code, redirectURI string) error {
 	token, err := c.Client.Exchange(ctx, code, redirectURI)
 	if err != nil {
 		return err
 	}
+	scopes, err := c.Client.Introspect(ctx, token)
+	if err != nil {
+		c.Log.Warn("platform: the granted scopes could not be read; kept as none", "workspace", workspaceID, "err", err)
+	}
 	sealed, err := c.Keys.Seal(token, workspaceID)
 	if err != nil {
 		return err
 	}
-	return c.Store.SavePlatformConnection(ctx, store.PlatformConnection{WorkspaceID: workspaceID, TokenSealed: sealed, CreatedAt: c.Now()})
+	return c.Store.SavePlatformConnection(ctx, store.PlatformConnection{WorkspaceID: workspaceID, TokenSealed: sealed, Scopes: scopes, CreatedAt: c.Now()})
 }
 
 // token opens the user's token: ErrNotConnected, or ErrReconnect when the connection is disabled.

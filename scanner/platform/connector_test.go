@@ -18,10 +18,17 @@ const acme = "6258612d1ee792848f805dd0" // platformtest.Sample's second site
 
 // connected is a Connector to the double with a user whose code was exchanged.
 func connected(t *testing.T) (*platform.Connector, *platformtest.Platform, string) {
+	return connectedWith(t, nil)
+}
+
+// connectedWith is connected with the app registered for appScopes on the platform (nil: all
+// it asks).
+func connectedWith(t *testing.T, appScopes []string) (*platform.Connector, *platformtest.Platform, string) {
 	t.Helper()
 	ctx := context.Background()
 	double := platformtest.New(t, "app", "secret")
 	double.Sample()
+	double.AppScopes = appScopes
 	st := memory.New()
 	user := store.User{ID: store.NewID(), Email: "ada@example.com", CreatedAt: time.Now()}
 	if err := st.CreateUser(ctx, user); err != nil {
@@ -33,7 +40,7 @@ func connected(t *testing.T) (*platform.Connector, *platformtest.Platform, strin
 			Sleep: func(context.Context, time.Duration) error { return nil }})}
 	const redirect = "http://sitepulse.test/platform/callback"
 	back, err := double.Approve(double.AuthorizeURL() + "?" + url.Values{"client_id": {"app"}, "response_type": {"code"},
-		"redirect_uri": {redirect}, "state": {"s"}}.Encode())
+		"redirect_uri": {redirect}, "state": {"s"}, "scope": {platform.Scopes}}.Encode())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,7 +67,7 @@ func (m *Store) SavePlatformConnection(ctx context.Context, c store.PlatformConn
 	if _, ok := m.workspaces[c.WorkspaceID]; !ok {
 		return store.NotFound("workspace")
 	}
-	c.DisabledAt, c.CreatedAt = nil, store.Now(c.CreatedAt)
+	c.DisabledAt, c.CreatedAt, c.Scopes = nil, store.Now(c.CreatedAt), slices.Clone(c.Scopes)
 	m.connections[c.WorkspaceID] = c
 	return nil
 }
@@ -79,7 +79,7 @@ func (m *Store) PlatformConnection(ctx context.Context, workspaceID string) (sto
 	if !ok {
 		return store.PlatformConnection{}, store.NotFound("platform connection")
 	}
-	c.DisabledAt = cloneTime(c.DisabledAt)
+	c.DisabledAt, c.Scopes = cloneTime(c.DisabledAt), slices.Clone(c.Scopes)
 	return c, nil
 }
 
@@ -102,7 +102,7 @@ func (m *Store) DisconnectPlatform(ctx context.Context, workspaceID string) erro
 	defer m.mu.Unlock()
 	for id, s := range m.sites {
 		if s.WorkspaceID == workspaceID && s.PlatformVerified {
-			s.PlatformSiteID, s.PlatformVerified, s.PlatformWebhookID = "", false, ""
+			s.PlatformSiteID, s.PlatformVerified, s.PlatformWebhookID, s.PlatformScript = "", false, "", nil
 			m.sites[id] = s
 		}
 	}
@@ -166,6 +166,23 @@ func (m *Store) ImportPlatformSite(ctx context.Context, s store.Site, maxSites i
 	}
 	m.sites[s.ID] = cloneSite(s)
 	return cloneSite(s), true, nil
+}
+
+func (m *Store) SetPlatformScript(ctx context.Context, userID, siteID string, sc *store.PlatformScript) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.editableSite(userID, siteID)
+	if !ok {
+		return store.NotFound("site")
+	}
+	s.PlatformScript = nil
+	if sc != nil {
+		c := *sc
+		c.AppliedAt = store.Now(c.AppliedAt)
+		s.PlatformScript = &c
+	}
+	m.sites[siteID] = cloneSite(s)
+	return nil
 }
 
 func (m *Store) SetPlatformWebhook(ctx context.Context, userID, siteID, webhookID string) error {

@@ -21,6 +21,10 @@ func cloneSite(s store.Site) store.Site {
 	}
 	s.LastPublished = cloneTime(s.LastPublished)
 	s.NextScanAt = cloneTime(s.NextScanAt)
+	if s.PlatformScript != nil {
+		c := *s.PlatformScript
+		s.PlatformScript = &c
+	}
 	return s
 }
 

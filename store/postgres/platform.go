@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/lib/pq"
@@ -51,10 +52,11 @@ func (p *Store) SavePlatformConnection(ctx context.Context, c store.PlatformConn
 	if !uuidOK(c.WorkspaceID) {
 		return store.NotFound("workspace")
 	}
-	_, err := p.db.ExecContext(ctx, `INSERT INTO platform_connections (workspace_id, token_sealed, disabled_at, created_at)
-		VALUES ($1, $2, NULL, $3)
-		ON CONFLICT (workspace_id) DO UPDATE SET token_sealed = EXCLUDED.token_sealed, disabled_at = NULL, created_at = EXCLUDED.created_at`,
-		c.WorkspaceID, c.TokenSealed, store.Now(c.CreatedAt))
+	_, err := p.db.ExecContext(ctx, `INSERT INTO platform_connections (workspace_id, token_sealed, scopes, disabled_at, created_at)
+		VALUES ($1, $2, $3, NULL, $4)
+		ON CONFLICT (workspace_id) DO UPDATE SET token_sealed = EXCLUDED.token_sealed, scopes = EXCLUDED.scopes, disabled_at = NULL,
+			created_at = EXCLUDED.created_at`,
+		c.WorkspaceID, c.TokenSealed, strings.Join(c.Scopes, " "), store.Now(c.CreatedAt))
 	return pgErr("save platform connection", err)
 }
 
@@ -64,9 +66,10 @@ func (p *Store) PlatformConnection(ctx context.Context, workspaceID string) (sto
 	}
 	var c store.PlatformConnection
 	var disabled sql.NullTime
-	err := p.db.QueryRowContext(ctx, `SELECT workspace_id, token_sealed, disabled_at, created_at FROM platform_connections WHERE workspace_id = $1`,
-		workspaceID).Scan(&c.WorkspaceID, &c.TokenSealed, &disabled, &c.CreatedAt)
-	c.DisabledAt, c.CreatedAt = timePtr(disabled), c.CreatedAt.UTC()
+	var scopes string
+	err := p.db.QueryRowContext(ctx, `SELECT workspace_id, token_sealed, scopes, disabled_at, created_at FROM platform_connections WHERE workspace_id = $1`,
+		workspaceID).Scan(&c.WorkspaceID, &c.TokenSealed, &scopes, &disabled, &c.CreatedAt)
+	c.Scopes, c.DisabledAt, c.CreatedAt = strings.Fields(scopes), timePtr(disabled), c.CreatedAt.UTC()
 	return c, pgErr("platform connection", err)
 }
 
@@ -84,8 +87,8 @@ func (p *Store) DisconnectPlatform(ctx context.Context, workspaceID string) erro
 		return nil
 	}
 	return p.tx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `UPDATE sites SET platform_site_id = NULL, platform_verified = false, platform_webhook_id = NULL
-			WHERE workspace_id = $1 AND platform_verified`, workspaceID); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE sites SET platform_site_id = NULL, platform_verified = false, platform_webhook_id = NULL,
+			platform_script_id = NULL, platform_script_version = NULL, platform_script_at = NULL WHERE workspace_id = $1 AND platform_verified`, workspaceID); err != nil {
 			return pgErr("unlink platform sites", err)
 		}
 		_, err := tx.ExecContext(ctx, `DELETE FROM platform_connections WHERE workspace_id = $1`, workspaceID)
@@ -146,6 +149,20 @@ func (p *Store) ImportPlatformSite(ctx context.Context, s store.Site, maxSites i
 		return pgErr("import platform site", err)
 	})
 	return out, created && err == nil, err
+}
+
+func (p *Store) SetPlatformScript(ctx context.Context, userID, siteID string, sc *store.PlatformScript) error {
+	if !uuidOK(userID, siteID) {
+		return store.NotFound("site")
+	}
+	var id, version sql.NullString
+	var at sql.NullTime
+	if sc != nil {
+		id, version, at = sql.NullString{String: sc.ID, Valid: true}, sql.NullString{String: sc.Version, Valid: true}, sql.NullTime{Time: store.Now(sc.AppliedAt), Valid: true}
+	}
+	res, err := p.db.ExecContext(ctx, `UPDATE sites SET platform_script_id = $3, platform_script_version = $4, platform_script_at = $5
+		WHERE id = $1 AND `+writable("workspace_id", 2), siteID, userID, id, version, at)
+	return pgErr("set platform script", affected(res, err, sql.ErrNoRows))
 }
 
 func (p *Store) SetPlatformWebhook(ctx context.Context, userID, siteID, webhookID string) error {

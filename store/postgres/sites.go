@@ -158,15 +158,22 @@ func (p *Store) DeleteSite(ctx context.Context, userID, siteID string) error {
 }
 
 const siteCols = `id, user_id, workspace_id, name, domain, coalesce(platform_site_id, ''), founding, health_score,
-	last_published, pages, created_at, platform_verified, coalesce(platform_webhook_id, ''), scan_schedule, next_scan_at`
+	last_published, pages, created_at, platform_verified, coalesce(platform_webhook_id, ''), scan_schedule, next_scan_at,
+	coalesce(platform_script_id, ''), coalesce(platform_script_version, ''), platform_script_at`
 
 func scanSite(row rowScanner) (store.Site, error) {
 	var s store.Site
 	var health sql.NullInt64
-	var published, next sql.NullTime
+	var published, next, scriptAt sql.NullTime
 	var pages pq.StringArray
+	var script store.PlatformScript
 	err := row.Scan(&s.ID, &s.UserID, &s.WorkspaceID, &s.Name, &s.Domain, &s.PlatformSiteID, &s.Founding, &health,
-		&published, &pages, &s.CreatedAt, &s.PlatformVerified, &s.PlatformWebhookID, &s.Schedule, &next)
+		&published, &pages, &s.CreatedAt, &s.PlatformVerified, &s.PlatformWebhookID, &s.Schedule, &next,
+		&script.ID, &script.Version, &scriptAt)
+	if scriptAt.Valid {
+		script.AppliedAt = scriptAt.Time.UTC()
+		s.PlatformScript = &script
+	}
 	if health.Valid {
 		h := int(health.Int64)
 		s.HealthScore = &h

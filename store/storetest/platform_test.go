@@ -62,7 +62,7 @@ func testPlatformConnection(t *testing.T, s store.Store) {
 	must(t, s.SavePlatformConnection(ctx, store.PlatformConnection{WorkspaceID: a.ID, TokenSealed: "k1.sealed-1", CreatedAt: t0}))
 	c, err := s.PlatformConnection(ctx, a.ID)
 	must(t, err)
-	if c.TokenSealed != "k1.sealed-1" || c.DisabledAt != nil || !c.CreatedAt.Equal(t0) {
+	if c.TokenSealed != "k1.sealed-1" || c.DisabledAt != nil || !c.CreatedAt.Equal(t0) || len(c.Scopes) != 0 || c.Granted("custom_code:write") {
 		t.Errorf("connection = %+v", c)
 	}
 	_, err = s.PlatformConnection(ctx, b.ID)
@@ -74,16 +74,29 @@ func testPlatformConnection(t *testing.T, s store.Store) {
 	if c.DisabledAt == nil || !c.DisabledAt.Equal(t0.Add(time.Hour)) {
 		t.Errorf("disabled at %v, want %v", c.DisabledAt, t0.Add(time.Hour))
 	}
-	// Reconnecting replaces the token and enables the connection again.
-	must(t, s.SavePlatformConnection(ctx, store.PlatformConnection{WorkspaceID: a.ID, TokenSealed: "k1.sealed-2", CreatedAt: t0.Add(3 * time.Hour)}))
+	// Reconnecting replaces the token and its scopes and enables the connection again.
+	must(t, s.SavePlatformConnection(ctx, store.PlatformConnection{WorkspaceID: a.ID, TokenSealed: "k1.sealed-2", CreatedAt: t0.Add(3 * time.Hour),
+		Scopes: []string{"sites:read", "custom_code:read", "custom_code:write"}}))
 	c, _ = s.PlatformConnection(ctx, a.ID)
-	if c.TokenSealed != "k1.sealed-2" || c.DisabledAt != nil {
+	if c.TokenSealed != "k1.sealed-2" || c.DisabledAt != nil || !c.Granted("custom_code:read", "custom_code:write") || c.Granted("cms:write") {
 		t.Errorf("after reconnect = %+v", c)
 	}
 
 	// Disconnect unlinks the imported sites only, keeps them and their scans, forgets the token.
 	imported := importSite(t, s, a, "wf-1")
 	must(t, s.SetPlatformWebhook(ctx, a.ID, imported.ID, "hook-1"))
+	// The applied script: recorded for whoever may edit the site, never for another account.
+	applied := &store.PlatformScript{ID: "sitepulse", Version: "1.2.3", AppliedAt: t0.Add(time.Minute)}
+	wantErr(t, s.SetPlatformScript(ctx, b.ID, imported.ID, applied), store.ErrNotFound)
+	must(t, s.SetPlatformScript(ctx, a.ID, imported.ID, applied))
+	if got, _ := s.Site(ctx, a.ID, imported.ID); got.PlatformScript == nil || *got.PlatformScript != *applied {
+		t.Errorf("applied script = %+v", got.PlatformScript)
+	}
+	must(t, s.SetPlatformScript(ctx, a.ID, imported.ID, nil))
+	if got, _ := s.Site(ctx, a.ID, imported.ID); got.PlatformScript != nil {
+		t.Errorf("removed script = %+v", got.PlatformScript)
+	}
+	must(t, s.SetPlatformScript(ctx, a.ID, imported.ID, applied))
 	scan := enqueue(t, s, imported, t0)
 	manual := store.Site{ID: store.NewID(), UserID: a.ID, Name: "manual", Domain: "manual.test", PlatformSiteID: "typed", CreatedAt: t0}
 	must(t, s.CreateSite(ctx, manual))
@@ -92,7 +105,7 @@ func testPlatformConnection(t *testing.T, s store.Store) {
 	wantErr(t, err, store.ErrNotFound)
 	got, err := s.Site(ctx, a.ID, imported.ID)
 	must(t, err)
-	if got.PlatformSiteID != "" || got.PlatformVerified || got.PlatformWebhookID != "" || got.Name != "Site wf-1" {
+	if got.PlatformSiteID != "" || got.PlatformVerified || got.PlatformWebhookID != "" || got.PlatformScript != nil || got.Name != "Site wf-1" {
 		t.Errorf("after disconnect = %+v", got)
 	}
 	if _, err := s.Scan(ctx, a.ID, scan.ID); err != nil {

@@ -2,7 +2,8 @@
 // page and token endpoint, and the Data API v2 endpoints SitePulse calls, with their real
 // shapes (sites, pages with pagination, webhooks), plus the site_publish webhook it sends. Tests
 // start it with New; `go run ./.ci/loadkit platform` serves it as a process for trying the flow
-// offline. Faults: Throttle (429 + Retry-After), Fail and FailCall (5xx), FailAfterCall (the
+// offline. The custom code API (custom_code.go) keeps each site's registered scripts and the
+// scripts applied to it, and asks for the custom_code scopes. Faults: Throttle (429 + Retry-After), Fail and FailCall (5xx), FailAfterCall (the
 // call is done, then 5xx, as a timeout after the platform acted), Revoke (401).
 package platformtest
 
@@ -16,6 +17,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"html/template"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -43,16 +45,22 @@ type Platform struct {
 	mu       sync.Mutex
 	sites    []*Site
 	codes    map[string]grant
-	tokens   map[string]bool // issued tokens; false once revoked
+	tokens   map[string]*issued
 	webhooks []platform.Webhook
-	throttle int
-	retry    string
-	fail     int
-	failCode int
-	failPath map[string]int // "METHOD /path" -> calls left to answer 500
-	failDone map[string]int // "METHOD /path" -> calls left to do, then answer 500
-	calls    map[string]int
-	nextID   int
+	// AppScopes are the scopes the app is registered for: a token is granted those of the
+	// asked ones only. Nil grants whatever is asked.
+	AppScopes []string
+	scripts   map[string][]platform.RegisteredScript // site id -> registered scripts
+	applied   map[string]appliedCode                 // site id -> the app's custom code
+	bodies    map[string][]byte                      // "METHOD /path" -> the last body received
+	throttle  int
+	retry     string
+	fail      int
+	failCode  int
+	failPath  map[string]int // "METHOD /path" -> calls left to answer 500
+	failDone  map[string]int // "METHOD /path" -> calls left to do, then answer 500
+	calls     map[string]int
+	nextID    int
 	// Deliver posts a webhook; default an http.Client with a 10 s timeout.
 	Deliver *http.Client
 	mux     *http.ServeMux
@@ -60,7 +68,26 @@ type Platform struct {
 
 type grant struct {
 	redirectURI string
+	scopes      []string
 	used        bool
+}
+
+// issued is an access token: revoked once the app is uninstalled, and its granted scopes.
+type issued struct {
+	valid  bool
+	scopes []string
+	at     time.Time
+}
+
+// grantScopes is what a consent to asked grants: the asked scopes the app is registered for.
+func (p *Platform) grantScopes(asked string) []string {
+	var out []string
+	for _, sc := range strings.Fields(asked) {
+		if p.AppScopes == nil || slices.Contains(p.AppScopes, sc) {
+			out = append(out, sc)
+		}
+	}
+	return out
 }
 
 // New starts the double on 127.0.0.1 with an app of clientID and secret; it stops when the test ends.
@@ -74,7 +101,8 @@ func New(t testing.TB, clientID, secret string) *Platform {
 
 // NewHandler makes the double for a command that listens itself; set URL to its address.
 func NewHandler(clientID, secret string) *Platform {
-	p := &Platform{ClientID: clientID, ClientSecret: secret, codes: map[string]grant{}, tokens: map[string]bool{},
+	p := &Platform{ClientID: clientID, ClientSecret: secret, codes: map[string]grant{}, tokens: map[string]*issued{},
+		scripts: map[string][]platform.RegisteredScript{}, applied: map[string]appliedCode{}, bodies: map[string][]byte{},
 		calls: map[string]int{}, failPath: map[string]int{}, failDone: map[string]int{}, Deliver: &http.Client{Timeout: 10 * time.Second}, mux: http.NewServeMux()}
 	p.mux.HandleFunc("GET /oauth/authorize", p.authorizePage)
 	p.mux.HandleFunc("POST /oauth/authorize", p.authorizeDecision)
@@ -84,6 +112,11 @@ func NewHandler(clientID, secret string) *Platform {
 	p.mux.HandleFunc("GET /v2/sites/{site_id}/webhooks", p.api(p.listWebhooks))
 	p.mux.HandleFunc("POST /v2/sites/{site_id}/webhooks", p.api(p.createWebhook))
 	p.mux.HandleFunc("DELETE /v2/webhooks/{webhook_id}", p.api(p.deleteWebhook))
+	p.mux.HandleFunc("GET /v2/token/introspect", p.api(p.introspect))
+	p.mux.HandleFunc("GET /v2/sites/{site_id}/registered_scripts", p.api(p.scoped("custom_code:read", p.listScripts)))
+	p.mux.HandleFunc("POST /v2/sites/{site_id}/registered_scripts/hosted", p.api(p.scoped("custom_code:write", p.registerHosted)))
+	p.mux.HandleFunc("GET /v2/sites/{site_id}/custom_code", p.api(p.scoped("custom_code:read", p.getCustomCode)))
+	p.mux.HandleFunc("PUT /v2/sites/{site_id}/custom_code", p.api(p.scoped("custom_code:write", p.putCustomCode)))
 	p.mux.HandleFunc("POST /_double/publish/{site_id}", p.publishControl)
 	return p
 }
@@ -140,8 +173,8 @@ func (p *Platform) FailAfterCall(key string, n int) {
 func (p *Platform) Revoke() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for t := range p.tokens {
-		p.tokens[t] = false
+	for _, t := range p.tokens {
+		t.valid = false
 	}
 }
 
@@ -252,7 +285,7 @@ button.deny{background:#ddd;color:#222}code{background:#eee;padding:0 .3rem}</st
 <ul>{{range .Scopes}}<li><code>{{.}}</code></li>{{end}}</ul>
 <form method="post" action="/oauth/authorize">
 <input type="hidden" name="client_id" value="{{.ClientID}}"><input type="hidden" name="redirect_uri" value="{{.RedirectURI}}">
-<input type="hidden" name="state" value="{{.State}}">
+<input type="hidden" name="state" value="{{.State}}"><input type="hidden" name="scope" value="{{.Scope}}">
 <button name="decision" value="approve">Authorize app</button><button class="deny" name="decision" value="deny">Cancel</button>
 </form></main></body></html>`))
 
@@ -264,7 +297,7 @@ func (p *Platform) authorizePage(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	authorizeTmpl.Execute(w, map[string]any{"ClientID": p.ClientID, "RedirectURI": q.Get("redirect_uri"),
-		"State": q.Get("state"), "Scopes": strings.Fields(q.Get("scope"))})
+		"State": q.Get("state"), "Scope": q.Get("scope"), "Scopes": strings.Fields(q.Get("scope"))})
 }
 
 func (p *Platform) authorizeDecision(w http.ResponseWriter, r *http.Request) {
@@ -284,7 +317,7 @@ func (p *Platform) authorizeDecision(w http.ResponseWriter, r *http.Request) {
 	}
 	code := random()
 	p.mu.Lock()
-	p.codes[code] = grant{redirectURI: redirect}
+	p.codes[code] = grant{redirectURI: redirect, scopes: p.grantScopes(r.PostForm.Get("scope"))}
 	p.mu.Unlock()
 	http.Redirect(w, r, redirect+sep+"code="+code+"&state="+state, http.StatusFound)
 }
@@ -299,7 +332,7 @@ func (p *Platform) Approve(authorizeURL string) (string, error) {
 	}
 	code := random()
 	p.mu.Lock()
-	p.codes[code] = grant{redirectURI: q.Get("redirect_uri")}
+	p.codes[code] = grant{redirectURI: q.Get("redirect_uri"), scopes: p.grantScopes(q.Get("scope"))}
 	p.mu.Unlock()
 	return q.Get("redirect_uri") + "?code=" + code + "&state=" + q.Get("state"), nil
 }
@@ -330,7 +363,7 @@ func (p *Platform) accessToken(w http.ResponseWriter, r *http.Request) {
 	g.used = true
 	p.codes[f.Get("code")] = g
 	token := random()
-	p.tokens[token] = true
+	p.tokens[token] = &issued{valid: true, scopes: g.scopes, at: time.Now().UTC()}
 	writeJSON(w, http.StatusOK, map[string]string{"access_token": token, "token_type": "bearer"})
 }
 
@@ -345,11 +378,17 @@ func apiError(w http.ResponseWriter, status int, code, msg string) {
 	writeJSON(w, status, map[string]any{"code": code, "message": msg, "externalReference": nil, "details": []any{}})
 }
 
-// api wraps a data endpoint: counts the call, applies the faults, checks the bearer token.
+// api wraps a data endpoint: counts the call (and keeps its body), applies the faults, checks
+// the bearer token.
 func (p *Platform) api(h func(w http.ResponseWriter, r *http.Request)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		r.Body = io.NopCloser(bytes.NewReader(body))
 		p.mu.Lock()
 		p.calls[r.Method+" "+r.URL.Path]++
+		if len(body) > 0 {
+			p.bodies[r.Method+" "+r.URL.Path] = body
+		}
 		if p.throttle > 0 {
 			p.throttle--
 			retry := p.retry
@@ -370,7 +409,7 @@ func (p *Platform) api(h func(w http.ResponseWriter, r *http.Request)) http.Hand
 			return
 		}
 		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		valid := ok && p.tokens[token]
+		valid := ok && p.tokens[token] != nil && p.tokens[token].valid
 		done := p.failDone[r.Method+" "+r.URL.Path] > 0
 		if done {
 			p.failDone[r.Method+" "+r.URL.Path]--
@@ -381,7 +420,7 @@ func (p *Platform) api(h func(w http.ResponseWriter, r *http.Request)) http.Hand
 			return
 		}
 		if done {
-			h(httptest.NewRecorder(), r)
+			h(httptest.NewRecorder(), r.Clone(r.Context()))
 			apiError(w, http.StatusInternalServerError, "internal_error", "An internal error occurred")
 			return
 		}
