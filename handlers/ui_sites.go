@@ -97,6 +97,9 @@ func (h homePage) Grouped() bool { return len(h.Workspaces) > 1 }
 // page links show then.
 func (h homePage) Paged() bool { return h.Prev != "" || h.Next != "" || h.Search != "" }
 
+// PageSize is how many sites a page shows, for the page's note.
+func (homePage) PageSize() int { return homePageSize }
+
 // maxSearch is the longest ?q= the sites list searches by (a site's name has at most 100
 // characters); a longer one is cut.
 const maxSearch = 100

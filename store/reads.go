@@ -88,7 +88,7 @@ type ListingQuery struct {
 	// Search keeps the sites whose name contains it, ignoring case; empty keeps every site.
 	Search string
 	// After and Before are a site's ID: the page after it or before it in (name, id) order, the
-	// name compared byte by byte. Both empty: the first page. A site that is not the user's, or
+	// name compared byte by byte (After when both are set). Both empty: the first page. A site that is not the user's, or
 	// no longer there, reads as the first page.
 	After, Before string
 	Limit         int

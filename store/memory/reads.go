@@ -64,7 +64,10 @@ func (m *Store) SiteListingsPage(ctx context.Context, userID string, q store.Lis
 	if q.Limit < 1 {
 		return store.ListingPage{Sites: []store.SiteListing{}}, nil
 	}
-	cursor := slices.IndexFunc(all, func(l store.SiteListing) bool { return l.ID != "" && (l.ID == q.After || l.ID == q.Before) })
+	if q.After != "" { // After wins
+		q.Before = ""
+	}
+	cursor := slices.IndexFunc(all, func(l store.SiteListing) bool { return l.ID == q.After+q.Before })
 	switch {
 	case cursor >= 0 && q.Before != "" && cursor > 0:
 		return q.Page(all[max(0, cursor-q.Limit-1):cursor]), nil

@@ -120,6 +120,9 @@ func (p *Store) SiteListingsPage(ctx context.Context, userID string, q store.Lis
 	if !uuidOK(userID) || len(workspaces) == 0 || q.Limit < 1 {
 		return store.ListingPage{Sites: []store.SiteListing{}}, nil
 	}
+	if q.After != "" { // After wins
+		q.Before = ""
+	}
 	cursor, before := q.After, q.Before != ""
 	if before {
 		cursor = q.Before

@@ -178,6 +178,10 @@ func testSiteListingsPage(t *testing.T, s store.Store) {
 	if first, err := s.SiteListingsPage(ctx, a.ID, q); err != nil || !slices.Equal(names(first), want[:2]) || first.Prev != "" {
 		t.Errorf("back to the first page: %q prev %q, %v; want %q without prev", names(first), first.Prev, err, want[:2])
 	}
+	if both, err := s.SiteListingsPage(ctx, a.ID, store.ListingQuery{Workspaces: mine, Limit: 2, After: pages[0].Next, Before: pages[2].Prev}); err != nil ||
+		!slices.Equal(names(both), names(pages[1])) {
+		t.Errorf("after and before both: %q, %v; want the page after (%q)", names(both), err, names(pages[1]))
+	}
 	// A cursor that is another account's site, or no site, reads as the first page.
 	for _, c := range []string{stranger.ID, store.NewID(), "not an id"} {
 		for _, cq := range []store.ListingQuery{{Workspaces: mine, Limit: 2, After: c}, {Workspaces: mine, Limit: 2, Before: c}} {
