@@ -42,6 +42,21 @@ func TestMigration056PicturesReferenceTheirMonth(t *testing.T) {
 	if n < store.MonthsAhead+2 { // the default, the month and those ahead (the months before, empty, dropped)
 		t.Errorf("%d picture partitions, want at least %d", n, store.MonthsAhead+2)
 	}
+	// A month drop stopped between its two transactions (detached, not dropped) is finished by
+	// the next run; a month still ahead is then made again, as a partition.
+	ahead := "_p" + now.AddDate(0, store.MonthsAhead+2, 0).Format("200601")
+	_, err = s.DB().ExecContext(ctx, `ALTER TABLE page_images DETACH PARTITION page_images`+ahead+`;
+		ALTER TABLE page_results DETACH PARTITION page_results`+ahead)
+	must(t, err)
+	if _, err := s.PruneMonths(ctx, now.AddDate(0, store.MonthsAhead+2, 0)); err != nil {
+		t.Fatal(err)
+	}
+	var standalone, partitions int
+	must(t, s.DB().QueryRowContext(ctx, `SELECT count(*) FILTER (WHERE NOT relispartition), count(*) FILTER (WHERE relispartition)
+		FROM pg_class WHERE relname IN ('page_images`+ahead+`', 'page_results`+ahead+`') AND relnamespace = current_schema()::regnamespace`).Scan(&standalone, &partitions))
+	if standalone != 0 || partitions != 2 {
+		t.Errorf("after a drop stopped halfway: %d tables of their own, %d partitions of %s; want 0 and 2", standalone, partitions, ahead)
+	}
 	_, err = s.DB().ExecContext(ctx, `INSERT INTO page_images (scan_id, page_path, strategy, idx, mime, data, workspace_id, scanned_at)
 		VALUES ($1, '/', 'mobile', 0, 'image/webp', '\x00', $1, $2)`, store.NewID(), now)
 	if err == nil {
