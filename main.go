@@ -627,6 +627,11 @@ func newPool(cfg config, st store.Store, auditor scanner.Auditor, capacity *psi.
 		scanner.Work(1, (&scanner.FollowUps{Store: st, Now: time.Now, Log: log}).Work), scanner.Work(notify.DeliveryWorkers, deliverer.Work).PerWorkspace(notify.WorkspaceDeliveries),
 		scanner.Work(notify.DeliveryWorkers, deliverer.WorkAudit).PerWorkspace(notify.WorkspaceDeliveries)}
 	var schedules []func(context.Context, time.Time) (int, error)
+	if field != nil { // the daily field check: each site with field data's field-only regressions, scanned or not
+		check := &notify.FieldCheck{Store: st, Field: field, BaseURL: cfg.BaseURL, Now: time.Now, Log: log}
+		kinds = append(kinds, scanner.Work(1, check.Work))
+		schedules = append(schedules, check.ScheduleOnce)
+	}
 	if cruxRefresh != nil { // CrUX history: a refresh per site a week (crux.Refresher)
 		kinds = append(kinds, scanner.Work(1, cruxRefresh.Work))
 		schedules = append(schedules, cruxRefresh.ScheduleOnce)

@@ -250,12 +250,16 @@ func TestSystemBackupAndRestore(t *testing.T) {
 			PageURL: "https://backup.test/", Strategy: store.StrategyMobile, CreatedAt: now}),
 		st.SetSiteLocations(ctx, site.ID, []string{"eu-west"}),
 		func() error { _, err := st.BeaconKey(ctx, user.ID, site.ID); return err }(),
-		st.AddBeacons(ctx, store.BeaconBatch{
-			Counts: []store.BeaconCount{{SiteID: site.ID, Day: beaconDay, Path: "/", Device: store.FieldPhone, Metric: "lcp",
-				Bin: store.BeaconBin("lcp", lcp), Count: 1, Kept: 1}},
-			Interactions: []store.BeaconInteractionCount{{SiteID: site.ID, Day: beaconDay, Path: "/", Device: store.FieldPhone, Selector: "button#buy",
-				EventType: "click", Part: "inp", Bin: store.BeaconBin(store.BeaconPhaseMetric, 300), Count: 1, Seen: now}},
-		}),
+		func() error {
+			_, err := st.AddBeacons(ctx, store.BeaconBatch{
+				Counts: []store.BeaconCount{{SiteID: site.ID, Day: beaconDay, Path: "/", Device: store.FieldPhone, Metric: "lcp",
+					Bin: store.BeaconBin("lcp", lcp), Count: 1, Kept: 1}},
+				Interactions: []store.BeaconInteractionCount{{SiteID: site.ID, Day: beaconDay, Path: "/", Device: store.FieldPhone, Selector: "button#buy",
+					EventType: "click", Part: "inp", Bin: store.BeaconBin(store.BeaconPhaseMetric, 300), Count: 1, Seen: now}},
+				Seen: []store.BeaconSeen{{SiteID: site.ID, Day: beaconDay, Seen: 1}},
+			})
+			return err
+		}(),
 		st.SaveCrux(ctx, site.ID, store.CruxRecord{Device: store.FieldPhone, Found: true, Points: []store.FieldPoint{{Source: store.FieldCrUX,
 			Device: store.FieldPhone, Metric: "lcp", Start: beaconDay.AddDate(0, 0, -28), End: beaconDay, P75: &lcp}}}, now),
 		st.LinkIdentity(ctx, store.Identity{Issuer: "https://idp.example.com", Subject: "sub-backup", UserID: user.ID, Email: user.Email,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -86,6 +87,15 @@ func (s *server) handleSignup() http.Handler {
 		form := accountForm{Email: strings.TrimSpace(r.PostForm.Get("email")), Next: safeNext(r.PostForm.Get("next"))}
 		email, ok := s.mailForm(w, r, "signup", form)
 		if !ok {
+			return
+		}
+		// An address of a domain whose workspace requires single sign-on signs up through the
+		// provider, not with a password that workspace would refuse (docs/sso.md).
+		if bound, err := s.ssoBindsDomain(r.Context(), email); err != nil {
+			s.error(w, r, err, "")
+			return
+		} else if bound {
+			http.Redirect(w, r, "/login/sso?"+url.Values{"email": {email}, "next": {form.Next}}.Encode(), http.StatusSeeOther)
 			return
 		}
 		_, err := s.Accounts.UserByEmail(r.Context(), email)

@@ -82,7 +82,7 @@ func (s *server) authenticate(r *http.Request, p bearerPolicy, token string) (st
 // key and their inputs in one store call (store.BudgetInputsByKey) instead of authenticate: the
 // key's workspace rule, one more read on a server with single sign-on.
 func (s *server) keyInputsGate(r *http.Request, token string) error {
-	if s.SSO == nil || s.SSOProvider == nil {
+	if !s.ssoOn(r.Context()) {
 		return nil
 	}
 	k, err := s.Auth.APIKeyByHash(r.Context(), store.HashSecret(token), s.Now())

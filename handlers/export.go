@@ -71,7 +71,7 @@ func (s *server) handleExport() http.Handler {
 			writeError(w, http.StatusNotFound, "site not found")
 			return
 		}
-		if s.SSOProvider != nil { // a workspace's single sign-on rule: one more read on such a server
+		if s.ssoOn(ctx) { // a workspace's single sign-on rule: one more read on such a server
 			site, err := s.Auth.Site(ctx, userID, siteID)
 			if err == nil {
 				err = s.sessionGate(r, site.WorkspaceID)

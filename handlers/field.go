@@ -138,14 +138,14 @@ func (s *server) fieldPanelOf(ctx context.Context, uid string, site store.Site, 
 
 	// Field-only regressions: the series read above, then the pages of the slowest
 	// interactions (where INP problems live), the lab's regressions set aside.
-	check := func(page string, days []store.FieldPoint, slow []store.Interaction) {
+	check := func(page string, days, crux []store.FieldPoint, slow []store.Interaction) {
 		for _, m := range store.FieldMetrics {
-			if fr, ok := analysis.FieldOnly(m, page, store.FieldPhone, days, labSaw[page+" "+m], slow, analysis.DefaultFieldRule); ok {
+			if fr, ok := analysis.FieldOnlyOn(m, page, store.FieldPhone, days, crux, labSaw[page+" "+m], slow); ok {
 				p.FieldOnly = append(p.FieldOnly, fr)
 			}
 		}
 	}
-	check(in.Page, beacon, p.Slow)
+	check(in.Page, beacon, crux, p.Slow)
 	seen := map[string]bool{in.Page: true}
 	for _, in := range p.Slow {
 		if seen[in.Page] || len(seen) > fieldOnlyPageMax {
@@ -162,7 +162,7 @@ func (s *server) fieldPanelOf(ctx context.Context, uid string, site store.Site, 
 				slow = append(slow, x)
 			}
 		}
-		check(in.Page, days, slow)
+		check(in.Page, days, nil, slow)
 	}
 	return p, nil
 }

@@ -184,7 +184,8 @@ func TestUIFieldFromTheStores(t *testing.T) {
 				batch.Interactions = append(batch.Interactions, store.BeaconInteractionCount{SiteID: f.bSite, Day: day0.AddDate(0, 0, 8), Path: "/pricing",
 					Device: store.FieldPhone, Selector: "button.plan-toggle", EventType: "click", Part: part, Bin: store.BeaconBin("inp", 300), Count: 12, Seen: day0.AddDate(0, 0, 8)})
 			}
-			must(t, st.AddBeacons(ctx, batch))
+			_, err := st.AddBeacons(ctx, batch)
+			must(t, err)
 			resp, body := f.b.get("/sites/" + f.bSite)
 			wantStatus(t, resp, 200)
 			for _, want := range []string{`class="line s-beacon"`, "Field-only regression · INP p75", "on the whole site: click on button.plan-toggle (/pricing)",

@@ -261,6 +261,9 @@ var ownershipCases = []ownershipCase{
 	{name: "verifying A's SSO domain", route: "POST /workspaces/{workspaceId}/sso/verify", method: "POST", path: wsPath("/sso/verify"), form: url.Values{}, cred: asCookie, status: 404, intact: ssoIntact},
 	{name: "setting A's workspace provider", route: "POST /workspaces/{workspaceId}/sso/provider", method: "POST", path: wsPath("/sso/provider"),
 		form: url.Values{"issuer": {"https://evil.example"}, "client_id": {"x"}, "client_secret": {"y"}}, cred: asCookie, status: 404, intact: providerIntact},
+	// A's workspace has no provider here; B removing a provider A has: sso_workspace_test.go
+	// (TestSSORequiredThroughWorkspaceProvider).
+	{name: "removing A's workspace provider", route: "POST /workspaces/{workspaceId}/sso/provider/delete", method: "POST", path: wsPath("/sso/provider/delete"), form: url.Values{}, cred: asCookie, status: 404, intact: providerIntact},
 	{name: "signing in with A's workspace provider (it has none)", route: "GET /login/sso/w/{workspaceId}", method: "GET", path: func(a, _ apiAccount) string { return "/login/sso/w/" + a.userID }, cred: asCookie, status: 404},
 	{name: "requiring SSO in A's workspace", route: "POST /workspaces/{workspaceId}/sso/require", method: "POST", path: wsPath("/sso/require"), form: url.Values{"required": {"on"}, "jit_role": {"editor"}}, cred: asCookie, status: 404, intact: ssoIntact},
 	// Invitations are reached by their secret token: a guessed one is unknown.

@@ -29,6 +29,8 @@ var formErrorsOnly = map[string]string{
 	"POST /workspaces/{workspaceId}/delete":       "TestDeleteWorkspace (teams_test.go)",
 	"POST /workspaces/{workspaceId}/sso/verify":   "TestSSODomainVerificationAndRequirement (sso_test.go)",
 	"POST /workspaces/{workspaceId}/sso/provider": "TestSSOWorkspaceProvider (sso_workspace_test.go: a provider saved answers 303)",
+	"POST /sites/{siteId}/beacon/install":         "TestBeaconOnWebflow (field_beacon_platform_test.go: installed on the platform double, 303 to the Edit page)",
+	"POST /sites/{siteId}/beacon/remove":          "TestBeaconOnWebflow (field_beacon_platform_test.go: removed, 303 to the Edit page)",
 }
 
 // TestEveryFormRedirects walks the routes table: every POST route of the web UI answers a

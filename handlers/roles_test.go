@@ -260,6 +260,9 @@ var roleCases = []roleCase{
 	{route: "POST /workspaces/{workspaceId}/sso/require", method: "POST", path: team("/sso/require"), form: url.Values{"jit_role": {""}}, want: manages},
 	// A workspace's own provider: only owners set it (an issuer that is not a URL: 422).
 	{route: "POST /workspaces/{workspaceId}/sso/provider", method: "POST", path: team("/sso/provider"), form: url.Values{"issuer": {"not a url"}, "client_id": {"x"}}, want: [nRoles]int{422, 403, 403, 404, 404}},
+	// Removing it (the fresh workspace has none: nothing to remove, 303); refused while
+	// required: sso_workspace_test.go.
+	{route: "POST /workspaces/{workspaceId}/sso/provider/delete", method: "POST", path: team("/sso/provider/delete"), form: url.Values{}, want: manages, fresh: true},
 	// The audit log is its owners' (there is no admin role): an editor or viewer gets 403.
 	{route: "GET /workspaces/{workspaceId}/audit-log", method: "GET", path: team("/audit-log?kind=member.&from=2020-01-01"), want: audits},
 	{route: "GET /workspaces/{workspaceId}/audit-log/export", method: "GET", path: team("/audit-log/export?format=jsonl"), want: audits},

@@ -129,6 +129,7 @@ func (s *server) addRoutes(mux *http.ServeMux) {
 	mux.Handle("POST /workspaces/{workspaceId}/sso/verify", s.requireUser(s.onWorkspace(store.ActManage, s.handleSSOVerify())))
 	mux.Handle("POST /workspaces/{workspaceId}/sso/require", s.requireUser(s.onWorkspace(store.ActManage, s.handleSSORequire())))
 	mux.Handle("POST /workspaces/{workspaceId}/sso/provider", s.requireUser(s.onWorkspace(store.ActManage, s.handleSSOProviderSave())))
+	mux.Handle("POST /workspaces/{workspaceId}/sso/provider/delete", s.requireUser(s.onWorkspace(store.ActManage, s.handleSSOProviderRemove())))
 	// The workspace's audit log (docs/audit-log.md): its owners read, filter and export it.
 	mux.Handle("GET /workspaces/{workspaceId}/audit-log", s.requireUser(s.onWorkspace(store.ActAudit, s.handleAuditLog())))
 	mux.Handle("GET /workspaces/{workspaceId}/audit-log/export", s.requireUser(s.onWorkspace(store.ActAudit, s.handleAuditExport())))

@@ -277,6 +277,11 @@ func (s *server) joinJustInTime(r *http.Request, u store.User, id oidc.Identity)
 		if rule.JITRole != store.RoleEditor && rule.JITRole != store.RoleViewer {
 			continue
 		}
+		// Only the provider the workspace's requirement is met through admits newcomers: a
+		// workspace with its own provider takes no one the operator's provider vouched for.
+		if issuer, err := s.ruleIssuer(r.Context(), rule.WorkspaceID); err != nil || issuer != id.Issuer {
+			continue
+		}
 		joined, err := s.SSO.JoinJustInTime(r.Context(), rule.WorkspaceID, u.ID, rule.JITRole, s.Now())
 		if err != nil {
 			s.Log.Warn("sso: join just in time", "workspace", rule.WorkspaceID, "err", err)

@@ -22,19 +22,30 @@ import (
 // owner turns on binds every replica within it.
 const ruleTTL = 30 * time.Second
 
+// boundRule is a workspace's rule with the issuer whose sign-ins meet it (ruleIssuer), read
+// when the rule requires single sign-on.
+type boundRule struct {
+	store.WorkspaceSSO
+	Issuer string
+}
+
 type cachedRule struct {
-	rule store.WorkspaceSSO
+	rule boundRule
 	at   time.Time
 }
 
 // ruleCache keeps the rules read at the doors, so a request into a workspace without a
-// requirement costs one read each ruleTTL rather than one per request.
+// requirement costs one read each ruleTTL rather than one per request; and whether any
+// workspace has a provider of its own, so a server with no provider at all costs nothing.
 type ruleCache struct {
-	mu sync.Mutex
-	m  map[string]cachedRule
+	mu        sync.Mutex
+	m         map[string]cachedRule
+	anyAt     time.Time
+	anyOwn    bool
+	anyCached bool
 }
 
-func (s *server) ssoRule(ctx context.Context, workspaceID string) (store.WorkspaceSSO, error) {
+func (s *server) ssoRule(ctx context.Context, workspaceID string) (boundRule, error) {
 	now := s.Now()
 	s.ssoRules.mu.Lock()
 	c, ok := s.ssoRules.m[workspaceID]
@@ -44,22 +55,81 @@ func (s *server) ssoRule(ctx context.Context, workspaceID string) (store.Workspa
 	}
 	rule, err := s.SSO.SSORule(ctx, workspaceID)
 	if err != nil {
-		return rule, err
+		return boundRule{WorkspaceSSO: rule}, err
+	}
+	bound := boundRule{WorkspaceSSO: rule}
+	if rule.RequiredAt != nil {
+		if bound.Issuer, err = s.ruleIssuer(ctx, workspaceID); err != nil {
+			return bound, err
+		}
 	}
 	s.ssoRules.mu.Lock()
 	if len(s.ssoRules.m) > 10000 {
 		clear(s.ssoRules.m)
 	}
-	s.ssoRules.m[workspaceID] = cachedRule{rule: rule, at: now}
+	s.ssoRules.m[workspaceID] = cachedRule{rule: bound, at: now}
 	s.ssoRules.mu.Unlock()
-	return rule, nil
+	return bound, nil
 }
 
 // forgetRule drops a rule this process changed, so its own next request sees the change.
 func (s *server) forgetRule(workspaceID string) {
 	s.ssoRules.mu.Lock()
 	delete(s.ssoRules.m, workspaceID)
+	s.ssoRules.anyCached = false
 	s.ssoRules.mu.Unlock()
+}
+
+// ruleIssuer is the issuer whose sign-ins meet a workspace's requirement: the workspace's own
+// provider's when it has one (the company's provider is the one that vouches for its people),
+// else the operator's; "" when there is neither, and then nothing can be required.
+func (s *server) ruleIssuer(ctx context.Context, workspaceID string) (string, error) {
+	p, err := s.SSO.WorkspaceProviderOf(ctx, workspaceID)
+	switch {
+	case err == nil:
+		return p.Issuer, nil
+	case !errors.Is(err, store.ErrNotFound):
+		return "", err
+	case s.SSOProvider != nil:
+		return s.SSOProvider.Issuer(), nil
+	}
+	return "", nil
+}
+
+// issuerName is how pages name the provider of issuer.
+func (s *server) issuerName(issuer string) string {
+	if s.SSOProvider != nil && issuer == s.SSOProvider.Issuer() {
+		return s.ssoName()
+	}
+	return "the workspace's identity provider"
+}
+
+// ssoOn says whether some provider (the operator's, or a workspace's own) is set up here, so
+// that a rule could bind: false lets the doors skip the rules. It answers true when it cannot
+// tell, so the doors check.
+func (s *server) ssoOn(ctx context.Context) bool {
+	if s.SSO == nil {
+		return false
+	}
+	if s.SSOProvider != nil {
+		return true
+	}
+	if s.ssoRules == nil { // a server not built by NewHandler (tests): no cache, ask the store
+		own, err := s.SSO.AnyWorkspaceProvider(ctx)
+		return err != nil || own
+	}
+	now := s.Now()
+	s.ssoRules.mu.Lock()
+	defer s.ssoRules.mu.Unlock()
+	if s.ssoRules.anyCached && now.Sub(s.ssoRules.anyAt) < ruleTTL && now.Sub(s.ssoRules.anyAt) >= 0 {
+		return s.ssoRules.anyOwn
+	}
+	own, err := s.SSO.AnyWorkspaceProvider(ctx)
+	if err != nil {
+		return true
+	}
+	s.ssoRules.anyOwn, s.ssoRules.anyAt, s.ssoRules.anyCached = own, now, true
+	return own
 }
 
 // ssoRequiredError is a credential the workspace's rule refuses; it says how to get one it
@@ -69,20 +139,40 @@ type ssoRequiredError struct{ why string }
 func (e *ssoRequiredError) Error() string { return e.why }
 
 // binding answers the rule of workspaceID when it binds the user of email, else nil.
-func (s *server) binding(ctx context.Context, workspaceID, email string) (*store.WorkspaceSSO, error) {
+func (s *server) binding(ctx context.Context, workspaceID, email string) (*boundRule, error) {
 	// Without a provider no requirement can be met, so none is enforced: unsetting
-	// OIDC_ISSUER is the break-glass of every workspace, SSO_BREAK_GLASS of some.
-	if s.SSO == nil || s.SSOProvider == nil || s.SSOBreakGlass[workspaceID] {
+	// OIDC_ISSUER is the break-glass of every workspace that requires the operator's provider,
+	// SSO_BREAK_GLASS of any (a workspace's own provider is not removed while required).
+	if s.SSOBreakGlass[workspaceID] || !s.ssoOn(ctx) {
 		return nil, nil
 	}
 	rule, err := s.ssoRule(ctx, workspaceID)
-	if err != nil || !rule.Requires(email) {
+	if err != nil || !rule.Requires(email) || rule.Issuer == "" {
 		return nil, err
 	}
 	return &rule, nil
 }
 
-// sessionGate refuses a password session of a member the workspace requires SSO of.
+// ssoBindsDomain says whether a workspace that verified the domain of email requires single
+// sign-on of it (binding): such an address signs up through the provider.
+func (s *server) ssoBindsDomain(ctx context.Context, email string) (bool, error) {
+	if !s.ssoOn(ctx) {
+		return false, nil
+	}
+	rules, err := s.SSO.SSORulesForDomain(ctx, store.EmailDomain(email))
+	if err != nil {
+		return false, err
+	}
+	for _, r := range rules {
+		if rule, err := s.binding(ctx, r.WorkspaceID, email); err != nil || rule != nil {
+			return rule != nil, err
+		}
+	}
+	return false, nil
+}
+
+// sessionGate refuses a session of a member the workspace requires SSO of unless it was made
+// through the workspace's provider (ruleIssuer).
 func (s *server) sessionGate(r *http.Request, workspaceID string) error {
 	v := visitorFrom(r.Context())
 	if v == nil || store.PrincipalFrom(r.Context()).KeyWorkspaceID != "" {
@@ -93,11 +183,15 @@ func (s *server) sessionGate(r *http.Request, workspaceID string) error {
 		return err
 	}
 	// loadVisitor ended the session already if its provider stopped vouching.
-	if s.SSOProvider != nil && v.Session.SSOIssuer == s.SSOProvider.Issuer() {
+	if v.Session.SSOIssuer == rule.Issuer {
 		return nil
 	}
-	s.ssoEvent(r.Context(), r, ssoCredRefused, "user", v.User.ID, "workspace", workspaceID, "credential", "password session")
-	return &ssoRequiredError{why: "This workspace requires single sign-on for @" + rule.Domain + " addresses. Log out and sign in with " + s.ssoName() + " to open it."}
+	what := "password session"
+	if v.Session.SSOIssuer != "" {
+		what = "session of another provider"
+	}
+	s.ssoEvent(r.Context(), r, ssoCredRefused, "user", v.User.ID, "workspace", workspaceID, "credential", what)
+	return &ssoRequiredError{why: "This workspace requires single sign-on for @" + rule.Domain + " addresses. Log out and sign in with " + s.issuerName(rule.Issuer) + " to open it."}
 }
 
 // keyGate refuses an API key of a member the workspace requires SSO of when the key was made
@@ -116,20 +210,20 @@ func (s *server) keyGate(r *http.Request, k store.APIKey) error {
 	}
 	if k.CreatedAt.Before(*rule.RequiredAt) {
 		s.ssoEvent(r.Context(), r, ssoCredRefused, "user", u.ID, "workspace", k.WorkspaceID, "credential", "api key made before the requirement", "key", k.ID)
-		return &ssoRequiredError{why: "this workspace requires single sign-on, and this API key was made before it did: sign in with " + s.ssoName() + " and make a new key"}
+		return &ssoRequiredError{why: "this workspace requires single sign-on, and this API key was made before it did: sign in with " + s.issuerName(rule.Issuer) + " and make a new key"}
 	}
-	if !s.vouchedFor(r, u.ID) {
+	if !s.vouchedFor(r, u.ID, rule.Issuer) {
 		s.ssoEvent(r.Context(), r, ssoCredRefused, "user", u.ID, "workspace", k.WorkspaceID, "credential", "api key, no vouch", "key", k.ID)
-		return &ssoRequiredError{why: "this workspace requires single sign-on, and " + s.ssoName() + " no longer vouches for the key's maker: they must sign in with it again"}
+		return &ssoRequiredError{why: "this workspace requires single sign-on, and " + s.issuerName(rule.Issuer) + " no longer vouches for the key's maker: they must sign in with it again"}
 	}
 	return nil
 }
 
 // tokenGate refuses an OAuth access token of a user any of whose workspaces requires SSO of
-// them while the provider does not vouch for them: the token acts in every workspace of the
-// user, so the strictest rule among them is its rule.
+// them while that workspace's provider does not vouch for them: the token acts in every
+// workspace of the user, so every rule among them is its rule.
 func (s *server) tokenGate(r *http.Request, userID string) error {
-	if s.SSO == nil || s.SSOProvider == nil {
+	if !s.ssoOn(r.Context()) {
 		return nil
 	}
 	u, err := s.SSO.UserByID(r.Context(), userID)
@@ -140,34 +234,37 @@ func (s *server) tokenGate(r *http.Request, userID string) error {
 	if err != nil {
 		return err
 	}
-	for _, rule := range rules {
-		if rule.RequiredAt == nil || s.SSOBreakGlass[rule.WorkspaceID] {
+	for _, r0 := range rules {
+		if r0.RequiredAt == nil {
+			continue
+		}
+		rule, err := s.binding(r.Context(), r0.WorkspaceID, u.Email)
+		if err != nil {
+			return err
+		}
+		if rule == nil {
 			continue
 		}
 		if _, err := s.Auth.Workspace(r.Context(), userID, rule.WorkspaceID); err != nil {
 			continue // not a member there
 		}
-		if !s.vouchedFor(r, userID) {
+		if !s.vouchedFor(r, userID, rule.Issuer) {
 			s.ssoEvent(r.Context(), r, ssoCredRefused, "user", userID, "workspace", rule.WorkspaceID, "credential", "oauth token, no vouch")
-			return &ssoRequiredError{why: "a workspace of this account requires single sign-on, and " + s.ssoName() + " has not vouched for you recently: sign in with it again, then reconnect the app"}
+			return &ssoRequiredError{why: "a workspace of this account requires single sign-on, and " + s.issuerName(rule.Issuer) + " has not vouched for you recently: sign in with it again, then reconnect the app"}
 		}
-		return nil
 	}
 	return nil
 }
 
-// vouchedFor answers whether the provider vouches for the user: their identity there was
-// vouched for within SSORecheck, or is now when asked again (revouch).
-func (s *server) vouchedFor(r *http.Request, userID string) bool {
-	if s.SSOProvider == nil {
-		return false
-	}
+// vouchedFor answers whether the provider of issuer vouches for the user: their identity
+// there was vouched for within SSORecheck, or is now when asked again (revouch).
+func (s *server) vouchedFor(r *http.Request, userID, issuer string) bool {
 	ids, err := s.SSO.IdentitiesOf(r.Context(), userID)
 	if err != nil {
 		return false
 	}
 	for _, id := range ids {
-		if id.Issuer != s.SSOProvider.Issuer() || id.LostAt != nil {
+		if id.Issuer != issuer || id.LostAt != nil {
 			continue
 		}
 		if s.Now().Sub(id.CheckedAt) < s.SSORecheck {
@@ -245,7 +342,7 @@ func (s *server) ssoName() string {
 // bearerGate applies the rule to a bearer credential that verified: an API key to its
 // workspace's rule (keyGate), an OAuth access token to its user's (tokenGate).
 func (s *server) bearerGate(r *http.Request, p store.Principal, token string) error {
-	if s.SSO == nil || s.SSOProvider == nil {
+	if !s.ssoOn(r.Context()) {
 		return nil
 	}
 	if p.KeyWorkspaceID != "" {

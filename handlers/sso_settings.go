@@ -26,13 +26,17 @@ const verificationPrefix = "sitepulse-verification="
 type ssoSettingsData struct {
 	Workspace   store.Workspace
 	Rule        store.WorkspaceSSO
-	Provider    string // "" when no provider is configured
-	Issuer      string
+	Provider    string // the operator's provider's name; "" when it has none
+	Issuer      string // the operator's provider's issuer
 	RedirectURI string
 	CanManage   bool
-	SSOSession  bool // the visitor signed in through the provider (required before requiring it)
-	BreakGlass  bool
-	Error       string
+	// RuleIssuer is the provider the requirement is met through (ruleIssuer): the workspace's
+	// own, else the operator's; RuleProvider names it. SSOSession: the visitor signed in
+	// through it (required before requiring it).
+	RuleIssuer, RuleProvider string
+	SSOSession               bool
+	BreakGlass               bool
+	Error                    string
 	// The workspace's own provider (sso_workspace.go): its issuer and client id, never its
 	// secret; SignInURL is the page that signs in with it.
 	OwnIssuer, OwnClientID, SignInURL string
@@ -55,16 +59,16 @@ func (s *server) renderSSOSettings(w http.ResponseWriter, r *http.Request, statu
 	d := ssoSettingsData{Workspace: ws, Rule: rule, Provider: s.SSOName, CanManage: ws.Role.Can(store.ActManage),
 		RedirectURI: s.BaseURL + "/login/sso/callback", BreakGlass: s.SSOBreakGlass[ws.ID], Error: problem}
 	if s.SSOProvider != nil {
-		d.Issuer = s.SSOProvider.Issuer()
-		d.SSOSession = v.Session.SSOIssuer == d.Issuer
-		if d.Provider == "" {
-			d.Provider = "your identity provider"
-		}
+		d.Issuer, d.Provider = s.SSOProvider.Issuer(), s.ssoName()
 	}
 	if p, err := s.SSO.WorkspaceProviderOf(r.Context(), ws.ID); err == nil {
 		d.OwnIssuer, d.OwnClientID, d.SignInURL = p.Issuer, p.ClientID, s.BaseURL+"/login/sso/w/"+ws.ID
-		d.SSOSession = d.SSOSession || v.Session.SSOIssuer == p.Issuer
 	}
+	if d.RuleIssuer, err = s.ruleIssuer(r.Context(), ws.ID); err != nil {
+		s.error(w, r, err, "")
+		return
+	}
+	d.RuleProvider, d.SSOSession = s.issuerName(d.RuleIssuer), d.RuleIssuer != "" && v.Session.SSOIssuer == d.RuleIssuer
 	s.render(w, r, status, "workspace_sso", page{Title: "Single sign-on · " + ws.Name, Data: d})
 }
 
@@ -170,8 +174,9 @@ func (s *server) checkDomain(ctx context.Context, rule store.WorkspaceSSO) strin
 }
 
 // handleSSORequire turns the requirement on or off and sets the just-in-time role. Turning it
-// on needs a verified domain, a configured provider, and the owner's own session made through
-// that provider: an owner who could not sign in with it cannot lock themselves out with it.
+// on needs a verified domain, a provider to meet it through (ruleIssuer: the workspace's own,
+// else the operator's), and the owner's own session made through that provider: an owner who
+// could not sign in with it cannot lock themselves out with it.
 func (s *server) handleSSORequire() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ws := workspaceFrom(r.Context())
@@ -187,16 +192,21 @@ func (s *server) handleSSORequire() http.Handler {
 			return
 		}
 		require := r.PostForm.Get("required") == "on"
+		issuer, err := s.ruleIssuer(r.Context(), ws.ID)
+		if err != nil {
+			s.error(w, r, err, "")
+			return
+		}
 		now := s.Now()
 		switch {
 		case require && rule.VerifiedAt == nil:
 			s.renderSSOSettings(w, r, http.StatusUnprocessableEntity, "Verify the domain before requiring single sign-on.")
 			return
-		case require && s.SSOProvider == nil:
-			s.renderSSOSettings(w, r, http.StatusUnprocessableEntity, "No identity provider is configured on this server (OIDC_ISSUER).")
+		case require && issuer == "":
+			s.renderSSOSettings(w, r, http.StatusUnprocessableEntity, "There is no identity provider to require: add this workspace's own provider, or ask the operator to set OIDC_ISSUER.")
 			return
-		case require && v.Session.SSOIssuer != s.SSOProvider.Issuer():
-			s.renderSSOSettings(w, r, http.StatusUnprocessableEntity, "Sign in with "+s.ssoName()+" first: requiring single sign-on from a password session could lock you out.")
+		case require && v.Session.SSOIssuer != issuer:
+			s.renderSSOSettings(w, r, http.StatusUnprocessableEntity, "Sign in with "+s.issuerName(issuer)+" first: requiring single sign-on from a password session could lock you out.")
 			return
 		case require && rule.RequiredAt == nil:
 			rule.RequiredAt = &now

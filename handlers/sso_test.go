@@ -70,27 +70,14 @@ func signInWithSSO(t *testing.T, b *browser) (*http.Response, string) {
 // callback: each is refused with the page that says why, and no session is made.
 func TestSSOEveryWrongTokenShowsWhy(t *testing.T) {
 	p := oidctest.New(t, "sitepulse", "s3cret")
-	for _, tc := range []struct{ fault, reason string }{
-		{oidctest.FaultBadSignature, "signature does not verify"},
-		{oidctest.FaultAlgNone, `unsigned (alg "none")`},
-		{oidctest.FaultHS256, "signed with a shared secret"},
-		{oidctest.FaultWrongIssuer, "not by the configured issuer"},
-		{oidctest.FaultWrongAud, "for another client"},
-		{oidctest.FaultAzp, "issued to another party"},
-		{oidctest.FaultWrongNonce, "nonce is not the one this sign-in sent"},
-		{oidctest.FaultExpired, "expired at"},
-		{oidctest.FaultFutureIat, "issued in the future"},
-		{oidctest.FaultAtHash, "at_hash does not match"},
-		{oidctest.FaultUnknownKid, `key id "never-published", which the provider does not publish`},
-		{oidctest.FaultJWKSChanged, "signature does not verify"},
-	} {
-		t.Run(tc.fault+" is refused with its reason", func(t *testing.T) {
-			p.Set(func(p *oidctest.Provider) { p.Fault = tc.fault })
+	for _, tc := range oidctest.WrongTokens {
+		t.Run(tc.Fault+" is refused with its reason", func(t *testing.T) {
+			p.Set(func(p *oidctest.Provider) { p.Fault = tc.Fault })
 			ts := ssoServer(t, memory.New(), p, nil)
 			b := ts.browser(t)
 			resp, body := signInWithSSO(t, b)
-			if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(body, "Single sign-on refused") || !strings.Contains(body, html.EscapeString(tc.reason)) {
-				t.Fatalf("got %d %.600s; want 401 saying %q", resp.StatusCode, body, tc.reason)
+			if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(body, "Single sign-on refused") || !strings.Contains(body, html.EscapeString(tc.Reason)) {
+				t.Fatalf("got %d %.600s; want 401 saying %q", resp.StatusCode, body, tc.Reason)
 			}
 			if resp, _ := b.get("/settings"); resp.StatusCode != http.StatusSeeOther {
 				t.Fatalf("a session was made: /settings answered %d", resp.StatusCode)
@@ -277,6 +264,11 @@ func TestSSODomainVerificationAndRequirement(t *testing.T) {
 			if resp, _ := owner.post(path+"/require", form(url.Values{"required": {"on"}, "jit_role": {"viewer"}})); resp.StatusCode != 303 {
 				t.Fatalf("require: %d", resp.StatusCode)
 			}
+			// Required through the operator's provider, the workspace takes no provider of its
+			// own (the requirement would move to it, through which nobody has signed in).
+			if resp, body := owner.post(path+"/provider", form(url.Values{"issuer": {"https://id.acme.test"}, "client_id": {"x"}, "client_secret": {"y"}})); resp.StatusCode != 409 || !strings.Contains(body, "lift the requirement") {
+				t.Fatalf("a provider of its own while required through the operator's: %d %.300s", resp.StatusCode, body)
+			}
 			if resp, body := pw.get("/workspaces/" + ws.ID); resp.StatusCode != 403 || !strings.Contains(body, "requires single sign-on for @acme.test") {
 				t.Fatalf("password session after the requirement: %d %.300s", resp.StatusCode, body)
 			}
@@ -364,23 +356,30 @@ func TestSSODomainVerificationAndRequirement(t *testing.T) {
 				t.Fatalf("within the interval: %d", resp.StatusCode)
 			}
 			ts.now = ts.now.Add(2 * time.Minute)
-			if resp, _ := sso.get("/workspaces/" + ws.ID); resp.StatusCode != 303 || !strings.HasPrefix(resp.Header.Get("Location"), "/login") {
-				t.Fatalf("after the lost vouch: %d %q, want the login page", resp.StatusCode, resp.Header.Get("Location"))
-			}
-			if status := bearerStatus(t, ts, newKey); status != 403 {
-				t.Fatalf("pat's key after the lost vouch: %d, want 403", status)
-			}
-			if status := mcpStatus(t, ts, mcpToken(t, st, pat.ID, ts.now)); status != 403 {
-				t.Fatalf("pat's MCP token after the lost vouch: %d, want 403", status)
-			}
-			id, err := st.Identity(ctx, p.Issuer, "pat")
-			if err != nil || id.LostAt == nil {
-				t.Fatalf("pat's identity: %+v %v", id, err)
-			}
+			wantVouchLost(t, ts, sso, ws.ID, newKey, store.Identity{Issuer: p.Issuer, Subject: "pat", UserID: pat.ID})
 
 			// The owner, signed in with a password only, cannot require SSO.
 			p.Set(func(p *oidctest.Provider) { p.Refuse = false })
 		})
+	}
+}
+
+// wantVouchLost checks what a provider's refusal to vouch for id ends, at the next request
+// past the re-check interval: b's single sign-on session (to the login page), the person's
+// API key in workspace wsID and their OAuth token (403); the identity is marked lost.
+func wantVouchLost(t *testing.T, ts *testServer, b *browser, wsID, key string, id store.Identity) {
+	t.Helper()
+	if resp, _ := b.get("/workspaces/" + wsID); resp.StatusCode != 303 || !strings.HasPrefix(resp.Header.Get("Location"), "/login") {
+		t.Fatalf("after the lost vouch: %d %q, want the login page", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if status := bearerStatus(t, ts, key); status != 403 {
+		t.Fatalf("the key after the lost vouch: %d, want 403", status)
+	}
+	if status := mcpStatus(t, ts, mcpToken(t, ts.store, id.UserID, ts.now)); status != 403 {
+		t.Fatalf("the MCP token after the lost vouch: %d, want 403", status)
+	}
+	if got, err := ts.store.Identity(context.Background(), id.Issuer, id.Subject); err != nil || got.LostAt == nil {
+		t.Fatalf("the identity after the lost vouch: %+v %v", got, err)
 	}
 }
 

@@ -205,6 +205,25 @@ func (s *server) handleSSOProviderSave() http.Handler {
 			s.renderSSOSettings(w, r, http.StatusUnprocessableEntity, "This server has no key to seal the secret with (PLATFORM_TOKEN_KEY): ask its operator.")
 			return
 		}
+		// While single sign-on is required, the provider it is met through keeps its issuer
+		// (its client id and secret may change): another issuer's people, the owner among
+		// them, have signed in through none of it yet.
+		rule, err := s.SSO.SSORule(r.Context(), ws.ID)
+		if err != nil {
+			s.error(w, r, err, "")
+			return
+		}
+		if rule.RequiredAt != nil {
+			current, err := s.ruleIssuer(r.Context(), ws.ID)
+			if err != nil {
+				s.error(w, r, err, "")
+				return
+			}
+			if current != issuer {
+				s.renderSSOSettings(w, r, http.StatusConflict, "This workspace requires single sign-on through "+current+": lift the requirement first, then change the provider, sign in through the new one and require it again.")
+				return
+			}
+		}
 		if secret == "" {
 			prev, err := s.SSO.WorkspaceProviderOf(r.Context(), ws.ID)
 			if err == nil {
@@ -240,7 +259,38 @@ func (s *server) handleSSOProviderSave() http.Handler {
 			s.error(w, r, err, "There is no such workspace in your account.")
 			return
 		}
+		s.forgetRule(ws.ID)
 		s.ssoEvent(r.Context(), r, ssoSettings, "user", v.User.ID, "workspace", ws.ID, "change", "provider set", "issuer", issuer)
+		http.Redirect(w, r, "/workspaces/"+ws.ID+"/sso", http.StatusSeeOther)
+	})
+}
+
+// handleSSOProviderRemove removes the workspace's own provider. It is refused while the
+// workspace requires single sign-on (the store checks it with the rule locked): the owner
+// lifts the requirement first, deliberately and in the log, rather than have a removal lift
+// it or move it to the operator's provider that nobody here has signed in through. A
+// workspace with no provider has nothing to remove.
+func (s *server) handleSSOProviderRemove() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws := workspaceFrom(r.Context())
+		v := visitorFrom(r.Context())
+		p, err := s.SSO.RemoveWorkspaceProvider(r.Context(), v.User.ID, ws.ID)
+		switch {
+		case errors.Is(err, store.ErrConflict):
+			s.renderSSOSettings(w, r, http.StatusConflict, "This workspace requires single sign-on through this provider: lift the requirement first, then remove the provider.")
+			return
+		case errors.Is(err, store.ErrNotFound):
+			http.Redirect(w, r, "/workspaces/"+ws.ID+"/sso", http.StatusSeeOther)
+			return
+		case err != nil:
+			s.error(w, r, err, "There is no such workspace in your account.")
+			return
+		}
+		s.wsProviders.mu.Lock()
+		delete(s.wsProviders.m, ws.ID)
+		s.wsProviders.mu.Unlock()
+		s.forgetRule(ws.ID)
+		s.ssoEvent(r.Context(), r, ssoSettings, "user", v.User.ID, "workspace", ws.ID, "change", "provider removed", "issuer", p.Issuer)
 		http.Redirect(w, r, "/workspaces/"+ws.ID+"/sso", http.StatusSeeOther)
 	})
 }

@@ -3,6 +3,8 @@ package handlers
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -11,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"sitepulse/oidc"
 	"sitepulse/oidc/oidctest"
 	"sitepulse/scanner/netguard"
 	"sitepulse/scanner/platform"
@@ -237,6 +240,293 @@ func TestSSOWorkspaceProvider(t *testing.T) {
 			}
 			if l := logs.String(); strings.Contains(l, secretA) || strings.Contains(l, secretB) || !strings.Contains(l, "provider set") {
 				t.Fatalf("the log holds a secret, or not the change: %.3000s", l)
+			}
+		})
+	}
+}
+
+// TestSSORequiredThroughWorkspaceProvider runs, on both stores, a workspace that requires
+// single sign-on through its own provider on a server with no provider of its own: the owner
+// must have signed in through it first; then members of the domain reach the workspace only
+// through it (password sessions and older keys refused, OAuth tokens while it vouches), a
+// newcomer joins just in time, and its refusal ends the member's session at the next re-check.
+// The provider cannot be removed, nor its issuer changed, while it is required; break glass
+// suspends the requirement; lifted, the provider is removed, and the removal is in the log.
+func TestSSORequiredThroughWorkspaceProvider(t *testing.T) {
+	for _, backend := range storetest.Backends(t) {
+		t.Run(backend.Name, func(t *testing.T) {
+			st := backend.Open(t)
+			logs := &lockedLog{}
+			ts := wsProviderServer(t, st, logs)
+			ctx := context.Background()
+			pa, other := oidctest.New(t, "sp-a", "secret-a"), oidctest.New(t, "sp-o", "secret-o")
+			pa.Now = func() time.Time { return ts.now }
+			olgaPW, ws := ownerOf(t, ts, "olga@acme.test", "acme.test")
+			olga, err := st.UserByEmail(ctx, "olga@acme.test")
+			must(t, err)
+			path := "/workspaces/" + ws.ID + "/sso"
+			form := func(b *browser, v url.Values) url.Values { v.Set("csrf_token", b.csrf); return v }
+			if resp, body := olgaPW.post(path+"/provider", form(olgaPW, url.Values{"issuer": {pa.Issuer}, "client_id": {"sp-a"}, "client_secret": {"secret-a"}})); resp.StatusCode != 303 {
+				t.Fatalf("olga sets the provider: %d %.300s", resp.StatusCode, body)
+			}
+
+			// A member with a password, a key made before the requirement, an OAuth token.
+			hash, _ := store.HashPassword(testPassword, 1000)
+			pat := store.User{ID: store.NewID(), Email: "pat@acme.test", PasswordHash: hash, CreatedAt: ts.now}
+			must(t, st.CreateUser(ctx, pat))
+			if _, err := st.JoinJustInTime(ctx, ws.ID, pat.ID, store.RoleEditor, ts.now); err != nil {
+				t.Fatal(err)
+			}
+			oldKey := apiKey(t, st, pat.ID, ws.ID, ts.now)
+			patPW := ts.browser(t)
+			if resp, _ := patPW.post("/login", url.Values{"email": {pat.Email}, "password": {testPassword}}); resp.StatusCode != 303 {
+				t.Fatalf("pat's password login: %d", resp.StatusCode)
+			}
+			patPW.refreshCSRF()
+
+			// From a password session the owner cannot require it: it could lock her out.
+			if resp, body := olgaPW.post(path+"/require", form(olgaPW, url.Values{"required": {"on"}})); resp.StatusCode != 422 || !strings.Contains(body, "could lock you out") {
+				t.Fatalf("required from a password session: %d %.300s", resp.StatusCode, body)
+			}
+			if r, _ := st.SSORule(ctx, ws.ID); r.RequiredAt != nil {
+				t.Fatal("the requirement was stored")
+			}
+			// Through the workspace's provider she can.
+			pa.Set(func(p *oidctest.Provider) { p.Subject, p.Email = "olga", "olga@acme.test" })
+			olgaSSO := ts.browser(t)
+			if resp, body, _ := ssoThrough(t, olgaSSO, "/login/sso/w/"+ws.ID); resp.StatusCode != 303 {
+				t.Fatalf("olga's sign-in through the workspace's provider: %d %.300s", resp.StatusCode, body)
+			}
+			olgaSSO.refreshCSRF()
+			if _, page := olgaSSO.get(path); strings.Contains(page, "needs the server's provider") || strings.Contains(page, "sign in with") && strings.Contains(page, "first: that proves") {
+				t.Fatalf("the settings page still says the workspace's provider cannot be required: %.3000s", page)
+			}
+			ts.now = ts.now.Add(time.Minute)
+			if resp, body := olgaSSO.post(path+"/require", form(olgaSSO, url.Values{"required": {"on"}, "jit_role": {"viewer"}})); resp.StatusCode != 303 {
+				t.Fatalf("olga requires SSO through the workspace's provider: %d %.300s", resp.StatusCode, body)
+			}
+
+			// Enforcement: pat's password session, older key and unvouched token are refused.
+			if resp, body := patPW.get("/workspaces/" + ws.ID); resp.StatusCode != 403 || !strings.Contains(body, "requires single sign-on for @acme.test") {
+				t.Fatalf("pat's password session after the requirement: %d %.300s", resp.StatusCode, body)
+			}
+			if resp, _ := olgaPW.get("/workspaces/" + ws.ID); resp.StatusCode != 403 {
+				t.Fatalf("olga's own password session after the requirement: %d", resp.StatusCode)
+			}
+			if status := bearerStatus(t, ts, oldKey); status != 403 {
+				t.Fatalf("a key made before the requirement: %d, want 403", status)
+			}
+			site := store.Site{ID: store.NewID(), UserID: olga.ID, WorkspaceID: ws.ID, Name: "Acme shop", Domain: "shop.acme.test", CreatedAt: ts.now}
+			must(t, st.CreateSite(ctx, site))
+			for _, body := range []string{`{"siteId":"%s"}`, `{"siteId":"%s","format":"junit"}`, `{"siteId":"%s","fieldBudgets":{"inp":200}}`} {
+				if status := budgetCheckStatus(t, ts, oldKey, fmt.Sprintf(body, site.ID)); status != 403 {
+					t.Fatalf("a key made before the requirement checks %s: %d, want 403", body, status)
+				}
+			}
+			if resp, _ := patPW.get("/api/sites/" + site.ID + "/export"); resp.StatusCode != 403 {
+				t.Fatalf("pat's password session exports the workspace's site: %d, want 403", resp.StatusCode)
+			}
+			if status := mcpStatus(t, ts, mcpToken(t, st, pat.ID, ts.now)); status != 403 {
+				t.Fatalf("pat's MCP token before any SSO sign-in: %d, want 403", status)
+			}
+			// A session through another provider (not the workspace's) does not meet it.
+			other.Set(func(p *oidctest.Provider) { p.Subject, p.Email = "pat-elsewhere", "pat@acme.test" })
+			must(t, st.LinkIdentity(ctx, store.Identity{Issuer: other.Issuer, Subject: "pat-elsewhere", UserID: pat.ID, Email: pat.Email, CreatedAt: ts.now, CheckedAt: ts.now}))
+			elsewhere := ts.browser(t)
+			tok, h := store.NewSecret("")
+			must(t, st.CreateSession(ctx, store.Session{TokenHash: h, UserID: pat.ID, CSRF: "x", CreatedAt: ts.now, ExpiresAt: ts.now.Add(time.Hour), SSOIssuer: other.Issuer, SSOSubject: "pat-elsewhere", SSOCheckedAt: ts.now}))
+			u, _ := url.Parse(ts.URL)
+			elsewhere.c.Jar.SetCookies(u, []*http.Cookie{{Name: "session", Value: tok}})
+			if resp, _ := elsewhere.get("/workspaces/" + ws.ID); resp.StatusCode != 403 {
+				t.Fatalf("a session through another provider: %d, want 403", resp.StatusCode)
+			}
+
+			// Sign-up with an address of the domain goes to the provider, not to a password:
+			// no message, no account; another domain's signs up as before.
+			if resp, _ := ts.browser(t).post("/signup", url.Values{"email": {"Sam@acme.test"}}); resp.StatusCode != 303 || resp.Header.Get("Location") != "/login/sso?email=sam%40acme.test&next=%2F" {
+				t.Fatalf("sign-up of a bound address: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+			}
+			if _, err := st.UserByEmail(ctx, "sam@acme.test"); err == nil {
+				t.Fatal("an account was made for sam")
+			}
+			if resp, _ := ts.browser(t).post("/signup", url.Values{"email": {"sam@elsewhere.test"}}); resp.StatusCode != 303 || resp.Header.Get("Location") != "/signup?sent=1" {
+				t.Fatalf("sign-up of another domain's address: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+			}
+
+			// Pat signs in through the workspace's provider: the workspace, a new key, MCP.
+			pa.Set(func(p *oidctest.Provider) { p.Subject, p.Email = "pat", "pat@acme.test" })
+			patSSO := ts.browser(t)
+			if resp, body, _ := ssoThrough(t, patSSO, "/login/sso?email=pat@acme.test"); resp.StatusCode != 303 {
+				t.Fatalf("pat's sign-in: %d %.300s", resp.StatusCode, body)
+			}
+			if resp, _ := patSSO.get("/workspaces/" + ws.ID); resp.StatusCode != 200 {
+				t.Fatalf("pat's SSO session: %d", resp.StatusCode)
+			}
+			newKey := apiKey(t, st, pat.ID, ws.ID, ts.now)
+			if status := bearerStatus(t, ts, newKey); status != 404 {
+				t.Fatalf("a key made after the requirement: %d, want through the gate (404 unknown scan)", status)
+			}
+			if status := mcpStatus(t, ts, mcpToken(t, st, pat.ID, ts.now)); status != 200 {
+				t.Fatalf("pat's MCP token after the SSO sign-in: %d, want 200", status)
+			}
+
+			// A newcomer from the domain joins as the rule's role.
+			pa.Set(func(p *oidctest.Provider) { p.Subject, p.Email = "nia", "nia@acme.test" })
+			ssoThrough(t, ts.browser(t), "/login/sso/w/"+ws.ID)
+			nia, err := st.UserByEmail(ctx, "nia@acme.test")
+			must(t, err)
+			if w, err := st.Workspace(ctx, nia.ID, ws.ID); err != nil || w.Role != store.RoleViewer {
+				t.Fatalf("nia joined as %q (%v), want viewer", w.Role, err)
+			}
+
+			// The provider cannot be removed, nor its issuer changed, while it is required;
+			// an editor cannot remove it at all.
+			patSSO.refreshCSRF()
+			if resp, _ := patSSO.post(path+"/provider/delete", form(patSSO, url.Values{})); resp.StatusCode != 403 {
+				t.Fatalf("an editor removes the provider: %d, want 403", resp.StatusCode)
+			}
+			if resp, body := olgaSSO.post(path+"/provider/delete", form(olgaSSO, url.Values{})); resp.StatusCode != 409 || !strings.Contains(body, "lift the requirement") {
+				t.Fatalf("removing the required provider: %d %.300s", resp.StatusCode, body)
+			}
+			if resp, body := olgaSSO.post(path+"/provider", form(olgaSSO, url.Values{"issuer": {other.Issuer}, "client_id": {"sp-o"}, "client_secret": {"secret-o"}})); resp.StatusCode != 409 || !strings.Contains(body, "lift the requirement") {
+				t.Fatalf("changing the required provider's issuer: %d %.300s", resp.StatusCode, body)
+			}
+			// Another workspace's owner: not found.
+			bob, _ := ownerOf(t, ts, "bob@beta.test", "beta.test")
+			if resp, _ := bob.post(path+"/provider/delete", form(bob, url.Values{})); resp.StatusCode != 404 {
+				t.Fatalf("another workspace's owner removes the provider: %d, want 404", resp.StatusCode)
+			}
+			if p, err := st.WorkspaceProviderOf(ctx, ws.ID); err != nil || p.Issuer != pa.Issuer {
+				t.Fatalf("the provider after the refusals: %+v %v", p, err)
+			}
+			// Without the provider's secret (a server with other sealing keys), the requirement
+			// still binds: it is not the operator's break glass.
+			blind := newTestServerWith(t, st, func(d *Deps) { d.ChannelKeys = platform.RandomKeys() })
+			blind.now = ts.now
+			bb := blind.browser(t)
+			bb.post("/login", url.Values{"email": {pat.Email}, "password": {testPassword}})
+			if resp, _ := bb.get("/workspaces/" + ws.ID); resp.StatusCode != 403 {
+				t.Fatalf("pat's password session where the provider's secret does not open: %d, want 403", resp.StatusCode)
+			}
+			// Break glass suspends it.
+			glass := newTestServerWith(t, st, func(d *Deps) { d.SSOBreakGlass = map[string]bool{ws.ID: true} })
+			glass.now = ts.now
+			gb := glass.browser(t)
+			gb.post("/login", url.Values{"email": {pat.Email}, "password": {testPassword}})
+			if resp, _ := gb.get("/workspaces/" + ws.ID); resp.StatusCode != 200 {
+				t.Fatalf("with SSO_BREAK_GLASS, pat's password session: %d, want 200", resp.StatusCode)
+			}
+
+			// The workspace's provider stops vouching for pat: past the re-check interval his
+			// session ends and his key and token stop.
+			pa.Set(func(p *oidctest.Provider) { p.Refuse = true })
+			ts.now = ts.now.Add(61 * time.Minute)
+			wantVouchLost(t, ts, patSSO, ws.ID, newKey, store.Identity{Issuer: pa.Issuer, Subject: "pat", UserID: pat.ID})
+
+			// Olga lifts the requirement (her session re-vouched), then removes the provider.
+			pa.Set(func(p *oidctest.Provider) { p.Refuse = false })
+			olgaSSO = ts.browser(t)
+			pa.Set(func(p *oidctest.Provider) { p.Subject, p.Email = "olga", "olga@acme.test" })
+			ssoThrough(t, olgaSSO, "/login/sso/w/"+ws.ID)
+			olgaSSO.refreshCSRF()
+			if resp, body := olgaSSO.post(path+"/require", form(olgaSSO, url.Values{"jit_role": {""}})); resp.StatusCode != 303 {
+				t.Fatalf("lifting the requirement: %d %.300s", resp.StatusCode, body)
+			}
+			if resp, body := olgaSSO.post(path+"/provider/delete", url.Values{}); resp.StatusCode != 403 {
+				t.Fatalf("removing without the CSRF token: %d %.300s", resp.StatusCode, body)
+			}
+			if resp, body := olgaSSO.post(path+"/provider/delete", form(olgaSSO, url.Values{})); resp.StatusCode != 303 {
+				t.Fatalf("removing the provider: %d %.300s", resp.StatusCode, body)
+			}
+			if _, err := st.WorkspaceProviderOf(ctx, ws.ID); !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("the provider after its removal: %v", err)
+			}
+			if resp, _ := ts.browser(t).get("/login/sso/w/" + ws.ID); resp.StatusCode != 404 {
+				t.Fatalf("signing in through the removed provider: %d", resp.StatusCode)
+			}
+			lines, err := st.LogOf(ctx, store.LogFilter{WorkspaceID: ws.ID, Kind: store.LogSSOSettingsChanged})
+			must(t, err)
+			var removed bool
+			for _, l := range lines {
+				removed = removed || l.Details["change"] == "provider removed" && l.ActorID == olga.ID && l.Details["issuer"] == pa.Issuer
+			}
+			if !removed {
+				t.Fatalf("the removal is not in the security log: %+v", lines)
+			}
+			if resp, _ := patPW.get("/workspaces/" + ws.ID); resp.StatusCode != 200 {
+				t.Fatalf("pat's password session once the requirement is lifted: %d", resp.StatusCode)
+			}
+		})
+	}
+}
+
+// TestSSOOwnProviderOverOperators: on a server with a provider of its own, a workspace that
+// has its own requires single sign-on through its own only: the owner's session through the
+// operator's provider does not let her require it, a member's does not open the workspace,
+// and the operator's provider admits no newcomer to it.
+func TestSSOOwnProviderOverOperators(t *testing.T) {
+	for _, backend := range storetest.Backends(t) {
+		t.Run(backend.Name, func(t *testing.T) {
+			st := backend.Open(t)
+			op, pa := oidctest.New(t, "sp-op", "secret-op"), oidctest.New(t, "sp-a", "secret-a")
+			ts := newTestServerWith(t, st, func(d *Deps) {
+				d.ChannelKeys = platform.RandomKeys()
+				d.SSOResolver = fakeTXT{}
+				d.Guard = netguard.Guard{AllowPrivate: true}
+				d.SSOAllowHTTP = true
+				d.SSORecheck = time.Hour
+				d.SSOProvider = oidc.New(oidc.Config{Issuer: op.Issuer, ClientID: op.ClientID, ClientSecret: op.ClientSecret,
+					RedirectURL: "http://sitepulse.test/login/sso/callback", HTTP: d.Guard.Client(), Now: d.Now, AllowHTTP: true})
+				d.SSOName = "Operator ID"
+			})
+			op.Now = func() time.Time { return ts.now }
+			pa.Now = op.Now
+			ctx := context.Background()
+			olgaPW, ws := ownerOf(t, ts, "olga@acme.test", "acme.test")
+			path := "/workspaces/" + ws.ID + "/sso"
+			if resp, body := olgaPW.post(path+"/provider", url.Values{"csrf_token": {olgaPW.csrf}, "issuer": {pa.Issuer}, "client_id": {"sp-a"}, "client_secret": {"secret-a"}}); resp.StatusCode != 303 {
+				t.Fatalf("olga sets the workspace's provider: %d %.300s", resp.StatusCode, body)
+			}
+			signIn := func(p *oidctest.Provider, sub, email, start string) *browser {
+				p.Set(func(p *oidctest.Provider) { p.Subject, p.Email = sub, email })
+				b := ts.browser(t)
+				if resp, body, _ := ssoThrough(t, b, start); resp.StatusCode != 303 {
+					t.Fatalf("%s signs in through %s: %d %.300s", email, p.Issuer, resp.StatusCode, body)
+				}
+				b.refreshCSRF()
+				return b
+			}
+			require := func(b *browser) (*http.Response, string) {
+				return b.post(path+"/require", url.Values{"csrf_token": {b.csrf}, "required": {"on"}, "jit_role": {"viewer"}})
+			}
+			if resp, body := require(signIn(op, "olga-op", "olga@acme.test", "/login/sso")); resp.StatusCode != 422 || !strings.Contains(body, "the workspace&#39;s identity provider first") {
+				t.Fatalf("required from a session through the operator's provider: %d %.300s", resp.StatusCode, body)
+			}
+			if resp, body := require(signIn(pa, "olga", "olga@acme.test", "/login/sso/w/"+ws.ID)); resp.StatusCode != 303 {
+				t.Fatalf("required from a session through the workspace's provider: %d %.300s", resp.StatusCode, body)
+			}
+			// A newcomer through the operator's provider is not admitted, nor opens the
+			// workspace; through the workspace's own, both.
+			nia := signIn(op, "nia-op", "nia@acme.test", "/login/sso")
+			u, err := st.UserByEmail(ctx, "nia@acme.test")
+			must(t, err)
+			if _, err := st.Workspace(ctx, u.ID, ws.ID); err == nil {
+				t.Fatal("the operator's provider admitted nia just in time")
+			}
+			if resp, _ := nia.get("/workspaces/" + ws.ID); resp.StatusCode != 404 {
+				t.Fatalf("nia through the operator's provider: %d, want 404 (not a member)", resp.StatusCode)
+			}
+			nia = signIn(pa, "nia", "nia@acme.test", "/login/sso?email=nia@acme.test")
+			if w, err := st.Workspace(ctx, u.ID, ws.ID); err != nil || w.Role != store.RoleViewer {
+				t.Fatalf("nia through the workspace's provider joined as %q (%v), want viewer", w.Role, err)
+			}
+			if resp, _ := nia.get("/workspaces/" + ws.ID); resp.StatusCode != 200 {
+				t.Fatalf("nia through the workspace's provider: %d", resp.StatusCode)
+			}
+			// Now a member, her session through the operator's provider is refused it.
+			nop := signIn(op, "nia-op", "nia@acme.test", "/login/sso")
+			if resp, body := nop.get("/workspaces/" + ws.ID); resp.StatusCode != 403 || !strings.Contains(body, "the workspace&#39;s identity provider") {
+				t.Fatalf("a member's session through the operator's provider: %d %.300s", resp.StatusCode, body)
 			}
 		})
 	}

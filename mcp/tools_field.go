@@ -107,14 +107,8 @@ func (s *Server) getFieldData(ctx context.Context, userID string, a args) (field
 		if q.Device != "" && d != q.Device {
 			continue
 		}
-		var days []store.FieldPoint
-		for _, p := range beacon {
-			if p.Device == d {
-				days = append(days, p)
-			}
-		}
 		for _, m := range store.FieldMetrics {
-			if fr, ok := analysis.FieldOnly(m, page, d, days, false, slow, analysis.DefaultFieldRule); ok {
+			if fr, ok := analysis.FieldOnlyOn(m, page, d, beacon, crux, false, slow); ok {
 				out.FieldOnly = append(out.FieldOnly, fr)
 			}
 		}
@@ -124,7 +118,7 @@ func (s *Server) getFieldData(ctx context.Context, userID string, a args) (field
 		out.Note = noFieldNote
 	} else {
 		out.Note = "p75 of real users: CrUX weekly (each point the 28 days before its end), the beacon daily. Ratings are web.dev's bands. " +
-			"fieldOnly lists regressions the lab cannot see (the latest two beacon days in a worse band than the week before, beyond its day-to-day spread)."
+			"fieldOnly lists regressions the lab cannot see (the latest two beacon days in a worse band than the week before, beyond its day-to-day spread; where a page has no beacon days on a device, CrUX's latest two weekly periods against the four before)."
 	}
 	return out, nil
 }

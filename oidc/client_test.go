@@ -41,36 +41,20 @@ func client(p *oidctest.Provider, now func() time.Time) *oidc.Client {
 
 func TestEveryWrongIDTokenIsRefusedWithItsReason(t *testing.T) {
 	p := oidctest.New(t, "sitepulse", "s3cret")
-	for _, tc := range []struct {
-		fault, reason string
-	}{
-		{"", ""},
-		{oidctest.FaultES256, ""},
-		{oidctest.FaultBadSignature, "signature does not verify"},
-		{oidctest.FaultAlgNone, `unsigned (alg "none")`},
-		{oidctest.FaultHS256, "shared secret"},
-		{oidctest.FaultWrongIssuer, "not by the configured issuer"},
-		{oidctest.FaultWrongAud, "for another client"},
-		{oidctest.FaultAzp, "issued to another party"},
-		{oidctest.FaultWrongNonce, "nonce is not the one"},
-		{oidctest.FaultExpired, "expired at"},
-		{oidctest.FaultFutureIat, "issued in the future"},
-		{oidctest.FaultAtHash, "at_hash does not match"},
-		{oidctest.FaultUnknownKid, `key id "never-published", which the provider does not publish`},
-		{oidctest.FaultJWKSChanged, "signature does not verify"},
-	} {
-		t.Run("a token with "+strings.TrimSpace(tc.fault+" ")+"is judged", func(t *testing.T) {
-			p.Set(func(p *oidctest.Provider) { p.Fault = tc.fault })
+	valid := []struct{ Fault, Reason string }{{"", ""}, {oidctest.FaultES256, ""}}
+	for _, tc := range append(valid, oidctest.WrongTokens...) {
+		t.Run("a token with "+strings.TrimSpace(tc.Fault+" ")+"is judged", func(t *testing.T) {
+			p.Set(func(p *oidctest.Provider) { p.Fault = tc.Fault })
 			id, err := signIn(t, client(p, time.Now))
-			if tc.reason == "" {
+			if tc.Reason == "" {
 				if err != nil || id.Subject != "sub-1" || id.Issuer != p.Issuer || id.Email != "pat@example.com" || !id.EmailVerified {
 					t.Fatalf("got %+v, %v; want sub-1 of %s", id, err, p.Issuer)
 				}
 				return
 			}
 			var r *oidc.Refusal
-			if !errors.As(err, &r) || !strings.Contains(r.Reason, tc.reason) {
-				t.Fatalf("got %v, want a refusal saying %q", err, tc.reason)
+			if !errors.As(err, &r) || !strings.Contains(r.Reason, tc.Reason) {
+				t.Fatalf("got %v, want a refusal saying %q", err, tc.Reason)
 			}
 		})
 	}

@@ -1,10 +1,12 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -193,10 +195,20 @@ type BeaconInteractionCount struct {
 	Seen      time.Time
 }
 
+// BeaconSeen adds to the beacons a site's ingest saw on a UTC day, kept or sampled away: the
+// count BEACON_DAILY_CAP's sampling is decided on. It lives in the store so that every process
+// of the service samples on the same count, and a restart starts from it.
+type BeaconSeen struct {
+	SiteID string
+	Day    time.Time // 00:00 UTC
+	Seen   int64
+}
+
 // BeaconBatch is what the ingest flushes at once.
 type BeaconBatch struct {
 	Counts       []BeaconCount
 	Interactions []BeaconInteractionCount
+	Seen         []BeaconSeen
 }
 
 // BeaconViews is how many page views of a kind the beacon counted on a page and device over a
@@ -216,9 +228,11 @@ type BeaconWrites interface {
 	// BeaconSiteByKey finds the site of a public beacon id (system: the ingest); ErrNotFound
 	// for an unknown id.
 	BeaconSiteByKey(ctx context.Context, publicID string) (BeaconSite, error)
-	// AddBeacons adds a batch to the histograms (system: the ingest's flush), in one
-	// transaction; counts of a site deleted since are dropped.
-	AddBeacons(ctx context.Context, b BeaconBatch) error
+	// AddBeacons adds a batch to the histograms and to the sites' days seen (system: the
+	// ingest's flush), in one transaction; counts of a site deleted since are dropped. It
+	// answers, for each site and day of b.Seen, the day's total seen by every process so far
+	// (this batch included), in the same statement as the write.
+	AddBeacons(ctx context.Context, b BeaconBatch) ([]BeaconSeen, error)
 	// BeaconElementsOf lists the LCP elements and CLS largest-shift targets the beacon saw
 	// (system; Page "" every page), most often seen first, at most limit (<= 0: 10).
 	BeaconElementsOf(ctx context.Context, siteID string, q FieldQuery, limit int) ([]BeaconElement, error)
@@ -347,29 +361,21 @@ func BeaconSlowest(origin string, rows []BeaconInteractionCount, limit int) []In
 		it.PresentationDelay, _ = BeaconP75(BeaconPhaseMetric, p["presentation"])
 		out = append(out, it)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if a.Count != b.Count {
-			return a.Count > b.Count
-		}
-		if a.P75 != b.P75 {
-			return a.P75 > b.P75
-		}
-		if a.Page != b.Page {
-			return a.Page < b.Page
-		}
-		if a.Selector != b.Selector {
-			return a.Selector < b.Selector
-		}
-		if a.EventType != b.EventType {
-			return a.EventType < b.EventType
-		}
-		return a.Device < b.Device
+	return mostSeenFirst(out, limit, func(i Interaction) (int64, float64, []string) {
+		return i.Count, i.P75, []string{i.Page, i.Selector, i.EventType, string(i.Device)}
 	})
-	if len(out) > limit {
-		out = out[:limit]
-	}
-	return out
+}
+
+// mostSeenFirst orders a top list (the slowest interactions, the LCP and CLS elements): most
+// often seen first, then the highest p75, then by its keys ascending, so the order is total and
+// both stores answer alike; it keeps at most limit.
+func mostSeenFirst[T any](list []T, limit int, rank func(T) (count int64, p75 float64, keys []string)) []T {
+	slices.SortFunc(list, func(a, b T) int {
+		ac, ap, ak := rank(a)
+		bc, bp, bk := rank(b)
+		return cmp.Or(cmp.Compare(bc, ac), cmp.Compare(bp, ap), slices.Compare(ak, bk))
+	})
+	return list[:min(len(list), limit)]
 }
 
 // BeaconPath is the path a FieldQuery's Page names on a site of origin: "" for the site-wide
@@ -480,27 +486,7 @@ func BeaconElementsFrom(origin string, rows []BeaconInteractionCount, limit int)
 		e.P75, _ = BeaconP75(k.metric, b)
 		out = append(out, e)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if a.Count != b.Count {
-			return a.Count > b.Count
-		}
-		if a.P75 != b.P75 {
-			return a.P75 > b.P75
-		}
-		if a.Page != b.Page {
-			return a.Page < b.Page
-		}
-		if a.Metric != b.Metric {
-			return a.Metric < b.Metric
-		}
-		if a.Selector != b.Selector {
-			return a.Selector < b.Selector
-		}
-		return a.Device < b.Device
+	return mostSeenFirst(out, limit, func(e BeaconElement) (int64, float64, []string) {
+		return e.Count, e.P75, []string{e.Page, e.Metric, e.Selector, string(e.Device), e.Resource}
 	})
-	if len(out) > limit {
-		out = out[:limit]
-	}
-	return out
 }

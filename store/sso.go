@@ -111,6 +111,11 @@ type WorkspaceProviders interface {
 	// WorkspaceProviderByIssuer finds the provider of issuer (system: the callback and the
 	// re-check, from the session's issuer); ErrNotFound when no workspace has it.
 	WorkspaceProviderByIssuer(ctx context.Context, issuer string) (WorkspaceProvider, error)
+	// RemoveWorkspaceProvider deletes a workspace's provider and answers what it was;
+	// ErrNotFound for a non-member or when it has none, ErrForbidden for a member who is not an
+	// owner, ErrConflict while the workspace requires single sign-on (its requirement is met
+	// through the provider: the owner lifts it first, so nobody is locked out).
+	RemoveWorkspaceProvider(ctx context.Context, userID, workspaceID string) (WorkspaceProvider, error)
 	// AnyWorkspaceProvider says whether some workspace has its own provider (system: the login
 	// page then asks for a work e-mail).
 	AnyWorkspaceProvider(ctx context.Context) (bool, error)

@@ -35,6 +35,7 @@ type Store interface {
 	Explains
 	CruxReads
 	CruxHistory
+	FieldChecks
 	SSO
 	Runners
 	BeaconReads

@@ -222,7 +222,9 @@ var errAway = errors.New("connection refused")
 func (failing) BeaconSiteByKey(context.Context, string) (store.BeaconSite, error) {
 	return store.BeaconSite{}, errAway
 }
-func (failing) AddBeacons(context.Context, store.BeaconBatch) error { return errAway }
+func (failing) AddBeacons(context.Context, store.BeaconBatch) ([]store.BeaconSeen, error) {
+	return nil, errAway
+}
 
 // While the store is away an unknown id answers ErrUnavailable (503), never a 500, and
 // batched beacons of a known site wait in memory, bounded, for the next flush.

@@ -19,7 +19,7 @@ import (
 // Store is what the ingest needs of the store.
 type Store interface {
 	BeaconSiteByKey(ctx context.Context, publicID string) (store.BeaconSite, error)
-	AddBeacons(ctx context.Context, b store.BeaconBatch) error
+	AddBeacons(ctx context.Context, b store.BeaconBatch) ([]store.BeaconSeen, error)
 }
 
 // Options bound the ingest; zero values take the defaults in New.
@@ -84,11 +84,21 @@ type cached struct {
 	at    time.Time
 }
 
+// siteDay is what the ingest holds of a site's UTC day. The daily cap samples on the day's
+// count across every process: the store's total at the last flush (stored, which holds
+// acked of this process's own) plus what this process saw since (seen − acked). So N
+// replicas keep what one would, and a restart goes on from the store's count; between two
+// flushes each process may keep, past the cap, at most the beacons it saw since the last one.
 type siteDay struct {
+	site  string
 	day   time.Time
-	seen  int64
-	paths map[string]bool
-	inter map[interGroup]map[[2]string]bool // admitted (selector, event) per group and part class
+	seen  int64 // beacons this process saw this day, kept or sampled away
+	sent  int64 // of seen, how many a flush has sent (acked, or in flight)
+	acked int64 // of seen, how many the store has counted
+	// stored is the day's total across processes as the last flush answered it.
+	stored int64
+	paths  map[string]bool
+	inter  map[interGroup]map[[2]string]bool // admitted (selector, event) per group and part class
 }
 
 type countKey struct {
@@ -239,11 +249,11 @@ func (in *Ingest) Accept(ctx context.Context, key, origin string, b Beacon) erro
 	in.mu.Lock()
 	sd := in.days[site.SiteID]
 	if sd == nil || !sd.day.Equal(day) {
-		sd = &siteDay{day: day, paths: map[string]bool{}, inter: map[interGroup]map[[2]string]bool{}}
+		sd = &siteDay{site: site.SiteID, day: day, paths: map[string]bool{}, inter: map[interGroup]map[[2]string]bool{}}
 		in.days[site.SiteID] = sd
 		in.forgetOldDays(day)
 	}
-	weight, keep := sample(sd.seen, in.opts.DailyCap, in.rnd)
+	weight, keep := sample(sd.count(), in.opts.DailyCap, in.rnd)
 	sd.seen++
 	if !keep {
 		in.sampled++
@@ -337,6 +347,11 @@ func (in *Ingest) interaction(sd *siteDay, siteID string, day time.Time, path st
 	}
 }
 
+// count is the day's beacons so far as the cap sees them: the store's total plus what this
+// process saw since its last acknowledged flush, or this process's own count when larger (the
+// store not yet reached today).
+func (sd *siteDay) count() int64 { return max(sd.seen, sd.stored+sd.seen-sd.acked) }
+
 // forgetOldDays drops the counters of sites not seen today; the caller holds in.mu.
 func (in *Ingest) forgetOldDays(today time.Time) {
 	for id, sd := range in.days {
@@ -370,7 +385,14 @@ func sample(n, dailyCap int64, rnd *rand.Rand) (weight float64, keep bool) {
 func (in *Ingest) Flush(ctx context.Context) error {
 	in.mu.Lock()
 	counts, inter := in.counts, in.inter
-	if len(counts) == 0 && len(inter) == 0 {
+	var sent []sentDay
+	for _, sd := range in.days {
+		if sd.seen > sd.sent {
+			sent = append(sent, sentDay{sd, sd.seen - sd.sent, sd.seen})
+			sd.sent = sd.seen
+		}
+	}
+	if len(counts) == 0 && len(inter) == 0 && len(sent) == 0 {
 		in.mu.Unlock()
 		return nil
 	}
@@ -385,12 +407,26 @@ func (in *Ingest) Flush(ctx context.Context) error {
 		b.Interactions = append(b.Interactions, store.BeaconInteractionCount{SiteID: k.site, Day: k.day, Path: k.path, Device: k.device,
 			Selector: k.sel, EventType: k.event, Part: k.part, Bin: k.bin, Count: t.count, Seen: t.seen})
 	}
-	err := in.st.AddBeacons(ctx, b)
-	if err == nil {
-		return nil
+	for _, d := range sent {
+		b.Seen = append(b.Seen, store.BeaconSeen{SiteID: d.sd.site, Day: d.sd.day, Seen: d.n})
 	}
+	totals, err := in.st.AddBeacons(ctx, b)
 	in.mu.Lock()
 	defer in.mu.Unlock()
+	if err == nil {
+		for _, d := range sent {
+			for _, t := range totals {
+				if t.SiteID == d.sd.site && t.Day.Equal(d.sd.day) {
+					// Flushes may end out of order: the counts only grow.
+					d.sd.stored, d.sd.acked = max(d.sd.stored, t.Seen), max(d.sd.acked, d.upTo)
+				}
+			}
+		}
+		return nil
+	}
+	for _, d := range sent {
+		d.sd.sent -= d.n // sent again by the next flush
+	}
 	if len(in.counts)+len(in.inter)+len(counts)+len(inter) > in.opts.MaxPending {
 		in.dropped += int64(len(counts) + len(inter))
 		in.opts.Log.Warn("beacon flush failed; batch dropped past the pending bound", "cells", len(counts)+len(inter), "err", err)
@@ -412,6 +448,12 @@ func (in *Ingest) Flush(ctx context.Context) error {
 	}
 	in.opts.Log.Warn("beacon flush failed; kept for the next", "cells", len(counts)+len(inter), "err", err)
 	return err
+}
+
+// sentDay is a site's day count a flush sends: n more seen, seen up to upTo in all.
+type sentDay struct {
+	sd      *siteDay
+	n, upTo int64
 }
 
 // Run flushes every FlushEvery until ctx ends, then once more (within 5 s) so that a shutdown

@@ -41,6 +41,24 @@ const (
 	FaultRotated      = "rotated to a new key (valid)"
 )
 
+// WrongTokens lists every fault that makes the ID token wrong, with what the refusal of it
+// says (oidc.Refusal's reason): the relying party's tests (oidc) and the sign-in page's
+// (handlers) walk the same list.
+var WrongTokens = []struct{ Fault, Reason string }{
+	{FaultBadSignature, "signature does not verify"},
+	{FaultAlgNone, `unsigned (alg "none")`},
+	{FaultHS256, "signed with a shared secret"},
+	{FaultWrongIssuer, "not by the configured issuer"},
+	{FaultWrongAud, "for another client"},
+	{FaultAzp, "issued to another party"},
+	{FaultWrongNonce, "nonce is not the one this sign-in sent"},
+	{FaultExpired, "expired at"},
+	{FaultFutureIat, "issued in the future"},
+	{FaultAtHash, "at_hash does not match"},
+	{FaultUnknownKid, `key id "never-published", which the provider does not publish`},
+	{FaultJWKSChanged, "signature does not verify"},
+}
+
 // Provider is the double. Set its fields before a sign-in; they are read under its lock.
 type Provider struct {
 	*httptest.Server

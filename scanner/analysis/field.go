@@ -106,6 +106,11 @@ type FieldRule struct {
 var DefaultFieldRule = FieldRule{MinDaySamples: 20, MinSideSamples: 100, MinBeforeDays: 3, BeforeDays: 7, MinRise: 0.10,
 	CruxWindow: 28 * 24 * time.Hour, RecentDays: 2}
 
+// CruxFieldRule is FieldOnly's rule on CrUX's weekly periods, for a page the beacon has no days
+// of: no sample counts (CrUX gives none), the latest 2 periods against the 4 before them (at
+// least 3). Each period averages 28 days, so it is slow to show a change, and slow to forget it.
+var CruxFieldRule = FieldRule{MinBeforeDays: 3, BeforeDays: 4, MinRise: 0.10, CruxWindow: 28 * 24 * time.Hour, RecentDays: 2}
+
 // FieldStatus is a confirmed regression's standing in the field.
 type FieldStatus string
 
@@ -263,6 +268,7 @@ func FieldOfCrux(metric string, device store.FieldDevice, publish time.Time, per
 // FieldRegression is a field-only regression: the beacon's p75 crossed into a worse band while
 // the lab saw nothing, with the slowest interaction named for INP.
 type FieldRegression struct {
+	Source      store.FieldSource  `json:"source"` // beacon days, or CrUX periods (CruxFieldRule) where the page has no beacon
 	Metric      string             `json:"metric"`
 	Page        string             `json:"page"`
 	Device      store.FieldDevice  `json:"device"`
@@ -272,6 +278,10 @@ type FieldRegression struct {
 	ToBand      string             `json:"toBand"`
 	Interaction *store.Interaction `json:"interaction,omitempty"`
 	Text        string             `json:"text"`
+	// Since is the day the regression began: the first of its recent days when it first held.
+	// It stays the same while the regression lasts, so it names the regression (an alert is
+	// raised once per Since); one that ends and comes back has a new one.
+	Since time.Time `json:"since"`
 }
 
 // FieldOnly finds a field-only regression in a page's beacon days of one metric and device.
@@ -282,7 +292,8 @@ type FieldRegression struct {
 // than the band of the baseline's median p75 and the rise is
 // beyond the baseline's spread (FieldOfBeacon's test), and labSaw is false (no confirmed lab
 // regression of that page and metric in the same days). For INP the slowest interaction of the
-// page (the first of slowest, as the store orders them) is named.
+// page (the first of slowest, as the store orders them) is named. Since is found by asking the
+// same of the days up to each earlier day, while it holds.
 func FieldOnly(metric string, page string, device store.FieldDevice, days []store.FieldPoint, labSaw bool, slowest []store.Interaction, r FieldRule) (FieldRegression, bool) {
 	if labSaw {
 		return FieldRegression{}, false
@@ -294,6 +305,43 @@ func FieldOnly(metric string, page string, device store.FieldDevice, days []stor
 		}
 	}
 	sort.SliceStable(kept, func(i, j int) bool { return kept[i].Start.Before(kept[j].Start) })
+	fr, ok := fieldOnly(metric, page, device, kept, slowest, r)
+	if !ok {
+		return fr, false
+	}
+	for n := len(kept) - 1; n > 0; n-- {
+		earlier, held := fieldOnly(metric, page, device, kept[:n], slowest, r)
+		if !held {
+			break
+		}
+		fr.Since = earlier.Since
+	}
+	return fr, true
+}
+
+// FieldOnlyOn is the field-only rule as every surface applies it (the alerts, the daily field
+// check, the site and page views, MCP get_field_data): on the beacon's days of the device, or,
+// where the beacon has none of that device, on CrUX's weekly periods (CruxFieldRule, with no
+// interaction to name).
+func FieldOnlyOn(metric, page string, device store.FieldDevice, beacon, crux []store.FieldPoint, labSaw bool, slowest []store.Interaction) (FieldRegression, bool) {
+	if HasDays(beacon, device) {
+		return FieldOnly(metric, page, device, beacon, labSaw, slowest, DefaultFieldRule)
+	}
+	return FieldOnly(metric, page, device, crux, labSaw, nil, CruxFieldRule)
+}
+
+// HasDays says whether points holds any of device.
+func HasDays(points []store.FieldPoint, device store.FieldDevice) bool {
+	for _, p := range points {
+		if p.Device == device {
+			return true
+		}
+	}
+	return false
+}
+
+// fieldOnly is FieldOnly's rule on the counted days of one metric and device, oldest first.
+func fieldOnly(metric string, page string, device store.FieldDevice, kept []store.FieldPoint, slowest []store.Interaction, r FieldRule) (FieldRegression, bool) {
 	if len(kept) < r.RecentDays+r.MinBeforeDays {
 		return FieldRegression{}, false
 	}
@@ -311,8 +359,12 @@ func FieldOnly(metric string, page string, device store.FieldDevice, days []stor
 	if fb == "" || ratingRank[tb] <= ratingRank[fb] || !r.rises(from, bv[len(bv)-1]-bv[0], to) {
 		return FieldRegression{}, false
 	}
-	fr := FieldRegression{Metric: metric, Page: page, Device: device, From: from, To: to, FromBand: fb, ToBand: tb}
+	fr := FieldRegression{Source: recent[0].Source, Metric: metric, Page: page, Device: device, From: from, To: to, FromBand: fb, ToBand: tb, Since: recent[0].Start.UTC()}
 	fr.Text = fmt.Sprintf("%s p75 %s on %s (%s)", Label(metric), FormatValue(metric, to), PagePathOf(page), devicePlural(device))
+	if fr.Source == store.FieldCrUX {
+		fr.Text = fmt.Sprintf("%s p75 %s on %s (%s, CrUX)", Label(metric), FormatValue(metric, to), PagePathOf(page), devicePlural(device))
+		return fr, true // CrUX names no interaction
+	}
 	if metric == "inp" {
 		for i := range slowest {
 			if slowest[i].Device == device || slowest[i].Device == "" {

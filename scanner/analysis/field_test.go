@@ -282,3 +282,89 @@ func TestCheckFieldBudgets(t *testing.T) {
 		})
 	}
 }
+
+// A field-only regression is named by the day it began (Since: the first of the recent days
+// when it first held), which stays the same while it lasts, so an alert keyed on it is raised
+// once; one that ends and comes back is a new one.
+func TestFieldOnlySince(t *testing.T) {
+	day0 := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
+	calm := []float64{170, 180, 175, 185, 180, 178, 182}
+	for _, c := range []struct {
+		name  string
+		p75s  []float64
+		since time.Time
+	}{
+		{"just crossed", append(calm, 420, 430), day0.AddDate(0, 0, 7)},
+		{"lasting a day more", append(calm, 420, 430, 440), day0.AddDate(0, 0, 7)},
+		{"ended and came back", append(calm, 420, 430, 180, 178, 181, 176, 179, 183, 177, 450, 460), day0.AddDate(0, 0, 16)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, ok := FieldOnly("inp", "", store.FieldPhone, beaconDays(day0, 60, c.p75s...), false, nil, DefaultFieldRule)
+			if !ok || !got.Since.Equal(c.since) {
+				t.Fatalf("got %v since %v, want since %v", ok, got.Since, c.since)
+			}
+		})
+	}
+}
+
+// CrUX's weekly periods are judged by the same rule with CruxFieldRule's numbers (no sample
+// counts: CrUX gives none; a baseline of the 4 periods before): for a page with CrUX history and
+// no beacon, the latest two periods crossing into a worse band is a field-only regression, named
+// as CrUX's.
+func TestFieldOnlyOnCrux(t *testing.T) {
+	end := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
+	periods := func(vs ...float64) []store.FieldPoint {
+		out := make([]store.FieldPoint, len(vs))
+		for i, v := range vs {
+			e := end.AddDate(0, 0, 7*(i-len(vs)+1))
+			out[i] = store.FieldPoint{Source: store.FieldCrUX, Device: store.FieldPhone, Metric: "lcp", Start: e.AddDate(0, 0, -28), End: e, P75: fv(v)}
+		}
+		return out
+	}
+	got, ok := FieldOnly("lcp", "https://x.test/pricing", store.FieldPhone, periods(2000, 2100, 2050, 2080, 2700, 2900), false, nil, CruxFieldRule)
+	if !ok || got.Source != store.FieldCrUX || got.Text != "LCP p75 2.7 s on /pricing (phones, CrUX)" || !got.Since.Equal(end.AddDate(0, 0, -7-28)) {
+		t.Fatalf("got %v %+v", ok, got)
+	}
+	if _, ok := FieldOnly("lcp", "", store.FieldPhone, periods(2000, 2100, 2050, 2080, 2100, 2900), false, nil, CruxFieldRule); ok {
+		t.Fatal("one crossed period is not two")
+	}
+	if _, ok := FieldOnly("lcp", "", store.FieldPhone, periods(2000, 2100, 2700, 2900), false, nil, CruxFieldRule); ok {
+		t.Fatal("two periods before are too few")
+	}
+}
+
+// TestFieldOnlyOn: the surfaces' rule takes the beacon's days of the device when there are any,
+// else CrUX's periods (a site with CrUX history and no beacon on phones).
+func TestFieldOnlyOn(t *testing.T) {
+	end := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
+	var crux []store.FieldPoint
+	for i, v := range []float64{2000, 2100, 2050, 2080, 2700, 2900} {
+		e := end.AddDate(0, 0, 7*(i-5))
+		crux = append(crux, store.FieldPoint{Source: store.FieldCrUX, Device: store.FieldPhone, Metric: "lcp", Start: e.AddDate(0, 0, -28), End: e, P75: fv(v)})
+	}
+	// A steady beacon on phones: its days decide, and they show nothing.
+	var beacon []store.FieldPoint
+	for d := range 14 {
+		s := end.AddDate(0, 0, d-14)
+		beacon = append(beacon, store.FieldPoint{Source: store.FieldBeacon, Device: store.FieldPhone, Metric: "lcp", Start: s, End: s.AddDate(0, 0, 1), P75: fv(2000), Samples: 500})
+	}
+	desktopOnly := []store.FieldPoint{{Source: store.FieldBeacon, Device: store.FieldDesktop, Metric: "lcp", Start: end, End: end.AddDate(0, 0, 1), P75: fv(900), Samples: 500}}
+	for _, tt := range []struct {
+		name   string
+		beacon []store.FieldPoint
+		want   bool
+		source store.FieldSource
+	}{
+		{"no beacon: CrUX's periods", nil, true, store.FieldCrUX},
+		{"a beacon on desktops only: CrUX's periods for phones", desktopOnly, true, store.FieldCrUX},
+		{"a steady beacon on phones decides", beacon, false, ""},
+	} {
+		got, ok := FieldOnlyOn("lcp", "https://x.test/pricing", store.FieldPhone, tt.beacon, crux, false, nil)
+		if ok != tt.want || got.Source != tt.source {
+			t.Errorf("%s: got %v %+v", tt.name, ok, got)
+		}
+	}
+	if _, ok := FieldOnlyOn("lcp", "https://x.test/pricing", store.FieldPhone, nil, crux, true, nil); ok {
+		t.Error("what the lab saw is not field-only")
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"time"
 
 	"sitepulse/scanner"
@@ -86,7 +85,7 @@ func (r *Refresher) Work(ctx context.Context, job store.Job, args store.CruxJob)
 	}
 	origin := discover.SiteOrigin(target.Site.Domain)
 	pages := []string{""}
-	for _, p := range PageURLs(target) {
+	for _, p := range discover.MonitoredPages(target) {
 		pages = append(pages, p)
 	}
 	stored := 0
@@ -141,32 +140,4 @@ func later(a, b time.Time) time.Time {
 		return a
 	}
 	return b
-}
-
-// PageURLs are the pages a refresh of target queries: its saved paths on its origin, else the
-// pages of its latest completed scan; each without query or fragment, as FieldPoint.Page keeps
-// them.
-func PageURLs(target store.CruxTarget) []string {
-	var raw []string
-	if len(target.Site.Pages) > 0 {
-		for _, p := range target.Site.Pages {
-			raw = append(raw, discover.PageURL(target.Site, p))
-		}
-	} else {
-		raw = target.Pages
-	}
-	seen := map[string]bool{}
-	var out []string
-	for _, s := range raw {
-		u, err := url.Parse(s)
-		if err != nil || u.Host == "" {
-			continue
-		}
-		u.RawQuery, u.Fragment, u.RawFragment = "", "", ""
-		if !seen[u.String()] {
-			seen[u.String()] = true
-			out = append(out, u.String())
-		}
-	}
-	return out
 }

@@ -20,7 +20,8 @@ type FieldSource interface {
 const (
 	fieldPages     = 10 // pages checked for field-only regressions, besides the whole site
 	fieldVerdicts  = 6  // regressions given a field status
-	fieldBeaconFor = 30 * 24 * time.Hour
+	fieldBeaconFor = store.FieldCheckDays * 24 * time.Hour
+	fieldCruxFor   = 12 * 7 * 24 * time.Hour // CruxFieldRule's 6 periods, and room for gaps
 )
 
 // fieldOutcome fills in what the field says of a completed scan: the field status of its
@@ -70,11 +71,29 @@ func fieldOutcome(ctx context.Context, f FieldSource, o *Outcome, previous, now 
 			}
 		}
 	}
+	var err error
+	o.FieldOnly, err = fieldOnlyOf(ctx, f, o.Site.ID, pages, labSaw, previous, now)
+	return err
+}
+
+// fieldOnlyOf finds the field-only regressions on phones of a site's whole site and pages as the
+// beacon's days up to now show them (analysis.FieldOnly, the slowest interaction named), or,
+// for a page the beacon has no days of, CrUX's weekly periods (analysis.CruxFieldRule);
+// labSaw marks what the lab saw (page URL + " " + metric; " " + metric for the whole site).
+// previous, when not zero, leaves out those the days ending by then already showed. The
+// scan's alerts and the daily field check (FieldCheck) both ask it.
+func fieldOnlyOf(ctx context.Context, f FieldSource, siteID string, pages []string, labSaw map[string]bool, previous, now time.Time) ([]analysis.FieldRegression, error) {
+	var out []analysis.FieldRegression
 	for _, page := range append([]string{""}, pages...) {
-		days, err := f.BeaconSeriesOf(ctx, o.Site.ID, store.FieldQuery{Page: page, Device: store.FieldPhone, From: now.Add(-fieldBeaconFor)})
+		rule := analysis.DefaultFieldRule
+		days, err := f.BeaconSeriesOf(ctx, siteID, store.FieldQuery{Page: page, Device: store.FieldPhone, From: now.Add(-fieldBeaconFor)})
+		if err == nil && len(days) == 0 {
+			rule = analysis.CruxFieldRule
+			days, err = f.CruxSeriesOf(ctx, siteID, store.FieldQuery{Page: page, Device: store.FieldPhone, From: now.Add(-fieldCruxFor)})
+		}
 		if err != nil || len(days) == 0 {
 			if err != nil {
-				return err
+				return nil, err
 			}
 			continue
 		}
@@ -84,21 +103,22 @@ func fieldOutcome(ctx context.Context, f FieldSource, o *Outcome, previous, now 
 				then = append(then, d)
 			}
 		}
-		q := store.FieldQuery{Page: page, Device: store.FieldPhone}
-		slow, err := f.SlowInteractionsOf(ctx, o.Site.ID, q, 5)
-		if err != nil {
-			return err
+		var slow []store.Interaction
+		if rule == analysis.DefaultFieldRule {
+			if slow, err = f.SlowInteractionsOf(ctx, siteID, store.FieldQuery{Page: page, Device: store.FieldPhone}, 5); err != nil {
+				return nil, err
+			}
 		}
 		for _, m := range store.FieldMetrics {
-			fr, ok := analysis.FieldOnly(m, page, store.FieldPhone, days, labSaw[page+" "+m], slow, analysis.DefaultFieldRule)
+			fr, ok := analysis.FieldOnly(m, page, store.FieldPhone, days, labSaw[page+" "+m], slow, rule)
 			if !ok {
 				continue
 			}
-			if _, was := analysis.FieldOnly(m, page, store.FieldPhone, then, false, slow, analysis.DefaultFieldRule); was && !previous.IsZero() {
+			if _, was := analysis.FieldOnly(m, page, store.FieldPhone, then, false, slow, rule); was && !previous.IsZero() {
 				continue
 			}
-			o.FieldOnly = append(o.FieldOnly, fr)
+			out = append(out, fr)
 		}
 	}
-	return nil
+	return out, nil
 }

@@ -188,6 +188,9 @@ func summarize(e Event) summary {
 		s.title = "Scan failed on " + site
 		s.lines = []string{"Reason: " + oneLine(e.Data.Reason)}
 	case EventFieldRegression:
+		if e.Scan.ID == "" { // the daily field check's: the link is the site's page
+			s.button = "Open site"
+		}
 		n := len(e.Data.FieldOnly)
 		s.title = fmt.Sprintf("%d field-only %s on %s: real users felt what the lab did not see", n, plural(n, "regression", "regressions"), site)
 		for i, r := range e.Data.FieldOnly {

@@ -99,6 +99,9 @@ func (p *Planner) Plan(ctx context.Context, site store.Site, scan store.Scan) ([
 	for i := range events {
 		events[i].ID = "evt_" + scan.ID + "_" + events[i].Type
 	}
+	// Field-only regressions are alerted one by one, each with its own id, so one the daily
+	// field check (or an earlier scan) already planned is not planned again.
+	events = fieldEvents(events, site.ID)
 	if len(events) == 0 {
 		return nil, nil
 	}

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"sitepulse/store"
@@ -14,6 +15,12 @@ type memBeacon struct {
 	sites  map[string]string // site by public id
 	counts map[beaconCell]beaconTally
 	inter  map[interCell]interTally
+	seen   map[beaconDay]int64 // beacons seen per site and day (store.BeaconSeen)
+}
+
+type beaconDay struct {
+	site string
+	day  time.Time
 }
 
 type beaconCell struct {
@@ -52,7 +59,7 @@ type interTally struct {
 func (m *Store) beaconState() *memBeacon {
 	if m.beacon == nil {
 		m.beacon = &memBeacon{keys: map[string]string{}, sites: map[string]string{},
-			counts: map[beaconCell]beaconTally{}, inter: map[interCell]interTally{}}
+			counts: map[beaconCell]beaconTally{}, inter: map[interCell]interTally{}, seen: map[beaconDay]int64{}}
 	}
 	return m.beacon
 }
@@ -83,10 +90,23 @@ func (m *Store) BeaconSiteByKey(ctx context.Context, publicID string) (store.Bea
 	return store.BeaconSite{SiteID: s.ID, WorkspaceID: s.WorkspaceID, Domain: s.Domain}, nil
 }
 
-func (m *Store) AddBeacons(ctx context.Context, batch store.BeaconBatch) error {
+func (m *Store) AddBeacons(ctx context.Context, batch store.BeaconBatch) ([]store.BeaconSeen, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	b := m.beaconState()
+	var totals []store.BeaconSeen
+	for _, d := range batch.Seen {
+		if _, ok := m.sites[d.SiteID]; ok {
+			k := beaconDay{d.SiteID, store.BeaconDay(d.Day)}
+			b.seen[k] += d.Seen
+		}
+	}
+	for _, d := range batch.Seen { // each site and day once, with its total after the batch
+		k := beaconDay{d.SiteID, store.BeaconDay(d.Day)}
+		if n, ok := b.seen[k]; ok && !slices.ContainsFunc(totals, func(t store.BeaconSeen) bool { return t.SiteID == k.site && t.Day.Equal(k.day) }) {
+			totals = append(totals, store.BeaconSeen{SiteID: k.site, Day: k.day, Seen: n})
+		}
+	}
 	for _, c := range batch.Counts {
 		if _, ok := m.sites[c.SiteID]; !ok {
 			continue
@@ -134,7 +154,7 @@ func (m *Store) AddBeacons(ctx context.Context, batch store.BeaconBatch) error {
 		}
 		b.inter[k] = t
 	}
-	return nil
+	return totals, nil
 }
 
 // beaconSite is the origin of a site the user may read ("" and false otherwise); userID ""
@@ -152,7 +172,10 @@ func beaconDayIn(day time.Time, q store.FieldQuery) bool {
 	return (q.From.IsZero() || !day.Before(q.From)) && (q.To.IsZero() || day.Before(q.To))
 }
 
-func (m *Store) beaconSeries(userID, siteID string, q store.FieldQuery) ([]store.FieldPoint, error) {
+// beaconRead answers read of the origin and path of q's page, for a site userID may read (""
+// is the system), under m.mu: ErrNotFound for another site, nothing for a page of another
+// origin. Every beacon read goes through it.
+func beaconRead[T any](m *Store, userID, siteID string, q store.FieldQuery, read func(origin, path string) []T) ([]T, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	origin, ok := m.beaconSite(userID, siteID)
@@ -161,17 +184,28 @@ func (m *Store) beaconSeries(userID, siteID string, q store.FieldQuery) ([]store
 	}
 	path, ok := store.BeaconPath(origin, q.Page)
 	if !ok {
-		return []store.FieldPoint{}, nil
+		return []T{}, nil
 	}
+	return read(origin, path), nil
+}
+
+// countRows are a site's bins of path within q: the page views (metric nav) when nav, else the
+// field metrics (q.Metric's, or all); the caller holds m.mu. Postgres's beaconBins reads the same.
+func (m *Store) countRows(siteID, path string, q store.FieldQuery, nav bool) []store.BeaconCount {
 	var rows []store.BeaconCount
 	for k, t := range m.beaconState().counts {
-		if k.site != siteID || k.path != path || !beaconDayIn(k.day, q) || (q.Device != "" && k.device != q.Device) ||
-			k.metric == store.BeaconNavMetric || (q.Metric != "" && k.metric != q.Metric) {
-			continue
+		if k.site == siteID && k.path == path && beaconDayIn(k.day, q) && (q.Device == "" || k.device == q.Device) &&
+			(k.metric == store.BeaconNavMetric) == nav && (q.Metric == "" || k.metric == q.Metric) {
+			rows = append(rows, store.BeaconCount{Day: k.day, Path: k.path, Device: k.device, Metric: k.metric, Bin: k.bin, Count: t.count, Kept: t.kept})
 		}
-		rows = append(rows, store.BeaconCount{Day: k.day, Path: k.path, Device: k.device, Metric: k.metric, Bin: k.bin, Count: t.count, Kept: t.kept})
 	}
-	return store.BeaconPoints(origin, rows), nil
+	return rows
+}
+
+func (m *Store) beaconSeries(userID, siteID string, q store.FieldQuery) ([]store.FieldPoint, error) {
+	return beaconRead(m, userID, siteID, q, func(origin, path string) []store.FieldPoint {
+		return store.BeaconPoints(origin, m.countRows(siteID, path, q, false))
+	})
 }
 
 func (m *Store) BeaconSeries(ctx context.Context, userID, siteID string, q store.FieldQuery) ([]store.FieldPoint, error) {
@@ -186,31 +220,15 @@ func (m *Store) BeaconSeriesOf(ctx context.Context, siteID string, q store.Field
 }
 
 func (m *Store) slowInteractions(userID, siteID string, q store.FieldQuery, limit int) ([]store.Interaction, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	origin, ok := m.beaconSite(userID, siteID)
-	if !ok {
-		return nil, store.NotFound("site")
-	}
-	path, ok := store.BeaconPath(origin, q.Page)
-	if !ok {
-		return []store.Interaction{}, nil
-	}
-	return store.BeaconSlowest(origin, m.interRows(siteID, path, q), limit), nil
+	return beaconRead(m, userID, siteID, q, func(origin, path string) []store.Interaction {
+		return store.BeaconSlowest(origin, m.interRows(siteID, path, q), limit)
+	})
 }
 
 func (m *Store) BeaconElementsOf(ctx context.Context, siteID string, q store.FieldQuery, limit int) ([]store.BeaconElement, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	origin, ok := m.beaconSite("", siteID)
-	if !ok {
-		return nil, store.NotFound("site")
-	}
-	path, ok := store.BeaconPath(origin, q.Page)
-	if !ok {
-		return []store.BeaconElement{}, nil
-	}
-	return store.BeaconElementsFrom(origin, m.interRows(siteID, path, q), limit), nil
+	return beaconRead(m, "", siteID, q, func(origin, path string) []store.BeaconElement {
+		return store.BeaconElementsFrom(origin, m.interRows(siteID, path, q), limit)
+	})
 }
 
 // interRows are a site's interaction rows of path ("" every page) within q; the caller holds
@@ -239,23 +257,10 @@ func (m *Store) SlowInteractionsOf(ctx context.Context, siteID string, q store.F
 }
 
 func (m *Store) BeaconViewsOf(ctx context.Context, siteID string, q store.FieldQuery) ([]store.BeaconViews, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	origin, ok := m.beaconSite("", siteID)
-	if !ok {
-		return nil, store.NotFound("site")
-	}
-	path, ok := store.BeaconPath(origin, q.Page)
-	if !ok {
-		return []store.BeaconViews{}, nil
-	}
-	var rows []store.BeaconCount
-	for k, t := range m.beaconState().counts {
-		if k.site == siteID && k.path == path && k.metric == store.BeaconNavMetric && beaconDayIn(k.day, q) && (q.Device == "" || k.device == q.Device) {
-			rows = append(rows, store.BeaconCount{Path: k.path, Device: k.device, Bin: k.bin, Count: t.count})
-		}
-	}
-	return store.BeaconViewsFrom(origin, rows), nil
+	q.Metric = ""
+	return beaconRead(m, "", siteID, q, func(origin, path string) []store.BeaconViews {
+		return store.BeaconViewsFrom(origin, m.countRows(siteID, path, q, true))
+	})
 }
 
 func (m *Store) PruneBeacons(ctx context.Context, now time.Time) (int64, error) {
@@ -283,6 +288,12 @@ func (m *Store) PruneBeacons(ctx context.Context, now time.Time) (int64, error) 
 			n++
 		}
 	}
+	for k := range b.seen {
+		if old(k.site, k.day) {
+			delete(b.seen, k)
+			n++
+		}
+	}
 	return n, nil
 }
 
@@ -299,6 +310,11 @@ func (m *Store) dropBeacon(siteID string) {
 	for k := range b.inter {
 		if k.site == siteID {
 			delete(b.inter, k)
+		}
+	}
+	for k := range b.seen {
+		if k.site == siteID {
+			delete(b.seen, k)
 		}
 	}
 }

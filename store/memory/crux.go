@@ -30,6 +30,16 @@ func (m *Store) EnqueueDueCrux(ctx context.Context, now time.Time, every time.Du
 	if m.cruxNext == nil {
 		m.cruxNext = map[string]time.Time{}
 	}
+	return m.enqueueDue(m.cruxNext, now, now.Add(every), limit, func(s store.Site) (string, any) {
+		return store.KindCrux, store.CruxJob{SiteID: s.ID, WorkspaceID: s.WorkspaceID}
+	})
+}
+
+// enqueueDue enqueues, for up to limit sites whose next time in next is unset or at or before
+// now, the job job answers (kind "" skips the site), and moves their next time to then: the
+// weekly CrUX refresh's and the daily field check's schedule. Ordered as Postgres orders
+// them: never done first, then by due time, then by id. m.mu is held.
+func (m *Store) enqueueDue(next map[string]time.Time, now, then time.Time, limit int, job func(store.Site) (string, any)) (int, error) {
 	type due struct {
 		site  store.Site
 		at    time.Time
@@ -37,12 +47,11 @@ func (m *Store) EnqueueDueCrux(ctx context.Context, now time.Time, every time.Du
 	}
 	var list []due
 	for _, s := range m.sites {
-		at, ok := m.cruxNext[s.ID]
+		at, ok := next[s.ID]
 		if !ok || !at.After(now) {
 			list = append(list, due{s, at, !ok})
 		}
 	}
-	// As Postgres orders them: never refreshed first, then by due time, then by id.
 	sort.Slice(list, func(a, b int) bool {
 		if list[a].never != list[b].never {
 			return list[a].never
@@ -53,14 +62,50 @@ func (m *Store) EnqueueDueCrux(ctx context.Context, now time.Time, every time.Du
 		return list[a].site.ID < list[b].site.ID
 	})
 	n := 0
-	for _, d := range list[:min(max(limit, 0), len(list))] {
-		if _, err := m.insertJob(store.KindCrux, store.CruxJob{SiteID: d.site.ID, WorkspaceID: d.site.WorkspaceID}, "", now, now); err != nil {
+	for _, d := range list {
+		if n >= limit {
+			break
+		}
+		kind, args := job(d.site)
+		if kind == "" {
+			continue
+		}
+		if _, err := m.insertJob(kind, args, "", now, now); err != nil {
 			return n, err
 		}
-		m.cruxNext[d.site.ID] = store.Now(now.Add(every))
+		next[d.site.ID] = store.Now(then)
 		n++
 	}
 	return n, nil
+}
+
+func (m *Store) EnqueueDueField(ctx context.Context, now time.Time, limit int) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.fieldNext == nil {
+		m.fieldNext = map[string]time.Time{}
+	}
+	since := store.BeaconDay(now).AddDate(0, 0, -store.FieldCheckDays)
+	has := map[string]bool{}
+	for k := range m.beaconState().seen {
+		if !k.day.Before(since) {
+			has[k.site] = true
+		}
+	}
+	for k := range m.beaconState().counts {
+		if !k.day.Before(since) {
+			has[k.site] = true
+		}
+	}
+	for k := range m.cruxPoints {
+		has[k.site] = true
+	}
+	return m.enqueueDue(m.fieldNext, now, store.NextFieldCheck(now), limit, func(s store.Site) (string, any) {
+		if !has[s.ID] {
+			return "", nil
+		}
+		return store.KindField, store.FieldJob{SiteID: s.ID, WorkspaceID: s.WorkspaceID}
+	})
 }
 
 func (m *Store) CruxTarget(ctx context.Context, siteID string) (store.CruxTarget, error) {
@@ -205,6 +250,7 @@ func (m *Store) PruneCrux(ctx context.Context, now time.Time, limit int) (int, e
 // dropCrux forgets a deleted site's CrUX history, as Postgres's cascade does; m.mu is held.
 func (m *Store) dropCrux(siteID string) {
 	delete(m.cruxNext, siteID)
+	delete(m.fieldNext, siteID)
 	for k := range m.cruxPoints {
 		if k.site == siteID {
 			delete(m.cruxPoints, k)

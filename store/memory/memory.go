@@ -71,6 +71,7 @@ type Store struct {
 	cruxPoints  map[cruxKey]store.FieldPoint
 	cruxFetches map[cruxTarget]store.CruxFetch
 	cruxNext    map[string]time.Time
+	fieldNext   map[string]time.Time // the daily field check's next time by site (crux.go)
 	identities  map[identityKey]store.Identity
 	ssoRules    map[string]store.WorkspaceSSO      // single sign-on rules by workspace (sso.go)
 	beacon      *memBeacon                         // the beacon's keys and figures (beacon.go)

@@ -50,16 +50,10 @@ func (m *Store) CreateIdentityUser(ctx context.Context, u store.User, id store.I
 	if _, ok := m.liveIdentity(identityKey{id.Issuer, id.Subject}); ok {
 		return fmt.Errorf("identity: %w", store.ErrConflict)
 	}
-	u.Email = store.CanonicalEmail(u.Email)
-	for _, o := range m.users {
-		if o.Email == u.Email {
-			return fmt.Errorf("user %s: %w", u.Email, store.ErrConflict)
-		}
+	u, err := m.addUser(u)
+	if err != nil {
+		return err
 	}
-	u.CreatedAt = store.Now(u.CreatedAt)
-	u.PasswordChangedAt = u.CreatedAt
-	m.users[u.ID] = u
-	m.addPersonalWorkspace(u)
 	id.UserID = u.ID
 	m.putIdentity(id)
 	return nil

@@ -12,17 +12,24 @@ import (
 func (m *Store) CreateUser(ctx context.Context, u store.User) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	_, err := m.addUser(u)
+	return err
+}
+
+// addUser stores the account with its personal workspace (CreateUser, CreateIdentityUser) and
+// answers it as stored; the caller holds m.mu.
+func (m *Store) addUser(u store.User) (store.User, error) {
 	u.Email = store.CanonicalEmail(u.Email)
 	for _, o := range m.users {
 		if o.Email == u.Email {
-			return fmt.Errorf("user %s: %w", u.Email, store.ErrConflict)
+			return u, fmt.Errorf("user %s: %w", u.Email, store.ErrConflict)
 		}
 	}
 	u.CreatedAt = store.Now(u.CreatedAt)
 	u.PasswordChangedAt = u.CreatedAt
 	m.users[u.ID] = u
 	m.addPersonalWorkspace(u)
-	return nil
+	return u, nil
 }
 
 func (m *Store) UserByEmail(ctx context.Context, email string) (store.User, error) {

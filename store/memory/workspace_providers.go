@@ -53,6 +53,28 @@ func (m *Store) WorkspaceProviderByIssuer(ctx context.Context, issuer string) (s
 	return store.WorkspaceProvider{}, store.NotFound("workspace provider")
 }
 
+func (m *Store) RemoveWorkspaceProvider(ctx context.Context, userID, workspaceID string) (store.WorkspaceProvider, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.ssoMaps()
+	workspaceID = store.CanonicalID(workspaceID)
+	switch role := m.role(userID, workspaceID); {
+	case role == "":
+		return store.WorkspaceProvider{}, store.NotFound("workspace")
+	case role != store.RoleOwner:
+		return store.WorkspaceProvider{}, fmt.Errorf("workspace provider: %w", store.ErrForbidden)
+	}
+	w, ok := m.providers[workspaceID]
+	if !ok {
+		return w, store.NotFound("workspace provider")
+	}
+	if m.rule(workspaceID).RequiredAt != nil {
+		return store.WorkspaceProvider{}, fmt.Errorf("workspace provider: single sign-on is required: %w", store.ErrConflict)
+	}
+	delete(m.providers, workspaceID)
+	return w, nil
+}
+
 func (m *Store) AnyWorkspaceProvider(ctx context.Context) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

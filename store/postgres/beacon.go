@@ -44,39 +44,52 @@ func (p *Store) BeaconSiteByKey(ctx context.Context, publicID string) (store.Bea
 	return s, pgErr("beacon key", err)
 }
 
-// addBinsSQL adds a batch of counts; keys repeated in the batch are summed first (an upsert
-// may touch a row once), rows of sites deleted since are dropped, and the rows go in key order
-// so that two processes flushing at once wait for each other rather than deadlock.
-const addBinsSQL = `INSERT INTO beacon_bins AS b (site_id, day, device, metric, path, bin, count, kept)
+// addBeaconsSQL writes a flush in one statement (atomic without a transaction, one round trip):
+//
+//   - bins: the counts; keys repeated in the batch are summed first (an upsert may touch a row
+//     once), rows of sites deleted since are dropped, and the rows go in key order so that two
+//     processes flushing at once wait for each other rather than deadlock.
+//   - inter: the interaction counts. A (selector, event type) not yet kept for its site, day,
+//     page and device is admitted while that group had fewer than $19 of the same part before
+//     the statement (store.MaxBeaconInteractions): the slowest list (and the LCP and CLS
+//     element lists) are bounded, whatever is sent.
+//   - days: the beacons seen per site and day, added to beacon_days; the statement answers each
+//     day's total after the add, every process's flushes included: the count the daily cap
+//     samples on (store.BeaconSeen).
+const addBeaconsSQL = `WITH bins AS (
+	INSERT INTO beacon_bins AS b (site_id, day, device, metric, path, bin, count, kept)
 	SELECT t.site_id, t.day, t.device, t.metric, t.path, t.bin, sum(t.count), sum(t.kept)
 	FROM unnest($1::uuid[], $2::date[], $3::text[], $4::text[], $5::text[], $6::smallint[], $7::float8[], $8::bigint[])
 		AS t(site_id, day, device, metric, path, bin, count, kept)
 	WHERE EXISTS (SELECT 1 FROM sites s WHERE s.id = t.site_id)
 	GROUP BY 1, 2, 3, 4, 5, 6 ORDER BY t.site_id, t.path, t.day, t.device, t.metric, t.bin
-	ON CONFLICT (site_id, path, day, device, metric, bin) DO UPDATE SET count = b.count + EXCLUDED.count, kept = b.kept + EXCLUDED.kept`
-
-// addInteractionsSQL adds a batch of interaction counts. A (selector, event type) not yet kept
-// for its site, day, page and device is admitted while that group had fewer than $11 of the
-// same part before the batch (store.MaxBeaconInteractions): the slowest list (and the LCP and
-// CLS element lists) are bounded, whatever is sent.
-const addInteractionsSQL = `WITH t AS (
-		SELECT t.site_id, t.day, t.path, t.device, t.selector, t.event_type, t.part, t.bin, sum(t.count) AS count, max(t.seen) AS seen
-		FROM unnest($1::uuid[], $2::date[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::smallint[], $9::float8[], $10::timestamptz[])
-			AS t(site_id, day, path, device, selector, event_type, part, bin, count, seen)
-		WHERE EXISTS (SELECT 1 FROM sites s WHERE s.id = t.site_id)
-		GROUP BY 1, 2, 3, 4, 5, 6, 7, 8
-	)
+	ON CONFLICT (site_id, path, day, device, metric, bin) DO UPDATE SET count = b.count + EXCLUDED.count, kept = b.kept + EXCLUDED.kept),
+t AS (
+	SELECT t.site_id, t.day, t.path, t.device, t.selector, t.event_type, t.part, t.bin, sum(t.count) AS count, max(t.seen) AS seen
+	FROM unnest($9::uuid[], $10::date[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::smallint[], $17::float8[], $18::timestamptz[])
+		AS t(site_id, day, path, device, selector, event_type, part, bin, count, seen)
+	WHERE EXISTS (SELECT 1 FROM sites s WHERE s.id = t.site_id)
+	GROUP BY 1, 2, 3, 4, 5, 6, 7, 8),
+inter AS (
 	INSERT INTO beacon_interactions AS i (site_id, day, path, device, selector, event_type, part, bin, count, seen)
 	SELECT t.site_id, t.day, t.path, t.device, t.selector, t.event_type, t.part, t.bin, t.count, t.seen FROM t
 	WHERE EXISTS (SELECT 1 FROM beacon_interactions k WHERE k.site_id = t.site_id AND k.path = t.path AND k.day = t.day
 			AND k.device = t.device AND k.selector = t.selector AND k.event_type = t.event_type)
 		OR (SELECT count(DISTINCT (k.selector, k.event_type)) FROM beacon_interactions k
-			WHERE k.site_id = t.site_id AND k.path = t.path AND k.day = t.day AND k.device = t.device AND k.part = t.part) < $11
+			WHERE k.site_id = t.site_id AND k.path = t.path AND k.day = t.day AND k.device = t.device AND k.part = t.part) < $19
 	ORDER BY t.site_id, t.path, t.day, t.device, t.selector, t.event_type, t.part, t.bin
 	ON CONFLICT (site_id, path, day, device, selector, event_type, part, bin)
-		DO UPDATE SET count = i.count + EXCLUDED.count, seen = greatest(i.seen, EXCLUDED.seen)`
+		DO UPDATE SET count = i.count + EXCLUDED.count, seen = greatest(i.seen, EXCLUDED.seen)),
+days AS (
+	INSERT INTO beacon_days AS d (site_id, day, seen)
+	SELECT t.site_id, t.day, sum(t.seen) FROM unnest($20::uuid[], $21::date[], $22::bigint[]) AS t(site_id, day, seen)
+	WHERE EXISTS (SELECT 1 FROM sites s WHERE s.id = t.site_id)
+	GROUP BY 1, 2 ORDER BY 1, 2
+	ON CONFLICT (site_id, day) DO UPDATE SET seen = d.seen + EXCLUDED.seen
+	RETURNING d.site_id, d.day, d.seen)
+SELECT site_id, day::text, seen FROM days`
 
-func (p *Store) AddBeacons(ctx context.Context, b store.BeaconBatch) error {
+func (p *Store) AddBeacons(ctx context.Context, b store.BeaconBatch) ([]store.BeaconSeen, error) {
 	var sites, days, devices, metrics, paths []string
 	var bins, kept []int64
 	var counts []float64
@@ -100,23 +113,27 @@ func (p *Store) AddBeacons(ctx context.Context, b store.BeaconBatch) error {
 		selectors, events, parts = append(selectors, c.Selector), append(events, c.EventType), append(parts, c.Part)
 		ibins, icounts, seen = append(ibins, int64(c.Bin)), append(icounts, c.Count), append(seen, store.Now(c.Seen))
 	}
-	if len(sites) == 0 && len(isites) == 0 {
-		return nil
+	var dsites, ddays []string
+	var dseen []int64
+	for _, d := range b.Seen {
+		if uuidOK(d.SiteID) {
+			dsites, ddays, dseen = append(dsites, d.SiteID), append(ddays, dayText(d.Day)), append(dseen, d.Seen)
+		}
 	}
-	return pgErr("add beacons", p.tx(ctx, func(tx *sql.Tx) error {
-		if len(sites) > 0 {
-			if _, err := tx.ExecContext(ctx, addBinsSQL, pq.Array(sites), pq.Array(days), pq.Array(devices), pq.Array(metrics),
-				pq.Array(paths), pq.Array(bins), pq.Array(counts), pq.Array(kept)); err != nil {
-				return err
-			}
-		}
-		if len(isites) > 0 {
-			_, err := tx.ExecContext(ctx, addInteractionsSQL, pq.Array(isites), pq.Array(idays), pq.Array(ipaths), pq.Array(idevices),
-				pq.Array(selectors), pq.Array(events), pq.Array(parts), pq.Array(ibins), pq.Array(icounts), pq.Array(seen), store.MaxBeaconInteractions)
-			return err
-		}
-		return nil
-	}))
+	if len(sites) == 0 && len(isites) == 0 && len(dsites) == 0 {
+		return nil, nil
+	}
+	totals, err := queryAll(ctx, p.db, "add beacons", func(row rowScanner) (store.BeaconSeen, error) {
+		var d store.BeaconSeen
+		var day string
+		err := row.Scan(&d.SiteID, &day, &d.Seen)
+		d.Day, _ = time.Parse(time.DateOnly, day)
+		return d, err
+	}, addBeaconsSQL, pq.Array(sites), pq.Array(days), pq.Array(devices), pq.Array(metrics), pq.Array(paths), pq.Array(bins), pq.Array(counts), pq.Array(kept),
+		pq.Array(isites), pq.Array(idays), pq.Array(ipaths), pq.Array(idevices), pq.Array(selectors), pq.Array(events), pq.Array(parts),
+		pq.Array(ibins), pq.Array(icounts), pq.Array(seen), store.MaxBeaconInteractions,
+		pq.Array(dsites), pq.Array(ddays), pq.Array(dseen))
+	return totals, err
 }
 
 func dayText(t time.Time) string { return store.BeaconDay(t).Format(time.DateOnly) }
@@ -275,7 +292,7 @@ const pruneBeaconSQL = `DELETE FROM %s b USING sites s JOIN workspaces w ON w.id
 
 func (p *Store) PruneBeacons(ctx context.Context, now time.Time) (int64, error) {
 	var total int64
-	for _, table := range []string{"beacon_bins", "beacon_interactions"} {
+	for _, table := range []string{"beacon_bins", "beacon_interactions", "beacon_days"} {
 		res, err := p.db.ExecContext(ctx, fmt.Sprintf(pruneBeaconSQL, table), dayText(now))
 		if err != nil {
 			return total, pgErr("prune beacons", err)

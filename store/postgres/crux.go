@@ -12,14 +12,16 @@ import (
 	"sitepulse/store"
 )
 
-// enqueueDueCruxSQL claims up to $2 sites whose CrUX refresh is due at $1 (skipping rows another
-// process holds), moves their next refresh to $1 + $3 seconds and enqueues a job of kind $4 each,
-// in one statement; it answers how many jobs it made.
-const enqueueDueCruxSQL = `WITH due AS (
-	SELECT id FROM sites WHERE crux_next_at IS NULL OR crux_next_at <= $1
-	ORDER BY crux_next_at NULLS FIRST, id LIMIT $2 FOR UPDATE SKIP LOCKED),
+// sitesDueSQL is a per-site schedule's statement: it claims up to $2 sites whose next time
+// (column next) is due at $1 and that match where (skipping rows another process holds), moves
+// their next time to $3 and enqueues a job of kind $4 each, in one statement; it answers how
+// many jobs it made. The weekly CrUX refresh and the daily field check use it.
+func sitesDueSQL(next, where string) string {
+	return `WITH due AS (
+	SELECT id FROM sites s WHERE (` + next + ` IS NULL OR ` + next + ` <= $1) AND ` + where + `
+	ORDER BY ` + next + ` NULLS FIRST, id LIMIT $2 FOR UPDATE SKIP LOCKED),
 moved AS (
-	UPDATE sites s SET crux_next_at = $1::timestamptz + make_interval(secs => $3)
+	UPDATE sites s SET ` + next + ` = $3
 	FROM due d WHERE s.id = d.id RETURNING s.id, s.workspace_id),
 made AS (
 	INSERT INTO jobs (kind, args, state, max_attempts, run_at, created_at, workspace_id)
@@ -27,15 +29,34 @@ made AS (
 	FROM moved m RETURNING id),
 notified AS (SELECT pg_notify('` + NotifyChannel + `', $4) FROM (SELECT 1 FROM made LIMIT 1) j)
 SELECT (SELECT count(*) FROM made) WHERE (SELECT count(*) FROM notified) >= 0`
+}
+
+var (
+	enqueueDueCruxSQL = sitesDueSQL("crux_next_at", "true")
+	// A site is due for the field check with beacon days since $6 or CrUX history.
+	enqueueDueFieldSQL = sitesDueSQL("field_next_at", `(EXISTS (SELECT 1 FROM beacon_days b WHERE b.site_id = s.id AND b.day >= $6::date)
+		OR EXISTS (SELECT 1 FROM beacon_bins b WHERE b.site_id = s.id AND b.day >= $6::date)
+		OR EXISTS (SELECT 1 FROM crux_points c WHERE c.site_id = s.id))`)
+)
 
 func (p *Store) EnqueueDueCrux(ctx context.Context, now time.Time, every time.Duration, limit int) (int, error) {
 	if limit <= 0 {
 		return 0, nil
 	}
 	var n int
-	err := p.db.QueryRowContext(ctx, enqueueDueCruxSQL, store.Now(now), limit, every.Seconds(),
+	err := p.db.QueryRowContext(ctx, enqueueDueCruxSQL, store.Now(now), limit, store.Now(now.Add(every)),
 		store.KindCrux, store.MaxAttemptsOf(store.CruxJob{})).Scan(&n)
 	return n, pgErr("enqueue crux refreshes", err)
+}
+
+func (p *Store) EnqueueDueField(ctx context.Context, now time.Time, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, nil
+	}
+	var n int
+	err := p.db.QueryRowContext(ctx, enqueueDueFieldSQL, store.Now(now), limit, store.Now(store.NextFieldCheck(now)),
+		store.KindField, store.MaxAttemptsOf(store.FieldJob{}), dayText(now.AddDate(0, 0, -store.FieldCheckDays))).Scan(&n)
+	return n, pgErr("enqueue field checks", err)
 }
 
 func (p *Store) CruxTarget(ctx context.Context, siteID string) (store.CruxTarget, error) {

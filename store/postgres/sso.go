@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"time"
 
 	"sitepulse/store"
@@ -35,19 +34,10 @@ func insertIdentity(ctx context.Context, q interface {
 
 // CreateIdentityUser stores the account, its personal workspace and its identity together.
 func (p *Store) CreateIdentityUser(ctx context.Context, u store.User, id store.Identity) error {
-	u.Email = store.CanonicalEmail(u.Email)
 	id.UserID = u.ID
 	return p.tx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO users (id, email, password_hash, notify_regressions, created_at)
-			VALUES ($1, $2, $3, $4, $5)`, u.ID, u.Email, u.PasswordHash, u.NotifyRegressions, store.Now(u.CreatedAt))
-		if err != nil {
-			return pgErr("create user", err)
-		}
-		_, err = tx.ExecContext(ctx, `WITH w AS (INSERT INTO workspaces (id, name, created_at) VALUES ($1, $2, $3))
-			INSERT INTO memberships (workspace_id, user_id, role, created_at, notify_regressions) VALUES ($1, $4, 'owner', $3, $5)`,
-			store.PersonalWorkspace(u.ID), store.PersonalWorkspaceName(u.Email), store.Now(u.CreatedAt), u.ID, u.NotifyRegressions)
-		if err != nil {
-			return pgErr("create personal workspace", err)
+		if err := insertUser(ctx, tx, u); err != nil {
+			return err
 		}
 		return insertIdentity(ctx, tx, id)
 	})
@@ -122,18 +112,10 @@ func (p *Store) SetWorkspaceSSO(ctx context.Context, userID string, w store.Work
 		return store.NotFound("workspace")
 	}
 	return p.tx(ctx, func(tx *sql.Tx) error {
-		var role string
-		err := tx.QueryRowContext(ctx, `SELECT role FROM memberships WHERE workspace_id = $1 AND user_id = $2 FOR SHARE`, w.WorkspaceID, userID).Scan(&role)
-		if errors.Is(err, sql.ErrNoRows) {
-			return store.NotFound("workspace")
+		if err := ownerOf(ctx, tx, w.WorkspaceID, userID, "sso settings"); err != nil {
+			return err
 		}
-		if err != nil {
-			return pgErr("sso settings", err)
-		}
-		if store.Role(role) != store.RoleOwner {
-			return fmt.Errorf("sso settings: %w", store.ErrForbidden)
-		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO workspace_sso (`+ruleCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7)
+		_, err := tx.ExecContext(ctx, `INSERT INTO workspace_sso (`+ruleCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7)
 			ON CONFLICT (workspace_id) DO UPDATE SET domain = $2, token = $3, verified_at = $4, required_at = $5, jit_role = $6, updated_at = $7`,
 			w.WorkspaceID, w.Domain, w.Token, nullTime(w.VerifiedAt), nullTime(w.RequiredAt), string(w.JITRole), store.Now(w.UpdatedAt))
 		return pgErr("sso settings", err)

@@ -12,18 +12,22 @@ import (
 
 // CreateUser stores the account with its personal workspace, the user its owner, together.
 func (p *Store) CreateUser(ctx context.Context, u store.User) error {
+	return p.tx(ctx, func(tx *sql.Tx) error { return insertUser(ctx, tx, u) })
+}
+
+// insertUser stores the account with its personal workspace in tx (CreateUser,
+// CreateIdentityUser).
+func insertUser(ctx context.Context, tx *sql.Tx, u store.User) error {
 	u.Email = store.CanonicalEmail(u.Email)
-	return p.tx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO users (id, email, password_hash, notify_regressions, created_at)
-			VALUES ($1, $2, $3, $4, $5)`, u.ID, u.Email, u.PasswordHash, u.NotifyRegressions, store.Now(u.CreatedAt))
-		if err != nil {
-			return pgErr("create user", err)
-		}
-		_, err = tx.ExecContext(ctx, `WITH w AS (INSERT INTO workspaces (id, name, created_at) VALUES ($1, $2, $3))
-			INSERT INTO memberships (workspace_id, user_id, role, created_at, notify_regressions) VALUES ($1, $4, 'owner', $3, $5)`,
-			store.PersonalWorkspace(u.ID), store.PersonalWorkspaceName(u.Email), store.Now(u.CreatedAt), u.ID, u.NotifyRegressions)
-		return pgErr("create personal workspace", err)
-	})
+	_, err := tx.ExecContext(ctx, `INSERT INTO users (id, email, password_hash, notify_regressions, created_at)
+		VALUES ($1, $2, $3, $4, $5)`, u.ID, u.Email, u.PasswordHash, u.NotifyRegressions, store.Now(u.CreatedAt))
+	if err != nil {
+		return pgErr("create user", err)
+	}
+	_, err = tx.ExecContext(ctx, `WITH w AS (INSERT INTO workspaces (id, name, created_at) VALUES ($1, $2, $3))
+		INSERT INTO memberships (workspace_id, user_id, role, created_at, notify_regressions) VALUES ($1, $4, 'owner', $3, $5)`,
+		store.PersonalWorkspace(u.ID), store.PersonalWorkspaceName(u.Email), store.Now(u.CreatedAt), u.ID, u.NotifyRegressions)
+	return pgErr("create personal workspace", err)
 }
 
 const userCols = `id, email, password_hash, notify_regressions, created_at, COALESCE(password_changed_at, created_at)`

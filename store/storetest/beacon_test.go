@@ -89,7 +89,7 @@ func addSamples(t *testing.T, s store.Store, siteID string, day time.Time, path 
 			b.Counts = append(b.Counts, store.BeaconCount{SiteID: siteID, Day: day, Path: p, Device: device, Metric: metric, Bin: bin, Count: weight, Kept: 1})
 		}
 	}
-	must(t, s.AddBeacons(ctx, b))
+	mustAdd(t, s, b)
 }
 
 func testBeaconSeries(t *testing.T, s store.Store) {
@@ -206,7 +206,7 @@ func testSlowInteractions(t *testing.T, s store.Store) {
 	}
 	b.Interactions = append(b.Interactions, interaction(site.ID, "/pricing", "input#q", "keydown", store.FieldPhone, 900, 10, 800, 90)...)
 	b.Interactions = append(b.Interactions, interaction(site.ID, "/", "a.nav", "click", store.FieldDesktop, 120, 5, 60, 55)...)
-	must(t, s.AddBeacons(ctx, b))
+	mustAdd(t, s, b)
 	got, err := s.SlowInteractionsOf(ctx, site.ID, store.FieldQuery{Page: "https://shop.test/pricing"}, 10)
 	must(t, err)
 	if len(got) != 2 || got[0].Selector != "button.plan-toggle" || got[0].EventType != "click" || got[0].Count != 3 ||
@@ -235,7 +235,7 @@ func testSlowInteractions(t *testing.T, s store.Store) {
 			sel := "div.x" + string(rune('a'+round)) + string(rune('a'+i))
 			flood.Interactions = append(flood.Interactions, interaction(site.ID, "/flood", sel, "click", store.FieldPhone, 200, 1, 1, 1)...)
 		}
-		must(t, s.AddBeacons(ctx, flood))
+		mustAdd(t, s, flood)
 	}
 	kept, err := s.SlowInteractionsOf(ctx, site.ID, store.FieldQuery{Page: "https://shop.test/flood"}, 1000)
 	must(t, err)
@@ -243,7 +243,7 @@ func testSlowInteractions(t *testing.T, s store.Store) {
 		t.Fatalf("%d interactions kept on a flooded page, want %d", len(kept), store.MaxBeaconInteractions)
 	}
 	// The toggle, already kept on /pricing, is still counted.
-	must(t, s.AddBeacons(ctx, store.BeaconBatch{Interactions: interaction(site.ID, "/pricing", "button.plan-toggle", "click", store.FieldPhone, 420, 20, 350, 50)}))
+	mustAdd(t, s, store.BeaconBatch{Interactions: interaction(site.ID, "/pricing", "button.plan-toggle", "click", store.FieldPhone, 420, 20, 350, 50)})
 	got, _ = s.SlowInteractionsOf(ctx, site.ID, store.FieldQuery{Page: "https://shop.test/pricing"}, 1)
 	if len(got) != 1 || got[0].Count != 4 {
 		t.Fatalf("after one more: %+v", got)
@@ -253,8 +253,8 @@ func testSlowInteractions(t *testing.T, s store.Store) {
 		return store.BeaconInteractionCount{SiteID: site.ID, Day: day0, Path: "/pricing", Device: store.FieldPhone, Selector: sel, EventType: res,
 			Part: part, Bin: store.BeaconBin(part, v), Count: 1, Seen: day0.Add(2 * time.Hour)}
 	}
-	must(t, s.AddBeacons(ctx, store.BeaconBatch{Interactions: []store.BeaconInteractionCount{
-		el("lcp", "img.hero", "https://shop.test/hero.jpg", 2400), el("lcp", "img.hero", "https://shop.test/hero.jpg", 2600), el("cls", "div.banner", "", 0.2)}}))
+	mustAdd(t, s, store.BeaconBatch{Interactions: []store.BeaconInteractionCount{
+		el("lcp", "img.hero", "https://shop.test/hero.jpg", 2400), el("lcp", "img.hero", "https://shop.test/hero.jpg", 2600), el("cls", "div.banner", "", 0.2)}})
 	els, err := s.BeaconElementsOf(ctx, site.ID, store.FieldQuery{Page: "https://shop.test/pricing"}, 10)
 	must(t, err)
 	if len(els) != 2 || els[0].Metric != "lcp" || els[0].Selector != "img.hero" || els[0].Resource != "https://shop.test/hero.jpg" || els[0].Count != 2 ||
@@ -274,7 +274,7 @@ func testBeaconScopeAndRetention(t *testing.T, s store.Store) {
 	w := team(t, s, a, "Agency", map[store.User]store.Role{vw: store.RoleViewer})
 	site := teamSite(t, s, a, w, "shop")
 	addSamples(t, s, site.ID, day0, "/", store.FieldPhone, "lcp", 1, 1800)
-	must(t, s.AddBeacons(ctx, store.BeaconBatch{Interactions: interaction(site.ID, "/", "button", "click", store.FieldPhone, 300, 1, 1, 1)}))
+	mustAdd(t, s, store.BeaconBatch{Interactions: interaction(site.ID, "/", "button", "click", store.FieldPhone, 300, 1, 1, 1)})
 	for _, u := range []store.User{a, vw} {
 		pts, err := s.BeaconSeries(ctx, u.ID, site.ID, store.FieldQuery{})
 		must(t, err)
@@ -294,7 +294,7 @@ func testBeaconScopeAndRetention(t *testing.T, s store.Store) {
 	wantErr(t, err, store.ErrNotFound)
 	// Counts for an unknown site are dropped, not an error (a site deleted between accept and
 	// flush).
-	must(t, s.AddBeacons(ctx, store.BeaconBatch{Counts: []store.BeaconCount{{SiteID: store.NewID(), Day: day0, Device: store.FieldPhone, Metric: "lcp", Bin: 3, Count: 1, Kept: 1}}}))
+	mustAdd(t, s, store.BeaconBatch{Counts: []store.BeaconCount{{SiteID: store.NewID(), Day: day0, Device: store.FieldPhone, Metric: "lcp", Bin: 3, Count: 1, Kept: 1}}})
 
 	// Retention: the workspace keeps 400 days; a day older than that goes, a newer one stays.
 	n, err := s.PruneBeacons(ctx, day0.AddDate(0, 0, 400))
@@ -335,7 +335,7 @@ func testBeaconViews(t *testing.T, s store.Store) {
 		t.Fatalf("no navigation %q", kind)
 		return store.BeaconCount{}
 	}
-	must(t, s.AddBeacons(ctx, store.BeaconBatch{Counts: []store.BeaconCount{nav("/", "navigate"), nav("/", "reload"), nav("/", "soft"), nav("/", "soft")}}))
+	mustAdd(t, s, store.BeaconBatch{Counts: []store.BeaconCount{nav("/", "navigate"), nav("/", "reload"), nav("/", "soft"), nav("/", "soft")}})
 	got, err := s.BeaconViewsOf(ctx, site.ID, store.FieldQuery{Page: "https://shop.test/"})
 	must(t, err)
 	view := func(nav string, n float64) store.BeaconViews {
@@ -355,4 +355,11 @@ func testBeaconViews(t *testing.T, s store.Store) {
 	if len(pts) != 0 {
 		t.Errorf("views read as points: %+v", pts)
 	}
+}
+
+// mustAdd adds a batch as the ingest's flush would.
+func mustAdd(t *testing.T, s store.Store, b store.BeaconBatch) {
+	t.Helper()
+	_, err := s.AddBeacons(ctx, b)
+	must(t, err)
 }

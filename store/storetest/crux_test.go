@@ -1,7 +1,6 @@
 package storetest_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"reflect"
 	"testing"
@@ -155,18 +154,7 @@ func testEnqueueDueCrux(t *testing.T, s store.Store) {
 	if n, _ := s.EnqueueDueCrux(ctx, t0.Add(store.CruxEvery-time.Minute), store.CruxEvery, 100); n != 0 {
 		t.Fatalf("%d refreshes enqueued within the week", n)
 	}
-	sites := map[string]bool{}
-	for range 2 {
-		j, err := s.ClaimJob(ctx, store.KindCrux, "w", t0, 0)
-		must(t, err)
-		var args store.CruxJob
-		must(t, json.Unmarshal(j.Args, &args))
-		if args.WorkspaceID != a.ID || j.WorkspaceID != a.ID {
-			t.Errorf("job of workspace %q (args %q), want %q", j.WorkspaceID, args.WorkspaceID, a.ID)
-		}
-		sites[args.SiteID] = true
-		must(t, s.CompleteJob(ctx, j.Lease(), t0))
-	}
+	sites := claimSiteJobs(t, s, store.KindCrux, a.ID, t0, 2)
 	if !sites[one.ID] || !sites[two.ID] {
 		t.Errorf("refreshed %v, want both sites", sites)
 	}

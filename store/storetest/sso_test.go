@@ -20,7 +20,7 @@ func TestSingleSignOn(t *testing.T) {
 		{"a vouch re-checks the identity's sessions; a lost vouch ends them and no others", testVouch},
 		{"only an owner sets the rule; members read it; strangers get not found; a verified domain is one workspace's", testWorkspaceRule},
 		{"the just-in-time join adds a member once, with the rule's role", testJustInTime},
-		{"only an owner sets a workspace's provider; one issuer names one workspace's; found by both", testWorkspaceProvider},
+		{"only an owner sets or removes a workspace's provider, never while it is required; one issuer names one workspace's; found by both", testWorkspaceProvider},
 	}
 	for _, b := range storetest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
@@ -208,4 +208,40 @@ func testWorkspaceProvider(t *testing.T, s store.Store) {
 	if _, err := s.WorkspaceProviderOf(ctx, "not-a-uuid"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("a malformed id: %v, want not found", err)
 	}
+
+	// Removing it: only an owner, never while the workspace requires single sign-on (the
+	// requirement is met through it), and a workspace without one has nothing to remove.
+	now := t0
+	must(t, s.SetWorkspaceSSO(ctx, owner.ID, store.WorkspaceSSO{WorkspaceID: w.ID, Domain: "acme.test", Token: "t", VerifiedAt: &now, RequiredAt: &now, UpdatedAt: now}))
+	if _, err := s.RemoveWorkspaceProvider(ctx, editor.ID, w.ID); !errors.Is(err, store.ErrForbidden) {
+		t.Fatalf("an editor removes the provider: %v, want forbidden", err)
+	}
+	if _, err := s.RemoveWorkspaceProvider(ctx, stranger.ID, w.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a stranger removes the provider: %v, want not found", err)
+	}
+	if _, err := s.RemoveWorkspaceProvider(ctx, owner.ID, w.ID); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("the owner removes the provider the workspace requires: %v, want conflict", err)
+	}
+	if _, err := s.WorkspaceProviderOf(ctx, w.ID); err != nil {
+		t.Fatalf("the provider after the refusals: %v", err)
+	}
+	must(t, s.SetWorkspaceSSO(ctx, owner.ID, store.WorkspaceSSO{WorkspaceID: w.ID, Domain: "acme.test", Token: "t", VerifiedAt: &now, UpdatedAt: now}))
+	removed, err := s.RemoveWorkspaceProvider(ctx, owner.ID, w.ID)
+	if err != nil || removed.Issuer != p.Issuer || removed.WorkspaceID != w.ID {
+		t.Fatalf("the owner removes the provider: %+v, %v", removed, err)
+	}
+	if _, err := s.WorkspaceProviderOf(ctx, w.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the provider after its removal: %v, want not found", err)
+	}
+	if _, err := s.WorkspaceProviderByIssuer(ctx, p.Issuer); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the removed provider by issuer: %v, want not found", err)
+	}
+	if exists, err := s.AnyWorkspaceProvider(ctx); err != nil || exists {
+		t.Fatalf("any provider after the removal: %v, %v", exists, err)
+	}
+	if _, err := s.RemoveWorkspaceProvider(ctx, owner.ID, w.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("removing it again: %v, want not found", err)
+	}
+	// Its issuer is free for another workspace.
+	must(t, s.SetWorkspaceProvider(ctx, stranger.ID, store.WorkspaceProvider{WorkspaceID: other.ID, Issuer: p.Issuer, ClientID: "x", SecretSealed: "y", UpdatedAt: t0}))
 }

@@ -112,6 +112,7 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 		{"scans are read by id in one call, any status, unknown ids skipped", testScansByID},
 		{"a site's CrUX history is upserted per period, filtered, ordered, read by its workspace only, and goes with its site", testCruxHistory},
 		{"a site's CrUX refresh is enqueued once a week, in its workspace", testEnqueueDueCrux},
+		{"a site with field data gets one field check a UTC day, however many processes ask; one without, none", testEnqueueDueField},
 		{"a CrUX refresh queries the pages of the site's latest completed scan", testCruxTarget},
 		{"CrUX points past their workspace's retention are pruned in batches; a workspace keeping history forever keeps them", testPruneCrux},
 	}
