@@ -8,7 +8,7 @@
 #   DATABASE_URL=postgres://postgres@127.0.0.1:5432/sp_fleet?sslmode=disable \
 #     go run ./.ci/loadkit fleet -sites 2000 -pages 20 -days 365 -detail-days 30 -out /tmp/fleet.env
 #   FLEET_DB=sp_fleet FLEET_ENV=/tmp/fleet.env .ci/fleet.sh
-# Scenarios: the home page (every site of the workspace, GET /), a site page (GET /sites/{id}: its
+# Scenarios: the home page (GET /: its first page, 50 of the workspace's sites), a site page (GET /sites/{id}: its
 # scans, the latest two scans' pages and the trend of 50 scans), the export of the latest scan
 # (GET /api/sites/{id}/export, CSV), MCP get_latest_scan and get_trend (limit 50) with the API key,
 # and the budget check. Listens on 127.0.0.1 only (FLEET_PORT, default 31400).
@@ -61,7 +61,7 @@ call() { echo "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\
 
 all() {
   export WRK_METHOD=GET WRK_COOKIE="$LOAD_COOKIE"
-  WRK_PATH=/ scenario "$1" "home page (GET /, every site)"
+  WRK_PATH=/ scenario "$1" "home page (GET /, 50 sites a page)"
   WRK_PATH="/sites/$LOAD_SITE" scenario "$1" "site page with its trend (GET /sites/{id})"
   WRK_PATH="/api/sites/$LOAD_SITE/export?scanId=$LOAD_SCAN" scenario "$1" "export of a scan (CSV)"
   unset WRK_COOKIE

@@ -54,6 +54,13 @@ func (d *downStore) SiteListings(ctx context.Context, userID, workspaceID string
 	return d.Store.SiteListings(ctx, userID, workspaceID)
 }
 
+func (d *downStore) SiteListingsPage(ctx context.Context, userID string, q store.ListingQuery) (store.ListingPage, error) {
+	if d.down.Load() {
+		return store.ListingPage{}, errRefused
+	}
+	return d.Store.SiteListingsPage(ctx, userID, q)
+}
+
 func (d *downStore) BudgetInputsByKey(ctx context.Context, keyHash, siteID string, now time.Time) (store.BudgetInputs, error) {
 	if d.down.Load() {
 		return store.BudgetInputs{}, errRefused

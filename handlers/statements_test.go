@@ -42,7 +42,7 @@ func TestStatementsPerRequest(t *testing.T) {
 		// a single sign-on provider of its own (ssoOn), which a process asks once a ruleTTL.
 		{"site page", "GET", "/sites/" + a.siteID, "", cookie(a.session), 5, 4},
 		// The sites list (a triage board, issue 37): the session, the workspaces and one read of
-		// the sites with their latest scans and triage (SiteListings).
+		// a page of sites with their latest scans and triage (SiteListingsPage).
 		{"sites list", "GET", "/", "", cookie(a.session), 3, 3},
 		// The export also writes its line of the security log (issue 47): one INSERT, the site's
 		// workspace read with the export itself.

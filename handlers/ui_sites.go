@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"sort"
 	"strconv"
@@ -22,8 +23,8 @@ import (
 // SiteStore is what the home page, the site form and the site page read and write: a workspace's
 // sites, their recent scans and publishes, and Scan now.
 type SiteStore interface {
-	// SiteListings is the sites list's one read: the sites with their latest scans and triage.
-	SiteListings(ctx context.Context, userID, workspaceID string) ([]store.SiteListing, error)
+	// SiteListingsPage is the sites list's one read: a page of sites with their latest scans and triage.
+	SiteListingsPage(ctx context.Context, userID string, q store.ListingQuery) (store.ListingPage, error)
 	WorkspacesOf(ctx context.Context, userID string) ([]store.Workspace, error)
 	CreateSiteWithin(ctx context.Context, s store.Site, max int) error
 	UpdateSite(ctx context.Context, s store.Site) error
@@ -72,22 +73,41 @@ func uiFlash(r *http.Request) string {
 	return uiFlashes[q.Get("done")]
 }
 
-// homePage is the sites list as a triage board: every site (of one workspace with
-// ?workspace=) worst first, with its latest scan and what its latest completed scan left;
-// the visitor's workspaces for the filter, and the platform connection's state.
+// homePageSize is how many sites a page of the sites list shows (issue 46: a workspace may hold
+// 2,000): a page reads and renders these only.
+const homePageSize = 50
+
+// homePage is the sites list as a triage board, a page at a time: the sites (of one workspace
+// with ?workspace=, whose name holds ?q=) by name, 50 a page, each page worst first, with their
+// latest scans and what their latest completed scans left; the visitor's workspaces for the
+// filter, the links to the pages before and after, and the platform connection's state.
 type homePage struct {
 	Sites      []store.SiteListing
 	Workspaces []store.Workspace
 	Filter     *store.Workspace // the workspace ?workspace= names; nil for every workspace
+	Search     string           // ?q=, trimmed
+	Prev, Next string           // the links to the pages before and after; empty when none
 	Platform   platformStatus
 }
 
 // Grouped says whether the list shows workspaces: only once the visitor is in more than one.
 func (h homePage) Grouped() bool { return len(h.Workspaces) > 1 }
 
-// handleHome lists the signed-in user's sites worst first: a failing scan, confirmed
-// regressions, broken budgets, then the lower health score. One read (SiteListings) gives the
-// sites with their latest scans and triage.
+// Paged says whether the list has more than this page, or is a search's: the search box and the
+// page links show then.
+func (h homePage) Paged() bool { return h.Prev != "" || h.Next != "" || h.Search != "" }
+
+// PageSize is how many sites a page shows, for the page's note.
+func (homePage) PageSize() int { return homePageSize }
+
+// maxSearch is the longest ?q= the sites list searches by (a site's name has at most 100
+// characters); a longer one is cut.
+const maxSearch = 100
+
+// handleHome lists the signed-in user's sites a page at a time (?after= or ?before= a site's ID),
+// by name, each page worst first: a failing scan, confirmed regressions, broken budgets, then the
+// lower health score. One read (SiteListingsPage) gives the page's sites with their latest scans
+// and triage.
 func (s *server) handleHome() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v := visitorFrom(r.Context())
@@ -96,8 +116,12 @@ func (s *server) handleHome() http.Handler {
 			s.error(w, r, err, "")
 			return
 		}
-		d := homePage{Workspaces: workspaces}
-		if id := r.URL.Query().Get("workspace"); id != "" {
+		q := r.URL.Query()
+		d := homePage{Workspaces: workspaces, Search: strings.TrimSpace(q.Get("q"))}
+		if utf8.RuneCountInString(d.Search) > maxSearch {
+			d.Search = string([]rune(d.Search)[:maxSearch])
+		}
+		if id := q.Get("workspace"); id != "" {
 			for i := range workspaces {
 				if workspaces[i].ID == store.CanonicalID(id) {
 					d.Filter = &workspaces[i]
@@ -108,18 +132,39 @@ func (s *server) handleHome() http.Handler {
 				return
 			}
 		}
-		filter := ""
-		if d.Filter != nil {
-			filter = d.Filter.ID
+		// The workspaces listed: the filter's or every one, but those that require single
+		// sign-on of this visitor, which list nothing to a password session (their doors
+		// refuse it too: sessionGate).
+		lq := store.ListingQuery{Search: d.Search, After: q.Get("after"), Limit: homePageSize}
+		if lq.After == "" {
+			lq.Before = q.Get("before")
 		}
-		if d.Sites, err = s.Sites.SiteListings(r.Context(), v.User.ID, filter); err != nil {
+		for _, ws := range workspaces {
+			if (d.Filter == nil || d.Filter.ID == ws.ID) && s.sessionGate(r, ws.ID) == nil {
+				lq.Workspaces = append(lq.Workspaces, ws.ID)
+			}
+		}
+		list, err := s.Sites.SiteListingsPage(r.Context(), v.User.ID, lq)
+		if err != nil {
 			s.error(w, r, err, "")
 			return
 		}
-		// A workspace that requires single sign-on of this visitor lists nothing to a
-		// password session (its doors refuse it too: sessionGate).
-		d.Sites = slices.DeleteFunc(d.Sites, func(l store.SiteListing) bool { return s.sessionGate(r, l.WorkspaceID) != nil })
+		d.Sites = list.Sites
 		sort.SliceStable(d.Sites, func(i, j int) bool { return d.Sites[i].Worse(d.Sites[j]) })
+		link := func(key, id string) string {
+			if id == "" {
+				return ""
+			}
+			l := url.Values{key: {id}}
+			if d.Filter != nil {
+				l.Set("workspace", d.Filter.ID)
+			}
+			if d.Search != "" {
+				l.Set("q", d.Search)
+			}
+			return "/?" + l.Encode()
+		}
+		d.Prev, d.Next = link("before", list.Prev), link("after", list.Next)
 		if d.Platform, err = s.platformStatus(r); err != nil {
 			s.error(w, r, err, "")
 			return

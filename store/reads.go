@@ -16,6 +16,11 @@ type Reads interface {
 	// its workspace's name, latest scan and triage; of workspaceID only when it is not empty
 	// (an API key's view, the sites list's filter).
 	SiteListings(ctx context.Context, userID, workspaceID string) ([]SiteListing, error)
+	// SiteListingsPage is the sites list a page at a time (issue 46: a workspace of 2,000 sites):
+	// the sites of q.Workspaces that are the user's, whose name holds q.Search, in (name, id)
+	// order, q.Limit of them after or before the site q.After or q.Before names; each with what
+	// SiteListings gives, read for the page's sites only.
+	SiteListingsPage(ctx context.Context, userID string, q ListingQuery) (ListingPage, error)
 	// PageDetails reads one successful result of a scan of the user's: the result of pagePath
 	// and strategy, or with pagePath empty the worst page's for strategy (the lowest performance
 	// score, a page without one after every page with one, then the smaller path).
@@ -74,6 +79,60 @@ type SiteListing struct {
 	WorkspaceName string
 	LastScan      *Scan
 	Triage        Triage
+}
+
+// ListingQuery asks SiteListingsPage for a page of the sites list.
+type ListingQuery struct {
+	// Workspaces are the workspaces listed (each still one of the user's); none lists nothing.
+	Workspaces []string
+	// Search keeps the sites whose name contains it, ignoring case; empty keeps every site.
+	Search string
+	// After and Before are a site's ID: the page after it or before it in (name, id) order, the
+	// name compared byte by byte (After when both are set). Both empty: the first page. A site that is not the user's, or
+	// no longer there, reads as the first page.
+	After, Before string
+	Limit         int
+}
+
+// ListingPage is a page of the sites list in (name, id) order: Next and Prev are the cursors of
+// the pages after and before it (ListingQuery.After and Before), empty when there is none.
+type ListingPage struct {
+	Sites      []SiteListing
+	Next, Prev string
+}
+
+// Page cuts sorted, a whole list in (name, id) order with one site more than a page in the
+// direction read when there is one, into q's page: what both stores share of keyset paging.
+// sorted must begin after q.After, or end before q.Before, already (backwards: newest last).
+func (q ListingQuery) Page(sorted []SiteListing) ListingPage {
+	var p ListingPage
+	more := len(sorted) > q.Limit
+	if q.Before != "" {
+		if more {
+			sorted = sorted[len(sorted)-q.Limit:]
+		}
+		p.Sites = sorted
+		if len(sorted) > 0 {
+			p.Next = sorted[len(sorted)-1].ID
+			if more {
+				p.Prev = sorted[0].ID
+			}
+		}
+		return p
+	}
+	if more {
+		sorted = sorted[:q.Limit]
+	}
+	p.Sites = sorted
+	if len(sorted) > 0 {
+		if more {
+			p.Next = sorted[len(sorted)-1].ID
+		}
+		if q.After != "" {
+			p.Prev = sorted[0].ID
+		}
+	}
+	return p
 }
 
 // Triage is what a site's latest completed scan left (SwapBudgetState keeps it): whether it

@@ -157,20 +157,6 @@ func fleet(ctx context.Context, w io.Writer, fixtures string, sites, pages, days
 		WHERE s.name = 'Fleet 0001' ORDER BY c.created_at DESC LIMIT 1`).Scan(&latestSite, &latestScan); err != nil {
 		return err
 	}
-	key, keyHash := store.NewSecret("svc_")
-	if err := old.CreateAPIKey(ctx, store.APIKey{ID: store.NewID(), UserID: u.ID, Name: "fleet", KeyHash: keyHash, Prefix: key[:8],
-		Scope: store.ScopeRead, CreatedAt: now}); err != nil {
-		return err
-	}
-	token, hash := store.NewSecret("")
-	csrf, _ := store.NewSecret("")
-	if err := old.CreateSession(ctx, store.Session{TokenHash: hash, UserID: u.ID, CSRF: csrf, CreatedAt: now, ExpiresAt: now.Add(24 * time.Hour)}); err != nil {
-		return err
-	}
-	if err := os.WriteFile(out, fmt.Appendf(nil, "LOAD_KEY=%s\nLOAD_SITE=%s\nLOAD_SCAN=%s\nLOAD_COOKIE='session=%s'\nLOAD_WORKSPACE=%s\n",
-		key, latestSite, latestScan, token, u.ID), 0o600); err != nil {
-		return err
-	}
 	if err := fleetSize(ctx, w, db, "seeded at schema 38:"); err != nil {
 		return err
 	}
@@ -189,6 +175,22 @@ func fleet(ctx context.Context, w io.Writer, fixtures string, sites, pages, days
 	probes.stop()
 	fmt.Fprintf(w, "migration 043 (page results to month partitions): %.1f s\n", took.Seconds())
 	probes.report(w)
+	// The key and session the reads use, made at the current schema (its sessions and keys have
+	// columns schema 38's have not).
+	key, keyHash := store.NewSecret("svc_")
+	if err := st.CreateAPIKey(ctx, store.APIKey{ID: store.NewID(), UserID: u.ID, Name: "fleet", KeyHash: keyHash, Prefix: key[:8],
+		Scope: store.ScopeRead, CreatedAt: now}); err != nil {
+		return err
+	}
+	token, hash := store.NewSecret("")
+	csrf, _ := store.NewSecret("")
+	if err := st.CreateSession(ctx, store.Session{TokenHash: hash, UserID: u.ID, CSRF: csrf, CreatedAt: now, ExpiresAt: now.Add(24 * time.Hour)}); err != nil {
+		return err
+	}
+	if err := os.WriteFile(out, fmt.Appendf(nil, "LOAD_KEY=%s\nLOAD_SITE=%s\nLOAD_SCAN=%s\nLOAD_COOKIE='session=%s'\nLOAD_WORKSPACE=%s\n",
+		key, latestSite, latestScan, token, u.ID), 0o600); err != nil {
+		return err
+	}
 	if _, err := db.ExecContext(ctx, `ANALYZE page_results; ANALYZE page_images; ANALYZE scans`); err != nil {
 		return err
 	}
@@ -214,7 +216,7 @@ func fleetSize(ctx context.Context, w io.Writer, db *sql.DB, what string) error 
 	return nil
 }
 
-// probes are two reads run every 50 ms during the migration, each on a connection of its own:
+// probes are two reads run every 50 ms during the migration or a month's drop, each on a connection of its own:
 // the home page's sites list (no page detail) and one scan's page rows. Each records how many
 // answered and the longest it waited.
 type probes struct {
@@ -272,7 +274,8 @@ func (p *probes) report(w io.Writer) {
 // dropMonth times the pruner's month drop (PruneMonths, as the prune job runs it) on the fleet
 // database: a first run at the default retention (400 days) drops only the partitions of months
 // whose scans retention pruned already; then the workspace keeps retention days, and the second
-// run drops every month past it. It prints pg_database_size before and after each.
+// run drops every month past it. It prints pg_database_size before and after each, and how long
+// the probes of the sites list and of the newest scan's page rows waited during each.
 func dropMonth(ctx context.Context, w io.Writer, retention int) error {
 	st, err := open(ctx)
 	if err != nil {
@@ -288,16 +291,25 @@ func dropMonth(ctx context.Context, w io.Writer, retention int) error {
 	if err := db.QueryRowContext(ctx, `SELECT workspace_id FROM sites LIMIT 1`).Scan(&workspace); err != nil {
 		return err
 	}
+	// A scan whose page rows stay (the newest): the probes read them during each drop.
+	var scan string
+	if err := db.QueryRowContext(ctx, `SELECT id FROM scans WHERE details_pruned_at IS NULL ORDER BY created_at DESC LIMIT 1`).Scan(&scan); err != nil {
+		return err
+	}
 	run := func(what string) error {
 		if err := fleetSize(ctx, w, db, "before:"); err != nil {
 			return err
 		}
+		probes := startProbes(ctx, os.Getenv("DATABASE_URL"), workspace, scan)
 		t := time.Now()
 		months, err := st.PruneMonths(ctx, time.Now())
+		took := time.Since(t)
+		probes.stop()
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "%s: PruneMonths dropped %v (months with scans not pruned yet) in %.3f s\n", what, months, time.Since(t).Seconds())
+		fmt.Fprintf(w, "%s: PruneMonths dropped %v (months with scans not pruned yet) in %.3f s\n", what, months, took.Seconds())
+		probes.report(w)
 		return fleetSize(ctx, w, db, "after:")
 	}
 	if err := run("at the default retention"); err != nil {

@@ -1,9 +1,11 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"sitepulse/store"
 )
@@ -39,6 +41,43 @@ func (m *Store) SiteListings(ctx context.Context, userID, workspaceID string) ([
 		}
 	}
 	return out, nil
+}
+
+func (m *Store) SiteListingsPage(ctx context.Context, userID string, q store.ListingQuery) (store.ListingPage, error) {
+	var all []store.SiteListing
+	for i, w := range q.Workspaces {
+		if w == "" || slices.Contains(q.Workspaces[:i], w) {
+			continue
+		}
+		sites, err := m.SiteListings(ctx, userID, w)
+		if err != nil {
+			return store.ListingPage{}, err
+		}
+		all = append(all, sites...)
+	}
+	all = slices.DeleteFunc(all, func(l store.SiteListing) bool {
+		return !strings.Contains(strings.ToLower(l.Name), strings.ToLower(q.Search))
+	})
+	slices.SortFunc(all, func(a, b store.SiteListing) int {
+		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.ID, b.ID))
+	})
+	if q.Limit < 1 {
+		return store.ListingPage{Sites: []store.SiteListing{}}, nil
+	}
+	if q.After != "" { // After wins
+		q.Before = ""
+	}
+	cursor := slices.IndexFunc(all, func(l store.SiteListing) bool { return l.ID == q.After+q.Before })
+	switch {
+	case cursor >= 0 && q.Before != "" && cursor > 0:
+		return q.Page(all[max(0, cursor-q.Limit-1):cursor]), nil
+	case cursor >= 0 && q.Before == "" && cursor+1 < len(all):
+		return q.Page(all[cursor+1 : min(len(all), cursor+q.Limit+2)]), nil
+	}
+	// No cursor, or one that names no site of the user's (any longer), or nothing past it: the
+	// first page.
+	q.After, q.Before = "", ""
+	return q.Page(all[:min(len(all), q.Limit+1)]), nil
 }
 
 func (m *Store) PageDetails(ctx context.Context, userID, scanID, pagePath string, strategy store.Strategy) (store.PageDetails, error) {

@@ -44,7 +44,7 @@ var budgetInputsSQL = `SELECT s.budget_version = $3, s.budget_version, s.name, s
 	CASE WHEN s.budget_version <> $3 THEN
 	(SELECT coalesce(json_agg(json_build_object('pagePath', p.page_path, 'strategy', p.strategy,
 		'scores', p.result->'scores', 'coreWebVitals', p.result->'coreWebVitals') ORDER BY p.page_path, p.strategy), '[]')
-		FROM page_results p WHERE p.scan_id = c.id AND p.result IS NOT NULL) END
+		FROM page_results p WHERE p.scan_id = c.id AND p.scanned_at = c.created_at AND p.result IS NOT NULL) END
 FROM sites s
 LEFT JOIN LATERAL (SELECT id, status, strategy, trigger, pages_total, pages_done, scores, error,
 	created_at, started_at, completed_at, summary, bytes, details_pruned_at FROM scans WHERE site_id = s.id AND status = 'complete' AND s.budget_version <> $3

@@ -71,7 +71,7 @@ var pageMetricsOfSQL = `SELECT r.scan_id, r.page_path, r.page_url, r.strategy,
 	JOIN scans c ON c.id = q.id JOIN sites s ON s.id = c.site_id AND ` + readable("s.workspace_id", 2) + `
 	CROSS JOIN LATERAL (SELECT r.scan_id, r.page_path, r.page_url, r.strategy, r.m_performance, r.m_seo, r.m_accessibility,
 		r.m_best_practices, r.m_lcp, r.m_cls, r.m_inp, r.m_fcp, r.m_ttfb, r.m_tbt, r.m_speed_index, r.m_tti
-		FROM page_results r WHERE r.scan_id = q.id AND r.result IS NOT NULL
+		FROM page_results r WHERE r.scan_id = q.id AND r.scanned_at = c.created_at AND r.result IS NOT NULL
 		ORDER BY r.page_path, r.strategy) r`
 
 func (p *Store) PageMetricsOf(ctx context.Context, userID string, scanIDs []string) (map[string][]store.PageResult, error) {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/lib/pq"
 
@@ -66,30 +67,78 @@ func optionalID(id string) any {
 	return id
 }
 
+// scanListing reads a row of listingSQL.
+func scanListing(row rowScanner) (store.SiteListing, error) {
+	var l store.SiteListing
+	var last maybeScan
+	var broken pq.StringArray
+	s, err := scanSite(plusScanner{row, append([]any{&l.WorkspaceName, &l.Triage.BudgetsBroken, &broken, &l.Triage.Regressions}, last.dest()...)})
+	if err != nil {
+		return l, err
+	}
+	l.Site, l.Triage.Broken = s, []string(broken)
+	if l.Triage.Broken == nil {
+		l.Triage.Broken = []string{}
+	}
+	l.LastScan, err = last.scan()
+	return l, err
+}
+
+// listingSQL reads the sites the condition where keeps (of user $1's workspaces), in order, at
+// most limit of them (empty: all), each with its workspace's name, triage and latest scan: the
+// latest scans are probed for the sites kept only.
+func listingSQL(where, order, limit, outer string) string {
+	return `SELECT s.*, ` + scanCols + ` FROM (SELECT ` + siteCols + `, (SELECT w.name FROM workspaces w WHERE w.id = sites.workspace_id) AS workspace_name,
+			budgets_broken, broken_budgets, regressions FROM sites
+			WHERE ` + where + ` AND ` + readable("workspace_id", 1) + ` ORDER BY ` + order + limit + `) s
+		LEFT JOIN LATERAL (SELECT * FROM scans WHERE site_id = s.id ORDER BY created_at DESC, id DESC LIMIT 1) c ON TRUE
+		ORDER BY ` + outer
+}
+
 func (p *Store) SiteListings(ctx context.Context, userID, workspaceID string) ([]store.SiteListing, error) {
 	if !uuidOK(userID) || workspaceID != "" && !uuidOK(workspaceID) {
 		return []store.SiteListing{}, nil
 	}
-	return queryAll(ctx, p.db, "sites", func(row rowScanner) (store.SiteListing, error) {
-		var l store.SiteListing
-		var last maybeScan
-		var broken pq.StringArray
-		s, err := scanSite(plusScanner{row, append([]any{&l.WorkspaceName, &l.Triage.BudgetsBroken, &broken, &l.Triage.Regressions}, last.dest()...)})
-		if err != nil {
-			return l, err
-		}
-		l.Site, l.Triage.Broken = s, []string(broken)
-		if l.Triage.Broken == nil {
-			l.Triage.Broken = []string{}
-		}
-		l.LastScan, err = last.scan()
-		return l, err
-	}, `SELECT s.*, `+scanCols+` FROM (SELECT `+siteCols+`, (SELECT w.name FROM workspaces w WHERE w.id = sites.workspace_id) AS workspace_name,
-			budgets_broken, broken_budgets, regressions FROM sites
-			WHERE ($2::uuid IS NULL OR workspace_id = $2) AND `+readable("workspace_id", 1)+`) s
-		LEFT JOIN LATERAL (SELECT * FROM scans WHERE site_id = s.id ORDER BY created_at DESC, id DESC LIMIT 1) c ON TRUE
-		ORDER BY s.name, s.id`,
+	return queryAll(ctx, p.db, "sites", scanListing, listingSQL("($2::uuid IS NULL OR workspace_id = $2)", "name, id", "", "s.name, s.id"),
 		userID, optionalID(workspaceID))
+}
+
+// siteListingsPageSQL are the pages after and before a site ($4) of the user's: $2 the
+// workspaces, $3 the text the name holds, $5 the rows read (a page and one more, to know there
+// is more). A cursor that is no site of the user's keeps no row.
+var siteListingsPageSQL = map[bool]string{
+	false: listingSQL(`workspace_id = ANY($2::uuid[]) AND strpos(lower(name), lower($3)) > 0
+		AND ($4::uuid IS NULL OR (name COLLATE "C", id) > (SELECT k.name COLLATE "C", k.id FROM sites k WHERE k.id = $4 AND `+readable("k.workspace_id", 1)+`))`,
+		`name COLLATE "C", id`, " LIMIT $5", `s.name COLLATE "C", s.id`),
+	true: listingSQL(`workspace_id = ANY($2::uuid[]) AND strpos(lower(name), lower($3)) > 0
+		AND (name COLLATE "C", id) < (SELECT k.name COLLATE "C", k.id FROM sites k WHERE k.id = $4 AND `+readable("k.workspace_id", 1)+`)`,
+		`name COLLATE "C" DESC, id DESC`, " LIMIT $5", `s.name COLLATE "C", s.id`),
+}
+
+func (p *Store) SiteListingsPage(ctx context.Context, userID string, q store.ListingQuery) (store.ListingPage, error) {
+	workspaces := slices.DeleteFunc(slices.Clone(q.Workspaces), func(id string) bool { return !uuidOK(id) })
+	if !uuidOK(userID) || len(workspaces) == 0 || q.Limit < 1 {
+		return store.ListingPage{Sites: []store.SiteListing{}}, nil
+	}
+	if q.After != "" { // After wins
+		q.Before = ""
+	}
+	cursor, before := q.After, q.Before != ""
+	if before {
+		cursor = q.Before
+	}
+	if cursor != "" && !uuidOK(cursor) {
+		cursor, q.After, q.Before, before = "", "", "", false
+	}
+	for {
+		sites, err := queryAll(ctx, p.db, "sites", scanListing, siteListingsPageSQL[before], userID, pq.StringArray(workspaces), q.Search, optionalID(cursor), q.Limit+1)
+		if err != nil || len(sites) > 0 || cursor == "" {
+			return q.Page(sites), err
+		}
+		// Nothing past the cursor: it names no site of the user's (any longer), or the last
+		// one. Either way the list starts again at its first page.
+		cursor, q.After, q.Before, before = "", "", "", false
+	}
 }
 
 // pageDetailsSQL reads scan $1 of user $2 and its result of strategy $3 and path $4, or with
@@ -97,7 +146,7 @@ func (p *Store) SiteListings(ctx context.Context, userID, workspaceID string) ([
 // number, pages without one last, then the path byte by byte).
 var pageDetailsSQL = `SELECT c.status, r.result FROM scans c JOIN sites s ON s.id = c.site_id
 	LEFT JOIN LATERAL (SELECT r.result FROM page_results r
-		WHERE r.scan_id = c.id AND r.strategy = $3 AND r.result IS NOT NULL AND ($4::text IS NULL OR r.page_path = $4)
+		WHERE r.scan_id = c.id AND r.scanned_at = c.created_at AND r.strategy = $3 AND r.result IS NOT NULL AND ($4::text IS NULL OR r.page_path = $4)
 		ORDER BY trunc(r.m_performance) NULLS LAST, r.page_path COLLATE "C" LIMIT 1) r ON TRUE
 	WHERE c.id = $1 AND ` + readable("s.workspace_id", 2)
 
@@ -132,7 +181,7 @@ func (p *Store) PageDetails(ctx context.Context, userID, scanID, pagePath string
 var latestResultsSQL = `SELECT ` + scanCols + `, r.result FROM sites s
 	LEFT JOIN LATERAL (SELECT * FROM scans WHERE site_id = s.id AND status = 'complete'
 		ORDER BY completed_at DESC, id DESC LIMIT 1) c ON TRUE
-	LEFT JOIN page_results r ON r.scan_id = c.id AND r.result IS NOT NULL AND c.id IS DISTINCT FROM $3::uuid
+	LEFT JOIN page_results r ON r.scan_id = c.id AND r.scanned_at = c.created_at AND r.result IS NOT NULL AND c.id IS DISTINCT FROM $3::uuid
 	WHERE s.id = $1 AND ` + readable("s.workspace_id", 2) + `
 	ORDER BY r.page_path, r.strategy`
 
@@ -194,7 +243,7 @@ var latestTwoSQL = `SELECT ` + scanCols + `, c.pub_by, c.pub_on, r.page_path, r.
 	LEFT JOIN LATERAL (SELECT sc.*, p.published_by AS pub_by, p.published_on AS pub_on FROM scans sc
 		LEFT JOIN publishes p ON p.scan_id = sc.id
 		WHERE sc.site_id = s.id AND sc.status = 'complete' ORDER BY sc.completed_at DESC, sc.id DESC LIMIT 2) c ON TRUE
-	LEFT JOIN page_results r ON r.scan_id = c.id AND r.result IS NOT NULL AND NOT c.id = ANY($3::uuid[])
+	LEFT JOIN page_results r ON r.scan_id = c.id AND r.scanned_at = c.created_at AND r.result IS NOT NULL AND NOT c.id = ANY($3::uuid[])
 	WHERE s.id = $1 AND ` + readable("s.workspace_id", 2) + `
 	ORDER BY c.completed_at DESC, c.id DESC, r.page_path, r.strategy`
 
@@ -333,10 +382,10 @@ func exportScanSQL(parts string, previous bool) string {
 		cols = `, r.explain, pc.id, pr.page_url, ARRAY[pr.m_performance, pr.m_seo, pr.m_accessibility, pr.m_best_practices,
 	pr.m_lcp, pr.m_cls, pr.m_inp, pr.m_fcp, pr.m_ttfb, pr.m_tbt, pr.m_speed_index, pr.m_tti], pr.explain`
 		joins = `
-	LEFT JOIN LATERAL (SELECT p.id FROM scans p WHERE p.site_id = s.id AND p.status = 'complete' AND p.id <> c.id
+	LEFT JOIN LATERAL (SELECT p.id, p.created_at FROM scans p WHERE p.site_id = s.id AND p.status = 'complete' AND p.id <> c.id
 		AND (p.completed_at < c.completed_at OR p.completed_at = c.completed_at AND p.id < c.id)
 		ORDER BY p.completed_at DESC, p.id DESC LIMIT 1) pc ON c.status = 'complete'
-	LEFT JOIN page_results pr ON pr.scan_id = pc.id AND pr.page_path = r.page_path AND pr.strategy = r.strategy AND pr.result IS NOT NULL`
+	LEFT JOIN page_results pr ON pr.scan_id = pc.id AND pr.scanned_at = pc.created_at AND pr.page_path = r.page_path AND pr.strategy = r.strategy AND pr.result IS NOT NULL`
 	}
 	return `SELECT s.name, s.workspace_id, ` + scanCols + `, r.page_url, r.page_path, r.strategy,
 	ARRAY[r.m_performance, r.m_seo, r.m_accessibility, r.m_best_practices,
@@ -344,7 +393,7 @@ func exportScanSQL(parts string, previous bool) string {
 	FROM sites s
 	LEFT JOIN LATERAL (SELECT * FROM scans WHERE site_id = s.id AND ($3::uuid IS NULL AND status = 'complete' OR id = $3)
 		ORDER BY completed_at DESC, id DESC LIMIT 1) c ON TRUE
-	LEFT JOIN page_results r ON r.scan_id = c.id AND c.status = 'complete' AND r.result IS NOT NULL` + joins + `
+	LEFT JOIN page_results r ON r.scan_id = c.id AND r.scanned_at = c.created_at AND c.status = 'complete' AND r.result IS NOT NULL` + joins + `
 	WHERE s.id = $1 AND ` + readable("s.workspace_id", 2) + `
 	ORDER BY r.page_path, r.strategy`
 }

@@ -62,11 +62,11 @@ var siteDetailsSQL = `WITH site AS (SELECT s.id FROM sites s WHERE s.id = $1 AND
 		ARRAY[r.m_performance, r.m_seo, r.m_accessibility, r.m_best_practices,
 		r.m_lcp, r.m_cls, r.m_inp, r.m_fcp, r.m_ttfb, r.m_tbt, r.m_speed_index, r.m_tti] AS nums, NULL::text AS doc
 	FROM site JOIN scans c ON c.site_id = site.id AND c.id = ANY($3::uuid[])
-	JOIN page_results r ON r.scan_id = c.id AND r.result IS NOT NULL
+	JOIN page_results r ON r.scan_id = c.id AND r.scanned_at = c.created_at AND r.result IS NOT NULL
 	UNION ALL
 	SELECT 'e', r.scan_id::text, r.page_path, r.page_url, r.strategy, NULL, r.error
 	FROM site JOIN scans c ON c.site_id = site.id AND c.id = $4::uuid
-	JOIN page_results r ON r.scan_id = c.id AND r.result IS NULL
+	JOIN page_results r ON r.scan_id = c.id AND r.scanned_at = c.created_at AND r.result IS NULL
 	UNION ALL
 	SELECT 'p', '', '', '', '', NULL, doc FROM (SELECT json_build_object('id', p.id, 'siteId', p.site_id,
 		'platformEventId', p.platform_event_id, 'publishedBy', p.published_by, 'publishedOn', p.published_on,

@@ -1,7 +1,10 @@
 package storetest_test
 
 import (
+	"cmp"
+	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +22,7 @@ func TestReads(t *testing.T) {
 		fn   func(t *testing.T, s store.Store)
 	}{
 		{"site listings are SitesOf or SitesIn with their workspaces' names", testSiteListings},
+		{"the sites list pages by name and id, its cursors and search scoped to the user", testSiteListingsPage},
 		{"page details read the named page, or the worst, with the scan's status", testPageDetails},
 		{"latest results are the latest completed scan's, left out when the caller knows that scan", testLatestResults},
 		{"latest two are the two latest completed scans with their metrics and the latest's publish", testLatestTwo},
@@ -115,6 +119,92 @@ func testSiteListings(t *testing.T, s store.Store) {
 	}
 	if got, err := s.SiteListings(ctx, c.ID, w.ID); err != nil || len(got) != 0 {
 		t.Errorf("a stranger lists %+v in the team, %v; want none", got, err)
+	}
+}
+
+func testSiteListingsPage(t *testing.T, s store.Store) {
+	a := newUser(t, s, "a@example.com")
+	b := newUser(t, s, "b@example.com")
+	w := team(t, s, b, "Agency", map[store.User]store.Role{a: store.RoleViewer})
+	mine := []string{store.PersonalWorkspace(a.ID), w.ID}
+	var want []string // names, in (name, id) order: byte order, so "Site 10" before "site 2"
+	for i, n := range []string{"site 3", "Site 10", "site 1", "site 2", "site 2", "other"} {
+		site := store.Site{ID: store.NewID(), UserID: a.ID, Name: n, Domain: fmt.Sprintf("s%d.test", i), Pages: []string{"/"}, CreatedAt: t0}
+		if i%2 == 1 {
+			site.UserID, site.WorkspaceID = b.ID, w.ID
+		}
+		must(t, s.CreateSite(ctx, site))
+		want = append(want, n+"/"+site.ID)
+	}
+	slices.SortFunc(want, func(x, y string) int {
+		xn, xi, _ := strings.Cut(x, "/")
+		yn, yi, _ := strings.Cut(y, "/")
+		return cmp.Or(strings.Compare(xn, yn), strings.Compare(xi, yi))
+	})
+	stranger := newSite(t, s, b, "site 0") // b's personal workspace: never a's
+	done := scanWith(t, s, stranger, t0, true, page("/", "mobile", ip(50), 1))
+	names := func(p store.ListingPage) (out []string) {
+		for _, l := range p.Sites {
+			out = append(out, l.Name+"/"+l.ID)
+		}
+		return out
+	}
+	// Forward by the Next cursors, two a page, then back by the Prev cursors.
+	q := store.ListingQuery{Workspaces: append(mine, store.PersonalWorkspace(b.ID)), Limit: 2}
+	var pages []store.ListingPage
+	for {
+		p, err := s.SiteListingsPage(ctx, a.ID, q)
+		must(t, err)
+		pages = append(pages, p)
+		if p.Next == "" || len(pages) > 5 {
+			break
+		}
+		q.After, q.Before = p.Next, ""
+	}
+	var got []string
+	for _, p := range pages {
+		got = append(got, names(p)...)
+	}
+	if !slices.Equal(got, want) || len(pages) != 3 || pages[0].Prev != "" || pages[2].Prev == "" {
+		t.Fatalf("pages forward: %q (%d pages, first's prev %q), want %q in 3 pages, the first without prev", got, len(pages), pages[0].Prev, want)
+	}
+	q.After, q.Before = "", pages[2].Prev
+	back, err := s.SiteListingsPage(ctx, a.ID, q)
+	must(t, err)
+	if !slices.Equal(names(back), names(pages[1])) || back.Prev == "" || back.Next != pages[1].Next {
+		t.Errorf("back from the last page: %q prev %q next %q, want %q with prev, next %q", names(back), back.Prev, back.Next, names(pages[1]), pages[1].Next)
+	}
+	q.Before = back.Prev
+	if first, err := s.SiteListingsPage(ctx, a.ID, q); err != nil || !slices.Equal(names(first), want[:2]) || first.Prev != "" {
+		t.Errorf("back to the first page: %q prev %q, %v; want %q without prev", names(first), first.Prev, err, want[:2])
+	}
+	if both, err := s.SiteListingsPage(ctx, a.ID, store.ListingQuery{Workspaces: mine, Limit: 2, After: pages[0].Next, Before: pages[2].Prev}); err != nil ||
+		!slices.Equal(names(both), names(pages[1])) {
+		t.Errorf("after and before both: %q, %v; want the page after (%q)", names(both), err, names(pages[1]))
+	}
+	// A cursor that is another account's site, or no site, reads as the first page.
+	for _, c := range []string{stranger.ID, store.NewID(), "not an id"} {
+		for _, cq := range []store.ListingQuery{{Workspaces: mine, Limit: 2, After: c}, {Workspaces: mine, Limit: 2, Before: c}} {
+			if p, err := s.SiteListingsPage(ctx, a.ID, cq); err != nil || !slices.Equal(names(p), want[:2]) || p.Prev != "" || p.Next == "" {
+				t.Errorf("cursor %q (%+v): %q prev %q next %q, %v; want the first page", c, cq, names(p), p.Prev, p.Next, err)
+			}
+		}
+	}
+	// The search ignores case; the latest scan and triage come with each site.
+	p, err := s.SiteListingsPage(ctx, a.ID, store.ListingQuery{Workspaces: mine, Search: "SITE 2", Limit: 5})
+	must(t, err)
+	if len(p.Sites) != 2 || p.Next != "" || p.Sites[0].Name != "site 2" || p.Sites[0].Triage.Broken == nil {
+		t.Errorf("search \"SITE 2\": %+v, want the two \"site 2\" and no next", p)
+	}
+	if p, err := s.SiteListingsPage(ctx, b.ID, store.ListingQuery{Workspaces: []string{store.PersonalWorkspace(b.ID)}, Limit: 5}); err != nil ||
+		len(p.Sites) != 1 || p.Sites[0].LastScan == nil || p.Sites[0].LastScan.ID != done.ID || p.Sites[0].WorkspaceName == "" {
+		t.Errorf("b's own: %+v, %v; want site 0 with its scan %s and its workspace's name", p, err, done.ID)
+	}
+	// Another account's workspace lists nothing; no workspace lists nothing.
+	for _, ws := range [][]string{{store.PersonalWorkspace(b.ID)}, nil} {
+		if p, err := s.SiteListingsPage(ctx, a.ID, store.ListingQuery{Workspaces: ws, Limit: 5}); err != nil || len(p.Sites) != 0 || p.Next != "" || p.Prev != "" {
+			t.Errorf("a lists %q: %+v, %v; want nothing", ws, p, err)
+		}
 	}
 }
 
