@@ -161,6 +161,8 @@ func TestSSOWorkspaceProvider(t *testing.T) {
 			// The login page asks for a work e-mail; pat's routes to A's provider.
 			if _, body := ts.browser(t).get("/login"); !strings.Contains(body, "Work e-mail") {
 				t.Fatal("the login page asks for no work e-mail")
+			} else if strings.Count(body, "autofocus") != 1 || !strings.Contains(body, `maxlength="254" autofocus>`) {
+				t.Fatalf("the cursor should start in the work e-mail field, the page's first: %.1500s", body)
 			}
 			pa.Set(func(p *oidctest.Provider) { p.Subject, p.Email = "pat", "pat@acme.test" })
 			pat := ts.browser(t)
