@@ -68,6 +68,14 @@ func startChild(t *testing.T, name string, env map[string]string, args ...string
 // without waiting for it: processes started together.
 func launchChild(t *testing.T, name string, env map[string]string, args ...string) *child {
 	t.Helper()
+	if env == nil {
+		env = map[string]string{}
+	}
+	if _, ok := env["DATABASE_URL"]; !ok && os.Getenv("DATABASE_URL") != "" {
+		// A child never runs on the tests' own database (it inherits the environment): a
+		// schema of its own, dropped after the child is stopped.
+		env["DATABASE_URL"] = storetest.SchemaDSN(t)
+	}
 	addr := freeAddr(t)
 	c := &child{name: name, base: "http://" + addr, log: &scantest.LogBuffer{}, done: make(chan error, 1)}
 	c.cmd = exec.Command(os.Args[0], append([]string{"-test.run=^" + regexp.QuoteMeta(t.Name()) + "$", "--"}, args...)...)
