@@ -53,11 +53,8 @@ func (s *server) beaconPlatform(ctx context.Context, site store.Site, v *beaconV
 // other scripts, recorded; it runs once the site is next published there.
 func (s *server) handleBeaconInstall() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		site, ok := s.ownSite(w, r)
+		site, ok := s.platformSite(w, r)
 		if !ok {
-			return
-		}
-		if !s.beaconOnPlatform(w, r, site) {
 			return
 		}
 		ctx, uid := r.Context(), visitorFrom(r.Context()).User.ID
@@ -81,11 +78,8 @@ func (s *server) handleBeaconInstall() http.Handler {
 // leaving the site's other scripts.
 func (s *server) handleBeaconRemove() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		site, ok := s.ownSite(w, r)
+		site, ok := s.platformSite(w, r)
 		if !ok {
-			return
-		}
-		if !s.beaconOnPlatform(w, r, site) {
 			return
 		}
 		if site.PlatformScript == nil {
@@ -100,6 +94,13 @@ func (s *server) handleBeaconRemove() http.Handler {
 			"platformSiteId": site.PlatformSiteID, "script": site.PlatformScript.ID, "version": site.PlatformScript.Version})
 		http.Redirect(w, r, "/sites/"+site.ID+"/edit?done=beacon-removed#beacon", http.StatusSeeOther)
 	})
+}
+
+// platformSite is the visitor's site of the request (ownSite) when the beacon can be added to it
+// on the platform (beaconOnPlatform); otherwise the answer is written.
+func (s *server) platformSite(w http.ResponseWriter, r *http.Request) (store.Site, bool) {
+	site, ok := s.ownSite(w, r)
+	return site, ok && s.beaconOnPlatform(w, r, site)
 }
 
 // beaconOnPlatform answers the edit page with 409 when the site is not one the platform
