@@ -265,7 +265,7 @@ func (sv *service) startScanner(ctx context.Context) error {
 	sv.scanWake = wakes[1]
 	// The demo site's audits are replayed offline; every other site's go to the real auditor.
 	// One account's audits stay under its share of the PSI key's day, however many workspaces it has.
-	sv.quota = psi.NewAccountQuota(cfg.auditLimits(), st)
+	sv.quota = psi.NewAccountQuota(cfg.auditLimits(), st, keyFreeScans(cfg, st))
 	log.Info("audit budgets", "workspace_daily", cfg.auditLimits().Workspace, "account_daily", cfg.auditLimits().Account,
 		"key_daily", cfg.auditLimits().Day, "shared_past", cfg.auditLimits().Mark, "newcomer_reserve", cfg.auditLimits().Reserve)
 	pool := newPool(cfg, st, demo.Replaying(sv.replay, auditor), capacity, sv.quota, sv.guard.Client(), sv.connector, sv.digest, sv.accountMail, sv.chKeys, wakes[0], sv.meter, log,
@@ -601,6 +601,19 @@ func jobWakes(ctx context.Context, st store.Store, log *slog.Logger, n int) []<-
 // newPool is the scan worker pool with its regression digest and account e-mails. A store that can announce new
 // jobs (wake, from jobWakes) wakes the dispatcher at once; it polls either way. Sitemaps
 // are fetched with fetch, the guarded client.
+// keyFreeScans answers whether a workspace's scans call no PSI key, so only its own daily budget
+// applies to them (psi.AccountQuota): the local Lighthouse audits every site, or runners serve
+// the workspace. A store that cannot say counts the scan against the key, as before.
+func keyFreeScans(cfg config, st store.Store) func(ctx context.Context, workspaceID string) bool {
+	return func(ctx context.Context, workspaceID string) bool {
+		if cfg.AuditBackend == "lighthouse" {
+			return true
+		}
+		serve, err := st.RunnersServe(ctx, workspaceID)
+		return err == nil && serve
+	}
+}
+
 func newPool(cfg config, st store.Store, auditor scanner.Auditor, capacity *psi.Capacity, quota *psi.AccountQuota, fetch *http.Client, connector *platform.Connector, digest *notify.Digest, accountMail *notify.AccountMails, chKeys *platform.Keys, wake <-chan struct{}, meter *metrics.Metrics, log *slog.Logger, cruxRefresh *crux.Refresher, field notify.FieldSource) *scanner.Pool {
 	var refresher scanner.PageRefresher
 	if connector != nil { // a nil *Connector in the interface would not be nil

@@ -23,12 +23,12 @@ func TestStartScanPastItsShareOfTheDay(t *testing.T) {
 				t.Fatal(err)
 			}
 			// A day of 10 audits shared past 5, 4 kept for newcomers: what is left to share is 1.
-			q := psi.NewAccountQuota(store.AuditLimits{Workspace: 100, Account: 100, Day: 10, Mark: 5, Reserve: 4, Newcomer: 1}, f.st)
-			if err := q.Take(site.WorkspaceID, f.now); err != nil { // the demo account audited today
+			q := psi.NewAccountQuota(store.AuditLimits{Workspace: 100, Account: 100, Day: 10, Mark: 5, Reserve: 4, Newcomer: 1}, f.st, nil)
+			if err := q.Take(site.WorkspaceID, f.now, false); err != nil { // the demo account audited today
 				t.Fatal(err)
 			}
 			for range 4 { // another account spends the day to the mark
-				if err := q.Take(f.otherUser, f.now); err != nil {
+				if err := q.Take(f.otherUser, f.now, false); err != nil {
 					t.Fatal(err)
 				}
 			}

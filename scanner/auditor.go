@@ -66,11 +66,26 @@ func (p *Pool) capacityFor(site store.Site) *psi.Capacity {
 	return p.cfg.Capacity
 }
 
-// takeAudit spends one of the site workspace's daily audits, except on a replayed site, whose
-// audits call no one and spend no quota.
-func (p *Pool) takeAudit(site store.Site) error {
+// KeyFree is an auditor that calls no PSI key (the local Lighthouse, signed in or not, and
+// runners): its audits count against the workspace's daily budget only, not its owners' shares
+// of the key's day (store.AuditLimits.KeyFree).
+type KeyFree interface{ CallsNoKey() }
+
+var (
+	_ KeyFree = (*lighthouse.Runner)(nil)
+	_ KeyFree = (*lighthouse.SignedIn)(nil)
+	_ KeyFree = (*leasedAuditor)(nil)
+)
+
+func (a *leasedAuditor) CallsNoKey() {}
+
+// takeAudit spends one of the site workspace's daily audits for an audit by auditor (and of its
+// owners' shares of the PSI key's day when auditor calls the key), except on a replayed site,
+// whose audits call no one and spend no quota.
+func (p *Pool) takeAudit(site store.Site, auditor Auditor) error {
 	if p.replayed(site) {
 		return nil
 	}
-	return p.cfg.Quota.Take(site.WorkspaceID, p.cfg.Now())
+	_, keyFree := auditor.(KeyFree)
+	return p.cfg.Quota.Take(site.WorkspaceID, p.cfg.Now(), keyFree)
 }

@@ -49,7 +49,7 @@ func (p *Pool) confirm(ctx context.Context, log *slog.Logger, auditor Auditor, s
 	}
 	runs := []store.PageResult{first}
 	for range p.cfg.ConfirmRuns {
-		if err := p.takeAudit(site); err != nil {
+		if err := p.takeAudit(site, auditor); err != nil {
 			log.Warn("re-audit skipped", "page", first.PagePath, "strategy", first.Strategy, "err", err)
 			break
 		}

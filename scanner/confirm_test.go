@@ -151,7 +151,7 @@ func TestReauditsSpendTheAccountsDailyAudits(t *testing.T) {
 	r := newRig(t, st)
 	home := r.addSite("Home", []string{"/"})
 	fake := scantest.NewInProcess(beforeDir)
-	quota := psi.NewAccountQuota(store.AuditLimits{Workspace: 2 + 3, Account: 1 << 30}, st) // the first scan's 2 audits, the second's 2 and one re-audit
+	quota := psi.NewAccountQuota(store.AuditLimits{Workspace: 2 + 3, Account: 1 << 30}, st, nil) // the first scan's 2 audits, the second's 2 and one re-audit
 	scan := func() store.Scan {
 		p := r.pool(func(c *PoolConfig) {
 			c.Auditor, c.ConfirmRuns, c.Quota, c.Capacity = psi.New(psi.Config{Endpoint: fake.Endpoint(), Client: fake.Client()}), 2, quota, psi.NewCapacity(psi.CapacityConfig{MaxInFlight: 1})

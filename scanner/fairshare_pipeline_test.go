@@ -27,12 +27,12 @@ func TestSharedDayPipeline(t *testing.T) {
 		clock := scantest.NewClock(time.Now().Add(time.Minute))
 		midnight := clock.Now().UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)
 		// A day of 30 audits shared past 10, 12 kept for newcomers, a first scan being 4 audits.
-		q := psi.NewAccountQuota(store.AuditLimits{Workspace: 100, Account: 100, Day: 30, Mark: 10, Reserve: 12, Newcomer: 4}, jobs)
-		if err := q.Take(r.user.ID, clock.Now()); err != nil { // its personal workspace: it audited at dawn
+		q := psi.NewAccountQuota(store.AuditLimits{Workspace: 100, Account: 100, Day: 30, Mark: 10, Reserve: 12, Newcomer: 4}, jobs, nil)
+		if err := q.Take(r.user.ID, clock.Now(), false); err != nil { // its personal workspace: it audited at dawn
 			t.Fatal(err)
 		}
 		hog := r.secondTenant("Hog", []string{"/"})
-		for i := 0; q.Take(hog.user.ID, clock.Now()) == nil; i++ { // to the mark, then its share of (30-12-10)/2
+		for i := 0; q.Take(hog.user.ID, clock.Now(), false) == nil; i++ { // to the mark, then its share of (30-12-10)/2
 			if i == 30 {
 				t.Fatal("the hog took the whole day")
 			}

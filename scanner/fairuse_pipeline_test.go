@@ -28,7 +28,7 @@ func TestAccountQuotaPipeline(t *testing.T) {
 		}
 		otherSite := other.addSite("Other", []string{"/", "/fast"})
 		r.pool(func(c *PoolConfig) {
-			c.Quota, c.Capacity = psi.NewAccountQuota(store.AuditLimits{Workspace: 4, Account: 1 << 30}, jobs), psi.NewCapacity(psi.CapacityConfig{MaxInFlight: 1})
+			c.Quota, c.Capacity = psi.NewAccountQuota(store.AuditLimits{Workspace: 4, Account: 1 << 30}, jobs, nil), psi.NewCapacity(psi.CapacityConfig{MaxInFlight: 1})
 		})
 		greedy := r.enqueue(r.site)
 		if sc := other.wait(other.enqueue(otherSite).ID); sc.Status != store.StatusComplete {
@@ -70,7 +70,7 @@ func TestAccountQuotaSharedByReplicas(t *testing.T) {
 	}
 	replica := func(r *rig, name string, st psi.AuditLedger) {
 		r.pool(func(c *PoolConfig) {
-			c.WorkerID, c.Workers, c.Quota, c.Capacity = name, 1, psi.NewAccountQuota(store.AuditLimits{Workspace: limit, Account: 1 << 30}, st), psi.NewCapacity(psi.CapacityConfig{MaxInFlight: 1})
+			c.WorkerID, c.Workers, c.Quota, c.Capacity = name, 1, psi.NewAccountQuota(store.AuditLimits{Workspace: limit, Account: 1 << 30}, st, nil), psi.NewCapacity(psi.CapacityConfig{MaxInFlight: 1})
 		})
 	}
 	scans := []store.Scan{a.enqueue(first), a.enqueue(second)}
@@ -149,7 +149,7 @@ func TestAccountBudgetSpansWorkspaces(t *testing.T) {
 		}
 		other := r.secondTenant("Other", []string{"/fast"})
 		r.pool(func(c *PoolConfig) {
-			c.Quota = psi.NewAccountQuota(store.AuditLimits{Workspace: 100, Account: budget}, jobs)
+			c.Quota = psi.NewAccountQuota(store.AuditLimits{Workspace: 100, Account: budget}, jobs, nil)
 			c.Capacity = psi.NewCapacity(psi.CapacityConfig{MaxInFlight: 1})
 		})
 		if sc := other.wait(other.enqueue(other.site).ID); sc.Status != store.StatusComplete {
@@ -177,6 +177,32 @@ func TestAccountBudgetSpansWorkspaces(t *testing.T) {
 		t.Logf("one account's three workspaces (30 audits queued): %d audits made, account budget %d", audited, budget)
 		if audited != budget {
 			t.Errorf("%d audits made across the account's three workspaces, want its budget of %d", audited, budget)
+		}
+	}})
+}
+
+// keyFreeAuditor is an auditor that calls no PSI key, as the local Lighthouse and runners.
+type keyFreeAuditor struct{ Auditor }
+
+func (keyFreeAuditor) CallsNoKey() {}
+
+// A scan audited without the PSI key (the local Lighthouse, runners: issue 46) spends its
+// workspace's daily budget only: an owner whose share of the key's day is 2 audits still has a
+// scan of ten audits completed, and its audits leave that share whole.
+func TestKeyFreeScanSpendsTheWorkspaceOnly(t *testing.T) {
+	onStores(t, storeTest{name: "a key-free scan passes the account's share of the key", fn: func(t *testing.T, st store.Store) {
+		jobs := &jobLog{Store: st, jobs: map[string]int64{}}
+		r := newRig(t, jobs) // five pages, ten audits
+		r.pool(func(c *PoolConfig) {
+			c.Auditor = keyFreeAuditor{c.Auditor}
+			c.Quota = psi.NewAccountQuota(store.AuditLimits{Workspace: 100, Account: 2}, jobs, func(context.Context, string) bool { return true })
+		})
+		if sc := r.wait(r.enqueue(r.site).ID); sc.Status != store.StatusComplete {
+			t.Fatalf("the key-free scan: %s (%s), want complete past the account's 2 audits of the key; logs:\n%s", sc.Status, sc.Error, r.logs.String())
+		}
+		used, err := jobs.AuditsTaken(context.Background(), r.user.ID, time.Now()) // the site is in its owner's personal workspace
+		if err != nil || used.Workspace != 10 || used.Account != 0 || used.Key != 0 {
+			t.Errorf("usage %+v, %v; want the workspace's 10 audits and none of the account's or the key's", used, err)
 		}
 	}})
 }

@@ -450,7 +450,7 @@ func (p *Pool) discover(ctx context.Context, log *slog.Logger, slot *slot, site 
 func (p *Pool) auditPage(ctx context.Context, log *slog.Logger, lease store.Lease, site store.Site, auditor Auditor, path string, strategy store.Strategy, prev *store.PageResult) error {
 	pageURL := discover.PageURL(site, path)
 	began := p.cfg.Now()
-	if err := p.takeAudit(site); err != nil {
+	if err := p.takeAudit(site, auditor); err != nil {
 		return err // never audited: the scan waits for the account's next daily budget
 	}
 	r, err := auditor.Audit(ctx, pageURL, strategy)

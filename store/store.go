@@ -297,6 +297,10 @@ type AuditLimits struct {
 	// NEWCOMER_RESERVE of it, kept for accounts that had not audited before the mark; Newcomer
 	// is what each of those may take (a first scan's audits: MAX_PAGES_PER_SCAN x 2).
 	Day, Mark, Reserve, Newcomer int
+	// KeyFree marks an audit that calls no PSI key (the local Lighthouse, a runner): only
+	// Workspace applies to it, and it counts against no account nor the key's day, which are the
+	// key's budgets (issue 46: a workspace audited on runners is sized by its own budget).
+	KeyFree bool
 }
 
 // AuditUsage is what a workspace's audits of a UTC day have spent: the workspace's own count,

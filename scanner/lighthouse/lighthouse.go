@@ -274,3 +274,6 @@ func (t *tailBuffer) String() string {
 }
 
 var _ io.Writer = (*tailBuffer)(nil)
+
+// CallsNoKey marks the local Lighthouse as an auditor that spends no PSI key (scanner.KeyFree).
+func (l *Runner) CallsNoKey() {}

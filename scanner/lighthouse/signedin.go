@@ -404,3 +404,6 @@ func pathOf(raw string) string {
 	}
 	return u.Path
 }
+
+// CallsNoKey marks a signed-in audit as one that spends no PSI key (scanner.KeyFree).
+func (s *SignedIn) CallsNoKey() {}

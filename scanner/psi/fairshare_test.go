@@ -41,7 +41,7 @@ func waitFor(t *testing.T, err error, mark string, now time.Time) {
 // the refusal.
 func spend(q *AccountQuota, ws string, now time.Time) (int, error) {
 	for n := 0; ; n++ {
-		if err := q.Take(ws, now); err != nil {
+		if err := q.Take(ws, now, false); err != nil {
 			return n, err
 		}
 	}
@@ -57,11 +57,11 @@ func TestKeyDayShareManyAccounts(t *testing.T) {
 			st := b.Open(t)
 			clock := scantest.NewClock(time.Date(2026, 12, 3, 0, 5, 0, 0, time.UTC))
 			shareLimits := shareLimits(400)
-			q := NewAccountQuota(shareLimits, st)
+			q := NewAccountQuota(shareLimits, st, nil)
 			signups := make([]string, 20)
 			for i := range signups {
 				signups[i] = quotaUser(t, st, fmt.Sprintf("signup%d", i))
-				if err := q.Take(signups[i], clock.Now()); err != nil { // each asks: a first audit
+				if err := q.Take(signups[i], clock.Now(), false); err != nil { // each asks: a first audit
 					t.Fatal(err)
 				}
 			}
@@ -125,7 +125,7 @@ func TestKeyDayShareManyAccounts(t *testing.T) {
 				}
 			}
 			clock.Set(time.Date(2026, 12, 4, 0, 0, 0, 0, time.UTC)) // when the waits said
-			if err := q.Take(signups[0], clock.Now()); err != nil {
+			if err := q.Take(signups[0], clock.Now(), false); err != nil {
 				t.Errorf("at midnight UTC: %v, want the next day's audits", err)
 			}
 		})
@@ -146,7 +146,7 @@ func TestNewcomerFirstScanFigures(t *testing.T) {
 			t.Run(b.Name+"/"+c.name, func(t *testing.T) {
 				st := b.Open(t)
 				now := time.Date(2026, 12, 3, 6, 0, 0, 0, time.UTC)
-				q := NewAccountQuota(c.limits, st)
+				q := NewAccountQuota(c.limits, st, nil)
 				hostile := make([]string, 4)
 				for i := range hostile {
 					hostile[i] = quotaUser(t, st, fmt.Sprintf("hostile%d", i))
@@ -155,7 +155,7 @@ func TestNewcomerFirstScanFigures(t *testing.T) {
 				for going := true; going; {
 					going = false
 					for i, ws := range hostile {
-						if q.Take(ws, now) == nil {
+						if q.Take(ws, now, false) == nil {
 							spent[i]++
 							going = true
 						}

@@ -32,9 +32,17 @@ type AuditLedger interface {
 // all share, and a database that cannot count audits cannot store their results either, so the
 // scan stops on its next write and is retried; failing closed would instead snooze every
 // tenant's scans until the next UTC day over a failure of a few seconds.
+//
+// An audit that calls no PSI key (the local Lighthouse, a runner) spends the workspace's budget
+// only: the accounts' budgets and the key's day are the key's (store.AuditLimits.KeyFree), so a
+// workspace of 2,000 sites on runners is sized by USER_DAILY_AUDITS alone.
 type AccountQuota struct {
 	limits store.AuditLimits
 	ledger AuditLedger
+	// keyFree answers whether a workspace's next scan is audited without the PSI key (the
+	// process's backend is the local Lighthouse, or runners serve the workspace), for Check; nil:
+	// every scan calls the key.
+	keyFree func(ctx context.Context, workspaceID string) bool
 }
 
 // ledgerWait bounds one count in the store: Take and Check have no context of their own, and
@@ -65,21 +73,30 @@ func ParkedForBudget(reason string) bool {
 
 // NewAccountQuota grants the audits limits allow per workspace and per account per UTC day,
 // counted in ledger.
-func NewAccountQuota(limits store.AuditLimits, ledger AuditLedger) *AccountQuota {
-	return &AccountQuota{limits: limits, ledger: ledger}
+// keyFree (nil: none) says which workspaces' scans call no PSI key, for Check.
+func NewAccountQuota(limits store.AuditLimits, ledger AuditLedger, keyFree func(ctx context.Context, workspaceID string) bool) *AccountQuota {
+	return &AccountQuota{limits: limits, ledger: ledger, keyFree: keyFree}
 }
 
-// Take spends one audit of workspaceID's budget and its owners', or answers an
-// *UnavailableError until the next day.
-func (q *AccountQuota) Take(workspaceID string, now time.Time) error {
+// limitsFor are the limits of an audit: keyFree ones count against the workspace's budget only.
+func (q *AccountQuota) limitsFor(keyFree bool) store.AuditLimits {
+	l := q.limits
+	l.KeyFree = keyFree
+	return l
+}
+
+// Take spends one audit of workspaceID's budget and its owners' (only the workspace's when the
+// audit is keyFree: it calls no PSI key), or answers an *UnavailableError until the next day.
+func (q *AccountQuota) Take(workspaceID string, now time.Time, keyFree bool) error {
 	if q == nil {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), ledgerWait)
 	defer cancel()
-	if ok, err := q.ledger.TakeAudit(ctx, workspaceID, now, q.limits); err == nil && !ok {
+	l := q.limitsFor(keyFree)
+	if ok, err := q.ledger.TakeAudit(ctx, workspaceID, now, l); err == nil && !ok {
 		used, _ := q.ledger.AuditsTaken(ctx, workspaceID, now) // which budget, for the message
-		return q.spent(used, now)
+		return q.spent(l, used, now)
 	}
 	return nil // taken, or the store failed: fail open (see AccountQuota)
 }
@@ -91,32 +108,35 @@ func (q *AccountQuota) Check(workspaceID string, now time.Time) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), ledgerWait)
 	defer cancel()
-	if used, err := q.ledger.AuditsTaken(ctx, workspaceID, now); err == nil && q.refused(used) != "" {
-		return q.spent(used, now)
+	l := q.limitsFor(q.keyFree != nil && q.keyFree(ctx, workspaceID))
+	if used, err := q.ledger.AuditsTaken(ctx, workspaceID, now); err == nil && refused(l, used) != "" {
+		return q.spent(l, used, now)
 	}
 	return nil
 }
 
-// refused is the limit an audit of a workspace that has spent used would meet ("" none): the
-// store's rule again, on the workspace's most spent owner.
-func (q *AccountQuota) refused(used store.AuditUsage) string {
-	if used.Workspace >= q.limits.Workspace {
+// refused is the limit an audit under l of a workspace that has spent used would meet ("" none):
+// the store's rule again, on the workspace's most spent owner.
+func refused(l store.AuditLimits, used store.AuditUsage) string {
+	if used.Workspace >= l.Workspace {
 		return store.RefusedWorkspace
 	}
-	return store.AdmitAudit(q.limits, used.Key, used.Askers, store.AccountDay{Used: used.Account, Late: used.Late})
+	if l.KeyFree {
+		return ""
+	}
+	return store.AdmitAudit(l, used.Key, used.Askers, store.AccountDay{Used: used.Account, Late: used.Late})
 }
 
 // spent is the wait of a workspace whose budget, one of whose owners' account budgets, or whose
 // owners' part of the key's day is spent: it names the limit met, and when it lifts (the next
 // UTC day, when every count starts again).
-func (q *AccountQuota) spent(used store.AuditUsage, now time.Time) error {
+func (q *AccountQuota) spent(l store.AuditLimits, used store.AuditUsage, now time.Time) error {
 	until := now.UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)
-	l := q.limits
 	wait := func(reason string, args ...any) error {
 		return &UnavailableError{What: "this workspace's scans wait", Until: until, Reason: fmt.Sprintf(reason, args...)}
 	}
-	r := q.refused(used)
-	if r == "" { // refused by a co-owner's count, or by one that changed since: as before, the account's
+	r := refused(l, used)
+	if r == "" && !l.KeyFree { // refused by a co-owner's count, or by one that changed since: as before, the account's
 		r = store.RefusedAccount
 	}
 	switch r {

@@ -14,6 +14,8 @@ func dayOf(now time.Time) time.Time { return now.UTC().Truncate(24 * time.Hour) 
 // 022_account_audits.sql and 039_key_day_shares.sql) are the same rule in PL/pgSQL. The contract
 // tests testAuditBudget, testAccountAuditBudget and testKeyDayShares keep the two equal
 // (rulesWrittenTwice in store/storetest/twice_test.go): change both, run them on both stores.
+// A key-free audit (AuditLimits.KeyFree) is takeKeyFreeAuditSQL's rule, kept equal by
+// testKeyFreeAudits.
 
 // keyDay is every account's audits of a UTC day, and how many accounts took one.
 type keyDay struct{ used, askers int }
@@ -64,6 +66,10 @@ func (m *Store) TakeAudit(ctx context.Context, workspaceID string, now time.Time
 	key := m.keyAudits[day]
 	if ws[day] >= limits.Workspace {
 		return false, nil
+	}
+	if limits.KeyFree { // the workspace's budget only: the accounts' and the key's day are the key's
+		ws[day]++
+		return true, nil
 	}
 	for _, p := range payers {
 		a := store.AccountDay{Used: dayCounts(m.accountAudits, p, day)[day], Late: dayCounts(m.lateAudits, p, day)[day]}

@@ -1,6 +1,7 @@
 package storetest_test
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -329,5 +330,59 @@ func BenchmarkTakeAuditManyAccounts(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// testKeyFreeAudits: an audit that spends no PSI key (local Lighthouse, a runner: issue 46)
+// counts against its workspace's budget only. Its owner's account budget and the key's day are
+// the key's: a workspace of 2,000 sites audited on runners is not stopped by its owner's share
+// of a key it never calls, and its audits leave that share whole for the owner's PSI audits.
+func testKeyFreeAudits(t *testing.T, s store.Store) {
+	day := time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC)
+	keyed := store.AuditLimits{Workspace: 6, Account: 3, Day: 100, Mark: 70, Reserve: 10, Newcomer: 2}
+	free := keyed
+	free.KeyFree = true
+	ann := newUser(t, s, "ann@example.com")
+	runners := store.Workspace{ID: store.NewID(), Name: "On runners", CreatedAt: day.Add(-48 * time.Hour)}
+	must(t, s.CreateWorkspace(ctx, runners, ann.ID, 10))
+	take := func(ws string, l store.AuditLimits) bool {
+		t.Helper()
+		ok, err := s.TakeAudit(ctx, ws, day, l)
+		must(t, err)
+		return ok
+	}
+	for i := range 5 {
+		if !take(runners.ID, free) {
+			t.Fatalf("key-free audit %d refused: the account's budget of 3 is the key's, not the runners'", i+1)
+		}
+	}
+	if used, err := s.AuditsTaken(ctx, runners.ID, day); err != nil || used != (store.AuditUsage{Workspace: 5}) {
+		t.Errorf("after 5 key-free audits the usage is %+v, %v; want 5 of the workspace's and nothing of the account's or the key's", used, err)
+	}
+	for i := range 3 {
+		if !take(ann.ID, keyed) {
+			t.Fatalf("PSI audit %d of ann's personal workspace refused: her key-free audits spent none of her account's 3", i+1)
+		}
+	}
+	if take(ann.ID, keyed) {
+		t.Error("a fourth PSI audit was granted past the account's budget of 3")
+	}
+	if !take(runners.ID, free) {
+		t.Error("a key-free audit was refused once the account's PSI budget was spent")
+	}
+	if take(runners.ID, free) {
+		t.Error("a seventh key-free audit was granted past the workspace's budget of 6")
+	}
+	if used, err := s.AuditsTaken(ctx, runners.ID, day); err != nil || used.Workspace != 6 || used.Key != 3 || used.Askers != 1 {
+		t.Errorf("usage %+v, %v; want the workspace's 6, the key's 3 by one account", used, err)
+	}
+	if take(runners.ID, keyed) {
+		t.Error("a PSI audit was granted past the workspace's budget of 6, which counts every audit")
+	}
+	if ok, err := s.TakeAudit(ctx, store.NewID(), day, free); ok || !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a key-free audit of an unknown workspace: %v, %v; want not found", ok, err)
+	}
+	if ok, err := s.TakeAudit(ctx, runners.ID, day.Add(24*time.Hour), free); err != nil || !ok {
+		t.Errorf("the next UTC day's first key-free audit: %v, %v; want granted", ok, err)
 	}
 }

@@ -91,6 +91,7 @@ func testStore(t *testing.T, open func(testing.TB) store.Store) {
 		{"a workspace's daily audits are taken up to the limit, by 40 concurrent takers too, afresh each UTC day", testAuditBudget},
 		{"an account's daily audits across the workspaces it owns or created that day stay under its budget, which outlives a deleted workspace", testAccountAuditBudget},
 		{"past the mark the key's day is shared among the accounts that audited, and a reserve keeps newcomers' first scans", testKeyDayShares},
+		{"an audit that spends no PSI key counts against its workspace's budget only, not its owners' nor the key's day", testKeyFreeAudits},
 		{"deleting a site deletes its scans and reports", testDeleteSite},
 		{"a job of any kind carries its args and is claimed only for its kind", testJobKinds},
 		{"a store just opened is ready", testReady},

@@ -29,6 +29,12 @@ var rulesWrittenTwice = []struct {
 		tests: []string{"testAuditBudget", "testAccountAuditBudget", "testKeyDayShares"},
 	},
 	{
+		rule: "an audit that calls no PSI key counts against its workspace's budget only (AuditLimits.KeyFree)",
+		files: []string{"store/postgres/audits.go", // takeKeyFreeAuditSQL
+			"store/memory/audits.go"}, // TakeAudit
+		tests: []string{"testKeyFreeAudits"},
+	},
+	{
 		rule: "an API key works while its maker is a member of its workspace, and reads that workspace's sites only",
 		files: []string{"store/postgres/migrations/026_hot_path_functions.sql", // budget_key, api_key_by_hash
 			"store/memory/users.go", "store/memory/budget.go"}, // APIKeyByHash, BudgetInputsByKey
