@@ -146,7 +146,7 @@ func TestToolsList(t *testing.T) {
 		required, optional []string
 		readOnly           bool
 	}{
-		"list_sites":               {nil, nil, true},
+		"list_sites":               {nil, []string{"cursor", "query"}, true},
 		"get_latest_scan":          {[]string{"siteId"}, nil, true},
 		"get_page_details":         {[]string{"scanId"}, []string{"pagePath", "strategy"}, true},
 		"get_lcp_elements":         {[]string{"scanId"}, []string{"strategy"}, true},

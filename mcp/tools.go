@@ -107,8 +107,12 @@ var tools = []tool{
 			"its id, name, domain, current health score " +
 			"(0-100, the mean of the four Lighthouse category scores of its latest scan; null before the first scan), " +
 			"when it was last published, founding (true only for a site SitePulse seeded itself, the demo; false for every site added or imported), and its workspace (id and name). Call this first: every other tool " +
-			"takes a siteId from here, or a scanId reached through one.",
-		Input: object(nil, nil),
+			"takes a siteId from here, or a scanId reached through one. Sites come by name, 100 at a time: " +
+			"when there are more, nextCursor is set; pass it as cursor for the next ones. query keeps the sites whose name contains it.",
+		Input: object(nil, map[string]*Schema{
+			"query":  {Type: "string", MinLength: intp(1), MaxLength: intp(100), Description: "Only the sites whose name contains this, ignoring case, e.g. \"shop\"."},
+			"cursor": {Type: "string", Format: "uuid", Description: "The nextCursor of the previous list_sites answer: the sites after it."},
+		}),
 	},
 	{
 		Name: "get_latest_scan", Title: "Latest scan of a site", ReadOnly: true, Scope: store.ScopeRead, Handler: handler((*Server).getLatestScan), View: "ui://sitepulse/latest-scan",

@@ -38,22 +38,42 @@ type workspaceItem struct {
 type siteList struct {
 	Sites []siteItem `json:"sites"`
 	Count int        `json:"count"`
+	// NextCursor is set when more sites follow: list_sites's cursor for them.
+	NextCursor string `json:"nextCursor,omitempty"`
 }
 
-// listSites answers the sites of every workspace the user belongs to; an API key's, of its
-// workspace only.
-func (s *Server) listSites(ctx context.Context, userID string, _ args) (siteList, error) {
-	sites, err := s.sites.SiteListings(ctx, userID, store.PrincipalFrom(ctx).KeyWorkspaceID)
+// sitesPerList is how many sites one list_sites answer holds: a team's whole list (the caps were
+// 50 sites a workspace), a page of a workspace of 2,000 (issue 46).
+const sitesPerList = 100
+
+// listSites answers the sites of every workspace the user belongs to (an API key's: of its
+// workspace only) by name, sitesPerList at a time after the cursor, those whose name holds the
+// query only. A cursor that names no site of the user's reads as the first page.
+func (s *Server) listSites(ctx context.Context, userID string, a args) (siteList, error) {
+	q := store.ListingQuery{Search: a.str("query", ""), After: store.CanonicalID(a.str("cursor", "")), Limit: sitesPerList}
+	if ws := store.PrincipalFrom(ctx).KeyWorkspaceID; ws != "" {
+		q.Workspaces = []string{ws}
+	} else {
+		workspaces, err := s.sites.WorkspacesOf(ctx, userID)
+		if err != nil {
+			return siteList{}, err
+		}
+		for _, w := range workspaces {
+			q.Workspaces = append(q.Workspaces, w.ID)
+		}
+	}
+	page, err := s.sites.SiteListingsPage(ctx, userID, q)
 	if err != nil {
 		return siteList{}, err
 	}
+	sites := page.Sites
 	out := make([]siteItem, 0, len(sites))
 	for _, st := range sites {
 		out = append(out, siteItem{ID: st.ID, Name: st.Name, Domain: st.Domain, HealthScore: st.HealthScore,
 			LastPublished: iso(st.LastPublished), Founding: st.Founding,
 			Workspace: workspaceItem{ID: st.WorkspaceID, Name: st.WorkspaceName}})
 	}
-	return siteList{out, len(out)}, nil
+	return siteList{Sites: out, Count: len(out), NextCursor: page.Next}, nil
 }
 
 // completedScans lists a site's completed scans, newest first, at most limit. CompletedScans
