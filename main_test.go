@@ -18,6 +18,7 @@ import (
 
 	"sitepulse/handlers/ci"
 	"sitepulse/scanner/scantest"
+	"sitepulse/store"
 	"sitepulse/store/storetest"
 )
 
@@ -291,7 +292,7 @@ func TestConfigMaxSitesOldName(t *testing.T) {
 		env  map[string]string
 		want int
 	}{
-		{map[string]string{}, 50},
+		{map[string]string{}, store.DefaultMaxSites},
 		{map[string]string{"MAX_SITES_PER_USER": "7"}, 7},
 		{map[string]string{"MAX_SITES_PER_USER": "7", "MAX_SITES_PER_WORKSPACE": "9"}, 9},
 	} {
@@ -389,9 +390,12 @@ func TestDefaultAuditBudgetCoversAFullAccountScannedDaily(t *testing.T) {
 	}
 }
 
-// One account's daily audits, across every workspace it owns, stay below the PSI key's day
-// (issue 34: ten workspaces of 6,000 audits each against 25,000), yet cover one full workspace
-// scanned daily; a share over 100 percent is refused.
+// One account's daily audits of the PSI key, across every workspace it owns, stay below the
+// key's day (issue 34: ten workspaces against 25,000), yet cover a workspace of 50 sites of 50
+// pages scanned daily, the size a key serves; a larger workspace (MAX_SITES_PER_WORKSPACE is
+// 2,000, issue 46) is audited daily by the local Lighthouse or runners, which spend no key and
+// so only its own budget (TestKeyFreeAuditsSpendTheWorkspaceOnly). A share over 100 percent is
+// refused.
 func TestDefaultAccountBudgetIsAShareOfTheKey(t *testing.T) {
 	var out strings.Builder
 	c, err := loadConfig(nil, func(string) string { return "" }, &out)
@@ -399,9 +403,12 @@ func TestDefaultAccountBudgetIsAShareOfTheKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := c.auditLimits()
-	if l.Account >= c.PSIDailyLimit/2 || l.Account < l.Workspace {
-		t.Errorf("the account budget defaults to %d of PSI_DAILY_LIMIT %d, want under half of it and at least a workspace's %d",
-			l.Account, c.PSIDailyLimit, l.Workspace)
+	if team := 50 * c.MaxPagesPerScan * 2 * 6 / 5; l.Account >= c.PSIDailyLimit/2 || l.Account < team {
+		t.Errorf("the account budget defaults to %d of PSI_DAILY_LIMIT %d, want under half of it and at least a 50-site workspace's %d",
+			l.Account, c.PSIDailyLimit, team)
+	}
+	if l.KeyFree || l.Workspace < c.MaxSitesPerWorkspace*c.MaxPagesPerScan*2 {
+		t.Errorf("limits %+v: the workspace's budget must cover its every site and page, audited without the key", l)
 	}
 	env := map[string]string{"ACCOUNT_AUDIT_SHARE": "10", "PSI_DAILY_LIMIT": "1000"}
 	if c, err := loadConfig(nil, func(k string) string { return env[k] }, &out); err != nil || c.auditLimits().Account != 100 {

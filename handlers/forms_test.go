@@ -42,9 +42,9 @@ func TestRepeatedFormValuesCostOneRead(t *testing.T) {
 			if len(chs) != 1 || len(chs[0].SiteIDs) != 1 || chs[0].SiteIDs[0] != site.ID {
 				t.Errorf("channels = %+v, want one naming the site once", chs)
 			}
-			// More distinct sites than a workspace may have (MAX_SITES_PER_WORKSPACE, 50 here):
+			// More distinct sites than a workspace may have (MAX_SITES_PER_WORKSPACE):
 			// refused with the form's message before any read.
-			many := make([]string, 51)
+			many := make([]string, store.DefaultMaxSites+1)
 			for i := range many {
 				many[i] = store.NewID()
 			}

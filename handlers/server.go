@@ -216,7 +216,7 @@ func NewHandler(d Deps) (http.Handler, error) {
 		d.SessionIdle = 7 * 24 * time.Hour
 	}
 	if d.MaxSitesPerWorkspace <= 0 {
-		d.MaxSitesPerWorkspace = 50
+		d.MaxSitesPerWorkspace = store.DefaultMaxSites
 	}
 	if d.MaxWorkspacesPerUser <= 0 {
 		d.MaxWorkspacesPerUser = 10
