@@ -9,7 +9,6 @@ import (
 	_ "image/jpeg" // the headers of Lighthouse's screenshots
 	_ "image/png"
 	"sort"
-	"strings"
 
 	"sitepulse/store"
 )
@@ -20,18 +19,16 @@ import (
 // once with every time it is shown. A frame that is not an image of a kept format is skipped.
 func (l *lhr) images() []store.PageImage {
 	// The data URIs stay raw JSON: decoding 100 KB of base64 as a JSON string, rune by rune,
-	// cost as much as the rest of the extraction (dataURI reads them).
-	var strip struct {
-		Items []struct {
-			Timing float64         `json:"timing"`
-			Data   json.RawMessage `json:"data"`
-		} `json:"items"`
+	// cost as much as the rest of the extraction (dataURI reads them); decodeFilmstrip and
+	// decodeFrame do not go through them byte by byte either.
+	var strip filmstrip
+	if a, ok := l.Audits["screenshot-thumbnails"]; ok && len(a.Details) > 0 {
+		strip = decodeFilmstrip(a.Details)
 	}
-	l.details("screenshot-thumbnails", &strip)
-	var final struct {
-		Data json.RawMessage `json:"data"`
+	var final frame
+	if a, ok := l.Audits["final-screenshot"]; ok && len(a.Details) > 0 {
+		final = decodeFrame(a.Details)
 	}
-	l.details("final-screenshot", &final)
 	sort.SliceStable(strip.Items, func(i, j int) bool { return strip.Items[i].Timing < strip.Items[j].Timing })
 
 	out := []store.PageImage{}
@@ -69,32 +66,34 @@ func (l *lhr) images() []store.PageImage {
 
 // dataURI is a JSON string holding a data URI: its bytes as they are when, as Lighthouse writes
 // them, they need no unescaping; else decoded as JSON.
-func dataURI(raw json.RawMessage) string {
-	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && !bytes.ContainsRune(raw, '\\') {
-		return string(raw[1 : len(raw)-1])
+func dataURI(raw json.RawMessage) []byte {
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && bytes.IndexByte(raw, '\\') < 0 {
+		return raw[1 : len(raw)-1]
 	}
 	var s string
 	json.Unmarshal(raw, &s)
-	return s
+	return []byte(s)
 }
 
-// decodeDataURI reads a base64 data URI of a kept image format (store.KeepableImage).
-func decodeDataURI(uri string) (mime string, data []byte, ok bool) {
-	rest, found := strings.CutPrefix(uri, "data:")
+// decodeDataURI reads a base64 data URI of a kept image format (store.KeepableImage) straight
+// into the picture's bytes.
+func decodeDataURI(uri []byte) (mime string, data []byte, ok bool) {
+	rest, found := bytes.CutPrefix(uri, []byte("data:"))
 	if !found {
 		return "", nil, false
 	}
-	meta, payload, found := strings.Cut(rest, ",")
+	meta, payload, found := bytes.Cut(rest, []byte(","))
 	if !found {
 		return "", nil, false
 	}
-	mime, enc, _ := strings.Cut(meta, ";")
-	if enc != "base64" || base64.StdEncoding.DecodedLen(len(payload)) > store.MaxPageImageSize+3 {
+	m, enc, _ := bytes.Cut(meta, []byte(";"))
+	if string(enc) != "base64" || base64.StdEncoding.DecodedLen(len(payload)) > store.MaxPageImageSize+3 {
 		return "", nil, false
 	}
-	data, err := base64.StdEncoding.DecodeString(payload)
-	if err != nil || !store.KeepableImage(mime, len(data)) {
+	data = make([]byte, base64.StdEncoding.DecodedLen(len(payload)))
+	n, err := base64.StdEncoding.Decode(data, payload)
+	if err != nil || !store.KeepableImage(string(m), n) {
 		return "", nil, false
 	}
-	return mime, data, true
+	return string(m), data[:n], true
 }
