@@ -117,7 +117,10 @@ func skipKey(b []byte, i int) int {
 	if i >= len(b) || b[i] != '"' {
 		return -1
 	}
-	if i = skipWS(b, skipString(b, i)); i < 1 || i >= len(b) || b[i] != ':' {
+	if i = skipString(b, i); i < 0 {
+		return -1
+	}
+	if i = skipWS(b, i); i >= len(b) || b[i] != ':' {
 		return -1
 	}
 	return skipWS(b, i+1)
