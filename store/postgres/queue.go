@@ -192,10 +192,14 @@ const scanKeySQL = `SELECT s.workspace_id, c.created_at AS scanned_at FROM scans
 const priorSQL = `SELECT 1 FROM page_results WHERE scan_id = $3 AND page_path = $4 AND strategy = $5`
 
 // savePageResultSQL stores a result, its explain data and its pictures in one statement under
-// the lease ($1, $2): the row (upserted), the pictures $9.. (upserted by index, the ones past
-// their number deleted: a retried audit replaces the run), pinned when the run regressed against
-// scan $16, whose pictures of the same page it pins too.
-const savePageResultSQL = `WITH lease AS (SELECT 1 FROM jobs WHERE ` + leaseCond + `),
+// the lease ($1, $2): the row (upserted), the pictures (upserted by index, the ones past their
+// number deleted: a retried audit replaces the run), pinned when the run regressed against scan
+// $15, whose pictures of the same page it pins too. savePageResultSQL[n] is the statement for n
+// pictures, whose bytes are the parameters $16 to $15+n: a []byte parameter goes in binary
+// (binary_parameters, Open), where a bytea[] went as text, each byte hex-encoded by lib/pq and
+// decoded by Postgres (110 kB of pictures per result are 220 kB of hex).
+var savePageResultSQL = func() (s [store.MaxPageImages + 1]string) {
+	const stmt = `WITH lease AS (SELECT 1 FROM jobs WHERE ` + leaseCond + `),
 	scanKey AS (` + scanKeySQL + `),
 	prior AS (` + priorSQL + `),
 	up AS (INSERT INTO page_results (scan_id, page_path, strategy, page_url, result, error, explain, workspace_id, scanned_at)
@@ -204,23 +208,32 @@ const savePageResultSQL = `WITH lease AS (SELECT 1 FROM jobs WHERE ` + leaseCond
 			SET page_url = EXCLUDED.page_url, result = EXCLUDED.result, error = '', explain = EXCLUDED.explain
 		RETURNING NOT EXISTS (SELECT 1 FROM prior) AS inserted),
 	img AS (INSERT INTO page_images (scan_id, page_path, strategy, idx, mime, width, height, timings, final, pinned, data, workspace_id, scanned_at)
-		SELECT $3, $4, $5, i.idx, i.mime, i.width, i.height, i.timings::integer[], i.final, $16::uuid IS NOT NULL, i.data, k.workspace_id, k.scanned_at
-		FROM lease, scanKey k, unnest($9::smallint[], $10::text[], $11::integer[], $12::integer[], $13::text[], $14::boolean[], $15::bytea[])
+		SELECT $3, $4, $5, i.idx, i.mime, i.width, i.height, i.timings::integer[], i.final, $15::uuid IS NOT NULL, i.data, k.workspace_id, k.scanned_at
+		FROM lease, scanKey k, unnest($9::smallint[], $10::text[], $11::integer[], $12::integer[], $13::text[], $14::boolean[], PICTURES)
 			AS i(idx, mime, width, height, timings, final, data)
 		ON CONFLICT (scan_id, page_path, strategy, idx, scanned_at) DO UPDATE
 			SET mime = EXCLUDED.mime, width = EXCLUDED.width, height = EXCLUDED.height, timings = EXCLUDED.timings,
 				final = EXCLUDED.final, pinned = page_images.pinned OR EXCLUDED.pinned, data = EXCLUDED.data),
 	trimmed AS (DELETE FROM page_images WHERE scan_id = $3 AND page_path = $4 AND strategy = $5
 		AND idx >= cardinality($9::smallint[]) AND EXISTS (SELECT 1 FROM lease)),
-	pin AS (UPDATE page_images SET pinned = true WHERE scan_id = $16::uuid AND page_path = $4 AND strategy = $5
+	pin AS (UPDATE page_images SET pinned = true WHERE scan_id = $15::uuid AND page_path = $4 AND strategy = $5
 		AND EXISTS (SELECT 1 FROM lease))
 	UPDATE scans SET pages_done = pages_done + 1 FROM up WHERE id = $3 AND up.inserted`
+	for n := range s {
+		params := make([]string, n)
+		for i := range params {
+			params[i] = "$" + strconv.Itoa(16+i) + "::bytea"
+		}
+		s[n] = strings.Replace(stmt, "PICTURES", "ARRAY["+strings.Join(params, ", ")+"]::bytea[]", 1)
+	}
+	return s
+}()
 
 func (p *Store) SavePageResult(ctx context.Context, l store.Lease, r store.PageResult) error {
-	n := len(r.Images)
+	n := min(len(r.Images), store.MaxPageImages)
 	idx, width, height := make([]int64, 0, n), make([]int64, 0, n), make([]int64, 0, n)
 	mime, timings := make([]string, 0, n), make([]string, 0, n)
-	final, data := make([]bool, 0, n), make([][]byte, 0, n)
+	final, data := make([]bool, 0, n), make([]any, 0, n)
 	for i, im := range r.Images {
 		if i != im.Index || !store.KeepableImage(im.MIME, len(im.Data)) || i == store.MaxPageImages {
 			break // pictures are kept from 0 on, in order: a run's first bad one ends them
@@ -232,9 +245,9 @@ func (p *Store) SavePageResult(ctx context.Context, l store.Lease, r store.PageR
 	if uuidOK(r.RegressedFrom) && r.RegressedFrom != l.ScanID {
 		pinFrom = r.RegressedFrom
 	}
-	res, err := p.db.ExecContext(ctx, savePageResultSQL,
-		l.JobID, l.Attempt, l.ScanID, r.PagePath, r.Strategy, r.PageURL, string(store.EncodeResult(r)), store.EncodeExplain(r.Explain),
-		pq.Array(idx), pq.Array(mime), pq.Array(width), pq.Array(height), pq.Array(timings), pq.Array(final), pq.ByteaArray(data), pinFrom)
+	args := append([]any{l.JobID, l.Attempt, l.ScanID, r.PagePath, r.Strategy, r.PageURL, string(store.EncodeResult(r)), store.EncodeExplain(r.Explain),
+		pq.Array(idx), pq.Array(mime), pq.Array(width), pq.Array(height), pq.Array(timings), pq.Array(final), pinFrom}, data...)
+	res, err := p.db.ExecContext(ctx, savePageResultSQL[len(data)], args...)
 	if err != nil {
 		return pgErr("save page result", err)
 	}
