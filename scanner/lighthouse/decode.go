@@ -138,9 +138,36 @@ func plain8(x uint64) bool {
 	return ((q-lsb)&^q|(s-lsb)&^s|(x-lsb*0x20)&^x)&msb == 0
 }
 
-// skipString returns the end of the string that starts at b[i] ('"'), -1 if it is not valid.
+// noControl answers whether s holds no control character (below 0x20), eight bytes at a time.
+func noControl(s []byte) bool {
+	for ; len(s) >= 32; s = s[32:] {
+		x0, x1 := binary.LittleEndian.Uint64(s), binary.LittleEndian.Uint64(s[8:])
+		x2, x3 := binary.LittleEndian.Uint64(s[16:]), binary.LittleEndian.Uint64(s[24:])
+		if ((x0-lsb*0x20)&^x0|(x1-lsb*0x20)&^x1|(x2-lsb*0x20)&^x2|(x3-lsb*0x20)&^x3)&msb != 0 {
+			return false
+		}
+	}
+	for _, c := range s {
+		if c < 0x20 {
+			return false
+		}
+	}
+	return true
+}
+
+// skipString returns the end of the string that starts at b[i] ('"'), -1 if it is not valid. A
+// string without escapes (a data URI, most of them) ends at the first quote, found as
+// bytes.IndexByte finds a byte, many at a time.
 func skipString(b []byte, i int) int {
 	i++
+	if q := bytes.IndexByte(b[i:], '"'); q >= 0 {
+		if s := b[i : i+q]; bytes.IndexByte(s, '\\') < 0 {
+			if !noControl(s) {
+				return -1
+			}
+			return i + q + 1
+		}
+	}
 	for {
 		for i+8 <= len(b) && plain8(binary.LittleEndian.Uint64(b[i:])) {
 			i += 8
@@ -473,7 +500,7 @@ func (w *walker) lhr(i, depth int, l *lhr) int {
 		case 5:
 			return w.unmarshal(v, depth+1, &l.RuntimeError)
 		case 6:
-			return w.unmarshal(v, depth+1, &l.Categories)
+			return w.categories(v, depth+1, l)
 		case 7:
 			return w.audits(v, depth+1, l)
 		case 8:
@@ -492,8 +519,8 @@ func (w *walker) audits(i, depth int, l *lhr) int {
 	}
 	l.Audits = map[string]audit{}
 	return w.object(i, depth, func(key []byte, v int) int {
-		if bytes.IndexByte(key, '\\') >= 0 || !utf8.Valid(key) {
-			return w.fail()
+		if !w.mapKey(key) {
+			return -1
 		}
 		if _, dup := l.Audits[string(key)]; dup {
 			return w.fail()
@@ -527,7 +554,7 @@ func (w *walker) audit(i, depth int, a *audit) int {
 		case 6:
 			return w.str(v, depth+1, &a.DisplayValue)
 		case 7:
-			return w.unmarshal(v, depth+1, &a.MetricSavings)
+			return w.savings(v, depth+1, a)
 		case 8:
 			end := w.skip(v, depth+1)
 			if end >= 0 {
@@ -536,6 +563,99 @@ func (w *walker) audit(i, depth int, a *audit) int {
 			return end
 		}
 		return w.skip(v, depth+1)
+	})
+}
+
+// mapKey is an object's key as a map's key, as json.Unmarshal reads it; failed on a key it
+// would unescape or mend.
+func (w *walker) mapKey(key []byte) bool {
+	if bytes.IndexByte(key, '\\') >= 0 || !utf8.Valid(key) {
+		w.failed = true
+		return false
+	}
+	return true
+}
+
+var (
+	categoryFields = []string{"score", "auditRefs"}
+	auditRefFields = []string{"id", "weight", "group"}
+)
+
+func (w *walker) categories(i, depth int, l *lhr) int {
+	if w.isNull(i) {
+		l.Categories = nil
+		return i + 4
+	}
+	l.Categories = map[string]category{}
+	return w.object(i, depth, func(key []byte, v int) int {
+		if !w.mapKey(key) {
+			return -1
+		}
+		if _, dup := l.Categories[string(key)]; dup {
+			return w.fail()
+		}
+		var c category
+		end := v + 4
+		if !w.isNull(v) {
+			f := fields{w: w, names: categoryFields}
+			end = w.object(v, depth+1, func(key []byte, v int) int {
+				switch f.match(key) {
+				case 0:
+					return w.numPtr(v, &c.Score)
+				case 1:
+					return w.auditRefs(v, depth+2, &c)
+				}
+				return w.skip(v, depth+2)
+			})
+		}
+		l.Categories[string(key)] = c
+		return end
+	})
+}
+
+func (w *walker) auditRefs(i, depth int, c *category) int {
+	if w.isNull(i) {
+		c.AuditRefs = nil
+		return i + 4
+	}
+	c.AuditRefs = []auditRef{}
+	return w.array(i, depth, func(e int) int {
+		var r auditRef
+		end := e + 4
+		if !w.isNull(e) {
+			f := fields{w: w, names: auditRefFields}
+			end = w.object(e, depth+1, func(key []byte, v int) int {
+				switch f.match(key) {
+				case 0:
+					return w.str(v, depth+2, &r.ID)
+				case 1:
+					return w.num(v, &r.Weight)
+				case 2:
+					return w.str(v, depth+2, &r.Group)
+				}
+				return w.skip(v, depth+2)
+			})
+		}
+		c.AuditRefs = append(c.AuditRefs, r)
+		return end
+	})
+}
+
+// savings is an audit's metricSavings: a number by metric (null is 0, a key twice the last).
+func (w *walker) savings(i, depth int, a *audit) int {
+	if w.isNull(i) {
+		a.MetricSavings = nil
+		return i + 4
+	}
+	a.MetricSavings = map[string]float64{}
+	return w.object(i, depth, func(key []byte, v int) int {
+		if !w.mapKey(key) {
+			return -1
+		}
+		var f float64
+		end := w.num(v, &f)
+		a.MetricSavings[string(key)] = f
+		return end
 	})
 }
 

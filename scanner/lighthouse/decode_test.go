@@ -59,6 +59,11 @@ func sameAsEncodingJSON(t *testing.T, body []byte) {
 		if ok := got.read(body); ok != (err == nil) || ok && !reflect.DeepEqual(got, d) {
 			t.Fatalf("typedItems.read differs from json.Unmarshal on %q:\n got %v %s\nwant %v %s", body, ok, show(got), err, show(d))
 		}
+		var it, gotIt labelled
+		err = json.Unmarshal(body, &it)
+		if ok := gotIt.read(body); ok != (err == nil) || ok && !reflect.DeepEqual(gotIt, it) {
+			t.Fatalf("labelled.read differs from json.Unmarshal on %q:\n got %v %s\nwant %v %s", body, ok, show(gotIt), err, show(it))
+		}
 		if got, want := itemLabels(body), itemLabelsBefore(body); !slices.Equal(got, want) {
 			t.Fatalf("itemLabels differs from json.Decoder's on %q:\n got %q\nwant %q", body, got, want)
 		}
@@ -171,7 +176,11 @@ func TestDecodeOddAnswers(t *testing.T) {
 		`{"lighthouseResult":{"audits":{"a":{"ſcore":1}}}}`, `{"lighthouseResult":{"audits":{"a":{"\u212atitle":1}}}}`,
 		`{"lighthouseResult":{"configSettings":{"formFactor":"mobile"},"configSettings":{"throttling":{}}}}`,
 		`{"lighthouseResult":{"runtimeError":null,"categories":{"performance":{"score":0.5}},"entities":null}}`,
-		`{"lighthouseResult":{"categories":[]}}`, `{"lighthouseResult":{"requestedUrl":5}}`, `{"lighthouseResult":7}`,
+		`{"lighthouseResult":{"categories":[]}}`, `{"lighthouseResult":{"categories":null}}`, `{"lighthouseResult":{"categories":{"a":null,"b":{"score":null,"auditRefs":null}}}}`,
+		`{"lighthouseResult":{"categories":{"a":{},"a":{}}}}`, `{"lighthouseResult":{"categories":{"a":{"auditRefs":[null,{"id":"x","weight":3,"group":"g","Weight":4}]}}}}`,
+		`{"lighthouseResult":{"categories":{"a":{"auditRefs":[{"id":1}]}}}}`, `{"lighthouseResult":{"categories":{"a":{"auditRefs":{}}}}}`, `{"lighthouseResult":{"categories":{"a":{"auditRefs":[]}}}}`,
+		`{"lighthouseResult":{"audits":{"a":{"metricSavings":{"LCP":1,"LCP":null,"FCP":2}}}}}`, `{"lighthouseResult":{"audits":{"a":{"metricSavings":{"LCP":"1"}}}}}`,
+		`{"lighthouseResult":{"audits":{"a":{"metricSavings":null}}}}`, `{"lighthouseResult":{"audits":{"a":{"metricSavings":[]}}}}`, `{"lighthouseResult":{"requestedUrl":5}}`, `{"lighthouseResult":7}`,
 		`{"error":{"code":500,"message":"x"}}`, `{"error":{"code":"500"}}`, `{"loadingExperience":{"metrics":{"X":{"percentile":1}}}}`,
 		`{"`, `{"a"`, `{"a":`, `[`, `{"a":1,}`, `{"a" 1}`, `{"a":01}`, `{"a":-}`, `{"a":1.}`, `{"a":1e}`, `{"a":.5}`, `{"a":tru}`, `{"a":"\x01"}`,
 		`{"a":"\q"}`, `{"a":"\u12g4"}`, `{"a":"x`, `{"a":[1,]}`, `{"a":[1 2]}`, `{"a":{}}}`, `{} {}`, ``, ` `, `"x"`,
@@ -179,6 +188,8 @@ func TestDecodeOddAnswers(t *testing.T) {
 		`{"timing":1,"data":"x","data":"y"}`, `{"type":"opportunity","overallSavingsMs":null}`, `{"type":1,"overallSavingsMs":2}`,
 		`{"type":"list","items":[null,{"type":"table","items":[{"url":"a"},{"node":{"selector":"b"}},{"url":1,"sourceLocation":{"url":"c"}},{"url":"a"},7,{"url":"d"}]}]}`,
 		`{"type":"list","items":[3,{"type":"table","items":[{"url":"a"}]}]}`, `{"type":"table","items":{}}`, `{"Items":[{"url":"a"}],"TYPE":"x"}`,
+		`{"items":[{"node":null,"url":"a"},{"node":{"selector":"s","Selector":"t"}},{"node":"x"},{"url":"b"}]}`, `{"url":{"a":1},"node":{"selector":"s","snippet":"<p \\"x\\">"}}`,
+		`{"url":null,"node":{"type":"node","nodeLabel":null,"boundingRect":{"top":1}},"sourceLocation":{"url":"u"}}`, `{"node":{"selector":"a","selector":"b"}}`,
 		`{"items":[{"url":"a"},{"url":"b"},{"url":"c"},{"url":"d"},{"url":"e"},{"url":"f"},{"url":"g"}]}`, `{"Data":"x"}`, `{"timing":-1e999}`,
 		strings.Repeat("[", 10000) + strings.Repeat("]", 10000), strings.Repeat("[", 10001) + strings.Repeat("]", 10001),
 		`{"lighthouseResult":{"audits":{"a":{"details":` + strings.Repeat("[", 9996) + strings.Repeat("]", 9996) + `}}}}`,

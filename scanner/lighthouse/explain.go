@@ -589,14 +589,8 @@ func itemLabels(raw json.RawMessage) []string {
 	}
 	var out []string
 	elements(items, func(e []byte) bool {
-		var it struct {
-			URL            any  `json:"url"`
-			Node           node `json:"node"`
-			SourceLocation struct {
-				URL string `json:"url"`
-			} `json:"sourceLocation"`
-		}
-		if json.Unmarshal(e, &it) != nil {
+		var it labelled
+		if !it.read(e) {
 			return false
 		}
 		label := ""
@@ -633,4 +627,56 @@ func (d *typedItems) read(raw []byte) bool {
 	}
 	*d = typedItems{}
 	return json.Unmarshal(raw, d) == nil
+}
+
+// labelled is what itemLabels reads of an item.
+type labelled struct {
+	URL            any  `json:"url"`
+	Node           node `json:"node"`
+	SourceLocation struct {
+		URL string `json:"url"`
+	} `json:"sourceLocation"`
+}
+
+var (
+	labelledFields = []string{"url", "node", "sourceLocation"}
+	nodeFields     = []string{"type", "selector", "snippet", "nodeLabel"}
+)
+
+// read decodes raw (valid JSON) into it as json.Unmarshal does, going through only the members
+// it reads; false where json.Unmarshal fails.
+func (it *labelled) read(raw []byte) bool {
+	if topFields(raw, labelledFields, func(w *walker, n, v int) int {
+		switch {
+		case n == 0 && w.b[v] == '"':
+			var s string
+			end := w.str(v, 1, &s)
+			it.URL = s
+			return end
+		case n == 0:
+			return w.unmarshal(v, 1, &it.URL)
+		case n == 2:
+			return w.unmarshal(v, 1, &it.SourceLocation)
+		case w.isNull(v):
+			return v + 4 // a null node leaves it as it is
+		}
+		f := fields{w: w, names: nodeFields}
+		return w.object(v, 1, func(key []byte, v int) int {
+			switch f.match(key) {
+			case 0:
+				return w.str(v, 2, &it.Node.Type)
+			case 1:
+				return w.str(v, 2, &it.Node.Selector)
+			case 2:
+				return w.str(v, 2, &it.Node.Snippet)
+			case 3:
+				return w.str(v, 2, &it.Node.NodeLabel)
+			}
+			return w.skip(v, 2)
+		})
+	}) {
+		return true
+	}
+	*it = labelled{}
+	return json.Unmarshal(raw, it) == nil
 }

@@ -50,12 +50,14 @@ type lhr struct {
 }
 
 type category struct {
-	Score     *float64 `json:"score"`
-	AuditRefs []struct {
-		ID     string  `json:"id"`
-		Weight float64 `json:"weight"`
-		Group  string  `json:"group"`
-	} `json:"auditRefs"`
+	Score     *float64   `json:"score"`
+	AuditRefs []auditRef `json:"auditRefs"`
+}
+
+type auditRef struct {
+	ID     string  `json:"id"`
+	Weight float64 `json:"weight"`
+	Group  string  `json:"group"`
 }
 
 type audit struct {

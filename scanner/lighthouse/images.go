@@ -2,9 +2,9 @@ package lighthouse
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"hash/maphash"
 	"image"
 	_ "image/jpeg" // the headers of Lighthouse's screenshots
 	_ "image/png"
@@ -32,15 +32,20 @@ func (l *lhr) images() []store.PageImage {
 	sort.SliceStable(strip.Items, func(i, j int) bool { return strip.Items[i].Timing < strip.Items[j].Timing })
 
 	out := []store.PageImage{}
-	byHash := map[[32]byte]int{}
-	add := func(raw json.RawMessage) (int, bool) {
-		mime, data, ok := decodeDataURI(dataURI(raw))
+	// A picture is found again by its bytes, and a frame by its data URI (a frame the filmstrip
+	// shows again is not decoded again): by hash (maphash), then compared.
+	seed := maphash.MakeSeed()
+	byData := map[uint64][]int{}
+	keep := func(uri []byte) (int, bool) {
+		mime, data, ok := decodeDataURI(uri)
 		if !ok {
 			return 0, false
 		}
-		h := sha256.Sum256(data)
-		if i, seen := byHash[h]; seen {
-			return i, true
+		h := maphash.Bytes(seed, data)
+		for _, i := range byData[h] {
+			if bytes.Equal(out[i].Data, data) {
+				return i, true
+			}
 		}
 		if len(out) == store.MaxPageImages {
 			return 0, false
@@ -49,9 +54,27 @@ func (l *lhr) images() []store.PageImage {
 		if cfg, _, err := image.DecodeConfig(bytes.NewReader(data)); err == nil {
 			im.Width, im.Height = cfg.Width, cfg.Height
 		}
-		byHash[h] = im.Index
+		byData[h] = append(byData[h], im.Index)
 		out = append(out, im)
 		return im.Index, true
+	}
+	type frameSeen struct {
+		uri   []byte
+		index int
+		kept  bool
+	}
+	byURI := map[uint64][]frameSeen{}
+	add := func(raw json.RawMessage) (int, bool) {
+		uri := dataURI(raw)
+		h := maphash.Bytes(seed, uri)
+		for _, f := range byURI[h] {
+			if bytes.Equal(f.uri, uri) {
+				return f.index, f.kept
+			}
+		}
+		i, ok := keep(uri)
+		byURI[h] = append(byURI[h], frameSeen{uri, i, ok})
+		return i, ok
 	}
 	for _, f := range strip.Items {
 		if i, ok := add(f.Data); ok {
