@@ -274,7 +274,7 @@ func (w *walker) object(i, depth int, member func(key []byte, v int) int) int {
 	for {
 		k := i + 1
 		v := skipKey(b, i)
-		if v < 0 {
+		if v < 0 || v >= len(b) { // members read b[v]
 			return w.fail()
 		}
 		key := b[k : bytes.LastIndexByte(b[k:v], '"')+k]
@@ -305,6 +305,9 @@ func (w *walker) array(i, depth int, elem func(v int) int) int {
 		return i + 1
 	}
 	for {
+		if i >= len(b) { // elements read b[i]
+			return w.fail()
+		}
 		if i = elem(i); i < 0 || w.failed {
 			return w.fail()
 		}

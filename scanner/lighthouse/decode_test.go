@@ -182,7 +182,7 @@ func TestDecodeOddAnswers(t *testing.T) {
 		`{"lighthouseResult":{"audits":{"a":{"metricSavings":{"LCP":1,"LCP":null,"FCP":2}}}}}`, `{"lighthouseResult":{"audits":{"a":{"metricSavings":{"LCP":"1"}}}}}`,
 		`{"lighthouseResult":{"audits":{"a":{"metricSavings":null}}}}`, `{"lighthouseResult":{"audits":{"a":{"metricSavings":[]}}}}`, `{"lighthouseResult":{"requestedUrl":5}}`, `{"lighthouseResult":7}`,
 		`{"error":{"code":500,"message":"x"}}`, `{"error":{"code":"500"}}`, `{"loadingExperience":{"metrics":{"X":{"percentile":1}}}}`,
-		`{"`, `{"a"`, `{"a":`, `[`, `{"a":1,}`, `{"a" 1}`, `{"a":01}`, `{"a":-}`, `{"a":1.}`, `{"a":1e}`, `{"a":.5}`, `{"a":tru}`, `{"a":"\x01"}`,
+		`{"`, `{"a"`, `{"a":`, `[`, `{"finalUrl":`, `{"lighthouseResult":{"audits":{"a":{"score": `, `{"items":[`, `{"items":[ `, `{"a":1,}`, `{"a" 1}`, `{"a":01}`, `{"a":-}`, `{"a":1.}`, `{"a":1e}`, `{"a":.5}`, `{"a":tru}`, `{"a":"\x01"}`,
 		`{"a":"\q"}`, `{"a":"\u12g4"}`, `{"a":"x`, `{"a":[1,]}`, `{"a":[1 2]}`, `{"a":{}}}`, `{} {}`, ``, ` `, `"x"`,
 		`{"items":[{"timing":1,"data":"data:x"},null,{"timing":"2","data":3}]}`, `{"items":{}}`, `{"items":null,"items":[]}`,
 		`{"timing":1,"data":"x","data":"y"}`, `{"type":"opportunity","overallSavingsMs":null}`, `{"type":1,"overallSavingsMs":2}`,
