@@ -12,7 +12,7 @@ import (
 // several times over (json.Unmarshal validates all of it first, then decodes it, skipping byte by
 // byte the 110 kB of base64 screenshots and the 27 kB full-page screenshot nobody reads): 85% of
 // an ingest's CPU. decodePSI and decodeLHR walk the answer's outer objects (the answer, its
-// Lighthouse report, its audits, each audit) themselves, skipping what is not read with a
+// Lighthouse report, its categories, its audits, each audit) themselves, skipping what is not read with a
 // validating skipper that moves eight bytes at a time through strings, and hand the small parts
 // they read (scores, categories, entities...) to encoding/json. They produce exactly what
 // json.Unmarshal into psiResponse (or lhr) produces, Details holding the same bytes, or say they
@@ -559,11 +559,7 @@ func (w *walker) audit(i, depth int, a *audit) int {
 		case 7:
 			return w.savings(v, depth+1, a)
 		case 8:
-			end := w.skip(v, depth+1)
-			if end >= 0 {
-				a.Details = json.RawMessage(w.b[v:end])
-			}
-			return end
+			return w.raw(v, depth+1, &a.Details)
 		}
 		return w.skip(v, depth+1)
 	})
@@ -727,11 +723,7 @@ func (w *walker) frame(i, depth int, fr *frame) int {
 		case 0:
 			return w.num(v, &fr.Timing)
 		case 1:
-			end := w.skip(v, depth+1)
-			if end >= 0 {
-				fr.Data = json.RawMessage(w.b[v:end])
-			}
-			return end
+			return w.raw(v, depth+1, &fr.Data)
 		}
 		return w.skip(v, depth+1)
 	})
