@@ -198,3 +198,25 @@ func TestDecodeOddAnswers(t *testing.T) {
 		sameAsEncodingJSON(t, []byte(body))
 	}
 }
+
+// Each walker's list of fields is its struct's JSON names, in field order: a field added to a
+// struct and not to the walker would be left empty by the walker alone.
+func TestWalkerFieldsAreTheStructs(t *testing.T) {
+	for _, c := range []struct {
+		names []string
+		of    any
+	}{
+		{psiFields, psiResponse{}}, {lhrFields, lhr{}}, {auditFields, audit{}}, {categoryFields, category{}},
+		{auditRefFields, auditRef{}}, {filmstripFields, filmstrip{}}, {frameFields, frame{}}, {typedItemsFields, typedItems{}},
+		{opportunityFields, opportunity{}}, {labelledFields, labelled{}}, {nodeFields, node{}},
+	} {
+		typ := reflect.TypeOf(c.of)
+		var want []string
+		for i := range typ.NumField() {
+			want = append(want, strings.Split(typ.Field(i).Tag.Get("json"), ",")[0])
+		}
+		if !slices.Equal(c.names, want) {
+			t.Errorf("%s: walker reads %q, the struct has %q", typ, c.names, want)
+		}
+	}
+}
