@@ -43,6 +43,30 @@ func TestExplainRoundTrip(t *testing.T) {
 	}
 }
 
+// A kept compressor writes what a new one writes, byte for byte, whatever it wrote before.
+func TestEncodeExplainKeptCompressor(t *testing.T) {
+	fresh := func(e *Explain) []byte {
+		raw, _ := json.Marshal(e)
+		var buf bytes.Buffer
+		buf.WriteByte(explainVersion)
+		zw, _ := flate.NewWriter(&buf, flate.BestCompression)
+		zw.Write(raw)
+		zw.Close()
+		return buf.Bytes()
+	}
+	small, large := sampleExplain(), sampleExplain()
+	for i := range 300 {
+		large.Requests = append(large.Requests, Request{URL: "https://cdn.b.test/chunk-" + string(rune('a'+i%26)) + ".js", Type: "Script", TransferBytes: int64(i)})
+	}
+	for range 3 {
+		for _, e := range []*Explain{large, small, {}} {
+			if got, want := EncodeExplain(e), fresh(e); !bytes.Equal(got, want) {
+				t.Fatalf("kept compressor wrote %d bytes, a new one %d", len(got), len(want))
+			}
+		}
+	}
+}
+
 // A stored value that is not what EncodeExplain wrote is an error, never a panic nor an
 // unbounded inflation.
 func TestExplainDecodeRefuses(t *testing.T) {

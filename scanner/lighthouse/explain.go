@@ -1,7 +1,6 @@
 package lighthouse
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/json"
 	"math"
@@ -564,52 +563,35 @@ func (l *lhr) lastVisualChange() int {
 // selectors, from its table or from the first table of a list. It decodes only the items it
 // reads: a failing audit's table may hold hundreds.
 func itemLabels(raw json.RawMessage) []string {
-	var d struct {
-		Type  string          `json:"type"`
-		Items json.RawMessage `json:"items"`
-	}
-	if json.Unmarshal(raw, &d) != nil || len(d.Items) == 0 || d.Items[0] != '[' {
+	var d typedItems
+	if !d.read(raw) || len(d.Items) == 0 || d.Items[0] != '[' {
 		return nil
 	}
 	items := d.Items
 	if d.Type == "list" { // the first table of the list
 		items = nil
-		dec := json.NewDecoder(bytes.NewReader(d.Items))
-		if _, err := dec.Token(); err != nil {
-			return nil
-		}
-		for dec.More() {
-			var t struct {
-				Type  string          `json:"type"`
-				Items json.RawMessage `json:"items"`
-			}
-			if dec.Decode(&t) != nil {
-				return nil
+		failed := false
+		elements(d.Items, func(e []byte) bool {
+			var t typedItems
+			if !t.read(e) {
+				failed = true
+				return false
 			}
 			if t.Type == "table" && len(t.Items) > 0 && t.Items[0] == '[' {
 				items = t.Items
-				break
+				return false
 			}
-		}
-		if items == nil {
+			return true
+		})
+		if items == nil || failed {
 			return nil
 		}
 	}
-	dec := json.NewDecoder(bytes.NewReader(items))
-	if _, err := dec.Token(); err != nil {
-		return nil
-	}
 	var out []string
-	for dec.More() && len(out) < store.MaxFailingItems {
-		var it struct {
-			URL            any  `json:"url"`
-			Node           node `json:"node"`
-			SourceLocation struct {
-				URL string `json:"url"`
-			} `json:"sourceLocation"`
-		}
-		if dec.Decode(&it) != nil {
-			break
+	elements(items, func(e []byte) bool {
+		var it labelled
+		if !it.read(e) {
+			return false
 		}
 		label := ""
 		if u, ok := it.URL.(string); ok {
@@ -619,6 +601,82 @@ func itemLabels(raw json.RawMessage) []string {
 		if label != "" && !slices.Contains(out, label) {
 			out = append(out, store.Clip(label, store.MaxExplainText))
 		}
-	}
+		return len(out) < store.MaxFailingItems
+	})
 	return out
+}
+
+// typedItems is the type and the items, undecoded, of an audit's details or of a table of a list.
+type typedItems struct {
+	Type  string          `json:"type"`
+	Items json.RawMessage `json:"items"`
+}
+
+var typedItemsFields = []string{"type", "items"}
+
+// read decodes raw (valid JSON) into d as json.Unmarshal does, going through only the members
+// it reads; false where json.Unmarshal fails.
+func (d *typedItems) read(raw []byte) bool {
+	if topFields(raw, typedItemsFields, func(w *walker, n, v int) int {
+		if n == 0 {
+			return w.str(v, 1, &d.Type)
+		}
+		return w.raw(v, 1, &d.Items)
+	}) {
+		return true
+	}
+	*d = typedItems{}
+	return json.Unmarshal(raw, d) == nil
+}
+
+// labelled is what itemLabels reads of an item.
+type labelled struct {
+	URL            any  `json:"url"`
+	Node           node `json:"node"`
+	SourceLocation struct {
+		URL string `json:"url"`
+	} `json:"sourceLocation"`
+}
+
+var (
+	labelledFields = []string{"url", "node", "sourceLocation"}
+	nodeFields     = []string{"type", "selector", "snippet", "nodeLabel"}
+)
+
+// read decodes raw (valid JSON) into it as json.Unmarshal does, going through only the members
+// it reads; false where json.Unmarshal fails.
+func (it *labelled) read(raw []byte) bool {
+	if topFields(raw, labelledFields, func(w *walker, n, v int) int {
+		switch {
+		case n == 0 && w.b[v] == '"':
+			var s string
+			end := w.str(v, 1, &s)
+			it.URL = s
+			return end
+		case n == 0:
+			return w.unmarshal(v, 1, &it.URL)
+		case n == 2:
+			return w.unmarshal(v, 1, &it.SourceLocation)
+		case w.isNull(v):
+			return v + 4 // a null node leaves it as it is
+		}
+		f := fields{w: w, names: nodeFields}
+		return w.object(v, 1, func(key []byte, v int) int {
+			switch f.match(key) {
+			case 0:
+				return w.str(v, 2, &it.Node.Type)
+			case 1:
+				return w.str(v, 2, &it.Node.Selector)
+			case 2:
+				return w.str(v, 2, &it.Node.Snippet)
+			case 3:
+				return w.str(v, 2, &it.Node.NodeLabel)
+			}
+			return w.skip(v, 2)
+		})
+	}) {
+		return true
+	}
+	*it = labelled{}
+	return json.Unmarshal(raw, it) == nil
 }

@@ -50,12 +50,14 @@ type lhr struct {
 }
 
 type category struct {
-	Score     *float64 `json:"score"`
-	AuditRefs []struct {
-		ID     string  `json:"id"`
-		Weight float64 `json:"weight"`
-		Group  string  `json:"group"`
-	} `json:"auditRefs"`
+	Score     *float64   `json:"score"`
+	AuditRefs []auditRef `json:"auditRefs"`
+}
+
+type auditRef struct {
+	ID     string  `json:"id"`
+	Weight float64 `json:"weight"`
+	Group  string  `json:"group"`
 }
 
 type audit struct {
@@ -95,9 +97,12 @@ type PSIError struct {
 // ExtractPSI turns a PageSpeed Insights response into a page result: the lab data of its
 // Lighthouse report and the page's own CrUX field data.
 func ExtractPSI(body []byte) (store.PageResult, error) {
-	var resp psiResponse
-	if err := json.Unmarshal(body, &resp); err != nil {
-		return store.PageResult{}, fmt.Errorf("%w: response is not JSON: %v", ErrNoResult, err)
+	resp, ok := decodePSI(body)
+	if !ok { // what decodePSI does not read as json.Unmarshal would: json.Unmarshal's answer is the rule
+		resp = psiResponse{}
+		if err := json.Unmarshal(body, &resp); err != nil {
+			return store.PageResult{}, fmt.Errorf("%w: response is not JSON: %v", ErrNoResult, err)
+		}
 	}
 	if resp.Error != nil {
 		return store.PageResult{}, fmt.Errorf("%w: %s", ErrNoResult, resp.Error.Message)
@@ -140,9 +145,12 @@ func ExtractPSI(body []byte) (store.PageResult, error) {
 // ExtractLighthouse turns a Lighthouse CLI report (--output=json) into a page result. A lab run
 // has no field data: crux is empty and inp null.
 func ExtractLighthouse(body []byte) (store.PageResult, error) {
-	var l lhr
-	if err := json.Unmarshal(body, &l); err != nil {
-		return store.PageResult{}, fmt.Errorf("%w: report is not JSON: %v", ErrNoResult, err)
+	l, ok := decodeLHR(body)
+	if !ok {
+		l = lhr{}
+		if err := json.Unmarshal(body, &l); err != nil {
+			return store.PageResult{}, fmt.Errorf("%w: report is not JSON: %v", ErrNoResult, err)
+		}
 	}
 	return fromLHR(&l)
 }
@@ -255,11 +263,7 @@ func (l *lhr) opportunities() []store.Opportunity {
 			continue
 		}
 		var savings float64
-		var d struct {
-			Type             string   `json:"type"`
-			OverallSavingsMs *float64 `json:"overallSavingsMs"`
-		}
-		json.Unmarshal(a.Details, &d)
+		d := savingsOf(a.Details)
 		switch {
 		case d.Type == "opportunity" && d.OverallSavingsMs != nil:
 			savings = *d.OverallSavingsMs
@@ -274,6 +278,30 @@ func (l *lhr) opportunities() []store.Opportunity {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].SavingsMs > out[j].SavingsMs })
 	return out
+}
+
+// opportunity is what opportunities reads of an audit's details.
+type opportunity struct {
+	Type             string   `json:"type"`
+	OverallSavingsMs *float64 `json:"overallSavingsMs"`
+}
+
+var opportunityFields = []string{"type", "overallSavingsMs"}
+
+// savingsOf is json.Unmarshal(details, &d), its error ignored, going through only the members
+// it reads.
+func savingsOf(details []byte) (d opportunity) {
+	if topFields(details, opportunityFields, func(w *walker, n, v int) int {
+		if n == 0 {
+			return w.str(v, 1, &d.Type)
+		}
+		return w.numPtr(v, &d.OverallSavingsMs)
+	}) {
+		return d
+	}
+	d = opportunity{}
+	json.Unmarshal(details, &d)
+	return d
 }
 
 // thirdParties lists each third-party entity's transfer size and blocking time. Lighthouse 12's

@@ -24,6 +24,7 @@ func FuzzExtract(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
+		sameAsEncodingJSON(t, body)
 		for name, extract := range map[string]func([]byte) (store.PageResult, error){"psi": ExtractPSI, "lighthouse": ExtractLighthouse} {
 			r, err := extract(body)
 			if err != nil {

@@ -2,14 +2,13 @@ package lighthouse
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"hash/maphash"
 	"image"
 	_ "image/jpeg" // the headers of Lighthouse's screenshots
 	_ "image/png"
 	"sort"
-	"strings"
 
 	"sitepulse/store"
 )
@@ -20,30 +19,33 @@ import (
 // once with every time it is shown. A frame that is not an image of a kept format is skipped.
 func (l *lhr) images() []store.PageImage {
 	// The data URIs stay raw JSON: decoding 100 KB of base64 as a JSON string, rune by rune,
-	// cost as much as the rest of the extraction (dataURI reads them).
-	var strip struct {
-		Items []struct {
-			Timing float64         `json:"timing"`
-			Data   json.RawMessage `json:"data"`
-		} `json:"items"`
+	// cost as much as the rest of the extraction (dataURI reads them); decodeFilmstrip and
+	// decodeFrame do not go through them byte by byte either.
+	var strip filmstrip
+	if a, ok := l.Audits["screenshot-thumbnails"]; ok && len(a.Details) > 0 {
+		strip = decodeFilmstrip(a.Details)
 	}
-	l.details("screenshot-thumbnails", &strip)
-	var final struct {
-		Data json.RawMessage `json:"data"`
+	var final frame
+	if a, ok := l.Audits["final-screenshot"]; ok && len(a.Details) > 0 {
+		final = decodeFrame(a.Details)
 	}
-	l.details("final-screenshot", &final)
 	sort.SliceStable(strip.Items, func(i, j int) bool { return strip.Items[i].Timing < strip.Items[j].Timing })
 
 	out := []store.PageImage{}
-	byHash := map[[32]byte]int{}
-	add := func(raw json.RawMessage) (int, bool) {
-		mime, data, ok := decodeDataURI(dataURI(raw))
+	// A picture is found again by its bytes, and a frame by its data URI (a frame the filmstrip
+	// shows again is not decoded again): by hash (maphash), then compared.
+	seed := maphash.MakeSeed()
+	byData := map[uint64][]int{}
+	keep := func(uri []byte) (int, bool) {
+		mime, data, ok := decodeDataURI(uri)
 		if !ok {
 			return 0, false
 		}
-		h := sha256.Sum256(data)
-		if i, seen := byHash[h]; seen {
-			return i, true
+		h := maphash.Bytes(seed, data)
+		for _, i := range byData[h] {
+			if bytes.Equal(out[i].Data, data) {
+				return i, true
+			}
 		}
 		if len(out) == store.MaxPageImages {
 			return 0, false
@@ -52,9 +54,27 @@ func (l *lhr) images() []store.PageImage {
 		if cfg, _, err := image.DecodeConfig(bytes.NewReader(data)); err == nil {
 			im.Width, im.Height = cfg.Width, cfg.Height
 		}
-		byHash[h] = im.Index
+		byData[h] = append(byData[h], im.Index)
 		out = append(out, im)
 		return im.Index, true
+	}
+	type frameSeen struct {
+		uri   []byte
+		index int
+		kept  bool
+	}
+	byURI := map[uint64][]frameSeen{}
+	add := func(raw json.RawMessage) (int, bool) {
+		uri := dataURI(raw)
+		h := maphash.Bytes(seed, uri)
+		for _, f := range byURI[h] {
+			if bytes.Equal(f.uri, uri) {
+				return f.index, f.kept
+			}
+		}
+		i, ok := keep(uri)
+		byURI[h] = append(byURI[h], frameSeen{uri, i, ok})
+		return i, ok
 	}
 	for _, f := range strip.Items {
 		if i, ok := add(f.Data); ok {
@@ -69,32 +89,34 @@ func (l *lhr) images() []store.PageImage {
 
 // dataURI is a JSON string holding a data URI: its bytes as they are when, as Lighthouse writes
 // them, they need no unescaping; else decoded as JSON.
-func dataURI(raw json.RawMessage) string {
-	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && !bytes.ContainsRune(raw, '\\') {
-		return string(raw[1 : len(raw)-1])
+func dataURI(raw json.RawMessage) []byte {
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && bytes.IndexByte(raw, '\\') < 0 {
+		return raw[1 : len(raw)-1]
 	}
 	var s string
 	json.Unmarshal(raw, &s)
-	return s
+	return []byte(s)
 }
 
-// decodeDataURI reads a base64 data URI of a kept image format (store.KeepableImage).
-func decodeDataURI(uri string) (mime string, data []byte, ok bool) {
-	rest, found := strings.CutPrefix(uri, "data:")
+// decodeDataURI reads a base64 data URI of a kept image format (store.KeepableImage) straight
+// into the picture's bytes.
+func decodeDataURI(uri []byte) (mime string, data []byte, ok bool) {
+	rest, found := bytes.CutPrefix(uri, []byte("data:"))
 	if !found {
 		return "", nil, false
 	}
-	meta, payload, found := strings.Cut(rest, ",")
+	meta, payload, found := bytes.Cut(rest, []byte(","))
 	if !found {
 		return "", nil, false
 	}
-	mime, enc, _ := strings.Cut(meta, ";")
-	if enc != "base64" || base64.StdEncoding.DecodedLen(len(payload)) > store.MaxPageImageSize+3 {
+	m, enc, _ := bytes.Cut(meta, []byte(";"))
+	if string(enc) != "base64" || base64.StdEncoding.DecodedLen(len(payload)) > store.MaxPageImageSize+3 {
 		return "", nil, false
 	}
-	data, err := base64.StdEncoding.DecodeString(payload)
-	if err != nil || !store.KeepableImage(mime, len(data)) {
+	data = make([]byte, base64.StdEncoding.DecodedLen(len(payload)))
+	n, err := base64.StdEncoding.Decode(data, payload)
+	if err != nil || !store.KeepableImage(string(m), n) {
 		return "", nil, false
 	}
-	return mime, data, true
+	return string(m), data[:n], true
 }

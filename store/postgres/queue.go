@@ -191,36 +191,28 @@ const scanKeySQL = `SELECT s.workspace_id, c.created_at AS scanned_at FROM scans
 // snapshot for the whole statement: the lease holder is the page's one writer).
 const priorSQL = `SELECT 1 FROM page_results WHERE scan_id = $3 AND page_path = $4 AND strategy = $5`
 
-// savePageResultSQL stores a result, its explain data and its pictures in one statement under
-// the lease ($1, $2): the row (upserted), the pictures $9.. (upserted by index, the ones past
-// their number deleted: a retried audit replaces the run), pinned when the run regressed against
-// scan $16, whose pictures of the same page it pins too.
-const savePageResultSQL = `WITH lease AS (SELECT 1 FROM jobs WHERE ` + leaseCond + `),
-	scanKey AS (` + scanKeySQL + `),
-	prior AS (` + priorSQL + `),
-	up AS (INSERT INTO page_results (scan_id, page_path, strategy, page_url, result, error, explain, workspace_id, scanned_at)
-		SELECT $3, $4, $5, $6, $7, '', $8, k.workspace_id, k.scanned_at FROM lease, scanKey k
-		ON CONFLICT (scan_id, page_path, strategy, scanned_at) DO UPDATE
-			SET page_url = EXCLUDED.page_url, result = EXCLUDED.result, error = '', explain = EXCLUDED.explain
-		RETURNING NOT EXISTS (SELECT 1 FROM prior) AS inserted),
-	img AS (INSERT INTO page_images (scan_id, page_path, strategy, idx, mime, width, height, timings, final, pinned, data, workspace_id, scanned_at)
-		SELECT $3, $4, $5, i.idx, i.mime, i.width, i.height, i.timings::integer[], i.final, $16::uuid IS NOT NULL, i.data, k.workspace_id, k.scanned_at
-		FROM lease, scanKey k, unnest($9::smallint[], $10::text[], $11::integer[], $12::integer[], $13::text[], $14::boolean[], $15::bytea[])
-			AS i(idx, mime, width, height, timings, final, data)
-		ON CONFLICT (scan_id, page_path, strategy, idx, scanned_at) DO UPDATE
-			SET mime = EXCLUDED.mime, width = EXCLUDED.width, height = EXCLUDED.height, timings = EXCLUDED.timings,
-				final = EXCLUDED.final, pinned = page_images.pinned OR EXCLUDED.pinned, data = EXCLUDED.data),
-	trimmed AS (DELETE FROM page_images WHERE scan_id = $3 AND page_path = $4 AND strategy = $5
-		AND idx >= cardinality($9::smallint[]) AND EXISTS (SELECT 1 FROM lease)),
-	pin AS (UPDATE page_images SET pinned = true WHERE scan_id = $16::uuid AND page_path = $4 AND strategy = $5
-		AND EXISTS (SELECT 1 FROM lease))
-	UPDATE scans SET pages_done = pages_done + 1 FROM up WHERE id = $3 AND up.inserted`
+// savePageResultSQL[n] calls save_page_result (migration 057: the statement that stores a
+// result, its explain data and its pictures under the lease, planned once per server connection)
+// for n pictures, whose bytes are the parameters $16 to $15+n: a []byte parameter goes in binary
+// (binary_parameters, Open), where a bytea[] went as text, each byte hex-encoded by lib/pq and
+// decoded by Postgres (110 kB of pictures per result are 220 kB of hex).
+var savePageResultSQL = func() (s [store.MaxPageImages + 1]string) {
+	for n := range s {
+		params := make([]string, n)
+		for i := range params {
+			params[i] = "$" + strconv.Itoa(16+i) + "::bytea"
+		}
+		s[n] = `SELECT save_page_result($1, $2, $3, $4, $5, $6, $7, $8, $9::smallint[], $10::text[], $11::integer[], $12::integer[],
+			$13::text[], $14::boolean[], $15::uuid, ARRAY[` + strings.Join(params, ", ") + `]::bytea[])`
+	}
+	return s
+}()
 
 func (p *Store) SavePageResult(ctx context.Context, l store.Lease, r store.PageResult) error {
-	n := len(r.Images)
+	n := min(len(r.Images), store.MaxPageImages)
 	idx, width, height := make([]int64, 0, n), make([]int64, 0, n), make([]int64, 0, n)
 	mime, timings := make([]string, 0, n), make([]string, 0, n)
-	final, data := make([]bool, 0, n), make([][]byte, 0, n)
+	final, data := make([]bool, 0, n), make([]any, 0, n)
 	for i, im := range r.Images {
 		if i != im.Index || !store.KeepableImage(im.MIME, len(im.Data)) || i == store.MaxPageImages {
 			break // pictures are kept from 0 on, in order: a run's first bad one ends them
@@ -232,13 +224,13 @@ func (p *Store) SavePageResult(ctx context.Context, l store.Lease, r store.PageR
 	if uuidOK(r.RegressedFrom) && r.RegressedFrom != l.ScanID {
 		pinFrom = r.RegressedFrom
 	}
-	res, err := p.db.ExecContext(ctx, savePageResultSQL,
-		l.JobID, l.Attempt, l.ScanID, r.PagePath, r.Strategy, r.PageURL, string(store.EncodeResult(r)), store.EncodeExplain(r.Explain),
-		pq.Array(idx), pq.Array(mime), pq.Array(width), pq.Array(height), pq.Array(timings), pq.Array(final), pq.ByteaArray(data), pinFrom)
-	if err != nil {
+	args := append([]any{l.JobID, l.Attempt, l.ScanID, r.PagePath, r.Strategy, r.PageURL, string(store.EncodeResult(r)), store.EncodeExplain(r.Explain),
+		pq.Array(idx), pq.Array(mime), pq.Array(width), pq.Array(height), pq.Array(timings), pq.Array(final), pinFrom}, data...)
+	var moved int64
+	if err := p.db.QueryRowContext(ctx, savePageResultSQL[len(data)], args...).Scan(&moved); err != nil {
 		return pgErr("save page result", err)
 	}
-	return p.leaseCheck(ctx, res, l)
+	return p.leaseHeld(ctx, moved, l)
 }
 
 // intArray is the text of an integer[]: {375,750}.
@@ -274,7 +266,13 @@ func (p *Store) SavePageError(ctx context.Context, l store.Lease, e store.PageEr
 
 // leaseCheck tells a write that changed no scan row apart: a replaced row (fine) or a lost lease.
 func (p *Store) leaseCheck(ctx context.Context, res sql.Result, l store.Lease) error {
-	if n, _ := res.RowsAffected(); n > 0 {
+	n, _ := res.RowsAffected()
+	return p.leaseHeld(ctx, n, l)
+}
+
+// leaseHeld is leaseCheck for a write that says how many scan rows it changed.
+func (p *Store) leaseHeld(ctx context.Context, changed int64, l store.Lease) error {
+	if changed > 0 {
 		return nil
 	}
 	var one int
