@@ -83,6 +83,17 @@ var methods = func() map[string]*string {
 	return m
 }()
 
+// argNames are the argument names of every tool, which parseQuick reads without allocating.
+var argNames = func() map[string]string {
+	m := map[string]string{}
+	for _, t := range tools {
+		for name := range t.Input.Properties {
+			m[name] = name
+		}
+	}
+	return m
+}()
+
 func methodName(v []byte) *string {
 	if p, ok := methods[string(v)]; ok {
 		return p
@@ -228,7 +239,11 @@ func (q *quickScan) params() (call *toolCall, ok bool) {
 				if _, dup := c.args[string(key)]; !ok || dup {
 					return false
 				}
-				c.args[string(key)] = string(v)
+				name, known := argNames[string(key)]
+				if !known {
+					name = string(key)
+				}
+				c.args[name] = string(v)
 				return true
 			})
 		}

@@ -222,7 +222,7 @@ func (s *Server) ServeRequest(ctx context.Context, r Request) (int, []byte) {
 	if !quick && !json.Valid(body) {
 		return 400, encode(errorResponse(nullID, CodeParseError, "Parse error: the body is not valid JSON"))
 	}
-	version := r.Header.Get("MCP-Protocol-Version")
+	version := r.Header.Get("Mcp-Protocol-Version") // canonical: Get allocates to canonicalize any other spelling
 	if body[0] != '[' && isModern(version, body) {
 		return s.serveModern(ctx, r, body)
 	}

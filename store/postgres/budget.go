@@ -79,9 +79,11 @@ func (p *Store) BudgetInputs(ctx context.Context, userID, siteID string) (store.
 		if err := ctx.Err(); err != nil {
 			return store.BudgetInputs{}, err
 		}
-		call := versionCall("site_version_of", siteID, userID)
+		var call string
 		if member {
 			call = versionCall("site_version", siteID, workspace)
+		} else {
+			call = versionCall("site_version_of", siteID, userID)
 		}
 		var version sql.NullInt64
 		err := p.db.QueryRowContext(context.WithoutCancel(ctx), call).Scan(&version)
