@@ -62,7 +62,7 @@ func (s *server) requireBearer(p bearerPolicy, next http.Handler) http.Handler {
 			s.bearerFailure(w, r, p, err)
 			return
 		}
-		ctx := store.WithScope(store.WithPrincipal(r.Context(), principal), scope)
+		ctx := store.WithPrincipalScope(r.Context(), principal, scope)
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }

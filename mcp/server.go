@@ -219,10 +219,13 @@ func (s *Server) Serve(ctx context.Context, userID string, body []byte) (int, []
 // and anything else is 200.
 func (s *Server) ServeRequest(ctx context.Context, r Request) (int, []byte) {
 	body := bytes.TrimSpace(r.Body)
-	if !json.Valid(body) {
+	// A lone request in the shape clients write is decoded in one pass; any other body, and
+	// every body that is wrong, takes the decoder's path and gets the same answers as ever.
+	m, quick := parseQuick(body)
+	if !quick && !json.Valid(body) {
 		return 400, encode(errorResponse(nullID, CodeParseError, "Parse error: the body is not valid JSON"))
 	}
-	version := r.Header.Get("MCP-Protocol-Version")
+	version := r.Header.Get("Mcp-Protocol-Version") // canonical: Get allocates to canonicalize any other spelling
 	if body[0] != '[' && isModern(version, body) {
 		return s.serveModern(ctx, r, body)
 	}
@@ -237,7 +240,13 @@ func (s *Server) ServeRequest(ctx context.Context, r Request) (int, []byte) {
 	if body[0] == '[' {
 		return s.serveBatch(ctx, r.UserID, e, version, body)
 	}
-	resp, ok := s.handle(ctx, r.UserID, e, body)
+	var resp response
+	if quick {
+		m, id, owed, bad := judge(m)
+		resp, ok = s.answer(ctx, r.UserID, e, m, id, owed, bad)
+	} else {
+		resp, ok = s.handle(ctx, r.UserID, e, body)
+	}
 	if !ok {
 		return 202, nil
 	}
@@ -327,17 +336,25 @@ type message struct {
 	Params  json.RawMessage `json:"params"`
 	Result  json.RawMessage `json:"result"`
 	Error   json.RawMessage `json:"error"`
+	// call is params as a tools/call reads them, when parseQuick decoded them with the rest.
+	call *toolCall
 }
 
 // parse reads one message. owed is false when nothing is to be answered (a notification or a
 // client's response); bad is the answer to a message that is not a valid request.
 func parse(raw json.RawMessage) (m message, id json.RawMessage, owed bool, bad *response) {
+	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
+		r := errorResponse(nullID, CodeInvalidRequest, "Invalid Request: a message must be a JSON object")
+		return m, nullID, true, &r
+	}
+	return judge(m)
+}
+
+// judge is parse's verdict on a decoded message.
+func judge(m message) (_ message, id json.RawMessage, owed bool, bad *response) {
 	invalid := func(id json.RawMessage, why string) (message, json.RawMessage, bool, *response) {
 		r := errorResponse(id, CodeInvalidRequest, "Invalid Request: "+why)
 		return m, id, true, &r
-	}
-	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
-		return invalid(nullID, "a message must be a JSON object")
 	}
 	id = nullID
 	hasID := len(m.ID) > 0
@@ -364,6 +381,11 @@ func parse(raw json.RawMessage) (m message, id json.RawMessage, owed bool, bad *
 // handle answers one message of legacy era e; ok is false when nothing is owed.
 func (s *Server) handle(ctx context.Context, userID string, e era, raw json.RawMessage) (response, bool) {
 	m, id, owed, bad := parse(raw)
+	return s.answer(ctx, userID, e, m, id, owed, bad)
+}
+
+// answer answers a message parse (or parseQuick and judge) read.
+func (s *Server) answer(ctx context.Context, userID string, e era, m message, id json.RawMessage, owed bool, bad *response) (response, bool) {
 	if bad != nil {
 		return *bad, true
 	}
@@ -373,7 +395,7 @@ func (s *Server) handle(ctx context.Context, userID string, e era, raw json.RawM
 	if len(m.Params) > 0 && m.Params[0] != '{' && string(m.Params) != "null" {
 		return errorResponse(id, CodeInvalidParams, "Invalid arguments: params must be an object"), true
 	}
-	result, err := s.call(ctx, userID, e, *m.Method, m.Params)
+	result, err := s.call(ctx, userID, e, *m.Method, m.Params, m.call)
 	if err != nil {
 		return response{JSONRPC: "2.0", ID: id, Error: err}, true
 	}
@@ -384,7 +406,7 @@ const instructions = "SitePulse audits the pages of your sites with Lighthouse a
 	"Start with list_sites, then use the site's id with the other tools; scan ids come from get_latest_scan or get_trend."
 
 // call runs one method of legacy era e.
-func (s *Server) call(ctx context.Context, userID string, e era, method string, params json.RawMessage) (any, *rpcError) {
+func (s *Server) call(ctx context.Context, userID string, e era, method string, params json.RawMessage, pre *toolCall) (any, *rpcError) {
 	switch method {
 	case "initialize":
 		version, caps := negotiate(params), map[string]any{"tools": map[string]any{}}
@@ -402,7 +424,7 @@ func (s *Server) call(ctx context.Context, userID string, e era, method string, 
 	case "tools/list":
 		return s.lists[e], nil
 	case "tools/call":
-		return s.callTool(ctx, userID, e, params)
+		return s.callTool(ctx, userID, e, params, pre)
 	case "resources/list":
 		if e >= era20250618 {
 			return resourceList(), nil

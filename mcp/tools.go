@@ -408,13 +408,15 @@ type toolResult struct {
 }
 
 // callTool validates a tools/call request against the tool's schema and runs it, wrapping the
-// payload as era e wants it.
-func (s *Server) callTool(ctx context.Context, userID string, e era, params json.RawMessage) (any, *rpcError) {
+// payload as era e wants it. pre is params already decoded (parseQuick), or nil.
+func (s *Server) callTool(ctx context.Context, userID string, e era, params json.RawMessage, pre *toolCall) (any, *rpcError) {
 	var p struct {
 		Name      *string         `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
 	}
-	if len(params) == 0 || json.Unmarshal(params, &p) != nil || p.Name == nil {
+	if pre != nil {
+		p.Name = &pre.name
+	} else if len(params) == 0 || json.Unmarshal(params, &p) != nil || p.Name == nil {
 		return nil, &rpcError{Code: CodeInvalidParams, Message: "Invalid arguments: params.name (the tool to call) is required"}
 	}
 	t, ok := toolIndex[*p.Name]
@@ -433,10 +435,15 @@ func (s *Server) callTool(ctx context.Context, userID string, e era, params json
 		}
 		return nil, &rpcError{Code: CodeInvalidParams, Message: "Invalid arguments: " + msg}
 	}
-	a := args{}
-	if len(p.Arguments) > 0 && string(p.Arguments) != "null" {
-		if p.Arguments[0] != '{' || json.Unmarshal(p.Arguments, &a) != nil {
-			return invalid("arguments must be an object")
+	a := args(nil)
+	if pre != nil {
+		a = pre.args
+	} else {
+		a = args{}
+		if len(p.Arguments) > 0 && string(p.Arguments) != "null" {
+			if p.Arguments[0] != '{' || json.Unmarshal(p.Arguments, &a) != nil {
+				return invalid("arguments must be an object")
+			}
 		}
 	}
 	if msg := validate(t.Input, a); msg != "" {

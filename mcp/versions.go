@@ -209,7 +209,7 @@ func (s *Server) serveModern(ctx context.Context, r Request, body []byte) (int, 
 		}
 		result = complete(cacheable(out))
 	case "tools/call":
-		out, err := s.callTool(ctx, r.UserID, eraModern, m.Params)
+		out, err := s.callTool(ctx, r.UserID, eraModern, m.Params, nil)
 		if err == errUnavailable {
 			return fail(503, err.Code, err.Message, nil)
 		}

@@ -43,19 +43,28 @@ func Authorize(p Principal, w Workspace, a Action) error {
 	return nil
 }
 
-type principalKey struct{}
-
 // WithPrincipal returns a context carrying the request's principal, and its user's id
 // (UserIDFrom) for the code that needs only that.
 func WithPrincipal(ctx context.Context, p Principal) context.Context {
-	return WithUserID(context.WithValue(ctx, principalKey{}, p), p.UserID)
+	c := credentialFrom(ctx)
+	c.userID, c.principal, c.hasPrincipal = p.UserID, p, true
+	return withCredential(ctx, c)
+}
+
+// WithPrincipalScope is WithScope(WithPrincipal(ctx, p), scope) in one context value: what a
+// bearer credential establishes, on every API request.
+func WithPrincipalScope(ctx context.Context, p Principal, scope string) context.Context {
+	c := credentialFrom(ctx)
+	c.userID, c.principal, c.hasPrincipal, c.scope = p.UserID, p, true, scope
+	return withCredential(ctx, c)
 }
 
 // PrincipalFrom returns the request's principal; a context with only a user id (WithUserID)
 // is that user's.
 func PrincipalFrom(ctx context.Context) Principal {
-	if p, ok := ctx.Value(principalKey{}).(Principal); ok {
-		return p
+	c := credentialFrom(ctx)
+	if c.hasPrincipal {
+		return c.principal
 	}
-	return Principal{UserID: UserIDFrom(ctx)}
+	return Principal{UserID: c.userID}
 }

@@ -44,17 +44,16 @@ func HasScope(granted, want string) bool {
 	return false
 }
 
-type scopeKey struct{}
-
 // WithScope returns a context carrying the scope the request's credential grants: the OAuth
 // token's, or the API key's.
 func WithScope(ctx context.Context, scope string) context.Context {
-	return context.WithValue(ctx, scopeKey{}, scope)
+	c := credentialFrom(ctx)
+	c.scope = scope
+	return withCredential(ctx, c)
 }
 
 // ScopeFrom returns the scope the request's credential grants, or "" (nothing) when the
 // context carries none.
 func ScopeFrom(ctx context.Context) string {
-	s, _ := ctx.Value(scopeKey{}).(string)
-	return s
+	return credentialFrom(ctx).scope
 }

@@ -513,17 +513,41 @@ type Platform interface {
 // it keeps the earlier time.
 const KeyUseGranularity = time.Minute
 
-type ctxKey struct{}
+// credentialKey carries what the request's credential established: its user's id
+// (WithUserID), its principal (WithPrincipal) and its scope (WithScope), in one context value.
+// Each With copies the nearest value and sets its part, so each part reads as it would from a
+// value of its own (the nearest setting wins), while the three reads walk the context once and
+// WithPrincipalScope sets two parts with one value.
+type credentialKey struct{}
+
+type credential struct {
+	userID       string
+	principal    Principal
+	hasPrincipal bool
+	scope        string
+}
+
+func credentialFrom(ctx context.Context) credential {
+	if c, ok := ctx.Value(credentialKey{}).(*credential); ok {
+		return *c
+	}
+	return credential{}
+}
+
+func withCredential(ctx context.Context, c credential) context.Context {
+	return context.WithValue(ctx, credentialKey{}, &c)
+}
 
 // WithUserID returns a context carrying the authenticated user's id.
 func WithUserID(ctx context.Context, userID string) context.Context {
-	return context.WithValue(ctx, ctxKey{}, userID)
+	c := credentialFrom(ctx)
+	c.userID = userID
+	return withCredential(ctx, c)
 }
 
 // UserIDFrom returns the authenticated user's id, or "" when the request has none.
 func UserIDFrom(ctx context.Context) string {
-	id, _ := ctx.Value(ctxKey{}).(string)
-	return id
+	return credentialFrom(ctx).userID
 }
 
 // JobWaker is a store that can tell the dispatchers at once when a job is enqueued, by this process

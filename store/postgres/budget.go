@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -32,7 +33,7 @@ const budgetKeySQL = `SELECT * FROM budget_key($1, $2)`
 // kept is labelled with the version it was read at. Only the small sub-objects of each stored
 // result leave the database. When the site is at version $3, the one the process holds, it
 // answers the version alone (the first column true): the caller's one statement either way.
-var budgetInputsSQL = `SELECT s.budget_version = $3, s.budget_version, s.name, s.domain, c.id, c.status, c.strategy, c.trigger,
+var budgetInputsSQL = `SELECT s.budget_version = $3, s.budget_version, s.workspace_id, s.name, s.domain, c.id, c.status, c.strategy, c.trigger,
 	c.pages_total, c.pages_done, c.scores, c.error, c.created_at, c.started_at, c.completed_at, c.summary, c.bytes, c.details_pruned_at,
 	CASE WHEN s.budget_version <> $3 THEN
 	(SELECT coalesce(json_object_agg(b.metric, json_build_object('threshold', b.threshold, 'strategy', b.strategy)), '{}')
@@ -62,35 +63,50 @@ func (p *Store) BudgetInputs(ctx context.Context, userID, siteID string) (store.
 	if !uuidOK(userID, siteID) {
 		return store.BudgetInputs{}, store.NotFound("site")
 	}
-	// One statement: when the process holds the site's inputs, the site's version alone
-	// (site_version_of, migration 027: a scalar function whose plan Postgres keeps), then the
-	// inputs only if the version moved; otherwise the inputs with their version.
-	held := p.budgets.version(siteID)
+	// One statement: when the process holds the site's inputs, the site's version alone, then
+	// the inputs only if the version moved; otherwise the inputs with their version. The version
+	// comes with the check that the user is a member of the site's workspace (site_version_of,
+	// migration 027: a scalar function whose plan Postgres keeps) unless the process found them
+	// a member at the version it holds: a member's departure or role change moves the version of
+	// every site of the workspace (migration 058), so the site's version alone (site_version,
+	// one index lookup, the budget check's statement) answers it while it has not moved, and
+	// the load, which checks the membership again, when it has.
+	held, workspace, member := p.budgets.probe(siteID, userID)
 	if held != noVersion {
 		// As the budget check's probe (BudgetInputsByKey): not cancellable, which spares
 		// database/sql's and lib/pq's goroutines watching the context, once a request whose
-		// client has gone is refused; and without parameters: both ids are well-formed uuids.
+		// client has gone is refused; and without parameters: the ids are well-formed uuids.
 		if err := ctx.Err(); err != nil {
 			return store.BudgetInputs{}, err
 		}
+		var call string
+		if member {
+			call = versionCall("site_version", siteID, workspace)
+		} else {
+			call = versionCall("site_version_of", siteID, userID)
+		}
 		var version sql.NullInt64
-		err := p.db.QueryRowContext(context.WithoutCancel(ctx), versionCall("site_version_of", siteID, userID)).Scan(&version)
+		err := p.db.QueryRowContext(context.WithoutCancel(ctx), call).Scan(&version)
 		if err != nil {
 			return store.BudgetInputs{}, pgErr("site", err)
 		}
 		if !version.Valid {
 			return store.BudgetInputs{}, store.NotFound("site")
 		}
-		if in, ok := p.budgets.get(siteID, version.Int64); ok {
-			in.UserID, in.Version = userID, version.Int64
-			return in, nil
+		if !member || version.Int64 == held { // a member at this version, asked or known
+			if in, ok := p.budgets.get(siteID, version.Int64); ok {
+				p.budgets.addReader(siteID, version.Int64, userID)
+				in.UserID, in.Version = userID, version.Int64
+				return in, nil
+			}
 		}
-		held = noVersion // moved, or dropped meanwhile: load it
+		held = noVersion // moved (then whether the user is still a member is the load's to ask), or dropped meanwhile: load it
 	}
 	for {
-		in, version, err := p.loadBudgetInputs(ctx, userID, siteID, held)
+		in, version, workspace, err := p.loadBudgetInputs(ctx, userID, siteID, held)
 		if errors.Is(err, errHeld) {
 			if in, ok := p.budgets.get(siteID, version); ok {
+				p.budgets.addReader(siteID, version, userID)
 				in.UserID, in.Version = userID, version
 				return in, nil
 			}
@@ -100,7 +116,8 @@ func (p *Store) BudgetInputs(ctx context.Context, userID, siteID string) (store.
 		if err != nil {
 			return store.BudgetInputs{}, err
 		}
-		p.budgets.put(siteID, version, in)
+		p.budgets.put(siteID, version, workspace, in)
+		p.budgets.addReader(siteID, version, userID) // the load found the user a member
 		in.UserID, in.Version = userID, version
 		return in, nil
 	}
@@ -177,22 +194,25 @@ func (p *Store) budgetInputs(ctx context.Context, userID, siteID string, version
 		in.UserID, in.Version = userID, version
 		return in, nil
 	}
-	in, version, err := p.loadBudgetInputs(ctx, userID, siteID, noVersion)
+	in, version, workspace, err := p.loadBudgetInputs(ctx, userID, siteID, noVersion)
 	if err != nil {
 		return store.BudgetInputs{}, err
 	}
-	p.budgets.put(siteID, version, in)
+	p.budgets.put(siteID, version, workspace, in)
+	p.budgets.addReader(siteID, version, userID)
 	in.UserID, in.Version = userID, version
 	return in, nil
 }
 
-// loadBudgetInputs runs budgetInputsSQL: the inputs and the version they were read at, or
-// errHeld and the version when the site is at version held.
-func (p *Store) loadBudgetInputs(ctx context.Context, userID, siteID string, held int64) (store.BudgetInputs, int64, error) {
+// loadBudgetInputs runs budgetInputsSQL: the inputs, the version they were read at and the
+// site's workspace, or errHeld and the version when the site is at version held. Either way
+// the user is a member of the workspace at that version.
+func (p *Store) loadBudgetInputs(ctx context.Context, userID, siteID string, held int64) (store.BudgetInputs, int64, string, error) {
 	var (
 		in                                     store.BudgetInputs
 		same                                   bool
 		version                                int64
+		workspace                              string
 		id, status, strategy, trigger, scanErr sql.NullString
 		total, done                            sql.NullInt64
 		created, started, completed, pruned    sql.NullTime
@@ -200,44 +220,44 @@ func (p *Store) loadBudgetInputs(ctx context.Context, userID, siteID string, hel
 		summary                                []byte
 		bytes                                  sql.NullInt64
 	)
-	err := p.db.QueryRowContext(ctx, budgetInputsSQL, siteID, userID, held).Scan(&same, &version, &in.SiteName, &in.SiteDomain, &id, &status,
+	err := p.db.QueryRowContext(ctx, budgetInputsSQL, siteID, userID, held).Scan(&same, &version, &workspace, &in.SiteName, &in.SiteDomain, &id, &status,
 		&strategy, &trigger, &total, &done, &scores, &scanErr, &created, &started, &completed, &summary, &bytes, &pruned, &budgets, &rules, &results)
 	if err != nil {
-		return in, 0, pgErr("site", err)
+		return in, 0, "", pgErr("site", err)
 	}
 	if same {
-		return in, version, errHeld
+		return in, version, workspace, errHeld
 	}
 	if err := json.Unmarshal(budgets, &in.Budgets); err != nil {
-		return in, 0, fmt.Errorf("budgets of site %s: %w", siteID, err)
+		return in, 0, "", fmt.Errorf("budgets of site %s: %w", siteID, err)
 	}
 	if in.Rules, err = decodeRules(siteID, rules); err != nil {
-		return in, 0, err
+		return in, 0, "", err
 	}
 	in.Results = []store.PageResult{}
 	if !id.Valid {
-		return in, version, nil
+		return in, version, workspace, nil
 	}
 	sc := store.Scan{ID: id.String, SiteID: siteID, Status: store.ScanStatus(status.String), Strategy: store.Strategy(strategy.String), Trigger: trigger.String,
 		PagesTotal: int(total.Int64), PagesDone: int(done.Int64), Error: scanErr.String, CreatedAt: created.Time.UTC(),
 		StartedAt: timePtr(started), CompletedAt: timePtr(completed), Bytes: bytes.Int64, DetailsPrunedAt: timePtr(pruned)}
 	if err := json.Unmarshal(scores, &sc.Scores); err != nil {
-		return in, 0, fmt.Errorf("scan %s scores: %w", sc.ID, err)
+		return in, 0, "", fmt.Errorf("scan %s scores: %w", sc.ID, err)
 	}
 	if summary != nil {
 		sc.Summary = new(store.ScanSummary)
 		if err := json.Unmarshal(summary, sc.Summary); err != nil {
-			return in, 0, fmt.Errorf("scan %s summary: %w", sc.ID, err)
+			return in, 0, "", fmt.Errorf("scan %s summary: %w", sc.ID, err)
 		}
 	}
 	in.Scan = &sc
 	if err := json.Unmarshal(results, &in.Results); err != nil {
-		return in, 0, fmt.Errorf("page results of scan %s: %w", sc.ID, err)
+		return in, 0, "", fmt.Errorf("page results of scan %s: %w", sc.ID, err)
 	}
 	for i := range in.Results {
 		in.Results[i].ScanID = sc.ID
 	}
-	return in, version, nil
+	return in, version, workspace, nil
 }
 
 // budgetCache keeps, per site, the budget inputs last read and the site's version then. An
@@ -252,22 +272,42 @@ type budgetCache struct {
 }
 
 type budgetEntry struct {
-	version int64
-	in      store.BudgetInputs
+	version   int64
+	workspace string // the site's, which it never leaves
+	in        store.BudgetInputs
+	// readers are users found members of the workspace at this version (BudgetInputs).
+	readers []string
 }
 
 // budgetCacheResults bounds the page results kept, over all sites: 50,000 take about 19 MB
 // (371 bytes each, measured), and are 500 sites of 50 pages, or five of 5,000.
 const budgetCacheResults = 50_000
 
-// version is the version of the inputs held for a site, noVersion when none are.
-func (c *budgetCache) version(siteID string) int64 {
+// maxReaders bounds the readers kept per site; a user past it is asked about every time.
+const maxReaders = 32
+
+// probe is the version of the inputs held for a site (noVersion when none are), the site's
+// workspace, and whether user was found a member of it at that version.
+func (c *budgetCache) probe(siteID, userID string) (version int64, workspace string, member bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e, ok := c.entries[siteID]; ok {
-		return e.version
+	e, ok := c.entries[siteID]
+	if !ok {
+		return noVersion, "", false
 	}
-	return noVersion
+	return e.version, e.workspace, slices.Contains(e.readers, userID)
+}
+
+// addReader records that user was found a member of the site's workspace at version.
+func (c *budgetCache) addReader(siteID string, version int64, userID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[siteID]
+	if !ok || e.version != version || len(e.readers) >= maxReaders || slices.Contains(e.readers, userID) {
+		return
+	}
+	e.readers = append(e.readers[:len(e.readers):len(e.readers)], userID)
+	c.entries[siteID] = e
 }
 
 func (c *budgetCache) get(siteID string, version int64) (store.BudgetInputs, bool) {
@@ -277,19 +317,23 @@ func (c *budgetCache) get(siteID string, version int64) (store.BudgetInputs, boo
 	return e.in, ok && e.version == version
 }
 
-func (c *budgetCache) put(siteID string, version int64, in store.BudgetInputs) {
+func (c *budgetCache) put(siteID string, version int64, workspace string, in store.BudgetInputs) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	var readers []string
 	if old, ok := c.entries[siteID]; ok {
 		if old.version > version {
 			return // a concurrent check kept a newer read
+		}
+		if old.version == version {
+			readers = old.readers
 		}
 		c.results -= len(old.in.Results)
 	}
 	if c.entries == nil || c.results+len(in.Results) > budgetCacheResults {
 		c.entries, c.results = map[string]budgetEntry{}, 0
 	}
-	c.entries[siteID] = budgetEntry{version: version, in: in}
+	c.entries[siteID] = budgetEntry{version: version, workspace: workspace, in: in, readers: readers}
 	c.results += len(in.Results)
 }
 
