@@ -254,6 +254,9 @@ func dateTicks(t0, t1 time.Time, width float64) []dateTick {
 				at = append(at, t)
 			}
 		}
+		if !fits(len(at), shortestLabel(s.layout), width) { // too many even at their shortest: skip writing them
+			continue
+		}
 		ticks, widest, midnight := make([]dateTick, len(at)), 0, false
 		for i, t := range at {
 			text := t.Format(s.layout)
@@ -271,11 +274,26 @@ func dateTicks(t0, t1 time.Time, width float64) []dateTick {
 		for _, t := range ticks {
 			widest = max(widest, len([]rune(t.Text)))
 		}
-		if float64(len(ticks))*(0.6*ChartPhoneFont*float64(widest)+ChartTickGap) <= width+ChartTickGap {
+		if fits(len(ticks), widest, width) {
 			return ticks
 		}
 	}
 	return nil
+}
+
+// fits answers whether n labels of runes characters fit under a chart width units wide at the
+// phone size, with a gap between them.
+func fits(n, runes int, width float64) bool {
+	return float64(n)*(0.6*ChartPhoneFont*float64(runes)+ChartTickGap) <= width+ChartTickGap
+}
+
+// shortestLabel is the fewest characters a tick of layout is written in: "15:04" (or "2 Jan")
+// for hours, "2 Jan", "Jan 2006", "2006".
+func shortestLabel(layout string) int {
+	if layout == "" {
+		return len("15:04")
+	}
+	return len(layout)
 }
 
 // NiceCeil rounds v up to 1, 2, 2.5 or 5 times a power of ten, for an axis top people read.
@@ -292,8 +310,13 @@ func NiceCeil(v float64) float64 {
 	return 10 * exp
 }
 
-// num writes a coordinate with at most one decimal, so the SVG stays small and stable in tests.
+// num writes a coordinate with at most one decimal, so the SVG stays small and stable in tests:
+// what fmt's %.1f writes (strconv's 'f' with one decimal), ".0" left out.
 func num(f float64) string {
-	s := fmt.Sprintf("%.1f", f)
-	return strings.TrimSuffix(s, ".0")
+	var buf [32]byte
+	b := strconv.AppendFloat(buf[:0], f, 'f', 1, 64)
+	if n := len(b); n >= 2 && b[n-2] == '.' && b[n-1] == '0' {
+		b = b[:n-2]
+	}
+	return string(b)
 }
