@@ -100,7 +100,8 @@ const (
 	MaxPagePath     = 2000 // bytes
 	DefaultMaxPages = 50   // MAX_PAGES_PER_SCAN's default
 	// DefaultMaxSites is MAX_SITES_PER_WORKSPACE's default: the size measured (issue 46, 2,000
-	// sites of 50 pages, every read's p99 under 50 ms; .ci/README.md "Partitions: the size it is for").
+	// sites, every read's p99 under 50 ms at 20 pages a site; .ci/README.md "Partitions: the size
+	// it is for").
 	DefaultMaxSites = 2000
 	maxHost         = 253 // bytes of a DNS name (RFC 1035)
 )
