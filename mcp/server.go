@@ -34,9 +34,7 @@ const (
 // SiteReader is what the tools read of sites: list_sites, get_site and get_budget_status, and
 // the site a request names (authorizeSite).
 type SiteReader interface {
-	// WorkspacesOf and SiteListingsPage give list_sites a page at a time (a workspace may have
-	// 2,000 sites).
-	WorkspacesOf(ctx context.Context, userID string) ([]store.Workspace, error)
+	// SiteListingsPage gives list_sites a page at a time (a workspace may have 2,000 sites).
 	SiteListingsPage(ctx context.Context, userID string, q store.ListingQuery) (store.ListingPage, error)
 	Site(ctx context.Context, userID, siteID string) (store.Site, error)
 	SiteAndWorkspace(ctx context.Context, userID, siteID string) (store.Site, store.Workspace, error)

@@ -54,13 +54,7 @@ func (s *Server) listSites(ctx context.Context, userID string, a args) (siteList
 	if ws := store.PrincipalFrom(ctx).KeyWorkspaceID; ws != "" {
 		q.Workspaces = []string{ws}
 	} else {
-		workspaces, err := s.sites.WorkspacesOf(ctx, userID)
-		if err != nil {
-			return siteList{}, err
-		}
-		for _, w := range workspaces {
-			q.Workspaces = append(q.Workspaces, w.ID)
-		}
+		q.AllWorkspaces = true
 	}
 	page, err := s.sites.SiteListingsPage(ctx, userID, q)
 	if err != nil {

@@ -85,6 +85,9 @@ type SiteListing struct {
 type ListingQuery struct {
 	// Workspaces are the workspaces listed (each still one of the user's); none lists nothing.
 	Workspaces []string
+	// AllWorkspaces lists every workspace the user belongs to, Workspaces left aside (MCP's
+	// list_sites for an OAuth token: no read of the workspaces first).
+	AllWorkspaces bool
 	// Search keeps the sites whose name contains it, ignoring case; empty keeps every site.
 	Search string
 	// After and Before are a site's ID: the page after it or before it in (name, id) order, the

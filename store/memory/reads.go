@@ -45,6 +45,16 @@ func (m *Store) SiteListings(ctx context.Context, userID, workspaceID string) ([
 
 func (m *Store) SiteListingsPage(ctx context.Context, userID string, q store.ListingQuery) (store.ListingPage, error) {
 	var all []store.SiteListing
+	if q.AllWorkspaces {
+		workspaces, err := m.WorkspacesOf(ctx, userID)
+		if err != nil {
+			return store.ListingPage{}, err
+		}
+		q.Workspaces = nil
+		for _, w := range workspaces {
+			q.Workspaces = append(q.Workspaces, w.ID)
+		}
+	}
 	for i, w := range q.Workspaces {
 		if w == "" || slices.Contains(q.Workspaces[:i], w) {
 			continue

@@ -104,21 +104,25 @@ func (p *Store) SiteListings(ctx context.Context, userID, workspaceID string) ([
 }
 
 // siteListingsPageSQL are the pages after and before a site ($4) of the user's: $2 the
-// workspaces, $3 the text the name holds, $5 the rows read (a page and one more, to know there
+// workspaces (NULL: every one of the user's), $3 the text the name holds, $5 the rows read (a page and one more, to know there
 // is more). A cursor that is no site of the user's keeps no row.
 var siteListingsPageSQL = map[bool]string{
-	false: listingSQL(`workspace_id = ANY($2::uuid[]) AND strpos(lower(name), lower($3)) > 0
+	false: listingSQL(`($2::uuid[] IS NULL OR workspace_id = ANY($2::uuid[])) AND strpos(lower(name), lower($3)) > 0
 		AND ($4::uuid IS NULL OR (name COLLATE "C", id) > (SELECT k.name COLLATE "C", k.id FROM sites k WHERE k.id = $4 AND `+readable("k.workspace_id", 1)+`))`,
 		`name COLLATE "C", id`, " LIMIT $5", `s.name COLLATE "C", s.id`),
-	true: listingSQL(`workspace_id = ANY($2::uuid[]) AND strpos(lower(name), lower($3)) > 0
+	true: listingSQL(`($2::uuid[] IS NULL OR workspace_id = ANY($2::uuid[])) AND strpos(lower(name), lower($3)) > 0
 		AND (name COLLATE "C", id) < (SELECT k.name COLLATE "C", k.id FROM sites k WHERE k.id = $4 AND `+readable("k.workspace_id", 1)+`)`,
 		`name COLLATE "C" DESC, id DESC`, " LIMIT $5", `s.name COLLATE "C", s.id`),
 }
 
 func (p *Store) SiteListingsPage(ctx context.Context, userID string, q store.ListingQuery) (store.ListingPage, error) {
 	workspaces := slices.DeleteFunc(slices.Clone(q.Workspaces), func(id string) bool { return !uuidOK(id) })
-	if !uuidOK(userID) || len(workspaces) == 0 || q.Limit < 1 {
+	if !uuidOK(userID) || len(workspaces) == 0 && !q.AllWorkspaces || q.Limit < 1 {
 		return store.ListingPage{Sites: []store.SiteListing{}}, nil
+	}
+	var listed any = pq.StringArray(workspaces)
+	if q.AllWorkspaces {
+		listed = nil // every workspace of the user's (the statement's readable condition)
 	}
 	if q.After != "" { // After wins
 		q.Before = ""
@@ -131,7 +135,7 @@ func (p *Store) SiteListingsPage(ctx context.Context, userID string, q store.Lis
 		cursor, q.After, q.Before, before = "", "", "", false
 	}
 	for {
-		sites, err := queryAll(ctx, p.db, "sites", scanListing, siteListingsPageSQL[before], userID, pq.StringArray(workspaces), q.Search, optionalID(cursor), q.Limit+1)
+		sites, err := queryAll(ctx, p.db, "sites", scanListing, siteListingsPageSQL[before], userID, listed, q.Search, optionalID(cursor), q.Limit+1)
 		if err != nil || len(sites) > 0 || cursor == "" {
 			return q.Page(sites), err
 		}
