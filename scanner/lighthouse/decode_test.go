@@ -109,22 +109,11 @@ func itemLabelsBefore(raw json.RawMessage) []string {
 	}
 	var out []string
 	for dec.More() && len(out) < store.MaxFailingItems {
-		var it struct {
-			URL            any  `json:"url"`
-			Node           node `json:"node"`
-			SourceLocation struct {
-				URL string `json:"url"`
-			} `json:"sourceLocation"`
-		}
+		var it labelled // decoded by encoding/json here, by the walker (read) in the code
 		if dec.Decode(&it) != nil {
 			break
 		}
-		label := ""
-		if u, ok := it.URL.(string); ok {
-			label = u
-		}
-		label = firstNonEmpty(label, it.Node.Selector, it.SourceLocation.URL)
-		if label != "" && !slices.Contains(out, label) {
+		if label := it.label(); label != "" && !slices.Contains(out, label) {
 			out = append(out, store.Clip(label, store.MaxExplainText))
 		}
 	}

@@ -593,12 +593,7 @@ func itemLabels(raw json.RawMessage) []string {
 		if !it.read(e) {
 			return false
 		}
-		label := ""
-		if u, ok := it.URL.(string); ok {
-			label = u
-		}
-		label = firstNonEmpty(label, it.Node.Selector, it.SourceLocation.URL)
-		if label != "" && !slices.Contains(out, label) {
+		if label := it.label(); label != "" && !slices.Contains(out, label) {
 			out = append(out, store.Clip(label, store.MaxExplainText))
 		}
 		return len(out) < store.MaxFailingItems
@@ -636,6 +631,13 @@ type labelled struct {
 	SourceLocation struct {
 		URL string `json:"url"`
 	} `json:"sourceLocation"`
+}
+
+// label is what names a failing item: its URL when it is a string, else its element's selector,
+// else its source's URL.
+func (it labelled) label() string {
+	u, _ := it.URL.(string)
+	return firstNonEmpty(u, it.Node.Selector, it.SourceLocation.URL)
 }
 
 var (
