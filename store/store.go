@@ -550,6 +550,14 @@ func UserIDFrom(ctx context.Context) string {
 	return credentialFrom(ctx).userID
 }
 
+// SiteVersionFollower is a store whose process can hold the sites' versions between reads,
+// told of every change by the database (Postgres: LISTEN/NOTIFY, store/postgres/versions.go),
+// so that a budget check or MCP's latest-scan read of a site it holds sends no statement. The
+// memory store needs none: it is one process.
+type SiteVersionFollower interface {
+	FollowSiteVersions(ctx context.Context, onError func(error)) error
+}
+
 // JobWaker is a store that can tell the dispatchers at once when a job is enqueued, by this process
 // or any other (Postgres: LISTEN/NOTIFY). A store without it is polled.
 type JobWaker interface {

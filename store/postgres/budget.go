@@ -79,14 +79,13 @@ func (p *Store) BudgetInputs(ctx context.Context, userID, siteID string) (store.
 		if err := ctx.Err(); err != nil {
 			return store.BudgetInputs{}, err
 		}
-		var call string
-		if member {
-			call = versionCall("site_version", siteID, workspace)
-		} else {
-			call = versionCall("site_version_of", siteID, userID)
-		}
 		var version sql.NullInt64
-		err := p.db.QueryRowContext(context.WithoutCancel(ctx), call).Scan(&version)
+		var err error
+		if member {
+			version, err = p.siteVersion(ctx, siteID, workspace)
+		} else {
+			err = p.db.QueryRowContext(context.WithoutCancel(ctx), versionCall("site_version_of", siteID, userID)).Scan(&version)
+		}
 		if err != nil {
 			return store.BudgetInputs{}, pgErr("site", err)
 		}
@@ -153,8 +152,8 @@ func (p *Store) BudgetInputsByKey(ctx context.Context, keyHash, siteID string, n
 		// Without parameters: one Query message (the simple protocol, as pgbench -S sends),
 		// which a pooler relays more cheaply than Parse, Bind, Describe, Execute and Sync. Both
 		// ids are well-formed uuids (uuidOK, and the key's row), quoted all the same.
-		err := p.db.QueryRowContext(context.WithoutCancel(ctx), versionCall("site_version", siteID, k.workspaceID)).Scan(&version)
-		if err != nil {
+		var err error
+		if version, err = p.siteVersion(ctx, siteID, k.workspaceID); err != nil {
 			return store.BudgetInputs{}, pgErr("site", err)
 		}
 	} else {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/lib/pq"
@@ -18,6 +19,7 @@ type waitingConnector struct {
 	driver.Connector
 	patience time.Duration
 	wait     func(context.Context, time.Duration) error // nil: a timer
+	writes   *atomic.Uint64                             // the writes its connections count (writes.go); nil: none
 }
 
 func (w waitingConnector) Connect(ctx context.Context) (driver.Conn, error) {
@@ -25,7 +27,10 @@ func (w waitingConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	for delay := 50 * time.Millisecond; ; delay = min(2*delay, time.Second) {
 		c, err := w.Connector.Connect(ctx)
 		var pe *pq.Error
-		if err == nil || !errors.As(err, &pe) || pe.Code != "53300" || waited+delay > w.patience {
+		if err == nil {
+			return countWrites(c, w.writes), nil
+		}
+		if !errors.As(err, &pe) || pe.Code != "53300" || waited+delay > w.patience {
 			return c, err
 		}
 		if err := w.pause(ctx, delay); err != nil {

@@ -16,6 +16,10 @@ func OpenMigratedTo(ctx context.Context, dsn string, upTo int) (*Store, error) {
 	return OpenAt(ctx, dsn, upTo)
 }
 
+// FollowingVersions is whether the process answers site versions from what it holds: its
+// listener is connected (versions.go).
+func (p *Store) FollowingVersions() bool { return p.versions.live.Load() }
+
 // DB is the store's pool, for raw SQL in tests.
 func (p *Store) DB() *sql.DB { return p.db }
 

@@ -68,6 +68,8 @@ type Store struct {
 	db      *sql.DB
 	direct  string      // the DSN for LISTEN (WakeOnJobs): Pool.Direct, or the store's own
 	budgets budgetCache // what budget checks read, per site (budget.go)
+	// The sites' versions as last read, while the process follows them (versions.go).
+	versions *versionFeed
 	// The API keys found by APIKeyByHash and BudgetInputsByKey, for KeyCacheFor (keys.go).
 	apiKeys    keyCache[store.APIKey]
 	budgetKeys keyCache[budgetKey]
@@ -93,7 +95,8 @@ func Open(ctx context.Context, dsn string, pool Pool) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	var c driver.Connector = waitingConnector{Connector: connector, patience: pool.ConnectPatience}
+	versions := newVersionFeed()
+	var c driver.Connector = waitingConnector{Connector: connector, patience: pool.ConnectPatience, writes: &versions.writes}
 	if pool.Wrap != nil {
 		c = pool.Wrap(c)
 	}
@@ -115,7 +118,7 @@ func Open(ctx context.Context, dsn string, pool Pool) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("connect to postgres: %w", err)
 	}
-	p := &Store{db: db, direct: dsn}
+	p := &Store{db: db, direct: dsn, versions: versions}
 	if pool.Direct != "" && pool.Direct != dsn {
 		p.direct = pool.Direct
 		err = migrateOn(ctx, pool.Direct)
@@ -176,7 +179,7 @@ func OpenAt(ctx context.Context, dsn string, upTo int) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
-	p := &Store{db: db, direct: dsn}
+	p := &Store{db: db, direct: dsn, versions: newVersionFeed()}
 	if err := p.migrateTo(ctx, upTo); err != nil {
 		db.Close()
 		return nil, err

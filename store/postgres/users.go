@@ -147,7 +147,7 @@ func (p *Store) APIKeyByHash(ctx context.Context, keyHash string, now time.Time)
 		// A key works while its maker is a member of its workspace: api_key_by_hash (migration
 		// 026), a function so that its plan is kept (see budgetKeySQL).
 		var err error
-		if k, err = scanKey(p.db.QueryRowContext(ctx, `SELECT * FROM api_key_by_hash($1)`, keyHash)); err != nil {
+		if k, err = scanKey(p.db.QueryRowContext(ctx, apiKeyByHashSQL, keyHash)); err != nil {
 			return store.APIKey{}, pgErr("api key", err)
 		}
 		p.apiKeys.put(keyHash, k.ID, k, now)
@@ -159,6 +159,10 @@ func (p *Store) APIKeyByHash(ctx context.Context, keyHash string, now time.Time)
 	}
 	return k, err
 }
+
+// apiKeyByHashSQL finds an unrevoked API key by hash ($1) whose maker is still a member of its
+// workspace (migration 026).
+const apiKeyByHashSQL = `SELECT * FROM api_key_by_hash($1)`
 
 // keyUseSQL sets the last use of key $1 to $2 when the recorded use is at or before $3,
 // skipping the row when another request is recording it.

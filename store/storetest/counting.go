@@ -43,9 +43,16 @@ func (c *Statements) add(query string) {
 // the statements it sends.
 func CountingPostgres(t testing.TB) (*postgres.Store, *Statements) {
 	t.Helper()
+	return CountingOpen(t, SchemaDSN(t))
+}
+
+// CountingOpen is Open (a replica on dsn) through a connector that counts the statements it
+// sends.
+func CountingOpen(t testing.TB, dsn string) (*postgres.Store, *Statements) {
+	t.Helper()
 	c := &Statements{}
 	wrap := func(inner driver.Connector) driver.Connector { return countingConnector{inner: inner, c: c} }
-	p, err := postgres.Open(context.Background(), SchemaDSN(t), postgres.Pool{MaxConns: MaxConns, ConnectPatience: 30 * time.Second, Wrap: wrap})
+	p, err := postgres.Open(context.Background(), dsn, postgres.Pool{MaxConns: MaxConns, ConnectPatience: 30 * time.Second, Wrap: wrap, Direct: DirectDSN(dsn)})
 	if err != nil {
 		t.Fatalf("open postgres: %v", err)
 	}

@@ -1,0 +1,178 @@
+package postgres
+
+import (
+	"context"
+	"database/sql/driver"
+	"strings"
+	"sync/atomic"
+)
+
+// writeCountingConn is one of the store's connections, counting in writes every statement that
+// may have written once it has completed (a statement's result, its rows closed, a commit or a
+// rollback), so that a site version held by the process (versions.go) is not trusted past a
+// write of the process's own. Every statement counts but the hot paths' reads (readOnly):
+// counting a read only costs a held version its next statement.
+type writeCountingConn struct {
+	pqConn
+	writes *atomic.Uint64
+}
+
+// pqConn is what lib/pq's connection implements, and database/sql uses.
+type pqConn interface {
+	driver.Conn
+	driver.ConnBeginTx
+	driver.ConnPrepareContext
+	driver.ExecerContext
+	driver.QueryerContext
+	driver.NamedValueChecker
+	driver.Pinger
+	driver.SessionResetter
+	driver.Validator
+}
+
+// countWrites wraps c, lib/pq's connection, to count its writes in writes.
+func countWrites(c driver.Conn, writes *atomic.Uint64) driver.Conn {
+	pc, ok := c.(pqConn)
+	if !ok || writes == nil {
+		return c
+	}
+	return &writeCountingConn{pqConn: pc, writes: writes}
+}
+
+// readOnly is true of the statements of the hot paths that only read: a site's version and an
+// API key's lookups (STABLE functions, migrations 026 and 027).
+func readOnly(query string) bool {
+	return strings.HasPrefix(query, versionReadPrefix) || query == budgetKeySQL || query == apiKeyByHashSQL
+}
+
+func (c *writeCountingConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	res, err := c.pqConn.ExecContext(ctx, query, args)
+	c.writes.Add(1)
+	return res, err
+}
+
+func (c *writeCountingConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	rows, err := c.pqConn.QueryContext(ctx, query, args)
+	if readOnly(query) {
+		return rows, err
+	}
+	c.writes.Add(1)
+	if err != nil {
+		return rows, err
+	}
+	return &writeCountingRows{Rows: rows, writes: c.writes}, nil
+}
+
+func (c *writeCountingConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	st, err := c.pqConn.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return &writeCountingStmt{Stmt: st, writes: c.writes}, nil
+}
+
+func (c *writeCountingConn) Prepare(query string) (driver.Stmt, error) {
+	return c.PrepareContext(context.Background(), query)
+}
+
+func (c *writeCountingConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	tx, err := c.pqConn.BeginTx(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return writeCountingTx{Tx: tx, writes: c.writes}, nil
+}
+
+func (c *writeCountingConn) Begin() (driver.Tx, error) {
+	return c.BeginTx(context.Background(), driver.TxOptions{})
+}
+
+type writeCountingTx struct {
+	driver.Tx
+	writes *atomic.Uint64
+}
+
+func (t writeCountingTx) Commit() error {
+	err := t.Tx.Commit()
+	t.writes.Add(1)
+	return err
+}
+
+func (t writeCountingTx) Rollback() error {
+	err := t.Tx.Rollback()
+	t.writes.Add(1)
+	return err
+}
+
+// writeCountingRows counts again when its statement is done: a write returning rows
+// (INSERT ... RETURNING, a function that writes) commits when they have been read.
+type writeCountingRows struct {
+	driver.Rows
+	writes *atomic.Uint64
+}
+
+func (r *writeCountingRows) Close() error {
+	err := r.Rows.Close()
+	r.writes.Add(1)
+	return err
+}
+
+// writeCountingStmt is a prepared statement (lib/pq's COPY among them), counted as the
+// connection's statements are.
+type writeCountingStmt struct {
+	driver.Stmt
+	writes *atomic.Uint64
+}
+
+func (s *writeCountingStmt) Exec(args []driver.Value) (driver.Result, error) {
+	res, err := s.Stmt.Exec(args) //nolint:staticcheck // database/sql calls this only without context
+	s.writes.Add(1)
+	return res, err
+}
+
+func (s *writeCountingStmt) Query(args []driver.Value) (driver.Rows, error) {
+	rows, err := s.Stmt.Query(args) //nolint:staticcheck
+	s.writes.Add(1)
+	if err != nil {
+		return rows, err
+	}
+	return &writeCountingRows{Rows: rows, writes: s.writes}, nil
+}
+
+func (s *writeCountingStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	sc, ok := s.Stmt.(driver.StmtExecContext)
+	if !ok {
+		return s.Exec(values(args))
+	}
+	res, err := sc.ExecContext(ctx, args)
+	s.writes.Add(1)
+	return res, err
+}
+
+func (s *writeCountingStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	sc, ok := s.Stmt.(driver.StmtQueryContext)
+	if !ok {
+		return s.Query(values(args))
+	}
+	rows, err := sc.QueryContext(ctx, args)
+	s.writes.Add(1)
+	if err != nil {
+		return rows, err
+	}
+	return &writeCountingRows{Rows: rows, writes: s.writes}, nil
+}
+
+func (s *writeCountingStmt) Close() error {
+	err := s.Stmt.Close()
+	s.writes.Add(1)
+	return err
+}
+
+// values are args without their names, for a statement that takes no context.
+func values(args []driver.NamedValue) []driver.Value {
+	v := make([]driver.Value, len(args))
+	for i, a := range args {
+		v[i] = a.Value
+	}
+	return v
+}
