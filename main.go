@@ -263,6 +263,9 @@ func (sv *service) startScanner(ctx context.Context) error {
 	// and the budget checks waiting for scans wake on them (a finished scan enqueues its alerts).
 	wakes := jobWakes(ctx, st, log, 2)
 	sv.scanWake = wakes[1]
+	if cfg.Role != "worker" { // a worker answers no budget check; its probe does not hold up the start
+		go followSiteVersions(ctx, st, log)
+	}
 	// The demo site's audits are replayed offline; every other site's go to the real auditor.
 	// One account's audits stay under its share of the PSI key's day, however many workspaces it has.
 	sv.quota = psi.NewAccountQuota(cfg.auditLimits(), st, keyFreeScans(cfg, st))
@@ -557,6 +560,21 @@ func newAuditor(cfg config, guard netguard.Guard, meter *metrics.Metrics, log *s
 	}
 	return psi.New(psi.Config{Endpoint: cfg.PageSpeedURL, Key: cfg.PageSpeedKey,
 		Limiter: limiter, Capacity: capacity, Daily: daily, Breaker: breaker, Log: log}), capacity
+}
+
+// followSiteVersions has the store hold the sites' versions between budget checks and MCP's
+// latest-scan reads, told of every change by the database (store.SiteVersionFollower: Postgres's
+// LISTEN on a direct connection); without it each such read asks the version.
+func followSiteVersions(ctx context.Context, st store.Store, log *slog.Logger) {
+	f, ok := st.(store.SiteVersionFollower)
+	if !ok {
+		return
+	}
+	if err := f.FollowSiteVersions(ctx, func(err error) { log.Warn("site version notifications", "err", err) }); err != nil {
+		log.Warn("site versions: LISTEN failed; each budget check reads its site's version", "err", err)
+		return
+	}
+	log.Info("site versions: LISTEN heard a test notification; budget checks answer from the versions held")
 }
 
 // jobWakes subscribes once to the store's job notifications (store.JobWaker: Postgres
