@@ -81,9 +81,16 @@ func (p *Store) BudgetInputs(ctx context.Context, userID, siteID string) (store.
 		}
 		var version sql.NullInt64
 		var err error
-		if member {
+		switch {
+		case member && store.PrincipalFrom(ctx).KeyWorkspaceID != "":
+			// An API key's read: its maker's membership is already as old as KeyCacheFor
+			// (budgetKey, APIKeyByHash), the bound a followed version keeps (versions.go).
 			version, err = p.siteVersion(ctx, siteID, workspace)
-		} else {
+		case member:
+			// A session's or an OAuth token's: a removal is effective on its next request
+			// on every replica, so the version is read.
+			err = p.db.QueryRowContext(context.WithoutCancel(ctx), versionCall("site_version", siteID, workspace)).Scan(&version)
+		default:
 			err = p.db.QueryRowContext(context.WithoutCancel(ctx), versionCall("site_version_of", siteID, userID)).Scan(&version)
 		}
 		if err != nil {

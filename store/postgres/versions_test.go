@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"sitepulse/store"
@@ -31,9 +32,10 @@ func TestFollowedVersionsSendNoStatement(t *testing.T) {
 		in, err := p.BudgetInputsByKey(ctx, hash, site.ID, t0)
 		return in.Version, err
 	}
-	mcp := func(p *postgres.Store) (int64, error) {
+	keyCtx := store.WithPrincipal(ctx, store.Principal{UserID: u.ID, KeyWorkspaceID: store.PersonalWorkspace(u.ID)})
+	mcp := func(p *postgres.Store) (int64, error) { // MCP with the API key
 		t.Helper()
-		in, err := p.BudgetInputs(ctx, u.ID, site.ID)
+		in, err := p.BudgetInputs(keyCtx, u.ID, site.ID)
 		return in.Version, err
 	}
 	// quiet waits until a read sends no statement (its first reads load what it keeps).
@@ -53,6 +55,18 @@ func TestFollowedVersionsSendNoStatement(t *testing.T) {
 	v0 := quiet("a budget check", check)
 	if v := quiet("MCP's read", mcp); v != v0 {
 		t.Fatalf("MCP's read at %d, the budget check's at %d", v, v0)
+	}
+
+	// A session's or an OAuth token's read asks the version every time: a member's removal
+	// is effective on their next request on every replica.
+	for _, c := range []context.Context{ctx, store.WithPrincipal(ctx, store.Principal{UserID: u.ID})} {
+		sent.Reset()
+		if _, err := b.BudgetInputs(c, u.ID, site.ID); err != nil {
+			t.Fatal(err)
+		}
+		if got := sent.Sent(); len(got) != 1 || !strings.HasPrefix(got[0], "SELECT site_version(") {
+			t.Errorf("a read without an API key sent %q, want the site's version", got)
+		}
 	}
 
 	// Another replica's write: seen when its notification arrives.
