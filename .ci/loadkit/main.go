@@ -59,6 +59,8 @@ commands:
   fleet    -sites 2000 -pages 20 -days 365 -detail-days 62 -out FILE
                                                          a year of daily scans of sites sites at schema 38, the last detail-days
                                                          with their page details; times the migration to month partitions (issue 46)
+  fresh    -n 1000 -base http://127.0.0.1:8080           renames LOAD_SITE with its own connection, then asks the running service's budget check
+                                                         at once: how many first answers were stale, the longest wait (issue 46)
   drop-month -retention 30                               the pruner's month drop on the fleet database, sizes before and after
 
 loadkit COMMAND -h lists every flag.
@@ -84,7 +86,8 @@ func run(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("loadkit "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stdout)
 	sites := fs.Int("sites", 100, "number of load sites")
-	n := fs.Int("n", 1000, "bodies: number of signed publishes")
+	n := fs.Int("n", 1000, "bodies: number of signed publishes; fresh: number of renames")
+	base := fs.String("base", "http://127.0.0.1:8080", "fresh: the running service")
 	secret := fs.String("secret", os.Getenv("PLATFORM_CLIENT_SECRET"), "bodies: webhook secret")
 	out := fs.String("out", "", "bodies: output file")
 	addr := fs.String("addr", "127.0.0.1:8791", "psi: listen address")
@@ -126,6 +129,8 @@ func run(args []string, stdout io.Writer) error {
 		return hello(*addr)
 	case "fleet":
 		return fleet(ctx, stdout, *fixtures, *sites, *pages, *days, *detailDays, *out)
+	case "fresh":
+		return fresh(ctx, stdout, *base, *n)
 	case "drop-month":
 		return dropMonth(ctx, stdout, *retention)
 	}
