@@ -78,20 +78,24 @@ func ListenJobs(ctx context.Context, dsn string, onError func(error)) (<-chan st
 		l.Close()
 		return nil, err
 	}
-	go func() {
-		defer l.Close()
-		ping := time.NewTicker(90 * time.Second)
-		defer ping.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-l.Notify:
-				poke()
-			case <-ping.C:
-				go l.Ping() // a dead connection is noticed and re-established
-			}
-		}
-	}()
+	go follow(ctx, l, func(*pq.Notification) { poke() })
 	return wake, nil
+}
+
+// follow hands each of l's notifications to on (nil after a reconnect) until ctx ends, then
+// closes l; it pings the connection every 90 s, so that a dead one is noticed and made again.
+func follow(ctx context.Context, l *pq.Listener, on func(*pq.Notification)) {
+	defer l.Close()
+	ping := time.NewTicker(90 * time.Second)
+	defer ping.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case n := <-l.Notify:
+			on(n)
+		case <-ping.C:
+			go l.Ping()
+		}
+	}
 }

@@ -188,24 +188,14 @@ func (p *Store) FollowSiteVersions(ctx context.Context, onError func(error)) err
 	}
 	f.reset(true)
 	go func() {
-		defer l.Close()
 		defer f.reset(false)
-		ping := time.NewTicker(90 * time.Second)
-		defer ping.Stop()
-		for {
-			select {
-			case <-ctx.Done():
+		follow(ctx, l, func(n *pq.Notification) {
+			if n == nil { // reconnected: what was sent meanwhile is lost
+				f.reset(true)
 				return
-			case n := <-l.Notify:
-				if n == nil { // reconnected: what was sent meanwhile is lost
-					f.reset(true)
-					continue
-				}
-				f.notified(n.Extra)
-			case <-ping.C:
-				go l.Ping()
 			}
-		}
+			f.notified(n.Extra)
+		})
 	}()
 	return nil
 }

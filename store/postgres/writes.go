@@ -13,12 +13,13 @@ import (
 // write of the process's own. Every statement counts but the hot paths' reads (readOnly):
 // counting a read only costs a held version its next statement.
 type writeCountingConn struct {
-	pqConn
+	DriverConn
 	writes *atomic.Uint64
 }
 
-// pqConn is what lib/pq's connection implements, and database/sql uses.
-type pqConn interface {
+// DriverConn is what lib/pq's connection implements and database/sql uses: what a wrapper of
+// the store's connections passes on (these, and storetest's counting ones).
+type DriverConn interface {
 	driver.Conn
 	driver.ConnBeginTx
 	driver.ConnPrepareContext
@@ -32,11 +33,11 @@ type pqConn interface {
 
 // countWrites wraps c, lib/pq's connection, to count its writes in writes.
 func countWrites(c driver.Conn, writes *atomic.Uint64) driver.Conn {
-	pc, ok := c.(pqConn)
+	pc, ok := c.(DriverConn)
 	if !ok || writes == nil {
 		return c
 	}
-	return &writeCountingConn{pqConn: pc, writes: writes}
+	return &writeCountingConn{DriverConn: pc, writes: writes}
 }
 
 // readOnly is true of the statements of the hot paths that only read: a site's version and an
@@ -46,13 +47,13 @@ func readOnly(query string) bool {
 }
 
 func (c *writeCountingConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	res, err := c.pqConn.ExecContext(ctx, query, args)
+	res, err := c.DriverConn.ExecContext(ctx, query, args)
 	c.writes.Add(1)
 	return res, err
 }
 
 func (c *writeCountingConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	rows, err := c.pqConn.QueryContext(ctx, query, args)
+	rows, err := c.DriverConn.QueryContext(ctx, query, args)
 	if readOnly(query) {
 		return rows, err
 	}
@@ -64,7 +65,7 @@ func (c *writeCountingConn) QueryContext(ctx context.Context, query string, args
 }
 
 func (c *writeCountingConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
-	st, err := c.pqConn.PrepareContext(ctx, query)
+	st, err := c.DriverConn.PrepareContext(ctx, query)
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +77,7 @@ func (c *writeCountingConn) Prepare(query string) (driver.Stmt, error) {
 }
 
 func (c *writeCountingConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
-	tx, err := c.pqConn.BeginTx(ctx, opts)
+	tx, err := c.DriverConn.BeginTx(ctx, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -77,17 +77,7 @@ func (cc countingConnector) Connect(ctx context.Context) (driver.Conn, error) {
 func (cc countingConnector) Driver() driver.Driver { return cc.inner.Driver() }
 
 // innerConn is what lib/pq's connection implements.
-type innerConn interface {
-	driver.Conn
-	driver.ConnBeginTx
-	driver.ConnPrepareContext
-	driver.ExecerContext
-	driver.QueryerContext
-	driver.NamedValueChecker
-	driver.Pinger
-	driver.SessionResetter
-	driver.Validator
-}
+type innerConn = postgres.DriverConn
 
 type countingConn struct {
 	inner driver.Conn
