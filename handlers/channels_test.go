@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"html/template"
 	"io"
 	"net/http"
@@ -339,6 +340,23 @@ func TestNotificationChannels(t *testing.T) {
 				if _, err := st.Channel(context.Background(), ws, chs[0].ID); err != nil {
 					t.Errorf("the channel is gone: %v", err)
 				}
+			})
+			t.Run("a long site list gets a filter box", func(t *testing.T) {
+				_, body := b.get(page)
+				if strings.Contains(body, "data-filter=") {
+					t.Error("a filter box over a short list")
+				}
+				for i := range 11 {
+					must(t, st.CreateSite(context.Background(), store.Site{ID: store.NewID(), UserID: b.userID, WorkspaceID: ws,
+						Name: fmt.Sprintf("Listed %02d", i), Domain: fmt.Sprintf("listed-%02d.test", i), Pages: []string{"/"}, CreatedAt: ts.now}))
+				}
+				_, body = b.get(page)
+				contains(t, body, `data-filter="sites-checklist"`)
+				contains(t, body, `id="sites-checklist"`)
+				contains(t, body, `<script src="/static/filter.js" defer></script>`)
+				resp, js := b.get("/static/filter.js")
+				wantStatus(t, resp, http.StatusOK)
+				contains(t, js, "input[data-filter]")
 			})
 			t.Run("an editor deletes a channel and its log", func(t *testing.T) {
 				chs := channels()
