@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/lib/pq"
@@ -22,13 +24,13 @@ var ErrNoWakeUps = errors.New("a test notification sent through DATABASE_URL did
 // arrives in milliseconds; a loaded machine that takes longer only makes the process poll.
 var wakeUpProbe = 3 * time.Second
 
-// WakeOnJobs is ListenJobs on the store's direct DSN (Pool.Direct, else its own), once a test
+// WakeOnJobs is ListenJobs on the store's LISTEN connection (Pool.Direct, else its own DSN), once a test
 // notification sent through the store's pool has come back through it: behind a transaction
 // pooler a LISTEN hears nothing and fails silently, so without a direct connection the answer
 // is ErrNoWakeUps and the dispatchers only poll.
 func (p *Store) WakeOnJobs(ctx context.Context, onError func(error)) (<-chan struct{}, error) {
 	lctx, cancel := context.WithCancel(ctx)
-	wake, err := ListenJobs(lctx, p.direct, onError)
+	wake, err := listenJobs(lctx, p.notes, onError)
 	if err != nil {
 		cancel()
 		return nil, err
@@ -59,27 +61,118 @@ func (p *Store) WakeOnJobs(ctx context.Context, onError func(error)) (<-chan str
 // listener closes when ctx ends. Notifications are database-wide, not per schema: a dispatcher
 // may wake for another schema's job and find nothing, which costs one claim query.
 func ListenJobs(ctx context.Context, dsn string, onError func(error)) (<-chan struct{}, error) {
+	return listenJobs(ctx, &notifier{dsn: dsn}, onError)
+}
+
+// listenJobs is ListenJobs on n's connection.
+func listenJobs(ctx context.Context, n *notifier, onError func(error)) (<-chan struct{}, error) {
 	wake := make(chan struct{}, 1)
-	poke := func() {
+	poke := func(*pq.Notification) { // a job, or a reconnect (nil)
 		select {
 		case wake <- struct{}{}:
 		default:
 		}
 	}
-	l := pq.NewListener(dsn, time.Second, 30*time.Second, func(ev pq.ListenerEventType, err error) {
+	if err := n.subscribe(ctx, NotifyChannel, poke, errorsTo(onError)); err != nil {
+		return nil, err
+	}
+	return wake, nil
+}
+
+// errorsTo is a listener's event callback that hands its errors to onError (nil: none).
+func errorsTo(onError func(error)) func(pq.ListenerEventType, error) {
+	return func(_ pq.ListenerEventType, err error) {
 		if err != nil && onError != nil {
 			onError(err)
 		}
-		if ev == pq.ListenerEventReconnected {
-			poke()
-		}
-	})
-	if err := l.Listen(NotifyChannel); err != nil {
-		l.Close()
-		return nil, err
 	}
-	go follow(ctx, l, func(*pq.Notification) { poke() })
-	return wake, nil
+}
+
+// notifier is one LISTEN connection to dsn, shared by the channels a process follows (the job
+// wake-ups, the sites' versions): one direct connection a process, not one a channel. It
+// connects at the first subscription and closes when the last one's context ends.
+type notifier struct {
+	dsn string
+
+	mu   sync.Mutex
+	l    *pq.Listener
+	stop context.CancelFunc
+	subs []*subscription
+}
+
+type subscription struct {
+	channel string
+	on      func(*pq.Notification)            // each notification of the channel; nil after a reconnect
+	event   func(pq.ListenerEventType, error) // the connection's events
+}
+
+// subscribe calls on with each notification of channel (and with nil after every reconnect:
+// what was sent meanwhile is lost), and event with the connection's events, until ctx ends.
+func (n *notifier) subscribe(ctx context.Context, channel string, on func(*pq.Notification), event func(pq.ListenerEventType, error)) error {
+	s := &subscription{channel: channel, on: on, event: event}
+	n.mu.Lock()
+	if n.l == nil {
+		n.l = pq.NewListener(n.dsn, time.Second, 30*time.Second, n.eventAll)
+		lctx, cancel := context.WithCancel(context.Background())
+		n.stop = cancel
+		go follow(lctx, n.l, n.dispatch)
+	}
+	first := !slices.ContainsFunc(n.subs, func(o *subscription) bool { return o.channel == channel })
+	n.subs = append(n.subs, s)
+	l := n.l
+	n.mu.Unlock()
+	if first {
+		if err := l.Listen(channel); err != nil && !errors.Is(err, pq.ErrChannelAlreadyOpen) {
+			n.remove(s)
+			return err
+		}
+	}
+	context.AfterFunc(ctx, func() { n.remove(s) })
+	return nil
+}
+
+// remove ends s: its channel is no longer listened to when it was the last on it, and the
+// connection closes when it was the last of all.
+func (n *notifier) remove(s *subscription) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	i := slices.Index(n.subs, s)
+	if i < 0 {
+		return
+	}
+	n.subs = slices.Delete(n.subs, i, i+1)
+	if len(n.subs) == 0 {
+		n.stop() // follow closes the listener
+		n.l, n.stop = nil, nil
+		return
+	}
+	if !slices.ContainsFunc(n.subs, func(o *subscription) bool { return o.channel == s.channel }) {
+		go n.l.Unlisten(s.channel) // not under mu: it waits for the connection
+	}
+}
+
+// dispatch hands a notification to its channel's subscriptions, a reconnect (nil) to all.
+func (n *notifier) dispatch(nt *pq.Notification) {
+	n.mu.Lock()
+	subs := slices.Clone(n.subs)
+	n.mu.Unlock()
+	for _, s := range subs {
+		if nt == nil || nt.Channel == s.channel {
+			s.on(nt)
+		}
+	}
+}
+
+// eventAll hands the connection's events to every subscription.
+func (n *notifier) eventAll(ev pq.ListenerEventType, err error) {
+	n.mu.Lock()
+	subs := slices.Clone(n.subs)
+	n.mu.Unlock()
+	for _, s := range subs {
+		if s.event != nil {
+			s.event(ev, err)
+		}
+	}
 }
 
 // follow hands each of l's notifications to on (nil after a reconnect) until ctx ends, then

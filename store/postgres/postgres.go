@@ -66,7 +66,8 @@ type Store struct {
 	Rules store.SiteRules
 
 	db      *sql.DB
-	direct  string      // the DSN for LISTEN (WakeOnJobs): Pool.Direct, or the store's own
+	direct  string      // the DSN of what needs a session: Pool.Direct, or the store's own
+	notes   *notifier   // the process's one LISTEN connection, on direct (WakeOnJobs, FollowSiteVersions)
 	budgets budgetCache // what budget checks read, per site (budget.go)
 	// The sites' versions as last read, while the process follows them (versions.go).
 	versions *versionFeed
@@ -118,9 +119,9 @@ func Open(ctx context.Context, dsn string, pool Pool) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("connect to postgres: %w", err)
 	}
-	p := &Store{db: db, direct: dsn, versions: versions}
+	p := &Store{db: db, direct: dsn, versions: versions, notes: &notifier{dsn: dsn}}
 	if pool.Direct != "" && pool.Direct != dsn {
-		p.direct = pool.Direct
+		p.direct, p.notes.dsn = pool.Direct, pool.Direct
 		err = migrateOn(ctx, pool.Direct)
 	} else {
 		err = p.migrate(ctx)
@@ -179,7 +180,7 @@ func OpenAt(ctx context.Context, dsn string, upTo int) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
-	p := &Store{db: db, direct: dsn, versions: newVersionFeed()}
+	p := &Store{db: db, direct: dsn, versions: newVersionFeed(), notes: &notifier{dsn: dsn}}
 	if err := p.migrateTo(ctx, upTo); err != nil {
 		db.Close()
 		return nil, err

@@ -148,54 +148,65 @@ var ErrNoVersionFeed = errors.New("a test notification sent through DATABASE_URL
 	"(a transaction pooler in between?): set DATABASE_DIRECT_URL to a direct connection; " +
 	"budget checks read the site's version every time")
 
-// FollowSiteVersions LISTENs on sitepulse_site_version on the store's direct DSN until ctx
-// ends, so that budget checks and MCP's latest-scan reads answer from the versions the process
-// holds (see above). It returns once a test notification sent through the store's pool has
-// come back, or ErrNoVersionFeed; onError hears the listener's connection errors.
+// FollowSiteVersions LISTENs on sitepulse_site_version on the process's LISTEN connection (the
+// store's direct DSN, shared with the job wake-ups) until ctx ends, so that budget checks and
+// MCP's latest-scan reads answer from the versions the process holds (see above). It returns
+// once a test notification sent through the store's pool has come back, or ErrNoVersionFeed;
+// onError hears the listener's connection errors.
 func (p *Store) FollowSiteVersions(ctx context.Context, onError func(error)) error {
 	f := p.versions
-	l := pq.NewListener(p.direct, time.Second, 30*time.Second, func(ev pq.ListenerEventType, err error) {
+	heard := make(chan struct{}, 1)
+	var following atomic.Bool // the probe came back, and ctx has not ended
+	probe := "probe " + time.Now().Format(time.RFC3339Nano)
+	on := func(n *pq.Notification) {
+		switch {
+		case n == nil: // reconnected: what was sent meanwhile is lost
+			if following.Load() {
+				f.reset(true)
+			}
+		case n.Extra == probe:
+			select {
+			case heard <- struct{}{}:
+			default:
+			}
+		default:
+			f.notified(n.Extra)
+		}
+	}
+	event := func(ev pq.ListenerEventType, err error) {
 		if err != nil && onError != nil {
 			onError(err)
 		}
-		switch ev {
-		case pq.ListenerEventDisconnected, pq.ListenerEventConnectionAttemptFailed:
+		if ev == pq.ListenerEventDisconnected || ev == pq.ListenerEventConnectionAttemptFailed {
 			f.reset(false)
 		}
-	})
-	if err := l.Listen(versionChannel); err != nil {
-		l.Close()
+	}
+	lctx, cancel := context.WithCancel(ctx)
+	if err := p.notes.subscribe(lctx, versionChannel, on, event); err != nil {
+		cancel()
 		return err
 	}
-	probe := "probe " + time.Now().Format(time.RFC3339Nano)
 	if _, err := p.db.ExecContext(ctx, `SELECT pg_notify($1, $2)`, versionChannel, probe); err != nil {
-		l.Close()
+		cancel()
 		return err
 	}
 	t := time.NewTimer(wakeUpProbe)
 	defer t.Stop()
-	for heard := false; !heard; {
-		select {
-		case n := <-l.Notify:
-			heard = n != nil && n.Extra == probe
-		case <-t.C:
-			l.Close()
-			return ErrNoVersionFeed
-		case <-ctx.Done():
-			l.Close()
-			return ctx.Err()
-		}
+	select {
+	case <-heard:
+	case <-t.C:
+		cancel()
+		return ErrNoVersionFeed
+	case <-ctx.Done():
+		cancel()
+		return ctx.Err()
 	}
+	following.Store(true)
 	f.reset(true)
-	go func() {
-		defer f.reset(false)
-		follow(ctx, l, func(n *pq.Notification) {
-			if n == nil { // reconnected: what was sent meanwhile is lost
-				f.reset(true)
-				return
-			}
-			f.notified(n.Extra)
-		})
-	}()
+	context.AfterFunc(ctx, func() {
+		following.Store(false)
+		cancel()
+		f.reset(false)
+	})
 	return nil
 }

@@ -102,7 +102,8 @@ func TestFollowedVersionsSendNoStatement(t *testing.T) {
 }
 
 // A replica whose listener lost its connection reads the version every time until it is back
-// and listening again: what was notified meanwhile is not missed.
+// and listening again: what was notified meanwhile is not missed. The job wake-ups share that
+// one connection.
 func TestVersionsReadWhileTheListenerIsAway(t *testing.T) {
 	a, dsn := storetest.PostgresDSN(t)
 	proxy := storetest.NewProxy(t, storetest.DirectDSN(dsn))
@@ -115,6 +116,12 @@ func TestVersionsReadWhileTheListenerIsAway(t *testing.T) {
 	if !b.FollowingVersions() {
 		t.Fatal("not following after FollowSiteVersions")
 	}
+	if _, err := b.WakeOnJobs(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	// One LISTEN connection a process: the job wake-ups share the versions' (the migrations'
+	// connection through the proxy is closed).
+	storetest.WaitFor(t, "one direct connection", func() bool { return proxy.Conns() == 1 })
 
 	u := newUser(t, a, "away@example.com")
 	site := newSite(t, a, u, "away")
