@@ -93,17 +93,9 @@ type writeCountingTx struct {
 	writes *atomic.Uint64
 }
 
-func (t writeCountingTx) Commit() error {
-	err := t.Tx.Commit()
-	t.writes.Add(1)
-	return err
-}
+func (t writeCountingTx) Commit() error { return counted(t.writes, t.Tx.Commit()) }
 
-func (t writeCountingTx) Rollback() error {
-	err := t.Tx.Rollback()
-	t.writes.Add(1)
-	return err
-}
+func (t writeCountingTx) Rollback() error { return counted(t.writes, t.Tx.Rollback()) }
 
 // writeCountingRows counts again when its statement is done: a write returning rows
 // (INSERT ... RETURNING, a function that writes) commits when they have been read.
@@ -112,50 +104,36 @@ type writeCountingRows struct {
 	writes *atomic.Uint64
 }
 
-func (r *writeCountingRows) Close() error {
-	err := r.Rows.Close()
-	r.writes.Add(1)
-	return err
-}
+func (r *writeCountingRows) Close() error { return counted(r.writes, r.Rows.Close()) }
 
-// writeCountingStmt is a prepared statement (lib/pq's COPY among them), counted as the
-// connection's statements are.
+// writeCountingStmt is a prepared statement, counted as the connection's statements are. The
+// store prepares none (a transaction pooler would break them); this keeps the count whole if
+// one ever is. database/sql calls the context methods whenever a statement has them.
 type writeCountingStmt struct {
 	driver.Stmt
 	writes *atomic.Uint64
 }
 
-func (s *writeCountingStmt) Exec(args []driver.Value) (driver.Result, error) {
-	res, err := s.Stmt.Exec(args) //nolint:staticcheck // database/sql calls this only without context
-	s.writes.Add(1)
-	return res, err
-}
-
-func (s *writeCountingStmt) Query(args []driver.Value) (driver.Rows, error) {
-	rows, err := s.Stmt.Query(args) //nolint:staticcheck
-	s.writes.Add(1)
-	if err != nil {
-		return rows, err
-	}
-	return &writeCountingRows{Rows: rows, writes: s.writes}, nil
-}
-
 func (s *writeCountingStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
-	sc, ok := s.Stmt.(driver.StmtExecContext)
-	if !ok {
-		return s.Exec(values(args))
+	var res driver.Result
+	var err error
+	if sc, ok := s.Stmt.(driver.StmtExecContext); ok {
+		res, err = sc.ExecContext(ctx, args)
+	} else {
+		res, err = s.Stmt.Exec(values(args)) //nolint:staticcheck // a statement without context methods
 	}
-	res, err := sc.ExecContext(ctx, args)
 	s.writes.Add(1)
 	return res, err
 }
 
 func (s *writeCountingStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
-	sc, ok := s.Stmt.(driver.StmtQueryContext)
-	if !ok {
-		return s.Query(values(args))
+	var rows driver.Rows
+	var err error
+	if sc, ok := s.Stmt.(driver.StmtQueryContext); ok {
+		rows, err = sc.QueryContext(ctx, args)
+	} else {
+		rows, err = s.Stmt.Query(values(args)) //nolint:staticcheck // a statement without context methods
 	}
-	rows, err := sc.QueryContext(ctx, args)
 	s.writes.Add(1)
 	if err != nil {
 		return rows, err
@@ -163,9 +141,10 @@ func (s *writeCountingStmt) QueryContext(ctx context.Context, args []driver.Name
 	return &writeCountingRows{Rows: rows, writes: s.writes}, nil
 }
 
-func (s *writeCountingStmt) Close() error {
-	err := s.Stmt.Close()
-	s.writes.Add(1)
+// counted counts a completed statement in writes and passes its error on: counted(w, f())
+// counts once f has returned.
+func counted(writes *atomic.Uint64, err error) error {
+	writes.Add(1)
 	return err
 }
 
