@@ -49,7 +49,7 @@ func TestEncodeExplainKeptCompressor(t *testing.T) {
 		raw, _ := json.Marshal(e)
 		var buf bytes.Buffer
 		buf.WriteByte(explainVersion)
-		zw, _ := flate.NewWriter(&buf, flate.BestCompression)
+		zw, _ := flate.NewWriter(&buf, explainLevel)
 		zw.Write(raw)
 		zw.Close()
 		return buf.Bytes()

@@ -191,8 +191,9 @@ const scanKeySQL = `SELECT s.workspace_id, c.created_at AS scanned_at FROM scans
 // snapshot for the whole statement: the lease holder is the page's one writer).
 const priorSQL = `SELECT 1 FROM page_results WHERE scan_id = $3 AND page_path = $4 AND strategy = $5`
 
-// savePageResultSQL[n] calls save_page_result (migration 057: the statement that stores a
-// result, its explain data and its pictures under the lease, planned once per server connection)
+// savePageResultSQL[n] calls save_page_result (migrations 057 and 060: the statements that store
+// a result, its explain data and its pictures under the lease, each pruned to the scan's month and
+// planned once per server connection)
 // for n pictures, whose bytes are the parameters $16 to $15+n: a []byte parameter goes in binary
 // (binary_parameters, Open), where a bytea[] went as text, each byte hex-encoded by lib/pq and
 // decoded by Postgres (110 kB of pictures per result are 220 kB of hex).

@@ -29,6 +29,7 @@ func TestExplains(t *testing.T) {
 		{"pruning a result's row takes its explain data and its bytes with it", testExplainPruned},
 		{"a run's pictures are stored with it and read by members of its workspace, one at a time with their data", testImagesStored},
 		{"a report reads the pictures of its own scan only", testReportImages},
+		{"a retried run replaces the page's row and pictures, counts the page once, and a lost lease writes nothing", testImagesReplaced},
 		{"pictures are kept for the latest two completed scans of each page and both sides of a regression; the pruner releases the rest", testImagesKept},
 		{"retention releases a pruned scan's pictures, pinned or not, with their bytes", testImagesRetention},
 		{"a scan's runs pair with the previous completed scan's, and any two scans' of a site, with both sides' explain data, for members only", testPairs},
@@ -315,6 +316,58 @@ func imageCount(t *testing.T, s store.Store, u store.User, scanID, path string) 
 	list, err := s.PageImages(ctx, u.ID, scanID, path, store.StrategyMobile)
 	must(t, err)
 	return len(list)
+}
+
+func testImagesReplaced(t *testing.T, s store.Store) {
+	a := newUser(t, s, "a@example.com")
+	site := newSite(t, s, a, "site")
+	run := fixtureRun(t, "psi", "home.mobile")
+	if len(run.Images) < 3 {
+		t.Fatalf("%d pictures extracted", len(run.Images))
+	}
+	j := scanJob(t, s, site, t0)
+	must(t, s.SavePageResult(ctx, j.Lease(), run))
+	if got := imageCount(t, s, a, j.ScanID, run.PagePath); got != len(run.Images) {
+		t.Fatalf("%d pictures stored, want %d", got, len(run.Images))
+	}
+	// The audit retried: its run has one picture; the row, its pictures and its count are the new run's.
+	again := run
+	again.Images = run.Images[:1]
+	again.Scores.Performance = ip(12)
+	must(t, s.SavePageResult(ctx, j.Lease(), again))
+	if got := imageCount(t, s, a, j.ScanID, run.PagePath); got != 1 {
+		t.Errorf("after a retried run with one picture, %d are listed", got)
+	}
+	got, err := s.PageResult(ctx, a.ID, j.ScanID, run.PagePath, run.Strategy)
+	must(t, err)
+	if got.Scores.Performance == nil || *got.Scores.Performance != 12 {
+		t.Errorf("the retried run's row was not kept: performance %v", got.Scores.Performance)
+	}
+	sc, err := s.Scan(ctx, a.ID, j.ScanID)
+	must(t, err)
+	if sc.PagesDone != 1 {
+		t.Errorf("pages done %d after one page stored twice, want 1", sc.PagesDone)
+	}
+	// A page stored after its error (the audit failed, then its retry answered) is counted once too.
+	must(t, s.SavePageError(ctx, j.Lease(), store.PageError{PagePath: "/late", PageURL: "https://x.test/late", Strategy: store.StrategyMobile, Error: "timed out"}))
+	must(t, s.SavePageResult(ctx, j.Lease(), runAs(run, "/late", "")))
+	if got := imageCount(t, s, a, j.ScanID, "/late"); got != len(run.Images) {
+		t.Errorf("the page stored after its error has %d pictures, want %d", got, len(run.Images))
+	}
+	// The lease lost (the job finished by another attempt's worker): nothing is written.
+	must(t, s.CompleteScan(ctx, j.Lease(), store.ScanScores{Health: ip(70)}, t0.Add(time.Minute)))
+	err = s.SavePageResult(ctx, j.Lease(), runAs(run, "/stale", ""))
+	wantErr(t, err, store.ErrLeaseLost)
+	if got := imageCount(t, s, a, j.ScanID, "/stale"); got != 0 {
+		t.Errorf("a lost lease stored %d pictures", got)
+	}
+	_, err = s.PageResult(ctx, a.ID, j.ScanID, "/stale", store.StrategyMobile)
+	wantErr(t, err, store.ErrNotFound)
+	sc, err = s.Scan(ctx, a.ID, j.ScanID)
+	must(t, err)
+	if sc.PagesDone != 2 {
+		t.Errorf("pages done %d, want 2 (/ and /late)", sc.PagesDone)
+	}
 }
 
 func testImagesKept(t *testing.T, s store.Store) {
