@@ -205,6 +205,57 @@ func skipString(b []byte, i int) int {
 	}
 }
 
+// skipValid returns the end of the value that starts at b[i] in valid JSON: it tells strings
+// apart (endOfString) and counts brackets, validating nothing. On bytes that are not valid JSON
+// it returns some end within b, or -1, never panicking.
+func skipValid(b []byte, i int) int {
+	depth := 0
+	for i < len(b) {
+		switch b[i] {
+		case '"':
+			if i = endOfString(b, i); i < 0 || depth == 0 {
+				return i
+			}
+			continue
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth--; depth <= 0 {
+				return i + 1
+			}
+		default:
+			if depth == 0 { // a number or a literal: up to what ends it
+				for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' && b[i] != '\n' && b[i] != '\r' && b[i] != '\t' {
+					i++
+				}
+				return i
+			}
+		}
+		i++
+	}
+	return -1
+}
+
+// endOfString returns the end of the string that starts at b[i] ('"') in valid JSON: after the
+// first quote no odd run of backslashes escapes, found as bytes.IndexByte finds a byte.
+func endOfString(b []byte, i int) int {
+	for j := i + 1; ; {
+		q := bytes.IndexByte(b[j:], '"')
+		if q < 0 {
+			return -1
+		}
+		j += q
+		k := j
+		for k > i+1 && b[k-1] == '\\' {
+			k--
+		}
+		if (j-k)%2 == 0 {
+			return j + 1
+		}
+		j++
+	}
+}
+
 func skipDigits(b []byte, i int) int {
 	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
 		i++
@@ -254,10 +305,13 @@ func skipLiteral(b []byte, i int, lit string) int {
 }
 
 // walker reads one document; failed is set at the first thing it cannot read as json.Unmarshal
-// would, after which its results are not to be used.
+// would, after which its results are not to be used. A walker of valid JSON (valid: an audit's
+// details, which the report's walk validated) skips what it does not read without validating
+// it again (skipValid).
 type walker struct {
 	b      []byte
 	failed bool
+	valid  bool
 }
 
 // object calls member for each member of the object at b[i] (depth containers around it), with
@@ -332,7 +386,12 @@ func (w *walker) fail() int {
 
 // skip validates the value at b[i] and returns its end.
 func (w *walker) skip(i, depth int) int {
-	end := skipValue(w.b, i, depth)
+	var end int
+	if w.valid {
+		end = skipValid(w.b, i)
+	} else {
+		end = skipValue(w.b, i, depth)
+	}
 	if end < 0 {
 		w.failed = true
 	}
@@ -362,7 +421,12 @@ func (w *walker) str(i, depth int, s *string) int {
 	if w.b[i] != '"' {
 		return w.fail()
 	}
-	end := skipString(w.b, i)
+	var end int
+	if w.valid {
+		end = endOfString(w.b, i)
+	} else {
+		end = skipString(w.b, i)
+	}
 	if end < 0 {
 		return w.fail()
 	}
@@ -520,7 +584,7 @@ func (w *walker) audits(i, depth int, l *lhr) int {
 		l.Audits = nil
 		return i + 4
 	}
-	l.Audits = map[string]audit{}
+	l.Audits = make(map[string]audit, 192) // Lighthouse 12 and 13 report 150-180 audits: the map grows once
 	return w.object(i, depth, func(key []byte, v int) int {
 		if !w.mapKey(key) {
 			return -1
@@ -547,7 +611,7 @@ func (w *walker) audit(i, depth int, a *audit) int {
 		case 1:
 			return w.str(v, depth+1, &a.Title)
 		case 2:
-			return w.str(v, depth+1, &a.Description)
+			return w.raw(v, depth+1, &a.Description)
 		case 3:
 			return w.numPtr(v, &a.Score)
 		case 4:
@@ -658,93 +722,6 @@ func (w *walker) savings(i, depth int, a *audit) int {
 	})
 }
 
-// filmstrip is screenshot-thumbnails' details as images reads them; final-screenshot's are a
-// frame.
-type filmstrip struct {
-	Items []frame `json:"items"`
-}
-
-type frame struct {
-	Timing float64         `json:"timing"`
-	Data   json.RawMessage `json:"data"`
-}
-
-var (
-	filmstripFields = []string{"items"}
-	frameFields     = []string{"timing", "data"}
-)
-
-// decodeFilmstrip is json.Unmarshal(raw, &s) (its error ignored, as images does), reading the
-// frames' data URIs without going through them byte by byte.
-func decodeFilmstrip(raw []byte) (s filmstrip) {
-	w := &walker{b: raw}
-	f := fields{w: w, names: filmstripFields}
-	end := w.object(skipWS(raw, 0), 0, func(key []byte, v int) int {
-		if f.match(key) != 0 {
-			return w.skip(v, 1)
-		}
-		if w.isNull(v) {
-			s.Items = nil
-			return v + 4
-		}
-		s.Items = []frame{}
-		return w.array(v, 1, func(e int) int {
-			var fr frame
-			end := e + 4
-			if !w.isNull(e) {
-				end = w.frame(e, 2, &fr)
-			}
-			s.Items = append(s.Items, fr)
-			return end
-		})
-	})
-	if w.failed || end < 0 || skipWS(raw, end) != len(raw) {
-		s = filmstrip{}
-		json.Unmarshal(raw, &s)
-	}
-	return s
-}
-
-// decodeFrame is json.Unmarshal(raw, &fr), its error ignored.
-func decodeFrame(raw []byte) (fr frame) {
-	w := &walker{b: raw}
-	end := w.frame(skipWS(raw, 0), 0, &fr)
-	if w.failed || end < 0 || skipWS(raw, end) != len(raw) {
-		fr = frame{}
-		json.Unmarshal(raw, &fr)
-	}
-	return fr
-}
-
-func (w *walker) frame(i, depth int, fr *frame) int {
-	f := fields{w: w, names: frameFields}
-	return w.object(i, depth, func(key []byte, v int) int {
-		switch f.match(key) {
-		case 0:
-			return w.num(v, &fr.Timing)
-		case 1:
-			return w.raw(v, depth+1, &fr.Data)
-		}
-		return w.skip(v, depth+1)
-	})
-}
-
-// topFields walks the object raw (an audit's details) for the members named by names, calling
-// member with the name's index and where the value starts; false when raw cannot be read as
-// json.Unmarshal would read it into a struct of those fields (the caller then uses
-// json.Unmarshal).
-func topFields(raw []byte, names []string, member func(w *walker, n, v int) int) bool {
-	w := &walker{b: raw}
-	f := fields{w: w, names: names}
-	end := w.object(skipWS(raw, 0), 0, func(key []byte, v int) int {
-		if n := f.match(key); n >= 0 {
-			return member(w, n, v)
-		}
-		return w.skip(v, 1)
-	})
-	return !w.failed && end >= 0 && skipWS(raw, end) == len(raw)
-}
-
 // raw is the value at b[v] as json.RawMessage.
 func (w *walker) raw(v, depth int, m *json.RawMessage) int {
 	end := w.skip(v, depth)
@@ -762,8 +739,8 @@ func elements(raw []byte, elem func(e []byte) bool) {
 		return
 	}
 	for i = skipWS(raw, i+1); i < len(raw) && raw[i] != ']'; {
-		end := skipValue(raw, i, 1)
-		if end < 0 || !elem(raw[i:end]) {
+		end := skipValid(raw, i)
+		if end <= i || !elem(raw[i:end]) {
 			return
 		}
 		if i = skipWS(raw, end); i < len(raw) && raw[i] == ',' {

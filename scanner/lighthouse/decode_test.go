@@ -37,36 +37,44 @@ func sameAsEncodingJSON(t *testing.T, body []byte) {
 			t.Fatalf("decodeLHR differs from json.Unmarshal on %q:\n got %s\nwant %s", body, show(fast), show(slow))
 		}
 	}
-	// Details are valid JSON (decodePSI validated them): images decodes them ignoring errors.
+	// Details are valid JSON (decodePSI validated them): decodeDetails reads them into each
+	// type the extraction reads (and the shapes of explain.go's own), as json.Unmarshal does.
 	if json.Valid(body) {
-		var strip filmstrip
-		json.Unmarshal(body, &strip)
-		if got := decodeFilmstrip(body); !reflect.DeepEqual(got, strip) {
-			t.Fatalf("decodeFilmstrip differs from json.Unmarshal on %q:\n got %s\nwant %s", body, show(got), show(strip))
-		}
-		var fr frame
-		json.Unmarshal(body, &fr)
-		if got := decodeFrame(body); !reflect.DeepEqual(got, fr) {
-			t.Fatalf("decodeFrame differs from json.Unmarshal on %q:\n got %s\nwant %s", body, show(got), show(fr))
-		}
-		var o opportunity
-		json.Unmarshal(body, &o)
-		if got := savingsOf(body); !reflect.DeepEqual(got, o) {
-			t.Fatalf("savingsOf differs from json.Unmarshal on %q:\n got %s\nwant %s", body, show(got), show(o))
-		}
-		var d, got typedItems
-		err := json.Unmarshal(body, &d)
-		if ok := got.read(body); ok != (err == nil) || ok && !reflect.DeepEqual(got, d) {
-			t.Fatalf("typedItems.read differs from json.Unmarshal on %q:\n got %v %s\nwant %v %s", body, ok, show(got), err, show(d))
-		}
-		var it, gotIt labelled
-		err = json.Unmarshal(body, &it)
-		if ok := gotIt.read(body); ok != (err == nil) || ok && !reflect.DeepEqual(gotIt, it) {
-			t.Fatalf("labelled.read differs from json.Unmarshal on %q:\n got %v %s\nwant %v %s", body, ok, show(gotIt), err, show(it))
+		for _, target := range detailTargets() {
+			want := reflect.New(reflect.TypeOf(target).Elem()).Interface()
+			err := json.Unmarshal(body, want)
+			if ok := decodeDetails(body, target); ok != (err == nil) || !reflect.DeepEqual(target, want) {
+				t.Fatalf("decodeDetails into %T differs from json.Unmarshal on %q:\n got %v %s\nwant %v %s", target, body, ok, show(target), err, show(want))
+			}
 		}
 		if got, want := itemLabels(body), itemLabelsBefore(body); !slices.Equal(got, want) {
 			t.Fatalf("itemLabels differs from json.Decoder's on %q:\n got %q\nwant %q", body, got, want)
 		}
+	}
+}
+
+// detailTargets are new values of the types decodeDetails reads details into.
+func detailTargets() []any {
+	return []any{new(filmstrip), new(frame), new(opportunity), new(typedItems), new(labelled), new(shiftTable), new(node),
+		new(struct {
+			Items []map[string]any `json:"items"`
+		}),
+		new(struct { // network-requests, as requests reads it
+			Items []struct {
+				URL                string   `json:"url"`
+				StatusCode         float64  `json:"statusCode"`
+				NetworkRequestTime *float64 `json:"networkRequestTime"`
+				Flag               bool     `json:"flag"`
+				Any                any      `json:"any"`
+				Count              int      `json:"count"`
+				NoTag              string
+			} `json:"items"`
+			DebugData struct {
+				InitiatorPath []struct {
+					URL string `json:"url"`
+				} `json:"initiatorPath"`
+			} `json:"debugData"`
+		}),
 	}
 }
 
@@ -180,6 +188,9 @@ func TestDecodeOddAnswers(t *testing.T) {
 		`{"items":[{"node":null,"url":"a"},{"node":{"selector":"s","Selector":"t"}},{"node":"x"},{"url":"b"}]}`, `{"url":{"a":1},"node":{"selector":"s","snippet":"<p \\"x\\">"}}`,
 		`{"url":null,"node":{"type":"node","nodeLabel":null,"boundingRect":{"top":1}},"sourceLocation":{"url":"u"}}`, `{"node":{"selector":"a","selector":"b"}}`,
 		`{"items":[{"url":"a"},{"url":"b"},{"url":"c"},{"url":"d"},{"url":"e"},{"url":"f"},{"url":"g"}]}`, `{"Data":"x"}`, `{"timing":-1e999}`,
+		`{"data":null,"timing":null}`, `{"items":[{"url":"a\\\"b","any":"q\\","flag":true,"count":3,"NoTag":"x","statusCode":null}],"debugData":{"initiatorPath":[{"url":"u"}]}}`,
+		`{"items":[{"any":[1,{"a":"}"}],"flag":false,"networkRequestTime":12.5,"url":"\u00e9"}]}`, `{"items":[{"flag":1}]}`, `{"items":[{"count":1.5}]}`,
+		`{"items":[{"url":"x"}],"items":null}`, `{"items":[null,{"url":"y","extra":{"deep":["]","}"]}}]}`, `{"type":"table","items":[{"node":{"type":"node","selector":"a \"b\""}}]}`,
 		strings.Repeat("[", 10000) + strings.Repeat("]", 10000), strings.Repeat("[", 10001) + strings.Repeat("]", 10001),
 		`{"lighthouseResult":{"audits":{"a":{"details":` + strings.Repeat("[", 9996) + strings.Repeat("]", 9996) + `}}}}`,
 		`{"lighthouseResult":{"audits":{"a":{"details":` + strings.Repeat("[", 9997) + strings.Repeat("]", 9997) + `}}}}`,
@@ -189,15 +200,15 @@ func TestDecodeOddAnswers(t *testing.T) {
 }
 
 // Each walker's list of fields is its struct's JSON names, in field order: a field added to a
-// struct and not to the walker would be left empty by the walker alone.
+// struct and not to the walker would be left empty by the walker alone. (decodeDetails reads
+// the names off its types.)
 func TestWalkerFieldsAreTheStructs(t *testing.T) {
 	for _, c := range []struct {
 		names []string
 		of    any
 	}{
 		{psiFields, psiResponse{}}, {lhrFields, lhr{}}, {auditFields, audit{}}, {categoryFields, category{}},
-		{auditRefFields, auditRef{}}, {filmstripFields, filmstrip{}}, {frameFields, frame{}}, {typedItemsFields, typedItems{}},
-		{opportunityFields, opportunity{}}, {labelledFields, labelled{}}, {nodeFields, node{}},
+		{auditRefFields, auditRef{}},
 	} {
 		typ := reflect.TypeOf(c.of)
 		var want []string

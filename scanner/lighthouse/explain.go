@@ -60,7 +60,7 @@ func (l *lhr) throughput() float64 {
 // not decode.
 func (l *lhr) details(id string, v any) bool {
 	a, ok := l.Audits[id]
-	return ok && len(a.Details) > 0 && json.Unmarshal(a.Details, v) == nil
+	return ok && len(a.Details) > 0 && decodeDetails(a.Details, v)
 }
 
 func ms(v float64) int {
@@ -564,7 +564,7 @@ func (l *lhr) lastVisualChange() int {
 // reads: a failing audit's table may hold hundreds.
 func itemLabels(raw json.RawMessage) []string {
 	var d typedItems
-	if !d.read(raw) || len(d.Items) == 0 || d.Items[0] != '[' {
+	if !decodeDetails(raw, &d) || len(d.Items) == 0 || d.Items[0] != '[' {
 		return nil
 	}
 	items := d.Items
@@ -573,7 +573,7 @@ func itemLabels(raw json.RawMessage) []string {
 		failed := false
 		elements(d.Items, func(e []byte) bool {
 			var t typedItems
-			if !t.read(e) {
+			if !decodeDetails(e, &t) {
 				failed = true
 				return false
 			}
@@ -590,7 +590,7 @@ func itemLabels(raw json.RawMessage) []string {
 	var out []string
 	elements(items, func(e []byte) bool {
 		var it labelled
-		if !it.read(e) {
+		if !decodeDetails(e, &it) {
 			return false
 		}
 		if label := it.label(); label != "" && !slices.Contains(out, label) {
@@ -607,23 +607,6 @@ type typedItems struct {
 	Items json.RawMessage `json:"items"`
 }
 
-var typedItemsFields = []string{"type", "items"}
-
-// read decodes raw (valid JSON) into d as json.Unmarshal does, going through only the members
-// it reads; false where json.Unmarshal fails.
-func (d *typedItems) read(raw []byte) bool {
-	if topFields(raw, typedItemsFields, func(w *walker, n, v int) int {
-		if n == 0 {
-			return w.str(v, 1, &d.Type)
-		}
-		return w.raw(v, 1, &d.Items)
-	}) {
-		return true
-	}
-	*d = typedItems{}
-	return json.Unmarshal(raw, d) == nil
-}
-
 // labelled is what itemLabels reads of an item.
 type labelled struct {
 	URL            any  `json:"url"`
@@ -638,47 +621,4 @@ type labelled struct {
 func (it labelled) label() string {
 	u, _ := it.URL.(string)
 	return firstNonEmpty(u, it.Node.Selector, it.SourceLocation.URL)
-}
-
-var (
-	labelledFields = []string{"url", "node", "sourceLocation"}
-	nodeFields     = []string{"type", "selector", "snippet", "nodeLabel"}
-)
-
-// read decodes raw (valid JSON) into it as json.Unmarshal does, going through only the members
-// it reads; false where json.Unmarshal fails.
-func (it *labelled) read(raw []byte) bool {
-	if topFields(raw, labelledFields, func(w *walker, n, v int) int {
-		switch {
-		case n == 0 && w.b[v] == '"':
-			var s string
-			end := w.str(v, 1, &s)
-			it.URL = s
-			return end
-		case n == 0:
-			return w.unmarshal(v, 1, &it.URL)
-		case n == 2:
-			return w.unmarshal(v, 1, &it.SourceLocation)
-		case w.isNull(v):
-			return v + 4 // a null node leaves it as it is
-		}
-		f := fields{w: w, names: nodeFields}
-		return w.object(v, 1, func(key []byte, v int) int {
-			switch f.match(key) {
-			case 0:
-				return w.str(v, 2, &it.Node.Type)
-			case 1:
-				return w.str(v, 2, &it.Node.Selector)
-			case 2:
-				return w.str(v, 2, &it.Node.Snippet)
-			case 3:
-				return w.str(v, 2, &it.Node.NodeLabel)
-			}
-			return w.skip(v, 2)
-		})
-	}) {
-		return true
-	}
-	*it = labelled{}
-	return json.Unmarshal(raw, it) == nil
 }

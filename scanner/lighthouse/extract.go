@@ -63,7 +63,7 @@ type auditRef struct {
 type audit struct {
 	ID               string             `json:"id"`
 	Title            string             `json:"title"`
-	Description      string             `json:"description"`
+	Description      json.RawMessage    `json:"description"` // a JSON string: read for the failing audits only (description)
 	Score            *float64           `json:"score"`
 	ScoreDisplayMode string             `json:"scoreDisplayMode"`
 	NumericValue     *float64           `json:"numericValue"`
@@ -263,7 +263,8 @@ func (l *lhr) opportunities() []store.Opportunity {
 			continue
 		}
 		var savings float64
-		d := savingsOf(a.Details)
+		var d opportunity
+		decodeDetails(a.Details, &d) // its error ignored: no savings
 		switch {
 		case d.Type == "opportunity" && d.OverallSavingsMs != nil:
 			savings = *d.OverallSavingsMs
@@ -284,24 +285,6 @@ func (l *lhr) opportunities() []store.Opportunity {
 type opportunity struct {
 	Type             string   `json:"type"`
 	OverallSavingsMs *float64 `json:"overallSavingsMs"`
-}
-
-var opportunityFields = []string{"type", "overallSavingsMs"}
-
-// savingsOf is json.Unmarshal(details, &d), its error ignored, going through only the members
-// it reads.
-func savingsOf(details []byte) (d opportunity) {
-	if topFields(details, opportunityFields, func(w *walker, n, v int) int {
-		if n == 0 {
-			return w.str(v, 1, &d.Type)
-		}
-		return w.numPtr(v, &d.OverallSavingsMs)
-	}) {
-		return d
-	}
-	d = opportunity{}
-	json.Unmarshal(details, &d)
-	return d
 }
 
 // thirdParties lists each third-party entity's transfer size and blocking time. Lighthouse 12's
@@ -327,7 +310,7 @@ func (l *lhr) thirdParties() []store.ThirdParty {
 		source = "third-parties-insight"
 	}
 	if a, ok := l.Audits[source]; ok {
-		json.Unmarshal(a.Details, &details)
+		decodeDetails(a.Details, &details)
 	}
 	firstParty := map[string]bool{}
 	origins := map[string][]string{}
@@ -390,9 +373,19 @@ func (l *lhr) issues(cat string) []store.AuditIssue {
 		if !ok || !failing(a) {
 			continue
 		}
-		out = append(out, store.AuditIssue{ID: ref.ID, Title: a.Title, Description: a.Description, Score: a.Score, DisplayValue: a.DisplayValue})
+		out = append(out, store.AuditIssue{ID: ref.ID, Title: a.Title, Description: a.description(), Score: a.Score, DisplayValue: a.DisplayValue})
 	}
 	return out
+}
+
+// description is the audit's description: a report's 155 audits carry 35 kB of them, and only
+// the failing audits' are kept (issues), so the walk keeps them undecoded. Not a string: none.
+func (a audit) description() string {
+	var s string
+	if len(a.Description) > 0 && a.Description[0] == '"' {
+		decodeDetails(a.Description, &s)
+	}
+	return s
 }
 
 // failing answers whether an audit scored below 1; audits that are not applicable, manual,
@@ -418,7 +411,7 @@ func (l *lhr) lcpElement() *store.Element {
 	var insight struct {
 		Items []node `json:"items"`
 	}
-	if a, ok := l.Audits["lcp-breakdown-insight"]; ok && json.Unmarshal(a.Details, &insight) == nil {
+	if a, ok := l.Audits["lcp-breakdown-insight"]; ok && decodeDetails(a.Details, &insight) {
 		for _, n := range insight.Items {
 			if n.Type == "node" && n.Selector != "" {
 				return &store.Element{Selector: n.Selector, Snippet: n.Snippet, NodeLabel: n.NodeLabel}
@@ -433,7 +426,7 @@ func (l *lhr) lcpElement() *store.Element {
 			} `json:"items"`
 		} `json:"items"`
 	}
-	if a, ok := l.Audits["largest-contentful-paint-element"]; ok && json.Unmarshal(a.Details, &legacy) == nil {
+	if a, ok := l.Audits["largest-contentful-paint-element"]; ok && decodeDetails(a.Details, &legacy) {
 		for _, group := range legacy.Items {
 			if n := group.Node; n.Selector != "" {
 				return &store.Element{Selector: n.Selector, Snippet: n.Snippet, NodeLabel: n.NodeLabel}
@@ -459,7 +452,7 @@ func (l *lhr) clsElements() []store.CLSElement {
 			Score *float64 `json:"score"`
 		} `json:"items"`
 	}
-	if a, ok := l.Audits["layout-shifts"]; ok && json.Unmarshal(a.Details, &d) == nil {
+	if a, ok := l.Audits["layout-shifts"]; ok && decodeDetails(a.Details, &d) {
 		for _, it := range d.Items {
 			if it.Node.Selector == "" || it.Score == nil {
 				continue
@@ -475,7 +468,7 @@ func (l *lhr) diagnostics() map[string]any {
 	var d struct {
 		Items []map[string]any `json:"items"`
 	}
-	if a, ok := l.Audits["diagnostics"]; ok && json.Unmarshal(a.Details, &d) == nil && len(d.Items) > 0 {
+	if a, ok := l.Audits["diagnostics"]; ok && decodeDetails(a.Details, &d) && len(d.Items) > 0 {
 		out := map[string]any{}
 		for k, v := range d.Items[0] {
 			if f, ok := v.(float64); ok {

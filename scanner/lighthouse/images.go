@@ -19,15 +19,15 @@ import (
 // once with every time it is shown. A frame that is not an image of a kept format is skipped.
 func (l *lhr) images() []store.PageImage {
 	// The data URIs stay raw JSON: decoding 100 KB of base64 as a JSON string, rune by rune,
-	// cost as much as the rest of the extraction (dataURI reads them); decodeFilmstrip and
-	// decodeFrame do not go through them byte by byte either.
+	// cost as much as the rest of the extraction (dataURI reads them); decodeDetails finds
+	// their ends many bytes at a time.
 	var strip filmstrip
 	if a, ok := l.Audits["screenshot-thumbnails"]; ok && len(a.Details) > 0 {
-		strip = decodeFilmstrip(a.Details)
+		decodeDetails(a.Details, &strip)
 	}
 	var final frame
 	if a, ok := l.Audits["final-screenshot"]; ok && len(a.Details) > 0 {
-		final = decodeFrame(a.Details)
+		decodeDetails(a.Details, &final)
 	}
 	sort.SliceStable(strip.Items, func(i, j int) bool { return strip.Items[i].Timing < strip.Items[j].Timing })
 
@@ -51,7 +51,9 @@ func (l *lhr) images() []store.PageImage {
 			return 0, false
 		}
 		im := store.PageImage{Index: len(out), MIME: mime, Timings: []int{}, Bytes: len(data), Data: data}
-		if cfg, _, err := image.DecodeConfig(bytes.NewReader(data)); err == nil {
+		if w, h, ok := jpegSize(data); ok {
+			im.Width, im.Height = w, h
+		} else if cfg, _, err := image.DecodeConfig(bytes.NewReader(data)); err == nil {
 			im.Width, im.Height = cfg.Width, cfg.Height
 		}
 		byData[h] = append(byData[h], im.Index)
@@ -87,6 +89,17 @@ func (l *lhr) images() []store.PageImage {
 	return out
 }
 
+// filmstrip is screenshot-thumbnails' details as images reads them; final-screenshot's are a
+// frame.
+type filmstrip struct {
+	Items []frame `json:"items"`
+}
+
+type frame struct {
+	Timing float64         `json:"timing"`
+	Data   json.RawMessage `json:"data"`
+}
+
 // dataURI is a JSON string holding a data URI: its bytes as they are when, as Lighthouse writes
 // them, they need no unescaping; else decoded as JSON.
 func dataURI(raw json.RawMessage) []byte {
@@ -119,4 +132,43 @@ func decodeDataURI(uri []byte) (mime string, data []byte, ok bool) {
 		return "", nil, false
 	}
 	return string(m), data[:n], true
+}
+
+// jpegSize reads a JPEG's width and height from its frame header (SOF0 to SOF15 but DHT, JPG
+// and DAC), walking the markers before it; ok false when data is not such a JPEG. Lighthouse's
+// screenshots are JPEGs: image.DecodeConfig allocated a decoder of 13 kB and a reader of 4 kB a
+// picture to read these four bytes (issue 46 item 4).
+func jpegSize(data []byte) (width, height int, ok bool) {
+	if len(data) < 4 || data[0] != 0xff || data[1] != 0xd8 {
+		return 0, 0, false
+	}
+	for i := 2; i+4 <= len(data); {
+		if data[i] != 0xff {
+			return 0, 0, false
+		}
+		m := data[i+1]
+		switch {
+		case m == 0xff: // fill byte
+			i++
+			continue
+		case m == 0xd8 || m == 0x01 || m >= 0xd0 && m <= 0xd7: // markers without a segment
+			i += 2
+			continue
+		case m == 0xd9 || m == 0xda: // end of image, start of scan: no frame header before
+			return 0, 0, false
+		}
+		n := int(data[i+2])<<8 | int(data[i+3])
+		if n < 2 {
+			return 0, 0, false
+		}
+		if m >= 0xc0 && m <= 0xcf && m != 0xc4 && m != 0xc8 && m != 0xcc {
+			if n < 7 || i+9 > len(data) {
+				return 0, 0, false
+			}
+			height, width = int(data[i+5])<<8|int(data[i+6]), int(data[i+7])<<8|int(data[i+8])
+			return width, height, width > 0 && height > 0
+		}
+		i += 2 + n
+	}
+	return 0, 0, false
 }
