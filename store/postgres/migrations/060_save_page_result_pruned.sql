@@ -5,9 +5,11 @@
 -- page_images, more of them every month the database keeps (perf of `loadkit ingest`: starting
 -- the executor, ExecInitNode, was 14% of what Postgres spent storing a result). Here the
 -- scan's workspace and month are read first, under the lease, into variables: every later
--- statement names its month and is pruned to it when planned. The pictures of a row that did not
--- exist before are not looked for (page_images references page_results ON DELETE CASCADE: a row
--- that is not there has none), and a run that regressed against no scan pins nothing.
+-- statement names its month and is pruned to it when planned. A new row (the common case) is
+-- inserted, its pictures inserted without an upsert's checks (page_images references page_results
+-- ON DELETE CASCADE: a row that was not there has none) and its scan's count moved; only a row
+-- that was there (a retried audit) is updated, its pictures upserted and the ones past this run's
+-- number deleted. A run that regressed against no scan pins nothing.
 --
 -- Same behaviour as 057: the row upserted, the pictures upserted by index and the ones past their
 -- number deleted, pinned when the run regressed against p_pin_from (whose pictures of the page
@@ -46,20 +48,26 @@ DECLARE
     ws uuid;
     month timestamptz;
     pin_month timestamptz;
-    prior boolean;
+    added integer;
 BEGIN
     SELECT s.workspace_id, c.created_at INTO ws, month FROM scans c JOIN sites s ON s.id = c.site_id
         WHERE c.id = p_scan AND EXISTS (SELECT 1 FROM jobs WHERE id = p_job AND attempt = p_attempt AND state = 'running');
     IF NOT FOUND THEN
         RETURN 0; -- a lost lease, or a scan gone
     END IF;
-    prior := EXISTS (SELECT 1 FROM page_results
-        WHERE scan_id = p_scan AND page_path = p_path AND strategy = p_strategy AND scanned_at = month);
     INSERT INTO page_results (scan_id, page_path, strategy, page_url, result, error, explain, workspace_id, scanned_at)
         VALUES (p_scan, p_path, p_strategy, p_url, p_result, '', p_explain, ws, month)
-        ON CONFLICT (scan_id, page_path, strategy, scanned_at) DO UPDATE
-            SET page_url = EXCLUDED.page_url, result = EXCLUDED.result, error = '', explain = EXCLUDED.explain;
-    IF cardinality(p_idx) > 0 THEN
+        ON CONFLICT (scan_id, page_path, strategy, scanned_at) DO NOTHING;
+    GET DIAGNOSTICS added = ROW_COUNT;
+    IF added = 1 THEN -- a new row: it has no pictures yet, and its scan counts one page more
+        INSERT INTO page_images (scan_id, page_path, strategy, idx, mime, width, height, timings, final, pinned, data, workspace_id, scanned_at)
+            SELECT p_scan, p_path, p_strategy, i.idx, i.mime, i.width, i.height, i.timings::integer[], i.final, p_pin_from IS NOT NULL,
+                i.data, ws, month
+            FROM unnest(p_idx, p_mime, p_width, p_height, p_timings, p_final, p_data) AS i(idx, mime, width, height, timings, final, data);
+        UPDATE scans SET pages_done = pages_done + 1 WHERE id = p_scan;
+    ELSE -- a retried audit replaces the run: the row, its pictures by index, none past their number
+        UPDATE page_results SET page_url = p_url, result = p_result, error = '', explain = p_explain
+            WHERE scan_id = p_scan AND page_path = p_path AND strategy = p_strategy AND scanned_at = month;
         INSERT INTO page_images (scan_id, page_path, strategy, idx, mime, width, height, timings, final, pinned, data, workspace_id, scanned_at)
             SELECT p_scan, p_path, p_strategy, i.idx, i.mime, i.width, i.height, i.timings::integer[], i.final, p_pin_from IS NOT NULL,
                 i.data, ws, month
@@ -67,8 +75,6 @@ BEGIN
             ON CONFLICT (scan_id, page_path, strategy, idx, scanned_at) DO UPDATE
                 SET mime = EXCLUDED.mime, width = EXCLUDED.width, height = EXCLUDED.height, timings = EXCLUDED.timings,
                     final = EXCLUDED.final, pinned = page_images.pinned OR EXCLUDED.pinned, data = EXCLUDED.data;
-    END IF;
-    IF prior THEN -- a retried audit replaces the run: its pictures past this run's number go
         DELETE FROM page_images WHERE scan_id = p_scan AND page_path = p_path AND strategy = p_strategy
             AND scanned_at = month AND idx >= cardinality(p_idx);
     END IF;
@@ -77,9 +83,5 @@ BEGIN
         UPDATE page_images SET pinned = true
             WHERE scan_id = p_pin_from AND page_path = p_path AND strategy = p_strategy AND scanned_at = pin_month;
     END IF;
-    IF prior THEN
-        RETURN 0;
-    END IF;
-    UPDATE scans SET pages_done = pages_done + 1 WHERE id = p_scan;
-    RETURN 1;
+    RETURN added;
 END $$;
