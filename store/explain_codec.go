@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
+	"runtime"
 )
 
 // The stored form of an Explain: one version byte, then the Explain's own JSON (the types of
@@ -37,29 +37,36 @@ func EncodeExplain(e *Explain) []byte {
 	var buf bytes.Buffer
 	buf.Grow(1 + len(raw)/4)
 	buf.WriteByte(explainVersion)
-	zw := deflaters.Get().(*flate.Writer)
-	zw.Reset(&buf)
+	var zw *flate.Writer
+	select {
+	case zw = <-deflaters:
+		zw.Reset(&buf)
+	default:
+		zw, _ = flate.NewWriter(&buf, explainLevel) // the level is valid
+	}
 	zw.Write(raw)
 	zw.Close()
-	deflaters.Put(zw)
+	select {
+	case deflaters <- zw:
+	default: // as many are kept as can run at once
+	}
 	return buf.Bytes()
 }
 
 // explainLevel is EncodeExplain's DEFLATE level. BestSpeed writes a run's explain data 17%
 // larger than BestCompression (2,689 bytes against 2,287 for testdata/psi/home.mobile.json, the
-// pictures beside it 42 kB) in less than half the time, and its 64 kB of state stay in a core's
-// cache where BestCompression's 1 MB did not: at 16 ingests at once, BestCompression was 7% of
-// all the CPU of storing results (perf of `loadkit ingest`, issue 46 item 4). Any level reads
-// back the same (DecodeExplain).
+// pictures beside it 42 kB) in less than half the time (66 against 154 us); at 16 ingests at once
+// BestCompression was 7% of all the CPU of storing results (perf of `loadkit ingest`, issue 46
+// item 4). Any level reads back the same (DecodeExplain).
 const explainLevel = flate.BestSpeed
 
-// deflaters keeps EncodeExplain's compressors: a new one allocates and clears its state (about
-// 1 MB at BestCompression, half the CPU of storing a page result then: BenchmarkSavePageResult);
-// Reset makes a kept one write what a new one would.
-var deflaters = sync.Pool{New: func() any {
-	zw, _ := flate.NewWriter(nil, explainLevel) // the level is valid
-	return zw
-}}
+// deflaters keeps EncodeExplain's compressors, two for each CPU at most: a new one allocates and
+// clears its tables (1.2 MB at BestSpeed, 0.8 MB at BestCompression). A sync.Pool kept them only
+// until the next collections: at ingest's rate of allocation (the pictures) that was every twenty
+// results or so, each then clearing a new one (BenchmarkSavePageResult: 0.64-0.71 ms of CPU a
+// result with the pool, 0.41-0.46 ms with these). Reset makes a kept one write what a new one
+// would.
+var deflaters = make(chan *flate.Writer, 2*runtime.GOMAXPROCS(0))
 
 // DecodeExplain reads what EncodeExplain wrote, today or before issue 43 (version 1); nil (and
 // no error) for no bytes.
