@@ -223,6 +223,12 @@ func skipString(b []byte, i int) int {
 func skipValid(b []byte, i int) int {
 	depth := 0
 	for i < len(b) {
+		for depth > 0 && i+8 <= len(b) && noStructure8(binary.LittleEndian.Uint64(b[i:])) {
+			i += 8 // inside a container: numbers, literals, commas, colons and indentation
+		}
+		if i >= len(b) {
+			break
+		}
 		switch b[i] {
 		case '"':
 			if i = endOfString(b, i); i < 0 || depth == 0 {
@@ -246,6 +252,14 @@ func skipValid(b []byte, i int) int {
 		i++
 	}
 	return -1
+}
+
+// noStructure8 answers whether none of the eight bytes of x is a quote or a bracket: x|0x20 turns
+// '[' into '{' and ']' into '}', and no other byte into either.
+func noStructure8(x uint64) bool {
+	y := x | lsb*0x20
+	o, c, q := y^(lsb*'{'), y^(lsb*'}'), x^(lsb*'"')
+	return ((o-lsb)&^o|(c-lsb)&^c|(q-lsb)&^q)&msb == 0
 }
 
 // endOfString returns the end of the string that starts at b[i] ('"') in valid JSON: after the
