@@ -13,7 +13,7 @@ import (
 // The stored form of an Explain: one version byte, then the Explain's own JSON (the types of
 // explain.go, as every surface shows them), DEFLATE-compressed. Most of a run's bytes are its
 // request URLs and the keys that repeat for every request; DEFLATE keeps each repeat as a
-// back-reference, so the 20 fixture runs keep about 1.2 KB each (.ci/README.md, "What explains
+// back-reference, so the 20 fixture runs keep about 2 KB each (.ci/README.md, "What explains
 // a run"). Postgres stores it as bytea (page_results.explain), the memory store as the same
 // bytes. Version 1 (rows written before issue 43) read through explain_v1.go.
 
@@ -53,9 +53,10 @@ func EncodeExplain(e *Explain) []byte {
 	return buf.Bytes()
 }
 
-// explainLevel is EncodeExplain's DEFLATE level. BestSpeed writes a run's explain data 17%
-// larger than BestCompression (2,689 bytes against 2,287 for testdata/psi/home.mobile.json, the
-// pictures beside it 42 kB) in less than half the time (66 against 154 us); at 16 ingests at once
+// explainLevel is EncodeExplain's DEFLATE level. BestSpeed writes a run's explain data 13%
+// larger than BestCompression (1,984 bytes a run against 1,750 over the 20 fixture runs; 2,689
+// against 2,287 for testdata/psi/home.mobile.json, whose pictures beside it are 42 kB) in less
+// than half the time (66 against 154 us); at 16 ingests at once
 // BestCompression was 7% of all the CPU of storing results (perf of `loadkit ingest`, issue 46
 // item 4). Any level reads back the same (DecodeExplain).
 const explainLevel = flate.BestSpeed
