@@ -44,6 +44,8 @@ func TestMigration060KeepsResultsAndCompressesNewOnes(t *testing.T) {
 	old.Close()
 
 	s := storetest.Open(t, dsn)
+	var lz4 bool // Postgres 14 and later built with lz4; elsewhere 060 leaves pglz
+	must(t, s.DB().QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_settings WHERE name = 'default_toast_compression' AND 'lz4' = ANY (enumvals))`).Scan(&lz4))
 	after := save(s, "/after")
 	if _, err := s.PruneMonths(ctx, t0.AddDate(0, store.MonthsAhead+2, 0)); err != nil { // months made after 060
 		t.Fatal(err)
@@ -52,7 +54,7 @@ func TestMigration060KeepsResultsAndCompressesNewOnes(t *testing.T) {
 		scan store.Scan
 		path string
 		want string
-	}{{before, "/before", "pglz"}, {after, "/after", "lz4"}} {
+	}{{before, "/before", "pglz"}, {after, "/after", map[bool]string{true: "lz4", false: "pglz"}[lz4]}} {
 		got, err := s.PageResult(ctx, u.ID, c.scan.ID, c.path, store.StrategyMobile)
 		must(t, err)
 		if !reflect.DeepEqual(got.Explain, run.Explain) || !reflect.DeepEqual(got.Scores, run.Scores) {
@@ -84,7 +86,7 @@ func TestMigration060KeepsResultsAndCompressesNewOnes(t *testing.T) {
 		notLZ4 = append(notLZ4, col)
 	}
 	must(t, rows.Err())
-	if len(notLZ4) > 0 {
+	if lz4 && len(notLZ4) > 0 {
 		t.Errorf("columns not compressed with lz4 after 060: %v", notLZ4)
 	}
 }
