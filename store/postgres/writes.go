@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"database/sql/driver"
+	"errors"
 	"strings"
 	"sync/atomic"
 )
@@ -48,8 +49,7 @@ func readOnly(query string) bool {
 
 func (c *writeCountingConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	res, err := c.DriverConn.ExecContext(ctx, query, args)
-	c.writes.Add(1)
-	return res, err
+	return res, counted(c.writes, err)
 }
 
 func (c *writeCountingConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
@@ -57,11 +57,7 @@ func (c *writeCountingConn) QueryContext(ctx context.Context, query string, args
 	if readOnly(query) {
 		return rows, err
 	}
-	c.writes.Add(1)
-	if err != nil {
-		return rows, err
-	}
-	return &writeCountingRows{Rows: rows, writes: c.writes}, nil
+	return countedRows(c.writes, rows, err)
 }
 
 func (c *writeCountingConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
@@ -69,7 +65,12 @@ func (c *writeCountingConn) PrepareContext(ctx context.Context, query string) (d
 	if err != nil {
 		return nil, err
 	}
-	return &writeCountingStmt{Stmt: st, writes: c.writes}, nil
+	ds, ok := st.(driverStmt)
+	if !ok { // lib/pq's statements have them
+		st.Close()
+		return nil, errors.New("postgres: the driver's prepared statement takes no context")
+	}
+	return &writeCountingStmt{driverStmt: ds, writes: c.writes}, nil
 }
 
 func (c *writeCountingConn) Prepare(query string) (driver.Stmt, error) {
@@ -110,35 +111,25 @@ func (r *writeCountingRows) Close() error { return counted(r.writes, r.Rows.Clos
 // store prepares none (a transaction pooler would break them); this keeps the count whole if
 // one ever is. database/sql calls the context methods whenever a statement has them.
 type writeCountingStmt struct {
-	driver.Stmt
+	driverStmt
 	writes *atomic.Uint64
 }
 
+// driverStmt is what lib/pq's prepared statement implements and database/sql uses.
+type driverStmt interface {
+	driver.Stmt
+	driver.StmtExecContext
+	driver.StmtQueryContext
+}
+
 func (s *writeCountingStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
-	var res driver.Result
-	var err error
-	if sc, ok := s.Stmt.(driver.StmtExecContext); ok {
-		res, err = sc.ExecContext(ctx, args)
-	} else {
-		res, err = s.Stmt.Exec(values(args)) //nolint:staticcheck // a statement without context methods
-	}
-	s.writes.Add(1)
-	return res, err
+	res, err := s.driverStmt.ExecContext(ctx, args)
+	return res, counted(s.writes, err)
 }
 
 func (s *writeCountingStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
-	var rows driver.Rows
-	var err error
-	if sc, ok := s.Stmt.(driver.StmtQueryContext); ok {
-		rows, err = sc.QueryContext(ctx, args)
-	} else {
-		rows, err = s.Stmt.Query(values(args)) //nolint:staticcheck // a statement without context methods
-	}
-	s.writes.Add(1)
-	if err != nil {
-		return rows, err
-	}
-	return &writeCountingRows{Rows: rows, writes: s.writes}, nil
+	rows, err := s.driverStmt.QueryContext(ctx, args)
+	return countedRows(s.writes, rows, err)
 }
 
 // counted counts a completed statement in writes and passes its error on: counted(w, f())
@@ -148,11 +139,11 @@ func counted(writes *atomic.Uint64, err error) error {
 	return err
 }
 
-// values are args without their names, for a statement that takes no context.
-func values(args []driver.NamedValue) []driver.Value {
-	v := make([]driver.Value, len(args))
-	for i, a := range args {
-		v[i] = a.Value
+// countedRows counts a statement that returns rows once it has run, and again when its rows are
+// closed (writeCountingRows).
+func countedRows(writes *atomic.Uint64, rows driver.Rows, err error) (driver.Rows, error) {
+	if err = counted(writes, err); err != nil {
+		return rows, err
 	}
-	return v
+	return &writeCountingRows{Rows: rows, writes: writes}, nil
 }
