@@ -90,11 +90,11 @@ func year(ctx context.Context, w io.Writer, fixtures string, sites, pages, days,
 			FROM generate_series(1, $4) d`, site.ID, pages, now, days); err != nil {
 			return fmt.Errorf("scans of site %d: %w", i, err)
 		}
-		if _, err := db.ExecContext(ctx, `INSERT INTO page_results (scan_id, page_path, strategy, page_url, result, explain)
+		if _, err := db.ExecContext(ctx, `INSERT INTO page_results (scan_id, page_path, strategy, page_url, result, explain, workspace_id, scanned_at)
 			SELECT c.id, p.path, st.strategy, 'https://year.sitepulse.test' || p.path,
 				jsonb_set(jsonb_set(st.result, '{pagePath}', to_jsonb(p.path)), '{pageUrl}', to_jsonb('https://year.sitepulse.test' || p.path)),
-				st.explain
-			FROM scans c
+				st.explain, s.workspace_id, c.created_at
+			FROM scans c JOIN sites s ON s.id = c.site_id
 			CROSS JOIN (SELECT '/page-' || n AS path FROM generate_series(1, $2) n) p
 			CROSS JOIN (VALUES ('mobile', $3::jsonb, $5::bytea), ('desktop', $4::jsonb, $6::bytea)) st(strategy, result, explain)
 			WHERE c.site_id = $1`, site.ID, pages, raw[store.StrategyMobile], raw[store.StrategyDesktop],
@@ -111,9 +111,10 @@ func year(ctx context.Context, w io.Writer, fixtures string, sites, pages, days,
 				mime, timings = append(mime, im.MIME), append(timings, strings.Trim(strings.Join(strings.Fields(fmt.Sprint(im.Timings)), ","), "[]"))
 				final, data = append(final, im.Final), append(data, im.Data)
 			}
-			if _, err := db.ExecContext(ctx, `INSERT INTO page_images (scan_id, page_path, strategy, idx, mime, width, height, timings, final, data)
-				SELECT r.scan_id, r.page_path, r.strategy, i.idx, i.mime, i.width, i.height, ('{' || i.timings || '}')::integer[], i.final, i.data
-				FROM scans c JOIN page_results r ON r.scan_id = c.id AND r.strategy = $2
+			if _, err := db.ExecContext(ctx, `INSERT INTO page_images (scan_id, page_path, strategy, idx, mime, width, height, timings, final, data, workspace_id, scanned_at)
+				SELECT r.scan_id, r.page_path, r.strategy, i.idx, i.mime, i.width, i.height, ('{' || i.timings || '}')::integer[], i.final, i.data,
+					r.workspace_id, r.scanned_at
+				FROM scans c JOIN page_results r ON r.scan_id = c.id AND r.scanned_at = c.created_at AND r.strategy = $2
 				CROSS JOIN unnest($3::smallint[], $4::text[], $5::integer[], $6::integer[], $7::text[], $8::boolean[], $9::bytea[])
 					AS i(idx, mime, width, height, timings, final, data)
 				WHERE c.site_id = $1`, site.ID, strategy, pq.Array(idx), pq.Array(mime), pq.Array(width), pq.Array(height),
