@@ -89,12 +89,21 @@ pids+=($hello)
 wait_up "http://127.0.0.1:$HELLO_PORT/"
 tck=$(getconf CLK_TCK)
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; } # pid: its CPU (user + system) in clock ticks
-db_ticks() { # database: the CPU of the Postgres backends connected to it, in clock ticks
-  local t=0 p
-  for p in $(psql -Atc "SELECT pid FROM pg_stat_activity WHERE datname = '$1' AND pid <> pg_backend_pid()" "$PGURL/postgres"); do
-    t=$(( t + $(cpu_ticks "$p") )) # a backend gone meanwhile counts 0 (its ticks are lost)
+db_snap() { # database: each client backend connected to it, as pid=ticks (its CPU in clock ticks)
+  local p
+  for p in $(psql -Atc "SELECT pid FROM pg_stat_activity WHERE datname = '$1' AND backend_type = 'client backend' AND pid <> pg_backend_pid()" "$PGURL/postgres"); do
+    printf '%s=%s ' "$p" "$(cpu_ticks "$p")"
   done
-  echo "$t"
+}
+db_since() { # database snapshot: the clock ticks its client backends spent since db_snap gave snapshot, by
+  # backend: one gone since counts nothing (its ticks left with it; summing totals made that a
+  # negative difference when a pooled connection closed), one new since counts all of its own
+  local now p t
+  now=$(db_snap "$1")
+  awk -v a="$2" -v b="$now" 'BEGIN {
+    n = split(a, x, " "); for (k = 1; k <= n; k++) { split(x[k], y, "="); before[y[1]] = y[2] }
+    n = split(b, x, " "); for (k = 1; k <= n; k++) { split(x[k], y, "="); t += y[2] - (y[1] in before ? before[y[1]] : 0) }
+    print t + 0 }'
 }
 cpu_ms() { awk -v t="$1" -v hz="$tck" -v n="$2" 'BEGIN {printf "%.3f", t / hz * 1000 / n}'; } # ticks requests
 
@@ -114,15 +123,15 @@ echo "run: $(date -u +%FT%TZ), SitePulse ${SITEPULSE_BIN:-$(git rev-parse --shor
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-6s %-8s %9s %8s %8s %7s %9s %9s\n' round read rps p50_ms p99_ms x_lhci cpu_ms db_cpu_ms
 for i in $(seq 1 "$ROUNDS"); do
-  c0=$(cpu_ticks "$lhci") d0=$(db_ticks "$LDB")
+  c0=$(cpu_ticks "$lhci") d0=$(db_snap "$LDB")
   read -r lr lp50 lp99 n < <(run lhci "http://127.0.0.1:$LHCI_PORT" WRK_PATH="/v1/projects/$pid/builds?limit=1")
-  lcpu=$(cpu_ms "$(( $(cpu_ticks "$lhci") - c0 ))" "$n") ldb=$(cpu_ms "$(( $(db_ticks "$LDB") - d0 ))" "$n")
+  lcpu=$(cpu_ms "$(( $(cpu_ticks "$lhci") - c0 ))" "$n") ldb=$(cpu_ms "$(db_since "$LDB" "$d0")" "$n")
   printf '%-6s %-8s %9.0f %8s %8s %7s %9s %9s   load %s\n' "$i" lhci "$lr" "$lp50" "$lp99" 1 "$lcpu" "$ldb" "$(cut -d' ' -f1 /proc/loadavg)"
   for what in mcp budget; do
     if [ "$what" = mcp ]; then body=$mcp path=/api/mcp; else body='{"siteId":"'"$LOAD_SITE"'"}' path=/api/external/budget-check; fi
-    c0=$(cpu_ticks "$svc") d0=$(db_ticks "$DB")
+    c0=$(cpu_ticks "$svc") d0=$(db_snap "$DB")
     read -r r p50 p99 n < <(run "$what" "http://127.0.0.1:$SP_PORT" WRK_METHOD=POST WRK_PATH="$path" WRK_BEARER="$LOAD_KEY" WRK_BODY="$body")
-    cpu=$(cpu_ms "$(( $(cpu_ticks "$svc") - c0 ))" "$n") dbc=$(cpu_ms "$(( $(db_ticks "$DB") - d0 ))" "$n")
+    cpu=$(cpu_ms "$(( $(cpu_ticks "$svc") - c0 ))" "$n") dbc=$(cpu_ms "$(db_since "$DB" "$d0")" "$n")
     printf '%-6s %-8s %9.0f %8s %8s %7s %9s %9s   load %s; CPU per request x lhci: service %s, with Postgres %s\n' "$i" "$what" "$r" "$p50" "$p99" \
       "$(ratio "$r" "$lr")" "$cpu" "$dbc" "$(cut -d' ' -f1 /proc/loadavg)" "$(ratio "$lcpu" "$cpu")" "$(awk -v a="$lcpu" -v b="$ldb" -v c="$cpu" -v d="$dbc" 'BEGIN {printf "%.2f", (a + b) / (c + d)}')"
     [ "$what" = budget ] && br=$r
@@ -135,22 +144,22 @@ for i in $(seq 1 "$ROUNDS"); do
   printf '%-6s floor: hello %.0f req/s (cpu_ms %s), pgbench -S %.0f tps, composed %s; budget check %.0f = %s of the floor   load %s\n' \
     "$i" "$hr" "$hcpu" "$pg" "$floor" "$br" "$(ratio "$br" "$floor")" "$(cut -d' ' -f1 /proc/loadavg)"
   if [ "${INGEST:-1}" != 0 ]; then
-    c0=$(cpu_ticks "$lhci") d0=$(db_ticks "$LDB")
+    c0=$(cpu_ticks "$lhci") d0=$(db_snap "$LDB")
     read -r lir _ _ ln < <(run lhci-in "http://127.0.0.1:$LHCI_PORT" WRK_METHOD=POST WRK_PATH="/v1/projects/$pid/builds/$bid/runs" \
       WRK_BODY_FILE="$work/run.json" WRK_HEADER="x-lhci-build-token: $token")
-    licpu=$(cpu_ms "$(( $(cpu_ticks "$lhci") - c0 ))" "$ln") lidb=$(cpu_ms "$(( $(db_ticks "$LDB") - d0 ))" "$ln")
+    licpu=$(cpu_ms "$(( $(cpu_ticks "$lhci") - c0 ))" "$ln") lidb=$(cpu_ms "$(db_since "$LDB" "$d0")" "$ln")
     "$work/loadkit" ingest -c 16 -d "${DURATION}s" >"$work/ingest.out" &
     ing=$!
     sleep 1
-    d1=$(db_ticks "$DB")
-    sleep "$((DURATION - 2))"
-    d2=$(db_ticks "$DB")
+    d1=$(db_snap "$DB") t1=$(date +%s.%N)
+    sleep "$((DURATION - 3))"
+    d2=$(db_since "$DB" "$d1") t2=$(date +%s.%N) # before loadkit ends: its backends end with it
     wait "$ing"
     sres=$(grep '^RESULT' "$work/ingest.out")
     sir=$(sed -E 's/.* rps=([0-9.]+).*/\1/' <<<"$sres")
     sicpu=$(sed -E 's/.*cpu_ms_per_request=([0-9.]+).*/\1/' <<<"$sres")
-    # The backends' CPU over the middle DURATION-2 s of loadkit's run, per result at its rate.
-    sidb=$(awk -v t="$(( d2 - d1 ))" -v hz="$tck" -v r="$sir" -v s="$((DURATION - 2))" 'BEGIN {printf "%.3f", t / hz * 1000 / (r * s)}')
+    # The backends' CPU between the two readings in loadkit's run, per result at its rate.
+    sidb=$(awk -v t="$d2" -v hz="$tck" -v r="$sir" -v s="$(awk -v a="$t1" -v b="$t2" 'BEGIN {print b - a}')" 'BEGIN {printf "%.3f", t / hz * 1000 / (r * s)}')
     printf '%-6s ingest: lhci %.0f runs/s (%s runs, cpu_ms %s, db_cpu_ms %s), SitePulse %.0f results/s (%s, cpu_ms %s, db_cpu_ms %s) = %s x lhci; CPU per result x lhci: %s, with Postgres %s   load %s\n' \
       "$i" "$lir" "$ln" "$licpu" "$lidb" "$sir" "$(sed -E 's/.*requests=([0-9]+).*/\1/' <<<"$sres")" "$sicpu" "$sidb" "$(ratio "$sir" "$lir")" "$(ratio "$licpu" "$sicpu")" \
       "$(awk -v a="$licpu" -v b="$lidb" -v c="$sicpu" -v d="$sidb" 'BEGIN {printf "%.2f", (a + b) / (c + d)}')" "$(cut -d' ' -f1 /proc/loadavg)"
