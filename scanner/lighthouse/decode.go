@@ -338,6 +338,14 @@ type walker struct {
 	b      []byte
 	failed bool
 	valid  bool
+	// What the report's walk decodes each audit and audit reference into before it is kept:
+	// one of each for the walk, not one on the heap for every audit (a value a closure writes
+	// escapes), and the references of a category before they are kept at their number.
+	audit audit
+	ref   auditRef
+	refs  []auditRef
+	// The audit references' groups, each copied once (intern).
+	interned []string
 }
 
 // object calls member for each member of the object at b[i] (depth containers around it), with
@@ -440,7 +448,12 @@ func (w *walker) unmarshal(i, depth int, v any) int {
 
 // str decodes a string field: the bytes between its quotes when they need no unescaping and are
 // valid UTF-8 (json.Unmarshal's own fast path), else through json.Unmarshal.
-func (w *walker) str(i, depth int, s *string) int {
+func (w *walker) str(i, depth int, s *string) int { return w.strOr(i, depth, s, none) }
+
+// strOr is str keeping the string have gives for those bytes, when it gives one, rather than a
+// copy of them: a string that repeats (an audit's id is its key, its scoreDisplayMode one of
+// seven) is not copied again for every audit (2,780 allocations a report were 2,150).
+func (w *walker) strOr(i, depth int, s *string, have func(raw []byte) (string, bool)) int {
 	if w.isNull(i) {
 		return i + 4
 	}
@@ -457,10 +470,45 @@ func (w *walker) str(i, depth int, s *string) int {
 		return w.fail()
 	}
 	if raw := w.b[i+1 : end-1]; bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
-		*s = string(raw)
+		if v, ok := have(raw); ok {
+			*s = v
+		} else {
+			*s = string(raw)
+		}
 		return end
 	}
 	return w.unmarshal(i, depth, s)
+}
+
+func none([]byte) (string, bool) { return "", false }
+
+// scoreDisplayModes are the values of an audit's scoreDisplayMode (Lighthouse's
+// Audit.SCORING_MODES), kept rather than copied from each audit (strOr).
+var scoreDisplayModes = []string{"numeric", "binary", "metricSavings", "manual", "informative", "notApplicable", "error"}
+
+// oneOf is strOr's have for a string most often one of values.
+func oneOf(values []string) func(raw []byte) (string, bool) {
+	return func(raw []byte) (string, bool) {
+		for _, v := range values {
+			if string(raw) == v {
+				return v, true
+			}
+		}
+		return "", false
+	}
+}
+
+// intern is strOr's have for a string that repeats in the report (an audit reference's group):
+// each is copied once into w.interned.
+func (w *walker) intern(raw []byte) (string, bool) {
+	for _, v := range w.interned {
+		if string(raw) == v {
+			return v, true
+		}
+	}
+	v := string(raw)
+	w.interned = append(w.interned, v)
+	return v, true
 }
 
 // num decodes a float64 field (null leaves it as it is).
@@ -618,22 +666,25 @@ func (w *walker) audits(i, depth int, l *lhr) int {
 		if _, dup := l.Audits[string(key)]; dup {
 			return w.fail()
 		}
-		var a audit
+		k := string(key)
+		w.audit = audit{}
 		end := v + 4
 		if !w.isNull(v) {
-			end = w.audit(v, depth+1, &a)
+			end = w.decodeAudit(v, depth+1, k)
 		}
-		l.Audits[string(key)] = a
+		l.Audits[k] = w.audit
 		return end
 	})
 }
 
-func (w *walker) audit(i, depth int, a *audit) int {
+// decodeAudit decodes the audit at b[i], whose key is key, into w.audit.
+func (w *walker) decodeAudit(i, depth int, key string) int {
+	a := &w.audit
 	f := fields{w: w, names: auditFields}
-	return w.object(i, depth, func(key []byte, v int) int {
-		switch f.match(key) {
+	return w.object(i, depth, func(k []byte, v int) int {
+		switch f.match(k) {
 		case 0:
-			return w.str(v, depth+1, &a.ID)
+			return w.strOr(v, depth+1, &a.ID, oneOf([]string{key})) // an audit's id is its key
 		case 1:
 			return w.str(v, depth+1, &a.Title)
 		case 2:
@@ -641,7 +692,7 @@ func (w *walker) audit(i, depth int, a *audit) int {
 		case 3:
 			return w.numPtr(v, &a.Score)
 		case 4:
-			return w.str(v, depth+1, &a.ScoreDisplayMode)
+			return w.strOr(v, depth+1, &a.ScoreDisplayMode, oneOf(scoreDisplayModes))
 		case 5:
 			return w.numPtr(v, &a.NumericValue)
 		case 6:
@@ -692,7 +743,7 @@ func (w *walker) categories(i, depth int, l *lhr) int {
 				case 0:
 					return w.numPtr(v, &c.Score)
 				case 1:
-					return w.auditRefs(v, depth+2, &c)
+					return w.auditRefs(v, depth+2, &c, l.Audits)
 				}
 				return w.skip(v, depth+2)
 			})
@@ -702,32 +753,39 @@ func (w *walker) categories(i, depth int, l *lhr) int {
 	})
 }
 
-func (w *walker) auditRefs(i, depth int, c *category) int {
+// auditRefs decodes a category's references to the audits (read before, in audits).
+func (w *walker) auditRefs(i, depth int, c *category, audits map[string]audit) int {
 	if w.isNull(i) {
 		c.AuditRefs = nil
 		return i + 4
 	}
-	c.AuditRefs = []auditRef{}
-	return w.array(i, depth, func(e int) int {
-		var r auditRef
+	w.refs = w.refs[:0]
+	end := w.array(i, depth, func(e int) int {
+		r := &w.ref
+		*r = auditRef{}
 		end := e + 4
 		if !w.isNull(e) {
 			f := fields{w: w, names: auditRefFields}
 			end = w.object(e, depth+1, func(key []byte, v int) int {
 				switch f.match(key) {
 				case 0:
-					return w.str(v, depth+2, &r.ID)
+					return w.strOr(v, depth+2, &r.ID, func(raw []byte) (string, bool) {
+						a, ok := audits[string(raw)] // the audit's id, which is its key
+						return a.ID, ok && a.ID == string(raw)
+					})
 				case 1:
 					return w.num(v, &r.Weight)
 				case 2:
-					return w.str(v, depth+2, &r.Group)
+					return w.strOr(v, depth+2, &r.Group, w.intern)
 				}
 				return w.skip(v, depth+2)
 			})
 		}
-		c.AuditRefs = append(c.AuditRefs, r)
+		w.refs = append(w.refs, *r)
 		return end
 	})
+	c.AuditRefs = append(make([]auditRef, 0, len(w.refs)), w.refs...)
+	return end
 }
 
 // savings is an audit's metricSavings: a number by metric (null is 0, a key twice the last).
