@@ -18,7 +18,11 @@
 #           result, its pictures) and store.SavePageResult (the result, its explain data and
 #           its pictures, one statement under the scan's lease); no HTTP (results arrive from
 #           the process's own audits)
-# with results/s and the ratio. Both services use one Postgres (PGURL); each round runs them one
+# with results/s and the ratio. Each side first runs WARMUP (2) s of the same, not counted (0: none):
+# the service's pool ingests for hours on connections it keeps, as the LHCI server serves; a
+# fresh loadkit's first seconds cost more (its Postgres backends map the shared buffers they
+# write through, its heap grows: 14-26% fewer results/s in its first 4 s than in its next 4 s
+# on 2026-12-06). Both services use one Postgres (PGURL); each round runs them one
 # after the other, so a busy machine slows both. Needs wrk, pgbench and LHCI installed where
 # LHCI_DIR says:
 #   npm install --prefix /tmp/lhci --ignore-scripts @lhci/server@0.15 pg
@@ -33,6 +37,7 @@ PGURL=${PGURL:-postgres://postgres@127.0.0.1:5432}
 LHCI_DIR=${LHCI_DIR:-/tmp/lhci}
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-5}
+WARMUP=${WARMUP:-2}
 LHCI_PORT=${LHCI_PORT:-18911}
 SP_PORT=${SP_PORT:-18912}
 HELLO_PORT=${HELLO_PORT:-18913}
@@ -89,11 +94,12 @@ pids+=($hello)
 wait_up "http://127.0.0.1:$HELLO_PORT/"
 tck=$(getconf CLK_TCK)
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; } # pid: its CPU (user + system) in clock ticks
-db_snap() { # database: each client backend connected to it, as pid=ticks (its CPU in clock ticks)
-  local p
-  for p in $(psql -Atc "SELECT pid FROM pg_stat_activity WHERE datname = '$1' AND backend_type = 'client backend' AND pid <> pg_backend_pid()" "$PGURL/postgres"); do
-    printf '%s=%s ' "$p" "$(cpu_ticks "$p")"
-  done
+db_snap() { # database: each client backend connected to it, as pid=ticks (its CPU in clock ticks); one
+  # process reads them all (an awk per backend took seconds on a loaded machine: the second
+  # reading came after loadkit had ended)
+  local pids
+  pids=$(psql -Atc "SELECT pid FROM pg_stat_activity WHERE datname = '$1' AND backend_type = 'client backend' AND pid <> pg_backend_pid()" "$PGURL/postgres")
+  [ -z "$pids" ] || (cd /proc && cat $(sed 's|$|/stat|' <<<"$pids") 2>/dev/null) | awk '{printf "%s=%s ", $1, $14 + $15}'
 }
 db_since() { # database snapshot: the clock ticks its client backends spent since db_snap gave snapshot, by
   # backend: one gone since counts nothing (its ticks left with it; summing totals made that a
@@ -144,15 +150,19 @@ for i in $(seq 1 "$ROUNDS"); do
   printf '%-6s floor: hello %.0f req/s (cpu_ms %s), pgbench -S %.0f tps, composed %s; budget check %.0f = %s of the floor   load %s\n' \
     "$i" "$hr" "$hcpu" "$pg" "$floor" "$br" "$(ratio "$br" "$floor")" "$(cut -d' ' -f1 /proc/loadavg)"
   if [ "${INGEST:-1}" != 0 ]; then
+    if [ "$WARMUP" != 0 ]; then # both sides run WARMUP s first, not counted
+      env WRK_METHOD=POST WRK_PATH="/v1/projects/$pid/builds/$bid/runs" WRK_BODY_FILE="$work/run.json" WRK_HEADER="x-lhci-build-token: $token" \
+        wrk -t2 -c16 -d"${WARMUP}s" -s .ci/wrk.lua "http://127.0.0.1:$LHCI_PORT" >/dev/null
+    fi
     c0=$(cpu_ticks "$lhci") d0=$(db_snap "$LDB")
     read -r lir _ _ ln < <(run lhci-in "http://127.0.0.1:$LHCI_PORT" WRK_METHOD=POST WRK_PATH="/v1/projects/$pid/builds/$bid/runs" \
       WRK_BODY_FILE="$work/run.json" WRK_HEADER="x-lhci-build-token: $token")
     licpu=$(cpu_ms "$(( $(cpu_ticks "$lhci") - c0 ))" "$ln") lidb=$(cpu_ms "$(db_since "$LDB" "$d0")" "$ln")
-    "$work/loadkit" ingest -c 16 -d "${DURATION}s" >"$work/ingest.out" &
+    "$work/loadkit" ingest -c 16 -warmup "${WARMUP}s" -d "${DURATION}s" >"$work/ingest.out" &
     ing=$!
-    sleep 1
+    sleep "$(awk -v w="$WARMUP" 'BEGIN {print w + 0.5}')"
     d1=$(db_snap "$DB") t1=$(date +%s.%N)
-    sleep "$((DURATION - 3))"
+    sleep "$((DURATION - 2))"
     d2=$(db_since "$DB" "$d1") t2=$(date +%s.%N) # before loadkit ends: its backends end with it
     wait "$ing"
     sres=$(grep '^RESULT' "$work/ingest.out")

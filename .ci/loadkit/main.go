@@ -54,7 +54,7 @@ commands:
   platform -addr 127.0.0.1:8792 -client-id ID -secret S  the Webflow double
   year     -sites 50 -pages 50 -days 365 -retention 90   a year of daily scans, its size before and after retention (fresh DATABASE_URL);
            [-explain]                                    with what explains each result and its screenshots (issue 33)
-  ingest   -c 16 -d 5s                                   real PSI answers extracted and stored with explain data and pictures, for a time; prints results/s
+  ingest   -c 16 -d 5s -warmup 2s                        real PSI answers extracted and stored with explain data and pictures, for a time (after a warm-up not counted); prints results/s
   hello    -addr 127.0.0.1:8793                          a bare net/http hello (the composed floor's Go half)
   fleet    -sites 2000 -pages 20 -days 365 -detail-days 62 -out FILE
                                                          a year of daily scans of sites sites at schema 38, the last detail-days
@@ -101,6 +101,7 @@ func run(args []string, stdout io.Writer) error {
 	retention := fs.Int("retention", 90, "year: the retention applied, in days")
 	workers := fs.Int("c", 16, "ingest: concurrent workers")
 	duration := fs.Duration("d", 5*time.Second, "ingest: how long to store results")
+	warmup := fs.Duration("warmup", 0, "ingest: how long to store results first, not counted")
 	detailDays := fs.Int("detail-days", 62, "fleet: the last days whose scans keep their page details")
 	explain := fs.Bool("explain", false, "year: every result also keeps what explains it and its screenshots (issue 33), as the pipeline writes them")
 	if err := fs.Parse(args[1:]); err != nil {
@@ -124,7 +125,7 @@ func run(args []string, stdout io.Writer) error {
 	case "year":
 		return year(ctx, stdout, *fixtures, *sites, *pages, *days, *retention, *explain)
 	case "ingest":
-		return ingest(ctx, stdout, *fixtures, *workers, *duration)
+		return ingest(ctx, stdout, *fixtures, *workers, *warmup, *duration)
 	case "hello":
 		return hello(*addr)
 	case "fleet":
