@@ -104,7 +104,7 @@ db_snap() { # database: each client backend connected to it, as pid=ticks (its C
 db_since() { # database snapshot: the clock ticks its client backends spent since db_snap gave snapshot, by
   # backend: one gone since counts nothing (its ticks left with it; summing totals made that a
   # negative difference when a pooled connection closed), one new since counts all of its own
-  local now p t
+  local now
   now=$(db_snap "$1")
   awk -v a="$2" -v b="$now" 'BEGIN {
     n = split(a, x, " "); for (k = 1; k <= n; k++) { split(x[k], y, "="); before[y[1]] = y[2] }
