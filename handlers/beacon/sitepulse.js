@@ -11,7 +11,9 @@ var here = function () { return location.pathname.slice(0, 300); };
 var hard = here(), q = [];
 var noq = function (u) { return /^https?:\/\//.test(u) ? String(u).split(/[?#]/)[0].slice(0, 300) : undefined; };
 var cut = function (t) { return t ? String(t).slice(0, 200) : undefined; };
+var inp;
 var flush = function () {
+  if (inp) { q.push(inp); inp = undefined; }
   // One beacon per page and navigation type, at most 10 figures each.
   while (q.length) {
     var first = q[0], same = [], rest = [];
@@ -55,14 +57,19 @@ wv.onTTFB(function (v) { add(hard, { n: 'ttfb', v: v.value }, v); });
 wv.onFCP(function (v) { add(hard, { n: 'fcp', v: v.value }, v); });
 wv.onLCP(function (v) { add(hard, { n: 'lcp', v: v.value, t: cut(a(v).target), u: noq(a(v).url) }, v); });
 wv.onCLS(function (v) { add(at(a(v).largestShiftTime || 0), { n: 'cls', v: v.value, t: cut(a(v).largestShiftTarget) }, v); });
+// INP with every change: web-vitals reads an interaction's entries in an idle callback, or when
+// the page hides if no idle moment came first (a busy app, a visitor who leaves at once), and
+// then after its own report for the hide, which has nothing yet: reported only then, that INP
+// was lost. The latest waits here and goes with the next flush, once; a later change, later.
 wv.onINP(function (v) {
   var att = a(v), ev = att.interactionType, longest = -1, t0 = att.interactionTime || 0;
   (att.processedEventEntries || []).forEach(function (e) {
     var d = e.processingEnd - e.processingStart;
     if (d > longest) { longest = d; ev = e.name; }
   });
-  add(at(t0), { n: 'inp', v: v.value, t: cut(att.interactionTarget || targetAt(t0)), e: ev, i: att.inputDelay, r: att.processingDuration, s: att.presentationDelay }, v);
-});
+  inp = { p: at(t0), nt: nt(v.navigationType), m: { n: 'inp', v: v.value, t: cut(att.interactionTarget || targetAt(t0)), e: ev, i: att.inputDelay, r: att.processingDuration, s: att.presentationDelay } };
+}, { reportAllChanges: true });
+// In the bubble phase, so after web-vitals' own listeners (capture) have reported for the hide.
 addEventListener('visibilitychange', function () { if (document.visibilityState === 'hidden') flush(); });
 addEventListener('pagehide', flush);
 // Soft navigations: web-vitals 5 does not report them, so a change of path by the History API
