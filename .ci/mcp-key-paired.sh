@@ -51,16 +51,7 @@ for b in before after; do
   for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:${port[$b]}/healthz" >/dev/null && break; sleep 0.2; done
   curl -sf "http://127.0.0.1:${port[$b]}/healthz" >/dev/null || { cat "$work/$b.log"; exit 1; }
 done
-tck=$(getconf CLK_TCK)
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
-db_ticks() { # database: the CPU of the Postgres backends connected to it, in clock ticks
-  local t=0 p
-  for p in $(psql -Atc "SELECT pid FROM pg_stat_activity WHERE datname = '$1' AND pid <> pg_backend_pid()" "$PGURL/postgres"); do
-    t=$(( t + $(cpu_ticks "$p") ))
-  done
-  echo "$t"
-}
-cpu_ms() { awk -v t="$1" -v hz="$tck" -v n="$2" 'BEGIN {printf "%.4f", t / hz * 1000 / n}'; }
+. .ci/cpu.sh # tck, cpu_ticks, db_snap, db_since, cpu_ms
 reads=${WHAT:-mcp budget}
 echo "run: $(date -u +%FT%TZ), before $BEFORE, after $(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo +changes), $(nproc) cores, 'after' on ${POOLURL##*@}, rounds $ROUNDS x ${DURATION}s"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -75,14 +66,14 @@ for i in $(seq 1 "$ROUNDS"); do
       else
         path=/api/external/budget-check body='{"siteId":"'"${site[$b]}"'"}'
       fi
-      c0=$(cpu_ticks "${svc[$b]}") d0=$(db_ticks "sitepulse_mkp_${b}_$PORT")
+      c0=$(cpu_ticks "${svc[$b]}") d0=$(db_snap "sitepulse_mkp_${b}_$PORT")
       res=$(WRK_METHOD=POST WRK_PATH=$path WRK_BEARER="${key[$b]}" WRK_BODY="$body" wrk -t2 -c16 -d"${DURATION}s" --latency -s .ci/wrk.lua "http://127.0.0.1:${port[$b]}" | grep '^RESULT')
-      c1=$(cpu_ticks "${svc[$b]}") d1=$(db_ticks "sitepulse_mkp_${b}_$PORT")
+      c1=$(cpu_ticks "${svc[$b]}") d1=$(db_since "sitepulse_mkp_${b}_$PORT" "$d0")
       [ "$(sed -E 's/.* non200=([0-9]+).*/\1/' <<<"$res")" = 0 ] || { echo "$b $what: answers not 200: $res"; exit 1; }
       n=$(sed -E 's/.*requests=([0-9]+).*/\1/' <<<"$res")
       printf '%-6s %-7s %-7s %9.0f %8s %8s %8s %9s   load %s\n' "$i" "$what" "$b" "$(sed -E 's/.* rps=([0-9.]+).*/\1/' <<<"$res")" \
         "$(sed -E 's/.* p50_ms=([0-9.]+).*/\1/' <<<"$res")" "$(sed -E 's/.* p99_ms=([0-9.]+).*/\1/' <<<"$res")" \
-        "$(cpu_ms $((c1 - c0)) "$n")" "$(cpu_ms $((d1 - d0)) "$n")" "$(cut -d' ' -f1 /proc/loadavg)"
+        "$(cpu_ms $((c1 - c0)) "$n")" "$(cpu_ms "$d1" "$n")" "$(cut -d' ' -f1 /proc/loadavg)"
     done
   done
 done
