@@ -94,11 +94,11 @@ pids+=($hello)
 wait_up "http://127.0.0.1:$HELLO_PORT/"
 . .ci/cpu.sh # tck, cpu_ticks, db_snap, db_since, cpu_ms
 
-run() { # name url [env...]: one wrk run; prints rps, p50, p99 and requests
+run() { # name url [env...]: one wrk run of D (DURATION) s; prints rps, p50, p99 and requests
   local name=$1 url=$2
   shift 2
   local res
-  res=$(env "$@" wrk -t2 -c16 -d"${DURATION}s" --latency -s .ci/wrk.lua "$url" | grep '^RESULT')
+  res=$(env "$@" wrk -t2 -c16 -d"${D:-$DURATION}s" --latency -s .ci/wrk.lua "$url" | grep '^RESULT')
   [ "$(sed -E 's/.* non200=([0-9]+).*/\1/' <<<"$res")" = 0 ] || { echo "$name: answers not 200: $res" >&2; exit 1; }
   printf '%s %s %s %s\n' "$(sed -E 's/.* rps=([0-9.]+).*/\1/' <<<"$res")" \
     "$(sed -E 's/.* p50_ms=([0-9.]+).*/\1/' <<<"$res")" "$(sed -E 's/.* p99_ms=([0-9.]+).*/\1/' <<<"$res")" \
@@ -131,13 +131,10 @@ for i in $(seq 1 "$ROUNDS"); do
   printf '%-6s floor: hello %.0f req/s (cpu_ms %s), pgbench -S %.0f tps, composed %s; budget check %.0f = %s of the floor   load %s\n' \
     "$i" "$hr" "$hcpu" "$pg" "$floor" "$br" "$(ratio "$br" "$floor")" "$(cut -d' ' -f1 /proc/loadavg)"
   if [ "${INGEST:-1}" != 0 ]; then
-    if [ "$WARMUP" != 0 ]; then # both sides run WARMUP s first, not counted
-      env WRK_METHOD=POST WRK_PATH="/v1/projects/$pid/builds/$bid/runs" WRK_BODY_FILE="$work/run.json" WRK_HEADER="x-lhci-build-token: $token" \
-        wrk -t2 -c16 -d"${WARMUP}s" -s .ci/wrk.lua "http://127.0.0.1:$LHCI_PORT" >/dev/null
-    fi
+    lin=(WRK_METHOD=POST WRK_PATH="/v1/projects/$pid/builds/$bid/runs" WRK_BODY_FILE="$work/run.json" WRK_HEADER="x-lhci-build-token: $token")
+    [ "$WARMUP" = 0 ] || D=$WARMUP run lhci-in "http://127.0.0.1:$LHCI_PORT" "${lin[@]}" >/dev/null # both sides run WARMUP s first, not counted
     c0=$(cpu_ticks "$lhci") d0=$(db_snap "$LDB")
-    read -r lir _ _ ln < <(run lhci-in "http://127.0.0.1:$LHCI_PORT" WRK_METHOD=POST WRK_PATH="/v1/projects/$pid/builds/$bid/runs" \
-      WRK_BODY_FILE="$work/run.json" WRK_HEADER="x-lhci-build-token: $token")
+    read -r lir _ _ ln < <(run lhci-in "http://127.0.0.1:$LHCI_PORT" "${lin[@]}")
     licpu=$(cpu_ms "$(( $(cpu_ticks "$lhci") - c0 ))" "$ln") lidb=$(cpu_ms "$(db_since "$LDB" "$d0")" "$ln")
     "$work/loadkit" ingest -c 16 -warmup "${WARMUP}s" -d "${DURATION}s" >"$work/ingest.out" &
     ing=$!
@@ -150,7 +147,7 @@ for i in $(seq 1 "$ROUNDS"); do
     sir=$(sed -E 's/.* rps=([0-9.]+).*/\1/' <<<"$sres")
     sicpu=$(sed -E 's/.*cpu_ms_per_request=([0-9.]+).*/\1/' <<<"$sres")
     # The backends' CPU between the two readings in loadkit's run, per result at its rate.
-    sidb=$(awk -v t="$d2" -v hz="$tck" -v r="$sir" -v s="$(awk -v a="$t1" -v b="$t2" 'BEGIN {print b - a}')" 'BEGIN {printf "%.3f", t / hz * 1000 / (r * s)}')
+    sidb=$(awk -v t="$d2" -v hz="$tck" -v r="$sir" -v a="$t1" -v b="$t2" 'BEGIN {printf "%.3f", t / hz * 1000 / (r * (b - a))}')
     printf '%-6s ingest: lhci %.0f runs/s (%s runs, cpu_ms %s, db_cpu_ms %s), SitePulse %.0f results/s (%s, cpu_ms %s, db_cpu_ms %s) = %s x lhci; CPU per result x lhci: %s, with Postgres %s   load %s\n' \
       "$i" "$lir" "$ln" "$licpu" "$lidb" "$sir" "$(sed -E 's/.*requests=([0-9]+).*/\1/' <<<"$sres")" "$sicpu" "$sidb" "$(ratio "$sir" "$lir")" "$(ratio "$licpu" "$sicpu")" \
       "$(awk -v a="$licpu" -v b="$lidb" -v c="$sicpu" -v d="$sidb" 'BEGIN {printf "%.2f", (a + b) / (c + d)}')" "$(cut -d' ' -f1 /proc/loadavg)"

@@ -26,7 +26,8 @@ var flush = function () {
   }
 };
 var nt = function (n) { return ({ 'back-forward-cache': 'back-forward-cache', reload: 'reload', 'back-forward': 'back-forward', prerender: 'prerender', restore: 'restore' })[n] || 'navigate'; };
-var add = function (p, m, v) { q.push({ p: p, nt: nt(v.navigationType), m: m }); };
+var fig = function (p, m, v) { return { p: p, nt: nt(v.navigationType), m: m }; };
+var add = function (p, m, v) { q.push(fig(p, m, v)); };
 var wv = webVitals, a = function (v) { return v.attribution || {}; };
 // Where the page was when: INP and CLS are reported when the page hides, after any soft
 // navigation, so each is filed under the path at its interaction or shift.
@@ -67,7 +68,7 @@ wv.onINP(function (v) {
     var d = e.processingEnd - e.processingStart;
     if (d > longest) { longest = d; ev = e.name; }
   });
-  inp = { p: at(t0), nt: nt(v.navigationType), m: { n: 'inp', v: v.value, t: cut(att.interactionTarget || targetAt(t0)), e: ev, i: att.inputDelay, r: att.processingDuration, s: att.presentationDelay } };
+  inp = fig(at(t0), { n: 'inp', v: v.value, t: cut(att.interactionTarget || targetAt(t0)), e: ev, i: att.inputDelay, r: att.processingDuration, s: att.presentationDelay }, v);
 }, { reportAllChanges: true });
 // In the bubble phase, so after web-vitals' own listeners (capture) have reported for the hide.
 addEventListener('visibilitychange', function () { if (document.visibilityState === 'hidden') flush(); });
